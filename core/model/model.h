@@ -1,0 +1,116 @@
+/* model.h - model shapes and GPU descriptions, and the byte and FLOP arithmetic on them.
+ *
+ * Pure computation.  Presets live as data (datasets/presets/{model,gpu}/<name>.lua) and are
+ * turned into these structs by the Lua layer (core/lua), which checks every field; C code and
+ * tests may also fill the structs directly.  Every byte count in dkv derives from here.
+ */
+#ifndef DKV_MODEL_MODEL_H
+#define DKV_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+typedef enum dkv_dtype {
+    DKV_DTYPE_BF16 = 0,
+    DKV_DTYPE_FP16,
+    DKV_DTYPE_FP32,
+    DKV_DTYPE_FP8
+} dkv_dtype;
+
+uint32_t    dkv_dtype_bytes(dkv_dtype t);
+const char *dkv_dtype_name(dkv_dtype t);
+/* Parses "bf16", "fp16", "fp32", "fp8"; DKV_EINVAL otherwise. */
+dkv_status  dkv_dtype_parse(const char *s, dkv_dtype *out, dkv_err *err);
+
+/* A LLaDA/Dream-style transformer: bidirectional attention, RMSNorm, RoPE, SiLU-gated FFN
+ * (gate and up projections, then down), untied LM head unless tied_embeddings. */
+typedef struct dkv_model {
+    char     name[64];
+    uint32_t n_layers;
+    uint32_t hidden;        /* d_model */
+    uint32_t ffn;           /* FFN intermediate size */
+    uint32_t n_heads;       /* query heads */
+    uint32_t n_kv_heads;    /* KV heads (== n_heads without grouped-query attention) */
+    uint32_t head_dim;
+    uint32_t vocab;
+    uint32_t mask_id;       /* the [MASK] token id */
+    uint32_t max_len;       /* longest canvas the model supports, tokens */
+    double   rope_theta;
+    bool     tied_embeddings;
+    bool     qkv_bias;      /* Dream (Qwen2) has q/k/v biases */
+    dkv_dtype weight_dtype;
+    dkv_dtype kv_dtype;
+    dkv_dtype act_dtype;
+} dkv_model;
+
+/* Checks dimensions (non-zero, heads divide, head_dim*n_heads == hidden unless documented). */
+dkv_status dkv_model_validate(const dkv_model *m, dkv_err *err);
+
+uint64_t dkv_model_params(const dkv_model *m);              /* parameters, incl. embeddings */
+uint64_t dkv_model_layer_params(const dkv_model *m);        /* one transformer layer */
+uint64_t dkv_model_weight_bytes(const dkv_model *m);        /* params * weight dtype */
+uint64_t dkv_model_kv_bytes_per_token_layer(const dkv_model *m); /* K+V, one layer */
+uint64_t dkv_model_kv_bytes_per_token(const dkv_model *m);  /* K+V, all layers */
+uint64_t dkv_model_logit_row_bytes(const dkv_model *m);     /* vocab * act dtype */
+
+/* Dense FLOPs of one forward for q query tokens attending a key tokens (2 FLOP per MAC),
+ * without and with the LM head over `logit_rows` rows. */
+double dkv_model_layer_flops(const dkv_model *m, uint64_t q, uint64_t a);
+double dkv_model_forward_flops(const dkv_model *m, uint64_t q, uint64_t a, uint64_t logit_rows);
+
+/* One point of a bandwidth-efficiency curve: a contiguous access run of run_bytes achieves
+ * `efficiency` (0..1] of the copy bandwidth.  Interpolated log-linearly in run_bytes. */
+typedef struct dkv_bw_point {
+    double run_bytes;
+    double efficiency;
+} dkv_bw_point;
+
+#define DKV_GPU_CURVE_MAX 16
+
+typedef struct dkv_gpu {
+    char     name[64];
+    double   hbm_bytes;           /* device memory, bytes */
+    double   hbm_bw;              /* bytes/s, measured device copy bandwidth (read + write) */
+    double   flops_bf16;          /* FLOP/s, dense bf16 GEMM, measured where available */
+    double   flops_fp32;          /* FLOP/s, plain fp32 */
+    double   pcie_h2d_pinned;     /* bytes/s */
+    double   pcie_d2h_pinned;
+    double   pcie_bidir_pinned;   /* both directions at once, total */
+    double   pcie_h2d_pageable;
+    double   pcie_d2h_pageable;
+    double   launch_overhead_s;   /* per kernel */
+    double   malloc_s;            /* cudaMalloc of a small/medium block */
+    double   free_s;
+    double   cost_per_hour;       /* $ per GPU-hour, for cost per token */
+    uint32_t n_sms;
+    double   l2_bytes;
+    /* dLLM-Serve per-GPU defaults */
+    uint32_t max_num_logits;
+    uint32_t max_num_batched_tokens;
+    double   retention;
+    uint32_t n_bw_curve;
+    dkv_bw_point bw_curve[DKV_GPU_CURVE_MAX];  /* ascending run_bytes */
+} dkv_gpu;
+
+dkv_status dkv_gpu_validate(const dkv_gpu *g, dkv_err *err);
+
+/* Efficiency (0..1] for a contiguous run of run_bytes, from the curve (1.0 when empty). */
+double dkv_gpu_bw_efficiency(const dkv_gpu *g, double run_bytes);
+
+/* dLLM-Serve budget rules: usable = HBM - weights - margin*HBM, split kv_frac : (1-kv_frac).
+ * Defaults: margin 0.10, kv_frac 0.7.  Fails (DKV_ENOMEM) when the weights do not fit. */
+typedef struct dkv_budget {
+    double usable_bytes;
+    double kv_bytes;
+    double act_bytes;
+    double weight_bytes;
+    double margin_bytes;
+} dkv_budget;
+
+dkv_status dkv_budget_compute(const dkv_model *m, const dkv_gpu *g, double margin, double kv_frac,
+                              dkv_budget *out, dkv_err *err);
+
+#endif

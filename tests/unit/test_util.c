@@ -1,0 +1,82 @@
+/* test_util.c - status messages and the seeded RNG. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "util/rng.h"
+#include "util/status.h"
+
+static void test_err_set_and_prefix(void **state)
+{
+    (void)state;
+    dkv_err e = {0};
+    assert_int_equal(dkv_err_set(&e, DKV_EFORMAT, "line %d: bad field '%s'", 7, "rate"), DKV_EFORMAT);
+    assert_int_equal(e.code, DKV_EFORMAT);
+    assert_string_equal(e.msg, "line 7: bad field 'rate'");
+    dkv_err_prefix(&e, "%s", "trace.csv");
+    assert_string_equal(e.msg, "trace.csv: line 7: bad field 'rate'");
+    assert_int_equal(dkv_err_set(NULL, DKV_EINVAL, "ignored"), DKV_EINVAL);
+    dkv_err_clear(&e);
+    assert_int_equal(e.code, DKV_OK);
+    assert_string_equal(dkv_status_name(DKV_ENODEV), "ENODEV");
+}
+
+static void test_rng_reproducible(void **state)
+{
+    (void)state;
+    dkv_rng a, b, c;
+    dkv_rng_seed(&a, 42);
+    dkv_rng_seed(&b, 42);
+    dkv_rng_seed(&c, 43);
+    int differ = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t x = dkv_rng_u64(&a), y = dkv_rng_u64(&b), z = dkv_rng_u64(&c);
+        assert_true(x == y);
+        differ += x != z;
+    }
+    assert_true(differ > 990);
+}
+
+static void test_rng_moments(void **state)
+{
+    (void)state;
+    dkv_rng r;
+    dkv_rng_seed(&r, 7);
+    const int n = 200000;
+    double su = 0, sn = 0, sn2 = 0, se = 0, sg = 0, sg2 = 0;
+    for (int i = 0; i < n; i++) {
+        double u = dkv_rng_uniform(&r);
+        assert_true(u >= 0.0 && u < 1.0);
+        su += u;
+        double x = dkv_rng_normal(&r);
+        sn += x;
+        sn2 += x * x;
+        se += dkv_rng_exponential(&r, 4.0);
+        double g = dkv_rng_gamma(&r, 0.25, 8.0); /* mean 2, var 16 */
+        sg += g;
+        sg2 += g * g;
+        assert_true(dkv_rng_below(&r, 10) < 10);
+    }
+    assert_true(fabs(su / n - 0.5) < 0.005);
+    assert_true(fabs(sn / n) < 0.01);
+    assert_true(fabs(sn2 / n - 1.0) < 0.02);
+    assert_true(fabs(se / n - 0.25) < 0.005);
+    double gm = sg / n, gv = sg2 / n - gm * gm;
+    assert_true(fabs(gm - 2.0) < 0.05);
+    assert_true(fabs(gv - 16.0) < 1.0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_err_set_and_prefix),
+        cmocka_unit_test(test_rng_reproducible),
+        cmocka_unit_test(test_rng_moments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
