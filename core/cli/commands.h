@@ -1,0 +1,15 @@
+/* commands.h - the dkv subcommands.  Each lives in core/cli/cmd_<name>.c and is called with
+ * argv[0] == "<name>".  Return value is the process exit code:
+ *   0 success, 1 experiment/runtime error, 2 usage error.
+ * Every command prints --help to stdout, errors to stderr naming file:line where one exists. */
+#ifndef DKV_CLI_COMMANDS_H
+#define DKV_CLI_COMMANDS_H
+
+enum { DKV_EXIT_OK = 0, DKV_EXIT_ERROR = 1, DKV_EXIT_USAGE = 2 };
+
+int dkv_cmd_run(int argc, char **argv);     /* dkv run SCRIPT.lua [-o FILE.h5] [-D k=v] [--shard i/N] */
+int dkv_cmd_info(int argc, char **argv);    /* dkv info FILE.h5 */
+int dkv_cmd_replay(int argc, char **argv);  /* dkv replay TRACE --mem KIND [options]   (core/cli/cmd_replay.c) */
+int dkv_cmd_bench(int argc, char **argv);   /* dkv bench mem [options]                 (core/cli/cmd_bench.c) */
+
+#endif

@@ -1,0 +1,13 @@
+/* interrupt.h - a process-wide "stop requested" flag (set from a SIGINT handler by the CLI).
+ * Long-running library loops poll it and return DKV_EINTR, so the caller can close its files
+ * cleanly.  Async-signal-safe to set. */
+#ifndef DKV_UTIL_INTERRUPT_H
+#define DKV_UTIL_INTERRUPT_H
+
+#include <stdbool.h>
+
+void dkv_interrupt_request(void);   /* safe to call from a signal handler */
+bool dkv_interrupt_requested(void);
+void dkv_interrupt_clear(void);
+
+#endif
