@@ -1,0 +1,48 @@
+/* backend.c - the backend vtable wrappers and their defaults. */
+#include "engine/backend.h"
+
+#include <string.h>
+
+const char *dkv_kernel_class_name(dkv_kernel_class k)
+{
+    static const char *const names[DKV_KERNEL_N] = {
+        "qkv", "attn", "o_proj", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress",
+    };
+    return (unsigned)k < DKV_KERNEL_N ? names[k] : "?";
+}
+
+dkv_status dkv_backend_begin(dkv_backend *b, const dkv_backend_setup *setup, dkv_err *err)
+{
+    if (!b->iface)
+        return dkv_err_set(err, DKV_ESTATE, "backend: no interface");
+    return b->iface->begin ? b->iface->begin(b->ctx, setup, err) : DKV_OK;
+}
+
+dkv_status dkv_backend_run_step(dkv_backend *b, const dkv_step_plan *plan, dkv_step_cost *out, dkv_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (!b->iface)
+        return dkv_err_set(err, DKV_ESTATE, "backend: no interface");
+    return b->iface->run_step ? b->iface->run_step(b->ctx, plan, out, err) : DKV_OK;
+}
+
+void dkv_backend_end(dkv_backend *b)
+{
+    if (b && b->iface && b->iface->end)
+        b->iface->end(b->ctx);
+}
+
+void dkv_backend_free(dkv_backend *b)
+{
+    if (!b)
+        return;
+    if (b->iface && b->iface->free)
+        b->iface->free(b->ctx);
+    b->iface = NULL;
+    b->ctx = NULL;
+}
+
+const char *dkv_backend_name(const dkv_backend *b)
+{
+    return b && b->iface && b->iface->name ? b->iface->name : "none";
+}

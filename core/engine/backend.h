@@ -1,0 +1,171 @@
+/* backend.h - the interface between the engine (what happens) and a backend (what it costs).
+ *
+ * Each iteration the engine builds one dkv_step_plan: the requests that run this step (one
+ * dkv_step_item each, all batched into ONE forward pass per instance), and the transfer orders
+ * the policies gave (offload, fetch, compress).  A backend costs the plan (sim/: roofline +
+ * PCIe queue model) or executes it (cuda/: real kernels, CUDA events) and fills dkv_step_cost.
+ * The engine never knows which backend runs it; both fill the same cost struct and emit the
+ * same kernel records, so a simulated run and a hardware run compare line by line.
+ *
+ * The token counts of an item follow DESIGN.md's decoding table (q queries computed, a keys
+ * attended, w KV tokens written); a backend must honour them exactly.
+ *
+ *     dkv_backend be;
+ *     dkv_sim_backend_new(&sim_opts, &be, &err);          // sim/sim.h, or cuda/...
+ *     dkv_backend_begin(&be, &setup, &err);
+ *     for each step: dkv_backend_run_step(&be, &plan, &cost, &err);
+ *     dkv_backend_end(&be);
+ *     dkv_backend_free(&be);
+ *
+ * Ownership: a plan and everything it points to is owned by the engine and valid only during
+ * run_step; a backend copies what it wants to keep.  The setup's model/gpu are borrowed for the
+ * whole begin..end span.
+ */
+#ifndef DKV_ENGINE_BACKEND_H
+#define DKV_ENGINE_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "util/status.h"
+
+/* Phase of one request-step (same values as decode/decode.h's phases). */
+enum { DKV_STEP_REFRESH = 0, DKV_STEP_REUSE = 1 };
+
+/* How the attention of an item reads its keys. */
+enum {
+    DKV_ATTN_DENSE = 0,       /* every head reads the same a tokens */
+    DKV_ATTN_SPARSE_SHARED,   /* one retained token set for all heads (gathered per token) */
+    DKV_ATTN_SPARSE_HEAD      /* per-head top-k, packed [head, token, feature] */
+};
+
+/* One request's share of a step. */
+typedef struct dkv_step_item {
+    uint32_t request;          /* request id (workload order) */
+    uint32_t instance;         /* engine instance that runs it (multi-instance), 0 otherwise */
+    uint32_t block;            /* generation block index */
+    uint32_t step;             /* step index inside the block */
+    uint8_t  phase;            /* DKV_STEP_REFRESH / DKV_STEP_REUSE */
+    uint8_t  attn;             /* DKV_ATTN_* */
+    uint8_t  kv_dtype_bytes;   /* bytes per KV element as stored (fp16/bf16 2, fp8 1); 0 = model's */
+    uint32_t q_tokens;         /* q: query tokens computed through the whole network */
+    uint32_t kv_tokens;        /* a: key tokens attended per query */
+    uint32_t kv_cached_tokens; /* of a, tokens read from the KV cache (the rest is computed now) */
+    uint32_t kv_write_tokens;  /* w: tokens whose K/V are stored into the cache this step */
+    uint32_t logit_rows;       /* rows that go through the LM head */
+    double   kv_run_bytes;     /* contiguous run length of cached-KV reads under the layout
+                                  policy, bytes (0 = fully contiguous) */
+    double   kv_host_bytes;    /* bytes of this item's cached KV that live in host memory and are
+                                  read over PCIe this step (zero-copy), already in xfers if fetched */
+    const uint32_t *kv_blocks; /* pool block ids in layout order (may be NULL in aggregate mode) */
+    uint32_t n_kv_blocks;
+} dkv_step_item;
+
+/* A transfer (or on-device transformation) ordered by a policy. */
+enum {
+    DKV_XFER_OFFLOAD = 0,  /* device -> host copy of raw KV */
+    DKV_XFER_FETCH,        /* host -> device copy */
+    DKV_XFER_COMPRESS,     /* on-device low-rank projection of KV, then device -> host of the result */
+    DKV_XFER_REORDER       /* on-device layout change (read + write device_bytes) */
+};
+
+typedef struct dkv_xfer {
+    uint8_t  kind;          /* DKV_XFER_* */
+    bool     pinned;        /* pinned host buffer (else pageable rates) */
+    bool     blocking;      /* true: the step waits for it (serial); false: overlaps the step's compute */
+    uint32_t request;
+    uint32_t instance;
+    uint64_t pcie_bytes;    /* bytes crossing PCIe (0 for REORDER) */
+    uint64_t device_bytes;  /* HBM bytes read (+ written for REORDER) by the on-device part */
+    double   flops;         /* FLOPs of the on-device part (COMPRESS projection) */
+} dkv_xfer;
+
+typedef struct dkv_step_plan {
+    uint64_t step_index;       /* engine iteration counter */
+    uint32_t instance;         /* instance that issued the plan (UINT32_MAX: merged plan) */
+    const dkv_step_item *items;
+    uint32_t n_items;
+    const dkv_xfer *xfers;
+    uint32_t n_xfers;
+    uint32_t max_logit_rows;   /* logit chunk size (rows per LM-head pass); 0 = unchunked */
+    uint32_t n_weight_streams; /* distinct weight copies read this step (instances in a merged
+                                  plan without shared weights); 0 or 1 = one */
+} dkv_step_plan;
+
+/* Kernel classes a backend reports per-kernel records for. */
+typedef enum dkv_kernel_class {
+    DKV_KERNEL_QKV = 0,
+    DKV_KERNEL_ATTN,
+    DKV_KERNEL_O,
+    DKV_KERNEL_FFN,        /* gate + up + down GEMMs */
+    DKV_KERNEL_LM_HEAD,    /* logits, all chunks */
+    DKV_KERNEL_KV_STORE,
+    DKV_KERNEL_KV_GATHER,  /* sparse gathers / host zero-copy reads */
+    DKV_KERNEL_REORDER,
+    DKV_KERNEL_ELEMENTWISE,/* norms, RoPE, activation, residual, embedding */
+    DKV_KERNEL_COMPRESS,
+    DKV_KERNEL_N
+} dkv_kernel_class;
+
+const char *dkv_kernel_class_name(dkv_kernel_class k);
+
+/* One kernel (or a class aggregate of one step, see setup.kernel_records). */
+typedef struct dkv_kernel_record {
+    uint64_t step_index;
+    dkv_kernel_class kind;
+    uint32_t layer;           /* UINT32_MAX for a whole-step aggregate */
+    uint32_t n_launches;
+    double   time_s;
+    double   flops;
+    uint64_t read_bytes, write_bytes;
+} dkv_kernel_record;
+
+typedef void (*dkv_kernel_fn)(void *user, const dkv_kernel_record *rec);
+
+/* What a backend gets before the first step. */
+typedef struct dkv_backend_setup {
+    const dkv_model *model;    /* borrowed */
+    const dkv_gpu   *gpu;      /* borrowed */
+    bool     shared_weights;   /* merged plans of several instances read one weight copy */
+    dkv_kernel_fn on_kernel;   /* optional: per-kernel-class records per step (NULL: none) */
+    void    *on_kernel_user;
+} dkv_backend_setup;
+
+/* What a step cost: predicted (sim) or measured (cuda). */
+typedef struct dkv_step_cost {
+    double   time_s;           /* wall time of the step: compute and PCIe with overlap applied */
+    double   compute_s;        /* GPU busy time of the kernels */
+    double   pcie_s;           /* time the PCIe copies take (both directions, overlap inside) */
+    double   stall_s;          /* part of time_s spent waiting for blocking or unhidden copies */
+    double   flops;
+    uint64_t hbm_read_bytes, hbm_write_bytes;
+    uint64_t pcie_h2d_bytes, pcie_d2h_bytes;
+    uint32_t n_kernels;
+    double   flops_util;       /* flops / (compute_s * peak) */
+    double   bw_util;          /* HBM traffic / (compute_s * hbm_bw) */
+} dkv_step_cost;
+
+/* The vtable (ggml style).  NULL entries take defaults: begin/end do nothing, run_step
+ * returns a zero cost, free does nothing.  Every entry returning dkv_status fills err. */
+typedef struct dkv_backend_i {
+    const char *name;
+    dkv_status (*begin)(void *ctx, const dkv_backend_setup *setup, dkv_err *err);
+    dkv_status (*run_step)(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out, dkv_err *err);
+    void (*end)(void *ctx);
+    void (*free)(void *ctx);   /* releases ctx */
+} dkv_backend_i;
+
+typedef struct dkv_backend {
+    const dkv_backend_i *iface; /* static, not owned */
+    void *ctx;                  /* owned: released by dkv_backend_free */
+} dkv_backend;
+
+/* Wrappers that apply the defaults above.  b may not be NULL except for dkv_backend_free. */
+dkv_status dkv_backend_begin(dkv_backend *b, const dkv_backend_setup *setup, dkv_err *err);
+dkv_status dkv_backend_run_step(dkv_backend *b, const dkv_step_plan *plan, dkv_step_cost *out, dkv_err *err);
+void       dkv_backend_end(dkv_backend *b);
+void       dkv_backend_free(dkv_backend *b);    /* NULL or an empty backend: no-op */
+const char *dkv_backend_name(const dkv_backend *b);
+
+#endif
