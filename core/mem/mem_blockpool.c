@@ -1,0 +1,502 @@
+/* mem_blockpool.c - the dynamic block KV pool: fixed blocks, LIFO free stacks, chunked growth
+ * and shrink, instances with guaranteed quotas (shared) or fixed partitions.
+ *
+ * Block b lives in chunk b / chunk_blocks at byte (b % chunk_blocks) * block_bytes; chunk slots
+ * laid end to end give the virtual offset b * block_bytes.  An allocation is a chain of blocks
+ * (next[]) starting at rec->handle.  No host allocation per operation: arrays grow with the
+ * pool only. */
+#include "mem/mem_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { BF_LIVE = 1, BF_USED = 2 };
+
+typedef struct bp_stack {
+    uint32_t *ids;
+    uint32_t n, cap;
+} bp_stack;
+
+typedef struct bp {
+    uint64_t block_bytes, chunk_bytes;
+    uint32_t block_shift;        /* log2(block_bytes) when a power of two, else 0 */
+    uint32_t chunk_blocks, chunk_shift;
+    uint32_t n_chunks, cap_chunks, live_chunks, max_chunks;
+    uint8_t  *chunk_live;
+    uint8_t  *chunk_part;        /* partition (instance) a chunk belongs to */
+    uint32_t *chunk_free;        /* free blocks in the chunk */
+    uint32_t *next;              /* per block: next block of its allocation */
+    uint8_t  *flags;             /* per block: BF_* */
+    uint32_t  n_parts;
+    bp_stack  part[DKV_MEM_MAX_INSTANCES];
+    uint64_t  free_blocks;
+    bool      quotas, partitioned;
+    uint64_t  used[DKV_MEM_MAX_INSTANCES];    /* blocks */
+    uint64_t  quota[DKV_MEM_MAX_INSTANCES];   /* blocks */
+    uint64_t  outstanding;       /* sum of max(0, quota - used) */
+} bp;
+
+static inline uint64_t owed(const bp *p, uint32_t i)
+{
+    return p->quota[i] > p->used[i] ? p->quota[i] - p->used[i] : 0;
+}
+
+static dkv_status stack_reserve(bp_stack *s, uint32_t need, dkv_err *err)
+{
+    if (need <= s->cap)
+        return DKV_OK;
+    uint32_t cap = s->cap ? s->cap : 256;
+    while (cap < need)
+        cap *= 2;
+    uint32_t *ids = realloc(s->ids, (size_t)cap * sizeof *ids);
+    if (!ids)
+        return dkv_err_set(err, DKV_ENOMEM, "blockpool: out of host memory for the free stack");
+    s->ids = ids;
+    s->cap = cap;
+    return DKV_OK;
+}
+
+/* Backs one more chunk (lowest hole first) for partition `part`. */
+static dkv_status add_chunk(dkv_mem *m, uint32_t part, dkv_err *err)
+{
+    bp *p = m->impl;
+    if (p->live_chunks >= p->max_chunks)
+        return dkv_err_set(err, DKV_ENOMEM, "blockpool: capacity %llu bytes holds %u chunks of %llu bytes; all are in use",
+                           (unsigned long long)m->opt.capacity_bytes, p->max_chunks,
+                           (unsigned long long)p->chunk_bytes);
+    uint32_t c = 0;
+    while (c < p->n_chunks && p->chunk_live[c])
+        c++;
+    if (c == p->n_chunks) {
+        if (p->n_chunks == p->cap_chunks) {
+            uint32_t cap = p->cap_chunks ? p->cap_chunks * 2 : 8;
+            size_t nb = (size_t)cap * p->chunk_blocks;
+            uint8_t *live = realloc(p->chunk_live, cap);
+            if (live)
+                p->chunk_live = live;
+            uint8_t *cp = realloc(p->chunk_part, cap);
+            if (cp)
+                p->chunk_part = cp;
+            uint32_t *cf = realloc(p->chunk_free, cap * sizeof *cf);
+            if (cf)
+                p->chunk_free = cf;
+            uint32_t *nx = realloc(p->next, nb * sizeof *nx);
+            if (nx)
+                p->next = nx;
+            uint8_t *fl = realloc(p->flags, nb);
+            if (fl)
+                p->flags = fl;
+            if (!live || !cp || !cf || !nx || !fl)
+                return dkv_err_set(err, DKV_ENOMEM, "blockpool: out of host memory growing to %u chunks", cap);
+            p->cap_chunks = cap;
+        }
+        p->n_chunks++;
+    }
+    dkv_status st = stack_reserve(&p->part[part], (p->live_chunks + 1) << p->chunk_shift, err);
+    if (st)
+        return st;
+    p->chunk_live[c] = 1;
+    p->chunk_part[c] = (uint8_t)part;
+    p->chunk_free[c] = p->chunk_blocks;
+    uint32_t b0 = c << p->chunk_shift;
+    memset(p->flags + b0, 0, p->chunk_blocks);
+    bp_stack *s = &p->part[part];
+    for (uint32_t i = p->chunk_blocks; i-- > 0;)   /* lowest id on top */
+        s->ids[s->n++] = b0 + i;
+    p->free_blocks += p->chunk_blocks;
+    p->live_chunks++;
+    mem_device_alloc(m, p->chunk_bytes);
+    return DKV_OK;
+}
+
+/* Gives chunk c back (it must be wholly free) and drops its blocks from the free stack. */
+static void drop_chunk(dkv_mem *m, uint32_t c)
+{
+    bp *p = m->impl;
+    bp_stack *s = &p->part[p->chunk_part[c]];
+    uint32_t w = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        if ((s->ids[i] >> p->chunk_shift) != c)
+            s->ids[w++] = s->ids[i];
+    s->n = w;
+    p->chunk_live[c] = 0;
+    p->free_blocks -= p->chunk_blocks;
+    p->live_chunks--;
+    while (p->n_chunks && !p->chunk_live[p->n_chunks - 1])
+        p->n_chunks--;
+    mem_device_free(m, p->chunk_bytes);
+}
+
+static dkv_status bp_init(dkv_mem *m, dkv_err *err)
+{
+    const dkv_mem_options *o = &m->opt;
+    bp *p = calloc(1, sizeof *p);
+    if (!p)
+        return dkv_err_set(err, DKV_ENOMEM, "blockpool: out of host memory");
+    m->impl = p;
+    p->block_bytes = o->block_bytes ? o->block_bytes : (uint64_t)o->block_tokens * o->token_bytes;
+    if (p->block_bytes == 0)
+        return dkv_err_set(err, DKV_EINVAL, "blockpool: block size is 0 (set block_bytes, or block_tokens and token_bytes)");
+    if (o->chunk_blocks == 0 || (o->chunk_blocks & (o->chunk_blocks - 1)) || o->chunk_blocks > (1u << 20))
+        return dkv_err_set(err, DKV_EINVAL, "blockpool: chunk_blocks %u must be a power of two in [1, 2^20]",
+                           o->chunk_blocks);
+    p->chunk_blocks = o->chunk_blocks;
+    while ((1u << p->chunk_shift) < p->chunk_blocks)
+        p->chunk_shift++;
+    if ((p->block_bytes & (p->block_bytes - 1)) == 0)
+        while ((1ull << p->block_shift) < p->block_bytes)
+            p->block_shift++;
+    p->chunk_bytes = p->block_bytes * p->chunk_blocks;
+    uint64_t maxc = o->capacity_bytes / p->chunk_bytes;
+    if (maxc == 0)
+        return dkv_err_set(err, DKV_EINVAL, "blockpool: capacity %llu bytes is smaller than one chunk (%u blocks of %llu bytes)",
+                           (unsigned long long)o->capacity_bytes, p->chunk_blocks,
+                           (unsigned long long)p->block_bytes);
+    if (maxc > (UINT32_MAX >> p->chunk_shift) - 1)
+        maxc = (UINT32_MAX >> p->chunk_shift) - 1;
+    p->max_chunks = (uint32_t)maxc;
+    uint32_t ni = o->n_instances ? o->n_instances : 1;
+    p->partitioned = o->share == DKV_MEM_PARTITIONED && ni > 1;
+    p->quotas = ni > 1 && !p->partitioned;
+    p->n_parts = p->partitioned ? ni : 1;
+    uint64_t qsum = 0;
+    for (uint32_t i = 0; i < ni && ni > 1; i++) {
+        uint64_t q = (o->quota_bytes[i] + p->block_bytes - 1) / p->block_bytes;
+        if (p->partitioned)
+            q = mem_round_up(q, p->chunk_blocks);
+        p->quota[i] = q;
+        p->outstanding += q;
+        qsum += q;
+    }
+    if (qsum > (uint64_t)p->max_chunks * p->chunk_blocks)
+        return dkv_err_set(err, DKV_EINVAL, "blockpool: instance quotas (%llu blocks) exceed the capacity (%llu blocks in whole chunks)",
+                           (unsigned long long)qsum, (unsigned long long)p->max_chunks * p->chunk_blocks);
+    if (!p->quotas)
+        p->outstanding = 0;
+    dkv_status st = DKV_OK;
+    if (p->partitioned) {
+        for (uint32_t i = 0; i < ni && !st; i++)
+            for (uint64_t k = 0; k < p->quota[i] / p->chunk_blocks && !st; k++)
+                st = add_chunk(m, i, err);
+    } else {
+        uint64_t want = (o->initial_bytes + p->chunk_bytes - 1) / p->chunk_bytes;
+        if (want > p->max_chunks)
+            return dkv_err_set(err, DKV_EINVAL, "blockpool: initial_bytes %llu exceed the capacity %llu",
+                               (unsigned long long)o->initial_bytes, (unsigned long long)o->capacity_bytes);
+        for (uint64_t k = 0; k < want && !st; k++)
+            st = add_chunk(m, 0, err);
+    }
+    return st;
+}
+
+static void bp_fini(dkv_mem *m)
+{
+    bp *p = m->impl;
+    free(p->chunk_live);
+    free(p->chunk_part);
+    free(p->chunk_free);
+    free(p->next);
+    free(p->flags);
+    for (uint32_t i = 0; i < DKV_MEM_MAX_INSTANCES; i++)
+        free(p->part[i].ids);
+    free(p);
+    m->impl = NULL;
+}
+
+static dkv_status bp_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
+{
+    bp *p = m->impl;
+    uint64_t k64 = p->block_shift ? (r->requested + p->block_bytes - 1) >> p->block_shift
+                                  : (r->requested + p->block_bytes - 1) / p->block_bytes;
+    uint32_t inst = r->owner.instance, part = p->partitioned ? inst : 0;
+    bp_stack *s = &p->part[part];
+    if (k64 > s->n) {
+        uint64_t growable = m->opt.grow && !p->partitioned
+                                ? (uint64_t)(p->max_chunks - p->live_chunks) * p->chunk_blocks : 0;
+        if (k64 > s->n + growable)
+            return dkv_err_set(err, DKV_ENOMEM, "blockpool: %llu bytes need %llu blocks; %u free%s, capacity reached",
+                               (unsigned long long)r->requested, (unsigned long long)k64, s->n,
+                               p->partitioned ? " in this instance's partition" : "");
+    }
+    if (p->quotas) {
+        uint64_t others = p->outstanding - owed(p, inst);
+        uint64_t avail = p->free_blocks +
+                         (m->opt.grow ? (uint64_t)(p->max_chunks - p->live_chunks) * p->chunk_blocks : 0);
+        if (k64 + others > avail)
+            return dkv_err_set(err, DKV_ENOMEM, "blockpool: instance %u wants %llu blocks; %llu are free or growable but %llu are guaranteed to other instances",
+                               inst, (unsigned long long)k64, (unsigned long long)avail,
+                               (unsigned long long)others);
+    }
+    uint32_t k = (uint32_t)k64;
+    while (s->n < k) {
+        dkv_status st = add_chunk(m, part, err);
+        if (st)
+            return st;   /* chunks added so far stay: they are valid free memory */
+    }
+    uint32_t first = s->ids[s->n - 1], prev = MEM_NONE, hits = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t b = s->ids[--s->n];
+        hits += p->flags[b] >> 1;
+        p->flags[b] = BF_LIVE | BF_USED;
+        p->chunk_free[b >> p->chunk_shift]--;
+        if (prev != MEM_NONE)
+            p->next[prev] = b;
+        prev = b;
+    }
+    p->next[prev] = MEM_NONE;
+    p->free_blocks -= k;
+    if (p->quotas || p->partitioned) {
+        uint64_t before = owed(p, inst);
+        p->used[inst] += k;
+        if (p->quotas)
+            p->outstanding -= before - owed(p, inst);
+    }
+    m->reuse_hits += hits;
+    m->reuse_total += k;
+    r->allocated = (uint64_t)k * p->block_bytes;
+    r->offset = (uint64_t)first * p->block_bytes;
+    r->handle = first;
+    r->n_blocks = k;
+    return DKV_OK;
+}
+
+static void bp_dealloc(dkv_mem *m, mem_rec *r)
+{
+    bp *p = m->impl;
+    uint32_t inst = r->owner.instance, part = p->partitioned ? inst : 0;
+    bp_stack *s = &p->part[part];
+    uint32_t freed_chunk = MEM_NONE;
+    for (uint32_t b = r->handle; b != MEM_NONE; b = p->next[b]) {
+        s->ids[s->n++] = b;
+        p->flags[b] = BF_USED;
+        if (++p->chunk_free[b >> p->chunk_shift] == p->chunk_blocks)
+            freed_chunk = b >> p->chunk_shift;
+    }
+    p->free_blocks += r->n_blocks;
+    if (p->quotas || p->partitioned) {
+        uint64_t before = owed(p, inst);
+        p->used[inst] -= r->n_blocks;
+        if (p->quotas)
+            p->outstanding += owed(p, inst) - before;
+    }
+    /* automatic shrink keeps one wholly free chunk as slack */
+    if (m->opt.shrink && freed_chunk != MEM_NONE && !p->partitioned &&
+        p->free_blocks >= 2ull * p->chunk_blocks)
+        drop_chunk(m, freed_chunk);
+}
+
+static uint64_t bp_largest_free(const dkv_mem *m)
+{
+    const bp *p = m->impl;
+    return p->free_blocks * p->block_bytes;
+}
+
+static void bp_stats(const dkv_mem *m, dkv_mem_stats *s)
+{
+    const bp *p = m->impl;
+    s->blocks_total = (uint64_t)p->live_chunks * p->chunk_blocks;
+    s->blocks_free = p->free_blocks;
+    for (uint32_t i = 0; i < DKV_MEM_MAX_INSTANCES; i++)
+        s->instance_used[i] = p->used[i] * p->block_bytes;
+}
+
+static dkv_status bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err)
+{
+    const bp *p = m->impl;
+    size_t nb = (size_t)p->n_chunks * p->chunk_blocks;
+    uint8_t *seen = calloc(nb ? nb : 1, 1);
+    uint32_t *cfree = calloc(p->n_chunks ? p->n_chunks : 1, sizeof *cfree);
+    uint64_t used[DKV_MEM_MAX_INSTANCES] = {0};
+    dkv_status st = DKV_OK;
+    if (!seen || !cfree) {
+        st = dkv_err_set(err, DKV_ENOMEM, "blockpool check: out of host memory");
+        goto done;
+    }
+    for (uint32_t i = 0; i < m->n_recs && !st; i++) {
+        const mem_rec *r = &m->recs[i];
+        if (!mem_rec_in_use(r))
+            continue;
+        uint32_t n = 0;
+        for (uint32_t b = r->handle; b != MEM_NONE && !st; b = p->next[b], n++) {
+            if (b >= nb || !p->chunk_live[b >> p->chunk_shift])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u holds block %u outside live chunks", i, b);
+            else if (seen[b])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: block %u is held twice (overlap)", b);
+            else if (p->flags[b] != (BF_LIVE | BF_USED))
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: live block %u has flags %u", b, p->flags[b]);
+            seen[b] = 1;
+            if (n > r->n_blocks)
+                break;
+        }
+        if (!st && n != r->n_blocks)
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u chains %u blocks, recorded %u", i, n, r->n_blocks);
+        if (!st && (r->allocated != (uint64_t)n * p->block_bytes || r->offset != (uint64_t)r->handle * p->block_bytes))
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u size/offset disagree with its blocks", i);
+        if (!st && r->allocated < r->requested)
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u has allocated < requested", i);
+        used[r->owner.instance] += n;
+    }
+    uint64_t nfree = 0;
+    for (uint32_t q = 0; q < p->n_parts && !st; q++)
+        for (uint32_t i = 0; i < p->part[q].n && !st; i++) {
+            uint32_t b = p->part[q].ids[i];
+            if (b >= nb || !p->chunk_live[b >> p->chunk_shift] || p->chunk_part[b >> p->chunk_shift] != q)
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: free block %u is not in a live chunk of partition %u", b, q);
+            else if (seen[b])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: block %u is both free and held, or free twice", b);
+            else if (p->flags[b] & BF_LIVE)
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: free block %u is flagged live", b);
+            else {
+                seen[b] = 2;
+                cfree[b >> p->chunk_shift]++;
+                nfree++;
+            }
+        }
+    uint32_t live_chunks = 0;
+    for (uint32_t c = 0; c < p->n_chunks && !st; c++) {
+        if (!p->chunk_live[c])
+            continue;
+        live_chunks++;
+        if (cfree[c] != p->chunk_free[c])
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: chunk %u counts %u free blocks, recount %u", c, p->chunk_free[c], cfree[c]);
+        for (uint32_t b = c << p->chunk_shift; b < (c + 1) << p->chunk_shift && !st; b++)
+            if (!seen[b])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: block %u is neither free nor held (leak)", b);
+    }
+    if (!st && (nfree != p->free_blocks || live_chunks != p->live_chunks))
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: free blocks %llu / chunks %u, recount %llu / %u",
+                         (unsigned long long)p->free_blocks, p->live_chunks, (unsigned long long)nfree, live_chunks);
+    if (!st && m->reserved != (uint64_t)live_chunks * p->chunk_bytes)
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: reserved %llu != %u chunks", (unsigned long long)m->reserved, live_chunks);
+    if (!st && m->segments != live_chunks)
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: segments %llu != %u chunks", (unsigned long long)m->segments, live_chunks);
+    uint64_t outstanding = 0;
+    for (uint32_t i = 0; i < DKV_MEM_MAX_INSTANCES && !st; i++) {
+        if ((p->quotas || p->partitioned) && used[i] != p->used[i])
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: instance %u uses %llu blocks, recount %llu", i,
+                             (unsigned long long)p->used[i], (unsigned long long)used[i]);
+        if (p->quotas)
+            outstanding += p->quota[i] > used[i] ? p->quota[i] - used[i] : 0;
+    }
+    if (!st && p->quotas && outstanding != p->outstanding)
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: outstanding guarantees %llu, recount %llu",
+                         (unsigned long long)p->outstanding, (unsigned long long)outstanding);
+    if (!st && p->quotas) {
+        uint64_t room = p->free_blocks + (m->opt.grow ? (uint64_t)(p->max_chunks - p->live_chunks) * p->chunk_blocks : 0);
+        if (room < p->outstanding)
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: guarantees (%llu blocks) exceed free + growable (%llu)",
+                             (unsigned long long)p->outstanding, (unsigned long long)room);
+    }
+    *free_bytes = nfree * p->block_bytes;
+done:
+    free(seen);
+    free(cfree);
+    return st;
+}
+
+const mem_vtable dkv_mem_blockpool_vt = {bp_init, bp_fini, bp_alloc, bp_dealloc,
+                                         bp_largest_free, bp_check, bp_stats};
+
+/* ---------------------------------------------------------------- public blockpool calls */
+
+static bp *as_bp(const dkv_mem *m)
+{
+    return m && m->opt.kind == DKV_MEM_BLOCKPOOL ? m->impl : NULL;
+}
+
+uint64_t dkv_mem_block_bytes(const dkv_mem *m)
+{
+    const bp *p = as_bp(m);
+    return p ? p->block_bytes : 0;
+}
+
+uint32_t dkv_mem_chunk_blocks(const dkv_mem *m)
+{
+    const bp *p = as_bp(m);
+    return p ? p->chunk_blocks : 0;
+}
+
+uint32_t dkv_mem_chunk_count(const dkv_mem *m)
+{
+    const bp *p = as_bp(m);
+    return p ? p->n_chunks : 0;
+}
+
+bool dkv_mem_chunk_live(const dkv_mem *m, uint32_t chunk)
+{
+    const bp *p = as_bp(m);
+    return p && chunk < p->n_chunks && p->chunk_live[chunk];
+}
+
+void dkv_mem_block_locate(const dkv_mem *m, uint32_t block, uint32_t *chunk, uint64_t *offset_in_chunk)
+{
+    const bp *p = as_bp(m);
+    if (!p) {
+        *chunk = 0;
+        *offset_in_chunk = 0;
+        return;
+    }
+    *chunk = block >> p->chunk_shift;
+    *offset_in_chunk = (uint64_t)(block & (p->chunk_blocks - 1)) * p->block_bytes;
+}
+
+dkv_status dkv_mem_blocks(const dkv_mem *m, dkv_mem_id id, uint32_t *ids, uint32_t cap,
+                          uint32_t *n, dkv_err *err)
+{
+    const bp *p = as_bp(m);
+    *n = 0;
+    if (!p)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "mem blocks: only a blockpool has blocks (this is %s)",
+                           dkv_mem_kind_name(m->opt.kind));
+    dkv_mem_info info;
+    dkv_status st = dkv_mem_info_get(m, id, &info, err);
+    if (st)
+        return st;
+    const mem_rec *r = &m->recs[(id & 0xffffffffu) - 1];
+    uint32_t i = 0;
+    for (uint32_t b = r->handle; b != MEM_NONE; b = p->next[b], i++)
+        if (i < cap)
+            ids[i] = b;
+    *n = i;
+    return DKV_OK;
+}
+
+dkv_status dkv_mem_grow(dkv_mem *m, uint64_t bytes, dkv_err *err)
+{
+    bp *p = as_bp(m);
+    if (!p)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "mem grow: only a blockpool grows");
+    if (p->partitioned)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "mem grow: a partitioned pool is fixed at creation");
+    uint64_t want = (bytes + p->chunk_bytes - 1) / p->chunk_bytes;
+    if (want > p->max_chunks)
+        return dkv_err_set(err, DKV_ENOMEM, "mem grow: %llu bytes exceed the capacity %llu",
+                           (unsigned long long)bytes, (unsigned long long)m->opt.capacity_bytes);
+    while (p->live_chunks < want) {
+        dkv_status st = add_chunk(m, 0, err);
+        if (st)
+            return st;
+    }
+    mem_event(m);
+    return DKV_OK;
+}
+
+dkv_status dkv_mem_shrink(dkv_mem *m, uint64_t target_bytes, uint64_t *released, dkv_err *err)
+{
+    bp *p = as_bp(m);
+    if (released)
+        *released = 0;
+    if (!p)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "mem shrink: only a blockpool shrinks");
+    if (p->partitioned)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "mem shrink: a partitioned pool is fixed at creation");
+    uint64_t before = m->reserved;
+    for (uint32_t c = p->n_chunks; c-- > 0 && m->reserved > target_bytes;)
+        if (p->chunk_live[c] && p->chunk_free[c] == p->chunk_blocks)
+            drop_chunk(m, c);
+    if (released)
+        *released = before - m->reserved;
+    if (before != m->reserved)
+        mem_event(m);
+    return DKV_OK;
+}

@@ -1,0 +1,110 @@
+/* mem_impl.h - internals shared by the generic layer (mem.c) and the managers
+ * (mem_static.c, mem_caching.c, mem_blockpool.c).  Not a public header.
+ *
+ * The generic layer owns allocation ids, refcounts, deferred release, statistics and the time
+ * series; a manager only places and removes memory (vtable below) and keeps m->reserved. */
+#ifndef DKV_MEM_IMPL_H
+#define DKV_MEM_IMPL_H
+
+#include "mem/mem.h"
+
+#define MEM_NONE UINT32_MAX
+
+enum { REC_FREE = 0, REC_LIVE, REC_PENDING };
+
+/* One allocation slot.  id = ((uint64_t)gen << 32) | (slot + 1); gen is bumped when the slot
+ * is freed, so a stale id is recognised. */
+typedef struct mem_rec {
+    uint64_t requested;      /* bytes asked */
+    uint64_t allocated;      /* bytes handed out (set by the manager) */
+    uint64_t offset;         /* address in the manager's space (set by the manager) */
+    uint32_t gen;
+    uint32_t refcount;
+    uint32_t handle;         /* manager's: block index (caching), first block (blockpool),
+                                reservation index or MEM_NONE (static) */
+    uint32_t n_blocks;       /* blockpool */
+    uint32_t next_free;      /* slot free list */
+    uint8_t  state;          /* REC_* */
+    uint8_t  was_shared;     /* retained at least once in this life */
+    uint8_t  prev_shared;    /* was_shared of the previous life (tells underflow from double) */
+    dkv_mem_owner owner;
+} mem_rec;
+
+typedef struct mem_pending {
+    double   due_s;
+    uint32_t slot;
+} mem_pending;
+
+/* A manager.  alloc fills r->allocated, r->offset, r->handle (and n_blocks), updates
+ * m->reserved and the device counters, and adds to m->reuse_hits / m->reuse_total; on failure
+ * it returns DKV_ENOMEM (or DKV_ESTATE) with a message and changes nothing visible. */
+typedef struct mem_vtable {
+    dkv_status (*init)(dkv_mem *m, dkv_err *err);
+    void       (*fini)(dkv_mem *m);
+    dkv_status (*alloc)(dkv_mem *m, mem_rec *r, dkv_err *err);
+    void       (*dealloc)(dkv_mem *m, mem_rec *r);
+    uint64_t   (*largest_free)(const dkv_mem *m);
+    /* manager invariants; *free_bytes = free memory inside reserved, recounted */
+    dkv_status (*check)(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err);
+    void       (*stats)(const dkv_mem *m, dkv_mem_stats *s);   /* manager-specific fields */
+} mem_vtable;
+
+extern const mem_vtable dkv_mem_static_vt, dkv_mem_caching_vt, dkv_mem_blockpool_vt;
+
+struct dkv_mem {
+    dkv_mem_options opt;
+    const mem_vtable *vt;
+    void *impl;              /* manager state */
+
+    mem_rec  *recs;
+    uint32_t  n_recs, cap_recs, free_slot;   /* free_slot: head of the slot free list */
+
+    mem_pending *pend;       /* ring */
+    uint32_t  pend_head, pend_len, pend_cap;
+
+    double    now;
+    /* counters (the stats struct minus derived fields) */
+    uint64_t requested, allocated, reserved, pending_bytes, live;
+    uint64_t peak_requested, peak_allocated, peak_reserved;
+    double   peak_int, peak_ext, ext_at_peak, sum_req, sum_alloc, sum_res;
+    uint64_t n_acquire, n_release, n_retain, n_events, n_failed, n_failed_frag;
+    uint64_t reuse_hits, reuse_total;
+    uint64_t bad_double, bad_unknown, bad_underflow, bad_size, bad_other;
+    uint64_t device_allocs, device_frees, device_alloc_bytes, segments;
+    double   device_time_s;
+    uint64_t setup_bytes;
+    double   setup_time_s;
+    dkv_mem_tag_stats tag[DKV_MEM_TAG_COUNT];
+
+    dkv_mem_sample *series;
+    size_t   n_series, cap_series;
+    uint32_t stride_left;
+};
+
+static inline uint64_t mem_round_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+
+/* Device traffic helpers for managers. */
+static inline void mem_device_alloc(dkv_mem *m, uint64_t bytes)
+{
+    m->device_allocs++;
+    m->device_alloc_bytes += bytes;
+    m->device_time_s += m->opt.device_malloc_s;
+    m->reserved += bytes;
+    m->segments++;
+}
+static inline void mem_device_free(dkv_mem *m, uint64_t bytes)
+{
+    m->device_frees++;
+    m->device_time_s += m->opt.device_free_s;
+    m->reserved -= bytes;
+    m->segments--;
+}
+
+/* Records a state change made outside acquire/release (reserve, grow, shrink): peaks, sums,
+ * the time series. */
+void mem_event(dkv_mem *m);
+
+/* Iterates live (and pending) records: for (uint32_t i = 0; i < m->n_recs; i++) if state. */
+static inline bool mem_rec_in_use(const mem_rec *r) { return r->state != REC_FREE; }
+
+#endif
