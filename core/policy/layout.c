@@ -1,0 +1,85 @@
+/* layout.c - contiguous runs of KV reads under two layouts, and the reorder cost. */
+#include "policy/layout.h"
+
+#include <string.h>
+
+const char *dkv_layout_name(dkv_layout l)
+{
+    return l == DKV_LAYOUT_LAYER_MAJOR ? "layer_major" : "tmajor";
+}
+
+dkv_status dkv_layout_parse(const char *s, dkv_layout *out, dkv_err *err)
+{
+    if (s && strcmp(s, "tmajor") == 0) {
+        *out = DKV_LAYOUT_TMAJOR;
+        return DKV_OK;
+    }
+    if (s && strcmp(s, "layer_major") == 0) {
+        *out = DKV_LAYOUT_LAYER_MAJOR;
+        return DKV_OK;
+    }
+    return dkv_err_set(err, DKV_EINVAL, "layout.layout: unknown layout '%s' (expected tmajor or layer_major)",
+                       s ? s : "(null)");
+}
+
+void dkv_layout_config_default(dkv_layout_config *c)
+{
+    c->layout = DKV_LAYOUT_TMAJOR;
+    c->reorder = DKV_REORDER_PER_STEP;
+    c->block_tokens = 32;
+}
+
+dkv_status dkv_layout_config_validate(const dkv_layout_config *c, dkv_err *err)
+{
+    if (c->layout != DKV_LAYOUT_TMAJOR && c->layout != DKV_LAYOUT_LAYER_MAJOR)
+        return dkv_err_set(err, DKV_EINVAL, "layout.layout = %d: not a layout", (int)c->layout);
+    if (c->reorder != DKV_REORDER_PER_STEP && c->reorder != DKV_REORDER_PER_BLOCK)
+        return dkv_err_set(err, DKV_EINVAL, "layout.reorder = %d: expected per_step or per_block", (int)c->reorder);
+    if (c->block_tokens == 0)
+        return dkv_err_set(err, DKV_EINVAL, "layout.block_tokens must be > 0");
+    return DKV_OK;
+}
+
+static double bw_time(const dkv_gpu *g, double bytes, double eff)
+{
+    return bytes > 0 ? bytes / (g->hbm_bw * eff) : 0.0;
+}
+
+dkv_status dkv_layout_read_cost(const dkv_layout_config *c, const dkv_model *m, const dkv_gpu *g,
+                                uint64_t tokens, dkv_layout_read *out, dkv_err *err)
+{
+    dkv_status st = dkv_layout_config_validate(c, err);
+    if (st != DKV_OK)
+        return st;
+    *out = (dkv_layout_read){.efficiency = 1.0};
+    if (tokens == 0)
+        return DKV_OK;
+    uint64_t streams = 2ULL * m->n_layers * m->n_kv_heads; /* (layer, head, K|V) */
+    out->bytes = tokens * dkv_model_kv_bytes_per_token(m);
+    if (c->layout == DKV_LAYOUT_TMAJOR)
+        out->n_runs = streams * tokens;
+    else
+        out->n_runs = streams * ((tokens + c->block_tokens - 1) / c->block_tokens);
+    out->run_bytes = (double)out->bytes / (double)out->n_runs;
+    out->efficiency = dkv_gpu_bw_efficiency(g, out->run_bytes);
+    out->time_s = bw_time(g, (double)out->bytes, out->efficiency);
+    return DKV_OK;
+}
+
+dkv_status dkv_layout_reorder(const dkv_layout_config *c, const dkv_model *m, const dkv_gpu *g,
+                              uint64_t tokens, dkv_layout_reorder_cost *out, dkv_err *err)
+{
+    dkv_status st = dkv_layout_config_validate(c, err);
+    if (st != DKV_OK)
+        return st;
+    *out = (dkv_layout_reorder_cost){0};
+    if (c->layout == DKV_LAYOUT_TMAJOR || tokens == 0)
+        return DKV_OK;
+    uint64_t bytes = tokens * dkv_model_kv_bytes_per_token(m);
+    uint64_t run_tokens = tokens < c->block_tokens ? tokens : c->block_tokens;
+    double run = (double)run_tokens * m->head_dim * dkv_dtype_bytes(m->kv_dtype);
+    out->read_bytes = bytes;
+    out->write_bytes = bytes;
+    out->time_s = bw_time(g, 2.0 * (double)bytes, dkv_gpu_bw_efficiency(g, run));
+    return DKV_OK;
+}
