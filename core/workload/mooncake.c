@@ -94,6 +94,7 @@ static bool jnumber(jp *p, const char **b, bool *integral, const char *field)
         if (!isdigit((unsigned char)*s)) return fail(p, "bad number", field);
         while (isdigit((unsigned char)*s)) s++;
     }
+    if (isalnum((unsigned char)*s) || *s == '.') return fail(p, "bad number", field);
     p->s = s;
     return true;
 }
