@@ -1,0 +1,65 @@
+/* h5_internal.h - private structures shared by h5_write.c, h5_read.c and h5_attr.c. */
+#ifndef DKV_IO_H5_INTERNAL_H
+#define DKV_IO_H5_INTERNAL_H
+
+#include <hdf5.h>
+#include <stdbool.h>
+
+#include "io/h5.h"
+
+#define DKV_H5_FORMAT "dkv-results"
+#define DKV_H5_FORMAT_VERSION 1
+
+struct dkv_h5 {
+    hid_t file;          /* H5I_INVALID_HID when closed */
+    hid_t runs;          /* the /runs group */
+    char *path;          /* final name */
+    char *tmp_path;      /* "<path>.tmp" when writing, else NULL */
+    bool writable;
+    dkv_h5_run *current; /* run being written */
+    char **names;        /* reading: run names in creation order */
+    size_t nnames;
+};
+
+struct dkv_h5_run {
+    dkv_h5 *f;
+    hid_t g;
+    char *name;
+    bool writing;
+    dkv_h5_table **tables;   /* writing: open tables (owned) */
+    size_t ntables, cap;
+    char **tnames;           /* reading: table names (lazy) */
+    size_t ntnames;
+    bool tnames_loaded;
+};
+
+struct dkv_h5_table {
+    dkv_h5_run *run;         /* writing: owner; NULL for tables opened for reading */
+    hid_t ds;
+    hid_t mtype;             /* writing: memory compound type */
+    size_t rec_size;
+    uint64_t n;              /* records in the dataset */
+    char *name;
+    dkv_h5_field *fields;    /* owned copies (names, units, docs) */
+    size_t nfields;
+};
+
+/* Turns off HDF5's automatic error printing (library code never prints). */
+void dkv_h5__quiet(void);
+/* Native HDF5 type for t (a new id the caller closes). */
+hid_t dkv_h5__native_type(dkv_h5_type t);
+/* Opens obj ("" / NULL = the run group itself) inside the run; creates missing groups when
+ * create is true.  Returns a new id or H5I_INVALID_HID with err set. */
+hid_t dkv_h5__open_obj(dkv_h5_run *run, const char *obj, bool create, dkv_err *err);
+/* A string attribute on any object (replacing an existing one). */
+dkv_status dkv_h5__set_str(hid_t obj, const char *key, const char *value, dkv_err *err);
+/* Reads a string attribute into a malloc'd string (*out); DKV_ENOENT when missing. */
+dkv_status dkv_h5__get_str(hid_t obj, const char *key, char **out, dkv_err *err);
+/* Names of the links of group g in creation order (falling back to name order); caller frees
+ * with dkv_h5__free_names. */
+dkv_status dkv_h5__list(hid_t g, char ***out, size_t *n, dkv_err *err);
+void dkv_h5__free_names(char **names, size_t n);
+char *dkv_h5__strdup(const char *s);
+void dkv_h5__table_free(dkv_h5_table *t);
+
+#endif

@@ -1,0 +1,555 @@
+/* dkv_lua.c - the sandbox: allocator cap, count hook, restricted libraries, require, running
+ * scripts with a traceback, and the output file / provenance shared by the bindings. */
+#include "lua/dkv_lua.h"
+
+#include <errno.h>
+#include <lauxlib.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/interrupt.h"
+
+#define HOOK_EVERY 10000
+
+enum { STOP_NONE = 0, STOP_INSTR, STOP_MEM, STOP_INTR };
+
+struct dkv_lua {
+    lua_State *L;
+    char *root, *output_path;
+    char **params;
+    size_t nparams;
+    uint32_t shard_index, shard_count;
+    uint64_t instr_limit, instr_count;
+    size_t mem_limit, mem_used;
+    int stop;                  /* why the script was stopped (sticky) */
+    dkv_progress_fn progress;
+    void *progress_ud;
+    char *traceback;
+    char *script_path, *script_text, *script_dir;
+    dkv_h5 *out;
+    size_t runs_written;
+};
+
+static char *xstrdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* ------------------------------------------------------------------ allocator and hook */
+
+static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+    dkv_lua *s = ud;
+    if (!ptr)
+        osize = 0;
+    if (nsize == 0) {
+        free(ptr);
+        s->mem_used -= osize;
+        return NULL;
+    }
+    if (nsize > osize && s->mem_limit && s->mem_used + (nsize - osize) > s->mem_limit) {
+        s->stop = s->stop ? s->stop : STOP_MEM;
+        return NULL;
+    }
+    void *p = realloc(ptr, nsize);
+    if (p)
+        s->mem_used = s->mem_used - osize + nsize;
+    return p;
+}
+
+static void hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (!s)
+        return;
+    s->instr_count += HOOK_EVERY;
+    if (dkv_interrupt_requested() && (s->stop == STOP_NONE || s->stop == STOP_INTR))
+        s->stop = STOP_INTR;
+    else if (s->instr_limit && s->instr_count > s->instr_limit && s->stop != STOP_INTR)
+        s->stop = STOP_INSTR;
+    if (s->stop == STOP_INTR || s->stop == STOP_INSTR) {
+        luaL_where(L, 0);
+        if (s->stop == STOP_INTR)
+            lua_pushstring(L, "interrupted (SIGINT)");
+        else
+            lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)",
+                            (lua_Integer)s->instr_limit);
+        lua_concat(L, 2);
+        lua_error(L);
+    }
+}
+
+static const char STATE_KEY = 'S';
+
+dkv_lua *dkv_lua_from_state(lua_State *L)
+{
+    if (!L)
+        return NULL;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &STATE_KEY);
+    dkv_lua *s = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    return s;
+}
+
+const char *dkv_lua_root(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    return s && s->root ? s->root : ".";
+}
+
+/* ------------------------------------------------------------------ restricted base library */
+
+/* load(chunk [, chunkname [, mode [, env]]]) with mode forced to "t" (no binary chunks). */
+static int l_load(lua_State *L)
+{
+    int n = lua_gettop(L);
+    if (n < 3)
+        lua_settop(L, 3);
+    lua_pushliteral(L, "t");
+    lua_replace(L, 3);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+static int file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* require(name): "dkv", loaded libraries, or <dir>/<name>.lua (dots -> '/') for dir in the
+ * script's folder, <root>/scripts, <root>/experiments. */
+static int l_require(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    const char *name = luaL_checkstring(L, 1);
+    lua_settop(L, 1);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getfield(L, 2, name);
+    if (lua_toboolean(L, -1))
+        return 1;
+    lua_pop(L, 1);
+    size_t len = strlen(name);
+    if (len == 0 || len > 200)
+        return luaL_error(L, "module name '%s' is empty or too long", name);
+    char rel[256];
+    for (size_t i = 0; i <= len; i++) {
+        char c = name[i];
+        if (c && !((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                   c == '-' || c == '.'))
+            return luaL_error(L, "module '%s': names may use A-Z a-z 0-9 _ - . only", name);
+        rel[i] = c == '.' ? '/' : c;
+    }
+    if (strstr(name, ".."))
+        return luaL_error(L, "module '%s': '..' is not allowed", name);
+    const char *root = s && s->root ? s->root : ".";
+    char dirs[3][4096], path[4400];
+    snprintf(dirs[0], sizeof dirs[0], "%s", s && s->script_dir ? s->script_dir : ".");
+    snprintf(dirs[1], sizeof dirs[1], "%s/scripts", root);
+    snprintf(dirs[2], sizeof dirs[2], "%s/experiments", root);
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s.lua", dirs[i], rel);
+        if (!file_exists(path))
+            continue;
+        if (luaL_loadfilex(L, path, "t") != LUA_OK)
+            return lua_error(L);
+        lua_pushstring(L, name);
+        lua_pushstring(L, path);
+        lua_call(L, 2, 1);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_pushboolean(L, 1);
+        }
+        lua_pushvalue(L, -1);
+        lua_setfield(L, 2, name);
+        return 1;
+    }
+    return luaL_error(L, "module '%s' not found (looked for %s.lua in %s, %s, %s)", name, rel, dirs[0], dirs[1],
+                      dirs[2]);
+}
+
+static void open_libs(lua_State *L)
+{
+    static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},       {LUA_STRLIBNAME, luaopen_string},
+                                    {LUA_TABLIBNAME, luaopen_table}, {LUA_MATHLIBNAME, luaopen_math},
+                                    {LUA_UTF8LIBNAME, luaopen_utf8}, {NULL, NULL}};
+    for (const luaL_Reg *l = libs; l->name; l++) {
+        luaL_requiref(L, l->name, l->func, 1);
+        lua_pop(L, 1);
+    }
+    lua_pushnil(L);
+    lua_setglobal(L, "dofile");
+    lua_pushnil(L);
+    lua_setglobal(L, "loadfile");
+    lua_getglobal(L, "load");
+    lua_pushcclosure(L, l_load, 1);
+    lua_setglobal(L, "load");
+    lua_pushcfunction(L, l_require);
+    lua_setglobal(L, "require");
+    /* os: clock, time, date, difftime only (taken from the real library, which is then dropped) */
+    luaopen_os(L);
+    lua_newtable(L);
+    static const char *const keep[] = {"clock", "time", "date", "difftime", NULL};
+    for (int i = 0; keep[i]; i++) {
+        lua_getfield(L, -2, keep[i]);
+        lua_setfield(L, -2, keep[i]);
+    }
+    lua_setglobal(L, "os");
+    lua_pop(L, 1);
+    luaL_requiref(L, "dkv", luaopen_dkv, 0);
+    lua_pop(L, 1);
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+dkv_lua_config dkv_lua_config_default(void)
+{
+    dkv_lua_config c;
+    memset(&c, 0, sizeof c);
+    c.root = ".";
+    c.shard_count = 1;
+    c.instr_limit = DKV_LUA_DEFAULT_INSTR_LIMIT;
+    c.mem_limit_bytes = DKV_LUA_DEFAULT_MEM_LIMIT;
+    return c;
+}
+
+static int l_open_all(lua_State *L)
+{
+    open_libs(L);
+    return 0;
+}
+
+dkv_status dkv_lua_new(const dkv_lua_config *cfg, dkv_lua **out, dkv_err *err)
+{
+    *out = NULL;
+    if (cfg->shard_count == 0 || cfg->shard_index >= cfg->shard_count)
+        return dkv_err_set(err, DKV_EINVAL, "shard %u/%u: need 0 <= index < count", cfg->shard_index,
+                           cfg->shard_count);
+    dkv_lua *s = calloc(1, sizeof *s);
+    if (!s)
+        return dkv_err_set(err, DKV_ENOMEM, "out of memory");
+    s->root = xstrdup(cfg->root ? cfg->root : ".");
+    s->output_path = xstrdup(cfg->output_path);
+    s->shard_index = cfg->shard_index;
+    s->shard_count = cfg->shard_count;
+    s->instr_limit = cfg->instr_limit;
+    s->mem_limit = cfg->mem_limit_bytes;
+    s->progress = cfg->progress;
+    s->progress_ud = cfg->progress_ud;
+    s->params = calloc(cfg->nparams ? cfg->nparams : 1, sizeof *s->params);
+    for (size_t i = 0; s->params && i < cfg->nparams; i++)
+        s->params[s->nparams++] = xstrdup(cfg->params[i]);
+    s->L = lua_newstate(l_alloc, s);
+    if (!s->root || !s->params || !s->L) {
+        dkv_lua_close(s, NULL);
+        return dkv_err_set(err, DKV_ENOMEM, "cannot create the Lua state");
+    }
+    lua_pushlightuserdata(s->L, s);
+    lua_rawsetp(s->L, LUA_REGISTRYINDEX, &STATE_KEY);
+    lua_pushcfunction(s->L, l_open_all);
+    if (lua_pcall(s->L, 0, 0, 0) != LUA_OK) {
+        dkv_err_set(err, DKV_EINVAL, "setting up the Lua sandbox: %s", lua_tostring(s->L, -1));
+        dkv_lua_close(s, NULL);
+        return err ? err->code : DKV_EINVAL;
+    }
+    lua_sethook(s->L, hook, LUA_MASKCOUNT, HOOK_EVERY);
+    *out = s;
+    return DKV_OK;
+}
+
+dkv_status dkv_lua_close(dkv_lua *s, dkv_err *err)
+{
+    if (!s)
+        return DKV_OK;
+    if (s->L)
+        lua_close(s->L);   /* first: __gc of bindings may still write */
+    dkv_status st = dkv_h5_close(s->out, err);
+    for (size_t i = 0; i < s->nparams; i++)
+        free(s->params[i]);
+    free(s->params);
+    free(s->root);
+    free(s->output_path);
+    free(s->traceback);
+    free(s->script_path);
+    free(s->script_text);
+    free(s->script_dir);
+    free(s);
+    return st;
+}
+
+lua_State *dkv_lua_state(dkv_lua *s)
+{
+    return s ? s->L : NULL;
+}
+
+const char *dkv_lua_output_path(const dkv_lua *s)
+{
+    return s ? s->output_path : NULL;
+}
+
+size_t dkv_lua_runs_written(const dkv_lua *s)
+{
+    return s ? s->runs_written : 0;
+}
+
+const char *dkv_lua_traceback(const dkv_lua *s)
+{
+    return s && s->traceback ? s->traceback : "";
+}
+
+/* ------------------------------------------------------------------ running */
+
+static int msgh(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (!msg) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            msg = lua_tostring(L, -1);
+        else
+            msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
+{
+    free(s->traceback);
+    s->traceback = NULL;
+    if (rc == LUA_OK)
+        return DKV_OK;
+    const char *m = lua_tostring(s->L, -1);
+    if (s->stop == STOP_MEM || rc == LUA_ERRMEM) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s: memory limit of %zu MiB reached (raise it with --mem-limit)",
+                 s->script_path ? s->script_path : "script", s->mem_limit >> 20);
+        s->traceback = xstrdup(buf);
+        lua_pop(s->L, 1);
+        lua_gc(s->L, LUA_GCCOLLECT);
+        s->stop = STOP_NONE;  /* memory is free again once the error unwound */
+        return dkv_err_set(err, DKV_ENOMEM, "%s", buf);
+    }
+    s->traceback = xstrdup(m ? m : "(no message)");
+    lua_pop(s->L, 1);
+    char line[DKV_ERR_MSG_MAX];
+    snprintf(line, sizeof line, "%s", s->traceback ? s->traceback : "");
+    char *nl = strstr(line, "\nstack traceback:");
+    if (nl)
+        *nl = '\0';
+    dkv_status code = rc == LUA_ERRSYNTAX ? DKV_EINVAL
+                    : s->stop == STOP_INTR ? DKV_EINTR
+                    : s->stop == STOP_INSTR ? DKV_ERANGE
+                                            : DKV_EFORMAT;
+    return dkv_err_set(err, code, "%s", line);
+}
+
+static dkv_status run_loaded(dkv_lua *s, int rc, dkv_err *err)
+{
+    lua_State *L = s->L;
+    if (rc != LUA_OK)
+        return finish(s, rc, err);
+    lua_pushcfunction(L, msgh);
+    lua_insert(L, -2);
+    int base = lua_gettop(L) - 1;
+    rc = lua_pcall(L, 0, 0, base);
+    lua_remove(L, base);
+    return finish(s, rc, err);
+}
+
+dkv_status dkv_lua_run_file(dkv_lua *s, const char *path, dkv_err *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return dkv_err_set(err, DKV_ENOENT, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    char *text = malloc(cap);
+    size_t k;
+    while (text && (k = fread(text + n, 1, cap - n - 1, fp)) > 0) {
+        n += k;
+        if (n + 1 == cap) {
+            char *t = realloc(text, cap *= 2);
+            if (!t) {
+                free(text);
+                text = NULL;
+            }
+            text = t;
+        }
+    }
+    fclose(fp);
+    if (!text)
+        return dkv_err_set(err, DKV_ENOMEM, "%s: out of memory reading the script", path);
+    text[n] = '\0';
+    free(s->script_text);
+    free(s->script_path);
+    free(s->script_dir);
+    s->script_text = text;
+    s->script_path = xstrdup(path);
+    s->script_dir = xstrdup(path);
+    char *slash = s->script_dir ? strrchr(s->script_dir, '/') : NULL;
+    if (slash)
+        *slash = '\0';
+    else if (s->script_dir)
+        strcpy(s->script_dir, ".");
+    char chunk[4200];
+    snprintf(chunk, sizeof chunk, "@%s", path);
+    const char *body = text;
+    if (body[0] == '#')   /* skip a #! line, keeping line numbers */
+        while (*body && *body != '\n')
+            body++;
+    int rc = luaL_loadbufferx(s->L, body, strlen(body), chunk, "t");
+    return run_loaded(s, rc, err);
+}
+
+dkv_status dkv_lua_run_string(dkv_lua *s, const char *chunkname, const char *code, dkv_err *err)
+{
+    if (!s->script_text) {
+        s->script_text = xstrdup(code);
+        s->script_path = xstrdup(chunkname);
+    }
+    int rc = luaL_loadbufferx(s->L, code, strlen(code), chunkname, "t");
+    return run_loaded(s, rc, err);
+}
+
+/* ------------------------------------------------------------------ output and provenance */
+
+static int mkdirs_for(const char *file)
+{
+    char *p = xstrdup(file);
+    if (!p)
+        return -1;
+    for (char *q = p + 1; *q; q++)
+        if (*q == '/') {
+            *q = '\0';
+            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+                free(p);
+                return -1;
+            }
+            *q = '/';
+        }
+    free(p);
+    return 0;
+}
+
+dkv_h5 *dkv_lua_output(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (!s || !s->output_path)
+        return NULL;
+    if (!s->out) {
+        dkv_err err = {0};
+        mkdirs_for(s->output_path);
+        if (dkv_h5_create(s->output_path, &s->out, &err) != DKV_OK)
+            luaL_error(L, "output: %s", err.msg);
+    }
+    return s->out;
+}
+
+static void iso_now(char *buf, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+#define CHECK(call)                                         \
+    do {                                                    \
+        if ((call) != DKV_OK)                               \
+            luaL_error(L, "writing run '%s': %s", name, err.msg); \
+    } while (0)
+
+dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint64_t seed)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (cfg_idx)
+        cfg_idx = lua_absindex(L, cfg_idx);
+    dkv_h5 *f = dkv_lua_output(L);
+    if (!f)
+        return NULL;
+    dkv_err err = {0};
+    dkv_h5_run *run;
+    if (dkv_h5_current_run(f))
+        luaL_error(L, "run '%s': run '%s' is still being written", name, dkv_h5_run_name(dkv_h5_current_run(f)));
+    if (dkv_h5_run_begin(f, name, &run, &err) != DKV_OK)
+        luaL_error(L, "%s", err.msg);
+    char host[256] = "unknown", now[32], shard[32];
+    gethostname(host, sizeof host - 1);
+    iso_now(now, sizeof now);
+    snprintf(shard, sizeof shard, "%u/%u", s->shard_index, s->shard_count);
+    CHECK(dkv_h5_attr_str(run, NULL, "status", "incomplete", &err));
+    CHECK(dkv_h5_attr_str(run, NULL, "dkv_version", DKV_VERSION, &err));
+    CHECK(dkv_h5_attr_str(run, NULL, "git_commit", DKV_GIT_COMMIT, &err));
+    CHECK(dkv_h5_attr_str(run, NULL, "script_path", s->script_path ? s->script_path : "", &err));
+    CHECK(dkv_h5_attr_str(run, NULL, "script", s->script_text ? s->script_text : "", &err));
+    CHECK(dkv_h5_attr_str(run, NULL, "host", host, &err));
+    CHECK(dkv_h5_attr_str(run, NULL, "start_time", now, &err));
+    CHECK(dkv_h5_attr_str(run, NULL, "shard", shard, &err));
+    CHECK(dkv_h5_attr_i64(run, NULL, "seed", (int64_t)seed, &err));
+    /* -D values, as given on the command line */
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (size_t i = 0; i < s->nparams; i++) {
+        if (i)
+            luaL_addchar(&b, '\n');
+        luaL_addstring(&b, s->params[i]);
+    }
+    luaL_pushresult(&b);
+    CHECK(dkv_h5_attr_str(run, NULL, "defines", lua_tostring(L, -1), &err));
+    lua_pop(L, 1);
+    if (cfg_idx)
+        dkv_lua_push_literal(L, cfg_idx);
+    else
+        lua_pushliteral(L, "{}");
+    CHECK(dkv_h5_attr_str(run, NULL, "config", lua_tostring(L, -1), &err));
+    lua_pop(L, 1);
+    return run;
+}
+
+void dkv_lua_run_end(lua_State *L, dkv_h5_run *run)
+{
+    if (!run)
+        return;
+    dkv_lua *s = dkv_lua_from_state(L);
+    dkv_err err = {0};
+    char now[32];
+    const char *name = dkv_h5_run_name(run);
+    iso_now(now, sizeof now);
+    CHECK(dkv_h5_attr_str(run, NULL, "end_time", now, &err));
+    CHECK(dkv_h5_attr_str(run, NULL, "status", "complete", &err));
+    if (dkv_h5_run_end(run, &err) != DKV_OK)
+        luaL_error(L, "%s", err.msg);
+    if (s)
+        s->runs_written++;
+}
+
+void dkv_lua_progress(lua_State *L, const char *label, double done, double total)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (s && s->progress)
+        s->progress(s->progress_ud, label, done, total);
+}
+
+/* Accessors used by l_dkv.c */
+size_t dkv_lua__params(lua_State *L, const char *const **out);
+size_t dkv_lua__params(lua_State *L, const char *const **out)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    *out = s ? (const char *const *)s->params : NULL;
+    return s ? s->nparams : 0;
+}
+
+void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count);
+void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    *index = s ? s->shard_index : 0;
+    *count = s ? s->shard_count : 1;
+}

@@ -1,0 +1,104 @@
+/* dkv_lua.h - the sandboxed Lua interpreter that runs dkv experiments, and the run context
+ * that bindings (dkv.simulate, dkv.mem, ...) share: output file, provenance, progress.
+ *
+ * The sandbox opens base (without dofile, loadfile, load of binary chunks), string, table,
+ * math, utf8, and a reduced os (clock, time, date, getenv is absent).  `require` resolves
+ * "dkv" and Lua files under the project's scripts/ and experiments/ folders and the script's
+ * own folder, nothing else.  A count hook stops scripts after instr_limit VM instructions or on
+ * SIGINT (dkv_interrupt_requested); the allocator refuses to grow past mem_limit_bytes.
+ *
+ *     dkv_lua_config cfg = dkv_lua_config_default();
+ *     cfg.root = "/path/to/dkv"; cfg.output_path = "out.h5";
+ *     dkv_lua *s; dkv_err err = {0};
+ *     if (dkv_lua_new(&cfg, &s, &err) == DKV_OK && dkv_lua_run_file(s, "exp.lua", &err) != DKV_OK)
+ *         fprintf(stderr, "%s\n", dkv_lua_traceback(s));
+ *     dkv_lua_close(s, &err);     // closes (and renames) the output file
+ */
+#ifndef DKV_LUA_DKV_LUA_H
+#define DKV_LUA_DKV_LUA_H
+
+#include <lua.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/h5.h"
+#include "util/status.h"
+
+/* Progress of a long operation: `done` of `total` units (total <= 0: unknown).  label is
+ * borrowed for the call.  done == total marks the end of that operation. */
+typedef void (*dkv_progress_fn)(void *ud, const char *label, double done, double total);
+
+typedef struct dkv_lua_config {
+    const char *root;              /* project root (scripts/, experiments/, datasets/); NULL: "." */
+    const char *output_path;       /* results file, created on first use; NULL: no output */
+    const char *const *params;     /* "name=value" strings for dkv.params (borrowed) */
+    size_t nparams;
+    uint32_t shard_index;          /* dkv.shard = {index = i, count = N}, 0 <= i < N */
+    uint32_t shard_count;          /* 1 when not sharded */
+    uint64_t instr_limit;          /* VM instructions per script; 0 = unlimited */
+    size_t mem_limit_bytes;        /* Lua heap cap; 0 = unlimited */
+    dkv_progress_fn progress;      /* may be NULL */
+    void *progress_ud;
+} dkv_lua_config;
+
+/* Defaults: root ".", no output, shard 0/1, instr_limit 1e11 (minutes of work), 4 GiB heap. */
+#define DKV_LUA_DEFAULT_INSTR_LIMIT 100000000000ULL
+#define DKV_LUA_DEFAULT_MEM_LIMIT ((size_t)4 << 30)
+dkv_lua_config dkv_lua_config_default(void);
+
+typedef struct dkv_lua dkv_lua;
+
+/* Creates the sandbox (copies cfg and its strings).  *out is freed by dkv_lua_close. */
+dkv_status dkv_lua_new(const dkv_lua_config *cfg, dkv_lua **out, dkv_err *err);
+
+/* Runs a script file (its text is kept as provenance; its folder joins the require path).
+ * On error: DKV_EINVAL for a load (syntax) error, DKV_EINTR when interrupted, DKV_ERANGE when
+ * the instruction limit was hit, DKV_ENOMEM for the memory cap, DKV_EFORMAT for a runtime
+ * error; err holds the one-line message ("file:line: ..."), dkv_lua_traceback the full one. */
+dkv_status dkv_lua_run_file(dkv_lua *s, const char *path, dkv_err *err);
+/* The same for a string (chunkname e.g. "=test"). */
+dkv_status dkv_lua_run_string(dkv_lua *s, const char *chunkname, const char *code, dkv_err *err);
+
+/* The last error with its traceback ("" when none).  Borrowed until the next run. */
+const char *dkv_lua_traceback(const dkv_lua *s);
+
+/* Closes the interpreter and the output file (ending an open run, renaming .tmp).  Accepts NULL. */
+dkv_status dkv_lua_close(dkv_lua *s, dkv_err *err);
+
+lua_State *dkv_lua_state(dkv_lua *s);
+/* The sandbox that owns L, or NULL for a plain lua_State. */
+dkv_lua *dkv_lua_from_state(lua_State *L);
+
+/* Project root of the sandbox owning L ("." for a plain lua_State).  Borrowed. */
+const char *dkv_lua_root(lua_State *L);
+
+/* Output path (after shard naming), or NULL. */
+const char *dkv_lua_output_path(const dkv_lua *s);
+/* Number of runs written so far to the output file. */
+size_t dkv_lua_runs_written(const dkv_lua *s);
+
+/* ------------------------------------------------------------------ for bindings (raise Lua errors) */
+
+/* The output file of the running script, created on first call; NULL when there is none. */
+dkv_h5 *dkv_lua_output(lua_State *L);
+
+/* Begins run `name` in the output file and writes the provenance attributes: dkv_version,
+ * git_commit, script, script_path, params (the -D values, Lua literal), config (the table at
+ * cfg_idx as a Lua literal, or "{}" when cfg_idx is 0), seed, host, start_time (ISO 8601 UTC),
+ * status = "incomplete".  Returns NULL (doing nothing) when there is no output file.
+ * Raises a Lua error when the run cannot be created (e.g. duplicate name). */
+dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint64_t seed);
+/* Stamps end_time and status = "complete", ends the run (flushes).  Accepts NULL. */
+void dkv_lua_run_end(lua_State *L, dkv_h5_run *run);
+
+/* Reports progress to the CLI's callback (no-op without one). */
+void dkv_lua_progress(lua_State *L, const char *label, double done, double total);
+
+/* Pushes a string: the value at idx as a Lua literal (tables with sorted keys, numbers with
+ * full precision; functions/userdata as quoted "<type>"), nested at most 32 deep. */
+void dkv_lua_push_literal(lua_State *L, int idx);
+
+/* The `dkv` module (what require "dkv" returns). */
+int luaopen_dkv(lua_State *L);
+
+#endif
