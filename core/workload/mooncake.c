@@ -17,7 +17,8 @@
 typedef struct jp {
     const char *s;      /* cursor */
     const char *why;    /* first error */
-    const char *field;  /* field the error is about */
+    const char *field;  /* field the error is about (may point at keybuf) */
+    char keybuf[32];    /* the key being parsed; outlives parse_line for the message */
 } jp;
 
 static void ws(jp *p)
@@ -192,8 +193,8 @@ static bool parse_line(jp *p, dkv_workload *w, dkv_request *r, dkv_err *err)
             ws(p);
         }
         first = false;
-        char key[32];
-        if (!jstring(p, key, sizeof key, "key")) return false;
+        char *key = p->keybuf;
+        if (!jstring(p, key, sizeof p->keybuf, "key")) return false;
         ws(p);
         if (*p->s++ != ':') return fail(p, "expected ':' after a key", "key");
         ws(p);
