@@ -305,6 +305,46 @@ static void test_azure_real_trace(void **state)
     dkv_workload_free(w);
 }
 
+/* The sample traces the project ships (datasets/workloads) stay readable. */
+static void test_shipped_samples(void **state)
+{
+    (void)state;
+    const char *root = getenv("ROOT");
+    const char *files[] = {"azure_sample.csv", "mooncake_sample.jsonl", "vidur_sample.csv", "burstgpt_sample.csv"};
+    const dkv_trace_format fmts[] = {DKV_FMT_AZURE, DKV_FMT_MOONCAKE, DKV_FMT_VIDUR, DKV_FMT_BURSTGPT};
+    char path[1024];
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s%sdatasets/workloads/%s", root ? root : "", root ? "/" : "", files[i]);
+        if (i == 0 && access(path, R_OK) != 0) {
+            printf("skip: %s not found (run from the repository root or set ROOT)\n", path);
+            skip();
+        }
+        dkv_workload *w = read_ok(path, DKV_FMT_AUTO, NULL);
+        dkv_workload *w2 = read_ok(path, fmts[i], NULL);
+        assert_int_equal(dkv_workload_count(w), 48);
+        assert_int_equal(dkv_workload_count(w2), 48);
+        assert_int_equal(dkv_workload_skipped(w), 0);
+        if (fmts[i] == DKV_FMT_MOONCAKE) {
+            unsigned shared = 0;
+            for (size_t j = 0; j < 48; j++) {
+                const dkv_request *r = dkv_workload_get(w, j);
+                assert_int_equal(r->n_hash_ids, (r->prompt_tokens + 511) / 512);
+                for (size_t k = 0; k < j; k++)
+                    shared += dkv_workload_get(w, k)->hash_ids[0] == r->hash_ids[0];
+            }
+            assert_true(shared > 0); /* some requests extend an earlier prefix */
+        }
+        dkv_workload_free(w);
+        dkv_workload_free(w2);
+    }
+    snprintf(path, sizeof path, "%s%sdatasets/workloads/gen_lengths_sample.txt", root ? root : "", root ? "/" : "");
+    dkv_lengths *t = NULL;
+    dkv_err err = {0};
+    assert_int_equal(dkv_lengths_load(path, &t, &err), DKV_OK);
+    assert_int_equal(dkv_lengths_count(t), 48);
+    dkv_lengths_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +355,7 @@ int main(void)
         cmocka_unit_test(test_vidur),
         cmocka_unit_test(test_burstgpt),
         cmocka_unit_test(test_azure_real_trace),
+        cmocka_unit_test(test_shipped_samples),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }
