@@ -285,6 +285,9 @@ dkv_status dkv_wl_read_mooncake(dkv_workload *w, const char *path, char *buf, si
                 w->skipped++;
                 continue;
             }
+            if (strcmp(p.why, "missing key") == 0)
+                return dkv_err_set(err, DKV_EFORMAT, "%s:%lu: missing key '%s' (field %s)", path, ln, p.field,
+                                   p.field);
             return dkv_err_set(err, DKV_EFORMAT, "%s:%lu: %s at column %ld (field %s)", path, ln, p.why,
                                (long)(p.s - line) + 1, p.field);
         }
