@@ -100,9 +100,13 @@ static dkv_status add_chunk(dkv_mem *m, uint32_t part, dkv_err *err)
     p->chunk_free[c] = p->chunk_blocks;
     uint32_t b0 = c << p->chunk_shift;
     memset(p->flags + b0, 0, p->chunk_blocks);
+    /* Fresh blocks go to the bottom of the free stack: blocks used before are handed out
+     * first, and the fresh ones in ascending id order. */
     bp_stack *s = &p->part[part];
-    for (uint32_t i = p->chunk_blocks; i-- > 0;)   /* lowest id on top */
-        s->ids[s->n++] = b0 + i;
+    memmove(s->ids + p->chunk_blocks, s->ids, (size_t)s->n * sizeof *s->ids);
+    for (uint32_t i = 0; i < p->chunk_blocks; i++)
+        s->ids[i] = b0 + p->chunk_blocks - 1 - i;
+    s->n += p->chunk_blocks;
     p->free_blocks += p->chunk_blocks;
     p->live_chunks++;
     mem_device_alloc(m, p->chunk_bytes);
@@ -279,10 +283,15 @@ static void bp_dealloc(dkv_mem *m, mem_rec *r)
         if (p->quotas)
             p->outstanding += owed(p, inst) - before;
     }
-    /* automatic shrink keeps one wholly free chunk as slack */
-    if (m->opt.shrink && freed_chunk != MEM_NONE && !p->partitioned &&
-        p->free_blocks >= 2ull * p->chunk_blocks)
-        drop_chunk(m, freed_chunk);
+    /* automatic shrink: give back the chunks this release emptied, keeping one wholly free
+     * chunk as slack */
+    if (m->opt.shrink && freed_chunk != MEM_NONE && !p->partitioned)
+        for (uint32_t b = r->handle; b != MEM_NONE; b = p->next[b]) {
+            uint32_t c = b >> p->chunk_shift;
+            if (p->chunk_live[c] && p->chunk_free[c] == p->chunk_blocks &&
+                p->free_blocks >= 2ull * p->chunk_blocks)
+                drop_chunk(m, c);
+        }
 }
 
 static uint64_t bp_largest_free(const dkv_mem *m)
