@@ -137,9 +137,11 @@ dkv_status dkv_offload_decide(const dkv_offload_config *c, const dkv_model *m, c
     }
     out->staging_bytes = out->h2d_bytes;
 
-    /* 2. the step's writes put KV back on the GPU, raw: low-rank copies are replaced first */
-    if (write > 0 && host > 0) {
-        uint64_t back = min64(write, host);
+    /* 2. the step's writes put KV back on the GPU, raw (low-rank copies are replaced first) */
+    uint64_t beyond = write > st->gpu_raw ? write - st->gpu_raw : 0;
+    if (beyond > 0 && host > 0) {
+        /* writes cover GPU-resident KV first; the rest was on the host and is recomputed */
+        uint64_t back = min64(beyond, host);
         uint64_t from_lr = min64(back, st->host_lowrank);
         st->host_lowrank -= from_lr;
         st->host_raw -= back - from_lr;

@@ -25,8 +25,10 @@
  *             proportionally: h2d = cold_read / cold * (host_raw + ratio * host_lowrank);
  *             staged in a transient GPU buffer of h2d bytes, released after the step
  *             (plain: the working set too, when the step does not rewrite it).
- *   2. writes (during the step): KV rewritten this step is on the GPU again, raw (a Refresh that
- *             recomputes the canvas brings cold KV back: host copies are dropped, lowrank first).
+ *   2. writes (during the step): KV rewritten this step is on the GPU again, raw.  Writes cover
+ *             the GPU-resident KV first; the excess, min(write - gpu_raw, host), was host-held and
+ *             its host copy is dropped (low-rank first).  So a Refresh that recomputes the canvas
+ *             brings all cold KV back, and in plain mode every written byte is recreated.
  *   3. offload (after the step, overlapping the next): as the phase says; freed after the copy.
  * Phase boundaries: phase 2 starts at the first step with step >= t1 * n_steps (1e-9 tolerance,
  * so 1/3 of 96 steps is step 32); likewise phase 3 at t2.
