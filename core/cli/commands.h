@@ -9,6 +9,7 @@ enum { DKV_EXIT_OK = 0, DKV_EXIT_ERROR = 1, DKV_EXIT_USAGE = 2 };
 
 int dkv_cmd_run(int argc, char **argv);     /* dkv run SCRIPT.lua [-o FILE.h5] [-D k=v] [--shard i/N] */
 int dkv_cmd_info(int argc, char **argv);    /* dkv info FILE.h5 */
+int dkv_cmd_merge(int argc, char **argv);   /* dkv merge OUT.h5 IN.h5...  (core/cli/cmd_merge.c) */
 int dkv_cmd_replay(int argc, char **argv);  /* dkv replay TRACE --mem KIND [options]   (core/cli/cmd_replay.c) */
 int dkv_cmd_bench(int argc, char **argv);   /* dkv bench mem [options]                 (core/cli/cmd_bench.c) */
 

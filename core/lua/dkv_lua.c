@@ -1,5 +1,6 @@
 /* dkv_lua.c - the sandbox: allocator cap, count hook, restricted libraries, require, running
  * scripts with a traceback, and the output file / provenance shared by the bindings. */
+#include "dkv_commit.h"
 #include "lua/dkv_lua.h"
 
 #include <errno.h>

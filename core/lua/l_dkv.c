@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dkv_commit.h"
 #include "lua/dkv_lua.h"
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"

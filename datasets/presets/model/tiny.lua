@@ -1,0 +1,20 @@
+-- A tiny LLaDA-shaped model for tests: every byte count is small and easy to check by hand.
+return {
+  name = "tiny",
+  source = "dkv test model (not a real checkpoint)",
+  n_layers = 2,
+  hidden = 64,
+  ffn = 128,
+  n_heads = 4,
+  n_kv_heads = 2,
+  head_dim = 16,
+  vocab = 256,
+  mask_id = 255,
+  max_len = 512,
+  rope_theta = 10000,
+  tied_embeddings = false,
+  qkv_bias = false,
+  weight_dtype = "bf16",
+  kv_dtype = "bf16",
+  act_dtype = "bf16",
+}
