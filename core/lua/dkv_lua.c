@@ -54,8 +54,13 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         return NULL;
     }
     if (nsize > osize && s->mem_limit && s->mem_used + (nsize - osize) > s->mem_limit) {
-        s->stop = s->stop ? s->stop : STOP_MEM;
-        return NULL;
+        /* Over the cap: the count hook raises a normal error (with file:line) soon.  Past the
+         * slack above the cap, refuse outright (Lua raises "not enough memory"). */
+        size_t slack = s->mem_limit / 4 > (8u << 20) ? s->mem_limit / 4 : (8u << 20);
+        if (s->stop == STOP_NONE)
+            s->stop = STOP_MEM;
+        if (s->mem_used + (nsize - osize) > s->mem_limit + slack)
+            return NULL;
     }
     void *p = realloc(ptr, nsize);
     if (p)
@@ -74,6 +79,17 @@ static void hook(lua_State *L, lua_Debug *ar)
         s->stop = STOP_INTR;
     else if (s->instr_limit && s->instr_count > s->instr_limit && s->stop != STOP_INTR)
         s->stop = STOP_INSTR;
+    if (s->stop == STOP_MEM) {
+        lua_gc(L, LUA_GCCOLLECT);
+        if (s->mem_used <= s->mem_limit) {
+            s->stop = STOP_NONE;
+            return;
+        }
+        luaL_where(L, 0);
+        lua_pushfstring(L, "memory limit of %d MiB reached (raise it with --mem-limit)", (int)(s->mem_limit >> 20));
+        lua_concat(L, 2);
+        lua_error(L);
+    }
     if (s->stop == STOP_INTR || s->stop == STOP_INSTR) {
         luaL_where(L, 0);
         if (s->stop == STOP_INTR)
@@ -328,7 +344,7 @@ static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
     if (rc == LUA_OK)
         return DKV_OK;
     const char *m = lua_tostring(s->L, -1);
-    if (s->stop == STOP_MEM || rc == LUA_ERRMEM) {
+    if (rc == LUA_ERRMEM) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s: memory limit of %zu MiB reached (raise it with --mem-limit)",
                  s->script_path ? s->script_path : "script", s->mem_limit >> 20);
@@ -345,9 +361,15 @@ static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
     char *nl = strstr(line, "\nstack traceback:");
     if (nl)
         *nl = '\0';
+    int stop = s->stop;
+    if (s->stop == STOP_MEM) {
+        lua_gc(s->L, LUA_GCCOLLECT);
+        s->stop = STOP_NONE;
+    }
     dkv_status code = rc == LUA_ERRSYNTAX ? DKV_EINVAL
-                    : s->stop == STOP_INTR ? DKV_EINTR
-                    : s->stop == STOP_INSTR ? DKV_ERANGE
+                    : stop == STOP_MEM ? DKV_ENOMEM
+                    : stop == STOP_INTR ? DKV_EINTR
+                    : stop == STOP_INSTR ? DKV_ERANGE
                                             : DKV_EFORMAT;
     return dkv_err_set(err, code, "%s", line);
 }

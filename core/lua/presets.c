@@ -317,10 +317,13 @@ static void read_fields(lua_State *L, int t, const char *path, const pfield *f, 
             strcpy(base + p->off, s);
             break;
         }
-        case PF_U32:
-            *(uint32_t *)(base + p->off) =
-                (uint32_t)dkv_lconf_integer(L, t, path, p->name, 0, (int64_t)p->lo, UINT32_MAX, flags);
+        case PF_U32: {
+            int64_t v = dkv_lconf_integer(L, t, path, p->name, 0, (int64_t)p->lo, INT64_MAX, flags);
+            if (v > UINT32_MAX)
+                dkv_lconf_error(L, path, p->name, "must be <= 4294967295 (got %lld)", (long long)v);
+            *(uint32_t *)(base + p->off) = (uint32_t)v;
             break;
+        }
         case PF_F64:
             *(double *)(base + p->off) = dkv_lconf_number(L, t, path, p->name, 0, p->lo, HUGE_VAL, flags);
             break;
