@@ -1,0 +1,461 @@
+/* engine.c - configuration, the main loop (arrivals, instances, idle handling, preemption),
+ * set-up and tear-down.  See engine.h for the model. */
+#include "engine/engine_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/interrupt.h"
+
+/* ---------------------------------------------------------------- names */
+
+static int find_name(const char *const *names, const char *s)
+{
+    for (int i = 0; names[i]; i++)
+        if (s && strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static const char *const share_names[] = {"timeslice", "spatial", NULL};
+static const char *const iroute_names[] = {"round_robin", "least_loaded", NULL};
+static const char *const status_names[] = {"done", "oom", "too_long", "unfinished", NULL};
+
+const char *dkv_gpu_share_name(dkv_gpu_share s) { return (unsigned)s < 2 ? share_names[s] : "?"; }
+const char *dkv_instance_route_name(dkv_instance_route r) { return (unsigned)r < 2 ? iroute_names[r] : "?"; }
+const char *dkv_req_status_name(int s) { return (unsigned)s < 4 ? status_names[s] : "?"; }
+
+dkv_status dkv_gpu_share_parse(const char *s, dkv_gpu_share *out, dkv_err *err)
+{
+    int i = find_name(share_names, s);
+    if (i < 0)
+        return dkv_err_set(err, DKV_EINVAL, "unknown gpu_share '%s' (expected timeslice or spatial)", s ? s : "(null)");
+    *out = (dkv_gpu_share)i;
+    return DKV_OK;
+}
+
+dkv_status dkv_instance_route_parse(const char *s, dkv_instance_route *out, dkv_err *err)
+{
+    int i = find_name(iroute_names, s);
+    if (i < 0)
+        return dkv_err_set(err, DKV_EINVAL, "unknown instance route '%s' (expected round_robin or least_loaded)",
+                           s ? s : "(null)");
+    *out = (dkv_instance_route)i;
+    return DKV_OK;
+}
+
+/* ---------------------------------------------------------------- configuration */
+
+void dkv_engine_config_default(dkv_engine_config *c)
+{
+    memset(c, 0, sizeof *c);
+    dkv_decode_cfg_default(&c->decode);
+    c->sched = DKV_SCHED_PHASE;
+    c->max_num_seqs = 256;
+    c->mem = dkv_mem_options_default(DKV_MEM_BLOCKPOOL);
+    c->mem.capacity_bytes = 0;
+    c->mem.block_bytes = 0;
+    dkv_sizing_config_default(&c->sizing);
+    dkv_logit_config_default(&c->logit);
+    c->logit.max_num_logits = 0;
+    dkv_layout_config_default(&c->layout);
+    dkv_offload_config_default(&c->offload);
+    dkv_lifecycle_config_default(&c->lifecycle);
+    dkv_retention_config_default(&c->retention);
+    dkv_routing_config_default(&c->routing);
+    c->n_instances = 1;
+    dkv_placement_config_default(&c->placement);
+    c->gpu_share = DKV_SHARE_TIMESLICE;
+    c->instance_route = DKV_IROUTE_ROUND_ROBIN;
+    c->cost_per_hour = -1;
+    c->record_steps = true;
+    c->mem_sample_every = 1;
+    c->seed = 1;
+}
+
+dkv_status dkv_engine_config_validate(const dkv_engine_config *c, dkv_err *err)
+{
+    dkv_status st;
+    if (!c->model || !c->gpu || !c->workload || !c->backend)
+        return dkv_err_set(err, DKV_EINVAL, "engine: model, gpu, workload and backend are required");
+    if ((st = dkv_model_validate(c->model, err)) != DKV_OK || (st = dkv_gpu_validate(c->gpu, err)) != DKV_OK)
+        return st;
+    if ((st = dkv_decode_cfg_validate(&c->decode, err)) != DKV_OK)
+        return st;
+    if (c->max_num_seqs == 0)
+        return dkv_err_set(err, DKV_EINVAL, "scheduler.max_num_seqs must be > 0");
+    if ((unsigned)c->sched > DKV_SCHED_PHASE)
+        return dkv_err_set(err, DKV_EINVAL, "scheduler.kind: bad value %d", (int)c->sched);
+    if (c->n_instances == 0 || c->n_instances > ENG_MAX_INST)
+        return dkv_err_set(err, DKV_ERANGE, "instances: %u must be in [1, %d]", c->n_instances, ENG_MAX_INST);
+    if ((st = dkv_sizing_config_validate(&c->sizing, err)) != DKV_OK ||
+        (st = dkv_layout_config_validate(&c->layout, err)) != DKV_OK ||
+        (st = dkv_offload_config_validate(&c->offload, err)) != DKV_OK ||
+        (st = dkv_lifecycle_config_validate(&c->lifecycle, err)) != DKV_OK ||
+        (st = dkv_routing_config_validate(&c->routing, err)) != DKV_OK)
+        return st;
+    if (c->decode.cache == DKV_CACHE_SPARSE && (st = dkv_retention_config_validate(&c->retention, err)) != DKV_OK)
+        return st;
+    dkv_logit_config lc = c->logit;
+    if ((st = dkv_logit_config_validate(&lc, err)) != DKV_OK)
+        return st;
+    dkv_sizing sz;
+    if ((st = dkv_sizing_default(&c->sizing, c->model, c->gpu, &sz, err)) != DKV_OK)
+        return st;
+    uint32_t B = c->decode.block_len;
+    size_t n = dkv_workload_count(c->workload);
+    for (size_t i = 0; i < n; i++) {
+        const dkv_request *r = dkv_workload_get(c->workload, i);
+        if (r->gen_tokens == 0)
+            return dkv_err_set(err, DKV_EINVAL, "workload request %zu (id %llu): gen_tokens is 0", i,
+                               (unsigned long long)r->id);
+        if (r->gen_tokens % B != 0)
+            return dkv_err_set(err, DKV_EINVAL,
+                               "workload request %zu (id %llu): gen_tokens %u is not a multiple of decode.block_len %u "
+                               "(round the generation up with workload.gen_multiple_of)",
+                               i, (unsigned long long)r->id, r->gen_tokens, B);
+    }
+    return DKV_OK;
+}
+
+/* ---------------------------------------------------------------- arrivals */
+
+static void heap_push(arr_heap *h, double t, uint32_t r)
+{
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (h->t[p] < t || (h->t[p] == t && h->r[p] < r))
+            break;
+        h->t[i] = h->t[p];
+        h->r[i] = h->r[p];
+        i = p;
+    }
+    h->t[i] = t;
+    h->r[i] = r;
+}
+
+static void heap_pop(arr_heap *h)
+{
+    double t = h->t[--h->n];
+    uint32_t r = h->r[h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        double mt = t;
+        uint32_t mr = r;
+        if (l < h->n && (h->t[l] < mt || (h->t[l] == mt && h->r[l] < mr)))
+            m = l, mt = h->t[l], mr = h->r[l];
+        if (l + 1 < h->n && (h->t[l + 1] < mt || (h->t[l + 1] == mt && h->r[l + 1] < mr)))
+            m = l + 1;
+        if (m == i)
+            break;
+        h->t[i] = h->t[m];
+        h->r[i] = h->r[m];
+        i = m;
+    }
+    if (h->n) {
+        h->t[i] = t;
+        h->r[i] = r;
+    }
+}
+
+static dkv_status wq_push(einst *in, uint32_t ri)
+{
+    if (in->wq_len == in->wq_cap) {
+        size_t nc = in->wq_cap ? 2 * in->wq_cap : 256;
+        uint32_t *n = malloc(nc * sizeof *n);
+        if (!n)
+            return DKV_ENOMEM;
+        for (size_t k = 0; k < in->wq_len; k++)
+            n[k] = in->wq[(in->wq_head + k) % in->wq_cap];
+        free(in->wq);
+        in->wq = n;
+        in->wq_cap = nc;
+        in->wq_head = 0;
+    }
+    in->wq[(in->wq_head + in->wq_len) % in->wq_cap] = ri;
+    in->wq_len++;
+    return DKV_OK;
+}
+
+static dkv_status arrive(eng *e, uint32_t ri, dkv_err *err)
+{
+    ereq *r = &e->rq[ri];
+    uint32_t i = 0;
+    if (e->ni > 1) {
+        if (e->c.instance_route == DKV_IROUTE_ROUND_ROBIN) {
+            i = e->rr_route++ % e->ni;
+        } else {
+            for (uint32_t k = 1; k < e->ni; k++)
+                if (e->in[k].n_queued < e->in[i].n_queued)
+                    i = k;
+        }
+    }
+    r->inst = i;
+    r->kvm = e->in[i].kvm;
+    dkv_decode_request dr = {.id = r->src->id, .prompt_tokens = r->src->prompt_tokens,
+                             .gen_tokens = r->src->gen_tokens, .steps_per_block = r->src->steps_per_block};
+    dkv_status st = dkv_decode_begin(&r->dec, &dr, &e->c.decode, e->m, err);
+    if (st != DKV_OK)
+        return st;
+    r->dec_block = r->dec;
+    r->state = RS_WAITING;
+    e->in[i].n_queued++;
+    if (wq_push(&e->in[i], ri) != DKV_OK)
+        return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory");
+    if (r->src->prompt_tokens + r->src->gen_tokens > e->m->max_len)
+        eng_finish_request(e, r, DKV_REQ_TOO_LONG, e->now);
+    return DKV_OK;
+}
+
+static dkv_status take_arrivals(eng *e, dkv_err *err)
+{
+    while (e->arr.n && e->arr.t[0] <= e->now) {
+        uint32_t ri = e->arr.r[0];
+        heap_pop(&e->arr);
+        dkv_status st = arrive(e, ri, err);
+        if (st != DKV_OK)
+            return st;
+    }
+    return DKV_OK;
+}
+
+/* ---------------------------------------------------------------- stuck: preempt or fail */
+
+static bool preempt_one(eng *e)
+{
+    if (e->blocked_act)
+        return false;
+    dkv_mem *m = e->rq[e->blocked_req].kvm;
+    ereq *victim = NULL;
+    for (uint32_t i = 0; i < e->ni; i++)
+        for (uint32_t k = 0; k < e->in[i].n_run; k++) {
+            ereq *r = &e->rq[e->in[i].run[k]];
+            if (r->kvm == m && (r->n_kv > 0 || r->reserved) && (!victim || r->admit_seq > victim->admit_seq))
+                victim = r;
+        }
+    if (!victim)
+        return false;
+    uint32_t lost = victim->dec.index - victim->dec_block.index;
+    victim->preempted_steps += lost;
+    e->preempted_steps += lost;
+    e->n_preempted++;
+    victim->dec = victim->dec_block;
+    victim->steps_done = victim->dec.index;
+    memset(&victim->off, 0, sizeof victim->off);
+    eng_host_update(e, victim, 0);
+    eng_kv_release_all(e, victim);
+    eng_unreserve(e, victim);
+    eng_pending_process(e, true);
+    return true;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+static void eng_free(eng *e)
+{
+    if (!e)
+        return;
+    if (e->rq)
+        for (size_t i = 0; i < e->n; i++) {
+            free(e->rq[i].kv_ids);
+            free(e->rq[i].kv_alloc);
+        }
+    free(e->rq);
+    for (uint32_t i = 0; i < ENG_MAX_INST; i++) {
+        free(e->in[i].wq);
+        free(e->in[i].run);
+    }
+    eng_mem_teardown(e);
+    free(e->arr.t);
+    free(e->arr.r);
+    free(e->cands);
+    free(e->items);
+    free(e->xfers);
+    free(e->pend);
+    dkv_engine_result_free(e->res);
+    free(e);
+}
+
+static dkv_status eng_setup(eng *e, const dkv_engine_config *cfg, dkv_err *err)
+{
+    dkv_status st;
+    e->c = *cfg;
+    e->m = cfg->model;
+    e->g = cfg->gpu;
+    e->ni = cfg->n_instances;
+    e->kvbpt = dkv_model_kv_bytes_per_token(e->m);
+    e->blocked_req = -1;
+    for (uint32_t i = 0; i < e->ni; i++)
+        e->in[i].id = i;
+    /* resolved policy values: GPU preset defaults through sizing */
+    dkv_sizing sz;
+    if ((st = dkv_sizing_default(&cfg->sizing, e->m, e->g, &sz, err)) != DKV_OK)
+        return st;
+    e->budget_tokens = cfg->max_num_batched_tokens ? cfg->max_num_batched_tokens : sz.max_num_batched_tokens;
+    if (e->c.logit.max_num_logits == 0)
+        e->c.logit.max_num_logits = sz.max_num_logits;
+    /* decode: retention settings come from the retention policy */
+    e->c.decode.rho = cfg->retention.rho;
+    e->c.decode.shared_set = cfg->retention.set == DKV_RETAIN_SHARED;
+    e->c.decode.rho_fn = NULL;
+    e->c.decode.rho_ctx = NULL;
+    if (cfg->decode.cache == DKV_CACHE_SPARSE) {
+        dkv_retention_config rc = cfg->retention;
+        if (rc.seed == 0)
+            rc.seed = cfg->seed;
+        if ((st = dkv_retention_init(&e->ret, &rc, err)) != DKV_OK)
+            return st;
+        if (rc.mode != DKV_RHO_FIXED) {
+            e->c.decode.rho_fn = dkv_retention_rho_fn;
+            e->c.decode.rho_ctx = &e->ret;
+        }
+    }
+    if (e->c.decode.seed == 0)
+        e->c.decode.seed = cfg->seed;
+    /* routing costs from the preset unless given */
+    e->rcost = cfg->routing_costs;
+    if (e->rcost.setup_s == 0 && e->rcost.block_s == 0 && e->rcost.pool_step_s == 0 && e->rcost.plain_step_s == 0) {
+        e->rcost.setup_s = e->g->malloc_s;
+        e->rcost.block_s = 1.5e-6;     /* pooled acquire + release pair (ANCHORS.md) */
+        e->rcost.plain_step_s = e->g->malloc_s + e->g->free_s;
+    }
+    if ((st = eng_mem_setup(e, err)) != DKV_OK)
+        return st;
+    if ((st = eng_result_new(e, err)) != DKV_OK)
+        return st;
+    /* requests and the arrival heap */
+    e->n = dkv_workload_count(cfg->workload);
+    e->rq = calloc(e->n ? e->n : 1, sizeof *e->rq);
+    e->arr.cap = e->n ? e->n : 1;
+    e->arr.t = malloc(e->arr.cap * sizeof *e->arr.t);
+    e->arr.r = malloc(e->arr.cap * sizeof *e->arr.r);
+    if (!e->rq || !e->arr.t || !e->arr.r)
+        return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory for %zu requests", e->n);
+    const dkv_request *reqs = dkv_workload_requests(cfg->workload);
+    for (size_t i = 0; i < e->n; i++) {
+        ereq *r = &e->rq[i];
+        r->src = &reqs[i];
+        r->arrival = reqs[i].arrival_s;
+        r->start = r->first_block = r->finish = NAN;
+        r->state = RS_PENDING;
+        if (isfinite(r->arrival))
+            heap_push(&e->arr, r->arrival, (uint32_t)i);
+    }
+    return DKV_OK;
+}
+
+static double wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static dkv_status run_loop(eng *e, dkv_err *err)
+{
+    dkv_status st;
+    while (e->n_terminal < e->n) {
+        if (dkv_interrupt_requested())
+            return dkv_err_set(err, DKV_EINTR, "engine: interrupted at t = %.3f s (step %llu)", e->now,
+                               (unsigned long long)e->step_index);
+        if ((st = take_arrivals(e, err)) != DKV_OK)
+            return st;
+        e->blocked_req = -1;
+        e->blocked_act = false;
+        bool ran = false;
+        if (e->ni == 1 || e->c.gpu_share == DKV_SHARE_TIMESLICE) {
+            for (uint32_t k = 0; k < e->ni && !ran; k++) {
+                uint32_t i = (e->rr + k) % e->ni;
+                e->n_cands = 0;
+                if (eng_select(e, &e->in[i]) == 0)
+                    continue;
+                size_t kept;
+                if ((st = eng_build_memory(e, 0, &kept, err)) != DKV_OK)
+                    return st;
+                if (kept == 0)
+                    continue;
+                if ((st = eng_run_round(e, 0, i, 1, err)) != DKV_OK)
+                    return st;
+                e->rr = i + 1;
+                ran = true;
+            }
+        } else {
+            e->n_cands = 0;
+            uint32_t k = 0, last = 0;
+            for (uint32_t i = 0; i < e->ni; i++) {
+                size_t from = e->n_cands;
+                if (eng_select(e, &e->in[i]) == 0)
+                    continue;
+                size_t kept;
+                if ((st = eng_build_memory(e, from, &kept, err)) != DKV_OK)
+                    return st;
+                if (kept) {
+                    k++;
+                    last = i;
+                }
+            }
+            if (e->n_cands) {
+                if ((st = eng_run_round(e, 0, k > 1 ? UINT32_MAX : last, k, err)) != DKV_OK)
+                    return st;
+                ran = true;
+            }
+        }
+        if (ran)
+            continue;
+        /* nothing could run */
+        if (eng_pending_process(e, true))
+            continue;            /* deferred frees were holding memory: the "GC" runs now */
+        if (e->blocked_req >= 0) {
+            if (!preempt_one(e))
+                eng_finish_request(e, &e->rq[e->blocked_req], DKV_REQ_OOM, e->now);
+            continue;
+        }
+        if (e->arr.n) {
+            if (e->arr.t[0] > e->now)
+                e->now = e->arr.t[0];
+            continue;
+        }
+        return dkv_err_set(err, DKV_ESTATE, "engine: %llu requests neither run nor wait (internal error)",
+                           (unsigned long long)(e->n - e->n_terminal));
+    }
+    return DKV_OK;
+}
+
+dkv_status dkv_engine_run(const dkv_engine_config *c, dkv_engine_result **out, dkv_err *err)
+{
+    *out = NULL;
+    dkv_status st = dkv_engine_config_validate(c, err);
+    if (st != DKV_OK)
+        return st;
+    double w0 = wall_now();
+    eng *e = calloc(1, sizeof *e);
+    if (!e)
+        return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory");
+    if ((st = eng_setup(e, c, err)) != DKV_OK) {
+        eng_free(e);
+        return st;
+    }
+    dkv_backend_setup bs = {.model = e->m, .gpu = e->g, .shared_weights = c->shared_weights,
+                            .on_kernel = c->on_kernel, .on_kernel_user = c->on_kernel_user};
+    if ((st = dkv_backend_begin(c->backend, &bs, err)) != DKV_OK) {
+        eng_free(e);
+        return st;
+    }
+    st = run_loop(e, err);
+    dkv_backend_end(c->backend);
+    if (st != DKV_OK && st != DKV_EINTR) {
+        eng_free(e);
+        return st;
+    }
+    /* end of run: deferred releases go now, so the managers show what is left */
+    eng_pending_process(e, true);
+    eng_summarize(e, wall_now() - w0);
+    *out = e->res;
+    e->res = NULL;
+    eng_free(e);
+    return st;
+}

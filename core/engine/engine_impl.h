@@ -1,0 +1,184 @@
+/* engine_impl.h - internals of the engine (engine.c, engine_mem.c, engine_sched.c,
+ * engine_step.c, engine_metrics.c).  Not a public header. */
+#ifndef DKV_ENGINE_IMPL_H
+#define DKV_ENGINE_IMPL_H
+
+#include "engine/engine.h"
+
+#define ENG_MAX_INST DKV_MEM_MAX_INSTANCES
+
+enum { RS_PENDING = 0, RS_WAITING, RS_RUNNING, RS_DONE, RS_FAILED };
+
+/* One request inside the engine. */
+typedef struct ereq {
+    dkv_decode_state dec;        /* next step to run */
+    dkv_decode_state dec_block;  /* at the start of the current block (restart after preemption) */
+    const dkv_request *src;      /* borrowed from the workload */
+    double   arrival;            /* engine's copy (closed loop releases write here) */
+    uint32_t inst;
+    uint8_t  state;              /* RS_* */
+    uint8_t  status;             /* DKV_REQ_* once terminal */
+    uint8_t  route;              /* dkv_route */
+    bool     reserved;           /* static: holds a max_len reservation */
+    bool     started;
+    uint64_t admit_seq;          /* admission order (preemption picks the largest) */
+    /* KV held on the device: one allocation per pool block (blockpool) or one tensor (others) */
+    dkv_mem  *kvm;               /* the manager serving its KV */
+    dkv_mem_id *kv_ids;
+    uint64_t *kv_alloc;          /* allocated bytes of each id */
+    uint32_t n_kv, cap_kv;
+    uint64_t kv_req_bytes, kv_alloc_bytes, kv_peak;
+    /* policies */
+    dkv_offload_state off;
+    uint64_t host_phys;          /* physical host bytes (offloaded raw + low-rank) */
+    double   sparse_run_bytes;   /* retained-set run length of the current block (sparse) */
+    /* counters */
+    uint32_t steps_done, refresh, reuse, preempted_steps;
+    double   start, first_block, finish;
+} ereq;
+
+/* A request-step picked for this iteration. */
+typedef struct cand {
+    uint32_t r;                  /* request index */
+    uint32_t inst;
+    dkv_decode_state next;       /* state after the step */
+    dkv_decode_step s;
+    uint8_t  pred_phase;
+    uint32_t budget;
+    bool     admit;              /* this step admits the request */
+    bool     dropped;
+    dkv_offload_state off_next;  /* offload state after the step */
+    dkv_offload_orders orders;
+    uint64_t kv_during, kv_after;/* device KV bytes during / after the step */
+} cand;
+
+typedef struct einst {
+    uint32_t id;
+    uint32_t *wq;                /* waiting FIFO: request indices */
+    size_t   wq_head, wq_len, wq_cap;
+    uint32_t *run;               /* running, admission order */
+    uint32_t n_run, cap_run;
+    dkv_mem *kvm;
+    bool     batch_open;         /* static batching: the current batch still runs */
+    uint32_t n_queued;           /* waiting + running, for least-loaded routing */
+} einst;
+
+/* A release held back by the deferred lifecycle rule. */
+enum { PEND_RELEASE = 0, PEND_UNRESERVE };
+typedef struct pend_rel {
+    dkv_mem *m;
+    dkv_mem_id id;               /* PEND_RELEASE */
+    uint32_t request;            /* PEND_UNRESERVE */
+    uint8_t  kind, tag;
+    uint64_t bytes;
+    uint64_t step;
+    double   t;
+} pend_rel;
+
+typedef struct arr_heap {
+    double   *t;
+    uint32_t *r;
+    size_t    n, cap;
+} arr_heap;
+
+struct dkv_engine_result {
+    dkv_run_summary sum;
+    dkv_req_record *req;
+    size_t n_req;
+    dkv_step_record *steps;
+    size_t n_steps, cap_steps;
+    dkv_mem_record *mem;
+    size_t n_mem, cap_mem;
+};
+
+typedef struct eng {
+    dkv_engine_config c;         /* resolved copy */
+    const dkv_model *m;
+    const dkv_gpu *g;
+    dkv_sizing sizing;
+    uint64_t kvbpt;              /* KV bytes per token, all layers */
+    uint32_t budget_tokens;      /* max_num_batched_tokens resolved */
+    dkv_retention ret;
+
+    ereq *rq;
+    size_t n;
+    einst in[ENG_MAX_INST];
+    uint32_t ni;
+    dkv_mem *kvm[ENG_MAX_INST];  /* KV managers (1 shared or ni partitioned) */
+    uint32_t n_kvm;
+    dkv_mem *dev;                /* device manager (== kvm[0] when dev_is_kv) */
+    bool dev_is_kv;
+    uint64_t kv_capacity, dev_capacity;
+    dkv_mem_id weight_ids[ENG_MAX_INST];
+    uint32_t n_weight_ids;
+
+    arr_heap arr;
+    double now;
+    uint64_t step_index;
+    uint64_t admit_seq;
+    uint32_t rr;                 /* timeslice round-robin cursor */
+    uint32_t rr_route;           /* arrival round-robin cursor */
+
+    /* this iteration */
+    cand *cands;
+    size_t n_cands, cap_cands;
+    dkv_step_item *items;
+    dkv_xfer *xfers;
+    size_t cap_items, cap_xfers;
+    dkv_mem_id trans_id[3 * ENG_MAX_INST];   /* transients (activations, logits, staging) */
+    uint64_t trans_alloc[3 * ENG_MAX_INST];
+    uint8_t  trans_tag[3 * ENG_MAX_INST];
+    uint32_t n_trans;
+    int32_t blocked_req;         /* first request blocked by memory this round, -1 none */
+    bool blocked_act;            /* ... by activations (device manager) rather than KV */
+    double alloc_s_step;         /* routing / allocator time of the step */
+
+    /* deferred releases (FIFO: one rule, so due in order) */
+    pend_rel *pend;
+    size_t pend_head, pend_len, pend_cap;
+
+    /* accounting */
+    uint64_t tag_now[DKV_MEM_TAG_COUNT], tag_peak[DKV_MEM_TAG_COUNT];
+    uint64_t host_now, host_peak;
+    uint64_t alloc_now, alloc_peak;
+    double dev_time_prev;        /* managers' modelled device time seen so far */
+    dkv_routing_costs rcost;     /* resolved routing costs */
+    uint64_t n_terminal;
+    uint64_t pred_total, pred_ok, overruns;
+    uint64_t n_preempted, preempted_steps;
+    double busy_s, compute_s, alloc_s;
+    double hbm_rd, hbm_wr, pcie_h2d, pcie_d2h, flops;
+    uint64_t items_total;
+    dkv_engine_result *res;
+} eng;
+
+/* engine_mem.c */
+dkv_status eng_mem_setup(eng *e, dkv_err *err);
+void       eng_mem_teardown(eng *e);
+dkv_status eng_acquire(eng *e, dkv_mem *m, uint64_t bytes, uint8_t tag, uint32_t inst, uint32_t request,
+                       dkv_mem_id *id, uint64_t *allocated, dkv_err *err);
+void       eng_release(eng *e, dkv_mem *m, dkv_mem_id id, uint8_t tag, uint64_t allocated);
+dkv_status eng_kv_resize(eng *e, ereq *r, uint64_t need, bool may_shrink, dkv_err *err);
+void       eng_kv_release_all(eng *e, ereq *r);
+void       eng_unreserve(eng *e, ereq *r);
+bool       eng_pending_process(eng *e, bool flush);
+double     eng_device_time(eng *e, uint64_t *reserved);
+void       eng_host_update(eng *e, ereq *r, uint64_t phys);
+
+/* engine_sched.c */
+size_t eng_select(eng *e, einst *in);
+uint8_t eng_predict_phase(const eng *e, const ereq *r);
+
+/* engine_step.c */
+dkv_status eng_build_memory(eng *e, size_t from, size_t *kept, dkv_err *err);
+dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_or_merged, uint32_t n_instances_in_round,
+                         dkv_err *err);
+void       eng_finish_request(eng *e, ereq *r, uint8_t status, double t);
+
+/* engine_metrics.c */
+dkv_status eng_result_new(eng *e, dkv_err *err);
+dkv_status eng_push_step(eng *e, const dkv_step_record *s);
+dkv_status eng_push_mem(eng *e, uint64_t reserved);
+void       eng_summarize(eng *e, double wall_s);
+
+#endif
