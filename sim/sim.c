@@ -51,7 +51,7 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
     const double L = m->n_layers;
     const double streams = plan->n_weight_streams > 1 ? plan->n_weight_streams : 1;
 
-    kclass k[DKV_KERNEL_N];
+    kclass k[DKV_KCLASS_N];
     memset(k, 0, sizeof k);
     double Q = 0, R = 0;
     bool any_write = false;
@@ -67,7 +67,7 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
         double eff = eff_for_run(g, it->kv_run_bytes);
         Q += q;
         R += it->logit_rows;
-        kclass *at = &k[DKV_KERNEL_ATTN];
+        kclass *at = &k[DKV_KCLASS_ATTN];
         at->flops += 4.0 * q * a * hq;
         double cached = it->kv_cached_tokens, fresh = a - cached;
         at->bytes_fast += (2.0 * q * hq * ab) + fresh * kv_tok;
@@ -76,7 +76,7 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
         at->wr += q * hq * ab;
         if (it->kv_write_tokens) {
             any_write = true;
-            kclass *st = &k[DKV_KERNEL_KV_STORE];
+            kclass *st = &k[DKV_KCLASS_KV_STORE];
             double w = it->kv_write_tokens;
             st->bytes_fast += w * 2.0 * hkv * ab;          /* read the fresh K/V */
             st->bytes_slow_time += w * kv_tok / (bw * eff); /* scatter into the cache layout */
@@ -85,34 +85,34 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
         }
         if (it->kv_host_bytes > 0) {
             /* zero-copy reads of host-resident KV go over PCIe at the pinned h2d rate */
-            kclass *ga = &k[DKV_KERNEL_KV_GATHER];
+            kclass *ga = &k[DKV_KCLASS_KV_GATHER];
             ga->bytes_slow_time += it->kv_host_bytes / L / g->pcie_h2d_pinned;
             ga->launches = 1;
             out->pcie_h2d_bytes += (uint64_t)it->kv_host_bytes;
         }
     }
     if (plan->n_items > 0) {
-        k[DKV_KERNEL_ATTN].launches = 1;
-        k[DKV_KERNEL_ATTN].flops_eff = ae;
+        k[DKV_KCLASS_ATTN].launches = 1;
+        k[DKV_KCLASS_ATTN].flops_eff = ae;
         if (any_write)
-            k[DKV_KERNEL_KV_STORE].launches = 1;
-        k[DKV_KERNEL_KV_STORE].flops_eff = 1.0;
-        k[DKV_KERNEL_KV_GATHER].flops_eff = 1.0;
+            k[DKV_KCLASS_KV_STORE].launches = 1;
+        k[DKV_KCLASS_KV_STORE].flops_eff = 1.0;
+        k[DKV_KCLASS_KV_GATHER].flops_eff = 1.0;
 
         /* GEMMs: weights streamed once per stream, activations in and out */
-        kclass *qkv = &k[DKV_KERNEL_QKV];
+        kclass *qkv = &k[DKV_KCLASS_QKV];
         qkv->flops = 2.0 * Q * d * (hq + 2.0 * hkv);
         qkv->rd = streams * d * (hq + 2.0 * hkv) * wb + Q * d * ab;
         qkv->wr = Q * (hq + 2.0 * hkv) * ab;
         qkv->bytes_fast = qkv->rd + qkv->wr;
         qkv->launches = 1;
-        kclass *op = &k[DKV_KERNEL_O];
+        kclass *op = &k[DKV_KCLASS_O];
         op->flops = 2.0 * Q * hq * d;
         op->rd = streams * hq * d * wb + Q * hq * ab;
         op->wr = Q * d * ab;
         op->bytes_fast = op->rd + op->wr;
         op->launches = 1;
-        kclass *ff = &k[DKV_KERNEL_FFN];
+        kclass *ff = &k[DKV_KCLASS_FFN];
         ff->flops = 2.0 * Q * d * 3.0 * f;
         ff->rd = streams * 3.0 * d * f * wb + Q * d * ab + Q * f * ab;
         ff->wr = 2.0 * Q * f * ab + Q * d * ab;
@@ -120,7 +120,7 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
         ff->launches = 2;
         qkv->flops_eff = op->flops_eff = ff->flops_eff = ge;
         /* fused norm+RoPE, fused SiLU*up + residual adds */
-        kclass *el = &k[DKV_KERNEL_ELEMENTWISE];
+        kclass *el = &k[DKV_KCLASS_ELEMENTWISE];
         el->rd = (2.0 * Q * d + Q * (hq + hkv) + 2.0 * Q * f + 2.0 * Q * d) * ab;
         el->wr = (Q * d + Q * (hq + hkv) + Q * f + Q * d) * ab;
         el->bytes_fast = el->rd + el->wr;
@@ -130,9 +130,9 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
     }
 
     /* layer kernels cost the same in every layer */
-    double t_layer[DKV_KERNEL_N] = {0};
-    for (int c = 0; c < DKV_KERNEL_N; c++)
-        if (c != DKV_KERNEL_LM_HEAD && c != DKV_KERNEL_COMPRESS && c != DKV_KERNEL_REORDER)
+    double t_layer[DKV_KCLASS_N] = {0};
+    for (int c = 0; c < DKV_KCLASS_N; c++)
+        if (c != DKV_KCLASS_LM_HEAD && c != DKV_KCLASS_COMPRESS && c != DKV_KCLASS_REORDER)
             t_layer[c] = kclass_time(&k[c], peak, bw, launch);
 
     /* once per step: embedding gather + final norm, then the LM head in chunks */
@@ -207,8 +207,8 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
     double compute = t_head + t_cmp + t_reo;
     uint32_t launches = head.launches + cmp.launches + reo.launches;
     double flops = head.flops + cmp.flops, rd = head.rd + cmp.rd + reo.rd, wr = head.wr + cmp.wr + reo.wr;
-    for (int c = 0; c < DKV_KERNEL_N; c++) {
-        if (c == DKV_KERNEL_LM_HEAD || c == DKV_KERNEL_COMPRESS || c == DKV_KERNEL_REORDER)
+    for (int c = 0; c < DKV_KCLASS_N; c++) {
+        if (c == DKV_KCLASS_LM_HEAD || c == DKV_KCLASS_COMPRESS || c == DKV_KCLASS_REORDER)
             continue;
         compute += L * t_layer[c];
         launches += (uint32_t)(L * k[c].launches);
@@ -236,14 +236,14 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
     out->bw_util = compute > 0 ? (double)(out->hbm_read_bytes + out->hbm_write_bytes) / (compute * bw) : 0;
 
     if (rec) {
-        for (int c = 0; c < DKV_KERNEL_N; c++) {
-            const kclass *kc = c == DKV_KERNEL_LM_HEAD ? &head : c == DKV_KERNEL_COMPRESS ? &cmp
-                             : c == DKV_KERNEL_REORDER ? &reo : &k[c];
-            double mult = (c == DKV_KERNEL_LM_HEAD || c == DKV_KERNEL_COMPRESS || c == DKV_KERNEL_REORDER) ? 1.0 : L;
+        for (int c = 0; c < DKV_KCLASS_N; c++) {
+            const kclass *kc = c == DKV_KCLASS_LM_HEAD ? &head : c == DKV_KCLASS_COMPRESS ? &cmp
+                             : c == DKV_KCLASS_REORDER ? &reo : &k[c];
+            double mult = (c == DKV_KCLASS_LM_HEAD || c == DKV_KCLASS_COMPRESS || c == DKV_KCLASS_REORDER) ? 1.0 : L;
             if (kc->launches == 0)
                 continue;
-            double t = c == DKV_KERNEL_LM_HEAD ? t_head : c == DKV_KERNEL_COMPRESS ? t_cmp
-                     : c == DKV_KERNEL_REORDER ? t_reo : L * t_layer[c];
+            double t = c == DKV_KCLASS_LM_HEAD ? t_head : c == DKV_KCLASS_COMPRESS ? t_cmp
+                     : c == DKV_KCLASS_REORDER ? t_reo : L * t_layer[c];
             dkv_kernel_record r = {.step_index = plan->step_index, .kind = (dkv_kernel_class)c,
                                    .layer = UINT32_MAX, .n_launches = (uint32_t)(mult * kc->launches),
                                    .time_s = t, .flops = mult * kc->flops,

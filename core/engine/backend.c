@@ -5,10 +5,10 @@
 
 const char *dkv_kernel_class_name(dkv_kernel_class k)
 {
-    static const char *const names[DKV_KERNEL_N] = {
+    static const char *const names[DKV_KCLASS_N] = {
         "qkv", "attn", "o_proj", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress",
     };
-    return (unsigned)k < DKV_KERNEL_N ? names[k] : "?";
+    return (unsigned)k < DKV_KCLASS_N ? names[k] : "?";
 }
 
 dkv_status dkv_backend_begin(dkv_backend *b, const dkv_backend_setup *setup, dkv_err *err)

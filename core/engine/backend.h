@@ -95,17 +95,17 @@ typedef struct dkv_step_plan {
 
 /* Kernel classes a backend reports per-kernel records for. */
 typedef enum dkv_kernel_class {
-    DKV_KERNEL_QKV = 0,
-    DKV_KERNEL_ATTN,
-    DKV_KERNEL_O,
-    DKV_KERNEL_FFN,        /* gate + up + down GEMMs */
-    DKV_KERNEL_LM_HEAD,    /* logits, all chunks */
-    DKV_KERNEL_KV_STORE,
-    DKV_KERNEL_KV_GATHER,  /* sparse gathers / host zero-copy reads */
-    DKV_KERNEL_REORDER,
-    DKV_KERNEL_ELEMENTWISE,/* norms, RoPE, activation, residual, embedding */
-    DKV_KERNEL_COMPRESS,
-    DKV_KERNEL_N
+    DKV_KCLASS_QKV = 0,
+    DKV_KCLASS_ATTN,
+    DKV_KCLASS_O,
+    DKV_KCLASS_FFN,        /* gate + up + down GEMMs */
+    DKV_KCLASS_LM_HEAD,    /* logits, all chunks */
+    DKV_KCLASS_KV_STORE,
+    DKV_KCLASS_KV_GATHER,  /* sparse gathers / host zero-copy reads */
+    DKV_KCLASS_REORDER,
+    DKV_KCLASS_ELEMENTWISE,/* norms, RoPE, activation, residual, embedding */
+    DKV_KCLASS_COMPRESS,
+    DKV_KCLASS_N
 } dkv_kernel_class;
 
 const char *dkv_kernel_class_name(dkv_kernel_class k);

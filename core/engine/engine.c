@@ -364,6 +364,8 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                                (unsigned long long)e->step_index);
         if ((st = take_arrivals(e, err)) != DKV_OK)
             return st;
+        if (e->n_terminal >= e->n)
+            break;               /* the last arrivals were rejected on arrival */
         e->blocked_req = -1;
         e->blocked_act = false;
         bool ran = false;

@@ -70,7 +70,7 @@ typedef struct gemm_acc { double t, fl; } gemm_acc;
 static void gemm_sum(void *u, const dkv_kernel_record *r)
 {
     gemm_acc *a = u;
-    if (r->kind == DKV_KERNEL_QKV || r->kind == DKV_KERNEL_O || r->kind == DKV_KERNEL_FFN) {
+    if (r->kind == DKV_KCLASS_QKV || r->kind == DKV_KCLASS_O || r->kind == DKV_KCLASS_FFN) {
         a->t += r->time_s;
         a->fl += r->flops;
     }
@@ -151,7 +151,7 @@ static void test_layout_efficiency(void **state)
 
 void grab(void *u, const dkv_kernel_record *r)
 {
-    if (r->kind == DKV_KERNEL_ATTN)
+    if (r->kind == DKV_KCLASS_ATTN)
         *(dkv_kernel_record *)u = *r;
 }
 
