@@ -134,29 +134,28 @@ static void sample(dkv_mem *m)
                                                 m->reserved};
 }
 
-/* After every state change: peaks, running sums, the series. */
-static inline void on_event(dkv_mem *m)
+/* After every state change: peaks, running sums, the series.  Divisions only when a
+ * fragmentation peak is actually exceeded (rare), to keep the common path short. */
+static inline __attribute__((always_inline)) void on_event(dkv_mem *m)
 {
     m->n_events++;
-    if (m->requested > m->peak_requested)
-        m->peak_requested = m->requested;
-    if (m->allocated > m->peak_allocated)
-        m->peak_allocated = m->allocated;
-    double ext = m->reserved ? (double)(m->reserved - m->allocated) / (double)m->reserved : 0.0;
-    if (m->reserved > m->peak_reserved) {
-        m->peak_reserved = m->reserved;
-        m->ext_at_peak = ext;
+    uint64_t req = m->requested, al = m->allocated, res = m->reserved;
+    if (req > m->peak_requested)
+        m->peak_requested = req;
+    if (al > m->peak_allocated)
+        m->peak_allocated = al;
+    double dreq = (double)req, dal = (double)al, dres = (double)res;
+    if (res > m->peak_reserved) {
+        m->peak_reserved = res;
+        m->ext_at_peak = (dres - dal) / dres;
     }
-    if (ext > m->peak_ext)
-        m->peak_ext = ext;
-    if (m->allocated) {
-        double in = (double)(m->allocated - m->requested) / (double)m->allocated;
-        if (in > m->peak_int)
-            m->peak_int = in;
-    }
-    m->sum_req += (double)m->requested;
-    m->sum_alloc += (double)m->allocated;
-    m->sum_res += (double)m->reserved;
+    if (dres - dal > m->peak_ext * dres)
+        m->peak_ext = (dres - dal) / dres;
+    if (dal - dreq > m->peak_int * dal)
+        m->peak_int = (dal - dreq) / dal;
+    m->sum_req += dreq;
+    m->sum_alloc += dal;
+    m->sum_res += dres;
     if (m->stride_left && --m->stride_left == 0) {
         m->stride_left = m->opt.sample_stride;
         sample(m);

@@ -164,6 +164,8 @@ dkv_status dkv_mem_info_get(const dkv_mem *m, dkv_mem_id id, dkv_mem_info *out, 
 /* Reserves `bytes` for `request` (its maximum length), taken from the device at admission.
  * DKV_ESTATE if the request already has one; DKV_ENOMEM when it does not fit.  Only static. */
 dkv_status dkv_mem_reserve(dkv_mem *m, uint32_t request, uint64_t bytes, dkv_err *err);
+/* Bytes reserved for `request` (after 512 B rounding); 0 when it holds none or m is not static. */
+uint64_t   dkv_mem_reservation(const dkv_mem *m, uint32_t request);
 /* Returns the reservation to the device.  DKV_ESTATE while allocations in it are live. */
 dkv_status dkv_mem_unreserve(dkv_mem *m, uint32_t request, dkv_err *err);
 

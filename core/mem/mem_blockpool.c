@@ -24,7 +24,10 @@ typedef struct bp {
     uint32_t n_chunks, cap_chunks, live_chunks, max_chunks;
     uint8_t  *chunk_live;
     uint8_t  *chunk_part;        /* partition (instance) a chunk belongs to */
-    uint32_t *chunk_free;        /* free blocks in the chunk */
+    uint32_t *chunk_free;        /* free blocks in the chunk; kept up to date per operation
+                                    only with automatic shrink (track_free), else recounted
+                                    by dkv_mem_shrink */
+    bool      track_free;
     uint32_t *next;              /* per block: next block of its allocation */
     uint8_t  *flags;             /* per block: BF_* */
     uint32_t  n_parts;
@@ -145,6 +148,7 @@ static dkv_status bp_init(dkv_mem *m, dkv_err *err)
         return dkv_err_set(err, DKV_EINVAL, "blockpool: chunk_blocks %u must be a power of two in [1, 2^20]",
                            o->chunk_blocks);
     p->chunk_blocks = o->chunk_blocks;
+    p->track_free = o->shrink;
     while ((1u << p->chunk_shift) < p->chunk_blocks)
         p->chunk_shift++;
     if ((p->block_bytes & (p->block_bytes - 1)) == 0)
@@ -237,17 +241,23 @@ static dkv_status bp_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
         if (st)
             return st;   /* chunks added so far stay: they are valid free memory */
     }
-    uint32_t first = s->ids[s->n - 1], prev = MEM_NONE, hits = 0;
+    /* locals: the uint8_t flag stores would otherwise make the compiler reload every field */
+    uint32_t *restrict ids = s->ids, *restrict next = p->next, *restrict cfree = p->chunk_free;
+    uint8_t *restrict flags = p->flags;
+    const bool track = p->track_free;
+    const uint32_t shift = p->chunk_shift;
+    uint32_t n = s->n, first = ids[n - 1], prev = first, hits = 0;
     for (uint32_t i = 0; i < k; i++) {
-        uint32_t b = s->ids[--s->n];
-        hits += p->flags[b] >> 1;
-        p->flags[b] = BF_LIVE | BF_USED;
-        p->chunk_free[b >> p->chunk_shift]--;
-        if (prev != MEM_NONE)
-            p->next[prev] = b;
+        uint32_t b = ids[--n];
+        hits += flags[b] >> 1;
+        flags[b] = BF_LIVE | BF_USED;
+        if (track)
+            cfree[b >> shift]--;
+        next[prev] = b;
         prev = b;
     }
-    p->next[prev] = MEM_NONE;
+    next[prev] = MEM_NONE;
+    s->n = n;
     p->free_blocks -= k;
     if (p->quotas || p->partitioned) {
         uint64_t before = owed(p, inst);
@@ -270,12 +280,24 @@ static void bp_dealloc(dkv_mem *m, mem_rec *r)
     uint32_t inst = r->owner.instance, part = p->partitioned ? inst : 0;
     bp_stack *s = &p->part[part];
     uint32_t freed_chunk = MEM_NONE;
-    for (uint32_t b = r->handle; b != MEM_NONE; b = p->next[b]) {
-        s->ids[s->n++] = b;
-        p->flags[b] = BF_USED;
-        if (++p->chunk_free[b >> p->chunk_shift] == p->chunk_blocks)
-            freed_chunk = b >> p->chunk_shift;
+    uint32_t *restrict top = s->ids + s->n, *restrict next = p->next;
+    uint8_t *restrict flags = p->flags;
+    if (p->track_free) {
+        uint32_t *restrict cfree = p->chunk_free;
+        const uint32_t shift = p->chunk_shift, cb = p->chunk_blocks;
+        for (uint32_t b = r->handle; b != MEM_NONE; b = next[b]) {
+            *top++ = b;
+            flags[b] = BF_USED;
+            if (++cfree[b >> shift] == cb)
+                freed_chunk = b >> shift;
+        }
+    } else {
+        for (uint32_t b = r->handle; b != MEM_NONE; b = next[b]) {
+            *top++ = b;
+            flags[b] = BF_USED;
+        }
     }
+    s->n = (uint32_t)(top - s->ids);
     p->free_blocks += r->n_blocks;
     if (p->quotas || p->partitioned) {
         uint64_t before = owed(p, inst);
@@ -366,7 +388,7 @@ static dkv_status bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err)
         if (!p->chunk_live[c])
             continue;
         live_chunks++;
-        if (cfree[c] != p->chunk_free[c])
+        if (p->track_free && cfree[c] != p->chunk_free[c])
             st = dkv_err_set(err, DKV_ESTATE, "blockpool: chunk %u counts %u free blocks, recount %u", c, p->chunk_free[c], cfree[c]);
         for (uint32_t b = c << p->chunk_shift; b < (c + 1) << p->chunk_shift && !st; b++)
             if (!seen[b])
@@ -500,6 +522,11 @@ dkv_status dkv_mem_shrink(dkv_mem *m, uint64_t target_bytes, uint64_t *released,
     if (p->partitioned)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "mem shrink: a partitioned pool is fixed at creation");
     uint64_t before = m->reserved;
+    if (!p->track_free) {
+        memset(p->chunk_free, 0, (size_t)p->n_chunks * sizeof *p->chunk_free);
+        for (uint32_t i = 0; i < p->part[0].n; i++)
+            p->chunk_free[p->part[0].ids[i] >> p->chunk_shift]++;
+    }
     for (uint32_t c = p->n_chunks; c-- > 0 && m->reserved > target_bytes;)
         if (p->chunk_live[c] && p->chunk_free[c] == p->chunk_blocks)
             drop_chunk(m, c);

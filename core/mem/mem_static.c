@@ -280,6 +280,15 @@ dkv_status dkv_mem_reserve(dkv_mem *m, uint32_t request, uint64_t bytes, dkv_err
     return DKV_OK;
 }
 
+uint64_t dkv_mem_reservation(const dkv_mem *m, uint32_t request)
+{
+    if (m->opt.kind != DKV_MEM_STATIC)
+        return 0;
+    const st_state *s = m->impl;
+    uint32_t ri = find_res(s, request);
+    return ri == MEM_NONE ? 0 : s->res[ri].size;
+}
+
 dkv_status dkv_mem_unreserve(dkv_mem *m, uint32_t request, dkv_err *err)
 {
     if (m->opt.kind != DKV_MEM_STATIC)
