@@ -5,8 +5,8 @@
  * Three kinds share this header (docs/MEMORY.md describes each one's model):
  *
  *   DKV_MEM_STATIC     per-request reservation of the maximum length taken at admission
- *                      (dkv_mem_reserve / dkv_mem_unreserve); acquisitions of that request are
- *                      served from it; allocations without a reservation go to the device.
+ *                      (dkv_mem_reserve / dkv_mem_unreserve); KV acquisitions of that request
+ *                      are served from it; every other acquisition goes to the device.
  *   DKV_MEM_CACHING    a model of PyTorch's CUDA caching allocator (512 B rounding, small and
  *                      large pools, best fit with splitting, max_split_size, cached free blocks
  *                      merged with neighbours, flush-and-retry on failure).
@@ -70,7 +70,8 @@ const char *dkv_mem_tag_name(dkv_mem_tag t);            /* "weights", "kv", ... 
 dkv_status  dkv_mem_tag_parse(const char *s, dkv_mem_tag *out, dkv_err *err);
 
 /* Who an allocation belongs to.  Only tag and instance change behaviour (per-tag totals,
- * instance quotas); static also uses request (the reservation that serves it). */
+ * instance quotas); static also uses request (a KV acquisition is served by that request's
+ * reservation). */
 typedef struct dkv_mem_owner {
     uint8_t  tag;        /* dkv_mem_tag */
     uint16_t instance;   /* < options.n_instances (0 when there is one) */

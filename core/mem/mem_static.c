@@ -1,10 +1,10 @@
 /* mem_static.c - the "native" baseline: a request reserves its maximum length at admission.
  *
  * dkv_mem_reserve(request, max_bytes) takes one contiguous device allocation (rounded to 512 B)
- * for the request's lifetime.  Acquisitions owned by that request are views into it: they are
+ * for the request's lifetime.  KV acquisitions owned by that request are views into it: they are
  * placed at the reservation's top (a bump pointer, exact bytes, no rounding) and the top goes
- * back to 0 when the last of them is released.  Acquisitions of a request without a
- * reservation (weights, activations, ...) are separate device allocations, rounded to 512 B,
+ * back to 0 when the last of them is released.  Every other acquisition (another tag, or a
+ * request without a reservation) is a separate device allocation, rounded to 512 B,
  * returned to the device when released.  The device is a counter against capacity with
  * addresses that are never reused (cudaMalloc's physical fragmentation is not modelled). */
 #include "mem/mem_impl.h"
@@ -109,7 +109,7 @@ static void st_fini(dkv_mem *m)
 static dkv_status st_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
 {
     st_state *s = m->impl;
-    uint32_t ri = find_res(s, r->owner.request);
+    uint32_t ri = r->owner.tag == DKV_MEM_TAG_KV ? find_res(s, r->owner.request) : MEM_NONE;
     if (ri != MEM_NONE) {
         st_res *v = &s->res[ri];
         if (r->requested > v->size - v->top)
