@@ -1,0 +1,41 @@
+/* l_engine_cfg.h - dkv.simulate's configuration table -> engine + simulator configuration.
+ * Internal to core/lua (l_engine.c, l_engine_cfg.c).  docs/LUA_API.md ("dkv.simulate")
+ * documents every field, its default and its unit. */
+#ifndef DKV_LUA_L_ENGINE_CFG_H
+#define DKV_LUA_L_ENGINE_CFG_H
+
+#include <lua.h>
+#include <stdbool.h>
+
+#include "engine/engine.h"
+#include "sim/sim.h"
+
+/* Everything a simulate call owns.  Lives in a Lua userdata (its __gc calls dkv_lsim_free), so a
+ * Lua error raised half-way through parsing leaks nothing. */
+typedef struct dkv_lsim {
+    dkv_model model;
+    dkv_gpu gpu;
+    dkv_workload *w;
+    dkv_lengths *len_tab[2];      /* empirical prompt / gen tables */
+    dkv_engine_config ec;         /* model, gpu, workload point into this struct */
+    dkv_sim_options so;
+    double *entropies;            /* retention.entropies */
+    double *weights;              /* instances.weights */
+    lua_State *L;                 /* for the retention callback */
+    int cb_ref;                   /* registry ref of retention.callback, LUA_NOREF when none */
+    bool cb_failed;
+    char cb_err[512];
+    bool record_kernels;
+    uint64_t seed;
+} dkv_lsim;
+
+/* Parses the configuration table at idx into *s (zeroed by the caller) and pushes the resolved
+ * configuration (every field with its value, defaults filled in) for provenance.  Raises a Lua
+ * error naming the field (unknown keys get the nearest valid one), or for a configuration the
+ * engine rejects (block length not dividing a generation, a model that does not fit...). */
+void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s);
+
+/* Releases what *s owns (workload, tables, arrays, callback ref).  Idempotent. */
+void dkv_lsim_free(dkv_lsim *s);
+
+#endif
