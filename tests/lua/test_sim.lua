@@ -1,0 +1,85 @@
+-- test_sim.lua - dkv.simulate and dkv.save from Lua: a tiny run whose counts are known by hand,
+-- the result accessors, the saved run, and configuration errors that name the field.
+local dkv = require "dkv"
+
+local function base()
+  return {
+    model = "tiny", gpu = "h200",
+    workload = {kind = "fixed", n = 6, interval_s = 0.001, prompt = 64, gen = 32},
+    decode = {cache = "dual", block_len = 16},
+    scheduler = {kind = "phase", max_num_batched_tokens = 256},
+  }
+end
+
+-- counts: 6 requests x 2 blocks x 16 steps, one Refresh per block
+local r = dkv.simulate(base())
+local s = r.summary
+assert(s.n_requests == 6 and s.n_done == 6, "all requests finish")
+assert(s.request_steps == 6 * 32, "request-steps: " .. s.request_steps)
+assert(s.refresh_steps == 12 and s.reuse_steps == 180, "phase counts")
+assert(s.phase_pred_accuracy == 1.0)
+assert(s.end_allocated_kv == 0, "KV freed at the end")
+assert(s.end_allocated_device == s.peak_weights_bytes, "device manager back to the weights")
+assert(s.throughput_rps > 0 and s.latency_p99_s >= s.latency_p50_s)
+assert(s.cost_per_mtok > 0)
+
+local req = r:requests()
+assert(#req.id == 6)
+for i = 1, 6 do
+  assert(req.refresh_steps[i] == 2 and req.reuse_steps[i] == 30)
+  assert(req.finish_s[i] > req.start_s[i] and req.start_s[i] >= req.arrival_s[i])
+end
+local st = r:steps()
+assert(#st.index == s.n_steps)
+local items = 0
+for i = 1, #st.index do
+  items = items + st.n_items[i]
+  assert(st.budget_tokens[i] <= 256 or st.n_items[i] == 1, "budget respected at step " .. i)
+end
+assert(items == s.request_steps)
+local mem = r:memory()
+assert(#mem.time_s == s.n_steps and mem.kv[#mem.kv] == 0)
+assert(r.config.scheduler.kind == "phase" and r.config.scheduler.max_num_batched_tokens == 256)
+assert(r.config.mem.kind == "blockpool", "defaults are resolved into the config")
+assert(r.config.policies.logit.max_num_logits == 16384, "preset value resolved")
+
+-- the run is saved with its resolved config (when the script has an output file)
+if dkv.output then
+  assert(dkv.save(r, "tiny_phase") == true)
+  local ok, err = pcall(dkv.save, r, "tiny_phase")
+  assert(not ok and err:find("tiny_phase"), "duplicate run name: " .. tostring(err))
+end
+
+-- kernel records on request
+local cfg = base(); cfg.record = {kernels = true}
+local k = dkv.simulate(cfg):kernels()
+assert(#k.kind > 0 and k.class_names[0] == "qkv")
+
+-- dynamic retention through a Lua callback: called once per block of every request
+local calls = 0
+cfg = base(); cfg.decode.cache = "sparse"
+cfg.policies = {retention = {callback = function(req_id, block, rho) calls = calls + 1; return 0.25 end}}
+local sp = dkv.simulate(cfg)
+assert(sp.summary.n_done == 6 and calls == 12, "callback calls: " .. calls)
+cfg.policies.retention.callback = function() error("boom") end
+local ok, err = pcall(dkv.simulate, cfg)
+assert(not ok and err:find("retention.callback") and err:find("boom"), err)
+
+-- bad configurations: the error names the field (and the nearest valid key)
+local function expect(mod, pattern)
+  local c = base()
+  mod(c)
+  local ok2, e = pcall(dkv.simulate, c)
+  assert(not ok2, "expected an error matching " .. pattern)
+  assert(e:find(pattern, 1, true), "error '" .. e .. "' does not contain '" .. pattern .. "'")
+end
+expect(function(c) c.scheduler.max_num_seq = 4 end, "unknown field 'max_num_seq' (did you mean 'max_num_seqs'?)")
+expect(function(c) c.workload = {kind = "poisson", rate = -1} end, "cfg.workload.rate")
+expect(function(c) c.decode.block_len = 0 end, "cfg.decode.block_len")
+expect(function(c) c.workload.gen = 40 end, "gen_tokens 40 is not a multiple of decode.block_len 16")
+expect(function(c) c.model = "llada-8b"; c.gpu = "rtx4090"; c.instances = {n = 2} end, "do not fit")
+expect(function(c) c.model = "llada-8b"; c.gpu = {base = "rtx4090", hbm_bytes = 8e9} end, "does not fit")
+expect(function(c) c.scheduler.kind = "phse" end, "did you mean 'phase'")
+expect(function(c) c.workload.cv = 2 end, "is not used by kind 'fixed'")
+expect(function(c) c.modle = "tiny" end, "did you mean 'model'")
+print("test_sim.lua: ok")
