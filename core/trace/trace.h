@@ -102,17 +102,17 @@ dkv_trace_sink dkv_trace_buf_sink(dkv_trace_buf *b);       /* borrows b */
 
 /* ---- files ------------------------------------------------------------------------------ */
 
-typedef enum dkv_trace_format {
+typedef enum dkv_trace_file_format {
     DKV_TRACE_CSV = 0,   /* header line of column names, then one event per line */
     DKV_TRACE_BIN        /* 32-byte header "DKVTRACE", then 64-byte little-endian records */
-} dkv_trace_format;
+} dkv_trace_file_format;
 
 /* CSV when path ends in ".csv", binary otherwise. */
-dkv_trace_format dkv_trace_format_for_path(const char *path);
+dkv_trace_file_format dkv_trace_file_format_for_path(const char *path);
 
 typedef struct dkv_trace_writer dkv_trace_writer;
 /* Creates (truncates) path.  *out owned by the caller: dkv_trace_writer_close. */
-dkv_status dkv_trace_writer_open(const char *path, dkv_trace_format fmt, dkv_trace_writer **out,
+dkv_status dkv_trace_writer_open(const char *path, dkv_trace_file_format fmt, dkv_trace_writer **out,
                                  dkv_err *err);
 dkv_status dkv_trace_writer_put(dkv_trace_writer *w, const dkv_trace_event *ev, dkv_err *err);
 /* Flushes, closes and frees (NULL: no-op, DKV_OK).  Reports a failed write. */
@@ -125,7 +125,7 @@ dkv_status dkv_trace_reader_open(const char *path, dkv_trace_reader **out, dkv_e
 /* Reads the next event: *got = false at the end.  DKV_EFORMAT for a malformed line or
  * record: "PATH:LINE: field 'NAME': ...". */
 dkv_status dkv_trace_reader_next(dkv_trace_reader *r, dkv_trace_event *ev, bool *got, dkv_err *err);
-dkv_trace_format dkv_trace_reader_format(const dkv_trace_reader *r);
+dkv_trace_file_format dkv_trace_reader_format(const dkv_trace_reader *r);
 uint64_t         dkv_trace_reader_line(const dkv_trace_reader *r);  /* CSV line / record number */
 void             dkv_trace_reader_close(dkv_trace_reader *r);       /* NULL is a no-op */
 

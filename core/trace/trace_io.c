@@ -19,7 +19,7 @@ static const char *const col_names[C_COUNT] = {"time_s", "kind", "id", "bytes", 
                                                "instance", "layer", "step", "block", "sub",
                                                "dur_s", "aux"};
 
-dkv_trace_format dkv_trace_format_for_path(const char *path)
+dkv_trace_file_format dkv_trace_file_format_for_path(const char *path)
 {
     size_t n = strlen(path);
     return n >= 4 && strcmp(path + n - 4, ".csv") == 0 ? DKV_TRACE_CSV : DKV_TRACE_BIN;
@@ -95,12 +95,12 @@ static void unpack(const uint8_t *p, dkv_trace_event *e)
 
 struct dkv_trace_writer {
     FILE *f;
-    dkv_trace_format fmt;
+    dkv_trace_file_format fmt;
     uint64_t n;
     char *path;
 };
 
-dkv_status dkv_trace_writer_open(const char *path, dkv_trace_format fmt, dkv_trace_writer **out,
+dkv_status dkv_trace_writer_open(const char *path, dkv_trace_file_format fmt, dkv_trace_writer **out,
                                  dkv_err *err)
 {
     *out = NULL;
@@ -199,7 +199,7 @@ dkv_trace_sink dkv_trace_writer_sink(dkv_trace_writer *w)
 
 struct dkv_trace_reader {
     FILE *f;
-    dkv_trace_format fmt;
+    dkv_trace_file_format fmt;
     char *path;
     uint64_t line;           /* CSV: physical line; binary: record number */
     char *buf;
@@ -219,7 +219,7 @@ void dkv_trace_reader_close(dkv_trace_reader *r)
     free(r);
 }
 
-dkv_trace_format dkv_trace_reader_format(const dkv_trace_reader *r) { return r->fmt; }
+dkv_trace_file_format dkv_trace_reader_format(const dkv_trace_reader *r) { return r->fmt; }
 uint64_t dkv_trace_reader_line(const dkv_trace_reader *r) { return r->line; }
 
 static char *trim(char *s)

@@ -85,7 +85,7 @@ static void assert_event_equal(const dkv_trace_event *a, const dkv_trace_event *
     assert_int_equal(a->sub, b->sub);
 }
 
-static void round_trip(dkv_trace_format fmt, const char *name)
+static void round_trip(dkv_trace_file_format fmt, const char *name)
 {
     dkv_rng r;
     dkv_rng_seed(&r, 11);
@@ -117,8 +117,8 @@ static void test_round_trip_csv(void **state)
 {
     (void)state;
     round_trip(DKV_TRACE_CSV, "rt.csv");
-    assert_int_equal(dkv_trace_format_for_path("x.csv"), DKV_TRACE_CSV);
-    assert_int_equal(dkv_trace_format_for_path("x.dkvt"), DKV_TRACE_BIN);
+    assert_int_equal(dkv_trace_file_format_for_path("x.csv"), DKV_TRACE_CSV);
+    assert_int_equal(dkv_trace_file_format_for_path("x.dkvt"), DKV_TRACE_BIN);
 }
 
 static void test_round_trip_binary(void **state)
