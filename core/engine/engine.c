@@ -369,9 +369,12 @@ static dkv_status run_loop(eng *e, dkv_err *err)
         e->blocked_req = -1;
         e->blocked_act = false;
         bool ran = false;
+        double host = e->c.step_host_s;
         if (e->ni == 1 || e->c.gpu_share == DKV_SHARE_TIMESLICE) {
             for (uint32_t k = 0; k < e->ni && !ran; k++) {
                 uint32_t i = (e->rr + k) % e->ni;
+                if (e->ready[i] > e->now)
+                    continue;    /* its host side is still busy with its previous step */
                 e->n_cands = 0;
                 if (eng_select(e, &e->in[i]) == 0)
                     continue;
@@ -382,15 +385,17 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                     continue;
                 if ((st = eng_run_round(e, 0, i, 1, err)) != DKV_OK)
                     return st;
+                e->ready[i] = e->now + host;
                 e->rr = i + 1;
                 ran = true;
             }
         } else {
             e->n_cands = 0;
             uint32_t k = 0, last = 0;
+            bool part[ENG_MAX_INST] = {false};
             for (uint32_t i = 0; i < e->ni; i++) {
                 size_t from = e->n_cands;
-                if (eng_select(e, &e->in[i]) == 0)
+                if (e->ready[i] > e->now || eng_select(e, &e->in[i]) == 0)
                     continue;
                 size_t kept;
                 if ((st = eng_build_memory(e, from, &kept, err)) != DKV_OK)
@@ -398,16 +403,29 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                 if (kept) {
                     k++;
                     last = i;
+                    part[i] = true;
                 }
             }
             if (e->n_cands) {
                 if ((st = eng_run_round(e, 0, k > 1 ? UINT32_MAX : last, k, err)) != DKV_OK)
                     return st;
+                for (uint32_t i = 0; i < e->ni; i++)
+                    if (part[i])
+                        e->ready[i] = e->now + host;
                 ran = true;
             }
         }
         if (ran)
             continue;
+        /* an instance with work whose host side is busy: the GPU idles until it is ready */
+        double next_ready = INFINITY;
+        for (uint32_t i = 0; i < e->ni; i++)
+            if (e->ready[i] > e->now && e->ready[i] < next_ready && (e->in[i].n_run || e->in[i].wq_len))
+                next_ready = e->ready[i];
+        if (isfinite(next_ready)) {
+            e->now = next_ready;
+            continue;
+        }
         /* nothing could run */
         if (eng_pending_process(e, true))
             continue;            /* deferred frees were holding memory: the "GC" runs now */

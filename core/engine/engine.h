@@ -53,7 +53,9 @@
  * GPU.  KV pool: placement.mode shared (one manager; block pool quotas from placement.h) or
  * partitioned (one manager per instance, capacity = its quota).  GPU time:
  *   DKV_SHARE_TIMESLICE  the GPU runs one instance's step at a time, instances taking turns
- *                        round-robin among those with work (MPS-less time slicing);
+ *                        round-robin among those with work (MPS-less time slicing); an
+ *                        instance busy on the host (step_host_s after its step) is skipped,
+ *                        so several instances fill each other's host gaps;
  *   DKV_SHARE_SPATIAL    the steps of all instances with work in a round run concurrently
  *                        (MPS): their plans are merged into one and costed together, weights
  *                        streamed once per instance (n_weight_streams); all advance together.
@@ -134,6 +136,10 @@ typedef struct dkv_engine_config {
     bool     first_fit;             /* admissions skip a request that does not fit and try later
                                        ones (default false: strict FCFS, stop at the first) */
     bool     exact_phase;           /* scheduler knows each request's steps (default false) */
+    double   step_host_s;           /* host (CPU) time an instance spends per step (scheduling,
+                                       Python, launches), seconds.  The instance cannot issue its
+                                       next step before it passes; other instances may use the GPU
+                                       meanwhile.  Default 0 (a pure GPU roofline) */
 
     /* memory */
     dkv_mem_options mem;            /* KV manager: kind and its options.  capacity_bytes 0: the

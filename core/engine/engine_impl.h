@@ -117,6 +117,7 @@ typedef struct eng {
     uint64_t step_index;
     uint64_t admit_seq;
     uint32_t rr;                 /* timeslice round-robin cursor */
+    double ready[ENG_MAX_INST];  /* when each instance's host side can issue its next step */
     uint32_t rr_route;           /* arrival round-robin cursor */
 
     /* this iteration */

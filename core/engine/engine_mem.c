@@ -285,8 +285,8 @@ dkv_status eng_mem_setup(eng *e, dkv_err *err)
     o.n_instances = 1;
     /* a pool smaller than one growth chunk grows by smaller chunks */
     uint64_t per_part = e->kv_capacity / (e->ni > 1 && c->placement.mode == DKV_PLACE_PARTITIONED ? e->ni : 1);
-    if (kind == DKV_MEM_BLOCKPOOL && o.chunk_blocks > 1 && (uint64_t)o.chunk_blocks * block_bytes > per_part)
-        o.chunk_blocks = per_part / block_bytes > 1 ? (uint32_t)(per_part / block_bytes) : 1;
+    while (kind == DKV_MEM_BLOCKPOOL && o.chunk_blocks > 1 && (uint64_t)o.chunk_blocks * block_bytes > per_part)
+        o.chunk_blocks /= 2; /* stays a power of two */
     if (e->ni > 1 && c->placement.mode == DKV_PLACE_PARTITIONED) {
         if (kind == DKV_MEM_CACHING)
             return dkv_err_set(err, DKV_EINVAL,

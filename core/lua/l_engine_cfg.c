@@ -256,7 +256,7 @@ static void parse_decode(pt *root, dkv_lsim *s)
 }
 
 static const char *const sch_keys[] = {"kind", "max_num_seqs", "max_num_batched_tokens", "first_fit",
-                                       "exact_phase", NULL};
+                                       "exact_phase", "step_host_s", NULL};
 static const char *const sch_names[] = {"static", "fcfs", "phase", NULL};
 
 static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
@@ -267,6 +267,7 @@ static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
     s->ec.max_num_batched_tokens = (uint32_t)gint(keep, "max_num_batched_tokens", 0, 0, U32MAX);
     s->ec.first_fit = gbool(keep, "first_fit", false);
     s->ec.exact_phase = gbool(keep, "exact_phase", false);
+    s->ec.step_host_s = gnum(keep, "step_host_s", 0, 0, HUGE_VAL, 0);
 }
 
 static const char *const mem_keys[] = {"kind", "capacity_bytes", "block_tokens", "chunk_blocks", "initial_bytes",

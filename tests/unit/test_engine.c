@@ -430,6 +430,33 @@ static void test_closed_loop(void **state)
     fx_fini(&f);
 }
 
+/* Host time per step: one instance leaves the GPU idle during it; a second instance fills the
+ * gap (time slicing), so two instances finish the same work sooner. */
+static void test_host_gaps(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    dkv_request rs[8];
+    for (int i = 0; i < 8; i++)
+        rs[i] = req(0, 32, 16);
+    fx_workload(&f, rs, 8);
+    f.c.max_num_seqs = 1;
+    f.c.step_host_s = 4e-3;  /* 4 ms of host time after each ~1 ms step */
+    fx_run(&f);
+    dkv_run_summary one = *dkv_engine_result_summary(f.r);
+    /* 8 requests x 16 steps, one at a time: every step costs its GPU time plus the host gap */
+    assert_true(one.sim_time_s > 8 * 16 * 4e-3);
+    assert_true(one.gpu_busy_frac < 0.3);
+    f.c.n_instances = 2;
+    fx_run(&f);
+    dkv_run_summary two = *dkv_engine_result_summary(f.r);
+    assert_int_equal(two.n_done, 8);
+    assert_true(two.sim_time_s < 0.6 * one.sim_time_s);
+    assert_true(two.gpu_busy_frac > 1.7 * one.gpu_busy_frac);
+    fx_fini(&f);
+}
+
 static void test_percentile(void **state)
 {
     (void)state;
@@ -453,6 +480,7 @@ int main(void)
         cmocka_unit_test(test_lifecycle_and_offload),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_closed_loop),
+        cmocka_unit_test(test_host_gaps),
         cmocka_unit_test(test_percentile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,139 @@
+-- sweep.lua - run one experiment over a parameter grid, honouring `dkv run --shard i/N`.
+--
+--   local sweep = require "sweep"          -- also installs dkv.sweep
+--   local rows = dkv.sweep{
+--     name = "sched",                       -- run names: "sched:gpu=h200,kind=phase"
+--     grid = {gpu = {"h200", "l40s"}, kind = {"static", "fcfs", "phase"}},
+--     order = {"gpu", "kind"},              -- optional: key order (default: sorted keys)
+--     run = function(p) return dkv.simulate{... scheduler = {kind = p.kind} ...} end,
+--     save = true,                          -- dkv.save each dkv.simulate result (default true)
+--   }
+--   sweep.print(rows, {"gpu", "kind", "throughput_rps", "latency_p99_s"})
+--
+-- Points are numbered 1..N in grid order (the first key varies slowest); with --shard i/N this
+-- shard runs the points dkv.shard.mine(k) selects, so a Slurm job array covers the grid once.
+-- Each row is {index = k, name = ..., params = p, summary = <result summary or the table run
+-- returned>, result = <what run returned>}; rows keep grid order.
+local dkv = require "dkv"
+
+local M = {}
+
+local function sorted_keys(t)
+  local ks = {}
+  for k in pairs(t) do ks[#ks + 1] = k end
+  table.sort(ks)
+  return ks
+end
+
+--- All points of the grid, in order (first key slowest).
+function M.points(grid, order)
+  assert(type(grid) == "table", "sweep: grid must be a table of {key = {values...}}")
+  local keys = order or sorted_keys(grid)
+  for _, k in ipairs(keys) do
+    local v = grid[k]
+    assert(type(v) == "table" and #v > 0, "sweep: grid." .. tostring(k) .. " must be a non-empty array")
+  end
+  for k in pairs(grid) do
+    local found = false
+    for _, o in ipairs(keys) do if o == k then found = true end end
+    assert(found, "sweep: grid key '" .. tostring(k) .. "' is missing from order")
+  end
+  local pts = {{}}
+  for _, k in ipairs(keys) do
+    local nxt = {}
+    for _, p in ipairs(pts) do
+      for _, v in ipairs(grid[k]) do
+        local q = {}
+        for a, b in pairs(p) do q[a] = b end
+        q[k] = v
+        nxt[#nxt + 1] = q
+      end
+    end
+    pts = nxt
+  end
+  return pts, keys
+end
+
+local function clean(s)
+  return (tostring(s):gsub("[^A-Za-z0-9_.:=,+-]", "_"))
+end
+
+--- Run name of a point: "<prefix>:k1=v1,k2=v2" in key order.
+function M.name(prefix, p, keys)
+  local parts = {}
+  for _, k in ipairs(keys or sorted_keys(p)) do parts[#parts + 1] = clean(k) .. "=" .. clean(p[k]) end
+  local s = table.concat(parts, ",")
+  return prefix and (clean(prefix) .. ":" .. s) or s
+end
+
+local function is_result(r)
+  return type(r) == "userdata" and pcall(function() return r.summary end)
+end
+
+--- Runs spec.run(point) for this shard's points; returns the rows.
+function M.run(spec)
+  assert(type(spec) == "table" and type(spec.run) == "function", "sweep: needs {grid = ..., run = function(p)}")
+  local pts, keys = M.points(spec.grid, spec.order)
+  local rows = {}
+  local save = spec.save ~= false
+  for k, p in ipairs(pts) do
+    if dkv.shard.mine(k) then
+      local name = M.name(spec.name or "sweep", p, keys)
+      local r = spec.run(p)
+      local row = {index = k, name = name, params = p, result = r}
+      if is_result(r) then
+        row.summary = r.summary
+        if save and dkv.output then dkv.save(r, name) end
+      else
+        row.summary = r
+      end
+      rows[#rows + 1] = row
+      dkv.progress("sweep", k, #pts)
+    end
+  end
+  return rows
+end
+
+local function fmt(v)
+  if type(v) == "number" then
+    if math.type(v) == "integer" then return tostring(v) end
+    if v ~= v then return "nan" end
+    local a = math.abs(v)
+    if a ~= 0 and (a >= 1e6 or a < 1e-3) then return string.format("%.3g", v) end
+    return string.format("%.4g", v)
+  end
+  return tostring(v)
+end
+
+--- Prints rows as a text table; a column is a params key, a summary key, or
+--- {title, function(row) -> value}.
+function M.print(rows, columns)
+  local heads, cells = {}, {}
+  for j, c in ipairs(columns) do heads[j] = type(c) == "table" and c[1] or c end
+  for i, row in ipairs(rows) do
+    cells[i] = {}
+    for j, c in ipairs(columns) do
+      local v
+      if type(c) == "table" then v = c[2](row)
+      elseif row.params[c] ~= nil then v = row.params[c]
+      elseif type(row.summary) == "table" then v = row.summary[c] end
+      cells[i][j] = fmt(v)
+    end
+  end
+  local w = {}
+  for j, h in ipairs(heads) do
+    w[j] = #h
+    for i = 1, #rows do w[j] = math.max(w[j], #cells[i][j]) end
+  end
+  local function line(vals)
+    local out = {}
+    for j, v in ipairs(vals) do out[j] = string.rep(" ", w[j] - #v) .. v end
+    print(table.concat(out, "  "))
+  end
+  line(heads)
+  for i = 1, #rows do line(cells[i]) end
+end
+
+setmetatable(M, {__call = function(_, spec) return M.run(spec) end})
+dkv.sweep = M
+return M
