@@ -1,0 +1,84 @@
+/* device.cu - probing the GPU and the device context (streams, cuBLASLt handle, workspace). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda/common.cuh"
+#include "cuda/ctx_internal.h"
+
+extern "C" dkv_status dkv_cuda_probe(char *desc, size_t desc_len, dkv_err *err)
+{
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess)
+        return dkv_err_set(err, DKV_ENODEV, "no CUDA device (%s: %s)", cudaGetErrorName(e), cudaGetErrorString(e));
+    if (n == 0)
+        return dkv_err_set(err, DKV_ENODEV, "no CUDA device (the driver reports 0 devices)");
+    cudaDeviceProp p;
+    e = cudaGetDeviceProperties(&p, 0);
+    if (e != cudaSuccess)
+        return dkv_err_set(err, DKV_ENODEV, "no usable CUDA device (%s)", cudaGetErrorString(e));
+    if (desc && desc_len)
+        snprintf(desc, desc_len, "%s, sm_%d%d, %d SMs, %.0f MiB L2, %.1f GiB", p.name, p.major, p.minor,
+                 p.multiProcessorCount, p.l2CacheSize / 1048576.0, p.totalGlobalMem / 1073741824.0);
+    if (p.major < 9)
+        return dkv_err_set(err, DKV_ENODEV, "device 0 is sm_%d%d; dkv's kernels are built for sm_90", p.major,
+                           p.minor);
+    return DKV_OK;
+}
+
+extern "C" dkv_status dkv_cuda_ctx_new(int device, dkv_cuda_ctx **out, dkv_err *err)
+{
+    *out = NULL;
+    dkv_cuda_ctx *c = (dkv_cuda_ctx *)calloc(1, sizeof *c);
+    if (!c)
+        return dkv_err_set(err, DKV_ENOMEM, "dkv_cuda_ctx_new: out of host memory");
+    c->device = device;
+    c->lt_ws_bytes = 32u << 20;
+    dkv_status st = DKV_OK;
+    cublasStatus_t bs;
+#define TRY(call)                                                                                   \
+    do {                                                                                            \
+        cudaError_t e_ = (call);                                                                    \
+        if (e_ != cudaSuccess) {                                                                    \
+            st = dkv_err_set(err, DKV_EIO, "dkv_cuda_ctx_new: %s: %s", #call, cudaGetErrorString(e_)); \
+            goto fail;                                                                              \
+        }                                                                                           \
+    } while (0)
+    TRY(cudaSetDevice(device));
+    TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    TRY(cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking));
+    TRY(cudaMalloc(&c->lt_ws, c->lt_ws_bytes));
+#undef TRY
+    bs = cublasLtCreate(&c->lt);
+    if (bs != CUBLAS_STATUS_SUCCESS) {
+        st = dkv_err_set(err, DKV_EIO, "dkv_cuda_ctx_new: cublasLtCreate failed (status %d)", (int)bs);
+        goto fail;
+    }
+    *out = c;
+    return DKV_OK;
+fail:
+    dkv_cuda_ctx_free(c);
+    return st;
+}
+
+extern "C" void dkv_cuda_ctx_free(dkv_cuda_ctx *c)
+{
+    if (!c)
+        return;
+    if (c->stream)
+        cudaStreamSynchronize(c->stream);
+    if (c->copy)
+        cudaStreamSynchronize(c->copy);
+    dkv_gemm_plans_free(c);
+    if (c->lt)
+        cublasLtDestroy(c->lt);
+    cudaFree(c->lt_ws);
+    if (c->stream)
+        cudaStreamDestroy(c->stream);
+    if (c->copy)
+        cudaStreamDestroy(c->copy);
+    free(c);
+}
+
+extern "C" cudaStream_t dkv_cuda_ctx_stream(const dkv_cuda_ctx *c) { return c->stream; }
+extern "C" cudaStream_t dkv_cuda_ctx_copy_stream(const dkv_cuda_ctx *c) { return c->copy; }

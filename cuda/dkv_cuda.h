@@ -1,0 +1,271 @@
+/* dkv_cuda.h - the CUDA kernels and calls of dkv's GPU backend (one operation per .cu file in cuda/).
+ *
+ * Every entry here is the outer layer of the three-layer shape (STYLE.md habit 7): it checks
+ * its arguments, then calls a launcher that takes a stream and checks cudaGetLastError(), which
+ * launches a static __global__ kernel.  Entries return a dkv_status and fill err with a message
+ * naming the call and the argument (DKV_EINVAL), or the CUDA error (DKV_EIO).  Nothing prints.
+ * Launches are asynchronous: an error inside a kernel surfaces at the next synchronising call.
+ *
+ * Storage is bf16 (dkv_bf16: the raw 16 bits), arithmetic and accumulation fp32.  All buffers
+ * passed as pointers live on the device unless the comment says "host".  Layouts are row-major
+ * and match core/ref (ref.h): activations (T, C); q (T, H*D) with row stride ldq; weights
+ * (out, in) as in PyTorch; the reference each entry is checked against is named beside it.
+ *
+ * KV pool: one arena of fixed-size blocks; a block holds block_tokens tokens of K and V for
+ * every layer and KV head: block_bytes = block_tokens * n_layers * 2 * n_kv_heads * D * 2.
+ * Block id b lives at byte offset b * block_bytes (the core/mem block pool's ids and offsets).
+ * A sequence's tokens map to blocks through a block table (device array of ids): canvas
+ * position p sits in block table[p / block_tokens], slot p % block_tokens.  Inside a block:
+ *   DKV_KV_LAYER_MAJOR  [layer][k|v][head][slot][d]  (layer-major, step-minor: for one layer and
+ *                                                     head, the block's tokens are one run)
+ *   DKV_KV_TOKEN_MAJOR  [slot][layer][k|v][head][d]  (t-major: a token's KV for all layers is
+ *                                                     one run; a layer's read strides by token)
+ */
+#ifndef DKV_CUDA_H
+#define DKV_CUDA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "model/model.h"
+#include "ref/ref.h"
+#include "util/status.h"
+
+typedef uint16_t dkv_bf16;   /* bf16 bits, as stored */
+
+/* ------------------------------------------------------------------ device and context */
+
+/* DKV_OK when at least one CUDA device is usable; otherwise DKV_ENODEV with the reason (no
+ * driver, no device, ...) in err.  desc (may be NULL) gets "NVIDIA H200, sm_90, 132 SMs, ...". */
+dkv_status dkv_cuda_probe(char *desc, size_t desc_len, dkv_err *err);
+
+/* A device context: a compute stream, a copy stream (non-blocking, for offload/fetch), a
+ * cuBLASLt handle and its workspace.  Caller frees with dkv_cuda_ctx_free (NULL is a no-op). */
+typedef struct dkv_cuda_ctx dkv_cuda_ctx;
+dkv_status   dkv_cuda_ctx_new(int device, dkv_cuda_ctx **out, dkv_err *err);
+void         dkv_cuda_ctx_free(dkv_cuda_ctx *ctx);
+cudaStream_t dkv_cuda_ctx_stream(const dkv_cuda_ctx *ctx);
+cudaStream_t dkv_cuda_ctx_copy_stream(const dkv_cuda_ctx *ctx);
+
+/* Fills n bf16 values with a seeded pseudo-random N(0, scale^2)-like pattern (a hash of
+ * seed and index; same seed, same values on any device), plus offset. */
+dkv_status dkv_cuda_fill_random(dkv_bf16 *x, size_t n, uint64_t seed, float scale, float offset,
+                                cudaStream_t s, dkv_err *err);
+
+/* ------------------------------------------------------------------ elementwise */
+
+/* out (T, C) = wte[tokens[t]]; tokens (T) < V (out-of-range rows are set to zero: the entry
+ * cannot see device token values; check them on the host).        ref: dkv_ref_embedding */
+dkv_status dkv_cuda_embedding(dkv_bf16 *out, const uint32_t *tokens, const dkv_bf16 *wte, uint32_t T,
+                              uint32_t C, uint32_t V, cudaStream_t s, dkv_err *err);
+
+/* out (T, C) = in * rsqrt(mean(in^2) + eps) * w.  C % 8 == 0.      ref: dkv_ref_rmsnorm */
+dkv_status dkv_cuda_rmsnorm(dkv_bf16 *out, const dkv_bf16 *in, const dkv_bf16 *w, uint32_t T, uint32_t C,
+                            float eps, cudaStream_t s, dkv_err *err);
+
+/* In place: x rows (T, stride ld elements) holding n_heads heads of head_dim, rotate-half RoPE
+ * at positions pos (device, T).                                      ref: dkv_ref_rope */
+dkv_status dkv_cuda_rope(dkv_bf16 *x, uint32_t ld, const uint32_t *pos, uint32_t T, uint32_t n_heads,
+                         uint32_t head_dim, float theta, cudaStream_t s, dkv_err *err);
+
+/* out (T, F) = SiLU(gate) * up; gate and up rows have stride ld_in (2F for a fused [gate|up]
+ * GEMM output, F for separate buffers).                            ref: dkv_ref_swiglu */
+dkv_status dkv_cuda_swiglu(dkv_bf16 *out, const dkv_bf16 *gate, const dkv_bf16 *up, uint32_t ld_in,
+                           uint32_t T, uint32_t F, cudaStream_t s, dkv_err *err);
+
+/* ------------------------------------------------------------------ GEMM (cuBLASLt) */
+
+/* y (T, N) = x (T, K) w^T + bias + beta * y, with w (N, K) (PyTorch layout), bias (N) or NULL,
+ * beta 0 or 1 (1 fuses a residual add: y += x w^T).  bf16 in and out, fp32 accumulation.
+ * Runs on the context's compute stream.                             ref: dkv_ref_matmul */
+dkv_status dkv_cuda_gemm(dkv_cuda_ctx *ctx, dkv_bf16 *y, const dkv_bf16 *x, const dkv_bf16 *w,
+                         const dkv_bf16 *bias, uint32_t T, uint32_t K, uint32_t N, float beta, dkv_err *err);
+
+/* The same with fp32 output (logits): y (T, N) float. */
+dkv_status dkv_cuda_gemm_f32(dkv_cuda_ctx *ctx, float *y, const dkv_bf16 *x, const dkv_bf16 *w, uint32_t T,
+                             uint32_t K, uint32_t N, dkv_err *err);
+
+/* ------------------------------------------------------------------ KV pool */
+
+typedef enum dkv_kv_layout {
+    DKV_KV_LAYER_MAJOR = 0,
+    DKV_KV_TOKEN_MAJOR = 1
+} dkv_kv_layout;
+
+typedef struct dkv_cuda_kv_pool {
+    dkv_bf16     *base;          /* the arena (device) */
+    uint32_t      block_tokens;
+    uint32_t      n_layers, n_kv_heads, head_dim;
+    dkv_kv_layout layout;
+} dkv_cuda_kv_pool;
+
+size_t dkv_cuda_kv_block_bytes(const dkv_cuda_kv_pool *pool);
+
+/* Element offset of (layer, kv 0|1, head, slot, d=0) inside a block (host helper, for tests). */
+size_t dkv_cuda_kv_offset(const dkv_cuda_kv_pool *pool, uint32_t layer, uint32_t kv, uint32_t head,
+                          uint32_t slot);
+
+/* Stores T rows of K and V (rows of stride ld, n_kv_heads*D values from k and v) for one layer at
+ * canvas positions pos (device, T) of the sequence whose blocks are block_table (device). */
+dkv_status dkv_cuda_kv_store(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, uint32_t layer,
+                             const dkv_bf16 *k, const dkv_bf16 *v, uint32_t ld, const uint32_t *pos, uint32_t T,
+                             cudaStream_t s, dkv_err *err);
+
+/* Copies n_blocks blocks (ids in device array ids) from src to dst, converting src->layout to
+ * dst->layout (shapes must match; the arenas must not overlap). */
+dkv_status dkv_cuda_kv_reorder(const dkv_cuda_kv_pool *dst, const dkv_cuda_kv_pool *src, const uint32_t *ids,
+                               uint32_t n_blocks, cudaStream_t s, dkv_err *err);
+
+/* ------------------------------------------------------------------ attention */
+
+typedef enum dkv_kv_src_kind {
+    DKV_KV_SRC_NONE = 0,
+    DKV_KV_SRC_PAGED,    /* pool + block table, positions 0..n_tokens-1 */
+    DKV_KV_SRC_PACKED    /* per-head packed [head, token, feature]: (n_kv_heads, n_tokens, D) */
+} dkv_kv_src_kind;
+
+typedef struct dkv_cuda_kv_src {
+    dkv_kv_src_kind         kind;
+    uint32_t                n_tokens;
+    const dkv_cuda_kv_pool *pool;          /* PAGED */
+    const uint32_t         *block_table;   /* PAGED, device */
+    uint32_t                layer;         /* PAGED */
+    const dkv_bf16         *k_packed, *v_packed;   /* PACKED */
+} dkv_cuda_kv_src;
+
+/* Bidirectional attention: every query row attends every key of the cached segment (if any)
+ * followed by the n_own dense keys (if any), softmax(q k^T / sqrt(D)) v, fp32 online softmax.
+ *   Refresh: cache NONE, own = all L tokens.
+ *   Reuse (dual): KV of the block stored in place first, cache PAGED with L tokens, n_own 0.
+ *   Reuse (prefix): cache PAGED with s_b tokens, own = the L - s_b computed tokens.
+ *   Reuse (sparse): cache PACKED with k tokens per head, own = the block's B tokens. */
+typedef struct dkv_cuda_attn_args {
+    dkv_bf16       *out;            /* (Tq, n_heads*D), row stride ldo */
+    const dkv_bf16 *q;              /* (Tq, n_heads*D), row stride ldq */
+    uint32_t        ldq, ldo;
+    uint32_t        Tq, n_heads, n_kv_heads, head_dim;   /* head_dim == 128 (LLaDA, Dream) or 64 */
+    dkv_cuda_kv_src cache;
+    const dkv_bf16 *k_own, *v_own;  /* (n_own, n_kv_heads*D), row stride ld_own */
+    uint32_t        ld_own, n_own;
+    float          *workspace;      /* split partials; dkv_cuda_attention_workspace_bytes */
+    size_t          workspace_bytes;
+} dkv_cuda_attn_args;
+
+size_t     dkv_cuda_attention_workspace_bytes(uint32_t Tq, uint32_t n_heads, uint32_t head_dim, uint32_t n_keys);
+dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream_t s, dkv_err *err);
+
+/* ------------------------------------------------------------------ sparse cache */
+
+/* score (n_kv_heads, Tk) = attention mass each own key receives from the Tq queries, summed over
+ * the queries and the query heads of each KV group.  q rows stride ldq, k rows stride ldk.
+ * workspace: 2 * Tq * n_heads floats.                     ref: dkv_ref_attention_scores */
+dkv_status dkv_cuda_attn_scores(float *score, const dkv_bf16 *q, uint32_t ldq, uint32_t Tq, const dkv_bf16 *k,
+                                uint32_t ldk, uint32_t Tk, uint32_t n_heads, uint32_t n_kv_heads,
+                                uint32_t head_dim, float *workspace, cudaStream_t s, dkv_err *err);
+
+/* Per row (KV head) of score (rows, n): the k largest among indices outside [excl_lo, excl_hi),
+ * ties to the lower index, written ascending to idx (rows, k).  With sum_rows, the rows are
+ * summed first and one row of k is written (the shared-set variant).  n <= 8192.
+ *                                                         ref: dkv_ref_topk */
+dkv_status dkv_cuda_topk(uint32_t *idx, const float *score, uint32_t rows, uint32_t n, uint32_t k,
+                         uint32_t excl_lo, uint32_t excl_hi, bool sum_rows, cudaStream_t s, dkv_err *err);
+
+/* Packs the chosen tokens per head: k_out, v_out (n_kv_heads, kk, D) from k, v (T, n_kv_heads*D,
+ * stride ld) at idx (n_kv_heads, kk) or, shared, idx (kk) for every head.  ref: dkv_ref_pack_heads */
+dkv_status dkv_cuda_kv_pack(dkv_bf16 *k_out, dkv_bf16 *v_out, const dkv_bf16 *k, const dkv_bf16 *v, uint32_t ld,
+                            const uint32_t *idx, uint32_t n_kv_heads, uint32_t head_dim, uint32_t kk, bool shared,
+                            cudaStream_t s, dkv_err *err);
+
+/* ------------------------------------------------------------------ LM head */
+
+/* For x (T, C) and w (V, C): argmax (T) and its softmax probability conf (T), computing the
+ * logits chunk_rows rows at a time into logits (chunk_rows * V floats, device, caller-owned):
+ * never [T, V] at once.  Ties go to the lower index.       ref: dkv_ref_lm_head_argmax */
+dkv_status dkv_cuda_lm_head_argmax(dkv_cuda_ctx *ctx, uint32_t *argmax, float *conf, const dkv_bf16 *x,
+                                   const dkv_bf16 *w, uint32_t T, uint32_t C, uint32_t V, uint32_t chunk_rows,
+                                   float *logits, dkv_err *err);
+
+/* ------------------------------------------------------------------ host tier and copies */
+
+/* Pinned host memory for the offload tier.  dkv_cuda_host_free(NULL) is a no-op. */
+dkv_status dkv_cuda_host_alloc(void **p, size_t bytes, dkv_err *err);
+void       dkv_cuda_host_free(void *p);
+
+/* Raw KV offload (device -> pinned host) and fetch (pinned host -> device) on the context's
+ * copy stream.  The copy waits for `after` (an event recorded on the compute stream; NULL: no
+ * wait) and records `done` (NULL: none) when finished, so compute overlaps the copy.  Pageable
+ * host memory is refused (DKV_EINVAL): it would serialise with compute. */
+dkv_status dkv_cuda_offload(dkv_cuda_ctx *ctx, void *host_dst, const void *dev_src, size_t bytes,
+                            cudaEvent_t after, cudaEvent_t done, dkv_err *err);
+dkv_status dkv_cuda_fetch(dkv_cuda_ctx *ctx, void *dev_dst, const void *host_src, size_t bytes,
+                          cudaEvent_t after, cudaEvent_t done, dkv_err *err);
+
+/* ------------------------------------------------------------------ the forward pass */
+
+/* Device weights in bf16, one arena; Q/K/V and gate/up are fused row-wise so one GEMM computes
+ * each group (the layout the loaders and the CUDA forward use; core/ref keeps them apart). */
+typedef struct dkv_cuda_layer {
+    dkv_bf16 *attn_norm;   /* (C) */
+    dkv_bf16 *wqkv;        /* (H*D + 2*Hkv*D, C): q_proj rows, k_proj rows, v_proj rows */
+    dkv_bf16 *bqkv;        /* (H*D + 2*Hkv*D) or NULL without qkv_bias */
+    dkv_bf16 *wo;          /* (C, H*D) */
+    dkv_bf16 *ffn_norm;    /* (C) */
+    dkv_bf16 *wgu;         /* (2F, C): gate (ff_proj) rows, then up (up_proj) rows */
+    dkv_bf16 *wdown;       /* (C, F) */
+} dkv_cuda_layer;
+
+typedef struct dkv_cuda_weights {
+    dkv_model       m;
+    float           rms_eps;
+    dkv_bf16       *wte, *ln_f, *lm_head;   /* (V, C), (C), (V, C); lm_head == wte when tied */
+    dkv_cuda_layer *layers;                 /* host array of n_layers */
+    dkv_bf16       *mem;                    /* the device arena */
+    size_t          bytes;
+} dkv_cuda_weights;
+
+/* Allocates (cudaMalloc, uninitialised) weights for m.  Free with dkv_cuda_weights_free. */
+dkv_status dkv_cuda_weights_new(const dkv_model *m, float rms_eps, dkv_cuda_weights **out, dkv_err *err);
+void       dkv_cuda_weights_free(dkv_cuda_weights *w);
+/* Seeded random weights at any shape (LLaDA-8B, Dream-7B): scales as dkv_ref_weights_randomize. */
+dkv_status dkv_cuda_weights_randomize(dkv_cuda_weights *w, uint64_t seed, cudaStream_t s, dkv_err *err);
+/* Copies ref weights (same shapes) to the device, rounding to bf16 (synchronous). */
+dkv_status dkv_cuda_weights_upload(dkv_cuda_weights *w, const dkv_ref_weights *ref, dkv_err *err);
+
+/* One request's device-side state for dkv_cuda_step. */
+typedef struct dkv_cuda_seq {
+    const uint32_t *tokens;       /* device (L) */
+    const uint32_t *pos;          /* device (L): 0, 1, ..., L-1 */
+    const uint32_t *block_table;  /* device: the pool blocks holding positions 0..L-1, in order */
+    dkv_bf16      **k_packed;     /* sparse: host array of n_layers device buffers (Hkv, cap, D) */
+    dkv_bf16      **v_packed;
+    uint32_t        packed_cap;   /* tokens each packed buffer holds */
+    uint32_t        packed_tokens;/* set by the selecting step */
+} dkv_cuda_seq;
+
+/* Activations and workspaces for steps of up to max_tokens computed rows. */
+typedef struct dkv_cuda_scratch dkv_cuda_scratch;
+dkv_status dkv_cuda_scratch_new(const dkv_model *m, uint32_t max_tokens, uint32_t logit_chunk,
+                                dkv_cuda_scratch **out, dkv_err *err);
+void       dkv_cuda_scratch_free(dkv_cuda_scratch *s);
+size_t     dkv_cuda_scratch_bytes(const dkv_cuda_scratch *s);
+
+/* One decoding step of one request on the context's stream, with the semantics and token counts
+ * of dkv_ref_step (same args; a->logit_chunk rows per LM-head pass, 0 = the scratch's chunk).
+ * Writes argmax and conf (device, B each) and, when block_hidden is not NULL, the block's
+ * final-normed hidden rows (device, B x C).  The pool must hold the sequence's blocks. */
+dkv_status dkv_cuda_step(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, const dkv_cuda_kv_pool *pool,
+                         dkv_cuda_seq *seq, dkv_cuda_scratch *scr, const dkv_ref_step_args *a,
+                         uint32_t *argmax, float *conf, dkv_bf16 *block_hidden, dkv_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

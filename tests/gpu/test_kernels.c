@@ -1,0 +1,226 @@
+/* test_kernels.c - every elementwise kernel, the GEMMs, the LM head and the copies against
+ * core/ref on fresh random bf16 inputs (never zeros), outputs poisoned first.  Attention, the KV
+ * pool and the sparse-cache kernels are in test_kernels_attn.c.
+ * Prints "SKIP: ..." and exits 77 without a usable GPU; exits 1 when any check fails. */
+#include "gpu_check.h"
+
+#include "ref/ref.h"
+
+static dkv_cuda_ctx *ctx;
+static cudaStream_t st;
+
+static void test_fill_random(dkv_rng *r)
+{
+    size_t n = 1 << 20;
+    dkv_bf16 *d = dev_alloc(n * 2);
+    uint64_t seed = dkv_rng_u64(r);
+    OK(dkv_cuda_fill_random(d, n, seed, 0.5f, 1.0f, st, &err));
+    float *x = download_bf16(d, n);
+    double s = 0, s2 = 0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i], s2 += (double)x[i] * x[i];
+    double mean = s / n, sd = sqrt(s2 / n - mean * mean);
+    char line[128];
+    snprintf(line, sizeof line, "mean %.4f (want 1), sd %.4f (want 0.5)", mean, sd);
+    check_true("fill_random", fabs(mean - 1) < 0.01 && fabs(sd - 0.5) < 0.01, line);
+    OK(dkv_cuda_fill_random(d, n, seed, 0.5f, 1.0f, st, &err));   /* same seed, same values */
+    float *y = download_bf16(d, n);
+    check_true("fill_random reproducible", memcmp(x, y, n * sizeof(float)) == 0, "same seed -> same bits");
+    free(x);
+    free(y);
+    cudaFree(d);
+}
+
+static void test_embedding(dkv_rng *r)
+{
+    enum { T = 37, C = 264, V = 300 };
+    float *wte = rand_bf16_values((size_t)V * C, 1, 0, r), ref[T * C];
+    uint32_t tok[T];
+    for (int t = 0; t < T; t++)
+        tok[t] = (uint32_t)dkv_rng_below(r, V);
+    dkv_bf16 *dw = upload_bf16(wte, (size_t)V * C), *dout = dev_alloc(T * C * 2);
+    uint32_t *dt = upload(tok, sizeof tok);
+    poison(dout, T * C * 2);
+    OK(dkv_cuda_embedding(dout, dt, dw, T, C, V, st, &err));
+    float *got = download_bf16(dout, T * C);
+    dkv_ref_embedding(ref, tok, wte, T, C);
+    check("embedding", got, ref, T * C, 0, 0);
+    free(got), free(wte);
+    cudaFree(dw), cudaFree(dout), cudaFree(dt);
+}
+
+static void test_rmsnorm(dkv_rng *r)
+{
+    static const uint32_t Cs[2] = {264, 4096 + 8 * 256 * 4};   /* short rows, and rows longer than kept */
+    for (int c = 0; c < 2; c++) {
+        uint32_t T = 29, C = Cs[c];
+        float *x = rand_bf16_values((size_t)T * C, 2, 0.3f, r), *w = rand_bf16_values(C, 0.2f, 1, r);
+        float *ref = malloc((size_t)T * C * 4);
+        dkv_bf16 *dx = upload_bf16(x, (size_t)T * C), *dw = upload_bf16(w, C), *dout = dev_alloc((size_t)T * C * 2);
+        poison(dout, (size_t)T * C * 2);
+        OK(dkv_cuda_rmsnorm(dout, dx, dw, T, C, 1e-5f, st, &err));
+        float *got = download_bf16(dout, (size_t)T * C);
+        dkv_ref_rmsnorm(ref, x, w, T, C, 1e-5f);
+        check(c ? "rmsnorm (C=12288)" : "rmsnorm (C=264)", got, ref, (size_t)T * C, 1e-3, 8e-3);
+        free(got), free(x), free(w), free(ref);
+        cudaFree(dx), cudaFree(dw), cudaFree(dout);
+    }
+}
+
+static void test_rope(dkv_rng *r)
+{
+    enum { T = 41, H = 6, D = 128, LD = H * D + 64 };
+    float *x = rand_bf16_values((size_t)T * LD, 1, 0, r), ref[T * H * D];
+    uint32_t pos[T];
+    for (int t = 0; t < T; t++)
+        pos[t] = (uint32_t)dkv_rng_below(r, 4096);   /* positions up to LLaDA's max length */
+    dkv_bf16 *dx = upload_bf16(x, (size_t)T * LD);
+    uint32_t *dp = upload(pos, sizeof pos);
+    OK(dkv_cuda_rope(dx, LD, dp, T, H, D, 500000.0f, st, &err));
+    float *got = download_bf16(dx, (size_t)T * LD), g2[T * H * D];
+    for (int t = 0; t < T; t++) {
+        memcpy(ref + t * H * D, x + t * LD, H * D * 4);
+        memcpy(g2 + t * H * D, got + t * LD, H * D * 4);
+    }
+    dkv_ref_rope(ref, pos, T, H, D, 500000.0);
+    check("rope (theta 5e5, pos < 4096)", g2, ref, T * H * D, 1e-2, 8e-3);
+    int untouched = 1;   /* the 64 values past the heads stay as they were */
+    for (int t = 0; t < T; t++)
+        untouched &= memcmp(got + t * LD + H * D, x + t * LD + H * D, 64 * 4) == 0;
+    check_true("rope leaves the row tail", untouched, "values beyond n_heads*head_dim unchanged");
+    free(x), free(got);
+    cudaFree(dx), cudaFree(dp);
+}
+
+static void test_swiglu(dkv_rng *r)
+{
+    enum { T = 33, F = 200 };
+    float *gu = rand_bf16_values((size_t)T * 2 * F, 2, 0, r), g[T * F], u[T * F], ref[T * F];
+    for (int t = 0; t < T; t++) {
+        memcpy(g + t * F, gu + t * 2 * F, F * 4);
+        memcpy(u + t * F, gu + t * 2 * F + F, F * 4);
+    }
+    dkv_bf16 *dgu = upload_bf16(gu, (size_t)T * 2 * F), *dout = dev_alloc(T * F * 2);
+    poison(dout, T * F * 2);
+    OK(dkv_cuda_swiglu(dout, dgu, dgu + F, 2 * F, T, F, st, &err));
+    float *got = download_bf16(dout, T * F);
+    dkv_ref_swiglu(ref, g, u, T, F);
+    check("swiglu (fused [gate|up])", got, ref, T * F, 1e-3, 8e-3);
+    free(got), free(gu);
+    cudaFree(dgu), cudaFree(dout);
+}
+
+static void test_gemm(dkv_rng *r)
+{
+    static const uint32_t shapes[][3] = {{32, 512, 768}, {7, 256, 1000}, {100, 1024, 520}};
+    for (int i = 0; i < 3; i++) {
+        uint32_t T = shapes[i][0], K = shapes[i][1], N = shapes[i][2];
+        int bias = i == 1, acc = i == 2;
+        float *x = rand_bf16_values((size_t)T * K, 1, 0, r), *w = rand_bf16_values((size_t)N * K, 1 / sqrtf(K), 0, r);
+        float *b = rand_bf16_values(N, 0.5f, 0, r), *y0 = rand_bf16_values((size_t)T * N, 1, 0, r);
+        float *ref = malloc((size_t)T * N * 4);
+        dkv_bf16 *dx = upload_bf16(x, (size_t)T * K), *dw = upload_bf16(w, (size_t)N * K), *db = upload_bf16(b, N);
+        dkv_bf16 *dy = acc ? upload_bf16(y0, (size_t)T * N) : dev_alloc((size_t)T * N * 2);
+        if (!acc)
+            poison(dy, (size_t)T * N * 2);
+        OK(dkv_cuda_gemm(ctx, dy, dx, dw, bias ? db : NULL, T, K, N, acc ? 1.0f : 0.0f, &err));
+        float *got = download_bf16(dy, (size_t)T * N);
+        dkv_ref_matmul(ref, x, w, bias ? b : NULL, T, K, N);
+        if (acc)
+            dkv_ref_residual(ref, y0, (size_t)T * N);
+        char name[64];
+        snprintf(name, sizeof name, "gemm %ux%ux%u%s", T, K, N, bias ? " +bias" : acc ? " +=y" : "");
+        check(name, got, ref, (size_t)T * N, 1e-2, 1e-2);
+        free(got), free(x), free(w), free(b), free(y0), free(ref);
+        cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(dy);
+    }
+}
+
+static void test_lm_head(dkv_rng *r)
+{
+    enum { T = 45, C = 256, V = 5003, CHUNK = 16 };
+    float *x = rand_bf16_values((size_t)T * C, 1, 0, r), *w = rand_bf16_values((size_t)V * C, 0.2f, 0, r);
+    dkv_bf16 *dx = upload_bf16(x, (size_t)T * C), *dw = upload_bf16(w, (size_t)V * C);
+    float *dlog = dev_alloc((size_t)CHUNK * V * 4), *dconf = dev_alloc(T * 4);
+    uint32_t *dam = dev_alloc(T * 4);
+    poison(dam, T * 4), poison(dconf, T * 4);
+    OK(dkv_cuda_lm_head_argmax(ctx, dam, dconf, dx, dw, T, C, V, CHUNK, dlog, &err));
+    uint32_t *am = download(dam, T * 4), ram[T];
+    float *conf = download(dconf, T * 4), rconf[T], *logits = malloc((size_t)T * V * 4);
+    dkv_ref_lm_head_argmax(ram, rconf, x, w, T, C, V, 0, NULL);
+    dkv_ref_matmul(logits, x, w, NULL, T, C, V);
+    int same = 0, near = 1;
+    for (int t = 0; t < T; t++) {   /* a different pick is only allowed between near-equal logits */
+        same += am[t] == ram[t];
+        near &= am[t] < V && logits[(size_t)t * V + am[t]] >= logits[(size_t)t * V + ram[t]] - 1e-3f;
+    }
+    char line[96];
+    snprintf(line, sizeof line, "%d/%d rows pick the reference's token; the rest are ties within 1e-3", same, T);
+    check_true("lm_head argmax (3 chunks of 16)", near && same >= T - 2, line);
+    check("lm_head confidence", conf, rconf, T, 1e-5, 2e-3);
+    free(x), free(w), free(am), free(conf), free(logits);
+    cudaFree(dx), cudaFree(dw), cudaFree(dlog), cudaFree(dconf), cudaFree(dam);
+}
+
+static void test_copies(dkv_rng *r)
+{
+    size_t n = (3u << 20) + 5;
+    uint8_t *h0 = malloc(n), *pin = NULL, *pin2 = NULL;
+    for (size_t i = 0; i < n; i++)
+        h0[i] = (uint8_t)dkv_rng_u64(r);
+    OK(dkv_cuda_host_alloc((void **)&pin, n, &err));
+    OK(dkv_cuda_host_alloc((void **)&pin2, n, &err));
+    memset(pin, 0xab, n);
+    void *d = upload(h0, n), *d2 = dev_alloc(n);
+    poison(d2, n);
+    cudaEvent_t ready, off_done, fetch_done;
+    CK(cudaEventCreate(&ready));
+    CK(cudaEventCreate(&off_done));
+    CK(cudaEventCreate(&fetch_done));
+    CK(cudaEventRecord(ready, st));
+    OK(dkv_cuda_offload(ctx, pin, d, n, ready, off_done, &err));
+    CK(cudaEventSynchronize(off_done));
+    memcpy(pin2, pin, n);
+    OK(dkv_cuda_fetch(ctx, d2, pin2, n, off_done, fetch_done, &err));
+    CK(cudaStreamWaitEvent(st, fetch_done, 0));
+    uint8_t *back = download(d2, n);
+    check_true("offload + fetch round trip", memcmp(pin, h0, n) == 0 && memcmp(back, h0, n) == 0,
+               "3 MiB through pinned memory on the copy stream, bit for bit");
+    dkv_status s = dkv_cuda_offload(ctx, h0, d, n, NULL, NULL, &err);
+    check_true("offload refuses pageable memory", s == DKV_EINVAL && strstr(err.msg, "not pinned"), err.msg);
+    free(h0), free(back);
+    dkv_cuda_host_free(pin), dkv_cuda_host_free(pin2), dkv_cuda_host_free(NULL);
+    cudaFree(d), cudaFree(d2);
+    cudaEventDestroy(ready), cudaEventDestroy(off_done), cudaEventDestroy(fetch_done);
+}
+
+static void test_bad_arguments(void)
+{
+    dkv_status s = dkv_cuda_rmsnorm(NULL, NULL, NULL, 1, 7, 1e-5f, st, &err);
+    check_true("entries validate arguments", s == DKV_EINVAL && strstr(err.msg, "dkv_cuda_rmsnorm"), err.msg);
+    s = dkv_cuda_gemm(ctx, (dkv_bf16 *)8, (dkv_bf16 *)8, (dkv_bf16 *)8, NULL, 4, 12, 16, 0.5f, &err);
+    check_true("gemm refuses beta 0.5", s == DKV_EINVAL && strstr(err.msg, "beta"), err.msg);
+}
+
+int main(void)
+{
+    skip_without_gpu();
+    OK(dkv_cuda_ctx_new(0, &ctx, &err));
+    st = dkv_cuda_ctx_stream(ctx);
+    dkv_rng r;
+    dkv_rng_seed(&r, 20261129);
+    test_fill_random(&r);
+    test_embedding(&r);
+    test_rmsnorm(&r);
+    test_rope(&r);
+    test_swiglu(&r);
+    test_gemm(&r);
+    test_lm_head(&r);
+    test_copies(&r);
+    test_bad_arguments();
+    CK(cudaDeviceSynchronize());
+    dkv_cuda_ctx_free(ctx);
+    dkv_cuda_ctx_free(NULL);
+    printf("%s: %d check(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
+    return g_failures ? 1 : 0;
+}

@@ -1,0 +1,304 @@
+/* test_kernels_attn.c - the KV pool (store, layout reorder), attention in its Refresh and Reuse
+ * forms (own keys, paged pool in both layouts, packed per-head rows, GQA), the sparse-cache
+ * kernels (attention scores, per-head and shared top-k, packing) against core/ref.
+ * Prints "SKIP: ..." and exits 77 without a usable GPU; exits 1 when any check fails. */
+#include "gpu_check.h"
+
+#include "ref/ref.h"
+
+static cudaStream_t st;
+
+/* A pool of NB blocks and one sequence using a shuffled subset of them. */
+typedef struct pool_fixture {
+    dkv_cuda_kv_pool pool;
+    uint32_t         table[64], n_table;
+    uint32_t        *d_table;
+    size_t           elems;   /* whole arena */
+} pool_fixture;
+
+static void pool_make(pool_fixture *f, dkv_kv_layout layout, uint32_t layers, uint32_t hkv, uint32_t D,
+                      uint32_t bt, uint32_t nb, uint32_t n_table, dkv_rng *r)
+{
+    memset(f, 0, sizeof *f);
+    f->pool = (dkv_cuda_kv_pool){NULL, bt, layers, hkv, D, layout};
+    f->elems = dkv_cuda_kv_block_bytes(&f->pool) / 2 * nb;
+    f->pool.base = dev_alloc(f->elems * 2);
+    poison(f->pool.base, f->elems * 2);
+    uint32_t perm[64];
+    for (uint32_t i = 0; i < nb; i++)
+        perm[i] = i;
+    for (uint32_t i = nb - 1; i > 0; i--) {
+        uint32_t j = (uint32_t)dkv_rng_below(r, i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    f->n_table = n_table;
+    memcpy(f->table, perm, n_table * sizeof(uint32_t));
+    f->d_table = upload(f->table, n_table * sizeof(uint32_t));
+}
+
+static void pool_free(pool_fixture *f)
+{
+    cudaFree(f->pool.base);
+    cudaFree(f->d_table);
+}
+
+/* Stores rows k, v (n, hkv*D) at positions 0..n-1 of layer into the pool. */
+static void pool_fill(pool_fixture *f, uint32_t layer, const float *k, const float *v, uint32_t n)
+{
+    uint32_t ld = f->pool.n_kv_heads * f->pool.head_dim, *pos = malloc(n * 4);
+    for (uint32_t i = 0; i < n; i++)
+        pos[i] = i;
+    dkv_bf16 *dk = upload_bf16(k, (size_t)n * ld), *dv = upload_bf16(v, (size_t)n * ld);
+    uint32_t *dp = upload(pos, n * 4);
+    OK(dkv_cuda_kv_store(&f->pool, f->d_table, layer, dk, dv, ld, dp, n, st, &err));
+    CK(cudaDeviceSynchronize());
+    cudaFree(dk), cudaFree(dv), cudaFree(dp);
+    free(pos);
+}
+
+static void test_kv_store_and_reorder(dkv_rng *r)
+{
+    enum { L = 3, HKV = 2, D = 128, BT = 16, NB = 20, NT = 8, N = 117 };
+    pool_fixture f;
+    pool_make(&f, DKV_KV_LAYER_MAJOR, L, HKV, D, BT, NB, NT, r);
+    float *k = rand_bf16_values((size_t)N * HKV * D, 1, 0, r), *v = rand_bf16_values((size_t)N * HKV * D, 1, 0, r);
+    pool_fill(&f, 1, k, v, N);
+    uint16_t *arena = download(f.pool.base, f.elems * 2);
+    size_t be = dkv_cuda_kv_block_bytes(&f.pool) / 2, right = 0, written = 0, poisoned = 0;
+    for (uint32_t p = 0; p < N; p++)
+        for (uint32_t kv = 0; kv < 2; kv++)
+            for (uint32_t h = 0; h < HKV; h++) {
+                const uint16_t *row = arena + f.table[p / BT] * be + dkv_cuda_kv_offset(&f.pool, 1, kv, h, p % BT);
+                const float *src = (kv ? v : k) + ((size_t)p * HKV + h) * D;
+                for (uint32_t d = 0; d < D; d++)
+                    right += h_bf2f(row[d]) == src[d];
+            }
+    for (size_t i = 0; i < f.elems; i++)
+        poisoned += arena[i] == 0xffff;
+    written = (size_t)N * 2 * HKV * D;
+    char line[128];
+    snprintf(line, sizeof line, "%zu/%zu values at their (block, layer, k|v, head, slot); %zu untouched", right,
+             written, poisoned);
+    check_true("kv_store (layer-major, shuffled blocks)", right == written && poisoned == f.elems - written, line);
+
+    /* t-major copy of every block, then back: identical arena; and each row where it belongs */
+    pool_fixture g = f;
+    g.pool.layout = DKV_KV_TOKEN_MAJOR;
+    g.pool.base = dev_alloc(f.elems * 2);
+    uint32_t all[NB];
+    for (uint32_t i = 0; i < NB; i++)
+        all[i] = i;
+    uint32_t *dall = upload(all, sizeof all);
+    poison(g.pool.base, f.elems * 2);
+    OK(dkv_cuda_kv_reorder(&g.pool, &f.pool, dall, NB, st, &err));
+    uint16_t *tm = download(g.pool.base, f.elems * 2);
+    size_t same = 0, rows = 0;
+    for (uint32_t b = 0; b < NB; b++)
+        for (uint32_t l = 0; l < L; l++)
+            for (uint32_t kv = 0; kv < 2; kv++)
+                for (uint32_t h = 0; h < HKV; h++)
+                    for (uint32_t s = 0; s < BT; s++, rows++)
+                        same += memcmp(tm + b * be + dkv_cuda_kv_offset(&g.pool, l, kv, h, s),
+                                       arena + b * be + dkv_cuda_kv_offset(&f.pool, l, kv, h, s), D * 2) == 0;
+    snprintf(line, sizeof line, "%zu/%zu rows where the t-major layout puts them", same, rows);
+    check_true("kv_reorder layer-major -> t-major", same == rows, line);
+    poison(f.pool.base, f.elems * 2);
+    OK(dkv_cuda_kv_reorder(&f.pool, &g.pool, dall, NB, st, &err));
+    uint16_t *back = download(f.pool.base, f.elems * 2);
+    check_true("kv_reorder t-major -> layer-major", memcmp(back, arena, f.elems * 2) == 0, "round trip bit for bit");
+    free(arena), free(tm), free(back), free(k), free(v);
+    cudaFree(g.pool.base), cudaFree(dall);
+    pool_free(&f);
+}
+
+/* Reference attention where KV head g attends keys kc[g] (nc rows of D, per head) then own rows. */
+static void ref_attention(float *out, const float *q, uint32_t ldq, uint32_t Tq, const float *const *kc,
+                          const float *const *vc, uint32_t nc, const float *ko, const float *vo, uint32_t ldo_kv,
+                          uint32_t no, uint32_t H, uint32_t HKV, uint32_t D)
+{
+    uint32_t G = H / HKV, n = nc + no;
+    float *qg = malloc((size_t)Tq * G * D * 4), *og = malloc((size_t)Tq * G * D * 4);
+    float *kg = malloc((size_t)n * D * 4 + 4), *vg = malloc((size_t)n * D * 4 + 4);
+    for (uint32_t g = 0; g < HKV; g++) {
+        if (nc) {
+            memcpy(kg, kc[g], (size_t)nc * D * 4);
+            memcpy(vg, vc[g], (size_t)nc * D * 4);
+        }
+        for (uint32_t j = 0; j < no; j++) {
+            memcpy(kg + (size_t)(nc + j) * D, ko + (size_t)j * ldo_kv + (size_t)g * D, D * 4);
+            memcpy(vg + (size_t)(nc + j) * D, vo + (size_t)j * ldo_kv + (size_t)g * D, D * 4);
+        }
+        for (uint32_t t = 0; t < Tq; t++)
+            memcpy(qg + (size_t)t * G * D, q + (size_t)t * ldq + (size_t)g * G * D, (size_t)G * D * 4);
+        dkv_ref_attention(og, qg, kg, vg, Tq, n, G, 1, D);
+        for (uint32_t t = 0; t < Tq; t++)
+            memcpy(out + (size_t)t * H * D + (size_t)g * G * D, og + (size_t)t * G * D, (size_t)G * D * 4);
+    }
+    free(qg), free(og), free(kg), free(vg);
+}
+
+typedef struct attn_case {
+    const char     *name;
+    uint32_t        Tq, H, HKV, D, n_cache, n_own;
+    dkv_kv_src_kind kind;
+    dkv_kv_layout   layout;
+} attn_case;
+
+static void test_attention(const attn_case *c, dkv_rng *r)
+{
+    uint32_t H = c->H, HKV = c->HKV, D = c->D, LD = (H + 2 * HKV) * D, nc = c->n_cache, no = c->n_own;
+    /* fused qkv rows of the computed tokens: q | k | v (the Tq queries are the first rows) */
+    uint32_t rows = no > c->Tq ? no : c->Tq;
+    float *qkv = rand_bf16_values((size_t)rows * LD, 1.5f, 0, r);
+    float *kc = rand_bf16_values((size_t)(nc ? nc : 1) * HKV * D, 1.5f, 0, r);   /* cache rows (token, head) */
+    float *vc = rand_bf16_values((size_t)(nc ? nc : 1) * HKV * D, 1, 0, r);
+    dkv_bf16 *dqkv = upload_bf16(qkv, (size_t)rows * LD), *dout = dev_alloc((size_t)c->Tq * H * D * 2);
+    dkv_cuda_attn_args a = {.out = dout, .q = dqkv, .ldq = LD, .ldo = H * D, .Tq = c->Tq, .n_heads = H,
+                            .n_kv_heads = HKV, .head_dim = D, .k_own = dqkv + H * D, .v_own = dqkv + (H + HKV) * D,
+                            .ld_own = LD, .n_own = no};
+    pool_fixture f = {0};
+    dkv_bf16 *dkp = NULL, *dvp = NULL;
+    const float **kh = malloc(HKV * sizeof *kh), **vh = malloc(HKV * sizeof *vh);
+    float *kpk = malloc((size_t)(nc ? nc : 1) * HKV * D * 4), *vpk = malloc((size_t)(nc ? nc : 1) * HKV * D * 4);
+    for (uint32_t g = 0; g < HKV; g++) {   /* per-head views: [head, token, feature] */
+        for (uint32_t j = 0; j < nc; j++) {
+            memcpy(kpk + ((size_t)g * nc + j) * D, kc + ((size_t)j * HKV + g) * D, D * 4);
+            memcpy(vpk + ((size_t)g * nc + j) * D, vc + ((size_t)j * HKV + g) * D, D * 4);
+        }
+        kh[g] = kpk + (size_t)g * nc * D;
+        vh[g] = vpk + (size_t)g * nc * D;
+    }
+    if (c->kind == DKV_KV_SRC_PAGED) {
+        pool_make(&f, c->layout, 3, HKV, D, 16, (nc + 15) / 16 + 4, (nc + 15) / 16, r);
+        pool_fill(&f, 2, kc, vc, nc);
+        a.cache = (dkv_cuda_kv_src){.kind = DKV_KV_SRC_PAGED, .n_tokens = nc, .pool = &f.pool,
+                                    .block_table = f.d_table, .layer = 2};
+    } else if (c->kind == DKV_KV_SRC_PACKED) {
+        dkp = upload_bf16(kpk, (size_t)nc * HKV * D);
+        dvp = upload_bf16(vpk, (size_t)nc * HKV * D);
+        a.cache = (dkv_cuda_kv_src){.kind = DKV_KV_SRC_PACKED, .n_tokens = nc, .k_packed = dkp, .v_packed = dvp};
+    }
+    size_t ws_bytes = dkv_cuda_attention_workspace_bytes(c->Tq, H, D, nc + no);
+    float *ws = ws_bytes ? dev_alloc(ws_bytes) : NULL;
+    if (ws)
+        poison(ws, ws_bytes);
+    a.workspace = ws, a.workspace_bytes = ws_bytes;
+    poison(dout, (size_t)c->Tq * H * D * 2);
+    OK(dkv_cuda_attention(&a, st, &err));
+    float *got = download_bf16(dout, (size_t)c->Tq * H * D), *ref = malloc((size_t)c->Tq * H * D * 4);
+    ref_attention(ref, qkv, LD, c->Tq, kh, vh, nc, qkv + H * D, qkv + (H + HKV) * D, LD, no, H, HKV, D);
+    char name[96];
+    snprintf(name, sizeof name, "attention %s (%u splits)", c->name,
+             ws_bytes ? (unsigned)(ws_bytes / ((size_t)c->Tq * H * (D + 2) * 4)) : 1u);
+    check(name, got, ref, (size_t)c->Tq * H * D, 2e-2, 2e-2);
+    free(qkv), free(kc), free(vc), free(got), free(ref), free(kh), free(vh), free(kpk), free(vpk);
+    cudaFree(dqkv), cudaFree(dout), cudaFree(ws), cudaFree(dkp), cudaFree(dvp);
+    if (f.pool.base)
+        pool_free(&f);
+}
+
+static void test_attention_bad_workspace(void)
+{
+    dkv_cuda_attn_args a = {.out = (dkv_bf16 *)16, .q = (dkv_bf16 *)16, .ldq = 4096, .ldo = 4096, .Tq = 32,
+                            .n_heads = 32, .n_kv_heads = 32, .head_dim = 128, .k_own = (dkv_bf16 *)16,
+                            .v_own = (dkv_bf16 *)16, .ld_own = 4096, .n_own = 768};
+    dkv_status s = dkv_cuda_attention(&a, st, &err);
+    check_true("attention asks for its workspace", s == DKV_EINVAL && strstr(err.msg, "workspace"), err.msg);
+}
+
+static void test_sparse_select(dkv_rng *r)
+{
+    enum { TQ = 32, TK = 300, H = 8, HKV = 2, D = 128, B0 = 200, KEEP = 100 };
+    uint32_t LDQ = H * D, LDK = HKV * D;
+    float *q = rand_bf16_values((size_t)TQ * LDQ, 1.5f, 0, r), *k = rand_bf16_values((size_t)TK * LDK, 1.5f, 0, r);
+    dkv_bf16 *dq = upload_bf16(q, (size_t)TQ * LDQ), *dk = upload_bf16(k, (size_t)TK * LDK);
+    float *dscore = dev_alloc(HKV * TK * 4), *ws = dev_alloc(2 * TQ * H * 4), ref[HKV * TK];
+    poison(dscore, HKV * TK * 4);
+    OK(dkv_cuda_attn_scores(dscore, dq, LDQ, TQ, dk, LDK, TK, H, HKV, D, ws, st, &err));
+    float *score = download(dscore, HKV * TK * 4);
+    dkv_ref_attention_scores(ref, q, k, TQ, TK, H, HKV, D);
+    check("attn_scores (GQA 8/2, 32 queries)", score, ref, HKV * TK, 1e-5, 2e-3);
+
+    /* top-k on the same scores for both, with ties planted: quantise to 1/64 */
+    float qs[HKV * TK];
+    for (int i = 0; i < HKV * TK; i++)
+        qs[i] = floorf(score[i] * 64) / 64;
+    float *dqs = upload(qs, sizeof qs);
+    uint32_t *didx = dev_alloc(HKV * KEEP * 4);
+    poison(didx, HKV * KEEP * 4);
+    OK(dkv_cuda_topk(didx, dqs, HKV, TK, KEEP, B0, B0 + TQ, false, st, &err));
+    uint32_t *idx = download(didx, HKV * KEEP * 4), ridx[HKV * KEEP];
+    uint32_t cand[TK], nc = 0;
+    for (uint32_t j = 0; j < TK; j++)
+        if (j < B0 || j >= B0 + TQ)
+            cand[nc++] = j;
+    float cs[TK];
+    for (int g = 0; g < HKV; g++) {
+        for (uint32_t c = 0; c < nc; c++)
+            cs[c] = qs[g * TK + cand[c]];
+        dkv_ref_topk(ridx + g * KEEP, cs, nc, KEEP);
+        for (int i = 0; i < KEEP; i++)
+            ridx[g * KEEP + i] = cand[ridx[g * KEEP + i]];
+    }
+    int ties = 0;
+    for (int i = 1; i < TK; i++)
+        ties += qs[i] == qs[i - 1];
+    char line[128];
+    snprintf(line, sizeof line, "per head, block excluded, %d planted ties: same indices, ascending", ties);
+    check_true("topk per head == ref", memcmp(idx, ridx, sizeof ridx) == 0, line);
+    /* shared set: rows summed, one set */
+    poison(didx, HKV * KEEP * 4);
+    OK(dkv_cuda_topk(didx, dqs, HKV, TK, KEEP, B0, B0 + TQ, true, st, &err));
+    uint32_t *sidx = download(didx, KEEP * 4), rs[KEEP];
+    for (uint32_t c = 0; c < nc; c++)
+        cs[c] = qs[cand[c]] + qs[TK + cand[c]];
+    dkv_ref_topk(rs, cs, nc, KEEP);
+    for (int i = 0; i < KEEP; i++)
+        rs[i] = cand[rs[i]];
+    check_true("topk shared set == ref", memcmp(sidx, rs, sizeof rs) == 0, "rows summed, then one top-k");
+
+    /* packing of the chosen rows, per head and shared */
+    dkv_bf16 *kout = dev_alloc(HKV * KEEP * D * 2), *vout = dev_alloc(HKV * KEEP * D * 2);
+    poison(kout, HKV * KEEP * D * 2), poison(vout, HKV * KEEP * D * 2);
+    uint32_t *dri = upload(ridx, sizeof ridx);
+    OK(dkv_cuda_kv_pack(kout, vout, dk, dk, LDK, dri, HKV, D, KEEP, false, st, &err));
+    float *pk = download_bf16(kout, HKV * KEEP * D), *pv = download_bf16(vout, HKV * KEEP * D);
+    float *rp = malloc(HKV * KEEP * D * 4);
+    dkv_ref_pack_heads(rp, k, ridx, TK, HKV, D, KEEP, false);
+    check("kv_pack per head [head, token, feature]", pk, rp, HKV * KEEP * D, 0, 0);
+    check("kv_pack per head (V)", pv, rp, HKV * KEEP * D, 0, 0);
+    free(pk), free(pv);
+    uint32_t *drs = upload(rs, sizeof rs);
+    poison(kout, HKV * KEEP * D * 2);
+    OK(dkv_cuda_kv_pack(kout, vout, dk, dk, LDK, drs, HKV, D, KEEP, true, st, &err));
+    pk = download_bf16(kout, HKV * KEEP * D);
+    dkv_ref_pack_heads(rp, k, rs, TK, HKV, D, KEEP, true);
+    check("kv_pack shared set", pk, rp, HKV * KEEP * D, 0, 0);
+    free(q), free(k), free(score), free(idx), free(sidx), free(pk), free(rp);
+    cudaFree(dq), cudaFree(dk), cudaFree(dscore), cudaFree(ws), cudaFree(dqs), cudaFree(didx);
+    cudaFree(kout), cudaFree(vout), cudaFree(dri), cudaFree(drs);
+}
+
+int main(void)
+{
+    skip_without_gpu();
+    CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+    dkv_rng r;
+    dkv_rng_seed(&r, 4242);
+    test_kv_store_and_reorder(&r);
+    static const attn_case cases[] = {
+        {"Refresh: 150 own, GQA 4/2", 150, 4, 2, 128, 0, 150, DKV_KV_SRC_NONE, DKV_KV_LAYER_MAJOR},
+        {"Reuse dual: 32 q, 200 paged LM", 32, 4, 4, 128, 200, 0, DKV_KV_SRC_PAGED, DKV_KV_LAYER_MAJOR},
+        {"Reuse prefix: 96 paged TM + 64 own", 64, 4, 2, 128, 96, 64, DKV_KV_SRC_PAGED, DKV_KV_TOKEN_MAJOR},
+        {"Reuse sparse: 50 packed + 32 own, D64", 32, 8, 2, 64, 50, 32, DKV_KV_SRC_PACKED, DKV_KV_LAYER_MAJOR},
+        {"1 query, 700 paged + 3 own", 1, 2, 1, 128, 700, 3, DKV_KV_SRC_PAGED, DKV_KV_LAYER_MAJOR},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        test_attention(&cases[i], &r);
+    test_attention_bad_workspace();
+    test_sparse_select(&r);
+    CK(cudaDeviceSynchronize());
+    cudaStreamDestroy(st);
+    printf("%s: %d check(s) failed\n", g_failures ? "FAIL" : "PASS", g_failures);
+    return g_failures ? 1 : 0;
+}
