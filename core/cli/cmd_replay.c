@@ -243,8 +243,8 @@ int dkv_cmd_replay(int argc, char **argv)
     print_bytes("requested", s.requested, s.peak_requested);
     print_bytes("allocated", s.allocated, s.peak_allocated);
     print_bytes("reserved", s.reserved, s.peak_reserved);
-    printf("  %-22s now %.4f  peak %.4f  mean %.4f\n", "internal fragmentation", s.internal_frag,
-           s.peak_internal_frag, s.mean_internal_frag);
+    printf("  %-22s now %.4f  peak %.4f  mean %.4f  at peak reserved %.4f\n", "internal fragmentation",
+           s.internal_frag, s.peak_internal_frag, s.mean_internal_frag, s.internal_frag_at_peak);
     printf("  %-22s now %.4f  peak %.4f  mean %.4f  at peak reserved %.4f\n", "external fragmentation",
            s.external_frag, s.peak_external_frag, s.mean_external_frag, s.external_frag_at_peak);
     printf("  %-22s %llu B\n", "largest free extent", (unsigned long long)s.largest_free);

@@ -33,7 +33,7 @@ void dkv_lua_push_mem_stats(lua_State *L, const dkv_mem *m, const dkv_mem_stats 
 #define F(f) set_f(L, #f, s->f)
     U(requested); U(allocated); U(reserved); U(peak_requested); U(peak_allocated); U(peak_reserved);
     U(pending_bytes); U(live); F(internal_frag); F(external_frag); F(peak_internal_frag);
-    F(peak_external_frag); F(mean_internal_frag); F(mean_external_frag); F(external_frag_at_peak);
+    F(peak_external_frag); F(mean_internal_frag); F(mean_external_frag); F(external_frag_at_peak); F(internal_frag_at_peak);
     U(largest_free); U(n_acquire); U(n_release); U(n_retain); U(n_events); U(n_failed);
     U(n_failed_frag); U(reuse_hits); U(reuse_total); F(reuse_rate); U(bad_double_release);
     U(bad_unknown_id); U(bad_underflow); U(bad_size); U(bad_other); U(device_allocs);

@@ -64,7 +64,7 @@ dkv_status dkv_mem_h5_write(dkv_h5_run *run, const dkv_mem *m, dkv_err *err)
     S_F(internal_frag, "fraction"); S_F(external_frag, "fraction");
     S_F(peak_internal_frag, "fraction"); S_F(peak_external_frag, "fraction");
     S_F(mean_internal_frag, "fraction"); S_F(mean_external_frag, "fraction");
-    S_F(external_frag_at_peak, "fraction");
+    S_F(external_frag_at_peak, "fraction"); S_F(internal_frag_at_peak, "fraction");
     S_U(largest_free, "bytes");
     S_U(n_acquire, ""); S_U(n_release, ""); S_U(n_retain, ""); S_U(n_events, "");
     S_U(n_failed, ""); S_U(n_failed_frag, "");

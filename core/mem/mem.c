@@ -148,6 +148,7 @@ static inline __attribute__((always_inline)) void on_event(dkv_mem *m)
     if (res > m->peak_reserved) {
         m->peak_reserved = res;
         m->ext_at_peak = (dres - dal) / dres;
+        m->int_at_peak = dal > 0 ? (dal - dreq) / dal : 0;
     }
     if (dres - dal > m->peak_ext * dres)
         m->peak_ext = (dres - dal) / dres;
@@ -404,6 +405,7 @@ void dkv_mem_stats_get(const dkv_mem *m, dkv_mem_stats *s)
     s->mean_internal_frag = m->sum_alloc > 0 ? 1.0 - m->sum_req / m->sum_alloc : 0;
     s->mean_external_frag = m->sum_res > 0 ? 1.0 - m->sum_alloc / m->sum_res : 0;
     s->external_frag_at_peak = m->ext_at_peak;
+    s->internal_frag_at_peak = m->int_at_peak;
     s->largest_free = m->vt->largest_free(m);
     s->n_acquire = m->n_acquire;
     s->n_release = m->n_release;

@@ -208,6 +208,7 @@ typedef struct dkv_mem_stats {
     double   mean_internal_frag;  /* 1 - sum(requested)/sum(allocated) over events */
     double   mean_external_frag;  /* 1 - sum(allocated)/sum(reserved)  over events */
     double   external_frag_at_peak; /* at the event of peak reserved */
+    double   internal_frag_at_peak; /* at the event of peak reserved */
     uint64_t largest_free;        /* largest request servable from reserved memory now */
     uint64_t n_acquire, n_release, n_retain, n_events;
     uint64_t n_failed;            /* acquisitions that failed */

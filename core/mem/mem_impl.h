@@ -66,7 +66,7 @@ struct dkv_mem {
     /* counters (the stats struct minus derived fields) */
     uint64_t requested, allocated, reserved, pending_bytes, live;
     uint64_t peak_requested, peak_allocated, peak_reserved;
-    double   peak_int, peak_ext, ext_at_peak, sum_req, sum_alloc, sum_res;
+    double   peak_int, peak_ext, ext_at_peak, int_at_peak, sum_req, sum_alloc, sum_res;
     uint64_t n_acquire, n_release, n_retain, n_events, n_failed, n_failed_frag;
     uint64_t reuse_hits, reuse_total;
     uint64_t bad_double, bad_unknown, bad_underflow, bad_size, bad_other;
