@@ -136,6 +136,22 @@ static int l_load(lua_State *L)
     return lua_gettop(L);
 }
 
+/* pcall / xpcall that do not swallow a stop (instruction limit, memory cap, SIGINT): once the
+ * script has been stopped, a caught error is raised again, so a pcall loop cannot outlive it. */
+static int l_pcall_guard(lua_State *L)
+{
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, n, LUA_MULTRET);
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (s && s->stop != STOP_NONE && !lua_toboolean(L, 1)) {
+        lua_settop(L, 2);
+        return lua_error(L);
+    }
+    return lua_gettop(L);
+}
+
 static int file_exists(const char *p)
 {
     struct stat st;
@@ -209,6 +225,12 @@ static void open_libs(lua_State *L)
     lua_getglobal(L, "load");
     lua_pushcclosure(L, l_load, 1);
     lua_setglobal(L, "load");
+    static const char *const catchers[] = {"pcall", "xpcall", NULL};
+    for (int i = 0; catchers[i]; i++) {
+        lua_getglobal(L, catchers[i]);
+        lua_pushcclosure(L, l_pcall_guard, 1);
+        lua_setglobal(L, catchers[i]);
+    }
     lua_pushcfunction(L, l_require);
     lua_setglobal(L, "require");
     /* os: clock, time, date, difftime only (taken from the real library, which is then dropped) */
@@ -219,6 +241,10 @@ static void open_libs(lua_State *L)
         lua_getfield(L, -2, keep[i]);
         lua_setfield(L, -2, keep[i]);
     }
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, LUA_OSLIBNAME);
+    lua_pop(L, 1);
     lua_setglobal(L, "os");
     lua_pop(L, 1);
     luaL_requiref(L, "dkv", luaopen_dkv, 0);
@@ -499,8 +525,11 @@ dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint6
         return NULL;
     dkv_err err = {0};
     dkv_h5_run *run;
-    if (dkv_h5_current_run(f))
-        luaL_error(L, "run '%s': run '%s' is still being written", name, dkv_h5_run_name(dkv_h5_current_run(f)));
+    dkv_h5_run *stale = dkv_h5_current_run(f);
+    if (stale) {  /* a binding raised between begin and end: close that run as failed */
+        dkv_h5_attr_str(stale, NULL, "status", "failed", NULL);
+        dkv_h5_run_end(stale, NULL);
+    }
     if (dkv_h5_run_begin(f, name, &run, &err) != DKV_OK)
         luaL_error(L, "%s", err.msg);
     char host[256] = "unknown", now[32], shard[32];

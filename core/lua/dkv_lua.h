@@ -86,7 +86,9 @@ dkv_h5 *dkv_lua_output(lua_State *L);
  * git_commit, script, script_path, params (the -D values, Lua literal), config (the table at
  * cfg_idx as a Lua literal, or "{}" when cfg_idx is 0), seed, host, start_time (ISO 8601 UTC),
  * status = "incomplete".  Returns NULL (doing nothing) when there is no output file.
- * Raises a Lua error when the run cannot be created (e.g. duplicate name). */
+ * Raises a Lua error when the run cannot be created (e.g. duplicate name).  A run left open by
+ * an earlier error (begin without end) is ended first with status = "failed"; a run still open
+ * when the script ends keeps status = "incomplete" (e.g. after SIGINT). */
 dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint64_t seed);
 /* Stamps end_time and status = "complete", ends the run (flushes).  Accepts NULL. */
 void dkv_lua_run_end(lua_State *L, dkv_h5_run *run);

@@ -148,7 +148,7 @@ static int l_literal(lua_State *L)
 
 /* Writes scalar (or number-array) values of the table at t as attributes of obj. */
 static void write_attrs(lua_State *L, dkv_h5_run *run, int t, const char *obj, const char *path)
-{
+{   /* run == NULL: check only */
     dkv_err err = {0};
     t = lua_absindex(L, t);
     dkv_lconf_check_table(L, t, path);
@@ -160,13 +160,13 @@ static void write_attrs(lua_State *L, dkv_h5_run *run, int t, const char *obj, c
         dkv_status st;
         int v = lua_gettop(L);
         if (lua_isinteger(L, v))
-            st = dkv_h5_attr_i64(run, obj, k, lua_tointeger(L, v), &err);
+            st = run ? dkv_h5_attr_i64(run, obj, k, lua_tointeger(L, v), &err) : DKV_OK;
         else if (lua_type(L, v) == LUA_TNUMBER)
-            st = dkv_h5_attr_f64(run, obj, k, lua_tonumber(L, v), &err);
+            st = run ? dkv_h5_attr_f64(run, obj, k, lua_tonumber(L, v), &err) : DKV_OK;
         else if (lua_type(L, v) == LUA_TBOOLEAN)
-            st = dkv_h5_attr_i64(run, obj, k, lua_toboolean(L, v), &err);
+            st = run ? dkv_h5_attr_i64(run, obj, k, lua_toboolean(L, v), &err) : DKV_OK;
         else if (lua_type(L, v) == LUA_TSTRING)
-            st = dkv_h5_attr_str(run, obj, k, lua_tostring(L, v), &err);
+            st = run ? dkv_h5_attr_str(run, obj, k, lua_tostring(L, v), &err) : DKV_OK;
         else if (lua_type(L, v) == LUA_TTABLE) {
             size_t n = lua_rawlen(L, v);
             int numeric = n > 0;
@@ -181,11 +181,11 @@ static void write_attrs(lua_State *L, dkv_h5_run *run, int t, const char *obj, c
                     a[i - 1] = lua_tonumber(L, -1);
                     lua_pop(L, 1);
                 }
-                st = dkv_h5_attr_f64v(run, obj, k, a, n, &err);
+                st = run ? dkv_h5_attr_f64v(run, obj, k, a, n, &err) : DKV_OK;
                 lua_pop(L, 1);
             } else {
                 dkv_lua_push_literal(L, v);
-                st = dkv_h5_attr_str(run, obj, k, lua_tostring(L, -1), &err);
+                st = run ? dkv_h5_attr_str(run, obj, k, lua_tostring(L, -1), &err) : DKV_OK;
                 lua_pop(L, 1);
             }
         } else {
@@ -210,7 +210,8 @@ static int cmp_col(const void *a, const void *b)
     return strcmp(((const col *)a)->name, ((const col *)b)->name);
 }
 
-/* Writes one table from {col = {values...}} or {columns = {...}, units = {...}, docs = {...}}. */
+/* Writes one table from {col = {values...}} or {columns = {...}, units = {...}, docs = {...}};
+ * with run == NULL only checks it. */
 static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t, const char *path)
 {
     int top = lua_gettop(L);
@@ -293,6 +294,10 @@ static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t,
             lua_pop(L, 1);
         }
     }
+    if (!run) {  /* check only */
+        lua_settop(L, top);
+        return;
+    }
     dkv_h5_field *fd = lua_newuserdatauv(L, nc * sizeof *fd, 0);
     for (i = 0; i < nc; i++)
         fd[i] = (dkv_h5_field){c[i].name, c[i].type, c[i].off, c[i].unit, c[i].doc};
@@ -346,60 +351,53 @@ static int l_write_run(lua_State *L)
         lua_getfield(L, 2, "params");
     }
     int cfg = lua_isnil(L, -1) ? 0 : lua_gettop(L);
-    /* check the tables' shape before anything is written */
-    if (dkv_lconf_subtable(L, 2, "run", "tables", 0)) {
-        lua_pushnil(L);
-        while (lua_next(L, -2)) {
-            if (lua_type(L, -2) != LUA_TSTRING)
-                dkv_lconf_error(L, "run.tables", NULL, "table names must be strings");
-            if (!lua_istable(L, -1))
-                dkv_lconf_error(L, "run.tables", lua_tostring(L, -2), "expected a table of columns, got %s",
-                                luaL_typename(L, -1));
+    /* check everything before the run is created, so a bad spec leaves no trace in the file */
+    for (int pass = 0; pass < 2; pass++) {
+        dkv_h5_run *run = NULL;
+        if (pass == 1 && !(run = dkv_lua_run_begin(L, name, cfg, (uint64_t)seed))) {
+            lua_pushboolean(L, 0);
+            return 1;
+        }
+        if (dkv_lconf_subtable(L, 2, "run", "params", 0)) {
+            write_attrs(L, run, -1, "params", "run.params");
             lua_pop(L, 1);
         }
-        lua_pop(L, 1);
-    }
-    dkv_h5_run *run = dkv_lua_run_begin(L, name, cfg, (uint64_t)seed);
-    if (!run) {
-        lua_pushboolean(L, 0);
-        return 1;
-    }
-    if (dkv_lconf_subtable(L, 2, "run", "params", 0)) {
-        write_attrs(L, run, -1, "params", "run.params");
-        lua_pop(L, 1);
-    }
-    if (dkv_lconf_subtable(L, 2, "run", "summary", 0)) {
-        write_attrs(L, run, -1, "summary", "run.summary");
-        lua_pop(L, 1);
-    }
-    if (dkv_lconf_subtable(L, 2, "run", "units", 0)) {
-        int u = lua_gettop(L);
-        dkv_err err = {0};
-        lua_pushnil(L);
-        while (lua_next(L, u)) {
-            char key[128];
-            if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
-                dkv_lconf_error(L, "run.units", NULL, "expected {summary_key = \"unit\"} strings");
-            snprintf(key, sizeof key, "units.%s", lua_tostring(L, -2));
-            if (dkv_h5_attr_str(run, "summary", key, lua_tostring(L, -1), &err) != DKV_OK)
-                dkv_lconf_error(L, "run.units", lua_tostring(L, -2), "%s", err.msg);
+        if (dkv_lconf_subtable(L, 2, "run", "summary", 0)) {
+            write_attrs(L, run, -1, "summary", "run.summary");
             lua_pop(L, 1);
         }
-        lua_pop(L, 1);
-    }
-    if (dkv_lconf_subtable(L, 2, "run", "tables", 0)) {
-        int ts = lua_gettop(L);
-        lua_pushnil(L);
-        while (lua_next(L, ts)) {
-            char tp[160];
-            const char *tn = lua_tostring(L, -2);
-            dkv_lconf_path(tp, sizeof tp, "run.tables", tn);
-            write_table(L, run, tn, -1, tp);
+        if (dkv_lconf_subtable(L, 2, "run", "units", 0)) {
+            int u = lua_gettop(L);
+            dkv_err err = {0};
+            lua_pushnil(L);
+            while (lua_next(L, u)) {
+                char key[128];
+                if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
+                    dkv_lconf_error(L, "run.units", NULL, "expected {summary_key = \"unit\"} strings");
+                snprintf(key, sizeof key, "units.%s", lua_tostring(L, -2));
+                if (run && dkv_h5_attr_str(run, "summary", key, lua_tostring(L, -1), &err) != DKV_OK)
+                    dkv_lconf_error(L, "run.units", lua_tostring(L, -2), "%s", err.msg);
+                lua_pop(L, 1);
+            }
             lua_pop(L, 1);
         }
-        lua_pop(L, 1);
+        if (dkv_lconf_subtable(L, 2, "run", "tables", 0)) {
+            int ts = lua_gettop(L);
+            lua_pushnil(L);
+            while (lua_next(L, ts)) {
+                char tp[160];
+                if (lua_type(L, -2) != LUA_TSTRING)
+                    dkv_lconf_error(L, "run.tables", NULL, "table names must be strings");
+                const char *tn = lua_tostring(L, -2);
+                dkv_lconf_path(tp, sizeof tp, "run.tables", tn);
+                write_table(L, run, tn, -1, tp);
+                lua_pop(L, 1);
+            }
+            lua_pop(L, 1);
+        }
+        if (run)
+            dkv_lua_run_end(L, run);
     }
-    dkv_lua_run_end(L, run);
     lua_pushboolean(L, 1);
     return 1;
 }
