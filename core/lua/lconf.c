@@ -68,7 +68,16 @@ const char *dkv_lconf_nearest(const char *name, const char *const *candidates)
             best = candidates[i];
         }
     }
-    return bd <= limit ? best : NULL;
+    if (bd <= limit)
+        return best;
+    /* "kv_fraction" for "kv_frac": one name starts with the other */
+    size_t n = strlen(name);
+    for (size_t i = 0; n >= 3 && candidates && candidates[i]; i++) {
+        size_t m = strlen(candidates[i]);
+        if (m >= 3 && strncmp(name, candidates[i], n < m ? n : m) == 0)
+            return candidates[i];
+    }
+    return NULL;
 }
 
 void dkv_lconf_check_table(lua_State *L, int t, const char *path)

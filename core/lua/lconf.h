@@ -72,7 +72,7 @@ char *dkv_lconf_path(char *buf, size_t size, const char *path, const char *key);
 size_t dkv_lconf_edit_distance(const char *a, const char *b);
 
 /* The entry of candidates (NULL-terminated) nearest to name, or NULL when none is close
- * (distance > max(2, strlen(name)/3)). */
+ * (distance > max(2, strlen(name)/3) and neither is a prefix of the other). */
 const char *dkv_lconf_nearest(const char *name, const char *const *candidates);
 
 #endif

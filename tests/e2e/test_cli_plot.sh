@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# test_cli_plot.sh - scripts/plot.py renders a non-empty PNG from a results file, skips runs
+# lacking tables with a note, and exits non-zero with a clear message for a bad file.
+set -uo pipefail
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
+PY=/usr/bin/python3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+$PY -c 'import h5py, matplotlib' 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks h5py/matplotlib (apt-get install python3-h5py python3-matplotlib)"; exit 77; }
+
+cat >"$T/p.lua" <<'LUA'
+local dkv = require "dkv"
+local GiB = 2^30
+for _, name in ipairs({"a", "b"}) do
+  local t, w, kv, alloc, res, lat, st = {}, {}, {}, {}, {}, {}, {}
+  for i = 1, 200 do
+    t[i] = i * 0.05; w[i] = 15 * GiB; kv[i] = math.floor((name == "a" and 2 or 3) * GiB * math.sin(i / 30) ^ 2)
+    alloc[i] = w[i] + kv[i]; res[i] = alloc[i] + GiB
+  end
+  for i = 1, 50 do lat[i] = i * 0.1 * (name == "a" and 1 or 1.5); st[i] = 0 end
+  lat[51] = 0 / 0; st[51] = 3                          -- an unfinished request: left out
+  dkv.write_run(name, {tables = {
+    memory = {columns = {time_s = t, weights = w, kv = kv, allocated = alloc, reserved = res}},
+    requests = {columns = {latency_s = lat, status = st}}}})
+end
+dkv.write_run("no_tables", {summary = {x = 1}})
+LUA
+"$DKV" run "$T/p.lua" -o "$T/p.h5" >/dev/null || fail "dkv run"
+$PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/p.png" 2>"$T/err.txt" || { cat "$T/err.txt"; fail "plot"; }
+cat "$T/err.txt"
+[ -s "$T/p.png" ] || fail "empty PNG"
+[ "$(head -c 8 "$T/p.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "not a PNG"
+[ "$(stat -c %s "$T/p.png")" -gt 20000 ] || fail "suspiciously small PNG"
+grep -q "run no_tables: no memory table" "$T/err.txt" || fail "note for a run without tables"
+# default output name next to the input
+$PY "$ROOT/scripts/plot.py" "$T/p.h5" 2>/dev/null && [ -s "$T/p.png" ] || fail "default output"
+# --runs selects; a pattern matching only table-less runs has nothing to plot
+$PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/a.png" --runs '^a$' 2>/dev/null && [ -s "$T/a.png" ] || fail "--runs"
+out=$($PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/n.png" --runs no_tables 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "nothing to plot" <<<"$out" || fail "nothing to plot: rc $rc: $out"
+# bad inputs
+echo junk >"$T/junk.h5"
+out=$($PY "$ROOT/scripts/plot.py" "$T/junk.h5" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "not an HDF5 file" <<<"$out" || fail "junk file: rc $rc: $out"
+out=$($PY "$ROOT/scripts/plot.py" "$T/missing.h5" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "no such file" <<<"$out" || fail "missing file: rc $rc: $out"
+$PY -c 'import h5py; h5py.File("'"$T"'/other.h5", "w").create_dataset("x", data=[1])'
+out=$($PY "$ROOT/scripts/plot.py" "$T/other.h5" 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "not a dkv results file" <<<"$out" || fail "foreign HDF5: rc $rc: $out"
+echo "plot ok"
