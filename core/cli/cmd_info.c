@@ -21,7 +21,18 @@ typedef struct pctx {
     const char *indent;
     int skip_units;
     int count;
+    dkv_h5_run *run;    /* to look up units.<key> beside the value */
+    const char *obj;
 } pctx;
+
+static void print_unit(const pctx *c, const char *key)
+{
+    char ukey[300], *u = NULL;
+    snprintf(ukey, sizeof ukey, "units.%s", key);
+    if (c->run && dkv_h5_attr_get_str(c->run, c->obj, ukey, &u, NULL) == DKV_OK && u && *u)
+        printf(" %s", u);
+    free(u);
+}
 
 static int print_attr(const dkv_h5_attr *a, void *ud)
 {
@@ -36,8 +47,16 @@ static int print_attr(const dkv_h5_attr *a, void *ud)
         else
             printf("\"%s\"\n", a->s);
         break;
-    case DKV_H5_ATTR_I64: printf("%" PRId64 "\n", a->i); break;
-    case DKV_H5_ATTR_F64: printf("%.6g\n", a->f); break;
+    case DKV_H5_ATTR_I64:
+        printf("%" PRId64, a->i);
+        print_unit(c, a->key);
+        printf("\n");
+        break;
+    case DKV_H5_ATTR_F64:
+        printf("%.6g", a->f);
+        print_unit(c, a->key);
+        printf("\n");
+        break;
     case DKV_H5_ATTR_F64V:
         printf("[");
         for (size_t i = 0; i < a->n && i < 8; i++)
@@ -48,11 +67,6 @@ static int print_attr(const dkv_h5_attr *a, void *ud)
     c->count++;
     return 0;
 }
-
-/* Prints the unit of summary attribute key (stored as "units.<key>"), if any. */
-typedef struct uctx {
-    dkv_h5_run *run;
-} uctx;
 
 static void print_run(dkv_h5_run *run, int show_script)
 {
@@ -70,11 +84,12 @@ static void print_run(dkv_h5_run *run, int show_script)
     printf("\nrun %s  [%s]\n", dkv_h5_run_name(run), status ? status : "?");
     printf("  %s .. %s  host %s  git %s  seed %" PRId64 "  script %s\n", start ? start : "?", end ? end : "?",
            host ? host : "?", commit ? commit : "?", seed, path ? path : "?");
-    pctx c = {"    ", 1, 0};
+    pctx c = {"    ", 1, 0, run, "params"};
     printf("  params:\n");
     if (dkv_h5_attr_foreach(run, "params", print_attr, &c, &err) != DKV_OK || c.count == 0)
         printf("    (none)\n");
     c.count = 0;
+    c.obj = "summary";
     printf("  summary:\n");
     if (dkv_h5_attr_foreach(run, "summary", print_attr, &c, &err) != DKV_OK || c.count == 0)
         printf("    (none)\n");

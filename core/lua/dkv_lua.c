@@ -189,8 +189,7 @@ static int l_require(lua_State *L)
     snprintf(dirs[1], sizeof dirs[1], "%s/scripts", root);
     snprintf(dirs[2], sizeof dirs[2], "%s/experiments", root);
     for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof path, "%s/%s.lua", dirs[i], rel);
-        if (!file_exists(path))
+        if (snprintf(path, sizeof path, "%s/%s.lua", dirs[i], rel) >= (int)sizeof path || !file_exists(path))
             continue;
         if (luaL_loadfilex(L, path, "t") != LUA_OK)
             return lua_error(L);
