@@ -1,16 +1,19 @@
 /* attention.cu - bidirectional attention over a cached segment (paged pool or packed per-head
- * rows) followed by dense own keys; fp32 online softmax (flash-attention style), split over the
- * keys when there are too few (head, query-tile) pairs to fill the GPU (flash-decoding), with a
- * combine pass.  SIMT (no tensor cores): right for Reuse steps (few queries, memory-bound);
- * Refresh steps over long canvases would want an mma version. */
+ * rows) followed by dense own keys.  The keys are cut into splits of at most KS (flash-decoding);
+ * each CTA computes S = Q K^T and O = P V for 32 queries of one head on tensor cores (bf16 WMMA,
+ * fp32 accumulation) with an exact softmax over its split, and a combine pass merges the splits'
+ * (max, sum, acc).  Made for Reuse steps (a block of queries against a cached canvas); Refresh
+ * steps over long canvases go through dkv_cuda_attention_dense. */
 #include <math.h>
+
+#include <mma.h>
 
 #include "cuda/common.cuh"
 #include "cuda/kv_addr.cuh"
 
-#define QT 32     /* queries per CTA */
-#define KT 32     /* keys per tile */
-#define NT 256    /* threads: 8 per query row */
+#define QT 32      /* queries per CTA: two 16-row WMMA tiles */
+#define KS 128     /* at most this many keys per CTA (one split): the softmax is exact per split */
+#define NT 256     /* 8 warps */
 #define TARGET_CTAS 264
 
 struct attn_params {
@@ -40,115 +43,143 @@ static __device__ __forceinline__ const dkv_bf16 *key_row(const attn_params &p, 
     return (isv ? p.v_own : p.k_own) + (size_t)(kk - p.n_cache) * p.ld_own + (size_t)g * D;
 }
 
-/* grid (n_splits, H, ceil(Tq / QT)).  Thread (qr = tid / 8, l8 = tid % 8): query row qr; keys
- * l8 + 8j of each tile; output dims 2*l8 + 16i (+1). */
+/* Shared memory of one CTA (bytes), rows padded by 8 bf16 / 4 floats against bank conflicts;
+ * every WMMA tile starts 32-byte aligned. */
+template <int D>
+struct attn_smem {
+    static constexpr int LB = D + 8;          /* bf16 row of Q, K, V */
+    static constexpr int LP = KS + 8;         /* bf16 row of P */
+    static constexpr int LS = KS + 4;         /* fp32 row of S (and of O, D <= KS) */
+    static constexpr size_t q = 0, k = q + (size_t)QT * LB * 2, v = k + (size_t)KS * LB * 2,
+                            s = v + (size_t)KS * LB * 2, pp = s + (size_t)QT * LS * 4,
+                            ml = pp + (size_t)QT * LP * 2, bytes = ml + 2 * QT * 4;
+};
+
+/* grid (n_splits, H, ceil(Tq / QT)).  One CTA: QT queries of head h against the <= KS keys of
+ * its split.  S = Q K^T and O = P V on tensor cores (bf16 WMMA, fp32 accumulation); the row
+ * softmax in fp32 by 8 threads per row.  Writes out (one split) or (acc, m, l) partials. */
 template <int D>
 static __global__ void __launch_bounds__(NT) attention_kernel(attn_params p)
 {
+    using namespace nvcuda;
+    using SM = attn_smem<D>;
+    extern __shared__ __align__(128) unsigned char smem[];
+    dkv_bf16 *Qs = (dkv_bf16 *)(smem + SM::q), *Ks = (dkv_bf16 *)(smem + SM::k), *Vs = (dkv_bf16 *)(smem + SM::v);
+    float *Ss = (float *)(smem + SM::s), *Ms = (float *)(smem + SM::ml), *Ls = Ms + QT;
+    dkv_bf16 *Ps = (dkv_bf16 *)(smem + SM::pp);
     constexpr int CH = D / 8;
-    __shared__ __align__(16) float Qs[QT][D + 4];
-    __shared__ __align__(16) dkv_bf16 Ks[KT][D + 8];
-    __shared__ __align__(16) dkv_bf16 Vs[KT][D + 8];
-    __shared__ float Ps[QT][KT + 1];
     const uint32_t split = blockIdx.x, h = blockIdx.y, q0 = blockIdx.z * QT, g = h / p.G;
-    const int tid = threadIdx.x, qr = tid / 8, l8 = tid % 8;
+    const int tid = threadIdx.x, warp = tid / 32;
+    const uint32_t k0 = split * p.split_keys, nk = min(p.split_keys, p.n_keys - k0);
 
+    /* loads: Q rows (zero past Tq), K and V rows (zero past the split) */
     for (int i = tid; i < QT * CH; i += NT) {
         int r = i / CH, c = i % CH;
-        uint32_t t = q0 + r;
         bf16x8 v = {};
-        if (t < p.Tq)
-            v = *reinterpret_cast<const bf16x8 *>(p.q + (size_t)t * p.ldq + (size_t)h * D + c * 8);
-        for (int e = 0; e < 8; e++)
-            Qs[r][c * 8 + e] = bf2f(v.v[e]) * p.qscale;
+        if (q0 + r < p.Tq)
+            v = *reinterpret_cast<const bf16x8 *>(p.q + (size_t)(q0 + r) * p.ldq + (size_t)h * D + c * 8);
+        *reinterpret_cast<bf16x8 *>(Qs + r * SM::LB + c * 8) = v;
     }
-    float m = -INFINITY, l = 0.0f, acc[D / 8];
+    for (int i = tid; i < 2 * KS * CH; i += NT) {
+        uint32_t isv = i >= KS * CH;
+        int ii = i - isv * KS * CH, r = ii / CH, c = ii % CH;
+        bf16x8 v = {};
+        if ((uint32_t)r < nk)
+            v = *reinterpret_cast<const bf16x8 *>(key_row<D>(p, isv, g, k0 + r) + c * 8);
+        *reinterpret_cast<bf16x8 *>((isv ? Vs : Ks) + r * SM::LB + c * 8) = v;
+    }
+    __syncthreads();
+
+    /* S (QT x KS) = Q K^T: 2 x 8 tiles of 16 x 16, two per warp */
+    for (int t = warp; t < (QT / 16) * (KS / 16); t += NT / 32) {
+        int mt = t / (KS / 16), nt = t % (KS / 16);
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::fill_fragment(acc, 0.0f);
 #pragma unroll
-    for (int i = 0; i < D / 8; i++)
-        acc[i] = 0.0f;
-    const uint32_t kbeg = split * p.split_keys;
-    const uint32_t kend = min(kbeg + p.split_keys, p.n_keys);
-    for (uint32_t k0 = kbeg; k0 < kend; k0 += KT) {
-        __syncthreads();
-        for (int i = tid; i < 2 * KT * CH; i += NT) {
-            uint32_t isv = i >= KT * CH;
-            int ii = i - isv * KT * CH, r = ii / CH, c = ii % CH;
-            uint32_t kk = k0 + r;
-            bf16x8 v = {};
-            if (kk < kend)
-                v = *reinterpret_cast<const bf16x8 *>(key_row<D>(p, isv, g, kk) + c * 8);
-            *reinterpret_cast<bf16x8 *>(isv ? &Vs[r][c * 8] : &Ks[r][c * 8]) = v;
+        for (int kk = 0; kk < D; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
+            wmma::load_matrix_sync(a, (const __nv_bfloat16 *)(Qs + mt * 16 * SM::LB + kk), SM::LB);
+            wmma::load_matrix_sync(b, (const __nv_bfloat16 *)(Ks + nt * 16 * SM::LB + kk), SM::LB);
+            wmma::mma_sync(acc, a, b, acc);
         }
-        __syncthreads();
-        float s[KT / 8];
+        wmma::store_matrix_sync(Ss + mt * 16 * SM::LS + nt * 16, acc, SM::LS, wmma::mem_row_major);
+    }
+    __syncthreads();
+
+    /* softmax of each row over the split's nk keys: 8 threads per row, 16 keys each */
+    {
+        int r = tid / 8, l8 = tid % 8;
+        float v[KS / 8], mx = -INFINITY;
 #pragma unroll
-        for (int j = 0; j < KT / 8; j++)
-            s[j] = 0.0f;
-#pragma unroll 4
-        for (int x = 0; x < D; x += 2) {
-            float2 qv = *reinterpret_cast<const float2 *>(&Qs[qr][x]);
-#pragma unroll
-            for (int j = 0; j < KT / 8; j++) {
-                float2 kf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&Ks[l8 + 8 * j][x]));
-                s[j] += qv.x * kf.x + qv.y * kf.y;
-            }
-        }
-        float mx = -INFINITY;
-#pragma unroll
-        for (int j = 0; j < KT / 8; j++) {
-            if (k0 + l8 + 8 * j >= kend)
-                s[j] = -INFINITY;
-            mx = fmaxf(mx, s[j]);
+        for (int j = 0; j < KS / 8; j++) {
+            int c = l8 + 8 * j;
+            v[j] = (uint32_t)c < nk ? Ss[r * SM::LS + c] * p.qscale : -INFINITY;
+            mx = fmaxf(mx, v[j]);
         }
         for (int o = 1; o < 8; o <<= 1)
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        float mnew = fmaxf(m, mx), scale = exp2f(m - mnew), ps = 0.0f;
+        float sum = 0.0f;
 #pragma unroll
-        for (int j = 0; j < KT / 8; j++) {
-            float e = exp2f(s[j] - mnew);
-            Ps[qr][l8 + 8 * j] = e;
-            ps += e;
+        for (int j = 0; j < KS / 8; j++) {
+            float e = exp2f(v[j] - mx);   /* 0 for masked keys */
+            sum += e;
+            Ps[r * SM::LP + l8 + 8 * j] = f2bf(e);
         }
         for (int o = 1; o < 8; o <<= 1)
-            ps += __shfl_xor_sync(0xffffffffu, ps, o);
-        l = l * scale + ps;
-        m = mnew;
+            sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (l8 == 0)
+            Ms[r] = mx, Ls[r] = sum;
+    }
+    __syncthreads();
+
+    /* O (QT x D) = P V into Ss (S is no longer needed): 2 x D/16 tiles */
+    for (int t = warp; t < (QT / 16) * (D / 16); t += NT / 32) {
+        int mt = t / (D / 16), nt = t % (D / 16);
+        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+        wmma::fill_fragment(acc, 0.0f);
 #pragma unroll
-        for (int i = 0; i < D / 8; i++)
-            acc[i] *= scale;
-        __syncwarp();   /* a row's 8 threads are in one warp */
-        for (int j = 0; j < KT; j++) {
-            float pj = Ps[qr][j];
+        for (int kk = 0; kk < KS; kk += 16) {
+            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b;
+            wmma::load_matrix_sync(a, (const __nv_bfloat16 *)(Ps + mt * 16 * SM::LP + kk), SM::LP);
+            wmma::load_matrix_sync(b, (const __nv_bfloat16 *)(Vs + kk * SM::LB + nt * 16), SM::LB);
+            wmma::mma_sync(acc, a, b, acc);
+        }
+        wmma::store_matrix_sync(Ss + mt * 16 * SM::LS + nt * 16, acc, SM::LS, wmma::mem_row_major);
+    }
+    __syncthreads();
+
+    /* write: 8 threads per row, D/8 values each */
+    {
+        int r = tid / 8, l8 = tid % 8;
+        uint32_t t = q0 + r;
+        if (t >= p.Tq)
+            return;
+        const float *o = Ss + r * SM::LS;
+        if (p.n_splits == 1) {
+            float inv = 1.0f / Ls[r];
+            dkv_bf16 *dst = p.out + (size_t)t * p.ldo + (size_t)h * D;
+            for (int c = l8; c < CH; c += 8) {
+                bf16x8 y;
 #pragma unroll
-            for (int i = 0; i < D / 16; i++) {
-                float2 vf = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(&Vs[j][2 * l8 + 16 * i]));
-                acc[2 * i] += pj * vf.x;
-                acc[2 * i + 1] += pj * vf.y;
+                for (int e = 0; e < 8; e++)
+                    y.v[e] = f2bf(o[c * 8 + e] * inv);
+                *reinterpret_cast<bf16x8 *>(dst + c * 8) = y;
             }
+            return;
+        }
+        size_t row = ((size_t)split * p.H + h) * p.Tq + t, rows = (size_t)p.n_splits * p.H * p.Tq;
+        if (l8 == 0) {   /* workspace: acc (rows, D) first (16-byte aligned), then m (rows), l (rows) */
+            p.ws[rows * D + row] = Ms[r];
+            p.ws[rows * D + rows + row] = Ls[r];
+        }
+        float *a = p.ws + row * D;
+        for (int c = l8; c < CH; c += 8) {
+            *reinterpret_cast<float4 *>(a + c * 8) = *reinterpret_cast<const float4 *>(o + c * 8);
+            *reinterpret_cast<float4 *>(a + c * 8 + 4) = *reinterpret_cast<const float4 *>(o + c * 8 + 4);
         }
     }
-    const uint32_t t = q0 + qr;
-    if (t >= p.Tq)
-        return;
-    if (p.n_splits == 1) {
-        float inv = 1.0f / l;
-        dkv_bf16 *o = p.out + (size_t)t * p.ldo + (size_t)h * D;
-#pragma unroll
-        for (int i = 0; i < D / 16; i++) {
-            __nv_bfloat162 y = __floats2bfloat162_rn(acc[2 * i] * inv, acc[2 * i + 1] * inv);
-            *reinterpret_cast<__nv_bfloat162 *>(o + 2 * l8 + 16 * i) = y;
-        }
-        return;
-    }
-    size_t row = ((size_t)split * p.H + h) * p.Tq + t, rows = (size_t)p.n_splits * p.H * p.Tq;
-    if (l8 == 0) {
-        p.ws[row] = m;
-        p.ws[rows + row] = l;
-    }
-    float *a = p.ws + 2 * rows + row * D;
-#pragma unroll
-    for (int i = 0; i < D / 16; i++)
-        *reinterpret_cast<float2 *>(a + 2 * l8 + 16 * i) = make_float2(acc[2 * i], acc[2 * i + 1]);
 }
 
 /* grid (Tq, H), D threads: merges the splits' (m, l, acc). */
@@ -157,25 +188,26 @@ static __global__ void attention_combine_kernel(attn_params p)
 {
     const uint32_t t = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
     const size_t rows = (size_t)p.n_splits * p.H * p.Tq;
+    const float *ms = p.ws + rows * D, *ls = ms + rows;
     float M = -INFINITY;
     for (uint32_t s = 0; s < p.n_splits; s++)
-        M = fmaxf(M, p.ws[((size_t)s * p.H + h) * p.Tq + t]);
+        M = fmaxf(M, ms[((size_t)s * p.H + h) * p.Tq + t]);
     float L = 0.0f, o = 0.0f;
     for (uint32_t s = 0; s < p.n_splits; s++) {
         size_t row = ((size_t)s * p.H + h) * p.Tq + t;
-        float w = exp2f(p.ws[row] - M);   /* 0 for an empty split (m = -inf) */
-        L += p.ws[rows + row] * w;
-        o += p.ws[2 * rows + row * D + d] * w;
+        float w = exp2f(ms[row] - M);   /* 0 for an empty split (m = -inf) */
+        L += ls[row] * w;
+        o += p.ws[row * D + d] * w;
     }
     p.out[(size_t)t * p.ldo + (size_t)h * D + d] = f2bf(o / L);
 }
 
 static uint32_t pick_splits(uint32_t Tq, uint32_t H, uint32_t n_keys)
 {
-    uint32_t base = H * ((Tq + QT - 1) / QT), by_keys = (n_keys + 2 * KT - 1) / (2 * KT);
-    uint32_t s = base >= TARGET_CTAS ? 1 : TARGET_CTAS / base;
-    s = s < by_keys ? s : by_keys;
-    return s ? s : 1;
+    uint32_t base = H * ((Tq + QT - 1) / QT), most = (n_keys + 15) / 16, least = (n_keys + KS - 1) / KS;
+    uint32_t s = base >= TARGET_CTAS ? 1 : TARGET_CTAS / base;   /* fill the GPU ... */
+    s = s < most ? s : most;                                     /* ... with >= 16 keys a split ... */
+    return s > least ? s : least;                                /* ... and <= KS keys a split */
 }
 
 extern "C" size_t dkv_cuda_attention_workspace_bytes(uint32_t Tq, uint32_t n_heads, uint32_t head_dim,
@@ -189,7 +221,9 @@ template <int D>
 static dkv_status launch_attention(const attn_params &p, cudaStream_t s, dkv_err *err)
 {
     dim3 grid(p.n_splits, p.H, (p.Tq + QT - 1) / QT);
-    attention_kernel<D><<<grid, NT, 0, s>>>(p);
+    size_t smem = attn_smem<D>::bytes;
+    DKV_CU(cudaFuncSetAttribute(attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    attention_kernel<D><<<grid, NT, smem, s>>>(p);
     dkv_status st = dkv_launch_check("attention_kernel", err);
     if (st != DKV_OK || p.n_splits == 1)
         return st;
@@ -204,7 +238,7 @@ extern "C" dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream
     DKV_ARG(a->head_dim == 128 || a->head_dim == 64, fn);
     DKV_ARG(a->n_heads > 0 && a->n_kv_heads > 0 && a->n_heads % a->n_kv_heads == 0, fn);
     DKV_ARG(a->ldq % 8 == 0 && a->ldq >= a->n_heads * a->head_dim, fn);
-    DKV_ARG(a->ldo % 2 == 0 && a->ldo >= a->n_heads * a->head_dim, fn);
+    DKV_ARG(a->ldo % 8 == 0 && a->ldo >= a->n_heads * a->head_dim, fn);
     DKV_ARG(a->n_own == 0 || (a->k_own && a->v_own && a->ld_own % 8 == 0 &&
                               a->ld_own >= a->n_kv_heads * a->head_dim), fn);
     const dkv_cuda_kv_src *c = &a->cache;
@@ -224,7 +258,7 @@ extern "C" dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream
     p.n_cache = n_cache, p.n_keys = n_keys;
     p.n_splits = pick_splits(a->Tq, a->n_heads, n_keys);
     uint32_t per = (n_keys + p.n_splits - 1) / p.n_splits;
-    p.split_keys = (per + KT - 1) / KT * KT;
+    p.split_keys = (per + 15) / 16 * 16;
     p.n_splits = (n_keys + p.split_keys - 1) / p.split_keys;   /* no empty trailing split */
     p.cache_kind = c->kind;
     if (c->kind == DKV_KV_SRC_PAGED)

@@ -3,6 +3,7 @@
 #define DKV_CUDA_CTX_INTERNAL_H
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 
 #include "cuda/dkv_cuda.h"
 
@@ -22,6 +23,7 @@ struct dkv_cuda_ctx {
     cudaStream_t     stream;        /* compute */
     cudaStream_t     copy;          /* offload / fetch */
     cublasLtHandle_t lt;
+    cublasHandle_t   blas;          /* batched GEMMs (dense attention); shares lt_ws, same stream */
     void            *lt_ws;         /* cuBLASLt workspace (device) */
     size_t           lt_ws_bytes;
     dkv_gemm_plan    plans[DKV_GEMM_PLANS];

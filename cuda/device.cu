@@ -54,6 +54,11 @@ extern "C" dkv_status dkv_cuda_ctx_new(int device, dkv_cuda_ctx **out, dkv_err *
         st = dkv_err_set(err, DKV_EIO, "dkv_cuda_ctx_new: cublasLtCreate failed (status %d)", (int)bs);
         goto fail;
     }
+    if (cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS || cublasSetStream(c->blas, c->stream) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetWorkspace(c->blas, c->lt_ws, c->lt_ws_bytes) != CUBLAS_STATUS_SUCCESS) {
+        st = dkv_err_set(err, DKV_EIO, "dkv_cuda_ctx_new: cuBLAS handle set-up failed");
+        goto fail;
+    }
     *out = c;
     return DKV_OK;
 fail:
@@ -72,6 +77,8 @@ extern "C" void dkv_cuda_ctx_free(dkv_cuda_ctx *c)
     dkv_gemm_plans_free(c);
     if (c->lt)
         cublasLtDestroy(c->lt);
+    if (c->blas)
+        cublasDestroy(c->blas);
     cudaFree(c->lt_ws);
     if (c->stream)
         cudaStreamDestroy(c->stream);

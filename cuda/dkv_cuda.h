@@ -161,6 +161,17 @@ typedef struct dkv_cuda_attn_args {
 size_t     dkv_cuda_attention_workspace_bytes(uint32_t Tq, uint32_t n_heads, uint32_t head_dim, uint32_t n_keys);
 dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream_t s, dkv_err *err);
 
+/* Dense attention through batched cuBLAS GEMMs (tensor cores), for Refresh steps where every key
+ * is one of the computed rows: S = q k^T / sqrt(D) in fp32, a row softmax to bf16 P, O = P v.
+ * q (Tq, H*D) stride ldq; k, v (Tk, Hkv*D) stride ldkv; out (Tq, H*D) stride ldo.  The workspace
+ * holds Tq*Tk*6 bytes per head of a chunk; heads are processed in chunks that fit it (at least one
+ * KV group: n_heads / n_kv_heads heads).  Runs on the context's stream.   ref: dkv_ref_attention */
+size_t     dkv_cuda_attention_dense_workspace_bytes(uint32_t Tq, uint32_t Tk, uint32_t heads);
+dkv_status dkv_cuda_attention_dense(dkv_cuda_ctx *ctx, dkv_bf16 *out, uint32_t ldo, const dkv_bf16 *q, uint32_t ldq,
+                                    const dkv_bf16 *k, const dkv_bf16 *v, uint32_t ldkv, uint32_t Tq, uint32_t Tk,
+                                    uint32_t n_heads, uint32_t n_kv_heads, uint32_t head_dim, void *workspace,
+                                    size_t workspace_bytes, dkv_err *err);
+
 /* ------------------------------------------------------------------ sparse cache */
 
 /* score (n_kv_heads, Tk) = attention mass each own key receives from the Tq queries, summed over

@@ -166,6 +166,8 @@ struct dkv_cuda_scratch {
     uint32_t  max_tokens, logit_chunk;
     dkv_bf16 *x, *h, *qkv, *att, *gu, *ff;   /* (T, C), (T, C), (T, QKV), (T, H*D), (T, 2F), (T, F) */
     float    *attn_ws, *score, *score_ws, *logits;
+    void     *dense_ws;                     /* Refresh attention through batched GEMMs */
+    size_t    dense_ws_bytes;
     uint32_t *sel;                          /* (Hkv, T) selected indices */
     size_t    attn_ws_bytes, bytes;
     void     *mem;
@@ -189,9 +191,14 @@ dkv_status dkv_cuda_scratch_new(const dkv_model *m, uint32_t max_tokens, uint32_
         size_t b = dkv_cuda_attention_workspace_bytes(q, m->n_heads, m->head_dim, 2 * max_tokens);
         s->attn_ws_bytes = b > s->attn_ws_bytes ? b : s->attn_ws_bytes;
     }
+    /* dense Refresh attention: all heads at once when that takes at most 256 MiB, else chunks */
+    size_t per_head = dkv_cuda_attention_dense_workspace_bytes(max_tokens, max_tokens, 1);
+    uint32_t G = m->n_heads / m->n_kv_heads, heads = (uint32_t)((256u << 20) / per_head);
+    heads = heads > m->n_heads ? m->n_heads : heads < G ? G : heads;
+    s->dense_ws_bytes = per_head * heads;
     size_t sizes[] = {T * C * 2, T * C * 2, T * QKV * 2, T * QD * 2, T * 2 * F * 2, T * F * 2, s->attn_ws_bytes,
                       (size_t)m->n_kv_heads * T * 4, 2 * T * m->n_heads * 4, (size_t)logit_chunk * m->vocab * 4,
-                      (size_t)m->n_kv_heads * T * 4};
+                      (size_t)m->n_kv_heads * T * 4, s->dense_ws_bytes};
     size_t off[sizeof sizes / sizeof sizes[0]], total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         off[i] = total;
@@ -207,7 +214,7 @@ dkv_status dkv_cuda_scratch_new(const dkv_model *m, uint32_t max_tokens, uint32_
     s->x = (dkv_bf16 *)(b + off[0]), s->h = (dkv_bf16 *)(b + off[1]), s->qkv = (dkv_bf16 *)(b + off[2]);
     s->att = (dkv_bf16 *)(b + off[3]), s->gu = (dkv_bf16 *)(b + off[4]), s->ff = (dkv_bf16 *)(b + off[5]);
     s->attn_ws = (float *)(b + off[6]), s->score = (float *)(b + off[7]), s->score_ws = (float *)(b + off[8]);
-    s->logits = (float *)(b + off[9]), s->sel = (uint32_t *)(b + off[10]);
+    s->logits = (float *)(b + off[9]), s->sel = (uint32_t *)(b + off[10]), s->dense_ws = b + off[11];
     s->bytes = total;
     *out = s;
     return DKV_OK;
@@ -226,6 +233,10 @@ size_t dkv_cuda_scratch_bytes(const dkv_cuda_scratch *s) { return s->bytes; }
 /* ------------------------------------------------------------------ one step */
 
 typedef enum { W_NONE, W_STORE, W_SELECT } write_kind;
+
+/* Refresh attention over at least this many tokens goes through batched GEMMs (tensor cores);
+ * below, the SIMT kernel is as fast and needs no S matrix. */
+#define DENSE_MIN_TOKENS 128
 
 typedef struct plan {
     uint32_t q0, nq;          /* computed rows */
@@ -257,6 +268,9 @@ static dkv_status layer_attention(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, 
         TRY(dkv_cuda_kv_pack(seq->k_packed[l], seq->v_packed[l], k, v, QKV, s->sel, Hkv, D, p->keep, a->shared_set,
                              st, err));
     }
+    if (p->cache == DKV_KV_SRC_NONE && p->nq >= DENSE_MIN_TOKENS)   /* Refresh: tensor cores */
+        return dkv_cuda_attention_dense(ctx, s->att, QD, s->qkv, QKV, k, v, QKV, p->nq, p->n_own, H, Hkv, D,
+                                        s->dense_ws, s->dense_ws_bytes, err);
     dkv_cuda_attn_args at = {.out = s->att, .q = s->qkv, .ldq = QKV, .ldo = QD, .Tq = p->nq, .n_heads = H,
                              .n_kv_heads = Hkv, .head_dim = D, .k_own = k, .v_own = v, .ld_own = QKV,
                              .n_own = p->n_own, .workspace = s->attn_ws, .workspace_bytes = s->attn_ws_bytes};
@@ -335,8 +349,8 @@ dkv_status dkv_cuda_step(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, const dkv
         const dkv_cuda_layer *Ly = &w->layers[l];
         TRY(dkv_cuda_rmsnorm(s->h, s->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
         TRY(dkv_cuda_gemm(ctx, s->qkv, s->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
-        TRY(dkv_cuda_rope(s->qkv, QKV, seq->pos + p.q0, T, H, D, (float)m->rope_theta, st, err));
-        TRY(dkv_cuda_rope(s->qkv + QD, QKV, seq->pos + p.q0, T, Hkv, D, (float)m->rope_theta, st, err));
+        /* q and k heads are adjacent in the fused row: one launch turns both */
+        TRY(dkv_cuda_rope(s->qkv, QKV, seq->pos + p.q0, T, H + Hkv, D, (float)m->rope_theta, st, err));
         TRY(layer_attention(ctx, w, pool, seq, s, a, &p, l, err));
         TRY(dkv_cuda_gemm(ctx, s->x, s->att, Ly->wo, NULL, T, QD, C, 1.0f, err));
         TRY(dkv_cuda_rmsnorm(s->h, s->x, Ly->ffn_norm, T, C, w->rms_eps, st, err));

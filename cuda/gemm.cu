@@ -3,7 +3,9 @@
  * Row-major y (T, N) is column-major y^T (N, T); w (N, K) row-major is column-major (K, N), so
  * y^T = op_T(w_cm) * x_cm with m = N, n = T, k = K.  Plans (descriptors and the heuristic's
  * algorithm) are cached per shape in the context: the heuristic query costs tens of
- * microseconds, a Reuse step issues ~130 GEMMs. */
+ * microseconds, a Reuse step issues ~130 GEMMs.  The heuristic's first algorithm is used: timing
+ * its 8 candidates per shape (tried on the H200, 2026-11-29) gained nothing measurable at T = 32,
+ * and two nvjet kernels it picked were flagged by compute-sanitizer racecheck (inside cuBLASLt). */
 #include "cuda/common.cuh"
 #include "cuda/ctx_internal.h"
 
@@ -46,14 +48,14 @@ static dkv_status make_plan(dkv_cuda_ctx *ctx, dkv_gemm_plan *p, dkv_err *err)
     LT(cublasLtMatmulPreferenceCreate(&pref));
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->lt_ws_bytes,
                                          sizeof ctx->lt_ws_bytes);
-    cublasLtMatmulHeuristicResult_t res;
+    cublasLtMatmulHeuristicResult_t res[1];
     int n = 0;
-    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, &res, &n);
+    cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(ctx->lt, p->op, p->a, p->b, p->c, p->c, pref, 1, res, &n);
     cublasLtMatmulPreferenceDestroy(pref);
     if (s != CUBLAS_STATUS_SUCCESS || n == 0)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "dkv_cuda_gemm: cuBLASLt has no algorithm for T=%u K=%u N=%u "
                            "(status %d)", p->T, p->K, p->N, (int)s);
-    p->algo = res.algo;
+    p->algo = res[0].algo;
     return DKV_OK;
 }
 

@@ -57,26 +57,31 @@ device() {
         case $s in
         tests)
             for t in test_kernels test_kernels_attn test_forward; do
-                echo "== $t"; "$BIN/$t" 2>&1 | tee "$OUT/$t.log"; r=${PIPESTATUS[0]}; echo "== $t exit $r"
+                echo "== $t"; "$BIN/$t" 2>&1 | tee -a "$OUT/tests.log"; r=${PIPESTATUS[0]}; echo "== $t exit $r"
                 [ "$r" = 0 ] || rc=1
             done ;;
         sanitize)
             for tool in memcheck racecheck; do
                 for t in test_kernels test_kernels_attn test_forward; do
                     echo "== compute-sanitizer --tool $tool $t"
-                    compute-sanitizer --tool "$tool" --error-exitcode 9 "$BIN/$t" > "$OUT/san-$tool-$t.log" 2>&1
-                    r=$?; tail -n 3 "$OUT/san-$tool-$t.log"; echo "== $tool $t exit $r"
+                    compute-sanitizer --tool "$tool" --error-exitcode 9 "$BIN/$t" > "$OUT/san.tmp" 2>&1
+                    r=$?; tail -n 2 "$OUT/san.tmp"
+                    if [ "$r" != 0 ]; then   # what and where, without the backtraces
+                        grep -E "^========= +(Race|Invalid|Error|.*hazard|.*between|.*at .*in |.*Current Value)" "$OUT/san.tmp" | sort | uniq -c | sort -rn | head -n 12
+                    fi
+                    { echo "== compute-sanitizer --tool $tool $t: exit $r"; cat "$OUT/san.tmp"; } >> "$OUT/san.log"
+                    rm -f "$OUT/san.tmp"; echo "== $tool $t exit $r"
                     [ "$r" = 0 ] || rc=1
                 done
             done ;;
         crosscheck)
             echo "== safetensors file written by dkv, read by the official safetensors package"
             python3 -c "
-from safetensors.numpy import load_file
 from safetensors import safe_open
-t = load_file('$BIN/sample.safetensors')
-for k in sorted(t): print(k, t[k].dtype, t[k].shape, t[k].astype('float32').ravel().tolist())
-with safe_open('$BIN/sample.safetensors', 'np') as f: print('metadata', f.metadata())
+with safe_open('$BIN/sample.safetensors', framework='pt') as f:
+    print('metadata', f.metadata())
+    for k in sorted(f.keys()):
+        t = f.get_tensor(k); print(k, t.dtype, tuple(t.shape), t.float().flatten().tolist())
 " 2>&1 | tee "$OUT/crosscheck.log" ;;
         bench)
             echo "== bench_reuse"; "$BIN/bench_reuse" 2>&1 | tee "$OUT/bench.log"; [ "${PIPESTATUS[0]}" = 0 ] || rc=1 ;;

@@ -8,7 +8,7 @@
 
 #include "ref/ref.h"
 
-enum { L = 100, S = 64, B = 16, BT = 16, NB = 10 };
+enum { L = 160, S = 128, B = 16, BT = 16, NB = 10 };   /* L >= 128: Refresh takes the dense path */
 
 static dkv_model tiny(void)
 {

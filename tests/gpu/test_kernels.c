@@ -198,7 +198,7 @@ static void test_bad_arguments(void)
 {
     dkv_status s = dkv_cuda_rmsnorm(NULL, NULL, NULL, 1, 7, 1e-5f, st, &err);
     check_true("entries validate arguments", s == DKV_EINVAL && strstr(err.msg, "dkv_cuda_rmsnorm"), err.msg);
-    s = dkv_cuda_gemm(ctx, (dkv_bf16 *)8, (dkv_bf16 *)8, (dkv_bf16 *)8, NULL, 4, 12, 16, 0.5f, &err);
+    s = dkv_cuda_gemm(ctx, (dkv_bf16 *)8, (dkv_bf16 *)8, (dkv_bf16 *)8, NULL, 4, 16, 16, 0.5f, &err);
     check_true("gemm refuses beta 0.5", s == DKV_EINVAL && strstr(err.msg, "beta"), err.msg);
 }
 

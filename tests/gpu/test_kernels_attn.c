@@ -197,6 +197,33 @@ static void test_attention(const attn_case *c, dkv_rng *r)
         pool_free(&f);
 }
 
+/* Refresh attention through batched GEMMs, with a workspace too small for all heads (chunks). */
+static void test_attention_dense(uint32_t Tq, uint32_t H, uint32_t HKV, uint32_t D, uint32_t ws_heads, dkv_rng *r)
+{
+    dkv_cuda_ctx *ctx;
+    OK(dkv_cuda_ctx_new(0, &ctx, &err));
+    uint32_t LD = (H + 2 * HKV) * D;
+    float *qkv = rand_bf16_values((size_t)Tq * LD, 1.5f, 0, r), *ref = malloc((size_t)Tq * H * D * 4);
+    dkv_bf16 *dqkv = upload_bf16(qkv, (size_t)Tq * LD), *dout = dev_alloc((size_t)Tq * H * D * 2);
+    size_t wsb = dkv_cuda_attention_dense_workspace_bytes(Tq, Tq, ws_heads);
+    void *ws = dev_alloc(wsb);
+    poison(dout, (size_t)Tq * H * D * 2), poison(ws, wsb);
+    OK(dkv_cuda_attention_dense(ctx, dout, H * D, dqkv, LD, dqkv + H * D, dqkv + (H + HKV) * D, LD, Tq, Tq, H, HKV, D,
+                                ws, wsb, &err));
+    float *got = download_bf16(dout, (size_t)Tq * H * D);
+    ref_attention(ref, qkv, LD, Tq, NULL, NULL, 0, qkv + H * D, qkv + (H + HKV) * D, LD, Tq, H, HKV, D);
+    char name[96];
+    snprintf(name, sizeof name, "attention dense %u tok, %u/%u heads, D%u, ws %u heads", Tq, H, HKV, D, ws_heads);
+    check(name, got, ref, (size_t)Tq * H * D, 3e-2, 2e-2);   /* P is rounded to bf16 before P v */
+    dkv_status st2 = dkv_cuda_attention_dense(ctx, dout, H * D, dqkv, LD, dqkv + H * D, dqkv + (H + HKV) * D, LD, Tq,
+                                              Tq, H, HKV, D, ws, dkv_cuda_attention_dense_workspace_bytes(Tq, Tq, 1) - 1,
+                                              &err);
+    check_true("  refuses a workspace below one group", st2 == DKV_EINVAL && strstr(err.msg, "workspace"), err.msg);
+    free(qkv), free(ref), free(got);
+    cudaFree(dqkv), cudaFree(dout), cudaFree(ws);
+    dkv_cuda_ctx_free(ctx);
+}
+
 static void test_attention_bad_workspace(void)
 {
     dkv_cuda_attn_args a = {.out = (dkv_bf16 *)16, .q = (dkv_bf16 *)16, .ldq = 4096, .ldo = 4096, .Tq = 32,
@@ -296,6 +323,8 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_attention(&cases[i], &r);
     test_attention_bad_workspace();
+    test_attention_dense(150, 4, 2, 128, 2, &r);   /* GQA: per-group batches */
+    test_attention_dense(200, 8, 8, 64, 3, &r);    /* MHA: chunks of 3 heads */
     test_sparse_select(&r);
     CK(cudaDeviceSynchronize());
     cudaStreamDestroy(st);
