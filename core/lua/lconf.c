@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Every reader pushes a few values; callers deep in nested configs may have used the 20 slots
+ * a C function is guaranteed, so make room first. */
+#define ROOM(L) luaL_checkstack((L), 8, "config nesting")
+
 char *dkv_lconf_path(char *buf, size_t size, const char *path, const char *key)
 {
     if (path && *path && key)
@@ -21,6 +25,7 @@ int dkv_lconf_error(lua_State *L, const char *path, const char *key, const char 
 {
     char where[256], msg[512];
     va_list ap;
+    ROOM(L);
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
@@ -94,6 +99,7 @@ static int cmp_str(const void *a, const void *b)
 void dkv_lconf_check_keys_array(lua_State *L, int t, const char *path, const char *const *allowed,
                                 bool allow_array)
 {
+    ROOM(L);
     t = lua_absindex(L, t);
     dkv_lconf_check_table(L, t, path);
     /* Collect unknown keys first so the error is deterministic (first in sorted order). */
@@ -138,6 +144,7 @@ void dkv_lconf_check_keys(lua_State *L, int t, const char *path, const char *con
 /* Pushes t[key]; returns false (popping it) when nil and not required. */
 static bool get(lua_State *L, int t, const char *path, const char *key, unsigned flags)
 {
+    ROOM(L);
     t = lua_absindex(L, t);
     dkv_lconf_check_table(L, t, path);
     lua_getfield(L, t, key);
