@@ -203,6 +203,8 @@ static dkv_status arrive(eng *e, uint32_t ri, dkv_err *err)
         return st;
     r->dec_block = r->dec;
     r->state = RS_WAITING;
+    ENG_TRACE(e, eng_trace_request(e->c.trace, e->now, ENG_EV_ARRIVE, ri, i, 0,
+                                   r->src->prompt_tokens + r->src->gen_tokens, &e->trace_err));
     e->in[i].n_queued++;
     if (wq_push(&e->in[i], ri) != DKV_OK)
         return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory");
@@ -414,6 +416,12 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                         e->ready[i] = e->now + host;
                 ran = true;
             }
+        }
+        if (e->trace_failed) {
+            if (err)
+                *err = e->trace_err;
+            dkv_err_prefix(err, "engine: trace sink");
+            return e->trace_err.code != DKV_OK ? e->trace_err.code : DKV_EIO;
         }
         if (ran)
             continue;

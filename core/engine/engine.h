@@ -173,6 +173,8 @@ typedef struct dkv_engine_config {
     uint32_t mem_sample_every;      /* memory-by-tag sample every N steps (0: never; default 1) */
     dkv_step_fn on_step;            /* optional per-step sink */
     void    *on_step_user;
+    const struct dkv_trace_sink *trace; /* optional: alloc / free / request / phase events
+                                       (core/trace/trace.h), borrowed */
     dkv_kernel_fn on_kernel;        /* optional per-kernel records (passed to the backend) */
     void    *on_kernel_user;
     dkv_engine_progress_fn progress;/* optional: called every ~1 % of requests finished */

@@ -4,6 +4,7 @@
 #define DKV_ENGINE_IMPL_H
 
 #include "engine/engine.h"
+#include "engine/engine_trace.h"
 
 #define ENG_MAX_INST DKV_MEM_MAX_INSTANCES
 
@@ -151,7 +152,19 @@ typedef struct eng {
     double hbm_rd, hbm_wr, pcie_h2d, pcie_d2h, flops;
     uint64_t items_total;
     dkv_engine_result *res;
+    bool trace_failed;
+    dkv_err trace_err;
 } eng;
+
+/* Records the first failure of a trace sink (the run stops after the step). */
+#define ENG_TRACE(e, call) \
+    do { \
+        if ((e)->c.trace && !(e)->trace_failed && (call) != DKV_OK) \
+            (e)->trace_failed = true; \
+    } while (0)
+
+/* A trace id unique over the managers: the manager's index in the top byte. */
+uint64_t eng_trace_id(const eng *e, const dkv_mem *m, dkv_mem_id id);
 
 /* engine_mem.c */
 dkv_status eng_mem_setup(eng *e, dkv_err *err);

@@ -31,18 +31,34 @@ dkv_status eng_acquire(eng *e, dkv_mem *m, uint64_t bytes, uint8_t tag, uint32_t
     if (st != DKV_OK)
         return st;
     dkv_mem_info info;
-    if (dkv_mem_info_get(m, *id, &info, NULL) == DKV_OK)
+    uint64_t addr = 0;
+    if (dkv_mem_info_get(m, *id, &info, NULL) == DKV_OK) {
         *allocated = info.allocated_bytes;
-    else
+        addr = info.offset;
+    } else {
         *allocated = bytes;
+    }
     tag_add(e, tag, *allocated);
+    ENG_TRACE(e, eng_trace_mem(e->c.trace, false, e->now, eng_trace_id(e, m, *id), bytes, addr, tag, request, inst,
+                               &e->trace_err));
     return DKV_OK;
+}
+
+uint64_t eng_trace_id(const eng *e, const dkv_mem *m, dkv_mem_id id)
+{
+    uint64_t k = e->n_kvm;
+    for (uint32_t i = 0; i < e->n_kvm; i++)
+        if (e->kvm[i] == m)
+            k = i;
+    return (id & 0x00FFFFFFFFFFFFFFull) | (k << 56);
 }
 
 static void release_now(eng *e, dkv_mem *m, dkv_mem_id id, uint8_t tag, uint64_t allocated)
 {
-    if (dkv_mem_release(m, id, NULL) == DKV_OK)
+    if (dkv_mem_release(m, id, NULL) == DKV_OK) {
         tag_sub(e, tag, allocated);
+        ENG_TRACE(e, eng_trace_mem(e->c.trace, true, e->now, eng_trace_id(e, m, id), 0, 0, tag, 0, 0, &e->trace_err));
+    }
 }
 
 static void pend_push(eng *e, const pend_rel *p)

@@ -55,6 +55,8 @@ static void trans_release_from(eng *e, uint32_t t0, bool lifecycle)
         } else if (dkv_mem_release(e->dev, e->trans_id[k], NULL) == DKV_OK) {
             e->tag_now[e->trans_tag[k]] -= e->trans_alloc[k];
             e->alloc_now -= e->trans_alloc[k];
+            ENG_TRACE(e, eng_trace_mem(e->c.trace, true, e->now, eng_trace_id(e, e->dev, e->trans_id[k]), 0, 0,
+                                       e->trans_tag[k], 0, 0, &e->trace_err));
         }
     }
 }
@@ -244,6 +246,8 @@ void eng_finish_request(eng *e, ereq *r, uint8_t status, double t)
     eng_host_update(e, r, 0);
     if (r->state == RS_RUNNING || r->state == RS_WAITING)
         in->n_queued--;
+    ENG_TRACE(e, eng_trace_request(e->c.trace, t, status == DKV_REQ_DONE ? ENG_EV_FINISH : ENG_EV_REJECT, ri, r->inst,
+                                   r->kv_peak, r->src->gen_tokens, &e->trace_err));
     r->state = status == DKV_REQ_DONE ? RS_DONE : RS_FAILED;
     r->status = status;
     r->finish = t;
@@ -450,6 +454,16 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
     e->items_total += n;
     if (q > e->budget_tokens && n > 1)
         e->overruns++;
+    /* trace events at the step's start first (the trace is in time order), then the commit */
+    for (size_t i = 0; e->c.trace && i < n; i++) {
+        cand *cd = &e->cands[from + i];
+        const ereq *r = &e->rq[cd->r];
+        if (cd->admit)
+            ENG_TRACE(e, eng_trace_request(e->c.trace, t0, ENG_EV_ADMIT, cd->r, cd->inst, cd->kv_during,
+                                           r->src->prompt_tokens + r->src->gen_tokens, &e->trace_err));
+        ENG_TRACE(e, eng_trace_phase(e->c.trace, t0, e->now - t0, (uint8_t)cd->s.phase, cd->r, cd->inst, cd->s.block,
+                                     cd->s.step, cd->s.q_tokens, &e->trace_err));
+    }
     for (size_t i = 0; i < n; i++)
         commit(e, &e->cands[from + i], t0);
     trans_release_from(e, 0, true);

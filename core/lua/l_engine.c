@@ -388,6 +388,12 @@ static int l_simulate(lua_State *L)
     }
     dkv_status st = dkv_engine_run(&s->ec, &res->r, &err);
     dkv_backend_free(&be);
+    dkv_err terr = {0};
+    if (dkv_lsim_trace_close(s->trace, &terr) != DKV_OK && st == DKV_OK) {
+        s->trace = NULL;
+        return luaL_error(L, "cfg.record.trace: %s", terr.msg);
+    }
+    s->trace = NULL;
     if (s->cb_failed)
         return luaL_error(L, "cfg.policies.retention.callback: %s", s->cb_err);
     if (st == DKV_EINTR)

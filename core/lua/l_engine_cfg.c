@@ -21,6 +21,7 @@ typedef struct pt {
 static void pt_sub(pt *p, const char *key, pt *c, const char *const *keys)
 {
     lua_State *L = p->L;
+    luaL_checkstack(L, 16, "dkv.simulate configuration"); /* sections stay on the stack */
     c->L = L;
     dkv_lconf_path(c->path, sizeof c->path, p->path, key);
     if (!dkv_lconf_subtable(L, p->in, p->path, key, 0))
@@ -454,6 +455,7 @@ static const char *const top_keys[] = {"model", "gpu", "workload", "decode", "sc
 void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
 {
     idx = lua_absindex(L, idx);
+    luaL_checkstack(L, 64, "dkv.simulate: configuration"); /* the sub-tables stay on the stack while parsing */
     s->cb_ref = LUA_NOREF;
     s->L = L;
     dkv_lconf_check_table(L, idx, "cfg");
@@ -492,6 +494,7 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     parse_instances(&root, s);
 
     static const char *const sk[] = {"launch_overhead_s", "gemm_eff", "attn_eff", NULL};
+    dkv_err err = {0};
     pt q;
     pt_sub(&root, "sim", &q, sk);
     s->so = dkv_sim_options_default();
@@ -499,16 +502,23 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     s->so.gemm_eff = gnum(&q, "gemm_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
     s->so.attn_eff = gnum(&q, "attn_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
 
-    static const char *const ck[] = {"steps", "memory_every", "kernels", NULL};
+    static const char *const ck[] = {"steps", "memory_every", "kernels", "trace", NULL};
     pt_sub(&root, "record", &q, ck);
     c->record_steps = gbool(&q, "steps", true);
     c->mem_sample_every = (uint32_t)gint(&q, "memory_every", 1, 0, U32MAX);
     s->record_kernels = gbool(&q, "kernels", false);
     s->so.kernel_records = s->record_kernels;
+    const char *tpath = dkv_lconf_string(L, q.in, q.path, "trace", NULL, 0);
+    if (tpath) {
+        lua_pushstring(L, tpath);
+        lua_setfield(L, q.out, "trace");
+        if (dkv_lsim_trace_open(tpath, &s->trace, &err) != DKV_OK)
+            dkv_lconf_error(L, q.path, "trace", "%s", err.msg);
+        s->ec.trace = dkv_lsim_trace_sink(s->trace);
+    }
 
     /* values that come from the GPU preset through dLLM-Serve's sizing rules */
     dkv_sizing sz;
-    dkv_err err = {0};
     if (dkv_sizing_default(&c->sizing, &s->model, &s->gpu, &sz, &err) != DKV_OK)
         dkv_lconf_error(L, "cfg", NULL, "%s", err.msg);
     if (c->max_num_batched_tokens == 0)
@@ -530,6 +540,9 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
 
 void dkv_lsim_free(dkv_lsim *s)
 {
+    dkv_lsim_trace_close(s->trace, NULL);
+    s->trace = NULL;
+    s->ec.trace = NULL;
     dkv_workload_free(s->w);
     s->w = NULL;
     for (int i = 0; i < 2; i++) {

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "engine/engine.h"
+#include "lua/l_engine_trace.h"
 #include "sim/sim.h"
 
 /* Everything a simulate call owns.  Lives in a Lua userdata (its __gc calls dkv_lsim_free), so a
@@ -26,6 +27,7 @@ typedef struct dkv_lsim {
     bool cb_failed;
     char cb_err[512];
     bool record_kernels;
+    dkv_lsim_trace *trace;        /* cfg.record.trace, NULL when none */
     uint64_t seed;
 } dkv_lsim;
 

@@ -59,4 +59,19 @@ print("oom", r.summary.n_oom, "done", r.summary.n_done)
 LUA
 out=$("$DKV" run "$T/oom.lua")
 grep -q "^oom	3	done	0" <<<"$out" || fail "oom reported: $out"
+
+# a simulated run's trace (record.trace) replays through another memory manager
+cat >"$T/tr.lua" <<'LUA'
+local dkv = require "dkv"
+local r = dkv.simulate{model = "tiny", gpu = "h200", decode = {block_len = 16},
+  workload = {kind = "poisson", n = 10, rate = 100, prompt = 64, gen = 32}, record = {trace = dkv.params.out}}
+print("request_steps", r.summary.request_steps)
+LUA
+out=$("$DKV" run "$T/tr.lua" -D out="$T/sim.csv")
+grep -q "^request_steps	320" <<<"$out" || fail "traced run: $out"
+[ "$(grep -c ',phase,' "$T/sim.csv")" = 320 ] || fail "one phase event per request-step"
+[ "$(grep -c ',request,.*,admit,' "$T/sim.csv")" = 10 ] || fail "admit events"
+out=$("$DKV" replay "$T/sim.csv" --mem blockpool)
+echo "$out" | head -3
+grep -q "free of unknown id 0, id allocated twice 0, live at end 1" <<<"$out" || fail "replay: every allocation but the weights freed"
 echo "ok"
