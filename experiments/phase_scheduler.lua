@@ -2,10 +2,10 @@
 -- and FCFS continuous batching (claim: throughput 1.61-1.81x on the RTX 4090, 1.60-1.74x on the
 -- L40S over its baseline; tail latency ~4x lower under contention).
 --
---   dkv run experiments/phase_scheduler.lua -o phase.h5 [-D trace=PATH] [-D n=2000]
+--   dkv run experiments/phase_scheduler.lua -o phase.h5 [-D trace=PATH] [-D n=N (0 = whole trace)]
 --
 -- Two workloads, LLaDA-8B, dual cache, block pool, each GPU preset's dLLM-Serve budgets:
---   azure    the Azure LLM code trace (first n requests; prompts clamped to 3072 and generations
+--   azure    the Azure LLM code trace (all 8,819 requests, or the first n; prompts clamped to 3072 and generations
 --            to 1024 so the canvas fits LLaDA's 4096; generations rounded up to 32-token blocks),
 --            at its own rate and 4x faster (contention);
 --   serve    dLLM-Serve's shape: Poisson arrivals, prompt 512, generation 256, at 0.5-4 req/s.
@@ -15,7 +15,7 @@ local dkv = require "dkv"
 local sweep = require "sweep"
 
 local trace = dkv.params.trace or "../shared/datasets/AzureLLMInferenceTrace_code.csv"
-local n = tonumber(dkv.params.n) or 2000
+local n = tonumber(dkv.params.n) or 0
 if not pcall(dkv.simulate, {model = "tiny", gpu = "h200", workload = {file = trace, first_n = 1}}) then
   print("note: " .. trace .. " not readable; using datasets/workloads/azure_sample.csv")
   trace = "datasets/workloads/azure_sample.csv"
@@ -25,7 +25,7 @@ local function workload(p)
   if p.wl == "azure" then
     return {file = trace, first_n = n, rate_scale = p.load, prompt_max = 3072, gen_max = 1024}
   end
-  return {kind = "poisson", n = math.min(n, 400), rate = p.load, prompt = 512, gen = 256, seed = 7}
+  return {kind = "poisson", n = 400, rate = p.load, prompt = 512, gen = 256, seed = 7}
 end
 
 local conditions = {
