@@ -238,8 +238,8 @@ dkv_status dkv_mem_acquire(dkv_mem *m, uint64_t bytes, const dkv_mem_owner *owne
     return DKV_OK;
 }
 
-/* The live record of id, or NULL with the case counted and err set. */
-static mem_rec *lookup(dkv_mem *m, dkv_mem_id id, const char *what, dkv_err *err)
+/* The live record of id, or NULL with the case counted and err set (slow path). */
+static __attribute__((noinline)) mem_rec *lookup_slow(dkv_mem *m, dkv_mem_id id, const char *what, dkv_err *err)
 {
     uint64_t s = id & 0xffffffffu;
     uint32_t gen = (uint32_t)(id >> 32);
@@ -268,7 +268,20 @@ static mem_rec *lookup(dkv_mem *m, dkv_mem_id id, const char *what, dkv_err *err
     return r;
 }
 
-static void free_rec(dkv_mem *m, mem_rec *r)
+/* Fast path: a live record whose generation matches. */
+static inline __attribute__((always_inline)) mem_rec *lookup(dkv_mem *m, dkv_mem_id id, const char *what,
+                                                             dkv_err *err)
+{
+    uint64_t s = (id & 0xffffffffu) - 1;
+    if (s < m->n_recs) {
+        mem_rec *r = &m->recs[s];
+        if (r->gen == (uint32_t)(id >> 32) && r->state == REC_LIVE)
+            return r;
+    }
+    return lookup_slow(m, id, what, err);
+}
+
+static inline __attribute__((always_inline)) void free_rec(dkv_mem *m, mem_rec *r)
 {
     m->vt->dealloc(m, r);
     m->requested -= r->requested;

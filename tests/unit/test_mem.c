@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -451,6 +452,11 @@ static void test_series_and_peaks(void **state)
     assert_int_equal(st.tag[DKV_MEM_TAG_KV].n_acquire, 4);
     assert_int_equal(st.reserved, 2u << 20);   /* cached, not returned */
     assert_true(st.external_frag == 1.0);
+    /* reserved peaked at the first acquisition: 1024 of 2 MiB allocated, 1000 of 1024 asked */
+    assert_true(fabs(st.external_frag_at_peak - (1.0 - 1024.0 / (2 << 20))) < 1e-12);
+    assert_true(fabs(st.internal_frag_at_peak - 24.0 / 1024.0) < 1e-12);
+    assert_true(fabs(st.peak_internal_frag - 24.0 / 1024.0) < 1e-12);
+    assert_true(fabs(st.mean_internal_frag - 24.0 / 1024.0) < 1e-12);
     /* three of four acquisitions came from the cached remainder of the first segment,
      * never used before: reuse counts memory used before, so 0 */
     assert_int_equal(st.reuse_total, 4);
