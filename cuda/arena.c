@@ -1,0 +1,403 @@
+/* arena.c - the CUDA backend's device arena (the engine's block pool ids -> device offsets,
+ * staging blocks, a discard block), the pinned host tier and the transfer orders of a plan:
+ * fetch before the step, reorder and low-rank projection inside it, offload after it on the
+ * copy stream, with stream-ordered release of the blocks a copy still reads. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/backend_internal.h"
+
+#define TRY(call)                          \
+    do {                                   \
+        dkv_status s_ = (call);            \
+        if (s_ != DKV_OK)                  \
+            return s_;                     \
+    } while (0)
+#define CU(call)                                                                                      \
+    do {                                                                                              \
+        cudaError_t e_ = (call);                                                                      \
+        if (e_ != cudaSuccess)                                                                        \
+            return dkv_err_set(err, DKV_EIO, "cuda backend: %s:%d: %s: %s", __FILE__, __LINE__, #call, \
+                               cudaGetErrorString(e_));                                               \
+    } while (0)
+
+static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d); }
+
+/* ------------------------------------------------------------------ arena and host tier */
+
+dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    b->block_bytes = (uint64_t)b->o.block_tokens * b->kvbpt;
+    b->n_pool = (uint32_t)b->o.arena_blocks;
+    b->n_staging = (uint32_t)b->o.staging_blocks;
+    b->discard = b->n_pool + b->n_staging;
+    b->arena_bytes = ((uint64_t)b->n_pool + b->n_staging + 1) * b->block_bytes;
+    size_t fr = 0, tot = 0;
+    CU(cudaMemGetInfo(&fr, &tot));
+    if (b->arena_bytes + (512ull << 20) > fr)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: the KV arena (%u pool + %u staging blocks of %llu bytes = "
+                           "%.2f GiB) does not fit the %.2f GiB the device has free after the weights: lower "
+                           "mem.capacity_bytes / mem.kv_frac or the staging blocks", b->n_pool, b->n_staging,
+                           (unsigned long long)b->block_bytes, b->arena_bytes / 1073741824.0, fr / 1073741824.0);
+    cudaError_t e = cudaMalloc(&b->arena, b->arena_bytes);
+    if (e != cudaSuccess)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: cudaMalloc of the %.2f GiB KV arena: %s",
+                           b->arena_bytes / 1073741824.0, cudaGetErrorString(e));
+    b->pool = (dkv_cuda_kv_pool){.base = b->arena, .block_tokens = b->o.block_tokens, .n_layers = m->n_layers,
+                                 .n_kv_heads = m->n_kv_heads, .head_dim = m->head_dim, .layout = b->o.layout};
+    b->blk_epoch = calloc((size_t)b->n_pool + 1, sizeof *b->blk_epoch);
+    if (!b->blk_epoch)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+    /* host tier: one slot of the longest canvas's raw KV per request that offloads */
+    b->slot_bytes = (uint64_t)cdiv(b->max_L, b->o.block_tokens) * b->block_bytes;
+    if (b->o.host_bytes) {
+        b->n_slots = (uint32_t)(b->o.host_bytes / b->slot_bytes);
+        if (b->n_slots == 0)
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: host_bytes %llu is less than one request's KV (%llu "
+                               "bytes)", (unsigned long long)b->o.host_bytes, (unsigned long long)b->slot_bytes);
+        b->host_bytes = (uint64_t)b->n_slots * b->slot_bytes;
+        e = cudaHostAlloc(&b->host, b->host_bytes, cudaHostAllocDefault);
+        if (e != cudaSuccess)
+            return dkv_err_set(err, DKV_ENOMEM, "cuda backend: pinned host tier of %.2f GiB: %s",
+                               b->host_bytes / 1073741824.0, cudaGetErrorString(e));
+        b->slot_free = malloc(b->n_slots * sizeof *b->slot_free);
+        if (!b->slot_free)
+            return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+        for (uint32_t i = 0; i < b->n_slots; i++)
+            b->slot_free[i] = (int32_t)(b->n_slots - 1 - i);
+        b->n_slot_free = b->n_slots;
+    }
+    for (int i = 0; i < BK_COPIES; i++) {
+        CU(cudaEventCreate(&b->copies[i].start));
+        CU(cudaEventCreate(&b->copies[i].done));
+    }
+    b->err_stride = m->n_layers * 2 * m->n_kv_heads;
+    CU(cudaMallocHost((void **)&b->h_err, (size_t)BK_COPIES * b->err_stride * sizeof(float)));
+    return DKV_OK;
+}
+
+void bk_arena_free(dkv_cuda_backend *b)
+{
+    if (b->cp)
+        cudaStreamSynchronize(b->cp);
+    for (int i = 0; i < BK_COPIES; i++) {
+        if (b->copies[i].start)
+            cudaEventDestroy(b->copies[i].start);
+        if (b->copies[i].done)
+            cudaEventDestroy(b->copies[i].done);
+        b->copies[i].start = b->copies[i].done = NULL;
+    }
+    dkv_cuda_lowrank_free(b->lr);
+    b->lr = NULL;
+    cudaFree(b->lr_q);
+    b->lr_q = NULL;
+    cudaFree(b->gbuf);
+    b->gbuf = NULL;
+    cudaFreeHost(b->h_err);
+    b->h_err = NULL;
+    cudaFreeHost(b->host);
+    b->host = NULL;
+    cudaFree(b->arena);
+    b->arena = NULL;
+    free(b->blk_epoch);
+    b->blk_epoch = NULL;
+    free(b->slot_free);
+    b->slot_free = NULL;
+}
+
+uint32_t bk_staging_take(dkv_cuda_backend *b, uint32_t n)
+{
+    if (b->staging_used + n > b->n_staging)
+        return UINT32_MAX;
+    uint32_t first = b->n_pool + b->staging_used;
+    b->staging_used += n;
+    return first;
+}
+
+static dkv_status slot_of(dkv_cuda_backend *b, bk_req *r, uint32_t request, char **out, dkv_err *err)
+{
+    if (r->host_slot < 0) {
+        if (b->n_slot_free == 0)
+            return dkv_err_set(err, DKV_ENOMEM, "cuda backend: request %u offloads KV but the host tier's %u slots "
+                               "(options.host_bytes = %llu) are all in use", request, b->n_slots,
+                               (unsigned long long)b->o.host_bytes);
+        r->host_slot = b->slot_free[--b->n_slot_free];
+    }
+    *out = (char *)b->host + (uint64_t)r->host_slot * b->slot_bytes;
+    return DKV_OK;
+}
+
+/* ------------------------------------------------------------------ copies */
+
+void bk_copies_reap(dkv_cuda_backend *b, bool wait)
+{
+    while (b->done_epoch < b->epoch) {
+        bk_copy *c = &b->copies[(b->done_epoch + 1) % BK_COPIES];
+        if (wait)
+            cudaEventSynchronize(c->done);
+        else if (cudaEventQuery(c->done) != cudaSuccess)
+            break;
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, c->start, c->done) == cudaSuccess)
+            b->rep.copy_time_s += ms * 1e-3;
+        if (c->n_err) {
+            const float *e = b->h_err + (size_t)((b->done_epoch + 1) % BK_COPIES) * b->err_stride;
+            double s = 0;
+            for (uint32_t i = 0; i < c->n_err; i++)
+                s += e[i];
+            b->rep.compress_err_sum += s / c->n_err;
+            b->rep.n_compress++;
+        }
+        c->in_use = false;
+        b->done_epoch++;
+    }
+}
+
+/* Starts copy number epoch+1 on the copy stream; *slot is its ring index. */
+static dkv_status copy_open(dkv_cuda_backend *b, bool d2h, uint32_t *slot, dkv_err *err)
+{
+    while (b->epoch + 1 - b->done_epoch > BK_COPIES - 1)
+        bk_copies_reap(b, true);
+    uint32_t e = ++b->epoch, s = e % BK_COPIES;
+    b->copies[s] = (bk_copy){.start = b->copies[s].start, .done = b->copies[s].done, .d2h = d2h, .in_use = true};
+    CU(cudaEventRecord(b->copies[s].start, b->cp));
+    *slot = s;
+    return DKV_OK;
+}
+
+static dkv_status copy_close(dkv_cuda_backend *b, uint32_t slot, uint64_t bytes, dkv_err *err)
+{
+    b->copies[slot].bytes = bytes;
+    CU(cudaEventRecord(b->copies[slot].done, b->cp));
+    if (b->copies[slot].d2h)
+        b->rep.pcie_d2h_bytes += bytes, b->step_pcie_d2h += bytes;
+    else
+        b->rep.pcie_h2d_bytes += bytes, b->step_pcie_h2d += bytes;
+    return DKV_OK;
+}
+
+static const bk_item *item_of(const dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t request)
+{
+    for (uint32_t i = 0; i < plan->n_items; i++)
+        if (b->items[i].req == request)
+            return &b->items[i];
+    return NULL;
+}
+
+static const uint32_t *host_table(const dkv_cuda_backend *b)
+{
+    return (const uint32_t *)((const char *)b->h_meta + ((const char *)b->d_table - (const char *)b->d_meta));
+}
+
+/* ------------------------------------------------------------------ before the step */
+
+dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err)
+{
+    bk_copies_reap(b, false);
+    const uint32_t *tab = host_table(b);
+    uint32_t wait_e = 0;
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const bk_item *x = &b->items[i];
+        for (uint32_t j = 0; j < x->n_chain; j++) {
+            uint32_t e = b->blk_epoch[tab[x->tb + j]];
+            if (e > b->done_epoch && e > wait_e)
+                wait_e = e;
+        }
+    }
+    if (wait_e)   /* copies complete in order: the newest covers every older one */
+        CU(cudaStreamWaitEvent(b->st, b->copies[wait_e % BK_COPIES].done, 0));
+    for (uint32_t k = 0; k < plan->n_xfers; k++) {
+        const dkv_xfer *xf = &plan->xfers[k];
+        if (xf->kind != DKV_XFER_FETCH)
+            continue;
+        b->rep.xfer_h2d_counted += xf->pcie_bytes;
+        const bk_item *x = item_of(b, plan, xf->request);
+        if (!x)
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: fetch order %u for request %u, which has no item in "
+                               "the step", k, xf->request);
+        char *slot;
+        TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
+        uint32_t cs;
+        TRY(copy_open(b, false, &cs, err));
+        uint64_t rem = xf->pcie_bytes, done = 0;
+        /* staging blocks first (positions not held on the device), then the held ones */
+        for (uint32_t pass = 0; pass < 2 && rem; pass++) {
+            uint32_t j0 = pass == 0 ? x->n_chain : 0, j1 = pass == 0 ? x->n_tb : x->n_chain;
+            for (uint32_t j = j0; j < j1 && rem; j++) {
+                uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
+                CU(cudaMemcpyAsync((char *)b->arena + (uint64_t)tab[x->tb + j] * b->block_bytes,
+                                   slot + (uint64_t)j * b->block_bytes, n, cudaMemcpyHostToDevice, b->cp));
+                rem -= n, done += n;
+            }
+        }
+        TRY(copy_close(b, cs, done, err));
+        b->step_n_fetch++;
+        CU(cudaStreamWaitEvent(b->st, b->copies[cs].done, 0));
+    }
+    return DKV_OK;
+}
+
+/* ------------------------------------------------------------------ inside the step */
+
+static dkv_status gbuf_reserve(dkv_cuda_backend *b, size_t bytes, dkv_err *err)
+{
+    if (bytes <= b->gbuf_bytes)
+        return DKV_OK;
+    CU(cudaStreamSynchronize(b->st));
+    cudaFree(b->gbuf);
+    b->gbuf = NULL;
+    b->gbuf_bytes = 0;
+    CU(cudaMalloc((void **)&b->gbuf, bytes));
+    b->gbuf_bytes = bytes;
+    return DKV_OK;
+}
+
+/* Offload bytes ordered for request r in this plan. */
+static uint64_t offload_bytes(const dkv_step_plan *plan, uint32_t r)
+{
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < plan->n_xfers; k++)
+        if (plan->xfers[k].kind == DKV_XFER_OFFLOAD && plan->xfers[k].request == r)
+            n += plan->xfers[k].pcie_bytes;
+    return n;
+}
+
+static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const dkv_xfer *xf, const bk_item *x,
+                           dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    uint32_t D = m->head_dim, batch = b->err_stride, bt = b->o.block_tokens;
+    uint32_t off_blocks = cdiv(offload_bytes(plan, x->req), b->block_bytes), cmp_blocks = cdiv(xf->device_bytes,
+                                                                                               b->block_bytes);
+    uint32_t end = x->n_chain > off_blocks ? x->n_chain - off_blocks : 0, start = end > cmp_blocks ? end - cmp_blocks : 0;
+    uint32_t m_tok = (end - start) * bt;
+    if (m_tok > b->max_L)
+        m_tok = b->max_L;
+    b->cjob_start = start, b->cjob_tokens = m_tok, b->cjob_rank = 0, b->cjob_req = x->req;
+    if (m_tok == 0)
+        return DKV_OK;
+    double ratio = xf->device_bytes ? (double)xf->pcie_bytes / (double)xf->device_bytes : 0.3;
+    uint32_t r = (uint32_t)llround(ratio * D);
+    r = r < 1 ? 1 : r > DKV_LOWRANK_MAX_RANK ? DKV_LOWRANK_MAX_RANK : r;
+    r = r > m_tok ? m_tok : r;
+    if (!b->lr) {
+        TRY(dkv_cuda_lowrank_new(b->st, b->max_L, D, DKV_LOWRANK_MAX_RANK, 256, &b->lr, err));
+        size_t per = (size_t)b->max_L * DKV_LOWRANK_MAX_RANK + (size_t)DKV_LOWRANK_MAX_RANK * D;
+        size_t bytes = (size_t)batch * per * 4 + (size_t)batch * 4 + (size_t)batch * per * 2 + 1024;
+        CU(cudaMalloc((void **)&b->lr_q, bytes));
+        b->lr_b = b->lr_q + (size_t)batch * b->max_L * DKV_LOWRANK_MAX_RANK;
+        b->lr_err = b->lr_b + (size_t)batch * DKV_LOWRANK_MAX_RANK * D;
+        b->lr_out = (dkv_bf16 *)(b->lr_err + batch + 64);
+    }
+    if (b->compress_epoch > b->done_epoch)   /* lr_out is still being copied out */
+        CU(cudaStreamWaitEvent(b->st, b->copies[b->compress_epoch % BK_COPIES].done, 0));
+    TRY(gbuf_reserve(b, (size_t)batch * m_tok * D * 2, err));
+    TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + start, m_tok, b->st, err));
+    TRY(dkv_cuda_lowrank_compress(b->lr, b->gbuf, m_tok, D, batch, r, 1, b->o.seed + b->epoch, b->lr_q, b->lr_b,
+                                  b->lr_err, err));
+    TRY(dkv_cuda_f32_to_bf16(b->lr_out, b->lr_q, (size_t)batch * m_tok * r, b->st, err));
+    TRY(dkv_cuda_f32_to_bf16(b->lr_out + (size_t)batch * m_tok * r, b->lr_b, (size_t)batch * r * D, b->st, err));
+    b->launches[DKV_KCLASS_COMPRESS] += 4 + 12;
+    b->cjob_rank = r;
+    return DKV_OK;
+}
+
+dkv_status bk_xfers_device(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err)
+{
+    uint32_t bt = b->o.block_tokens;
+    b->cjob_tokens = 0;
+    for (uint32_t k = 0; k < plan->n_xfers; k++) {
+        const dkv_xfer *xf = &plan->xfers[k];
+        if (xf->kind != DKV_XFER_REORDER && xf->kind != DKV_XFER_COMPRESS)
+            continue;
+        const bk_item *x = item_of(b, plan, xf->request);
+        if (!x)
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: %s order %u for request %u, which has no item in the "
+                               "step", xf->kind == DKV_XFER_REORDER ? "reorder" : "compress", k, xf->request);
+        if (xf->kind == DKV_XFER_REORDER) {
+            /* the written tokens read from their blocks and written layer-major: a reorder's bytes */
+            uint32_t b0 = x->write == BK_W_STORE ? x->w_lo / bt : 0;
+            uint64_t tok = xf->device_bytes / b->kvbpt;
+            uint64_t avail = x->n_chain > b0 ? (uint64_t)(x->n_chain - b0) * bt : 0;
+            tok = tok < avail ? tok : avail;
+            if (!tok)
+                continue;
+            bk_mark(b, DKV_KCLASS_REORDER);
+            TRY(gbuf_reserve(b, (size_t)tok * b->kvbpt, err));
+            TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + b0, (uint32_t)tok, b->st, err));
+            b->launches[DKV_KCLASS_REORDER]++;
+        } else {
+            if (b->cjob_tokens)
+                return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: more than one compress order in a step "
+                                   "(request %u); one is supported", xf->request);
+            bk_mark(b, DKV_KCLASS_COMPRESS);
+            TRY(compress(b, plan, xf, x, err));
+        }
+    }
+    return DKV_OK;
+}
+
+/* ------------------------------------------------------------------ after the step */
+
+dkv_status bk_xfers_after(dkv_cuda_backend *b, const dkv_step_plan *plan, cudaEvent_t compute_done, dkv_err *err)
+{
+    bool any = false;
+    for (uint32_t k = 0; k < plan->n_xfers; k++)
+        any |= plan->xfers[k].kind == DKV_XFER_OFFLOAD || plan->xfers[k].kind == DKV_XFER_COMPRESS;
+    if (!any)
+        return DKV_OK;
+    CU(cudaStreamWaitEvent(b->cp, compute_done, 0));
+    const uint32_t *tab = host_table(b);
+    uint32_t bt = b->o.block_tokens;
+    for (uint32_t k = 0; k < plan->n_xfers; k++) {
+        const dkv_xfer *xf = &plan->xfers[k];
+        if (xf->kind != DKV_XFER_OFFLOAD && xf->kind != DKV_XFER_COMPRESS)
+            continue;
+        b->rep.xfer_d2h_counted += xf->pcie_bytes;
+        const bk_item *x = item_of(b, plan, xf->request);
+        if (!x)
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: offload order %u for request %u, which has no item in "
+                               "the step", k, xf->request);
+        char *slot;
+        TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
+        uint32_t cs;
+        TRY(copy_open(b, true, &cs, err));
+        uint64_t done = 0;
+        if (xf->kind == DKV_XFER_COMPRESS) {
+            if (b->cjob_tokens && b->cjob_req == x->req) {
+                uint64_t n = ((uint64_t)b->err_stride * b->cjob_tokens * b->cjob_rank +
+                              (uint64_t)b->err_stride * b->cjob_rank * b->m.head_dim) * 2,
+                         room = b->slot_bytes - (uint64_t)b->cjob_start * b->block_bytes;
+                n = n < room ? n : room;   /* small blocks: the basis can outgrow the raw bytes */
+                CU(cudaMemcpyAsync(slot + (uint64_t)b->cjob_start * b->block_bytes, b->lr_out, n,
+                                   cudaMemcpyDeviceToHost, b->cp));
+                CU(cudaMemcpyAsync(b->h_err + (size_t)cs * b->err_stride, b->lr_err, b->err_stride * sizeof(float),
+                                   cudaMemcpyDeviceToHost, b->cp));
+                b->copies[cs].n_err = b->err_stride;
+                done = n;
+                b->compress_epoch = b->epoch;
+                uint32_t nb = cdiv(b->cjob_tokens, bt);
+                for (uint32_t j = b->cjob_start; j < b->cjob_start + nb && j < x->n_chain; j++)
+                    b->blk_epoch[tab[x->tb + j]] = b->epoch;
+            }
+        } else {   /* raw: the request's last blocks, which the engine frees after the step */
+            uint32_t nb = cdiv(xf->pcie_bytes, b->block_bytes);
+            uint32_t start = x->n_chain > nb ? x->n_chain - nb : 0;
+            uint64_t rem = xf->pcie_bytes;
+            for (uint32_t j = start; j < x->n_chain && rem; j++) {
+                uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
+                uint32_t id = tab[x->tb + j];
+                CU(cudaMemcpyAsync(slot + (uint64_t)j * b->block_bytes, (char *)b->arena + (uint64_t)id * b->block_bytes,
+                                   n, cudaMemcpyDeviceToHost, b->cp));
+                b->blk_epoch[id] = b->epoch;
+                rem -= n, done += n;
+            }
+        }
+        TRY(copy_close(b, cs, done, err));
+        if (xf->blocking || !xf->pinned)
+            b->step_block_epoch = b->epoch;
+    }
+    return DKV_OK;
+}

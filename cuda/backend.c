@@ -1,0 +1,539 @@
+/* backend.c - the CUDA backend's vtable: set-up (device, weights, canvases, arena, scratch),
+ * one step (metadata, transfers, the batched forward, measurement, records) and tear-down.
+ * backend.h documents the behaviour; backend_fwd.c and arena.c hold the parts. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda/backend_internal.h"
+#include "io/safetensors.h"
+#include "sim/sim.h"
+#include "util/rng.h"
+
+#define TRY(call)                          \
+    do {                                   \
+        dkv_status s_ = (call);            \
+        if (s_ != DKV_OK)                  \
+            return s_;                     \
+    } while (0)
+#define CU(call)                                                                                      \
+    do {                                                                                              \
+        cudaError_t e_ = (call);                                                                      \
+        if (e_ != cudaSuccess)                                                                        \
+            return dkv_err_set(err, DKV_EIO, "cuda backend: %s:%d: %s: %s", __FILE__, __LINE__, #call, \
+                               cudaGetErrorString(e_));                                               \
+    } while (0)
+
+double bk_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+dkv_cuda_backend_options dkv_cuda_backend_options_default(void)
+{
+    dkv_cuda_backend_options o;
+    memset(&o, 0, sizeof o);
+    dkv_decode_cfg_default(&o.decode);
+    o.layout = DKV_KV_TOKEN_MAJOR;
+    o.seed = 1;
+    o.rms_eps = 1e-5f;
+    o.max_logit_rows = 1024;
+    o.attn_streams = 4;
+    o.class_timing = true;
+    o.kernel_records = true;
+    return o;
+}
+
+void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r)
+{
+    if (!r)
+        return;
+    free(r->series);
+    memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------ set-up */
+
+static dkv_status load_weights(dkv_cuda_backend *b, dkv_err *err)
+{
+    const dkv_cuda_backend_options *o = &b->o;
+    if (o->ref_weights)
+        return dkv_cuda_weights_upload(b->w, o->ref_weights, err);
+    if (!o->n_weight_files) {
+        TRY(dkv_cuda_weights_randomize(b->w, o->seed, b->st, err));
+        CU(cudaStreamSynchronize(b->st));
+        return DKV_OK;
+    }
+    dkv_st **f = calloc(o->n_weight_files, sizeof *f);
+    dkv_ref_weights *rw = NULL;
+    dkv_status st = f ? DKV_OK : dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+    for (uint32_t i = 0; st == DKV_OK && i < o->n_weight_files; i++)
+        st = dkv_st_open(o->weight_files[i], &f[i], err);
+    dkv_st_naming naming = DKV_ST_NAMING_LLADA;
+    if (st == DKV_OK)
+        st = dkv_st_detect_naming(f, o->n_weight_files, &naming, err);
+    if (st == DKV_OK)
+        st = dkv_ref_weights_new(&b->m, b->w->rms_eps, &rw, err);
+    if (st == DKV_OK)
+        st = dkv_st_load_ref(f, o->n_weight_files, naming, rw, NULL, err);
+    if (st == DKV_OK)
+        st = dkv_cuda_weights_upload(b->w, rw, err);
+    dkv_ref_weights_free(rw);
+    for (uint32_t i = 0; f && i < o->n_weight_files; i++)
+        dkv_st_close(f[i]);
+    free(f);
+    if (st != DKV_OK)
+        dkv_err_prefix(err, "cuda backend: weights");
+    return st;
+}
+
+static dkv_status setup_requests(dkv_cuda_backend *b, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    uint32_t B = b->o.decode.block_len;
+    b->n_rq = dkv_workload_count(b->o.workload);
+    b->rq = calloc(b->n_rq ? b->n_rq : 1, sizeof *b->rq);
+    if (!b->rq)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+    uint64_t total = 0;
+    for (size_t i = 0; i < b->n_rq; i++) {
+        const dkv_request *q = dkv_workload_get(b->o.workload, i);
+        bk_req *r = &b->rq[i];
+        r->P = q->prompt_tokens, r->G = q->gen_tokens, r->L = r->P + r->G, r->host_slot = -1;
+        r->cur_block = UINT32_MAX;
+        r->n_blocks = B ? r->G / B : 0;
+        r->canvas_off = total;
+        total += r->L;
+        if (r->L > b->max_L && r->L <= m->max_len)
+            b->max_L = r->L;
+        dkv_decode_request dr = {.id = q->id, .prompt_tokens = r->P, .gen_tokens = r->G,
+                                 .steps_per_block = q->steps_per_block};
+        dkv_decode_state ds;
+        r->S = B;
+        if (r->n_blocks && r->G % B == 0 && dkv_decode_begin(&ds, &dr, &b->o.decode, m, NULL) == DKV_OK)
+            r->S = dkv_decode_total_steps(&ds) / r->n_blocks;
+    }
+    if (b->max_L == 0)
+        b->max_L = B ? B : 1;
+    if (total > (1ull << 30))
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: the workload's canvases hold %llu tokens (> 2^30)",
+                           (unsigned long long)total);
+    uint32_t *h = malloc((total ? total : 1) * sizeof *h);
+    if (!h)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory for %llu canvas tokens",
+                           (unsigned long long)total);
+    dkv_rng rng;
+    for (size_t i = 0; i < b->n_rq; i++) {   /* prompts: seeded random ids (never the mask); generation: masked */
+        const bk_req *r = &b->rq[i];
+        dkv_rng_seed(&rng, b->o.seed * 1000003u + i);
+        for (uint32_t t = 0; t < r->L; t++) {
+            uint32_t v = (uint32_t)dkv_rng_below(&rng, m->vocab - 1);
+            h[r->canvas_off + t] = t < r->P ? (v >= b->mask_id ? v + 1 : v) : b->mask_id;
+        }
+    }
+    cudaError_t e = cudaMalloc((void **)&b->d_canvas, (total ? total : 1) * sizeof *h);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(b->d_canvas, h, total * sizeof *h, cudaMemcpyHostToDevice);
+    free(h);
+    if (e != cudaSuccess)
+        return dkv_err_set(err, DKV_EIO, "cuda backend: canvases: %s", cudaGetErrorString(e));
+    return DKV_OK;
+}
+
+static void teardown(dkv_cuda_backend *b)
+{
+    if (b->st)
+        cudaStreamSynchronize(b->st);
+    bk_copies_reap(b, true);
+    bk_arena_free(b);
+    bk_scratch_free(b);
+    for (int i = 0; i < DKV_BK_EVENTS; i++)
+        if (b->ev[i]) {
+            cudaEventDestroy(b->ev[i]);
+            b->ev[i] = NULL;
+        }
+    cudaFreeHost(b->h_meta);
+    cudaFree(b->d_meta);
+    b->h_meta = b->d_meta = NULL;
+    b->cap_meta = 0;
+    cudaFree(b->d_canvas);
+    b->d_canvas = NULL;
+    dkv_cuda_weights_free(b->w);
+    b->w = NULL;
+    dkv_cuda_ctx_free(b->ctx);
+    b->ctx = NULL;
+    b->st = b->cp = NULL;
+    free(b->rq);
+    b->rq = NULL;
+    free(b->items);
+    b->items = NULL;
+    b->cap_items = 0;
+    b->begun = false;
+}
+
+static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
+{
+    dkv_cuda_backend *b = ctx;
+    if (b->begun)
+        return dkv_err_set(err, DKV_ESTATE, "cuda backend: begin twice");
+    if (!s || !s->model || !s->gpu)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: setup needs a model and a gpu");
+    b->m = *s->model;
+    b->g = *s->gpu;
+    b->on_kernel = b->o.kernel_records ? s->on_kernel : NULL;
+    b->on_kernel_user = s->on_kernel_user;
+    const dkv_model *m = &b->m;
+    if ((m->head_dim != 64 && m->head_dim != 128) || m->hidden % 8 || m->n_heads % m->n_kv_heads)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: model '%s': head_dim must be 64 or 128 and hidden a "
+                           "multiple of 8 (head_dim %u, hidden %u)", m->name, m->head_dim, m->hidden);
+    b->kvbpt = (uint64_t)m->n_layers * 2 * m->n_kv_heads * m->head_dim * sizeof(dkv_bf16);
+    if (dkv_model_kv_bytes_per_token(m) != b->kvbpt)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: model '%s' stores KV in %u-byte elements; the "
+                           "device pool is bf16", m->name, (unsigned)dkv_dtype_bytes(m->kv_dtype));
+    if (m->mask_id >= m->vocab || m->vocab < 2)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: model '%s': mask_id %u >= vocab %u", m->name, m->mask_id,
+                           m->vocab);
+    if (b->o.decode.block_len > DKV_BK_MAX_BLOCK)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: block_len %u > %u", b->o.decode.block_len,
+                           DKV_BK_MAX_BLOCK);
+    b->mask_id = m->mask_id;
+    b->t_begin = bk_now();
+    memset(&b->rep, 0, sizeof b->rep);
+    snprintf(b->rep.device, sizeof b->rep.device, "%s", b->desc);
+    dkv_status st;
+#define STEP(call)                     \
+    do {                               \
+        if ((st = (call)) != DKV_OK) { \
+            teardown(b);               \
+            return st;                 \
+        }                              \
+    } while (0)
+    STEP(dkv_cuda_ctx_new(b->o.device, &b->ctx, err));
+    b->st = dkv_cuda_ctx_stream(b->ctx);
+    b->cp = dkv_cuda_ctx_copy_stream(b->ctx);
+    b->begun = true;
+    STEP(setup_requests(b, err));
+    STEP(dkv_cuda_weights_new(m, b->o.rms_eps > 0 ? b->o.rms_eps : 1e-5f, &b->w, err));
+    STEP(load_weights(b, err));
+    for (int i = 0; i < DKV_BK_EVENTS; i++)
+        if (cudaEventCreate(&b->ev[i]) != cudaSuccess) {
+            teardown(b);
+            return dkv_err_set(err, DKV_EIO, "cuda backend: cudaEventCreate failed");
+        }
+    STEP(bk_scratch_init(b, err));
+    STEP(bk_scratch_reserve(b, b->max_L, b->o.decode.block_len, err));
+    STEP(bk_arena_init(b, err));
+#undef STEP
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    b->rep.mem_total_bytes = tot;
+    b->rep.mem_free_min_bytes = fr;
+    b->rep.weights_bytes = b->w->bytes;
+    b->rep.arena_bytes = b->arena_bytes;
+    b->rep.block_bytes = b->block_bytes;
+    b->rep.arena_blocks = b->n_pool;
+    b->rep.staging_blocks = b->n_staging;
+    b->rep.host_tier_bytes = b->host_bytes;
+    return DKV_OK;
+}
+
+/* ------------------------------------------------------------------ one step */
+
+typedef struct counted {
+    bool have[DKV_KCLASS_N];
+    dkv_kernel_record rec[DKV_KCLASS_N];
+} counted;
+
+static void count_rec(void *user, const dkv_kernel_record *r)
+{
+    counted *c = user;
+    if ((unsigned)r->kind < DKV_KCLASS_N) {
+        c->have[r->kind] = true;
+        c->rec[r->kind] = *r;
+    }
+}
+
+static dkv_status sample_memory(dkv_cuda_backend *b, const dkv_step_plan *plan)
+{
+    if (b->rep.n_series == b->cap_series) {
+        size_t nc = b->cap_series ? 2 * b->cap_series : 1024;
+        dkv_cuda_mem_sample *n = realloc(b->rep.series, nc * sizeof *n);
+        if (!n)
+            return DKV_ENOMEM;
+        b->rep.series = n;
+        b->cap_series = nc;
+    }
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    if (fr < b->rep.mem_free_min_bytes)
+        b->rep.mem_free_min_bytes = fr;
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < plan->n_items; i++)
+        used += b->items[i].n_chain;
+    b->rep.series[b->rep.n_series++] = (dkv_cuda_mem_sample){
+        .step_index = plan->step_index, .time_s = bk_now() - b->t_begin, .free_bytes = fr, .total_bytes = tot,
+        .pool_blocks_used = used, .staging_blocks_used = b->staging_used,
+        .host_bytes_used = (uint64_t)(b->n_slots - b->n_slot_free) * b->slot_bytes};
+    return DKV_OK;
+}
+
+static dkv_status debug_items(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t **before, dkv_err *err)
+{
+    /* what each item computed on: its canvas before the step, with a step 0's block masked */
+    CU(cudaStreamSynchronize(b->st));
+    uint64_t tot = 0;
+    for (uint32_t i = 0; i < plan->n_items; i++)
+        tot += b->rq[b->items[i].req].L;
+    *before = malloc((tot ? tot : 1) * sizeof **before);
+    if (!*before)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+    uint64_t o = 0;
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const bk_item *x = &b->items[i];
+        const bk_req *r = &b->rq[x->req];
+        CU(cudaMemcpy(*before + o, b->d_canvas + r->canvas_off, r->L * 4, cudaMemcpyDeviceToHost));
+        if (plan->items[i].step == 0)
+            for (uint32_t t = 0; t < x->B; t++)
+                (*before)[o + x->s_b + t] = b->mask_id;
+        o += r->L;
+    }
+    return DKV_OK;
+}
+
+static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, const uint32_t *before, dkv_err *err)
+{
+    CU(cudaStreamSynchronize(b->st));
+    const dkv_model *m = &b->m;
+    uint64_t o = 0;
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const bk_item *x = &b->items[i];
+        const dkv_step_item *it = &plan->items[i];
+        const bk_req *r = &b->rq[x->req];
+        size_t nb = it->n_kv_blocks;
+        uint32_t *after = malloc(r->L * 4), *am = malloc(x->B * 4 + 4);
+        float *cf = malloc(x->B * 4 + 4);
+        uint16_t *hid = malloc((size_t)x->B * m->hidden * 2 + 2);
+        uint64_t *offs = malloc((nb ? nb : 1) * 8);
+        dkv_status st = DKV_OK;
+        if (!after || !am || !cf || !hid || !offs)
+            st = dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+        cudaError_t e = cudaSuccess;
+        if (st == DKV_OK && x->R) {
+            uint32_t hrow = x->blk_row;   /* the final-normed logit rows are packed like argmax */
+            e = cudaMemcpy(after, b->d_canvas + r->canvas_off, r->L * 4, cudaMemcpyDeviceToHost);
+            if (e == cudaSuccess)
+                e = cudaMemcpy(am, b->argmax + x->blk_row, x->B * 4, cudaMemcpyDeviceToHost);
+            if (e == cudaSuccess)
+                e = cudaMemcpy(cf, b->conf + x->blk_row, x->B * 4, cudaMemcpyDeviceToHost);
+            if (e == cudaSuccess)
+                e = cudaMemcpy(hid, b->h + (size_t)hrow * m->hidden, (size_t)x->B * m->hidden * 2,
+                               cudaMemcpyDeviceToHost);
+            if (e != cudaSuccess)
+                st = dkv_err_set(err, DKV_EIO, "cuda backend: item report: %s", cudaGetErrorString(e));
+        }
+        if (st == DKV_OK && x->R) {
+            for (size_t j = 0; j < nb; j++)
+                offs[j] = (uint64_t)it->kv_blocks[j] * b->block_bytes;
+            dkv_cuda_item_report rp = {
+                .step_index = plan->step_index, .item = i, .request = it->request, .block = it->block,
+                .step = it->step, .phase = it->phase, .prompt = r->P, .canvas = r->L, .block_start = x->s_b,
+                .block_len = x->B, .q_tokens = it->q_tokens, .kv_tokens = it->kv_tokens,
+                .kv_write_tokens = it->kv_write_tokens, .logit_rows = it->logit_rows, .tokens_before = before + o,
+                .tokens_after = after, .argmax = am, .conf = cf, .hidden = hid, .kv_blocks = it->kv_blocks,
+                .n_kv_blocks = it->n_kv_blocks, .kv_offsets = offs};
+            b->o.on_item(b->o.on_item_user, &rp);
+        }
+        free(after), free(am), free(cf), free(hid), free(offs);
+        if (st != DKV_OK)
+            return st;
+        o += r->L;
+    }
+    return DKV_OK;
+}
+
+static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out, dkv_err *err)
+{
+    dkv_cuda_backend *b = ctx;
+    if (!b->begun)
+        return dkv_err_set(err, DKV_ESTATE, "cuda backend: run_step before begin");
+    double t0 = bk_now();
+    memset(out, 0, sizeof *out);
+    memset(b->launches, 0, sizeof b->launches);
+    b->n_ev = 0;
+    b->ev_fail = false;
+    b->step_pcie_h2d = b->step_pcie_d2h = 0;
+    b->step_n_fetch = 0;
+    b->step_block_epoch = 0;
+    uint32_t T = 0, R = 0, first_epoch = b->epoch;
+    TRY(bk_prepare(b, plan, &T, &R, err));
+    uint32_t *before = NULL;
+    if (b->o.on_item)
+        TRY(debug_items(b, plan, &before, err));
+    dkv_status st;
+    bk_mark(b, (dkv_kernel_class)DKV_BK_STALL);
+    if ((st = bk_xfers_before(b, plan, err)) == DKV_OK && (st = bk_forward(b, plan, T, R, err)) == DKV_OK)
+        st = bk_xfers_device(b, plan, err);
+    bk_mark(b, DKV_KCLASS_N);
+    if (st == DKV_OK && b->ev_fail)
+        st = dkv_err_set(err, DKV_EIO, "cuda backend: recording timing events failed (more than %d segments?)",
+                         DKV_BK_EVENTS);
+    cudaEvent_t end = b->ev[b->n_ev - 1];
+    if (st == DKV_OK)
+        st = bk_xfers_after(b, plan, end, err);
+    cudaError_t e = cudaEventSynchronize(end);
+    if (st == DKV_OK && e != cudaSuccess)
+        st = dkv_err_set(err, DKV_EIO, "cuda backend: step %llu failed on the device: %s",
+                         (unsigned long long)plan->step_index, cudaGetErrorString(e));
+    double t_block = 0;
+    if (st == DKV_OK && b->step_block_epoch) {
+        double tb = bk_now();
+        e = cudaEventSynchronize(b->copies[b->step_block_epoch % BK_COPIES].done);
+        t_block = bk_now() - tb;
+        if (e != cudaSuccess)
+            st = dkv_err_set(err, DKV_EIO, "cuda backend: copy failed: %s", cudaGetErrorString(e));
+    }
+    if (st == DKV_OK && b->o.on_item)
+        st = report_items(b, plan, before, err);
+    free(before);
+    if (st != DKV_OK)
+        return st;
+    double wall = bk_now() - t0;
+
+    /* measured: segments between the events */
+    double cls[DKV_KCLASS_N + 2] = {0}, span = 0;
+    float ms;
+    for (uint32_t k = 0; k + 1 < b->n_ev; k++)
+        if (cudaEventElapsedTime(&ms, b->ev[k], b->ev[k + 1]) == cudaSuccess)
+            cls[b->ev_class[k]] += ms * 1e-3;
+    if (b->n_ev > 1 && cudaEventElapsedTime(&ms, b->ev[0], b->ev[b->n_ev - 1]) == cudaSuccess)
+        span = ms * 1e-3;
+    double stall = cls[DKV_BK_STALL], pcie = 0;
+    for (uint32_t ep = first_epoch + 1; ep <= b->epoch; ep++) {   /* this step's copies that are done */
+        bk_copy *c = &b->copies[ep % BK_COPIES];
+        if (cudaEventQuery(c->done) == cudaSuccess && cudaEventElapsedTime(&ms, c->start, c->done) == cudaSuccess)
+            pcie += ms * 1e-3;
+    }
+    /* counted: the cost model's FLOPs and bytes of the same plan */
+    counted cn;
+    memset(&cn, 0, sizeof cn);
+    dkv_sim_options so = dkv_sim_options_default();
+    so.kernel_records = true;
+    dkv_step_cost sc;
+    TRY(dkv_sim_cost_plan(&b->m, &b->g, &so, plan, &sc, count_rec, &cn, err));
+    uint32_t n_k = 0;
+    for (int c = 0; c < DKV_KCLASS_N; c++) {
+        n_k += b->launches[c];
+        if (!b->on_kernel || (!b->launches[c] && !cn.have[c]))
+            continue;
+        dkv_kernel_record r = {.step_index = plan->step_index, .kind = (dkv_kernel_class)c, .layer = UINT32_MAX,
+                               .n_launches = b->launches[c], .time_s = b->o.class_timing ? cls[c] : NAN,
+                               .flops = cn.rec[c].flops, .read_bytes = cn.rec[c].read_bytes,
+                               .write_bytes = cn.rec[c].write_bytes};
+        b->on_kernel(b->on_kernel_user, &r);
+    }
+    out->time_s = wall;
+    out->compute_s = span - stall > 0 ? span - stall : 0;
+    out->pcie_s = pcie;
+    out->stall_s = stall + t_block;
+    out->flops = sc.flops;
+    out->hbm_read_bytes = sc.hbm_read_bytes;
+    out->hbm_write_bytes = sc.hbm_write_bytes;
+    out->pcie_h2d_bytes = b->step_pcie_h2d;
+    out->pcie_d2h_bytes = b->step_pcie_d2h;
+    out->n_kernels = n_k;
+    out->flops_util = out->compute_s > 0 ? out->flops / (out->compute_s * b->g.flops_bf16) : 0;
+    out->bw_util = out->compute_s > 0
+                       ? (double)(out->hbm_read_bytes + out->hbm_write_bytes) / (out->compute_s * b->g.hbm_bw) : 0;
+    b->rep.steps++;
+    b->rep.items += plan->n_items;
+    b->rep.gpu_time_s += span;
+    b->rep.wall_time_s += wall;
+    if (sample_memory(b, plan) != DKV_OK)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory (memory series)");
+    /* requests whose last step this was give their host slot back (later copies are ordered after) */
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const dkv_step_item *it = &plan->items[i];
+        bk_req *r = &b->rq[it->request];
+        if (r->host_slot >= 0 && it->block + 1 == r->n_blocks && it->step + 1 >= r->S) {
+            b->slot_free[b->n_slot_free++] = r->host_slot;
+            r->host_slot = -1;
+        }
+    }
+    return DKV_OK;
+}
+
+static void bk_end(void *ctx)
+{
+    dkv_cuda_backend *b = ctx;
+    if (!b->begun)
+        return;
+    bk_copies_reap(b, true);
+    b->rep.scratch_bytes = b->scratch_bytes;
+    if (b->o.report) {
+        dkv_cuda_backend_report_clear(b->o.report);
+        *b->o.report = b->rep;   /* the series moves to the caller */
+        b->rep.series = NULL;
+        b->rep.n_series = 0;
+        b->cap_series = 0;
+    }
+    teardown(b);
+}
+
+static void bk_free(void *ctx)
+{
+    dkv_cuda_backend *b = ctx;
+    if (!b)
+        return;
+    if (b->begun || b->ctx || b->rq)
+        teardown(b);
+    free(b->rep.series);
+    free(b);
+}
+
+static const dkv_backend_i cuda_iface = {
+    .name = "cuda", .begin = bk_begin, .run_step = bk_run_step, .end = bk_end, .free = bk_free,
+};
+
+dkv_status dkv_cuda_backend_new(const dkv_cuda_backend_options *o, dkv_backend *out, dkv_err *err)
+{
+    out->iface = NULL;
+    out->ctx = NULL;
+    if (!o || !o->workload)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.workload is required");
+    if (o->block_tokens == 0 || o->arena_blocks == 0 || o->arena_blocks > UINT32_MAX / 2)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.block_tokens (%u) and arena_blocks (%llu) must be > 0",
+                           o->block_tokens, (unsigned long long)o->arena_blocks);
+    if (o->decode.block_len == 0)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.decode.block_len must be > 0");
+    char desc[160] = "";
+    TRY(dkv_cuda_probe(desc, sizeof desc, err));
+    dkv_cuda_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+    b->o = *o;
+    snprintf(b->desc, sizeof b->desc, "%s", desc);
+    out->iface = &cuda_iface;
+    out->ctx = b;
+    return DKV_OK;
+}
+
+void *dkv_cuda_backend_block_ptr(const dkv_backend *be, uint32_t block)
+{
+    if (!be || be->iface != &cuda_iface)
+        return NULL;
+    const dkv_cuda_backend *b = be->ctx;
+    if (!b->arena || block >= b->n_pool)
+        return NULL;
+    return (char *)b->arena + (uint64_t)block * b->block_bytes;
+}
+
+uint64_t dkv_cuda_backend_block_bytes(const dkv_backend *be)
+{
+    if (!be || be->iface != &cuda_iface)
+        return 0;
+    return ((const dkv_cuda_backend *)be->ctx)->block_bytes;
+}

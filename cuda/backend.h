@@ -1,0 +1,169 @@
+/* backend.h - the CUDA backend: the engine's step plans executed by real kernels on one GPU.
+ *
+ * The engine (core/engine) decides what happens; this backend runs it (DESIGN.md, "One engine,
+ * two backends") behind the same vtable as the simulator (engine/backend.h), so one
+ * configuration runs through either and the two are compared line by line.
+ *
+ *     dkv_cuda_backend_options o = dkv_cuda_backend_options_default();
+ *     o.workload = w; o.decode = ec.decode; o.block_tokens = 32; o.arena_blocks = n;
+ *     dkv_backend be;
+ *     if (dkv_cuda_backend_new(&o, &be, &err) != DKV_OK) ...;     // DKV_ENODEV without a GPU
+ *     ec.backend = &be;  dkv_engine_run(&ec, &res, &err);
+ *     dkv_backend_free(&be);
+ *
+ * ---- What begin sets up (device memory, all plain cudaMalloc) ----
+ *   weights   bf16 at the model's shapes: seeded random (dkv_cuda_weights_randomize), or
+ *             options.ref_weights uploaded, or read from safetensors shards (core/io);
+ *   arena     ONE cudaMalloc: [pool: arena_blocks blocks | staging: staging_blocks blocks |
+ *             1 discard block].  Pool block id b (the engine's core/mem block pool id, from the
+ *             plan's kv_blocks) lives at byte b * block_bytes: the block pool's own numbering,
+ *             so the device takes exactly the blocks the simulator's run takes.  block_bytes =
+ *             block_tokens * KV bytes per token of all layers (dkv_cuda.h's block layout, either
+ *             layout); staging blocks hold KV fetched from the host tier for positions a request
+ *             no longer holds on the device;
+ *   scratch   activations of the largest step (grown on demand), attention workspaces;
+ *   canvases  every request's tokens (prompt: seeded random ids, generation: mask_id);
+ *   host tier pinned host memory (options.host_bytes) for offloaded KV, one slot per request.
+ *
+ * ---- One step (run_step) ----
+ * All items of the plan run in ONE forward: the q rows of every item are concatenated and every
+ * GEMM (QKV, O, gate+up, down) runs once over all of them; RoPE, norms and the KV store are one
+ * launch per layer over all rows (the store writes through one block table made of every item's
+ * kv_blocks); attention runs per item over its own block table (Refresh: dense cuBLAS for long
+ * canvases; Reuse: the paged kernel, items spread over attn_streams streams); the LM head runs
+ * over the logit rows of all items in chunks of min(plan.max_logit_rows, max_logit_rows).  Each
+ * item honours DESIGN.md's table exactly: q rows computed, a keys attended (of which the
+ * cached ones come from the pool), w KV rows stored (dual/prefix: into the pool at their
+ * positions; sparse selecting step: k retained rows per head packed into the pool's slots),
+ * logit_rows rows through the LM head.  After the LM head each item unmasks the most confident
+ * masked positions of its block (ceil(masked / steps left), steps from decode.steps_per_block or
+ * the request's own; at least 1), on the device.
+ *
+ * Transfers (plan.xfers, progressive or plain offload): OFFLOAD copies pcie_bytes of the
+ * request's last pool blocks (those the engine frees after the step) to its host slot; COMPRESS
+ * projects device_bytes of the blocks before those to low rank (cuda/lowrank.h, rank
+ * round(ratio * head_dim) per head vector) and copies the projection; FETCH copies pcie_bytes
+ * from the host slot into staging blocks mapped to the positions the request no longer holds;
+ * REORDER runs the layout reorder kernel over device_bytes of the item's blocks.  Copies run on
+ * the copy stream: a FETCH before the step's kernels (the compute stream waits for it), an
+ * OFFLOAD/COMPRESS after them, overlapping the next step; `blocking` orders are waited for at
+ * the end of the step.  Release is stream-ordered: a pool block read by a copy still in flight
+ * is written again only after the copy's event (the compute stream waits on it).
+ * Offloaded positions are read back raw from the host slot; positions the engine holds as a
+ * low-rank approximation are fetched as bytes but not decompressed (docs/GPU.md).
+ *
+ * ---- What it measures ----
+ * Per step: wall time (host clock, run_step entry to the step's completion: the engine's clock
+ * advances by it), GPU time between events at the step's start and end, CUDA events around
+ * every kernel class (options.class_timing), copy-stream time; FLOPs and HBM bytes as the
+ * engine's cost model counts them (sim/sim.h's formulas for the same plan); PCIe bytes as
+ * copied.  Per kernel class and step one dkv_kernel_record (layer = UINT32_MAX), the same
+ * records the simulator emits, with measured time_s and real launch counts.  cudaMemGetInfo
+ * and the arena's use after every step (dkv_cuda_backend_report).
+ *
+ * Ownership: options' pointers are borrowed and must outlive the backend's begin..end.
+ */
+#ifndef DKV_CUDA_BACKEND_H
+#define DKV_CUDA_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda/dkv_cuda.h"
+#include "decode/decode.h"
+#include "engine/backend.h"
+#include "ref/ref.h"
+#include "workload/workload.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the on_item hook sees after each item of a step (debugging and tests).  Arrays are
+ * host copies, valid during the call. */
+typedef struct dkv_cuda_item_report {
+    uint64_t        step_index;
+    uint32_t        item;            /* index in the plan */
+    uint32_t        request, block, step;
+    uint8_t         phase;           /* DKV_STEP_* */
+    uint32_t        prompt, canvas, block_start, block_len;
+    uint32_t        q_tokens, kv_tokens, kv_write_tokens, logit_rows;
+    const uint32_t *tokens_before;   /* (canvas) tokens the step computed on */
+    const uint32_t *tokens_after;    /* (canvas) after the unmask */
+    const uint32_t *argmax;          /* (block_len) LM-head argmax of the block's rows */
+    const float    *conf;            /* (block_len) its softmax probability */
+    const uint16_t *hidden;          /* (block_len, hidden) bf16: final-normed block rows */
+    const uint32_t *kv_blocks;       /* the plan's block ids (n_kv_blocks) */
+    uint32_t        n_kv_blocks;
+    const uint64_t *kv_offsets;      /* their byte offsets in the arena, as the kernels used them */
+} dkv_cuda_item_report;
+typedef void (*dkv_cuda_item_fn)(void *user, const dkv_cuda_item_report *r);
+
+/* One sample of device memory, taken after each step. */
+typedef struct dkv_cuda_mem_sample {
+    uint64_t step_index;
+    double   time_s;                 /* host clock since begin */
+    uint64_t free_bytes, total_bytes;/* cudaMemGetInfo */
+    uint32_t pool_blocks_used;       /* distinct pool blocks the step's items held */
+    uint32_t staging_blocks_used;
+    uint64_t host_bytes_used;        /* host tier slots in use, bytes */
+} dkv_cuda_mem_sample;
+
+/* What the backend reports at end() (caller-owned; series is malloc'ed and owned by the
+ * report: free it with dkv_cuda_backend_report_clear). */
+typedef struct dkv_cuda_backend_report {
+    char     device[160];            /* dkv_cuda_probe's description */
+    uint64_t weights_bytes, arena_bytes, block_bytes, scratch_bytes, host_tier_bytes;
+    uint64_t arena_blocks, staging_blocks;
+    uint64_t mem_total_bytes, mem_free_min_bytes; /* cudaMemGetInfo: total, least free seen */
+    uint64_t steps, items;
+    double   gpu_time_s, wall_time_s, copy_time_s;
+    uint64_t pcie_h2d_bytes, pcie_d2h_bytes;
+    uint64_t xfer_h2d_counted, xfer_d2h_counted;  /* the plan's pcie_bytes, for comparison */
+    double   compress_err_sum;       /* sum of the relative reconstruction errors of COMPRESS orders */
+    uint64_t n_compress;
+    dkv_cuda_mem_sample *series;
+    size_t   n_series;
+} dkv_cuda_backend_report;
+void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r);
+
+typedef struct dkv_cuda_backend_options {
+    int                 device;          /* CUDA device ordinal (0) */
+    const dkv_workload *workload;        /* required, borrowed: P and G of item.request */
+    dkv_decode_cfg      decode;          /* cache mode, block_len, steps, logits (the engine's) */
+    uint32_t            block_tokens;    /* tokens per pool block (required) */
+    uint64_t            arena_blocks;    /* pool blocks: every plan block id must be below (required) */
+    uint64_t            staging_blocks;  /* blocks for fetched KV (0: fetch orders fail) */
+    uint64_t            host_bytes;      /* pinned host tier (0: offload orders fail) */
+    dkv_kv_layout       layout;          /* KV layout inside a block */
+    uint64_t            seed;            /* random weights and prompt tokens (1) */
+    const dkv_ref_weights *ref_weights;  /* borrowed: upload these instead of random weights */
+    const char *const  *weight_files;    /* safetensors shards (borrowed), n_weight_files > 0 */
+    uint32_t            n_weight_files;
+    float               rms_eps;         /* 1e-5 (LLaDA) */
+    uint32_t            max_logit_rows;  /* device cap on rows per LM-head pass (1024) */
+    uint32_t            attn_streams;    /* streams for per-item Reuse attention (4; 1 = serial) */
+    bool                class_timing;    /* events around each kernel class (true) */
+    bool                kernel_records;  /* emit dkv_kernel_records through setup.on_kernel (true) */
+    dkv_cuda_item_fn    on_item;         /* optional: synchronises after every step */
+    void               *on_item_user;
+    dkv_cuda_backend_report *report;     /* optional: filled at end() */
+} dkv_cuda_backend_options;
+
+dkv_cuda_backend_options dkv_cuda_backend_options_default(void);
+
+/* Creates the backend (nothing on the device yet: begin allocates).  Checks the options and
+ * probes the device: DKV_ENODEV with the reason when there is no usable GPU. */
+dkv_status dkv_cuda_backend_new(const dkv_cuda_backend_options *o, dkv_backend *out, dkv_err *err);
+
+/* Introspection for tests (valid between begin and end): the arena base and block size, and
+ * the device address of pool block id (NULL when out of range). */
+void *dkv_cuda_backend_block_ptr(const dkv_backend *be, uint32_t block);
+uint64_t dkv_cuda_backend_block_bytes(const dkv_backend *be);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

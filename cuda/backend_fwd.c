@@ -1,0 +1,465 @@
+/* backend_fwd.c - the CUDA backend's batched forward: the rows of every item of a plan in one
+ * pass (GEMMs, norms, RoPE and the KV store once per layer over all rows; attention per item
+ * over its own block table), then the LM head over all logit rows and the unmask. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/backend_internal.h"
+
+#define TRY(call)                          \
+    do {                                   \
+        dkv_status s_ = (call);            \
+        if (s_ != DKV_OK)                  \
+            return s_;                     \
+    } while (0)
+#define CU(call)                                                                                      \
+    do {                                                                                              \
+        cudaError_t e_ = (call);                                                                      \
+        if (e_ != cudaSuccess)                                                                        \
+            return dkv_err_set(err, DKV_EIO, "cuda backend: %s:%d: %s: %s", __FILE__, __LINE__, #call, \
+                               cudaGetErrorString(e_));                                               \
+    } while (0)
+
+#define DENSE_MIN_TOKENS 128   /* Refresh attention from this many rows through batched GEMMs (forward.c) */
+#define AL(x) (((x) + 255) / 256 * 256)
+
+/* ------------------------------------------------------------------ scratch */
+
+dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    uint32_t Lmax = b->max_L, H = m->n_heads, Hkv = m->n_kv_heads, D = m->head_dim, B = b->o.decode.block_len;
+    b->n_side = b->o.attn_streams > 1 ? b->o.attn_streams : 0;
+    if (b->n_side > DKV_BK_MAX_STREAMS)
+        b->n_side = DKV_BK_MAX_STREAMS;
+    for (uint32_t q = 1; q <= Lmax; q++) {
+        size_t x = dkv_cuda_attention_workspace_bytes(q, H, D, 2 * Lmax);
+        b->attn_ws_bytes = x > b->attn_ws_bytes ? x : b->attn_ws_bytes;
+    }
+    size_t per_head = dkv_cuda_attention_dense_workspace_bytes(Lmax, Lmax, 1);
+    uint32_t G = H / Hkv, heads = (uint32_t)((256u << 20) / per_head);
+    heads = heads > H ? H : heads < G ? G : heads;
+    b->dense_ws_bytes = per_head * heads;
+    b->logit_chunk = b->o.max_logit_rows ? b->o.max_logit_rows : 1024;
+    size_t n_ws = b->n_side + 1;
+    size_t sz[] = {AL(b->attn_ws_bytes) * n_ws, AL(b->dense_ws_bytes), AL((size_t)Hkv * Lmax * 4),
+                   AL((size_t)2 * B * H * 4), AL((size_t)Hkv * Lmax * 4), AL((size_t)b->logit_chunk * m->vocab * 4)};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
+        total += sz[i];
+    CU(cudaMalloc(&b->ws_mem, total));
+    char *p = b->ws_mem;
+    for (size_t i = 0; i < n_ws; i++)
+        b->attn_ws[i] = (float *)(p + i * AL(b->attn_ws_bytes));
+    p += sz[0];
+    b->dense_ws = p, p += sz[1];
+    b->score = (float *)p, p += sz[2];
+    b->score_ws = (float *)p, p += sz[3];
+    b->sel = (uint32_t *)p, p += sz[4];
+    b->logits = (float *)p;
+    b->scratch_bytes = total;
+    for (uint32_t i = 0; i < b->n_side; i++) {
+        CU(cudaStreamCreateWithFlags(&b->side[i], cudaStreamNonBlocking));
+        CU(cudaEventCreateWithFlags(&b->join[i], cudaEventDisableTiming));
+    }
+    CU(cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming));
+    return DKV_OK;
+}
+
+dkv_status bk_scratch_reserve(dkv_cuda_backend *b, uint32_t T, uint32_t R, dkv_err *err)
+{
+    if (T <= b->cap_T && R <= b->cap_R && b->act_mem)
+        return DKV_OK;
+    const dkv_model *m = &b->m;
+    uint32_t nT = T > b->cap_T ? T + T / 4 : b->cap_T, nR = R > b->cap_R ? R + R / 4 : b->cap_R;
+    if (nR < 1)
+        nR = 1;
+    size_t C = m->hidden, F = m->ffn, QD = (size_t)m->n_heads * m->head_dim,
+           QKV = QD + 2 * (size_t)m->n_kv_heads * m->head_dim;
+    size_t sz[] = {AL(nT * C * 2), AL(nT * C * 2), AL(nT * QKV * 2), AL(nT * QD * 2), AL(nT * 2 * F * 2),
+                   AL(nT * F * 2), AL((size_t)nR * 4), AL((size_t)nR * 4)};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
+        total += sz[i];
+    CU(cudaStreamSynchronize(b->st));
+    if (b->act_mem) {
+        b->scratch_bytes -= (uint64_t)b->cap_bytes_act;
+        cudaFree(b->act_mem);
+        b->act_mem = NULL;
+    }
+    cudaError_t e = cudaMalloc(&b->act_mem, total);
+    if (e != cudaSuccess)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: activations for %u rows (%zu bytes): %s", nT, total,
+                           cudaGetErrorString(e));
+    char *p = b->act_mem;
+    dkv_bf16 **bf[] = {&b->x, &b->h, &b->qkv, &b->att, &b->gu, &b->ff};
+    for (int i = 0; i < 6; i++)
+        *bf[i] = (dkv_bf16 *)p, p += sz[i];
+    b->argmax = (uint32_t *)p, p += sz[6];
+    b->conf = (float *)p;
+    b->cap_T = nT, b->cap_R = nR;
+    b->cap_bytes_act = total;
+    b->scratch_bytes += total;
+    return DKV_OK;
+}
+
+void bk_scratch_free(dkv_cuda_backend *b)
+{
+    for (uint32_t i = 0; i < b->n_side; i++) {
+        if (b->side[i]) {
+            cudaStreamSynchronize(b->side[i]);
+            cudaStreamDestroy(b->side[i]);
+        }
+        if (b->join[i])
+            cudaEventDestroy(b->join[i]);
+        b->side[i] = NULL, b->join[i] = NULL;
+    }
+    if (b->fork)
+        cudaEventDestroy(b->fork);
+    b->fork = NULL;
+    cudaFree(b->act_mem);
+    cudaFree(b->ws_mem);
+    b->act_mem = b->ws_mem = NULL;
+    b->cap_T = b->cap_R = 0;
+}
+
+/* ------------------------------------------------------------------ timing marks */
+
+void bk_mark(dkv_cuda_backend *b, dkv_kernel_class c)
+{
+    bool edge = b->n_ev == 0 || c == DKV_KCLASS_N || b->ev_class[b->n_ev - 1] == DKV_BK_STALL;
+    if (!edge && !b->o.class_timing)
+        return;
+    if (b->n_ev > 0 && b->ev_class[b->n_ev - 1] == (uint8_t)c)
+        return;   /* the segment goes on */
+    if (b->n_ev >= DKV_BK_EVENTS) {
+        b->ev_fail = true;
+        return;
+    }
+    if (cudaEventRecord(b->ev[b->n_ev], b->st) != cudaSuccess)
+        b->ev_fail = true;
+    b->ev_class[b->n_ev++] = (uint8_t)c;
+}
+
+/* ------------------------------------------------------------------ the step's items */
+
+static dkv_status ensure_meta(dkv_cuda_backend *b, size_t bytes, dkv_err *err)
+{
+    if (bytes <= b->cap_meta)
+        return DKV_OK;
+    size_t nb = bytes + bytes / 2 + 4096;
+    CU(cudaStreamSynchronize(b->st));
+    cudaFreeHost(b->h_meta);
+    cudaFree(b->d_meta);
+    b->h_meta = b->d_meta = NULL;
+    b->cap_meta = 0;
+    CU(cudaMallocHost(&b->h_meta, nb));
+    CU(cudaMalloc(&b->d_meta, nb));
+    b->cap_meta = nb;
+    return DKV_OK;
+}
+
+static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d); }
+
+/* The item's computation from its token counts (DESIGN.md's table), checked against the mode. */
+static dkv_status plan_item(dkv_cuda_backend *b, const dkv_step_item *it, uint32_t i, bk_item *x, dkv_err *err)
+{
+    const dkv_decode_cfg *dc = &b->o.decode;
+    if (it->request >= b->n_rq)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u: request %u is not in the workload (%zu requests)",
+                           i, it->request, b->n_rq);
+    const bk_req *r = &b->rq[it->request];
+    uint32_t B = dc->block_len, L = r->L;
+    if (it->block >= r->n_blocks)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u: request %u has %u blocks, the plan runs block %u",
+                           i, it->request, r->n_blocks, it->block);
+    memset(x, 0, sizeof *x);
+    x->req = it->request;
+    x->s_b = r->P + it->block * B;
+    x->B = B;
+    x->nq = it->q_tokens;
+    x->refresh = it->phase == DKV_STEP_REFRESH;
+    uint32_t a = it->kv_tokens, w = it->kv_write_tokens, cached = it->kv_cached_tokens;
+    if (x->refresh) {
+        if (x->nq != L || a != L)
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u (request %u): a Refresh computes and attends "
+                               "the canvas (q = a = L = %u), the plan has q = %u, a = %u", i, it->request, L, x->nq, a);
+        x->q0 = 0, x->cache = DKV_KV_SRC_NONE, x->n_own = L;
+        if (w > 0 && dc->cache == DKV_CACHE_SPARSE) {
+            if (w > L - B)
+                return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u: sparse selection keeps %u of %u tokens "
+                                   "outside the block", i, w, L - B);
+            x->write = BK_W_SELECT, x->keep = w, x->need_tokens = w;
+            x->shared_set = dc->shared_set;
+        } else if (w > 0) {
+            if (w > L)
+                return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u: writes %u > canvas %u", i, w, L);
+            x->write = BK_W_STORE, x->w_lo = 0, x->w_n = w, x->need_tokens = w;
+        }
+    } else {
+        x->q0 = x->s_b;
+        if (x->q0 + x->nq > L || cached > a)
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u (request %u): Reuse rows [%u, %u) and cached "
+                               "%u of %u keys do not fit a canvas of %u", i, it->request, x->q0, x->q0 + x->nq,
+                               cached, a, L);
+        if (w > 0) {   /* dual: the block's KV in place first, then every key from the pool */
+            if (w > x->nq || a > L)
+                return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u: in-place write of %u rows with %u "
+                                   "computed and %u attended", i, w, x->nq, a);
+            x->write = BK_W_STORE, x->w_lo = x->s_b, x->w_n = w;
+            x->cache = DKV_KV_SRC_PAGED, x->n_cache = a, x->n_own = 0;
+            x->need_tokens = a > x->s_b + w ? a : x->s_b + w;
+        } else {       /* prefix: cached prefix + own rows; sparse: retained slots + own block */
+            if (a - cached != x->nq)
+                return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u (request %u): attends %u computed keys "
+                                   "but computes %u rows", i, it->request, a - cached, x->nq);
+            x->cache = cached ? DKV_KV_SRC_PAGED : DKV_KV_SRC_NONE;
+            x->n_cache = cached, x->n_own = x->nq, x->need_tokens = cached;
+        }
+    }
+    x->R = it->logit_rows;
+    if (x->R != 0 && x->R != x->nq && x->R != B)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u: %u logit rows are neither the block (%u) nor the "
+                           "computed rows (%u)", i, x->R, B, x->nq);
+    if (x->R && (x->s_b < x->q0 || x->s_b + B > x->q0 + x->nq))
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u: the block [%u, %u) is not among the computed rows",
+                           i, x->s_b, x->s_b + B);
+    return DKV_OK;
+}
+
+dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *T_out, uint32_t *R_out, dkv_err *err)
+{
+    uint32_t n = plan->n_items, bt = b->o.block_tokens;
+    if (n > b->cap_items) {
+        bk_item *ni = realloc(b->items, (size_t)n * 2 * sizeof *ni);
+        if (!ni)
+            return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+        b->items = ni;
+        b->cap_items = (size_t)n * 2;
+    }
+    uint32_t T = 0, R = 0, NB = 1;
+    b->staging_used = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        bk_item *x = &b->items[i];
+        TRY(plan_item(b, &plan->items[i], i, x, err));
+        x->off = T, x->lr = R;
+        T += x->nq, R += x->R;
+        x->blk_row = x->lr + (x->R == x->nq ? x->s_b - x->q0 : 0);
+        x->tb = NB;
+        x->n_tb = cdiv(x->need_tokens, bt);
+        x->n_chain = plan->items[i].n_kv_blocks < x->n_tb ? plan->items[i].n_kv_blocks : x->n_tb;
+        if (x->n_tb > 0 && x->n_chain > 0 && !plan->items[i].kv_blocks)
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u (request %u) holds %u pool blocks but the plan "
+                               "gives no block ids (kv_blocks): the engine must run a block pool (mem.kind "
+                               "'blockpool')", i, plan->items[i].request, plan->items[i].n_kv_blocks);
+        NB += x->n_tb;
+    }
+    TRY(bk_scratch_reserve(b, T, R, err));
+    size_t off_pos = 0, off_spos = AL((size_t)T * 4), off_tab = off_spos + AL((size_t)T * 4),
+           off_items = off_tab + AL((size_t)NB * 4), bytes = off_items + (size_t)n * sizeof(dkv_bk_item);
+    TRY(ensure_meta(b, bytes, err));
+    char *hm = b->h_meta;
+    uint32_t *pos = (uint32_t *)(hm + off_pos), *spos = (uint32_t *)(hm + off_spos), *tab = (uint32_t *)(hm + off_tab);
+    dkv_bk_item *hit = (dkv_bk_item *)(hm + off_items);
+    tab[0] = b->discard;
+    for (uint32_t i = 0; i < n; i++) {
+        bk_item *x = &b->items[i];
+        const dkv_step_item *it = &plan->items[i];
+        bk_req *r = &b->rq[x->req];
+        for (uint32_t j = 0; j < x->n_chain; j++) {
+            uint32_t id = it->kv_blocks[j];
+            if (id >= b->n_pool)
+                return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u (request %u): pool block %u is outside the "
+                                   "device arena (%u blocks; options.arena_blocks)", i, x->req, id, b->n_pool);
+            tab[x->tb + j] = id;
+        }
+        if (x->n_tb > x->n_chain) {   /* positions the request no longer holds: staging blocks */
+            uint32_t first = bk_staging_take(b, x->n_tb - x->n_chain);
+            if (first == UINT32_MAX)
+                return dkv_err_set(err, DKV_ENOMEM, "cuda backend: item %u (request %u) needs %u staging blocks for "
+                                   "KV it does not hold on the device; %u of %u are left (options.staging_blocks)",
+                                   i, x->req, x->n_tb - x->n_chain, b->n_staging - b->staging_used + (x->n_tb - x->n_chain),
+                                   b->n_staging);
+            for (uint32_t j = x->n_chain; j < x->n_tb; j++)
+                tab[x->tb + j] = first + (j - x->n_chain);
+        }
+        for (uint32_t t = 0; t < x->nq; t++) {
+            uint32_t p = x->q0 + t, row = x->off + t;
+            pos[row] = p;
+            bool wr = x->write == BK_W_STORE && p >= x->w_lo && p < x->w_lo + x->w_n;
+            spos[row] = wr ? x->tb * bt + p : row % bt;
+        }
+        /* the unmask rule, mirrored on the host: ceil(masked / steps left) per step */
+        if (it->step == 0 || r->cur_block != it->block) {
+            r->cur_block = it->block;
+            r->masked = x->B;
+        }
+        uint32_t left = it->step < r->S ? r->S - it->step : 1, nu = x->R ? (r->masked + left - 1) / left : 0;
+        if (nu > r->masked)
+            nu = r->masked;
+        r->masked -= nu;
+        hit[i] = (dkv_bk_item){.tokens = b->d_canvas + r->canvas_off, .block_start = x->s_b, .block_len = x->B,
+                               .reset = it->step == 0, .n_unmask = nu, .logit_row = x->blk_row};
+    }
+    char *dm = b->d_meta;
+    b->d_pos = (uint32_t *)(dm + off_pos), b->d_spos = (uint32_t *)(dm + off_spos);
+    b->d_table = (uint32_t *)(dm + off_tab), b->d_items = (dkv_bk_item *)(dm + off_items);
+    CU(cudaMemcpyAsync(b->d_meta, b->h_meta, bytes, cudaMemcpyHostToDevice, b->st));
+    *T_out = T, *R_out = R;
+    return DKV_OK;
+}
+
+/* ------------------------------------------------------------------ the forward */
+
+static dkv_status attention(dkv_cuda_backend *b, const bk_item *x, uint32_t l, cudaStream_t s, float *ws,
+                            dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    uint32_t D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, QD = H * D, KD = Hkv * D, QKV = QD + 2 * KD;
+    dkv_bf16 *q = b->qkv + (size_t)x->off * QKV, *k = q + QD, *v = q + QD + KD, *out = b->att + (size_t)x->off * QD;
+    if (x->cache == DKV_KV_SRC_NONE && x->nq >= DENSE_MIN_TOKENS) {
+        b->launches[DKV_KCLASS_ATTN] += 3;
+        return dkv_cuda_attention_dense(b->ctx, out, QD, q, QKV, k, v, QKV, x->nq, x->n_own, H, Hkv, D, b->dense_ws,
+                                        b->dense_ws_bytes, err);
+    }
+    dkv_cuda_attn_args at = {.out = out, .q = q, .ldq = QKV, .ldo = QD, .Tq = x->nq, .n_heads = H, .n_kv_heads = Hkv,
+                             .head_dim = D, .k_own = k, .v_own = v, .ld_own = QKV, .n_own = x->n_own,
+                             .workspace = ws, .workspace_bytes = b->attn_ws_bytes};
+    at.cache.kind = x->cache;
+    at.cache.n_tokens = x->n_cache;
+    if (x->cache == DKV_KV_SRC_PAGED)
+        at.cache.pool = &b->pool, at.cache.block_table = b->d_table + x->tb, at.cache.layer = l;
+    b->launches[DKV_KCLASS_ATTN] += 2;
+    return dkv_cuda_attention(&at, s, err);
+}
+
+static dkv_status layer_attention(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
+{
+    /* Refresh items (and everything without side streams) on the compute stream */
+    uint32_t n_side_items = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const bk_item *x = &b->items[i];
+        if (b->n_side && x->cache == DKV_KV_SRC_PAGED) {
+            n_side_items++;
+            continue;
+        }
+        TRY(attention(b, x, l, b->st, b->attn_ws[b->n_side], err));
+    }
+    if (!n_side_items)
+        return DKV_OK;
+    CU(cudaEventRecord(b->fork, b->st));
+    uint32_t used = n_side_items < b->n_side ? n_side_items : b->n_side;
+    for (uint32_t s = 0; s < used; s++)
+        CU(cudaStreamWaitEvent(b->side[s], b->fork, 0));
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const bk_item *x = &b->items[i];
+        if (x->cache != DKV_KV_SRC_PAGED)
+            continue;
+        uint32_t s = j++ % b->n_side;
+        TRY(attention(b, x, l, b->side[s], b->attn_ws[s], err));
+    }
+    for (uint32_t s = 0; s < used; s++) {
+        CU(cudaEventRecord(b->join[s], b->side[s]));
+        CU(cudaStreamWaitEvent(b->st, b->join[s], 0));
+    }
+    return DKV_OK;
+}
+
+static dkv_status layer_select(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    uint32_t D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, QD = H * D, KD = Hkv * D, QKV = QD + 2 * KD;
+    for (uint32_t i = 0; i < n; i++) {
+        const bk_item *x = &b->items[i];
+        if (x->write != BK_W_SELECT)
+            continue;
+        dkv_bf16 *q = b->qkv + (size_t)x->off * QKV, *k = q + QD, *v = q + QD + KD;
+        TRY(dkv_cuda_attn_scores(b->score, q + (size_t)(x->s_b - x->q0) * QKV, QKV, x->B, k, QKV, x->nq, H, Hkv, D,
+                                 b->score_ws, b->st, err));
+        TRY(dkv_cuda_topk(b->sel, b->score, Hkv, x->nq, x->keep, x->s_b - x->q0, x->s_b - x->q0 + x->B, x->shared_set,
+                          b->st, err));
+        TRY(dkv_bk_pack_paged(&b->pool, b->d_table + x->tb, l, k, v, QKV, b->sel, x->keep, x->shared_set, b->st, err));
+        b->launches[DKV_KCLASS_KV_GATHER] += 3;
+    }
+    return DKV_OK;
+}
+
+dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T, uint32_t R, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    const dkv_cuda_weights *w = b->w;
+    cudaStream_t st = b->st;
+    uint32_t n = plan->n_items, C = m->hidden, F = m->ffn, D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads,
+             QD = H * D, QKV = QD + 2 * Hkv * D;
+    bool any_store = false, any_select = false;
+    for (uint32_t i = 0; i < n; i++) {
+        any_store |= b->items[i].write == BK_W_STORE;
+        any_select |= b->items[i].write == BK_W_SELECT;
+    }
+    uint32_t *launch = b->launches;
+    bk_mark(b, DKV_KCLASS_ELEMENTWISE);
+    TRY(dkv_bk_reset(b->d_items, n, b->mask_id, st, err));
+    for (uint32_t i = 0; i < n; i++) {
+        const bk_item *x = &b->items[i];
+        TRY(dkv_cuda_embedding(b->x + (size_t)x->off * C, b->d_canvas + b->rq[x->req].canvas_off + x->q0, w->wte,
+                               x->nq, C, m->vocab, st, err));
+    }
+    launch[DKV_KCLASS_ELEMENTWISE] += 1 + n;
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const dkv_cuda_layer *Ly = &w->layers[l];
+        bk_mark(b, DKV_KCLASS_ELEMENTWISE);
+        TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
+        bk_mark(b, DKV_KCLASS_QKV);
+        TRY(dkv_cuda_gemm(b->ctx, b->qkv, b->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
+        bk_mark(b, DKV_KCLASS_ELEMENTWISE);
+        TRY(dkv_cuda_rope(b->qkv, QKV, b->d_pos, T, H + Hkv, D, (float)m->rope_theta, st, err));
+        launch[DKV_KCLASS_ELEMENTWISE] += 2, launch[DKV_KCLASS_QKV]++;
+        if (any_store) {
+            bk_mark(b, DKV_KCLASS_KV_STORE);
+            TRY(dkv_cuda_kv_store(&b->pool, b->d_table, l, b->qkv + QD, b->qkv + QD + Hkv * D, QKV, b->d_spos, T, st,
+                                  err));
+            launch[DKV_KCLASS_KV_STORE]++;
+        }
+        if (any_select) {
+            bk_mark(b, DKV_KCLASS_KV_GATHER);
+            TRY(layer_select(b, n, l, err));
+        }
+        bk_mark(b, DKV_KCLASS_ATTN);
+        TRY(layer_attention(b, n, l, err));
+        bk_mark(b, DKV_KCLASS_O);
+        TRY(dkv_cuda_gemm(b->ctx, b->x, b->att, Ly->wo, NULL, T, QD, C, 1.0f, err));
+        bk_mark(b, DKV_KCLASS_ELEMENTWISE);
+        TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->ffn_norm, T, C, w->rms_eps, st, err));
+        bk_mark(b, DKV_KCLASS_FFN);
+        TRY(dkv_cuda_gemm(b->ctx, b->gu, b->h, Ly->wgu, NULL, T, C, 2 * F, 0.0f, err));
+        bk_mark(b, DKV_KCLASS_ELEMENTWISE);
+        TRY(dkv_cuda_swiglu(b->ff, b->gu, b->gu + F, 2 * F, T, F, st, err));
+        bk_mark(b, DKV_KCLASS_FFN);
+        TRY(dkv_cuda_gemm(b->ctx, b->x, b->ff, Ly->wdown, NULL, T, F, C, 1.0f, err));
+        launch[DKV_KCLASS_O]++, launch[DKV_KCLASS_ELEMENTWISE] += 2, launch[DKV_KCLASS_FFN] += 2;
+    }
+    if (R > 0) {
+        bk_mark(b, DKV_KCLASS_LM_HEAD);
+        for (uint32_t i = 0; i < n; i++) {   /* final norm of each item's logit rows, packed */
+            const bk_item *x = &b->items[i];
+            if (!x->R)
+                continue;
+            uint32_t first = x->off + (x->R == x->nq ? 0 : x->s_b - x->q0);
+            TRY(dkv_cuda_rmsnorm(b->h + (size_t)x->lr * C, b->x + (size_t)first * C, w->ln_f, x->R, C, w->rms_eps, st,
+                                 err));
+            launch[DKV_KCLASS_LM_HEAD]++;
+        }
+        uint32_t chunk = b->logit_chunk;
+        if (plan->max_logit_rows && plan->max_logit_rows < chunk)
+            chunk = plan->max_logit_rows;
+        TRY(dkv_cuda_lm_head_argmax(b->ctx, b->argmax, b->conf, b->h, w->lm_head, R, C, m->vocab, chunk, b->logits,
+                                    err));
+        launch[DKV_KCLASS_LM_HEAD] += 2 * cdiv(R, chunk);
+        bk_mark(b, DKV_KCLASS_ELEMENTWISE);
+        TRY(dkv_bk_unmask(b->d_items, n, b->argmax, b->conf, b->mask_id, st, err));
+        launch[DKV_KCLASS_ELEMENTWISE]++;
+    }
+    return DKV_OK;
+}

@@ -1,0 +1,203 @@
+/* backend_internal.h - the CUDA backend's private state, shared by backend.c (vtable, set-up,
+ * step orchestration, measurement), backend_fwd.c (the batched forward), arena.c (arena, host
+ * tier, transfers) and backend_kernels.cu.  Not a public header: see backend.h. */
+#ifndef DKV_CUDA_BACKEND_INTERNAL_H
+#define DKV_CUDA_BACKEND_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cuda/backend.h"
+#include "cuda/dkv_cuda.h"
+#include "cuda/lowrank.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DKV_BK_MAX_BLOCK   4096   /* longest generation block the unmask kernel takes */
+#define DKV_BK_MAX_STREAMS 8
+#define DKV_BK_EVENTS      4096   /* timing events per step */
+#define DKV_BK_STALL       (DKV_KCLASS_N + 1)   /* segment class: waiting for fetched KV */
+
+/* Per item of a step, on the device (uploaded with the step's metadata). */
+typedef struct dkv_bk_item {
+    uint32_t *tokens;        /* the request's canvas (device) */
+    uint32_t  block_start, block_len;
+    uint32_t  reset;         /* step 0: the block is set to mask_id before the forward */
+    uint32_t  n_unmask;      /* positions unmasked after the LM head */
+    uint32_t  logit_row;     /* row of the block's first position in argmax / conf */
+} dkv_bk_item;
+
+/* backend_kernels.cu */
+dkv_status dkv_bk_reset(const dkv_bk_item *items, uint32_t n, uint32_t mask_id, cudaStream_t s, dkv_err *err);
+dkv_status dkv_bk_unmask(const dkv_bk_item *items, uint32_t n, const uint32_t *argmax, const float *conf,
+                         uint32_t mask_id, cudaStream_t s, dkv_err *err);
+dkv_status dkv_bk_pack_paged(const dkv_cuda_kv_pool *pool, const uint32_t *table, uint32_t layer, const dkv_bf16 *k,
+                             const dkv_bf16 *v, uint32_t ld, const uint32_t *idx, uint32_t kk, bool shared,
+                             cudaStream_t s, dkv_err *err);
+dkv_status dkv_bk_gather(dkv_bf16 *out, const dkv_cuda_kv_pool *pool, const uint32_t *ids, uint32_t n_tokens,
+                         cudaStream_t s, dkv_err *err);
+
+/* One request of the workload, as the backend tracks it. */
+typedef struct bk_req {
+    uint32_t P, G, L, S;         /* prompt, generation, canvas, steps per block */
+    uint32_t n_blocks;
+    uint64_t canvas_off;         /* tokens into the canvas slab */
+    uint32_t cur_block, masked;  /* host mirror of the unmask rule */
+    int32_t  host_slot;          /* host tier slot, -1 none */
+} bk_req;
+
+/* What one item does in the forward (host side, built per step). */
+typedef enum { BK_W_NONE = 0, BK_W_STORE, BK_W_SELECT } bk_write;
+
+typedef struct bk_item {
+    uint32_t req, q0, nq, off;   /* rows [q0, q0+nq) of the canvas at rows [off, off+nq) of the step */
+    uint32_t s_b, B;
+    bool     refresh;
+    dkv_kv_src_kind cache;       /* NONE (Refresh) or PAGED */
+    uint32_t n_cache, n_own;
+    bk_write write;
+    uint32_t w_lo, w_n;          /* STORE: canvas positions [w_lo, w_lo + w_n) */
+    uint32_t keep;               /* SELECT */
+    bool     shared_set;
+    uint32_t need_tokens;        /* positions the item's block table must cover */
+    uint32_t tb, n_tb;           /* its segment of the step's block table */
+    uint32_t n_chain;            /* of which the plan's blocks */
+    uint32_t lr, R, blk_row;     /* logit rows [lr, lr+R) of the step; the block's first row */
+} bk_item;
+
+/* A copy in flight on the copy stream (one transfer order). */
+typedef struct bk_copy {
+    cudaEvent_t start, done;
+    uint64_t    bytes;
+    uint32_t    n_err;       /* COMPRESS: relative errors at h_err[slot * err_stride] */
+    bool        d2h, in_use;
+} bk_copy;
+
+#define BK_COPIES 64
+
+typedef struct dkv_cuda_backend {
+    dkv_cuda_backend_options o;
+    dkv_model    m;
+    dkv_gpu      g;
+    bool         begun;
+    dkv_kernel_fn on_kernel;
+    void        *on_kernel_user;
+    char         desc[160];
+
+    dkv_cuda_ctx     *ctx;
+    cudaStream_t      st, cp;               /* compute, copy */
+    dkv_cuda_weights *w;
+    uint64_t          kvbpt;                /* KV bytes per token, all layers */
+
+    /* the arena: [pool | staging | discard] */
+    void            *arena;
+    uint64_t         arena_bytes, block_bytes;
+    uint32_t         n_pool, n_staging, discard;
+    dkv_cuda_kv_pool pool;
+    uint32_t         staging_used;          /* this step */
+    uint32_t        *blk_epoch;             /* per pool block: copy epoch that reads it, 0 none */
+
+    /* requests */
+    bk_req   *rq;
+    size_t    n_rq;
+    uint32_t *d_canvas;                     /* all canvases */
+    uint32_t  max_L, mask_id;
+
+    /* scratch (activations grow on demand) */
+    uint32_t  cap_T, cap_R;
+    size_t    cap_bytes_act;
+    void     *act_mem;
+    dkv_bf16 *x, *h, *qkv, *att, *gu, *ff;
+    float    *logits, *conf;
+    uint32_t *argmax;
+    void     *ws_mem;                       /* attention / selection workspaces (fixed) */
+    float    *attn_ws[DKV_BK_MAX_STREAMS];
+    size_t    attn_ws_bytes;
+    void     *dense_ws;
+    size_t    dense_ws_bytes;
+    float    *score, *score_ws;
+    uint32_t *sel;
+    uint32_t  logit_chunk;
+    cudaStream_t side[DKV_BK_MAX_STREAMS];
+    cudaEvent_t  fork, join[DKV_BK_MAX_STREAMS];
+    uint32_t  n_side;
+    uint64_t  scratch_bytes;
+
+    /* per-step metadata: pinned host + device mirror */
+    void     *h_meta, *d_meta;
+    size_t    cap_meta;
+    uint32_t *d_pos, *d_spos, *d_table;
+    dkv_bk_item *d_items;
+    bk_item  *items;
+    size_t    cap_items;
+
+    /* timing */
+    cudaEvent_t ev[DKV_BK_EVENTS];
+    uint8_t   ev_class[DKV_BK_EVENTS];
+    uint32_t  n_ev;
+    uint32_t  launches[DKV_KCLASS_N];
+    bool      ev_fail;
+
+    /* host tier and copies */
+    void     *host;
+    uint64_t  host_bytes, slot_bytes;
+    uint32_t  n_slots, slots_used;
+    int32_t  *slot_free;                    /* stack */
+    uint32_t  n_slot_free;
+    bk_copy   copies[BK_COPIES];
+    uint32_t  epoch;                        /* copies issued; copy e in copies[e % BK_COPIES] */
+    uint32_t  done_epoch;                   /* every copy up to this one has finished */
+    uint32_t  compress_epoch;               /* last copy reading lr_out */
+    dkv_bf16 *gbuf;                         /* gather buffer (compression, reorder), lazy */
+    size_t    gbuf_bytes;
+    dkv_cuda_lowrank *lr;
+    float    *lr_q, *lr_b, *lr_err;         /* projection output (device) */
+    dkv_bf16 *lr_out;                       /* bf16 staging of the projection for the copy */
+    size_t    lr_cap;                       /* matrices the buffers hold */
+    float    *h_err;                        /* pinned: errors read back, err_stride per copy slot */
+    uint32_t  err_stride;
+
+    /* step measurement */
+    double    t_begin;                      /* host clock at begin */
+    uint64_t  step_pcie_h2d, step_pcie_d2h;
+    uint32_t  step_n_fetch;                 /* fetches the compute stream waited for */
+    uint32_t  step_block_epoch;             /* blocking copy to wait for at the step's end, 0 none */
+    uint32_t  cjob_req, cjob_start, cjob_tokens, cjob_rank;   /* this step's projection */
+    dkv_cuda_backend_report rep;
+    size_t    cap_series;
+} dkv_cuda_backend;
+
+/* backend_fwd.c */
+dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err);
+dkv_status bk_scratch_reserve(dkv_cuda_backend *b, uint32_t T, uint32_t R, dkv_err *err);
+void       bk_scratch_free(dkv_cuda_backend *b);
+/* Builds the host-side items and the step's metadata from the plan (validating its counts),
+ * uploads it; then runs the forward of all items and the unmask.  Events go into b->ev. */
+dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *T, uint32_t *R, dkv_err *err);
+dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T, uint32_t R, dkv_err *err);
+/* Records a timing event on the compute stream starting a segment of class c. */
+void       bk_mark(dkv_cuda_backend *b, dkv_kernel_class c);
+
+/* arena.c */
+dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err);
+void       bk_arena_free(dkv_cuda_backend *b);
+uint32_t   bk_staging_take(dkv_cuda_backend *b, uint32_t n);      /* first id, or UINT32_MAX */
+/* Before the step's kernels: the compute stream waits for copies still reading its blocks,
+ * then the FETCH orders run (the compute stream waits for them). */
+dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err);
+/* After the step's kernels: OFFLOAD / COMPRESS / REORDER orders, released blocks marked. */
+dkv_status bk_xfers_after(dkv_cuda_backend *b, const dkv_step_plan *plan, cudaEvent_t compute_done, dkv_err *err);
+/* On the compute stream, inside the step: REORDER and the projection of COMPRESS orders. */
+dkv_status bk_xfers_device(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err);
+/* Copies that finished: their time into the report.  wait: wait for all first. */
+void       bk_copies_reap(dkv_cuda_backend *b, bool wait);
+
+double bk_now(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
