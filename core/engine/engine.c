@@ -277,6 +277,7 @@ static void eng_free(eng *e)
     free(e->cands);
     free(e->items);
     free(e->xfers);
+    free(e->kvblk);
     free(e->pend);
     dkv_engine_result_free(e->res);
     free(e);

@@ -127,6 +127,8 @@ typedef struct eng {
     dkv_step_item *items;
     dkv_xfer *xfers;
     size_t cap_items, cap_xfers;
+    uint32_t *kvblk;             /* block ids of the items' KV (blockpool), plan.items[i].kv_blocks */
+    size_t cap_kvblk;
     dkv_mem_id trans_id[3 * ENG_MAX_INST];   /* transients (activations, logits, staging) */
     uint64_t trans_alloc[3 * ENG_MAX_INST];
     uint8_t  trans_tag[3 * ENG_MAX_INST];

@@ -301,7 +301,20 @@ static dkv_status ensure_plan_arrays(eng *e, size_t n_items, size_t n_xfers)
     return DKV_OK;
 }
 
-static size_t build_item(eng *e, cand *cd, dkv_step_item *it, dkv_xfer *xf)
+/* The block ids of a request's KV, in order (blockpool: one block per allocation), at *blk. */
+static void item_blocks(eng *e, const ereq *r, dkv_step_item *it, uint32_t **blk)
+{
+    if (r->kvm == e->dev || dkv_mem_get_options(r->kvm)->kind != DKV_MEM_BLOCKPOOL || !r->n_kv)
+        return;
+    it->kv_blocks = *blk;
+    for (uint32_t j = 0; j < r->n_kv; j++) {
+        uint32_t n = 0;
+        if (dkv_mem_blocks(r->kvm, r->kv_ids[j], *blk, 1, &n, NULL) == DKV_OK && n == 1)
+            (*blk)++, it->n_kv_blocks++;
+    }
+}
+
+static size_t build_item(eng *e, cand *cd, dkv_step_item *it, dkv_xfer *xf, uint32_t **blk)
 {
     const dkv_engine_config *c = &e->c;
     const dkv_decode_step *s = &cd->s;
@@ -317,6 +330,7 @@ static size_t build_item(eng *e, cand *cd, dkv_step_item *it, dkv_xfer *xf)
     it->kv_cached_tokens = s->cached_tokens;
     it->kv_write_tokens = s->w_tokens;
     it->logit_rows = s->logit_rows;
+    item_blocks(e, r, it, blk);
     bool sparse = c->decode.cache == DKV_CACHE_SPARSE && s->phase == DKV_PHASE_REUSE;
     it->attn = sparse ? (s->shared_set ? DKV_ATTN_SPARSE_SHARED : DKV_ATTN_SPARSE_HEAD) : DKV_ATTN_DENSE;
     if (s->selects) {
@@ -406,13 +420,23 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
     size_t n = e->n_cands - from;
     if (ensure_plan_arrays(e, n, 4 * n + 1) != DKV_OK)
         return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory");
-    size_t nx = 0;
+    size_t nx = 0, nb = 0;
+    for (size_t i = 0; i < n; i++)
+        nb += e->rq[e->cands[from + i].r].n_kv;
+    if (nb > e->cap_kvblk) {
+        uint32_t *kb = realloc(e->kvblk, nb * 2 * sizeof *kb);
+        if (!kb)
+            return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory");
+        e->kvblk = kb;
+        e->cap_kvblk = nb * 2;
+    }
+    uint32_t *blk = e->kvblk;
     uint64_t q = 0, bud = 0, rows = 0;
     uint32_t n_ref = 0, n_adm = 0;
     double route_s = 0;
     for (size_t i = 0; i < n; i++) {
         cand *cd = &e->cands[from + i];
-        nx += build_item(e, cd, &e->items[i], &e->xfers[nx]);
+        nx += build_item(e, cd, &e->items[i], &e->xfers[nx], &blk);
         q += cd->s.q_tokens;
         bud += cd->budget;
         rows += cd->s.logit_rows;
