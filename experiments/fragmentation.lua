@@ -10,7 +10,8 @@
 -- Workload: the Azure LLM code trace (arrival, prompt P, generated G per request; default path
 -- ../shared/datasets/AzureLLMInferenceTrace_code.csv, 8819 requests).  When it is not readable,
 -- a synthetic stream of the same shape: lognormal P (mean 2048, median 1469), lognormal G
--- (mean 28, median 13), Poisson arrivals at the trace's 2.57 req/s.  rate_scale multiplies the
+-- (mean 28, median 13), clamped to the trace's largest (7437, 1899), Poisson arrivals at the
+-- trace's 2.57 req/s.  rate_scale multiplies the
 -- arrival rate (default 2: 5.1 req/s; the KV budget is not exhausted, no request fails).
 -- gen = N replaces every G by N (the claim's "128 generated tokens").
 --
@@ -60,7 +61,8 @@ local req, msg = dkv.mem.requests{file = trace, first_n = n, rate_scale = rate_s
 local source = trace
 if not req then
   print("note: " .. msg .. "; using a synthetic stream of the Azure code trace's shape")
-  req = dkv.mem.requests{synth = {n = (n > 0 and n or 8819), rate = 2.567 * rate_scale, seed = 1}}
+  req = dkv.mem.requests{synth = {n = (n > 0 and n or 8819), rate = 2.567 * rate_scale, seed = 1},
+                         prompt_max = 7437, gen_max = 1899}
   source = req.source
 end
 

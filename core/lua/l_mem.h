@@ -10,7 +10,8 @@
  * peak_allocated, n_acquire} and, for blockpool instances, s.instance_used = {bytes, ...}. */
 void dkv_lua_push_mem_stats(lua_State *L, const dkv_mem *m, const dkv_mem_stats *s);
 
-/* dkv.mem.requests{file = PATH | synth = {...}, first_n =, rate_scale =, time_scale =, format =}
+/* dkv.mem.requests{file = PATH | synth = {...}, first_n =, rate_scale =, time_scale =, format =,
+ *                  prompt_max =, gen_max =}   (clamps of the lengths; 0 = none)
  * -> {arrival_s = {...}, prompt = {...}, gen = {...}, n =, source =}, or nil, message when the
  * file does not exist (so a script can fall back to a synthetic stream). */
 int dkv_lua_mem_requests(lua_State *L);

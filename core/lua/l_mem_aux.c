@@ -92,7 +92,8 @@ static dkv_len_dist check_len(lua_State *L, int t, const char *path, const char 
 
 int dkv_lua_mem_requests(lua_State *L)
 {
-    static const char *const keys[] = {"file", "format", "synth", "first_n", "rate_scale", "time_scale", NULL};
+    static const char *const keys[] = {"file", "format", "synth", "first_n", "rate_scale", "time_scale",
+                                       "prompt_max", "gen_max", NULL};
     static const char *const fmts[] = {"auto", "azure", "mooncake", "vidur", "burstgpt", NULL};
     const char *P = "dkv.mem.requests";
     dkv_lconf_check_table(L, 1, P);
@@ -102,6 +103,8 @@ int dkv_lua_mem_requests(lua_State *L)
     o.first_n = (uint32_t)dkv_lconf_integer(L, 1, P, "first_n", 0, 0, UINT32_MAX, 0);
     o.rate_scale = dkv_lconf_number(L, 1, P, "rate_scale", 1, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
     o.time_scale = dkv_lconf_number(L, 1, P, "time_scale", 1, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
+    o.prompt_max = (uint32_t)dkv_lconf_integer(L, 1, P, "prompt_max", 0, 0, UINT32_MAX, 0);
+    o.gen_max = (uint32_t)dkv_lconf_integer(L, 1, P, "gen_max", 0, 0, UINT32_MAX, 0);
     const char *file = dkv_lconf_string(L, 1, P, "file", NULL, 0);
     int fmt = dkv_lconf_enum(L, 1, P, "format", fmts, 0, 0);
     dkv_workload *w = NULL;
