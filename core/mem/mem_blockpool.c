@@ -2,9 +2,11 @@
  * and shrink, instances with guaranteed quotas (shared) or fixed partitions.
  *
  * Block b lives in chunk b / chunk_blocks at byte (b % chunk_blocks) * block_bytes; chunk slots
- * laid end to end give the virtual offset b * block_bytes.  An allocation is a chain of blocks
- * (next[]) starting at rec->handle.  No host allocation per operation: arrays grow with the
- * pool only. */
+ * laid end to end give the virtual offset b * block_bytes.  An allocation's block ids sit
+ * contiguously in `blist` at offset rec->handle, in a slot of 2^c entries taken from a free
+ * list per size class c (so acquire and release copy ids between the free stack and the slot,
+ * without walking a chain).  No host allocation per operation: arrays grow with the pool and
+ * the number of live allocations only. */
 #include "mem/mem_impl.h"
 
 #include <stdlib.h>
@@ -28,7 +30,10 @@ typedef struct bp {
                                     only with automatic shrink (track_free), else recounted
                                     by dkv_mem_shrink */
     bool      track_free;
-    uint32_t *next;              /* per block: next block of its allocation */
+    uint32_t *blist;             /* block ids of live allocations, slots of 2^c entries */
+    uint64_t  blist_n, blist_cap;
+    bp_stack  slot_free[33];     /* free slot offsets per size class */
+    uint32_t  slot_count[33];    /* slots ever made per class (free-list capacity) */
     uint8_t  *flags;             /* per block: BF_* */
     uint32_t  n_parts;
     bp_stack  part[DKV_MEM_MAX_INSTANCES];
@@ -83,13 +88,10 @@ static dkv_status add_chunk(dkv_mem *m, uint32_t part, dkv_err *err)
             uint32_t *cf = realloc(p->chunk_free, cap * sizeof *cf);
             if (cf)
                 p->chunk_free = cf;
-            uint32_t *nx = realloc(p->next, nb * sizeof *nx);
-            if (nx)
-                p->next = nx;
             uint8_t *fl = realloc(p->flags, nb);
             if (fl)
                 p->flags = fl;
-            if (!live || !cp || !cf || !nx || !fl)
+            if (!live || !cp || !cf || !fl)
                 return dkv_err_set(err, DKV_ENOMEM, "blockpool: out of host memory growing to %u chunks", cap);
             p->cap_chunks = cap;
         }
@@ -203,12 +205,56 @@ static void bp_fini(dkv_mem *m)
     free(p->chunk_live);
     free(p->chunk_part);
     free(p->chunk_free);
-    free(p->next);
+    free(p->blist);
+    for (int c = 0; c < 33; c++)
+        free(p->slot_free[c].ids);
     free(p->flags);
     for (uint32_t i = 0; i < DKV_MEM_MAX_INSTANCES; i++)
         free(p->part[i].ids);
     free(p);
     m->impl = NULL;
+}
+
+static inline uint32_t size_class(uint32_t k)
+{
+    return k <= 1 ? 0 : 32 - (uint32_t)__builtin_clz(k - 1);
+}
+
+/* A slot of 2^c entries in blist for an allocation of k blocks; UINT64_MAX when out of memory. */
+static uint64_t slot_get(bp *p, uint32_t c, dkv_err *err)
+{
+    bp_stack *f = &p->slot_free[c];
+    if (f->n)
+        return f->ids[--f->n];
+    uint64_t size = 1ull << c;
+    if (p->blist_n + size > UINT32_MAX) {
+        dkv_err_set(err, DKV_ENOMEM, "blockpool: more than 2^32 block-list entries");
+        return UINT64_MAX;
+    }
+    if (p->blist_n + size > p->blist_cap) {
+        uint64_t cap = p->blist_cap ? p->blist_cap * 2 : 4096;
+        while (cap < p->blist_n + size)
+            cap *= 2;
+        uint32_t *b = realloc(p->blist, cap * sizeof *b);
+        if (!b) {
+            dkv_err_set(err, DKV_ENOMEM, "blockpool: out of host memory for block lists");
+            return UINT64_MAX;
+        }
+        p->blist = b;
+        p->blist_cap = cap;
+    }
+    /* make sure every slot of the class can be given back without allocating */
+    if (stack_reserve(f, p->slot_count[c] + 1, err) != DKV_OK)
+        return UINT64_MAX;
+    p->slot_count[c]++;
+    uint64_t off = p->blist_n;
+    p->blist_n += size;
+    return off;
+}
+
+static inline void slot_put(bp *p, uint32_t c, uint32_t off)
+{
+    p->slot_free[c].ids[p->slot_free[c].n++] = off;   /* capacity reserved by slot_get */
 }
 
 static dkv_status bp_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
@@ -241,22 +287,23 @@ static dkv_status bp_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
         if (st)
             return st;   /* chunks added so far stay: they are valid free memory */
     }
+    uint64_t off = slot_get(p, size_class(k), err);
+    if (off == UINT64_MAX)
+        return DKV_ENOMEM;
     /* locals: the uint8_t flag stores would otherwise make the compiler reload every field */
-    uint32_t *restrict ids = s->ids, *restrict next = p->next, *restrict cfree = p->chunk_free;
+    uint32_t *restrict ids = s->ids, *restrict dst = p->blist + off, *restrict cfree = p->chunk_free;
     uint8_t *restrict flags = p->flags;
     const bool track = p->track_free;
     const uint32_t shift = p->chunk_shift;
-    uint32_t n = s->n, first = ids[n - 1], prev = first, hits = 0;
+    uint32_t n = s->n, first = ids[n - 1], hits = 0;
     for (uint32_t i = 0; i < k; i++) {
         uint32_t b = ids[--n];
         hits += flags[b] >> 1;
         flags[b] = BF_LIVE | BF_USED;
         if (track)
             cfree[b >> shift]--;
-        next[prev] = b;
-        prev = b;
+        dst[i] = b;
     }
-    next[prev] = MEM_NONE;
     s->n = n;
     p->free_blocks -= k;
     if (p->quotas || p->partitioned) {
@@ -269,7 +316,7 @@ static dkv_status bp_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
     m->reuse_total += k;
     r->allocated = (uint64_t)k * p->block_bytes;
     r->offset = (uint64_t)first * p->block_bytes;
-    r->handle = first;
+    r->handle = (uint32_t)off;
     r->n_blocks = k;
     return DKV_OK;
 }
@@ -280,24 +327,29 @@ static void bp_dealloc(dkv_mem *m, mem_rec *r)
     uint32_t inst = r->owner.instance, part = p->partitioned ? inst : 0;
     bp_stack *s = &p->part[part];
     uint32_t freed_chunk = MEM_NONE;
-    uint32_t *restrict top = s->ids + s->n, *restrict next = p->next;
+    uint32_t *restrict top = s->ids + s->n;
+    const uint32_t *restrict src = p->blist + r->handle;
     uint8_t *restrict flags = p->flags;
+    const uint32_t k = r->n_blocks;
     if (p->track_free) {
         uint32_t *restrict cfree = p->chunk_free;
         const uint32_t shift = p->chunk_shift, cb = p->chunk_blocks;
-        for (uint32_t b = r->handle; b != MEM_NONE; b = next[b]) {
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t b = src[i];
             *top++ = b;
             flags[b] = BF_USED;
             if (++cfree[b >> shift] == cb)
                 freed_chunk = b >> shift;
         }
     } else {
-        for (uint32_t b = r->handle; b != MEM_NONE; b = next[b]) {
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t b = src[i];
             *top++ = b;
             flags[b] = BF_USED;
         }
     }
     s->n = (uint32_t)(top - s->ids);
+    slot_put(p, size_class(k), r->handle);
     p->free_blocks += r->n_blocks;
     if (p->quotas || p->partitioned) {
         uint64_t before = owed(p, inst);
@@ -308,8 +360,8 @@ static void bp_dealloc(dkv_mem *m, mem_rec *r)
     /* automatic shrink: give back the chunks this release emptied, keeping one wholly free
      * chunk as slack */
     if (m->opt.shrink && freed_chunk != MEM_NONE && !p->partitioned)
-        for (uint32_t b = r->handle; b != MEM_NONE; b = p->next[b]) {
-            uint32_t c = b >> p->chunk_shift;
+        for (uint32_t i = 0; i < r->n_blocks; i++) {
+            uint32_t c = p->blist[r->handle + i] >> p->chunk_shift;
             if (p->chunk_live[c] && p->chunk_free[c] == p->chunk_blocks &&
                 p->free_blocks >= 2ull * p->chunk_blocks)
                 drop_chunk(m, c);
@@ -338,8 +390,9 @@ static dkv_status bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err)
     uint8_t *seen = calloc(nb ? nb : 1, 1);
     uint32_t *cfree = calloc(p->n_chunks ? p->n_chunks : 1, sizeof *cfree);
     uint64_t used[DKV_MEM_MAX_INSTANCES] = {0};
+    uint8_t *slot_seen = calloc(p->blist_n ? p->blist_n : 1, 1);
     dkv_status st = DKV_OK;
-    if (!seen || !cfree) {
+    if (!seen || !cfree || !slot_seen) {
         st = dkv_err_set(err, DKV_ENOMEM, "blockpool check: out of host memory");
         goto done;
     }
@@ -347,8 +400,19 @@ static dkv_status bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err)
         const mem_rec *r = &m->recs[i];
         if (!mem_rec_in_use(r))
             continue;
-        uint32_t n = 0;
-        for (uint32_t b = r->handle; b != MEM_NONE && !st; b = p->next[b], n++) {
+        uint32_t n = r->n_blocks;
+        uint64_t slot = 1ull << size_class(n);
+        if (n == 0 || (uint64_t)r->handle + slot > p->blist_n) {
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u has a bad block list (%u blocks at %u)", i, n, r->handle);
+            break;
+        }
+        for (uint64_t j = r->handle; j < r->handle + slot && !st; j++) {
+            if (slot_seen[j])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: block-list entry %llu is used twice", (unsigned long long)j);
+            slot_seen[j] = 1;
+        }
+        for (uint32_t j = 0; j < n && !st; j++) {
+            uint32_t b = p->blist[r->handle + j];
             if (b >= nb || !p->chunk_live[b >> p->chunk_shift])
                 st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u holds block %u outside live chunks", i, b);
             else if (seen[b])
@@ -356,17 +420,27 @@ static dkv_status bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err)
             else if (p->flags[b] != (BF_LIVE | BF_USED))
                 st = dkv_err_set(err, DKV_ESTATE, "blockpool: live block %u has flags %u", b, p->flags[b]);
             seen[b] = 1;
-            if (n > r->n_blocks)
-                break;
         }
-        if (!st && n != r->n_blocks)
-            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u chains %u blocks, recorded %u", i, n, r->n_blocks);
-        if (!st && (r->allocated != (uint64_t)n * p->block_bytes || r->offset != (uint64_t)r->handle * p->block_bytes))
+        if (!st && (r->allocated != (uint64_t)n * p->block_bytes ||
+                    r->offset != (uint64_t)p->blist[r->handle] * p->block_bytes))
             st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u size/offset disagree with its blocks", i);
         if (!st && r->allocated < r->requested)
             st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u has allocated < requested", i);
         used[r->owner.instance] += n;
     }
+    for (uint32_t c = 0; c < 33 && !st; c++)
+        for (uint32_t i = 0; i < p->slot_free[c].n && !st; i++) {
+            uint64_t off = p->slot_free[c].ids[i];
+            for (uint64_t j = off; j < off + (1ull << c) && !st; j++) {
+                if (j >= p->blist_n || slot_seen[j])
+                    st = dkv_err_set(err, DKV_ESTATE, "blockpool: free block-list slot %llu of class %u overlaps", (unsigned long long)off, c);
+                else
+                    slot_seen[j] = 2;
+            }
+        }
+    for (uint64_t j = 0; j < p->blist_n && !st; j++)
+        if (!slot_seen[j])
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: block-list entry %llu is neither used nor free (leak)", (unsigned long long)j);
     uint64_t nfree = 0;
     for (uint32_t q = 0; q < p->n_parts && !st; q++)
         for (uint32_t i = 0; i < p->part[q].n && !st; i++) {
@@ -422,6 +496,7 @@ static dkv_status bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err)
 done:
     free(seen);
     free(cfree);
+    free(slot_seen);
     return st;
 }
 
@@ -484,11 +559,9 @@ dkv_status dkv_mem_blocks(const dkv_mem *m, dkv_mem_id id, uint32_t *ids, uint32
     if (st)
         return st;
     const mem_rec *r = &m->recs[(id & 0xffffffffu) - 1];
-    uint32_t i = 0;
-    for (uint32_t b = r->handle; b != MEM_NONE; b = p->next[b], i++)
-        if (i < cap)
-            ids[i] = b;
-    *n = i;
+    for (uint32_t i = 0; i < r->n_blocks && i < cap; i++)
+        ids[i] = p->blist[r->handle + i];
+    *n = r->n_blocks;
     return DKV_OK;
 }
 
