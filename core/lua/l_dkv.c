@@ -459,5 +459,6 @@ int luaopen_dkv(lua_State *L)
     lua_setfield(L, -2, "preset");
     dkv_lua_open_mem(L);
     dkv_lua_open_engine(L);
+    dkv_lua_open_execute(L);
     return 1;
 }

@@ -356,17 +356,19 @@ static void on_progress(void *user, double done, double total)
     dkv_lua_progress(p->L, "simulate", done, total);
 }
 
-/* dkv.simulate(cfg) -> result */
-static int l_simulate(lua_State *L)
+/* Runs the engine on the configuration table at cfg_idx with the backend make() creates and
+ * pushes the result (l_engine_cfg.h).  dkv.simulate and dkv.execute share it. */
+int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn make, void *ud)
 {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    lua_settop(L, 1);
-    dkv_lsim *s = lua_newuserdatauv(L, sizeof *s, 0);                /* 2 */
+    cfg_idx = lua_absindex(L, cfg_idx);
+    luaL_checktype(L, cfg_idx, LUA_TTABLE);
+    int base = lua_gettop(L);
+    dkv_lsim *s = lua_newuserdatauv(L, sizeof *s, 0);                /* base + 1 */
     memset(s, 0, sizeof *s);
     s->cb_ref = LUA_NOREF;
     luaL_setmetatable(L, LSIM_MT);
-    dkv_lsim_parse(L, 1, s);                                          /* 3: resolved config */
-    lresult *res = lua_newuserdatauv(L, sizeof *res, 2);              /* 4 */
+    dkv_lsim_parse(L, cfg_idx, s);                                    /* base + 2: resolved config */
+    lresult *res = lua_newuserdatauv(L, sizeof *res, 2);              /* base + 3 */
     memset(res, 0, sizeof *res);
     luaL_setmetatable(L, RESULT_MT);
     res->seed = s->seed;
@@ -376,8 +378,8 @@ static int l_simulate(lua_State *L)
     }
     dkv_err err = {0};
     dkv_backend be = {0};
-    if (dkv_sim_backend_new(&s->so, &be, &err) != DKV_OK)
-        return luaL_error(L, "dkv.simulate: %s", err.msg);
+    if (make(s, ud, &be, &err) != DKV_OK)
+        return luaL_error(L, "%s: %s", who, err.msg);
     prog pg = {L};
     s->ec.backend = &be;
     s->ec.progress = on_progress;
@@ -397,20 +399,34 @@ static int l_simulate(lua_State *L)
     if (s->cb_failed)
         return luaL_error(L, "cfg.policies.retention.callback: %s", s->cb_err);
     if (st == DKV_EINTR)
-        return luaL_error(L, "dkv.simulate: %s", err.msg);
+        return luaL_error(L, "%s: %s", who, err.msg);
     if (st != DKV_OK)
         return luaL_error(L, "cfg: %s", err.msg);
     if (res->kernel_oom)
-        return luaL_error(L, "dkv.simulate: out of memory for kernel records (set cfg.record.kernels = false)");
-    lua_pushvalue(L, 3);
-    lua_setiuservalue(L, 4, 1);
+        return luaL_error(L, "%s: out of memory for kernel records (set cfg.record.kernels = false)", who);
+    lua_pushvalue(L, base + 2);
+    lua_setiuservalue(L, base + 3, 1);
     push_summary(L, dkv_engine_result_summary(res->r));
     lua_pushstring(L, s->ec.decode.cache == DKV_CACHE_SPARSE ? "sparse" : "dense");
     lua_setfield(L, -2, "attention");
-    lua_setiuservalue(L, 4, 2);
+    lua_setiuservalue(L, base + 3, 2);
     dkv_lsim_free(s);
-    lua_settop(L, 4);
+    lua_settop(L, base + 3);
     return 1;
+}
+
+static dkv_status make_sim(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err)
+{
+    (void)ud;
+    return dkv_sim_backend_new(&s->so, out, err);
+}
+
+/* dkv.simulate(cfg) -> result */
+static int l_simulate(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 1);
+    return dkv_lsim_run(L, 1, "dkv.simulate", make_sim, NULL);
 }
 
 /* ---------------------------------------------------------------- dkv.save */

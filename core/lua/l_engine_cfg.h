@@ -40,4 +40,11 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s);
 /* Releases what *s owns (workload, tables, arrays, callback ref).  Idempotent. */
 void dkv_lsim_free(dkv_lsim *s);
 
+/* Runs the engine on the configuration table at cfg_idx with the backend make(s, ud, ...)
+ * creates from the parsed configuration, and pushes the result (the dkv.result userdata that
+ * dkv.save takes).  Raises a Lua error naming `who` on failure.  Used by dkv.simulate
+ * (l_engine.c) and dkv.execute (l_execute.c). */
+typedef dkv_status (*dkv_lsim_backend_fn)(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err);
+int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn make, void *ud);
+
 #endif

@@ -8,5 +8,6 @@
 
 void dkv_lua_open_mem(lua_State *L);     /* dkv.mem.*                         core/lua/l_mem.c */
 void dkv_lua_open_engine(lua_State *L);  /* dkv.simulate, dkv.save, dkv.budget core/lua/l_engine.c */
+void dkv_lua_open_execute(lua_State *L); /* dkv.execute (CUDA backend)        core/lua/l_execute.c */
 
 #endif

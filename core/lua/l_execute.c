@@ -1,0 +1,276 @@
+/* l_execute.c - dkv.execute(cfg [, opts]): the engine of dkv.simulate run by the CUDA backend
+ * (cuda/backend.h) instead of the simulator.  The same configuration table, parsed by the same
+ * code (l_engine_cfg.c), and the same result userdata (dkv.save takes it unchanged); a second
+ * return value describes the device run.  docs/LUA_API.md ("dkv.execute") documents it.
+ * Without a usable GPU, or in a build without CUDA, it raises
+ * "dkv.execute: no CUDA device (<reason>)". */
+#include <lauxlib.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lua/l_engine_cfg.h"
+#include "lua/lconf.h"
+#include "lua/lua_modules.h"
+
+#ifdef DKV_HAVE_CUDA
+#include "cuda/backend.h"
+#endif
+
+#define LEXEC_MT "dkv.execute.state"
+
+/* What dkv.execute owns besides the engine state: the options and the device report.  A Lua
+ * userdata, so an error half-way leaks nothing. */
+typedef struct lexec {
+    int      device;
+    int64_t  seed;             /* -1: cfg.seed */
+    int      layout;           /* -1: cfg.policies.layout.layout; 0 layer-major; 1 t-major */
+    uint32_t attn_streams, max_logit_rows;
+    bool     class_timing;
+    double   staging_bytes, host_bytes;   /* < 0: automatic */
+    char   **weights;
+    uint32_t n_weights;
+#ifdef DKV_HAVE_CUDA
+    dkv_cuda_backend_report rep;
+#endif
+} lexec;
+
+static int lexec_gc(lua_State *L)
+{
+    lexec *x = luaL_checkudata(L, 1, LEXEC_MT);
+    for (uint32_t i = 0; i < x->n_weights; i++)
+        free(x->weights[i]);
+    free(x->weights);
+    x->weights = NULL;
+    x->n_weights = 0;
+#ifdef DKV_HAVE_CUDA
+    dkv_cuda_backend_report_clear(&x->rep);
+#endif
+    return 0;
+}
+
+static char *dup_str(lua_State *L, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (!d)
+        luaL_error(L, "dkv.execute: out of memory");
+    memcpy(d, s, n);
+    return d;
+}
+
+static void parse_opts(lua_State *L, int idx, lexec *x)
+{
+    static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
+                                       "class_timing", "staging_bytes", "host_bytes", NULL};
+    static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
+    const char *p = "opts";
+    x->device = 0, x->seed = -1, x->layout = -1, x->attn_streams = 4, x->max_logit_rows = 1024;
+    x->class_timing = true, x->staging_bytes = -1, x->host_bytes = -1;
+    if (lua_isnoneornil(L, idx))
+        return;
+    dkv_lconf_check_table(L, idx, p);
+    dkv_lconf_check_keys(L, idx, p, keys);
+    x->device = (int)dkv_lconf_integer(L, idx, p, "device", 0, 0, 63, 0);
+    x->seed = dkv_lconf_integer(L, idx, p, "seed", -1, -1, INT64_MAX, 0);
+    int lay = dkv_lconf_enum(L, idx, p, "layout", layouts, 2, 0);
+    x->layout = lay == 2 ? -1 : lay;
+    x->attn_streams = (uint32_t)dkv_lconf_integer(L, idx, p, "attn_streams", 4, 1, 8, 0);
+    x->max_logit_rows = (uint32_t)dkv_lconf_integer(L, idx, p, "max_logit_rows", 1024, 1, 1 << 20, 0);
+    x->class_timing = dkv_lconf_boolean(L, idx, p, "class_timing", true, 0);
+    x->staging_bytes = dkv_lconf_number(L, idx, p, "staging_bytes", -1, -1, HUGE_VAL, 0);
+    x->host_bytes = dkv_lconf_number(L, idx, p, "host_bytes", -1, -1, HUGE_VAL, 0);
+    lua_getfield(L, idx, "weights");
+    if (lua_isstring(L, -1)) {
+        x->weights = calloc(1, sizeof *x->weights);
+        if (!x->weights)
+            luaL_error(L, "dkv.execute: out of memory");
+        x->weights[0] = dup_str(L, lua_tostring(L, -1));
+        x->n_weights = 1;
+    } else if (lua_istable(L, -1)) {
+        size_t n = lua_rawlen(L, -1);
+        if (n == 0)
+            dkv_lconf_error(L, p, "weights", "expected a file name or a non-empty array of safetensors shards");
+        x->weights = calloc(n, sizeof *x->weights);
+        if (!x->weights)
+            luaL_error(L, "dkv.execute: out of memory");
+        for (size_t i = 0; i < n; i++) {
+            lua_rawgeti(L, -1, (lua_Integer)i + 1);
+            if (!lua_isstring(L, -1))
+                dkv_lconf_error(L, p, "weights", "entry %zu is a %s, expected a file name", i + 1, luaL_typename(L, -1));
+            x->weights[i] = dup_str(L, lua_tostring(L, -1));
+            x->n_weights++;
+            lua_pop(L, 1);
+        }
+    } else if (!lua_isnil(L, -1)) {
+        dkv_lconf_error(L, p, "weights", "expected a file name or an array of them, got %s", luaL_typename(L, -1));
+    }
+    lua_pop(L, 1);
+}
+
+#ifdef DKV_HAVE_CUDA
+
+/* The engine's KV capacity (engine_mem.c's rule for one instance), so every block id of the
+ * engine's pool has a place in the device arena. */
+static uint64_t kv_capacity(const dkv_lsim *s)
+{
+    const dkv_engine_config *c = &s->ec;
+    if (c->mem.capacity_bytes)
+        return c->mem.capacity_bytes;
+    double hbm = s->gpu.hbm_bytes, W = (double)dkv_model_weight_bytes(&s->model);
+    double usable = hbm - W - c->sizing.margin * hbm;
+    return usable > 0 ? (uint64_t)(c->sizing.kv_frac * usable) : 0;
+}
+
+static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err)
+{
+    lexec *x = ud;
+    const dkv_engine_config *c = &s->ec;
+    if (c->mem.kind != DKV_MEM_BLOCKPOOL)
+        return dkv_err_set(err, DKV_EINVAL, "cfg.mem.kind is '%s': the device arena is the block pool, use "
+                           "'blockpool'", dkv_mem_kind_name(c->mem.kind));
+    if (c->n_instances != 1)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.instances.n = %u: the CUDA backend runs one instance",
+                           c->n_instances);
+    if (c->routing.enabled)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.policies.routing.enabled: the plain path (KV outside the "
+                           "block pool) is not executed on the device");
+    uint64_t kvbpt = dkv_model_kv_bytes_per_token(&s->model);
+    uint64_t block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * kvbpt;
+    if (!kvbpt || block_bytes % kvbpt)
+        return dkv_err_set(err, DKV_EINVAL, "cfg.mem: a pool block of %llu bytes is not a whole number of tokens "
+                           "(%llu bytes each)", (unsigned long long)block_bytes, (unsigned long long)kvbpt);
+    dkv_cuda_backend_options o = dkv_cuda_backend_options_default();
+    o.device = x->device;
+    o.workload = s->w;
+    o.decode = c->decode;
+    o.decode.shared_set = c->retention.set == DKV_RETAIN_SHARED;
+    o.block_tokens = (uint32_t)(block_bytes / kvbpt);
+    o.arena_blocks = kv_capacity(s) / block_bytes;
+    bool offload = c->offload.mode != DKV_OFFLOAD_NONE;
+    uint32_t max_L = 0;
+    size_t n_req = dkv_workload_count(s->w);
+    for (size_t i = 0; i < n_req; i++) {
+        const dkv_request *q = dkv_workload_get(s->w, i);
+        uint32_t L = q->prompt_tokens + q->gen_tokens;
+        max_L = L > max_L && L <= s->model.max_len ? L : max_L;
+    }
+    uint64_t slot = (uint64_t)((max_L + o.block_tokens - 1) / o.block_tokens) * block_bytes;
+    uint64_t conc = n_req < c->max_num_seqs ? n_req : c->max_num_seqs;
+    o.staging_blocks = x->staging_bytes >= 0 ? (uint64_t)x->staging_bytes / block_bytes
+                       : offload ? (kv_capacity(s) / 4) / block_bytes : 0;
+    uint64_t host = conc * slot, cap = 64ull << 30;
+    o.host_bytes = x->host_bytes >= 0 ? (uint64_t)x->host_bytes : offload ? (host < cap ? host : cap) : 0;
+    o.layout = x->layout >= 0 ? (x->layout == 0 ? DKV_KV_LAYER_MAJOR : DKV_KV_TOKEN_MAJOR)
+               : c->layout.layout == DKV_LAYOUT_LAYER_MAJOR ? DKV_KV_LAYER_MAJOR : DKV_KV_TOKEN_MAJOR;
+    o.seed = x->seed >= 0 ? (uint64_t)x->seed : s->seed;
+    o.weight_files = (const char *const *)x->weights;
+    o.n_weight_files = x->n_weights;
+    o.max_logit_rows = x->max_logit_rows;
+    o.attn_streams = x->attn_streams;
+    o.class_timing = x->class_timing;
+    o.kernel_records = s->record_kernels;
+    o.report = &x->rep;
+    return dkv_cuda_backend_new(&o, out, err);
+}
+
+static void set_u(lua_State *L, const char *k, uint64_t v)
+{
+    lua_pushinteger(L, (lua_Integer)v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_f(lua_State *L, const char *k, double v)
+{
+    lua_pushnumber(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void push_device(lua_State *L, const dkv_cuda_backend_report *r)
+{
+    lua_createtable(L, 0, 24);
+    lua_pushstring(L, r->device);
+    lua_setfield(L, -2, "device");
+    set_u(L, "weights_bytes", r->weights_bytes);
+    set_u(L, "arena_bytes", r->arena_bytes);
+    set_u(L, "block_bytes", r->block_bytes);
+    set_u(L, "arena_blocks", r->arena_blocks);
+    set_u(L, "staging_blocks", r->staging_blocks);
+    set_u(L, "scratch_bytes", r->scratch_bytes);
+    set_u(L, "host_tier_bytes", r->host_tier_bytes);
+    set_u(L, "mem_total_bytes", r->mem_total_bytes);
+    set_u(L, "mem_free_min_bytes", r->mem_free_min_bytes);
+    set_u(L, "steps", r->steps);
+    set_u(L, "items", r->items);
+    set_f(L, "gpu_time_s", r->gpu_time_s);
+    set_f(L, "wall_time_s", r->wall_time_s);
+    set_f(L, "copy_time_s", r->copy_time_s);
+    set_u(L, "pcie_h2d_bytes", r->pcie_h2d_bytes);
+    set_u(L, "pcie_d2h_bytes", r->pcie_d2h_bytes);
+    set_u(L, "xfer_h2d_counted", r->xfer_h2d_counted);
+    set_u(L, "xfer_d2h_counted", r->xfer_d2h_counted);
+    set_u(L, "n_compress", r->n_compress);
+    set_f(L, "compress_rel_err_mean", r->n_compress ? r->compress_err_sum / (double)r->n_compress : NAN);
+    lua_createtable(L, 0, 7);   /* memory over time: columns, one row per step */
+    static const char *const cols[] = {"step", "time_s", "free_bytes", "total_bytes", "pool_blocks", "staging_blocks",
+                                       "host_bytes"};
+    for (int c = 0; c < 7; c++) {
+        lua_createtable(L, (int)r->n_series, 0);
+        for (size_t i = 0; i < r->n_series; i++) {
+            const dkv_cuda_mem_sample *m = &r->series[i];
+            switch (c) {
+            case 0: lua_pushinteger(L, (lua_Integer)m->step_index); break;
+            case 1: lua_pushnumber(L, m->time_s); break;
+            case 2: lua_pushinteger(L, (lua_Integer)m->free_bytes); break;
+            case 3: lua_pushinteger(L, (lua_Integer)m->total_bytes); break;
+            case 4: lua_pushinteger(L, m->pool_blocks_used); break;
+            case 5: lua_pushinteger(L, m->staging_blocks_used); break;
+            default: lua_pushinteger(L, (lua_Integer)m->host_bytes_used); break;
+            }
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, cols[c]);
+    }
+    lua_setfield(L, -2, "memory");
+}
+
+#endif
+
+/* dkv.execute(cfg [, opts]) -> result, device */
+static int l_execute(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_settop(L, 2);
+#ifndef DKV_HAVE_CUDA
+    (void)parse_opts;
+    return luaL_error(L, "dkv.execute: no CUDA device (this dkv was built without CUDA: build with scons cuda=yes "
+                         "where nvcc is installed)");
+#else
+    char desc[160];
+    dkv_err err = {0};
+    if (dkv_cuda_probe(desc, sizeof desc, &err) != DKV_OK) {
+        if (strncmp(err.msg, "no CUDA device", 14) == 0)
+            return luaL_error(L, "dkv.execute: %s", err.msg);
+        return luaL_error(L, "dkv.execute: no CUDA device (%s)", err.msg);
+    }
+    lexec *x = lua_newuserdatauv(L, sizeof *x, 0);   /* 3 */
+    memset(x, 0, sizeof *x);
+    luaL_setmetatable(L, LEXEC_MT);
+    parse_opts(L, 2, x);
+    dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
+    push_device(L, &x->rep);
+    dkv_cuda_backend_report_clear(&x->rep);
+    return 2;
+#endif
+}
+
+void dkv_lua_open_execute(lua_State *L)
+{
+    if (luaL_newmetatable(L, LEXEC_MT)) {
+        lua_pushcfunction(L, lexec_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    lua_pushcfunction(L, l_execute);
+    lua_setfield(L, -2, "execute");
+}
