@@ -1,0 +1,122 @@
+/* mem_blockpool_check.c - recount of the block pool from scratch (for dkv_mem_check). */
+#include "mem/mem_blockpool_impl.h"
+
+#include <stdlib.h>
+
+dkv_status dkv_mem_bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err)
+{
+    const bp *p = m->impl;
+    size_t nb = (size_t)p->n_chunks * p->chunk_blocks;
+    uint8_t *seen = calloc(nb ? nb : 1, 1);
+    uint32_t *cfree = calloc(p->n_chunks ? p->n_chunks : 1, sizeof *cfree);
+    uint64_t used[DKV_MEM_MAX_INSTANCES] = {0};
+    uint8_t *slot_seen = calloc(p->blist_n ? p->blist_n : 1, 1);
+    dkv_status st = DKV_OK;
+    if (!seen || !cfree || !slot_seen) {
+        st = dkv_err_set(err, DKV_ENOMEM, "blockpool check: out of host memory");
+        goto done;
+    }
+    for (uint32_t i = 0; i < m->n_recs && !st; i++) {
+        const mem_rec *r = &m->recs[i];
+        if (!mem_rec_in_use(r))
+            continue;
+        uint32_t n = r->n_blocks;
+        uint64_t slot = 1ull << size_class(n);
+        if (n == 0 || (uint64_t)r->handle + slot > p->blist_n) {
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u has a bad block list (%u blocks at %u)", i, n, r->handle);
+            break;
+        }
+        for (uint64_t j = r->handle; j < r->handle + slot && !st; j++) {
+            if (slot_seen[j])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: block-list entry %llu is used twice", (unsigned long long)j);
+            slot_seen[j] = 1;
+        }
+        for (uint32_t j = 0; j < n && !st; j++) {
+            uint32_t b = p->blist[r->handle + j];
+            if (b >= nb || !p->chunk_live[b >> p->chunk_shift])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u holds block %u outside live chunks", i, b);
+            else if (seen[b])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: block %u is held twice (overlap)", b);
+            else if (p->flags[b] != (BF_LIVE | BF_USED))
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: live block %u has flags %u", b, p->flags[b]);
+            seen[b] = 1;
+        }
+        if (!st && (r->allocated != (uint64_t)n * p->block_bytes ||
+                    r->offset != (uint64_t)p->blist[r->handle] * p->block_bytes))
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u size/offset disagree with its blocks", i);
+        if (!st && r->allocated < r->requested)
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u has allocated < requested", i);
+        used[r->owner.instance] += n;
+    }
+    for (uint32_t c = 0; c < 33 && !st; c++)
+        for (uint32_t i = 0; i < p->slot_free[c].n && !st; i++) {
+            uint64_t off = p->slot_free[c].ids[i];
+            for (uint64_t j = off; j < off + (1ull << c) && !st; j++) {
+                if (j >= p->blist_n || slot_seen[j])
+                    st = dkv_err_set(err, DKV_ESTATE, "blockpool: free block-list slot %llu of class %u overlaps", (unsigned long long)off, c);
+                else
+                    slot_seen[j] = 2;
+            }
+        }
+    for (uint64_t j = 0; j < p->blist_n && !st; j++)
+        if (!slot_seen[j])
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: block-list entry %llu is neither used nor free (leak)", (unsigned long long)j);
+    uint64_t nfree = 0;
+    for (uint32_t q = 0; q < p->n_parts && !st; q++)
+        for (uint32_t i = 0; i < p->part[q].n && !st; i++) {
+            uint32_t b = p->part[q].ids[i];
+            if (b >= nb || !p->chunk_live[b >> p->chunk_shift] || p->chunk_part[b >> p->chunk_shift] != q)
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: free block %u is not in a live chunk of partition %u", b, q);
+            else if (seen[b])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: block %u is both free and held, or free twice", b);
+            else if (p->flags[b] & BF_LIVE)
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: free block %u is flagged live", b);
+            else {
+                seen[b] = 2;
+                cfree[b >> p->chunk_shift]++;
+                nfree++;
+            }
+        }
+    uint32_t live_chunks = 0;
+    for (uint32_t c = 0; c < p->n_chunks && !st; c++) {
+        if (!p->chunk_live[c])
+            continue;
+        live_chunks++;
+        if (p->track_free && cfree[c] != p->chunk_free[c])
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: chunk %u counts %u free blocks, recount %u", c, p->chunk_free[c], cfree[c]);
+        for (uint32_t b = c << p->chunk_shift; b < (c + 1) << p->chunk_shift && !st; b++)
+            if (!seen[b])
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: block %u is neither free nor held (leak)", b);
+    }
+    if (!st && (nfree != p->free_blocks || live_chunks != p->live_chunks))
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: free blocks %llu / chunks %u, recount %llu / %u",
+                         (unsigned long long)p->free_blocks, p->live_chunks, (unsigned long long)nfree, live_chunks);
+    if (!st && m->reserved != (uint64_t)live_chunks * p->chunk_bytes)
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: reserved %llu != %u chunks", (unsigned long long)m->reserved, live_chunks);
+    if (!st && m->segments != live_chunks)
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: segments %llu != %u chunks", (unsigned long long)m->segments, live_chunks);
+    uint64_t outstanding = 0;
+    for (uint32_t i = 0; i < DKV_MEM_MAX_INSTANCES && !st; i++) {
+        if ((p->quotas || p->partitioned) && used[i] != p->used[i])
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: instance %u uses %llu blocks, recount %llu", i,
+                             (unsigned long long)p->used[i], (unsigned long long)used[i]);
+        if (p->quotas)
+            outstanding += p->quota[i] > used[i] ? p->quota[i] - used[i] : 0;
+    }
+    if (!st && p->quotas && outstanding != p->outstanding)
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: outstanding guarantees %llu, recount %llu",
+                         (unsigned long long)p->outstanding, (unsigned long long)outstanding);
+    if (!st && p->quotas) {
+        uint64_t room = p->free_blocks + (m->opt.grow ? (uint64_t)(p->max_chunks - p->live_chunks) * p->chunk_blocks : 0);
+        if (room < p->outstanding)
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: guarantees (%llu blocks) exceed free + growable (%llu)",
+                             (unsigned long long)p->outstanding, (unsigned long long)room);
+    }
+    *free_bytes = nfree * p->block_bytes;
+done:
+    free(seen);
+    free(cfree);
+    free(slot_seen);
+    return st;
+}
+
