@@ -228,6 +228,12 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     STEP(bk_scratch_reserve(b, b->max_L, b->o.decode.block_len, err));
     STEP(bk_arena_init(b, err));
 #undef STEP
+    if (b->o.poison && (cudaMemset(b->arena, 0xff, b->arena_bytes) != cudaSuccess ||
+                        cudaMemset(b->act_mem, 0xff, b->cap_bytes_act) != cudaSuccess ||
+                        cudaDeviceSynchronize() != cudaSuccess)) {
+        teardown(b);
+        return dkv_err_set(err, DKV_EIO, "cuda backend: poisoning the arena failed");
+    }
     size_t fr = 0, tot = 0;
     cudaMemGetInfo(&fr, &tot);
     b->rep.mem_total_bytes = tot;

@@ -146,6 +146,8 @@ typedef struct dkv_cuda_backend_options {
     uint32_t            attn_streams;    /* streams for per-item Reuse attention (4; 1 = serial) */
     bool                class_timing;    /* events around each kernel class (true) */
     bool                kernel_records;  /* emit dkv_kernel_records through setup.on_kernel (true) */
+    bool                poison;          /* tests: fill the arena and the activations with 0xFF (bf16
+                                            NaN) at begin, so a read of unwritten KV shows (false) */
     dkv_cuda_item_fn    on_item;         /* optional: synchronises after every step */
     void               *on_item_user;
     dkv_cuda_backend_report *report;     /* optional: filled at end() */
