@@ -91,6 +91,9 @@ void bk_arena_free(dkv_cuda_backend *b)
     }
     dkv_cuda_lowrank_free(b->lr);
     b->lr = NULL;
+    if (b->cmp_ev)
+        cudaEventDestroy(b->cmp_ev);
+    b->cmp_ev = NULL;
     cudaFree(b->lr_q);
     b->lr_q = NULL;
     cudaFree(b->gbuf);
@@ -264,18 +267,22 @@ static uint64_t offload_bytes(const dkv_step_plan *plan, uint32_t r)
     return n;
 }
 
+/* One COMPRESS order: the blocks before the ones offloaded raw are gathered and projected to
+ * low rank on the compute stream, and the projection (bf16 Q then B, and the errors) goes to the
+ * request's host slot on the copy stream.  The next projection waits until that copy has read
+ * lr_out; the source blocks are free once the gather has run (compute-stream order). */
 static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const dkv_xfer *xf, const bk_item *x,
                            dkv_err *err)
 {
     const dkv_model *m = &b->m;
     uint32_t D = m->head_dim, batch = b->err_stride, bt = b->o.block_tokens;
-    uint32_t off_blocks = cdiv(offload_bytes(plan, x->req), b->block_bytes), cmp_blocks = cdiv(xf->device_bytes,
-                                                                                               b->block_bytes);
+    uint32_t off_blocks = cdiv(offload_bytes(plan, x->req), b->block_bytes);
+    uint32_t cmp_blocks = cdiv(xf->device_bytes, b->block_bytes);
     uint32_t end = x->n_chain > off_blocks ? x->n_chain - off_blocks : 0, start = end > cmp_blocks ? end - cmp_blocks : 0;
     uint32_t m_tok = (end - start) * bt;
     if (m_tok > b->max_L)
         m_tok = b->max_L;
-    b->cjob_start = start, b->cjob_tokens = m_tok, b->cjob_rank = 0, b->cjob_req = x->req;
+    b->rep.xfer_d2h_counted += xf->pcie_bytes;
     if (m_tok == 0)
         return DKV_OK;
     double ratio = xf->device_bytes ? (double)xf->pcie_bytes / (double)xf->device_bytes : 0.3;
@@ -290,6 +297,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
         b->lr_b = b->lr_q + (size_t)batch * b->max_L * DKV_LOWRANK_MAX_RANK;
         b->lr_err = b->lr_b + (size_t)batch * DKV_LOWRANK_MAX_RANK * D;
         b->lr_out = (dkv_bf16 *)(b->lr_err + batch + 64);
+        CU(cudaEventCreateWithFlags(&b->cmp_ev, cudaEventDisableTiming));
     }
     if (b->compress_epoch > b->done_epoch)   /* lr_out is still being copied out */
         CU(cudaStreamWaitEvent(b->st, b->copies[b->compress_epoch % BK_COPIES].done, 0));
@@ -300,14 +308,30 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     TRY(dkv_cuda_f32_to_bf16(b->lr_out, b->lr_q, (size_t)batch * m_tok * r, b->st, err));
     TRY(dkv_cuda_f32_to_bf16(b->lr_out + (size_t)batch * m_tok * r, b->lr_b, (size_t)batch * r * D, b->st, err));
     b->launches[DKV_KCLASS_COMPRESS] += 4 + 12;
-    b->cjob_rank = r;
+    /* the projection to the host, on the copy stream once the kernels are done */
+    char *slot;
+    TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
+    CU(cudaEventRecord(b->cmp_ev, b->st));
+    CU(cudaStreamWaitEvent(b->cp, b->cmp_ev, 0));
+    uint32_t cs;
+    TRY(copy_open(b, true, &cs, err));
+    uint64_t n = ((uint64_t)batch * m_tok * r + (uint64_t)batch * r * D) * 2,
+             room = b->slot_bytes - (uint64_t)start * b->block_bytes;
+    n = n < room ? n : room;   /* small blocks: the basis can outgrow the raw bytes */
+    CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
+    CU(cudaMemcpyAsync(b->h_err + (size_t)cs * b->err_stride, b->lr_err, batch * sizeof(float), cudaMemcpyDeviceToHost,
+                       b->cp));
+    b->copies[cs].n_err = batch;
+    b->compress_epoch = b->epoch;
+    TRY(copy_close(b, cs, n, err));
+    if (xf->blocking || !xf->pinned)
+        b->step_block_epoch = b->epoch;
     return DKV_OK;
 }
 
 dkv_status bk_xfers_device(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err)
 {
     uint32_t bt = b->o.block_tokens;
-    b->cjob_tokens = 0;
     for (uint32_t k = 0; k < plan->n_xfers; k++) {
         const dkv_xfer *xf = &plan->xfers[k];
         if (xf->kind != DKV_XFER_REORDER && xf->kind != DKV_XFER_COMPRESS)
@@ -329,9 +353,6 @@ dkv_status bk_xfers_device(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
             TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + b0, (uint32_t)tok, b->st, err));
             b->launches[DKV_KCLASS_REORDER]++;
         } else {
-            if (b->cjob_tokens)
-                return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: more than one compress order in a step "
-                                   "(request %u); one is supported", xf->request);
             bk_mark(b, DKV_KCLASS_COMPRESS);
             TRY(compress(b, plan, xf, x, err));
         }
@@ -345,15 +366,14 @@ dkv_status bk_xfers_after(dkv_cuda_backend *b, const dkv_step_plan *plan, cudaEv
 {
     bool any = false;
     for (uint32_t k = 0; k < plan->n_xfers; k++)
-        any |= plan->xfers[k].kind == DKV_XFER_OFFLOAD || plan->xfers[k].kind == DKV_XFER_COMPRESS;
+        any |= plan->xfers[k].kind == DKV_XFER_OFFLOAD;
     if (!any)
         return DKV_OK;
     CU(cudaStreamWaitEvent(b->cp, compute_done, 0));
     const uint32_t *tab = host_table(b);
-    uint32_t bt = b->o.block_tokens;
     for (uint32_t k = 0; k < plan->n_xfers; k++) {
         const dkv_xfer *xf = &plan->xfers[k];
-        if (xf->kind != DKV_XFER_OFFLOAD && xf->kind != DKV_XFER_COMPRESS)
+        if (xf->kind != DKV_XFER_OFFLOAD)
             continue;
         b->rep.xfer_d2h_counted += xf->pcie_bytes;
         const bk_item *x = item_of(b, plan, xf->request);
@@ -364,36 +384,17 @@ dkv_status bk_xfers_after(dkv_cuda_backend *b, const dkv_step_plan *plan, cudaEv
         TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
         uint32_t cs;
         TRY(copy_open(b, true, &cs, err));
-        uint64_t done = 0;
-        if (xf->kind == DKV_XFER_COMPRESS) {
-            if (b->cjob_tokens && b->cjob_req == x->req) {
-                uint64_t n = ((uint64_t)b->err_stride * b->cjob_tokens * b->cjob_rank +
-                              (uint64_t)b->err_stride * b->cjob_rank * b->m.head_dim) * 2,
-                         room = b->slot_bytes - (uint64_t)b->cjob_start * b->block_bytes;
-                n = n < room ? n : room;   /* small blocks: the basis can outgrow the raw bytes */
-                CU(cudaMemcpyAsync(slot + (uint64_t)b->cjob_start * b->block_bytes, b->lr_out, n,
-                                   cudaMemcpyDeviceToHost, b->cp));
-                CU(cudaMemcpyAsync(b->h_err + (size_t)cs * b->err_stride, b->lr_err, b->err_stride * sizeof(float),
-                                   cudaMemcpyDeviceToHost, b->cp));
-                b->copies[cs].n_err = b->err_stride;
-                done = n;
-                b->compress_epoch = b->epoch;
-                uint32_t nb = cdiv(b->cjob_tokens, bt);
-                for (uint32_t j = b->cjob_start; j < b->cjob_start + nb && j < x->n_chain; j++)
-                    b->blk_epoch[tab[x->tb + j]] = b->epoch;
-            }
-        } else {   /* raw: the request's last blocks, which the engine frees after the step */
-            uint32_t nb = cdiv(xf->pcie_bytes, b->block_bytes);
-            uint32_t start = x->n_chain > nb ? x->n_chain - nb : 0;
-            uint64_t rem = xf->pcie_bytes;
-            for (uint32_t j = start; j < x->n_chain && rem; j++) {
-                uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
-                uint32_t id = tab[x->tb + j];
-                CU(cudaMemcpyAsync(slot + (uint64_t)j * b->block_bytes, (char *)b->arena + (uint64_t)id * b->block_bytes,
-                                   n, cudaMemcpyDeviceToHost, b->cp));
-                b->blk_epoch[id] = b->epoch;
-                rem -= n, done += n;
-            }
+        /* raw: the request's last blocks, which the engine frees after the step; until the copy
+         * has read them, a later step that takes them waits (bk_xfers_before) */
+        uint32_t nb = cdiv(xf->pcie_bytes, b->block_bytes), start = x->n_chain > nb ? x->n_chain - nb : 0;
+        uint64_t rem = xf->pcie_bytes, done = 0;
+        for (uint32_t j = start; j < x->n_chain && rem; j++) {
+            uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
+            uint32_t id = tab[x->tb + j];
+            CU(cudaMemcpyAsync(slot + (uint64_t)j * b->block_bytes, (char *)b->arena + (uint64_t)id * b->block_bytes, n,
+                               cudaMemcpyDeviceToHost, b->cp));
+            b->blk_epoch[id] = b->epoch;
+            rem -= n, done += n;
         }
         TRY(copy_close(b, cs, done, err));
         if (xf->blocking || !xf->pinned)

@@ -164,7 +164,7 @@ typedef struct dkv_cuda_backend {
     uint64_t  step_pcie_h2d, step_pcie_d2h;
     uint32_t  step_n_fetch;                 /* fetches the compute stream waited for */
     uint32_t  step_block_epoch;             /* blocking copy to wait for at the step's end, 0 none */
-    uint32_t  cjob_req, cjob_start, cjob_tokens, cjob_rank;   /* this step's projection */
+    cudaEvent_t cmp_ev;                     /* projection kernels done (the copy waits for it) */
     dkv_cuda_backend_report rep;
     size_t    cap_series;
 } dkv_cuda_backend;
