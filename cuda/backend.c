@@ -375,6 +375,9 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     b->step_n_fetch = 0;
     b->step_block_epoch = 0;
     uint32_t T = 0, R = 0, first_epoch = b->epoch;
+    if (plan->n_items == 0)
+        return plan->n_xfers ? dkv_err_set(err, DKV_EINVAL, "cuda backend: transfer orders in a step without items")
+                             : DKV_OK;
     TRY(bk_prepare(b, plan, &T, &R, err));
     uint32_t *before = NULL;
     if (b->o.on_item)

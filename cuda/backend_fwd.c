@@ -336,29 +336,30 @@ static dkv_status attention(dkv_cuda_backend *b, const bk_item *x, uint32_t l, c
 
 static dkv_status layer_attention(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
 {
-    /* Refresh items (and everything without side streams) on the compute stream */
+    /* Reuse items (paged) spread over the side streams, Refresh items on the compute stream
+     * meanwhile; the compute stream then waits for the side streams */
     uint32_t n_side_items = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const bk_item *x = &b->items[i];
-        if (b->n_side && x->cache == DKV_KV_SRC_PAGED) {
-            n_side_items++;
-            continue;
-        }
-        TRY(attention(b, x, l, b->st, b->attn_ws[b->n_side], err));
-    }
-    if (!n_side_items)
-        return DKV_OK;
-    CU(cudaEventRecord(b->fork, b->st));
+    for (uint32_t i = 0; b->n_side && i < n; i++)
+        n_side_items += b->items[i].cache == DKV_KV_SRC_PAGED;
     uint32_t used = n_side_items < b->n_side ? n_side_items : b->n_side;
-    for (uint32_t s = 0; s < used; s++)
-        CU(cudaStreamWaitEvent(b->side[s], b->fork, 0));
-    uint32_t j = 0;
+    if (used) {
+        CU(cudaEventRecord(b->fork, b->st));
+        for (uint32_t s = 0; s < used; s++)
+            CU(cudaStreamWaitEvent(b->side[s], b->fork, 0));
+        uint32_t j = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            const bk_item *x = &b->items[i];
+            if (x->cache != DKV_KV_SRC_PAGED)
+                continue;
+            uint32_t s = j++ % b->n_side;
+            TRY(attention(b, x, l, b->side[s], b->attn_ws[s], err));
+        }
+    }
     for (uint32_t i = 0; i < n; i++) {
         const bk_item *x = &b->items[i];
-        if (x->cache != DKV_KV_SRC_PAGED)
+        if (used && x->cache == DKV_KV_SRC_PAGED)
             continue;
-        uint32_t s = j++ % b->n_side;
-        TRY(attention(b, x, l, b->side[s], b->attn_ws[s], err));
+        TRY(attention(b, x, l, b->st, b->attn_ws[b->n_side], err));
     }
     for (uint32_t s = 0; s < used; s++) {
         CU(cudaEventRecord(b->join[s], b->side[s]));

@@ -90,8 +90,65 @@ with safe_open('$BIN/sample.safetensors', framework='pt') as f:
     return $rc
 }
 
+# ---- the CUDA backend (issue 5): engine + backend tests, sanitizer, measurements, dkv.execute
+# here:  bash scripts/gpu_run.sh build-backend      (binaries + the dkv program and its libraries
+#                                                   into .execbin/, ignored by git, carried)
+# there: run(command="bash scripts/gpu_run.sh device-backend", carry=[".execbin"])
+#        BENCH=0 skips the measurements; logs under $OUT (backend.log, san_backend.log, bench.log)
+EXB=.execbin
+
+build_backend() {
+    scons -Q -j2 variant=exec mode=release cuda=yes build/exec-release/tests/gpu build/exec-release/dkv || exit 1
+    rm -rf "$EXB"; mkdir -p "$EXB/lib"
+    cp build/exec-release/tests/gpu/test_backend build/exec-release/tests/gpu/test_backend_lowrank \
+       build/exec-release/tests/gpu/test_backend_run build/exec-release/dkv "$EXB"/
+    # the dkv program's shared libraries that a bare CUDA image may lack (not libc, libstdc++, CUDA)
+    ldd build/exec-release/dkv | awk '$3 ~ /^\// {print $3}' | grep -v -E "libc\.so|libm\.so|libstdc|libgcc_s|libpthread|libdl\.so|librt\.so|libresolv|ld-linux|cuda|cublas" \
+        | while read -r l; do cp -L "$l" "$EXB/lib/"; done
+    du -sh "$EXB"
+}
+
+device_backend() {
+    OUT=${OUT:-$ROOT/gpu-out}
+    mkdir -p "$OUT"
+    export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$OUT/device.txt"
+    local rc=0 hard=0 r   # hard: a crash, a sanitizer error or a failed smoke run (no measurements then)
+    for t in test_backend test_backend_lowrank test_backend_run; do
+        echo "== $t"; "$EXB/$t" 2>&1 | tee -a "$OUT/backend.log"; r=${PIPESTATUS[0]}; echo "== $t exit $r"
+        [ "$r" = 0 ] || rc=1
+        { [ "$r" = 0 ] || [ "$r" = 1 ]; } || hard=1
+        [ "$t" = test_backend_run ] && [ "$r" != 0 ] && hard=1
+    done
+    for t in test_backend test_backend_lowrank; do
+        echo "== compute-sanitizer --tool memcheck $t"
+        timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$EXB/$t" > "$OUT/san.tmp" 2>&1
+        r=$?; tail -n 3 "$OUT/san.tmp"
+        [ "$r" = 0 ] || grep -E "^========= +(Invalid|Error|.*at .*in )" "$OUT/san.tmp" | sort | uniq -c | sort -rn | head -n 12
+        { echo "== memcheck $t: exit $r"; cat "$OUT/san.tmp"; } >> "$OUT/san_backend.log"; rm -f "$OUT/san.tmp"
+        echo "== memcheck $t exit $r"; [ "$r" = 0 ] || { rc=1; hard=1; }
+    done
+    echo "== dkv run tests/lua/test_execute.lua (dkv.execute through Lua)"
+    LD_LIBRARY_PATH="$ROOT/$EXB/lib:$LD_LIBRARY_PATH" "$EXB/dkv" run tests/lua/test_execute.lua -o "$OUT/execute.h5" 2>&1 \
+        | tee -a "$OUT/backend.log"
+    if [ "$hard" != 0 ] || [ "${BENCH:-1}" = 0 ]; then return $rc; fi
+    local B="$EXB/test_backend_run" L="--model llada --capacity-gib 40"
+    bench() { echo "== test_backend_run $*"; timeout "${BENCH_LIMIT:-150}" "$B" "$@" 2>&1 | tee -a "$OUT/bench.log" | grep -E "^(cuda|sim|kernel|FAIL)"; }
+    bench $L --n 32 --prompt 512 --gen 256 --cache sparse --block 32 --rho 0.5
+    bench $L --n 1 --prompt 512 --gen 256 --cache sparse --block 32 --rho 0.5
+    bench $L --n 8 --prompt 512 --gen 256 --cache sparse --block 32 --rho 0.5
+    bench $L --n 4 --prompt 512 --gen 128 --cache dual --block 32 --offload none
+    bench $L --n 4 --prompt 512 --gen 128 --cache dual --block 32 --offload progressive
+    bench $L --n 32 --prompt 1024 --gen 256 --cache sparse --block 32 --rho 0.5
+    bench $L --n 32 --prompt 512 --gen 256 --cache sparse --block 32 --rho 0.5 --class-timing 0
+    bench $L --n 32 --prompt 2048 --gen 256 --cache sparse --block 32 --rho 0.5
+    return $rc
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
-*) echo "usage: $0 build|device" >&2; exit 2 ;;
+build-backend) build_backend ;;
+device-backend) device_backend ;;
+*) echo "usage: $0 build|device|build-backend|device-backend" >&2; exit 2 ;;
 esac

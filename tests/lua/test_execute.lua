@@ -4,8 +4,10 @@
 -- The configuration's errors are reported by the same parser either way on a GPU machine.
 local dkv = require "dkv"
 
+-- the tiny preset with head_dim 64 (the attention kernels take 64 or 128)
 local cfg = {
-  model = "tiny", gpu = "h200",
+  model = {base = "tiny", name = "tiny-d64", hidden = 128, n_heads = 2, n_kv_heads = 1, head_dim = 64},
+  gpu = "h200",
   workload = {kind = "fixed", n = 3, interval_s = 0, prompt = 64, gen = 32},
   decode = {cache = "dual", block_len = 16, steps = 4},
   mem = {kind = "blockpool", capacity_bytes = 4 * 2^20},
