@@ -1,20 +1,29 @@
 /* attention.cu - bidirectional attention over a cached segment (paged pool or packed per-head
- * rows) followed by dense own keys.  The keys are cut into splits of at most KS (flash-decoding);
- * each CTA computes S = Q K^T and O = P V for 32 queries of one head on tensor cores (bf16 WMMA,
- * fp32 accumulation) with an exact softmax over its split, and a combine pass merges the splits'
- * (max, sum, acc).  Made for Reuse steps (a block of queries against a cached canvas); Refresh
- * steps over long canvases go through dkv_cuda_attention_dense. */
+ * rows) followed by dense own keys: one flash-attention kernel on tensor cores for Reuse and
+ * Refresh steps alike.
+ *
+ * A CTA takes 16 * NW queries of one head (NW warps, 16 query rows each) against one split of
+ * the keys.  Keys stream through shared memory in tiles of KT by cp.async, ST tiles in flight;
+ * per tile S = Q K^T and O += P V run as bf16 mma.sync m16n8k16 with fp32 accumulation, Q and
+ * the running O staying in registers, with an online softmax (exp2 domain).  When a (head,
+ * query tile) has too few queries to fill the GPU (Reuse: 32 queries), its keys are cut into up
+ * to 8 splits that run as one thread-block cluster: each CTA leaves (O, m, l) in its shared
+ * memory and, after a cluster barrier, every CTA merges a share of the rows by reading the
+ * others' shared memory (DSMEM).  No workspace and no second launch. */
 #include <math.h>
 
-#include <mma.h>
+#include <cooperative_groups.h>
 
 #include "cuda/common.cuh"
+#include "cuda/fused_mma.cuh"
 #include "cuda/kv_addr.cuh"
 
-#define QT 32      /* queries per CTA: two 16-row WMMA tiles */
-#define KS 128     /* at most this many keys per CTA (one split): the softmax is exact per split */
-#define NT 256     /* 8 warps */
-#define TARGET_CTAS 264
+namespace cg = cooperative_groups;
+
+#define KT 32            /* keys per shared-memory tile */
+#define TPR 4            /* threads per K or V row when loading: 64 contiguous bytes per instruction */
+#define MAX_SPLITS 8     /* the portable cluster size */
+#define TARGET_CTAS 264  /* 2 per SM on the H200's 132 */
 
 struct attn_params {
     dkv_bf16 *out;
@@ -28,7 +37,6 @@ struct attn_params {
     const dkv_bf16 *kp, *vp;
     const dkv_bf16 *k_own, *v_own;
     uint32_t ld_own;
-    float *ws;
     float qscale;   /* log2(e) / sqrt(D): scores in the exp2 domain */
 };
 
@@ -43,192 +51,284 @@ static __device__ __forceinline__ const dkv_bf16 *key_row(const attn_params &p, 
     return (isv ? p.v_own : p.k_own) + (size_t)(kk - p.n_cache) * p.ld_own + (size_t)g * D;
 }
 
-/* Shared memory of one CTA (bytes), rows padded by 8 bf16 / 4 floats against bank conflicts;
- * every WMMA tile starts 32-byte aligned. */
-template <int D>
-struct attn_smem {
-    static constexpr int LB = D + 8;          /* bf16 row of Q, K, V */
-    static constexpr int LP = KS + 8;         /* bf16 row of P */
-    static constexpr int LS = KS + 4;         /* fp32 row of S (and of O, D <= KS) */
-    static constexpr size_t q = 0, k = q + (size_t)QT * LB * 2, v = k + (size_t)KS * LB * 2,
-                            s = v + (size_t)KS * LB * 2, pp = s + (size_t)QT * LS * 4,
-                            ml = pp + (size_t)QT * LP * 2, bytes = ml + 2 * QT * 4;
+/* Shared memory of one CTA (bytes).  Rows of Q, K, V are padded by 8 bf16 (16 bytes), so the 8
+ * row addresses of an ldmatrix fall in distinct banks.  After the key loop the K/V tiles are
+ * reused for the split's (O, m, l) that the cluster merges. */
+template <int D, int NW, int ST>
+struct fa_smem {
+    static constexpr int QM = 16 * NW, LB = D + 8, LO = D + 4, CH = D / 8;
+    static constexpr size_t q = 0, kv = (size_t)QM * LB * 2, tile = (size_t)KT * LB * 2,
+                            bytes = kv + 2 * ST * tile;   /* ST stages x (K, V) */
+    static constexpr size_t o = kv, m = o + (size_t)QM * LO * 4, l = m + QM * 4, comb = l + QM * 4;
+    static_assert(comb <= bytes, "the merge area fits in the key tiles");
 };
 
-/* grid (n_splits, H, ceil(Tq / QT)).  One CTA: QT queries of head h against the <= KS keys of
- * its split.  S = Q K^T and O = P V on tensor cores (bf16 WMMA, fp32 accumulation); the row
- * softmax in fp32 by 8 threads per row.  Writes out (one split) or (acc, m, l) partials. */
-template <int D>
-static __global__ void __launch_bounds__(NT) attention_kernel(attn_params p)
+/* grid (n_splits, H, ceil(Tq / QM)), cluster (n_splits, 1, 1), NW warps, ST tiles in flight. */
+template <int D, int NW, int ST>
+static __global__ void __launch_bounds__(NW * 32) flash_kernel(attn_params p)
 {
-    using namespace nvcuda;
-    using SM = attn_smem<D>;
+    using SM = fa_smem<D, NW, ST>;
+    constexpr int NT = NW * 32, QM = SM::QM, LB = SM::LB, CH = SM::CH, LO = SM::LO;
     extern __shared__ __align__(128) unsigned char smem[];
-    dkv_bf16 *Qs = (dkv_bf16 *)(smem + SM::q), *Ks = (dkv_bf16 *)(smem + SM::k), *Vs = (dkv_bf16 *)(smem + SM::v);
-    float *Ss = (float *)(smem + SM::s), *Ms = (float *)(smem + SM::ml), *Ls = Ms + QT;
-    dkv_bf16 *Ps = (dkv_bf16 *)(smem + SM::pp);
-    constexpr int CH = D / 8;
-    const uint32_t split = blockIdx.x, h = blockIdx.y, q0 = blockIdx.z * QT, g = h / p.G;
-    const int tid = threadIdx.x, warp = tid / 32;
-    const uint32_t k0 = split * p.split_keys, nk = min(p.split_keys, p.n_keys - k0);
+    dkv_bf16 *Qs = (dkv_bf16 *)(smem + SM::q);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
+    const uint32_t split = blockIdx.x, h = blockIdx.y, q0 = blockIdx.z * QM, kvh = h / p.G;
+    const uint32_t k0 = split * p.split_keys;
+    const uint32_t nk = k0 < p.n_keys ? min(p.split_keys, p.n_keys - k0) : 0;
+    const int ntiles = (int)((nk + KT - 1) / KT);
 
-    /* loads: Q rows (zero past Tq), K and V rows (zero past the split) */
-    for (int i = tid; i < QT * CH; i += NT) {
-        int r = i / CH, c = i % CH;
-        bf16x8 v = {};
-        if (q0 + r < p.Tq)
-            v = *reinterpret_cast<const bf16x8 *>(p.q + (size_t)(q0 + r) * p.ldq + (size_t)h * D + c * 8);
-        *reinterpret_cast<bf16x8 *>(Qs + r * SM::LB + c * 8) = v;
-    }
-    for (int i = tid; i < 2 * KS * CH; i += NT) {
-        uint32_t isv = i >= KS * CH;
-        int ii = i - isv * KS * CH, r = ii / CH, c = ii % CH;
-        bf16x8 v = {};
-        if ((uint32_t)r < nk)
-            v = *reinterpret_cast<const bf16x8 *>(key_row<D>(p, isv, g, k0 + r) + c * 8);
-        *reinterpret_cast<bf16x8 *>((isv ? Vs : Ks) + r * SM::LB + c * 8) = v;
-    }
-    __syncthreads();
-
-    /* S (QT x KS) = Q K^T: 2 x 8 tiles of 16 x 16, two per warp */
-    for (int t = warp; t < (QT / 16) * (KS / 16); t += NT / 32) {
-        int mt = t / (KS / 16), nt = t % (KS / 16);
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-        wmma::fill_fragment(acc, 0.0f);
+    constexpr int CPT = CH / TPR;   /* 16-byte chunks per thread and row */
+    for (int it = tid; it < QM * TPR; it += NT) {   /* Q rows, zero past Tq */
+        int r = it / TPR, part = it % TPR;
+        bool ok = q0 + r < p.Tq;
+        const dkv_bf16 *src = ok ? p.q + (size_t)(q0 + r) * p.ldq + (size_t)h * D : p.q;
 #pragma unroll
-        for (int kk = 0; kk < D; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> b;
-            wmma::load_matrix_sync(a, (const __nv_bfloat16 *)(Qs + mt * 16 * SM::LB + kk), SM::LB);
-            wmma::load_matrix_sync(b, (const __nv_bfloat16 *)(Ks + nt * 16 * SM::LB + kk), SM::LB);
-            wmma::mma_sync(acc, a, b, acc);
+        for (int cc = 0; cc < CPT; cc++) {
+            int ch = cc * TPR + part;
+            cp_async16(Qs + r * LB + ch * 8, ok ? src + ch * 8 : p.q, ok ? 16 : 0);
         }
-        wmma::store_matrix_sync(Ss + mt * 16 * SM::LS + nt * 16, acc, SM::LS, wmma::mem_row_major);
     }
-    __syncthreads();
-
-    /* softmax of each row over the split's nk keys: 8 threads per row, 16 keys each */
-    {
-        int r = tid / 8, l8 = tid % 8;
-        float v[KS / 8], mx = -INFINITY;
+    /* K and V rows of tile t into stage t % ST, zero past the split: one address per row and
+     * thread (a paged row costs a block-table lookup), TPR threads per row */
+    auto load_tile = [&](int t) {
+        dkv_bf16 *Ks = (dkv_bf16 *)(smem + SM::kv + (size_t)(t % ST) * 2 * SM::tile), *Vs = Ks + KT * LB;
+        for (int it = tid; it < 2 * KT * TPR; it += NT) {
+            int isv = it >= KT * TPR, rem = it - isv * KT * TPR, r = rem / TPR, part = rem % TPR;
+            uint32_t j = (uint32_t)t * KT + r;
+            bool ok = j < nk;
+            const dkv_bf16 *src = ok ? key_row<D>(p, isv, kvh, k0 + j) : p.q;
+            dkv_bf16 *dst = (isv ? Vs : Ks) + r * LB;
 #pragma unroll
-        for (int j = 0; j < KS / 8; j++) {
-            int c = l8 + 8 * j;
-            v[j] = (uint32_t)c < nk ? Ss[r * SM::LS + c] * p.qscale : -INFINITY;
-            mx = fmaxf(mx, v[j]);
-        }
-        for (int o = 1; o < 8; o <<= 1)
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-        float sum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < KS / 8; j++) {
-            float e = exp2f(v[j] - mx);   /* 0 for masked keys */
-            sum += e;
-            Ps[r * SM::LP + l8 + 8 * j] = f2bf(e);
-        }
-        for (int o = 1; o < 8; o <<= 1)
-            sum += __shfl_xor_sync(0xffffffffu, sum, o);
-        if (l8 == 0)
-            Ms[r] = mx, Ls[r] = sum;
-    }
-    __syncthreads();
-
-    /* O (QT x D) = P V into Ss (S is no longer needed): 2 x D/16 tiles */
-    for (int t = warp; t < (QT / 16) * (D / 16); t += NT / 32) {
-        int mt = t / (D / 16), nt = t % (D / 16);
-        wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
-        wmma::fill_fragment(acc, 0.0f);
-#pragma unroll
-        for (int kk = 0; kk < KS; kk += 16) {
-            wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
-            wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b;
-            wmma::load_matrix_sync(a, (const __nv_bfloat16 *)(Ps + mt * 16 * SM::LP + kk), SM::LP);
-            wmma::load_matrix_sync(b, (const __nv_bfloat16 *)(Vs + kk * SM::LB + nt * 16), SM::LB);
-            wmma::mma_sync(acc, a, b, acc);
-        }
-        wmma::store_matrix_sync(Ss + mt * 16 * SM::LS + nt * 16, acc, SM::LS, wmma::mem_row_major);
-    }
-    __syncthreads();
-
-    /* write: 8 threads per row, D/8 values each */
-    {
-        int r = tid / 8, l8 = tid % 8;
-        uint32_t t = q0 + r;
-        if (t >= p.Tq)
-            return;
-        const float *o = Ss + r * SM::LS;
-        if (p.n_splits == 1) {
-            float inv = 1.0f / Ls[r];
-            dkv_bf16 *dst = p.out + (size_t)t * p.ldo + (size_t)h * D;
-            for (int c = l8; c < CH; c += 8) {
-                bf16x8 y;
-#pragma unroll
-                for (int e = 0; e < 8; e++)
-                    y.v[e] = f2bf(o[c * 8 + e] * inv);
-                *reinterpret_cast<bf16x8 *>(dst + c * 8) = y;
+            for (int cc = 0; cc < CPT; cc++) {
+                int ch = cc * TPR + part;
+                cp_async16(dst + ch * 8, ok ? src + ch * 8 : p.q, ok ? 16 : 0);
             }
-            return;
         }
-        size_t row = ((size_t)split * p.H + h) * p.Tq + t, rows = (size_t)p.n_splits * p.H * p.Tq;
-        if (l8 == 0) {   /* workspace: acc (rows, D) first (16-byte aligned), then m (rows), l (rows) */
-            p.ws[rows * D + row] = Ms[r];
-            p.ws[rows * D + rows + row] = Ls[r];
-        }
-        float *a = p.ws + row * D;
-        for (int c = l8; c < CH; c += 8) {
-            *reinterpret_cast<float4 *>(a + c * 8) = *reinterpret_cast<const float4 *>(o + c * 8);
-            *reinterpret_cast<float4 *>(a + c * 8 + 4) = *reinterpret_cast<const float4 *>(o + c * 8 + 4);
-        }
+    };
+#pragma unroll
+    for (int t = 0; t < ST; t++) {   /* group t: tile t (group 0 also Q); empty groups past the split */
+        if (t < ntiles)
+            load_tile(t);
+        cp_async_commit();
     }
+    cp_async_wait<ST - 1>();
+    __syncthreads();
+
+    uint32_t qf[D / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++)
+        ldsm_x4(qf[kk], Qs + (warp * 16 + (lane & 15)) * LB + kk * 16 + (lane >> 4) * 8);
+
+    float o[D / 8][4];
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;   /* rows g and g + 8 of the warp */
+
+    for (int t = 0; t < ntiles; t++) {
+        if (t > 0) {   /* tile t has landed (tiles t + 1 .. t + ST - 1 may still be in flight) */
+            cp_async_wait<ST - 1>();
+            __syncthreads();
+        }
+        const dkv_bf16 *Ks = (const dkv_bf16 *)(smem + SM::kv + (size_t)(t % ST) * 2 * SM::tile), *Vs = Ks + KT * LB;
+        float s[KT / 8][4];
+#pragma unroll
+        for (int n = 0; n < KT / 8; n++)
+            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+        /* S = Q K^T; the K fragments of step kk + 1 are loaded before the mmas of step kk */
+        const dkv_bf16 *kaddr = Ks + ((lane >> 4) * 8 + (lane & 7)) * LB + ((lane >> 3) & 1) * 8;
+        uint32_t kb[2][KT / 16][4];
+#pragma unroll
+        for (int np = 0; np < KT / 16; np++)
+            ldsm_x4(kb[0][np], kaddr + np * 16 * LB);
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            if (kk + 1 < D / 16) {
+#pragma unroll
+                for (int np = 0; np < KT / 16; np++)
+                    ldsm_x4(kb[(kk + 1) & 1][np], kaddr + np * 16 * LB + (kk + 1) * 16);
+            }
+#pragma unroll
+            for (int np = 0; np < KT / 16; np++) {
+                const uint32_t *b = kb[kk & 1][np];
+                mma_bf16(s[2 * np], qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], b[0], b[1]);
+                mma_bf16(s[2 * np + 1], qf[kk][0], qf[kk][1], qf[kk][2], qf[kk][3], b[2], b[3]);
+            }
+        }
+        /* the first V fragment loads while the softmax runs */
+        constexpr int NPV = (KT / 16) * (D / 16);
+        const dkv_bf16 *vaddr = Vs + (((lane >> 3) & 1) * 8 + (lane & 7)) * LB + (lane >> 4) * 8;
+        uint32_t vb[2][4];
+        ldsm_x4_t(vb[0], vaddr);
+        const int valid = (int)nk - t * KT;   /* keys of this tile inside the split (>= 1) */
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < KT / 8; n++) {
+            int col = n * 8 + 2 * c;
+            s[n][0] = col < valid ? s[n][0] * p.qscale : -INFINITY;
+            s[n][1] = col + 1 < valid ? s[n][1] * p.qscale : -INFINITY;
+            s[n][2] = col < valid ? s[n][2] * p.qscale : -INFINITY;
+            s[n][3] = col + 1 < valid ? s[n][3] * p.qscale : -INFINITY;
+            mx0 = fmaxf(mx0, fmaxf(s[n][0], s[n][1]));
+            mx1 = fmaxf(mx1, fmaxf(s[n][2], s[n][3]));
+        }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);   /* finite: the tile has a valid key */
+        const float al0 = exp2f(m0 - mn0), al1 = exp2f(m1 - mn1);   /* 0 on the first tile */
+        m0 = mn0, m1 = mn1;
+        float rs0 = 0.0f, rs1 = 0.0f;
+        uint32_t pf[KT / 16][4];   /* P as A fragments: the S accumulators' layout, rounded to bf16 */
+#pragma unroll
+        for (int n = 0; n < KT / 8; n++) {
+            float e0 = exp2f(s[n][0] - mn0), e1 = exp2f(s[n][1] - mn0);
+            float e2 = exp2f(s[n][2] - mn1), e3 = exp2f(s[n][3] - mn1);
+            rs0 += e0 + e1;
+            rs1 += e2 + e3;
+            pf[n >> 1][(n & 1) * 2] = pack_bf16x2(e0, e1);
+            pf[n >> 1][(n & 1) * 2 + 1] = pack_bf16x2(e2, e3);
+        }
+        l0 = l0 * al0 + rs0;
+        l1 = l1 * al1 + rs1;
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            o[n][0] *= al0, o[n][1] *= al0;
+            o[n][2] *= al1, o[n][3] *= al1;
+        }
+        /* O += P V, the V fragment of step i + 1 loaded before the mmas of step i */
+#pragma unroll
+        for (int i = 0; i < NPV; i++) {
+            const int kt = i / (D / 16), dp = i % (D / 16);
+            if (i + 1 < NPV) {
+                const int kt1 = (i + 1) / (D / 16), dp1 = (i + 1) % (D / 16);
+                ldsm_x4_t(vb[(i + 1) & 1], vaddr + kt1 * 16 * LB + dp1 * 16);
+            }
+            const uint32_t *b = vb[i & 1];
+            mma_bf16(o[2 * dp], pf[kt][0], pf[kt][1], pf[kt][2], pf[kt][3], b[0], b[1]);
+            mma_bf16(o[2 * dp + 1], pf[kt][0], pf[kt][1], pf[kt][2], pf[kt][3], b[2], b[3]);
+        }
+        __syncthreads();   /* every warp is done with this stage before it is refilled */
+        if (t + ST < ntiles)
+            load_tile(t + ST);
+        cp_async_commit();
+    }
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+    const int lr0 = warp * 16 + g, lr1 = lr0 + 8;
+
+    if (p.n_splits == 1) {   /* the whole row is here: normalise and write */
+        const float i0 = 1.0f / l0, i1 = 1.0f / l1;
+        dkv_bf16 *d0 = p.out + (size_t)(q0 + lr0) * p.ldo + (size_t)h * D + 2 * c;
+        dkv_bf16 *d1 = p.out + (size_t)(q0 + lr1) * p.ldo + (size_t)h * D + 2 * c;
+#pragma unroll
+        for (int n = 0; n < D / 8; n++) {
+            if (q0 + lr0 < p.Tq)
+                *reinterpret_cast<uint32_t *>(d0 + n * 8) = pack_bf16x2(o[n][0] * i0, o[n][1] * i0);
+            if (q0 + lr1 < p.Tq)
+                *reinterpret_cast<uint32_t *>(d1 + n * 8) = pack_bf16x2(o[n][2] * i1, o[n][3] * i1);
+        }
+        return;
+    }
+
+    /* this split's (O, m, l) into shared memory, then the cluster merges them row by row */
+    cp_async_wait<0>();
+    __syncthreads();
+    float *Os = (float *)(smem + SM::o), *Ms = (float *)(smem + SM::m), *Ls = (float *)(smem + SM::l);
+#pragma unroll
+    for (int n = 0; n < D / 8; n++) {
+        *reinterpret_cast<float2 *>(Os + lr0 * LO + n * 8 + 2 * c) = make_float2(o[n][0], o[n][1]);
+        *reinterpret_cast<float2 *>(Os + lr1 * LO + n * 8 + 2 * c) = make_float2(o[n][2], o[n][3]);
+    }
+    if (c == 0)
+        Ms[lr0] = m0, Ms[lr1] = m1, Ls[lr0] = l0, Ls[lr1] = l1;
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync();
+    const int S = (int)p.n_splits, rank = (int)cl.block_rank();
+    constexpr int V4 = D / 4;
+    const int my_rows = (QM - rank + S - 1) / S;   /* rows rank, rank + S, ... */
+    for (int i = tid; i < my_rows * V4; i += NT) {
+        int r = rank + (i / V4) * S, d4 = i % V4;
+        if (q0 + r >= p.Tq)
+            continue;
+        float ms[MAX_SPLITS], ls[MAX_SPLITS];
+        float4 ov[MAX_SPLITS];
+#pragma unroll
+        for (int sp = 0; sp < MAX_SPLITS; sp++) {   /* every remote read issued before the first use */
+            if (sp < S) {
+                ms[sp] = cl.map_shared_rank(Ms, sp)[r];
+                ls[sp] = cl.map_shared_rank(Ls, sp)[r];
+                ov[sp] = *reinterpret_cast<const float4 *>(cl.map_shared_rank(Os, sp) + r * LO + d4 * 4);
+            }
+        }
+        float M = -INFINITY;
+#pragma unroll
+        for (int sp = 0; sp < MAX_SPLITS; sp++)
+            if (sp < S)
+                M = fmaxf(M, ms[sp]);
+        float Lsum = 0.0f, a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+#pragma unroll
+        for (int sp = 0; sp < MAX_SPLITS; sp++) {
+            if (sp < S) {
+                float w = exp2f(ms[sp] - M);   /* 0 for an empty split */
+                Lsum += ls[sp] * w;
+                a0 += ov[sp].x * w, a1 += ov[sp].y * w, a2 += ov[sp].z * w, a3 += ov[sp].w * w;
+            }
+        }
+        float inv = 1.0f / Lsum;
+        uint2 y = make_uint2(pack_bf16x2(a0 * inv, a1 * inv), pack_bf16x2(a2 * inv, a3 * inv));
+        *reinterpret_cast<uint2 *>(p.out + (size_t)(q0 + r) * p.ldo + (size_t)h * D + d4 * 4) = y;
+    }
+    cl.sync();   /* the others' shared memory stays alive until every CTA has read it */
 }
 
-/* grid (Tq, H), D threads: merges the splits' (m, l, acc). */
-template <int D>
-static __global__ void attention_combine_kernel(attn_params p)
+template <int D, int NW, int ST>
+static dkv_status launch_flash(const attn_params &p, cudaStream_t s, dkv_err *err)
 {
-    const uint32_t t = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
-    const size_t rows = (size_t)p.n_splits * p.H * p.Tq;
-    const float *ms = p.ws + rows * D, *ls = ms + rows;
-    float M = -INFINITY;
-    for (uint32_t s = 0; s < p.n_splits; s++)
-        M = fmaxf(M, ms[((size_t)s * p.H + h) * p.Tq + t]);
-    float L = 0.0f, o = 0.0f;
-    for (uint32_t s = 0; s < p.n_splits; s++) {
-        size_t row = ((size_t)s * p.H + h) * p.Tq + t;
-        float w = exp2f(ms[row] - M);   /* 0 for an empty split (m = -inf) */
-        L += ls[row] * w;
-        o += p.ws[row * D + d] * w;
+    using SM = fa_smem<D, NW, ST>;
+    void (*kern)(attn_params) = flash_kernel<D, NW, ST>;
+    static bool attr = false;
+    if (!attr) {
+        DKV_CU(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SM::bytes));
+        attr = true;
     }
-    p.out[(size_t)t * p.ldo + (size_t)h * D + d] = f2bf(o / L);
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(p.n_splits, p.H, (p.Tq + SM::QM - 1) / SM::QM);
+    cfg.blockDim = dim3(NW * 32);
+    cfg.dynamicSmemBytes = SM::bytes;
+    cfg.stream = s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = p.n_splits;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    DKV_CU(cudaLaunchKernelEx(&cfg, kern, p));
+    return dkv_launch_check("flash_kernel", err);
 }
 
+/* Queries per CTA: 32 (two warps) for a Reuse block, 64 (four warps) otherwise. */
+static uint32_t rows_per_cta(uint32_t Tq) { return Tq <= 32 ? 32 : 64; }
+
+/* Key splits: enough CTAs to fill the GPU, at most a cluster's 8, at least 16 keys each. */
 static uint32_t pick_splits(uint32_t Tq, uint32_t H, uint32_t n_keys)
 {
-    uint32_t base = H * ((Tq + QT - 1) / QT), most = (n_keys + 15) / 16, least = (n_keys + KS - 1) / KS;
-    uint32_t s = base >= TARGET_CTAS ? 1 : TARGET_CTAS / base;   /* fill the GPU ... */
-    s = s < most ? s : most;                                     /* ... with >= 16 keys a split ... */
-    return s > least ? s : least;                                /* ... and <= KS keys a split */
+    uint32_t qm = rows_per_cta(Tq), base = H * ((Tq + qm - 1) / qm);
+    uint32_t s = base >= TARGET_CTAS ? 1 : (TARGET_CTAS + base - 1) / base;
+    s = s < MAX_SPLITS ? s : MAX_SPLITS;
+    s = s < (n_keys + 15) / 16 ? s : (n_keys + 15) / 16;
+    return s > 0 ? s : 1;
 }
 
 extern "C" size_t dkv_cuda_attention_workspace_bytes(uint32_t Tq, uint32_t n_heads, uint32_t head_dim,
                                                      uint32_t n_keys)
 {
-    uint32_t s = pick_splits(Tq, n_heads, n_keys);
-    return s == 1 ? 0 : (size_t)s * n_heads * Tq * (head_dim + 2) * sizeof(float);
-}
-
-template <int D>
-static dkv_status launch_attention(const attn_params &p, cudaStream_t s, dkv_err *err)
-{
-    dim3 grid(p.n_splits, p.H, (p.Tq + QT - 1) / QT);
-    size_t smem = attn_smem<D>::bytes;
-    DKV_CU(cudaFuncSetAttribute(attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    attention_kernel<D><<<grid, NT, smem, s>>>(p);
-    dkv_status st = dkv_launch_check("attention_kernel", err);
-    if (st != DKV_OK || p.n_splits == 1)
-        return st;
-    attention_combine_kernel<D><<<dim3(p.Tq, p.H), D, 0, s>>>(p);
-    return dkv_launch_check("attention_combine_kernel", err);
+    (void)Tq, (void)n_heads, (void)head_dim, (void)n_keys;
+    return 0;   /* the splits merge through distributed shared memory */
 }
 
 extern "C" dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream_t s, dkv_err *err)
@@ -239,14 +339,17 @@ extern "C" dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream
     DKV_ARG(a->n_heads > 0 && a->n_kv_heads > 0 && a->n_heads % a->n_kv_heads == 0, fn);
     DKV_ARG(a->ldq % 8 == 0 && a->ldq >= a->n_heads * a->head_dim, fn);
     DKV_ARG(a->ldo % 8 == 0 && a->ldo >= a->n_heads * a->head_dim, fn);
-    DKV_ARG(a->n_own == 0 || (a->k_own && a->v_own && a->ld_own % 8 == 0 &&
-                              a->ld_own >= a->n_kv_heads * a->head_dim), fn);
+    DKV_ARG((uintptr_t)a->q % 16 == 0 && (uintptr_t)a->out % 16 == 0, fn);
+    DKV_ARG(a->n_own == 0 || (a->k_own && a->v_own && a->ld_own % 8 == 0 && (uintptr_t)a->k_own % 16 == 0 &&
+                              (uintptr_t)a->v_own % 16 == 0 && a->ld_own >= a->n_kv_heads * a->head_dim), fn);
     const dkv_cuda_kv_src *c = &a->cache;
     DKV_ARG(c->kind == DKV_KV_SRC_NONE || c->kind == DKV_KV_SRC_PAGED || c->kind == DKV_KV_SRC_PACKED, fn);
     DKV_ARG(c->kind != DKV_KV_SRC_PAGED || (c->pool && c->pool->base && c->block_table &&
                                             c->layer < c->pool->n_layers && c->pool->head_dim == a->head_dim &&
-                                            c->pool->n_kv_heads == a->n_kv_heads), fn);
-    DKV_ARG(c->kind != DKV_KV_SRC_PACKED || (c->k_packed && c->v_packed), fn);
+                                            c->pool->n_kv_heads == a->n_kv_heads &&
+                                            (uintptr_t)c->pool->base % 16 == 0), fn);
+    DKV_ARG(c->kind != DKV_KV_SRC_PACKED || (c->k_packed && c->v_packed && (uintptr_t)c->k_packed % 16 == 0 &&
+                                             (uintptr_t)c->v_packed % 16 == 0), fn);
     uint32_t n_cache = c->kind == DKV_KV_SRC_NONE ? 0 : c->n_tokens;
     uint32_t n_keys = n_cache + a->n_own;
     DKV_ARG(n_keys > 0, fn);
@@ -265,13 +368,12 @@ extern "C" dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream
         p.pool = *c->pool, p.table = c->block_table, p.layer = c->layer;
     p.kp = c->k_packed, p.vp = c->v_packed;
     p.k_own = a->k_own, p.v_own = a->v_own, p.ld_own = a->ld_own;
-    p.ws = a->workspace;
     p.qscale = (float)(1.4426950408889634 / sqrt((double)a->head_dim));
-    if (p.n_splits > 1) {
-        size_t need = (size_t)p.n_splits * p.H * p.Tq * (a->head_dim + 2) * sizeof(float);
-        if (!a->workspace || a->workspace_bytes < need)
-            return dkv_err_set(err, DKV_EINVAL, "%s: workspace of %zu bytes is too small: %u key splits need %zu "
-                               "(dkv_cuda_attention_workspace_bytes)", fn, a->workspace_bytes, p.n_splits, need);
-    }
-    return a->head_dim == 128 ? launch_attention<128>(p, s, err) : launch_attention<64>(p, s, err);
+    /* a Reuse block: 2 warps, 3 tiles in flight (a 96-key split at once; 61 KB, 3 CTAs per SM, so
+     * the clusters of 8 all fit); else 4 warps, 2 tiles (52 KB: 3 CTAs per SM by registers, the
+     * Refresh grid in one wave) */
+    bool small = rows_per_cta(a->Tq) == 32;
+    if (a->head_dim == 128)
+        return small ? launch_flash<128, 2, 3>(p, s, err) : launch_flash<128, 4, 2>(p, s, err);
+    return small ? launch_flash<64, 2, 3>(p, s, err) : launch_flash<64, 4, 2>(p, s, err);
 }

@@ -1,6 +1,7 @@
-/* attention_dense.cu - Refresh attention through batched cuBLAS GEMMs: S = q k^T (fp32), row
- * softmax to bf16 P, O = P v; heads in chunks that fit the workspace.  Tensor cores do the two
- * products, which a SIMT kernel cannot match at Refresh sizes (L x L per head). */
+/* attention_dense.cu - Refresh attention (every key is one of the computed rows).  Head dims 64
+ * and 128 with 16-byte aligned rows go to the flash kernel of attention.cu (no S in memory, no
+ * workspace); any other head dim falls back to batched cuBLAS GEMMs: S = q k^T (fp32), row
+ * softmax to bf16 P, O = P v, heads in chunks that fit the workspace. */
 #include <math.h>
 
 #include "cuda/common.cuh"
@@ -84,12 +85,20 @@ extern "C" dkv_status dkv_cuda_attention_dense(dkv_cuda_ctx *ctx, dkv_bf16 *out,
                                                void *workspace, size_t workspace_bytes, dkv_err *err)
 {
     const char *fn = "dkv_cuda_attention_dense";
-    DKV_ARG(ctx && out && q && k && v && workspace, fn);
+    DKV_ARG(ctx && out && q && k && v, fn);
     DKV_ARG(H > 0 && Hkv > 0 && H % Hkv == 0 && D > 0 && D % 8 == 0, fn);
     DKV_ARG(ldq >= H * D && ldkv >= Hkv * D && ldo >= H * D, fn);
     DKV_ARG(Tk > 0, fn);
     if (Tq == 0)
         return DKV_OK;
+    if ((D == 64 || D == 128) && ldq % 8 == 0 && ldkv % 8 == 0 && ldo % 8 == 0) {   /* flash: no workspace */
+        dkv_cuda_attn_args a = {};
+        a.out = out, a.q = q, a.ldq = ldq, a.ldo = ldo, a.Tq = Tq, a.n_heads = H, a.n_kv_heads = Hkv;
+        a.head_dim = D, a.k_own = k, a.v_own = v, a.ld_own = ldkv, a.n_own = Tk;
+        a.cache.kind = DKV_KV_SRC_NONE;
+        return dkv_cuda_attention(&a, ctx->stream, err);
+    }
+    DKV_ARG(workspace, fn);
     uint32_t G = H / Hkv;
     size_t per = dkv_cuda_attention_dense_workspace_bytes(Tq, Tk, 1);
     uint32_t fit = (uint32_t)(workspace_bytes / per < H ? workspace_bytes / per : H);

@@ -92,6 +92,31 @@ dkv_status dkv_cuda_gemm(dkv_cuda_ctx *ctx, dkv_bf16 *y, const dkv_bf16 *x, cons
 dkv_status dkv_cuda_gemm_f32(dkv_cuda_ctx *ctx, float *y, const dkv_bf16 *x, const dkv_bf16 *w, uint32_t T,
                              uint32_t K, uint32_t N, dkv_err *err);
 
+/* Which kernel a GEMM runs on.  AUTO (what dkv_cuda_gemm does) and CUBLASLT: cuBLASLt.  SKINNY:
+ * a weight-streaming tensor-core kernel for T <= 32 rows with 16-byte aligned x and w, K up to
+ * 12288 (K split over a thread-block cluster of up to 8 CTAs); correct, but slower than
+ * cuBLASLt on the H200 at LLaDA-8B shapes, so only for study (docs/perf_notes.md). */
+typedef enum dkv_gemm_path {
+    DKV_GEMM_AUTO = 0,
+    DKV_GEMM_CUBLASLT = 1,
+    DKV_GEMM_SKINNY = 2
+} dkv_gemm_path;
+
+/* dkv_cuda_gemm with the path chosen, and for the skinny kernel the number of K splits (1..8;
+ * 0: chosen from the shape and the GPU).  For benchmarks and tests.      ref: dkv_ref_matmul */
+dkv_status dkv_cuda_gemm_ex(dkv_cuda_ctx *ctx, dkv_bf16 *y, const dkv_bf16 *x, const dkv_bf16 *w,
+                            const dkv_bf16 *bias, uint32_t T, uint32_t K, uint32_t N, float beta,
+                            dkv_gemm_path path, uint32_t splits, dkv_err *err);
+
+/* y (T, N) = SwiGLU(gu) w^T + beta * y with gu (T, 2F) the fused [gate | up] GEMM output and w
+ * (N, F).  With ff (T, F; caller-owned): dkv_cuda_swiglu into ff, then a cuBLASLt GEMM (the fast
+ * path).  With ff NULL (T <= 32 only): the SwiGLU fused into the skinny GEMM (SiLU(gate) * up
+ * computed and rounded to bf16 while x is staged, as dkv_cuda_swiglu writes it); one launch,
+ * but slower than the two on the H200 (docs/perf_notes.md).
+ *                                         ref: dkv_ref_swiglu, then dkv_ref_matmul */
+dkv_status dkv_cuda_gemm_swiglu(dkv_cuda_ctx *ctx, dkv_bf16 *y, const dkv_bf16 *gu, const dkv_bf16 *w,
+                                uint32_t T, uint32_t F, uint32_t N, float beta, dkv_bf16 *ff, dkv_err *err);
+
 /* ------------------------------------------------------------------ KV pool */
 
 typedef enum dkv_kv_layout {
@@ -118,6 +143,16 @@ dkv_status dkv_cuda_kv_store(const dkv_cuda_kv_pool *pool, const uint32_t *block
                              const dkv_bf16 *k, const dkv_bf16 *v, uint32_t ld, const uint32_t *pos, uint32_t T,
                              cudaStream_t s, dkv_err *err);
 
+/* RoPE and KV store in one launch: qkv rows (T, stride ld) hold n_heads q heads, then
+ * pool->n_kv_heads k heads, then as many v heads, of pool->head_dim each.  The q and k heads are
+ * rotated in place at positions pos (device, T), as dkv_cuda_rope(qkv, ld, pos, T, n_heads +
+ * n_kv_heads, ...) does; rows [store_lo, store_hi) then have their rotated K and their V stored
+ * for `layer` at canvas positions pos[t], as dkv_cuda_kv_store does (store_lo == store_hi: no
+ * store; pool then only gives the head counts).        ref: dkv_ref_rope (+ the store, exact) */
+dkv_status dkv_cuda_rope_kv_store(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, uint32_t layer,
+                                  dkv_bf16 *qkv, uint32_t ld, const uint32_t *pos, uint32_t T, uint32_t n_heads,
+                                  uint32_t store_lo, uint32_t store_hi, float theta, cudaStream_t s, dkv_err *err);
+
 /* Copies n_blocks blocks (ids in device array ids) from src to dst, converting src->layout to
  * dst->layout (shapes must match; the arenas must not overlap). */
 dkv_status dkv_cuda_kv_reorder(const dkv_cuda_kv_pool *dst, const dkv_cuda_kv_pool *src, const uint32_t *ids,
@@ -141,7 +176,10 @@ typedef struct dkv_cuda_kv_src {
 } dkv_cuda_kv_src;
 
 /* Bidirectional attention: every query row attends every key of the cached segment (if any)
- * followed by the n_own dense keys (if any), softmax(q k^T / sqrt(D)) v, fp32 online softmax.
+ * followed by the n_own dense keys (if any), softmax(q k^T / sqrt(D)) v: a flash-attention kernel
+ * (bf16 tensor cores, fp32 online softmax, P rounded to bf16 before P v); when the queries are
+ * too few to fill the GPU the keys are split over a thread-block cluster of up to 8 CTAs that
+ * merge through distributed shared memory.  Rows and pointers 16-byte aligned.
  *   Refresh: cache NONE, own = all L tokens.
  *   Reuse (dual): KV of the block stored in place first, cache PAGED with L tokens, n_own 0.
  *   Reuse (prefix): cache PAGED with s_b tokens, own = the L - s_b computed tokens.
@@ -154,18 +192,21 @@ typedef struct dkv_cuda_attn_args {
     dkv_cuda_kv_src cache;
     const dkv_bf16 *k_own, *v_own;  /* (n_own, n_kv_heads*D), row stride ld_own */
     uint32_t        ld_own, n_own;
-    float          *workspace;      /* split partials; dkv_cuda_attention_workspace_bytes */
+    float          *workspace;      /* unused (kept for callers): no workspace is needed */
     size_t          workspace_bytes;
 } dkv_cuda_attn_args;
 
+/* 0: the key splits merge in distributed shared memory (kept for callers that size buffers). */
 size_t     dkv_cuda_attention_workspace_bytes(uint32_t Tq, uint32_t n_heads, uint32_t head_dim, uint32_t n_keys);
 dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream_t s, dkv_err *err);
 
-/* Dense attention through batched cuBLAS GEMMs (tensor cores), for Refresh steps where every key
- * is one of the computed rows: S = q k^T / sqrt(D) in fp32, a row softmax to bf16 P, O = P v.
- * q (Tq, H*D) stride ldq; k, v (Tk, Hkv*D) stride ldkv; out (Tq, H*D) stride ldo.  The workspace
- * holds Tq*Tk*6 bytes per head of a chunk; heads are processed in chunks that fit it (at least one
- * KV group: n_heads / n_kv_heads heads).  Runs on the context's stream.   ref: dkv_ref_attention */
+/* Dense attention for Refresh steps where every key is one of the computed rows.  q (Tq, H*D)
+ * stride ldq; k, v (Tk, Hkv*D) stride ldkv; out (Tq, H*D) stride ldo.  With head_dim 64 or 128
+ * and strides % 8 == 0 it is dkv_cuda_attention with own keys k, v (no workspace: it may be
+ * NULL).  Otherwise batched cuBLAS GEMMs: S = q k^T / sqrt(D) in fp32, a row softmax to bf16 P,
+ * O = P v; the workspace holds Tq*Tk*6 bytes per head of a chunk; heads are processed in chunks
+ * that fit it (at least one KV group: n_heads / n_kv_heads heads).  Runs on the context's stream.
+ *                                                                 ref: dkv_ref_attention */
 size_t     dkv_cuda_attention_dense_workspace_bytes(uint32_t Tq, uint32_t Tk, uint32_t heads);
 dkv_status dkv_cuda_attention_dense(dkv_cuda_ctx *ctx, dkv_bf16 *out, uint32_t ldo, const dkv_bf16 *q, uint32_t ldq,
                                     const dkv_bf16 *k, const dkv_bf16 *v, uint32_t ldkv, uint32_t Tq, uint32_t Tk,

@@ -1,6 +1,10 @@
 /* bench_reuse.c - microbenchmarks of the Reuse-step pieces and whole steps at LLaDA-8B shapes
  * (random bf16 weights), against ceilings measured in the same run: device copy bandwidth
  * (cudaMemcpy D2D, read + write) and a large cuBLAS GEMM.  CUDA events, warm-up, median.
+ * GEMMs at T = 32 on both paths (cuBLASLt, the skinny kernel with each split count); whole
+ * steps through dkv_cuda_step (forward.c) and, for dual Reuse, the fused composition of
+ * bench_fused.h (RoPE + KV store in one launch, SwiGLU inside the down GEMM), checked against
+ * dkv_cuda_step's output and timed plain and as a CUDA graph.
  *
  *   bench_reuse [--quick]     (--quick: fewer repetitions)
  *
@@ -9,6 +13,8 @@
 #include "gpu_check.h"
 
 #include "ref/ref.h"
+
+#include "bench_fused.h"
 
 static dkv_cuda_ctx *ctx;
 static cudaStream_t st;
@@ -76,30 +82,44 @@ static double gemm_peak(void)
     return f;
 }
 
-/* The four GEMMs of a layer at T rows, each over the 32 layers' own weights (no L2 reuse). */
-static void bench_gemms(const dkv_cuda_weights *w, uint32_t T, double bw, double peak, double *sum_ms)
+/* The four GEMMs of a layer at T rows, each over the 32 layers' own weights (no L2 reuse), on
+ * one path (splits: the skinny kernel's K splits, 0 = its own choice). */
+static double time_gemm(const dkv_cuda_weights *w, int which, uint32_t T, uint32_t K, uint32_t N, dkv_gemm_path path,
+                        uint32_t splits, dkv_bf16 *x, dkv_bf16 *y)
+{
+    const dkv_model *m = &w->m;
+    float ms;
+    TIME_MS(ms, for (uint32_t l = 0; l < m->n_layers; l++) {
+        const dkv_cuda_layer *L = &w->layers[l];
+        const dkv_bf16 *wt = which == 0 ? L->wqkv : which == 1 ? L->wo : which == 2 ? L->wgu : L->wdown;
+        OK(dkv_cuda_gemm_ex(ctx, y, x, wt, NULL, T, K, N, 0.0f, path, splits, &err));
+    });
+    return ms / m->n_layers;
+}
+
+static void bench_gemms(const dkv_cuda_weights *w, uint32_t T, double bw, double peak, double *sum_ms, int sweep)
 {
     const dkv_model *m = &w->m;
     uint32_t C = m->hidden, F = m->ffn, QD = m->n_heads * m->head_dim, QKV = QD + 2 * m->n_kv_heads * m->head_dim;
     dkv_bf16 *x = dev_alloc((size_t)T * 2 * F * 2), *y = dev_alloc((size_t)T * 2 * F * 2);
     OK(dkv_cuda_fill_random(x, (size_t)T * 2 * F, 3, 1, 0, st, &err));
-    struct { const char *name; uint32_t K, N; int which; } g[4] = {
-        {"QKV", C, QKV, 0}, {"O", QD, C, 1}, {"gate+up", C, 2 * F, 2}, {"down", F, C, 3}};
+    struct { const char *name; uint32_t K, N; } g[4] = {{"QKV", C, QKV}, {"O", QD, C}, {"gate+up", C, 2 * F}, {"down", F, C}};
     *sum_ms = 0;
     for (int i = 0; i < 4; i++) {
-        float ms;
-        TIME_MS(ms, for (uint32_t l = 0; l < m->n_layers; l++) {
-            const dkv_cuda_layer *L = &w->layers[l];
-            const dkv_bf16 *wt = g[i].which == 0 ? L->wqkv : g[i].which == 1 ? L->wo : g[i].which == 2 ? L->wgu : L->wdown;
-            OK(dkv_cuda_gemm(ctx, y, x, wt, NULL, T, g[i].K, g[i].N, 0.0f, &err));
-        });
-        double per = ms / m->n_layers, bytes = 2.0 * g[i].K * g[i].N, floor_ms = bytes / bw * 1e3;
-        double flop = 2.0 * T * g[i].K * g[i].N;
+        double bytes = 2.0 * g[i].K * g[i].N, floor_ms = bytes / bw * 1e3, flop = 2.0 * T * g[i].K * g[i].N;
+        double per = time_gemm(w, i, T, g[i].K, g[i].N, DKV_GEMM_AUTO, 0, x, y);
         printf("  gemm %-8s T=%-4u K=%-5u N=%-5u %8.1f us  weights %6.1f MB at %5.0f GB/s  floor %6.1f us "
                "(x%.2f)  %5.0f TFLOP/s (x%.2f of peak)\n", g[i].name, T, g[i].K, g[i].N, per * 1e3, bytes / 1e6,
                bytes / (per * 1e-3) / 1e9, floor_ms * 1e3, per / floor_ms, flop / (per * 1e-3) / 1e12,
                (flop / peak * 1e3) / per);
-        *sum_ms += ms;
+        if (sweep) {   /* the same GEMM on cuBLASLt and on the skinny kernel with each split count */
+            double lt = time_gemm(w, i, T, g[i].K, g[i].N, DKV_GEMM_CUBLASLT, 0, x, y);
+            printf("      cuBLASLt %.1f us (x%.2f) | skinny splits:", lt * 1e3, lt / floor_ms);
+            for (uint32_t sp = 1; sp <= 8; sp++)
+                printf(" %u:%.1f", sp, time_gemm(w, i, T, g[i].K, g[i].N, DKV_GEMM_SKINNY, sp, x, y) * 1e3);
+            printf(" us\n");
+        }
+        *sum_ms += per * m->n_layers;
     }
     cudaFree(x), cudaFree(y);
 }
@@ -127,11 +147,9 @@ static void bench_attention(const dkv_model *m, dkv_kv_layout layout, uint32_t T
         OK(dkv_cuda_fill_random(kp, (size_t)m->n_layers * Hkv * n_cache * D, 7, 1, 0, st, &err));
         OK(dkv_cuda_fill_random(vp, (size_t)m->n_layers * Hkv * n_cache * D, 8, 1, 0, st, &err));
     }
-    size_t wsb = dkv_cuda_attention_workspace_bytes(Tq, H, D, n_cache + n_own);
-    float *ws = dev_alloc(wsb);
     dkv_cuda_attn_args a = {.out = out, .q = qkv, .ldq = QKV, .ldo = H * D, .Tq = Tq, .n_heads = H, .n_kv_heads = Hkv,
                             .head_dim = D, .k_own = qkv + H * D, .v_own = qkv + (H + Hkv) * D, .ld_own = QKV,
-                            .n_own = n_own, .workspace = ws, .workspace_bytes = wsb};
+                            .n_own = n_own};
     a.cache.kind = kind, a.cache.n_tokens = n_cache, a.cache.pool = &pool, a.cache.block_table = dt;
     float ms;
     TIME_MS(ms, for (uint32_t l = 0; l < m->n_layers; l++) {
@@ -146,7 +164,7 @@ static void bench_attention(const dkv_model *m, dkv_kv_layout layout, uint32_t T
            "floor)  %5.1f TFLOP/s\n", kind == DKV_KV_SRC_PAGED ? (layout ? "t-major" : "lay-maj") : "", Tq, n_cache,
            kind == DKV_KV_SRC_PAGED ? "paged" : kind == DKV_KV_SRC_PACKED ? "packed" : "-", n_own, per * 1e3,
            kv_bytes / 1e6, kv_bytes / (per * 1e-3) / 1e9, per / (kv_bytes / bw * 1e3), flop / (per * 1e-3) / 1e12);
-    cudaFree(pool.base), cudaFree(dt), cudaFree(qkv), cudaFree(out), cudaFree(ws), cudaFree(kp), cudaFree(vp);
+    cudaFree(pool.base), cudaFree(dt), cudaFree(qkv), cudaFree(out), cudaFree(kp), cudaFree(vp);
 }
 
 int main(int argc, char **argv)
@@ -172,9 +190,9 @@ int main(int argc, char **argv)
 
     printf("GEMMs of one layer, timed over all 32 layers' weights:\n");
     double g32, g768;
-    bench_gemms(w, 32, bw, peak, &g32);
+    bench_gemms(w, 32, bw, peak, &g32, 1);
     printf("  sum of the 4 GEMMs x 32 layers at T=32: %.2f ms (weights without embeddings/LM head)\n", g32);
-    bench_gemms(w, 768, bw, peak, &g768);
+    bench_gemms(w, 768, bw, peak, &g768, 0);
     printf("  sum at T=768: %.2f ms\n", g768);
     float lm_ms;
     {
@@ -243,13 +261,99 @@ int main(int argc, char **argv)
     CK(cudaStreamEndCapture(st, &graph));
     CK(cudaGraphInstantiate(&exec, graph, 0));
     TIME_MS(graph_ms, CK(cudaGraphLaunch(exec, st)));
+    /* the fused composition of a dual Reuse step (bench_fused.h), checked against dkv_cuda_step */
+    dkv_bf16 *hid_ref = dev_alloc((size_t)BB * m.hidden * 2), *hid_fused = dev_alloc((size_t)BB * m.hidden * 2);
+    uint32_t *am2 = dev_alloc(BB * 4);
+    float *cf2 = dev_alloc(BB * 4), fused_ms, fused_graph_ms;
+    fused_bufs fb;
+    fused_bufs_new(&fb, &m, LL, BB);
+    OK(dkv_cuda_step(ctx, w, &pool, &seq, scr, &a, am, cf, hid_ref, &err));
+    poison(hid_fused, (size_t)BB * m.hidden * 2);
+    OK(fused_dual_reuse(ctx, w, &pool, &seq, &fb, &a, am2, cf2, hid_fused, &err));
+    CK(cudaStreamSynchronize(st));
+    {
+        float *h1 = download_bf16(hid_ref, (size_t)BB * m.hidden), *h2 = download_bf16(hid_fused, (size_t)BB * m.hidden);
+        uint32_t *a1 = download(am, BB * 4), *a2 = download(am2, BB * 4);
+        double num = 0, den = 0;
+        int same = 0, nan = 0;
+        for (size_t i = 0; i < (size_t)BB * m.hidden; i++) {
+            nan += isnan(h2[i]);
+            num += (double)(h1[i] - h2[i]) * (h1[i] - h2[i]), den += (double)h1[i] * h1[i];
+        }
+        for (int i = 0; i < BB; i++)
+            same += a1[i] == a2[i];
+        printf("fused dual Reuse vs dkv_cuda_step: block hidden rel-L2 %.2e (%d NaN), %d/%d same picks -> %s\n",
+               sqrt(num / den), nan, same, BB, nan == 0 && sqrt(num / den) < 2e-2 && same >= BB - 2 ? "PASS" : "FAIL");
+        free(h1), free(h2), free(a1), free(a2);
+    }
+    TIME_MS(fused_ms, OK(fused_dual_reuse(ctx, w, &pool, &seq, &fb, &a, am2, cf2, NULL, &err)));
+    cudaGraph_t graph2;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    OK(fused_dual_reuse(ctx, w, &pool, &seq, &fb, &a, am2, cf2, NULL, &err));
+    CK(cudaStreamEndCapture(st, &graph2));
+    cudaGraphExec_t exec2;
+    CK(cudaGraphInstantiate(&exec2, graph2, 0));
+    TIME_MS(fused_graph_ms, CK(cudaGraphLaunch(exec2, st)));
+    printf("fused dual Reuse step:           %7.2f ms   (CUDA graph replay %.2f ms)  floor %.2f ms (x%.2f / x%.2f)\n",
+           fused_ms, fused_graph_ms, floor_ms, fused_ms / floor_ms, fused_graph_ms / floor_ms);
+    cudaGraphExecDestroy(exec2);
+    cudaGraphDestroy(graph2);
+    /* the fused Refresh composition, checked against dkv_cuda_step's Refresh */
+    float fref_ms, fref_graph_ms;
+    a.step = 0;
+    OK(dkv_cuda_step(ctx, w, &pool, &seq, scr, &a, am, cf, hid_ref, &err));
+    poison(hid_fused, (size_t)BB * m.hidden * 2);
+    OK(fused_dual_refresh(ctx, w, &pool, &seq, &fb, &a, am2, cf2, hid_fused, &err));
+    CK(cudaStreamSynchronize(st));
+    {
+        float *h1 = download_bf16(hid_ref, (size_t)BB * m.hidden), *h2 = download_bf16(hid_fused, (size_t)BB * m.hidden);
+        uint32_t *a1 = download(am, BB * 4), *a2 = download(am2, BB * 4);
+        double num = 0, den = 0;
+        int same = 0, nan = 0;
+        for (size_t i = 0; i < (size_t)BB * m.hidden; i++) {
+            nan += isnan(h2[i]);
+            num += (double)(h1[i] - h2[i]) * (h1[i] - h2[i]), den += (double)h1[i] * h1[i];
+        }
+        for (int i = 0; i < BB; i++)
+            same += a1[i] == a2[i];
+        printf("fused dual Refresh vs dkv_cuda_step: block hidden rel-L2 %.2e (%d NaN), %d/%d same picks -> %s\n",
+               sqrt(num / den), nan, same, BB, nan == 0 && sqrt(num / den) < 2e-2 && same >= BB - 2 ? "PASS" : "FAIL");
+        free(h1), free(h2), free(a1), free(a2);
+    }
+    TIME_MS(fref_ms, OK(fused_dual_refresh(ctx, w, &pool, &seq, &fb, &a, am2, cf2, NULL, &err)));
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    OK(fused_dual_refresh(ctx, w, &pool, &seq, &fb, &a, am2, cf2, NULL, &err));
+    CK(cudaStreamEndCapture(st, &graph2));
+    CK(cudaGraphInstantiate(&exec2, graph2, 0));
+    TIME_MS(fref_graph_ms, CK(cudaGraphLaunch(exec2, st)));
+    cudaGraphExecDestroy(exec2);
+    cudaGraphDestroy(graph2);
+    a.step = 1;
+    fused_bufs_free(&fb);
+    cudaFree(hid_ref), cudaFree(hid_fused), cudaFree(am2), cudaFree(cf2);
+
     double fl_refresh = dkv_model_forward_flops(&m, LL, LL, BB);
+    printf("fused dual Refresh step:         %7.2f ms   (CUDA graph replay %.2f ms)  FLOP floor %.2f ms (x%.2f / x%.2f)\n",
+           fref_ms, fref_graph_ms, fl_refresh / peak * 1e3, fref_ms / (fl_refresh / peak * 1e3),
+           fref_graph_ms / (fl_refresh / peak * 1e3));
     printf("dual Refresh step (768 tokens):  %7.2f ms   FLOP floor %.2f ms at the measured GEMM peak (x%.2f)\n",
            refresh_ms, fl_refresh / peak * 1e3, refresh_ms / (fl_refresh / peak * 1e3));
     printf("dual Reuse step (32 q, 768 kv):  %7.2f ms   (CUDA graph replay %.2f ms)  floor %.2f ms (x%.2f / x%.2f)\n",
            reuse_ms, graph_ms, floor_ms, reuse_ms / floor_ms, graph_ms / floor_ms);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
+    float refresh_graph_ms;
+    a.step = 0;
+    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+    OK(dkv_cuda_step(ctx, w, &pool, &seq, scr, &a, am, cf, NULL, &err));
+    CK(cudaStreamEndCapture(st, &graph));
+    CK(cudaGraphInstantiate(&exec, graph, 0));
+    TIME_MS(refresh_graph_ms, CK(cudaGraphLaunch(exec, st)));
+    printf("dual Refresh step as a CUDA graph: %.2f ms (x%.2f)\n", refresh_graph_ms,
+           refresh_graph_ms / (fl_refresh / peak * 1e3));
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    a.step = 1;
 
     dkv_ref_step_args sp = {.mode = DKV_REF_CACHE_SPARSE, .canvas_len = LL, .block_start = SB, .block_len = BB,
                             .retention = 0.5, .logit_chunk = BB};
@@ -288,10 +392,16 @@ int main(int argc, char **argv)
            "that offload running beside it: %.2f ms (alone %.2f ms)\n", blk / 1048576.0, off_ms,
            blk / (off_ms * 1e-3) / 1e9, overlap_ms, reuse_ms);
 
-    printf("\nSUMMARY  copy %.0f GB/s | GEMM %.0f TFLOP/s | floor %.2f ms | Reuse %.2f ms (graph %.2f, x%.2f) | "
-           "Refresh %.2f ms (x%.2f of FLOP floor) | over weights %.2f GiB\n", bw / 1e9, peak / 1e12, floor_ms,
-           reuse_ms, graph_ms, graph_ms / floor_ms, refresh_ms, refresh_ms / (fl_refresh / peak * 1e3),
-           dual_over / 1073741824.0);
+    printf("\nSUMMARY  copy %.0f GB/s | GEMM %.0f TFLOP/s | weight floor %.2f ms | FLOP floor (768) %.2f ms\n"
+           "SUMMARY  dual Reuse dkv_cuda_step %.2f ms (graph %.2f, x%.2f) | fused %.2f ms (graph %.2f, x%.2f) | "
+           "target x1.25 = %.2f ms\n"
+           "SUMMARY  dual Refresh %.2f ms (graph %.2f), x%.2f of the FLOP floor | fused %.2f ms (graph %.2f, x%.2f) | "
+           "target x1.4 = %.2f ms\n"
+           "SUMMARY  device memory over the weights (dual) %.2f GiB | target 1.0 GiB\n", bw / 1e9, peak / 1e12,
+           floor_ms, fl_refresh / peak * 1e3, reuse_ms, graph_ms, graph_ms / floor_ms, fused_ms, fused_graph_ms,
+           fused_graph_ms / floor_ms, 1.25 * floor_ms, refresh_ms, refresh_graph_ms,
+           refresh_ms / (fl_refresh / peak * 1e3), fref_ms, fref_graph_ms, fref_graph_ms / (fl_refresh / peak * 1e3),
+           1.4 * fl_refresh / peak * 1e3, dual_over / 1073741824.0);
     cudaEventDestroy(done);
     dkv_cuda_host_free(host);
     for (int l = 0; l < 32; l++)

@@ -1,4 +1,5 @@
-/* test_kernels.c - every elementwise kernel, the GEMMs, the LM head and the copies against
+/* test_kernels.c - every elementwise kernel, the GEMMs (cuBLASLt, the skinny kernel with every
+ * split count, SwiGLU fused into a GEMM), the LM head and the copies against
  * core/ref on fresh random bf16 inputs (never zeros), outputs poisoned first.  Attention, the KV
  * pool and the sparse-cache kernels are in test_kernels_attn.c.
  * Prints "SKIP: ..." and exits 77 without a usable GPU; exits 1 when any check fails. */
@@ -136,6 +137,82 @@ static void test_gemm(dkv_rng *r)
     }
 }
 
+/* The skinny (T <= 32) weight-streaming kernel forced, against the reference and against the
+ * cuBLASLt path on the same inputs: K with a partial last chunk of 256, N with a partial last
+ * block of 128 features, every split count from 1 to 8 (clamped to the 7 chunks). */
+static void test_gemm_skinny(dkv_rng *r)
+{
+    enum { K = 1544, N = 392 };
+    static const uint32_t Ts[3] = {32, 17, 1};
+    for (int i = 0; i < 3; i++) {
+        uint32_t T = Ts[i];
+        float *x = rand_bf16_values((size_t)T * K, 1, 0, r), *w = rand_bf16_values((size_t)N * K, 1 / sqrtf(K), 0, r);
+        float *b = rand_bf16_values(N, 0.5f, 0, r), *y0 = rand_bf16_values((size_t)T * N, 1, 0, r);
+        float *ref = malloc((size_t)T * N * 4);
+        dkv_bf16 *dx = upload_bf16(x, (size_t)T * K), *dw = upload_bf16(w, (size_t)N * K), *db = upload_bf16(b, N);
+        dkv_bf16 *dy = dev_alloc((size_t)T * N * 2), *dy0 = upload_bf16(y0, (size_t)T * N);
+        dkv_ref_matmul(ref, x, w, b, T, K, N);
+        dkv_ref_residual(ref, y0, (size_t)T * N);
+        for (uint32_t sp = 1; sp <= 8; sp++) {
+            if (T != 32 && sp != 3)
+                continue;
+            CK(cudaMemcpy(dy, dy0, (size_t)T * N * 2, cudaMemcpyDeviceToDevice));
+            OK(dkv_cuda_gemm_ex(ctx, dy, dx, dw, db, T, K, N, 1.0f, DKV_GEMM_SKINNY, sp, &err));
+            float *got = download_bf16(dy, (size_t)T * N);
+            char name[64];
+            snprintf(name, sizeof name, "gemm skinny %ux%ux%u +bias +=y, %u split%s", T, K, N, sp, sp > 1 ? "s" : "");
+            check(name, got, ref, (size_t)T * N, 1e-2, 1e-2);
+            free(got);
+        }
+        poison(dy, (size_t)T * N * 2);   /* beta 0, no bias: every element written */
+        OK(dkv_cuda_gemm_ex(ctx, dy, dx, dw, NULL, T, K, N, 0.0f, DKV_GEMM_SKINNY, 0, &err));
+        float *got = download_bf16(dy, (size_t)T * N);
+        poison(dy, (size_t)T * N * 2);
+        OK(dkv_cuda_gemm_ex(ctx, dy, dx, dw, NULL, T, K, N, 0.0f, DKV_GEMM_CUBLASLT, 0, &err));
+        float *lt = download_bf16(dy, (size_t)T * N);
+        char name[64];
+        snprintf(name, sizeof name, "gemm skinny %ux%ux%u == cuBLASLt", T, K, N);
+        check(name, got, lt, (size_t)T * N, 1e-2, 1e-2);
+        free(got), free(lt), free(x), free(w), free(b), free(y0), free(ref);
+        cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(dy), cudaFree(dy0);
+    }
+    dkv_status s = dkv_cuda_gemm_ex(ctx, (dkv_bf16 *)16, (dkv_bf16 *)16, (dkv_bf16 *)16, NULL, 33, 64, 64, 0.0f,
+                                    DKV_GEMM_SKINNY, 0, &err);
+    check_true("gemm skinny refuses T = 33", s == DKV_EINVAL && strstr(err.msg, "skinny"), err.msg);
+}
+
+/* SwiGLU fused into the down projection: y += SwiGLU([gate | up]) w^T, against dkv_ref_swiglu +
+ * dkv_ref_matmul + residual; T <= 32 runs fused, T = 40 through ff (the unfused fallback). */
+static void test_gemm_swiglu(dkv_rng *r)
+{
+    enum { F = 776, N = 264 };
+    static const uint32_t Ts[2] = {19, 40};
+    for (int i = 0; i < 2; i++) {
+        uint32_t T = Ts[i];
+        float *gu = rand_bf16_values((size_t)T * 2 * F, 2, 0, r), *w = rand_bf16_values((size_t)N * F, 1 / sqrtf(F), 0, r);
+        float *y0 = rand_bf16_values((size_t)T * N, 1, 0, r), *g = malloc((size_t)T * F * 4), *u = malloc((size_t)T * F * 4);
+        float *h = malloc((size_t)T * F * 4), *ref = malloc((size_t)T * N * 4);
+        for (uint32_t t = 0; t < T; t++) {
+            memcpy(g + (size_t)t * F, gu + (size_t)t * 2 * F, F * 4);
+            memcpy(u + (size_t)t * F, gu + (size_t)t * 2 * F + F, F * 4);
+        }
+        dkv_ref_swiglu(h, g, u, T, F);
+        for (size_t j = 0; j < (size_t)T * F; j++)   /* the kernel rounds SwiGLU to bf16, as the ff buffer does */
+            h[j] = h_bf2f(h_f2bf(h[j]));
+        dkv_ref_matmul(ref, h, w, NULL, T, F, N);
+        dkv_ref_residual(ref, y0, (size_t)T * N);
+        dkv_bf16 *dgu = upload_bf16(gu, (size_t)T * 2 * F), *dw = upload_bf16(w, (size_t)N * F);
+        dkv_bf16 *dy = upload_bf16(y0, (size_t)T * N), *dff = dev_alloc((size_t)T * F * 2);
+        OK(dkv_cuda_gemm_swiglu(ctx, dy, dgu, dw, T, F, N, 1.0f, T > 32 ? dff : NULL, &err));
+        float *got = download_bf16(dy, (size_t)T * N);
+        char name[64];
+        snprintf(name, sizeof name, "gemm_swiglu %ux%ux%u +=y (%s)", T, F, N, T > 32 ? "via ff" : "fused");
+        check(name, got, ref, (size_t)T * N, 1e-2, 1e-2);
+        free(gu), free(w), free(y0), free(g), free(u), free(h), free(ref), free(got);
+        cudaFree(dgu), cudaFree(dw), cudaFree(dy), cudaFree(dff);
+    }
+}
+
 static void test_lm_head(dkv_rng *r)
 {
     enum { T = 45, C = 256, V = 5003, CHUNK = 16 };
@@ -215,6 +292,8 @@ int main(void)
     test_rope(&r);
     test_swiglu(&r);
     test_gemm(&r);
+    test_gemm_skinny(&r);
+    test_gemm_swiglu(&r);
     test_lm_head(&r);
     test_copies(&r);
     test_bad_arguments();

@@ -1,5 +1,6 @@
-/* test_kernels_attn.c - the KV pool (store, layout reorder), attention in its Refresh and Reuse
- * forms (own keys, paged pool in both layouts, packed per-head rows, GQA), the sparse-cache
+/* test_kernels_attn.c - the KV pool (store, layout reorder, RoPE fused with the store), attention
+ * in its Refresh and Reuse forms (own keys, paged pool in both layouts, packed per-head rows, GQA,
+ * with and without a cluster of key splits, the batched-GEMM fallback), the sparse-cache
  * kernels (attention scores, per-head and shared top-k, packing) against core/ref.
  * Prints "SKIP: ..." and exits 77 without a usable GPU; exits 1 when any check fails. */
 #include "gpu_check.h"
@@ -178,28 +179,24 @@ static void test_attention(const attn_case *c, dkv_rng *r)
         dvp = upload_bf16(vpk, (size_t)nc * HKV * D);
         a.cache = (dkv_cuda_kv_src){.kind = DKV_KV_SRC_PACKED, .n_tokens = nc, .k_packed = dkp, .v_packed = dvp};
     }
-    size_t ws_bytes = dkv_cuda_attention_workspace_bytes(c->Tq, H, D, nc + no);
-    float *ws = ws_bytes ? dev_alloc(ws_bytes) : NULL;
-    if (ws)
-        poison(ws, ws_bytes);
-    a.workspace = ws, a.workspace_bytes = ws_bytes;
     poison(dout, (size_t)c->Tq * H * D * 2);
     OK(dkv_cuda_attention(&a, st, &err));
     float *got = download_bf16(dout, (size_t)c->Tq * H * D), *ref = malloc((size_t)c->Tq * H * D * 4);
     ref_attention(ref, qkv, LD, c->Tq, kh, vh, nc, qkv + H * D, qkv + (H + HKV) * D, LD, no, H, HKV, D);
     char name[96];
-    snprintf(name, sizeof name, "attention %s (%u splits)", c->name,
-             ws_bytes ? (unsigned)(ws_bytes / ((size_t)c->Tq * H * (D + 2) * 4)) : 1u);
+    snprintf(name, sizeof name, "attention %s", c->name);
     check(name, got, ref, (size_t)c->Tq * H * D, 2e-2, 2e-2);
     free(qkv), free(kc), free(vc), free(got), free(ref), free(kh), free(vh), free(kpk), free(vpk);
-    cudaFree(dqkv), cudaFree(dout), cudaFree(ws), cudaFree(dkp), cudaFree(dvp);
+    cudaFree(dqkv), cudaFree(dout), cudaFree(dkp), cudaFree(dvp);
     if (f.pool.base)
         pool_free(&f);
 }
 
-/* Refresh attention through batched GEMMs, with a workspace too small for all heads (chunks). */
+/* Refresh attention: D 64/128 through the flash kernel (no workspace: NULL is passed), other
+ * head dims through batched GEMMs with a workspace too small for all heads (chunks). */
 static void test_attention_dense(uint32_t Tq, uint32_t H, uint32_t HKV, uint32_t D, uint32_t ws_heads, dkv_rng *r)
 {
+    int flash = D == 64 || D == 128;
     dkv_cuda_ctx *ctx;
     OK(dkv_cuda_ctx_new(0, &ctx, &err));
     uint32_t LD = (H + 2 * HKV) * D;
@@ -209,12 +206,21 @@ static void test_attention_dense(uint32_t Tq, uint32_t H, uint32_t HKV, uint32_t
     void *ws = dev_alloc(wsb);
     poison(dout, (size_t)Tq * H * D * 2), poison(ws, wsb);
     OK(dkv_cuda_attention_dense(ctx, dout, H * D, dqkv, LD, dqkv + H * D, dqkv + (H + HKV) * D, LD, Tq, Tq, H, HKV, D,
-                                ws, wsb, &err));
+                                flash ? NULL : ws, flash ? 0 : wsb, &err));
     float *got = download_bf16(dout, (size_t)Tq * H * D);
     ref_attention(ref, qkv, LD, Tq, NULL, NULL, 0, qkv + H * D, qkv + (H + HKV) * D, LD, Tq, H, HKV, D);
     char name[96];
-    snprintf(name, sizeof name, "attention dense %u tok, %u/%u heads, D%u, ws %u heads", Tq, H, HKV, D, ws_heads);
+    if (flash)
+        snprintf(name, sizeof name, "attention dense %u tok, %u/%u heads, D%u, flash", Tq, H, HKV, D);
+    else
+        snprintf(name, sizeof name, "attention dense %u tok, %u/%u heads, D%u, ws %u heads", Tq, H, HKV, D, ws_heads);
     check(name, got, ref, (size_t)Tq * H * D, 3e-2, 2e-2);   /* P is rounded to bf16 before P v */
+    if (flash) {
+        free(qkv), free(ref), free(got);
+        cudaFree(dqkv), cudaFree(dout), cudaFree(ws);
+        dkv_cuda_ctx_free(ctx);
+        return;
+    }
     dkv_status st2 = dkv_cuda_attention_dense(ctx, dout, H * D, dqkv, LD, dqkv + H * D, dqkv + (H + HKV) * D, LD, Tq,
                                               Tq, H, HKV, D, ws, dkv_cuda_attention_dense_workspace_bytes(Tq, Tq, 1) - 1,
                                               &err);
@@ -224,13 +230,77 @@ static void test_attention_dense(uint32_t Tq, uint32_t H, uint32_t HKV, uint32_t
     dkv_cuda_ctx_free(ctx);
 }
 
-static void test_attention_bad_workspace(void)
+static void test_attention_bad_args(void)
 {
     dkv_cuda_attn_args a = {.out = (dkv_bf16 *)16, .q = (dkv_bf16 *)16, .ldq = 4096, .ldo = 4096, .Tq = 32,
-                            .n_heads = 32, .n_kv_heads = 32, .head_dim = 128, .k_own = (dkv_bf16 *)16,
+                            .n_heads = 32, .n_kv_heads = 32, .head_dim = 96, .k_own = (dkv_bf16 *)16,
                             .v_own = (dkv_bf16 *)16, .ld_own = 4096, .n_own = 768};
     dkv_status s = dkv_cuda_attention(&a, st, &err);
-    check_true("attention asks for its workspace", s == DKV_EINVAL && strstr(err.msg, "workspace"), err.msg);
+    check_true("attention refuses head_dim 96", s == DKV_EINVAL && strstr(err.msg, "head_dim"), err.msg);
+    a.head_dim = 128, a.q = (dkv_bf16 *)18;
+    s = dkv_cuda_attention(&a, st, &err);
+    check_true("attention refuses unaligned q", s == DKV_EINVAL && strstr(err.msg, "% 16"), err.msg);
+    check_true("attention needs no workspace", dkv_cuda_attention_workspace_bytes(32, 32, 128, 768) == 0,
+               "splits merge in distributed shared memory");
+}
+
+/* RoPE + KV store in one launch against dkv_ref_rope, and the pool against the rotated rows. */
+static void test_rope_kv_store(dkv_kv_layout layout, dkv_rng *r)
+{
+    enum { T = 37, H = 4, HKV = 2, D = 128, LD = (H + 2 * HKV) * D + 64, LO = 5, HI = 30, BT = 16, NB = 8 };
+    float *x = rand_bf16_values((size_t)T * LD, 1, 0, r), *ref = malloc((size_t)T * (H + HKV) * D * 4);
+    uint32_t pos[T], perm[NB * BT];
+    for (uint32_t i = 0; i < NB * BT; i++)
+        perm[i] = i;
+    for (uint32_t i = NB * BT - 1; i > 0; i--) {   /* distinct positions in the canvas, in any order */
+        uint32_t j = (uint32_t)dkv_rng_below(r, i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    memcpy(pos, perm, sizeof pos);
+    pool_fixture f;
+    pool_make(&f, layout, 3, HKV, D, BT, NB + 2, NB, r);
+    dkv_bf16 *dx = upload_bf16(x, (size_t)T * LD);
+    uint32_t *dp = upload(pos, sizeof pos);
+    OK(dkv_cuda_rope_kv_store(&f.pool, f.d_table, 1, dx, LD, dp, T, H, LO, HI, 500000.0f, st, &err));
+    float *got = download_bf16(dx, (size_t)T * LD), *g2 = malloc((size_t)T * (H + HKV) * D * 4);
+    for (int t = 0; t < T; t++) {
+        memcpy(ref + (size_t)t * (H + HKV) * D, x + (size_t)t * LD, (H + HKV) * D * 4);
+        memcpy(g2 + (size_t)t * (H + HKV) * D, got + (size_t)t * LD, (H + HKV) * D * 4);
+    }
+    dkv_ref_rope(ref, pos, T, H + HKV, D, 500000.0);
+    char name[80];
+    snprintf(name, sizeof name, "rope_kv_store: q, k rotated (%s)", layout ? "t-major" : "layer-major");
+    check(name, g2, ref, (size_t)T * (H + HKV) * D, 1e-2, 8e-3);
+    int v_same = 1;
+    for (int t = 0; t < T; t++)
+        v_same &= memcmp(got + (size_t)t * LD + (H + HKV) * D, x + (size_t)t * LD + (H + HKV) * D, (HKV * D + 64) * 4) == 0;
+    check_true("  v heads and row tail untouched", v_same, "bit for bit");
+    uint16_t *arena = download(f.pool.base, f.elems * 2), *rows = download(dx, (size_t)T * LD * 2);
+    size_t be = dkv_cuda_kv_block_bytes(&f.pool) / 2, same = 0, want = 0, untouched = 0, slots = 0;
+    for (int t = 0; t < T; t++) {
+        uint32_t b = f.table[pos[t] / BT], slot = pos[t] % BT;
+        for (uint32_t kv = 0; kv < 2; kv++)
+            for (uint32_t h = 0; h < HKV; h++) {
+                const uint16_t *cell = arena + b * be + dkv_cuda_kv_offset(&f.pool, 1, kv, h, slot);
+                const uint16_t *src = rows + (size_t)t * LD + (H + kv * HKV + h) * D;
+                if (t >= LO && t < HI) {
+                    want++;
+                    same += memcmp(cell, src, D * 2) == 0;
+                } else {   /* not stored: still the poison */
+                    slots++;
+                    int p = 1;
+                    for (int d = 0; d < D; d++)
+                        p &= cell[d] == 0xffff;
+                    untouched += p;
+                }
+            }
+    }
+    snprintf(name, sizeof name, "%zu/%zu stored K/V rows equal the rotated rows; %zu/%zu others untouched", same, want,
+             untouched, slots);
+    check_true("  pool rows (layer 1, shuffled blocks)", same == want && untouched == slots, name);
+    free(x), free(ref), free(got), free(g2), free(arena), free(rows);
+    cudaFree(dx), cudaFree(dp);
+    pool_free(&f);
 }
 
 static void test_sparse_select(dkv_rng *r)
@@ -319,12 +389,20 @@ int main(void)
         {"Reuse prefix: 96 paged TM + 64 own", 64, 4, 2, 128, 96, 64, DKV_KV_SRC_PAGED, DKV_KV_TOKEN_MAJOR},
         {"Reuse sparse: 50 packed + 32 own, D64", 32, 8, 2, 64, 50, 32, DKV_KV_SRC_PACKED, DKV_KV_LAYER_MAJOR},
         {"1 query, 700 paged + 3 own", 1, 2, 1, 128, 700, 3, DKV_KV_SRC_PAGED, DKV_KV_LAYER_MAJOR},
+        /* enough (head, query tile) pairs to fill the GPU: one split, no cluster merge */
+        {"Refresh 1 split: 264 own, 56/8, D128", 264, 56, 8, 128, 0, 264, DKV_KV_SRC_NONE, DKV_KV_LAYER_MAJOR},
+        {"Refresh 1 split: 300 own, 56/56, D64", 300, 56, 56, 64, 0, 300, DKV_KV_SRC_NONE, DKV_KV_LAYER_MAJOR},
+        {"Reuse dual: 32 q, 768 paged TM (8 splits)", 32, 8, 8, 128, 768, 0, DKV_KV_SRC_PAGED, DKV_KV_TOKEN_MAJOR},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_attention(&cases[i], &r);
-    test_attention_bad_workspace();
-    test_attention_dense(150, 4, 2, 128, 2, &r);   /* GQA: per-group batches */
-    test_attention_dense(200, 8, 8, 64, 3, &r);    /* MHA: chunks of 3 heads */
+    test_attention_bad_args();
+    test_rope_kv_store(DKV_KV_LAYER_MAJOR, &r);
+    test_rope_kv_store(DKV_KV_TOKEN_MAJOR, &r);
+    test_attention_dense(150, 4, 2, 128, 2, &r);   /* flash, GQA */
+    test_attention_dense(200, 8, 8, 64, 3, &r);    /* flash, MHA */
+    test_attention_dense(120, 4, 2, 96, 2, &r);    /* batched GEMMs, GQA: per-group batches */
+    test_attention_dense(100, 6, 6, 96, 4, &r);    /* batched GEMMs, MHA: chunks of 4 heads */
     test_sparse_select(&r);
     CK(cudaDeviceSynchronize());
     cudaStreamDestroy(st);
