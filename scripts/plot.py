@@ -9,7 +9,10 @@ One PNG with up to three panels, each drawn from whatever the runs contain:
                      `mem_series`, written by dkv.mem / dkv replay), one line per run;
   memory by tag      the per-tag breakdown (weights, kv, activation, logits, staging, host) of
                      one run with a `memory` table, stacked;
-  latency CDF        per-request latency (`requests.latency_s` of finished requests).
+  latency CDF        per-request latency (`requests.latency_s` of finished requests);
+  step timeline      the steps of one run (table `steps`, written by dkv.save): each step a bar
+                     from start_s to start_s + time_s, its height the Refresh and Reuse items it
+                     batched (stacked), with the step time on a second axis.
 Runs lacking a table are skipped with a note on stderr.  Exit status: 0 with a figure written,
 1 for a file that cannot be read or holds nothing to plot, 2 for bad arguments.
 
@@ -104,6 +107,16 @@ def latencies(run):
     return lat if len(lat) else None
 
 
+def step_table(run):
+    if "steps" not in run or not run["steps"].dtype.names:
+        return None
+    d = run["steps"][()]
+    need = ("start_s", "time_s", "n_refresh", "n_reuse")
+    if len(d) == 0 or any(k not in d.dtype.names for k in need):
+        return None
+    return d
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description="figures from a dkv results file")
     ap.add_argument("file", help="results file written by dkv run")
@@ -136,13 +149,23 @@ def main(argv):
             lat[n] = l_
     if args.tags_run and tagged != args.tags_run:
         note("run %s has no per-tag memory table; no tag panel" % args.tags_run)
-    panels = [p for p, have in (("mem", mem), ("tags", tagged), ("lat", lat)) if have]
+    timeline = None
+    for n in ([tagged] if tagged else []) + names:
+        d = step_table(f["runs"][n])
+        if d is not None:
+            timeline = (n, d)
+            break
+    panels = [p for p, have in (("mem", mem), ("tags", tagged), ("lat", lat), ("steps", timeline)) if have]
     if not panels:
         f.close()
         fail("%s: none of the %d runs has a memory or latency table; nothing to plot" % (args.file, len(names)))
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False)
-    axes = axes[0]
+    cols = min(len(panels), 2) if len(panels) > 3 else len(panels)
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(6.2 * cols, 4.6 * rows), squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     for ax, p in zip(axes, panels):
         if p == "mem":
             for n, (t, alloc, res, _) in mem.items():
@@ -161,6 +184,21 @@ def main(argv):
             ax.set_title("memory by tag: %s" % tagged)
             ax.set_xlabel("time (s)")
             ax.set_ylabel("GiB")
+        elif p == "steps":
+            n, d = timeline
+            if len(d) > 2000:  # keep the figure readable: the first 2000 steps
+                note("run %s: step timeline shows the first 2000 of %d steps" % (n, len(d)))
+                d = d[:2000]
+            x, w = d["start_s"].astype(float), d["time_s"].astype(float)
+            ax.bar(x, d["n_refresh"], width=w, align="edge", label="refresh items", color="tab:red", lw=0)
+            ax.bar(x, d["n_reuse"], width=w, bottom=d["n_refresh"], align="edge", label="reuse items",
+                   color="tab:blue", lw=0)
+            ax2 = ax.twinx()
+            ax2.plot(x, w * 1e3, color="k", lw=0.6, label="step time")
+            ax2.set_ylabel("step time (ms)")
+            ax.set_title("step timeline: %s" % n)
+            ax.set_xlabel("time (s)")
+            ax.set_ylabel("requests in the step")
         else:
             for n, v in lat.items():
                 ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", label=n, lw=1.2)

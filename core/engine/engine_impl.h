@@ -194,7 +194,8 @@ void       eng_finish_request(eng *e, ereq *r, uint8_t status, double t);
 /* engine_metrics.c */
 dkv_status eng_result_new(eng *e, dkv_err *err);
 dkv_status eng_push_step(eng *e, const dkv_step_record *s);
-dkv_status eng_push_mem(eng *e, uint64_t reserved);
+/* Appends a memory sample at time_s with the current per-tag levels. */
+dkv_status eng_push_mem(eng *e, double time_s, uint64_t reserved);
 void       eng_summarize(eng *e, double wall_s);
 
 #endif

@@ -51,7 +51,7 @@ dkv_status eng_push_step(eng *e, const dkv_step_record *s)
     return DKV_OK;
 }
 
-dkv_status eng_push_mem(eng *e, uint64_t reserved)
+dkv_status eng_push_mem(eng *e, double time_s, uint64_t reserved)
 {
     dkv_engine_result *r = e->res;
     if (r->n_mem == r->cap_mem) {
@@ -63,7 +63,7 @@ dkv_status eng_push_mem(eng *e, uint64_t reserved)
         r->cap_mem = nc;
     }
     dkv_mem_record *m = &r->mem[r->n_mem++];
-    m->time_s = e->now;
+    m->time_s = time_s;
     m->weights = e->tag_now[DKV_MEM_TAG_WEIGHTS];
     m->kv = e->tag_now[DKV_MEM_TAG_KV];
     m->activation = e->tag_now[DKV_MEM_TAG_ACTIVATION];

@@ -488,6 +488,11 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
         ENG_TRACE(e, eng_trace_phase(e->c.trace, t0, e->now - t0, (uint8_t)cd->s.phase, cd->r, cd->inst, cd->s.block,
                                      cd->s.step, cd->s.q_tokens, &e->trace_err));
     }
+    /* The step's transient peak (activations, logits chunks) is held until here: sample it at
+     * the step's start so the memory-by-tag series shows it, then the level after release. */
+    bool sample = c->mem_sample_every && (e->step_index % c->mem_sample_every) == 0;
+    if (sample && eng_push_mem(e, t0, reserved) != DKV_OK)
+        return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory (memory records)");
     for (size_t i = 0; i < n; i++)
         commit(e, &e->cands[from + i], t0);
     trans_release_from(e, 0, true);
@@ -515,7 +520,7 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
         c->on_step(c->on_step_user, &rec);
     if (c->record_steps && eng_push_step(e, &rec) != DKV_OK)
         return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory (step records)");
-    if (c->mem_sample_every && (e->step_index - 1) % c->mem_sample_every == 0 && eng_push_mem(e, reserved) != DKV_OK)
+    if (sample && eng_push_mem(e, e->now, reserved) != DKV_OK)
         return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory (memory records)");
     return DKV_OK;
 }

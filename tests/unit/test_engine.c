@@ -170,8 +170,18 @@ static void test_budget_and_phase_counts(void **state)
     assert_true(s->peak_tag[DKV_MEM_TAG_ACTIVATION] > 0 && s->peak_tag[DKV_MEM_TAG_LOGITS] > 0);
     size_t nm;
     const dkv_mem_record *mr = dkv_engine_result_memory(f.r, &nm);
-    assert_int_equal(nm, ns);
+    assert_int_equal(nm, 2 * ns); /* per step: the in-step peak, then the level after it */
     assert_int_equal(mr[nm - 1].kv, 0);
+    uint64_t act_max = 0, log_max = 0;
+    for (size_t i = 0; i < nm; i += 2) {
+        assert_true(mr[i].time_s <= mr[i + 1].time_s);
+        assert_true(mr[i].activation > 0);              /* transients held during the step */
+        assert_int_equal(mr[i + 1].activation, 0);      /* and released after it */
+        act_max = mr[i].activation > act_max ? mr[i].activation : act_max;
+        log_max = mr[i].logits > log_max ? mr[i].logits : log_max;
+    }
+    assert_int_equal(act_max, s->peak_tag[DKV_MEM_TAG_ACTIVATION]);
+    assert_int_equal(log_max, s->peak_tag[DKV_MEM_TAG_LOGITS]);
     fx_fini(&f);
 }
 
