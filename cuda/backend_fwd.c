@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublas_v2.h>
+
 #include "cuda/backend_internal.h"
 
 #define TRY(call)                          \
@@ -43,8 +45,9 @@ dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
     b->dense_ws_bytes = per_head * heads;
     b->logit_chunk = b->o.max_logit_rows ? b->o.max_logit_rows : 1024;
     size_t n_ws = b->n_side + 1;
+    b->score_ws_bytes = dkv_bk_scores_workspace_bytes(B, Lmax, H);
     size_t sz[] = {AL(b->attn_ws_bytes) * n_ws, AL(b->dense_ws_bytes), AL((size_t)Hkv * Lmax * 4),
-                   AL((size_t)2 * B * H * 4), AL((size_t)Hkv * Lmax * 4), AL((size_t)b->logit_chunk * m->vocab * 4)};
+                   AL(b->score_ws_bytes), AL((size_t)Hkv * Lmax * 4), AL((size_t)b->logit_chunk * m->vocab * 4)};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
         total += sz[i];
@@ -64,6 +67,10 @@ dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
         CU(cudaEventCreateWithFlags(&b->join[i], cudaEventDisableTiming));
     }
     CU(cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming));
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, b->st) != CUBLAS_STATUS_SUCCESS)
+        return dkv_err_set(err, DKV_EIO, "cuda backend: cuBLAS handle for the selection scores failed");
+    b->blas = h;
     return DKV_OK;
 }
 
@@ -118,6 +125,9 @@ void bk_scratch_free(dkv_cuda_backend *b)
     if (b->fork)
         cudaEventDestroy(b->fork);
     b->fork = NULL;
+    if (b->blas)
+        cublasDestroy((cublasHandle_t)b->blas);
+    b->blas = NULL;
     cudaFree(b->act_mem);
     cudaFree(b->ws_mem);
     b->act_mem = b->ws_mem = NULL;
@@ -377,12 +387,12 @@ static dkv_status layer_select(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_
         if (x->write != BK_W_SELECT)
             continue;
         dkv_bf16 *q = b->qkv + (size_t)x->off * QKV, *k = q + QD, *v = q + QD + KD;
-        TRY(dkv_cuda_attn_scores(b->score, q + (size_t)(x->s_b - x->q0) * QKV, QKV, x->B, k, QKV, x->nq, H, Hkv, D,
-                                 b->score_ws, b->st, err));
+        TRY(dkv_bk_scores(b->blas, b->score, q + (size_t)(x->s_b - x->q0) * QKV, QKV, x->B, k, QKV, x->nq, H, Hkv, D,
+                          b->score_ws, b->score_ws_bytes, b->st, err));
         TRY(dkv_cuda_topk(b->sel, b->score, Hkv, x->nq, x->keep, x->s_b - x->q0, x->s_b - x->q0 + x->B, x->shared_set,
                           b->st, err));
         TRY(dkv_bk_pack_paged(&b->pool, b->d_table + x->tb, l, k, v, QKV, b->sel, x->keep, x->shared_set, b->st, err));
-        b->launches[DKV_KCLASS_KV_GATHER] += 3;
+        b->launches[DKV_KCLASS_KV_GATHER] += 5;
     }
     return DKV_OK;
 }

@@ -38,6 +38,13 @@ dkv_status dkv_bk_pack_paged(const dkv_cuda_kv_pool *pool, const uint32_t *table
                              cudaStream_t s, dkv_err *err);
 dkv_status dkv_bk_gather(dkv_bf16 *out, const dkv_cuda_kv_pool *pool, const uint32_t *ids, uint32_t n_tokens,
                          cudaStream_t s, dkv_err *err);
+/* backend_scores.cu: score (Hkv, Tk) = attention mass of each key from the Tq queries, summed
+ * over the queries and the heads of each KV group (dkv_ref_attention_scores), through cuBLAS
+ * (blas: a cublasHandle_t; its stream is set to s).  ws: dkv_bk_scores_workspace_bytes. */
+size_t     dkv_bk_scores_workspace_bytes(uint32_t Tq, uint32_t Tk, uint32_t H);
+dkv_status dkv_bk_scores(void *blas, float *score, const dkv_bf16 *q, uint32_t ldq, uint32_t Tq, const dkv_bf16 *k,
+                         uint32_t ldk, uint32_t Tk, uint32_t H, uint32_t Hkv, uint32_t D, void *ws, size_t ws_bytes,
+                         cudaStream_t s, dkv_err *err);
 
 /* One request of the workload, as the backend tracks it. */
 typedef struct bk_req {
@@ -117,7 +124,9 @@ typedef struct dkv_cuda_backend {
     size_t    attn_ws_bytes;
     void     *dense_ws;
     size_t    dense_ws_bytes;
-    float    *score, *score_ws;
+    float    *score, *score_ws;             /* score_ws: dkv_bk_scores' workspace */
+    size_t    score_ws_bytes;
+    void     *blas;                         /* cublasHandle_t of the selection scores */
     uint32_t *sel;
     uint32_t  logit_chunk;
     cudaStream_t side[DKV_BK_MAX_STREAMS];

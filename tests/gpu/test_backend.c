@@ -23,6 +23,9 @@
 #include "gpu_check.h"
 #include "test_backend.h"
 
+#include <cublas_v2.h>
+
+#include "cuda/backend_internal.h"
 #include "mem/mem.h"
 #include "ref/ref.h"
 
@@ -321,6 +324,37 @@ static void run_offload(dkv_ref_weights *rw, const dkv_model *m, const dkv_gpu *
     dkv_workload_free(w);
 }
 
+/* The selection score through cuBLAS (backend_scores.cu) against dkv_ref_attention_scores. */
+static void check_scores(uint32_t Tq, uint32_t Tk, uint32_t H, uint32_t Hkv, uint32_t D, dkv_rng *rng)
+{
+    uint32_t ld = (H + 2 * Hkv) * D;
+    float *qk = rand_bf16_values((size_t)Tk * ld, 0.5f, 0.0f, rng), *q = malloc((size_t)Tq * H * D * 4),
+          *k = malloc((size_t)Tk * Hkv * D * 4), *ref = malloc((size_t)Hkv * Tk * 4);
+    for (uint32_t r = 0; r < Tq; r++)   /* queries: the first Tq rows' q part; keys: every row's k part */
+        memcpy(q + (size_t)r * H * D, qk + (size_t)r * ld, (size_t)H * D * 4);
+    for (uint32_t r = 0; r < Tk; r++)
+        memcpy(k + (size_t)r * Hkv * D, qk + (size_t)r * ld + (size_t)H * D, (size_t)Hkv * D * 4);
+    dkv_ref_attention_scores(ref, q, k, Tq, Tk, H, Hkv, D);
+    dkv_bf16 *d = upload_bf16(qk, (size_t)Tk * ld);
+    float *score = dev_alloc((size_t)Hkv * Tk * 4);
+    size_t wsb = dkv_bk_scores_workspace_bytes(Tq, Tk, H);
+    void *ws = dev_alloc(wsb);
+    poison(score, (size_t)Hkv * Tk * 4);
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+        printf("FAIL cublasCreate\n");
+        exit(1);
+    }
+    OK(dkv_bk_scores(h, score, d, ld, Tq, d + (size_t)H * D, ld, Tk, H, Hkv, D, ws, wsb, 0, &err));
+    float *got = download(score, (size_t)Hkv * Tk * 4);
+    char name[96];
+    snprintf(name, sizeof name, "scores %ux%u, %u/%u heads, D %u", Tq, Tk, H, Hkv, D);
+    check(name, got, ref, (size_t)Hkv * Tk, 1e-5, 2e-3);
+    cublasDestroy(h);
+    cudaFree(d), cudaFree(score), cudaFree(ws);
+    free(qk), free(q), free(k), free(ref), free(got);
+}
+
 static void argument_errors(const dkv_model *m)
 {
     dkv_cuda_backend_options o = dkv_cuda_backend_options_default();
@@ -348,6 +382,8 @@ int main(void)
     dkv_ref_weights_randomize(rw, dkv_rng_u64(&rng));
     dkv_ref_weights_foreach(rw, round_bf16, NULL);
     argument_errors(&m);
+    check_scores(16, 150, 4, 2, 64, &rng);
+    check_scores(32, 768, 8, 8, 128, &rng);
     run_mode("none", DKV_REF_CACHE_NONE, DKV_CACHE_NONE, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m, &g);
     run_mode("prefix", DKV_REF_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m, &g);
     run_mode("prefix, logits of all rows", DKV_REF_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_ALL,
