@@ -17,15 +17,20 @@
  *     read from the device at block id * block_bytes of the plan's block ids equal the
  *     reference's cached rows; the arena offsets of a core/mem block pool's ids are id *
  *     block_bytes.
- * The arena and the activations are poisoned (0xFF, bf16 NaN) at begin.  A progressive-offload
+ * One dual run reads the weights from a safetensors file (LLaDA naming, bf16) written from the
+ * reference weights, through core/io.  The arena and the activations are poisoned (0xFF, bf16
+ * NaN) at begin.  A progressive-offload
  * run checks that the copies move the bytes the engine ordered and that the low-rank projection
  * reports a finite error.  Prints "SKIP: ..." and exits 77 without a usable GPU. */
+#include <unistd.h>
+
 #include "gpu_check.h"
 #include "test_backend.h"
 
 #include <cublas_v2.h>
 
 #include "cuda/backend_internal.h"
+#include "io/safetensors.h"
 #include "mem/mem.h"
 #include "ref/ref.h"
 
@@ -206,6 +211,8 @@ static void on_item(void *user, const dkv_cuda_item_report *rp)
     free(rhid), free(rlog);
 }
 
+static const char *g_weight_file;   /* when set, run_mode loads the weights from it (core/io safetensors) */
+
 static void run_mode(const char *name, dkv_ref_cache_mode mode, dkv_cache_mode emode, bool shared, dkv_logit_mode lg,
                      dkv_layout layout, dkv_ref_weights *rw, const dkv_model *m, const dkv_gpu *g)
 {
@@ -236,6 +243,8 @@ static void run_mode(const char *name, dkv_ref_cache_mode mode, dkv_cache_mode e
     c.layout.layout = layout;
     dkv_cuda_backend_options o = backend_options_for(&c, cap);
     o.ref_weights = rw, o.poison = true, o.attn_streams = 2, o.on_item = on_item, o.on_item_user = &r;
+    if (g_weight_file)   /* the same weights, written as a LLaDA-named safetensors file and read back */
+        o.ref_weights = NULL, o.weight_files = &g_weight_file, o.n_weight_files = 1;
     r.layout = (dkv_cuda_kv_pool){NULL, BT, m->n_layers, m->n_kv_heads, m->head_dim, o.layout};
     dkv_backend be;
     OK(dkv_cuda_backend_new(&o, &be, &err));
@@ -392,6 +401,14 @@ int main(void)
              &g);
     run_mode("dual, layer-major pool", DKV_REF_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_LAYER_MAJOR, rw, &m, &g);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/dkv_test_backend_%d.safetensors", (int)getpid());
+    OK(dkv_st_save_ref(rw, DKV_ST_NAMING_LLADA, DKV_ST_BF16, path, &err));
+    g_weight_file = path;
+    run_mode("dual, weights read from safetensors", DKV_REF_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK,
+             DKV_LAYOUT_TMAJOR, rw, &m, &g);
+    g_weight_file = NULL;
+    remove(path);
     run_mode("sparse per head, rho 0.5", DKV_REF_CACHE_SPARSE, DKV_CACHE_SPARSE, false, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_TMAJOR, rw, &m, &g);
     run_mode("sparse shared set, rho 0.5", DKV_REF_CACHE_SPARSE, DKV_CACHE_SPARSE, true, DKV_LOGITS_BLOCK,
