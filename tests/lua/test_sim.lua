@@ -38,7 +38,11 @@ for i = 1, #st.index do
 end
 assert(items == s.request_steps)
 local mem = r:memory()
-assert(#mem.time_s == s.n_steps and mem.kv[#mem.kv] == 0)
+-- two samples per step: the in-step peak (transients held), then the level after the step
+assert(#mem.time_s == 2 * s.n_steps and mem.kv[#mem.kv] == 0)
+for i = 1, #mem.time_s, 2 do
+  assert(mem.activation[i] > 0 and mem.activation[i + 1] == 0, "transient activations at sample " .. i)
+end
 assert(r.config.scheduler.kind == "phase" and r.config.scheduler.max_num_batched_tokens == 256)
 assert(r.config.mem.kind == "blockpool", "defaults are resolved into the config")
 assert(r.config.policies.logit.max_num_logits == 16384, "preset value resolved")
