@@ -11,6 +11,7 @@
  * memory and, after a cluster barrier, every CTA merges a share of the rows by reading the
  * others' shared memory (DSMEM).  No workspace and no second launch. */
 #include <math.h>
+#include <string.h>
 
 #include <cooperative_groups.h>
 
@@ -38,6 +39,8 @@ struct attn_params {
     const dkv_bf16 *k_own, *v_own;
     uint32_t ld_own;
     float qscale;   /* log2(e) / sqrt(D): scores in the exp2 domain */
+    const dkv_cuda_attn_item *items;   /* batched: the items, and the group's tile -> item map */
+    const uint32_t *tiles;
 };
 
 template <int D>
@@ -63,8 +66,10 @@ struct fa_smem {
     static_assert(comb <= bytes, "the merge area fits in the key tiles");
 };
 
-/* grid (n_splits, H, ceil(Tq / QM)), cluster (n_splits, 1, 1), NW warps, ST tiles in flight. */
-template <int D, int NW, int ST>
+/* grid (n_splits, H, ceil(Tq / QM)), cluster (n_splits, 1, 1), NW warps, ST tiles in flight.
+ * BATCH: grid (n_splits x query tiles of all items, H); the CTA's item comes from its tile, and
+ * q, out, own keys, table and the key counts are offset to it (each item its own split length). */
+template <int D, int NW, int ST, bool BATCH>
 static __global__ void __launch_bounds__(NW * 32) flash_kernel(attn_params p)
 {
     using SM = fa_smem<D, NW, ST>;
@@ -72,7 +77,26 @@ static __global__ void __launch_bounds__(NW * 32) flash_kernel(attn_params p)
     extern __shared__ __align__(128) unsigned char smem[];
     dkv_bf16 *Qs = (dkv_bf16 *)(smem + SM::q);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, c = lane & 3;
-    const uint32_t split = blockIdx.x, h = blockIdx.y, q0 = blockIdx.z * QM, kvh = h / p.G;
+    uint32_t split, q0;
+    if constexpr (BATCH) {
+        const uint32_t tile = blockIdx.x / p.n_splits;
+        split = blockIdx.x % p.n_splits;
+        const dkv_cuda_attn_item it = p.items[p.tiles[tile]];
+        q0 = (tile - it.tile0) * QM;
+        p.q += (size_t)it.q_row * p.ldq;
+        p.out += (size_t)it.q_row * p.ldo;
+        p.Tq = it.n_q;
+        p.k_own += (size_t)it.own_row * p.ld_own;
+        p.v_own += (size_t)it.own_row * p.ld_own;
+        p.n_cache = it.n_cache;
+        p.n_keys = it.n_cache + it.n_own;
+        p.split_keys = it.split_keys;
+        if (p.table)
+            p.table += it.table_off;
+    } else {
+        split = blockIdx.x, q0 = blockIdx.z * QM;
+    }
+    const uint32_t h = blockIdx.y, kvh = h / p.G;
     const uint32_t k0 = split * p.split_keys;
     const uint32_t nk = k0 < p.n_keys ? min(p.split_keys, p.n_keys - k0) : 0;
     const int ntiles = (int)((nk + KT - 1) / KT);
@@ -285,18 +309,19 @@ static __global__ void __launch_bounds__(NW * 32) flash_kernel(attn_params p)
     cl.sync();   /* the others' shared memory stays alive until every CTA has read it */
 }
 
-template <int D, int NW, int ST>
-static dkv_status launch_flash(const attn_params &p, cudaStream_t s, dkv_err *err)
+/* grid.x: the splits (x the batch's query tiles when BATCH, n_tiles of them) */
+template <int D, int NW, int ST, bool BATCH = false>
+static dkv_status launch_flash(const attn_params &p, cudaStream_t s, dkv_err *err, uint32_t n_tiles = 0)
 {
     using SM = fa_smem<D, NW, ST>;
-    void (*kern)(attn_params) = flash_kernel<D, NW, ST>;
+    void (*kern)(attn_params) = flash_kernel<D, NW, ST, BATCH>;
     static bool attr = false;
     if (!attr) {
         DKV_CU(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SM::bytes));
         attr = true;
     }
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(p.n_splits, p.H, (p.Tq + SM::QM - 1) / SM::QM);
+    cfg.gridDim = BATCH ? dim3(p.n_splits * n_tiles, p.H, 1) : dim3(p.n_splits, p.H, (p.Tq + SM::QM - 1) / SM::QM);
     cfg.blockDim = dim3(NW * 32);
     cfg.dynamicSmemBytes = SM::bytes;
     cfg.stream = s;
@@ -376,4 +401,109 @@ extern "C" dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream
     if (a->head_dim == 128)
         return small ? launch_flash<128, 2, 3>(p, s, err) : launch_flash<128, 4, 2>(p, s, err);
     return small ? launch_flash<64, 2, 3>(p, s, err) : launch_flash<64, 4, 2>(p, s, err);
+}
+
+/* ------------------------------------------------------------------ batched (varlen) */
+
+#define BATCH_SMALL_Q 32   /* items of at most this many queries: group 0 (2-warp CTAs) */
+
+static size_t al16(size_t x) { return (x + 15) / 16 * 16; }
+
+extern "C" dkv_status dkv_cuda_attn_batch_plan(dkv_cuda_attn_batch *b, const dkv_cuda_attn_item *items, uint32_t n,
+                                               uint32_t n_heads, uint32_t head_dim, void *host_meta, size_t cap,
+                                               dkv_err *err)
+{
+    const char *fn = "dkv_cuda_attn_batch_plan";
+    DKV_ARG(b && (items || n == 0) && n_heads > 0, fn);
+    DKV_ARG(head_dim == 128 || head_dim == 64, fn);
+    memset(b, 0, sizeof *b);
+    b->n_items = n, b->n_heads = n_heads, b->head_dim = head_dim;
+    uint32_t max_keys[2] = {0, 0};
+    for (uint32_t i = 0; i < n; i++) {
+        const dkv_cuda_attn_item *it = &items[i];
+        if (it->n_q == 0)
+            continue;   /* nothing to compute: no tiles */
+        if (it->n_cache + it->n_own == 0 || it->n_cache + it->n_own < it->n_cache)
+            return dkv_err_set(err, DKV_EINVAL, "%s: item %u: %u queries against %u cached + %u own keys (both "
+                               "count must be > 0)", fn, i, it->n_q, it->n_cache, it->n_own);
+        int g = it->n_q > BATCH_SMALL_Q;
+        b->n_tiles[g] += (it->n_q + (g ? 63 : 31)) / (g ? 64 : 32);
+        uint32_t nk = it->n_cache + it->n_own;
+        max_keys[g] = nk > max_keys[g] ? nk : max_keys[g];
+        b->any_cache |= it->n_cache > 0;
+        b->any_own |= it->n_own > 0;
+    }
+    for (int g = 0; g < 2; g++) {   /* key splits: enough CTAs to fill the GPU, at most 8, >= 16 keys */
+        uint32_t base = n_heads * b->n_tiles[g], sp = base == 0 || base >= TARGET_CTAS ? 1
+                                                                 : (TARGET_CTAS + base - 1) / base;
+        sp = sp < MAX_SPLITS ? sp : MAX_SPLITS;
+        sp = sp < (max_keys[g] + 15) / 16 ? sp : (max_keys[g] + 15) / 16;
+        b->n_splits[g] = sp > 0 ? sp : 1;
+    }
+    b->tiles_off[0] = al16((size_t)n * sizeof(dkv_cuda_attn_item));
+    b->tiles_off[1] = b->tiles_off[0] + al16((size_t)b->n_tiles[0] * 4);
+    b->bytes = b->tiles_off[1] + al16((size_t)b->n_tiles[1] * 4);
+    if (!host_meta)
+        return DKV_OK;
+    DKV_ARG(cap >= b->bytes && (uintptr_t)host_meta % 16 == 0, fn);
+    dkv_cuda_attn_item *mi = (dkv_cuda_attn_item *)host_meta;
+    uint32_t *map[2] = {(uint32_t *)((char *)host_meta + b->tiles_off[0]),
+                        (uint32_t *)((char *)host_meta + b->tiles_off[1])};
+    uint32_t next[2] = {0, 0};
+    for (uint32_t i = 0; i < n; i++) {
+        dkv_cuda_attn_item it = items[i];
+        int g = it.n_q > BATCH_SMALL_Q;
+        uint32_t S = b->n_splits[g], nk = it.n_cache + it.n_own, per = (nk + S - 1) / S;
+        it.split_keys = (per + 15) / 16 * 16;   /* trailing splits of a short item may be empty */
+        it.tile0 = next[g];
+        uint32_t nt = (it.n_q + (g ? 63 : 31)) / (g ? 64 : 32);
+        for (uint32_t t = 0; t < nt; t++)
+            map[g][next[g]++] = i;
+        mi[i] = it;
+    }
+    return DKV_OK;
+}
+
+extern "C" dkv_status dkv_cuda_attention_batch(const dkv_cuda_attn_batch_args *a, cudaStream_t s, dkv_err *err)
+{
+    const char *fn = "dkv_cuda_attention_batch";
+    DKV_ARG(a && a->batch && a->out && a->q, fn);
+    const dkv_cuda_attn_batch *b = a->batch;
+    DKV_ARG(b->n_items == 0 || (a->meta && (uintptr_t)a->meta % 16 == 0), fn);
+    DKV_ARG(a->head_dim == b->head_dim && a->n_heads == b->n_heads, fn);
+    DKV_ARG(a->n_kv_heads > 0 && a->n_heads % a->n_kv_heads == 0, fn);
+    DKV_ARG(a->ldq % 8 == 0 && a->ldq >= a->n_heads * a->head_dim, fn);
+    DKV_ARG(a->ldo % 8 == 0 && a->ldo >= a->n_heads * a->head_dim, fn);
+    DKV_ARG((uintptr_t)a->q % 16 == 0 && (uintptr_t)a->out % 16 == 0, fn);
+    DKV_ARG(!b->any_own || a->k_own, fn);
+    DKV_ARG(!a->k_own || (a->v_own && a->ld_own % 8 == 0 && (uintptr_t)a->k_own % 16 == 0 &&
+                          (uintptr_t)a->v_own % 16 == 0 && a->ld_own >= a->n_kv_heads * a->head_dim), fn);
+    const dkv_cuda_kv_pool *pool = a->pool;
+    DKV_ARG(!b->any_cache || (pool && pool->base && a->block_table && a->layer < pool->n_layers &&
+                              pool->head_dim == a->head_dim && pool->n_kv_heads == a->n_kv_heads &&
+                              (uintptr_t)pool->base % 16 == 0), fn);
+    attn_params p = {};
+    p.out = a->out, p.q = a->q, p.ldq = a->ldq, p.ldo = a->ldo, p.H = a->n_heads, p.G = a->n_heads / a->n_kv_heads;
+    p.cache_kind = b->any_cache ? DKV_KV_SRC_PAGED : DKV_KV_SRC_NONE;
+    if (b->any_cache)
+        p.pool = *pool, p.table = a->block_table, p.layer = a->layer;
+    p.k_own = a->k_own ? a->k_own : a->q, p.v_own = a->v_own ? a->v_own : a->q, p.ld_own = a->ld_own;
+    p.qscale = (float)(1.4426950408889634 / sqrt((double)a->head_dim));
+    p.items = (const dkv_cuda_attn_item *)a->meta;
+    for (int g = 0; g < 2; g++) {
+        if (b->n_tiles[g] == 0)
+            continue;
+        p.n_splits = b->n_splits[g];
+        p.tiles = (const uint32_t *)((const char *)a->meta + b->tiles_off[g]);
+        dkv_status st;
+        if (a->head_dim == 128)
+            st = g == 0 ? launch_flash<128, 2, 3, true>(p, s, err, b->n_tiles[0])
+                        : launch_flash<128, 4, 2, true>(p, s, err, b->n_tiles[1]);
+        else
+            st = g == 0 ? launch_flash<64, 2, 3, true>(p, s, err, b->n_tiles[0])
+                        : launch_flash<64, 4, 2, true>(p, s, err, b->n_tiles[1]);
+        if (st != DKV_OK)
+            return st;
+    }
+    return DKV_OK;
 }

@@ -170,7 +170,9 @@ static void teardown(dkv_cuda_backend *b)
     free(b->rq);
     b->rq = NULL;
     free(b->items);
+    free(b->attn_items);
     b->items = NULL;
+    b->attn_items = NULL;
     b->cap_items = 0;
     b->begun = false;
 }

@@ -29,8 +29,10 @@
  * All items of the plan run in ONE forward: the q rows of every item are concatenated and every
  * GEMM (QKV, O, gate+up, down) runs once over all of them; RoPE, norms and the KV store are one
  * launch per layer over all rows (the store writes through one block table made of every item's
- * kv_blocks); attention runs per item over its own block table (Refresh: dense cuBLAS for long
- * canvases; Reuse: the paged kernel, items spread over attn_streams streams); the LM head runs
+ * kv_blocks, fused with RoPE); attention runs for all items at once (dkv_cuda_attention_batch: each
+ * item over its own block table, one launch for the items of <= 32 queries and one for the
+ * others), or with attn_per_item one launch per item (Reuse items spread over attn_streams
+ * streams); the LM head runs
  * over the logit rows of all items in chunks of min(plan.max_logit_rows, max_logit_rows).  Each
  * item honours DESIGN.md's table exactly: q rows computed, a keys attended (of which the
  * cached ones come from the pool), w KV rows stored (dual/prefix: into the pool at their
@@ -143,6 +145,9 @@ typedef struct dkv_cuda_backend_options {
     uint32_t            n_weight_files;
     float               rms_eps;         /* 1e-5 (LLaDA) */
     uint32_t            max_logit_rows;  /* device cap on rows per LM-head pass (1024) */
+    bool                attn_per_item;   /* attention per item (one launch each, Reuse items over
+                                            attn_streams streams) instead of the batched kernel
+                                            (dkv_cuda_attention_batch: 1-2 launches per layer) (false) */
     uint32_t            attn_streams;    /* streams for per-item Reuse attention (4; 1 = serial) */
     bool                class_timing;    /* events around each kernel class (true) */
     bool                kernel_records;  /* emit dkv_kernel_records through setup.on_kernel (true) */

@@ -23,7 +23,7 @@
                                cudaGetErrorString(e_));                                               \
     } while (0)
 
-#define DENSE_MIN_TOKENS 128   /* Refresh attention from this many rows through batched GEMMs (forward.c) */
+#define DENSE_MIN_TOKENS 128   /* per-item Refresh attention from this many rows: dkv_cuda_attention_dense */
 #define AL(x) (((x) + 255) / 256 * 256)
 
 /* ------------------------------------------------------------------ scratch */
@@ -39,14 +39,11 @@ dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
         size_t x = dkv_cuda_attention_workspace_bytes(q, H, D, 2 * Lmax);
         b->attn_ws_bytes = x > b->attn_ws_bytes ? x : b->attn_ws_bytes;
     }
-    size_t per_head = dkv_cuda_attention_dense_workspace_bytes(Lmax, Lmax, 1);
-    uint32_t G = H / Hkv, heads = (uint32_t)((256u << 20) / per_head);
-    heads = heads > H ? H : heads < G ? G : heads;
-    b->dense_ws_bytes = per_head * heads;
+    (void)Hkv;   /* dense Refresh attention: the flash kernel (head_dim 64/128), no workspace */
     b->logit_chunk = b->o.max_logit_rows ? b->o.max_logit_rows : 1024;
     size_t n_ws = b->n_side + 1;
     b->score_ws_bytes = dkv_bk_scores_workspace_bytes(B, Lmax, H);
-    size_t sz[] = {AL(b->attn_ws_bytes) * n_ws, AL(b->dense_ws_bytes), AL((size_t)Hkv * Lmax * 4),
+    size_t sz[] = {AL(b->attn_ws_bytes) * n_ws, 0, AL((size_t)m->n_kv_heads * Lmax * 4),
                    AL(b->score_ws_bytes), AL((size_t)Hkv * Lmax * 4), AL((size_t)b->logit_chunk * m->vocab * 4)};
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
@@ -56,7 +53,7 @@ dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
     for (size_t i = 0; i < n_ws; i++)
         b->attn_ws[i] = (float *)(p + i * AL(b->attn_ws_bytes));
     p += sz[0];
-    b->dense_ws = p, p += sz[1];
+    p += sz[1];
     b->score = (float *)p, p += sz[2];
     b->score_ws = (float *)p, p += sz[3];
     b->sel = (uint32_t *)p, p += sz[4];
@@ -243,9 +240,12 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
     uint32_t n = plan->n_items, bt = b->o.block_tokens;
     if (n > b->cap_items) {
         bk_item *ni = realloc(b->items, (size_t)n * 2 * sizeof *ni);
-        if (!ni)
+        if (ni)
+            b->items = ni;
+        dkv_cuda_attn_item *na = ni ? realloc(b->attn_items, (size_t)n * 2 * sizeof *na) : NULL;
+        if (!ni || !na)
             return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
-        b->items = ni;
+        b->attn_items = na;
         b->cap_items = (size_t)n * 2;
     }
     uint32_t T = 0, R = 0, NB = 1;
@@ -266,8 +266,20 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
         NB += x->n_tb;
     }
     TRY(bk_scratch_reserve(b, T, R, err));
+    /* the batched attention's items: queries and own keys are the item's rows, cached keys
+     * through its segment of the step's block table */
+    for (uint32_t i = 0; i < n; i++) {
+        const bk_item *x = &b->items[i];
+        b->attn_items[i] = (dkv_cuda_attn_item){.q_row = x->off, .n_q = x->nq, .own_row = x->off, .n_own = x->n_own,
+                                                .n_cache = x->cache == DKV_KV_SRC_PAGED ? x->n_cache : 0,
+                                                .table_off = x->tb};
+    }
+    dkv_cuda_attn_batch *ab = &b->attn_batch;
+    uint32_t n_attn = b->o.attn_per_item ? 0 : n;   /* per-item attention: an empty batch */
+    TRY(dkv_cuda_attn_batch_plan(ab, b->attn_items, n_attn, b->m.n_heads, b->m.head_dim, NULL, 0, err));
     size_t off_pos = 0, off_spos = AL((size_t)T * 4), off_tab = off_spos + AL((size_t)T * 4),
-           off_items = off_tab + AL((size_t)NB * 4), bytes = off_items + (size_t)n * sizeof(dkv_bk_item);
+           off_items = off_tab + AL((size_t)NB * 4), off_attn = off_items + AL((size_t)n * sizeof(dkv_bk_item)),
+           bytes = off_attn + ab->bytes;
     TRY(ensure_meta(b, bytes, err));
     char *hm = b->h_meta;
     uint32_t *pos = (uint32_t *)(hm + off_pos), *spos = (uint32_t *)(hm + off_spos), *tab = (uint32_t *)(hm + off_tab);
@@ -312,7 +324,10 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
         hit[i] = (dkv_bk_item){.tokens = b->d_canvas + r->canvas_off, .block_start = x->s_b, .block_len = x->B,
                                .reset = it->step == 0, .n_unmask = nu, .logit_row = x->blk_row};
     }
+    TRY(dkv_cuda_attn_batch_plan(ab, b->attn_items, n_attn, b->m.n_heads, b->m.head_dim, hm + off_attn, ab->bytes,
+                                 err));
     char *dm = b->d_meta;
+    b->d_attn_meta = dm + off_attn;
     b->d_pos = (uint32_t *)(dm + off_pos), b->d_spos = (uint32_t *)(dm + off_spos);
     b->d_table = (uint32_t *)(dm + off_tab), b->d_items = (dkv_bk_item *)(dm + off_items);
     CU(cudaMemcpyAsync(b->d_meta, b->h_meta, bytes, cudaMemcpyHostToDevice, b->st));
@@ -330,8 +345,7 @@ static dkv_status attention(dkv_cuda_backend *b, const bk_item *x, uint32_t l, c
     dkv_bf16 *q = b->qkv + (size_t)x->off * QKV, *k = q + QD, *v = q + QD + KD, *out = b->att + (size_t)x->off * QD;
     if (x->cache == DKV_KV_SRC_NONE && x->nq >= DENSE_MIN_TOKENS) {
         b->launches[DKV_KCLASS_ATTN] += 3;
-        return dkv_cuda_attention_dense(b->ctx, out, QD, q, QKV, k, v, QKV, x->nq, x->n_own, H, Hkv, D, b->dense_ws,
-                                        b->dense_ws_bytes, err);
+        return dkv_cuda_attention_dense(b->ctx, out, QD, q, QKV, k, v, QKV, x->nq, x->n_own, H, Hkv, D, NULL, 0, err);
     }
     dkv_cuda_attn_args at = {.out = out, .q = q, .ldq = QKV, .ldo = QD, .Tq = x->nq, .n_heads = H, .n_kv_heads = Hkv,
                              .head_dim = D, .k_own = k, .v_own = v, .ld_own = QKV, .n_own = x->n_own,
@@ -346,6 +360,17 @@ static dkv_status attention(dkv_cuda_backend *b, const bk_item *x, uint32_t l, c
 
 static dkv_status layer_attention(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
 {
+    if (!b->o.attn_per_item) {   /* every item in one launch per kernel shape */
+        const dkv_model *m = &b->m;
+        uint32_t QD = m->n_heads * m->head_dim, KD = m->n_kv_heads * m->head_dim, QKV = QD + 2 * KD;
+        const dkv_cuda_attn_batch *ab = &b->attn_batch;
+        dkv_cuda_attn_batch_args a = {.out = b->att, .q = b->qkv, .ldq = QKV, .ldo = QD, .n_heads = m->n_heads,
+                                      .n_kv_heads = m->n_kv_heads, .head_dim = m->head_dim, .k_own = b->qkv + QD,
+                                      .v_own = b->qkv + QD + KD, .ld_own = QKV, .pool = &b->pool,
+                                      .block_table = b->d_table, .layer = l, .batch = ab, .meta = b->d_attn_meta};
+        b->launches[DKV_KCLASS_ATTN] += (ab->n_tiles[0] > 0) + (ab->n_tiles[1] > 0);
+        return dkv_cuda_attention_batch(&a, b->st, err);
+    }
     /* Reuse items (paged) spread over the side streams, Refresh items on the compute stream
      * meanwhile; the compute stream then waits for the side streams */
     uint32_t n_side_items = 0;
@@ -424,15 +449,17 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
         TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
         bk_mark(b, DKV_KCLASS_QKV);
         TRY(dkv_cuda_gemm(b->ctx, b->qkv, b->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
-        bk_mark(b, DKV_KCLASS_ELEMENTWISE);
-        TRY(dkv_cuda_rope(b->qkv, QKV, b->d_pos, T, H + Hkv, D, (float)m->rope_theta, st, err));
-        launch[DKV_KCLASS_ELEMENTWISE] += 2, launch[DKV_KCLASS_QKV]++;
-        if (any_store) {
+        if (any_store) {   /* RoPE and the store of every row (rows not kept go to the discard block) */
             bk_mark(b, DKV_KCLASS_KV_STORE);
-            TRY(dkv_cuda_kv_store(&b->pool, b->d_table, l, b->qkv + QD, b->qkv + QD + Hkv * D, QKV, b->d_spos, T, st,
-                                  err));
+            TRY(dkv_cuda_rope_kv_store_at(&b->pool, b->d_table, l, b->qkv, QKV, b->d_pos, b->d_spos, T, H,
+                                          (float)m->rope_theta, st, err));
             launch[DKV_KCLASS_KV_STORE]++;
+        } else {
+            bk_mark(b, DKV_KCLASS_ELEMENTWISE);
+            TRY(dkv_cuda_rope(b->qkv, QKV, b->d_pos, T, H + Hkv, D, (float)m->rope_theta, st, err));
+            launch[DKV_KCLASS_ELEMENTWISE]++;
         }
+        launch[DKV_KCLASS_ELEMENTWISE]++, launch[DKV_KCLASS_QKV]++;
         if (any_select) {
             bk_mark(b, DKV_KCLASS_KV_GATHER);
             TRY(layer_select(b, n, l, err));

@@ -122,8 +122,6 @@ typedef struct dkv_cuda_backend {
     void     *ws_mem;                       /* attention / selection workspaces (fixed) */
     float    *attn_ws[DKV_BK_MAX_STREAMS];
     size_t    attn_ws_bytes;
-    void     *dense_ws;
-    size_t    dense_ws_bytes;
     float    *score, *score_ws;             /* score_ws: dkv_bk_scores' workspace */
     size_t    score_ws_bytes;
     void     *blas;                         /* cublasHandle_t of the selection scores */
@@ -141,6 +139,9 @@ typedef struct dkv_cuda_backend {
     dkv_bk_item *d_items;
     bk_item  *items;
     size_t    cap_items;
+    dkv_cuda_attn_item *attn_items;         /* cap_items: the batched attention's items (host) */
+    dkv_cuda_attn_batch attn_batch;         /* its plan for this step */
+    const void *d_attn_meta;                /* its metadata inside d_meta */
 
     /* timing */
     cudaEvent_t ev[DKV_BK_EVENTS];

@@ -153,6 +153,14 @@ dkv_status dkv_cuda_rope_kv_store(const dkv_cuda_kv_pool *pool, const uint32_t *
                                   dkv_bf16 *qkv, uint32_t ld, const uint32_t *pos, uint32_t T, uint32_t n_heads,
                                   uint32_t store_lo, uint32_t store_hi, float theta, cudaStream_t s, dkv_err *err);
 
+/* The same with the store addressed by its own positions: row t's K/V go to position spos[t] of
+ * block_table (device, T) while RoPE turns it by pos[t]; every row is stored (a batch of several
+ * sequences: spos indexes one table made of all their blocks, rows not to keep aim at a discard
+ * block).                                               ref: dkv_ref_rope (+ the store, exact) */
+dkv_status dkv_cuda_rope_kv_store_at(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, uint32_t layer,
+                                     dkv_bf16 *qkv, uint32_t ld, const uint32_t *pos, const uint32_t *spos,
+                                     uint32_t T, uint32_t n_heads, float theta, cudaStream_t s, dkv_err *err);
+
 /* Copies n_blocks blocks (ids in device array ids) from src to dst, converting src->layout to
  * dst->layout (shapes must match; the arenas must not overlap). */
 dkv_status dkv_cuda_kv_reorder(const dkv_cuda_kv_pool *dst, const dkv_cuda_kv_pool *src, const uint32_t *ids,
@@ -199,6 +207,56 @@ typedef struct dkv_cuda_attn_args {
 /* 0: the key splits merge in distributed shared memory (kept for callers that size buffers). */
 size_t     dkv_cuda_attention_workspace_bytes(uint32_t Tq, uint32_t n_heads, uint32_t head_dim, uint32_t n_keys);
 dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream_t s, dkv_err *err);
+
+/* ---- batched (varlen) attention: every item of a step in one launch per kernel shape ----
+ * Each item is dkv_cuda_attention with the cache PAGED (or NONE) and own keys, its rows at
+ * offsets into shared buffers: queries rows [q_row, q_row + n_q) of q (out likewise), own keys
+ * rows [own_row, own_row + n_own) of k_own / v_own, and n_cache keys read first from the pool
+ * through block_table + table_off (n_cache 0: none).  Items of at most 32 queries run as one
+ * launch (2-warp CTAs, keys split over a cluster when the items are too few to fill the GPU),
+ * the others as a second one (4-warp CTAs); the grid is (splits x query tiles of all items,
+ * heads).  Usage, once per step (the metadata does not depend on the layer):
+ *     dkv_cuda_attn_batch b;
+ *     dkv_cuda_attn_batch_plan(&b, items, n, H, D, NULL, 0, err);        // sizes: b.bytes
+ *     dkv_cuda_attn_batch_plan(&b, items, n, H, D, host, cap, err);      // lays it out in host
+ *     cudaMemcpyAsync(dev, host, b.bytes, ...);                          // with the step's metadata
+ * then per layer dkv_cuda_attention_batch(&args{..., .batch = &b, .meta = dev, .layer = l}). */
+typedef struct dkv_cuda_attn_item {
+    uint32_t q_row, n_q;        /* queries (n_q 0: the item is skipped) */
+    uint32_t own_row, n_own;    /* own keys */
+    uint32_t n_cache;           /* keys from the pool first (n_cache + n_own > 0 when n_q > 0) */
+    uint32_t table_off;         /* the item's block table: block_table + table_off */
+    uint32_t split_keys, tile0; /* filled by dkv_cuda_attn_batch_plan (ignored on input) */
+} dkv_cuda_attn_item;
+
+typedef struct dkv_cuda_attn_batch {
+    uint32_t n_items, n_heads, head_dim;
+    uint32_t n_tiles[2], n_splits[2];   /* group 0: items of <= 32 queries; group 1: the others */
+    size_t   tiles_off[2];              /* byte offset of each group's tile -> item map in the metadata */
+    size_t   bytes;                     /* metadata bytes: the items, then the two maps */
+    bool     any_cache, any_own;        /* some item reads the pool / has own keys */
+} dkv_cuda_attn_batch;
+
+/* Plans n items for n_heads heads of head_dim: fills b; with host_meta (cap >= b->bytes,
+ * 16-byte aligned) also writes the metadata there.  DKV_EINVAL names a bad item. */
+dkv_status dkv_cuda_attn_batch_plan(dkv_cuda_attn_batch *b, const dkv_cuda_attn_item *items, uint32_t n,
+                                    uint32_t n_heads, uint32_t head_dim, void *host_meta, size_t cap, dkv_err *err);
+
+typedef struct dkv_cuda_attn_batch_args {
+    dkv_bf16       *out;                /* rows stride ldo */
+    const dkv_bf16 *q;                  /* rows stride ldq */
+    uint32_t        ldq, ldo, n_heads, n_kv_heads, head_dim;
+    const dkv_bf16 *k_own, *v_own;      /* rows stride ld_own (may be NULL when no item has own keys) */
+    uint32_t        ld_own;
+    const dkv_cuda_kv_pool *pool;       /* needed when batch->any_cache */
+    const uint32_t *block_table;        /* device */
+    uint32_t        layer;
+    const dkv_cuda_attn_batch *batch;   /* host, from dkv_cuda_attn_batch_plan */
+    const void     *meta;               /* device copy of its metadata, 16-byte aligned */
+} dkv_cuda_attn_batch_args;
+
+/* Attention of every item of the batch (one or two launches on s).     ref: dkv_ref_attention */
+dkv_status dkv_cuda_attention_batch(const dkv_cuda_attn_batch_args *a, cudaStream_t s, dkv_err *err);
 
 /* Dense attention for Refresh steps where every key is one of the computed rows.  q (Tq, H*D)
  * stride ldq; k, v (Tk, Hkv*D) stride ldkv; out (Tq, H*D) stride ldo.  With head_dim 64 or 128

@@ -166,8 +166,6 @@ struct dkv_cuda_scratch {
     uint32_t  max_tokens, logit_chunk;
     dkv_bf16 *x, *h, *qkv, *att, *gu, *ff;   /* (T, C), (T, C), (T, QKV), (T, H*D), (T, 2F), (T, F) */
     float    *attn_ws, *score, *score_ws, *logits;
-    void     *dense_ws;                     /* Refresh attention through batched GEMMs */
-    size_t    dense_ws_bytes;
     uint32_t *sel;                          /* (Hkv, T) selected indices */
     size_t    attn_ws_bytes, bytes;
     void     *mem;
@@ -191,14 +189,11 @@ dkv_status dkv_cuda_scratch_new(const dkv_model *m, uint32_t max_tokens, uint32_
         size_t b = dkv_cuda_attention_workspace_bytes(q, m->n_heads, m->head_dim, 2 * max_tokens);
         s->attn_ws_bytes = b > s->attn_ws_bytes ? b : s->attn_ws_bytes;
     }
-    /* dense Refresh attention: all heads at once when that takes at most 256 MiB, else chunks */
-    size_t per_head = dkv_cuda_attention_dense_workspace_bytes(max_tokens, max_tokens, 1);
-    uint32_t G = m->n_heads / m->n_kv_heads, heads = (uint32_t)((256u << 20) / per_head);
-    heads = heads > m->n_heads ? m->n_heads : heads < G ? G : heads;
-    s->dense_ws_bytes = per_head * heads;
+    /* dense Refresh attention runs the flash kernel at head_dim 64/128 (the only ones the step
+     * takes): no workspace */
     size_t sizes[] = {T * C * 2, T * C * 2, T * QKV * 2, T * QD * 2, T * 2 * F * 2, T * F * 2, s->attn_ws_bytes,
                       (size_t)m->n_kv_heads * T * 4, 2 * T * m->n_heads * 4, (size_t)logit_chunk * m->vocab * 4,
-                      (size_t)m->n_kv_heads * T * 4, s->dense_ws_bytes};
+                      (size_t)m->n_kv_heads * T * 4};
     size_t off[sizeof sizes / sizeof sizes[0]], total = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         off[i] = total;
@@ -214,7 +209,7 @@ dkv_status dkv_cuda_scratch_new(const dkv_model *m, uint32_t max_tokens, uint32_
     s->x = (dkv_bf16 *)(b + off[0]), s->h = (dkv_bf16 *)(b + off[1]), s->qkv = (dkv_bf16 *)(b + off[2]);
     s->att = (dkv_bf16 *)(b + off[3]), s->gu = (dkv_bf16 *)(b + off[4]), s->ff = (dkv_bf16 *)(b + off[5]);
     s->attn_ws = (float *)(b + off[6]), s->score = (float *)(b + off[7]), s->score_ws = (float *)(b + off[8]);
-    s->logits = (float *)(b + off[9]), s->sel = (uint32_t *)(b + off[10]), s->dense_ws = b + off[11];
+    s->logits = (float *)(b + off[9]), s->sel = (uint32_t *)(b + off[10]);
     s->bytes = total;
     *out = s;
     return DKV_OK;
@@ -254,11 +249,7 @@ static dkv_status layer_attention(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, 
     const dkv_model *m = &w->m;
     cudaStream_t st = dkv_cuda_ctx_stream(ctx);
     uint32_t D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, QD = H * D, KD = Hkv * D, QKV = QD + 2 * KD;
-    dkv_bf16 *k = s->qkv + QD, *v = s->qkv + QD + KD;
-    if (p->write == W_STORE && p->w_hi > p->w_lo)
-        TRY(dkv_cuda_kv_store(pool, seq->block_table, l, k + (size_t)(p->w_lo - p->q0) * QKV,
-                              v + (size_t)(p->w_lo - p->q0) * QKV, QKV, seq->pos + p->w_lo, p->w_hi - p->w_lo, st,
-                              err));
+    dkv_bf16 *k = s->qkv + QD, *v = s->qkv + QD + KD;   /* rotated, and stored (W_STORE), by the step */
     if (p->write == W_SELECT) {   /* score own keys by the block's queries, keep the top k, pack */
         uint32_t blk = a->block_start - p->q0;
         TRY(dkv_cuda_attn_scores(s->score, s->qkv + (size_t)blk * QKV, QKV, a->block_len, k, QKV, p->nq, H, Hkv, D,
@@ -269,8 +260,8 @@ static dkv_status layer_attention(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, 
                              st, err));
     }
     if (p->cache == DKV_KV_SRC_NONE && p->nq >= DENSE_MIN_TOKENS)   /* Refresh: tensor cores */
-        return dkv_cuda_attention_dense(ctx, s->att, QD, s->qkv, QKV, k, v, QKV, p->nq, p->n_own, H, Hkv, D,
-                                        s->dense_ws, s->dense_ws_bytes, err);
+        return dkv_cuda_attention_dense(ctx, s->att, QD, s->qkv, QKV, k, v, QKV, p->nq, p->n_own, H, Hkv, D, NULL, 0,
+                                        err);
     dkv_cuda_attn_args at = {.out = s->att, .q = s->qkv, .ldq = QKV, .ldo = QD, .Tq = p->nq, .n_heads = H,
                              .n_kv_heads = Hkv, .head_dim = D, .k_own = k, .v_own = v, .ld_own = QKV,
                              .n_own = p->n_own, .workspace = s->attn_ws, .workspace_bytes = s->attn_ws_bytes};
@@ -349,8 +340,15 @@ dkv_status dkv_cuda_step(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, const dkv
         const dkv_cuda_layer *Ly = &w->layers[l];
         TRY(dkv_cuda_rmsnorm(s->h, s->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
         TRY(dkv_cuda_gemm(ctx, s->qkv, s->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
-        /* q and k heads are adjacent in the fused row: one launch turns both */
-        TRY(dkv_cuda_rope(s->qkv, QKV, seq->pos + p.q0, T, H + Hkv, D, (float)m->rope_theta, st, err));
+        /* q and k heads are adjacent in the fused row: one launch turns both and, with a pool,
+         * stores the rows [w_lo, w_hi) of K (rotated) and V */
+        if (pool) {
+            uint32_t lo = p.write == W_STORE ? p.w_lo - p.q0 : 0, hi = p.write == W_STORE ? p.w_hi - p.q0 : 0;
+            TRY(dkv_cuda_rope_kv_store(pool, seq->block_table, l, s->qkv, QKV, seq->pos + p.q0, T, H, lo,
+                                       hi > lo ? hi : lo, (float)m->rope_theta, st, err));
+        } else {
+            TRY(dkv_cuda_rope(s->qkv, QKV, seq->pos + p.q0, T, H + Hkv, D, (float)m->rope_theta, st, err));
+        }
         TRY(layer_attention(ctx, w, pool, seq, s, a, &p, l, err));
         TRY(dkv_cuda_gemm(ctx, s->x, s->att, Ly->wo, NULL, T, QD, C, 1.0f, err));
         TRY(dkv_cuda_rmsnorm(s->h, s->x, Ly->ffn_norm, T, C, w->rms_eps, st, err));

@@ -10,11 +10,12 @@
  * rows in [lo, hi) also go to the pool (k heads as rotated, v heads as they are). */
 static __global__ void __launch_bounds__(RS_THREADS) rope_store_kernel(dkv_cuda_kv_pool p, const uint32_t *table,
                                                                       uint32_t layer, dkv_bf16 *qkv, uint32_t ld,
-                                                                      const uint32_t *pos, uint32_t H,
-                                                                      uint32_t lo, uint32_t hi, double log2_theta)
+                                                                      const uint32_t *pos, const uint32_t *spos,
+                                                                      uint32_t H, uint32_t lo, uint32_t hi,
+                                                                      double log2_theta)
 {
     const uint32_t t = blockIdx.x, D = p.head_dim, half = D / 2, Hkv = p.n_kv_heads;
-    const uint32_t ps = pos[t];
+    const uint32_t ps = pos[t], sp = spos ? spos[t] : ps;   /* rotation angle, store position */
     const bool store = t >= lo && t < hi;
     dkv_bf16 *row = qkv + (size_t)t * ld;
     const uint32_t step = blockDim.x / half;   /* head groups per pass (blockDim % half == 0) */
@@ -30,7 +31,7 @@ static __global__ void __launch_bounds__(RS_THREADS) rope_store_kernel(dkv_cuda_
             v[i] = y1;
             v[i + half] = y2;
             if (store && h >= H) {
-                dkv_bf16 *dst = kv_row(p, table, layer, 0, h - H, ps);
+                dkv_bf16 *dst = kv_row(p, table, layer, 0, h - H, sp);
                 dst[i] = y1;
                 dst[i + half] = y2;
             }
@@ -41,17 +42,17 @@ static __global__ void __launch_bounds__(RS_THREADS) rope_store_kernel(dkv_cuda_
         const dkv_bf16 *vsrc = row + (size_t)(H + Hkv) * D;
         for (uint32_t j = threadIdx.x; j < nv; j += blockDim.x) {
             uint32_t h = j / per_head, c8 = j % per_head;
-            *reinterpret_cast<bf16x8 *>(kv_row(p, table, layer, 1, h, ps) + c8 * 8) =
+            *reinterpret_cast<bf16x8 *>(kv_row(p, table, layer, 1, h, sp) + c8 * 8) =
                 *reinterpret_cast<const bf16x8 *>(vsrc + (size_t)h * D + c8 * 8);
         }
     }
 }
 
 static dkv_status launch_rope_store(const dkv_cuda_kv_pool &p, const uint32_t *table, uint32_t layer, dkv_bf16 *qkv,
-                                    uint32_t ld, const uint32_t *pos, uint32_t T, uint32_t H, uint32_t lo,
-                                    uint32_t hi, float theta, cudaStream_t s, dkv_err *err)
+                                    uint32_t ld, const uint32_t *pos, const uint32_t *spos, uint32_t T, uint32_t H,
+                                    uint32_t lo, uint32_t hi, float theta, cudaStream_t s, dkv_err *err)
 {
-    rope_store_kernel<<<T, RS_THREADS, 0, s>>>(p, table, layer, qkv, ld, pos, H, lo, hi, log2((double)theta));
+    rope_store_kernel<<<T, RS_THREADS, 0, s>>>(p, table, layer, qkv, ld, pos, spos, H, lo, hi, log2((double)theta));
     return dkv_launch_check("rope_store_kernel", err);
 }
 
@@ -71,5 +72,22 @@ extern "C" dkv_status dkv_cuda_rope_kv_store(const dkv_cuda_kv_pool *pool, const
             fn);
     if (T == 0)
         return DKV_OK;
-    return launch_rope_store(*pool, block_table, layer, qkv, ld, pos, T, n_heads, store_lo, store_hi, theta, s, err);
+    return launch_rope_store(*pool, block_table, layer, qkv, ld, pos, NULL, T, n_heads, store_lo, store_hi, theta, s,
+                             err);
+}
+
+extern "C" dkv_status dkv_cuda_rope_kv_store_at(const dkv_cuda_kv_pool *pool, const uint32_t *block_table,
+                                                uint32_t layer, dkv_bf16 *qkv, uint32_t ld, const uint32_t *pos,
+                                                const uint32_t *spos, uint32_t T, uint32_t n_heads, float theta,
+                                                cudaStream_t s, dkv_err *err)
+{
+    const char *fn = "dkv_cuda_rope_kv_store_at";
+    DKV_ARG(pool && qkv && pos && spos && block_table && pool->base, fn);
+    DKV_ARG(pool->head_dim % 8 == 0 && pool->head_dim >= 8 && RS_THREADS % (pool->head_dim / 2) == 0, fn);
+    DKV_ARG(pool->n_kv_heads > 0 && n_heads > 0 && layer < pool->n_layers && pool->block_tokens > 0, fn);
+    DKV_ARG(ld % 8 == 0 && ld >= (n_heads + 2 * pool->n_kv_heads) * pool->head_dim, fn);
+    DKV_ARG(theta > 0.0f, fn);
+    if (T == 0)
+        return DKV_OK;
+    return launch_rope_store(*pool, block_table, layer, qkv, ld, pos, spos, T, n_heads, 0, T, theta, s, err);
 }

@@ -145,10 +145,63 @@ device_backend() {
     return $rc
 }
 
+# ---- batched attention + fused RoPE/KV store (issue 5 speed; docs/perf_notes.md, "perf2")
+# here:  bash scripts/gpu_run.sh build-perf     (test and bench programs into .perf2bin/, ignored, carried)
+# there: run(command="bash scripts/gpu_run.sh device-perf", carry=[".perf2bin"], timeout_s=200)
+#        correctness first (test_kernels_attn, test_forward, test_backend), then the 32-request
+#        sparse run batched, bench_reuse --quick, the same run per item; a table last; logs in $OUT
+PB=.perf2bin
+
+build_perf() {
+    scons -Q -j2 variant=perf2 mode=release cuda=yes build/perf2-release/tests/gpu || exit 1
+    rm -rf "$PB"; mkdir -p "$PB"
+    for t in test_kernels_attn test_forward test_backend test_backend_run bench_reuse; do
+        cp build/perf2-release/tests/gpu/$t "$PB"/
+    done
+    du -sh "$PB"
+}
+
+device_perf() {
+    OUT=${OUT:-$ROOT/gpu-out}
+    mkdir -p "$OUT"
+    export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader | tee "$OUT/device.txt"
+    local rc=0 ok=1 r t0 tab="$OUT/table.txt"
+    : > "$tab"
+    for t in test_kernels_attn test_forward test_backend; do
+        t0=$SECONDS; timeout 60 "$PB/$t" > "$OUT/$t.log" 2>&1; r=$?
+        grep -E "^FAIL" "$OUT/$t.log" | head -n 12
+        printf "%-18s exit %-3s %3s PASS %3s FAIL  %3ss\n" "$t" "$r" "$(grep -c '^PASS' "$OUT/$t.log")" \
+            "$(grep -c '^FAIL' "$OUT/$t.log")" "$((SECONDS - t0))" | tee -a "$tab"
+        [ "$r" = 0 ] || { rc=1; ok=0; }
+    done
+    grep -E "attention batch|batch ==" "$OUT/test_kernels_attn.log" | cut -c1-150
+    local L="--model llada --capacity-gib 40 --n 32 --prompt 512 --gen 256 --cache sparse --block 32 --rho 0.5"
+    run32() {   # $1: batched | per-item
+        t0=$SECONDS; timeout "$2" "$PB/test_backend_run" $L --attn "$1" > "$OUT/run32_$1.log" 2>&1; r=$?
+        grep -E "^(cuda|sim|kernel)" "$OUT/run32_$1.log" | cut -c1-400
+        printf "32x(512+256) sparse %-8s exit %-3s %s  (%ss)\n" "$1" "$r" \
+            "$(grep -oE '[0-9.]+ tokens/s, [0-9]+ steps, mean step [0-9.]+ ms' "$OUT/run32_$1.log" | head -n 1)" \
+            "$((SECONDS - t0))" | tee -a "$tab"
+        grep -oE "attention [0-9.]+ s \([0-9]+%, [0-9]+ launches\)" "$OUT/run32_$1.log" | sed 's/^/    /' | tee -a "$tab"
+    }
+    if [ "$ok" = 1 ] || [ "${FORCE:-0}" = 1 ]; then
+        run32 batched 70
+        t0=$SECONDS; timeout 60 "$PB/bench_reuse" --quick > "$OUT/bench.log" 2>&1; r=$?
+        echo "bench_reuse --quick exit $r ($((SECONDS - t0))s)" | tee -a "$tab"
+        grep -E "^(dual|fused|SUMMARY)|Refresh|Reuse step" "$OUT/bench.log" | cut -c1-160 | tee -a "$tab"
+        run32 per-item 60
+    fi
+    echo; echo "==== table"; cat "$tab"
+    return $rc
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
 build-backend) build_backend ;;
 device-backend) device_backend ;;
-*) echo "usage: $0 build|device|build-backend|device-backend" >&2; exit 2 ;;
+build-perf) build_perf ;;
+device-perf) device_perf ;;
+*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf" >&2; exit 2 ;;
 esac

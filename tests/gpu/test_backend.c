@@ -212,6 +212,7 @@ static void on_item(void *user, const dkv_cuda_item_report *rp)
 }
 
 static const char *g_weight_file;   /* when set, run_mode loads the weights from it (core/io safetensors) */
+static bool g_per_item;             /* when set, run_mode's backend runs attention per item (not batched) */
 
 static void run_mode(const char *name, dkv_ref_cache_mode mode, dkv_cache_mode emode, bool shared, dkv_logit_mode lg,
                      dkv_layout layout, dkv_ref_weights *rw, const dkv_model *m, const dkv_gpu *g)
@@ -243,6 +244,7 @@ static void run_mode(const char *name, dkv_ref_cache_mode mode, dkv_cache_mode e
     c.layout.layout = layout;
     dkv_cuda_backend_options o = backend_options_for(&c, cap);
     o.ref_weights = rw, o.poison = true, o.attn_streams = 2, o.on_item = on_item, o.on_item_user = &r;
+    o.attn_per_item = g_per_item;
     if (g_weight_file)   /* the same weights, written as a LLaDA-named safetensors file and read back */
         o.ref_weights = NULL, o.weight_files = &g_weight_file, o.n_weight_files = 1;
     r.layout = (dkv_cuda_kv_pool){NULL, BT, m->n_layers, m->n_kv_heads, m->head_dim, o.layout};
@@ -413,6 +415,14 @@ int main(void)
              DKV_LAYOUT_TMAJOR, rw, &m, &g);
     run_mode("sparse shared set, rho 0.5", DKV_REF_CACHE_SPARSE, DKV_CACHE_SPARSE, true, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_LAYER_MAJOR, rw, &m, &g);
+    g_per_item = true;   /* the per-item attention path (the default is the batched kernel) */
+    run_mode("dual, per-item attention", DKV_REF_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK,
+             DKV_LAYOUT_TMAJOR, rw, &m, &g);
+    run_mode("sparse per head, per-item attention", DKV_REF_CACHE_SPARSE, DKV_CACHE_SPARSE, false, DKV_LOGITS_BLOCK,
+             DKV_LAYOUT_LAYER_MAJOR, rw, &m, &g);
+    run_mode("prefix, per-item attention", DKV_REF_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_BLOCK,
+             DKV_LAYOUT_TMAJOR, rw, &m, &g);
+    g_per_item = false;
     run_offload(rw, &m, &g);
     dkv_ref_weights_free(rw);
     printf("%s: %d failure(s)\n", g_failures ? "FAIL" : "PASS", g_failures);

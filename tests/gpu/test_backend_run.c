@@ -6,6 +6,7 @@
  *   test_backend_run --model llada --n 32 --prompt 512 --gen 256 --cache sparse --block 32 --rho 0.5
  *                    [--offload none|progressive|plain] [--layout tmajor|layer_major]
  *                    [--capacity-gib 40] [--class-timing 0|1] [--streams 4] [--seed 1]
+ *                    [--attn batched|per-item]
  *
  * Prints one summary line per backend (generated tokens/s, steps, step time, latency, PCIe
  * bytes, device memory) and the measured time per kernel class.  Exit 0 when every request
@@ -16,7 +17,7 @@
 #include "sim/sim.h"
 
 typedef struct args {
-    const char *model, *cache, *offload, *layout;
+    const char *model, *cache, *offload, *layout, *attn;
     uint32_t n, prompt, gen, block, streams;
     double rho, capacity_gib;
     int class_timing;
@@ -36,7 +37,8 @@ static void on_kernel(void *user, const dkv_kernel_record *r)
 
 static int parse(int argc, char **argv, args *a)
 {
-    *a = (args){.model = "tiny", .cache = "sparse", .offload = "none", .layout = "tmajor", .n = 4, .prompt = 64,
+    *a = (args){.model = "tiny", .cache = "sparse", .offload = "none", .layout = "tmajor", .attn = "batched", .n = 4,
+                .prompt = 64,
                 .gen = 32, .block = 16, .streams = 4, .rho = 0.5, .capacity_gib = 1, .class_timing = 1, .seed = 1};
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -44,6 +46,7 @@ static int parse(int argc, char **argv, args *a)
         else if (!strcmp(k, "--cache")) a->cache = v;
         else if (!strcmp(k, "--offload")) a->offload = v;
         else if (!strcmp(k, "--layout")) a->layout = v;
+        else if (!strcmp(k, "--attn")) a->attn = v;
         else if (!strcmp(k, "--n")) a->n = (uint32_t)atoi(v);
         else if (!strcmp(k, "--prompt")) a->prompt = (uint32_t)atoi(v);
         else if (!strcmp(k, "--gen")) a->gen = (uint32_t)atoi(v);
@@ -108,6 +111,7 @@ int main(int argc, char **argv)
     memset(&rep, 0, sizeof rep);
     dkv_cuda_backend_options o = backend_options_for(&c, cap);
     o.seed = a.seed, o.attn_streams = a.streams, o.class_timing = a.class_timing != 0, o.report = &rep;
+    o.attn_per_item = !strcmp(a.attn, "per-item");
     if (c.offload.mode != DKV_OFFLOAD_NONE) {
         uint64_t kvbpt = dkv_model_kv_bytes_per_token(&m), slot = (uint64_t)(a.prompt + a.gen + 31) / 32 * 32 * kvbpt;
         o.staging_blocks = (uint64_t)a.n * ((a.prompt + a.gen + 31) / 32);
@@ -128,8 +132,8 @@ int main(int argc, char **argv)
         tmax = st[i].time_s > tmax ? st[i].time_s : tmax;
     }
     printf("config: %s, %u requests, prompt %u, gen %u, %s cache, block %u, rho %.2f, offload %s, layout %s, "
-           "pool %.1f GiB, streams %u, class timing %d\n", m.name, a.n, a.prompt, a.gen, a.cache, a.block, a.rho,
-           a.offload, a.layout, a.capacity_gib, a.streams, a.class_timing);
+           "pool %.1f GiB, attention %s, streams %u, class timing %d\n", m.name, a.n, a.prompt, a.gen, a.cache, a.block,
+           a.rho, a.offload, a.layout, a.capacity_gib, a.attn, a.streams, a.class_timing);
     printf("device: %s; weights %.2f GiB, arena %.2f GiB (%llu blocks of %.1f MiB), scratch %.2f GiB, host tier %.2f GiB\n",
            rep.device, rep.weights_bytes / 1073741824.0, rep.arena_bytes / 1073741824.0,
            (unsigned long long)rep.arena_blocks, rep.block_bytes / 1048576.0, rep.scratch_bytes / 1073741824.0,

@@ -1,6 +1,7 @@
 /* test_kernels_attn.c - the KV pool (store, layout reorder, RoPE fused with the store), attention
  * in its Refresh and Reuse forms (own keys, paged pool in both layouts, packed per-head rows, GQA,
- * with and without a cluster of key splits, the batched-GEMM fallback), the sparse-cache
+ * with and without a cluster of key splits, the batched-GEMM fallback), the batched (varlen)
+ * attention of several items against the per-item kernel and core/ref, the sparse-cache
  * kernels (attention scores, per-head and shared top-k, packing) against core/ref.
  * Prints "SKIP: ..." and exits 77 without a usable GPU; exits 1 when any check fails. */
 #include "gpu_check.h"
@@ -12,7 +13,7 @@ static cudaStream_t st;
 /* A pool of NB blocks and one sequence using a shuffled subset of them. */
 typedef struct pool_fixture {
     dkv_cuda_kv_pool pool;
-    uint32_t         table[64], n_table;
+    uint32_t         table[512], n_table;
     uint32_t        *d_table;
     size_t           elems;   /* whole arena */
 } pool_fixture;
@@ -25,7 +26,7 @@ static void pool_make(pool_fixture *f, dkv_kv_layout layout, uint32_t layers, ui
     f->elems = dkv_cuda_kv_block_bytes(&f->pool) / 2 * nb;
     f->pool.base = dev_alloc(f->elems * 2);
     poison(f->pool.base, f->elems * 2);
-    uint32_t perm[64];
+    uint32_t perm[512];
     for (uint32_t i = 0; i < nb; i++)
         perm[i] = i;
     for (uint32_t i = nb - 1; i > 0; i--) {
@@ -376,6 +377,132 @@ static void test_sparse_select(dkv_rng *r)
     cudaFree(kout), cudaFree(vout), cudaFree(dri), cudaFree(drs);
 }
 
+/* Batched attention: items of different query / own / cached counts (Reuse dual, prefix, sparse
+ * and Refresh shapes, both groups) over one pool and one block table made of every item's
+ * blocks, against dkv_cuda_attention per item and core/ref; outputs poisoned, rows between the
+ * items' query rows must stay poisoned. */
+typedef struct batch_item { uint32_t nq, n_cache, n_own; } batch_item;
+
+static void test_attention_batch(dkv_kv_layout layout, uint32_t H, uint32_t HKV, uint32_t D, const batch_item *bi,
+                                 uint32_t n, dkv_rng *r)
+{
+    enum { BT = 16, GAP = 3 };   /* GAP unused rows before each item's rows */
+    uint32_t LD = (H + 2 * HKV) * D, QD = H * D, rows = 0, nb = 0;
+    dkv_cuda_attn_item *it = calloc(n, sizeof *it);
+    uint32_t *tab_off = calloc(n, 4);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t own_rows = bi[i].nq > bi[i].n_own ? bi[i].nq : bi[i].n_own;
+        rows += GAP;
+        it[i] = (dkv_cuda_attn_item){.q_row = rows, .n_q = bi[i].nq, .own_row = rows, .n_own = bi[i].n_own,
+                                     .n_cache = bi[i].n_cache, .table_off = nb};
+        tab_off[i] = nb;
+        rows += own_rows;
+        nb += (bi[i].n_cache + BT - 1) / BT;
+    }
+    float *qkv = rand_bf16_values((size_t)rows * LD, 1.5f, 0, r);
+    dkv_bf16 *dqkv = upload_bf16(qkv, (size_t)rows * LD), *dout = dev_alloc((size_t)rows * QD * 2),
+             *dref = dev_alloc((size_t)rows * QD * 2);
+    /* one pool whose shuffled blocks hold every item's cached keys (layer 2 of 3) */
+    pool_fixture f;
+    pool_make(&f, layout, 3, HKV, D, BT, nb + 3, nb, r);
+    float **kc = calloc(n, sizeof *kc), **vc = calloc(n, sizeof *vc);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t nc = bi[i].n_cache;
+        kc[i] = rand_bf16_values((size_t)(nc ? nc : 1) * HKV * D, 1.5f, 0, r);
+        vc[i] = rand_bf16_values((size_t)(nc ? nc : 1) * HKV * D, 1, 0, r);
+        if (!nc)
+            continue;
+        uint32_t *pos = malloc(nc * 4);
+        for (uint32_t j = 0; j < nc; j++)
+            pos[j] = tab_off[i] * BT + j;   /* position j of item i in the shared table */
+        dkv_bf16 *dk = upload_bf16(kc[i], (size_t)nc * HKV * D), *dv = upload_bf16(vc[i], (size_t)nc * HKV * D);
+        uint32_t *dp = upload(pos, nc * 4);
+        OK(dkv_cuda_kv_store(&f.pool, f.d_table, 2, dk, dv, HKV * D, dp, nc, st, &err));
+        CK(cudaDeviceSynchronize());
+        cudaFree(dk), cudaFree(dv), cudaFree(dp);
+        free(pos);
+    }
+    dkv_cuda_attn_batch b;
+    OK(dkv_cuda_attn_batch_plan(&b, it, n, H, D, NULL, 0, &err));
+    void *hm = NULL;
+    CK(cudaMallocHost(&hm, b.bytes));
+    OK(dkv_cuda_attn_batch_plan(&b, it, n, H, D, hm, b.bytes, &err));
+    void *dm = upload(hm, b.bytes);
+    poison(dout, (size_t)rows * QD * 2), poison(dref, (size_t)rows * QD * 2);
+    dkv_cuda_attn_batch_args a = {.out = dout, .q = dqkv, .ldq = LD, .ldo = QD, .n_heads = H, .n_kv_heads = HKV,
+                                  .head_dim = D, .k_own = dqkv + QD, .v_own = dqkv + QD + HKV * D, .ld_own = LD,
+                                  .pool = &f.pool, .block_table = f.d_table, .layer = 2, .batch = &b, .meta = dm};
+    OK(dkv_cuda_attention_batch(&a, st, &err));
+    for (uint32_t i = 0; i < n; i++) {   /* the per-item kernel on the same inputs */
+        dkv_cuda_attn_args pa = {.out = dref + (size_t)it[i].q_row * QD, .q = dqkv + (size_t)it[i].q_row * LD,
+                                 .ldq = LD, .ldo = QD, .Tq = bi[i].nq, .n_heads = H, .n_kv_heads = HKV, .head_dim = D,
+                                 .k_own = dqkv + (size_t)it[i].own_row * LD + QD,
+                                 .v_own = dqkv + (size_t)it[i].own_row * LD + QD + HKV * D, .ld_own = LD,
+                                 .n_own = bi[i].n_own};
+        if (bi[i].n_cache)
+            pa.cache = (dkv_cuda_kv_src){.kind = DKV_KV_SRC_PAGED, .n_tokens = bi[i].n_cache, .pool = &f.pool,
+                                         .block_table = f.d_table + tab_off[i], .layer = 2};
+        OK(dkv_cuda_attention(&pa, st, &err));
+    }
+    CK(cudaDeviceSynchronize());
+    uint16_t *raw = download(dout, (size_t)rows * QD * 2);
+    float *got = download_bf16(dout, (size_t)rows * QD), *per = download_bf16(dref, (size_t)rows * QD);
+    size_t untouched = 0, gap_elems = 0, tot = 0;
+    for (uint32_t i = 0; i < n; i++)
+        tot += (size_t)bi[i].nq * QD;
+    float *g = malloc(tot * 4), *pi = malloc(tot * 4), *ref = malloc(tot * 4);
+    size_t o = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t nc = bi[i].n_cache, G = HKV;
+        const float **kh = malloc(G * sizeof *kh), **vh = malloc(G * sizeof *vh);
+        float *kpk = malloc((size_t)(nc ? nc : 1) * HKV * D * 4), *vpk = malloc((size_t)(nc ? nc : 1) * HKV * D * 4);
+        for (uint32_t h = 0; h < HKV; h++) {
+            for (uint32_t j = 0; j < nc; j++) {
+                memcpy(kpk + ((size_t)h * nc + j) * D, kc[i] + ((size_t)j * HKV + h) * D, D * 4);
+                memcpy(vpk + ((size_t)h * nc + j) * D, vc[i] + ((size_t)j * HKV + h) * D, D * 4);
+            }
+            kh[h] = kpk + (size_t)h * nc * D, vh[h] = vpk + (size_t)h * nc * D;
+        }
+        const float *base = qkv + (size_t)it[i].q_row * LD;
+        ref_attention(ref + o, base, LD, bi[i].nq, kh, vh, nc, base + QD, base + QD + HKV * D, LD, bi[i].n_own, H,
+                      HKV, D);
+        memcpy(g + o, got + (size_t)it[i].q_row * QD, (size_t)bi[i].nq * QD * 4);
+        memcpy(pi + o, per + (size_t)it[i].q_row * QD, (size_t)bi[i].nq * QD * 4);
+        o += (size_t)bi[i].nq * QD;
+        for (size_t e = (size_t)(it[i].q_row - GAP) * QD; e < (size_t)it[i].q_row * QD; e++, gap_elems++)
+            untouched += raw[e] == 0xffff;
+        free(kh), free(vh), free(kpk), free(vpk);
+    }
+    char name[128];
+    snprintf(name, sizeof name, "attention batch %u items, %u/%u heads, D%u, %s (splits %u/%u)", n, H, HKV, D,
+             layout ? "t-major" : "layer-major", b.n_splits[0], b.n_splits[1]);
+    check(name, g, ref, tot, 2e-2, 2e-2);
+    check("  batch == per-item kernel", g, pi, tot, 5e-3, 1e-2);   /* other splits: other P roundings */
+    snprintf(name, sizeof name, "%zu/%zu elements of the rows between items still poisoned", untouched, gap_elems);
+    check_true("  rows outside the items untouched", untouched == gap_elems, name);
+    for (uint32_t i = 0; i < n; i++)
+        free(kc[i]), free(vc[i]);
+    free(kc), free(vc), free(it), free(tab_off), free(qkv), free(raw), free(got), free(per), free(g), free(pi), free(ref);
+    cudaFreeHost(hm);
+    cudaFree(dm), cudaFree(dqkv), cudaFree(dout), cudaFree(dref);
+    pool_free(&f);
+}
+
+static void test_attention_batch_args(void)
+{
+    dkv_cuda_attn_item bad = {.n_q = 4};
+    dkv_cuda_attn_batch b;
+    dkv_status s = dkv_cuda_attn_batch_plan(&b, &bad, 1, 4, 128, NULL, 0, &err);
+    check_true("attention batch refuses an item without keys", s == DKV_EINVAL && strstr(err.msg, "item 0"), err.msg);
+    dkv_cuda_attn_item ok = {.n_q = 4, .n_cache = 20};
+    OK(dkv_cuda_attn_batch_plan(&b, &ok, 1, 4, 128, NULL, 0, &err));
+    dkv_cuda_attn_batch_args a = {.out = (dkv_bf16 *)16, .q = (dkv_bf16 *)16, .ldq = 512, .ldo = 512, .n_heads = 4,
+                                  .n_kv_heads = 4, .head_dim = 128, .batch = &b, .meta = (void *)16};
+    s = dkv_cuda_attention_batch(&a, st, &err);
+    check_true("attention batch needs the pool when an item reads it", s == DKV_EINVAL && strstr(err.msg, "pool"),
+               err.msg);
+}
+
 int main(void)
 {
     skip_without_gpu();
@@ -397,6 +524,17 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         test_attention(&cases[i], &r);
     test_attention_bad_args();
+    /* batched: dual Reuse (32 q, all keys paged), prefix (paged + own, > 32 q: group 1), sparse
+     * (retained paged + 32 own), a 1-query item, Refresh (own keys only, 150 q: group 1) */
+    static const batch_item mix[] = {{32, 200, 0}, {64, 96, 64}, {32, 50, 32}, {1, 700, 3}, {150, 0, 150},
+                                     {32, 768, 0}, {17, 31, 17}};
+    test_attention_batch(DKV_KV_LAYER_MAJOR, 8, 2, 128, mix, 7, &r);
+    test_attention_batch(DKV_KV_TOKEN_MAJOR, 8, 8, 128, mix, 7, &r);
+    test_attention_batch(DKV_KV_TOKEN_MAJOR, 4, 2, 64, mix, 5, &r);
+    static const batch_item reuse32[] = {{32, 768, 0}, {32, 400, 32}, {32, 768, 0}, {32, 333, 32}, {32, 512, 0},
+                                         {32, 600, 32}, {32, 768, 0}, {32, 97, 32}, {32, 640, 0}};
+    test_attention_batch(DKV_KV_LAYER_MAJOR, 32, 8, 128, reuse32, 9, &r);   /* 288 CTAs: 1 split, no cluster */
+    test_attention_batch_args();
     test_rope_kv_store(DKV_KV_LAYER_MAJOR, &r);
     test_rope_kv_store(DKV_KV_TOKEN_MAJOR, &r);
     test_attention_dense(150, 4, 2, 128, 2, &r);   /* flash, GQA */
