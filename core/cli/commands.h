@@ -12,5 +12,6 @@ int dkv_cmd_info(int argc, char **argv);    /* dkv info FILE.h5 */
 int dkv_cmd_merge(int argc, char **argv);   /* dkv merge OUT.h5 IN.h5...  (core/cli/cmd_merge.c) */
 int dkv_cmd_replay(int argc, char **argv);  /* dkv replay TRACE --mem KIND [options]   (core/cli/cmd_replay.c) */
 int dkv_cmd_bench(int argc, char **argv);   /* dkv bench mem [options]                 (core/cli/cmd_bench.c) */
+int dkv_cmd_compare(int argc, char **argv); /* dkv compare REAL.h5 SIM.h5 [options]     (core/cli/cmd_compare.c) */
 
 #endif

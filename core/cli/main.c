@@ -20,6 +20,7 @@ static void usage(FILE *out)
           "  merge OUT.h5 IN.h5...  join results files (e.g. the shards of a sweep)\n"
           "  replay TRACE --mem KIND [options]  replay a memory trace through a memory manager\n"
           "  bench mem [options]    micro-benchmarks of the memory managers\n"
+          "  compare REAL.h5 SIM.h5 [options]  a hardware run against its simulation (docs/COMPARE.md)\n"
           "\n"
           "  dkv --help | -h     this text;  dkv <command> --help  the command's options\n"
           "  dkv --version       version, git commit, HDF5 and Lua versions\n"
@@ -55,7 +56,7 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {{"run", dkv_cmd_run},     {"info", dkv_cmd_info},   {"merge", dkv_cmd_merge},
-                {"replay", dkv_cmd_replay}, {"bench", dkv_cmd_bench}};
+                {"replay", dkv_cmd_replay}, {"bench", dkv_cmd_bench}, {"compare", dkv_cmd_compare}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)
             return cmds[i].fn(argc - 1, argv + 1);
