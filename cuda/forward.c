@@ -229,8 +229,8 @@ size_t dkv_cuda_scratch_bytes(const dkv_cuda_scratch *s) { return s->bytes; }
 
 typedef enum { W_NONE, W_STORE, W_SELECT } write_kind;
 
-/* Refresh attention over at least this many tokens goes through batched GEMMs (tensor cores);
- * below, the SIMT kernel is as fast and needs no S matrix. */
+/* Refresh attention over at least this many tokens goes through dkv_cuda_attention_dense (the
+ * same flash kernel at head_dim 64/128, no workspace); below, dkv_cuda_attention. */
 #define DENSE_MIN_TOKENS 128
 
 typedef struct plan {

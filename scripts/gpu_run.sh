@@ -187,10 +187,10 @@ device_perf() {
     }
     if [ "$ok" = 1 ] || [ "${FORCE:-0}" = 1 ]; then
         run32 batched 70
-        t0=$SECONDS; timeout 60 "$PB/bench_reuse" --quick > "$OUT/bench.log" 2>&1; r=$?
+        t0=$SECONDS; timeout 50 "$PB/bench_reuse" --quick > "$OUT/bench.log" 2>&1; r=$?
         echo "bench_reuse --quick exit $r ($((SECONDS - t0))s)" | tee -a "$tab"
         grep -E "^(dual|fused|SUMMARY)|Refresh|Reuse step" "$OUT/bench.log" | cut -c1-160 | tee -a "$tab"
-        run32 per-item 60
+        run32 per-item 55
     fi
     echo; echo "==== table"; cat "$tab"
     return $rc
