@@ -41,6 +41,7 @@
 #ifndef DKV_IO_H5_H
 #define DKV_IO_H5_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -198,5 +199,13 @@ dkv_status dkv_h5_table_read_f64(dkv_h5_table *t, const char *field, uint64_t st
 /* Copies run `name` of src (opened for reading) into dst (open for writing, no run open),
  * with all its groups, tables and attributes.  DKV_EINVAL when dst already has that run. */
 dkv_status dkv_h5_run_copy(dkv_h5 *dst, dkv_h5 *src, const char *name, dkv_err *err);
+
+/* Adding to a copied run (core/io/h5_append.c): opens existing run `name` of dst (writable, no
+ * run open) for writing like dkv_h5_run_begin does for a new one; end it with dkv_h5_run_end. */
+dkv_status dkv_h5_run_reopen(dkv_h5 *dst, const char *name, dkv_h5_run **out, dkv_err *err);
+/* Removes table or group `name` directly under a run open for writing (not an open table). */
+dkv_status dkv_h5_run_unlink(dkv_h5_run *run, const char *name, dkv_err *err);
+/* True when the run (open for reading or writing) has a table or group `name`. */
+bool dkv_h5_run_has(dkv_h5_run *run, const char *name);
 
 #endif
