@@ -22,6 +22,9 @@ static void bench_usage(FILE *out)
           "Paths:\n"
           "  api     straight calls to dkv_mem_acquire / dkv_mem_release\n"
           "  replay  through the stream-id map of `dkv replay` (mem/mem_replay.h), with a clock tick per event\n"
+          "The first rows, manager \"empty\", run the same loops with calls to stubs that do\n"
+          "nothing: the bench's own cost per event, included in every manager's time.  The stream\n"
+          "is generated before the clock starts.\n"
           "\n"
           "  --events N   stream length (default 10000000)\n"
           "  --live N     most allocations live at once (default 2048)\n"
@@ -92,10 +95,67 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int run_one(dkv_mem_kind kind, bool replay, const bev *ev, uint64_t n, uint32_t live_max,
+/* The loop without a manager: the same events, branches and calls (to stubs that do
+ * nothing), so its rate is the bench's own ceiling; reported as manager "empty". */
+static __attribute__((noinline)) dkv_status empty_acquire(void *ctx, uint64_t bytes, dkv_mem_id *id)
+{
+    __asm__ volatile("" : : "r"(ctx), "r"(bytes) : "memory");
+    *id = bytes;
+    return DKV_OK;
+}
+static __attribute__((noinline)) dkv_status empty_release(void *ctx, uint64_t id)
+{
+    __asm__ volatile("" : : "r"(ctx), "r"(id) : "memory");
+    return DKV_OK;
+}
+static __attribute__((noinline)) dkv_status empty_time(void *ctx, double t)
+{
+    __asm__ volatile("" : : "r"(ctx), "x"(t) : "memory");
+    return DKV_OK;
+}
+
+static double empty_loop(bool replay, const bev *ev, uint64_t n, dkv_mem_id *ids)
+{
+    uint64_t failures = 0;
+    double t0 = now_s();
+    if (!replay) {
+        for (uint64_t i = 0; i < n; i++) {
+            if (ev[i].bytes) {
+                failures += empty_acquire(ids, ev[i].bytes, &ids[ev[i].id]) != DKV_OK;
+            } else if (ids[ev[i].id]) {
+                empty_release(ids, ids[ev[i].id]);
+                ids[ev[i].id] = 0;
+            }
+        }
+    } else {
+        for (uint64_t i = 0; i < n; i++) {
+            empty_time(ids, (double)i * 1e-6);
+            if (ev[i].bytes)
+                failures += empty_acquire(ids, ev[i].bytes, &ids[ev[i].id]) != DKV_OK;
+            else
+                empty_release(ids, ev[i].id);
+        }
+    }
+    double dt = now_s() - t0;
+    return failures ? 0 : (double)n / dt;
+}
+
+/* kind < 0: the empty loop */
+static int run_one(int kind, bool replay, const bev *ev, uint64_t n, uint32_t live_max,
                    uint32_t stride, double *rate, dkv_mem_stats *st)
 {
-    dkv_mem_options o = dkv_mem_options_default(kind);
+    memset(st, 0, sizeof *st);
+    if (kind < 0) {
+        dkv_mem_id *ids = calloc(live_max, sizeof *ids);
+        if (!ids) {
+            fprintf(stderr, "dkv bench: out of memory\n");
+            return DKV_EXIT_ERROR;
+        }
+        *rate = empty_loop(replay, ev, n, ids);
+        free(ids);
+        return DKV_EXIT_OK;
+    }
+    dkv_mem_options o = dkv_mem_options_default((dkv_mem_kind)kind);
     o.sample_stride = stride;
     dkv_mem *m = NULL;
     dkv_err err = {0};
@@ -196,8 +256,9 @@ int dkv_cmd_bench(int argc, char **argv)
             return DKV_EXIT_USAGE;
         }
     }
-    static const dkv_mem_kind order[] = {DKV_MEM_BLOCKPOOL, DKV_MEM_CACHING, DKV_MEM_STATIC};
-    static const double target[] = {50e6, 5e6, 0};
+    /* -1: the empty loop (the bench's own cost; always run) */
+    static const int order[] = {-1, DKV_MEM_BLOCKPOOL, DKV_MEM_CACHING, DKV_MEM_STATIC};
+    static const double target[] = {0, 50e6, 5e6, 0};
     int rc = DKV_EXIT_OK;
     bev *ev = NULL;
     for (int kv = 0; kv < 2 && rc == DKV_EXIT_OK; kv++) {
@@ -215,8 +276,8 @@ int dkv_cmd_bench(int argc, char **argv)
                (unsigned long long)(n - n_alloc), live_max, (unsigned long long)seed, stride ? "on" : "off");
         printf("%-10s %-7s %12s %10s %14s %14s %8s %8s\n", "manager", "path", "events/s", "ns/event",
                "peak_alloc_B", "peak_resv_B", "ext_frag", "reuse");
-        for (int k = 0; k < 3 && rc == DKV_EXIT_OK; k++) {
-            if (only >= 0 && (int)order[k] != only)
+        for (int k = 0; k < 4 && rc == DKV_EXIT_OK; k++) {
+            if (only >= 0 && order[k] >= 0 && order[k] != only)
                 continue;
             for (int replay = 0; replay < 2 && rc == DKV_EXIT_OK; replay++) {
                 double rate;
@@ -224,7 +285,8 @@ int dkv_cmd_bench(int argc, char **argv)
                 rc = run_one(order[k], replay, ev, n, live_max, stride, &rate, &s);
                 if (rc)
                     break;
-                printf("%-10s %-7s %12.4g %10.1f %14llu %14llu %8.4f %8.4f", dkv_mem_kind_name(order[k]),
+                printf("%-10s %-7s %12.4g %10.1f %14llu %14llu %8.4f %8.4f",
+                       order[k] < 0 ? "empty" : dkv_mem_kind_name((dkv_mem_kind)order[k]),
                        replay ? "replay" : "api", rate, 1e9 / rate, (unsigned long long)s.peak_allocated,
                        (unsigned long long)s.peak_reserved, s.mean_external_frag, s.reuse_rate);
                 if (target[k] > 0)

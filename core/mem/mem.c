@@ -1,5 +1,6 @@
-/* mem.c - the generic layer: options, ids, refcounts, deferred release, statistics, series. */
-#include "mem/mem_impl.h"
+/* mem.c - the generic layer: options, ids, refcounts, deferred release, statistics, series.
+ * The per-event paths are in mem_hot.h (inlined here and into the replayer). */
+#include "mem/mem_hot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +90,11 @@ dkv_status dkv_mem_new(const dkv_mem_options *opt, dkv_mem **out, dkv_err *err)
             : opt->kind == DKV_MEM_CACHING ? &dkv_mem_caching_vt
                                            : &dkv_mem_blockpool_vt;
     m->free_slot = MEM_NONE;
-    m->stride_left = m->opt.sample_stride;
+    m->sample_at = m->opt.sample_stride ? m->opt.sample_stride : UINT64_MAX;
+    m->defer = m->opt.release_delay_s > 0;
+    m->pint_den = m->pext_den = 1;
+    m->ext_res = UINT64_MAX;   /* no reserved seen yet: the first event compares directly */
+    m->sres_from = 1;          /* (the run of UINT64_MAX is empty) */
     st = m->vt->init(m, err);
     if (st) {
         dkv_mem_free(m);
@@ -120,8 +125,9 @@ double dkv_mem_now(const dkv_mem *m) { return m->now; }
 
 /* ---------------------------------------------------------------- events and statistics */
 
-static void sample(dkv_mem *m)
+void mem_sample(dkv_mem *m)
 {
+    m->sample_at += m->opt.sample_stride;
     if (m->n_series == m->cap_series) {
         size_t cap = m->cap_series ? m->cap_series * 2 : 1024;
         dkv_mem_sample *s = realloc(m->series, cap * sizeof *s);
@@ -134,174 +140,125 @@ static void sample(dkv_mem *m)
                                                 m->reserved};
 }
 
-/* After every state change: peaks, running sums, the series.  Divisions only when a
- * fragmentation peak is actually exceeded (rare), to keep the common path short. */
-static inline __attribute__((always_inline)) void on_event(dkv_mem *m)
+/* reserved passed its peak: remember the fragmentation of that moment */
+void mem_peak_reserved(dkv_mem *m)
 {
-    m->n_events++;
-    uint64_t req = m->requested, al = m->allocated, res = m->reserved;
-    if (req > m->peak_requested)
-        m->peak_requested = req;
-    if (al > m->peak_allocated)
-        m->peak_allocated = al;
-    double dreq = (double)req, dal = (double)al, dres = (double)res;
-    if (res > m->peak_reserved) {
-        m->peak_reserved = res;
-        m->ext_at_peak = (dres - dal) / dres;
-        m->int_at_peak = dal > 0 ? (dal - dreq) / dal : 0;
-    }
-    if (dres - dal > m->peak_ext * dres)
-        m->peak_ext = (dres - dal) / dres;
-    if (dal - dreq > m->peak_int * dal)
-        m->peak_int = (dal - dreq) / dal;
-    m->sum_req += dreq;
-    m->sum_alloc += dal;
-    m->sum_res += dres;
-    if (m->stride_left && --m->stride_left == 0) {
-        m->stride_left = m->opt.sample_stride;
-        sample(m);
-    }
+    double dreq = (double)m->requested, dal = (double)m->allocated, dres = (double)m->reserved;
+    m->peak_reserved = m->reserved;
+    m->ext_at_peak = (dres - dal) / dres;
+    m->int_at_peak = dal > 0 ? (dal - dreq) / dal : 0;
 }
 
-void mem_event(dkv_mem *m) { on_event(m); }
+/* allocated fell below the threshold for this reserved (or it is not known yet): a new
+ * external peak when (res - al) / res > pext_num / pext_den; then the threshold: an event at
+ * this reserved is no new peak iff res - al <= floor(pext_num * res / pext_den). */
+void mem_peak_ext(dkv_mem *m)
+{
+    uint64_t al = m->allocated, res = m->reserved;
+    if (res > 0 && (mem_u128)(res - al) * m->pext_den > (mem_u128)m->pext_num * res) {
+        m->pext_num = res - al;
+        m->pext_den = res;
+    }
+    m->ext_res = res;
+    m->ext_al_min = res - (uint64_t)((mem_u128)m->pext_num * res / m->pext_den);
+}
 
-static dkv_status grow_recs(dkv_mem *m, dkv_err *err)
+void mem_peak_int(dkv_mem *m)
+{
+    m->pint_num = m->allocated - m->requested;
+    m->pint_den = m->allocated;
+}
+
+void mem_event(dkv_mem *m) { mem_on_event(m, true); }
+
+void mem_sums(const dkv_mem *m, mem_u128 *req, mem_u128 *al, mem_u128 *res)
+{
+    *req = ((mem_u128)m->sum_req_hi << 64) | m->sum_req_lo;
+    *al = ((mem_u128)m->sum_alloc_hi << 64) | m->sum_alloc_lo;
+    *res = m->sres_base;
+    uint64_t n = m->n_events;
+    if (n >= m->sres_from)   /* the open run of reserved == ext_res */
+        *res += (mem_u128)m->ext_res * (n + 1 - m->sres_from);
+}
+
+dkv_status mem_grow_recs(dkv_mem *m, dkv_err *err)
 {
     uint32_t cap = m->cap_recs ? m->cap_recs * 2 : 1024;
     if (cap > (1u << 31))
         return dkv_err_set(err, DKV_ENOMEM, "mem: more than 2^31 live allocations");
-    mem_rec *r = realloc(m->recs, (size_t)cap * sizeof *r);
+    /* aligned to a cache line: a record (64 bytes) is one line, not two */
+    mem_rec *r = aligned_alloc(64, (size_t)cap * sizeof *r);
     if (!r)
         return dkv_err_set(err, DKV_ENOMEM, "mem: out of host memory for allocation records");
+    if (m->cap_recs)
+        memcpy(r, m->recs, (size_t)m->cap_recs * sizeof *r);
+    free(m->recs);
     memset(r + m->cap_recs, 0, (size_t)(cap - m->cap_recs) * sizeof *r);
     m->recs = r;
     m->cap_recs = cap;
     return DKV_OK;
 }
 
-dkv_status dkv_mem_acquire(dkv_mem *m, uint64_t bytes, const dkv_mem_owner *owner,
-                           dkv_mem_id *id, dkv_err *err)
+const dkv_mem_owner mem_kv_owner = {.tag = DKV_MEM_TAG_KV};
+
+dkv_status mem_acquire_bad(dkv_mem *m, uint64_t bytes, const dkv_mem_owner *owner, dkv_err *err)
 {
-    static const dkv_mem_owner kv_owner = {.tag = DKV_MEM_TAG_KV};
-    if (!owner)
-        owner = &kv_owner;
-    *id = 0;
     if (bytes == 0 || bytes > (1ull << 62)) {
         m->bad_size++;
         return dkv_err_set(err, DKV_EINVAL, "mem acquire: size %llu bytes is not valid (must be > 0)",
                            (unsigned long long)bytes);
     }
-    if (owner->tag >= DKV_MEM_TAG_COUNT || owner->instance >= m->opt.n_instances) {
-        m->bad_other++;
-        return dkv_err_set(err, DKV_EINVAL, "mem acquire: %s %u out of range",
-                           owner->tag >= DKV_MEM_TAG_COUNT ? "tag" : "instance",
-                           owner->tag >= DKV_MEM_TAG_COUNT ? owner->tag : owner->instance);
-    }
-    uint32_t slot = m->free_slot;
-    if (slot == MEM_NONE) {
-        if (m->n_recs == m->cap_recs) {
-            dkv_status st = grow_recs(m, err);
-            if (st)
-                return st;
-        }
-        slot = m->n_recs;
-    }
-    mem_rec *r = &m->recs[slot];
-    r->requested = bytes;
-    r->owner = *owner;
-    dkv_status st = m->vt->alloc(m, r, err);
-    if (st) {
-        m->n_failed++;
-        if (st == DKV_ENOMEM && m->reserved - m->allocated >= bytes)
-            m->n_failed_frag++;
-        return st;
-    }
-    if (slot == m->free_slot)
-        m->free_slot = r->next_free;
-    else
-        m->n_recs++;
-    r->state = REC_LIVE;
-    r->refcount = 1;
-    r->was_shared = 0;
-    m->requested += bytes;
-    m->allocated += r->allocated;
-    m->live++;
-    m->n_acquire++;
-    dkv_mem_tag_stats *t = &m->tag[owner->tag];
-    t->requested += bytes;
-    t->allocated += r->allocated;
-    t->n_acquire++;
-    if (t->allocated > t->peak_allocated)
-        t->peak_allocated = t->allocated;
-    *id = ((uint64_t)r->gen << 32) | (uint64_t)(slot + 1);
-    on_event(m);
-    return DKV_OK;
+    m->bad_other++;
+    return dkv_err_set(err, DKV_EINVAL, "mem acquire: %s %u out of range",
+                       owner->tag >= DKV_MEM_TAG_COUNT ? "tag" : "instance",
+                       owner->tag >= DKV_MEM_TAG_COUNT ? owner->tag : owner->instance);
 }
 
-/* The live record of id, or NULL with the case counted and err set (slow path). */
-static __attribute__((noinline)) mem_rec *lookup_slow(dkv_mem *m, dkv_mem_id id, const char *what, dkv_err *err)
+dkv_status mem_acquire_failed(dkv_mem *m, uint64_t bytes, dkv_status st)
+{
+    m->n_failed++;
+    if (st == DKV_ENOMEM && m->reserved - m->allocated >= bytes)
+        m->n_failed_frag++;
+    return st;
+}
+
+dkv_status dkv_mem_acquire(dkv_mem *m, uint64_t bytes, const dkv_mem_owner *owner,
+                           dkv_mem_id *id, dkv_err *err)
+{
+    return mem_acquire_inline(m, bytes, owner, id, err);
+}
+
+/* Not the live record of id: count the case, set err (slow path of mem_lookup). */
+dkv_status mem_lookup_slow(dkv_mem *m, dkv_mem_id id, const char *what, dkv_err *err)
 {
     uint64_t s = id & 0xffffffffu;
     uint32_t gen = (uint32_t)(id >> 32);
     if (s == 0 || s > m->n_recs || gen > m->recs[s - 1].gen) {
         m->bad_unknown++;
-        dkv_err_set(err, DKV_ENOENT, "mem %s: unknown allocation id %#llx", what, (unsigned long long)id);
-        return NULL;
+        return dkv_err_set(err, DKV_ENOENT, "mem %s: unknown allocation id %#llx", what, (unsigned long long)id);
     }
     mem_rec *r = &m->recs[s - 1];
-    if (gen < r->gen || r->state != REC_LIVE) {
-        /* Released more often than acquired + retained: for a shared (retained) allocation
-         * that is a refcount underflow, otherwise a double release. */
-        bool pend = r->state == REC_PENDING && gen == r->gen;
-        bool shared = pend ? r->was_shared : (gen + 1 == r->gen && r->prev_shared);
-        if (shared)
-            m->bad_underflow++;
-        else
-            m->bad_double++;
-        dkv_err_set(err, DKV_ESTATE, "mem %s: allocation id %#llx %s%s", what,
-                    (unsigned long long)id,
-                    shared ? "refcount underflow (released more often than retained)"
-                           : "was already released",
-                    pend ? " (its deferred free is pending)" : "");
-        return NULL;
-    }
-    return r;
-}
-
-/* Fast path: a live record whose generation matches. */
-static inline __attribute__((always_inline)) mem_rec *lookup(dkv_mem *m, dkv_mem_id id, const char *what,
-                                                             dkv_err *err)
-{
-    uint64_t s = (id & 0xffffffffu) - 1;
-    if (s < m->n_recs) {
-        mem_rec *r = &m->recs[s];
-        if (r->gen == (uint32_t)(id >> 32) && r->state == REC_LIVE)
-            return r;
-    }
-    return lookup_slow(m, id, what, err);
-}
-
-static inline __attribute__((always_inline)) void free_rec(dkv_mem *m, mem_rec *r)
-{
-    m->vt->dealloc(m, r);
-    m->requested -= r->requested;
-    m->allocated -= r->allocated;
-    m->live--;
-    m->tag[r->owner.tag].requested -= r->requested;
-    m->tag[r->owner.tag].allocated -= r->allocated;
-    r->state = REC_FREE;
-    r->prev_shared = r->was_shared;
-    r->gen++;
-    uint32_t slot = (uint32_t)(r - m->recs);
-    r->next_free = m->free_slot;
-    m->free_slot = slot;
+    /* Released more often than acquired + retained: for a shared (retained) allocation
+     * that is a refcount underflow, otherwise a double release. */
+    bool pend = r->state == REC_PENDING && gen == r->gen;
+    bool shared = pend ? r->was_shared : (gen + 1 == r->gen && r->prev_shared);
+    if (shared)
+        m->bad_underflow++;
+    else
+        m->bad_double++;
+    return dkv_err_set(err, DKV_ESTATE, "mem %s: allocation id %#llx %s%s", what,
+                       (unsigned long long)id,
+                       shared ? "refcount underflow (released more often than retained)"
+                              : "was already released",
+                       pend ? " (its deferred free is pending)" : "");
 }
 
 dkv_status dkv_mem_retain(dkv_mem *m, dkv_mem_id id, dkv_err *err)
 {
-    mem_rec *r = lookup(m, id, "retain", err);
+    dkv_status st;
+    mem_rec *r = mem_lookup(m, id, "retain", &st, err);
     if (!r)
-        return err ? err->code : DKV_ESTATE;
+        return st;
     if (r->refcount == UINT32_MAX) {
         m->bad_other++;
         return dkv_err_set(err, DKV_ERANGE, "mem retain: refcount of %#llx would overflow",
@@ -310,7 +267,7 @@ dkv_status dkv_mem_retain(dkv_mem *m, dkv_mem_id id, dkv_err *err)
     r->refcount++;
     r->was_shared = 1;
     m->n_retain++;
-    on_event(m);
+    mem_on_event(m, false);
     return DKV_OK;
 }
 
@@ -334,28 +291,20 @@ static dkv_status push_pending(dkv_mem *m, uint32_t slot, dkv_err *err)
     return DKV_OK;
 }
 
+/* refcount reached 0 with a release delay: pending until the clock passes now + delay */
+dkv_status mem_release_deferred(dkv_mem *m, mem_rec *r, dkv_err *err)
+{
+    dkv_status st = push_pending(m, (uint32_t)(r - m->recs), err);
+    if (st)
+        return st;
+    r->state = REC_PENDING;
+    m->pending_bytes += r->allocated;
+    return DKV_OK;
+}
+
 dkv_status dkv_mem_release(dkv_mem *m, dkv_mem_id id, dkv_err *err)
 {
-    mem_rec *r = lookup(m, id, "release", err);
-    if (!r)
-        return err ? err->code : DKV_ESTATE;
-    m->n_release++;
-    if (--r->refcount == 0) {
-        if (m->opt.release_delay_s > 0) {
-            dkv_status st = push_pending(m, (uint32_t)(r - m->recs), err);
-            if (st) {
-                r->refcount = 1;
-                m->n_release--;
-                return st;
-            }
-            r->state = REC_PENDING;
-            m->pending_bytes += r->allocated;
-        } else {
-            free_rec(m, r);
-        }
-    }
-    on_event(m);
-    return DKV_OK;
+    return mem_release_inline(m, id, err);
 }
 
 static void pop_pending(dkv_mem *m)
@@ -364,8 +313,8 @@ static void pop_pending(dkv_mem *m)
     m->pend_head = (m->pend_head + 1) % m->pend_cap;
     m->pend_len--;
     m->pending_bytes -= r->allocated;
-    free_rec(m, r);
-    on_event(m);
+    mem_free_rec(m, r);
+    mem_on_event(m, false);
 }
 
 dkv_status dkv_mem_tick(dkv_mem *m, double now_s, dkv_err *err)
@@ -395,7 +344,8 @@ dkv_status dkv_mem_info_get(const dkv_mem *m, dkv_mem_id id, dkv_mem_info *out, 
         return dkv_err_set(err, DKV_ENOENT, "mem info: no allocation with id %#llx",
                            (unsigned long long)id);
     const mem_rec *r = &m->recs[s - 1];
-    *out = (dkv_mem_info){r->requested, r->allocated, r->offset, r->refcount,
+    uint64_t off = m->vt->offset ? m->vt->offset(m, r) : r->offset;
+    *out = (dkv_mem_info){r->requested, r->allocated, off, r->refcount,
                           r->state == REC_PENDING, r->n_blocks, r->owner};
     return DKV_OK;
 }
@@ -413,10 +363,13 @@ void dkv_mem_stats_get(const dkv_mem *m, dkv_mem_stats *s)
     s->live = m->live;
     s->internal_frag = m->allocated ? (double)(m->allocated - m->requested) / (double)m->allocated : 0;
     s->external_frag = m->reserved ? (double)(m->reserved - m->allocated) / (double)m->reserved : 0;
-    s->peak_internal_frag = m->peak_int;
-    s->peak_external_frag = m->peak_ext;
-    s->mean_internal_frag = m->sum_alloc > 0 ? 1.0 - m->sum_req / m->sum_alloc : 0;
-    s->mean_external_frag = m->sum_res > 0 ? 1.0 - m->sum_alloc / m->sum_res : 0;
+    s->peak_internal_frag = (double)m->pint_num / (double)m->pint_den;
+    s->peak_external_frag = (double)m->pext_num / (double)m->pext_den;
+    /* ratios of exact sums: 1 - (sum - diff)/sum, with the difference taken in integers */
+    mem_u128 sreq, sal, sres;
+    mem_sums(m, &sreq, &sal, &sres);
+    s->mean_internal_frag = sal > 0 ? (double)(sal - sreq) / (double)sal : 0;
+    s->mean_external_frag = sres > 0 ? (double)(sres - sal) / (double)sres : 0;
     s->external_frag_at_peak = m->ext_at_peak;
     s->internal_frag_at_peak = m->int_at_peak;
     s->largest_free = m->vt->largest_free(m);
@@ -426,9 +379,9 @@ void dkv_mem_stats_get(const dkv_mem *m, dkv_mem_stats *s)
     s->n_events = m->n_events;
     s->n_failed = m->n_failed;
     s->n_failed_frag = m->n_failed_frag;
-    s->reuse_hits = m->reuse_hits;
+    s->reuse_hits = m->reuse_total - m->reuse_miss;
     s->reuse_total = m->reuse_total;
-    s->reuse_rate = m->reuse_total ? (double)m->reuse_hits / (double)m->reuse_total : 0;
+    s->reuse_rate = m->reuse_total ? (double)s->reuse_hits / (double)m->reuse_total : 0;
     s->bad_double_release = m->bad_double;
     s->bad_unknown_id = m->bad_unknown;
     s->bad_underflow = m->bad_underflow;

@@ -2,30 +2,44 @@
  * and shrink, instances with guaranteed quotas (shared) or fixed partitions.
  *
  * Block b lives in chunk b / chunk_blocks at byte (b % chunk_blocks) * block_bytes; chunk slots
- * laid end to end give the virtual offset b * block_bytes.  An allocation's block ids sit
- * contiguously in `blist` at offset rec->handle, in a slot of 2^c entries taken from a free
- * list per size class c (so acquire and release copy ids between the free stack and the slot,
- * without walking a chain).  No host allocation per operation: arrays grow with the pool and
- * the number of live allocations only. */
+ * laid end to end give the virtual offset b * block_bytes.  An allocation's block ids sit in
+ * its record when there are at most MEM_INLINE_BLOCKS of them, else contiguously in `blist`,
+ * in a slot of 2^c entries taken from a free list per size class c (so acquire and release
+ * copy ids between the free stack and the record or slot, without walking a chain).  The
+ * common case (one free stack, no quotas, at most MEM_INLINE_BLOCKS blocks, no growth) is
+ * inlined into the generic layer (bp_alloc_fast / bp_dealloc_fast, mem_blockpool_impl.h);
+ * bp_alloc / bp_dealloc below do every case.  No host allocation per operation: arrays grow
+ * with the pool and the number of live allocations only. */
 #include "mem/mem_blockpool_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 
-static dkv_status stack_reserve(bp_stack *s, uint32_t need, dkv_err *err)
+/* Room for `need` entries (plus the guard below ids[0], holding block 0). */
+static dkv_status stack_reserve(bp_stack *s, uint64_t need, dkv_err *err)
 {
     if (need <= s->cap)
         return DKV_OK;
-    uint32_t cap = s->cap ? s->cap : 256;
+    uint64_t cap = s->cap ? s->cap : 256;
     while (cap < need)
         cap *= 2;
-    uint32_t *ids = realloc(s->ids, (size_t)cap * sizeof *ids);
-    if (!ids)
+    if (cap > UINT32_MAX - BP_GUARD)
+        return dkv_err_set(err, DKV_ENOMEM, "blockpool: more than 2^32 entries in a free stack");
+    uint32_t *base = realloc(s->ids ? s->ids - BP_GUARD : NULL, (size_t)(cap + BP_GUARD) * sizeof *base);
+    if (!base)
         return dkv_err_set(err, DKV_ENOMEM, "blockpool: out of host memory for the free stack");
-    s->ids = ids;
-    s->cap = cap;
+    memset(base, 0, BP_GUARD * sizeof *base);
+    s->ids = base + BP_GUARD;
+    s->cap = (uint32_t)cap;
     return DKV_OK;
+}
+
+static void stack_free(bp_stack *s)
+{
+    if (s->ids)
+        free(s->ids - BP_GUARD);
+    s->ids = NULL;
 }
 
 /* Backs one more chunk (lowest hole first) for partition `part`. */
@@ -52,23 +66,25 @@ static dkv_status add_chunk(dkv_mem *m, uint32_t part, dkv_err *err)
             uint32_t *cf = realloc(p->chunk_free, cap * sizeof *cf);
             if (cf)
                 p->chunk_free = cf;
-            uint8_t *fl = realloc(p->flags, nb);
+            uint8_t *fl = realloc(p->blk_used, nb);
             if (fl)
-                p->flags = fl;
+                p->blk_used = fl;
             if (!live || !cp || !cf || !fl)
                 return dkv_err_set(err, DKV_ENOMEM, "blockpool: out of host memory growing to %u chunks", cap);
             p->cap_chunks = cap;
         }
         p->n_chunks++;
     }
-    dkv_status st = stack_reserve(&p->part[part], (p->live_chunks + 1) << p->chunk_shift, err);
+    /* every block of the partition, plus the fast release's overshoot */
+    dkv_status st = stack_reserve(&p->part[part], ((uint64_t)p->live_chunks + 1) * p->chunk_blocks + MEM_INLINE_BLOCKS,
+                                  err);
     if (st)
         return st;
     p->chunk_live[c] = 1;
     p->chunk_part[c] = (uint8_t)part;
     p->chunk_free[c] = p->chunk_blocks;
     uint32_t b0 = c << p->chunk_shift;
-    memset(p->flags + b0, 0, p->chunk_blocks);
+    memset(p->blk_used + b0, 0, p->chunk_blocks);
     /* Fresh blocks go to the bottom of the free stack: blocks used before are handed out
      * first, and the fresh ones in ascending id order. */
     bp_stack *s = &p->part[part];
@@ -76,7 +92,7 @@ static dkv_status add_chunk(dkv_mem *m, uint32_t part, dkv_err *err)
     for (uint32_t i = 0; i < p->chunk_blocks; i++)
         s->ids[i] = b0 + p->chunk_blocks - 1 - i;
     s->n += p->chunk_blocks;
-    p->free_blocks += p->chunk_blocks;
+    s->n_fresh += p->chunk_blocks;
     p->live_chunks++;
     mem_device_alloc(m, p->chunk_bytes);
     return DKV_OK;
@@ -87,13 +103,15 @@ static void drop_chunk(dkv_mem *m, uint32_t c)
 {
     bp *p = m->impl;
     bp_stack *s = &p->part[p->chunk_part[c]];
-    uint32_t w = 0;
+    uint32_t w = 0, fresh = 0;
     for (uint32_t i = 0; i < s->n; i++)
-        if ((s->ids[i] >> p->chunk_shift) != c)
+        if ((s->ids[i] >> p->chunk_shift) != c) {
+            fresh += i < s->n_fresh;
             s->ids[w++] = s->ids[i];
+        }
     s->n = w;
+    s->n_fresh = fresh;
     p->chunk_live[c] = 0;
-    p->free_blocks -= p->chunk_blocks;
     p->live_chunks--;
     while (p->n_chunks && !p->chunk_live[p->n_chunks - 1])
         p->n_chunks--;
@@ -147,6 +165,7 @@ static dkv_status bp_init(dkv_mem *m, dkv_err *err)
                            (unsigned long long)qsum, (unsigned long long)p->max_chunks * p->chunk_blocks);
     if (!p->quotas)
         p->outstanding = 0;
+    p->fast_max = p->n_parts == 1 && !p->quotas && !p->track_free ? MEM_INLINE_BLOCKS : 0;
     dkv_status st = DKV_OK;
     if (p->partitioned) {
         for (uint32_t i = 0; i < ni && !st; i++)
@@ -171,10 +190,10 @@ static void bp_fini(dkv_mem *m)
     free(p->chunk_free);
     free(p->blist);
     for (int c = 0; c < 33; c++)
-        free(p->slot_free[c].ids);
-    free(p->flags);
+        stack_free(&p->slot_free[c]);
+    free(p->blk_used);
     for (uint32_t i = 0; i < DKV_MEM_MAX_INSTANCES; i++)
-        free(p->part[i].ids);
+        stack_free(&p->part[i]);
     free(p);
     m->impl = NULL;
 }
@@ -217,11 +236,11 @@ static inline void slot_put(bp *p, uint32_t c, uint32_t off)
     p->slot_free[c].ids[p->slot_free[c].n++] = off;   /* capacity reserved by slot_get */
 }
 
+/* Every case of acquire (the fast path's too). */
 static dkv_status bp_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
 {
     bp *p = m->impl;
-    uint64_t k64 = p->block_shift ? (r->requested + p->block_bytes - 1) >> p->block_shift
-                                  : (r->requested + p->block_bytes - 1) / p->block_bytes;
+    uint64_t k64 = bp_blocks_for(p, r->requested);
     uint32_t inst = r->owner.instance, part = p->partitioned ? inst : 0;
     bp_stack *s = &p->part[part];
     if (k64 > s->n) {
@@ -234,7 +253,7 @@ static dkv_status bp_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
     }
     if (p->quotas) {
         uint64_t others = p->outstanding - owed(p, inst);
-        uint64_t avail = p->free_blocks +
+        uint64_t avail = bp_free_blocks(p) +
                          (m->opt.grow ? (uint64_t)(p->max_chunks - p->live_chunks) * p->chunk_blocks : 0);
         if (k64 + others > avail)
             return dkv_err_set(err, DKV_ENOMEM, "blockpool: instance %u wants %llu blocks; %llu are free or growable but %llu are guaranteed to other instances",
@@ -247,40 +266,51 @@ static dkv_status bp_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
         if (st)
             return st;   /* chunks added so far stay: they are valid free memory */
     }
-    uint64_t off = slot_get(p, size_class(k), err);
-    if (off == UINT64_MAX)
-        return DKV_ENOMEM;
-    /* locals: the uint8_t flag stores would otherwise make the compiler reload every field */
-    uint32_t *restrict ids = s->ids, *restrict dst = p->blist + off, *restrict cfree = p->chunk_free;
-    uint8_t *restrict flags = p->flags;
+    uint32_t inline_ids[MEM_INLINE_BLOCKS] = {0}, *dst = inline_ids;
+    uint64_t off = 0;
+    if (k > MEM_INLINE_BLOCKS) {
+        off = slot_get(p, size_class(k), err);
+        if (off == UINT64_MAX)
+            return DKV_ENOMEM;
+        dst = p->blist + off;
+    }
+    /* locals: the uint8_t stores would otherwise make the compiler reload every field */
+    uint32_t *restrict ids = s->ids, *restrict cfree = p->chunk_free;
+    uint8_t *restrict used = p->blk_used;
     const bool track = p->track_free;
     const uint32_t shift = p->chunk_shift;
-    uint32_t n = s->n, first = ids[n - 1], hits = 0;
+    uint32_t n = s->n, hits = 0;
     for (uint32_t i = 0; i < k; i++) {
         uint32_t b = ids[--n];
-        hits += flags[b] >> 1;
-        flags[b] = BF_LIVE | BF_USED;
+        hits += used[b];
+        used[b] = 1;
         if (track)
             cfree[b >> shift]--;
         dst[i] = b;
     }
     s->n = n;
-    p->free_blocks -= k;
+    if (s->n_fresh > n)
+        s->n_fresh = n;     /* the fresh blocks taken were the top of the fresh part */
     if (p->quotas || p->partitioned) {
         uint64_t before = owed(p, inst);
         p->used[inst] += k;
         if (p->quotas)
             p->outstanding -= before - owed(p, inst);
     }
-    m->reuse_hits += hits;
+    m->reuse_miss += k - hits;
     m->reuse_total += k;
     r->allocated = (uint64_t)k * p->block_bytes;
-    r->offset = (uint64_t)first * p->block_bytes;
-    r->handle = (uint32_t)off;
     r->n_blocks = k;
+    if (k > MEM_INLINE_BLOCKS) {
+        r->blocks[0] = (uint32_t)off;
+        r->blocks[1] = r->blocks[2] = r->blocks[3] = 0;
+    } else {
+        memcpy(r->blocks, inline_ids, sizeof inline_ids);
+    }
     return DKV_OK;
 }
 
+/* Every case of release (the fast path's too). */
 static void bp_dealloc(dkv_mem *m, mem_rec *r)
 {
     bp *p = m->impl;
@@ -288,8 +318,7 @@ static void bp_dealloc(dkv_mem *m, mem_rec *r)
     bp_stack *s = &p->part[part];
     uint32_t freed_chunk = MEM_NONE;
     uint32_t *restrict top = s->ids + s->n;
-    const uint32_t *restrict src = p->blist + r->handle;
-    uint8_t *restrict flags = p->flags;
+    const uint32_t *restrict src = bp_rec_blocks(p, r);
     const uint32_t k = r->n_blocks;
     if (p->track_free) {
         uint32_t *restrict cfree = p->chunk_free;
@@ -297,33 +326,29 @@ static void bp_dealloc(dkv_mem *m, mem_rec *r)
         for (uint32_t i = 0; i < k; i++) {
             uint32_t b = src[i];
             *top++ = b;
-            flags[b] = BF_USED;
             if (++cfree[b >> shift] == cb)
                 freed_chunk = b >> shift;
         }
     } else {
-        for (uint32_t i = 0; i < k; i++) {
-            uint32_t b = src[i];
-            *top++ = b;
-            flags[b] = BF_USED;
-        }
+        for (uint32_t i = 0; i < k; i++)
+            *top++ = src[i];
     }
     s->n = (uint32_t)(top - s->ids);
-    slot_put(p, size_class(k), r->handle);
-    p->free_blocks += r->n_blocks;
+    if (k > MEM_INLINE_BLOCKS)
+        slot_put(p, size_class(k), r->blocks[0]);
     if (p->quotas || p->partitioned) {
         uint64_t before = owed(p, inst);
-        p->used[inst] -= r->n_blocks;
+        p->used[inst] -= k;
         if (p->quotas)
             p->outstanding += owed(p, inst) - before;
     }
     /* automatic shrink: give back the chunks this release emptied, keeping one wholly free
-     * chunk as slack */
+     * chunk as slack (src stays readable: a freed slot is not reused before this returns) */
     if (m->opt.shrink && freed_chunk != MEM_NONE && !p->partitioned)
-        for (uint32_t i = 0; i < r->n_blocks; i++) {
-            uint32_t c = p->blist[r->handle + i] >> p->chunk_shift;
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t c = src[i] >> p->chunk_shift;
             if (p->chunk_live[c] && p->chunk_free[c] == p->chunk_blocks &&
-                p->free_blocks >= 2ull * p->chunk_blocks)
+                bp_free_blocks(p) >= 2ull * p->chunk_blocks)
                 drop_chunk(m, c);
         }
 }
@@ -331,20 +356,26 @@ static void bp_dealloc(dkv_mem *m, mem_rec *r)
 static uint64_t bp_largest_free(const dkv_mem *m)
 {
     const bp *p = m->impl;
-    return p->free_blocks * p->block_bytes;
+    return bp_free_blocks(p) * p->block_bytes;
 }
 
 static void bp_stats(const dkv_mem *m, dkv_mem_stats *s)
 {
     const bp *p = m->impl;
     s->blocks_total = (uint64_t)p->live_chunks * p->chunk_blocks;
-    s->blocks_free = p->free_blocks;
+    s->blocks_free = bp_free_blocks(p);
     for (uint32_t i = 0; i < DKV_MEM_MAX_INSTANCES; i++)
         s->instance_used[i] = p->used[i] * p->block_bytes;
 }
 
+static uint64_t bp_offset(const dkv_mem *m, const mem_rec *r)
+{
+    const bp *p = m->impl;
+    return (uint64_t)bp_rec_blocks(p, r)[0] * p->block_bytes;
+}
+
 const mem_vtable dkv_mem_blockpool_vt = {bp_init, bp_fini, bp_alloc, bp_dealloc,
-                                         bp_largest_free, dkv_mem_bp_check, bp_stats};
+                                         bp_largest_free, dkv_mem_bp_check, bp_stats, bp_offset};
 
 /* ---------------------------------------------------------------- public blockpool calls */
 
@@ -402,8 +433,9 @@ dkv_status dkv_mem_blocks(const dkv_mem *m, dkv_mem_id id, uint32_t *ids, uint32
     if (st)
         return st;
     const mem_rec *r = &m->recs[(id & 0xffffffffu) - 1];
+    const uint32_t *b = bp_rec_blocks(p, r);
     for (uint32_t i = 0; i < r->n_blocks && i < cap; i++)
-        ids[i] = p->blist[r->handle + i];
+        ids[i] = b[i];
     *n = r->n_blocks;
     return DKV_OK;
 }
@@ -438,7 +470,7 @@ dkv_status dkv_mem_shrink(dkv_mem *m, uint64_t target_bytes, uint64_t *released,
     if (p->partitioned)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "mem shrink: a partitioned pool is fixed at creation");
     uint64_t before = m->reserved;
-    if (!p->track_free) {
+    if (!p->track_free && p->n_chunks) {   /* (no chunk yet: chunk_free is NULL) */
         memset(p->chunk_free, 0, (size_t)p->n_chunks * sizeof *p->chunk_free);
         for (uint32_t i = 0; i < p->part[0].n; i++)
             p->chunk_free[p->part[0].ids[i] >> p->chunk_shift]++;

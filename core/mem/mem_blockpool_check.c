@@ -21,29 +21,36 @@ dkv_status dkv_mem_bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err
         if (!mem_rec_in_use(r))
             continue;
         uint32_t n = r->n_blocks;
-        uint64_t slot = 1ull << size_class(n);
-        if (n == 0 || (uint64_t)r->handle + slot > p->blist_n) {
-            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u has a bad block list (%u blocks at %u)", i, n, r->handle);
+        if (n == 0) {
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u holds no blocks", i);
             break;
         }
-        for (uint64_t j = r->handle; j < r->handle + slot && !st; j++) {
-            if (slot_seen[j])
-                st = dkv_err_set(err, DKV_ESTATE, "blockpool: block-list entry %llu is used twice", (unsigned long long)j);
-            slot_seen[j] = 1;
+        if (n > MEM_INLINE_BLOCKS) {    /* ids in a block-list slot of its size class */
+            uint64_t slot = 1ull << size_class(n), off = r->blocks[0];
+            if (off + slot > p->blist_n) {
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u has a bad block list (%u blocks at %llu)", i, n,
+                                 (unsigned long long)off);
+                break;
+            }
+            for (uint64_t j = off; j < off + slot && !st; j++) {
+                if (slot_seen[j])
+                    st = dkv_err_set(err, DKV_ESTATE, "blockpool: block-list entry %llu is used twice", (unsigned long long)j);
+                slot_seen[j] = 1;
+            }
         }
+        const uint32_t *ids = bp_rec_blocks(p, r);
         for (uint32_t j = 0; j < n && !st; j++) {
-            uint32_t b = p->blist[r->handle + j];
+            uint32_t b = ids[j];
             if (b >= nb || !p->chunk_live[b >> p->chunk_shift])
                 st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u holds block %u outside live chunks", i, b);
             else if (seen[b])
                 st = dkv_err_set(err, DKV_ESTATE, "blockpool: block %u is held twice (overlap)", b);
-            else if (p->flags[b] != (BF_LIVE | BF_USED))
-                st = dkv_err_set(err, DKV_ESTATE, "blockpool: live block %u has flags %u", b, p->flags[b]);
+            else if (p->blk_used[b] != 1)
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: live block %u is marked never used (%u)", b, p->blk_used[b]);
             seen[b] = 1;
         }
-        if (!st && (r->allocated != (uint64_t)n * p->block_bytes ||
-                    r->offset != (uint64_t)p->blist[r->handle] * p->block_bytes))
-            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u size/offset disagree with its blocks", i);
+        if (!st && r->allocated != (uint64_t)n * p->block_bytes)
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u size disagrees with its blocks", i);
         if (!st && r->allocated < r->requested)
             st = dkv_err_set(err, DKV_ESTATE, "blockpool: allocation %u has allocated < requested", i);
         used[r->owner.instance] += n;
@@ -62,21 +69,45 @@ dkv_status dkv_mem_bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err
         if (!slot_seen[j])
             st = dkv_err_set(err, DKV_ESTATE, "blockpool: block-list entry %llu is neither used nor free (leak)", (unsigned long long)j);
     uint64_t nfree = 0;
-    for (uint32_t q = 0; q < p->n_parts && !st; q++)
+    for (uint32_t q = 0; q < p->n_parts && !st; q++) {
+        if (p->part[q].n_fresh > p->part[q].n)
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: free stack %u has %u fresh entries of %u", q,
+                             p->part[q].n_fresh, p->part[q].n);
+        /* the bottom n_fresh entries were never handed out, every other block was */
         for (uint32_t i = 0; i < p->part[q].n && !st; i++) {
             uint32_t b = p->part[q].ids[i];
             if (b >= nb || !p->chunk_live[b >> p->chunk_shift] || p->chunk_part[b >> p->chunk_shift] != q)
                 st = dkv_err_set(err, DKV_ESTATE, "blockpool: free block %u is not in a live chunk of partition %u", b, q);
             else if (seen[b])
                 st = dkv_err_set(err, DKV_ESTATE, "blockpool: block %u is both free and held, or free twice", b);
-            else if (p->flags[b] & BF_LIVE)
-                st = dkv_err_set(err, DKV_ESTATE, "blockpool: free block %u is flagged live", b);
+            else if (p->blk_used[b] != (i >= p->part[q].n_fresh))
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: free block %u at stack position %u (%u fresh below the top part) is marked %s",
+                                 b, i, p->part[q].n_fresh, p->blk_used[b] ? "used" : "never used");
             else {
                 seen[b] = 2;
                 cfree[b >> p->chunk_shift]++;
                 nfree++;
             }
         }
+    }
+    /* the fast paths' premises: guard entries hold block 0, room above every free stack */
+    for (uint32_t q = 0; q < p->n_parts && !st; q++) {
+        const bp_stack *fs = &p->part[q];
+        if (!fs->ids)
+            continue;
+        for (int g = 1; g <= BP_GUARD && !st; g++)
+            if (fs->ids[-g] != 0)
+                st = dkv_err_set(err, DKV_ESTATE, "blockpool: guard entry %d of free stack %u is %u (not 0)", -g, q, fs->ids[-g]);
+        uint64_t blocks = 0;
+        for (uint32_t c = 0; c < p->n_chunks; c++)
+            blocks += p->chunk_live[c] && p->chunk_part[c] == q ? p->chunk_blocks : 0;
+        if (!st && (uint64_t)fs->cap < blocks + MEM_INLINE_BLOCKS)
+            st = dkv_err_set(err, DKV_ESTATE, "blockpool: free stack %u has room for %u entries, its partition %llu blocks",
+                             q, fs->cap, (unsigned long long)blocks);
+    }
+    if (!st && p->fast_max != (p->n_parts == 1 && !p->quotas && !p->track_free ? MEM_INLINE_BLOCKS : 0))
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: fast path enabled = %u in a pool that %s", p->fast_max,
+                         p->fast_max ? "has partitions, quotas or chunk counts" : "could use it");
     uint32_t live_chunks = 0;
     for (uint32_t c = 0; c < p->n_chunks && !st; c++) {
         if (!p->chunk_live[c])
@@ -88,9 +119,8 @@ dkv_status dkv_mem_bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err
             if (!seen[b])
                 st = dkv_err_set(err, DKV_ESTATE, "blockpool: block %u is neither free nor held (leak)", b);
     }
-    if (!st && (nfree != p->free_blocks || live_chunks != p->live_chunks))
-        st = dkv_err_set(err, DKV_ESTATE, "blockpool: free blocks %llu / chunks %u, recount %llu / %u",
-                         (unsigned long long)p->free_blocks, p->live_chunks, (unsigned long long)nfree, live_chunks);
+    if (!st && live_chunks != p->live_chunks)
+        st = dkv_err_set(err, DKV_ESTATE, "blockpool: %u live chunks, recount %u", p->live_chunks, live_chunks);
     if (!st && m->reserved != (uint64_t)live_chunks * p->chunk_bytes)
         st = dkv_err_set(err, DKV_ESTATE, "blockpool: reserved %llu != %u chunks", (unsigned long long)m->reserved, live_chunks);
     if (!st && m->segments != live_chunks)
@@ -107,7 +137,7 @@ dkv_status dkv_mem_bp_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err
         st = dkv_err_set(err, DKV_ESTATE, "blockpool: outstanding guarantees %llu, recount %llu",
                          (unsigned long long)p->outstanding, (unsigned long long)outstanding);
     if (!st && p->quotas) {
-        uint64_t room = p->free_blocks + (m->opt.grow ? (uint64_t)(p->max_chunks - p->live_chunks) * p->chunk_blocks : 0);
+        uint64_t room = nfree + (m->opt.grow ? (uint64_t)(p->max_chunks - p->live_chunks) * p->chunk_blocks : 0);
         if (room < p->outstanding)
             st = dkv_err_set(err, DKV_ESTATE, "blockpool: guarantees (%llu blocks) exceed free + growable (%llu)",
                              (unsigned long long)p->outstanding, (unsigned long long)room);

@@ -335,7 +335,7 @@ static dkv_status ca_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
         }
     }
     cblk *B = c->b;
-    m->reuse_hits += B[x].used;
+    m->reuse_miss += !B[x].used;
     m->reuse_total++;
     uint64_t remaining = B[x].size - size;
     bool split = pool == POOL_SMALL ? remaining >= K_MIN_BLOCK
@@ -520,4 +520,4 @@ static dkv_status ca_check(const dkv_mem *m, uint64_t *free_bytes, dkv_err *err)
 }
 
 const mem_vtable dkv_mem_caching_vt = {ca_init, ca_fini, ca_alloc, ca_dealloc,
-                                       ca_largest_free, ca_check, ca_stats};
+                                       ca_largest_free, ca_check, ca_stats, NULL};

@@ -46,7 +46,8 @@ dkv_status dkv_mem_check(const dkv_mem *m, dkv_err *err)
             pend += r->allocated;
         tag[r->owner.tag].requested += r->requested;
         tag[r->owner.tag].allocated += r->allocated;
-        sp[n++] = (span){r->offset, r->offset + r->allocated};
+        uint64_t off = m->vt->offset ? m->vt->offset(m, r) : r->offset;
+        sp[n++] = (span){off, off + r->allocated};
     }
     /* the slot free list holds exactly the free slots */
     uint32_t walked = 0;

@@ -1,11 +1,22 @@
-/* mem_replay.c - stream ids -> allocation ids (open addressing, backward-shift deletion). */
+/* mem_replay.c - stream ids -> allocation ids.
+ *
+ * Dense small ids (a trace that numbers its allocations and reuses the numbers, as
+ * `dkv bench mem` does) index a flat array `dir`; any other id (a PyTorch address, an engine
+ * id carrying a generation) goes to a hash table (open addressing, backward-shift deletion).
+ * The array covers [0, dcap); it grows to cover an id only while that stays small against the
+ * number of live ids (DIR_SLACK), so sparse or ever-growing ids cannot blow it up.  The
+ * acquire and release are the generic layer's, inlined (mem_hot.h). */
 #include "mem/mem_replay.h"
 
-#include "mem/mem_impl.h"
+#include "mem/mem_hot.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #define FAILED UINT64_MAX   /* value of a stream id whose allocation was refused */
+#define DIR_MIN   1024u     /* ids below this may always be direct */
+#define DIR_SLACK 8u        /* ... and below DIR_SLACK * (live + 1) */
+#define DIR_MAX   (1ull << 26)
 
 typedef struct slot {
     uint64_t key, val;      /* val == 0: empty */
@@ -13,8 +24,10 @@ typedef struct slot {
 
 struct dkv_mem_replay {
     dkv_mem *m;
+    uint64_t *dir;          /* val by id for id < dcap; 0: not live */
+    uint64_t dcap, n_dir;   /* n_dir: live ids in dir */
     slot *t;
-    uint64_t cap, n;        /* cap: power of two */
+    uint64_t cap, n;        /* cap: power of two; n: live ids in t */
     uint32_t shift;
     dkv_mem_replay_counts c;
 };
@@ -32,6 +45,8 @@ static slot *find(const dkv_mem_replay *r, uint64_t key)
             return &r->t[i];
 }
 
+/* A new table of `cap` slots holding the old entries, except those now under dcap, which move
+ * to dir. */
 static dkv_status rehash(dkv_mem_replay *r, uint64_t cap, dkv_err *err)
 {
     slot *old = r->t;
@@ -45,9 +60,18 @@ static dkv_status rehash(dkv_mem_replay *r, uint64_t cap, dkv_err *err)
     r->shift = 64;
     while ((1ull << (64 - r->shift)) < cap)
         r->shift--;
-    for (uint64_t i = 0; i < oldcap; i++)
-        if (old[i].val)
+    r->n = 0;
+    for (uint64_t i = 0; i < oldcap; i++) {
+        if (!old[i].val)
+            continue;
+        if (old[i].key < r->dcap) {
+            r->dir[old[i].key] = old[i].val;
+            r->n_dir++;
+        } else {
             *find(r, old[i].key) = old[i];
+            r->n++;
+        }
+    }
     free(old);
     return DKV_OK;
 }
@@ -65,6 +89,48 @@ static void erase(dkv_mem_replay *r, slot *s)
         }
     }
     r->n--;
+}
+
+/* Grows dir to cover id (its entries from the hash move over).  false: not worth it, or no
+ * memory (the hash takes the id). */
+static bool dir_grow(dkv_mem_replay *r, uint64_t id)
+{
+    uint64_t live = r->n + r->n_dir;
+    if (id >= DIR_MAX || (id >= DIR_MIN && id >= DIR_SLACK * (live + 1)))
+        return false;
+    uint64_t cap = r->dcap ? r->dcap : DIR_MIN;
+    while (cap <= id)
+        cap *= 2;
+    uint64_t *d = realloc(r->dir, cap * sizeof *d);
+    if (!d)
+        return false;
+    memset(d + r->dcap, 0, (cap - r->dcap) * sizeof *d);
+    r->dir = d;
+    r->dcap = cap;
+    if (rehash(r, r->cap, NULL) != DKV_OK) {   /* moves the hash's ids below cap; on failure */
+        for (uint64_t i = 0; i < r->cap; i++)   /* ... move them in place instead */
+            while (r->t[i].val && r->t[i].key < r->dcap) {
+                r->dir[r->t[i].key] = r->t[i].val;
+                r->n_dir++;
+                erase(r, &r->t[i]);
+            }
+    }
+    return true;
+}
+
+/* Where id's value lives for an allocation: dir, or a hash slot (key set; val 0 if new).
+ * NULL with err set when the hash cannot grow. */
+static uint64_t *alloc_entry(dkv_mem_replay *r, uint64_t id, slot **hs, dkv_err *err)
+{
+    *hs = NULL;
+    if (id < r->dcap || dir_grow(r, id))
+        return &r->dir[id];
+    if ((r->n + 1) * 2 > r->cap && rehash(r, r->cap * 2, err) != DKV_OK)
+        return NULL;
+    slot *s = find(r, id);
+    s->key = id;
+    *hs = s;
+    return &s->val;
 }
 
 dkv_status dkv_mem_replay_new(dkv_mem *m, dkv_mem_replay **out, dkv_err *err)
@@ -87,6 +153,7 @@ void dkv_mem_replay_free_handle(dkv_mem_replay *r)
 {
     if (!r)
         return;
+    free(r->dir);
     free(r->t);
     free(r);
 }
@@ -104,19 +171,18 @@ dkv_status dkv_mem_replay_time(dkv_mem_replay *r, double t, dkv_err *err)
 dkv_status dkv_mem_replay_alloc(dkv_mem_replay *r, uint64_t id, uint64_t bytes,
                                 const dkv_mem_owner *owner, dkv_err *err)
 {
-    if ((r->n + 1) * 2 > r->cap) {
-        dkv_status st = rehash(r, r->cap * 2, err);
-        if (st)
-            return st;
-    }
-    slot *s = find(r, id);
-    if (s->val && s->val != FAILED) {
+    slot *hs = NULL;
+    uint64_t *v = __builtin_expect(id < r->dcap, 1) ? &r->dir[id] : alloc_entry(r, id, &hs, err);
+    if (!v)
+        return err ? err->code : DKV_ENOMEM;
+    uint64_t old = *v;
+    if (old && old != FAILED) {
         r->c.n_dup_id++;
         return dkv_err_set(err, DKV_ESTATE, "replay: id %#llx is allocated again while live", (unsigned long long)id);
     }
     dkv_mem_id mid;
-    dkv_status st = dkv_mem_acquire(r->m, bytes, owner, &mid, err);
-    if (st == DKV_OK) {
+    dkv_status st = mem_acquire_inline(r->m, bytes, owner, &mid, err);
+    if (__builtin_expect(st == DKV_OK, 1)) {
         r->c.n_alloc++;
     } else if (st == DKV_ENOMEM) {
         r->c.n_alloc_failed++;
@@ -124,26 +190,42 @@ dkv_status dkv_mem_replay_alloc(dkv_mem_replay *r, uint64_t id, uint64_t bytes,
     } else {
         return st;          /* bad size / tag: counted by the manager; id stays unknown */
     }
-    if (!s->val)
-        r->n++;
-    s->key = id;
-    s->val = mid;
+    if (!old) {
+        if (hs)
+            r->n++;
+        else
+            r->n_dir++;
+    }
+    *v = mid;
     return st;
 }
 
 dkv_status dkv_mem_replay_free(dkv_mem_replay *r, uint64_t id, dkv_err *err)
 {
-    slot *s = find(r, id);
-    if (!s->val) {
+    slot *hs = NULL;
+    uint64_t *v;
+    if (__builtin_expect(id < r->dcap, 1)) {
+        v = &r->dir[id];
+    } else {
+        hs = find(r, id);
+        v = &hs->val;
+    }
+    uint64_t mid = *v;
+    if (!mid) {
         r->c.n_free_unknown++;
         return dkv_err_set(err, DKV_ENOENT, "replay: free of id %#llx, which is not allocated", (unsigned long long)id);
     }
     dkv_status st = DKV_OK;
-    if (s->val == FAILED)
+    if (mid == FAILED)
         r->c.n_free_of_failed++;
-    else if ((st = dkv_mem_release(r->m, s->val, err)) == DKV_OK)
+    else if ((st = mem_release_inline(r->m, mid, err)) == DKV_OK)
         r->c.n_free++;
-    erase(r, s);
+    if (hs) {
+        erase(r, hs);
+    } else {
+        *v = 0;
+        r->n_dir--;
+    }
     return st;
 }
 
@@ -175,5 +257,5 @@ dkv_status dkv_mem_replay_finish(dkv_mem_replay *r, uint32_t request, dkv_err *e
 void dkv_mem_replay_counts_get(const dkv_mem_replay *r, dkv_mem_replay_counts *out)
 {
     *out = r->c;
-    out->live = r->n;
+    out->live = r->n + r->n_dir;
 }

@@ -119,7 +119,7 @@ static dkv_status st_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
         r->offset = v->base + v->top;
         r->allocated = r->requested;
         r->handle = ri;
-        m->reuse_hits += v->top < v->hwm;
+        m->reuse_miss += v->top >= v->hwm;
         m->reuse_total++;
         v->top += r->requested;
         if (v->top > v->hwm)
@@ -136,6 +136,7 @@ static dkv_status st_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
     s->next_addr += size;
     r->allocated = size;
     r->handle = MEM_NONE;
+    m->reuse_miss++;
     m->reuse_total++;
     mem_device_alloc(m, size);
     return DKV_OK;
@@ -223,7 +224,7 @@ done:
 static void st_stats(const dkv_mem *m, dkv_mem_stats *s) { (void)m; (void)s; }
 
 const mem_vtable dkv_mem_static_vt = {st_init, st_fini, st_alloc, st_dealloc,
-                                      st_largest_free, st_check, st_stats};
+                                      st_largest_free, st_check, st_stats, NULL};
 
 /* ---------------------------------------------------------------- reservations */
 

@@ -3,7 +3,9 @@
  * A property run draws a long random sequence of operations from a fixed seed and, after
  * every step, checks dkv_mem_check (no overlap, requested <= allocated <= reserved,
  * free + allocated = reserved, counters == recount) and compares the statistics with a
- * shadow model kept by the test (live ids, refcounts, requested bytes). */
+ * shadow model kept by the test (live ids, refcounts, requested bytes).  The statistics over
+ * the history (peaks, fragmentation peaks and event-weighted means, fragmentation at the
+ * reserved peak) are recounted from a time series sampled at every event. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,6 +79,62 @@ static uint64_t draw_size(dkv_rng *r, dkv_mem_kind kind)
     }
 }
 
+/* The history statistics recounted from the series (stride 1: one sample per event), exactly:
+ * fractions compared by cross-multiplication, sums in 128 bits, the doubles computed from the
+ * same integers as the library does, so equality is exact. */
+__extension__ typedef unsigned __int128 u128;
+
+static void check_history(dkv_mem *m, int step)
+{
+    dkv_mem_stats s;
+    dkv_mem_stats_get(m, &s);
+    size_t n;
+    const dkv_mem_sample *x = dkv_mem_series(m, &n);
+    if (n != s.n_events)
+        fail_msg("step %d: %zu samples for %llu events", step, n, (unsigned long long)s.n_events);
+    uint64_t preq = 0, pal = 0, pres = s.setup_bytes;   /* reserved starts at the set-up */
+    uint64_t inum = 0, iden = 1, enum_ = 0, eden = 1;
+    u128 sreq = 0, sal = 0, sres = 0;
+    double ext_at = 0, int_at = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t q = x[i].requested, a = x[i].allocated, r = x[i].reserved;
+        if (x[i].event != i + 1)
+            fail_msg("step %d: sample %zu is of event %llu", step, i, (unsigned long long)x[i].event);
+        assert_true(q <= a && a <= r);
+        preq = q > preq ? q : preq;
+        pal = a > pal ? a : pal;
+        if (r > pres) {
+            pres = r;
+            ext_at = ((double)r - (double)a) / (double)r;
+            int_at = a > 0 ? ((double)a - (double)q) / (double)a : 0;
+        }
+        if (a > 0 && (u128)(a - q) * iden > (u128)inum * a) {
+            inum = a - q;
+            iden = a;
+        }
+        if (r > 0 && (u128)(r - a) * eden > (u128)enum_ * r) {
+            enum_ = r - a;
+            eden = r;
+        }
+        sreq += q;
+        sal += a;
+        sres += r;
+    }
+    assert_int_equal(s.peak_requested, preq);
+    assert_int_equal(s.peak_allocated, pal);
+    assert_int_equal(s.peak_reserved, pres);
+    if (s.peak_internal_frag != (double)inum / (double)iden || s.peak_external_frag != (double)enum_ / (double)eden)
+        fail_msg("step %d: fragmentation peaks %.17g %.17g, recount %.17g %.17g", step, s.peak_internal_frag,
+                 s.peak_external_frag, (double)inum / (double)iden, (double)enum_ / (double)eden);
+    double mi = sal > 0 ? (double)(sal - sreq) / (double)sal : 0, me = sres > 0 ? (double)(sres - sal) / (double)sres : 0;
+    if (s.mean_internal_frag != mi || s.mean_external_frag != me)
+        fail_msg("step %d: mean fragmentation %.17g %.17g, recount %.17g %.17g", step, s.mean_internal_frag,
+                 s.mean_external_frag, mi, me);
+    if (s.external_frag_at_peak != ext_at || s.internal_frag_at_peak != int_at)
+        fail_msg("step %d: fragmentation at peak %.17g %.17g, recount %.17g %.17g", step, s.external_frag_at_peak,
+                 s.internal_frag_at_peak, ext_at, int_at);
+}
+
 /* Bad input must leave the state as it was: compare the counters that matter. */
 static void assert_same_state(const dkv_mem_stats *a, const dkv_mem_stats *b)
 {
@@ -88,6 +146,7 @@ static void assert_same_state(const dkv_mem_stats *a, const dkv_mem_stats *b)
 
 static void property_run(dkv_mem_options o, uint64_t seed, int steps)
 {
+    o.sample_stride = 1;      /* check_history recounts from every event */
     dkv_mem *m = NULL;
     dkv_err e = {0};
     assert_int_equal(dkv_mem_new(&o, &m, &e), DKV_OK);
@@ -194,7 +253,10 @@ static void property_run(dkv_mem_options o, uint64_t seed, int steps)
             }
         }
         check_now(m, sh, step);
+        if (step % 250 == 0)
+            check_history(m, step);
     }
+    check_history(m, steps);
     if (getenv("DKV_TEST_VERBOSE")) {
         dkv_mem_stats v;
         dkv_mem_stats_get(m, &v);
@@ -224,6 +286,7 @@ static void property_run(dkv_mem_options o, uint64_t seed, int steps)
     assert_int_equal(s.requested, 0);
     assert_int_equal(s.live, 0);
     assert_int_equal(dkv_mem_check(m, &e), DKV_OK);
+    check_history(m, steps + 1);
     free(sh);
     dkv_mem_free(m);
 }
@@ -468,6 +531,38 @@ static void test_series_and_peaks(void **state)
     dkv_mem_free(m);
 }
 
+/* An external-fragmentation peak one byte past the last one (blocks of 1 byte, so allocated
+ * moves by bytes): the incremental peak test must not miss it. */
+static void test_frag_peak_boundary(void **state)
+{
+    (void)state;
+    dkv_mem_options o = dkv_mem_options_default(DKV_MEM_BLOCKPOOL);
+    o.block_bytes = 1;
+    o.chunk_blocks = 1024;
+    o.capacity_bytes = 4096;
+    dkv_mem *m = NULL;
+    dkv_err e = {0};
+    assert_int_equal(dkv_mem_new(&o, &m, &e), DKV_OK);
+    dkv_mem_id x, y, z;
+    assert_int_equal(dkv_mem_acquire(m, 500, NULL, &x, &e), DKV_OK);   /* 524 / 1024 free */
+    assert_int_equal(dkv_mem_acquire(m, 499, NULL, &y, &e), DKV_OK);
+    dkv_mem_stats st;
+    dkv_mem_stats_get(m, &st);
+    assert_true(st.peak_external_frag == 524.0 / 1024.0);
+    assert_int_equal(dkv_mem_release(m, x, &e), DKV_OK);                /* 525 / 1024: one byte more */
+    dkv_mem_stats_get(m, &st);
+    assert_true(st.peak_external_frag == 525.0 / 1024.0);
+    assert_int_equal(dkv_mem_acquire(m, 2000, NULL, &z, &e), DKV_OK);  /* reserved 3072, 2499 held */
+    assert_int_equal(dkv_mem_release(m, z, &e), DKV_OK);                /* 2573 / 3072 */
+    dkv_mem_stats_get(m, &st);
+    assert_true(st.peak_external_frag == 2573.0 / 3072.0);
+    assert_true(st.external_frag_at_peak == 573.0 / 3072.0);
+    assert_int_equal(dkv_mem_release(m, y, &e), DKV_OK);                /* nothing held: 1 */
+    dkv_mem_stats_get(m, &st);
+    assert_true(st.peak_external_frag == 1.0);
+    dkv_mem_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -478,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_options_rejected),
         cmocka_unit_test(test_deferred_release),
         cmocka_unit_test(test_series_and_peaks),
+        cmocka_unit_test(test_frag_peak_boundary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

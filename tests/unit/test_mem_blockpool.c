@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mem/mem.h"
+#include "util/rng.h"
 
 static dkv_mem *make(dkv_mem_options o)
 {
@@ -319,6 +320,155 @@ static void test_static_reservations(void **state)
     dkv_mem_free(m);
 }
 
+/* Reuse counts a block handed out before.  Fresh chunks sit at the bottom of the free stack,
+ * so an acquisition that reaches into them mixes used and fresh blocks. */
+static void test_reuse_fresh_boundary(void **state)
+{
+    (void)state;
+    dkv_mem *m = make(pool(1 << 20, 4, 4));
+    uint32_t ids[64];
+    dkv_mem_id a = get(m, 3 << 20);                /* blocks 0 1 2, all fresh */
+    assert_int_equal(stats(m).reuse_hits, 0);
+    put(m, a);                                     /* stack, bottom to top: 3 (fresh), 0 1 2 */
+    dkv_mem_id b = get(m, 2 << 20);                /* 2 1: both used before */
+    assert_int_equal(blocks(m, b, ids), 2);
+    assert_int_equal(ids[0], 2);
+    assert_int_equal(ids[1], 1);
+    assert_int_equal(stats(m).reuse_hits, 2);
+    dkv_mem_id c = get(m, 2 << 20);                /* 0 (used), then 3 (fresh) */
+    assert_int_equal(blocks(m, c, ids), 2);
+    assert_int_equal(ids[0], 0);
+    assert_int_equal(ids[1], 3);
+    dkv_mem_stats s = stats(m);
+    assert_int_equal(s.reuse_hits, 3);
+    assert_int_equal(s.reuse_total, 7);
+    dkv_mem_id d = get(m, 1);                      /* a new chunk: fresh */
+    assert_int_equal(blocks(m, d, ids), 1);
+    assert_int_equal(ids[0], 4);
+    put(m, b);
+    put(m, c);                                     /* bottom to top: 7 6 5 (fresh), 2 1 0 3 */
+    dkv_mem_id e5 = get(m, 5 << 20);               /* 5 blocks: a block list, 4 used + 1 fresh */
+    assert_int_equal(blocks(m, e5, ids), 5);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(ids[3], 2);
+    assert_int_equal(ids[4], 5);
+    s = stats(m);
+    assert_int_equal(s.reuse_hits, 7);
+    assert_int_equal(s.reuse_total, 13);
+    dkv_err e = {0};
+    uint64_t released;                             /* chunk 1 (blocks 4..7) still holds 4, 5 */
+    assert_int_equal(dkv_mem_shrink(m, 0, &released, &e), DKV_OK);
+    assert_int_equal(released, 0);
+    put(m, d);
+    put(m, e5);
+    assert_int_equal(dkv_mem_shrink(m, 4 << 20, &released, &e), DKV_OK);   /* gives chunk 1 back */
+    assert_int_equal(released, 4 << 20);
+    assert_int_equal(dkv_mem_check(m, &e), DKV_OK);
+    dkv_mem_id f = get(m, 4 << 20);                /* the 4 blocks of chunk 0, all used */
+    assert_int_equal(stats(m).reuse_hits, 11);
+    dkv_mem_id g = get(m, 1);                      /* chunk 1 again: fresh memory */
+    assert_int_equal(stats(m).reuse_hits, 11);
+    put(m, f);
+    put(m, g);
+    dkv_mem_free(m);
+}
+
+/* The inlined fast path (one free stack, at most 4 blocks) against the general path: a pool
+ * with two instances and zero quotas takes the general path for every operation and must
+ * decide exactly the same.  Random acquisitions of 1..7 blocks, releases, retains, grow and
+ * shrink; block lists, offsets and statistics compared after every step. */
+static void differential_run(uint64_t block, uint64_t seed)
+{
+    dkv_mem_options o = pool(block, 8, 40);
+    dkv_mem *fast = make(o);
+    o.n_instances = 2;                             /* quotas 0: nobody is owed anything */
+    dkv_mem *gen = make(o);
+    enum { MAXL = 200 };
+    dkv_mem_id live[MAXL];
+    int n = 0;
+    dkv_rng r;
+    dkv_rng_seed(&r, seed);
+    dkv_err e = {0};
+    uint32_t ia[64], ib[64];
+    for (int step = 0; step < 4000; step++) {
+        uint64_t u = dkv_rng_below(&r, 100);
+        if (step % 800 == 799)                     /* drain now and then: shrink finds free chunks */
+            for (; n > 0; n--) {
+                assert_int_equal(dkv_mem_release(fast, live[n - 1], &e), DKV_OK);
+                assert_int_equal(dkv_mem_release(gen, live[n - 1], &e), DKV_OK);
+            }
+        if (u < 50 && n < MAXL) {
+            uint64_t bytes = 1 + dkv_rng_below(&r, 7 * block);
+            dkv_mem_id a, b;
+            dkv_status sa = dkv_mem_acquire(fast, bytes, NULL, &a, &e);
+            dkv_status sb = dkv_mem_acquire(gen, bytes, NULL, &b, &e);
+            assert_int_equal(sa, sb);
+            if (sa == DKV_OK) {
+                assert_int_equal(a, b);
+                live[n++] = a;
+            }
+        } else if (u < 90 && n > 0) {
+            int k = (int)dkv_rng_below(&r, (uint64_t)n);
+            assert_int_equal(dkv_mem_release(fast, live[k], &e), DKV_OK);
+            assert_int_equal(dkv_mem_release(gen, live[k], &e), DKV_OK);
+            live[k] = live[--n];                   /* live[] holds one entry per reference */
+        } else if (u < 95 && n > 0 && n < MAXL) {
+            dkv_mem_id id = live[dkv_rng_below(&r, (uint64_t)n)];
+            assert_int_equal(dkv_mem_retain(fast, id, &e), DKV_OK);
+            assert_int_equal(dkv_mem_retain(gen, id, &e), DKV_OK);
+            live[n++] = id;
+        } else if (u < 98) {
+            uint64_t target = dkv_rng_below(&r, 40) * 8 * block, ra, rb;
+            assert_int_equal(dkv_mem_shrink(fast, target, &ra, &e), DKV_OK);
+            assert_int_equal(dkv_mem_shrink(gen, target, &rb, &e), DKV_OK);
+            assert_int_equal(ra, rb);
+        } else {
+            uint64_t target = dkv_rng_below(&r, 40) * 8 * block;
+            assert_int_equal(dkv_mem_grow(fast, target, &e), DKV_OK);
+            assert_int_equal(dkv_mem_grow(gen, target, &e), DKV_OK);
+        }
+        if (dkv_mem_check(fast, &e) != DKV_OK || dkv_mem_check(gen, &e) != DKV_OK)
+            fail_msg("step %d: %s", step, e.msg);
+        dkv_mem_stats a = stats(fast), b = stats(gen);
+        assert_int_equal(a.requested, b.requested);
+        assert_int_equal(a.allocated, b.allocated);
+        assert_int_equal(a.reserved, b.reserved);
+        assert_int_equal(a.peak_allocated, b.peak_allocated);
+        assert_int_equal(a.peak_reserved, b.peak_reserved);
+        assert_int_equal(a.reuse_hits, b.reuse_hits);
+        assert_int_equal(a.reuse_total, b.reuse_total);
+        assert_int_equal(a.blocks_free, b.blocks_free);
+        assert_int_equal(a.blocks_total, b.blocks_total);
+        assert_int_equal(a.largest_free, b.largest_free);
+        assert_int_equal(a.n_failed, b.n_failed);
+        assert_int_equal(a.n_failed_frag, b.n_failed_frag);
+        assert_int_equal(a.n_events, b.n_events);
+        assert_true(a.peak_external_frag == b.peak_external_frag);
+        assert_true(a.mean_internal_frag == b.mean_internal_frag);
+        for (int i = 0; i < n; i++) {
+            uint32_t na = blocks(fast, live[i], ia), nb = blocks(gen, live[i], ib);
+            assert_int_equal(na, nb);
+            assert_memory_equal(ia, ib, na * sizeof *ia);
+            dkv_mem_info x, y;
+            assert_int_equal(dkv_mem_info_get(fast, live[i], &x, &e), DKV_OK);
+            assert_int_equal(dkv_mem_info_get(gen, live[i], &y, &e), DKV_OK);
+            assert_int_equal(x.offset, y.offset);
+            assert_int_equal(x.offset, (uint64_t)ia[0] * block);
+        }
+    }
+    dkv_mem_stats a = stats(fast);   /* the run reached every case */
+    assert_true(a.reuse_hits > 0 && a.reuse_hits < a.reuse_total && a.n_failed > 0 && a.device_frees > 0);
+    dkv_mem_free(fast);
+    dkv_mem_free(gen);
+}
+
+static void test_fast_path_matches_general(void **state)
+{
+    (void)state;
+    differential_run(1 << 16, 21);   /* block size a power of two: shifts */
+    differential_run(3000, 22);      /* not: divisions */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +480,8 @@ int main(void)
         cmocka_unit_test(test_setup_cost),
         cmocka_unit_test(test_shared_prefix_refcount),
         cmocka_unit_test(test_static_reservations),
+        cmocka_unit_test(test_reuse_fresh_boundary),
+        cmocka_unit_test(test_fast_path_matches_general),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
