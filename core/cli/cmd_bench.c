@@ -32,7 +32,8 @@ static void bench_usage(FILE *out)
           "  --mem KIND   only this manager: static, caching, blockpool (default all)\n"
           "  --stream S   mixed, kv or both (default both)\n"
           "  --stride N   sample the time series every N events (default 0 = off)\n"
-          "Targets (docs/BENCHMARKS.md): blockpool >= 50 M events/s, caching >= 5 M events/s.\n",
+          "Targets (issue 3; results in docs/MEMORY.md, Performance): blockpool >= 50 M events/s,\n"
+          "caching >= 5 M events/s.\n",
           out);
 }
 
