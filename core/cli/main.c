@@ -22,6 +22,7 @@ static void usage(FILE *out)
           "  bench mem [options]    micro-benchmarks of the memory managers\n"
           "  compare REAL.h5 SIM.h5 [options]  a hardware run against its simulation (docs/COMPARE.md)\n"
           "  ncu-import NCU.csv RESULTS.h5 --run NAME  Nsight Compute HBM bytes per kernel into a run\n"
+          "  calibrate MEASURED.h5... -o PRESET.lua  fit a GPU preset to measured runs\n"
           "\n"
           "  dkv --help | -h     this text;  dkv <command> --help  the command's options\n"
           "  dkv --version       version, git commit, HDF5 and Lua versions\n"
@@ -57,7 +58,8 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(int, char **);
     } cmds[] = {{"run", dkv_cmd_run},     {"info", dkv_cmd_info},   {"merge", dkv_cmd_merge},
-                {"replay", dkv_cmd_replay}, {"bench", dkv_cmd_bench}, {"compare", dkv_cmd_compare}, {"ncu-import", dkv_cmd_ncu_import}};
+                {"replay", dkv_cmd_replay}, {"bench", dkv_cmd_bench}, {"compare", dkv_cmd_compare}, {"ncu-import", dkv_cmd_ncu_import},
+                {"calibrate", dkv_cmd_calibrate}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)
             return cmds[i].fn(argc - 1, argv + 1);
