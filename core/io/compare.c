@@ -216,7 +216,7 @@ static dkv_status load_kernels(side *s, dkv_err *err)
     uint64_t n = 0, n0 = 0;
     dkv_status st = DKV_OK;
     for (int i = 0; i < 5 && st == DKV_OK; i++) {
-        st = column(s->run, s->file, s->name, "kernels", cols[i], i < 2, &c[i], &n, err);
+        st = column(s->run, s->file, s->name, "kernels", cols[i], i == 1, &c[i], &n, err);
         if (i == 0)
             n0 = n;
         if (st == DKV_OK && i == 0 && !c[0])
