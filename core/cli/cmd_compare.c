@@ -80,7 +80,9 @@ static void print_cmp(const dkv_cmp *c)
         printf("%-29s %-10s %6llu %11.4g %11.4g %9s %9s %9s %9s %9s%s\n", q->name, q->unit, (unsigned long long)q->n,
                q->real, q->sim, t, md, mn, mx, b, q->n_undefined ? " (+undefined pairs)" : "");
     }
-    if (!in->has_ncu)
+    if (in->real_has_ncu && !in->has_ncu)
+        puts("note: REAL has ncu_classes but SIM has no kernels table: no ncu.* comparison (record.kernels = true)");
+    else if (!in->has_ncu)
         puts("note: REAL has no ncu_classes table: HBM bytes of a dkv.execute run are the cost model's counts, not "
              "measurements (import Nsight Compute figures with dkv ncu-import)");
     if (!in->has_kernels)

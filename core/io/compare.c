@@ -414,6 +414,7 @@ static dkv_status compare_kernels(dkv_cmp *c, const side *R, const side *S, dkv_
 /* Measured (ncu) class totals of REAL against SIM's kernels totals over every step. */
 static dkv_status compare_ncu(dkv_cmp *c, const side *R, const side *S, dkv_err *err)
 {
+    c->info.real_has_ncu = R->ncu[0] != NULL;
     if (!R->ncu[0] || !S->has_kernels)
         return DKV_OK;
     c->info.has_ncu = true;
@@ -539,62 +540,4 @@ dkv_status dkv_cmp_runs(dkv_h5 *real, const char *real_run, dkv_h5 *sim, const c
     }
     *out = c;
     return DKV_OK;
-}
-
-void dkv_cmp_free(dkv_cmp *c)
-{
-    if (!c)
-        return;
-    for (size_t i = 0; i < c->nd; i++) {
-        free((char *)c->d[i].key);
-        free((char *)c->d[i].real);
-        free((char *)c->d[i].sim);
-    }
-    free(c->d);
-    free(c->q);
-    free(c->steps);
-    free(c->real_file);
-    free(c->real_run);
-    free(c->sim_file);
-    free(c->sim_run);
-    free(c);
-}
-
-const dkv_cmp_info *dkv_cmp_get_info(const dkv_cmp *c)
-{
-    return &c->info;
-}
-
-size_t dkv_cmp_count(const dkv_cmp *c)
-{
-    return c->nq;
-}
-
-const dkv_cmp_quantity *dkv_cmp_at(const dkv_cmp *c, size_t i)
-{
-    return i < c->nq ? &c->q[i] : NULL;
-}
-
-const dkv_cmp_quantity *dkv_cmp_find(const dkv_cmp *c, const char *name)
-{
-    for (size_t i = 0; i < c->nq; i++)
-        if (strcmp(c->q[i].name, name) == 0)
-            return &c->q[i];
-    return NULL;
-}
-
-size_t dkv_cmp_diff_count(const dkv_cmp *c)
-{
-    return c->nd;
-}
-
-const dkv_cmp_diff *dkv_cmp_diff_at(const dkv_cmp *c, size_t i)
-{
-    return i < c->nd ? &c->d[i] : NULL;
-}
-
-const dkv_cmp_step *dkv_cmp_steps(const dkv_cmp *c, size_t *n)
-{
-    *n = c->nsteps;
-    return c->steps;
 }

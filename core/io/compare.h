@@ -17,8 +17,8 @@
  * "ncu.<class>.read_bytes|write_bytes|bytes|time_s" (class "all": every class).
  * Errors: relative, (sim - real) / real, for everything but fragmentations and rates in [0, 1]
  * (run.*frag*, run.block_reuse_rate), which are absolute: sim - real (0.01 = 1 percentage point).
- * Pairs where both values are 0 are skipped; pairs where real is 0 and sim is not, or either
- * is NaN, count as undefined.
+ * Per-step pairs where both values are 0 are skipped (a quantity whose every pair is 0 on both
+ * sides has error 0); pairs where real is 0 and sim is not, or either is NaN, count as undefined.
  *
  *     dkv_h5 *a, *b; dkv_cmp *c;
  *     dkv_h5_open_read("real.h5", &a, &err); dkv_h5_open_read("sim.h5", &b, &err);
@@ -88,7 +88,8 @@ typedef struct dkv_cmp_info {
     const char *real_file, *real_run, *sim_file, *sim_run;   /* borrowed from the comparison */
     uint64_t steps_real, steps_sim, steps_paired, steps_plan_mismatch;
     bool has_kernels;       /* both runs have a kernels table */
-    bool has_ncu;           /* REAL has ncu_classes (and SIM kernels) */
+    bool has_ncu;           /* REAL has ncu_classes and SIM kernels: ncu.* compared */
+    bool real_has_ncu;      /* REAL has ncu_classes */
     uint64_t real_workload_fp, sim_workload_fp;   /* dkv_cmp_workload_fingerprint (0: no config) */
     uint64_t real_config_fp, sim_config_fp;       /* dkv_cmp_config_fingerprint */
     size_t n_diffs_matter;

@@ -1,4 +1,4 @@
-/* compare_out.c - tolerances of a comparison and writing it to a results file (compare.h). */
+/* compare_out.c - a comparison's accessors, its tolerances, and writing it to a results file (compare.h). */
 #include "io/compare_impl.h"
 
 #include <fnmatch.h>
@@ -8,6 +8,66 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* ------------------------------------------------------------------ accessors */
+
+void dkv_cmp_free(dkv_cmp *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->nd; i++) {
+        free((char *)c->d[i].key);
+        free((char *)c->d[i].real);
+        free((char *)c->d[i].sim);
+    }
+    free(c->d);
+    free(c->q);
+    free(c->steps);
+    free(c->real_file);
+    free(c->real_run);
+    free(c->sim_file);
+    free(c->sim_run);
+    free(c);
+}
+
+const dkv_cmp_info *dkv_cmp_get_info(const dkv_cmp *c)
+{
+    return &c->info;
+}
+
+size_t dkv_cmp_count(const dkv_cmp *c)
+{
+    return c->nq;
+}
+
+const dkv_cmp_quantity *dkv_cmp_at(const dkv_cmp *c, size_t i)
+{
+    return i < c->nq ? &c->q[i] : NULL;
+}
+
+const dkv_cmp_quantity *dkv_cmp_find(const dkv_cmp *c, const char *name)
+{
+    for (size_t i = 0; i < c->nq; i++)
+        if (strcmp(c->q[i].name, name) == 0)
+            return &c->q[i];
+    return NULL;
+}
+
+size_t dkv_cmp_diff_count(const dkv_cmp *c)
+{
+    return c->nd;
+}
+
+const dkv_cmp_diff *dkv_cmp_diff_at(const dkv_cmp *c, size_t i)
+{
+    return i < c->nd ? &c->d[i] : NULL;
+}
+
+const dkv_cmp_step *dkv_cmp_steps(const dkv_cmp *c, size_t *n)
+{
+    *n = c->nsteps;
+    return c->steps;
+}
 
 /* ------------------------------------------------------------------ tolerances */
 
