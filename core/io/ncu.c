@@ -191,12 +191,13 @@ void dkv_ncu_classify(dkv_ncu_kernel *k, const char *const *full_names, size_t n
         }
     }
     /* GEMMs by their neighbours (the order of cuda/backend_fwd.c's forward):
-     *   the kernel right after it argmax_conf -> lm_head; a selection statistic -> kv_gather
-     *   (scores); softmax_rows -> attn (dense scores); a compress kernel (or a compress GEMM)
-     *   right before or after -> compress;
+     *   the first non-GEMM kernel after its run of GEMMs is argmax_conf -> lm_head; a selection
+     *   statistic -> kv_gather (scores, one GEMM per KV-head group); softmax_rows -> attn (dense
+     *   scores); a compress kernel (or a compress GEMM) right before -> compress;
      *   else by the previous non-GEMM kernel: the attention-norm rmsnorm -> qkv, the FFN-norm
      *   rmsnorm (one after an attention kernel) -> ffn, swiglu -> ffn (down), flash -> o_proj,
-     *   softmax_rows -> attn for the first GEMM after it (P.V), o_proj for the second.
+     *   softmax_rows -> attn for the first GEMM after it (P.V), o_proj for the second;
+     *   else a compress kernel right after -> compress.
      * A split-K reduction takes the class of the GEMM before it. */
     int prev = -1;            /* index of the previous non-GEMM kernel */
     int before = -1;          /* class of the kernel just before (GEMM or not; setup kernels skipped) */
@@ -221,10 +222,14 @@ void dkv_ncu_classify(dkv_ncu_kernel *k, const char *const *full_names, size_t n
             k[i].rule = last_gemm_kind == C_UNKNOWN ? DKV_NCU_UNMATCHED : DKV_NCU_BY_ORDER;
             continue;
         }
-        size_t nx = i + 1;   /* the kernel right after (past this GEMM's reductions) */
-        while (nx < n && ((red && red[nx]) || k[nx].kind == C_SETUP))
+        size_t nx = i + 1;   /* the first non-GEMM kernel after this run of GEMMs */
+        while (nx < n && (k[nx].gemm || k[nx].kind == C_SETUP))
             nx++;
-        bool next_plain = nx < n && !k[nx].gemm;
+        bool next_plain = nx < n;
+        size_t im = i + 1;   /* the kernel right after (past this GEMM's reductions) */
+        while (im < n && ((red && red[im]) || k[im].kind == C_SETUP))
+            im++;
+        bool imm_compress = im < n && !k[im].gemm && k[im].kind == C_COMPRESS;
         const char *next = next_plain ? k[nx].name : "";
         int next_kind = next_plain ? (int)k[nx].kind : -1;
         const char *pn = prev >= 0 ? k[prev].name : "";
@@ -235,7 +240,7 @@ void dkv_ncu_classify(dkv_ncu_kernel *k, const char *const *full_names, size_t n
             c = C_GATHER;
         else if (strcmp(next, "softmax_rows_kernel") == 0)
             c = C_ATTN;
-        else if (next_kind == C_COMPRESS || before == C_COMPRESS)
+        else if (before == C_COMPRESS)
             c = C_COMPRESS;
         else if (strcmp(pn, "rmsnorm_kernel") == 0)
             c = ffn_norm ? C_FFN : C_QKV;
@@ -245,6 +250,8 @@ void dkv_ncu_classify(dkv_ncu_kernel *k, const char *const *full_names, size_t n
             c = C_O;
         else if (strcmp(pn, "softmax_rows_kernel") == 0)
             c = gemms_since == 0 ? C_ATTN : C_O;
+        else if (imm_compress)
+            c = C_COMPRESS;
         gemms_since++;
         k[i].kind = (uint32_t)c;
         k[i].rule = c == C_UNKNOWN ? DKV_NCU_UNMATCHED : DKV_NCU_BY_ORDER;

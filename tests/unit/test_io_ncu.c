@@ -80,18 +80,24 @@ static const struct { const char *name; uint32_t kind; uint8_t rule; } STEP[] = 
     {"nvjet_tst_256x128_64x4_2x1_v_bz_TNT", 4, 1},                                   /* LM head */
     {"argmax_conf_kernel(unsigned int *, float *, const __nv_bfloat16 *, unsigned int, unsigned int)", 4, 0},
     {"unmask_kernel(dkv_bk_item *, unsigned int, const unsigned int *, const float *, unsigned int)", 8, 0},
-    /* dense attention of a Refresh step: scores GEMM, softmax, P.V GEMM, then the O GEMM */
+    /* a Refresh layer: selection scores (GQA: one GEMM per KV-head group), then dense attention:
+     * scores GEMM, softmax, P.V GEMM, then the O GEMM */
     {"rmsnorm_kernel(__nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, unsigned int, float)", 8, 0},
     {"void skinny_gemm_kernel<4>(sg_params)", 0, 1},
     {"rope_kernel(__nv_bfloat16 *, unsigned int, const unsigned int *, unsigned int, unsigned int, float)", 8, 0},
+    {"sm90_xmma_gemm_bf16bf16_f32f32_f32_nt_n_batched", 6, 1},
+    {"sm90_xmma_gemm_bf16bf16_f32f32_f32_nt_n_batched", 6, 1},
+    {"row_stats_kernel(const float *, float *, unsigned int, unsigned int)", 6, 0},
+    {"void topk_kernel<256>(topk_params)", 6, 0},
     {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nt_n_tilesize64x64x64_batched", 1, 1},   /* S = Q K^T */
     {"softmax_rows_kernel(__nv_bfloat16 *, const float *, unsigned int)", 1, 0},
     {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize64x64x64_batched", 1, 1},   /* P V */
     {"nvjet_tst_64x64_64x8_1x1_v_bz_TNN", 2, 1},                                    /* O */
-    /* sparse selection: scores GEMM, then its statistics */
-    {"sm90_xmma_gemm_bf16bf16_f32f32_f32_nt_n_batched", 6, 1},
-    {"row_stats_kernel(const float *, float *, unsigned int, unsigned int)", 6, 0},
-    {"void topk_kernel<256>(topk_params)", 6, 0},
+    /* the low-rank projection of a compress order: conversions around cuBLAS GEMMs */
+    {"bf16_to_f32_kernel(const __nv_bfloat16 *, float *, unsigned long)", 9, 0},
+    {"void gemm_kernel<float>(cublasGemmParams)", 9, 1},
+    {"void gemm_kernel<float>(cublasGemmParams)", 9, 1},
+    {"cholinv_kernel(float *, unsigned int)", 9, 0},
 };
 #define NSTEP (sizeof STEP / sizeof STEP[0])
 
@@ -255,7 +261,7 @@ static void test_import(void **state)
     assert_int_equal(rep.n_unknown, 1);
     assert_int_equal(rep.n_unknown_names, 1);
     assert_string_equal(rep.unknown[0], "mystery_kernel");
-    assert_int_equal(rep.n_gemm_by_order, 11);
+    assert_int_equal(rep.n_gemm_by_order, 14);
     dkv_h5 *f;
     assert_int_equal(dkv_h5_open_read(x->h5, &f, &err), DKV_OK);
     assert_int_equal(dkv_h5_run_count(f), 3);   /* every run kept, in order */
