@@ -217,7 +217,7 @@ static const dkv_h5_field sfields[] = {
 
 static void str32(char *dst, const char *s)
 {
-    snprintf(dst, DKV_H5_STR32_LEN, "%s", s ? s : "");
+    snprintf(dst, DKV_H5_STR32_LEN, "%.*s", DKV_H5_STR32_LEN - 1, s ? s : "");   /* names are at most 31 */
 }
 
 #define TRY(x)                   \
