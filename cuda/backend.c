@@ -12,19 +12,6 @@
 #include "sim/sim.h"
 #include "util/rng.h"
 
-#define TRY(call)                          \
-    do {                                   \
-        dkv_status s_ = (call);            \
-        if (s_ != DKV_OK)                  \
-            return s_;                     \
-    } while (0)
-#define CU(call)                                                                                      \
-    do {                                                                                              \
-        cudaError_t e_ = (call);                                                                      \
-        if (e_ != cudaSuccess)                                                                        \
-            return dkv_err_set(err, DKV_EIO, "cuda backend: %s:%d: %s: %s", __FILE__, __LINE__, #call, \
-                               cudaGetErrorString(e_));                                               \
-    } while (0)
 
 double bk_now(void)
 {

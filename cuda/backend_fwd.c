@@ -9,19 +9,6 @@
 
 #include "cuda/backend_internal.h"
 
-#define TRY(call)                          \
-    do {                                   \
-        dkv_status s_ = (call);            \
-        if (s_ != DKV_OK)                  \
-            return s_;                     \
-    } while (0)
-#define CU(call)                                                                                      \
-    do {                                                                                              \
-        cudaError_t e_ = (call);                                                                      \
-        if (e_ != cudaSuccess)                                                                        \
-            return dkv_err_set(err, DKV_EIO, "cuda backend: %s:%d: %s: %s", __FILE__, __LINE__, #call, \
-                               cudaGetErrorString(e_));                                               \
-    } while (0)
 
 #define DENSE_MIN_TOKENS 128   /* per-item Refresh attention from this many rows: dkv_cuda_attention_dense */
 #define AL(x) (((x) + 255) / 256 * 256)
