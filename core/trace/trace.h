@@ -48,7 +48,15 @@ typedef enum dkv_trace_tag {
 } dkv_trace_tag;
 
 /* `sub` values, by kind. */
-enum { DKV_PHASE_REFRESH = 0, DKV_PHASE_REUSE = 1 };
+/* Phase values: the same definition as decode/decode.h (whichever header comes first defines it),
+ * so both headers can be included together. */
+#ifndef DKV_PHASE_DEFINED
+#define DKV_PHASE_DEFINED
+typedef enum dkv_phase {
+    DKV_PHASE_REFRESH = 0, /* forward over the full canvas (q = L) */
+    DKV_PHASE_REUSE = 1    /* forward over part of the canvas, the rest from the cache */
+} dkv_phase;
+#endif
 enum { DKV_XFER_H2D = 0, DKV_XFER_D2H = 1, DKV_XFER_D2D = 2 };
 enum { DKV_REQ_ARRIVE = 0, DKV_REQ_ADMIT = 1, DKV_REQ_FINISH = 2, DKV_REQ_REJECT = 3 };
 enum { DKV_KERNEL_OTHER = 0, DKV_KERNEL_GEMM, DKV_KERNEL_ATTENTION, DKV_KERNEL_LOGITS,
