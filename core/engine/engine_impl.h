@@ -146,6 +146,7 @@ typedef struct eng {
     uint64_t host_now, host_peak;
     uint64_t alloc_now, alloc_peak;
     double dev_time_prev;        /* managers' modelled device time seen so far */
+    uint64_t res_step_max;       /* highest reserved (all managers together) at a step's peak point */
     dkv_routing_costs rcost;     /* resolved routing costs */
     uint64_t n_terminal;
     uint64_t pred_total, pred_ok, overruns;

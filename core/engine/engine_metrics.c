@@ -178,6 +178,7 @@ void eng_summarize(eng *e, double wall_s)
     /* fragmentation: KV managers (summed when partitioned) and the device manager */
     double sum_int = 0, sum_ext = 0, w = 0;
     uint64_t hits = 0, total = 0, peak_res = 0;
+    uint32_t n_mgr = 0;
     for (uint32_t i = 0; i < e->n_kvm; i++) {
         dkv_mem_stats ms;
         dkv_mem_stats_get(e->kvm[i], &ms);
@@ -195,7 +196,8 @@ void eng_summarize(eng *e, double wall_s)
         s->alloc_failures += ms.n_failed;
         s->alloc_failures_frag += ms.n_failed_frag;
         s->end_allocated_kv += e->kvm[i] == e->dev ? ms.allocated - e->tag_now[DKV_MEM_TAG_WEIGHTS] : ms.allocated;
-        peak_res += ms.peak_reserved;
+        peak_res = ms.peak_reserved > peak_res ? ms.peak_reserved : peak_res;
+        n_mgr++;
     }
     s->kv_internal_frag_mean = w ? sum_int / w : 0;
     s->kv_external_frag_mean = w ? sum_ext / w : 0;
@@ -207,12 +209,16 @@ void eng_summarize(eng *e, double wall_s)
         s->dev_external_frag_peak = ms.peak_external_frag;
         s->end_allocated_device = e->dev_is_kv ? e->tag_now[DKV_MEM_TAG_WEIGHTS] : ms.allocated;
         if (!e->dev_is_kv) {
-            peak_res += ms.peak_reserved;
+            peak_res = ms.peak_reserved > peak_res ? ms.peak_reserved : peak_res;
+            n_mgr++;
             s->alloc_failures += ms.n_failed;
             s->alloc_failures_frag += ms.n_failed_frag;
         }
     }
-    s->peak_reserved = peak_res; /* sum of per-manager peaks: an upper bound when they peak apart */
+    /* One manager: its own event-exact peak.  Several (KV pools + the device allocator): their
+     * combined reserved at each step's peak point (all of the step's acquisitions done, none of its
+     * releases), never below any single manager's peak. */
+    s->peak_reserved = n_mgr > 1 && e->res_step_max > peak_res ? e->res_step_max : peak_res;
     s->cost_per_hour = e->c.cost_per_hour >= 0 ? e->c.cost_per_hour : e->g->cost_per_hour;
     s->cost_per_mtok = dkv_cost_per_mtok(s->cost_per_hour, 1, s->tokens_per_s);
     s->wall_s = wall_s;

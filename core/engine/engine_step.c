@@ -463,6 +463,8 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
     }
     uint64_t reserved = 0;
     double dev_t = eng_device_time(e, &reserved);
+    if (reserved > e->res_step_max) /* every acquisition of the step is done, no release yet */
+        e->res_step_max = reserved;
     double alloc_s = dev_t - e->dev_time_prev + route_s;
     e->dev_time_prev = dev_t;
     double t0 = e->now;
@@ -520,6 +522,8 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
         c->on_step(c->on_step_user, &rec);
     if (c->record_steps && eng_push_step(e, &rec) != DKV_OK)
         return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory (step records)");
+    if (sample)
+        eng_device_time(e, &reserved); /* the level after this step's releases */
     if (sample && eng_push_mem(e, e->now, reserved) != DKV_OK)
         return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory (memory records)");
     return DKV_OK;

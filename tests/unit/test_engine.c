@@ -181,6 +181,13 @@ static void test_budget_and_phase_counts(void **state)
         log_max = mr[i].logits > log_max ? mr[i].logits : log_max;
     }
     assert_int_equal(act_max, s->peak_tag[DKV_MEM_TAG_ACTIVATION]);
+    /* KV pool + device allocator: the combined peak is the highest in-step sample, and it is no more
+     * than the sum of the two managers' own peaks */
+    uint64_t res_max = 0;
+    for (size_t i = 0; i < nm; i++)
+        res_max = mr[i].reserved > res_max ? mr[i].reserved : res_max;
+    assert_int_equal(res_max, s->peak_reserved);
+    assert_true(s->peak_reserved >= s->peak_tag[DKV_MEM_TAG_WEIGHTS] + s->peak_tag[DKV_MEM_TAG_KV]);
     assert_int_equal(log_max, s->peak_tag[DKV_MEM_TAG_LOGITS]);
     fx_fini(&f);
 }
