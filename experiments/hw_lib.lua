@@ -1,0 +1,303 @@
+-- experiments/hw_lib.lua - what the hardware experiments (hw_*.lua) share: one configuration run
+-- through dkv.execute (the CUDA backend) and dkv.simulate (the simulator), both saved into the one
+-- output file under paired names, so `dkv compare F.h5 F.h5 --real-run S:P:real --sim-run S:P:sim`
+-- pairs them (docs/COMPARE.md, "The pair of runs" and "Hardware session plan").
+--
+--   local hw = require "hw_lib"
+--   local p = hw.pair("ret", "dense", cfg)      -- saves ret:dense:sim, and with a GPU ret:dense:real
+--                                                -- and ret:dense:device (dkv.execute's device table)
+--
+-- Which halves run: -D backend=auto (default) probes dkv.execute: without a CUDA device only the
+-- simulated half runs, and one line says so; -D backend=sim runs only the simulated half;
+-- -D backend=cuda requires the device (an error without one: the GPU session must not silently
+-- simulate).  -D half=real skips the simulated half (the sim runs can then be made elsewhere).
+-- -D standin=PRESET (without a GPU; tests only): the :real runs are dkv.simulate under that GPU
+-- preset, so the post-processing (compare, ncu-import, calibrate) can be exercised end to end.
+--
+-- Run names: <study>:<point>:sim, <study>:<point>:real, <study>:<point>:device.  The device run
+-- holds what dkv.save does not write: cudaMemGetInfo per step (table `memory`), the arena, scratch
+-- and host-tier sizes, copied bytes, and output-agreement columns when the backend exposes them.
+local dkv = require "dkv"
+
+local M = {GiB = 2 ^ 30, MiB = 2 ^ 20, failures = {}}
+local P = dkv.params
+
+function M.param(k, d)
+  if P[k] == nil then return d end
+  return P[k]
+end
+
+-- "sim", "both" (sim + real) or "real" (-D half=real, with a device).  Probes once: dkv.execute raises "no CUDA device (...)" before
+-- it parses its argument when there is no usable GPU; with one, the empty table fails on a
+-- configuration error instead (nothing runs).
+function M.mode()
+  if M._mode then return M._mode end
+  local want = tostring(M.param("backend", "auto"))
+  assert(want == "auto" or want == "sim" or want == "cuda", "hw: -D backend must be auto, sim or cuda, got " .. want)
+  if want == "sim" then
+    M._mode, M.why = "sim", "-D backend=sim"
+  else
+    local ok, err = pcall(dkv.execute, {})
+    local nodev = (not ok) and tostring(err):match("(dkv%.execute: no CUDA device.*)")
+    if nodev then
+      if want == "cuda" then error("hw: -D backend=cuda, but " .. nodev, 0) end
+      M._mode, M.why = "sim", nodev
+    else
+      M._mode = "both"
+    end
+  end
+  local standin = M.param("standin", nil)
+  if standin and want == "cuda" then error("hw: -D standin is for tests without a GPU; not with -D backend=cuda", 0) end
+  if M._mode == "sim" and standin then
+    print("hw: " .. M.why .. ": STAND-IN runs: <study>:<point>:real are dkv.simulate on the '" .. tostring(standin)
+          .. "' preset, not hardware (tests of the post-processing)")
+  elseif M._mode == "sim" then
+    print("hw: " .. M.why .. ": only the simulated half runs (runs <study>:<point>:sim; no :real runs)")
+  end
+  if M._mode == "both" and M.param("half", "both") == "real" then M._mode = "real" end
+  return M._mode
+end
+
+function M.real_enabled() return M.mode() ~= "sim" end
+
+local function scalars(t)
+  local s = {}
+  for k, v in pairs(t) do
+    if type(v) == "number" or type(v) == "string" or type(v) == "boolean" then s[k] = v end
+  end
+  return s
+end
+
+-- The device table of dkv.execute as a run (write_run): scalars as summary, memory per step as a
+-- table, plus `extra` summary values (agreement figures).
+local function save_device(name, dev, extra)
+  local summary = scalars(dev)
+  for k, v in pairs(extra or {}) do summary[k] = v end
+  local tables = {}
+  if dev.memory and dev.memory.step and #dev.memory.step > 0 then tables.memory = dev.memory end
+  local units = {weights_bytes = "bytes", arena_bytes = "bytes", scratch_bytes = "bytes", mem_total_bytes = "bytes",
+                 mem_free_min_bytes = "bytes", gpu_time_s = "s", wall_time_s = "s", copy_time_s = "s",
+                 pcie_h2d_bytes = "bytes", pcie_d2h_bytes = "bytes", mem_used_peak_bytes = "bytes"}
+  -- the measured :real run is already saved: a device table write_run cannot take costs only itself
+  local ok, err = pcall(dkv.write_run, name, {summary = summary, tables = tables, units = units})
+  if not ok then
+    print(string.format("hw: %s: device table not written with its memory series (%s); summary only", name,
+                        tostring(err)))
+    ok, err = pcall(dkv.write_run, name, {summary = summary, units = units})
+    if not ok then print(string.format("hw: %s: device table not written: %s", name, tostring(err))) end
+  end
+end
+
+-- Before the first timed dkv.execute of a process: one short untimed execution of the same
+-- model and cache mode (1 request, one block, 2 steps), so CUDA's lazy module loading and the
+-- cuBLASLt plan cache do not land in the first point's steps.  -D warmup=false skips it (ncu
+-- runs: its kernels would be profiled too).  Not saved.
+function M.warmup(cfg, eopts)
+  if M._warm or not M.param("warmup", true) then return end
+  M._warm = true
+  local w = {}
+  for k, v in pairs(cfg) do w[k] = v end
+  local B = (cfg.decode and cfg.decode.block_len) or 32
+  w.workload = {kind = "fixed", n = 1, interval_s = 0, prompt = 128, gen = B}
+  w.decode = {cache = cfg.decode and cfg.decode.cache or "dual", block_len = B, steps = 2}
+  w.instances, w.policies = nil, nil
+  w.record = {steps = false, memory_every = 0}
+  local ok, err = pcall(dkv.execute, w, eopts)
+  print(ok and "hw: warm-up execution done (not saved)" or ("hw: warm-up failed (continuing): " .. tostring(err)))
+end
+
+-- Runs cfg through both backends (as mode() allows) and saves the runs.  opts: dkv.execute's
+-- options, plus allow_refusal (dkv.execute refusing the configuration is not an error: the
+-- message goes to out.err and the real half is skipped) and sim_only (no real half for this
+-- point); on_device(dev) -> extra summary values for the device run (may return nil).
+-- Returns {name, sim, real, dev, err}.
+function M.pair(study, point, cfg, opts, on_device)
+  local name = study .. ":" .. point
+  local out = {name = name}
+  local mode = M.mode()
+  if mode ~= "real" or (opts and opts.sim_only) then
+    out.sim = dkv.simulate(cfg)
+    dkv.save(out.sim, name .. ":sim")
+  end
+  local standin = M.param("standin", nil)
+  if mode == "sim" and standin and not (opts and opts.sim_only) then
+    -- tests of the post-processing only: a simulated run under another GPU preset stands in
+    -- for the hardware run (same plans, other speeds)
+    local c = {}
+    for k, v in pairs(cfg) do c[k] = v end
+    c.gpu = standin
+    out.real = dkv.simulate(c)
+    dkv.save(out.real, name .. ":real")
+    -- device figures made up from the stand-in's accounting (weights, the whole arena, 0.5 GiB of
+    -- context and scratch), so the post-processing's device-memory table has input
+    local rs = out.real.summary
+    local used = rs.peak_allocated - rs.peak_kv_bytes + rs.kv_capacity_bytes + 0.5 * M.GiB
+    dkv.write_run(name .. ":device", {summary = {standin = standin, mem_total_bytes = 141 * 1e9,
+      mem_free_min_bytes = 141 * 1e9 - used, mem_used_peak_bytes = used, arena_bytes = rs.kv_capacity_bytes,
+      weights_bytes = rs.peak_weights_bytes}})
+  end
+  if mode ~= "sim" and not (opts and opts.sim_only) then
+    local eopts = {}
+    for k, v in pairs(opts or {}) do if k ~= "allow_refusal" and k ~= "sim_only" then eopts[k] = v end end
+    M.warmup(cfg, eopts)
+    local ok, r, dev = pcall(dkv.execute, cfg, eopts)
+    if not ok then
+      -- a failed point must not cost the study's other points (one device session): the error is
+      -- printed, counted, and hw.footer makes the script exit 1 at its end
+      out.err = tostring(r):match("(dkv%.execute:.*)") or tostring(r)
+      if opts and opts.allow_refusal then
+        print(string.format("hw: %s: the real half was refused: %s", name, out.err))
+      else
+        M.failures[#M.failures + 1] = name .. ": " .. out.err
+        print(string.format("hw: %s: dkv.execute FAILED: %s", name, out.err))
+      end
+      return out
+    end
+    out.real, out.dev = r, dev
+    dkv.save(r, name .. ":real")
+    local extra = on_device and on_device(dev) or {}
+    if dev.mem_total_bytes and dev.mem_free_min_bytes then
+      extra.mem_used_peak_bytes = dev.mem_total_bytes - dev.mem_free_min_bytes
+    end
+    save_device(name .. ":device", dev, extra)
+  end
+  return out
+end
+
+-- Expected device seconds of one point from its simulated run: the measured/simulated wall-time
+-- ratio of the backend runs so far (docs/GPU.md: 0.55-0.78 of the simulator's tokens/s, i.e.
+-- x1.3-x1.8 its time; x2 taken) plus a fixed cost per dkv.execute (weights filled and the arena
+-- allocated: about 3 s assumed, not yet measured).
+M.real_over_sim, M.per_execute_s = 2.0, 3.0
+function M.expected_s(sim)
+  if not sim then return nil end
+  return M.real_over_sim * sim.summary.sim_time_s + M.per_execute_s
+end
+
+-- ---- output agreement (retention): tokens and confidences per request from the device table
+-- The backend does not yet return generated tokens (docs/COMPARE.md, "Hardware session plan").
+-- The field this reads, once cuda/backend.c and core/lua/l_execute.c expose it:
+--   dev.outputs = {id = {request ids}, tokens = {{generated token ids}, ...},
+--                  conf = {{softmax probability of each token when it was unmasked}, ...},
+--                  logit = {{its logit (fp32)}, ...}}   -- one entry per request, workload order
+-- Everything here is nil-safe: without the field it returns nil.
+function M.outputs(dev)
+  local o = dev and dev.outputs
+  if type(o) ~= "table" or type(o.tokens) ~= "table" then return nil end
+  local by_id = {}
+  for i, toks in ipairs(o.tokens) do
+    local id = o.id and o.id[i] or (i - 1)
+    by_id[id] = {tokens = toks, conf = o.conf and o.conf[i], logit = o.logit and o.logit[i]}
+  end
+  return by_id
+end
+
+-- Agreement of a run's outputs with the reference (dense) run's: fraction of identical generated
+-- tokens over every request (paired by request id and position); mean |conf - conf_ref|; logit
+-- error sum |l - l_ref| / sum |l_ref| over all generated positions (l: the logit of the token each
+-- run chose, at the step it chose it).  nil when either side lacks outputs.
+function M.agreement(ref_dev, dev)
+  local a, b = M.outputs(ref_dev), M.outputs(dev)
+  if not a or not b then return nil end
+  local same, total, dconf, nconf, dlog, slog, nlog = 0, 0, 0, 0, 0, 0, 0
+  for id, ra in pairs(a) do
+    local rb = b[id]
+    if rb then
+      for j, t in ipairs(ra.tokens) do
+        total = total + 1
+        if rb.tokens[j] == t then same = same + 1 end
+        if ra.conf and rb.conf and ra.conf[j] and rb.conf[j] then
+          dconf, nconf = dconf + math.abs(rb.conf[j] - ra.conf[j]), nconf + 1
+        end
+        if ra.logit and rb.logit and ra.logit[j] and rb.logit[j] then
+          dlog, slog, nlog = dlog + math.abs(rb.logit[j] - ra.logit[j]), slog + math.abs(ra.logit[j]), nlog + 1
+        end
+      end
+    end
+  end
+  if total == 0 then return nil end
+  return {token_agreement = same / total, tokens_compared = total,
+          conf_err_mean = nconf > 0 and dconf / nconf or nil,
+          logit_rel_err = (nlog > 0 and slog > 0) and dlog / slog or nil}
+end
+
+-- ---- printing
+function M.fmt(v, f)
+  if v == nil then return "-" end
+  if type(v) == "number" then return string.format(f or "%.4g", v) end
+  return tostring(v)
+end
+
+-- rows: array of tables; cols: {{key, header, format}, ...}
+function M.print_table(rows, cols)
+  local w = {}
+  for i, c in ipairs(cols) do
+    w[i] = #c[2]
+    for _, r in ipairs(rows) do w[i] = math.max(w[i], #M.fmt(r[c[1]], c[3])) end
+  end
+  local line = {}
+  for i, c in ipairs(cols) do line[i] = string.format("%-" .. w[i] .. "s", c[2]) end
+  print(table.concat(line, "  "))
+  for _, r in ipairs(rows) do
+    for i, c in ipairs(cols) do line[i] = string.format("%-" .. w[i] .. "s", M.fmt(r[c[1]], c[3])) end
+    print(table.concat(line, "  "))
+  end
+end
+
+-- Sums of a kernels table by class name: {class = {time_s=, bytes=, launches=}}.
+function M.kernel_classes(r)
+  if not r then return {} end
+  local k, out = r:kernels(), {}
+  if not k.kind then return out end
+  for i = 1, #k.kind do
+    local c = k.class_names[k.kind[i]]
+    local e = out[c] or {time_s = 0, bytes = 0, launches = 0}
+    e.time_s = e.time_s + k.time_s[i]
+    e.bytes = e.bytes + k.read_bytes[i] + k.write_bytes[i]
+    e.launches = e.launches + (k.n_launches and k.n_launches[i] or 0)
+    out[c] = e
+  end
+  return out
+end
+
+-- The columns both halves share, for a study's table (real columns nil without the real half).
+function M.row(p)
+  local s, r = p.sim and p.sim.summary, p.real and p.real.summary
+  local row = {point = p.name:match("^[^:]*:(.*)$")}
+  if s then
+    row.sim_s, row.sim_tok_s, row.sim_lat_s = s.sim_time_s, s.tokens_per_s, s.latency_mean_s
+    row.sim_peak_kv_gib, row.sim_hbm_gb = s.peak_kv_bytes / M.GiB, (s.hbm_read_bytes + s.hbm_write_bytes) / 1e9
+    row.sim_pcie_gb = (s.pcie_h2d_bytes + s.pcie_d2h_bytes) / 1e9
+    row.expect_s = M.expected_s(p.sim)
+  end
+  if r then
+    row.real_s, row.real_tok_s, row.real_lat_s = r.sim_time_s, r.tokens_per_s, r.latency_mean_s
+    row.real_pcie_gb = (r.pcie_h2d_bytes + r.pcie_d2h_bytes) / 1e9
+    row.lat_err = s and (s.latency_mean_s - r.latency_mean_s) / r.latency_mean_s or nil
+  end
+  if p.dev and p.dev.mem_total_bytes then
+    row.dev_used_gib = (p.dev.mem_total_bytes - p.dev.mem_free_min_bytes) / M.GiB
+  end
+  return row
+end
+
+M.common_cols = {
+  {"point", "point"}, {"expect_s", "expect_s", "%.1f"}, {"sim_s", "sim_s", "%.3f"}, {"real_s", "real_s", "%.3f"},
+  {"sim_lat_s", "sim_lat", "%.3f"}, {"real_lat_s", "real_lat", "%.3f"}, {"lat_err", "lat_err", "%+.3f"},
+  {"sim_tok_s", "sim_tok/s", "%.1f"}, {"real_tok_s", "real_tok/s", "%.1f"},
+}
+
+-- Prints the closing lines every study prints: what ran, and the expected device time.
+function M.footer(study, rows)
+  local e = 0
+  for _, r in ipairs(rows) do e = e + (r.expect_s or 0) end
+  print(string.format("%s: %d points, halves: %s; expected device time %.0f s (x%.1f the simulated time + %.0f s per "
+                      .. "dkv.execute)", study, #rows, M.mode() == "both" and "real + sim" or M.mode(), e,
+                      M.real_over_sim, M.per_execute_s))
+  if #M.failures > 0 then
+    error(string.format("%s: %d point(s) failed on the device (the others are saved):\n  %s", study, #M.failures,
+                        table.concat(M.failures, "\n  ")), 0)
+  end
+end
+
+return M

@@ -1,0 +1,78 @@
+-- experiments/hw_validate.lua - issue 6's validation targets: three workloads x three cache modes,
+-- each through dkv.execute and dkv.simulate (runs val:<workload>:<cache>:real / :sim / :device),
+-- short enough to run again under Nsight Compute (scripts/hw_session.sh profiles each point in its
+-- own process and imports the figures into the :real run with dkv ncu-import).
+--
+--   dkv run experiments/hw_validate.lua -o val.h5 [-D backend=auto|sim|cuda] [-D point=w1:dual]
+--       [-D gpu=h200] [-D gemm_eff=0.7] [-D half=real] [-D warmup=false]
+--
+-- VALIDATION ONLY: these workloads are disjoint from the calibration (fit) set.  The fit set is
+-- every run of hw_retention.lua, hw_offload.lua, hw_multi_instance.lua and hw_layout.lua (fixed
+-- workloads of 4, 8 or 16 requests x (512 + 128) tokens); the validation workloads below have
+-- other request counts, prompts and generation lengths, so their workload fingerprints differ
+-- (`dkv compare --calibration PRESET.lua` checks that mechanically: scripts/hw_session.sh post).
+--   w1  1 request  x (256 + 32)
+--   w2  2 requests x (1024 + 32)
+--   w3  4 requests x (384 + 32)
+-- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
+-- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
+-- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
+-- record.kernels = true.
+-- -D gpu / -D gemm_eff: the simulated half under a calibrated preset (scripts/hw_session.sh post
+-- re-simulates with the preset it fitted; compare ignores gpu.* and sim.* differences).
+--
+-- Expected device time: each point 0.01-0.07 s simulated; ~3 s per dkv.execute (weights, arena):
+-- ~30 s for the 9 points in one process.  Under ncu (one process per point) the time is set by
+-- the ~1,500 kernel launches per point (4 steps x ~330 + ~200 weight fills): not known yet.
+local dkv = require "dkv"
+local hw = require "hw_lib"
+
+local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200")
+local steps = hw.param("steps", 4)
+local gemm_eff = hw.param("gemm_eff", nil)
+
+local workloads = {
+  {"w1", 1, 256, 32},
+  {"w2", 2, 1024, 32},
+  {"w3", 4, 384, 32},
+}
+local caches = {
+  {"prefix", nil},
+  {"dual", nil},
+  {"sparse", {set = "per_head", mode = "fixed", rho = 0.5}},
+}
+local only = hw.param("point", nil)
+
+local rows = {}
+for _, w in ipairs(workloads) do
+  for _, c in ipairs(caches) do
+    local point = w[1] .. ":" .. c[1]
+    if not only or only == point then
+      local cfg = {model = model, gpu = gpu, seed = 1,
+        workload = {kind = "fixed", n = w[2], interval_s = 0, prompt = w[3], gen = w[4]},
+        decode = {cache = c[1], block_len = 32, steps = steps},
+        mem = {kind = "blockpool", capacity_bytes = 2 * hw.GiB},
+        policies = {retention = c[2]},
+        sim = gemm_eff and {gemm_eff = gemm_eff} or nil,
+        record = {kernels = true}}
+      local p = hw.pair("val", point, cfg)
+      local row = hw.row(p)
+      local x = p.real or p.sim
+      if x then row.n_steps = x.summary.n_steps end
+      local k = hw.kernel_classes(p.real or p.sim)
+      local launches = 0
+      for _, e in pairs(k) do launches = launches + e.launches end
+      row.launches = launches
+      rows[#rows + 1] = row
+    end
+  end
+end
+assert(#rows > 0, "hw_validate: no point matches -D point=" .. tostring(only))
+
+print(string.format("hw validate: %s on %s%s, one block of 32 in %d steps, pool 2 GiB", model, gpu,
+                    gemm_eff and string.format(" (gemm_eff %.3g)", gemm_eff) or "", steps))
+hw.print_table(rows, {{"point", "point"}, {"n_steps", "steps"}, {"launches", "launches"},
+  {"expect_s", "expect_s", "%.1f"}, {"sim_s", "sim_s", "%.4f"}, {"real_s", "real_s", "%.4f"},
+  {"sim_lat_s", "sim_lat", "%.4f"}, {"real_lat_s", "real_lat", "%.4f"}, {"lat_err", "lat_err", "%+.3f"},
+  {"sim_hbm_gb", "sim_HBM_GB", "%.2f"}, {"dev_used_gib", "dev_GiB", "%.2f"}})
+hw.footer("hw_validate", rows)

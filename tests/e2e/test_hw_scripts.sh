@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# test_hw_scripts.sh - the hardware session's scripts without hardware: every experiments/hw_*.lua
+# in simulation mode at tiny sizes (the runs it must write, the one line saying only the simulated
+# half ran, -D backend=cuda refused without a GPU), the output-agreement arithmetic of hw_lib.lua
+# (nil without the backend's `outputs`), and scripts/hw_session.sh's `standin` + `post` end to end:
+# stand-in "hardware" runs (dkv.simulate on the A100 preset) against H200 simulations, fake ncu
+# CSVs imported, dkv compare with issue 6's tolerances (latency must fail, bytes, peaks and
+# fragmentation must pass), dkv calibrate on the fit set, the validation points re-simulated under
+# the fitted preset (latency must then pass), and a fit-set run refused as validation.
+set -euo pipefail
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
+PY=/usr/bin/python3
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$ROOT"
+
+runs() {   # file -> sorted run names, one a line
+    $PY -c 'import sys, h5py; print("\n".join(sorted(h5py.File(sys.argv[1])["runs"])))' "$1"
+}
+tiny=(-D n=1 -D prompt=64 -D gen=32 -D steps=4 -D capacity_gib=1)
+
+out=$("$DKV" run experiments/hw_retention.lua "${tiny[@]}" -o "$T/ret.h5")
+grep -q "^hw: dkv.execute: no CUDA device (.*): only the simulated half runs" <<<"$out" || fail "sim-only line: $out"
+grep -q "agreement: needs the real half" <<<"$out" || fail "agreement note"
+want="ret:dense:sim
+ret:per_head,entropy:sim
+ret:per_head,rho=0.3:sim
+ret:per_head,rho=0.5:sim
+ret:shared,entropy:sim
+ret:shared,rho=0.3:sim
+ret:shared,rho=0.5:sim"
+[ "$(runs "$T/ret.h5")" = "$want" ] || fail "retention runs: $(runs "$T/ret.h5")"
+
+"$DKV" run experiments/hw_offload.lua "${tiny[@]}" -D plain=false -D backend=sim -o "$T/off.h5" >"$T/off.txt"
+grep -q "^hw: -D backend=sim: only the simulated half runs" "$T/off.txt" || fail "backend=sim line"
+[ "$(runs "$T/off.h5" | tr '\n' ' ')" = "off:none:sim off:prog,never:sim off:prog,t=0.33-0.67,r=0.3:sim \
+off:prog,t=0.33-0.67,r=0.5:sim off:prog,t=0.5-0.75,r=0.3:sim off:prog,t=0.5-0.75,r=0.5:sim " ] \
+    || fail "offload runs: $(runs "$T/off.h5")"
+grep -q "^prog,t=0.33-0.67,r=0.3 " "$T/off.txt" || fail "offload table"
+
+"$DKV" run experiments/hw_multi_instance.lua -D n=4 -D gen=32 -D steps=4 -D insts=1,2 -o "$T/multi.h5" >"$T/multi.txt"
+[ "$(runs "$T/multi.h5" | tr '\n' ' ')" = "multi:inst=1,partitioned:sim multi:inst=1,shared:sim \
+multi:inst=2,partitioned:sim multi:inst=2,shared:sim " ] || fail "multi runs: $(runs "$T/multi.h5")"
+# only inst=1,shared can run on the device today: the others expect no device time
+grep -q "expected device time [0-9]* s" "$T/multi.txt" || fail "multi footer"
+grep -E "^inst=2,shared +- +- " "$T/multi.txt" >/dev/null || fail "inst=2 has no real half and no expected time"
+
+"$DKV" run experiments/hw_layout.lua "${tiny[@]}" -o "$T/layout.h5" >/dev/null
+[ "$(runs "$T/layout.h5" | wc -l)" = 3 ] || fail "layout runs: $(runs "$T/layout.h5")"
+
+"$DKV" run experiments/hw_validate.lua -D point=w2:sparse -o "$T/val1.h5" >/dev/null
+[ "$(runs "$T/val1.h5")" = "val:w2:sparse:sim" ] || fail "validate -D point"
+
+# -D backend=cuda without a device: an error naming the reason, no hardware run written
+set +e
+"$DKV" run experiments/hw_layout.lua "${tiny[@]}" -D backend=cuda -o "$T/cuda.h5" >"$T/cuda.txt" 2>&1; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "hw: -D backend=cuda, but dkv.execute: no CUDA device" "$T/cuda.txt" || fail "backend=cuda: $rc"
+[ ! -e "$T/cuda.h5" ] || fail "backend=cuda wrote a file"
+
+# output agreement: the arithmetic, and nil until the backend exposes outputs
+cat >"$T/agree.lua" <<'LUA'
+local hw = require "hw_lib"
+local ref = {outputs = {id = {7, 9}, tokens = {{1, 2, 3, 4}, {5, 6}}, conf = {{0.5, 0.5, 0.5, 0.5}, {1, 1}},
+                        logit = {{2, 2, 2, 2}, {4, 4}}}}
+local run = {outputs = {id = {9, 7}, tokens = {{5, 0}, {1, 2, 9, 4}}, conf = {{1, 0.5}, {0.5, 0.25, 0.5, 0.5}},
+                        logit = {{4, 2}, {2, 2, 3, 2}}}}
+local a = hw.agreement(ref, run)
+assert(a.tokens_compared == 6 and math.abs(a.token_agreement - 4 / 6) < 1e-12, a.token_agreement)
+assert(math.abs(a.conf_err_mean - (0.25 + 0.5) / 6) < 1e-12, a.conf_err_mean)
+assert(math.abs(a.logit_rel_err - 3 / 16) < 1e-12, a.logit_rel_err)
+assert(hw.agreement(ref, {device = "x"}) == nil and hw.agreement(nil, run) == nil)
+local b = hw.agreement({outputs = {tokens = {{1, 2}}}}, {outputs = {tokens = {{1, 3}}}})
+assert(b.token_agreement == 0.5 and b.conf_err_mean == nil and b.logit_rel_err == nil)
+print("agreement ok")
+LUA
+"$DKV" run "$T/agree.lua" | grep -q "agreement ok" || fail "agreement"
+
+# the real half's code path, with a fake dkv.execute (the simulator's result plus a made-up device
+# table with outputs; "plain" offload fails, more than one instance is refused as the backend does)
+cat >"$T/fake_gpu.lua" <<'LUA'
+local dkv = require "dkv"
+local simulate = dkv.simulate
+dkv.execute = function(cfg, opts)
+  if next(cfg) == nil then error("cfg.model: is required") end          -- hw_lib's probe
+  if ((cfg.instances or {}).n or 1) ~= 1 then error("dkv.execute: cfg.instances.n = 2: one instance") end
+  if ((cfg.policies or {}).offload or {}).mode == "plain" then error("dkv.execute: fake failure") end
+  local r = simulate(cfg)
+  local rho = ((cfg.policies or {}).retention or {}).rho
+  local toks = {}
+  for i = 1, cfg.workload.n do
+    toks[i] = {}
+    for j = 1, cfg.workload.gen do toks[i][j] = (rho and j % 2 == 0) and 0 or j end
+  end
+  return r, {device = "fake", mem_total_bytes = 100e9, mem_free_min_bytes = 70e9, arena_bytes = 2 ^ 30,
+             copy_time_s = 0.5, memory = {step = {0, 1}, free_bytes = {70e9, 71e9}}, outputs = {tokens = toks}}
+end
+require(dkv.params.study)
+LUA
+set +e
+"$DKV" run "$T/fake_gpu.lua" -D study=hw_offload "${tiny[@]}" -o "$T/foff.h5" >"$T/foff.txt" 2>&1; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "hw_offload: 1 point(s) failed on the device" "$T/foff.txt" || fail "failed point: $rc"
+grep -q "hw: off:plain: dkv.execute FAILED: dkv.execute: fake failure" "$T/foff.txt" || fail "failure line"
+r=$(runs "$T/foff.h5" | tr '\n' ' ')
+[[ "$r" == *"off:none:device off:none:real off:none:sim off:plain:sim off:prog,never:device"* ]] || fail "runs: $r"
+[[ "$r" != *"off:plain:real"* ]] || fail "a failed point wrote a real run"
+grep -q "hw: warm-up execution done" "$T/foff.txt" || fail "warm-up"
+"$DKV" run "$T/fake_gpu.lua" -D study=hw_retention "${tiny[@]}" -o "$T/fret.h5" >"$T/fret.txt"
+grep -E "^per_head,rho=0.5 .* 0\.5000 +- +- *$" "$T/fret.txt" >/dev/null || fail "agreement 0.5: $(cat "$T/fret.txt")"
+grep -E "^per_head,entropy .* 1\.0000 +- +- *$" "$T/fret.txt" >/dev/null || fail "agreement 1"
+$PY - "$T/fret.h5" <<'PYEOF' || fail "device runs"
+import sys, h5py
+r = h5py.File(sys.argv[1])["runs"]
+d = r["ret:shared,rho=0.3:device"]
+assert d["summary"].attrs["token_agreement"] == 0.5 and d["summary"].attrs["mem_used_peak_bytes"] == 30e9
+assert list(d["memory"]["free_bytes"]) == [70e9, 71e9]
+assert "token_agreement" not in r["ret:dense:device"]["summary"].attrs
+assert "ret:dense:real" in r and "ret:dense:sim" in r
+PYEOF
+"$DKV" run "$T/fake_gpu.lua" -D study=hw_multi_instance -D n=4 -D gen=32 -D steps=4 -D insts=1,2 -o "$T/fmul.h5" >"$T/fmul.txt"
+grep -q "^inst=2,shared  *refused" "$T/fmul.txt" && grep -q "^inst=1,shared  *yes" "$T/fmul.txt" || fail "multi real"
+grep -q "^inst=1,partitioned  *-" "$T/fmul.txt" || fail "1 partitioned is simulation only"
+grep -q "real half for inst > 1: dkv.execute: cfg.instances.n = 2" "$T/fmul.txt" || fail "refusal printed"
+
+# the session's post-processing on stand-ins
+DKV="$DKV" bash scripts/hw_session.sh standin "$T/dev" >"$T/standin.txt" 2>&1 || { cat "$T/standin.txt"; fail "standin"; }
+for f in hw_h5.tgz ncu.tgz logs.tgz table.txt; do [ -f "$T/dev/$f" ] || fail "standin: no $f"; done
+DKV="$DKV" RES="$T/res" bash scripts/hw_session.sh post "$T/dev" >"$T/post.txt" 2>&1 || { tail -n 30 "$T/post.txt"; fail "post"; }
+S="$T/res/summary.md"
+grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
+[ "$(grep -c "== compare " "$T/res/post.log")" = 42 ] || fail "33 pairs + 9 calibrated: $(grep -c "== compare " "$T/res/post.log")"
+[ "$(grep -c "kernels into run 'val:.*, 0 unknown" "$T/res/post.log")" = 9 ] || fail "9 ncu imports"
+grep -q "plans agree" "$T/res/post.log" && fail "no profiled runs in a stand-in"
+# under the shipped preset: the A100 stand-in is slower (latency fails), the same plans give the
+# same bytes, peaks and fragmentation; after calibrating on the fit set the latency passes too
+grep -q "step latency <= 8 %: 0 / 9; HBM bytes per class <= 5 % (every class): 9 / 9; peak memory <= 2 % (every peak_\*): 9 / 9; fragmentation <= 1 pp: 9 / 9" "$S" \
+    || fail "targets (shipped preset): $(grep Targets "$S")"
+[ "$(grep -c "step latency <= 8 %: 9 / 9" "$S")" = 1 ] || fail "targets (calibrated): $(grep Targets "$S")"
+grep -q "^| ret:dense:real | [0-9]* (0) | 0 | " "$S" || fail "retention row, plans and config agree"
+grep -q "base a100-80g" "$T/res/calibrate.txt" || fail "calibrated from the stand-ins"
+grep -q "^| off:none | " "$S" || fail "device memory table"
+# calibration data is not validation data: a fit-set run is refused against the fitted preset
+set +e
+"$DKV" compare "$T/res/h5/hw_offload.h5" "$T/res/h5/hw_offload.h5" --real-run off:none:real --sim-run off:none:sim \
+    --calibration "$T/res/root/datasets/presets/gpu/h200-hw.lua" >/dev/null 2>"$T/e"; rc=$?
+set -e
+[ $rc = 1 ] && grep -q "was used to fit this preset" "$T/e" || fail "fit-set run accepted as validation: $rc"
+echo ok
