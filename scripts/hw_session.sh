@@ -98,7 +98,7 @@ run_dkv() {   # name limit log dkv-args...
     if [ "$l" -lt 20 ]; then status_line "$name" skip 0 "deadline: ${l}s left"; return 1; fi
     [ "$lim" -gt $((l - 10)) ] && lim=$((l - 10))
     local t0=$SECONDS r
-    timeout "$lim" "$DKV" "$@" > "$log" 2>&1; r=$?
+    timeout -k 10 "$lim" "$DKV" "$@" > "$log" 2>&1; r=$?
     status_line "$name" "$r" $((SECONDS - t0)) "$( [ $r = 124 ] && echo "timeout ${lim}s" || grep -m1 -E "^hw: |error|Error" "$log" | cut -c1-90)"
     [ "$r" = 0 ]
 }
@@ -150,7 +150,7 @@ device() {
                 if [ "$l" -lt 40 ]; then status_line "ncu $p" skip 0 "deadline: ${l}s left"; continue; fi
                 [ "$lim" -gt $((l - 15)) ] && lim=$((l - 15))
                 t0=$SECONDS
-                timeout "$lim" "$NCU" --csv --clock-control none --target-processes all \
+                timeout -k 10 "$lim" "$NCU" --csv --clock-control none --target-processes all \
                     --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
                     --log-file "$W/ncu/ncu_$tag.csv" \
                     "$DKV" run experiments/hw_validate.lua -D backend=cuda -D half=real -D warmup=false \
