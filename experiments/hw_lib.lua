@@ -175,11 +175,11 @@ function M.expected_s(sim)
 end
 
 -- ---- output agreement (retention): tokens and confidences per request from the device table
--- The backend does not yet return generated tokens (docs/COMPARE.md, "Hardware session plan").
--- The field this reads, once cuda/backend.c and core/lua/l_execute.c expose it:
+-- dkv.execute(cfg, {outputs = true}) returns (docs/LUA_API.md):
 --   dev.outputs = {id = {request ids}, tokens = {{generated token ids}, ...},
 --                  conf = {{softmax probability of each token when it was unmasked}, ...},
---                  logit = {{its logit (fp32)}, ...}}   -- one entry per request, workload order
+--                  step = {{engine step that unmasked it}, ...}}   -- requests in id order
+-- A `logit` column ({{raw logit of each token}}) is read when present; the backend does not report it yet.
 -- Everything here is nil-safe: without the field it returns nil.
 function M.outputs(dev)
   local o = dev and dev.outputs

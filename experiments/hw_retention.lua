@@ -16,11 +16,13 @@
 -- LLaDA-8B shapes, seeded random weights, 4 requests x (512 + 128) all at t = 0, block 32, 32
 -- steps per block, a 8 GiB pool (t-major), record.kernels = true (per-class times: calibration).
 --
--- Output agreement with the dense run (fraction of identical generated tokens, confidence and
--- logit error) is computed from dkv.execute's device table when it carries `outputs`
--- (hw_lib.lua, M.outputs): the backend does not expose generated tokens yet, so the columns are
--- "-" until it does (docs/COMPARE.md, "Hardware session plan").  With random weights the
--- agreement measures the mechanism, not the quality of a trained model.
+-- Output agreement with the dense run (fraction of identical generated tokens and the error of
+-- each token's confidence) comes from dkv.execute{..., outputs = true} (docs/LUA_API.md): the
+-- device table's `outputs` hold every request's generated tokens and the softmax probability each
+-- had when it was unmasked.  -D outputs=false turns it off: collecting them synchronises after
+-- every step (the on_item report), which adds to the measured latency of these points.  The
+-- backend reports no raw logit per token, so the logit error column stays "-".  With random
+-- weights the agreement measures the mechanism, not the quality of a trained model.
 --
 -- Expected device time (simulated H200 time of each point, from a run of this script in
 -- simulation; x2 + 3 s per dkv.execute, hw_lib.expected_s):
@@ -53,11 +55,12 @@ local function cfg_of(cache, ret)
     record = {kernels = true}}
 end
 
+local want_outputs = hw.param("outputs", true) ~= false
 local rows, dense_dev = {}, nil
 for _, pt in ipairs(points) do
   if not only or only == pt[1] then
     local agree
-    local p = hw.pair("ret", pt[1], cfg_of(pt[2], pt[3]), nil, function(dev)
+    local p = hw.pair("ret", pt[1], cfg_of(pt[2], pt[3]), {outputs = want_outputs}, function(dev)
       if pt[1] == "dense" then dense_dev = dev; return nil end
       agree = hw.agreement(dense_dev, dev)
       return agree
@@ -89,7 +92,6 @@ if not hw.real_enabled() then
 elseif not dense_dev then
   print("agreement: not computed (the dense point did not run: -D point left it out)")
 elseif not hw.outputs(dense_dev) then
-  print("agreement: not computed (dkv.execute's device table has no `outputs`: the backend does not return "
-        .. "generated tokens yet)")
+  print("agreement: not computed (dkv.execute's device table has no `outputs`: run without -D outputs=false)")
 end
 hw.footer("hw_retention", rows)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lua/exec_outputs.h"
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"
@@ -30,6 +31,10 @@ typedef struct lexec {
     double   staging_bytes, host_bytes;   /* < 0: automatic */
     char   **weights;
     uint32_t n_weights;
+    bool     outputs;          /* opts.outputs: collect generated tokens per request */
+    bool     out_failed;
+    dkv_exec_outputs out;
+    dkv_err  out_err;
 #ifdef DKV_HAVE_CUDA
     dkv_cuda_backend_report rep;
 #endif
@@ -43,6 +48,7 @@ static int lexec_gc(lua_State *L)
     free(x->weights);
     x->weights = NULL;
     x->n_weights = 0;
+    dkv_exec_outputs_free(&x->out);
 #ifdef DKV_HAVE_CUDA
     dkv_cuda_backend_report_clear(&x->rep);
 #endif
@@ -62,7 +68,7 @@ static char *dup_str(lua_State *L, const char *s)
 static void parse_opts(lua_State *L, int idx, lexec *x)
 {
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
-                                       "class_timing", "staging_bytes", "host_bytes", NULL};
+                                       "class_timing", "staging_bytes", "host_bytes", "outputs", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
     const char *p = "opts";
     x->device = 0, x->seed = -1, x->layout = -1, x->attn_streams = 4, x->max_logit_rows = 1024;
@@ -80,6 +86,7 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->class_timing = dkv_lconf_boolean(L, idx, p, "class_timing", true, 0);
     x->staging_bytes = dkv_lconf_number(L, idx, p, "staging_bytes", -1, -1, HUGE_VAL, 0);
     x->host_bytes = dkv_lconf_number(L, idx, p, "host_bytes", -1, -1, HUGE_VAL, 0);
+    x->outputs = dkv_lconf_boolean(L, idx, p, "outputs", false, 0);
     lua_getfield(L, idx, "weights");
     if (lua_isstring(L, -1)) {
         x->weights = calloc(1, sizeof *x->weights);
@@ -120,6 +127,17 @@ static uint64_t kv_capacity(const dkv_lsim *s)
     double hbm = s->gpu.hbm_bytes, W = (double)dkv_model_weight_bytes(&s->model);
     double usable = hbm - W - c->sizing.margin * hbm;
     return usable > 0 ? (uint64_t)(c->sizing.kv_frac * usable) : 0;
+}
+
+/* on_item hook for opts.outputs: the first failure is kept and raised after the run. */
+static void collect_item(void *user, const dkv_cuda_item_report *r)
+{
+    lexec *x = user;
+    if (x->out_failed || !r->tokens_before || !r->tokens_after || !r->conf)
+        return;
+    if (dkv_exec_outputs_record(&x->out, r->step_index, r->request, r->prompt, r->canvas, r->block_start,
+                                r->block_len, r->tokens_before, r->tokens_after, r->conf, &x->out_err) != DKV_OK)
+        x->out_failed = true;
 }
 
 static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err)
@@ -171,6 +189,10 @@ static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *er
     o.class_timing = x->class_timing;
     o.kernel_records = s->record_kernels;
     o.report = &x->rep;
+    if (x->outputs) { /* synchronises after every step: use for agreement runs, not for timing */
+        o.on_item = collect_item;
+        o.on_item_user = x;
+    }
     return dkv_cuda_backend_new(&o, out, err);
 }
 
@@ -234,6 +256,39 @@ static void push_device(lua_State *L, const dkv_cuda_backend_report *r)
     lua_setfield(L, -2, "memory");
 }
 
+/* dev.outputs = {id = {...}, tokens = {{...}, ...}, conf = {{...}}, step = {{...}}}: requests with a
+ * report, in id order; a position never unmasked has token -1, conf NaN and step -1. */
+static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
+{
+    static const char *const cols[] = {"id", "tokens", "conf", "step"};
+    lua_createtable(L, 0, 4);
+    for (int c = 0; c < 4; c++) {
+        lua_newtable(L);
+        lua_Integer k = 0;
+        for (uint32_t i = 0; i < o->n; i++) {
+            const dkv_exec_output *r = &o->req[i];
+            if (!r->tokens)
+                continue;
+            if (c == 0) {
+                lua_pushinteger(L, r->id);
+            } else {
+                lua_createtable(L, (int)r->gen, 0);
+                for (uint32_t g = 0; g < r->gen; g++) {
+                    if (c == 1)
+                        lua_pushinteger(L, r->tokens[g] == UINT32_MAX ? -1 : (lua_Integer)r->tokens[g]);
+                    else if (c == 2)
+                        lua_pushnumber(L, r->conf[g]);
+                    else
+                        lua_pushinteger(L, r->step[g] == UINT32_MAX ? -1 : (lua_Integer)r->step[g]);
+                    lua_rawseti(L, -2, (lua_Integer)g + 1);
+                }
+            }
+            lua_rawseti(L, -2, ++k);
+        }
+        lua_setfield(L, -2, cols[c]);
+    }
+}
+
 #endif
 
 /* dkv.execute(cfg [, opts]) -> result, device */
@@ -258,8 +313,15 @@ static int l_execute(lua_State *L)
     luaL_setmetatable(L, LEXEC_MT);
     parse_opts(L, 2, x);
     dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
+    if (x->out_failed)
+        return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
     push_device(L, &x->rep);
+    if (x->outputs) {
+        push_outputs(L, &x->out);
+        lua_setfield(L, -2, "outputs");
+    }
     dkv_cuda_backend_report_clear(&x->rep);
+    dkv_exec_outputs_free(&x->out);
     return 2;
 #endif
 }

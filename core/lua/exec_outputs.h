@@ -1,0 +1,42 @@
+/* exec_outputs.h - what dkv.execute{..., outputs = true} returns per request: the generated tokens,
+ * and the confidence each had when it was unmasked.  Pure bookkeeping fed by the CUDA backend's
+ * per-item reports (cuda/backend.h, on_item), kept free of CUDA types so it is tested anywhere.
+ *
+ *     dkv_exec_outputs o = {0};
+ *     dkv_exec_outputs_record(&o, request, P, L, block_start, B, before, after, conf);  // per item
+ *     ... o.req[i] ...
+ *     dkv_exec_outputs_free(&o);
+ */
+#ifndef DKV_LUA_EXEC_OUTPUTS_H
+#define DKV_LUA_EXEC_OUTPUTS_H
+
+#include <stdint.h>
+
+#include "util/status.h"
+
+typedef struct dkv_exec_output {
+    uint32_t  id;          /* request id (workload order) */
+    uint32_t  gen;         /* generated positions: canvas - prompt */
+    uint32_t *tokens;      /* (gen) token at each generated position; UINT32_MAX: never unmasked */
+    float    *conf;        /* (gen) its softmax probability at the step it was unmasked; NaN: never */
+    uint32_t *step;        /* (gen) engine step index at which it was unmasked */
+} dkv_exec_output;
+
+typedef struct dkv_exec_outputs {
+    dkv_exec_output *req;  /* indexed by request id; req[i].tokens == NULL: no report seen */
+    uint32_t n;            /* entries allocated (max id seen + 1) */
+} dkv_exec_outputs;
+
+/* Records one item report: every position of the block [block_start, block_start + block_len)
+ * whose token changed between before and after (a mask became a token) is stored with
+ * conf[p - block_start].  before/after hold the whole canvas (canvas tokens).  Returns DKV_EINVAL
+ * when the block lies outside the generated part, DKV_ENOMEM on allocation failure, and
+ * DKV_ESTATE when a request reappears with a different prompt/canvas. */
+dkv_status dkv_exec_outputs_record(dkv_exec_outputs *o, uint64_t step_index, uint32_t request, uint32_t prompt,
+                                   uint32_t canvas, uint32_t block_start, uint32_t block_len,
+                                   const uint32_t *before, const uint32_t *after, const float *conf, dkv_err *err);
+
+/* Frees everything; o is left empty (NULL is a no-op). */
+void dkv_exec_outputs_free(dkv_exec_outputs *o);
+
+#endif
