@@ -30,9 +30,13 @@ typedef struct fx {
 static int setup(void **state)
 {
     fx *x = calloc(1, sizeof *x);
-    strcpy(x->dir, "/tmp/dkv-test-calib.XXXXXX");
-    if (!x || !mkdtemp(x->dir))
+    if (!x)
         return -1;
+    strcpy(x->dir, "/tmp/dkv-test-calib.XXXXXX");
+    if (!mkdtemp(x->dir)) {
+        free(x);
+        return -1;
+    }
     snprintf(x->path, sizeof x->path, "%s/h200-cal.lua", x->dir);
     snprintf(x->h5, sizeof x->h5, "%s/m.h5", x->dir);
     snprintf(x->txt, sizeof x->txt, "%s/bw.txt", x->dir);

@@ -138,9 +138,13 @@ typedef struct fx {
 static int setup(void **state)
 {
     fx *x = calloc(1, sizeof *x);
-    strcpy(x->dir, "/tmp/dkv-test-cmp.XXXXXX");
-    if (!x || !mkdtemp(x->dir))
+    if (!x)
         return -1;
+    strcpy(x->dir, "/tmp/dkv-test-cmp.XXXXXX");
+    if (!mkdtemp(x->dir)) {
+        free(x);
+        return -1;
+    }
     snprintf(x->real, sizeof x->real, "%s/real.h5", x->dir);
     snprintf(x->sim, sizeof x->sim, "%s/sim.h5", x->dir);
     snprintf(x->out, sizeof x->out, "%s/out.h5", x->dir);

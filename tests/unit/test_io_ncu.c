@@ -25,9 +25,13 @@ typedef struct fx {
 static int setup(void **state)
 {
     fx *x = calloc(1, sizeof *x);
-    strcpy(x->dir, "/tmp/dkv-test-ncu.XXXXXX");
-    if (!x || !mkdtemp(x->dir))
+    if (!x)
         return -1;
+    strcpy(x->dir, "/tmp/dkv-test-ncu.XXXXXX");
+    if (!mkdtemp(x->dir)) {
+        free(x);
+        return -1;
+    }
     snprintf(x->csv, sizeof x->csv, "%s/ncu.csv", x->dir);
     snprintf(x->h5, sizeof x->h5, "%s/r.h5", x->dir);
     *state = x;
