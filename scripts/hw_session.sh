@@ -30,7 +30,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 HB=.hwbin
 PY=/usr/bin/python3
-STUDIES="retention offload layout multi_instance"
+STUDIES=${STUDIES:-"retention offload layout multi_instance"}   # device: order = run order
 VAL_POINTS="w1:prefix w1:dual w1:sparse w2:prefix w2:dual w2:sparse w3:prefix w3:dual w3:sparse"
 TOLS=(--tolerance step.time_s=8% --tolerance 'run.peak_*=2%' --tolerance 'run.*frag*=0.01')
 NCU_TOL=(--tolerance 'ncu.*.bytes:total=5%')
