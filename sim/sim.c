@@ -20,13 +20,16 @@ typedef struct kclass {
     uint32_t launches;
 } kclass;
 
-static double kclass_time(const kclass *k, double peak, double bw, double launch)
+_Static_assert(DKV_KCLASS_N <= DKV_GPU_KCLASS_MAX, "dkv_gpu.kclass must cover every kernel class");
+
+/* scale: the class's calibrated time over its roofline time (gpu preset kclass; 1 otherwise) */
+static double kclass_time(const kclass *k, double peak, double bw, double launch, double scale)
 {
     if (k->launches == 0)
         return 0.0;
     double tf = k->flops / (peak * k->flops_eff);
     double tb = k->bytes_fast / bw + k->bytes_slow_time;
-    return (tf > tb ? tf : tb) + launch * k->launches;
+    return scale * (tf > tb ? tf : tb) + launch * k->launches;
 }
 
 static double eff_for_run(const dkv_gpu *g, double run_bytes)
@@ -43,7 +46,13 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
     if (!m || !g || !plan)
         return dkv_err_set(err, DKV_EINVAL, "sim: model, gpu and plan are required");
     const double peak = g->flops_bf16, bw = g->hbm_bw;
-    const double launch = o.launch_overhead_s >= 0 ? o.launch_overhead_s : g->launch_overhead_s;
+    /* per class: the preset's calibration (kclass) where given; an explicit launch overhead option wins */
+    double lc[DKV_KCLASS_N], sc[DKV_KCLASS_N];
+    for (int c = 0; c < DKV_KCLASS_N; c++) {
+        bool cal = (g->kclass_set >> c) & 1u;
+        sc[c] = cal ? g->kclass[c].scale : 1.0;
+        lc[c] = o.launch_overhead_s >= 0 ? o.launch_overhead_s : cal ? g->kclass[c].launch_s : g->launch_overhead_s;
+    }
     const double ge = o.gemm_eff > 0 ? o.gemm_eff : 1.0, ae = o.attn_eff > 0 ? o.attn_eff : 1.0;
     const double d = m->hidden, f = m->ffn, V = m->vocab;
     const double hq = (double)m->n_heads * m->head_dim, hkv = (double)m->n_kv_heads * m->head_dim;
@@ -53,8 +62,8 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
 
     kclass k[DKV_KCLASS_N];
     memset(k, 0, sizeof k);
-    double Q = 0, R = 0;
-    bool any_write = false;
+    double Q = 0, R = 0, Wb = 0, n_logit_items = 0;   /* Wb: KV bytes stored */
+    bool any_store = false;
     /* attention and KV store are per item (different lengths and layouts) */
     for (uint32_t i = 0; i < plan->n_items; i++) {
         const dkv_step_item *it = &plan->items[i];
@@ -67,6 +76,7 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
         double eff = eff_for_run(g, it->kv_run_bytes);
         Q += q;
         R += it->logit_rows;
+        n_logit_items += it->logit_rows > 0;
         kclass *at = &k[DKV_KCLASS_ATTN];
         at->flops += 4.0 * q * a * hq;
         double cached = it->kv_cached_tokens, fresh = a - cached;
@@ -74,29 +84,48 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
         at->bytes_slow_time += cached * kv_tok / (bw * eff);
         at->rd += q * hq * ab + a * kv_tok;
         at->wr += q * hq * ab;
-        if (it->kv_write_tokens) {
-            any_write = true;
-            kclass *st = &k[DKV_KCLASS_KV_STORE];
-            double w = it->kv_write_tokens;
-            st->bytes_fast += w * 2.0 * hkv * ab;          /* read the fresh K/V */
-            st->bytes_slow_time += w * kv_tok / (bw * eff); /* scatter into the cache layout */
-            st->rd += w * 2.0 * hkv * ab;
-            st->wr += w * kv_tok;
+        if (it->kv_write_tokens && it->kv_select_rows) {
+            /* sparse selection (cuda/backend_fwd.c layer_select): a scores GEMM of the block's rows
+             * against the q keys into fp32 [H, rows, q], row statistics and column sums over it, a
+             * top-k per KV head, and the pack of the kept tokens' K/V into the pool: 5 launches */
+            kclass *ga = &k[DKV_KCLASS_KV_GATHER];
+            double rows = it->kv_select_rows, keep = it->kv_write_tokens, H = m->n_heads, Hk = m->n_kv_heads;
+            double sc_b = H * rows * q * 4.0, col_b = Hk * q * 4.0;
+            ga->flops += 2.0 * rows * q * hq;
+            double rd = (rows * hq + q * hkv) * ab + 2.0 * sc_b + col_b + keep * 2.0 * hkv * ab;
+            double wr = sc_b + col_b + Hk * keep * 4.0;
+            ga->bytes_fast += rd + wr;
+            ga->bytes_slow_time += keep * kv_tok / (bw * eff); /* scattered into the pool */
+            ga->rd += rd;
+            ga->wr += wr + keep * kv_tok;
+            ga->launches += 5;
+        } else if (it->kv_write_tokens) {
+            /* stored rows scatter into the cache layout; the kernel (RoPE + store) runs over every
+             * row of the step, below */
+            any_store = true;
+            Wb += it->kv_write_tokens * kv_tok;
+            k[DKV_KCLASS_KV_STORE].bytes_slow_time += it->kv_write_tokens * kv_tok / (bw * eff);
         }
         if (it->kv_host_bytes > 0) {
             /* zero-copy reads of host-resident KV go over PCIe at the pinned h2d rate */
             kclass *ga = &k[DKV_KCLASS_KV_GATHER];
             ga->bytes_slow_time += it->kv_host_bytes / L / g->pcie_h2d_pinned;
-            ga->launches = 1;
+            if (ga->launches == 0)
+                ga->launches = 1;
             out->pcie_h2d_bytes += (uint64_t)it->kv_host_bytes;
         }
     }
     if (plan->n_items > 0) {
         k[DKV_KCLASS_ATTN].launches = 1;
         k[DKV_KCLASS_ATTN].flops_eff = ae;
-        if (any_write)
-            k[DKV_KCLASS_KV_STORE].launches = 1;
         k[DKV_KCLASS_KV_STORE].flops_eff = 1.0;
+        if (any_store) {   /* fused RoPE + store over all Q rows: q rotated in place, K/V stored */
+            kclass *st = &k[DKV_KCLASS_KV_STORE];
+            st->launches = 1;
+            st->rd = Q * (hq + 2.0 * hkv) * ab;
+            st->wr = Q * hq * ab + Wb;
+            st->bytes_fast += st->rd + Q * hq * ab;
+        }
         k[DKV_KCLASS_KV_GATHER].flops_eff = 1.0;
 
         /* GEMMs: weights streamed once per stream, activations in and out */
@@ -108,43 +137,54 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
         qkv->launches = 1;
         kclass *op = &k[DKV_KCLASS_O];
         op->flops = 2.0 * Q * hq * d;
-        op->rd = streams * hq * d * wb + Q * hq * ab;
+        op->rd = streams * hq * d * wb + Q * hq * ab + Q * d * ab;   /* + the residual (beta = 1) */
         op->wr = Q * d * ab;
         op->bytes_fast = op->rd + op->wr;
         op->launches = 1;
         kclass *ff = &k[DKV_KCLASS_FFN];
         ff->flops = 2.0 * Q * d * 3.0 * f;
-        ff->rd = streams * 3.0 * d * f * wb + Q * d * ab + Q * f * ab;
+        ff->rd = streams * 3.0 * d * f * wb + Q * d * ab + Q * f * ab + Q * d * ab;   /* + down's residual */
         ff->wr = 2.0 * Q * f * ab + Q * d * ab;
         ff->bytes_fast = ff->rd + ff->wr;
         ff->launches = 2;
         qkv->flops_eff = op->flops_eff = ff->flops_eff = ge;
-        /* fused norm+RoPE, fused SiLU*up + residual adds */
+        /* per layer (cuda/backend_fwd.c): attention and FFN RMSNorm, SiLU(gate) * up, and RoPE
+         * when no row is stored (else it is fused into the store); residual adds are the GEMMs' */
         kclass *el = &k[DKV_KCLASS_ELEMENTWISE];
-        el->rd = (2.0 * Q * d + Q * (hq + hkv) + 2.0 * Q * f + 2.0 * Q * d) * ab;
-        el->wr = (Q * d + Q * (hq + hkv) + Q * f + Q * d) * ab;
+        el->rd = (2.0 * Q * d + 2.0 * Q * f) * ab + 2.0 * d * wb;
+        el->wr = (2.0 * Q * d + Q * f) * ab;
+        el->launches = 3;
+        if (!any_store) {
+            el->rd += Q * (hq + hkv) * ab;
+            el->wr += Q * (hq + hkv) * ab;
+            el->launches++;
+        }
         el->bytes_fast = el->rd + el->wr;
         el->flops = 10.0 * Q * d;
         el->flops_eff = 1.0;
-        el->launches = 2;
     }
 
     /* layer kernels cost the same in every layer */
     double t_layer[DKV_KCLASS_N] = {0};
     for (int c = 0; c < DKV_KCLASS_N; c++)
         if (c != DKV_KCLASS_LM_HEAD && c != DKV_KCLASS_COMPRESS && c != DKV_KCLASS_REORDER)
-            t_layer[c] = kclass_time(&k[c], peak, bw, launch);
+            t_layer[c] = kclass_time(&k[c], peak, bw, lc[c], sc[c]);
 
-    /* once per step: embedding gather + final norm, then the LM head in chunks */
-    kclass head = {0};
-    double t_head = 0;
+    /* once per step: reset + one embedding gather per item (+ the unmask after the LM head:
+     * elementwise), the final norm per item with logit rows, then the LM head in chunks */
+    kclass head = {0}, els = {.flops_eff = 1.0};
+    double t_head = 0, t_els = 0;
     if (plan->n_items > 0) {
+        els.rd = Q * d * wb;
+        els.wr = Q * d * ab;
+        els.launches = 1 + plan->n_items + (R > 0);
+        els.bytes_fast = els.rd + els.wr;
+        t_els = kclass_time(&els, peak, bw, lc[DKV_KCLASS_ELEMENTWISE], sc[DKV_KCLASS_ELEMENTWISE]);
         head.flops_eff = ge;
-        head.rd += 2.0 * Q * d * ab;
-        head.wr += 2.0 * Q * d * ab;
-        head.launches = 1;
-        head.bytes_fast = head.rd + head.wr;
         if (R > 0) {
+            head.rd += R * d * ab;
+            head.wr += R * d * ab;
+            head.launches = (uint32_t)n_logit_items;
             double C = plan->max_logit_rows ? plan->max_logit_rows : R;
             double chunks = ceil(R / C);
             head.flops += 2.0 * R * d * V;
@@ -153,7 +193,7 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
             head.bytes_fast = head.rd + head.wr;
             head.launches += (uint32_t)(2 * chunks);
         }
-        t_head = kclass_time(&head, peak, bw, launch);
+        t_head = kclass_time(&head, peak, bw, lc[DKV_KCLASS_LM_HEAD], sc[DKV_KCLASS_LM_HEAD]);
     }
 
     /* transfer orders: on-device parts are kernels, PCIe parts go to the copy engines */
@@ -201,12 +241,14 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
             return dkv_err_set(err, DKV_EINVAL, "sim: xfer %u has unknown kind %u", i, x->kind);
         }
     }
-    double t_cmp = kclass_time(&cmp, peak, bw, launch), t_reo = kclass_time(&reo, peak, bw, launch);
+    double t_cmp = kclass_time(&cmp, peak, bw, lc[DKV_KCLASS_COMPRESS], sc[DKV_KCLASS_COMPRESS]);
+    double t_reo = kclass_time(&reo, peak, bw, lc[DKV_KCLASS_REORDER], sc[DKV_KCLASS_REORDER]);
 
     /* totals */
-    double compute = t_head + t_cmp + t_reo;
-    uint32_t launches = head.launches + cmp.launches + reo.launches;
-    double flops = head.flops + cmp.flops, rd = head.rd + cmp.rd + reo.rd, wr = head.wr + cmp.wr + reo.wr;
+    double compute = t_head + t_cmp + t_reo + t_els;
+    uint32_t launches = head.launches + cmp.launches + reo.launches + els.launches;
+    double flops = head.flops + cmp.flops + els.flops, rd = head.rd + cmp.rd + reo.rd + els.rd;
+    double wr = head.wr + cmp.wr + reo.wr + els.wr;
     for (int c = 0; c < DKV_KCLASS_N; c++) {
         if (c == DKV_KCLASS_LM_HEAD || c == DKV_KCLASS_COMPRESS || c == DKV_KCLASS_REORDER)
             continue;
@@ -248,6 +290,13 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
                                    .layer = UINT32_MAX, .n_launches = (uint32_t)(mult * kc->launches),
                                    .time_s = t, .flops = mult * kc->flops,
                                    .read_bytes = (uint64_t)(mult * kc->rd), .write_bytes = (uint64_t)(mult * kc->wr)};
+            if (c == DKV_KCLASS_ELEMENTWISE) {   /* the per-step ones too */
+                r.n_launches += els.launches;
+                r.time_s += t_els;
+                r.flops += els.flops;
+                r.read_bytes += (uint64_t)els.rd;
+                r.write_bytes += (uint64_t)els.wr;
+            }
             rec(user, &r);
         }
     }

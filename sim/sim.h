@@ -3,17 +3,26 @@
  * For one step plan (all items batched into one forward pass) every kernel class gets FLOPs and
  * HBM bytes (weights, activations, KV, logits), and
  *
- *     time(kernel) = max(FLOPs / (peak * flops_eff), bytes / (hbm_bw * bw_eff)) + launches * launch_overhead
+ *     time(class) = scale_c * max(FLOPs / (peak * flops_eff), bytes / (hbm_bw * bw_eff))
+ *                   + launches * launch_c
  *
  * where bw_eff is 1 for streaming weights and activations and, for cached-KV reads and KV
  * stores, the GPU preset's bw_curve at the item's contiguous run length (the layout policy's
- * output).  Layers are identical, so a class is costed once and multiplied by n_layers.
+ * output).  scale_c and launch_c are the preset's calibrated kclass entry for class c (dkv
+ * calibrate, docs/COMPARE.md); uncalibrated classes have scale 1 and the preset's
+ * launch_overhead_s, and an explicit launch_overhead_s option overrides launch_c for all.
+ * Layers are identical, so a class is costed once and multiplied by n_layers.
  *
- * Kernel classes and launches per layer: elementwise (2: fused norm+RoPE, fused act+residual),
- * QKV (1), KV store (1 when anything is written), attention (1, varlen over all items),
- * O projection (1), FFN (2: gate+up, down); once per step: embedding + final norm (1),
- * LM head (one GEMM + one sampling kernel per logit chunk of at most plan->max_logit_rows rows;
- * each chunk re-reads the LM-head weights).
+ * Kernel classes and launches follow the CUDA backend's forward (cuda/backend_fwd.c) so a
+ * measured run and its simulation pair class by class.  Per layer: QKV (1); RoPE + KV store
+ * over all the step's rows (1, when any item stores rows; else RoPE is an elementwise kernel);
+ * attention (1, varlen over all items); O projection (1, reads the residual); FFN (2: gate+up,
+ * down reading the residual); elementwise (3: two RMSNorms and SiLU(gate)*up, +1 RoPE); a sparse
+ * selection (item kv_select_rows > 0) is 5 gather-class kernels per item: scores GEMM into fp32
+ * [heads, rows, keys], row statistics, column sums, top-k, pack of the kept K/V.  Once per step:
+ * reset + one embedding gather per item + the unmask after the LM head (elementwise), the final
+ * norm per item with logit rows and one GEMM + one sampling kernel per logit chunk of at most
+ * plan->max_logit_rows rows (LM head; each chunk re-reads the LM-head weights).
  *
  * PCIe: xfers cross at the preset's pinned or pageable rates per direction; when both
  * directions carry pinned traffic in one step the total is capped by pcie_bidir_pinned.

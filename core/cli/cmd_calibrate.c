@@ -15,17 +15,23 @@
 
 static void help(void)
 {
-    puts("usage: dkv calibrate MEASURED.h5 ... [--run NAME ...] [--bwcurve FILE ...] [-o PRESET.lua] [--name NAME]\n"
+    puts("usage: dkv calibrate MEASURED.h5 ... [--run NAME ...] [--bwcurve FILE ...] [--sim SIM.h5 ...]\n"
+         "                     [-o PRESET.lua] [--name NAME]\n"
          "\n"
          "Fits the base GPU preset's launch overhead, bandwidth curve (by access-run length), GEMM efficiency by\n"
          "shape and pinned PCIe rates to measured runs: dkv.execute results saved with record.kernels = true,\n"
-         "and the output of cuda/bench/bwcurve.cu for the curve.  Prints the fits; with -o writes a preset\n"
+         "and the output of cuda/bench/bwcurve.cu for the curve.  A measured run NAME:real paired with the\n"
+         "simulated run NAME:sim of the same plan in a --sim file (the first that has it) also fits\n"
+         "each kernel class's time = scale * roofline + launch_s * launches (the preset's kclass table).\n"
+         "Prints the fits; with -o writes a preset\n"
          "file `base = \"<gpu of the runs>\"` with the fitted fields only, and its provenance (date, command,\n"
          "inputs with workload fingerprints, every raw number) in comments.  Nothing is written when nothing\n"
          "could be fitted.  Validate the preset on other workloads: dkv compare --calibration PRESET.lua.\n"
          "\n"
          "  --run NAME      use only runs of this name (repeatable; default: every run but compare:* ones)\n"
          "  --bwcurve FILE  the text cuda/bench/bwcurve.cu printed (lines 'run <bytes> <GB/s>')\n"
+         "  --sim SIM.h5    simulated runs NAME:sim to pair with the measured NAME:real (repeatable; simulate\n"
+         "                  them under an uncalibrated preset, with record = {kernels = true})\n"
          "  -o PRESET.lua   write the preset (e.g. datasets/presets/gpu/h200-calibrated.lua)\n"
          "  --name NAME     the preset's name (default: PRESET's file name without .lua)\n"
          "exit status: 0 fitted (and written), 1 error or nothing to fit, 2 usage error");
@@ -75,12 +81,45 @@ static void print_result(const dkv_calib_result *r)
         printf("pcie_bidir_pinned  %.4g B/s (%zu steps)\n", r->pcie_bidir, r->bidir_n);
     if (r->pcie_why[0])
         printf("pcie               %s\n", r->pcie_why);
+    if (!r->n_paired)
+        printf("kclass             not fitted: no measured NAME:real run paired with a simulated NAME:sim\n");
+    else
+        printf("kclass             %zu records paired with simulated runs: time = scale * roofline + launch_s * "
+               "launches\n", r->n_paired);
+    for (uint32_t i = 0; r->n_paired && i < DKV_CALIB_MAX_KCLASS; i++) {
+        if (r->kclass_ok[i])
+            printf("  %-12s scale %7.4f  launch_s %9.4g s  n %5zu  rms relative residual %5.1f%%%s\n",
+                   dkv_cmp_class_name(i), r->kclass_scale[i], r->kclass_launch_s[i], r->kclass_n[i],
+                   100 * r->kclass_rms_rel[i], r->kclass_unpaired[i] ? "  (some steps unpaired)" : "");
+        else if (r->kclass_why[i][0])
+            printf("  %-12s not fitted: %s\n", dkv_cmp_class_name(i), r->kclass_why[i]);
+    }
+}
+
+/* The simulated twin of a measured run NAME:real: NAME:sim in the --sim files (the first that has it).
+ * Returns DKV_OK when paired or when there is nothing to pair. */
+static dkv_status pair(dkv_calib *c, const char *run, dkv_h5 **sims, int ns, size_t *n_paired, dkv_err *err)
+{
+    size_t len = strlen(run);
+    if (len < 5 || strcmp(run + len - 5, ":real") != 0)
+        return DKV_OK;
+    char twin[512];
+    snprintf(twin, sizeof twin, "%.*s:sim", (int)(len - 5), run);
+    for (int i = 0; i < ns; i++) {
+        dkv_h5 *f = sims[i];
+        for (size_t k = 0; k < dkv_h5_run_count(f); k++)
+            if (strcmp(dkv_h5_run_name_at(f, k), twin) == 0) {
+                (*n_paired)++;
+                return dkv_calib_pair_sim(c, f, twin, err);
+            }
+    }
+    return DKV_OK;
 }
 
 int dkv_cmd_calibrate(int argc, char **argv)
 {
-    const char *files[MAX_ARGS], *runs[MAX_ARGS], *bw[MAX_ARGS], *out = NULL, *name = NULL;
-    int nf = 0, nr = 0, nb = 0;
+    const char *files[MAX_ARGS], *runs[MAX_ARGS], *bw[MAX_ARGS], *simf[MAX_ARGS], *out = NULL, *name = NULL;
+    int nf = 0, nr = 0, nb = 0, nsf = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -88,7 +127,7 @@ int dkv_cmd_calibrate(int argc, char **argv)
             return DKV_EXIT_OK;
         }
         bool opt = strcmp(a, "--run") == 0 || strcmp(a, "--bwcurve") == 0 || strcmp(a, "-o") == 0 ||
-                   strcmp(a, "--name") == 0;
+                   strcmp(a, "--name") == 0 || strcmp(a, "--sim") == 0;
         if (opt) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "dkv calibrate: %s needs a value\n", a);
@@ -99,7 +138,13 @@ int dkv_cmd_calibrate(int argc, char **argv)
                 out = v;
             else if (strcmp(a, "--name") == 0)
                 name = v;
-            else if ((a[2] == 'r' ? nr : nb) >= MAX_ARGS) {
+            else if (strcmp(a, "--sim") == 0) {
+                if (nsf >= MAX_ARGS) {
+                    fprintf(stderr, "dkv calibrate: too many --sim options\n");
+                    return DKV_EXIT_USAGE;
+                }
+                simf[nsf++] = v;
+            } else if ((a[2] == 'r' ? nr : nb) >= MAX_ARGS) {
                 fprintf(stderr, "dkv calibrate: too many %s options\n", a);
                 return DKV_EXIT_USAGE;
             } else if (a[2] == 'r')
@@ -134,7 +179,16 @@ int dkv_cmd_calibrate(int argc, char **argv)
         return DKV_EXIT_ERROR;
     }
     int rc = DKV_EXIT_OK;
-    size_t used = 0;
+    size_t used = 0, n_paired = 0;
+    dkv_h5 *sims[MAX_ARGS];
+    int ns = 0;
+    for (int i = 0; i < nsf && rc == DKV_EXIT_OK; i++) {
+        if (dkv_h5_open_read(simf[i], &sims[ns], &err) != DKV_OK) {
+            fprintf(stderr, "dkv calibrate: --sim %s\n", err.msg);
+            rc = DKV_EXIT_ERROR;
+        } else
+            ns++;
+    }
     for (int i = 0; i < nf && rc == DKV_EXIT_OK; i++) {
         dkv_h5 *f;
         if (dkv_h5_open_read(files[i], &f, &err) != DKV_OK) {
@@ -146,7 +200,7 @@ int dkv_cmd_calibrate(int argc, char **argv)
             const char *run = dkv_h5_run_name_at(f, k);
             if (!selected(run, runs, nr))
                 continue;
-            if (dkv_calib_add_run(c, f, run, &err) != DKV_OK) {
+            if (dkv_calib_add_run(c, f, run, &err) != DKV_OK || pair(c, run, sims, ns, &n_paired, &err) != DKV_OK) {
                 fprintf(stderr, "dkv calibrate: %s\n", err.msg);
                 rc = DKV_EXIT_ERROR;
             }
@@ -154,6 +208,8 @@ int dkv_cmd_calibrate(int argc, char **argv)
         }
         dkv_h5_close(f, NULL);
     }
+    for (int i = 0; i < ns; i++)
+        dkv_h5_close(sims[i], NULL);
     for (int i = 0; i < nb && rc == DKV_EXIT_OK; i++)
         if (dkv_calib_add_bwcurve(c, bw[i], &err) != DKV_OK) {
             fprintf(stderr, "dkv calibrate: %s\n", err.msg);
@@ -169,7 +225,7 @@ int dkv_cmd_calibrate(int argc, char **argv)
         rc = DKV_EXIT_ERROR;
     }
     if (rc == DKV_EXIT_OK) {
-        printf("%zu run(s), %d bandwidth file(s)\n", used, nb);
+        printf("%zu run(s) (%zu paired with a simulated run), %d bandwidth file(s)\n", used, n_paired, nb);
         print_result(&res);
     }
     if (rc == DKV_EXIT_OK && out) {

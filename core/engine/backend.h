@@ -54,6 +54,9 @@ typedef struct dkv_step_item {
     uint32_t kv_cached_tokens; /* of a, tokens read from the KV cache (the rest is computed now) */
     uint32_t kv_write_tokens;  /* w: tokens whose K/V are stored into the cache this step */
     uint32_t logit_rows;       /* rows that go through the LM head */
+    uint32_t kv_select_rows;   /* sparse cache: the kv_write_tokens are a top-k selection scored by
+                                  this many query rows (the block) rather than a store of rows;
+                                  0 = a plain store (or nothing written) */
     double   kv_run_bytes;     /* contiguous run length of cached-KV reads under the layout
                                   policy, bytes (0 = fully contiguous) */
     double   kv_host_bytes;    /* bytes of this item's cached KV that live in host memory and are

@@ -333,6 +333,8 @@ static size_t build_item(eng *e, cand *cd, dkv_step_item *it, dkv_xfer *xf, uint
     item_blocks(e, r, it, blk);
     bool sparse = c->decode.cache == DKV_CACHE_SPARSE && s->phase == DKV_PHASE_REUSE;
     it->attn = sparse ? (s->shared_set ? DKV_ATTN_SPARSE_SHARED : DKV_ATTN_SPARSE_HEAD) : DKV_ATTN_DENSE;
+    if (s->selects && s->w_tokens > 0)
+        it->kv_select_rows = s->block_len;
     if (s->selects) {
         dkv_retention_plan rp;
         if (dkv_retention_plan_block(c->retention.set, e->m, e->g, s->rho, s->canvas, s->block_len, &rp, NULL) == DKV_OK)

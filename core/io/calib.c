@@ -66,8 +66,19 @@ dkv_status dkv_calib_add_kernel(dkv_calib *c, const dkv_calib_kernel *k, dkv_err
 {
     if (!grow((void **)&c->k, &c->capk, c->nk, sizeof *c->k))
         return dkv_err_set(err, DKV_ENOMEM, "calibrate: out of memory");
-    c->k[c->nk++] = (calib_kpt){*k, UINT32_MAX, 0};
+    c->k[c->nk++] = (calib_kpt){.k = *k, .src = UINT32_MAX};
     return DKV_OK;
+}
+
+dkv_status dkv_calib_add_kernel_pair(dkv_calib *c, const dkv_calib_kernel *k, uint32_t n_sim, double roof_s,
+                                     dkv_err *err)
+{
+    dkv_status st = dkv_calib_add_kernel(c, k, err);
+    if (st == DKV_OK) {
+        calib_kpt *p = &c->k[c->nk - 1];
+        p->paired = true, p->n_sim = n_sim, p->roof_s = roof_s;
+    }
+    return st;
 }
 
 dkv_status dkv_calib_add_pcie(dkv_calib *c, double h2d, double d2h, double time_s, dkv_err *err)
@@ -253,9 +264,9 @@ dkv_status dkv_calib_add_run(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err 
             st = dkv_err_set(err, DKV_ENOMEM, "calibrate: out of memory");
             goto done;
         }
-        c->k[c->nk++] = (calib_kpt){{(uint32_t)k[KS_KIND][i], (uint32_t)k[KS_LAUNCH][i], k[KS_TIME][i],
-                                     k[KS_FLOPS][i], k[KS_READ][i] + k[KS_WRITE][i], m},
-                                    src, (uint64_t)k[KS_STEP][i]};
+        c->k[c->nk++] = (calib_kpt){.k = {(uint32_t)k[KS_KIND][i], (uint32_t)k[KS_LAUNCH][i], k[KS_TIME][i],
+                                          k[KS_FLOPS][i], k[KS_READ][i] + k[KS_WRITE][i], m},
+                                    .src = src, .step = (uint64_t)k[KS_STEP][i]};
     }
     for (uint64_t i = 0; s[S_H2D] && s[S_D2H] && s[S_PCIE] && i < ns; i++) {
         double h = s[S_H2D][i], d = s[S_D2H][i], t = s[S_PCIE][i];
@@ -322,4 +333,129 @@ dkv_status dkv_calib_add_bwcurve(dkv_calib *c, const char *path, dkv_err *err)
     for (size_t i = first; i < c->nb; i++)
         c->b[i].src = (uint32_t)(c->nin - 1);
     return DKV_OK;
+}
+
+/* ------------------------------------------------------------------ pairing with a simulated run */
+
+typedef struct simrec {
+    uint64_t key;    /* step * 64 + kind */
+    uint32_t n;
+    double t;
+} simrec;
+
+static int simrec_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const simrec *)a)->key, y = ((const simrec *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+dkv_status dkv_calib_pair_sim(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err *err)
+{
+    const char *file = dkv_h5_path(f);
+    if (c->nin == 0 || !c->in[c->nin - 1].run)
+        return dkv_err_set(err, DKV_EINVAL, "calibrate: %s: run '%s': pair a simulated run right after its measured run",
+                           file, name);
+    uint32_t src = (uint32_t)(c->nin - 1);
+    dkv_h5_run *run = NULL;
+    dkv_h5_table *tk = NULL;
+    char *cfg = NULL;
+    dkv_cfg_kv *kv = NULL;
+    size_t nkv = 0;
+    simrec *sr = NULL;
+    enum { P_STEP, P_KIND, P_LAUNCH, P_TIME, P_N };
+    static const char *const pcol[P_N] = {"step_index", "kind", "n_launches", "time_s"};
+    double *k[P_N] = {0};
+    dkv_status st = dkv_h5_run_open(f, name, &run, err);
+    if (st != DKV_OK)
+        return st;
+    if (dkv_h5_attr_get_str(run, NULL, "config", &cfg, NULL) != DKV_OK || !cfg) {
+        st = dkv_err_set(err, DKV_EFORMAT, "%s: run '%s' has no config attribute (a dkv.save run is needed)", file,
+                         name);
+        goto done;
+    }
+    if ((st = dkv_cfg_flatten(cfg, &kv, &nkv, err)) != DKV_OK) {
+        dkv_err_prefix(err, "%s: run '%s'", file, name);
+        goto done;
+    }
+    for (size_t i = 0; i < nkv; i++)
+        if (strncmp(kv[i].key, "gpu.kclass.", 11) == 0) {
+            st = dkv_err_set(err, DKV_EINVAL, "%s: run '%s' was simulated with a calibrated preset (%s): pair runs "
+                             "simulated under an uncalibrated one", file, name, kv[i].key);
+            goto done;
+        }
+    const char *ge = leaf(kv, nkv, "sim.gemm_eff"), *ae = leaf(kv, nkv, "sim.attn_eff");
+    if ((ge && strtod(ge, NULL) != 1.0 && strtod(ge, NULL) != 0.0) ||
+        (ae && strtod(ae, NULL) != 1.0 && strtod(ae, NULL) != 0.0)) {
+        st = dkv_err_set(err, DKV_EINVAL, "%s: run '%s' was simulated with sim.gemm_eff %s / sim.attn_eff %s: pair "
+                         "runs simulated at efficiency 1", file, name, ge ? ge : "-", ae ? ae : "-");
+        goto done;
+    }
+    const char *lo = leaf(kv, nkv, "sim.launch_overhead_s");
+    double L0 = lo && strtod(lo, NULL) >= 0 ? strtod(lo, NULL) : NAN;
+    if (isnan(L0)) {
+        const char *gl = leaf(kv, nkv, "gpu.launch_overhead_s");
+        if (!gl) {
+            st = dkv_err_set(err, DKV_EFORMAT, "%s: run '%s': config lacks gpu.launch_overhead_s", file, name);
+            goto done;
+        }
+        L0 = strtod(gl, NULL);
+    }
+    if (dkv_h5_table_open(run, "kernels", &tk, NULL) != DKV_OK) {
+        st = dkv_err_set(err, DKV_ENOENT, "%s: run '%s' has no kernels table (simulate it with record = {kernels = "
+                         "true})", file, name);
+        goto done;
+    }
+    uint64_t nk = dkv_h5_table_nrecords(tk);
+    for (int i = 0; i < P_N; i++) {
+        k[i] = col(tk, pcol[i], nk, err, &st);
+        if (st == DKV_OK && !k[i])
+            st = dkv_err_set(err, DKV_EFORMAT, "%s: run '%s': kernels table has no field '%s'", file, name, pcol[i]);
+    }
+    if (st != DKV_OK)
+        goto done;
+    if (!(sr = malloc((nk ? nk : 1) * sizeof *sr))) {
+        st = dkv_err_set(err, DKV_ENOMEM, "calibrate: out of memory");
+        goto done;
+    }
+    for (uint64_t i = 0; i < nk; i++)
+        sr[i] = (simrec){(uint64_t)k[P_STEP][i] * 64 + (uint64_t)k[P_KIND][i], (uint32_t)k[P_LAUNCH][i], k[P_TIME][i]};
+    qsort(sr, nk, sizeof *sr, simrec_cmp);
+    size_t paired = 0, mine = 0, steps_missing = 0;
+    for (size_t i = 0; i < c->nk; i++) {
+        calib_kpt *p = &c->k[i];
+        if (p->src != src)
+            continue;
+        mine++;
+        simrec key = {p->step * 64 + p->k.kind, 0, 0};
+        simrec *hit = bsearch(&key, sr, nk, sizeof *sr, simrec_cmp);
+        p->paired = true;
+        if (hit) {
+            p->n_sim = hit->n;
+            p->roof_s = hit->t - hit->n * L0 > 0 ? hit->t - hit->n * L0 : 0;
+            paired++;
+        } else {   /* a class the simulator does not cost in this step: nothing explains its time */
+            p->n_sim = 0;
+            p->roof_s = 0;
+            bool step_seen = false;
+            for (uint64_t j = 0; j < nk && !step_seen; j++)
+                step_seen = sr[j].key / 64 == p->step;
+            steps_missing += !step_seen;
+        }
+    }
+    if (steps_missing) {
+        for (size_t i = 0; i < c->nk; i++)
+            if (c->k[i].src == src)
+                c->k[i].paired = false;
+        st = dkv_err_set(err, DKV_EINVAL, "%s: run '%s': %zu of %zu measured records are in steps the simulated run "
+                         "lacks: the runs do not run the same plan", file, name, steps_missing, mine);
+    }
+done:
+    for (int i = 0; i < P_N; i++)
+        free(k[i]);
+    free(sr);
+    dkv_cfg_kv_free(kv, nkv);
+    free(cfg);
+    dkv_h5_table_close(tk);
+    dkv_h5_run_free(run);
+    return st;
 }

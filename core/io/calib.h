@@ -21,6 +21,15 @@
  *                     preset format has no per-shape field.  Near the ridge point the bound
  *                     is ambiguous (a record limited by memory at a lower compute efficiency
  *                     reads as compute-bound at a higher one).
+ *   kernel classes    records paired with the simulator's record of the same step and class
+ *                     (dkv_calib_pair_sim; the simulator under an uncalibrated preset gives the
+ *                     class's launches n and roofline time r): time_s = a * n + b * r, least
+ *                     squares with relative residuals (weights 1 / time_s^2), a >= 0 (else a = 0
+ *                     and b refitted); b must come out > 0.  Written as kclass = {<class> =
+ *                     {scale = b, launch_s = a}}: the simulator's time for the class becomes
+ *                     b * roofline + a * launches (sim/sim.h).  The roofline depends on the
+ *                     preset the simulated run used (its bw_curve): simulate the fit runs under
+ *                     the preset carrying the other fitted fields (scripts/hw_session.sh post).
  *   PCIe rates        steps with PCIe bytes in one direction only: time = a + bytes / R
  *                     (least squares; a = per-step latency) per direction; steps with both
  *                     directions: (h2d + d2h) / time.  Only runs with policies.offload.pinned.
@@ -62,11 +71,19 @@ dkv_status dkv_calib_set_base(dkv_calib *c, const char *name, double hbm_bw, dou
  * Errors: no steps table, no kernels table (record.kernels = true), no config. */
 dkv_status dkv_calib_add_run(dkv_calib *c, dkv_h5 *f, const char *run, dkv_err *err);
 
+/* Pairs the kernels records of the run added last (dkv_calib_add_run) with those of `run` of f,
+ * the same plan costed by the simulator under an uncalibrated preset (no gpu.kclass), step by step
+ * and class by class; what the per-class fit (below) needs.  Errors: no run added yet, no kernels
+ * table, a simulated run with a calibrated preset or with sim.gemm_eff / sim.attn_eff set, steps
+ * that do not pair (different plans). */
+dkv_status dkv_calib_pair_sim(dkv_calib *c, dkv_h5 *f, const char *run, dkv_err *err);
+
 /* Adds the "run <bytes> <GB/s>" lines of cuda/bench/bwcurve.cu's output at path (other lines
  * are ignored; a malformed run line is an error naming path:line). */
 dkv_status dkv_calib_add_bwcurve(dkv_calib *c, const char *path, dkv_err *err);
 
-/* Single measurements (what the readers above add; for tests and other sources). */
+/* Single measurements (what the readers above add; for tests and other sources).
+ * dkv_calib_add_kernel_pair: a kernel record with its simulated launches and roofline time. */
 typedef struct dkv_calib_kernel {
     uint32_t kind;          /* kernel class (kernels.kind) */
     uint32_t n_launches;
@@ -74,10 +91,13 @@ typedef struct dkv_calib_kernel {
     double m_tokens;        /* GEMM rows: step q_tokens (lm_head: logit_rows) */
 } dkv_calib_kernel;
 dkv_status dkv_calib_add_kernel(dkv_calib *c, const dkv_calib_kernel *k, dkv_err *err);
+dkv_status dkv_calib_add_kernel_pair(dkv_calib *c, const dkv_calib_kernel *k, uint32_t n_sim, double roof_s,
+                                     dkv_err *err);
 dkv_status dkv_calib_add_pcie(dkv_calib *c, double h2d_bytes, double d2h_bytes, double time_s, dkv_err *err);
 dkv_status dkv_calib_add_bw(dkv_calib *c, double run_bytes, double bytes_per_s, dkv_err *err);
 
 #define DKV_CALIB_MAX_SHAPES 64
+#define DKV_CALIB_MAX_KCLASS 16
 #define DKV_CALIB_MAX_CURVE 16
 
 typedef struct dkv_calib_shape {   /* GEMM efficiency of one (class, M bucket, bound) */
@@ -107,6 +127,13 @@ typedef struct dkv_calib_result {
     double gemm_eff;
     dkv_calib_shape shapes[DKV_CALIB_MAX_SHAPES];
     char gemm_why[160];
+    /* per kernel class (records paired with a simulated run): time = launch_s * n_sim + scale * roof */
+    size_t kclass_n[DKV_CALIB_MAX_KCLASS], kclass_unpaired[DKV_CALIB_MAX_KCLASS];
+    bool kclass_ok[DKV_CALIB_MAX_KCLASS];
+    double kclass_scale[DKV_CALIB_MAX_KCLASS], kclass_launch_s[DKV_CALIB_MAX_KCLASS];
+    double kclass_rms_rel[DKV_CALIB_MAX_KCLASS];   /* rms relative residual of the fit */
+    char kclass_why[DKV_CALIB_MAX_KCLASS][96];
+    size_t n_paired;
     /* PCIe (pinned) */
     bool h2d_ok, d2h_ok, bidir_ok;
     size_t h2d_n, d2h_n, bidir_n;

@@ -272,6 +272,73 @@ static void fit_pcie(const dkv_calib *c, dkv_calib_result *r)
                  c->skipped_unpinned ? "; steps of runs with pageable buffers left out" : "");
 }
 
+/* Per class: time = a * n_sim + b * roof over the paired records, relative residuals. */
+static void fit_kclass(const dkv_calib *c, dkv_calib_result *r)
+{
+    for (size_t i = 0; i < c->nk; i++)
+        r->n_paired += c->k[i].paired;
+    for (uint32_t cl = 0; cl < DKV_CALIB_MAX_KCLASS; cl++) {
+        double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
+        size_t n = 0, unpaired = 0;
+        for (size_t i = 0; i < c->nk; i++) {
+            const calib_kpt *p = &c->k[i];
+            if (!p->paired || p->k.kind != cl || !(p->k.time_s > 0))
+                continue;
+            if (p->n_sim == 0) {
+                unpaired++;
+                continue;
+            }
+            double w = 1 / (p->k.time_s * p->k.time_s), x1 = p->n_sim, x2 = p->roof_s;
+            a11 += w * x1 * x1, a12 += w * x1 * x2, a22 += w * x2 * x2;
+            b1 += w * x1 * p->k.time_s, b2 += w * x2 * p->k.time_s;
+            n++;
+        }
+        r->kclass_n[cl] = n;
+        r->kclass_unpaired[cl] = unpaired;
+        if (n == 0 && unpaired == 0)
+            continue;
+        char *why = r->kclass_why[cl];
+        size_t wl = sizeof r->kclass_why[cl];
+        if (n < 2) {
+            snprintf(why, wl, "%zu paired records (need 2 or more)%s", n,
+                     unpaired ? "; the simulator costs none of this class's measured steps" : "");
+            continue;
+        }
+        double det = a11 * a22 - a12 * a12, A, B;
+        if (!(a22 > 0)) {
+            snprintf(why, wl, "the simulator's roofline time is 0 in every record");
+            continue;
+        }
+        if (det > 1e-9 * a11 * a22) {
+            A = (b1 * a22 - b2 * a12) / det;
+            B = (a11 * b2 - a12 * b1) / det;
+        } else {   /* launches and roofline vary together: the scale alone */
+            A = 0;
+            B = b2 / a22;
+        }
+        if (A < 0) {
+            A = 0;
+            B = b2 / a22;
+        }
+        if (!(B > 0)) {
+            snprintf(why, wl, "the roofline term came out %.3g (not positive)", B);
+            continue;
+        }
+        double ss = 0;
+        for (size_t i = 0; i < c->nk; i++) {
+            const calib_kpt *p = &c->k[i];
+            if (!p->paired || p->k.kind != cl || !(p->k.time_s > 0) || p->n_sim == 0)
+                continue;
+            double e = (A * p->n_sim + B * p->roof_s - p->k.time_s) / p->k.time_s;
+            ss += e * e;
+        }
+        r->kclass_ok[cl] = true;
+        r->kclass_launch_s[cl] = A;
+        r->kclass_scale[cl] = B;
+        r->kclass_rms_rel[cl] = sqrt(ss / (double)n);
+    }
+}
+
 dkv_status dkv_calib_fit(const dkv_calib *c, dkv_calib_result *r, dkv_err *err)
 {
     memset(r, 0, sizeof *r);
@@ -284,5 +351,6 @@ dkv_status dkv_calib_fit(const dkv_calib *c, dkv_calib_result *r, dkv_err *err)
     fit_curve(c, r);
     fit_gemm(c, r);
     fit_pcie(c, r);
+    fit_kclass(c, r);
     return DKV_OK;
 }

@@ -8,6 +8,10 @@ typedef struct calib_kpt {   /* one kernels record */
     dkv_calib_kernel k;
     uint32_t src;            /* input index (UINT32_MAX: added directly) */
     uint64_t step;
+    /* the simulated run's record of the same step and class (dkv_calib_pair_sim) */
+    bool paired;
+    uint32_t n_sim;          /* the simulator's launches */
+    double roof_s;           /* the simulator's roofline time: its time less n_sim launch overheads */
 } calib_kpt;
 
 typedef struct calib_ppt {   /* one step with PCIe traffic */

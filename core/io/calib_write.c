@@ -11,7 +11,10 @@
 
 static bool any_fit(const dkv_calib_result *r)
 {
-    return r->launch_ok || r->bw_ok || r->h2d_ok || r->d2h_ok || r->bidir_ok;
+    bool k = false;
+    for (int i = 0; i < DKV_CALIB_MAX_KCLASS; i++)
+        k |= r->kclass_ok[i];
+    return k || r->launch_ok || r->bw_ok || r->h2d_ok || r->d2h_ok || r->bidir_ok;
 }
 
 static void input_ref(FILE *f, const dkv_calib *c, uint32_t src)
@@ -119,14 +122,30 @@ static void write_body(FILE *f, const dkv_calib *c, const dkv_calib_result *r, c
     }
     if (r->pcie_why[0])
         fprintf(f, "--     (%s)\n", r->pcie_why);
+    if (r->n_paired) {
+        fprintf(f, "--   kclass: time = scale * roofline + launch_s * launches per class, from %zu records paired "
+                   "with simulated runs:\n", r->n_paired);
+        for (uint32_t i = 0; i < DKV_CALIB_MAX_KCLASS; i++) {
+            if (r->kclass_ok[i])
+                fprintf(f, "--     %-12s scale %.4f  launch_s %.4g  (%zu records, rms relative residual %.1f %%)\n",
+                        dkv_cmp_class_name(i), r->kclass_scale[i], r->kclass_launch_s[i], r->kclass_n[i],
+                        100 * r->kclass_rms_rel[i]);
+            else if (r->kclass_why[i][0])
+                fprintf(f, "--     %-12s not fitted: %s\n", dkv_cmp_class_name(i), r->kclass_why[i]);
+        }
+    } else
+        fputs("--   kclass: not fitted (no measured run paired with a simulated one: dkv calibrate --sim)\n", f);
     fputs("--\n-- Raw numbers the fits used (input = the number above; '-' added directly):\n", f);
-    fputs("--   kernel: input step kind n_launches time_s flops bytes m_tokens\n", f);
+    fputs("--   kernel: input step kind n_launches time_s flops bytes m_tokens [sim_launches sim_roofline_s]\n", f);
     for (size_t i = 0; i < c->nk; i++) {
         const calib_kpt *p = &c->k[i];
         fputs("--   k ", f);
         input_ref(f, c, p->src);
-        fprintf(f, " %llu %u %u %.9g %.9g %.9g %.9g\n", (unsigned long long)p->step, p->k.kind, p->k.n_launches,
+        fprintf(f, " %llu %u %u %.9g %.9g %.9g %.9g", (unsigned long long)p->step, p->k.kind, p->k.n_launches,
                 p->k.time_s, p->k.flops, p->k.bytes, p->k.m_tokens);
+        if (p->paired)
+            fprintf(f, " %u %.9g", p->n_sim, p->roof_s);
+        fputc('\n', f);
     }
     fputs("--   pcie: input step h2d_bytes d2h_bytes pcie_s\n", f);
     for (size_t i = 0; i < c->np; i++) {
@@ -162,6 +181,16 @@ static void write_body(FILE *f, const dkv_calib *c, const dkv_calib_result *r, c
     for (int i = 0; i < 3; i++)
         if (ok[i])
             fprintf(f, "  %s = %.6g,\n", dn[i], v[i]);
+    bool any_k = false;
+    for (uint32_t i = 0; i < DKV_CALIB_MAX_KCLASS; i++) {
+        if (!r->kclass_ok[i])
+            continue;
+        fprintf(f, "%s    %s = {scale = %.6g, launch_s = %.6g},\n", any_k ? "" : "  kclass = {\n",
+                dkv_cmp_class_name(i), r->kclass_scale[i], r->kclass_launch_s[i]);
+        any_k = true;
+    }
+    if (any_k)
+        fputs("  },\n", f);
     fputs("}\n", f);
 }
 

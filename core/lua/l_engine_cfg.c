@@ -498,7 +498,13 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     pt q;
     pt_sub(&root, "sim", &q, sk);
     s->so = dkv_sim_options_default();
-    s->so.launch_overhead_s = gnum(&q, "launch_overhead_s", s->gpu.launch_overhead_s, 0, HUGE_VAL, 0);
+    /* not given: the preset's, per kernel class where it is calibrated (sim/sim.c); the resolved
+     * config records the preset's plain value */
+    lua_getfield(q.L, q.in, "launch_overhead_s");
+    bool lo_given = !lua_isnil(q.L, -1);
+    lua_pop(q.L, 1);
+    double lo = gnum(&q, "launch_overhead_s", s->gpu.launch_overhead_s, 0, HUGE_VAL, 0);
+    s->so.launch_overhead_s = lo_given ? lo : -1.0;
     s->so.gemm_eff = gnum(&q, "gemm_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
     s->so.attn_eff = gnum(&q, "attn_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
 

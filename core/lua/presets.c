@@ -9,12 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/backend.h"
 #include "lua/dkv_lua.h"
 #include "lua/lconf.h"
 
 /* ------------------------------------------------------------------ field tables */
 
-typedef enum { PF_STR, PF_U32, PF_F64, PF_BOOL, PF_DTYPE, PF_DOC, PF_CURVE } pf_type;
+typedef enum { PF_STR, PF_U32, PF_F64, PF_BOOL, PF_DTYPE, PF_DOC, PF_CURVE, PF_KCLASS } pf_type;
 
 typedef struct pfield {
     const char *name;
@@ -72,6 +73,7 @@ static const pfield gpu_fields[] = {
     GF(max_num_batched_tokens, PF_U32, 0, 1, 0),
     GF(retention, PF_F64, 0, 0, 1),
     {"bw_curve", PF_CURVE, offsetof(dkv_gpu, bw_curve), 0, 0, 0},
+    {"kclass", PF_KCLASS, offsetof(dkv_gpu, kclass), 0, 0, 0},
 };
 #undef GF
 
@@ -295,6 +297,35 @@ static void read_curve(lua_State *L, int t, const char *path, dkv_gpu *g)
     lua_pop(L, 1);
 }
 
+/* kclass = {<class> = {scale = S, launch_s = T}, ...}: class names as engine/backend.h names them */
+static void read_kclass(lua_State *L, int t, const char *path, dkv_gpu *g)
+{
+    char cp[160];
+    dkv_lconf_path(cp, sizeof cp, path, "kclass");
+    g->kclass_set = 0;
+    if (!dkv_lconf_subtable(L, t, path, "kclass", 0))
+        return;
+    int c = lua_gettop(L);
+    static const char *names[DKV_KCLASS_N + 1];
+    for (int k = 0; k < DKV_KCLASS_N; k++)
+        names[k] = dkv_kernel_class_name((dkv_kernel_class)k);
+    dkv_lconf_check_keys(L, c, cp, names);
+    static const char *const ekeys[] = {"scale", "launch_s", NULL};
+    for (int k = 0; k < DKV_KCLASS_N; k++) {
+        if (!dkv_lconf_subtable(L, c, cp, names[k], 0))
+            continue;
+        int e = lua_gettop(L);
+        char ep[192];
+        dkv_lconf_path(ep, sizeof ep, cp, names[k]);
+        dkv_lconf_check_keys(L, e, ep, ekeys);
+        g->kclass[k].scale = dkv_lconf_number(L, e, ep, "scale", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED | DKV_LCONF_LO_OPEN);
+        g->kclass[k].launch_s = dkv_lconf_number(L, e, ep, "launch_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        g->kclass_set |= 1u << k;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
 static void read_fields(lua_State *L, int t, const char *path, const pfield *f, size_t nf, void *out)
 {
     static const char *const dtypes[] = {"bf16", "fp16", "fp32", "fp8", NULL};
@@ -335,6 +366,9 @@ static void read_fields(lua_State *L, int t, const char *path, const pfield *f, 
             break;
         case PF_CURVE:
             read_curve(L, t, path, (dkv_gpu *)out);
+            break;
+        case PF_KCLASS:
+            read_kclass(L, t, path, (dkv_gpu *)out);
             break;
         }
     }
@@ -440,6 +474,21 @@ static void push_fields(lua_State *L, const pfield *f, size_t nf, const void *in
                 lua_pushnumber(L, g->bw_curve[k].efficiency);
                 lua_rawseti(L, -2, 2);
                 lua_rawseti(L, -2, (lua_Integer)k + 1);
+            }
+            break;
+        }
+        case PF_KCLASS: {
+            const dkv_gpu *g = in;
+            lua_newtable(L);
+            for (int k = 0; k < DKV_KCLASS_N; k++) {
+                if (!(g->kclass_set >> k & 1u))
+                    continue;
+                lua_createtable(L, 0, 2);
+                lua_pushnumber(L, g->kclass[k].scale);
+                lua_setfield(L, -2, "scale");
+                lua_pushnumber(L, g->kclass[k].launch_s);
+                lua_setfield(L, -2, "launch_s");
+                lua_setfield(L, -2, dkv_kernel_class_name((dkv_kernel_class)k));
             }
             break;
         }

@@ -141,6 +141,16 @@ dkv_status dkv_gpu_validate(const dkv_gpu *g, dkv_err *err)
             return dkv_err_set(err, DKV_EINVAL, "gpu '%s': field 'bw_curve' must be sorted by run_bytes (point %u)",
                                g->name, i + 1);
     }
+    for (uint32_t c = 0; c < DKV_GPU_KCLASS_MAX; c++) {
+        if (!(g->kclass_set >> c & 1u))
+            continue;
+        if (!(g->kclass[c].scale > 0) || !(g->kclass[c].launch_s >= 0))
+            return dkv_err_set(err, DKV_EINVAL, "gpu '%s': kernel class %u needs scale > 0 and launch_s >= 0 "
+                               "(got %g, %g)", g->name, c, g->kclass[c].scale, g->kclass[c].launch_s);
+    }
+    if (g->kclass_set >> DKV_GPU_KCLASS_MAX)
+        return dkv_err_set(err, DKV_EINVAL, "gpu '%s': kclass_set names classes beyond %d", g->name,
+                           DKV_GPU_KCLASS_MAX);
     return DKV_OK;
 }
 

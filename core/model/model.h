@@ -69,6 +69,14 @@ typedef struct dkv_bw_point {
 } dkv_bw_point;
 
 #define DKV_GPU_CURVE_MAX 16
+#define DKV_GPU_KCLASS_MAX 16   /* >= the engine's kernel classes (engine/backend.h) */
+
+/* A kernel class's calibrated cost (dkv calibrate, docs/COMPARE.md): the simulator charges
+ * time = scale * roofline(flops, bytes) + launches * launch_s for that class. */
+typedef struct dkv_gpu_kclass {
+    double scale;     /* > 0: measured time over the roofline time (1 = at the roofline) */
+    double launch_s;  /* >= 0: fixed cost per launch of the class */
+} dkv_gpu_kclass;
 
 typedef struct dkv_gpu {
     char     name[64];
@@ -93,6 +101,10 @@ typedef struct dkv_gpu {
     double   retention;
     uint32_t n_bw_curve;
     dkv_bw_point bw_curve[DKV_GPU_CURVE_MAX];  /* ascending run_bytes */
+    /* per-kernel-class calibration: bit c of kclass_set marks kclass[c] (engine/backend.h order)
+     * as given; unset classes cost at scale 1 with launch_overhead_s per launch */
+    uint32_t kclass_set;
+    dkv_gpu_kclass kclass[DKV_GPU_KCLASS_MAX];
 } dkv_gpu;
 
 dkv_status dkv_gpu_validate(const dkv_gpu *g, dkv_err *err);

@@ -138,6 +138,11 @@ grep -q "step latency <= 8 %: 0 / 9; HBM bytes per class <= 5 % (every class): 9
 [ "$(grep -c "step latency <= 8 %: 9 / 9" "$S")" = 1 ] || fail "targets (calibrated): $(grep Targets "$S")"
 grep -q "^| ret:dense:real | [0-9]* (0) | 0 | " "$S" || fail "retention row, plans and config agree"
 grep -q "base a100-80g" "$T/res/calibrate.txt" || fail "calibrated from the stand-ins"
+# stage 2 paired every fit-set run with its re-simulation and fitted each kernel class
+grep -E -q "^([0-9]+) run\(s\) \(\1 paired with a simulated run\)" "$T/res/calibrate.txt" \
+    || fail "pairing: $(head -n 1 "$T/res/calibrate.txt")"
+grep -q "^  qkv  *scale .* rms relative residual" "$T/res/calibrate.txt" || fail "per-class fit"
+grep -q "^    ffn = {scale = " "$T/res/root/datasets/presets/gpu/h200-hw.lua" || fail "kclass in the preset"
 grep -q "^| off:none | " "$S" || fail "device memory table"
 # calibration data is not validation data: a fit-set run is refused against the fitted preset
 set +e

@@ -236,6 +236,10 @@ typedef struct krec {
     uint64_t read_bytes, write_bytes;
 } krec;
 
+/* Extra gpu config text and the number of steps written (the pairing test varies them). */
+static const char *g_gpu_extra = "";
+static int g_nsteps = 8;
+
 /* A measured run: elementwise records (L = 5 us, B = 3.9e12), one FFN GEMM at 70 % per step,
  * steps with h2d copies at 50 GB/s. */
 static void write_run(dkv_h5 *f, const char *name, const char *gpu, int n_req, bool kernels)
@@ -243,10 +247,10 @@ static void write_run(dkv_h5 *f, const char *name, const char *gpu, int n_req, b
     dkv_err err = {0};
     dkv_h5_run *run;
     assert_int_equal(dkv_h5_run_begin(f, name, &run, &err), DKV_OK);
-    char cfg[400];
+    char cfg[600];
     snprintf(cfg, sizeof cfg, "{decode = {cache = \"dual\"}, gpu = {flops_bf16 = 8e14, hbm_bw = 4e12, "
-             "launch_overhead_s = 4e-06, name = \"%s\"}, model = {name = \"llada-8b\"}, policies = {offload = "
-             "{pinned = true}}, workload = {kind = \"fixed\", n = %d, prompt = 512}}", gpu, n_req);
+             "launch_overhead_s = 4e-06, name = \"%s\"%s}, model = {name = \"llada-8b\"}, policies = {offload = "
+             "{pinned = true}}, workload = {kind = \"fixed\", n = %d, prompt = 512}}", gpu, g_gpu_extra, n_req);
     assert_int_equal(dkv_h5_attr_str(run, NULL, "config", cfg, &err), DKV_OK);
     srec s[8];
     krec k[16];
@@ -270,10 +274,10 @@ static void write_run(dkv_h5 *f, const char *name, const char *gpu, int n_req, b
 #undef F
     dkv_h5_table *t;
     assert_int_equal(dkv_h5_table_create(run, "steps", sizeof *s, sf, 6, &t, &err), DKV_OK);
-    assert_int_equal(dkv_h5_table_append(t, s, 8, &err), DKV_OK);
-    if (kernels) {
+    assert_int_equal(dkv_h5_table_append(t, s + (8 - g_nsteps), (size_t)g_nsteps, &err), DKV_OK);
+    if (kernels) {   /* steps 7 - i for i < 8; with fewer steps the highest step indices are dropped */
         assert_int_equal(dkv_h5_table_create(run, "kernels", sizeof *k, kf, 7, &t, &err), DKV_OK);
-        assert_int_equal(dkv_h5_table_append(t, k, 16, &err), DKV_OK);
+        assert_int_equal(dkv_h5_table_append(t, k + 2 * (8 - g_nsteps), 2 * (size_t)g_nsteps, &err), DKV_OK);
     }
     assert_int_equal(dkv_h5_run_end(run, &err), DKV_OK);
 }
@@ -356,6 +360,109 @@ static void test_runs_and_preset(void **state)
     dkv_calib_free(c);
 }
 
+/* Per-class fit: time = a * n_sim + b * roof recovered exactly; unpaired and too-few records said. */
+static void test_kclass_fit(void **state)
+{
+    (void)state;
+    dkv_calib *c;
+    dkv_err err = {0};
+    assert_int_equal(dkv_calib_new(&c, &err), DKV_OK);
+    assert_int_equal(dkv_calib_set_base(c, "h200", HBM, PEAK, &err), DKV_OK);
+    dkv_rng g;
+    dkv_rng_seed(&g, 11);
+    for (int i = 0; i < 40; i++) {   /* attention: 12 us per launch, 2.5x its roofline */
+        uint32_t n = 10 + (uint32_t)dkv_rng_below(&g, 200);
+        double roof = 1e-4 * (1 + 20 * dkv_rng_uniform(&g));
+        dkv_calib_kernel k = {.kind = 1, .n_launches = n, .time_s = 12e-6 * n + 2.5 * roof};
+        assert_int_equal(dkv_calib_add_kernel_pair(c, &k, n, roof, &err), DKV_OK);
+    }
+    dkv_calib_kernel one = {.kind = 3, .n_launches = 64, .time_s = 1e-3};
+    assert_int_equal(dkv_calib_add_kernel_pair(c, &one, 64, 8e-4, &err), DKV_OK);
+    dkv_calib_kernel lone = {.kind = 6, .n_launches = 5, .time_s = 2e-4};   /* the simulator has none */
+    assert_int_equal(dkv_calib_add_kernel_pair(c, &lone, 0, 0, &err), DKV_OK);
+    assert_int_equal(dkv_calib_add_kernel_pair(c, &lone, 0, 0, &err), DKV_OK);
+    dkv_calib_result r;
+    assert_int_equal(dkv_calib_fit(c, &r, &err), DKV_OK);
+    assert_int_equal(r.n_paired, 43);
+    assert_true(r.kclass_ok[1]);
+    assert_int_equal(r.kclass_n[1], 40);
+    assert_float_equal(r.kclass_launch_s[1] / 12e-6, 1, 1e-9);
+    assert_float_equal(r.kclass_scale[1], 2.5, 1e-9);
+    assert_true(r.kclass_rms_rel[1] < 1e-9);
+    assert_false(r.kclass_ok[3]);
+    assert_non_null(strstr(r.kclass_why[3], "1 paired records"));
+    assert_false(r.kclass_ok[6]);
+    assert_int_equal(r.kclass_unpaired[6], 2);
+    assert_non_null(strstr(r.kclass_why[6], "costs none"));
+    assert_false(r.kclass_ok[0]);
+    assert_int_equal(r.kclass_why[0][0], '\0');   /* no records: nothing to say */
+    dkv_calib_free(c);
+}
+
+/* A measured run paired with its simulated twin from a file: identical records fit scale 1 and the
+ * simulated run's launch overhead; the preset gets a kclass table; bad twins are refused. */
+static void test_kclass_pair_runs(void **state)
+{
+    fx *x = *state;
+    dkv_err err = {0};
+    dkv_h5 *f, *s;
+    char sim[128];
+    snprintf(sim, sizeof sim, "%s/sim.h5", x->dir);
+    assert_int_equal(dkv_h5_create(x->h5, &f, &err), DKV_OK);
+    write_run(f, "p:real", "h200", 4, true);
+    assert_int_equal(dkv_h5_close(f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_create(sim, &s, &err), DKV_OK);
+    write_run(s, "p:sim", "h200", 4, true);
+    g_gpu_extra = ", kclass = {attn = {launch_s = 1e-05, scale = 2.0}}";
+    write_run(s, "cal:sim", "h200", 4, true);
+    g_gpu_extra = "";
+    g_nsteps = 5;
+    write_run(s, "short:sim", "h200", 4, true);
+    g_nsteps = 8;
+    assert_int_equal(dkv_h5_close(s, &err), DKV_OK);
+
+    dkv_calib *c;
+    assert_int_equal(dkv_calib_new(&c, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->h5, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(sim, &s, &err), DKV_OK);
+    assert_int_equal(dkv_calib_pair_sim(c, s, "p:sim", &err), DKV_EINVAL);   /* nothing to pair with yet */
+    assert_non_null(strstr(err.msg, "right after its measured run"));
+    assert_int_equal(dkv_calib_add_run(c, f, "p:real", &err), DKV_OK);
+    assert_int_equal(dkv_calib_pair_sim(c, s, "cal:sim", &err), DKV_EINVAL);
+    assert_non_null(strstr(err.msg, "calibrated preset (gpu.kclass.attn"));
+    assert_int_equal(dkv_calib_pair_sim(c, s, "short:sim", &err), DKV_EINVAL);
+    assert_non_null(strstr(err.msg, "6 of 16 measured records are in steps the simulated run lacks"));
+    assert_int_equal(dkv_calib_pair_sim(c, s, "p:sim", &err), DKV_OK);
+    dkv_h5_close(s, NULL);
+    dkv_h5_close(f, NULL);
+    dkv_calib_result r;
+    assert_int_equal(dkv_calib_fit(c, &r, &err), DKV_OK);
+    assert_int_equal(r.n_paired, 16);
+    for (int k = 3; k <= 8; k += 5) {   /* FFN (3) and elementwise (8) */
+        assert_true(r.kclass_ok[k]);
+        assert_float_equal(r.kclass_scale[k], 1.0, 1e-9);
+        assert_float_equal(r.kclass_launch_s[k] / 4e-6, 1.0, 1e-6);
+    }
+    assert_int_equal(dkv_calib_write_preset(c, &r, x->path, "h200-cal", "dkv calibrate --sim", NULL, &err), DKV_OK);
+    FILE *p = fopen(x->path, "r");
+    assert_non_null(p);
+    char line[512];
+    bool table = false, ffn = false, el = false;
+    int raw = 0;
+    while (fgets(line, sizeof line, p)) {
+        table |= strcmp(line, "  kclass = {\n") == 0;
+        ffn |= strcmp(line, "    ffn = {scale = 1, launch_s = 4e-06},\n") == 0;
+        el |= strcmp(line, "    elementwise = {scale = 1, launch_s = 4e-06},\n") == 0;
+        unsigned st, kind, n, ns;
+        double t, fl, by, m, roof;
+        raw += sscanf(line, "--   k 1 %u %u %u %lf %lf %lf %lf %u %lf", &st, &kind, &n, &t, &fl, &by, &m, &ns, &roof) == 9;
+    }
+    fclose(p);
+    assert_true(table && ffn && el);
+    assert_int_equal(raw, 16);
+    dkv_calib_free(c);
+}
+
 static void test_nothing_fitted_nothing_written(void **state)
 {
     fx *x = *state;
@@ -395,6 +502,8 @@ int main(void)
         cmocka_unit_test(test_bw_curve),
         cmocka_unit_test(test_pcie),
         cmocka_unit_test_setup_teardown(test_runs_and_preset, setup, teardown),
+        cmocka_unit_test(test_kclass_fit),
+        cmocka_unit_test_setup_teardown(test_kclass_pair_runs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_fitted_nothing_written, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

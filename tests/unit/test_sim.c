@@ -212,7 +212,10 @@ static void test_backend_vtable(void **state)
     assert_true(c.time_s == d.time_s);
     p.n_weight_streams = 4;
     assert_int_equal(dkv_backend_run_step(&be, &p, &d, &e), DKV_OK);
-    assert_true(d.time_s > 3.5 * c.time_s);
+    /* four weight streams: the streaming part (all but the launches) is about four times longer */
+    assert_int_equal(d.n_kernels, c.n_kernels);
+    double lt = c.n_kernels * g.launch_overhead_s;
+    assert_true(d.time_s - lt > 3.5 * (c.time_s - lt));
     dkv_backend_end(&be);
     dkv_backend_free(&be);
     dkv_backend_free(NULL);
@@ -223,6 +226,123 @@ static void test_backend_vtable(void **state)
     assert_int_equal(dkv_backend_run_step(&nb, &p, &c, &e), DKV_OK);
     assert_true(c.time_s == 0);
     dkv_backend_free(&nb);
+}
+
+/* Per-class kernel records of one plan. */
+typedef struct recs {
+    dkv_kernel_record r[DKV_KCLASS_N];
+    int seen[DKV_KCLASS_N];
+} recs;
+
+static void on_rec(void *user, const dkv_kernel_record *r)
+{
+    recs *x = user;
+    x->r[r->kind] = *r;
+    x->seen[r->kind]++;
+}
+
+/* Launches follow cuda/backend_fwd.c: per layer 1 QKV, 1 store (RoPE fused), 1 attention, 1 O,
+ * 2 FFN, 3 elementwise (two norms, SiLU*up); per step reset + 1 embedding per item + unmask,
+ * 1 final norm per item with logits + 2 per logit chunk. */
+static void test_launches_follow_backend(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    dkv_step_item it[2] = {reuse_item(768, 32), reuse_item(1024, 32)};
+    dkv_step_plan p = {.items = it, .n_items = 2, .max_logit_rows = 1024};
+    dkv_step_cost c;
+    recs x;
+    memset(&x, 0, sizeof x);
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, NULL, &p, &c, on_rec, &x, NULL), DKV_OK);
+    uint32_t L = m.n_layers;
+    assert_int_equal(x.r[DKV_KCLASS_QKV].n_launches, L);
+    assert_int_equal(x.r[DKV_KCLASS_KV_STORE].n_launches, L);
+    assert_int_equal(x.r[DKV_KCLASS_ATTN].n_launches, L);
+    assert_int_equal(x.r[DKV_KCLASS_O].n_launches, L);
+    assert_int_equal(x.r[DKV_KCLASS_FFN].n_launches, 2 * L);
+    assert_int_equal(x.r[DKV_KCLASS_ELEMENTWISE].n_launches, 3 * L + 1 + 2 + 1);
+    assert_int_equal(x.r[DKV_KCLASS_LM_HEAD].n_launches, 2 + 2);
+    assert_int_equal(x.seen[DKV_KCLASS_KV_GATHER], 0);
+    uint32_t sum = 0;
+    for (int k = 0; k < DKV_KCLASS_N; k++)
+        sum += x.r[k].n_launches;
+    assert_int_equal(sum, c.n_kernels);
+    /* the store reads every row's q, k, v and writes q back and the 64 tokens' K/V */
+    double ab = 2, hq = 4096, hkv = 4096, Q = 64;
+    assert_true(fabs((double)x.r[DKV_KCLASS_KV_STORE].read_bytes - L * Q * (hq + 2 * hkv) * ab) < L);
+    assert_true(fabs((double)x.r[DKV_KCLASS_KV_STORE].write_bytes - L * (Q * hq * ab + Q * 2 * hkv * ab)) < L);
+    /* nothing stored: RoPE runs as its own elementwise kernel */
+    it[0].kv_write_tokens = it[1].kv_write_tokens = 0;
+    it[0].kv_cached_tokens = 768, it[0].kv_tokens = 800;
+    it[1].kv_cached_tokens = 1024, it[1].kv_tokens = 1056;
+    memset(&x, 0, sizeof x);
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, NULL, &p, &c, on_rec, &x, NULL), DKV_OK);
+    assert_int_equal(x.seen[DKV_KCLASS_KV_STORE], 0);
+    assert_int_equal(x.r[DKV_KCLASS_ELEMENTWISE].n_launches, 4 * L + 1 + 2 + 1);
+}
+
+/* A sparse selection (kv_select_rows) is a gather-class kernel group of 5 launches per layer:
+ * scores GEMM, row statistics, column sums, top-k, pack; its kept tokens are not a KV store. */
+static void test_sparse_select(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    dkv_step_item it = {.phase = DKV_STEP_REFRESH, .q_tokens = 1056, .kv_tokens = 1056, .kv_write_tokens = 512,
+                        .kv_select_rows = 32, .logit_rows = 32};
+    dkv_step_plan p = {.items = &it, .n_items = 1, .max_logit_rows = 1024};
+    dkv_step_cost c, plain;
+    recs x;
+    memset(&x, 0, sizeof x);
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, NULL, &p, &c, on_rec, &x, NULL), DKV_OK);
+    uint32_t L = m.n_layers;
+    assert_int_equal(x.r[DKV_KCLASS_KV_GATHER].n_launches, 5 * L);
+    assert_int_equal(x.seen[DKV_KCLASS_KV_STORE], 0);
+    assert_int_equal(x.r[DKV_KCLASS_ELEMENTWISE].n_launches, 4 * L + 3);
+    /* scores: 2 * rows * keys * (heads * head_dim) FLOPs per layer */
+    assert_true(fabs(x.r[DKV_KCLASS_KV_GATHER].flops - L * 2.0 * 32 * 1056 * 4096) < 1.0);
+    /* the pack writes the kept tokens' K and V */
+    assert_true(x.r[DKV_KCLASS_KV_GATHER].write_bytes >= (uint64_t)L * 512 * 2 * 4096 * 2);
+    it.kv_select_rows = 0;   /* the same tokens as a plain store cost less than selecting them */
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, NULL, &p, &plain, NULL, NULL, NULL), DKV_OK);
+    assert_true(plain.time_s < c.time_s);
+}
+
+/* A calibrated class costs scale * roofline + launches * launch_s; the others are unchanged. */
+static void test_kclass_calibration(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    dkv_step_item it = reuse_item(768, 32);
+    dkv_step_plan p = {.items = &it, .n_items = 1, .max_logit_rows = 1024};
+    dkv_step_cost c0, c1;
+    recs a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, NULL, &p, &c0, on_rec, &a, NULL), DKV_OK);
+    g.kclass_set = 1u << DKV_KCLASS_ATTN;
+    g.kclass[DKV_KCLASS_ATTN] = (dkv_gpu_kclass){.scale = 3.0, .launch_s = 10e-6};
+    dkv_err e = {0};
+    assert_int_equal(dkv_gpu_validate(&g, &e), DKV_OK);
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, NULL, &p, &c1, on_rec, &b, NULL), DKV_OK);
+    const dkv_kernel_record *x = &a.r[DKV_KCLASS_ATTN], *y = &b.r[DKV_KCLASS_ATTN];
+    double roof = x->time_s - x->n_launches * g.launch_overhead_s;
+    assert_true(roof > 0);
+    assert_true(fabs(y->time_s - (3.0 * roof + y->n_launches * 10e-6)) < 1e-12);
+    assert_true(a.r[DKV_KCLASS_FFN].time_s == b.r[DKV_KCLASS_FFN].time_s);
+    assert_true(fabs((c1.time_s - c0.time_s) - (y->time_s - x->time_s)) < 1e-12);
+    /* an explicit launch-overhead option still wins over the calibrated one */
+    dkv_sim_options o = dkv_sim_options_default();
+    o.launch_overhead_s = 0;
+    memset(&b, 0, sizeof b);
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &p, &c1, on_rec, &b, NULL), DKV_OK);
+    assert_true(fabs(b.r[DKV_KCLASS_ATTN].time_s - 3.0 * roof) < 1e-12);
+    /* validation names what is wrong */
+    g.kclass[DKV_KCLASS_ATTN].scale = 0;
+    assert_int_equal(dkv_gpu_validate(&g, &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "scale > 0"));
 }
 
 static void test_bad_plan(void **state)
@@ -248,6 +368,9 @@ int main(void)
         cmocka_unit_test(test_layout_efficiency),
         cmocka_unit_test(test_pcie_overlap),
         cmocka_unit_test(test_backend_vtable),
+        cmocka_unit_test(test_launches_follow_backend),
+        cmocka_unit_test(test_sparse_select),
+        cmocka_unit_test(test_kclass_calibration),
         cmocka_unit_test(test_bad_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
