@@ -91,9 +91,18 @@ end
 -- Before the first timed dkv.execute of a process: one short untimed execution of the same
 -- model and cache mode (1 request, one block, 2 steps), so CUDA's lazy module loading and the
 -- cuBLASLt plan cache do not land in the first point's steps.  -D warmup=false skips it (ncu
--- runs: its kernels would be profiled too).  Not saved.
+-- runs: its kernels would be profiled too).  Not saved.  -D warmup=each: before every timed point,
+-- the point's own configuration once, untimed, so every GEMM shape the point runs is warm (the
+-- 2026-11-29 session showed 3-5x slower GEMMs in the first step of a shape not seen before:
+-- docs/CLAIMS.md, "Simulation against hardware").
 function M.warmup(cfg, eopts)
-  if M._warm or not M.param("warmup", true) then return end
+  local mode = M.param("warmup", true)
+  if mode == "each" then
+    local ok, err = pcall(dkv.execute, cfg, eopts)
+    print(ok and "hw: warm-up of the point done (not saved)" or ("hw: warm-up failed (continuing): " .. tostring(err)))
+    return
+  end
+  if M._warm or not mode or mode == "false" then return end
   M._warm = true
   local w = {}
   for k, v in pairs(cfg) do w[k] = v end

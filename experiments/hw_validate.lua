@@ -4,7 +4,7 @@
 -- own process and imports the figures into the :real run with dkv ncu-import).
 --
 --   dkv run experiments/hw_validate.lua -o val.h5 [-D backend=auto|sim|cuda] [-D point=w1:dual]
---       [-D gpu=h200] [-D gemm_eff=0.7] [-D half=real] [-D warmup=false]
+--       [-D gpu=h200] [-D gemm_eff=0.7] [-D half=real] [-D warmup=false|each]
 --
 -- VALIDATION ONLY: these workloads are disjoint from the calibration (fit) set.  The fit set is
 -- every run of hw_retention.lua, hw_offload.lua, hw_multi_instance.lua and hw_layout.lua (fixed

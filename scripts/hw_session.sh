@@ -134,7 +134,8 @@ device() {
             timeout 60 "$HB/bwcurve" > "$W/bwcurve.txt" 2>&1; r=$?
             status_line bwcurve "$r" $((SECONDS - t0)) "$(grep -c '^run ' "$W/bwcurve.txt") run lengths" ;;
         validate)  # the 9 validation points, unprofiled: step latency, peak memory, fragmentation
-            run_dkv validate 150 "$W/logs/validate.log" run experiments/hw_validate.lua -D backend=cuda \
+                   # (each point warmed with its own configuration first: no cold GEMM shapes)
+            run_dkv validate 150 "$W/logs/validate.log" run experiments/hw_validate.lua -D backend=cuda -D warmup=each \
                 -o "$W/h5/val.h5" ;;
         experiments)
             for x in $STUDIES; do

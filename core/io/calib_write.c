@@ -94,7 +94,14 @@ static void write_body(FILE *f, const dkv_calib *c, const dkv_calib_result *r, c
         fputc('\n', f);
     } else
         fprintf(f, "--   bw_curve: not fitted (%s); the base curve stays\n", r->bw_why);
-    if (r->gemm_ok)
+    bool kc = false;
+    for (int i = 0; i < DKV_CALIB_MAX_KCLASS; i++)
+        kc |= r->kclass_ok[i];
+    if (r->gemm_ok && kc)
+        fprintf(f, "--   GEMM efficiency %.4f of flops_bf16 (compute-bound records, flops-weighted): reported only; "
+                   "the kclass\n--     table below covers the GEMM classes (do not also pass cfg.sim.gemm_eff).  "
+                   "By shape:\n", r->gemm_eff);
+    else if (r->gemm_ok)
         fprintf(f, "--   GEMM efficiency %.4f of flops_bf16 (compute-bound records, flops-weighted): NOT a preset "
                    "field;\n--     use cfg.sim = {gemm_eff = %.4f} with this preset.  By shape:\n",
                 r->gemm_eff, r->gemm_eff);

@@ -10,7 +10,7 @@ assert(#dkv.shard.select({1, 2, 3}) == 3 and dkv.shard.mine(1))
 
 -- presets: names, resolved tables, overrides, errors naming the field
 local gpus = dkv.preset.list("gpu")
-assert(table.concat(gpus, " ") == "a100-80g h200 l40s rtx4090")
+assert(table.concat(gpus, " ") == "a100-80g h200 h200-calibrated l40s rtx4090")
 for _, name in ipairs(gpus) do
   local g = dkv.preset.gpu(name)
   assert(g.name == name and g.hbm_bytes > 0 and g.source ~= nil and #g.bw_curve > 0, name)
