@@ -286,7 +286,19 @@ PYEOF
             || echo "ncu-import $tag failed (post.log)" | tee -a "$log"
     done
 
-    # 2. every :real/:sim pair, with issue 6's tolerances (the ncu one where the run has ncu figures)
+    # 2. every :real run against its :sim twin re-simulated here by this dkv (sim/<file>.h5: the
+    #    simulated halves the device wrote came from the code of that day), with issue 6's
+    #    tolerances (the ncu one where the run has ncu figures)
+    mkdir -p "$R/sim"
+    local x script
+    for f in "$R"/h5/*.h5; do
+        x=$(basename "$f" .h5)
+        script=experiments/$x.lua
+        [ "$x" = val ] && script=experiments/hw_validate.lua
+        [ -f "$script" ] || continue
+        "$DKV" run "$script" -D backend=sim -o "$R/sim/$x.h5" > "$R/sim/$x.log" 2>&1 \
+            || echo "re-simulation of $x failed (sim/$x.log)" | tee -a "$log"
+    done
     local list="$R/pairs.txt"
     $PY - "$R"/h5/*.h5 > "$list" <<'PYEOF'
 import sys, h5py
@@ -349,9 +361,13 @@ compare_list() {   # pairs.txt outdir calibration-preset|""
     while read -r f n has; do
         i=$((i + 1)); extra=(); sim=$f; tagc=""
         [ "$has" = 1 ] && extra=("${NCU_TOL[@]}")
-        if [ -n "$cal" ]; then sim=${f%/val.h5}/valcal.h5; tagc="cal_"; extra+=(--calibration "$cal"); fi
+        if [ -n "$cal" ]; then
+            sim=${f%/val.h5}/valcal.h5; tagc="cal_"; extra+=(--calibration "$cal")
+        else
+            sim=$(dirname "$(dirname "$f")")/sim/$(basename "$f")
+        fi
         [ -f "$sim" ] || continue
-        echo "== compare $n ($(basename "$f")${cal:+, calibrated})"
+        echo "== compare $n ($(basename "$f") against $(basename "$(dirname "$sim")")/$(basename "$sim")${cal:+, calibrated})"
         "$DKV" compare "$f" "$sim" --real-run "$n:real" --sim-run "$n:sim" "${TOLS[@]}" "${extra[@]}" \
             -o "$2/${tagc}$(printf %03d $i).h5" 2> "$2/.err"
         echo "== exit $?"; cat "$2/.err"; rm -f "$2/.err"
