@@ -34,6 +34,7 @@ end
 -- Part 1 ------------------------------------------------------------------------------------
 print("dLLM-Serve budget per GPU (usable = HBM - weights - 10 %, KV : activations = 7 : 3)")
 local w1 = {10, 9, 8, 9, 8, 8, 10, 11}
+for _, g in ipairs(dkv.preset.list("gpu")) do w1[1] = math.max(w1[1], #g) end   -- h200-calibrated
 row({"gpu", "model", "HBM GiB", "weights", "usable", "KV GiB", "KV tokens", "logit rows"}, w1)
 local budget = {gpu = {}, model = {}, hbm_gib = {}, weights_gib = {}, usable_gib = {}, kv_gib = {}, kv_tokens = {},
                 logit_rows = {}}
