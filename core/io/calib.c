@@ -160,6 +160,31 @@ static int by_index(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Opens run `name` of f with its resolved config, flattened.  On error nothing stays open. */
+static dkv_status open_run(dkv_h5 *f, const char *name, dkv_h5_run **run, char **cfg, dkv_cfg_kv **kv, size_t *nkv,
+                           dkv_err *err)
+{
+    const char *file = dkv_h5_path(f);
+    dkv_status st = dkv_h5_run_open(f, name, run, err);
+    if (st != DKV_OK)
+        return st;
+    if (dkv_h5_attr_get_str(*run, NULL, "config", cfg, NULL) != DKV_OK || !*cfg)
+        st = dkv_err_set(err, DKV_EFORMAT, "%s: run '%s' has no config attribute (a dkv.save run is needed)", file,
+                         name);
+    else if ((st = dkv_cfg_flatten(*cfg, kv, nkv, err)) != DKV_OK)
+        dkv_err_prefix(err, "%s: run '%s'", file, name);
+    if (st != DKV_OK) {
+        dkv_cfg_kv_free(*kv, *nkv);
+        *kv = NULL;
+        *nkv = 0;
+        free(*cfg);
+        *cfg = NULL;
+        dkv_h5_run_free(*run);
+        *run = NULL;
+    }
+    return st;
+}
+
 dkv_status dkv_calib_add_run(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err *err)
 {
     const char *file = dkv_h5_path(f);
@@ -175,18 +200,9 @@ dkv_status dkv_calib_add_run(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err 
     static const char *const kcol[KS_N] = {"step_index", "kind", "n_launches", "time_s", "flops", "read_bytes",
                                            "write_bytes"};
     double *s[S_N] = {0}, *k[KS_N] = {0};
-    dkv_status st = dkv_h5_run_open(f, name, &run, err);
+    dkv_status st = open_run(f, name, &run, &cfg, &kv, &nkv, err);
     if (st != DKV_OK)
         return st;
-    if (dkv_h5_attr_get_str(run, NULL, "config", &cfg, NULL) != DKV_OK || !cfg) {
-        st = dkv_err_set(err, DKV_EFORMAT, "%s: run '%s' has no config attribute (a dkv.save run is needed)", file,
-                         name);
-        goto done;
-    }
-    if ((st = dkv_cfg_flatten(cfg, &kv, &nkv, err)) != DKV_OK) {
-        dkv_err_prefix(err, "%s: run '%s'", file, name);
-        goto done;
-    }
     const char *gname = leaf(kv, nkv, "gpu.name"), *bw = leaf(kv, nkv, "gpu.hbm_bw"),
                *fl = leaf(kv, nkv, "gpu.flops_bf16"), *lo = leaf(kv, nkv, "gpu.launch_overhead_s"),
                *pin = leaf(kv, nkv, "policies.offload.pinned");
@@ -365,18 +381,9 @@ dkv_status dkv_calib_pair_sim(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err
     enum { P_STEP, P_KIND, P_LAUNCH, P_TIME, P_N };
     static const char *const pcol[P_N] = {"step_index", "kind", "n_launches", "time_s"};
     double *k[P_N] = {0};
-    dkv_status st = dkv_h5_run_open(f, name, &run, err);
+    dkv_status st = open_run(f, name, &run, &cfg, &kv, &nkv, err);
     if (st != DKV_OK)
         return st;
-    if (dkv_h5_attr_get_str(run, NULL, "config", &cfg, NULL) != DKV_OK || !cfg) {
-        st = dkv_err_set(err, DKV_EFORMAT, "%s: run '%s' has no config attribute (a dkv.save run is needed)", file,
-                         name);
-        goto done;
-    }
-    if ((st = dkv_cfg_flatten(cfg, &kv, &nkv, err)) != DKV_OK) {
-        dkv_err_prefix(err, "%s: run '%s'", file, name);
-        goto done;
-    }
     for (size_t i = 0; i < nkv; i++)
         if (strncmp(kv[i].key, "gpu.kclass.", 11) == 0) {
             st = dkv_err_set(err, DKV_EINVAL, "%s: run '%s' was simulated with a calibrated preset (%s): pair runs "
