@@ -19,7 +19,9 @@
 # (default 540 s) bounds the whole call: a step that would not fit is skipped and says so, and the
 # results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 5 files (the tool
 # returns at most 8): table.txt, hw_h5.tgz (the result files), ncu.tgz (CSVs and profiled runs),
-# logs.tgz, bwcurve.txt.  NCU_LIMIT (90 s) bounds one profiled point; NCU_POINTS (default: all 9)
+# logs.tgz, bwcurve.txt.  NCU_CACHE (all) is ncu's --cache-control: "all" flushes the caches before
+# every kernel (reads are cold-cache reads; writes left in L2 are not seen), "none" keeps them warm
+# (writes are seen as they are evicted).  NCU_LIMIT (90 s) bounds one profiled point; NCU_POINTS (default: all 9)
 # picks the profiled points, e.g. for a second call `STEPS=ncu NCU_POINTS="w3:dual w3:sparse"`.
 #
 # Which data is which (calibration must not validate on its own data, issue 6):
@@ -151,7 +153,8 @@ device() {
                 if [ "$l" -lt 40 ]; then status_line "ncu $p" skip 0 "deadline: ${l}s left"; continue; fi
                 [ "$lim" -gt $((l - 15)) ] && lim=$((l - 15))
                 t0=$SECONDS
-                timeout -k 10 "$lim" "$NCU" --csv --clock-control none --target-processes all \
+                timeout -k 10 "$lim" "$NCU" --csv --clock-control none --cache-control "${NCU_CACHE:-all}" \
+                    --target-processes all \
                     --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
                     --log-file "$W/ncu/ncu_$tag.csv" \
                     "$DKV" run experiments/hw_validate.lua -D backend=cuda -D half=real -D warmup=false \
