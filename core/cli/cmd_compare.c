@@ -48,6 +48,41 @@ static void pct(char *buf, size_t n, double v, dkv_cmp_kind k, bool sign)
         snprintf(buf, n, sign ? "%+.2f%%" : "%.2f%%", 100 * v);
 }
 
+typedef struct step_err {
+    uint64_t index;
+    double real, sim, err;
+} step_err;
+
+static int by_abs_err(const void *a, const void *b)
+{
+    double x = fabs(((const step_err *)a)->err), y = fabs(((const step_err *)b)->err);
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The paired steps with the largest step-latency errors: where a mean error comes from (one cold
+ * step, or every step). */
+static void print_worst_steps(const dkv_cmp *c)
+{
+    size_t n = 0, m = 0;
+    const dkv_cmp_step *st = dkv_cmp_steps(c, &n);
+    step_err *e = n ? malloc(n * sizeof *e) : NULL;
+    if (!e)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (st[i].same_plan && st[i].real_time_s > 0)
+            e[m++] = (step_err){st[i].index, st[i].real_time_s, st[i].sim_time_s,
+                                (st[i].sim_time_s - st[i].real_time_s) / st[i].real_time_s};
+    if (m >= 2) {
+        qsort(e, m, sizeof *e, by_abs_err);
+        printf("largest step.time_s errors:");
+        for (size_t i = 0; i < m && i < 3; i++)
+            printf("%s step %llu real %.4g s sim %.4g s %+.1f%%", i ? ";" : "", (unsigned long long)e[i].index,
+                   e[i].real, e[i].sim, 100 * e[i].err);
+        putchar('\n');
+    }
+    free(e);
+}
+
 static void print_cmp(const dkv_cmp *c)
 {
     const dkv_cmp_info *in = dkv_cmp_get_info(c);
@@ -80,6 +115,7 @@ static void print_cmp(const dkv_cmp *c)
         printf("%-29s %-10s %6llu %11.4g %11.4g %9s %9s %9s %9s %9s%s\n", q->name, q->unit, (unsigned long long)q->n,
                q->real, q->sim, t, md, mn, mx, b, q->n_undefined ? " (+undefined pairs)" : "");
     }
+    print_worst_steps(c);
     if (in->real_has_ncu && !in->has_ncu)
         puts("note: REAL has ncu_classes but SIM has no kernels table: no ncu.* comparison (record.kernels = true)");
     else if (!in->has_ncu)

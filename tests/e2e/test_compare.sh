@@ -31,6 +31,13 @@ out=$("$DKV" compare "$T/real.h5" "$T/sim.h5" -o "$T/cmp.h5")
 echo "$out" | head -8
 grep -q "0 difference(s) that matter" <<<"$out" || fail "the presets differ only in ignored keys"
 grep -q "steps: real 64, sim 64, paired 64, different plans 0" <<<"$out" || fail "steps paired"
+# the largest per-step latency errors: three steps, the first one is the step.time_s max
+w=$(grep -E "^largest step.time_s errors: step [0-9]+ real [0-9.e+-]+ s sim [0-9.e+-]+ s [+-][0-9.]+%(; step [0-9]+ .*){2}$" <<<"$out") \
+    || fail "worst steps line: $(grep largest <<<"$out")"
+first=$(sed -E 's/^[^;]* ([+-][0-9.]+)%;.*/\1/' <<<"$w")
+mx=$(awk '$1 == "step.time_s" {sub("%", "", $9); print $9}' <<<"$out")
+awk -v a="$first" -v b="$mx" 'BEGIN { a = a < 0 ? -a : a; exit !(a - b < 0.06 && b - a < 0.06) }' \
+    || fail "worst step $first % is not the max |error| $mx %"
 # the A100 is slower: positive time bias, negative throughput bias; the plan (so the bytes) is the same
 $PY - "$out" <<'PYEOF' || fail "errors and signs"
 import sys
