@@ -365,6 +365,20 @@ static int simrec_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Whether the sorted records hold any record of `step` (keys step * 64 + kind). */
+static bool has_step(const simrec *sr, size_t n, uint64_t step)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {   /* the first key >= step * 64 */
+        size_t mid = (lo + hi) / 2;
+        if (sr[mid].key < step * 64)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && sr[lo].key / 64 == step;
+}
+
 dkv_status dkv_calib_pair_sim(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err *err)
 {
     const char *file = dkv_h5_path(f);
@@ -443,10 +457,7 @@ dkv_status dkv_calib_pair_sim(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err
         } else {   /* a class the simulator does not cost in this step: nothing explains its time */
             p->n_sim = 0;
             p->roof_s = 0;
-            bool step_seen = false;
-            for (uint64_t j = 0; j < nk && !step_seen; j++)
-                step_seen = sr[j].key / 64 == p->step;
-            steps_missing += !step_seen;
+            steps_missing += !has_step(sr, nk, p->step);
         }
     }
     if (steps_missing) {

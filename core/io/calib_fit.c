@@ -18,36 +18,57 @@ static bool is_gemm_class(uint32_t k)
     return k == K_QKV || k == K_O || k == K_FFN || k == K_LM;
 }
 
+/* Least squares y = A * x1 + B * x2 with relative residuals (weights 1 / y^2): the normal
+ * equations' sums. */
+typedef struct ls2 {
+    double a11, a12, a22, b1, b2;
+    size_t n;
+} ls2;
+
+static void ls2_add(ls2 *s, double x1, double x2, double y)
+{
+    double w = 1 / (y * y);
+    s->a11 += w * x1 * x1, s->a12 += w * x1 * x2, s->a22 += w * x2 * x2;
+    s->b1 += w * x1 * y, s->b2 += w * x2 * y;
+    s->n++;
+}
+
+/* Solves for A >= 0 (a negative A becomes 0 and B is refitted alone).  Returns false when x1 and x2
+ * vary together (not separable); then A = 0 and B is the x2-only fit (NaN when x2 is always 0). */
+static bool ls2_solve(const ls2 *s, double *A, double *B)
+{
+    double det = s->a11 * s->a22 - s->a12 * s->a12;
+    bool sep = s->a11 > 0 && s->a22 > 0 && det > 1e-9 * s->a11 * s->a22;
+    *A = 0;
+    *B = s->a22 > 0 ? s->b2 / s->a22 : NAN;
+    if (sep) {
+        double a = (s->b1 * s->a22 - s->b2 * s->a12) / det;
+        if (a >= 0)
+            *A = a, *B = (s->a11 * s->b2 - s->a12 * s->b1) / det;
+    }
+    return sep;
+}
+
 /* time = n * L + bytes * u, weighted by 1 / time^2 (relative residuals). */
 static void fit_launch(const dkv_calib *c, dkv_calib_result *r)
 {
-    double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
-    size_t n = 0;
+    ls2 s = {0};
     for (size_t i = 0; i < c->nk; i++) {
         const dkv_calib_kernel *k = &c->k[i].k;
-        if (!is_stream_class(k->kind) || !(k->time_s > 0) || !(k->bytes >= 0))
-            continue;
-        double w = 1 / (k->time_s * k->time_s), x1 = k->n_launches, x2 = k->bytes;
-        a11 += w * x1 * x1, a12 += w * x1 * x2, a22 += w * x2 * x2;
-        b1 += w * x1 * k->time_s, b2 += w * x2 * k->time_s;
-        n++;
+        if (is_stream_class(k->kind) && k->time_s > 0 && k->bytes >= 0)
+            ls2_add(&s, k->n_launches, k->bytes, k->time_s);
     }
+    size_t n = s.n;
     r->launch_n = n;
     if (n < 2) {
         snprintf(r->launch_why, sizeof r->launch_why, "%zu elementwise records (need 2 or more)", n);
         return;
     }
-    double det = a11 * a22 - a12 * a12, L, u;
-    if (!(a11 > 0) || !(a22 > 0) || det <= 1e-9 * a11 * a22) {
+    double L, u;
+    if (!ls2_solve(&s, &L, &u)) {
         snprintf(r->launch_why, sizeof r->launch_why, "launches and bytes vary together in the %zu records: "
                  "overhead and bandwidth are not separable (use workloads of different sizes)", n);
         return;
-    }
-    L = (b1 * a22 - b2 * a12) / det;
-    u = (a11 * b2 - a12 * b1) / det;
-    if (L < 0) {   /* constrained: no negative overhead */
-        L = 0;
-        u = b2 / a22;
     }
     if (!(u > 0)) {
         snprintf(r->launch_why, sizeof r->launch_why, "the bytes term came out %g s/byte (not positive): the records "
@@ -278,21 +299,18 @@ static void fit_kclass(const dkv_calib *c, dkv_calib_result *r)
     for (size_t i = 0; i < c->nk; i++)
         r->n_paired += c->k[i].paired;
     for (uint32_t cl = 0; cl < DKV_CALIB_MAX_KCLASS; cl++) {
-        double a11 = 0, a12 = 0, a22 = 0, b1 = 0, b2 = 0;
-        size_t n = 0, unpaired = 0;
+        ls2 s = {0};
+        size_t unpaired = 0;
         for (size_t i = 0; i < c->nk; i++) {
             const calib_kpt *p = &c->k[i];
             if (!p->paired || p->k.kind != cl || !(p->k.time_s > 0))
                 continue;
-            if (p->n_sim == 0) {
+            if (p->n_sim == 0)
                 unpaired++;
-                continue;
-            }
-            double w = 1 / (p->k.time_s * p->k.time_s), x1 = p->n_sim, x2 = p->roof_s;
-            a11 += w * x1 * x1, a12 += w * x1 * x2, a22 += w * x2 * x2;
-            b1 += w * x1 * p->k.time_s, b2 += w * x2 * p->k.time_s;
-            n++;
+            else
+                ls2_add(&s, p->n_sim, p->roof_s, p->k.time_s);
         }
+        size_t n = s.n;
         r->kclass_n[cl] = n;
         r->kclass_unpaired[cl] = unpaired;
         if (n == 0 && unpaired == 0)
@@ -304,22 +322,12 @@ static void fit_kclass(const dkv_calib *c, dkv_calib_result *r)
                      unpaired ? "; the simulator costs none of this class's measured steps" : "");
             continue;
         }
-        double det = a11 * a22 - a12 * a12, A, B;
-        if (!(a22 > 0)) {
+        if (!(s.a22 > 0)) {
             snprintf(why, wl, "the simulator's roofline time is 0 in every record");
             continue;
         }
-        if (det > 1e-9 * a11 * a22) {
-            A = (b1 * a22 - b2 * a12) / det;
-            B = (a11 * b2 - a12 * b1) / det;
-        } else {   /* launches and roofline vary together: the scale alone */
-            A = 0;
-            B = b2 / a22;
-        }
-        if (A < 0) {
-            A = 0;
-            B = b2 / a22;
-        }
+        double A, B;
+        ls2_solve(&s, &A, &B);   /* not separable (launches and roofline vary together): the scale alone */
         if (!(B > 0)) {
             snprintf(why, wl, "the roofline term came out %.3g (not positive)", B);
             continue;

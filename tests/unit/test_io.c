@@ -15,6 +15,7 @@
 
 #include "io/h5.h"
 #include "util/rng.h"
+#include "test_tmpdir.h"
 
 typedef struct rec {
     uint32_t id;
@@ -40,7 +41,7 @@ static const dkv_h5_field REC_FIELDS[] = {
 #define NREC_FIELDS (sizeof REC_FIELDS / sizeof REC_FIELDS[0])
 
 typedef struct fixture {
-    char dir[64];
+    char dir[TEST_TMPDIR_LEN];
     char path[128];
     char tmp[140];
 } fixture;
@@ -48,9 +49,12 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *fx = calloc(1, sizeof *fx);
-    strcpy(fx->dir, "/tmp/dkv-test-io.XXXXXX");
-    if (!mkdtemp(fx->dir))
+    if (!fx)
         return -1;
+    if (test_tmpdir_make(fx->dir, "io") != 0) {
+        free(fx);
+        return -1;
+    }
     snprintf(fx->path, sizeof fx->path, "%s/out.h5", fx->dir);
     snprintf(fx->tmp, sizeof fx->tmp, "%s.tmp", fx->path);
     *state = fx;
@@ -60,11 +64,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *fx = *state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", fx->dir);
-    int rc = system(cmd);
+    int rc = test_tmpdir_remove(fx->dir);
     free(fx);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
 static int exists(const char *p)

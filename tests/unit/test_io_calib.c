@@ -19,12 +19,13 @@
 #include "io/calib.h"
 #include "io/compare.h"
 #include "util/rng.h"
+#include "test_tmpdir.h"
 
 #define HBM 4.0e12
 #define PEAK 8.0e14
 
 typedef struct fx {
-    char dir[64], path[96], h5[96], txt[96];
+    char dir[TEST_TMPDIR_LEN], path[96], h5[96], txt[96];
 } fx;
 
 static int setup(void **state)
@@ -32,8 +33,7 @@ static int setup(void **state)
     fx *x = calloc(1, sizeof *x);
     if (!x)
         return -1;
-    strcpy(x->dir, "/tmp/dkv-test-calib.XXXXXX");
-    if (!mkdtemp(x->dir)) {
+    if (test_tmpdir_make(x->dir, "calib") != 0) {
         free(x);
         return -1;
     }
@@ -47,11 +47,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *x = *state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", x->dir);
-    int rc = system(cmd);
+    int rc = test_tmpdir_remove(x->dir);
     free(x);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
 /* Elementwise records with time = n * L + bytes / B exactly, n and bytes drawn independently. */

@@ -19,6 +19,7 @@
 #include "io/compare.h"
 #include "io/h5.h"
 #include "util/rng.h"
+#include "test_tmpdir.h"
 
 #define NSTEPS 40
 
@@ -132,7 +133,7 @@ static void write_file(const char *path, const char *name, const syn *o)
 }
 
 typedef struct fx {
-    char dir[64], real[96], sim[96], out[96];
+    char dir[TEST_TMPDIR_LEN], real[96], sim[96], out[96];
 } fx;
 
 static int setup(void **state)
@@ -140,8 +141,7 @@ static int setup(void **state)
     fx *x = calloc(1, sizeof *x);
     if (!x)
         return -1;
-    strcpy(x->dir, "/tmp/dkv-test-cmp.XXXXXX");
-    if (!mkdtemp(x->dir)) {
+    if (test_tmpdir_make(x->dir, "cmp") != 0) {
         free(x);
         return -1;
     }
@@ -155,11 +155,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *x = *state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", x->dir);
-    int rc = system(cmd);
+    int rc = test_tmpdir_remove(x->dir);
     free(x);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
 /* Compares the run "r" of the two files. */

@@ -17,9 +17,10 @@
 #include <unistd.h>
 
 #include "io/ncu.h"
+#include "test_tmpdir.h"
 
 typedef struct fx {
-    char dir[64], csv[96], h5[96];
+    char dir[TEST_TMPDIR_LEN], csv[96], h5[96];
 } fx;
 
 static int setup(void **state)
@@ -27,8 +28,7 @@ static int setup(void **state)
     fx *x = calloc(1, sizeof *x);
     if (!x)
         return -1;
-    strcpy(x->dir, "/tmp/dkv-test-ncu.XXXXXX");
-    if (!mkdtemp(x->dir)) {
+    if (test_tmpdir_make(x->dir, "ncu") != 0) {
         free(x);
         return -1;
     }
@@ -41,11 +41,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fx *x = *state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", x->dir);
-    int rc = system(cmd);
+    int rc = test_tmpdir_remove(x->dir);
     free(x);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
 #define HEADER                                                                                                       \

@@ -14,22 +14,20 @@
 
 #include "io/safetensors.h"
 #include "util/rng.h"
+#include "test_tmpdir.h"
 
-static char dir[64];
+static char dir[TEST_TMPDIR_LEN];
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/dkv-st-XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return test_tmpdir_make(dir, "st");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_tmpdir_remove(dir);
 }
 
 static const char *path(const char *name)

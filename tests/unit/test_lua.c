@@ -19,6 +19,7 @@
 #include "lua/lconf.h"
 #include "lua/presets.h"
 #include "util/interrupt.h"
+#include "test_tmpdir.h"
 
 /* ------------------------------------------------------------------ lconf */
 
@@ -371,8 +372,8 @@ static void test_presets(void **state)
 static void test_write_run_with_provenance(void **state)
 {
     (void)state;
-    char dir[] = "/tmp/dkv-test-lua.XXXXXX", out[128];
-    assert_non_null(mkdtemp(dir));
+    char dir[TEST_TMPDIR_LEN], out[128];
+    assert_int_equal(test_tmpdir_make(dir, "lua"), 0);
     snprintf(out, sizeof out, "%s/sub/r.h5", dir);  /* the folder is created */
     dkv_lua *s = sandbox(out, 0, 0);
     dkv_err err = {0};
@@ -471,9 +472,7 @@ static void test_write_run_with_provenance(void **state)
     dkv_h5_table_close(t);
     dkv_h5_run_free(r);
     dkv_h5_close(f, NULL);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(test_tmpdir_remove(dir), 0);
 }
 
 int main(void)

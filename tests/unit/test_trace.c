@@ -12,22 +12,20 @@
 
 #include "trace/trace.h"
 #include "util/rng.h"
+#include "test_tmpdir.h"
 
-static char dir[64];
+static char dir[TEST_TMPDIR_LEN];
 
 static int setup(void **state)
 {
     (void)state;
-    snprintf(dir, sizeof dir, "/tmp/dkv-test-trace.XXXXXX");
-    return mkdtemp(dir) ? 0 : -1;
+    return test_tmpdir_make(dir, "trace");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd);
+    return test_tmpdir_remove(dir);
 }
 
 static const char *path_of(const char *name)

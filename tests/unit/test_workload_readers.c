@@ -14,22 +14,20 @@
 #include <unistd.h>
 
 #include "workload/workload.h"
+#include "test_tmpdir.h"
 
-static char g_dir[64];
+static char g_dir[TEST_TMPDIR_LEN];
 
 static int make_dir(void **state)
 {
     (void)state;
-    snprintf(g_dir, sizeof g_dir, "/tmp/dkv-readers-XXXXXX");
-    return mkdtemp(g_dir) ? 0 : -1;
+    return test_tmpdir_make(g_dir, "readers");
 }
 
 static int remove_dir(void **state)
 {
     (void)state;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return test_tmpdir_remove(g_dir);
 }
 
 /* Writes text to g_dir/name and returns the path (static buffer). */
