@@ -382,7 +382,9 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     cudaEvent_t end = b->ev[b->n_ev - 1];
     if (st == DKV_OK)
         st = bk_xfers_after(b, plan, end, err);
+    double t_enq = bk_now();
     cudaError_t e = cudaEventSynchronize(end);
+    double t_wait = bk_now() - t_enq;
     if (st == DKV_OK && e != cudaSuccess)
         st = dkv_err_set(err, DKV_EIO, "cuda backend: step %llu failed on the device: %s",
                          (unsigned long long)plan->step_index, cudaGetErrorString(e));
@@ -434,6 +436,8 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
         b->on_kernel(b->on_kernel_user, &r);
     }
     out->time_s = wall;
+    out->host_enqueue_s = t_enq - t0;
+    out->host_wait_s = t_wait + t_block;
     out->compute_s = span - stall > 0 ? span - stall : 0;
     out->pcie_s = pcie;
     out->stall_s = stall + t_block;

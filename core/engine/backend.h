@@ -147,6 +147,10 @@ typedef struct dkv_step_cost {
     uint32_t n_kernels;
     double   flops_util;       /* flops / (compute_s * peak) */
     double   bw_util;          /* HBM traffic / (compute_s * hbm_bw) */
+    /* host (CPU) time inside run_step, measured by a backend that executes (0 from the
+       simulator): enqueueing the step's work, and waiting for it to finish */
+    double   host_enqueue_s;   /* run_step entry to the last launch/copy issued */
+    double   host_wait_s;      /* blocked in synchronisation (the step's end event, blocking copies) */
 } dkv_step_cost;
 
 /* The vtable (ggml style).  NULL entries take defaults: begin/end do nothing, run_step

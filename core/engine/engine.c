@@ -351,7 +351,7 @@ static dkv_status eng_setup(eng *e, const dkv_engine_config *cfg, dkv_err *err)
     return DKV_OK;
 }
 
-static double wall_now(void)
+double eng_wall_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -378,6 +378,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                 uint32_t i = (e->rr + k) % e->ni;
                 if (e->ready[i] > e->now)
                     continue;    /* its host side is still busy with its previous step */
+                e->plan_t0 = eng_wall_now();
                 e->n_cands = 0;
                 if (eng_select(e, &e->in[i]) == 0)
                     continue;
@@ -393,6 +394,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                 ran = true;
             }
         } else {
+            e->plan_t0 = eng_wall_now();
             e->n_cands = 0;
             uint32_t k = 0, last = 0;
             bool part[ENG_MAX_INST] = {false};
@@ -460,7 +462,7 @@ dkv_status dkv_engine_run(const dkv_engine_config *c, dkv_engine_result **out, d
     dkv_status st = dkv_engine_config_validate(c, err);
     if (st != DKV_OK)
         return st;
-    double w0 = wall_now();
+    double w0 = eng_wall_now();
     eng *e = calloc(1, sizeof *e);
     if (!e)
         return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory");
@@ -482,7 +484,7 @@ dkv_status dkv_engine_run(const dkv_engine_config *c, dkv_engine_result **out, d
     }
     /* end of run: deferred releases go now, so the managers show what is left */
     eng_pending_process(e, true);
-    eng_summarize(e, wall_now() - w0);
+    eng_summarize(e, eng_wall_now() - w0);
     *out = e->res;
     e->res = NULL;
     eng_free(e);

@@ -224,6 +224,15 @@ typedef struct dkv_step_record {
     uint64_t hbm_read_bytes, hbm_write_bytes, pcie_h2d_bytes, pcie_d2h_bytes;
     double   flops;
     double   flops_util, bw_util;
+    /* host (CPU) time of the step, measured on the machine that ran it (CLOCK_MONOTONIC):
+     * host_plan_s     the engine's own work for the step outside the backend call: scheduling,
+     *                 memory, plan building (from the instance's turn to the backend call) and
+     *                 the commit after it (decode advance, releases, records);
+     * host_enqueue_s  the backend's time issuing the step's work (0 from the simulator);
+     * host_wait_s     the backend's time blocked waiting for the step's work (0 from the simulator).
+     * time_s of an executed step = host_enqueue_s + host_wait_s + the backend's remaining host work
+     * (+ alloc_s); host_plan_s is outside time_s. */
+    double   host_plan_s, host_enqueue_s, host_wait_s;
 } dkv_step_record;
 
 /* Memory by tag at a moment (allocated bytes of both managers, per tag; host = offloaded). */

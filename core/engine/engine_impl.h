@@ -136,6 +136,7 @@ typedef struct eng {
     int32_t blocked_req;         /* first request blocked by memory this round, -1 none */
     bool blocked_act;            /* ... by activations (device manager) rather than KV */
     double alloc_s_step;         /* routing / allocator time of the step */
+    double plan_t0;              /* host clock when this step's planning began (eng_wall_now) */
 
     /* deferred releases (FIFO: one rule, so due in order) */
     pend_rel *pend;
@@ -168,6 +169,9 @@ typedef struct eng {
 
 /* A trace id unique over the managers: the manager's index in the top byte. */
 uint64_t eng_trace_id(const eng *e, const dkv_mem *m, dkv_mem_id id);
+
+/* The host's monotonic clock, seconds (host time of the steps). */
+double eng_wall_now(void);
 
 /* engine_mem.c */
 dkv_status eng_mem_setup(eng *e, dkv_err *err);

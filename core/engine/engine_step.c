@@ -458,7 +458,9 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
                           .max_logit_rows = c->logit.max_num_logits,
                           .n_weight_streams = c->shared_weights ? 1 : n_inst_round};
     dkv_step_cost cost;
+    double h_call0 = eng_wall_now();
     dkv_status st = dkv_backend_run_step(c->backend, &plan, &cost, err);
+    double h_call1 = eng_wall_now();
     if (st != DKV_OK) {
         dkv_err_prefix(err, "backend '%s', step %llu", dkv_backend_name(c->backend), (unsigned long long)e->step_index);
         return st;
@@ -515,11 +517,13 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
                            .q_tokens = q, .budget_tokens = bud, .logit_rows = rows,
                            .hbm_read_bytes = cost.hbm_read_bytes, .hbm_write_bytes = cost.hbm_write_bytes,
                            .pcie_h2d_bytes = cost.pcie_h2d_bytes, .pcie_d2h_bytes = cost.pcie_d2h_bytes,
-                           .flops = cost.flops, .flops_util = cost.flops_util, .bw_util = cost.bw_util};
+                           .flops = cost.flops, .flops_util = cost.flops_util, .bw_util = cost.bw_util,
+                           .host_enqueue_s = cost.host_enqueue_s, .host_wait_s = cost.host_wait_s};
     for (uint32_t i = 0; i < e->ni; i++) {
         rec.n_waiting += (uint32_t)e->in[i].wq_len;
         rec.n_running += e->in[i].n_run;
     }
+    rec.host_plan_s = (h_call0 - e->plan_t0) + (eng_wall_now() - h_call1);
     if (c->on_step)
         c->on_step(c->on_step_user, &rec);
     if (c->record_steps && eng_push_step(e, &rec) != DKV_OK)

@@ -139,6 +139,9 @@ static const dkv_h5_field step_fields[] = {
     F(dkv_step_record, flops, DKV_H5_F64, "FLOP", "floating-point operations"),
     F(dkv_step_record, flops_util, DKV_H5_F64, "", "FLOPs / (kernel time x peak)"),
     F(dkv_step_record, bw_util, DKV_H5_F64, "", "HBM bytes / (kernel time x bandwidth)"),
+    F(dkv_step_record, host_plan_s, DKV_H5_F64, "s", "host: engine planning + commit (measured)"),
+    F(dkv_step_record, host_enqueue_s, DKV_H5_F64, "s", "host: backend enqueue (measured; 0 simulated)"),
+    F(dkv_step_record, host_wait_s, DKV_H5_F64, "s", "host: backend waits (measured; 0 simulated)"),
 };
 static const dkv_h5_field mem_fields[] = {
     F(dkv_mem_record, time_s, DKV_H5_F64, "s", "time of the sample (end of a step)"),

@@ -135,13 +135,20 @@ static void test_budget_and_phase_counts(void **state)
     const dkv_step_record *st = dkv_engine_result_steps(f.r, &ns);
     assert_true(ns > 0);
     uint32_t max_items = 0;
+    double plan_sum = 0;
     for (size_t i = 0; i < ns; i++) {
+        /* host time: the engine's planning is measured (>= 0, finite); the simulator enqueues and
+           waits for nothing */
+        assert_true(st[i].host_plan_s >= 0 && st[i].host_plan_s < 10);
+        plan_sum += st[i].host_plan_s;
+        assert_true(st[i].host_enqueue_s == 0 && st[i].host_wait_s == 0);
         assert_true(st[i].budget_tokens <= 200 || st[i].n_items == 1);
         assert_true(st[i].q_tokens <= 200);
         if (st[i].n_items > max_items)
             max_items = st[i].n_items;
     }
     assert_true(max_items >= 3); /* one Refresh (96) + several Reuse (16) share a step */
+    assert_true(plan_sum > 0);   /* planning ns steps takes some host time */
     /* per request: 2 blocks x 16 steps, one Refresh per block (dual cache) */
     dkv_decode_totals tot;
     dkv_decode_request dr = {.id = 0, .prompt_tokens = 64, .gen_tokens = 32};
