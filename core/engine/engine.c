@@ -257,6 +257,25 @@ static bool preempt_one(eng *e)
 
 /* ---------------------------------------------------------------- the run */
 
+void eng_clock_sync(eng *e)
+{
+    if (e->c.hooks && e->c.hooks->clock) {
+        double t = e->c.hooks->clock(e->c.hooks->user);
+        if (t > e->now)
+            e->now = t;
+    }
+}
+
+/* Threaded instances: the shared pool is full and other instances hold part of it. */
+static bool pool_held_by_others(eng *e)
+{
+    if (!e->c.kv_pool || !e->c.hooks || !e->c.hooks->pool_wait || e->blocked_act)
+        return false;
+    dkv_mem_stats ms;
+    dkv_mem_stats_get(e->c.kv_pool, &ms);
+    return ms.allocated > e->tag_now[DKV_MEM_TAG_KV];
+}
+
 static void eng_free(eng *e)
 {
     if (!e)
@@ -441,13 +460,24 @@ static dkv_status run_loop(eng *e, dkv_err *err)
         if (eng_pending_process(e, true))
             continue;            /* deferred frees were holding memory: the "GC" runs now */
         if (e->blocked_req >= 0) {
+            if (pool_held_by_others(e) && e->c.hooks->pool_wait(e->c.hooks->user)) {
+                eng_clock_sync(e);
+                continue;        /* another instance's step ran: it may have released KV */
+            }
             if (!preempt_one(e))
                 eng_finish_request(e, &e->rq[e->blocked_req], DKV_REQ_OOM, e->now);
             continue;
         }
         if (e->arr.n) {
-            if (e->arr.t[0] > e->now)
+            if (e->arr.t[0] > e->now) {
+                if (e->c.hooks && e->c.hooks->clock) {   /* real time passes until the arrival */
+                    e->c.hooks->wait_until(e->c.hooks->user, e->arr.t[0]);
+                    eng_clock_sync(e);
+                    if (e->now < e->arr.t[0])
+                        continue;
+                }
                 e->now = e->arr.t[0];
+            }
             continue;
         }
         return dkv_err_set(err, DKV_ESTATE, "engine: %llu requests neither run nor wait (internal error)",
@@ -456,7 +486,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
     return DKV_OK;
 }
 
-dkv_status dkv_engine_run(const dkv_engine_config *c, dkv_engine_result **out, dkv_err *err)
+dkv_status eng_run_one(const dkv_engine_config *c, bool begin_backend, dkv_engine_result **out, dkv_err *err)
 {
     *out = NULL;
     dkv_status st = dkv_engine_config_validate(c, err);
@@ -466,27 +496,45 @@ dkv_status dkv_engine_run(const dkv_engine_config *c, dkv_engine_result **out, d
     eng *e = calloc(1, sizeof *e);
     if (!e)
         return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory");
+    const dkv_engine_hooks *hk = c->hooks;
+    if (hk)
+        hk->lock(hk->user);
     if ((st = eng_setup(e, c, err)) != DKV_OK) {
+        if (hk)
+            hk->unlock(hk->user);
         eng_free(e);
         return st;
     }
     dkv_backend_setup bs = {.model = e->m, .gpu = e->g, .shared_weights = c->shared_weights,
                             .on_kernel = c->on_kernel, .on_kernel_user = c->on_kernel_user};
-    if ((st = dkv_backend_begin(c->backend, &bs, err)) != DKV_OK) {
+    if (begin_backend && (st = dkv_backend_begin(c->backend, &bs, err)) != DKV_OK) {
+        if (hk)
+            hk->unlock(hk->user);
         eng_free(e);
         return st;
     }
+    eng_clock_sync(e);
     st = run_loop(e, err);
-    dkv_backend_end(c->backend);
+    if (begin_backend)
+        dkv_backend_end(c->backend);
     if (st != DKV_OK && st != DKV_EINTR) {
+        if (hk)
+            hk->unlock(hk->user);
         eng_free(e);
         return st;
     }
     /* end of run: deferred releases go now, so the managers show what is left */
     eng_pending_process(e, true);
     eng_summarize(e, eng_wall_now() - w0);
+    if (hk)
+        hk->unlock(hk->user);
     *out = e->res;
     e->res = NULL;
     eng_free(e);
     return st;
+}
+
+dkv_status dkv_engine_run(const dkv_engine_config *c, dkv_engine_result **out, dkv_err *err)
+{
+    return eng_run_one(c, true, out, err);
 }

@@ -180,7 +180,33 @@ typedef struct dkv_engine_config {
     dkv_engine_progress_fn progress;/* optional: called every ~1 % of requests finished */
     void    *progress_user;
     uint64_t seed;                  /* seeds decode draws and retention draws.  Default 1 */
+
+    /* threaded instances: dkv_engine_run_instances (below) sets these on each instance's own
+       engine; leave them zero otherwise */
+    struct dkv_mem *kv_pool;        /* borrowed KV manager used instead of creating one (a pool
+                                       shared with the other instances' engines, or this one's
+                                       partition) */
+    uint32_t kv_pool_instance;      /* owner.instance of this engine's acquisitions in kv_pool */
+    const struct dkv_engine_hooks *hooks;
 } dkv_engine_config;
+
+/* How an instance's engine lives beside the others' (threaded instances).  The engine holds
+ * lock() while it touches its state and the shared pool, and drops it around the backend call
+ * and every wait.  With clock set, the run's clock is clock() (seconds since the instances'
+ * common start): read before and after each backend step instead of adding the step's time, and
+ * an idle engine calls wait_until(t) to let real time pass.  pool_wait (optional) is called, with
+ * the lock held, when nothing can run because the shared pool is full and other instances hold
+ * KV in it: it waits for another instance's step (dropping the lock) and returns true, or
+ * returns false when every instance with work is blocked too (the engine then preempts or fails
+ * as it does alone). */
+typedef struct dkv_engine_hooks {
+    void  *user;
+    void  (*lock)(void *user);
+    void  (*unlock)(void *user);
+    double (*clock)(void *user);
+    void  (*wait_until)(void *user, double t);
+    bool  (*pool_wait)(void *user);
+} dkv_engine_hooks;
 
 /* Defaults as documented above (model, gpu, workload, backend left NULL). */
 void dkv_engine_config_default(dkv_engine_config *c);
@@ -288,6 +314,30 @@ const dkv_req_record  *dkv_engine_result_requests(const dkv_engine_result *r, si
 const dkv_step_record *dkv_engine_result_steps(const dkv_engine_result *r, size_t *n);
 const dkv_mem_record  *dkv_engine_result_memory(const dkv_engine_result *r, size_t *n);
 void dkv_engine_result_free(dkv_engine_result *r);    /* NULL is a no-op */
+
+/* ---- threaded instances -------------------------------------------------------------------
+ * dkv_engine_run_instances runs c->n_instances instances as separate engines, one host thread
+ * each, as separate serving processes would run them: instance i gets the requests a simulated
+ * run routes to it (round_robin: workload index mod n) and its own backend (backends[i]); the KV
+ * memory is one pool with the simulator's quotas and borrowing (placement shared: the same
+ * manager, options and quotas as a simulated run, its bookkeeping under a mutex) or one pool per
+ * instance of its quota (partitioned).  The backends are begun in order 0..n-1 on the calling
+ * thread (so a backend may borrow what an earlier one set up) and ended after every thread is
+ * done.  With gpu_lock, one instance's backend step runs at a time (a FIFO ticket: the
+ * simulator's timeslice); without it they run concurrently.  With real_clock every instance's
+ * clock is the host clock since the common start (a backend that executes); without it each
+ * engine's clock advances by its own steps' times (a simulated backend: for tests).  The result
+ * merges the instances: requests in workload order with their instance, steps of all instances
+ * by start time, memory summed over instances, peak KV / fragmentation / reuse of the pool(s) as
+ * a simulated run computes them.  Refused: one instance, least_loaded routing, closed-loop
+ * workloads, mem.kind other than blockpool, deferred lifecycle releases, offload, trace sinks. */
+typedef struct dkv_instances_options {
+    dkv_backend *const *backends;   /* n_instances backends, borrowed; begun and ended here */
+    bool gpu_lock;
+    bool real_clock;
+} dkv_instances_options;
+dkv_status dkv_engine_run_instances(const dkv_engine_config *c, const dkv_instances_options *o,
+                                    dkv_engine_result **out, dkv_err *err);
 
 /* Percentile (0..100, linear interpolation) of v[0..n); sorts v in place.  NaN when n == 0. */
 double dkv_percentile(double *v, size_t n, double pct);

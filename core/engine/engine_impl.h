@@ -172,8 +172,18 @@ uint64_t eng_trace_id(const eng *e, const dkv_mem *m, dkv_mem_id id);
 
 /* The host's monotonic clock, seconds (host time of the steps). */
 double eng_wall_now(void);
+/* Threaded instances with a real clock: now = max(now, hooks->clock()); otherwise nothing. */
+void eng_clock_sync(eng *e);
+/* One engine run; begin_backend false: the caller begins and ends the backend (threaded
+ * instances).  dkv_engine_run is eng_run_one(c, true, ...). */
+dkv_status eng_run_one(const dkv_engine_config *c, bool begin_backend, dkv_engine_result **out, dkv_err *err);
 
 /* engine_mem.c */
+/* KV and device capacities of a run of ni instances (the sizing rule). */
+dkv_status eng_capacities(const dkv_engine_config *c, uint32_t ni, uint64_t *kv_cap, uint64_t *dev_cap, dkv_err *err);
+/* The KV managers of a run of ni instances: one (quotas when ni > 1) or ni partitions. */
+dkv_status eng_kv_create(const dkv_engine_config *c, uint32_t ni, uint64_t kv_capacity, dkv_mem **kvm,
+                         uint32_t *n_kvm, dkv_err *err);
 dkv_status eng_mem_setup(eng *e, dkv_err *err);
 void       eng_mem_teardown(eng *e);
 dkv_status eng_acquire(eng *e, dkv_mem *m, uint64_t bytes, uint8_t tag, uint32_t inst, uint32_t request,

@@ -25,6 +25,8 @@ static void tag_sub(eng *e, uint8_t tag, uint64_t bytes)
 dkv_status eng_acquire(eng *e, dkv_mem *m, uint64_t bytes, uint8_t tag, uint32_t inst, uint32_t request,
                        dkv_mem_id *id, uint64_t *allocated, dkv_err *err)
 {
+    if (m == e->c.kv_pool)
+        inst = e->c.kv_pool_instance;   /* threaded instances: this engine's place in the pool */
     dkv_mem_owner who = {.tag = tag, .instance = (uint16_t)(dkv_mem_get_options(m)->n_instances > 1 ? inst : 0),
                          .request = request};
     dkv_status st = dkv_mem_acquire(m, bytes, &who, id, err);
@@ -244,7 +246,7 @@ double eng_device_time(eng *e, uint64_t *reserved)
     double t = 0;
     uint64_t res = 0;
     dkv_mem_stats s;
-    for (uint32_t i = 0; i < e->n_kvm; i++) {
+    for (uint32_t i = 0; i < e->n_kvm && !e->c.kv_pool; i++) { /* a borrowed pool: its owner counts it */
         dkv_mem_stats_get(e->kvm[i], &s);
         t += s.device_time_s;
         res += s.reserved;
@@ -261,36 +263,39 @@ double eng_device_time(eng *e, uint64_t *reserved)
 
 /* ---------------------------------------------------------------- set-up */
 
-dkv_status eng_mem_setup(eng *e, dkv_err *err)
+dkv_status eng_capacities(const dkv_engine_config *c, uint32_t ni, uint64_t *kv_cap, uint64_t *dev_cap, dkv_err *err)
 {
-    const dkv_engine_config *c = &e->c;
-    const dkv_gpu *g = e->g;
-    dkv_status st = dkv_sizing_default(&c->sizing, e->m, g, &e->sizing, err);
-    if (st != DKV_OK)
-        return st;
-    uint32_t n_w = c->shared_weights ? 1 : e->ni;
-    double W = (double)dkv_model_weight_bytes(e->m);
+    const dkv_gpu *g = c->gpu;
+    uint32_t n_w = c->shared_weights ? 1 : ni;
+    double W = (double)dkv_model_weight_bytes(c->model);
     double margin = c->sizing.margin * g->hbm_bytes;
     double usable = g->hbm_bytes - n_w * W - margin;
     if (usable <= 0)
         return dkv_err_set(err, DKV_ENOMEM,
                            "model '%s': %u cop%s of the weights (%.2f GiB each) do not fit gpu '%s' "
-                           "(%.2f GiB, %.0f%% margin)", e->m->name, n_w, n_w == 1 ? "y" : "ies",
+                           "(%.2f GiB, %.0f%% margin)", c->model->name, n_w, n_w == 1 ? "y" : "ies",
                            W / 1073741824.0, g->name, g->hbm_bytes / 1073741824.0, c->sizing.margin * 100);
-    dkv_mem_kind kind = c->mem.kind;
-    e->dev_is_kv = kind == DKV_MEM_CACHING;
-    if (e->dev_is_kv) {
-        e->kv_capacity = c->mem.capacity_bytes ? c->mem.capacity_bytes : (uint64_t)(g->hbm_bytes - margin);
-        e->dev_capacity = e->kv_capacity;
+    if (c->mem.kind == DKV_MEM_CACHING) {
+        *kv_cap = c->mem.capacity_bytes ? c->mem.capacity_bytes : (uint64_t)(g->hbm_bytes - margin);
+        *dev_cap = *kv_cap;
     } else {
-        e->kv_capacity = c->mem.capacity_bytes ? c->mem.capacity_bytes : (uint64_t)(c->sizing.kv_frac * usable);
-        e->dev_capacity = c->device_capacity_bytes ? c->device_capacity_bytes
-                                                    : (uint64_t)(g->hbm_bytes - margin) - e->kv_capacity;
+        *kv_cap = c->mem.capacity_bytes ? c->mem.capacity_bytes : (uint64_t)(c->sizing.kv_frac * usable);
+        *dev_cap = c->device_capacity_bytes ? c->device_capacity_bytes : (uint64_t)(g->hbm_bytes - margin) - *kv_cap;
     }
-    if (e->kv_capacity == 0 || e->dev_capacity == 0)
+    if (*kv_cap == 0 || *dev_cap == 0)
         return dkv_err_set(err, DKV_EINVAL, "mem: capacity is zero");
-    uint64_t block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * e->kvbpt;
+    return DKV_OK;
+}
 
+dkv_status eng_kv_create(const dkv_engine_config *c, uint32_t ni, uint64_t kv_capacity, dkv_mem **kvm,
+                         uint32_t *n_kvm, dkv_err *err)
+{
+    const dkv_gpu *g = c->gpu;
+    dkv_status st;
+    dkv_mem_kind kind = c->mem.kind;
+    uint64_t kvbpt = dkv_model_kv_bytes_per_token(c->model);
+    uint64_t block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * kvbpt;
+    *n_kvm = 0;
     dkv_mem_options o = c->mem;
     o.release_delay_s = 0; /* the engine applies the lifecycle rule itself */
     if (o.device_malloc_s <= 0)
@@ -300,46 +305,70 @@ dkv_status eng_mem_setup(eng *e, dkv_err *err)
     o.block_bytes = block_bytes;
     o.n_instances = 1;
     /* a pool smaller than one growth chunk grows by smaller chunks */
-    uint64_t per_part = e->kv_capacity / (e->ni > 1 && c->placement.mode == DKV_PLACE_PARTITIONED ? e->ni : 1);
+    uint64_t per_part = kv_capacity / (ni > 1 && c->placement.mode == DKV_PLACE_PARTITIONED ? ni : 1);
     while (kind == DKV_MEM_BLOCKPOOL && o.chunk_blocks > 1 && (uint64_t)o.chunk_blocks * block_bytes > per_part)
         o.chunk_blocks /= 2; /* stays a power of two */
-    if (e->ni > 1 && c->placement.mode == DKV_PLACE_PARTITIONED) {
+    if (ni > 1 && c->placement.mode == DKV_PLACE_PARTITIONED) {
         if (kind == DKV_MEM_CACHING)
             return dkv_err_set(err, DKV_EINVAL,
                                "placement.mode 'partitioned' needs mem.kind 'static' or 'blockpool' "
                                "(a caching allocator holds the weights too)");
         dkv_placement_config pc = c->placement;
-        pc.n_instances = e->ni;
+        pc.n_instances = ni;
         dkv_quota q[ENG_MAX_INST];
-        if ((st = dkv_placement_quotas(&pc, e->kv_capacity, block_bytes, q, err)) != DKV_OK)
+        if ((st = dkv_placement_quotas(&pc, kv_capacity, block_bytes, q, err)) != DKV_OK)
             return st;
-        for (uint32_t i = 0; i < e->ni; i++) {
+        for (uint32_t i = 0; i < ni; i++) {
             o.capacity_bytes = q[i].max_bytes;
             if (kind == DKV_MEM_BLOCKPOOL && o.initial_bytes > o.capacity_bytes)
                 o.initial_bytes = o.capacity_bytes;
-            if ((st = dkv_mem_new(&o, &e->kvm[i], err)) != DKV_OK)
+            if ((st = dkv_mem_new(&o, &kvm[i], err)) != DKV_OK)
                 return st;
-            e->n_kvm++;
+            (*n_kvm)++;
         }
-    } else {
-        o.capacity_bytes = e->kv_capacity;
-        if (e->ni > 1) {
-            o.n_instances = e->ni;
-            o.share = DKV_MEM_SHARED;
-            if (kind == DKV_MEM_BLOCKPOOL) {
-                dkv_placement_config pc = c->placement;
-                pc.n_instances = e->ni;
-                pc.mode = DKV_PLACE_SHARED;
-                dkv_quota q[ENG_MAX_INST];
-                if ((st = dkv_placement_quotas(&pc, e->kv_capacity, block_bytes, q, err)) != DKV_OK)
-                    return st;
-                for (uint32_t i = 0; i < e->ni; i++)
-                    o.quota_bytes[i] = q[i].guaranteed_bytes;
-            }
+        return DKV_OK;
+    }
+    o.capacity_bytes = kv_capacity;
+    if (ni > 1) {
+        o.n_instances = ni;
+        o.share = DKV_MEM_SHARED;
+        if (kind == DKV_MEM_BLOCKPOOL) {
+            dkv_placement_config pc = c->placement;
+            pc.n_instances = ni;
+            pc.mode = DKV_PLACE_SHARED;
+            dkv_quota q[ENG_MAX_INST];
+            if ((st = dkv_placement_quotas(&pc, kv_capacity, block_bytes, q, err)) != DKV_OK)
+                return st;
+            for (uint32_t i = 0; i < ni; i++)
+                o.quota_bytes[i] = q[i].guaranteed_bytes;
         }
-        if ((st = dkv_mem_new(&o, &e->kvm[0], err)) != DKV_OK)
-            return st;
+    }
+    if ((st = dkv_mem_new(&o, &kvm[0], err)) != DKV_OK)
+        return st;
+    *n_kvm = 1;
+    return DKV_OK;
+}
+
+dkv_status eng_mem_setup(eng *e, dkv_err *err)
+{
+    const dkv_engine_config *c = &e->c;
+    const dkv_gpu *g = e->g;
+    dkv_status st = dkv_sizing_default(&c->sizing, e->m, g, &e->sizing, err);
+    if (st != DKV_OK)
+        return st;
+    uint32_t n_w = c->shared_weights ? 1 : e->ni;
+    double W = (double)dkv_model_weight_bytes(e->m);
+    if ((st = eng_capacities(c, e->ni, &e->kv_capacity, &e->dev_capacity, err)) != DKV_OK)
+        return st;
+    e->dev_is_kv = c->mem.kind == DKV_MEM_CACHING;
+    if (c->kv_pool) {            /* threaded instances: the pool (or partition) is borrowed */
+        if (e->dev_is_kv || e->ni != 1)
+            return dkv_err_set(err, DKV_EINVAL, "engine: a borrowed KV pool needs mem.kind blockpool and one instance");
+        e->kvm[0] = c->kv_pool;
         e->n_kvm = 1;
+        e->kv_capacity = dkv_mem_get_options(c->kv_pool)->capacity_bytes;
+    } else if ((st = eng_kv_create(c, e->ni, e->kv_capacity, e->kvm, &e->n_kvm, err)) != DKV_OK) {
+        return st;
     }
     if (e->dev_is_kv) {
         e->dev = e->kvm[0];
@@ -370,7 +399,7 @@ dkv_status eng_mem_setup(eng *e, dkv_err *err)
 void eng_mem_teardown(eng *e)
 {
     for (uint32_t i = 0; i < e->n_kvm; i++)
-        if (e->kvm[i] != e->dev)
+        if (e->kvm[i] != e->dev && e->kvm[i] != e->c.kv_pool)
             dkv_mem_free(e->kvm[i]);
     dkv_mem_free(e->dev);
     e->dev = NULL;

@@ -458,8 +458,15 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
                           .max_logit_rows = c->logit.max_num_logits,
                           .n_weight_streams = c->shared_weights ? 1 : n_inst_round};
     dkv_step_cost cost;
+    const dkv_engine_hooks *hk = c->hooks;
     double h_call0 = eng_wall_now();
+    if (hk) {
+        eng_clock_sync(e);       /* a real clock: the step starts now, after planning and waits */
+        hk->unlock(hk->user);
+    }
     dkv_status st = dkv_backend_run_step(c->backend, &plan, &cost, err);
+    if (hk)
+        hk->lock(hk->user);
     double h_call1 = eng_wall_now();
     if (st != DKV_OK) {
         dkv_err_prefix(err, "backend '%s', step %llu", dkv_backend_name(c->backend), (unsigned long long)e->step_index);
@@ -473,6 +480,10 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
     e->dev_time_prev = dev_t;
     double t0 = e->now;
     e->now += cost.time_s + alloc_s;
+    if (hk && hk->clock) {       /* the host clock: the step's real end */
+        e->now = t0;
+        eng_clock_sync(e);
+    }
     e->busy_s += cost.time_s + alloc_s;
     e->compute_s += cost.compute_s;
     e->alloc_s += alloc_s;
