@@ -13,25 +13,50 @@ static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d
 
 /* ------------------------------------------------------------------ arena and host tier */
 
+/* The owner of a shared arena (share_from), or NULL. */
+static const dkv_cuda_backend *arena_owner(const dkv_cuda_backend *b)
+{
+    return b->o.share_pool && b->o.share_from ? (const dkv_cuda_backend *)b->o.share_from->ctx : NULL;
+}
+
 dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err)
 {
     const dkv_model *m = &b->m;
+    const dkv_cuda_backend *own = arena_owner(b);
     b->block_bytes = (uint64_t)b->o.block_tokens * b->kvbpt;
     b->n_pool = (uint32_t)b->o.arena_blocks;
     b->n_staging = (uint32_t)b->o.staging_blocks;
-    b->discard = b->n_pool + b->n_staging;
-    b->arena_bytes = ((uint64_t)b->n_pool + b->n_staging + 1) * b->block_bytes;
-    size_t fr = 0, tot = 0;
-    CU(cudaMemGetInfo(&fr, &tot));
-    if (b->arena_bytes + (512ull << 20) > fr)
-        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: the KV arena (%u pool + %u staging blocks of %llu bytes = "
-                           "%.2f GiB) does not fit the %.2f GiB the device has free after the weights: lower "
-                           "mem.capacity_bytes / mem.kv_frac or the staging blocks", b->n_pool, b->n_staging,
-                           (unsigned long long)b->block_bytes, b->arena_bytes / 1073741824.0, fr / 1073741824.0);
-    cudaError_t e = cudaMalloc(&b->arena, b->arena_bytes);
-    if (e != cudaSuccess)
-        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: cudaMalloc of the %.2f GiB KV arena: %s",
-                           b->arena_bytes / 1073741824.0, cudaGetErrorString(e));
+    uint32_t regions = b->o.arena_instances > 1 ? b->o.arena_instances : 1;
+    if (own) {   /* a region of the owner's arena: [pool | region 0 | region 1 | ...] */
+        if (!own->arena || own->n_pool != b->n_pool || own->block_bytes != b->block_bytes ||
+            own->n_staging != b->n_staging || b->o.arena_instance == 0 ||
+            b->o.arena_instance >= (own->o.arena_instances > 1 ? own->o.arena_instances : 1))
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: share_pool: the owner's arena (%u pool + %u staging "
+                               "blocks of %llu bytes, %u regions) does not match this instance's (%u + %u of %llu, "
+                               "region %u)", own->n_pool, own->n_staging, (unsigned long long)own->block_bytes,
+                               own->o.arena_instances, b->n_pool, b->n_staging, (unsigned long long)b->block_bytes,
+                               b->o.arena_instance);
+        b->arena = own->arena;
+        b->arena_borrowed = true;
+        b->arena_bytes = own->arena_bytes;
+        b->staging0 = b->n_pool + b->o.arena_instance * (b->n_staging + 1);
+    } else {
+        b->staging0 = b->n_pool;
+        b->arena_bytes = ((uint64_t)b->n_pool + (uint64_t)regions * (b->n_staging + 1)) * b->block_bytes;
+        size_t fr = 0, tot = 0;
+        CU(cudaMemGetInfo(&fr, &tot));
+        if (b->arena_bytes + (512ull << 20) > fr)
+            return dkv_err_set(err, DKV_ENOMEM, "cuda backend: the KV arena (%u pool + %u staging blocks of %llu bytes "
+                               "= %.2f GiB) does not fit the %.2f GiB the device has free after the weights: lower "
+                               "mem.capacity_bytes / mem.kv_frac or the staging blocks", b->n_pool, b->n_staging,
+                               (unsigned long long)b->block_bytes, b->arena_bytes / 1073741824.0, fr / 1073741824.0);
+        cudaError_t e = cudaMalloc(&b->arena, b->arena_bytes);
+        if (e != cudaSuccess)
+            return dkv_err_set(err, DKV_ENOMEM, "cuda backend: cudaMalloc of the %.2f GiB KV arena: %s",
+                               b->arena_bytes / 1073741824.0, cudaGetErrorString(e));
+    }
+    b->discard = b->staging0 + b->n_staging;
+    cudaError_t e;
     b->pool = (dkv_cuda_kv_pool){.base = b->arena, .block_tokens = b->o.block_tokens, .n_layers = m->n_layers,
                                  .n_kv_heads = m->n_kv_heads, .head_dim = m->head_dim, .layout = b->o.layout};
     b->blk_epoch = calloc((size_t)b->n_pool + 1, sizeof *b->blk_epoch);
@@ -89,8 +114,10 @@ void bk_arena_free(dkv_cuda_backend *b)
     b->h_err = NULL;
     cudaFreeHost(b->host);
     b->host = NULL;
-    cudaFree(b->arena);
+    if (!b->arena_borrowed)
+        cudaFree(b->arena);
     b->arena = NULL;
+    b->arena_borrowed = false;
     free(b->blk_epoch);
     b->blk_epoch = NULL;
     free(b->slot_free);
@@ -101,7 +128,7 @@ uint32_t bk_staging_take(dkv_cuda_backend *b, uint32_t n)
 {
     if (b->staging_used + n > b->n_staging)
         return UINT32_MAX;
-    uint32_t first = b->n_pool + b->staging_used;
+    uint32_t first = b->staging0 + b->staging_used;
     b->staging_used += n;
     return first;
 }

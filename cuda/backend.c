@@ -149,8 +149,10 @@ static void teardown(dkv_cuda_backend *b)
     b->cap_meta = 0;
     cudaFree(b->d_canvas);
     b->d_canvas = NULL;
-    dkv_cuda_weights_free(b->w);
+    if (!b->w_borrowed)
+        dkv_cuda_weights_free(b->w);
     b->w = NULL;
+    b->w_borrowed = false;
     dkv_cuda_ctx_free(b->ctx);
     b->ctx = NULL;
     b->st = b->cp = NULL;
@@ -206,8 +208,18 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     b->cp = dkv_cuda_ctx_copy_stream(b->ctx);
     b->begun = true;
     STEP(setup_requests(b, err));
-    STEP(dkv_cuda_weights_new(m, b->o.rms_eps > 0 ? b->o.rms_eps : 1e-5f, &b->w, err));
-    STEP(load_weights(b, err));
+    if (b->o.share_weights) {   /* another instance's weights, read-only */
+        const dkv_cuda_backend *own = b->o.share_from ? b->o.share_from->ctx : NULL;
+        if (!own || !own->w) {
+            teardown(b);
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: share_weights needs share_from, a begun CUDA backend");
+        }
+        b->w = own->w;
+        b->w_borrowed = true;
+    } else {
+        STEP(dkv_cuda_weights_new(m, b->o.rms_eps > 0 ? b->o.rms_eps : 1e-5f, &b->w, err));
+        STEP(load_weights(b, err));
+    }
     for (int i = 0; i < DKV_BK_EVENTS; i++)
         if (cudaEventCreate(&b->ev[i]) != cudaSuccess) {
             teardown(b);
@@ -217,7 +229,7 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     STEP(bk_scratch_reserve(b, b->max_L, b->o.decode.block_len, err));
     STEP(bk_arena_init(b, err));
 #undef STEP
-    if (b->o.poison && (cudaMemset(b->arena, 0xff, b->arena_bytes) != cudaSuccess ||
+    if (b->o.poison && ((b->arena_borrowed ? cudaSuccess : cudaMemset(b->arena, 0xff, b->arena_bytes)) != cudaSuccess ||
                         cudaMemset(b->act_mem, 0xff, b->cap_bytes_act) != cudaSuccess ||
                         cudaDeviceSynchronize() != cudaSuccess)) {
         teardown(b);
@@ -356,6 +368,8 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     if (!b->begun)
         return dkv_err_set(err, DKV_ESTATE, "cuda backend: run_step before begin");
     double t0 = bk_now();
+    if (b->o.device != 0 && cudaSetDevice(b->o.device) != cudaSuccess)   /* this thread's device */
+        return dkv_err_set(err, DKV_EIO, "cuda backend: cudaSetDevice(%d) failed", b->o.device);
     memset(out, 0, sizeof *out);
     memset(b->launches, 0, sizeof b->launches);
     b->n_ev = 0;

@@ -156,6 +156,16 @@ typedef struct dkv_cuda_backend_options {
     dkv_cuda_item_fn    on_item;         /* optional: synchronises after every step */
     void               *on_item_user;
     dkv_cuda_backend_report *report;     /* optional: filled at end() */
+    /* several instances on one device (dkv.execute with instances.n > 1, docs/GPU.md): each
+       instance has its own backend (context, streams, scratch, canvases); one may take what an
+       earlier backend, begun first, set up */
+    const dkv_backend  *share_from;      /* borrowed: a begun CUDA backend (NULL: own everything) */
+    bool                share_weights;   /* read share_from's weights (read-only) instead of a copy */
+    bool                share_pool;      /* address share_from's pool: block ids are one pool's ids,
+                                            arena_blocks must equal its arena_blocks */
+    uint32_t            arena_instances; /* the arena's owner: staging + discard regions for this many
+                                            instances (0 or 1: itself only) */
+    uint32_t            arena_instance;  /* share_pool: this backend's region (1..arena_instances-1) */
 } dkv_cuda_backend_options;
 
 dkv_cuda_backend_options dkv_cuda_backend_options_default(void);

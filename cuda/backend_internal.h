@@ -102,6 +102,8 @@ typedef struct dkv_cuda_backend {
     void            *arena;
     uint64_t         arena_bytes, block_bytes;
     uint32_t         n_pool, n_staging, discard;
+    uint32_t         staging0;              /* first staging block id of this backend's region */
+    bool             arena_borrowed, w_borrowed;  /* share_from's: not freed here */
     dkv_cuda_kv_pool pool;
     uint32_t         staging_used;          /* this step */
     uint32_t        *blk_epoch;             /* per pool block: copy epoch that reads it, 0 none */

@@ -323,7 +323,9 @@ void dkv_engine_result_free(dkv_engine_result *r);    /* NULL is a no-op */
  * manager, options and quotas as a simulated run, its bookkeeping under a mutex) or one pool per
  * instance of its quota (partitioned).  The backends are begun in order 0..n-1 on the calling
  * thread (so a backend may borrow what an earlier one set up) and ended after every thread is
- * done.  With gpu_lock, one instance's backend step runs at a time (a FIFO ticket: the
+ * done.  Every backend is made for the whole workload: the plans reach it with workload-wide
+ * request indices (item.request, xfer.request) and the global step index (the order the backends
+ * took the steps in).  With gpu_lock, one instance's backend step runs at a time (a FIFO ticket: the
  * simulator's timeslice); without it they run concurrently.  With real_clock every instance's
  * clock is the host clock since the common start (a backend that executes); without it each
  * engine's clock advances by its own steps' times (a simulated backend: for tests).  The result

@@ -23,7 +23,8 @@
 typedef struct mi_shared {
     pthread_mutex_t mu;          /* the pool, the counters below */
     pthread_cond_t  cv;          /* a step ended or an instance finished */
-    uint64_t steps;              /* steps ended, all instances */
+    uint64_t steps;              /* steps begun, all instances (the global step index) */
+    uint64_t commits;            /* times an engine dropped the lock: it may have released KV */
     uint32_t n_active, n_blocked;
     pthread_mutex_t gpu_mu;      /* the timeslice ticket */
     pthread_cond_t  gpu_cv;
@@ -45,6 +46,9 @@ typedef struct mi_inst {
     dkv_workload *w;
     size_t *gidx;                /* workload index of each local request */
     uint64_t *step_map;          /* global step index of each local step */
+    dkv_step_item *items;        /* the plan's items with workload-wide request indices */
+    dkv_xfer *xf;
+    size_t cap_items, cap_xf;
     size_t n_steps, cap_steps;
     bool map_oom;
     dkv_engine_result *res;
@@ -63,7 +67,13 @@ static void abs_deadline(struct timespec *ts, double after_s)
 /* ---------------------------------------------------------------- hooks */
 
 static void h_lock(void *u) { pthread_mutex_lock(&((mi_inst *)u)->sh->mu); }
-static void h_unlock(void *u) { pthread_mutex_unlock(&((mi_inst *)u)->sh->mu); }
+static void h_unlock(void *u)
+{
+    mi_shared *sh = ((mi_inst *)u)->sh;
+    sh->commits++;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+}
 static double h_clock(void *u) { return eng_wall_now() - ((mi_inst *)u)->sh->t0; }
 
 static void h_wait_until(void *u, double t)
@@ -80,17 +90,17 @@ static void h_wait_until(void *u, double t)
 static bool h_pool_wait(void *u)
 {
     mi_shared *sh = ((mi_inst *)u)->sh;
-    uint64_t seen = sh->steps;
+    uint64_t seen = sh->commits;
     bool waited = false;
     sh->n_blocked++;
-    while (sh->steps == seen && sh->n_blocked < sh->n_active && !dkv_interrupt_requested()) {
+    while (sh->commits == seen && sh->n_blocked < sh->n_active && !dkv_interrupt_requested()) {
         struct timespec ts;
         abs_deadline(&ts, 0.005);
         if (pthread_cond_timedwait(&sh->cv, &sh->mu, &ts) == ETIMEDOUT && !sh->real_clock)
             break;               /* a simulated clock does not move by waiting: re-plan */
         waited = true;
     }
-    bool progress = sh->steps != seen || (waited && sh->n_blocked < sh->n_active);
+    bool progress = sh->commits != seen || (waited && sh->n_blocked < sh->n_active);
     sh->n_blocked--;
     return progress;
 }
@@ -109,6 +119,28 @@ static dkv_status px_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
 {
     mi_inst *x = ctx;
     mi_shared *sh = x->sh;
+    if (plan->n_items > x->cap_items || plan->n_xfers > x->cap_xf) {
+        size_t ni = plan->n_items > x->cap_items ? 2 * (size_t)plan->n_items : x->cap_items;
+        size_t nx = plan->n_xfers > x->cap_xf ? 2 * (size_t)plan->n_xfers : x->cap_xf;
+        dkv_step_item *a = realloc(x->items, ni * sizeof *a);
+        if (a)
+            x->items = a, x->cap_items = ni;
+        dkv_xfer *b = a ? realloc(x->xf, (nx ? nx : 1) * sizeof *b) : NULL;
+        if (b)
+            x->xf = b, x->cap_xf = nx;
+        if (!a || !b)
+            return dkv_err_set(err, DKV_ENOMEM, "threaded instances: out of host memory");
+    }
+    for (uint32_t i = 0; i < plan->n_items; i++) {  /* the backend knows the whole workload */
+        x->items[i] = plan->items[i];
+        x->items[i].request = (uint32_t)x->gidx[plan->items[i].request];
+        x->items[i].instance = x->i;
+    }
+    for (uint32_t i = 0; i < plan->n_xfers; i++) {
+        x->xf[i] = plan->xfers[i];
+        x->xf[i].request = (uint32_t)x->gidx[plan->xfers[i].request];
+        x->xf[i].instance = x->i;
+    }
     uint64_t ticket = 0;
     if (sh->gpu_lock) {
         pthread_mutex_lock(&sh->gpu_mu);
@@ -119,6 +151,8 @@ static dkv_status px_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     }
     pthread_mutex_lock(&sh->mu);
     dkv_step_plan p = *plan;
+    p.items = x->items;
+    p.xfers = x->xf;
     p.step_index = sh->steps++;  /* the global step index: the order the device takes the steps in */
     p.instance = x->i;
     pthread_mutex_unlock(&sh->mu);
@@ -141,9 +175,6 @@ static dkv_status px_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
         pthread_cond_broadcast(&sh->gpu_cv);
         pthread_mutex_unlock(&sh->gpu_mu);
     }
-    pthread_mutex_lock(&sh->mu);
-    pthread_cond_broadcast(&sh->cv);
-    pthread_mutex_unlock(&sh->mu);
     return st;
 }
 
@@ -159,6 +190,7 @@ static void *inst_main(void *arg)
         dkv_err_prefix(&x->err, "instance %u", x->i);
     pthread_mutex_lock(&x->sh->mu);
     x->sh->n_active--;
+    x->sh->commits++;
     pthread_cond_broadcast(&x->sh->cv);
     pthread_mutex_unlock(&x->sh->mu);
     if (x->st != DKV_OK && x->st != DKV_EINTR) { /* the others must not wait for this one: stop them */
@@ -538,7 +570,7 @@ dkv_status dkv_engine_run_instances(const dkv_engine_config *c, const dkv_instan
         for (uint32_t i = 0; i < started; i++)
             pthread_join(th[i], NULL);
     }
-    for (uint32_t i = 0; i < begun; i++)
+    for (uint32_t i = begun; i-- > 0;)      /* later ones may borrow from earlier ones */
         dkv_backend_end(x[i].inner);
     if (sh.self_intr)
         dkv_interrupt_clear();
@@ -569,6 +601,8 @@ dkv_status dkv_engine_run_instances(const dkv_engine_config *c, const dkv_instan
         dkv_workload_free(x[i].w);
         free(x[i].gidx);
         free(x[i].step_map);
+        free(x[i].items);
+        free(x[i].xf);
     }
     for (uint32_t i = 0; i < n_kvm; i++)
         dkv_mem_free(kvm[i]);

@@ -391,7 +391,7 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
         s->ec.on_kernel = on_kernel;
         s->ec.on_kernel_user = res;
     }
-    dkv_status st = dkv_engine_run(&s->ec, &res->r, &err);
+    dkv_status st = s->run ? s->run(s, s->run_ud, &res->r, &err) : dkv_engine_run(&s->ec, &res->r, &err);
     dkv_backend_free(&be);
     dkv_err terr = {0};
     if (dkv_lsim_trace_close(s->trace, &terr) != DKV_OK && st == DKV_OK) {

@@ -29,6 +29,10 @@ typedef struct dkv_lsim {
     bool record_kernels;
     dkv_lsim_trace *trace;        /* cfg.record.trace, NULL when none */
     uint64_t seed;
+    /* set by a backend maker that runs the engine itself (dkv.execute's threaded instances): it
+       replaces dkv_engine_run; the backend the maker returned is then unused */
+    dkv_status (*run)(struct dkv_lsim *s, void *ud, dkv_engine_result **out, dkv_err *err);
+    void *run_ud;
 } dkv_lsim;
 
 /* Parses the configuration table at idx into *s (zeroed by the caller) and pushes the resolved

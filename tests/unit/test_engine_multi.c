@@ -24,13 +24,14 @@ typedef struct board {
     pthread_mutex_t mu;
     int32_t owner[NBLK];         /* instance + 1 of the step in flight using the block, 0 none */
     uint32_t in_flight, max_in_flight;
-    bool clash;
+    bool clash, bad_request;
     uint64_t steps;
 } board;
 
 typedef struct toy {
     board *b;
     int32_t inst;
+    uint32_t k;
     double sleep_s;
     uint64_t steps;
     bool begun, ended;
@@ -70,8 +71,12 @@ static dkv_status toy_step(void *ctx, const dkv_step_plan *p, dkv_step_cost *out
     t->b->steps++;
     pthread_mutex_unlock(&t->b->mu);
     uint64_t q = 0;
-    for (uint32_t i = 0; i < p->n_items; i++)
+    for (uint32_t i = 0; i < p->n_items; i++) {
         q += p->items[i].q_tokens;
+        /* workload-wide request indices: round_robin gives instance i the indices i mod k */
+        if (p->items[i].request % t->k != (uint32_t)t->inst || p->items[i].instance != (uint32_t)t->inst)
+            t->b->bad_request = true;
+    }
     if (t->sleep_s > 0) {
         struct timespec ts = {0, (long)(t->sleep_s * 1e9)};
         nanosleep(&ts, NULL);
@@ -112,7 +117,7 @@ static void fx_init(fx *f, uint32_t k, double sleep_s)
                      .cost_per_hour = 2.0, .max_num_logits = 1024, .max_num_batched_tokens = 8192, .retention = 0.5};
     pthread_mutex_init(&f->b.mu, NULL);
     for (uint32_t i = 0; i < k; i++) {
-        f->t[i] = (toy){.b = &f->b, .inst = (int32_t)i, .sleep_s = sleep_s};
+        f->t[i] = (toy){.b = &f->b, .inst = (int32_t)i, .k = k, .sleep_s = sleep_s};
         f->be[i] = (dkv_backend){.iface = &toy_iface, .ctx = &f->t[i]};
         f->bp[i] = &f->be[i];
     }
@@ -185,6 +190,7 @@ static void check_run(fx *f, uint32_t k, uint32_t n)
         assert_true(st[i].instance < k);
     }
     assert_false(f->b.clash);
+    assert_false(f->b.bad_request);
 }
 
 static void test_instances_shared_partitioned(void **state)
