@@ -239,7 +239,7 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     cudaMemGetInfo(&fr, &tot);
     b->rep.mem_total_bytes = tot;
     b->rep.mem_free_min_bytes = fr;
-    b->rep.weights_bytes = b->w->bytes;
+    b->rep.weights_bytes = b->w_borrowed ? 0 : b->w->bytes;   /* a borrowed copy is its owner's */
     b->rep.arena_bytes = b->arena_bytes;
     b->rep.block_bytes = b->block_bytes;
     b->rep.arena_blocks = b->n_pool;

@@ -37,6 +37,10 @@ typedef struct lexec {
     dkv_err  out_err;
 #ifdef DKV_HAVE_CUDA
     dkv_cuda_backend_report rep;
+    /* instances.n > 1: one backend and report per instance (threaded instances) */
+    uint32_t k;
+    dkv_backend be[DKV_MEM_MAX_INSTANCES];
+    dkv_cuda_backend_report irep[DKV_MEM_MAX_INSTANCES];
 #endif
 } lexec;
 
@@ -51,6 +55,11 @@ static int lexec_gc(lua_State *L)
     dkv_exec_outputs_free(&x->out);
 #ifdef DKV_HAVE_CUDA
     dkv_cuda_backend_report_clear(&x->rep);
+    for (uint32_t i = 0; i < x->k; i++) {
+        dkv_backend_free(&x->be[i]);
+        dkv_cuda_backend_report_clear(&x->irep[i]);
+    }
+    x->k = 0;
 #endif
     return 0;
 }
@@ -140,19 +149,20 @@ static void collect_item(void *user, const dkv_cuda_item_report *r)
         x->out_failed = true;
 }
 
-static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err)
+/* The backend options of one instance (cfg.instances.n instances: see make_instances). */
+static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *po, uint64_t *block_bytes_out,
+                               dkv_err *err)
 {
-    lexec *x = ud;
     const dkv_engine_config *c = &s->ec;
     if (c->mem.kind != DKV_MEM_BLOCKPOOL)
         return dkv_err_set(err, DKV_EINVAL, "cfg.mem.kind is '%s': the device arena is the block pool, use "
                            "'blockpool'", dkv_mem_kind_name(c->mem.kind));
-    if (c->n_instances != 1)
-        return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.instances.n = %u: the CUDA backend runs one instance",
-                           c->n_instances);
     if (c->routing.enabled)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.policies.routing.enabled: the plain path (KV outside the "
                            "block pool) is not executed on the device");
+    if (c->step_host_s != 0)
+        return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.step_host_s = %g models host time; an executed run spends "
+                           "real host time (set it to 0, or leave it out)", c->step_host_s);
     uint64_t kvbpt = dkv_model_kv_bytes_per_token(&s->model);
     uint64_t block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * kvbpt;
     if (!kvbpt || block_bytes % kvbpt)
@@ -192,6 +202,81 @@ static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *er
     if (x->outputs) { /* synchronises after every step: use for agreement runs, not for timing */
         o.on_item = collect_item;
         o.on_item_user = x;
+    }
+    *po = o;
+    *block_bytes_out = block_bytes;
+    return DKV_OK;
+}
+
+/* The engine run of cfg.instances.n > 1 instances (s->run): threaded instances over the backends
+ * make_instances made. */
+static dkv_status run_instances(dkv_lsim *s, void *ud, dkv_engine_result **out, dkv_err *err)
+{
+    lexec *x = ud;
+    dkv_instances_options io = {.backends = NULL, .gpu_lock = s->ec.gpu_share == DKV_SHARE_TIMESLICE,
+                                .real_clock = true};
+    dkv_backend *bp[DKV_MEM_MAX_INSTANCES];
+    for (uint32_t i = 0; i < x->k; i++)
+        bp[i] = &x->be[i];
+    io.backends = bp;
+    return dkv_engine_run_instances(&s->ec, &io, out, err);
+}
+
+/* cfg.instances.n > 1: one CUDA backend per instance (its own context, streams, scratch); instance
+ * 0's owns the weights (one copy with shared_weights, else each loads its own) and, with placement
+ * shared, the one pool arena every instance addresses (partitioned: each its partition's). */
+static dkv_status make_instances(dkv_lsim *s, lexec *x, const dkv_cuda_backend_options *base, uint64_t block_bytes,
+                                 dkv_err *err)
+{
+    const dkv_engine_config *c = &s->ec;
+    uint32_t k = c->n_instances;
+    if (x->outputs)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "opts.outputs with cfg.instances.n = %u: token outputs are "
+                           "collected from one instance (run instances.n = 1 for agreement checks)", k);
+    uint64_t W = dkv_model_weight_bytes(&s->model), pool = c->mem.capacity_bytes;
+    if (!pool) {   /* the engine's sizing rule for k instances (engine_mem.c) */
+        double usable = s->gpu.hbm_bytes - (c->shared_weights ? 1.0 : (double)k) * (double)W -
+                        c->sizing.margin * s->gpu.hbm_bytes;
+        pool = usable > 0 ? (uint64_t)(c->sizing.kv_frac * usable) : 0;
+    }
+    dkv_quota q[DKV_MEM_MAX_INSTANCES];
+    dkv_placement_config pc = c->placement;
+    pc.n_instances = k;
+    dkv_status st = dkv_placement_quotas(&pc, pool, block_bytes, q, err);
+    if (st != DKV_OK)
+        return st;
+    bool shared = c->placement.mode == DKV_PLACE_SHARED;
+    for (uint32_t i = 0; i < k; i++) {
+        dkv_cuda_backend_options o = *base;
+        o.report = &x->irep[i];
+        o.arena_blocks = shared ? pool / block_bytes : q[i].max_blocks;
+        o.arena_instances = shared ? k : 1;
+        o.arena_instance = shared ? i : 0;
+        o.share_from = i ? &x->be[0] : NULL;
+        o.share_weights = i && c->shared_weights;
+        o.share_pool = i && shared;
+        if ((st = dkv_cuda_backend_new(&o, &x->be[i], err)) != DKV_OK) {
+            dkv_err_prefix(err, "instance %u", i);
+            return st;
+        }
+        x->k = i + 1;
+    }
+    s->run = run_instances;
+    s->run_ud = x;
+    return DKV_OK;
+}
+
+static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err)
+{
+    lexec *x = ud;
+    dkv_cuda_backend_options o;
+    uint64_t block_bytes = 0;
+    dkv_status st = cuda_options(s, x, &o, &block_bytes, err);
+    if (st != DKV_OK)
+        return st;
+    if (s->ec.n_instances > 1) {
+        memset(out, 0, sizeof *out);   /* the instances' backends live in x */
+        return make_instances(s, x, &o, block_bytes, err);
     }
     return dkv_cuda_backend_new(&o, out, err);
 }
@@ -256,6 +341,42 @@ static void push_device(lua_State *L, const dkv_cuda_backend_report *r)
     lua_setfield(L, -2, "memory");
 }
 
+/* instances.n > 1: instance 0's report (memory series included) with the counters summed over
+ * the instances, and dev.instance[i] = each one's own counters. */
+static void push_instances(lua_State *L, lexec *x)
+{
+    dkv_cuda_backend_report *r0 = &x->irep[0];
+    uint64_t free_min = r0->mem_free_min_bytes, steps = 0, items = 0;
+    double gpu = 0, wall = 0;
+    for (uint32_t i = 0; i < x->k; i++) {
+        const dkv_cuda_backend_report *r = &x->irep[i];
+        steps += r->steps, items += r->items, gpu += r->gpu_time_s, wall += r->wall_time_s;
+        free_min = r->mem_free_min_bytes < free_min ? r->mem_free_min_bytes : free_min;
+    }
+    push_device(L, r0);
+    set_u(L, "instances", x->k);
+    set_u(L, "steps", steps);
+    set_u(L, "items", items);
+    set_f(L, "gpu_time_s", gpu);
+    set_f(L, "wall_time_s", wall);
+    set_u(L, "mem_free_min_bytes", free_min);
+    lua_createtable(L, (int)x->k, 0);
+    for (uint32_t i = 0; i < x->k; i++) {
+        const dkv_cuda_backend_report *r = &x->irep[i];
+        lua_createtable(L, 0, 8);
+        set_u(L, "steps", r->steps);
+        set_u(L, "items", r->items);
+        set_f(L, "gpu_time_s", r->gpu_time_s);
+        set_f(L, "wall_time_s", r->wall_time_s);
+        set_u(L, "weights_bytes", r->weights_bytes);
+        set_u(L, "arena_bytes", r->arena_bytes);
+        set_u(L, "arena_blocks", r->arena_blocks);
+        set_u(L, "scratch_bytes", r->scratch_bytes);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "instance");
+}
+
 /* dev.outputs = {id = {...}, tokens = {{...}, ...}, conf = {{...}}, step = {{...}}}: requests with a
  * report, in id order; a position never unmasked has token -1, conf NaN and step -1. */
 static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
@@ -315,7 +436,12 @@ static int l_execute(lua_State *L)
     dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
     if (x->out_failed)
         return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
-    push_device(L, &x->rep);
+    if (x->k > 1)
+        push_instances(L, x);
+    else
+        push_device(L, &x->rep);
+    lua_pushstring(L, "cuda");
+    lua_setfield(L, -2, "backend");
     if (x->outputs) {
         push_outputs(L, &x->out);
         lua_setfield(L, -2, "outputs");
