@@ -175,6 +175,7 @@ typedef struct lresult {
     size_t nk, capk;
     uint64_t seed;
     bool kernel_oom;
+    char backend[16], device[160];  /* what produced it (params.backend / params.device) */
 } lresult;
 
 static void on_kernel(void *user, const dkv_kernel_record *rec)
@@ -361,6 +362,8 @@ static void on_progress(void *user, double done, double total)
 
 /* Runs the engine on the configuration table at cfg_idx with the backend make() creates and
  * pushes the result (l_engine_cfg.h).  dkv.simulate and dkv.execute share it. */
+static dkv_status make_sim(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err);
+
 int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn make, void *ud)
 {
     cfg_idx = lua_absindex(L, cfg_idx);
@@ -375,6 +378,8 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
     memset(res, 0, sizeof *res);
     luaL_setmetatable(L, RESULT_MT);
     res->seed = s->seed;
+    snprintf(res->backend, sizeof res->backend, "%s", make == make_sim ? "sim" : "cuda");
+    snprintf(res->device, sizeof res->device, "%s", s->device[0] ? s->device : s->gpu.name);
     if (s->ec.retention.mode == DKV_RHO_CALLBACK) {
         s->ec.retention.callback = rho_callback;
         s->ec.retention.callback_ud = s;
@@ -498,6 +503,11 @@ static int l_save(lua_State *L)
             h5_check(L, dkv_h5_attr_str(run, "params", key, lua_tostring(L, -1), &err), &err);
         }
         lua_settop(L, cfg);
+    }
+    /* which backend and device produced the run: "sim" + the GPU preset, or "cuda" + the device */
+    if (r->backend[0]) {
+        h5_check(L, dkv_h5_attr_str(run, "params", "backend", r->backend, &err), &err);
+        h5_check(L, dkv_h5_attr_str(run, "params", "device", r->device, &err), &err);
     }
     size_t n;
     const dkv_req_record *rq = dkv_engine_result_requests(r->r, &n);

@@ -33,6 +33,8 @@ typedef struct dkv_lsim {
        replaces dkv_engine_run; the backend the maker returned is then unused */
     dkv_status (*run)(struct dkv_lsim *s, void *ud, dkv_engine_result **out, dkv_err *err);
     void *run_ud;
+    char device[160];             /* set by the backend maker: the device that runs it ("" = the
+                                     GPU preset's name, a simulated run) */
 } dkv_lsim;
 
 /* Parses the configuration table at idx into *s (zeroed by the caller) and pushes the resolved

@@ -23,6 +23,7 @@
 /* What dkv.execute owns besides the engine state: the options and the device report.  A Lua
  * userdata, so an error half-way leaks nothing. */
 typedef struct lexec {
+    char     desc[160];        /* dkv_cuda_probe's description of the device */
     int      device;
     int64_t  seed;             /* -1: cfg.seed */
     int      layout;           /* -1: cfg.policies.layout.layout; 0 layer-major; 1 t-major */
@@ -271,6 +272,7 @@ static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *er
     lexec *x = ud;
     dkv_cuda_backend_options o;
     uint64_t block_bytes = 0;
+    snprintf(s->device, sizeof s->device, "%s", x->desc);
     dkv_status st = cuda_options(s, x, &o, &block_bytes, err);
     if (st != DKV_OK)
         return st;
@@ -433,6 +435,7 @@ static int l_execute(lua_State *L)
     memset(x, 0, sizeof *x);
     luaL_setmetatable(L, LEXEC_MT);
     parse_opts(L, 2, x);
+    snprintf(x->desc, sizeof x->desc, "%s", desc);
     dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
     if (x->out_failed)
         return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
