@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lua/exec_outputs.h"
 #include "lua/l_engine_cfg.h"
@@ -33,6 +34,8 @@ typedef struct lexec {
     char   **weights;
     uint32_t n_weights;
     bool     outputs;          /* opts.outputs: collect generated tokens per request */
+    bool     real_clock;       /* opts.clock = "real" (always with instances.n > 1) */
+    double   t0;               /* real clock: the run's start (host clock) */
     bool     out_failed;
     dkv_exec_outputs out;
     dkv_err  out_err;
@@ -78,7 +81,8 @@ static char *dup_str(lua_State *L, const char *s)
 static void parse_opts(lua_State *L, int idx, lexec *x)
 {
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
-                                       "class_timing", "staging_bytes", "host_bytes", "outputs", NULL};
+                                       "class_timing", "staging_bytes", "host_bytes", "outputs", "clock", NULL};
+    static const char *const clocks[] = {"steps", "real", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
     const char *p = "opts";
     x->device = 0, x->seed = -1, x->layout = -1, x->attn_streams = 4, x->max_logit_rows = 1024;
@@ -97,6 +101,7 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->staging_bytes = dkv_lconf_number(L, idx, p, "staging_bytes", -1, -1, HUGE_VAL, 0);
     x->host_bytes = dkv_lconf_number(L, idx, p, "host_bytes", -1, -1, HUGE_VAL, 0);
     x->outputs = dkv_lconf_boolean(L, idx, p, "outputs", false, 0);
+    x->real_clock = dkv_lconf_enum(L, idx, p, "clock", clocks, 0, 0) == 1;
     lua_getfield(L, idx, "weights");
     if (lua_isstring(L, -1)) {
         x->weights = calloc(1, sizeof *x->weights);
@@ -209,6 +214,41 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     return DKV_OK;
 }
 
+/* opts.clock = "real" with one instance: the engine's clock is the host clock since the run's
+ * start (host planning included, arrivals waited for), as threaded instances' clocks are. */
+static void rc_nop(void *u) { (void)u; }
+
+static double rc_clock(void *u)
+{
+    lexec *x = u;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (x->t0 == 0)   /* the first reading, after the backend's begin, is the run's start */
+        x->t0 = now;
+    return now - x->t0;
+}
+
+static void rc_wait_until(void *u, double t)
+{
+    double left = t - rc_clock(u);
+    if (left > 0) {
+        struct timespec ts = {(time_t)left, (long)(fmod(left, 1.0) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static dkv_status run_real_clock(dkv_lsim *s, void *ud, dkv_engine_result **out, dkv_err *err)
+{
+    lexec *x = ud;
+    dkv_engine_hooks hk = {.user = x, .lock = rc_nop, .unlock = rc_nop, .clock = rc_clock, .wait_until = rc_wait_until};
+    s->ec.hooks = &hk;
+    x->t0 = 0;
+    dkv_status st = dkv_engine_run(&s->ec, out, err);
+    s->ec.hooks = NULL;
+    return st;
+}
+
 /* The engine run of cfg.instances.n > 1 instances (s->run): threaded instances over the backends
  * make_instances made. */
 static dkv_status run_instances(dkv_lsim *s, void *ud, dkv_engine_result **out, dkv_err *err)
@@ -279,6 +319,10 @@ static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *er
     if (s->ec.n_instances > 1) {
         memset(out, 0, sizeof *out);   /* the instances' backends live in x */
         return make_instances(s, x, &o, block_bytes, err);
+    }
+    if (x->real_clock) {
+        s->run = run_real_clock;
+        s->run_ud = x;
     }
     return dkv_cuda_backend_new(&o, out, err);
 }
