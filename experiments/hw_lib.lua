@@ -124,10 +124,16 @@ function M.pair(study, point, cfg, opts, on_device)
   local name = study .. ":" .. point
   local out = {name = name}
   local mode = M.mode()
-  if mode ~= "real" or (opts and opts.sim_only) then
-    out.sim = dkv.simulate(cfg)
-    dkv.save(out.sim, name .. ":sim")
+  -- opts.sim_patch(cfg) -> cfg: what only the simulated half models (e.g. scheduler.step_host_s,
+  -- which an executed run spends for real; it gets the pair so far); opts.real_first: the real half
+  -- runs first, so sim_patch may use what it measured (out.real)
+  local function sim_half()
+    if mode ~= "real" or (opts and opts.sim_only) then
+      out.sim = dkv.simulate(opts and opts.sim_patch and opts.sim_patch(cfg, out) or cfg)
+      dkv.save(out.sim, name .. ":sim")
+    end
   end
+  if not (opts and opts.real_first) then sim_half() end
   local standin = M.param("standin", nil)
   if mode == "sim" and standin and not (opts and opts.sim_only) then
     -- tests of the post-processing only: a simulated run under another GPU preset stands in
@@ -147,7 +153,9 @@ function M.pair(study, point, cfg, opts, on_device)
   end
   if mode ~= "sim" and not (opts and opts.sim_only) then
     local eopts = {}
-    for k, v in pairs(opts or {}) do if k ~= "allow_refusal" and k ~= "sim_only" then eopts[k] = v end end
+    for k, v in pairs(opts or {}) do
+      if k ~= "allow_refusal" and k ~= "sim_only" and k ~= "sim_patch" and k ~= "real_first" then eopts[k] = v end
+    end
     M.warmup(cfg, eopts)
     local ok, r, dev = pcall(dkv.execute, cfg, eopts)
     if not ok then
@@ -160,6 +168,7 @@ function M.pair(study, point, cfg, opts, on_device)
         M.failures[#M.failures + 1] = name .. ": " .. out.err
         print(string.format("hw: %s: dkv.execute FAILED: %s", name, out.err))
       end
+      if opts and opts.real_first then sim_half() end
       return out
     end
     out.real, out.dev = r, dev
@@ -170,6 +179,7 @@ function M.pair(study, point, cfg, opts, on_device)
     end
     save_device(name .. ":device", dev, extra)
   end
+  if opts and opts.real_first then sim_half() end
   return out
 end
 

@@ -1,83 +1,160 @@
--- experiments/hw_multi_instance.lua - issue 6, hardware study 3: N engine instances on one GPU
--- sharing one KV pool or partitioning it, on the H200 and in the simulator.  (The simulated-only
--- sweep: experiments/multi_instance.lua.)
+-- experiments/hw_multi_instance.lua - issue 11: k engine instances on one GPU, sharing one KV pool
+-- or partitioning it, executed (dkv.execute: one engine, CUDA backend and host thread per instance,
+-- docs/GPU.md "Several instances on one GPU") and simulated.  (Simulation only, larger grid:
+-- experiments/multi_instance.lua.  Separate processes: scripts/hw_multi_proc.sh.)
 --
---   dkv run experiments/hw_multi_instance.lua -o multi.h5 [-D backend=auto|sim|cuda] [-D n=16]
---       [-D prompt=512] [-D gen=128] [-D seqs=4] [-D capacity_gib=4] [-D steps=32]
+--   dkv run experiments/hw_multi_instance.lua -o multi.h5 [-D backend=auto|sim|cuda]
+--       [-D ops=b1,b8,arrive] [-D insts=1,2,4,8] [-D prompt=512] [-D gen=64] [-D steps=16]
+--       [-D n1=16] [-D n8=32] [-D rate=4] [-D capacity_gib=4] [-D host=0] [-D gpu=h200-calibrated]
 --
--- THE CUDA BACKEND RUNS ONE INSTANCE: core/lua/l_execute.c (make_cuda) refuses
--- cfg.instances.n != 1 ("the CUDA backend runs one instance"), and cuda/backend.c has one engine,
--- one arena, one stream set.  So only inst=1 has a real half; for 2, 4 and 8 instances this
--- script still calls dkv.execute (the refusal is immediate: nothing is allocated) and prints the
--- refusal, so the points light up when the backend learns instances.  Until then the 2/4/8 rows
--- are simulation only and the claim ("3.8x with 4 instances") is not measured on hardware.
+-- Operating points (LLaDA-8B, dual cache, block 32, `steps` steps per block, phase scheduler, one
+-- weight copy shared read-only unless the point says "copies", GPU time-sliced: one instance's
+-- step at a time, FIFO):
+--   b1       the seed's: batch 1 per instance (max_num_seqs 1), n1 requests of (prompt + gen) at t=0
+--   b8       batched: up to 8 sequences per instance, n8 requests at t=0
+--   arrive   b1's configuration with n1 requests arriving Poisson at `rate` req/s (k = 1 and 4)
+-- Points per operating point: inst=1 (clock "real": the host clock, host planning included, as
+-- the instances' runs; the base of the speed-ups), inst=1,steps (today's path: the clock is the sum
+-- of the steps' times; the k = 1 identity check), inst=k,shared / inst=k,partitioned for k in insts
+-- (k = 1 partitioned is the shared pool: not repeated), and inst=4,partitioned,copies (a weight copy
+-- per instance: what k separate processes are; b1 only).  The pool is capacity_gib in all.
 --
--- Points (runs multi:<point>:sim, and :real / :device where the backend ran):
---   inst=N,shared        N instances (1, 2, 4, 8) sharing one pool (guaranteed quotas, borrowing)
---   inst=N,partitioned   N instances, the pool split evenly
--- LLaDA-8B shapes, 16 requests x (512 + 128) at t = 0, dual cache, block 32, phase scheduler,
--- at most 4 running requests per instance, one weight copy for all instances (shared_weights:
--- 8 separate copies do not fit the H200), GPU time-sliced between instances, a 4 GiB pool in all
--- (8192 tokens: 12 requests of 640 at once, so sharing vs partitioning matters at 4 and 8
--- instances).  Throughput, peak KV, KV fragmentation (internal, external) and reuse rate.
+-- Host time: the simulated halves model the host time of a step (scheduler.step_host_s), which the
+-- executed runs spend for real.  Its value comes from the measurement: the mean over the steps of
+-- the operating point's inst=1 real run of host_plan_s + time_s - compute_s (the part of a step's
+-- cycle the GPU is not busy; docs/HDF5_SCHEMA.md), printed as "measured host".  Without a real half
+-- it is -D host (default 0).  Every simulated point is also run at step_host_s = 0 and 0.035 (the
+-- seed's regime: ~35 ms of host time per step; runs <point>:sim_host=0 / sim_host=0.035).
 --
--- Expected device time: inst=1,shared 3.49 s simulated -> ~10 s (x2 + 3 s); the refusals ~0 s;
--- inst=1,partitioned is simulation only (the same plans as inst=1,shared).  ~10 s in all.
--- Fragmentation columns: the KV manager's internal fragmentation at its peak, external
--- fragmentation at the peak of allocated KV and its mean over the run (summary fields).
+-- Runs: multi:<op>:<point>:sim / :real / :device (hw_lib.lua), paired by `dkv compare`.  Columns:
+-- throughput (req/s, tokens/s), p50 / p99 latency, GPU busy fraction, peak KV, KV fragmentation
+-- (internal peak, external at the peak and mean) and block reuse rate, for both halves; speed-up over
+-- the same half's inst=1.
+--
+-- Expected device time (H200, 2026-11-29 timings: batch-1 dual step ~7 ms, real/sim ~1.35): printed
+-- per point (expect_s) and in total by the footer; each dkv.execute is deadline-bounded by the caller
+-- (scripts/hw_session.sh, step multi).
 local dkv = require "dkv"
 local hw = require "hw_lib"
 
-local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200")
-local n, prompt, gen = hw.param("n", 16), hw.param("prompt", 512), hw.param("gen", 128)
-local seqs, cap_gib, steps = hw.param("seqs", 4), hw.param("capacity_gib", 4), hw.param("steps", 32)
-local insts = {}
-for x in tostring(hw.param("insts", "1,2,4,8")):gmatch("[^,]+") do insts[#insts + 1] = tonumber(x) end
+local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200-calibrated")
+local prompt, gen, steps = hw.param("prompt", 512), hw.param("gen", 64), hw.param("steps", 16)
+local n1, n8, rate = hw.param("n1", 16), hw.param("n8", 32), hw.param("rate", 4)
+local cap_gib, host_default = hw.param("capacity_gib", 4), tonumber(hw.param("host", 0))
+local function list(s)
+  local t = {}
+  for x in tostring(s):gmatch("[^,]+") do t[#t + 1] = x end
+  return t
+end
+local insts, ops = {}, list(hw.param("ops", "b1,b8,arrive"))
+for _, x in ipairs(list(hw.param("insts", "1,2,4,8"))) do insts[#insts + 1] = tonumber(x) end
 
-local rows, base = {}, {}
-local refusal
-for _, placement in ipairs{"shared", "partitioned"} do
-  for _, k in ipairs(insts) do
-    local point = string.format("inst=%d,%s", k, placement)
-    local cfg = {model = model, gpu = gpu, seed = 1,
-      workload = {kind = "fixed", n = n, interval_s = 0, prompt = prompt, gen = gen},
-      decode = {cache = "dual", block_len = 32, steps = steps},
-      scheduler = {kind = "phase", max_num_seqs = seqs},
-      mem = {kind = "blockpool", capacity_bytes = cap_gib * hw.GiB},
-      instances = {n = k, placement = placement, shared_weights = true},
-      record = {kernels = true}}
-    -- one instance partitioned is the shared pool: simulated only; inst > 1: the backend refuses
-    -- today (allow_refusal), so no device time is expected for them
-    local p = hw.pair("multi", point, cfg, {allow_refusal = true, sim_only = k == 1 and placement == "partitioned"})
-    if p.err then refusal = p.err end
-    local row = hw.row(p)
-    row.placement, row.inst = placement, k
-    if k ~= 1 or placement ~= "shared" then row.expect_s = p.real and row.expect_s or nil end
-    -- speedups compare like with like: simulated against simulated (every point has a simulated
-    -- half); the measured req/s has its own column
-    local x = p.sim or p.real
-    if p.real then row.real_rps = p.real.summary.throughput_rps end
-    if x then
-      local s = x.summary
-      row.rps, row.peak_kv_gib = s.throughput_rps, s.peak_kv_bytes / hw.GiB
-      row.int_frag, row.ext_frag, row.reuse = s.kv_internal_frag_peak, s.kv_external_frag_at_peak, s.block_reuse_rate
-      row.ext_frag_mean = s.kv_external_frag_mean
-      row.oom, row.done = s.n_oom, s.n_done
-      if k == 1 then base[placement] = s.throughput_rps end
-      local b = base[placement] or base.shared
-      row.speedup = b and s.throughput_rps / b or nil
+local function config(op, k, placement, copies)
+  local wl = {kind = "fixed", n = op == "b8" and n8 or n1, interval_s = 0, prompt = prompt, gen = gen}
+  if op == "arrive" then wl = {kind = "poisson", n = n1, rate = rate, seed = 5, prompt = prompt, gen = gen} end
+  return {model = model, gpu = gpu, seed = 1, workload = wl,
+    decode = {cache = "dual", block_len = 32, steps = steps},
+    scheduler = {kind = "phase", max_num_seqs = op == "b8" and 8 or 1},
+    mem = {kind = "blockpool", capacity_bytes = cap_gib * hw.GiB},
+    instances = {n = k, placement = placement, shared_weights = not copies, gpu_share = "timeslice"},
+    record = {kernels = false}}
+end
+
+local function with_host(cfg, h)
+  local c = {}
+  for key, v in pairs(cfg) do c[key] = v end
+  c.scheduler = {}
+  for key, v in pairs(cfg.scheduler) do c.scheduler[key] = v end
+  c.scheduler.step_host_s = h
+  return c
+end
+
+-- The measured host time of a step: mean of host_plan_s + time_s - compute_s over a real run's steps.
+local function measured_host(r)
+  local s = r and r:steps()
+  if not s or not s.time_s or #s.time_s == 0 then return nil end
+  local sum = 0
+  for i = 1, #s.time_s do sum = sum + s.host_plan_s[i] + s.time_s[i] - s.compute_s[i] end
+  return sum / #s.time_s
+end
+
+local rows, base, hosts = {}, {}, {}
+local function add(op, label, cfg, eopts, host)
+  local p = hw.pair("multi", op .. ":" .. label, cfg, eopts)
+  local row = hw.row(p)
+  row.op, row.host_ms = op, host and host * 1e3
+  local function fill(prefix, s)
+    row[prefix .. "rps"], row[prefix .. "tok_s"] = s.throughput_rps, s.tokens_per_s
+    row[prefix .. "p50"], row[prefix .. "p99"] = s.latency_p50_s, s.latency_p99_s
+    row[prefix .. "busy"], row[prefix .. "peak_kv"] = s.gpu_busy_frac, s.peak_kv_bytes / hw.GiB
+    row[prefix .. "int_frag"], row[prefix .. "ext_peak"] = s.kv_internal_frag_peak, s.kv_external_frag_at_peak
+    row[prefix .. "ext_mean"], row[prefix .. "reuse"] = s.kv_external_frag_mean, s.block_reuse_rate
+    row[prefix .. "done"] = string.format("%d/%d", s.n_done, s.n_requests)
+  end
+  if p.sim then fill("s_", p.sim.summary) end
+  if p.real then fill("r_", p.real.summary) end
+  rows[#rows + 1] = row
+  return p, row
+end
+
+for _, op in ipairs(ops) do
+  local host = host_default   -- set from the inst=1 real run (the first point, its real half first)
+  local ks = op == "arrive" and {1, 4} or insts
+  for _, k in ipairs(ks) do
+    for _, placement in ipairs(k == 1 and {"shared"} or {"shared", "partitioned"}) do
+      local label = k == 1 and "inst=1,clock=real" or string.format("inst=%d,%s", k, placement)
+      local cfg = config(op, k, placement)
+      local eopts = k == 1 and {clock = "real", real_first = true} or {}
+      eopts.sim_patch = function(c, pr)
+        if k == 1 then host = measured_host(pr.real) or host_default end
+        return with_host(c, host)
+      end
+      local p, row = add(op, label, cfg, eopts, host)
+      if k == 1 then
+        hosts[op] = host
+        row.host_ms = host * 1e3
+      end
+      row.k, row.placement = k, placement
+      if p.sim then base[op .. "s"] = base[op .. "s"] or (k == 1 and p.sim.summary.throughput_rps) end
+      if p.real then base[op .. "r"] = base[op .. "r"] or (k == 1 and p.real.summary.throughput_rps) end
+      row.s_speedup = base[op .. "s"] and row.s_rps and row.s_rps / base[op .. "s"]
+      row.r_speedup = base[op .. "r"] and row.r_rps and row.r_rps / base[op .. "r"]
+      for _, h in ipairs{0, 0.035} do   -- the step_host_s sweep (simulated only)
+        if hw.mode() ~= "real" then dkv.save(dkv.simulate(with_host(cfg, h)), "multi:" .. op .. ":" .. label .. ":sim_host=" .. h) end
+      end
+      if k == 1 and op ~= "arrive" then   -- today's path (clock = sum of step times): the identity check
+        local q, r2 = add(op, "inst=1,clock=steps", cfg, {sim_only = false,
+                                                           sim_patch = function(c) return with_host(c, host) end}, host)
+        r2.k, r2.placement = 1, "shared"
+        if q.real and p.real then
+          r2.identity = q.real.summary.tokens_per_s / p.real.summary.tokens_per_s - 1
+        end
+      end
     end
-    row.real = p.real and "yes" or (p.err and "refused" or "-")
-    rows[#rows + 1] = row
+  end
+  if op == "b1" then   -- a weight copy per instance: the in-process twin of 4 separate processes
+    local cfg = config(op, 4, "partitioned", true)
+    local p, row = add(op, "inst=4,partitioned,copies", cfg, {sim_patch = function(c) return with_host(c, host) end}, host)
+    row.k, row.placement = 4, "partitioned"
+    row.s_speedup = base[op .. "s"] and row.s_rps and row.s_rps / base[op .. "s"]
+    row.r_speedup = base[op .. "r"] and row.r_rps and row.r_rps / base[op .. "r"]
   end
 end
 
-print(string.format("hw multi-instance: %s on %s, %d x (P=%d, G=%d), dual, max_num_seqs %d per instance, pool %d GiB, "
-                    .. "shared weights, timeslice", model, gpu, n, prompt, gen, seqs, cap_gib))
-hw.print_table(rows, {{"point", "point"}, {"real", "real"}, {"expect_s", "expect_s", "%.1f"},
-  {"sim_s", "sim_s", "%.3f"}, {"real_s", "real_s", "%.3f"}, {"done", "done"}, {"rps", "sim_req/s", "%.3f"},
-  {"speedup", "sim_speedup", "%.2f"}, {"real_rps", "real_req/s", "%.3f"}, {"peak_kv_gib", "peakKV_GiB", "%.3f"}, {"int_frag", "int_frag", "%.4f"},
-  {"ext_frag", "ext@peak", "%.4f"}, {"ext_frag_mean", "ext_mean", "%.4f"}, {"reuse", "reuse", "%.3f"}, {"dev_used_gib", "dev_GiB", "%.2f"}})
-if refusal then print("real half for inst > 1: " .. refusal) end
+print(string.format("hw multi-instance: %s on %s, P=%d G=%d, dual, %d steps/block, pool %g GiB, timeslice; b1: %d "
+                    .. "requests, batch 1/instance; b8: %d requests, <= 8/instance; arrive: b1 at %g req/s",
+                    model, gpu, prompt, gen, steps, cap_gib, n1, n8, rate))
+for op, h in pairs(hosts) do print(string.format("measured host per step (%s, inst=1 real): %.2f ms", op, h * 1e3)) end
+hw.print_table(rows, {{"point", "point"}, {"expect_s", "expect_s", "%.1f"}, {"host_ms", "host_ms", "%.2f"},
+  {"s_done", "s_done"}, {"r_done", "r_done"},
+  {"s_rps", "sim_req/s", "%.3f"}, {"r_rps", "real_req/s", "%.3f"}, {"s_speedup", "sim_x", "%.2f"},
+  {"r_speedup", "real_x", "%.2f"}, {"identity", "k1_ident", "%+.3f"},
+  {"s_p50", "sim_p50", "%.3f"}, {"r_p50", "real_p50", "%.3f"}, {"s_p99", "sim_p99", "%.3f"}, {"r_p99", "real_p99", "%.3f"},
+  {"s_busy", "sim_busy", "%.2f"}, {"r_busy", "real_busy", "%.2f"},
+  {"s_peak_kv", "sim_kvGiB", "%.3f"}, {"r_peak_kv", "real_kvGiB", "%.3f"},
+  {"s_int_frag", "sim_int", "%.4f"}, {"r_int_frag", "real_int", "%.4f"},
+  {"s_ext_peak", "sim_ext@pk", "%.4f"}, {"r_ext_peak", "real_ext@pk", "%.4f"},
+  {"s_ext_mean", "sim_extm", "%.4f"}, {"r_ext_mean", "real_extm", "%.4f"},
+  {"s_reuse", "sim_reuse", "%.3f"}, {"r_reuse", "real_reuse", "%.3f"}, {"dev_used_gib", "dev_GiB", "%.2f"}})
 print("claim (Flash-dLLM): 3.8x throughput with 4 instances")
 hw.footer("hw_multi_instance", rows)

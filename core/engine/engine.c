@@ -513,6 +513,8 @@ dkv_status eng_run_one(const dkv_engine_config *c, bool begin_backend, dkv_engin
         eng_free(e);
         return st;
     }
+    if (hk && hk->clock)         /* a clock whose zero is still ahead (a common start): wait for it */
+        hk->wait_until(hk->user, 0);
     eng_clock_sync(e);
     st = run_loop(e, err);
     if (begin_backend)

@@ -36,6 +36,8 @@ typedef struct lexec {
     bool     outputs;          /* opts.outputs: collect generated tokens per request */
     bool     real_clock;       /* opts.clock = "real" (always with instances.n > 1) */
     double   t0;               /* real clock: the run's start (host clock) */
+    double   start_at;         /* opts.start_at: the real clock's zero, Unix time (s); 0: the first reading */
+    double   late_s;           /* start_at: how late the run was ready (first reading - start), s */
     bool     out_failed;
     dkv_exec_outputs out;
     dkv_err  out_err;
@@ -81,7 +83,8 @@ static char *dup_str(lua_State *L, const char *s)
 static void parse_opts(lua_State *L, int idx, lexec *x)
 {
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
-                                       "class_timing", "staging_bytes", "host_bytes", "outputs", "clock", NULL};
+                                       "class_timing", "staging_bytes", "host_bytes", "outputs", "clock", "start_at",
+                                       NULL};
     static const char *const clocks[] = {"steps", "real", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
     const char *p = "opts";
@@ -102,6 +105,9 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->host_bytes = dkv_lconf_number(L, idx, p, "host_bytes", -1, -1, HUGE_VAL, 0);
     x->outputs = dkv_lconf_boolean(L, idx, p, "outputs", false, 0);
     x->real_clock = dkv_lconf_enum(L, idx, p, "clock", clocks, 0, 0) == 1;
+    x->start_at = dkv_lconf_number(L, idx, p, "start_at", 0, 0, HUGE_VAL, 0);
+    if (x->start_at > 0 && !x->real_clock)
+        dkv_lconf_error(L, p, "start_at", "needs clock = \"real\" (the steps' clock has no start time)");
     lua_getfield(L, idx, "weights");
     if (lua_isstring(L, -1)) {
         x->weights = calloc(1, sizeof *x->weights);
@@ -224,8 +230,16 @@ static double rc_clock(void *u)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-    if (x->t0 == 0)   /* the first reading, after the backend's begin, is the run's start */
+    if (x->t0 == 0) {   /* the first reading, after the backend's begin, is the run's start ... */
         x->t0 = now;
+        if (x->start_at > 0) {   /* ... or start_at (Unix time), common to separate processes */
+            struct timespec rt;
+            clock_gettime(CLOCK_REALTIME, &rt);
+            double unix_now = (double)rt.tv_sec + 1e-9 * (double)rt.tv_nsec;
+            x->t0 = now + (x->start_at - unix_now);
+            x->late_s = unix_now - x->start_at;
+        }
+    }
     return now - x->t0;
 }
 
@@ -487,6 +501,12 @@ static int l_execute(lua_State *L)
         push_instances(L, x);
     else
         push_device(L, &x->rep);
+    if (x->real_clock) {
+        lua_pushstring(L, "real");
+        lua_setfield(L, -2, "clock");
+        if (x->start_at > 0)
+            set_f(L, "start_late_s", x->late_s);
+    }
     lua_pushstring(L, "cuda");
     lua_setfield(L, -2, "backend");
     if (x->outputs) {
