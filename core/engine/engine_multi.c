@@ -142,6 +142,7 @@ static dkv_status px_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
         x->xf[i].instance = x->i;
     }
     uint64_t ticket = 0;
+    double tw = eng_wall_now();
     if (sh->gpu_lock) {
         pthread_mutex_lock(&sh->gpu_mu);
         ticket = sh->ticket_next++;
@@ -168,7 +169,9 @@ static dkv_status px_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
         x->step_map[x->n_steps++] = p.step_index;
     else
         x->map_oom = true;
+    tw = eng_wall_now() - tw;    /* the GPU's turn (timeslice) and the step counter's lock */
     dkv_status st = dkv_backend_run_step(x->inner, &p, out, err);
+    out->host_wait_s += tw;
     if (sh->gpu_lock) {
         pthread_mutex_lock(&sh->gpu_mu);
         sh->ticket_serving++;

@@ -465,8 +465,9 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
         hk->unlock(hk->user);
     }
     dkv_status st = dkv_backend_run_step(c->backend, &plan, &cost, err);
+    double h_ret = eng_wall_now();
     if (hk)
-        hk->lock(hk->user);
+        hk->lock(hk->user);  /* waiting for the shared pool's lock counts as a wait */
     double h_call1 = eng_wall_now();
     if (st != DKV_OK) {
         dkv_err_prefix(err, "backend '%s', step %llu", dkv_backend_name(c->backend), (unsigned long long)e->step_index);
@@ -529,7 +530,7 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
                            .hbm_read_bytes = cost.hbm_read_bytes, .hbm_write_bytes = cost.hbm_write_bytes,
                            .pcie_h2d_bytes = cost.pcie_h2d_bytes, .pcie_d2h_bytes = cost.pcie_d2h_bytes,
                            .flops = cost.flops, .flops_util = cost.flops_util, .bw_util = cost.bw_util,
-                           .host_enqueue_s = cost.host_enqueue_s, .host_wait_s = cost.host_wait_s};
+                           .host_enqueue_s = cost.host_enqueue_s, .host_wait_s = cost.host_wait_s + (hk ? h_call1 - h_ret : 0)};
     for (uint32_t i = 0; i < e->ni; i++) {
         rec.n_waiting += (uint32_t)e->in[i].wq_len;
         rec.n_running += e->in[i].n_run;

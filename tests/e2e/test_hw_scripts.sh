@@ -37,13 +37,17 @@ off:prog,t=0.33-0.67,r=0.5:sim off:prog,t=0.5-0.75,r=0.3:sim off:prog,t=0.5-0.75
     || fail "offload runs: $(runs "$T/off.h5")"
 grep -q "^prog,t=0.33-0.67,r=0.3 " "$T/off.txt" || fail "offload table"
 
-"$DKV" run experiments/hw_multi_instance.lua -D n=4 -D gen=32 -D steps=4 -D insts=1,2 -o "$T/multi.h5" >"$T/multi.txt"
-[ "$(runs "$T/multi.h5" | tr '\n' ' ')" = "multi:inst=1,partitioned:sim multi:inst=1,shared:sim \
-multi:inst=2,partitioned:sim multi:inst=2,shared:sim " ] || fail "multi runs: $(runs "$T/multi.h5")"
-# only inst=1,shared can run on the device today: the others expect no device time
+mtiny=(-D ops=b1 -D n1=4 -D gen=32 -D steps=4 -D insts=1,2 -D capacity_gib=1)
+"$DKV" run experiments/hw_multi_instance.lua "${mtiny[@]}" -o "$T/multi.h5" >"$T/multi.txt"
+r=$(runs "$T/multi.h5" | tr '\n' ' ')
+for p in "inst=1,clock=real" "inst=1,clock=steps" "inst=2,shared" "inst=2,partitioned" "inst=4,partitioned,copies"; do
+    [[ "$r" == *"multi:b1:$p:sim "* ]] || fail "multi run $p:sim: $r"
+done
+for p in "inst=1,clock=real" "inst=2,shared" "inst=2,partitioned"; do   # the step_host_s sweep
+    [[ "$r" == *"multi:b1:$p:sim_host=0 multi:b1:$p:sim_host=0.035 "* ]] || fail "host sweep of $p: $r"
+done
 grep -q "expected device time [0-9]* s" "$T/multi.txt" || fail "multi footer"
-grep -E "^inst=2,shared +- +- " "$T/multi.txt" >/dev/null || fail "inst=2 has no real half and no expected time"
-
+grep -q "^measured host per step (b1, inst=1 real): 0.00 ms" "$T/multi.txt" || fail "host without a real half: -D host"
 "$DKV" run experiments/hw_layout.lua "${tiny[@]}" -o "$T/layout.h5" >/dev/null
 [ "$(runs "$T/layout.h5" | wc -l)" = 3 ] || fail "layout runs: $(runs "$T/layout.h5")"
 
@@ -82,7 +86,7 @@ local dkv = require "dkv"
 local simulate = dkv.simulate
 dkv.execute = function(cfg, opts)
   if next(cfg) == nil then error("cfg.model: is required") end          -- hw_lib's probe
-  if ((cfg.instances or {}).n or 1) ~= 1 then error("dkv.execute: cfg.instances.n = 2: one instance") end
+  if ((cfg.scheduler or {}).step_host_s or 0) ~= 0 then error("dkv.execute: step_host_s given to the real half") end
   if ((cfg.policies or {}).offload or {}).mode == "plain" then error("dkv.execute: fake failure") end
   local r = simulate(cfg)
   local rho = ((cfg.policies or {}).retention or {}).rho
@@ -117,10 +121,32 @@ assert list(d["memory"]["free_bytes"]) == [70e9, 71e9]
 assert "token_agreement" not in r["ret:dense:device"]["summary"].attrs
 assert "ret:dense:real" in r and "ret:dense:sim" in r
 PYEOF
-"$DKV" run "$T/fake_gpu.lua" -D study=hw_multi_instance -D n=4 -D gen=32 -D steps=4 -D insts=1,2 -o "$T/fmul.h5" >"$T/fmul.txt"
-grep -q "^inst=2,shared  *refused" "$T/fmul.txt" && grep -q "^inst=1,shared  *yes" "$T/fmul.txt" || fail "multi real"
-grep -q "^inst=1,partitioned  *-" "$T/fmul.txt" || fail "1 partitioned is simulation only"
-grep -q "real half for inst > 1: dkv.execute: cfg.instances.n = 2" "$T/fmul.txt" || fail "refusal printed"
+"$DKV" run "$T/fake_gpu.lua" -D study=hw_multi_instance "${mtiny[@]}" -o "$T/fmul.h5" >"$T/fmul.txt" \
+    || { cat "$T/fmul.txt"; fail "multi with a fake device"; }
+r=$(runs "$T/fmul.h5" | tr '\n' ' ')
+for p in "inst=1,clock=real" "inst=1,clock=steps" "inst=2,shared" "inst=2,partitioned" "inst=4,partitioned,copies"; do
+    [[ "$r" == *"multi:b1:$p:device multi:b1:$p:real multi:b1:$p:sim "* ]] || fail "multi real $p: $r"
+done
+# the measured host time per step (inst=1's real steps: host_plan_s + time_s - compute_s) goes to
+# the simulated halves' step_host_s, never to a real half; the sweep's points keep theirs
+grep -q "^measured host per step (b1, inst=1 real): " "$T/fmul.txt" || fail "measured host line"
+$PY - "$T/fmul.h5" <<'PYEOF' || fail "step_host_s of the halves"
+import sys, re, h5py
+r = h5py.File(sys.argv[1])["runs"]
+def host(n):
+    c = r[n].attrs["config"]
+    m = re.search(r"step_host_s = ([0-9.e+-]+)", c.decode() if isinstance(c, bytes) else c)
+    return float(m.group(1)) if m else 0.0
+st = r["multi:b1:inst=1,clock=real:real"]["steps"][()]
+want = float((st["host_plan_s"] + st["time_s"] - st["compute_s"]).mean())
+assert want > 0, want
+for p in ("inst=1,clock=real", "inst=2,shared", "inst=2,partitioned", "inst=4,partitioned,copies"):
+    assert abs(host("multi:b1:%s:sim" % p) - want) <= 1e-12 * max(1, want) + 1e-15, (p, host("multi:b1:%s:sim" % p), want)
+    assert host("multi:b1:%s:real" % p) == 0, p
+assert host("multi:b1:inst=2,shared:sim_host=0.035") == 0.035 and host("multi:b1:inst=2,shared:sim_host=0") == 0
+assert r["multi:b1:inst=2,shared:real"]["params"].attrs["backend"] in (b"sim", "sim")   # the fake's result
+PYEOF
+grep -E "^b1:inst=1,clock=steps .* \+0\.000 " "$T/fmul.txt" >/dev/null || fail "k=1 identity column"
 
 # the session's post-processing on stand-ins
 DKV="$DKV" bash scripts/hw_session.sh standin "$T/dev" >"$T/standin.txt" 2>&1 || { cat "$T/standin.txt"; fail "standin"; }
@@ -128,7 +154,7 @@ for f in hw_h5.tgz ncu.tgz logs.tgz table.txt; do [ -f "$T/dev/$f" ] || fail "st
 DKV="$DKV" RES="$T/res" bash scripts/hw_session.sh post "$T/dev" >"$T/post.txt" 2>&1 || { tail -n 30 "$T/post.txt"; fail "post"; }
 S="$T/res/summary.md"
 grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
-[ "$(grep -c "== compare " "$T/res/post.log")" = 42 ] || fail "33 pairs + 9 calibrated: $(grep -c "== compare " "$T/res/post.log")"
+[ "$(grep -c "== compare " "$T/res/post.log")" = 55 ] || fail "46 pairs + 9 calibrated: $(grep -c "== compare " "$T/res/post.log")"
 [ "$(grep -c "kernels into run 'val:.*, 0 unknown" "$T/res/post.log")" = 9 ] || fail "9 ncu imports"
 grep -q "plans agree" "$T/res/post.log" && fail "no profiled runs in a stand-in"
 # under the shipped preset: the A100 stand-in is slower (latency fails), the same plans give the
@@ -144,6 +170,17 @@ grep -E -q "^([0-9]+) run\(s\) \(\1 paired with a simulated run\)" "$T/res/calib
 grep -q "^  qkv  *scale .* rms relative residual" "$T/res/calibrate.txt" || fail "per-class fit"
 grep -q "^    ffn = {scale = " "$T/res/root/datasets/presets/gpu/h200-hw.lua" || fail "kclass in the preset"
 grep -q "^| off:none | " "$S" || fail "device memory table"
+# issue 11: multi.md (every multi pair through dkv compare, the processes merged, CLAIMS row 8)
+M="$T/res/multi.md"
+grep -q "STAND-IN DATA" "$M" || fail "multi.md: stand-in not flagged"
+[ "$(wc -l < "$T/res/cmp_multi/exit.txt")" = 20 ] || fail "20 multi pairs compared: $(wc -l < "$T/res/cmp_multi/exit.txt")"
+grep -q "^| b1:inst=4,shared | 16/16 | " "$M" || fail "multi.md: b1 k=4 row"
+# stand-ins are simulations of the same engine: peak KV and fragmentation agree exactly
+grep -E -q "^\| b8:inst=8,shared \| 32/32 \|.* \| \+0\.0% \| \+0\.00pp \| \+0\.00pp \| " "$M" || fail "multi.md: b8 k=8 memory columns"
+grep -q "^- b1: .* (target: within 2 %: met)" "$M" || fail "multi.md: k=1 identity"
+grep -E -q "^\| b1 \| 4 \| [0-9.]+ \(16/16\) \| " "$M" || fail "multi.md: 4 processes merged"
+grep -q "^Criterion, fixed before the numbers" "$M" || fail "multi.md: criterion first"
+grep -E -q "^\| b1 \| [0-9.]+ \| 1\.00x \| 1\.00x \| .* \| (HOLDS|PARTLY|CONTRADICTED) \|$" "$M" || fail "multi.md: verdict row"
 # calibration data is not validation data: a fit-set run is refused against the fitted preset
 set +e
 "$DKV" compare "$T/res/h5/hw_offload.h5" "$T/res/h5/hw_offload.h5" --real-run off:none:real --sim-run off:none:sim \
