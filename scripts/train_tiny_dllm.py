@@ -353,7 +353,10 @@ def build_cfg(a):
 
 
 def train_loop(a, model, train, held_win, held_mask, device, csv, state):
-    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=a.wd)
+    decay = [p for p in model.parameters() if p.dim() >= 2]     # matrices and embeddings
+    no_decay = [p for p in model.parameters() if p.dim() < 2]   # the RMSNorm weights
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.wd}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.95))
     gen = torch.Generator(device=device).manual_seed(a.seed + 1)
     budget = a.minutes * 60.0
     ar = torch.arange(a.seq, device=device)
@@ -365,6 +368,8 @@ def train_loop(a, model, train, held_win, held_mask, device, csv, state):
         if time.time() - T0 > budget:
             STOP["why"] = "budget of %.2f min" % a.minutes
             break
+        if step in (10, 40) and device.type == "cuda":
+            torch.cuda.synchronize()
         if step == 10:
             t_loop = time.time()
         if a.steps == 0 and step == 40:   # fix the schedule length from the rate of steps 10..40
