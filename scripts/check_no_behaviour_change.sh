@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # check_no_behaviour_change.sh [BASE_REF] [OUT]  - proves a refactor changes no result.
 #
-# Builds BASE_REF (default: the commit before the issue-14 refactor) from a `git archive` copy in
-# OUT/base-src, and the working tree (build/<variant>check-release, cuda=no) here; runs every
+# Builds BASE_REF (default: the last main merged into this branch, `git merge-base HEAD main`,
+# so only this branch's own changes are compared) from a `git archive` copy in OUT/base-src, and
+# the working tree (build/check-release, cuda=no) here; runs every
 # experiments/*.lua present in both trees from its own tree with `dkv run ... -o`, capturing
 # stdout; summarises every HDF5 file with scripts/h5_summary.py (wall times, commits and
 # timestamps masked); then diffs the printed output and the summaries.  Exit 0 = identical.
 #
+#   bash scripts/check_no_behaviour_change.sh                          # vs the last merged main
 #   bash scripts/check_no_behaviour_change.sh 3cd3128 /tmp/refactor-check
 #
 # The base side is cached (OUT/base/.done names the commit), so a re-run only redoes the head.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BASE=${1:-3cd3128}
+BASE=${1:-$(git -C "$ROOT" merge-base HEAD main)}
 OUT=${2:-/tmp/refactor-check}
 JOBS=${JOBS:-2}
 mkdir -p "$OUT"
