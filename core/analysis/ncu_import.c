@@ -1,5 +1,5 @@
 /* ncu_import.c - writing Nsight Compute figures into a run of a results file (ncu.h). */
-#include "io/ncu.h"
+#include "analysis/ncu.h"
 
 #include <math.h>
 #include <stddef.h>

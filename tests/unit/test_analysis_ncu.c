@@ -1,4 +1,4 @@
-/* test_io_ncu.c - io/ncu.h on CSV files written here in the shape `ncu --csv` prints: parsing
+/* test_analysis_ncu.c - analysis/ncu.h on CSV files written here in the shape `ncu --csv` prints: parsing
  * (program output before the header, quoting, thousands separators, unit conversion), the
  * kernel classes (dkv kernels by name, cuBLAS/CUTLASS GEMMs by launch order, a split-K
  * reduction, unknown and setup kernels), per-class totals, errors naming file:line, and the
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/ncu.h"
+#include "analysis/ncu.h"
 #include "test_tmpdir.h"
 
 typedef struct fx {

@@ -1,5 +1,5 @@
 /* calib.c - measurements for calibration (runs, bwcurve text) and the fits (calib.h). */
-#include "io/calib_impl.h"
+#include "analysis/calib_impl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/compare.h"
+#include "analysis/compare.h"
 
 /* kernel classes (engine/backend.h numbering) */
 enum { K_QKV = 0, K_ATTN, K_O, K_FFN, K_LM, K_STORE, K_GATHER, K_REORDER, K_ELEM };

@@ -1,6 +1,6 @@
 /* compare.c - pairing a measured run with a simulated one: steps, kernel classes, summaries,
  * Nsight Compute class totals, configuration differences (compare.h). */
-#include "io/compare_impl.h"
+#include "analysis/compare_impl.h"
 
 #include <math.h>
 #include <stdio.h>

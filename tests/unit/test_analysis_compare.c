@@ -1,4 +1,4 @@
-/* test_io_compare.c - io/compare.h on synthetic pairs of results files written with the io API:
+/* test_analysis_compare.c - analysis/compare.h on synthetic pairs of results files written with the io API:
  * identical runs compare to zero error, a 10 % bias is reported as 10 %, random per-step errors
  * give the statistics computed here directly, tolerances fail when exceeded, configuration
  * differences are found, steps with different plans are left out, Nsight Compute class totals
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/compare.h"
+#include "analysis/compare.h"
 #include "io/h5.h"
 #include "util/rng.h"
 #include "test_tmpdir.h"

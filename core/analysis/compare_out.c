@@ -1,5 +1,5 @@
 /* compare_out.c - a comparison's accessors, its tolerances, and writing it to a results file (compare.h). */
-#include "io/compare_impl.h"
+#include "analysis/compare_impl.h"
 
 #include <fnmatch.h>
 #include <math.h>

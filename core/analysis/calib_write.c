@@ -1,5 +1,5 @@
 /* calib_write.c - the calibrated preset file with its provenance (calib.h). */
-#include "io/calib_impl.h"
+#include "analysis/calib_impl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "io/compare.h"
+#include "analysis/compare.h"
 
 static bool any_fit(const dkv_calib_result *r)
 {

@@ -1,5 +1,5 @@
 /* mem_h5.c - writes a memory manager's statistics and time series into a results run. */
-#include "lua/mem_h5.h"
+#include "io/mem_h5.h"
 
 #include <stddef.h>
 #include <stdio.h>

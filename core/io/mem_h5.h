@@ -11,8 +11,8 @@
  *   mem_series      table (time_s, event, requested, allocated, reserved): the time series
  *   mem_tags        table (tag, requested, allocated, peak_allocated, n_acquire): per tag
  */
-#ifndef DKV_LUA_MEM_H5_H
-#define DKV_LUA_MEM_H5_H
+#ifndef DKV_IO_MEM_H5_H
+#define DKV_IO_MEM_H5_H
 
 #include "io/h5.h"
 #include "mem/mem.h"

@@ -1,6 +1,6 @@
 /* compare_cfg.c - configuration literals (the `config` provenance attribute) flattened to
  * key/value leaves, configuration fingerprints, and the kernel class names (compare.h). */
-#include "io/compare_impl.h"
+#include "analysis/compare_impl.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* test_io_calib.c - io/calib.h fitted to synthetic measurements with a known answer: launch
+/* test_analysis_calib.c - analysis/calib.h fitted to synthetic measurements with a known answer: launch
  * overhead and streaming rate, GEMM efficiency by shape, a monotone bandwidth curve, PCIe
  * rates and latency; what cannot be fitted is said and not written; the preset file carries
  * the provenance (inputs with workload fingerprints, raw numbers); runs are read from files
@@ -16,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/calib.h"
-#include "io/compare.h"
+#include "analysis/calib.h"
+#include "analysis/compare.h"
 #include "util/rng.h"
 #include "test_tmpdir.h"
 

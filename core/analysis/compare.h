@@ -11,7 +11,7 @@
  *   - in summary (one value per run): throughput, latency, traffic totals, peak memory by tag,
  *     fragmentation of the KV and device managers;
  *   - per kernel class over the whole run, when REAL carries measured Nsight Compute figures
- *     (`ncu_classes`, written by io/ncu.h) and SIM a `kernels` table: HBM bytes and time.
+ *     (`ncu_classes`, written by analysis/ncu.h) and SIM a `kernels` table: HBM bytes and time.
  *
  * Quantity names: "step.<field>", "kclass.<class>.time_s|bytes", "run.<summary key>",
  * "ncu.<class>.read_bytes|write_bytes|bytes|time_s" (class "all": every class).
@@ -31,8 +31,8 @@
  * configuration as a Lua literal): every key outside gpu.*, sim.*, record.* and cost_per_hour
  * "matters" (decides the plans); differences are listed, they do not stop the comparison.
  */
-#ifndef DKV_IO_COMPARE_H
-#define DKV_IO_COMPARE_H
+#ifndef DKV_ANALYSIS_COMPARE_H
+#define DKV_ANALYSIS_COMPARE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* ncu.c - reading `ncu --csv` output and classifying its kernels (ncu.h). */
-#include "io/ncu.h"
+#include "analysis/ncu.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -46,8 +46,8 @@
  *                            "dkv calibrate ...", &err);
  *     dkv_calib_free(c);
  */
-#ifndef DKV_IO_CALIB_H
-#define DKV_IO_CALIB_H
+#ifndef DKV_ANALYSIS_CALIB_H
+#define DKV_ANALYSIS_CALIB_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* calib_impl.h - private state of a calibration, shared by calib.c and calib_write.c. */
-#ifndef DKV_IO_CALIB_IMPL_H
-#define DKV_IO_CALIB_IMPL_H
+#ifndef DKV_ANALYSIS_CALIB_IMPL_H
+#define DKV_ANALYSIS_CALIB_IMPL_H
 
-#include "io/calib.h"
+#include "analysis/calib.h"
 
 typedef struct calib_kpt {   /* one kernels record */
     dkv_calib_kernel k;

@@ -1,8 +1,8 @@
 /* compare_impl.h - private state of a comparison, shared by compare.c and compare_out.c. */
-#ifndef DKV_IO_COMPARE_IMPL_H
-#define DKV_IO_COMPARE_IMPL_H
+#ifndef DKV_ANALYSIS_COMPARE_IMPL_H
+#define DKV_ANALYSIS_COMPARE_IMPL_H
 
-#include "io/compare.h"
+#include "analysis/compare.h"
 
 struct dkv_cmp {
     dkv_cmp_info info;

@@ -25,14 +25,14 @@
  *     free(k);
  *     dkv_ncu_import("ncu.csv", "results.h5", "h200:dual", false, &rep, &err);   // all of it, into a file
  */
-#ifndef DKV_IO_NCU_H
-#define DKV_IO_NCU_H
+#ifndef DKV_ANALYSIS_NCU_H
+#define DKV_ANALYSIS_NCU_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/compare.h"
+#include "analysis/compare.h"
 #include "io/h5.h"
 #include "util/status.h"
 

@@ -1,5 +1,5 @@
 /* calib_fit.c - the fits of a calibration (calib.h documents the models). */
-#include "io/calib_impl.h"
+#include "analysis/calib_impl.h"
 
 #include <math.h>
 #include <stdio.h>
