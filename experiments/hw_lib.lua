@@ -304,7 +304,7 @@ function M.footer(study, rows)
                       .. "dkv.execute)", study, #rows, M.mode() == "both" and "real + sim" or M.mode(), e,
                       M.real_over_sim, M.per_execute_s))
   if #M.failures > 0 then
-    error(string.format("%s: %d point(s) failed on the device (the others are saved):\n  %s", study, #M.failures,
+    error(string.format("%s: %d point(s) failed on the device (the others are saved in the .partial file named below):\n  %s", study, #M.failures,
                         table.concat(M.failures, "\n  ")), 0)
   end
 end

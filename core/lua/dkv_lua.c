@@ -327,6 +327,18 @@ dkv_status dkv_lua_close(dkv_lua *s, dkv_err *err)
     return st;
 }
 
+dkv_h5 *dkv_lua_take_output(dkv_lua *s)
+{
+    if (!s)
+        return NULL;
+    if (s->L)
+        lua_close(s->L);
+    s->L = NULL;
+    dkv_h5 *f = s->out;
+    s->out = NULL;
+    return f;
+}
+
 lua_State *dkv_lua_state(dkv_lua *s)
 {
     return s ? s->L : NULL;

@@ -65,6 +65,12 @@ const char *dkv_lua_traceback(const dkv_lua *s);
 /* Closes the interpreter and the output file (ending an open run, renaming .tmp).  Accepts NULL. */
 dkv_status dkv_lua_close(dkv_lua *s, dkv_err *err);
 
+/* Closes the interpreter (its __gc handlers may still write) and hands the output file to the
+ * caller, who decides whether to commit it (dkv_h5_close) or keep it aside
+ * (dkv_h5_close_uncommitted): NULL when the script wrote no run.  Only dkv_lua_close,
+ * dkv_lua_runs_written and dkv_lua_traceback may be called on s afterwards. */
+dkv_h5 *dkv_lua_take_output(dkv_lua *s);
+
 lua_State *dkv_lua_state(dkv_lua *s);
 /* The sandbox that owns L, or NULL for a plain lua_State. */
 dkv_lua *dkv_lua_from_state(lua_State *L);
