@@ -22,8 +22,9 @@ static void run_usage(FILE *out)
             "  -o, --output FILE.h5   results file (default results/<script>.h5, or\n"
             "                         results/<script>.shard<i>of<N>.h5 with --shard); created when\n"
             "                         the script writes its first run\n"
-            "  -D name=value          a parameter, seen by the script as dkv.params.name (numbers and\n"
-            "                         true/false are converted); repeatable\n"
+            "  -D name=value          a parameter the script declares with dkv.param(name, default, help)\n"
+            "                         (numbers and true/false are converted); repeatable; a name the\n"
+            "                         script does not know is an error (exit 2)\n"
             "  --shard i/N            this process runs shard i of N (0 <= i < N); scripts pick their\n"
             "                         part of a sweep with dkv.shard.select(list)\n"
             "  --instr-limit N        stop the script after N Lua VM instructions (default %llu; 0 = none)\n"
@@ -31,7 +32,8 @@ static void run_usage(FILE *out)
             "  --root DIR             project root (scripts/, experiments/, datasets/presets/);\n"
             "                         default: $DKV_ROOT, else found from the dkv executable\n"
             "  -q, --quiet            no progress bar\n"
-            "  -h, --help             this text\n"
+            "  -h, --help             this text; after SCRIPT.lua: the script's parameters, with\n"
+            "                         defaults and help\n"
             "\n"
             "The results are written to FILE.h5.tmp and replace FILE.h5 only when the script succeeds.\n"
             "A failed or interrupted run leaves FILE.h5 untouched and keeps its completed runs in\n"
@@ -256,6 +258,42 @@ static int finish_output(dkv_h5 *out, const char *output, dkv_status st, int rc)
     return DKV_EXIT_ERROR;
 }
 
+/* `dkv run SCRIPT --help`: the script runs until it starts work, with print off and no output
+ * file, and its declared parameters are listed. */
+static int list_params(const char *script, const char *root, dkv_lua_config *cfg, const char *const *params,
+                       size_t nparams)
+{
+    cfg->root = root;
+    cfg->output_path = NULL;
+    cfg->params = params;
+    cfg->nparams = nparams;
+    cfg->list_params = true;
+    dkv_err err = {0};
+    dkv_lua *s = NULL;
+    if (dkv_lua_new(cfg, &s, &err) != DKV_OK) {
+        fprintf(stderr, "dkv run: %s\n", err.msg);
+        return DKV_EXIT_ERROR;
+    }
+    int rc = DKV_EXIT_OK;
+    dkv_status st = dkv_lua_run_file(s, script, &err);
+    if (st != DKV_OK) {
+        const char *tb = dkv_lua_traceback(s);
+        fprintf(stderr, "dkv run: %s\n", *tb ? tb : err.msg);
+        rc = dkv_lua_usage_error(s) ? DKV_EXIT_USAGE : DKV_EXIT_ERROR;
+    } else {
+        char *text = dkv_lua_params_help(s);
+        printf("usage: dkv run %s [-D name=value ...] [options]   (dkv run --help: the options)\n\n", script);
+        if (text && *text)
+            printf("parameters of %s (-D name=value):\n  %-14s %-18s %s\n%s", script, "name", "default", "meaning",
+                   text);
+        else
+            printf("%s declares no parameters (dkv.param) and reads none from dkv.params\n", script);
+        free(text);
+    }
+    dkv_lua_close(s, NULL);
+    return rc;
+}
+
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -268,7 +306,7 @@ int dkv_cmd_run(int argc, char **argv)
     char **params = calloc((size_t)argc + 1, sizeof *params);
     size_t nparams = 0;
     dkv_lua_config cfg = dkv_lua_config_default();
-    bool quiet = false;
+    bool quiet = false, help = false;
     int rc = DKV_EXIT_USAGE;
     if (!params)
         return DKV_EXIT_ERROR;
@@ -282,9 +320,7 @@ int dkv_cmd_run(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            run_usage(stdout);
-            rc = DKV_EXIT_OK;
-            goto out;
+            help = true;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             NEED_ARG();
             output = argv[++i];
@@ -344,6 +380,11 @@ int dkv_cmd_run(int argc, char **argv)
         }
     }
 #undef NEED_ARG
+    if (help && !script) {
+        run_usage(stdout);
+        rc = DKV_EXIT_OK;
+        goto out;
+    }
     if (!script) {
         fprintf(stderr, "dkv run: no script given (usage: dkv run SCRIPT.lua [-o FILE.h5])\n");
         goto out;
@@ -365,6 +406,10 @@ int dkv_cmd_run(int argc, char **argv)
         else
             snprintf(defout, sizeof defout, "results/%.*s.h5", (int)len, base);
         output = defout;
+    }
+    if (help) {
+        rc = list_params(script, root, &cfg, (const char *const *)params, nparams);
+        goto out;
     }
     dkv_cli_progress bar;
     dkv_cli_progress_init(&bar, quiet);
@@ -395,13 +440,21 @@ int dkv_cmd_run(int argc, char **argv)
     dkv_cli_progress_end(&bar);
     if (st == DKV_OK) {
         rc = DKV_EXIT_OK;
+    } else if (dkv_lua_usage_error(s)) {
+        fprintf(stderr, "dkv run: %s\n", dkv_lua_traceback(s));
+        rc = DKV_EXIT_USAGE;
     } else if (st == DKV_ENOENT) {
         fprintf(stderr, "dkv run: %s\n", err.msg);
     } else {
         const char *tb = dkv_lua_traceback(s);
         fprintf(stderr, "%s\n", *tb ? tb : err.msg);
     }
-    rc = finish_output(dkv_lua_take_output(s), output, st, rc);
+    bool usage = dkv_lua_usage_error(s);
+    dkv_h5 *out_file = dkv_lua_take_output(s);
+    if (!(usage && !out_file))   /* a usage error before the first run: nothing to say about files */
+        rc = finish_output(out_file, output, st, rc);
+    if (usage)
+        rc = DKV_EXIT_USAGE;
     dkv_lua_close(s, NULL);
 out_sig:
     sigaction(SIGINT, &old, NULL);

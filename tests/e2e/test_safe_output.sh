@@ -31,10 +31,10 @@ PYEOF
 # N runs; a run every ~0.05-0.2 s; -D fail_at=K raises an error before run K
 cat >"$T/exp.lua" <<'LUA'
 local dkv = require "dkv"
-local n = dkv.params.n or 3
-local fail_at = dkv.params.fail_at or 0
-local work = dkv.params.work or 0
-local big = dkv.params.big or 0
+local n = dkv.param("n", 3, "runs to write")
+local fail_at = dkv.param("fail_at", 0, "raise an error before this run (0: never)")
+local work = dkv.param("work", 0, "busy-loop iterations between runs")
+local big = dkv.param("big", 0, "random values added to each run's table")
 for i = 1, n do
   if i == fail_at then error("failing on purpose before run " .. i) end
   local s = 0
