@@ -361,7 +361,7 @@ static void test_presets(void **state)
                             "local c = dkv.preset.gpu('h200-calibrated')\n"
                             "assert(c.hbm_bw == 4292e9 and c.kclass.attn.scale > 1 and c.kclass.qkv.launch_s > 0)\n"
                             "check_gpu(c)\n"
-                            "assert(table.concat(dkv.preset.list('model'), ',') == 'dream-7b,llada-8b,tiny')\n"
+                            "assert(table.concat(dkv.preset.list('model'), ',') == 'dream-7b,llada-8b,tiny,tiny-dllm')\n"
                             "local b = dkv.budget('llada-8b', 'h200')\n"
                             "assert(math.abs(b.usable_bytes - (b.hbm_bytes * 0.9 - b.weight_bytes)) < 1)\n"
                             "assert(math.abs(b.kv_bytes / b.usable_bytes - 0.7) < 1e-12)\n"
