@@ -273,6 +273,7 @@ static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
 /* dkv.execute(cfg [, opts]) -> result, device */
 static int l_execute(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 2);
 #ifndef DKV_HAVE_CUDA
