@@ -704,3 +704,28 @@ void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count)
     *index = s ? s->shard_index : 0;
     *count = s ? s->shard_count : 1;
 }
+
+/* Work a binding does in C on the script's behalf, over a size the script chose (a loop to a
+ * __len): ops count as VM instructions against the instruction limit, and SIGINT stops it, with
+ * the same messages as the count hook, at the caller's file:line. */
+void dkv_lua__charge(lua_State *L, uint64_t ops);
+void dkv_lua__charge(lua_State *L, uint64_t ops)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (!s)
+        return;
+    s->instr_count += ops;
+    if (dkv_interrupt_requested() && (s->stop == STOP_NONE || s->stop == STOP_INTR))
+        s->stop = STOP_INTR;
+    else if (s->instr_limit && s->instr_count > s->instr_limit && s->stop != STOP_INTR)
+        s->stop = STOP_INSTR;
+    if (s->stop != STOP_INTR && s->stop != STOP_INSTR)
+        return;
+    luaL_where(L, 1);
+    if (s->stop == STOP_INTR)
+        lua_pushstring(L, "interrupted (SIGINT)");
+    else
+        lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)", (lua_Integer)s->instr_limit);
+    lua_concat(L, 2);
+    lua_error(L);
+}
