@@ -3,7 +3,7 @@
 # Only Debian packages; nothing else is downloaded.  Needs root (or sudo) when a package is missing.
 set -eu
 pkgs=(scons gcc pkg-config libhdf5-dev hdf5-tools liblua5.4-dev libcmocka-dev
-      python3 python3-h5py python3-matplotlib python3-numpy valgrind)
+      python3 python3-h5py python3-matplotlib python3-numpy python3-pandas valgrind)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
