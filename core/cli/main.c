@@ -16,7 +16,7 @@ static void usage(FILE *out)
           "commands:\n"
           "  run SCRIPT.lua [-o FILE.h5] [-D name=value ...] [--shard i/N]\n"
           "                      run an experiment script, writing its runs to FILE.h5\n"
-          "  info FILE.h5        list the runs of a results file, their parameters and summaries\n"
+          "  info FILE.h5        list the runs of a results file, their parameters and summaries (--brief, --json)\n"
           "  merge OUT.h5 IN.h5...  join results files (e.g. the shards of a sweep)\n"
           "  replay TRACE --mem KIND [options]  replay a memory trace through a memory manager\n"
           "  bench mem [options]    micro-benchmarks of the memory managers\n"
