@@ -25,7 +25,8 @@
 #include "util/status.h"
 
 /* Progress of a long operation: `done` of `total` units (total <= 0: unknown).  label is
- * borrowed for the call.  done == total marks the end of that operation. */
+ * borrowed for the call.  done == total marks the end of that operation.  label NULL: the
+ * script is about to print to stdout (a terminal bar should clear itself). */
 typedef void (*dkv_progress_fn)(void *ud, const char *label, double done, double total);
 
 typedef struct dkv_lua_config {
