@@ -339,13 +339,16 @@ static double rho_callback(void *ud, uint64_t request, uint32_t block, double rh
         lua_pop(L, 1);
         return NAN;
     }
-    int isnum;
-    double v = lua_tonumberx(L, -1, &isnum);
-    if (!isnum) {
+    double v = lua_tonumber(L, -1);
+    if (lua_type(L, -1) != LUA_TNUMBER) {   /* a numeric string is a mistake too */
         snprintf(s->cb_err, sizeof s->cb_err, "returned a %s for request %llu block %u, expected a number",
                  luaL_typename(L, -1), (unsigned long long)request, block);
         s->cb_failed = true;
         v = NAN;
+    } else if (!isfinite(v)) {               /* the engine would otherwise fall back to rho */
+        snprintf(s->cb_err, sizeof s->cb_err, "returned %g for request %llu block %u, expected a finite number",
+                 v, (unsigned long long)request, block);
+        s->cb_failed = true;
     }
     lua_pop(L, 1);
     return v;
