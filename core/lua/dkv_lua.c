@@ -200,6 +200,20 @@ static int l_pcall_guard(lua_State *L)
     return lua_gettop(L);
 }
 
+/* print(...): the progress bars are cleared first (the callback gets label NULL), so output
+ * and bars do not overwrite each other on a terminal. */
+static int l_print_guard(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (s && s->progress)
+        s->progress(s->progress_ud, NULL, 0, 0);
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, n, 0);
+    return 0;
+}
+
 static int file_exists(const char *p)
 {
     struct stat st;
@@ -278,6 +292,9 @@ static void open_libs(lua_State *L)
         lua_pushcclosure(L, l_pcall_guard, 1);
         lua_setglobal(L, catchers[i]);
     }
+    lua_getglobal(L, "print");
+    lua_pushcclosure(L, l_print_guard, 1);
+    lua_setglobal(L, "print");
     lua_pushcfunction(L, l_require);
     lua_setglobal(L, "require");
     /* os: clock, time, date, difftime only (taken from the real library, which is then dropped) */
@@ -661,6 +678,10 @@ dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint6
         lua_pushliteral(L, "{}");
     CHECK(dkv_h5_attr_str(run, NULL, "config", lua_tostring(L, -1), &err));
     lua_pop(L, 1);
+    if (cfg_idx)
+        dkv_lua_write_flat(L, run, "config", cfg_idx);
+    CHECK(dkv_h5_attr_str(run, NULL, "build", DKV_BUILD_MODE, &err));
+    dkv_lua_run_origin(L, run, &(dkv_run_origin){"none", "", "", "", ""});
     return run;
 }
 

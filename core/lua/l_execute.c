@@ -295,6 +295,9 @@ static int l_execute(lua_State *L)
     dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
     if (x->out_failed)
         return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
+    char versions[64];
+    dkv_cuda_versions(versions, sizeof versions);
+    dkv_lsim_result_set_device(L, -1, x->rep.device, versions);
     push_device(L, &x->rep);
     if (x->outputs) {
         push_outputs(L, &x->out);
