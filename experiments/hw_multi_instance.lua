@@ -37,17 +37,24 @@
 local dkv = require "dkv"
 local hw = require "hw_lib"
 
-local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200-calibrated")
-local prompt, gen, steps = hw.param("prompt", 512), hw.param("gen", 64), hw.param("steps", 16)
-local n1, n8, rate = hw.param("n1", 16), hw.param("n8", 32), hw.param("rate", 4)
-local cap_gib, host_default = hw.param("capacity_gib", 4), tonumber(hw.param("host", 0))
+local model = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)")
+local gpu = hw.param("gpu", "h200-calibrated", "GPU preset of the simulated halves and the sizing (datasets/presets/gpu/)")
+local prompt = hw.param("prompt", 512, "prompt tokens per request")
+local gen = hw.param("gen", 64, "generated tokens per request (a multiple of 32)")
+local steps = hw.param("steps", 16, "denoising steps per 32-token block")
+local n1 = hw.param("n1", 16, "requests of the b1 and arrive operating points")
+local n8 = hw.param("n8", 32, "requests of the b8 operating point")
+local rate = hw.param("rate", 4, "arrive: Poisson arrival rate, requests/s")
+local cap_gib = hw.param("capacity_gib", 4, "KV pool of all instances together, GiB")
+local host_default = hw.param("host", 0, "step_host_s of the simulated halves when no real half measured it, s")
 local function list(s)
   local t = {}
   for x in tostring(s):gmatch("[^,]+") do t[#t + 1] = x end
   return t
 end
-local insts, ops = {}, list(hw.param("ops", "b1,b8,arrive"))
-for _, x in ipairs(list(hw.param("insts", "1,2,4,8"))) do insts[#insts + 1] = tonumber(x) end
+local insts = {}
+local ops = list(hw.param("ops", "b1,b8,arrive", "comma-separated operating points: b1, b8, arrive"))
+for _, x in ipairs(list(hw.param("insts", "1,2,4,8", "comma-separated instance counts"))) do insts[#insts + 1] = tonumber(x) end
 
 local function config(op, k, placement, copies)
   local wl = {kind = "fixed", n = op == "b8" and n8 or n1, interval_s = 0, prompt = prompt, gen = gen}

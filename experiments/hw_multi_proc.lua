@@ -16,14 +16,15 @@
 local dkv = require "dkv"
 local hw = require "hw_lib"
 
-local k, proc = tonumber(hw.param("k", 2)), tonumber(hw.param("proc", 0))
+local k, proc = tonumber(hw.param("k", 2, "number of processes")), tonumber(hw.param("proc", 0, "this process's index, 0 .. k-1"))
 assert(k and k >= 1 and proc and proc >= 0 and proc < k, "hw_multi_proc: -D k >= 1 and 0 <= -D proc < k")
-local op = hw.param("op", "b1")
+local op = hw.param("op", "b1", "operating point of hw_multi_instance.lua: b1 or b8")
 assert(op == "b1" or op == "b8", "hw_multi_proc: -D op must be b1 or b8")
-local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200-calibrated")
-local prompt, gen, steps = hw.param("prompt", 512), hw.param("gen", 64), hw.param("steps", 16)
-local n = op == "b8" and hw.param("n8", 32) or hw.param("n1", 16)
-local cap_gib = hw.param("capacity_gib", 4)
+local model, gpu = hw.param("model", "llada-8b", "model preset"), hw.param("gpu", "h200-calibrated", "GPU preset (sizing; the simulated share)")
+local prompt, gen, steps = hw.param("prompt", 512, "prompt tokens per request"), hw.param("gen", 64, "generated tokens per request"), hw.param("steps", 16, "denoising steps per 32-token block")
+local n8, n1 = hw.param("n8", 32, "requests of b8 (all processes)"), hw.param("n1", 16, "requests of b1 (all processes)")
+local n = op == "b8" and n8 or n1
+local cap_gib = hw.param("capacity_gib", 4, "KV pool of all processes together, GiB (each gets 1/k)")
 local mine = 0   -- workload indices proc, proc + k, ... below n
 for g = 0, n - 1 do if g % k == proc then mine = mine + 1 end end
 assert(mine > 0, string.format("hw_multi_proc: process %d of %d gets no request of %d", proc, k, n))
@@ -34,7 +35,7 @@ local cfg = {model = model, gpu = gpu, seed = 1,
   mem = {kind = "blockpool", capacity_bytes = math.floor(cap_gib * hw.GiB / k)},
   record = {kernels = false}}
 local name = string.format("mproc:%s:k=%d:p%d", op, k, proc)
-local start_at = tonumber(hw.param("start_at", 0))
+local start_at = tonumber(hw.param("start_at", 0, "common start, Unix seconds (0: when ready)"))
 if hw.mode() == "sim" then
   dkv.save(dkv.simulate(cfg), name .. ":sim")
   local standin = hw.param("standin", nil)

@@ -92,6 +92,12 @@ pack() {
     [ -n "${PACKED:-}" ] && return
     PACKED=1
     mkdir -p "$OUT"
+    # A study that failed or timed out keeps its completed runs in X.h5.partial (or X.h5.tmp when
+    # killed): in this fresh work folder there is no older X.h5 to protect, so they take its name.
+    local p
+    for p in "$W"/h5/*.h5.partial "$W"/h5/*.h5.tmp "$W"/ncu/*.h5.partial "$W"/ncu/*.h5.tmp; do
+        [ -e "$p" ] && [ ! -e "${p%.*}" ] && mv "$p" "${p%.*}" && status_line "kept ${p##*/}" 0 0 "as ${p%.*}"
+    done
     tar czf "$OUT/hw_h5.tgz" -C "$W" h5 2>/dev/null
     [ -n "$(ls -A "$W/ncu" 2>/dev/null)" ] && tar czf "$OUT/ncu.tgz" -C "$W" ncu
     tar czf "$OUT/logs.tgz" -C "$W" logs status.txt 2>/dev/null
@@ -455,7 +461,7 @@ for fn in sorted(glob.glob(R + "/cmp_multi/*.h5")):
         cmp[real[:-5]] = {x["quantity"].decode(): x for x in r["compare_quantities"][()]}
 stand = os.path.exists(R + "/status.txt") and "STAND-IN" in open(R + "/status.txt").read() or \
         any("STAND-IN" in open(p).read() for p in glob.glob(R + "/table.txt"))
-dev = [runs[n]["params"].attrs.get("device") for n in runs if n.endswith(":real")]
+dev = [runs[n].attrs.get("device") for n in runs if n.endswith(":real")]
 dev = sorted(set(d.decode() if isinstance(d, bytes) else str(d) for d in dev if d is not None))
 print("# Multi-instance on one GPU (issue 11): measured vs simulated%s\n" % (" -- STAND-IN DATA (simulations), NOT HARDWARE" if stand else ""))
 print("Device of the :real runs: %s.  Error = (sim - real) / real; pp = absolute.  Targets (issue 11): "

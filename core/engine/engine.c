@@ -486,7 +486,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
     return DKV_OK;
 }
 
-dkv_status eng_run_one(const dkv_engine_config *c, bool begin_backend, dkv_engine_result **out, dkv_err *err)
+dkv_status eng_run_one(const dkv_engine_config *c, bool end_backend, dkv_engine_result **out, dkv_err *err)
 {
     *out = NULL;
     dkv_status st = dkv_engine_config_validate(c, err);
@@ -505,19 +505,21 @@ dkv_status eng_run_one(const dkv_engine_config *c, bool begin_backend, dkv_engin
         eng_free(e);
         return st;
     }
-    dkv_backend_setup bs = {.model = e->m, .gpu = e->g, .shared_weights = c->shared_weights,
-                            .on_kernel = c->on_kernel, .on_kernel_user = c->on_kernel_user};
-    if (begin_backend && (st = dkv_backend_begin(c->backend, &bs, err)) != DKV_OK) {
+    dkv_backend_setup bs;
+    eng_backend_setup(e, &bs);
+    if ((st = dkv_backend_begin(c->backend, &bs, err)) != DKV_OK) {
         if (hk)
             hk->unlock(hk->user);
         eng_free(e);
         return st;
     }
+    if (hk && hk->begun)         /* threaded instances: the start gate (every backend begun) */
+        hk->begun(hk->user);
     if (hk && hk->clock)         /* a clock whose zero is still ahead (a common start): wait for it */
         hk->wait_until(hk->user, 0);
     eng_clock_sync(e);
     st = run_loop(e, err);
-    if (begin_backend)
+    if (end_backend)
         dkv_backend_end(c->backend);
     if (st != DKV_OK && st != DKV_EINTR) {
         if (hk)

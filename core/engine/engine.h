@@ -125,6 +125,9 @@ typedef struct dkv_engine_config {
     const dkv_workload *workload;   /* borrowed, required; never modified (closed loops are
                                        released on the engine's own copy of the arrivals) */
     dkv_backend        *backend;    /* borrowed, required; begun and ended by the run */
+    const struct dkv_ref_weights *weights; /* optional, borrowed: loaded host weights handed to
+                                       the backend's begin (dkv_backend_setup.weights); NULL: a
+                                       backend with real weights makes its own (seeded random) */
 
     dkv_decode_cfg decode;          /* cache mode, block_len, steps, logit rows.  rho / shared_set
                                        / rho_fn are taken from `retention` */
@@ -206,6 +209,8 @@ typedef struct dkv_engine_hooks {
     double (*clock)(void *user);
     void  (*wait_until)(void *user, double t);
     bool  (*pool_wait)(void *user);
+    void  (*begun)(void *user);   /* optional: after the backend's begin, before the first step
+                                     (with the lock held; may wait, dropping it) */
 } dkv_engine_hooks;
 
 /* Defaults as documented above (model, gpu, workload, backend left NULL). */
@@ -321,11 +326,12 @@ void dkv_engine_result_free(dkv_engine_result *r);    /* NULL is a no-op */
  * run routes to it (round_robin: workload index mod n) and its own backend (backends[i]); the KV
  * memory is one pool with the simulator's quotas and borrowing (placement shared: the same
  * manager, options and quotas as a simulated run, its bookkeeping under a mutex) or one pool per
- * instance of its quota (partitioned).  The backends are begun in order 0..n-1 on the calling
- * thread (so a backend may borrow what an earlier one set up) and ended after every thread is
- * done.  Every backend is made for the whole workload: the plans reach it with workload-wide
- * request indices (item.request, xfer.request) and the global step index (the order the backends
- * took the steps in).  With gpu_lock, one instance's backend step runs at a time (a FIFO ticket: the
+ * instance of its quota (partitioned).  Each instance's thread begins its backend with its own
+ * engine's setup (its share of the workload, which item.request indexes; the pool: the shared
+ * one's blocks, or its partition's), in order 0..n-1 (thread i starts once i-1's backend is begun,
+ * so a backend may borrow what an earlier one set up); the steps start when every backend is
+ * begun; the backends are ended after every thread is done, n-1 first.  Plans carry the global
+ * step index (the order the backends took the steps in) and item.instance.  With gpu_lock, one instance's backend step runs at a time (a FIFO ticket: the
  * simulator's timeslice); without it they run concurrently.  With real_clock every instance's
  * clock is the host clock since the common start (a backend that executes); without it each
  * engine's clock advances by its own steps' times (a simulated backend: for tests).  The result

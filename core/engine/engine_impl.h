@@ -110,6 +110,8 @@ typedef struct eng {
     dkv_mem *dev;                /* device manager (== kvm[0] when dev_is_kv) */
     bool dev_is_kv;
     uint64_t kv_capacity, dev_capacity;
+    uint64_t block_bytes;        /* KV pool block size (dkv_block_bytes, resolved once) */
+    uint64_t part_bytes[ENG_MAX_INST]; /* partitioned placement: each instance's pool capacity */
     dkv_mem_id weight_ids[ENG_MAX_INST];
     uint32_t n_weight_ids;
 
@@ -174,17 +176,20 @@ uint64_t eng_trace_id(const eng *e, const dkv_mem *m, dkv_mem_id id);
 double eng_wall_now(void);
 /* Threaded instances with a real clock: now = max(now, hooks->clock()); otherwise nothing. */
 void eng_clock_sync(eng *e);
-/* One engine run; begin_backend false: the caller begins and ends the backend (threaded
- * instances).  dkv_engine_run is eng_run_one(c, true, ...). */
-dkv_status eng_run_one(const dkv_engine_config *c, bool begin_backend, dkv_engine_result **out, dkv_err *err);
+/* One engine run; end_backend false: the caller ends the backend (threaded instances: after every
+ * instance is done, since one backend may use another's weights).  dkv_engine_run is
+ * eng_run_one(c, true, ...). */
+dkv_status eng_run_one(const dkv_engine_config *c, bool end_backend, dkv_engine_result **out, dkv_err *err);
 
 /* engine_mem.c */
 /* KV and device capacities of a run of ni instances (the sizing rule). */
 dkv_status eng_capacities(const dkv_engine_config *c, uint32_t ni, uint64_t *kv_cap, uint64_t *dev_cap, dkv_err *err);
 /* The KV managers of a run of ni instances: one (quotas when ni > 1) or ni partitions. */
 dkv_status eng_kv_create(const dkv_engine_config *c, uint32_t ni, uint64_t kv_capacity, dkv_mem **kvm,
-                         uint32_t *n_kvm, dkv_err *err);
+                         uint32_t *n_kvm, uint64_t *part_bytes, dkv_err *err);
 dkv_status eng_mem_setup(eng *e, dkv_err *err);
+/* What the backend is told before the first step: the decisions eng_setup and eng_mem_setup made. */
+void       eng_backend_setup(const eng *e, dkv_backend_setup *bs);
 void       eng_mem_teardown(eng *e);
 dkv_status eng_acquire(eng *e, dkv_mem *m, uint64_t bytes, uint8_t tag, uint32_t inst, uint32_t request,
                        dkv_mem_id *id, uint64_t *allocated, dkv_err *err);

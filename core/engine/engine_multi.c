@@ -29,6 +29,7 @@ typedef struct mi_shared {
     pthread_mutex_t gpu_mu;      /* the timeslice ticket */
     pthread_cond_t  gpu_cv;
     uint64_t ticket_next, ticket_serving;
+    bool go;                     /* the start gate: every backend is begun */
     pthread_mutex_t kmu;         /* serialises the caller's on_kernel */
     bool gpu_lock, real_clock;
     bool self_intr;              /* an instance failed and stopped the others (not the user) */
@@ -54,6 +55,7 @@ typedef struct mi_inst {
     dkv_engine_result *res;
     dkv_status st;
     dkv_err err;
+    bool begun, ready, finished;   /* backend begun; at the start gate; thread done */
 } mi_inst;
 
 static void abs_deadline(struct timespec *ts, double after_s)
@@ -85,6 +87,15 @@ static void h_wait_until(void *u, double t)
     struct timespec ts;
     abs_deadline(&ts, left);
     pthread_cond_timedwait(&x->sh->cv, &x->sh->mu, &ts);   /* an early wake re-checks in the engine */
+}
+
+static void h_begun(void *u)
+{
+    mi_inst *x = u;
+    x->ready = true;
+    pthread_cond_broadcast(&x->sh->cv);
+    while (!x->sh->go)
+        pthread_cond_wait(&x->sh->cv, &x->sh->mu);
 }
 
 static bool h_pool_wait(void *u)
@@ -131,14 +142,12 @@ static dkv_status px_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
         if (!a || !b)
             return dkv_err_set(err, DKV_ENOMEM, "threaded instances: out of host memory");
     }
-    for (uint32_t i = 0; i < plan->n_items; i++) {  /* the backend knows the whole workload */
+    for (uint32_t i = 0; i < plan->n_items; i++) {  /* requests stay the instance's own indices */
         x->items[i] = plan->items[i];
-        x->items[i].request = (uint32_t)x->gidx[plan->items[i].request];
         x->items[i].instance = x->i;
     }
     for (uint32_t i = 0; i < plan->n_xfers; i++) {
         x->xf[i] = plan->xfers[i];
-        x->xf[i].request = (uint32_t)x->gidx[plan->xfers[i].request];
         x->xf[i].instance = x->i;
     }
     uint64_t ticket = 0;
@@ -181,7 +190,18 @@ static dkv_status px_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     return st;
 }
 
-static const dkv_backend_i px_iface = {.name = "instance", .run_step = px_run_step};
+static dkv_status px_begin(void *ctx, const dkv_backend_setup *setup, dkv_err *err)
+{
+    mi_inst *x = ctx;
+    dkv_backend_setup bs = *setup;
+    bs.on_kernel = x->sh->on_kernel ? mi_on_kernel : NULL;
+    bs.on_kernel_user = x->sh;
+    dkv_status st = dkv_backend_begin(x->inner, &bs, err);
+    x->begun = st == DKV_OK;
+    return st;
+}
+
+static const dkv_backend_i px_iface = {.name = "instance", .begin = px_begin, .run_step = px_run_step};
 
 /* ---------------------------------------------------------------- threads */
 
@@ -194,6 +214,7 @@ static void *inst_main(void *arg)
     pthread_mutex_lock(&x->sh->mu);
     x->sh->n_active--;
     x->sh->commits++;
+    x->finished = true;
     pthread_cond_broadcast(&x->sh->cv);
     pthread_mutex_unlock(&x->sh->mu);
     if (x->st != DKV_OK && x->st != DKV_EINTR) { /* the others must not wait for this one: stop them */
@@ -514,7 +535,7 @@ dkv_status dkv_engine_run_instances(const dkv_engine_config *c, const dkv_instan
     if (!x)
         return dkv_err_set(err, DKV_ENOMEM, "threaded instances: out of host memory");
     if ((st = eng_capacities(c, k, &kv_cap, &dev_cap, err)) == DKV_OK)
-        st = eng_kv_create(c, k, kv_cap, kvm, &n_kvm, err);
+        st = eng_kv_create(c, k, kv_cap, kvm, &n_kvm, NULL, err);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -528,7 +549,6 @@ dkv_status dkv_engine_run_instances(const dkv_engine_config *c, const dkv_instan
     sh.real_clock = o->real_clock;
     sh.on_kernel = c->on_kernel;
     sh.on_kernel_user = c->on_kernel_user;
-    uint32_t begun = 0;
     for (uint32_t i = 0; st == DKV_OK && i < k; i++) {
         mi_inst *xi = &x[i];
         xi->sh = &sh;
@@ -538,7 +558,7 @@ dkv_status dkv_engine_run_instances(const dkv_engine_config *c, const dkv_instan
             break;
         xi->hooks = (dkv_engine_hooks){.user = xi, .lock = h_lock, .unlock = h_unlock,
                                        .clock = o->real_clock ? h_clock : NULL, .wait_until = h_wait_until,
-                                       .pool_wait = h_pool_wait};
+                                       .pool_wait = h_pool_wait, .begun = h_begun};
         xi->proxy = (dkv_backend){.iface = &px_iface, .ctx = xi};
         xi->c = *c;
         xi->c.n_instances = 1;
@@ -549,32 +569,50 @@ dkv_status dkv_engine_run_instances(const dkv_engine_config *c, const dkv_instan
         xi->c.hooks = &xi->hooks;
         xi->c.progress = NULL;
         xi->c.on_kernel = NULL;
-        dkv_backend_setup bs = {.model = c->model, .gpu = c->gpu, .shared_weights = c->shared_weights,
-                                .on_kernel = c->on_kernel ? mi_on_kernel : NULL, .on_kernel_user = &sh};
-        if ((st = dkv_backend_begin(xi->inner, &bs, err)) != DKV_OK) {
-            dkv_err_prefix(err, "instance %u", i);
-            break;
-        }
-        begun++;
     }
+    /* thread i starts when i-1's backend is begun (or its thread ended: a failure stops the rest);
+       the steps start when all are begun */
     pthread_t th[ENG_MAX_INST];
     uint32_t started = 0;
-    if (st == DKV_OK) {
-        sh.n_active = k;
-        sh.t0 = eng_wall_now();
-        for (; started < k; started++)
-            if (pthread_create(&th[started], NULL, inst_main, &x[started]) != 0)
-                break;
-        if (started < k) {
-            sh.self_intr = true;
-            dkv_interrupt_request();
+    sh.n_active = k;
+    for (; st == DKV_OK && started < k; started++) {
+        if (pthread_create(&th[started], NULL, inst_main, &x[started]) != 0) {
             st = dkv_err_set(err, DKV_ENOMEM, "threaded instances: could not start thread %u", started);
+            break;
         }
-        for (uint32_t i = 0; i < started; i++)
-            pthread_join(th[i], NULL);
+        pthread_mutex_lock(&sh.mu);
+        while (!x[started].ready && !x[started].finished)
+            pthread_cond_wait(&sh.cv, &sh.mu);
+        bool failed = !x[started].ready;
+        pthread_mutex_unlock(&sh.mu);
+        if (failed) {
+            started++;
+            st = DKV_EIO;   /* the thread's own error is reported below */
+            break;
+        }
     }
+    pthread_mutex_lock(&sh.mu);
+    sh.n_active = started;   /* threads never started are not waited for */
+    for (uint32_t i = 0; i < started; i++)
+        sh.n_active -= x[i].finished;
+    if (st != DKV_OK) {
+        sh.self_intr = true;
+        dkv_interrupt_request();
+    }
+    sh.t0 = eng_wall_now();
+    sh.go = true;
+    pthread_cond_broadcast(&sh.cv);
+    pthread_mutex_unlock(&sh.mu);
+    for (uint32_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    uint32_t begun = 0;
+    for (uint32_t i = 0; i < k; i++)
+        begun = x[i].begun ? i + 1 : begun;
+    if (st == DKV_EIO)
+        st = DKV_OK;   /* replaced by the failed instance's error below */
     for (uint32_t i = begun; i-- > 0;)      /* later ones may borrow from earlier ones */
-        dkv_backend_end(x[i].inner);
+        if (x[i].begun)
+            dkv_backend_end(x[i].inner);
     if (sh.self_intr)
         dkv_interrupt_clear();
     for (uint32_t i = 0; sh.self_intr && i < k; i++)   /* report the failure, not the stop it caused */

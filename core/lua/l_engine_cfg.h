@@ -33,8 +33,6 @@ typedef struct dkv_lsim {
        replaces dkv_engine_run; the backend the maker returned is then unused */
     dkv_status (*run)(struct dkv_lsim *s, void *ud, dkv_engine_result **out, dkv_err *err);
     void *run_ud;
-    char device[160];             /* set by the backend maker: the device that runs it ("" = the
-                                     GPU preset's name, a simulated run) */
 } dkv_lsim;
 
 /* Parses the configuration table at idx into *s (zeroed by the caller) and pushes the resolved
@@ -52,5 +50,9 @@ void dkv_lsim_free(dkv_lsim *s);
  * (l_engine.c) and dkv.execute (l_execute.c). */
 typedef dkv_status (*dkv_lsim_backend_fn)(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err);
 int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn make, void *ud);
+
+/* Sets the device and driver the result at idx ran on (dkv.execute, after the run; dkv.save
+ * writes them as run attributes).  Strings are copied. */
+void dkv_lsim_result_set_device(lua_State *L, int idx, const char *device, const char *driver);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/safetensors.h"
 #include "lua/exec_outputs.h"
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
@@ -24,7 +25,6 @@
 /* What dkv.execute owns besides the engine state: the options and the device report.  A Lua
  * userdata, so an error half-way leaks nothing. */
 typedef struct lexec {
-    char     desc[160];        /* dkv_cuda_probe's description of the device */
     int      device;
     int64_t  seed;             /* -1: cfg.seed */
     int      layout;           /* -1: cfg.policies.layout.layout; 0 layer-major; 1 t-major */
@@ -33,6 +33,7 @@ typedef struct lexec {
     double   staging_bytes, host_bytes;   /* < 0: automatic */
     char   **weights;
     uint32_t n_weights;
+    dkv_ref_weights *rw;       /* opts.weights loaded (dkv_st_load_weights), handed to the backend */
     bool     outputs;          /* opts.outputs: collect generated tokens per request */
     bool     real_clock;       /* opts.clock = "real" (always with instances.n > 1) */
     double   t0;               /* real clock: the run's start (host clock) */
@@ -58,6 +59,8 @@ static int lexec_gc(lua_State *L)
     free(x->weights);
     x->weights = NULL;
     x->n_weights = 0;
+    dkv_ref_weights_free(x->rw);
+    x->rw = NULL;
     dkv_exec_outputs_free(&x->out);
 #ifdef DKV_HAVE_CUDA
     dkv_cuda_backend_report_clear(&x->rep);
@@ -138,18 +141,6 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
 
 #ifdef DKV_HAVE_CUDA
 
-/* The engine's KV capacity (engine_mem.c's rule for one instance), so every block id of the
- * engine's pool has a place in the device arena. */
-static uint64_t kv_capacity(const dkv_lsim *s)
-{
-    const dkv_engine_config *c = &s->ec;
-    if (c->mem.capacity_bytes)
-        return c->mem.capacity_bytes;
-    double hbm = s->gpu.hbm_bytes, W = (double)dkv_model_weight_bytes(&s->model);
-    double usable = hbm - W - c->sizing.margin * hbm;
-    return usable > 0 ? (uint64_t)(c->sizing.kv_frac * usable) : 0;
-}
-
 /* on_item hook for opts.outputs: the first failure is kept and raised after the run. */
 static void collect_item(void *user, const dkv_cuda_item_report *r)
 {
@@ -162,8 +153,7 @@ static void collect_item(void *user, const dkv_cuda_item_report *r)
 }
 
 /* The backend options of one instance (cfg.instances.n instances: see make_instances). */
-static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *po, uint64_t *block_bytes_out,
-                               dkv_err *err)
+static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *po, dkv_err *err)
 {
     const dkv_engine_config *c = &s->ec;
     if (c->mem.kind != DKV_MEM_BLOCKPOOL)
@@ -175,37 +165,24 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     if (c->step_host_s != 0)
         return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.step_host_s = %g models host time; an executed run spends "
                            "real host time (set it to 0, or leave it out)", c->step_host_s);
-    uint64_t kvbpt = dkv_model_kv_bytes_per_token(&s->model);
-    uint64_t block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * kvbpt;
-    if (!kvbpt || block_bytes % kvbpt)
-        return dkv_err_set(err, DKV_EINVAL, "cfg.mem: a pool block of %llu bytes is not a whole number of tokens "
-                           "(%llu bytes each)", (unsigned long long)block_bytes, (unsigned long long)kvbpt);
+    /* the pool's geometry, the decode configuration and the weights reach the backend through
+     * the engine's dkv_backend_setup; only the device options and the overrides are set here */
     dkv_cuda_backend_options o = dkv_cuda_backend_options_default();
     o.device = x->device;
-    o.workload = s->w;
-    o.decode = c->decode;
-    o.decode.shared_set = c->retention.set == DKV_RETAIN_SHARED;
-    o.block_tokens = (uint32_t)(block_bytes / kvbpt);
-    o.arena_blocks = kv_capacity(s) / block_bytes;
-    bool offload = c->offload.mode != DKV_OFFLOAD_NONE;
-    uint32_t max_L = 0;
-    size_t n_req = dkv_workload_count(s->w);
-    for (size_t i = 0; i < n_req; i++) {
-        const dkv_request *q = dkv_workload_get(s->w, i);
-        uint32_t L = q->prompt_tokens + q->gen_tokens;
-        max_L = L > max_L && L <= s->model.max_len ? L : max_L;
+    if (x->staging_bytes >= 0)
+        o.staging_bytes = (uint64_t)x->staging_bytes;
+    if (x->host_bytes >= 0)
+        o.host_bytes = (uint64_t)x->host_bytes;
+    if (x->n_weights && !x->rw) {
+        dkv_status st = dkv_st_load_weights((const char *const *)x->weights, x->n_weights, &s->model, o.rms_eps,
+                                            &x->rw, err);
+        if (st != DKV_OK)
+            return st;
     }
-    uint64_t slot = (uint64_t)((max_L + o.block_tokens - 1) / o.block_tokens) * block_bytes;
-    uint64_t conc = n_req < c->max_num_seqs ? n_req : c->max_num_seqs;
-    o.staging_blocks = x->staging_bytes >= 0 ? (uint64_t)x->staging_bytes / block_bytes
-                       : offload ? (kv_capacity(s) / 4) / block_bytes : 0;
-    uint64_t host = conc * slot, cap = 64ull << 30;
-    o.host_bytes = x->host_bytes >= 0 ? (uint64_t)x->host_bytes : offload ? (host < cap ? host : cap) : 0;
+    s->ec.weights = x->rw;
     o.layout = x->layout >= 0 ? (x->layout == 0 ? DKV_KV_LAYER_MAJOR : DKV_KV_TOKEN_MAJOR)
                : c->layout.layout == DKV_LAYOUT_LAYER_MAJOR ? DKV_KV_LAYER_MAJOR : DKV_KV_TOKEN_MAJOR;
     o.seed = x->seed >= 0 ? (uint64_t)x->seed : s->seed;
-    o.weight_files = (const char *const *)x->weights;
-    o.n_weight_files = x->n_weights;
     o.max_logit_rows = x->max_logit_rows;
     o.attn_streams = x->attn_streams;
     o.class_timing = x->class_timing;
@@ -216,7 +193,6 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
         o.on_item_user = x;
     }
     *po = o;
-    *block_bytes_out = block_bytes;
     return DKV_OK;
 }
 
@@ -280,37 +256,24 @@ static dkv_status run_instances(dkv_lsim *s, void *ud, dkv_engine_result **out, 
 /* cfg.instances.n > 1: one CUDA backend per instance (its own context, streams, scratch); instance
  * 0's owns the weights (one copy with shared_weights, else each loads its own) and, with placement
  * shared, the one pool arena every instance addresses (partitioned: each its partition's). */
-static dkv_status make_instances(dkv_lsim *s, lexec *x, const dkv_cuda_backend_options *base, uint64_t block_bytes,
-                                 dkv_err *err)
+static dkv_status make_instances(dkv_lsim *s, lexec *x, const dkv_cuda_backend_options *base, dkv_err *err)
 {
     const dkv_engine_config *c = &s->ec;
     uint32_t k = c->n_instances;
     if (x->outputs)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "opts.outputs with cfg.instances.n = %u: token outputs are "
                            "collected from one instance (run instances.n = 1 for agreement checks)", k);
-    uint64_t W = dkv_model_weight_bytes(&s->model), pool = c->mem.capacity_bytes;
-    if (!pool) {   /* the engine's sizing rule for k instances (engine_mem.c) */
-        double usable = s->gpu.hbm_bytes - (c->shared_weights ? 1.0 : (double)k) * (double)W -
-                        c->sizing.margin * s->gpu.hbm_bytes;
-        pool = usable > 0 ? (uint64_t)(c->sizing.kv_frac * usable) : 0;
-    }
-    dkv_quota q[DKV_MEM_MAX_INSTANCES];
-    dkv_placement_config pc = c->placement;
-    pc.n_instances = k;
-    dkv_status st = dkv_placement_quotas(&pc, pool, block_bytes, q, err);
-    if (st != DKV_OK)
-        return st;
     bool shared = c->placement.mode == DKV_PLACE_SHARED;
-    for (uint32_t i = 0; i < k; i++) {
+    for (uint32_t i = 0; i < k; i++) {   /* the pool's blocks come with each instance's setup */
         dkv_cuda_backend_options o = *base;
         o.report = &x->irep[i];
-        o.arena_blocks = shared ? pool / block_bytes : q[i].max_blocks;
         o.arena_instances = shared ? k : 1;
         o.arena_instance = shared ? i : 0;
         o.share_from = i ? &x->be[0] : NULL;
         o.share_weights = i && c->shared_weights;
         o.share_pool = i && shared;
-        if ((st = dkv_cuda_backend_new(&o, &x->be[i], err)) != DKV_OK) {
+        dkv_status st = dkv_cuda_backend_new(&o, &x->be[i], err);
+        if (st != DKV_OK) {
             dkv_err_prefix(err, "instance %u", i);
             return st;
         }
@@ -325,14 +288,12 @@ static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *er
 {
     lexec *x = ud;
     dkv_cuda_backend_options o;
-    uint64_t block_bytes = 0;
-    snprintf(s->device, sizeof s->device, "%s", x->desc);
-    dkv_status st = cuda_options(s, x, &o, &block_bytes, err);
+    dkv_status st = cuda_options(s, x, &o, err);
     if (st != DKV_OK)
         return st;
     if (s->ec.n_instances > 1) {
         memset(out, 0, sizeof *out);   /* the instances' backends live in x */
-        return make_instances(s, x, &o, block_bytes, err);
+        return make_instances(s, x, &o, err);
     }
     if (x->real_clock) {
         s->run = run_real_clock;
@@ -475,6 +436,7 @@ static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
 /* dkv.execute(cfg [, opts]) -> result, device */
 static int l_execute(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 2);
 #ifndef DKV_HAVE_CUDA
@@ -493,22 +455,22 @@ static int l_execute(lua_State *L)
     memset(x, 0, sizeof *x);
     luaL_setmetatable(L, LEXEC_MT);
     parse_opts(L, 2, x);
-    snprintf(x->desc, sizeof x->desc, "%s", desc);
     dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
     if (x->out_failed)
         return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
+    char versions[64];
+    dkv_cuda_versions(versions, sizeof versions);
+    dkv_lsim_result_set_device(L, -1, x->rep.device[0] ? x->rep.device : x->irep[0].device, versions);
     if (x->k > 1)
         push_instances(L, x);
     else
         push_device(L, &x->rep);
-    if (x->real_clock) {
+    if (x->real_clock || x->k > 1) {
         lua_pushstring(L, "real");
         lua_setfield(L, -2, "clock");
         if (x->start_at > 0)
             set_f(L, "start_late_s", x->late_s);
     }
-    lua_pushstring(L, "cuda");
-    lua_setfield(L, -2, "backend");
     if (x->outputs) {
         push_outputs(L, &x->out);
         lua_setfield(L, -2, "outputs");

@@ -105,7 +105,9 @@ set +e
 set -e
 [ $rc = 1 ] && grep -q "hw_offload: 1 point(s) failed on the device" "$T/foff.txt" || fail "failed point: $rc"
 grep -q "hw: off:plain: dkv.execute FAILED: dkv.execute: fake failure" "$T/foff.txt" || fail "failure line"
-r=$(runs "$T/foff.h5" | tr '\n' ' ')
+[ ! -e "$T/foff.h5" ] || fail "a failed study must not write foff.h5"
+grep -q "completed runs kept in $T/foff.h5.partial" "$T/foff.txt" || fail "partial named: $(cat "$T/foff.txt")"
+r=$(runs "$T/foff.h5.partial" | tr '\n' ' ')
 [[ "$r" == *"off:none:device off:none:real off:none:sim off:plain:sim off:prog,never:device"* ]] || fail "runs: $r"
 [[ "$r" != *"off:plain:real"* ]] || fail "a failed point wrote a real run"
 grep -q "hw: warm-up execution done" "$T/foff.txt" || fail "warm-up"
@@ -144,7 +146,7 @@ for p in ("inst=1,clock=real", "inst=2,shared", "inst=2,partitioned", "inst=4,pa
     assert abs(host("multi:b1:%s:sim" % p) - want) <= 1e-12 * max(1, want) + 1e-15, (p, host("multi:b1:%s:sim" % p), want)
     assert host("multi:b1:%s:real" % p) == 0, p
 assert host("multi:b1:inst=2,shared:sim_host=0.035") == 0.035 and host("multi:b1:inst=2,shared:sim_host=0") == 0
-assert r["multi:b1:inst=2,shared:real"]["params"].attrs["backend"] in (b"sim", "sim")   # the fake's result
+assert r["multi:b1:inst=2,shared:real"].attrs["backend"] in (b"sim", "sim")   # the fake's result
 PYEOF
 grep -E "^b1:inst=1,clock=steps .* \+0\.000 " "$T/fmul.txt" >/dev/null || fail "k=1 identity column"
 

@@ -77,8 +77,7 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
     memset(rep, 0, sizeof rep);
     memset(sn, 0, sizeof sn);
     for (uint32_t i = 0; i < k; i++) {
-        dkv_cuda_backend_options o = backend_options_for(&c, c.mem.capacity_bytes);
-        o.arena_blocks = shared ? c.mem.capacity_bytes / bb : q[i].max_blocks;
+        dkv_cuda_backend_options o = backend_options_for(&c);
         o.arena_instances = shared ? k : 1;
         o.arena_instance = shared ? i : 0;
         o.share_from = i ? &be[0] : NULL;

@@ -32,6 +32,7 @@ typedef struct toy {
     board *b;
     int32_t inst;
     uint32_t k;
+    size_t n_req;                /* the instance's own workload (setup.workload) */
     double sleep_s;
     uint64_t steps;
     bool begun, ended;
@@ -39,8 +40,10 @@ typedef struct toy {
 
 static dkv_status toy_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
 {
-    (void)s, (void)err;
-    ((toy *)ctx)->begun = true;
+    (void)err;
+    toy *t = ctx;
+    t->begun = true;
+    t->n_req = s->workload ? dkv_workload_count(s->workload) : 0;
     return DKV_OK;
 }
 
@@ -73,8 +76,8 @@ static dkv_status toy_step(void *ctx, const dkv_step_plan *p, dkv_step_cost *out
     uint64_t q = 0;
     for (uint32_t i = 0; i < p->n_items; i++) {
         q += p->items[i].q_tokens;
-        /* workload-wide request indices: round_robin gives instance i the indices i mod k */
-        if (p->items[i].request % t->k != (uint32_t)t->inst || p->items[i].instance != (uint32_t)t->inst)
+        /* the instance's own request indices (its share of the workload), its own instance number */
+        if (p->items[i].request >= t->n_req || p->items[i].instance != (uint32_t)t->inst)
             t->b->bad_request = true;
     }
     if (t->sleep_s > 0) {
