@@ -372,10 +372,10 @@ dkv_status dkv_ncu_read(const char *path, dkv_ncu_kernel **out, size_t *n, dkv_e
             c_id = column_of(f, m, "ID"), c_name = column_of(f, m, "Kernel Name");
             c_metric = column_of(f, m, "Metric Name"), c_unit = column_of(f, m, "Metric Unit");
             c_value = column_of(f, m, "Metric Value");
-            if (c_name < 0 || c_metric < 0 || c_unit < 0 || c_value < 0)
+            if (c_id < 0 || c_name < 0 || c_metric < 0 || c_unit < 0 || c_value < 0)
                 st = dkv_err_set(err, DKV_EFORMAT, "%s:%ld: CSV header without %s (print it with ncu --csv, the "
                                  "default --page details)", path, lineno,
-                                 c_name < 0 ? "\"Kernel Name\"" : c_metric < 0 ? "\"Metric Name\""
+                                 c_id < 0 ? "\"ID\"" : c_name < 0 ? "\"Kernel Name\"" : c_metric < 0 ? "\"Metric Name\""
                                  : c_unit < 0 ? "\"Metric Unit\"" : "\"Metric Value\"");
             nhead = m;
             continue;
@@ -394,7 +394,7 @@ dkv_status dkv_ncu_read(const char *path, dkv_ncu_kernel **out, size_t *n, dkv_e
         }
         int ok;
         double idv = number(f[c_id], &ok);
-        if (!ok || isnan(idv) || idv < 0 || idv != floor(idv)) {
+        if (!ok || isnan(idv) || idv < 0 || idv != floor(idv) || idv >= 0x1p63) {  /* fits uint64 and int64 */
             st = dkv_err_set(err, DKV_EFORMAT, "%s:%ld: ID '%s' is not a launch number", path, lineno, f[c_id]);
             break;
         }

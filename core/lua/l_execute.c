@@ -273,6 +273,7 @@ static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
 /* dkv.execute(cfg [, opts]) -> result, device */
 static int l_execute(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 2);
 #ifndef DKV_HAVE_CUDA
@@ -294,6 +295,9 @@ static int l_execute(lua_State *L)
     dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
     if (x->out_failed)
         return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
+    char versions[64];
+    dkv_cuda_versions(versions, sizeof versions);
+    dkv_lsim_result_set_device(L, -1, x->rep.device, versions);
     push_device(L, &x->rep);
     if (x->outputs) {
         push_outputs(L, &x->out);

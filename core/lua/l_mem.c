@@ -51,6 +51,7 @@ static const char *const tag_names[] = {"weights", "kv", "activation", "logits",
 /* dkv.mem.new{kind=..., capacity=..., ...} */
 static int l_new(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     static const char *const keys[] = {
         "kind", "capacity", "release_delay", "sample_stride", "device_malloc_s", "device_free_s",
         "device_bytes_per_s", "max_split_size", "block_tokens", "token_bytes", "block_bytes",

@@ -225,6 +225,27 @@ static void test_malformed(void **state)
     assert_int_equal(dkv_ncu_read(x->csv, &k, &n, &err), DKV_EFORMAT);
     assert_non_null(strstr(err.msg, "no ncu CSV header"));
     assert_int_equal(dkv_ncu_read("/nonexistent/ncu.csv", &k, &n, &err), DKV_ENOENT);
+    /* issue 12 defect 11: a header whose first field is not exactly "ID" ("ID""" is ID") left the ID
+     * column at -1, and every row read f[-1]; an ID of 1e79 was cast to uint64 (undefined) */
+    f = fopen(x->csv, "w");
+    fputs("\"ID\"\"\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+          "\"0\",\"k(int)\",\"dram__bytes_read.sum\",\"byte\",\"12\"\n", f);
+    fclose(f);
+    k = NULL;
+    assert_int_equal(dkv_ncu_read(x->csv, &k, &n, &err), DKV_EFORMAT);
+    assert_null(k);
+    if (!strstr(err.msg, ":1: CSV header without \"ID\""))
+        fail_msg("error '%s' does not name the missing ID column", err.msg);
+    const char *ids[] = {"1e79", "18446744073709551616", "inf", "-1", "1.5"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        f = fopen(x->csv, "w");
+        fprintf(f, "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+                   "\"%s\",\"k(int)\",\"dram__bytes_read.sum\",\"byte\",\"12\"\n", ids[i]);
+        fclose(f);
+        assert_int_equal(dkv_ncu_read(x->csv, &k, &n, &err), DKV_EFORMAT);
+        if (!strstr(err.msg, ":2: ID '") || !strstr(err.msg, ids[i]) || !strstr(err.msg, "not a launch number"))
+            fail_msg("error '%s' for ID %s", err.msg, ids[i]);
+    }
     /* n/a is a missing value, not an error; the kernel counts as incomplete */
     write_csv(x->csv, "\"99\",\"4242\",\"dkv\",\"h\",\"rope_kernel(int)\",\"1\",\"7\",\"(1,1,1)\",\"(1,1,1)\",\"0\","
                       "\"9.0\",\"S\",\"dram__bytes_read.sum\",\"byte\",\"n/a\"\n");
