@@ -10,9 +10,11 @@
 
 #include "io/h5.h"
 #include "lua/dkv_lua.h"
+#include "lua/exec_outputs.h"
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"
+#include "workload/tokenizer.h"
 
 #define LSIM_MT "dkv.simulate.state"
 #define RESULT_MT "dkv.result"
@@ -175,6 +177,7 @@ typedef struct lresult {
     bool kernel_oom;
     char backend[8], device[160], driver[64];   /* the run's origin (dkv_run_origin) */
     char gpu_preset[64], model_preset[64];
+    dkv_exec_outputs out;   /* generated tokens, when the backend reported them */
 } lresult;
 
 static void on_kernel(void *user, const dkv_kernel_record *rec)
@@ -201,7 +204,34 @@ static int result_gc(lua_State *L)
     free(r->k);
     r->k = NULL;
     r->nk = r->capk = 0;
+    dkv_exec_outputs_free(&r->out);
     return 0;
+}
+
+void dkv_lua_result_take_outputs(lua_State *L, int idx, dkv_exec_outputs *o)
+{
+    lresult *r = luaL_checkudata(L, idx, RESULT_MT);
+    dkv_exec_outputs_free(&r->out);
+    r->out = *o;
+    memset(o, 0, sizeof *o);
+}
+
+/* The tokenizer of the resolved configuration's model (at cfg), for the text of the outputs. */
+static void cfg_tokenizer(lua_State *L, int cfg, dkv_tokenizer *tok)
+{
+    dkv_tokenizer_kind k = DKV_TOKENIZER_NONE;
+    lua_Integer vocab = 0, mask = 0;
+    if (lua_getfield(L, cfg, "model") == LUA_TTABLE) {
+        if (lua_getfield(L, -1, "tokenizer") == LUA_TSTRING && dkv_tokenizer_parse(lua_tostring(L, -1), &k, NULL) != DKV_OK)
+            k = DKV_TOKENIZER_NONE;
+        lua_getfield(L, -2, "vocab");
+        lua_getfield(L, -3, "mask_id");
+        vocab = lua_tointeger(L, -2), mask = lua_tointeger(L, -1);
+        lua_pop(L, 3);
+    }
+    lua_pop(L, 1);
+    if (dkv_tokenizer_init(tok, k, (uint32_t)vocab, (uint32_t)mask, NULL) != DKV_OK)
+        dkv_tokenizer_init(tok, DKV_TOKENIZER_NONE, (uint32_t)vocab, (uint32_t)mask, NULL);
 }
 
 static lresult *check_result(lua_State *L, int i)
@@ -539,6 +569,11 @@ static int l_save(lua_State *L)
         save_table(L, run, "memory", mr, n, sizeof *mr, mem_fields, NF(mem_fields));
     if (r->nk)
         save_table(L, run, "kernels", r->k, r->nk, sizeof *r->k, kern_fields, NF(kern_fields));
+    if (r->out.n) {
+        dkv_tokenizer tok;
+        cfg_tokenizer(L, cfg, &tok);
+        h5_check(L, dkv_exec_outputs_save(run, &r->out, &tok, &err), &err);
+    }
     dkv_lua_run_end(L, run);
     lua_pushboolean(L, 1);
     return 1;

@@ -10,6 +10,7 @@
 
 #include "lua/lconf.h"
 #include "lua/presets.h"
+#include "workload/tokenizer.h"
 
 /* A config table being read (in) and its resolved copy (out), both on the Lua stack. */
 typedef struct pt {
@@ -153,9 +154,44 @@ static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int 
 static const char *const wl_keys[] = {
     "kind", "n", "rate", "cv", "interval_s", "users", "think_s", "think_exponential", "stagger_first", "prompt",
     "gen", "file", "format", "lenient", "first_n", "time_scale", "rate_scale", "prompt_min", "prompt_max",
-    "gen_min", "gen_max", "gen_multiple_of", "steps_min", "steps_max", "seed", NULL};
-static const char *const wl_kinds[] = {"poisson", "gamma", "fixed", "closed", "trace", NULL};
+    "gen_min", "gen_max", "gen_multiple_of", "steps_min", "steps_max", "seed", "prompts", NULL};
+static const char *const wl_kinds[] = {"poisson", "gamma", "fixed", "closed", "trace", "prompts", NULL};
+enum { WL_TRACE = 4, WL_PROMPTS = 5 };
 static const char *const fmt_names[] = {"auto", "azure", "mooncake", "vidur", "burstgpt", NULL};
+
+/* workload.prompts = {file = PATH, gen = G, interval_s = X}: a prompts file (docs/WORKLOADS.md). */
+static dkv_status read_prompts(pt *p, dkv_lsim *s, dkv_workload_opts *o, dkv_err *err)
+{
+    static const char *const keys[] = {"file", "gen", "interval_s", NULL};
+    static const char *const unused[] = {"n", "rate", "cv", "interval_s", "users", "think_s", "think_exponential",
+                                         "stagger_first", "prompt", "gen", "file", "format", "lenient",
+                                         "prompt_min", NULL};
+    lua_State *L = p->L;
+    for (const char *const *k = unused; *k; k++)
+        if (has(p, *k))
+            dkv_lconf_error(L, p->path, *k, "is not used with prompts (set it inside workload.prompts, or drop it)");
+    pt q;
+    pt_sub(p, "prompts", &q, keys);
+    const char *file = dkv_lconf_string(L, q.in, q.path, "file", NULL, DKV_LCONF_REQUIRED);
+    lua_pushstring(L, file);
+    lua_setfield(L, q.out, "file");
+    dkv_prompts_cfg c = {0};
+    c.gen = (uint32_t)gint(&q, "gen", 256, 1, U32MAX);
+    c.interval_s = gnum(&q, "interval_s", 0, 0, HUGE_VAL, 0);
+    c.vocab = s->model.vocab;
+    dkv_tokenizer tok;
+    dkv_tokenizer_kind k = DKV_TOKENIZER_NONE;
+    if (s->model.tokenizer[0] && dkv_tokenizer_parse(s->model.tokenizer, &k, err) != DKV_OK)
+        return DKV_EINVAL;
+    if (dkv_tokenizer_init(&tok, k, s->model.vocab, s->model.mask_id, err) != DKV_OK)
+        return DKV_EINVAL;
+    c.tok = &tok;
+    lua_pushstring(L, dkv_tokenizer_name(k));
+    lua_setfield(L, q.out, "tokenizer");
+    /* generations are rounded up to whole blocks unless told otherwise */
+    o->gen_multiple_of = (uint32_t)gint(p, "gen_multiple_of", s->ec.decode.block_len, 0, U32MAX);
+    return dkv_workload_prompts(file, &c, o, &s->w, err);
+}
 
 static void parse_workload(pt *root, dkv_lsim *s)
 {
@@ -163,7 +199,11 @@ static void parse_workload(pt *root, dkv_lsim *s)
     pt p;
     pt_sub(root, "workload", &p, wl_keys);
     dkv_err err = {0};
-    int kind = genum(&p, "kind", wl_kinds, has(&p, "file") ? 4 : 0);
+    int kind = genum(&p, "kind", wl_kinds, has(&p, "prompts") ? WL_PROMPTS : has(&p, "file") ? WL_TRACE : 0);
+    if (kind == WL_PROMPTS && !has(&p, "prompts"))
+        dkv_lconf_error(L, p.path, "prompts", "kind 'prompts' needs workload.prompts = {file = ...}");
+    if (kind != WL_PROMPTS && has(&p, "prompts"))
+        dkv_lconf_error(L, p.path, "kind", "is '%s', but workload.prompts is set", wl_kinds[kind]);
     dkv_workload_opts o;
     dkv_workload_opts_default(&o);
     o.first_n = (uint32_t)gint(&p, "first_n", 0, 0, U32MAX);
@@ -180,7 +220,9 @@ static void parse_workload(pt *root, dkv_lsim *s)
     o.seed = (uint64_t)gint(&p, "seed", (int64_t)s->seed, 0, INT64_MAX);
     uint32_t B = s->ec.decode.block_len;
     dkv_status st;
-    if (kind == 4) {
+    if (kind == WL_PROMPTS) {
+        st = read_prompts(&p, s, &o, &err);
+    } else if (kind == WL_TRACE) {
         const char *file = dkv_lconf_string(L, p.in, p.path, "file", NULL, DKV_LCONF_REQUIRED);
         lua_pushstring(L, file);
         lua_setfield(L, p.out, "file");

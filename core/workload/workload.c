@@ -53,6 +53,9 @@ dkv_request *dkv_wl_push(dkv_workload *w)
         size_t *h = realloc(w->hash_off, cap * sizeof *h);
         if (!h) return NULL;
         w->hash_off = h;
+        size_t *t = realloc(w->tok_off, (cap + 1) * sizeof *t);
+        if (!t) return NULL;
+        w->tok_off = t;
         w->cap = cap;
     }
     dkv_request *r = &w->req[w->n];
@@ -60,8 +63,26 @@ dkv_request *dkv_wl_push(dkv_workload *w)
     r->user = DKV_NO_USER;
     r->next_of_user = DKV_NO_NEXT;
     w->hash_off[w->n] = w->n_hashes;
+    w->tok_off[w->n] = w->n_toks;
     w->n++;
+    w->tok_off[w->n] = w->n_toks;
     return r;
+}
+
+dkv_status dkv_wl_push_tokens(dkv_workload *w, const uint32_t *ids, size_t n, dkv_err *err)
+{
+    if (w->n_toks + n > w->cap_toks) {
+        size_t cap = w->cap_toks ? w->cap_toks : 4096;
+        while (cap < w->n_toks + n) cap *= 2;
+        uint32_t *p = realloc(w->toks, cap * sizeof *p);
+        if (!p) return dkv_err_set(err, DKV_ENOMEM, "workload: out of memory for prompt tokens");
+        w->toks = p;
+        w->cap_toks = cap;
+    }
+    memcpy(w->toks + w->n_toks, ids, n * sizeof *ids);
+    w->n_toks += n;
+    w->tok_off[w->n] = w->n_toks;
+    return DKV_OK;
 }
 
 dkv_status dkv_wl_push_hash(dkv_workload *w, uint64_t h, dkv_err *err)
@@ -83,6 +104,7 @@ void dkv_wl_pop(dkv_workload *w)
     if (w->n == 0) return;
     w->n--;
     w->n_hashes = w->hash_off[w->n];
+    w->n_toks = w->tok_off[w->n];
 }
 
 void dkv_workload_free(dkv_workload *w)
@@ -91,6 +113,8 @@ void dkv_workload_free(dkv_workload *w)
     free(w->req);
     free(w->hash_off);
     free(w->hashes);
+    free(w->tok_off);
+    free(w->toks);
     free(w->arrival0);
     free(w);
 }
@@ -155,10 +179,21 @@ dkv_status dkv_wl_finish(dkv_workload *w, const dkv_workload_opts *opts, bool re
     if (rc != DKV_OK) return rc;
     if (opts->first_n && w->n > opts->first_n) {
         w->n_hashes = w->hash_off[opts->first_n];
+        w->n_toks = w->tok_off[opts->first_n];
         w->n = opts->first_n;
     }
-    for (size_t i = 0; i < w->n; i++)
-        w->req[i].hash_ids = w->req[i].n_hash_ids ? w->hashes + w->hash_off[i] : NULL;
+    for (size_t i = 0; i < w->n; i++) {
+        dkv_request *r = &w->req[i];
+        r->hash_ids = r->n_hash_ids ? w->hashes + w->hash_off[i] : NULL;
+        size_t nt = w->tok_off[i + 1] - w->tok_off[i];
+        r->tokens = nt ? w->toks + w->tok_off[i] : NULL;
+        if (nt && nt != r->prompt_tokens)
+            return dkv_err_set(err, DKV_EINVAL, "workload: request %llu: %zu prompt token ids for prompt_tokens %u",
+                               (unsigned long long)r->id, nt, r->prompt_tokens);
+        if (nt && opts->prompt_min > nt)
+            return dkv_err_set(err, DKV_EINVAL, "workload: request %llu: option 'prompt_min' (%u) cannot lengthen a "
+                               "prompt given by its %zu token ids", (unsigned long long)r->id, opts->prompt_min, nt);
+    }
 
     if (rebase && w->n > 0) {
         double t0 = INFINITY;
@@ -256,6 +291,14 @@ dkv_status dkv_workload_from_requests(const dkv_request *reqs, size_t n, const d
         *r = reqs[i];
         r->n_hash_ids = 0;
         r->hash_ids = NULL;
+        r->tokens = NULL;
+        if (reqs[i].tokens) {
+            dkv_status rc = dkv_wl_push_tokens(w, reqs[i].tokens, reqs[i].prompt_tokens, err);
+            if (rc != DKV_OK) {
+                dkv_workload_free(w);
+                return rc;
+            }
+        }
         for (uint32_t j = 0; j < reqs[i].n_hash_ids; j++) {
             dkv_status rc = dkv_wl_push_hash(w, reqs[i].hash_ids[j], err);
             if (rc != DKV_OK) {
