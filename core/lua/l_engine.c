@@ -43,6 +43,7 @@ static const sfield sum_fields[] = {
     S(reuse_steps, 'u', "steps", "request-steps in the Reuse phase"),
     S(n_preempted, 'u', "", "preemptions (a stuck engine released a request's KV)"),
     S(preempted_steps, 'u', "steps", "request-steps repeated after preemption"),
+    S(rho_clamped, 'u', "blocks", "retention callback values clamped into [rho_min, rho_max] (retention.clamp)"),
     S(gen_tokens, 'u', "tokens", "generated tokens of finished requests"),
     S(prompt_tokens, 'u', "tokens", "prompt tokens of finished requests"),
     S(sim_time_s, 'f', "s", "simulated time at the end of the run"),
@@ -455,8 +456,16 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
         return luaL_error(L, "cfg.record.trace: %s", terr.msg);
     }
     s->trace = NULL;
-    if (s->cb_failed)
-        return luaL_error(L, "cfg.policies.retention.callback: %s", s->cb_err);
+    if (s->ec.retention.mode == DKV_RHO_CALLBACK && (s->cb_failed || strncmp(err.msg, "retention.callback ", 19) == 0)) {
+        lua_Debug ar;   /* name the callback by where it is defined */
+        char where[256] = "?";
+        lua_rawgeti(L, LUA_REGISTRYINDEX, s->cb_ref);
+        if (lua_getinfo(L, ">S", &ar))
+            snprintf(where, sizeof where, "%s:%d", ar.short_src, ar.linedefined);
+        if (s->cb_failed)
+            return luaL_error(L, "cfg.policies.retention.callback (%s): %s", where, s->cb_err);
+        return luaL_error(L, "cfg.policies.retention.callback (%s) %s", where, err.msg + 19);
+    }
     if (st == DKV_EINTR)
         return luaL_error(L, "%s: %s", who, err.msg);
     if (st != DKV_OK)

@@ -74,6 +74,17 @@ static bool has(pt *p, const char *k)
     return h;
 }
 
+/* A setting that cannot take effect in the chosen configuration is an error, like an unknown key:
+ * "cfg.policies.offload.t1: is not used when offload.mode is 'none'". */
+static void unused_when(pt *p, const char *const *keys, const char *fmt, const char *what)
+{
+    char when[160];
+    snprintf(when, sizeof when, fmt, what);
+    for (; *keys; keys++)
+        if (has(p, *keys))
+            dkv_lconf_error(p->L, p->path, *keys, "is not used when %s", when);
+}
+
 static void set_resolved_num(pt *p, const char *k, double v)
 {
     lua_pushnumber(p->L, v);
@@ -377,6 +388,11 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
         dkv_lconf_error(L, q.path, "t2", "must be >= t1 (%g < %g)", c->offload.t2, c->offload.t1);
     c->offload.lowrank_ratio = gnum(&q, "lowrank_ratio", c->offload.lowrank_ratio, 0, 1, DKV_LCONF_LO_OPEN);
     c->offload.pinned = gbool(&q, "pinned", c->offload.pinned);
+    if (c->offload.mode == DKV_OFFLOAD_NONE)
+        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", "pinned", NULL},
+                    "offload.mode is '%s'", "none");
+    else if (c->offload.mode == DKV_OFFLOAD_PLAIN)
+        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", NULL}, "offload.mode is '%s'", "plain");
 
     static const char *const fk[] = {"rule", "delay_steps", "delay_s", NULL};
     static const char *const rules[] = {"immediate", "deferred", NULL};
@@ -384,9 +400,12 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     c->lifecycle.rule = (dkv_release_rule)genum(&q, "rule", rules, c->lifecycle.rule);
     c->lifecycle.delay_steps = (uint32_t)gint(&q, "delay_steps", c->lifecycle.delay_steps, 0, U32MAX);
     c->lifecycle.delay_s = gnum(&q, "delay_s", c->lifecycle.delay_s, 0, HUGE_VAL, 0);
+    if (c->lifecycle.rule == DKV_RELEASE_IMMEDIATE)
+        unused_when(&q, (const char *const[]){"delay_steps", "delay_s", NULL}, "lifecycle.rule is '%s'",
+                    "immediate");
 
     static const char *const rk[] = {"rho", "set", "mode", "rho_min", "rho_max", "ent_a", "ent_b", "entropies",
-                                     "callback", "seed", NULL};
+                                     "callback", "seed", "clamp", NULL};
     static const char *const sets[] = {"per_head", "shared", NULL};
     static const char *const rmodes[] = {"fixed", "entropy", "callback", NULL};
     pt_sub(&p, "retention", ret_keep, rk);
@@ -404,6 +423,18 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     r->ent_a = gnum(ret_keep, "ent_a", r->ent_a, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
     r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
     r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
+    r->clamp = gbool(ret_keep, "clamp", false);
+    if (c->decode.cache != DKV_CACHE_SPARSE)
+        unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
+                    cache_names[c->decode.cache]);
+    if (r->mode == DKV_RHO_FIXED)
+        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
+                    "retention.mode is '%s'", "fixed");
+    else if (r->mode == DKV_RHO_ENTROPY)
+        unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
+    else
+        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
+                    "callback");
     if (lua_getfield(L, ret_keep->in, "entropies") != LUA_TNIL) {
         if (!lua_istable(L, -1))
             dkv_lconf_error(L, ret_keep->path, "entropies", "expected an array of numbers in [0, 1]");
@@ -450,6 +481,10 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     k->block_s = gnum(rt_keep, "block_s", k->block_s, 0, HUGE_VAL, 0);
     k->pool_step_s = gnum(rt_keep, "pool_step_s", k->pool_step_s, 0, HUGE_VAL, 0);
     k->plain_step_s = gnum(rt_keep, "plain_step_s", k->plain_step_s, 0, HUGE_VAL, 0);
+    if (!c->routing.enabled)
+        unused_when(rt_keep, (const char *const[]){"threshold_tokens", "setup_s", "block_s", "pool_step_s",
+                                                   "plain_step_s", NULL},
+                    "routing.enabled is %s", "false");
 }
 
 static const char *const ins_keys[] = {"n", "placement", "guaranteed_frac", "burst_frac", "weights", "gpu_share",
