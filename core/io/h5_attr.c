@@ -162,8 +162,8 @@ static dkv_status read_attr(hid_t a, const char *key, dkv_h5_attr *out, char **s
             }
             H5Tclose(mt);
         } else {
-            size_t len = H5Tget_size(t);
-            *s = calloc(len + 1, 1);
+            size_t len = H5Tget_size(t);   /* from the file: bounded before it is allocated */
+            *s = len > 0 && len <= DKV_H5_MAX_FIXED_STR ? calloc(len + 1, 1) : NULL;
             if (*s && H5Aread(a, t, *s) < 0) {
                 free(*s);
                 *s = NULL;
