@@ -11,7 +11,6 @@
 #include "lua/presets.h"
 #include "model/model.h"
 
-size_t dkv_lua__params(lua_State *L, const char *const **out);
 void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count);
 void dkv_lua__charge(lua_State *L, uint64_t ops);
 
@@ -347,6 +346,7 @@ static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t,
 /* dkv.write_run(name, {params=, summary=, units=, tables=, config=, seed=}) -> true | false */
 static int l_write_run(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     const char *name = luaL_checkstring(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
     static const char *const keys[] = {"params", "summary", "units", "tables", "config", "seed", NULL};
@@ -411,27 +411,6 @@ static int l_write_run(lua_State *L)
 
 /* ------------------------------------------------------------------ the module */
 
-static void push_params(lua_State *L)
-{
-    const char *const *p;
-    size_t n = dkv_lua__params(L, &p);
-    lua_newtable(L);
-    for (size_t i = 0; i < n; i++) {
-        const char *eq = strchr(p[i], '=');
-        if (!eq)
-            continue;
-        lua_pushlstring(L, p[i], (size_t)(eq - p[i]));
-        const char *v = eq + 1;
-        if (strcmp(v, "true") == 0)
-            lua_pushboolean(L, 1);
-        else if (strcmp(v, "false") == 0)
-            lua_pushboolean(L, 0);
-        else if (*v == '\0' || lua_stringtonumber(L, v) == 0)
-            lua_pushstring(L, v);
-        lua_settable(L, -3);
-    }
-}
-
 int luaopen_dkv(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"model_info", l_model_info}, {"budget", l_budget},
@@ -444,8 +423,7 @@ int luaopen_dkv(lua_State *L)
     lua_setfield(L, -2, "version");
     lua_pushstring(L, DKV_GIT_COMMIT);
     lua_setfield(L, -2, "git_commit");
-    push_params(L);
-    lua_setfield(L, -2, "params");
+    dkv_lua_open_param(L);   /* dkv.param, dkv.params */
     uint32_t idx, cnt;
     dkv_lua__shard(L, &idx, &cnt);
     lua_newtable(L);
