@@ -49,6 +49,8 @@ typedef struct dkv_lua_config {
 /* Defaults: root ".", no output, shard 0/1, instr_limit 1e11 (minutes of work), 4 GiB heap. */
 #define DKV_LUA_DEFAULT_INSTR_LIMIT 100000000000ULL
 #define DKV_LUA_DEFAULT_MEM_LIMIT ((size_t)4 << 30)
+#define DKV_LUA_TOSTRING_MAX (64u << 10)   /* print() cuts a __tostring result longer than this */
+#define DKV_LUA_ERRMSG_MAX (16u << 10)     /* an error message longer than this is cut */
 dkv_lua_config dkv_lua_config_default(void);
 
 typedef struct dkv_lua dkv_lua;

@@ -335,7 +335,10 @@ static void push_summary(lua_State *L, const dkv_run_summary *s)
         if (sum_fields[i].type == 'u') {
             uint64_t v;
             memcpy(&v, p, 8);
-            lua_pushinteger(L, (lua_Integer)v);
+            if (v <= (uint64_t)LUA_MAXINTEGER)
+                lua_pushinteger(L, (lua_Integer)v);
+            else
+                lua_pushnumber(L, (lua_Number)v);   /* 2^63 or more: a float, not a negative integer */
         } else {
             double v;
             memcpy(&v, p, 8);
@@ -539,7 +542,7 @@ static int l_save(lua_State *L)
         if (sum_fields[i].type == 'u') {
             uint64_t v;
             memcpy(&v, p, 8);
-            h5_check(L, dkv_h5_attr_i64(run, "summary", sum_fields[i].name, (int64_t)v, &err), &err);
+            h5_check(L, dkv_h5_attr_u64(run, "summary", sum_fields[i].name, v, &err), &err);
         } else {
             double v;
             memcpy(&v, p, 8);

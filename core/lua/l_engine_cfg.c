@@ -51,6 +51,12 @@ static int64_t gint(pt *p, const char *k, int64_t def, int64_t lo, int64_t hi)
     return v;
 }
 
+/* A byte count stored as uint64: a number in [0, 2^64), so inf and 1e20 are errors, not a cast. */
+static uint64_t gbytes(pt *p, const char *k, uint64_t def)
+{
+    return (uint64_t)gnum(p, k, (double)def, 0, 0x1p64, DKV_LCONF_HI_OPEN);
+}
+
 static bool gbool(pt *p, const char *k, bool def)
 {
     bool v = dkv_lconf_boolean(p->L, p->in, p->path, k, def, 0);
@@ -339,19 +345,17 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
     dkv_engine_config *c = &s->ec;
     dkv_mem_options *m = &c->mem;
     m->kind = (dkv_mem_kind)genum(p, "kind", mem_names, m->kind);
-    m->capacity_bytes = (uint64_t)gnum(p, "capacity_bytes", (double)m->capacity_bytes, 0, HUGE_VAL, 0);
+    m->capacity_bytes = gbytes(p, "capacity_bytes", m->capacity_bytes);
     c->sizing.block_tokens = (uint32_t)gint(p, "block_tokens", c->sizing.block_tokens, 1, U32MAX);
     m->chunk_blocks = (uint32_t)gint(p, "chunk_blocks", m->chunk_blocks, 1, U32MAX);
-    m->initial_bytes = (uint64_t)gnum(p, "initial_bytes", (double)m->initial_bytes, 0, HUGE_VAL, 0);
+    m->initial_bytes = gbytes(p, "initial_bytes", m->initial_bytes);
     m->grow = gbool(p, "grow", m->grow);
     m->shrink = gbool(p, "shrink", m->shrink);
-    double mss = gnum(p, "max_split_size", m->max_split_size == UINT64_MAX ? 0 : (double)m->max_split_size, 0,
-                      HUGE_VAL, 0);
+    double mss = (double)gbytes(p, "max_split_size", m->max_split_size == UINT64_MAX ? 0 : m->max_split_size);
     m->max_split_size = mss > 0 ? (uint64_t)mss : UINT64_MAX;
     c->sizing.margin = gnum(p, "margin", c->sizing.margin, 0, 1, DKV_LCONF_HI_OPEN);
     c->sizing.kv_frac = gnum(p, "kv_frac", c->sizing.kv_frac, 0, 1, DKV_LCONF_LO_OPEN);
-    c->device_capacity_bytes = (uint64_t)gnum(p, "device_capacity_bytes", (double)c->device_capacity_bytes, 0,
-                                              HUGE_VAL, 0);
+    c->device_capacity_bytes = gbytes(p, "device_capacity_bytes", c->device_capacity_bytes);
     m->device_malloc_s = gnum(p, "malloc_s", m->device_malloc_s, 0, HUGE_VAL, 0);   /* < 0: resolved */
     m->device_free_s = gnum(p, "free_s", m->device_free_s, 0, HUGE_VAL, 0);
 }
@@ -410,8 +414,11 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     static const char *const rmodes[] = {"fixed", "entropy", "callback", NULL};
     pt_sub(&p, "retention", ret_keep, rk);
     dkv_retention_config *r = &c->retention;
+    lua_getfield(L, ret_keep->in, "rho");
+    bool rho_given = !lua_isnil(L, -1);   /* -1 given is an error, not "the preset's" */
+    lua_pop(L, 1);
     r->rho = gnum(ret_keep, "rho", r->rho, -1, 1, 0); /* -1: the GPU preset's, resolved later */
-    if (r->rho == 0 || (r->rho < 0 && r->rho != -1))
+    if (r->rho == 0 || (r->rho < 0 && (rho_given || r->rho != -1)))
         dkv_lconf_error(L, ret_keep->path, "rho", "must be in (0, 1] (got %g)", r->rho);
     r->set = (dkv_retain_set)genum(ret_keep, "set", sets, r->set);
     bool has_cb = has(ret_keep, "callback");

@@ -69,7 +69,13 @@ typedef struct dkv_workload_opts {
     uint32_t steps_min, steps_max;    /* if steps_max > 0: draw each request's steps_per_block
                                        * uniformly in [steps_min, steps_max] (seeded by `seed`) */
     uint64_t seed;             /* for step draws (and nothing else in readers) */
+    uint64_t max_file_bytes;   /* readers: a larger file (or a stream without end, /dev/zero) is an
+                                * error; 0 = DKV_WORKLOAD_MAX_FILE_BYTES */
 } dkv_workload_opts;
+
+/* The largest trace or lengths file a reader takes by default (2 GiB: the published traces are a
+ * few hundred MB).  The readers also refuse a NUL byte (not a text file) where they meet it. */
+#define DKV_WORKLOAD_MAX_FILE_BYTES (2ull << 30)
 
 /* first_n 0, scales 1, not lenient, no clamps, no rounding, no step draws, seed 1. */
 void dkv_workload_opts_default(dkv_workload_opts *o);

@@ -54,6 +54,6 @@ dkv_status dkv_wl_read_mooncake(dkv_workload *w, const char *path, char *buf, si
 char *dkv_wl_next_line(char **p);
 
 /* Reads a whole file into a NUL-terminated buffer (caller frees). */
-dkv_status dkv_wl_slurp(const char *path, char **buf, size_t *len, dkv_err *err);
+dkv_status dkv_wl_slurp(const char *path, uint64_t max_bytes, char **buf, size_t *len, dkv_err *err);
 
 #endif
