@@ -18,6 +18,7 @@
 #define DKV_LUA_DKV_LUA_H
 
 #include <lua.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,9 @@ typedef struct dkv_lua_config {
     size_t mem_limit_bytes;        /* Lua heap cap; 0 = unlimited */
     dkv_progress_fn progress;      /* may be NULL */
     void *progress_ud;
+    bool list_params;              /* `dkv run SCRIPT --help`: run the script only until its first
+                                    * dkv.simulate/execute/write_run/save/mem.new, with print off,
+                                    * to collect its dkv.param declarations (dkv_lua_params_help) */
 } dkv_lua_config;
 
 /* Defaults: root ".", no output, shard 0/1, instr_limit 1e11 (minutes of work), 4 GiB heap. */
@@ -60,11 +64,25 @@ dkv_status dkv_lua_run_file(dkv_lua *s, const char *path, dkv_err *err);
 /* The same for a string (chunkname e.g. "=test"). */
 dkv_status dkv_lua_run_string(dkv_lua *s, const char *chunkname, const char *code, dkv_err *err);
 
+/* True when the last run failed on a usage error: a -D name the script does not know, or a -D
+ * value of the wrong type for its dkv.param (the CLI exits 2). */
+bool dkv_lua_usage_error(const dkv_lua *s);
+
+/* The parameters the script declared (dkv.param) or read (dkv.params), one line each:
+ * "  name  default  help".  Caller frees.  Call after dkv_lua_run_file. */
+char *dkv_lua_params_help(dkv_lua *s);
+
 /* The last error with its traceback ("" when none).  Borrowed until the next run. */
 const char *dkv_lua_traceback(const dkv_lua *s);
 
 /* Closes the interpreter and the output file (ending an open run, renaming .tmp).  Accepts NULL. */
 dkv_status dkv_lua_close(dkv_lua *s, dkv_err *err);
+
+/* Closes the interpreter (its __gc handlers may still write) and hands the output file to the
+ * caller, who decides whether to commit it (dkv_h5_close) or keep it aside
+ * (dkv_h5_close_uncommitted): NULL when the script wrote no run.  Only dkv_lua_close,
+ * dkv_lua_runs_written and dkv_lua_traceback may be called on s afterwards. */
+dkv_h5 *dkv_lua_take_output(dkv_lua *s);
 
 lua_State *dkv_lua_state(dkv_lua *s);
 /* The sandbox that owns L, or NULL for a plain lua_State. */
