@@ -23,7 +23,7 @@ if [ $rc -eq 0 ] && grep -q "^executed" <<<"$out"; then
 import re, sys, h5py
 a = h5py.File(sys.argv[1], "r")["runs/execute"].attrs
 s = lambda k: a[k].decode() if isinstance(a[k], bytes) else a[k]
-assert s("backend") == "cuda", s("backend")
+assert s("backend") == "cuda" and s("cost_profile") == "measured", (s("backend"), s("cost_profile"))
 assert re.search(r", sm_\d+, \d+ SMs", s("device")), s("device")
 assert re.fullmatch(r"driver \d+\.\d+, runtime \d+\.\d+", s("driver")), s("driver")
 assert s("gpu_preset") == "h200" and s("model_preset") == "tiny", (s("gpu_preset"), s("model_preset"))
