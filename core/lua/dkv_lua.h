@@ -114,9 +114,11 @@ dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint6
 /* What produced a run (docs/HDF5_SCHEMA.md, "Run attributes"): backend "sim" (dkv.simulate),
  * "cuda" (dkv.execute) or "none" (written by the script: dkv.write_run, m:write); device: the
  * CUDA device as probed, or the simulated GPU's name; driver: "driver X.Y, runtime X.Y" on CUDA,
- * "" otherwise; the GPU and model presets the configuration named ("" when given inline). */
+ * "" otherwise; the GPU and model presets the configuration named ("" when given inline); the
+ * cost profile: "measured" (cuda), "calibrated: N kernel classes" (a sim preset with per-class
+ * costs from dkv calibrate), "roofline" (sim without), "" (no engine). */
 typedef struct dkv_run_origin {
-    const char *backend, *device, *driver, *gpu_preset, *model_preset;
+    const char *backend, *device, *driver, *gpu_preset, *model_preset, *cost_profile;
 } dkv_run_origin;
 
 /* Writes the origin as run attributes (replacing run_begin's backend = "none").  Accepts NULL run. */

@@ -177,7 +177,7 @@ typedef struct lresult {
     uint64_t seed;
     bool kernel_oom;
     char backend[8], device[160], driver[64];   /* the run's origin (dkv_run_origin) */
-    char gpu_preset[64], model_preset[64];
+    char gpu_preset[64], model_preset[64], cost_profile[64];
     dkv_exec_outputs out;   /* generated tokens, when the backend reported them */
 } lresult;
 
@@ -435,6 +435,15 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
     snprintf(res->device, sizeof res->device, "%s", s->gpu.name);
     preset_name(L, cfg_idx, "gpu", res->gpu_preset, sizeof res->gpu_preset);
     preset_name(L, cfg_idx, "model", res->model_preset, sizeof res->model_preset);
+    int ncls = 0;
+    for (uint32_t b = s->gpu.kclass_set; b; b &= b - 1)
+        ncls++;
+    if (strcmp(res->backend, "cuda") == 0)
+        snprintf(res->cost_profile, sizeof res->cost_profile, "measured");
+    else if (ncls)
+        snprintf(res->cost_profile, sizeof res->cost_profile, "calibrated: %d kernel classes", ncls);
+    else
+        snprintf(res->cost_profile, sizeof res->cost_profile, "roofline");
     if (s->ec.retention.mode == DKV_RHO_CALLBACK) {
         s->ec.retention.callback = rho_callback;
         s->ec.retention.callback_ud = s;
@@ -533,7 +542,8 @@ static int l_save(lua_State *L)
         lua_pushboolean(L, 0);
         return 1;
     }
-    dkv_lua_run_origin(L, run, &(dkv_run_origin){r->backend, r->device, r->driver, r->gpu_preset, r->model_preset});
+    dkv_lua_run_origin(L, run, &(dkv_run_origin){r->backend, r->device, r->driver, r->gpu_preset, r->model_preset,
+                                                 r->cost_profile});
     dkv_err err = {0};
     const dkv_run_summary *s = dkv_engine_result_summary(r->r);
     for (size_t i = 0; i < NF(sum_fields); i++) {
