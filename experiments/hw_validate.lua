@@ -42,8 +42,44 @@ local caches = {
   {"sparse", {set = "per_head", mode = "fixed", rho = 0.5}},
 }
 local only = hw.param("point", nil)
+local set = hw.param("set", "classic")
+assert(set == "classic" or set == "heldout", "hw_validate: -D set must be classic or heldout, got " .. tostring(set))
 
 local rows = {}
+if set == "heldout" then
+  -- issue 9's held-out points (experiments/hw_heldout_points.lua): arrivals over time, batch 1-32, prompts
+  -- 256-3,072, every cache mode, progressive offload, LLaDA-8B and Dream-7B; runs ho:<point>:real/sim/device
+  local dsteps = hw.param("steps", 8)
+  for _, h in ipairs(require "hw_heldout_points") do
+    if not only or only == h[1] then
+      local cfg = {model = h[2], gpu = gpu, seed = 1, workload = h[3],
+        decode = {cache = h[4], block_len = 32, steps = dsteps},
+        scheduler = {kind = "phase", max_num_seqs = h[5]},
+        mem = {kind = "blockpool", capacity_bytes = 16 * hw.GiB},
+        policies = h[6],
+        sim = gemm_eff and {gemm_eff = gemm_eff} or nil,
+        record = {kernels = true}}
+      local p = hw.pair("ho", h[1], cfg)
+      local row = hw.row(p)
+      local x = p.real or p.sim
+      if x then
+        row.n_steps, row.n_req = x.summary.n_steps, x.summary.n_requests
+        row.p99 = x.summary.latency_p99_s
+      end
+      if p.sim then row.sim_p99 = p.sim.summary.latency_p99_s end
+      if p.real then row.real_p99 = p.real.summary.latency_p99_s end
+      rows[#rows + 1] = row
+    end
+  end
+  assert(#rows > 0, "hw_validate: no held-out point matches -D point=" .. tostring(only))
+  print(string.format("hw validate (held-out): on %s, blocks of 32 in %d steps, phase scheduler, pool 16 GiB", gpu, dsteps))
+  hw.print_table(rows, {{"point", "point"}, {"n_req", "req"}, {"n_steps", "steps"}, {"expect_s", "expect_s", "%.1f"},
+    {"sim_s", "sim_s", "%.3f"}, {"real_s", "real_s", "%.3f"}, {"sim_lat_s", "sim_lat", "%.3f"},
+    {"real_lat_s", "real_lat", "%.3f"}, {"sim_p99", "sim_p99", "%.3f"}, {"real_p99", "real_p99", "%.3f"},
+    {"sim_tok_s", "sim_tok/s", "%.1f"}, {"real_tok_s", "real_tok/s", "%.1f"}, {"dev_used_gib", "dev_GiB", "%.2f"}})
+  hw.footer("hw_validate", rows)
+  return
+end
 for _, w in ipairs(workloads) do
   for _, c in ipairs(caches) do
     local point = w[1] .. ":" .. c[1]
