@@ -411,7 +411,7 @@ PYEOF
         mkdir -p "$R/root/datasets/profiles" && cp -r datasets/workloads "$R/root/datasets/"
         cp "$R/profile.lua" "$R/root/datasets/profiles/${pname:-unnamed}.lua"
         printf 'return {base = "h200", name = "h200-measured", profile = "%s"}\n' "$pname" > "$pdir/h200-measured.lua"
-        echo "profile: ${pname:-NO NAME} ($(grep -c '^        {' "$R/profile.lua") rows, $(grep -m1 -o 'complete = [a-z]*' "$R/profile.lua"))" \
+        echo "profile: ${pname:-NO NAME} ($(grep -c -E '^ +\{[0-9]' "$R/profile.lua") rows, $(grep -m1 -o 'complete = [a-z]*' "$R/profile.lua"))" \
             | tee -a "$log"
         if [ -f "$R/h5/heldout.h5" ]; then
             if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured \
@@ -426,7 +426,7 @@ PYEOF
                     echo "== exit $?"
                 done < "$list" >> "$log"
             else
-                echo "held-out points under the profile: not simulated ($(grep -m1 -i error "$R/heldout_prof.log" | cut -c1-160))" \
+                echo "held-out points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/heldout_prof.log" | cut -c1-200))" \
                     | tee -a "$log"
             fi
         fi
@@ -534,12 +534,12 @@ PYEOF
         echo "## Profile (dkv profile)"; echo; echo '```'
         sed -n '/^  provenance = {/,/^  },/p' "$1/profile.lua"
         grep -E "^    [a-z_]+ = \{$" "$1/profile.lua" | while read -r t _; do
-            printf '%s: %s rows\n' "$t" "$(awk -v t="    $t = {" '$0 == t {on = 1; next} on && /^    [a-z_]+ = \{$/ {on = 0} on && /^        \{/ {n++} END {print n + 0}' "$1/profile.lua")"
+            printf '%s: %s rows\n' "$t" "$(awk -v t="    $t = {" '$0 == t {on = 1; next} on && /^    [a-z_]+ = \{$/ {on = 0} on && /^ +\{[0-9]/ {n++} END {print n + 0}' "$1/profile.lua")"
         done
         grep -E "^  (first_use|host) = " "$1/profile.lua"
         echo '```'
         [ -f "$1/heldout_prof.log" ] && ! grep -q "^hw validate" "$1/heldout_prof.log" \
-            && { echo; echo "The held-out points were not re-simulated under the profile: $(grep -m1 -i error "$1/heldout_prof.log" | cut -c1-200)"; }
+            && { echo; echo "The held-out points were not re-simulated under the profile: $(grep -m1 -v -E "^hw:|^stack|^\s" "$1/heldout_prof.log" | cut -c1-200)"; }
         echo
     fi
 }
