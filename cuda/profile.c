@@ -118,6 +118,20 @@ dkv_status pr_alloc(void **p, size_t bytes, dkv_err *err)
     return DKV_OK;
 }
 
+dkv_status pr_case(prof_ctx *P, dkv_status st, dkv_err *err)
+{
+    if (st != DKV_EINVAL && st != DKV_ENOMEM)
+        return st;
+    cudaError_t e = cudaGetLastError();   /* a refused launch leaves no sticky error; clear a soft one */
+    (void)e;
+    if (P->p->n_skipped++ == 0)
+        snprintf(P->p->skipped, sizeof P->p->skipped, "%s: %.200s", dkv_prof_section_name(P->sec), err ? err->msg : "?");
+    pr_say(P, "profile: %s: shape skipped: %s", dkv_prof_section_name(P->sec), err ? err->msg : "?");
+    if (err)
+        dkv_err_clear(err);
+    return DKV_OK;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

@@ -75,6 +75,8 @@ typedef struct dkv_prof {
     double   l2_bytes, hbm_bytes;
     uint32_t repeats, warmup;
     double   est_s, wall_s;            /* estimated grid time at the ceilings; measured wall time */
+    uint32_t n_skipped;                /* shapes an entry refused (pr_case); the first reason below */
+    char     skipped[256];
     bool     complete;
     char     incomplete[256];
 } dkv_prof;

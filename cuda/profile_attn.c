@@ -89,12 +89,12 @@ static const char *const attn_fields[] = {"q_rows", "kv_tokens", "heads", "kv_he
 
 /* A step's attention of Q query rows in all, each attending K keys, as the engine's steps make it:
  * Q >= K, Refresh-like: Q / K items of K rows attending their own K rows (the last item takes the
- * remainder); Q < K, Reuse-like: Q / 32 items of the block's 32 queries attending K cached keys
- * from the pool (dual; Q < 32: one item of Q queries). */
+ * remainder); Q < K, Reuse-like: ceil(Q / 32) items of the block's 32 queries (the last one the
+ * remainder) attending K cached keys from the pool (dual). */
 static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, dkv_err *err)
 {
     bool refresh = Q >= K;
-    uint32_t n = refresh ? Q / K : (Q >= 32 ? Q / 32 : 1), q = refresh ? K : (Q >= 32 ? 32 : Q);
+    uint32_t n = refresh ? Q / K : (Q + 31) / 32, q = refresh ? K : 32;
     double fl = 4.0 * Q * (double)K * h.H * h.D, by = 2.0 * ((double)Q * h.H * h.D * 2 + (double)n * K * h.Hkv * h.D * 2);
     double e = pr_est(fl, by, 2);
     uint32_t QKV = (h.H + 2 * h.Hkv) * h.D;
@@ -107,7 +107,7 @@ static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, dkv_er
     if (!it)
         return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t qi = refresh && i == n - 1 ? Q - i * q : q;
+        uint32_t qi = i == n - 1 ? Q - i * q : q;   /* the last item takes the remainder */
         it[i] = (dkv_cuda_attn_item){.q_row = i * q, .n_q = qi, .own_row = i * q, .n_own = refresh ? K : 0,
                                      .n_cache = refresh ? 0 : K, .table_off = i * nb};
     }
@@ -153,7 +153,7 @@ dkv_status pr_sec_attn(prof_ctx *P, dkv_err *err)
     for (uint32_t c = 0; c < nh; c++)
         for (uint32_t i = 0; i < nr; i++)
             for (uint32_t j = 0; j < nK; j++)
-                PR_TRY(attn_case(P, hs[c], rows[i], K[j], err));
+                PR_TRY(pr_case(P, attn_case(P, hs[c], rows[i], K[j], err), err));
     return DKV_OK;
 }
 
@@ -206,7 +206,7 @@ dkv_status pr_sec_kv_store(prof_ctx *P, dkv_err *err)
             dkv_prof_table *t = pr_table(P, "kv_store", fields, 4,
                                          "dkv_cuda_rope_kv_store_at: RoPE of the q and k heads of `rows` rows and the "
                                          "store of their K and V into the pool (the backend's one launch per layer)");
-            PR_TRY(pr_measure(P, t, f, 1, e, store_call, &a, err));
+            PR_TRY(pr_case(P, pr_measure(P, t, f, 1, e, store_call, &a, err), err));
         }
     return DKV_OK;
 }
@@ -269,13 +269,16 @@ dkv_status pr_sec_select(prof_ctx *P, dkv_err *err)
             t->extra[0] = "shared_s";
             dkv_prof_table tmp = {.name = "kv_gather_shared", .n_fields = 6};
             a.shared = true;
-            PR_TRY(pr_measure(P, &tmp, f, 5, e, sel_call, &a, err));
-            double sh = tmp.rows[0].median_s;
+            dkv_status st = pr_measure(P, &tmp, f, 5, e, sel_call, &a, err);
+            double sh = tmp.n ? tmp.rows[0].median_s : -1;   /* -1: the shared variant was refused */
             free(tmp.rows);
-            P->sec_rows--;
+            P->sec_rows -= tmp.n;
+            PR_TRY(pr_case(P, st, err));
             a.shared = false;
-            PR_TRY(pr_measure(P, t, f, 5, e, sel_call, &a, err));
-            t->rows[t->n - 1].x[0] = sh;
+            size_t before = t->n;
+            PR_TRY(pr_case(P, pr_measure(P, t, f, 5, e, sel_call, &a, err), err));
+            if (t->n > before)
+                t->rows[t->n - 1].x[0] = sh;
         }
     return DKV_OK;
 }

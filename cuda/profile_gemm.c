@@ -41,7 +41,7 @@ static dkv_status one(prof_ctx *P, const char *table, const char *note, gemm_arg
         return DKV_OK;
     dkv_prof_table *t = pr_table(P, table, mnk, 3, note);
     double f[3] = {g.T, g.N, g.K};
-    return pr_measure(P, t, f, 1, gemm_est(&g), gemm_call, &g, err);
+    return pr_case(P, pr_measure(P, t, f, 1, gemm_est(&g), gemm_call, &g, err), err);
 }
 
 dkv_status pr_sec_gemm(prof_ctx *P, dkv_err *err)
@@ -111,7 +111,7 @@ dkv_status pr_sec_lm_head(prof_ctx *P, dkv_err *err)
                                          "one chunk of dkv_cuda_lm_head_argmax: the fp32-logit GEMM, then the argmax "
                                          "(2 launches); a step runs ceil(rows / chunk) of them");
             double f[3] = {g.T, g.N, g.K};
-            PR_TRY(pr_measure(P, t, f, 2, e, lm_call, &g, err));
+            PR_TRY(pr_case(P, pr_measure(P, t, f, 2, e, lm_call, &g, err), err));
         }
     return DKV_OK;
 }

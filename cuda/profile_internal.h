@@ -69,6 +69,9 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
 /* An input region of bytes inside the slab for repeat rep and operand slot (256-byte aligned;
  * successive repeats land elsewhere while the slab holds several copies). */
 void  *pr_in(prof_ctx *P, size_t bytes, uint32_t rep, uint32_t slot);
+/* A shape's outcome: DKV_EINVAL or DKV_ENOMEM (an entry refused the shape, an allocation failed) is
+ * logged, counted in p->n_skipped and turned into DKV_OK so the grid goes on; anything else passes. */
+dkv_status pr_case(prof_ctx *P, dkv_status st, dkv_err *err);
 /* At least n timing events in P->ev. */
 dkv_status pr_events(prof_ctx *P, uint32_t n, dkv_err *err);
 /* Device scratch of bytes: cudaMalloc'd once per call site by the caller, or this pool. */

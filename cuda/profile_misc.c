@@ -58,7 +58,7 @@ static dkv_status ew_case(prof_ctx *P, ew_arg a, dkv_err *err)
                                  "dkv_cuda_embedding (rows, hidden), 4 dkv_bk_unmask (rows = items, cols 1); the "
                                  "residual add has no kernel (fused into the o and down GEMMs)");
     double f[3] = {a.kind, a.T, a.C};
-    return pr_measure(P, t, f, 1, e, ew_call, &a, err);
+    return pr_case(P, pr_measure(P, t, f, 1, e, ew_call, &a, err), err);
 }
 
 /* 64 items of a 32-token block for dkv_bk_unmask at aux + 128 MiB: canvases, argmax, conf after them */
@@ -187,8 +187,9 @@ dkv_status pr_sec_compress(prof_ctx *P, dkv_err *err)
                                              "kv_heads: batch matrices of rows / batch tokens each), cols = head_dim; "
                                              "extra batch; launches: the backend's count less the gather");
                 t->extra[0] = "batch";
-                st = pr_measure(P, t, f, 15, pr_est(fl, by, 15), lr_call, &a, err);
-                if (st == DKV_OK)
+                size_t before = t->n;
+                st = pr_case(P, pr_measure(P, t, f, 15, pr_est(fl, by, 15), lr_call, &a, err), err);
+                if (st == DKV_OK && t->n > before)
                     t->rows[t->n - 1].x[0] = batch;
             }
     }
