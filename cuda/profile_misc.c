@@ -80,6 +80,7 @@ static dkv_status bookkeeping_items(prof_ctx *P, dkv_err *err)
     free(conf);
     PR_CU(e);
     PR_CU(cudaMemset(x + (3 << 20), 0, (size_t)64 * 4096 * 4));   /* canvases: token 0 = the mask id given */
+    PR_CU(cudaDeviceSynchronize());   /* cudaMemset runs on the legacy stream; the kernels on a non-blocking one */
     return DKV_OK;
 }
 

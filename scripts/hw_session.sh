@@ -58,7 +58,8 @@ build() {
         | grep -v -E "/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|libresolv|ld-linux[^/]*)\.so|cuda|cublas" \
         | while read -r l; do cp -L "$l" "$HB/lib/"; done
     nvcc -O3 -arch=sm_90 cuda/bench/bwcurve.cu -o "$HB/bwcurve" || exit 1
-    grep -qx '/.hwbin/' .git/info/exclude 2>/dev/null || echo '/.hwbin/' >> .git/info/exclude
+    # (in a git worktree .git is a file: .hwbin stays untracked there and travels as such, or by carry)
+    [ -d .git ] && { grep -qx '/.hwbin/' .git/info/exclude 2>/dev/null || echo '/.hwbin/' >> .git/info/exclude; }
     echo "== ldd $HB/dkv (static: hdf5, lua, sz, aec, z)"
     ldd "$HB/dkv" | grep -E "hdf5|lua|libsz|libaec|libz\.|not found" && { echo "hw_session build: still dynamic" >&2; exit 1; }
     # smoke test here (no GPU: the simulated half only)
