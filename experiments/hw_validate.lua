@@ -4,7 +4,11 @@
 -- own process and imports the figures into the :real run with dkv ncu-import).
 --
 --   dkv run experiments/hw_validate.lua -o val.h5 [-D backend=auto|sim|cuda] [-D point=w1:dual]
---       [-D gpu=h200] [-D gemm_eff=0.7] [-D half=real] [-D warmup=false|each]
+--       [-D gpu=h200] [-D gemm_eff=0.7] [-D half=real] [-D warmup=false|each] [-D set=classic|heldout]
+--
+-- -D set=heldout: issue 9's held-out points instead (experiments/hw_heldout_points.lua: trace-sample
+-- arrivals, batch 1-32, prompts 256-3,072, every cache mode, progressive offload, LLaDA-8B and
+-- Dream-7B; runs ho:<point>:real / :sim / :device; docs/COMPARE.md section 6).
 --
 -- VALIDATION ONLY: these workloads are disjoint from the calibration (fit) set.  The fit set is
 -- every run of hw_retention.lua, hw_offload.lua, hw_multi_instance.lua and hw_layout.lua (fixed
@@ -27,9 +31,12 @@
 local dkv = require "dkv"
 local hw = require "hw_lib"
 
-local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200")
-local steps = hw.param("steps", 4)
-local gemm_eff = hw.param("gemm_eff", nil)
+local model, gpu = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)"), hw.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local set = hw.param("set", "classic", "classic: issue 6's 9 points (w1-w3 x prefix/dual/sparse); heldout: issue 9's "
+                     .. "held-out points (experiments/hw_heldout_points.lua)")
+assert(set == "classic" or set == "heldout", "hw_validate: -D set must be classic or heldout, got " .. tostring(set))
+local steps = hw.param("steps", set == "heldout" and 8 or 4, "denoising steps per block (default 4; 8 with -D set=heldout)")
+local gemm_eff = hw.param("gemm_eff", nil, "override the preset's GEMM efficiency (nil: the preset's)")
 
 local workloads = {
   {"w1", 1, 256, 32},
@@ -41,15 +48,13 @@ local caches = {
   {"dual", nil},
   {"sparse", {set = "per_head", mode = "fixed", rho = 0.5}},
 }
-local only = hw.param("point", nil)
-local set = hw.param("set", "classic")
-assert(set == "classic" or set == "heldout", "hw_validate: -D set must be classic or heldout, got " .. tostring(set))
+local only = hw.param("point", nil, "run only this point (name as printed; nil: all points)")
 
 local rows = {}
 if set == "heldout" then
   -- issue 9's held-out points (experiments/hw_heldout_points.lua): arrivals over time, batch 1-32, prompts
   -- 256-3,072, every cache mode, progressive offload, LLaDA-8B and Dream-7B; runs ho:<point>:real/sim/device
-  local dsteps = hw.param("steps", 8)
+  local dsteps = steps
   for _, h in ipairs(require "hw_heldout_points") do
     if not only or only == h[1] then
       local cfg = {model = h[2], gpu = gpu, seed = 1, workload = h[3],
