@@ -3,7 +3,7 @@
  *         backend's path, each copy between two events on that stream: alone, then while the
  *         compute stream runs a loop of GEMMs (M 512 of LLaDA-8B's fused gate|up shape when the
  *         first model is it; the first model's gate|up in any case) long enough to cover the copies.
- *         The loop's time per GEMM alone and beside the largest H2D copies is kept too.
+ *         The loop's time per GEMM alone, and beside back-to-back 256 MiB H2D copies, is kept too.
  *   host: host-clock time to enqueue one launch (dkv_cuda_rmsnorm) and one cached-plan cuBLASLt
  *         GEMM, the stream held by a spin kernel so the enqueue never waits. */
 #include <stdlib.h>
@@ -76,12 +76,25 @@ static dkv_status copy_case(prof_ctx *P, void *host, uint32_t dir, size_t bytes,
     dkv_prof *p = P->p;
     if (p->n_copy < sizeof p->copy / sizeof p->copy[0])
         p->copy[p->n_copy++] = (dkv_prof_copy_row){dir, (double)bytes, alone, beside};
-    if (dir == 0 && bytes == COPY_MAX) {
-        float ms = 0;
-        PR_CU(cudaEventElapsedTime(&ms, a, b));
-        p->compute_beside_s = 1e-3 * ms / (n > 4000 ? 4000 : n);
-    }
     P->sec_rows++;
+    return DKV_OK;
+}
+
+/* The compute side of the contention: 50 GEMMs of the load while h2d copies of COPY_MAX run on the
+ * copy stream throughout (enqueued first, lasting about twice the load alone): seconds per GEMM. */
+static dkv_status compute_beside(prof_ctx *P, void *host, double copy_s, dkv_err *err)
+{
+    cudaStream_t cs = dkv_cuda_ctx_copy_stream(P->ctx);
+    uint32_t n = (uint32_t)(2.0 * 50 * P->p->compute_alone_s / copy_s) + 2;
+    for (uint32_t i = 0; i < (n > 60 ? 60 : n); i++)
+        PR_TRY(dkv_cuda_fetch(P->ctx, P->pool + (size_t)(i % 8) * COPY_MAX, host, COPY_MAX, NULL, NULL, err));
+    cudaEvent_t a = P->ev[0], b = P->ev[1];
+    PR_TRY(load(P, 50, a, b, err));
+    PR_CU(cudaStreamSynchronize(P->st));
+    PR_CU(cudaStreamSynchronize(cs));
+    float ms = 0;
+    PR_CU(cudaEventElapsedTime(&ms, a, b));
+    P->p->compute_beside_s = 1e-3 * ms / 50;
     return DKV_OK;
 }
 
@@ -117,6 +130,10 @@ dkv_status pr_sec_copy(prof_ctx *P, dkv_err *err)
                 P->p->compute_alone_s = 1e-3 * ms / 50;
             }
             PR_TRY(copy_case(P, P->pinned, d, b, P->p->compute_alone_s > 0 ? P->p->compute_alone_s : g, err));
+            if (d == 0 && b == COPY_MAX && P->n_copy_big == 0) {
+                P->n_copy_big = 1;
+                PR_TRY(compute_beside(P, P->pinned, P->p->copy[P->p->n_copy - 1].alone_s, err));
+            }
         }
     return DKV_OK;
 }

@@ -43,6 +43,7 @@ typedef struct prof_ctx {
     uint32_t      n_ev;
     char         *pool;             /* PR_POOL_BYTES, random (allocated by the first section that needs it) */
     void         *pinned;           /* the copy section's pinned host buffer */
+    int           n_copy_big;       /* the compute-beside-copies measurement is done */
     char         *aux;              /* PR_AUX_BYTES of small device arrays (tables, positions, scores) */
 } prof_ctx;
 

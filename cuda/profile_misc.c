@@ -175,7 +175,7 @@ dkv_status pr_sec_compress(prof_ctx *P, dkv_err *err)
                 size_t qb = ((size_t)batch * a.m * a.rank + (size_t)batch * a.rank * D + batch) * 4;
                 if (a.rank > D || qb > P->out_bytes || A * 2 > P->slab_bytes || !pr_want(P, pr_est(fl, by, 15)))
                     continue;
-                if (!lr && (st = dkv_cuda_lowrank_new(P->st, 4096, 256, DKV_LOWRANK_MAX_RANK, 256, &lr, err)) != DKV_OK)
+                if (!lr && (st = dkv_cuda_lowrank_new(P->st, 2048, 128, DKV_LOWRANK_MAX_RANK, 256, &lr, err)) != DKV_OK)
                     break;
                 if ((st = pr_pool(P, err)) != DKV_OK)
                     break;

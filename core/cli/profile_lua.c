@@ -110,7 +110,7 @@ static void write_copy(FILE *f, const dkv_prof *p)
         fprintf(f, "    load_gemm_alone_s = %.6g,%s", p->compute_alone_s,
                 p->compute_beside_s > 0 ? "" : "\n");
     if (p->compute_beside_s > 0)
-        fprintf(f, " load_gemm_beside_h2d_s = %.6g,   -- the load's GEMM beside the largest h2d copies\n",
+        fprintf(f, " load_gemm_beside_h2d_s = %.6g,   -- the same GEMM while 256 MiB h2d copies run throughout\n",
                 p->compute_beside_s);
     fputs("  },\n", f);
 }
