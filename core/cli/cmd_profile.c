@@ -130,6 +130,7 @@ static int parse(int argc, char **argv, opts *o)
     return 1;
 }
 
+#ifdef DKV_HAVE_CUDA
 /* Model presets through the sandbox's preset loader (errors name the preset and the field). */
 typedef struct model_req {
     const char *name;
@@ -169,7 +170,6 @@ static int load_models(const opts *o, dkv_model *ms)
     return ok;
 }
 
-#ifdef DKV_HAVE_CUDA
 #include "cli/profile_write.h"
 #endif
 
