@@ -67,6 +67,7 @@ bool pr_want(prof_ctx *P, double call_s)
     if (P->dry) {
         /* + the host's share: 4 synchronisations, the spin, a first call's plan (about 2 ms assumed) */
         P->est[P->sec] += (1 + PR_FIRST_REPS + o->warmup + o->repeats) * call_s + 2.5e-3 + spin_s(P, 1);
+        P->sec_cases++;
         return false;
     }
     double t = pr_now() - P->t0;
@@ -256,7 +257,7 @@ static bool sec_on(const dkv_prof_opts *o, int s)
     return o->sections == 0 || (o->sections >> s) & 1u;
 }
 
-double dkv_prof_estimate(const dkv_prof_opts *o, double est_s[DKV_PROF_S_N])
+double dkv_prof_estimate(const dkv_prof_opts *o, double est_s[DKV_PROF_S_N], size_t *shapes)
 {
     dkv_prof p;
     memset(&p, 0, sizeof p);
@@ -273,6 +274,8 @@ double dkv_prof_estimate(const dkv_prof_opts *o, double est_s[DKV_PROF_S_N])
             est_s[s] = P.est[s];
         total += P.est[s];
     }
+    if (shapes)
+        *shapes = P.sec_cases;
     return total + 2.0;   /* device set-up: context, cuBLASLt, the slab's fill */
 }
 
@@ -336,7 +339,7 @@ dkv_status dkv_prof_run(const dkv_prof_opts *o, dkv_prof **out, dkv_err *err)
     prof_ctx P;
     memset(&P, 0, sizeof P);
     P.o = o, P.p = p;
-    p->est_s = dkv_prof_estimate(o, P.est);
+    p->est_s = dkv_prof_estimate(o, P.est, NULL);
     p->repeats = o->repeats, p->warmup = o->warmup, p->complete = true;
     P.t0 = pr_now();
     dkv_status st = setup(&P, err);

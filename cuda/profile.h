@@ -116,8 +116,9 @@ typedef struct dkv_prof_opts {
 dkv_prof_opts dkv_prof_opts_default(void);
 
 /* The grid's time estimate (seconds) from FLOPs and bytes at the H200's ceilings, without running
- * anything (no GPU needed): what --quick and the sections would cost. */
-double dkv_prof_estimate(const dkv_prof_opts *o, double est_s[DKV_PROF_S_N]);
+ * anything (no GPU needed): what --quick and the sections would cost; est_s per section and
+ * shapes (the number of shapes; copy and host count none) may be NULL. */
+double dkv_prof_estimate(const dkv_prof_opts *o, double est_s[DKV_PROF_S_N], size_t *shapes);
 
 /* Runs the profile on o->device.  DKV_ENODEV without a usable GPU.  *out is allocated even when
  * the deadline cut it short (complete false); free with dkv_prof_free. */

@@ -72,9 +72,11 @@ int dkv_cli_profile_main(const dkv_cli_profile_args *a)
         return DKV_EXIT_USAGE;
     o.models = a->models, o.n_models = a->n_models, o.quick = a->quick, o.deadline_s = a->deadline;
     o.repeats = a->repeats, o.warmup = a->warmup, o.device = a->device;
-    double est[DKV_PROF_S_N], total = dkv_prof_estimate(&o, est);
-    fprintf(a->estimate ? stdout : stderr, "dkv profile: estimated %.0f s at the H200's ceilings (%s grid, %u repeats):",
-            total, a->quick ? "quick" : "default", o.repeats);
+    size_t shapes = 0;
+    double est[DKV_PROF_S_N], total = dkv_prof_estimate(&o, est, &shapes);
+    fprintf(a->estimate ? stdout : stderr,
+            "dkv profile: estimated %.0f s at the H200's ceilings (%s grid, %zu shapes, %u repeats):", total,
+            a->quick ? "quick" : "default", shapes, o.repeats);
     for (int s = 0; s < DKV_PROF_S_N; s++)
         if (est[s] > 0)
             fprintf(a->estimate ? stdout : stderr, " %s %.1f", dkv_prof_section_name(s), est[s]);
