@@ -293,8 +293,7 @@ dkv_status eng_kv_create(const dkv_engine_config *c, uint32_t ni, uint64_t kv_ca
     const dkv_gpu *g = c->gpu;
     dkv_status st;
     dkv_mem_kind kind = c->mem.kind;
-    uint64_t kvbpt = dkv_model_kv_bytes_per_token(c->model);
-    uint64_t block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * kvbpt;
+    uint64_t block_bytes = c->mem.block_bytes;   /* resolved: dkv_block_bytes */
     *n_kvm = 0;
     dkv_mem_options o = c->mem;
     o.release_delay_s = 0; /* the engine applies the lifecycle rule itself */
@@ -355,15 +354,13 @@ dkv_status eng_mem_setup(eng *e, dkv_err *err)
 {
     const dkv_engine_config *c = &e->c;
     const dkv_gpu *g = e->g;
-    dkv_status st = dkv_sizing_default(&c->sizing, e->m, g, &e->sizing, err);
-    if (st != DKV_OK)
-        return st;
+    dkv_status st;
     uint32_t n_w = c->shared_weights ? 1 : e->ni;
     double W = (double)dkv_model_weight_bytes(e->m);
     if ((st = eng_capacities(c, e->ni, &e->kv_capacity, &e->dev_capacity, err)) != DKV_OK)
         return st;
     e->dev_is_kv = c->mem.kind == DKV_MEM_CACHING;
-    e->block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * e->kvbpt;
+    e->block_bytes = c->mem.block_bytes;   /* resolved: dkv_block_bytes */
     if (c->kv_pool) {            /* threaded instances: the pool (or partition) is borrowed */
         if (e->dev_is_kv || e->ni != 1)
             return dkv_err_set(err, DKV_EINVAL, "engine: a borrowed KV pool needs mem.kind blockpool and one instance");

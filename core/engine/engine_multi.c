@@ -517,11 +517,15 @@ static dkv_status mi_merge(const dkv_engine_config *c, mi_inst *x, uint32_t k, d
     return DKV_OK;
 }
 
-dkv_status dkv_engine_run_instances(const dkv_engine_config *c, const dkv_instances_options *o,
+dkv_status dkv_engine_run_instances(const dkv_engine_config *cfg, const dkv_instances_options *o,
                                     dkv_engine_result **out, dkv_err *err)
 {
     *out = NULL;
-    dkv_status st = dkv_engine_config_validate(c, err);
+    dkv_engine_config rc = *cfg;   /* resolved once here; each instance's engine gets a copy */
+    const dkv_engine_config *c = &rc;
+    dkv_status st = dkv_engine_config_resolve(&rc, err);
+    if (st == DKV_OK)
+        st = dkv_engine_config_validate(c, err);
     if (st != DKV_OK || (st = check_config(c, o, err)) != DKV_OK)
         return st;
     uint32_t k = c->n_instances;
