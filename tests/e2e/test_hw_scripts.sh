@@ -37,6 +37,12 @@ off:prog,t=0.33-0.67,r=0.5:sim off:prog,t=0.5-0.75,r=0.3:sim off:prog,t=0.5-0.75
     || fail "offload runs: $(runs "$T/off.h5")"
 grep -q "^prog,t=0.33-0.67,r=0.3 " "$T/off.txt" || fail "offload table"
 
+# the GPU check program's set-up without a GPU (CUDA builds only): simulator backends per instance
+B=$(dirname "$DKV")/tests/gpu/test_multi_instances
+if [ -x "$B" ]; then
+    "$B" --dry-sim 1 > "$T/multi_check.txt" 2>&1 || { cat "$T/multi_check.txt"; fail "test_multi_instances --dry-sim"; }
+    [ "$(grep -c "^PASS k=" "$T/multi_check.txt")" = 6 ] || fail "6 dry cases: $(cat "$T/multi_check.txt")"
+fi
 mtiny=(-D ops=b1 -D n1=4 -D gen=32 -D steps=4 -D insts=1,2 -D capacity_gib=1)
 "$DKV" run experiments/hw_multi_instance.lua "${mtiny[@]}" -o "$T/multi.h5" >"$T/multi.txt"
 r=$(runs "$T/multi.h5" | tr '\n' ' ')

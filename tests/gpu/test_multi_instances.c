@@ -7,7 +7,8 @@
  * every item's confidences must be finite.  The simulator runs the same configuration (one engine,
  * k instances) and prints beside it.  From C (no Lua, no HDF5): runs on a GPU machine as it is.
  *
- *   test_multi_instances [--model tiny|llada] [--n 16] [--prompt 64] [--gen 32] [--capacity-mib 64]
+ *   test_multi_instances [--model tiny|llada] [--n 16] [--prompt 64] [--gen 32] [--capacity-mib M]
+ *                        [--dry-sim 1]   (simulator backends per instance: the set-up checked without a GPU)
  *
  * Exit 0 when every case passes, 1 otherwise, 77 (SKIP) without a usable GPU. */
 #include <math.h>
@@ -40,6 +41,7 @@ typedef struct args {
     const char *model;
     uint32_t n, prompt, gen;
     double capacity_mib;
+    int dry;             /* --dry-sim 1: simulator backends per instance, no GPU (checks the set-up here) */
 } args;
 
 static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_workload *w, uint32_t k, bool shared,
@@ -52,7 +54,7 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
     c.decode.block_len = 32;
     c.sizing.block_tokens = 32;
     c.max_num_seqs = 4;
-    c.mem.capacity_bytes = (uint64_t)(a->capacity_mib * 1048576.0);
+    c.mem.capacity_bytes = (uint64_t)llround(a->capacity_mib * 1048576.0);
     c.n_instances = k;
     c.placement.mode = shared ? DKV_PLACE_SHARED : DKV_PLACE_PARTITIONED;
     c.shared_weights = shared_weights;
@@ -88,11 +90,14 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
         sn[i].inst = i, sn[i].k = k;
         o.on_item = on_item;
         o.on_item_user = &sn[i];
-        OK(dkv_cuda_backend_new(&o, &be[i], &err));
+        if (a->dry)
+            OK(dkv_sim_backend_new(&so, &be[i], &err));
+        else
+            OK(dkv_cuda_backend_new(&o, &be[i], &err));
         bp[i] = &be[i];
     }
     c.backend = &be[0];
-    dkv_instances_options io = {.backends = bp, .gpu_lock = !spatial, .real_clock = true};
+    dkv_instances_options io = {.backends = bp, .gpu_lock = !spatial, .real_clock = !a->dry};
     dkv_engine_result *r = NULL;
     dkv_status st = dkv_engine_run_instances(&c, &io, &r, &err);
     int fail = 0;
@@ -104,7 +109,7 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
     const dkv_run_summary *s = r ? dkv_engine_result_summary(r) : NULL;
     const dkv_run_summary *ss = dkv_engine_result_summary(rs);
     uint64_t items = 0, bad = 0, wrong = 0, steps = 0;
-    for (uint32_t i = 0; i < k; i++) {
+    for (uint32_t i = 0; i < k && !a->dry; i++) {
         items += sn[i].items, bad += sn[i].bad_conf, wrong += sn[i].wrong_inst, steps += rep[i].steps;
         uint64_t want_blocks = shared ? c.mem.capacity_bytes / bb : q[i].max_blocks;
         if (!fail && rep[i].arena_blocks != want_blocks) {
@@ -125,7 +130,7 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
     else if (!fail && (s->peak_tag[DKV_MEM_TAG_KV] == 0 || s->peak_tag[DKV_MEM_TAG_KV] > c.mem.capacity_bytes))
         snprintf(why, sizeof why, "peak KV %llu outside (0, pool %llu]", (unsigned long long)s->peak_tag[DKV_MEM_TAG_KV],
                  (unsigned long long)c.mem.capacity_bytes), fail = 1;
-    else if (!fail && (bad || wrong || items == 0 || steps != s->n_steps))
+    else if (!fail && !a->dry && (bad || wrong || items == 0 || steps != s->n_steps))
         snprintf(why, sizeof why, "%llu non-finite confidences, %llu items on the wrong instance, %llu items, "
                  "%llu device steps vs %llu engine steps", (unsigned long long)bad, (unsigned long long)wrong,
                  (unsigned long long)items, (unsigned long long)steps, (unsigned long long)s->n_steps), fail = 1;
@@ -157,12 +162,14 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--prompt")) a.prompt = (uint32_t)atoi(v);
         else if (!strcmp(k, "--gen")) a.gen = (uint32_t)atoi(v);
         else if (!strcmp(k, "--capacity-mib")) a.capacity_mib = atof(v);
+        else if (!strcmp(k, "--dry-sim")) a.dry = atoi(v);
         else {
             fprintf(stderr, "test_multi_instances: unknown option %s\n", k);
             return 2;
         }
     }
-    skip_without_gpu();
+    if (!a.dry)
+        skip_without_gpu();
     dkv_model m = llada8b();
     if (!strcmp(a.model, "tiny"))
         m = (dkv_model){.name = "tiny", .n_layers = 2, .hidden = 256, .ffn = 512, .n_heads = 4, .n_kv_heads = 2,
@@ -174,15 +181,15 @@ int main(int argc, char **argv)
     }
     dkv_gpu g = h200();
     if (a.capacity_mib <= 0) {   /* room for about half the requests at once: instances contend */
-        double req = (double)((a.prompt + a.gen + 31) / 32 * 32) * (double)dkv_model_kv_bytes_per_token(&m);
-        a.capacity_mib = ceil(req * (a.n / 2 + 1) / 1048576.0 / 8) * 8;
+        double blk = 32.0 * (double)dkv_model_kv_bytes_per_token(&m);
+        a.capacity_mib = (double)((a.prompt + a.gen + 31) / 32) * (a.n / 2 + 1) * blk / 1048576.0;
     }
     dkv_workload *w = fixed_workload(a.n, &a.prompt, 1, a.gen, &err);
     if (!w) {
         fprintf(stderr, "workload: %s\n", err.msg);
         return 1;
     }
-    printf("config: %s, %u requests x (%u + %u), dual cache, block 32, 4 sequences per instance, pool %.0f MiB\n",
+    printf("config: %s, %u requests x (%u + %u), dual cache, block 32, 4 sequences per instance, pool %.2f MiB\n",
            m.name, a.n, a.prompt, a.gen, a.capacity_mib);
     int fails = 0;
     static const uint32_t ks[] = {2, 4};
