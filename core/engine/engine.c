@@ -503,7 +503,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
         if (eng_pending_process(e, true))
             continue;            /* deferred frees were holding memory: the "GC" runs now */
         if (e->blocked_req >= 0) {
-            if (pool_held_by_others(e) && e->c.hooks->pool_wait(e->c.hooks->user)) {
+            if (pool_held_by_others(e) && e->c.hooks->pool_wait(e->c.hooks->user, e->tag_now[DKV_MEM_TAG_KV] > 0)) {
                 eng_clock_sync(e);
                 continue;        /* another instance's step ran: it may have released KV */
             }

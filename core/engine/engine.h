@@ -208,16 +208,18 @@ typedef struct dkv_engine_config {
  * common start): read before and after each backend step instead of adding the step's time, and
  * an idle engine calls wait_until(t) to let real time pass.  pool_wait (optional) is called, with
  * the lock held, when nothing can run because the shared pool is full and other instances hold
- * KV in it: it waits for another instance's step (dropping the lock) and returns true, or
- * returns false when every instance with work is blocked too (the engine then preempts or fails
- * as it does alone). */
+ * KV in it (holds_kv: this one holds some too): it waits for another instance's step (dropping
+ * the lock) and returns true, or returns false when this instance should preempt its own youngest
+ * request (it holds KV, and every instance with work is blocked or idle, or a blocked instance
+ * holding nothing asked for room).  An instance holding nothing is never told to fail a request
+ * while others hold KV. */
 typedef struct dkv_engine_hooks {
     void  *user;
     void  (*lock)(void *user);
     void  (*unlock)(void *user);
     double (*clock)(void *user);
     void  (*wait_until)(void *user, double t);
-    bool  (*pool_wait)(void *user);
+    bool  (*pool_wait)(void *user, bool holds_kv);
     void  (*begun)(void *user);   /* optional: after the backend's begin, before the first step
                                      (with the lock held; may wait, dropping it) */
 } dkv_engine_hooks;

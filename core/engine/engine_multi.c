@@ -29,6 +29,7 @@ typedef struct mi_shared {
     pthread_mutex_t gpu_mu;      /* the timeslice ticket */
     pthread_cond_t  gpu_cv;
     uint64_t ticket_next, ticket_serving;
+    bool want_preempt;           /* a blocked instance holding no KV asks a holder to preempt */
     bool go;                     /* the start gate: every backend is begun */
     pthread_mutex_t kmu;         /* serialises the caller's on_kernel */
     bool gpu_lock, real_clock;
@@ -86,7 +87,9 @@ static void h_wait_until(void *u, double t)
         return;
     struct timespec ts;
     abs_deadline(&ts, left);
+    x->sh->n_blocked++;          /* an idle instance releases no KV: blocked ones must not wait for it */
     pthread_cond_timedwait(&x->sh->cv, &x->sh->mu, &ts);   /* an early wake re-checks in the engine */
+    x->sh->n_blocked--;
 }
 
 static void h_begun(void *u)
@@ -98,20 +101,37 @@ static void h_begun(void *u)
         pthread_cond_wait(&x->sh->cv, &x->sh->mu);
 }
 
-static bool h_pool_wait(void *u)
+static bool h_pool_wait(void *u, bool holds_kv)
 {
     mi_shared *sh = ((mi_inst *)u)->sh;
     uint64_t seen = sh->commits;
-    bool waited = false;
+    bool progress = true;
     sh->n_blocked++;
-    while (sh->commits == seen && sh->n_blocked < sh->n_active && !dkv_interrupt_requested()) {
+    for (;;) {
+        if (holds_kv && sh->want_preempt) {   /* a blocked instance holding nothing asked for room */
+            progress = false;
+            break;
+        }
+        if (sh->commits != seen || dkv_interrupt_requested())
+            break;
+        if (sh->n_blocked >= sh->n_active) {  /* every instance with work is blocked or idle */
+            if (holds_kv) {
+                progress = false;
+                break;
+            }
+            sh->want_preempt = true;           /* only a holder can make room: ask one */
+            pthread_cond_broadcast(&sh->cv);
+        }
         struct timespec ts;
         abs_deadline(&ts, 0.005);
-        if (pthread_cond_timedwait(&sh->cv, &sh->mu, &ts) == ETIMEDOUT && !sh->real_clock)
+        if (pthread_cond_timedwait(&sh->cv, &sh->mu, &ts) == ETIMEDOUT && !sh->real_clock && !sh->want_preempt)
             break;               /* a simulated clock does not move by waiting: re-plan */
-        waited = true;
     }
-    bool progress = sh->commits != seen || (waited && sh->n_blocked < sh->n_active);
+    if (!progress) {             /* this instance preempts its own youngest now, under the lock */
+        sh->want_preempt = false;
+        sh->commits++;
+        pthread_cond_broadcast(&sh->cv);
+    }
     sh->n_blocked--;
     return progress;
 }

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -174,7 +175,7 @@ static void check_run(fx *f, uint32_t k, uint32_t n)
     const dkv_req_record *r = dkv_engine_result_requests(f->r, &nr);
     assert_int_equal(nr, n);
     for (size_t g = 0; g < nr; g++) {
-        assert_int_equal(r[g].id, 1000 + g);
+        assert_int_equal(r[g].id, dkv_workload_get(f->w, g)->id);   /* workload (arrival) order */
         assert_int_equal(r[g].instance, g % k);
         assert_int_equal(r[g].status, DKV_REQ_DONE);
         assert_true(r[g].finish_s > r[g].arrival_s);
@@ -288,6 +289,40 @@ static void test_instances_real_clock(void **state)
     fx_fini(&f);
 }
 
+/* Three instances on a pool that holds two requests (12 blocks, 6 each, at most 8 per instance by
+ * the quotas), with late arrivals so instances go idle while others are blocked: an instance that
+ * holds no KV waits for the holders rather than failing its request (each request fits the pool
+ * alone: the single engine serves them all), and every request finishes. */
+static void test_instances_contention_with_arrivals(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f, 3, 0.0002);
+    f.c.mem.capacity_bytes = 12 * 8192;
+    f.o.real_clock = true;
+    f.o.gpu_lock = true;
+    dkv_request rs[9];
+    for (uint32_t i = 0; i < 9; i++)
+        rs[i] = (dkv_request){.id = 1000 + i, .arrival_s = i % 3 == 2 ? 0.2 : 0, .prompt_tokens = 64,
+                              .gen_tokens = 32, .user = DKV_NO_USER, .next_of_user = DKV_NO_NEXT};
+    assert_int_equal(dkv_workload_from_requests(rs, 9, NULL, &f.w, &f.err), DKV_OK);
+    f.c.workload = f.w;
+    dkv_engine_config c1 = f.c;   /* one engine, three instances: every request fits */
+    c1.backend = &f.be[0];
+    dkv_engine_result *r1 = NULL;
+    assert_int_equal(dkv_engine_run(&c1, &r1, &f.err), DKV_OK);
+    assert_int_equal(dkv_engine_result_summary(r1)->n_done, 9);
+    dkv_engine_result_free(r1);
+    f.t[0].steps = 0;   /* toy 0 served all three instances there: forget it */
+    f.t[0].begun = f.t[0].ended = false;
+    f.b.bad_request = f.b.clash = false;
+    if (dkv_engine_run_instances(&f.c, &f.o, &f.r, &f.err) != DKV_OK)
+        fail_msg("%s", f.err.msg);
+    check_run(&f, 3, 9);
+    assert_true(dkv_engine_result_summary(f.r)->sim_time_s >= 0.2);
+    fx_fini(&f);
+}
+
 static void expect_refusal(fx *f, const char *needle)
 {
     dkv_engine_result *r = NULL;
@@ -330,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_instances_borrowing),
         cmocka_unit_test(test_instances_contention),
         cmocka_unit_test(test_instances_real_clock),
+        cmocka_unit_test(test_instances_contention_with_arrivals),
         cmocka_unit_test(test_instances_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
