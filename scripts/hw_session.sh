@@ -15,11 +15,14 @@
 #                                          # dkv.simulate on the a100-80g preset (STAND-IN, to test
 #                                          # `post`: tests/e2e/test_hw_scripts.sh; fake ncu CSVs)
 #
-# device: STEPS (default "check bwcurve validate experiments ncu") picks the steps; DEADLINE
+# device: STEPS (default "check bwcurve validate experiments ncu"; issue 9 adds "profile" = dkv profile
+# into profile.lua, bounded by PROFILE_LIMIT (330 s), options in PROFILE_ARGS, and "heldout" = the held-out
+# points, hw_validate.lua -D set=heldout, bounded by HELDOUT_LIMIT (260 s); docs/COMPARE.md section 6)
+# picks the steps; DEADLINE
 # (default 540 s) bounds the whole call: a step that would not fit is skipped and says so, and the
-# results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 5 files (the tool
+# results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 6 files (the tool
 # returns at most 8): table.txt, hw_h5.tgz (the result files), ncu.tgz (CSVs and profiled runs),
-# logs.tgz, bwcurve.txt.  NCU_CACHE (all) is ncu's --cache-control: "all" flushes the caches before
+# logs.tgz, bwcurve.txt, profile.lua.  NCU_CACHE (all) is ncu's --cache-control: "all" flushes the caches before
 # every kernel (reads are cold-cache reads; writes left in L2 are not seen), "none" keeps them warm
 # (writes are seen as they are evicted).  NCU_LIMIT (90 s) bounds one profiled point; NCU_POINTS (default: all 9)
 # picks the profiled points, e.g. for a second call `STEPS=ncu NCU_POINTS="w3:dual w3:sparse"`.
