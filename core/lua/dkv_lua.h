@@ -37,6 +37,9 @@ typedef struct dkv_lua_config {
     uint32_t shard_index;          /* dkv.shard = {index = i, count = N}, 0 <= i < N */
     uint32_t shard_count;          /* 1 when not sharded */
     uint64_t instr_limit;          /* VM instructions per script; 0 = unlimited */
+    double time_limit_s;           /* wall seconds of Lua run time per script, not counting time
+                                    * inside dkv's long calls (dkv.simulate, dkv.execute, dkv.save,
+                                    * dkv.write_run, dkv.mem.requests); 0 = unlimited */
     size_t mem_limit_bytes;        /* Lua heap cap; 0 = unlimited */
     dkv_progress_fn progress;      /* may be NULL */
     void *progress_ud;
@@ -45,8 +48,10 @@ typedef struct dkv_lua_config {
                                     * to collect its dkv.param declarations (dkv_lua_params_help) */
 } dkv_lua_config;
 
-/* Defaults: root ".", no output, shard 0/1, instr_limit 1e11 (minutes of work), 4 GiB heap. */
+/* Defaults: root ".", no output, shard 0/1, instr_limit 1e11 (minutes of work), 10 s of Lua run
+ * time, 4 GiB heap. */
 #define DKV_LUA_DEFAULT_INSTR_LIMIT 100000000000ULL
+#define DKV_LUA_DEFAULT_TIME_LIMIT_S 10.0
 #define DKV_LUA_DEFAULT_MEM_LIMIT ((size_t)4 << 30)
 dkv_lua_config dkv_lua_config_default(void);
 
