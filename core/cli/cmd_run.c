@@ -56,7 +56,7 @@ static int is_dir(const char *p)
 
 /* Project root: $DKV_ROOT, else the nearest folder above the executable holding datasets/presets,
  * else ".". */
-static void find_root(char *out, size_t n)
+void dkv_cli_find_root(char *out, size_t n)
 {
     const char *env = getenv("DKV_ROOT");
     if (env && *env) {
@@ -298,6 +298,12 @@ static int list_params(const char *script, const char *root, dkv_lua_config *cfg
     return rc;
 }
 
+static void print_notice(void *ud, const char *msg)
+{
+    (void)ud;
+    fprintf(stderr, "dkv run: %s\n", msg);
+}
+
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -407,7 +413,7 @@ int dkv_cmd_run(int argc, char **argv)
     if (root_opt)
         snprintf(root, sizeof root, "%s", root_opt);
     else
-        find_root(root, sizeof root);
+        dkv_cli_find_root(root, sizeof root);
     if (!output) {
         const char *base = strrchr(script, '/');
         base = base ? base + 1 : script;
@@ -433,6 +439,7 @@ int dkv_cmd_run(int argc, char **argv)
     cfg.nparams = nparams;
     cfg.progress = dkv_cli_progress_cb;
     cfg.progress_ud = &bar;
+    cfg.notice = print_notice;
 
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);

@@ -4,6 +4,7 @@
 #include "lua/dkv_lua.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <lauxlib.h>
 #include <lualib.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@ struct dkv_lua {
     int stop;                  /* why the script was stopped (sticky) */
     dkv_progress_fn progress;
     void *progress_ud;
+    void (*notice)(void *ud, const char *msg);
+    void *notice_ud;
     char *traceback;
     char *script_path, *script_text, *script_dir;
     dkv_h5 *out;
@@ -179,6 +182,19 @@ const char *dkv_lua_root(lua_State *L)
 {
     dkv_lua *s = dkv_lua_from_state(L);
     return s && s->root ? s->root : ".";
+}
+
+void dkv_lua_notice(lua_State *L, const char *fmt, ...)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (!s || !s->notice || s->list_params)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->notice(s->notice_ud, msg);
 }
 
 void dkv_lua__stop_usage(lua_State *L)
@@ -397,6 +413,8 @@ dkv_status dkv_lua_new(const dkv_lua_config *cfg, dkv_lua **out, dkv_err *err)
     s->progress = cfg->progress;
     s->progress_ud = cfg->progress_ud;
     s->list_params = cfg->list_params;
+    s->notice = cfg->notice;
+    s->notice_ud = cfg->notice_ud;
     s->time_limit_s = cfg->time_limit_s;
     s->params = calloc(cfg->nparams ? cfg->nparams : 1, sizeof *s->params);
     for (size_t i = 0; s->params && i < cfg->nparams; i++)
@@ -519,7 +537,10 @@ static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
         return DKV_OK;
     if (s->stop == STOP_USAGE) {   /* a plain message, no traceback: the command line is wrong */
         const char *m = lua_tostring(s->L, -1);
-        s->traceback = xstrdup(m ? m : "usage error");
+        size_t mlen = m ? strlen(m) : 0;
+        s->traceback = malloc(4 * mlen + 16);
+        if (s->traceback)
+            dkv_text_escape(s->traceback, 4 * mlen + 16, m ? m : "usage error");
         char *tb = s->traceback ? strstr(s->traceback, "\nstack traceback:") : NULL;
         if (tb)
             *tb = '\0';
@@ -539,7 +560,10 @@ static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
         s->stop = STOP_NONE;  /* memory is free again once the error unwound */
         return dkv_err_set(err, DKV_ENOMEM, "%s", buf);
     }
-    s->traceback = xstrdup(m ? m : "(no message)");
+    size_t mlen = m ? strlen(m) : 0;
+    s->traceback = malloc(4 * mlen + 16);   /* escaped: a script can echo binary input */
+    if (s->traceback)
+        dkv_text_escape(s->traceback, 4 * mlen + 16, m ? m : "(no message)");
     lua_pop(s->L, 1);
     char line[DKV_ERR_MSG_MAX];
     snprintf(line, sizeof line, "%s", s->traceback ? s->traceback : "");

@@ -4,11 +4,56 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Length of the valid UTF-8 sequence at s (2-4), or 0. */
+static size_t utf8_len(const unsigned char *s)
+{
+    size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : 0;
+    if (s[0] >= 0xf8)
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+size_t dkv_text_escape(char *dst, size_t n, const char *src)
+{
+    size_t o = 0;
+    if (n == 0)
+        return 0;
+    for (const unsigned char *s = (const unsigned char *)src; *s;) {
+        size_t k = *s >= 0x80 ? utf8_len(s) : 0;
+        char tmp[8];
+        size_t len;
+        if (k) {                                       /* valid UTF-8: kept */
+            memcpy(tmp, s, k);
+            len = k;
+        } else if (*s == '\n' || *s == '\t' || (*s >= 0x20 && *s < 0x7f)) {
+            tmp[0] = (char)*s;
+            len = 1;
+            k = 1;
+        } else {                                       /* a control or stray byte: \xNN */
+            snprintf(tmp, sizeof tmp, "\\x%02x", *s);
+            len = 4;
+            k = 1;
+        }
+        if (o + len >= n)
+            break;
+        memcpy(dst + o, tmp, len);
+        o += len;
+        s += k;
+    }
+    dst[o] = '\0';
+    return o;
+}
+
 dkv_status dkv_err_setv(dkv_err *err, dkv_status code, const char *fmt, va_list ap)
 {
     if (err) {
+        char raw[DKV_ERR_MSG_MAX];
         err->code = code;
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
+        dkv_text_escape(err->msg, sizeof err->msg, raw);   /* input echoed in a message stays text */
     }
     return code;
 }
