@@ -4,13 +4,23 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Length of the valid UTF-8 sequence at s (2-4), or 0. */
+/* Length of the valid UTF-8 sequence at s (2-4), or 0 (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF). */
 static size_t utf8_len(const unsigned char *s)
 {
-    size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] <= 0xdf ? 2 : 0;
-    if (s[0] >= 0xf8)
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    size_t n;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else
         return 0;
-    for (size_t i = 1; i < n; i++)
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
         if ((s[i] & 0xc0) != 0x80)
             return 0;
     return n;
@@ -23,6 +33,8 @@ size_t dkv_text_escape(char *dst, size_t n, const char *src)
         return 0;
     for (const unsigned char *s = (const unsigned char *)src; *s;) {
         size_t k = *s >= 0x80 ? utf8_len(s) : 0;
+        if (k == 2 && s[0] == 0xc2 && s[1] < 0xa0)   /* U+0080..U+009F: C1 controls (CSI ...) */
+            k = 0;
         char tmp[8];
         size_t len;
         if (k) {                                       /* valid UTF-8: kept */

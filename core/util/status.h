@@ -43,7 +43,7 @@ dkv_status dkv_err_setv(dkv_err *err, dkv_status code, const char *fmt, va_list 
 void dkv_err_prefix(dkv_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Copies src to dst (n bytes, always terminated) with control bytes and bytes that are not valid
- * UTF-8 written as \xNN (newlines and tabs kept): input echoed in a message, a binary line of a
+ * UTF-8 (and C1 controls) written as \xNN (newlines and tabs kept): input echoed in a message, a binary line of a
  * trace say, cannot reach the terminal raw.  dkv_err_set does this to every message.  Returns
  * the length written. */
 size_t dkv_text_escape(char *dst, size_t n, const char *src);

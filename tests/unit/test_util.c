@@ -33,6 +33,13 @@ static void test_text_escape(void **state)
     char out[128];
     dkv_text_escape(out, sizeof out, "a\x01" "b\x7f\xff caf\xc3\xa9\t\n\x1b[31m");
     assert_string_equal(out, "a\\x01b\\x7f\\xff caf\xc3\xa9\t\n\\x1b[31m");
+    dkv_text_escape(out, sizeof out, "\xc2\x9b" "1m");    /* U+009B CSI, valid UTF-8 but a control */
+    assert_string_equal(out, "\\xc2\\x9b1m");
+    /* not UTF-8: F5 lead, overlong C0 AF / E0 80 AF, a surrogate ED A0 80, above U+10FFFF */
+    dkv_text_escape(out, sizeof out, "\xf5\x80\x80\x80|\xc0\xaf|\xe0\x80\xaf|\xed\xa0\x80|\xf4\x90\x80\x80");
+    assert_string_equal(out, "\\xf5\\x80\\x80\\x80|\\xc0\\xaf|\\xe0\\x80\\xaf|\\xed\\xa0\\x80|\\xf4\\x90\\x80\\x80");
+    dkv_text_escape(out, sizeof out, "\xf0\x9f\x98\x80 \xe2\x82\xac");   /* U+1F600, U+20AC kept */
+    assert_string_equal(out, "\xf0\x9f\x98\x80 \xe2\x82\xac");
     dkv_text_escape(out, sizeof out, "\xc3(\xe2\x82");   /* broken sequences */
     assert_string_equal(out, "\\xc3(\\xe2\\x82");
     dkv_text_escape(out, 6, "\x01\x02");           /* never a half escape */
