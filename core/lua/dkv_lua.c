@@ -277,6 +277,20 @@ static int l_pcall_guard(lua_State *L)
     return lua_gettop(L);
 }
 
+/* print(...): the progress bars are cleared first (the callback gets label NULL), so output
+ * and bars do not overwrite each other on a terminal. */
+static int l_print_guard(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (s && s->progress)
+        s->progress(s->progress_ud, NULL, 0, 0);
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, n, 0);
+    return 0;
+}
+
 static int file_exists(const char *p)
 {
     struct stat st;
@@ -333,6 +347,8 @@ static int l_require(lua_State *L)
                       dirs[2]);
 }
 
+static int l_print(lua_State *L);
+
 static void open_libs(lua_State *L)
 {
     static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},       {LUA_STRLIBNAME, luaopen_string},
@@ -342,6 +358,8 @@ static void open_libs(lua_State *L)
         luaL_requiref(L, l->name, l->func, 1);
         lua_pop(L, 1);
     }
+    lua_pushcfunction(L, l_print);
+    lua_setglobal(L, "print");
     lua_pushnil(L);
     lua_setglobal(L, "dofile");
     lua_pushnil(L);
@@ -355,6 +373,9 @@ static void open_libs(lua_State *L)
         lua_pushcclosure(L, l_pcall_guard, 1);
         lua_setglobal(L, catchers[i]);
     }
+    lua_getglobal(L, "print");
+    lua_pushcclosure(L, l_print_guard, 1);
+    lua_setglobal(L, "print");
     lua_pushcfunction(L, l_require);
     lua_setglobal(L, "require");
     /* os: clock, time, date, difftime only (taken from the real library, which is then dropped) */
@@ -509,17 +530,53 @@ const char *dkv_lua_traceback(const dkv_lua *s)
 
 /* ------------------------------------------------------------------ running */
 
+/* Pushes s cut to max bytes with a note of how much was left out. */
+static const char *push_cut(lua_State *L, const char *s, size_t len, size_t max, const char *what)
+{
+    lua_pushlstring(L, s, max);
+    lua_pushfstring(L, "... [%I more bytes of %s cut]", (lua_Integer)(len - max), what);
+    lua_concat(L, 2);
+    return lua_tostring(L, -1);
+}
+
 static int msgh(lua_State *L)
 {
-    const char *msg = lua_tostring(L, 1);
+    size_t len = 0;
+    const char *msg = lua_tolstring(L, 1, &len);
     if (!msg) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-            msg = lua_tostring(L, -1);
+            msg = lua_tolstring(L, -1, &len);
         else
             msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
+    if (msg && len > DKV_LUA_ERRMSG_MAX)   /* a 1 GiB error message is not printed whole */
+        msg = push_cut(L, msg, len, DKV_LUA_ERRMSG_MAX, "the error message");
     luaL_traceback(L, L, msg, 1);
     return 1;
+}
+
+/* print(...) as Lua's, except that text from a __tostring metamethod is cut at
+ * DKV_LUA_TOSTRING_MAX bytes (a __tostring returning 1 GiB is not printed whole).  Strings and
+ * numbers print as given. */
+static int l_print(lua_State *L)
+{
+    int n = lua_gettop(L);
+    for (int i = 1; i <= n; i++) {
+        int meta = luaL_getmetafield(L, i, "__tostring") != LUA_TNIL;
+        if (meta)
+            lua_pop(L, 1);
+        size_t len;
+        const char *s = luaL_tolstring(L, i, &len);
+        if (meta && len > DKV_LUA_TOSTRING_MAX)
+            s = push_cut(L, s, len, DKV_LUA_TOSTRING_MAX, "__tostring output"), len = strlen(s);
+        if (i > 1)
+            fputc('\t', stdout);
+        fwrite(s, 1, len, stdout);
+        lua_settop(L, n);
+    }
+    fputc('\n', stdout);
+    fflush(stdout);
+    return 0;
 }
 
 static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
@@ -754,6 +811,10 @@ dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint6
         lua_pushliteral(L, "{}");
     CHECK(dkv_h5_attr_str(run, NULL, "config", lua_tostring(L, -1), &err));
     lua_pop(L, 1);
+    if (cfg_idx)
+        dkv_lua_write_flat(L, run, "config", cfg_idx);
+    CHECK(dkv_h5_attr_str(run, NULL, "build", DKV_BUILD_MODE, &err));
+    dkv_lua_run_origin(L, run, &(dkv_run_origin){"none", "", "", "", "", ""});
     return run;
 }
 
@@ -796,4 +857,29 @@ void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count)
     dkv_lua *s = dkv_lua_from_state(L);
     *index = s ? s->shard_index : 0;
     *count = s ? s->shard_count : 1;
+}
+
+/* Work a binding does in C on the script's behalf, over a size the script chose (a loop to a
+ * __len): ops count as VM instructions against the instruction limit, and SIGINT stops it, with
+ * the same messages as the count hook, at the caller's file:line. */
+void dkv_lua__charge(lua_State *L, uint64_t ops);
+void dkv_lua__charge(lua_State *L, uint64_t ops)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (!s)
+        return;
+    s->instr_count += ops;
+    if (dkv_interrupt_requested() && (s->stop == STOP_NONE || s->stop == STOP_INTR))
+        s->stop = STOP_INTR;
+    else if (s->instr_limit && s->instr_count > s->instr_limit && s->stop != STOP_INTR)
+        s->stop = STOP_INSTR;
+    if (s->stop != STOP_INTR && s->stop != STOP_INSTR)
+        return;
+    luaL_where(L, 1);
+    if (s->stop == STOP_INTR)
+        lua_pushstring(L, "interrupted (SIGINT)");
+    else
+        lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)", (lua_Integer)s->instr_limit);
+    lua_concat(L, 2);
+    lua_error(L);
 }

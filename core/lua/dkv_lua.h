@@ -27,7 +27,8 @@
 #include "util/status.h"
 
 /* Progress of a long operation: `done` of `total` units (total <= 0: unknown).  label is
- * borrowed for the call.  done == total marks the end of that operation. */
+ * borrowed for the call.  done == total marks the end of that operation.  label NULL: the
+ * script is about to print to stdout (a terminal bar should clear itself). */
 typedef void (*dkv_progress_fn)(void *ud, const char *label, double done, double total);
 
 typedef struct dkv_lua_config {
@@ -58,6 +59,8 @@ typedef struct dkv_lua_config {
 #define DKV_LUA_DEFAULT_INSTR_LIMIT 100000000000ULL
 #define DKV_LUA_DEFAULT_TIME_LIMIT_S 10.0
 #define DKV_LUA_DEFAULT_MEM_LIMIT ((size_t)4 << 30)
+#define DKV_LUA_TOSTRING_MAX (64u << 10)   /* print() cuts a __tostring result longer than this */
+#define DKV_LUA_ERRMSG_MAX (16u << 10)     /* an error message longer than this is cut */
 dkv_lua_config dkv_lua_config_default(void);
 
 typedef struct dkv_lua dkv_lua;
@@ -118,12 +121,31 @@ dkv_h5 *dkv_lua_output(lua_State *L);
 
 /* Begins run `name` in the output file and writes the provenance attributes: dkv_version,
  * git_commit, script, script_path, params (the -D values, Lua literal), config (the table at
- * cfg_idx as a Lua literal, or "{}" when cfg_idx is 0), seed, host, start_time (ISO 8601 UTC),
- * status = "incomplete".  Returns NULL (doing nothing) when there is no output file.
+ * cfg_idx as a Lua literal, or "{}" when cfg_idx is 0, and flat in group "config"), seed, host,
+ * start_time (ISO 8601 UTC), build (release|debug|asan), backend = "none", status = "incomplete".  Returns NULL (doing nothing) when there is no output file.
  * Raises a Lua error when the run cannot be created (e.g. duplicate name).  A run left open by
  * an earlier error (begin without end) is ended first with status = "failed"; a run still open
  * when the script ends keeps status = "incomplete" (e.g. after SIGINT). */
 dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint64_t seed);
+/* What produced a run (docs/HDF5_SCHEMA.md, "Run attributes"): backend "sim" (dkv.simulate),
+ * "cuda" (dkv.execute) or "none" (written by the script: dkv.write_run, m:write); device: the
+ * CUDA device as probed, or the simulated GPU's name; driver: "driver X.Y, runtime X.Y" on CUDA,
+ * "" otherwise; the GPU and model presets the configuration named ("" when given inline); the
+ * cost profile: "measured" (cuda), "calibrated: N kernel classes" (a sim preset with per-class
+ * costs from dkv calibrate), "roofline" (sim without), "" (no engine). */
+typedef struct dkv_run_origin {
+    const char *backend, *device, *driver, *gpu_preset, *model_preset, *cost_profile;
+} dkv_run_origin;
+
+/* Writes the origin as run attributes (replacing run_begin's backend = "none").  Accepts NULL run. */
+void dkv_lua_run_origin(lua_State *L, dkv_h5_run *run, const dkv_run_origin *o);
+
+/* Writes the table at idx as flat typed attributes of group obj of the run: nested sections
+ * joined with '.' ("policies.offload.t1"); integers int64, other numbers float64, booleans
+ * int64 0/1, strings strings, arrays of numbers 1-D float64 arrays; any other value (arrays of
+ * tables, functions) its Lua literal as a string.  Raises a Lua error when writing fails. */
+void dkv_lua_write_flat(lua_State *L, dkv_h5_run *run, const char *obj, int idx);
+
 /* Stamps end_time and status = "complete", ends the run (flushes).  Accepts NULL. */
 void dkv_lua_run_end(lua_State *L, dkv_h5_run *run);
 

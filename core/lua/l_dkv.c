@@ -12,6 +12,7 @@
 #include "model/model.h"
 
 void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count);
+void dkv_lua__charge(lua_State *L, uint64_t ops);
 
 /* ------------------------------------------------------------------ presets and arithmetic */
 
@@ -65,6 +66,8 @@ static int l_model_info(lua_State *L)
     set_int(L, "kv_bytes_per_token", (lua_Integer)dkv_model_kv_bytes_per_token(&m));
     set_int(L, "kv_bytes_per_token_layer", (lua_Integer)dkv_model_kv_bytes_per_token_layer(&m));
     set_int(L, "logit_row_bytes", (lua_Integer)dkv_model_logit_row_bytes(&m));
+    lua_pushstring(L, m.tokenizer);
+    lua_setfield(L, -2, "tokenizer");
     return 1;
 }
 
@@ -113,6 +116,9 @@ static int l_shard_mine(lua_State *L)
     return 1;
 }
 
+/* Items idx+1, idx+1+cnt, ... of the table: a stride, so the loop is as long as the result.  The
+ * length may come from a __len metamethod (2^62, say), so the loop is charged to the instruction
+ * limit and stops on SIGINT like Lua code does (dkv_lua__charge). */
 static int l_shard_select(lua_State *L)
 {
     uint32_t idx, cnt;
@@ -120,11 +126,14 @@ static int l_shard_select(lua_State *L)
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_Integer n = (lua_Integer)luaL_len(L, 1), k = 0;
     lua_newtable(L);
-    for (lua_Integer j = 1; j <= n; j++)
-        if ((uint64_t)(j - 1) % cnt == idx) {
-            lua_geti(L, 1, j);
-            lua_rawseti(L, -2, ++k);
-        }
+    for (lua_Integer j = (lua_Integer)idx + 1; j <= n; j += cnt) {
+        if ((k & 1023) == 1023)
+            dkv_lua__charge(L, 4 * 1024);   /* ~4 VM instructions per item in Lua */
+        lua_geti(L, 1, j);
+        lua_rawseti(L, -2, ++k);
+        if (n - j < (lua_Integer)cnt)
+            break;   /* j + cnt would pass n (or overflow) */
+    }
     return 1;
 }
 

@@ -4,14 +4,17 @@
 #include <lauxlib.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/h5.h"
 #include "lua/dkv_lua.h"
+#include "lua/exec_outputs.h"
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"
+#include "workload/tokenizer.h"
 
 #define LSIM_MT "dkv.simulate.state"
 #define RESULT_MT "dkv.result"
@@ -173,6 +176,9 @@ typedef struct lresult {
     size_t nk, capk;
     uint64_t seed;
     bool kernel_oom;
+    char backend[8], device[160], driver[64];   /* the run's origin (dkv_run_origin) */
+    char gpu_preset[64], model_preset[64], cost_profile[64];
+    dkv_exec_outputs out;   /* generated tokens, when the backend reported them */
 } lresult;
 
 static void on_kernel(void *user, const dkv_kernel_record *rec)
@@ -199,7 +205,34 @@ static int result_gc(lua_State *L)
     free(r->k);
     r->k = NULL;
     r->nk = r->capk = 0;
+    dkv_exec_outputs_free(&r->out);
     return 0;
+}
+
+void dkv_lua_result_take_outputs(lua_State *L, int idx, dkv_exec_outputs *o)
+{
+    lresult *r = luaL_checkudata(L, idx, RESULT_MT);
+    dkv_exec_outputs_free(&r->out);
+    r->out = *o;
+    memset(o, 0, sizeof *o);
+}
+
+/* The tokenizer of the resolved configuration's model (at cfg), for the text of the outputs. */
+static void cfg_tokenizer(lua_State *L, int cfg, dkv_tokenizer *tok)
+{
+    dkv_tokenizer_kind k = DKV_TOKENIZER_NONE;
+    lua_Integer vocab = 0, mask = 0;
+    if (lua_getfield(L, cfg, "model") == LUA_TTABLE) {
+        if (lua_getfield(L, -1, "tokenizer") == LUA_TSTRING && dkv_tokenizer_parse(lua_tostring(L, -1), &k, NULL) != DKV_OK)
+            k = DKV_TOKENIZER_NONE;
+        lua_getfield(L, -2, "vocab");
+        lua_getfield(L, -3, "mask_id");
+        vocab = lua_tointeger(L, -2), mask = lua_tointeger(L, -1);
+        lua_pop(L, 3);
+    }
+    lua_pop(L, 1);
+    if (dkv_tokenizer_init(tok, k, (uint32_t)vocab, (uint32_t)mask, NULL) != DKV_OK)
+        dkv_tokenizer_init(tok, DKV_TOKENIZER_NONE, (uint32_t)vocab, (uint32_t)mask, NULL);
 }
 
 static lresult *check_result(lua_State *L, int i)
@@ -302,7 +335,10 @@ static void push_summary(lua_State *L, const dkv_run_summary *s)
         if (sum_fields[i].type == 'u') {
             uint64_t v;
             memcpy(&v, p, 8);
-            lua_pushinteger(L, (lua_Integer)v);
+            if (v <= (uint64_t)LUA_MAXINTEGER)
+                lua_pushinteger(L, (lua_Integer)v);
+            else
+                lua_pushnumber(L, (lua_Number)v);   /* 2^63 or more: a float, not a negative integer */
         } else {
             double v;
             memcpy(&v, p, 8);
@@ -337,13 +373,16 @@ static double rho_callback(void *ud, uint64_t request, uint32_t block, double rh
         lua_pop(L, 1);
         return NAN;
     }
-    int isnum;
-    double v = lua_tonumberx(L, -1, &isnum);
-    if (!isnum) {
+    double v = lua_tonumber(L, -1);
+    if (lua_type(L, -1) != LUA_TNUMBER) {   /* a numeric string is a mistake too */
         snprintf(s->cb_err, sizeof s->cb_err, "returned a %s for request %llu block %u, expected a number",
                  luaL_typename(L, -1), (unsigned long long)request, block);
         s->cb_failed = true;
         v = NAN;
+    } else if (!isfinite(v)) {               /* the engine would otherwise fall back to rho */
+        snprintf(s->cb_err, sizeof s->cb_err, "returned %g for request %llu block %u, expected a finite number",
+                 v, (unsigned long long)request, block);
+        s->cb_failed = true;
     }
     lua_pop(L, 1);
     return v;
@@ -355,6 +394,25 @@ static void on_progress(void *user, double done, double total)
 {
     prog *p = user;
     dkv_lua_progress(p->L, "simulate", done, total);
+}
+
+/* The preset cfg[key] names: the string itself, a table's `base`, or "" (given inline). */
+static void preset_name(lua_State *L, int cfg_idx, const char *key, char *out, size_t n)
+{
+    out[0] = '\0';
+    int t = lua_getfield(L, cfg_idx, key);
+    if (t == LUA_TSTRING)
+        snprintf(out, n, "%s", lua_tostring(L, -1));
+    else if (t == LUA_TTABLE && lua_getfield(L, -1, "base") == LUA_TSTRING)
+        snprintf(out, n, "%s", lua_tostring(L, -1));
+    lua_settop(L, lua_gettop(L) - (t == LUA_TTABLE ? 2 : 1));
+}
+
+void dkv_lsim_result_set_device(lua_State *L, int idx, const char *device, const char *driver)
+{
+    lresult *r = luaL_checkudata(L, idx, RESULT_MT);
+    snprintf(r->device, sizeof r->device, "%s", device ? device : "");
+    snprintf(r->driver, sizeof r->driver, "%s", driver ? driver : "");
 }
 
 /* Runs the engine on the configuration table at cfg_idx with the backend make() creates and
@@ -373,6 +431,19 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
     memset(res, 0, sizeof *res);
     luaL_setmetatable(L, RESULT_MT);
     res->seed = s->seed;
+    snprintf(res->backend, sizeof res->backend, "%s", strcmp(who, "dkv.execute") == 0 ? "cuda" : "sim");
+    snprintf(res->device, sizeof res->device, "%s", s->gpu.name);
+    preset_name(L, cfg_idx, "gpu", res->gpu_preset, sizeof res->gpu_preset);
+    preset_name(L, cfg_idx, "model", res->model_preset, sizeof res->model_preset);
+    int ncls = 0;
+    for (uint32_t b = s->gpu.kclass_set; b; b &= b - 1)
+        ncls++;
+    if (strcmp(res->backend, "cuda") == 0)
+        snprintf(res->cost_profile, sizeof res->cost_profile, "measured");
+    else if (ncls)
+        snprintf(res->cost_profile, sizeof res->cost_profile, "calibrated: %d kernel classes", ncls);
+    else
+        snprintf(res->cost_profile, sizeof res->cost_profile, "roofline");
     if (s->ec.retention.mode == DKV_RHO_CALLBACK) {
         s->ec.retention.callback = rho_callback;
         s->ec.retention.callback_ud = s;
@@ -483,6 +554,8 @@ static int save_body(lua_State *L)
         lua_pushboolean(L, 0);
         return 1;
     }
+    dkv_lua_run_origin(L, run, &(dkv_run_origin){r->backend, r->device, r->driver, r->gpu_preset, r->model_preset,
+                                                 r->cost_profile});
     dkv_err err = {0};
     const dkv_run_summary *s = dkv_engine_result_summary(r->r);
     for (size_t i = 0; i < NF(sum_fields); i++) {
@@ -491,7 +564,7 @@ static int save_body(lua_State *L)
         if (sum_fields[i].type == 'u') {
             uint64_t v;
             memcpy(&v, p, 8);
-            h5_check(L, dkv_h5_attr_i64(run, "summary", sum_fields[i].name, (int64_t)v, &err), &err);
+            h5_check(L, dkv_h5_attr_u64(run, "summary", sum_fields[i].name, v, &err), &err);
         } else {
             double v;
             memcpy(&v, p, 8);
@@ -530,6 +603,11 @@ static int save_body(lua_State *L)
         save_table(L, run, "memory", mr, n, sizeof *mr, mem_fields, NF(mem_fields));
     if (r->nk)
         save_table(L, run, "kernels", r->k, r->nk, sizeof *r->k, kern_fields, NF(kern_fields));
+    if (r->out.n) {
+        dkv_tokenizer tok;
+        cfg_tokenizer(L, cfg, &tok);
+        h5_check(L, dkv_exec_outputs_save(run, &r->out, &tok, &err), &err);
+    }
     dkv_lua_run_end(L, run);
     lua_pushboolean(L, 1);
     return 1;

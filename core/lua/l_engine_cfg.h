@@ -47,4 +47,14 @@ void dkv_lsim_free(dkv_lsim *s);
 typedef dkv_status (*dkv_lsim_backend_fn)(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err);
 int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn make, void *ud);
 
+/* Sets the device and driver the result at idx ran on (dkv.execute, after the run; dkv.save
+ * writes them as run attributes).  Strings are copied. */
+void dkv_lsim_result_set_device(lua_State *L, int idx, const char *device, const char *driver);
+
+/* Hands a backend's per-request outputs (lua/exec_outputs.h) to the result at idx, which then
+ * owns them (*o is left empty): dkv.save writes them into the run (docs/HDF5_SCHEMA.md,
+ * "Generated tokens and text"), as text where the configuration's model has a tokenizer. */
+struct dkv_exec_outputs;
+void dkv_lua_result_take_outputs(lua_State *L, int idx, struct dkv_exec_outputs *o);
+
 #endif

@@ -5,7 +5,7 @@
  *   m:retain(id); m:release(id); m:release(id)
  *   m:tick(0.5)                      -- the manager's clock (deferred releases)
  *   local s = m:stats()              -- s.external_frag, s.peak_reserved, s.tags.kv.allocated, ...
- *   m:write("blockpool")             -- a run in the output file (lua/mem_h5.h layout)
+ *   m:write("blockpool")             -- a run in the output file (io/mem_h5.h layout)
  *
  * Failures of the manager (does not fit, double release, unknown id, zero size) return
  * nil, message, status name ("ENOMEM", ...), as Lua's io library does; wrong argument types
@@ -19,7 +19,7 @@
 #include "lua/l_mem.h"
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"
-#include "lua/mem_h5.h"
+#include "io/mem_h5.h"
 
 #define MEM_MT "dkv.mem"
 
@@ -173,6 +173,7 @@ static int l_tick(lua_State *L)
 {
     dkv_mem *m = check_mem(L);
     double t = luaL_checknumber(L, 2);
+    luaL_argcheck(L, isfinite(t), 2, "the time must be a finite number of seconds");
     dkv_err e = {0};
     if (dkv_mem_tick(m, t, &e) != DKV_OK)
         return push_fail(L, &e);
