@@ -300,7 +300,7 @@ dkv_status dkv_workload_prompts(const char *path, const dkv_prompts_cfg *cfg, co
     if (rc != DKV_OK) return rc;
     char *buf;
     size_t len;
-    rc = dkv_wl_slurp(path, &buf, &len, err);
+    rc = dkv_wl_slurp(path, opts->max_file_bytes, &buf, &len, err);
     if (rc != DKV_OK) return rc;
     char src[256];
     snprintf(src, sizeof src, "prompts:%s", path);

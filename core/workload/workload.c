@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void dkv_workload_opts_default(dkv_workload_opts *o)
 {
@@ -324,6 +325,21 @@ size_t dkv_workload_count(const dkv_workload *w) { return w ? w->n : 0; }
 const dkv_request *dkv_workload_get(const dkv_workload *w, size_t i) { return w && i < w->n ? &w->req[i] : NULL; }
 const dkv_request *dkv_workload_requests(const dkv_workload *w) { return w ? w->req : NULL; }
 uint64_t dkv_workload_skipped(const dkv_workload *w) { return w ? w->skipped : 0; }
+
+size_t dkv_workload_skipped_lines(const dkv_workload *w, uint64_t *out, size_t max)
+{
+    size_t n = 0;
+    for (; w && n < max && n < w->skipped && n < DKV_WORKLOAD_SKIPPED_LINES; n++)
+        out[n] = w->skipped_lines[n];
+    return n;
+}
+
+void dkv_workload__skip(dkv_workload *w, unsigned long ln)
+{
+    if (w->skipped < DKV_WORKLOAD_SKIPPED_LINES)
+        w->skipped_lines[w->skipped] = ln;
+    w->skipped++;
+}
 const char *dkv_workload_source(const dkv_workload *w) { return w ? w->source : ""; }
 bool dkv_workload_is_closed(const dkv_workload *w) { return w && w->closed; }
 uint32_t dkv_workload_users(const dkv_workload *w) { return w && w->closed ? w->n_users : 0; }
@@ -414,15 +430,24 @@ dkv_status dkv_workload_summarize(const dkv_workload *w, dkv_workload_summary *o
 
 /* ------------------------------------------------------------------ file reading */
 
-dkv_status dkv_wl_slurp(const char *path, char **buf, size_t *len, dkv_err *err)
+dkv_status dkv_wl_slurp(const char *path, uint64_t max_bytes, char **buf, size_t *len, dkv_err *err)
 {
     *buf = NULL;
     *len = 0;
+    if (max_bytes == 0)
+        max_bytes = DKV_WORKLOAD_MAX_FILE_BYTES;
     FILE *f = fopen(path, "rb");
     if (!f) return dkv_err_set(err, errno == ENOENT ? DKV_ENOENT : DKV_EIO, "%s: cannot open: %s", path,
                                strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > max_bytes) {
+        fclose(f);
+        return dkv_err_set(err, DKV_EFORMAT, "%s: %llu bytes, more than the readers' limit of %llu bytes", path,
+                           (unsigned long long)sb.st_size, (unsigned long long)max_bytes);
+    }
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap);
+    dkv_status st = DKV_OK;
     while (b) {
         if (n + 1 >= cap) {
             char *nb = realloc(b, cap * 2);
@@ -434,16 +459,32 @@ dkv_status dkv_wl_slurp(const char *path, char **buf, size_t *len, dkv_err *err)
             b = nb;
             cap *= 2;
         }
-        size_t got = fread(b + n, 1, cap - 1 - n, f);
+        size_t want = cap - 1 - n;
+        if (want > max_bytes + 1 - n)
+            want = max_bytes + 1 - n;   /* one byte past the limit tells a stream without end */
+        size_t got = fread(b + n, 1, want, f);
+        const char *nul = memchr(b + n, '\0', got);
+        if (nul) {   /* /dev/zero, a binary or UTF-16 file: stop at once instead of reading on */
+            size_t at = (size_t)(nul - b), line = 1;
+            for (size_t i = 0; i < at; i++)
+                line += b[i] == '\n';
+            st = dkv_err_set(err, DKV_EFORMAT, "%s:%zu: NUL byte at byte %zu: not a text file", path, line, at);
+            break;
+        }
         n += got;
+        if (n > max_bytes) {
+            st = dkv_err_set(err, DKV_EFORMAT, "%s: more than the readers' limit of %llu bytes (a stream without end?)",
+                             path, (unsigned long long)max_bytes);
+            break;
+        }
         if (got == 0) break;
     }
     int bad = ferror(f);
     fclose(f);
     if (!b) return dkv_err_set(err, DKV_ENOMEM, "%s: out of memory reading the file", path);
-    if (bad) {
+    if (st != DKV_OK || bad) {
         free(b);
-        return dkv_err_set(err, DKV_EIO, "%s: read error", path);
+        return st != DKV_OK ? st : dkv_err_set(err, DKV_EIO, "%s: read error", path);
     }
     b[n] = '\0';
     *buf = b;

@@ -69,7 +69,13 @@ typedef struct dkv_workload_opts {
     uint32_t steps_min, steps_max;    /* if steps_max > 0: draw each request's steps_per_block
                                        * uniformly in [steps_min, steps_max] (seeded by `seed`) */
     uint64_t seed;             /* for step draws (and nothing else in readers) */
+    uint64_t max_file_bytes;   /* readers: a larger file (or a stream without end, /dev/zero) is an
+                                * error; 0 = DKV_WORKLOAD_MAX_FILE_BYTES */
 } dkv_workload_opts;
+
+/* The largest trace or lengths file a reader takes by default (2 GiB: the published traces are a
+ * few hundred MB).  The readers also refuse a NUL byte (not a text file) where they meet it. */
+#define DKV_WORKLOAD_MAX_FILE_BYTES (2ull << 30)
 
 /* first_n 0, scales 1, not lenient, no clamps, no rounding, no step draws, seed 1. */
 void dkv_workload_opts_default(dkv_workload_opts *o);
@@ -208,6 +214,12 @@ size_t             dkv_workload_count(const dkv_workload *w);
 const dkv_request *dkv_workload_get(const dkv_workload *w, size_t i);     /* borrowed; NULL if out of range */
 const dkv_request *dkv_workload_requests(const dkv_workload *w);          /* the array, borrowed */
 uint64_t           dkv_workload_skipped(const dkv_workload *w);           /* lines skipped (lenient) */
+/* The line numbers of the first skipped lines (at most DKV_WORKLOAD_SKIPPED_LINES, and max), in
+ * file order; returns how many were written. */
+#define DKV_WORKLOAD_SKIPPED_LINES 5
+size_t dkv_workload_skipped_lines(const dkv_workload *w, uint64_t *out, size_t max);
+/* Readers: counts a malformed line skipped under opts.lenient (line number ln). */
+void dkv_workload__skip(dkv_workload *w, unsigned long ln);
 const char        *dkv_workload_source(const dkv_workload *w);            /* "synth:poisson", file path, ... */
 
 /* ------------------------------------------------------------------ closed loop

@@ -16,6 +16,7 @@ struct dkv_workload {
     size_t       n_toks, cap_toks;
     double      *arrival0;     /* closed loop: initial arrivals, for dkv_workload_closed_reset */
     uint64_t     skipped;
+    uint64_t     skipped_lines[DKV_WORKLOAD_SKIPPED_LINES];   /* the first ones (lenient) */
     bool         closed;
     uint32_t     n_users;
     char         source[256];
@@ -54,6 +55,6 @@ dkv_status dkv_wl_read_mooncake(dkv_workload *w, const char *path, char *buf, si
 char *dkv_wl_next_line(char **p);
 
 /* Reads a whole file into a NUL-terminated buffer (caller frees). */
-dkv_status dkv_wl_slurp(const char *path, char **buf, size_t *len, dkv_err *err);
+dkv_status dkv_wl_slurp(const char *path, uint64_t max_bytes, char **buf, size_t *len, dkv_err *err);
 
 #endif
