@@ -304,6 +304,66 @@ static void print_notice(void *ud, const char *msg)
     fprintf(stderr, "dkv run: %s\n", msg);
 }
 
+/* Runs the script and settles its output file (committed, or kept aside); the exit status. */
+static int run_script(const char *script, const char *output, const dkv_lua_config *cfg, dkv_cli_progress *bar)
+{
+    dkv_err err = {0};
+    dkv_lua *s = NULL;
+    int rc = DKV_EXIT_ERROR;
+    if (check_output_dir(output) != 0 || set_aside_leftover(output) != 0)
+        return rc;
+    if (dkv_lua_new(cfg, &s, &err) != DKV_OK) {
+        fprintf(stderr, "dkv run: %s\n", err.msg);
+        return rc;
+    }
+    dkv_status st = dkv_lua_run_file(s, script, &err);
+    dkv_cli_progress_end(bar);
+    bool usage = dkv_lua_usage_error(s);
+    if (st == DKV_OK) {
+        rc = DKV_EXIT_OK;
+    } else if (usage) {
+        fprintf(stderr, "dkv run: %s\n", dkv_lua_traceback(s));
+    } else if (st == DKV_ENOENT) {
+        fprintf(stderr, "dkv run: %s\n", err.msg);
+    } else {
+        const char *tb = dkv_lua_traceback(s);
+        fprintf(stderr, "%s\n", *tb ? tb : err.msg);
+    }
+    dkv_h5 *out_file = dkv_lua_take_output(s);
+    if (!(usage && !out_file))   /* a usage error before the first run: nothing to say about files */
+        rc = finish_output(out_file, output, st, rc);
+    if (usage)
+        rc = DKV_EXIT_USAGE;
+    dkv_lua_close(s, NULL);
+    return rc;
+}
+
+/* --instr-limit N, --time-limit SECONDS, --mem-limit SIZE into cfg; -1 (with a message) when bad. */
+static int parse_limit(const char *opt, const char *v, dkv_lua_config *cfg)
+{
+    char *end;
+    errno = 0;
+    if (strcmp(opt, "--instr-limit") == 0) {
+        unsigned long long n = strtoull(v, &end, 10);
+        if (errno || end == v || *end || v[0] == '-') {
+            fprintf(stderr, "dkv run: --instr-limit expects a count, got '%s'\n", v);
+            return -1;
+        }
+        cfg->instr_limit = n;
+    } else if (strcmp(opt, "--time-limit") == 0) {
+        double t = strtod(v, &end);
+        if (errno || end == v || *end || !(t >= 0) || t > 1e9) {
+            fprintf(stderr, "dkv run: --time-limit expects seconds (0 = none), got '%s'\n", v);
+            return -1;
+        }
+        cfg->time_limit_s = t;
+    } else if (parse_size(v, &cfg->mem_limit_bytes) != 0) {
+        fprintf(stderr, "dkv run: --mem-limit expects a size such as 512M or 4G, got '%s'\n", v);
+        return -1;
+    }
+    return 0;
+}
+
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -358,32 +418,11 @@ int dkv_cmd_run(int argc, char **argv)
             }
             cfg.shard_index = si;
             cfg.shard_count = sn;
-        } else if (strcmp(a, "--instr-limit") == 0) {
+        } else if (strcmp(a, "--instr-limit") == 0 || strcmp(a, "--time-limit") == 0 ||
+                   strcmp(a, "--mem-limit") == 0) {
             NEED_ARG();
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(argv[++i], &end, 10);
-            if (errno || *end || argv[i][0] == '-') {
-                fprintf(stderr, "dkv run: --instr-limit expects a count, got '%s'\n", argv[i]);
+            if (parse_limit(a, argv[++i], &cfg) != 0)
                 goto out;
-            }
-            cfg.instr_limit = v;
-        } else if (strcmp(a, "--time-limit") == 0) {
-            NEED_ARG();
-            char *end;
-            errno = 0;
-            double v = strtod(argv[++i], &end);
-            if (errno || end == argv[i] || *end || !(v >= 0) || v > 1e9) {
-                fprintf(stderr, "dkv run: --time-limit expects seconds (0 = none), got '%s'\n", argv[i]);
-                goto out;
-            }
-            cfg.time_limit_s = v;
-        } else if (strcmp(a, "--mem-limit") == 0) {
-            NEED_ARG();
-            if (parse_size(argv[++i], &cfg.mem_limit_bytes) != 0) {
-                fprintf(stderr, "dkv run: --mem-limit expects a size such as 512M or 4G, got '%s'\n", argv[i]);
-                goto out;
-            }
         } else if (strcmp(a, "--root") == 0) {
             NEED_ARG();
             root_opt = argv[++i];
@@ -448,36 +487,7 @@ int dkv_cmd_run(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old);
 
-    dkv_err err = {0};
-    dkv_lua *s = NULL;
-    rc = DKV_EXIT_ERROR;
-    if (check_output_dir(output) != 0 || set_aside_leftover(output) != 0)
-        goto out_sig;
-    if (dkv_lua_new(&cfg, &s, &err) != DKV_OK) {
-        fprintf(stderr, "dkv run: %s\n", err.msg);
-        goto out_sig;
-    }
-    dkv_status st = dkv_lua_run_file(s, script, &err);
-    dkv_cli_progress_end(&bar);
-    if (st == DKV_OK) {
-        rc = DKV_EXIT_OK;
-    } else if (dkv_lua_usage_error(s)) {
-        fprintf(stderr, "dkv run: %s\n", dkv_lua_traceback(s));
-        rc = DKV_EXIT_USAGE;
-    } else if (st == DKV_ENOENT) {
-        fprintf(stderr, "dkv run: %s\n", err.msg);
-    } else {
-        const char *tb = dkv_lua_traceback(s);
-        fprintf(stderr, "%s\n", *tb ? tb : err.msg);
-    }
-    bool usage = dkv_lua_usage_error(s);
-    dkv_h5 *out_file = dkv_lua_take_output(s);
-    if (!(usage && !out_file))   /* a usage error before the first run: nothing to say about files */
-        rc = finish_output(out_file, output, st, rc);
-    if (usage)
-        rc = DKV_EXIT_USAGE;
-    dkv_lua_close(s, NULL);
-out_sig:
+    rc = run_script(script, output, &cfg, &bar);
     sigaction(SIGINT, &old, NULL);
 out:
     free(params);

@@ -378,6 +378,24 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
     m->device_free_s = gnum(p, "free_s", m->device_free_s, 0, HUGE_VAL, 0);
 }
 
+/* Retention settings that cannot take effect: all of them without the sparse cache, and those
+ * of the other modes (the style of the unused-key errors). */
+static void retention_unused(pt *ret_keep, const dkv_engine_config *c, const char *const *rk)
+{
+    const dkv_retention_config *r = &c->retention;
+    if (c->decode.cache != DKV_CACHE_SPARSE)
+        unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
+                    cache_names[c->decode.cache]);
+    if (r->mode == DKV_RHO_FIXED)
+        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
+                    "retention.mode is '%s'", "fixed");
+    else if (r->mode == DKV_RHO_ENTROPY)
+        unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
+    else
+        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
+                    "callback");
+}
+
 static const char *const pol_keys[] = {"logit", "layout", "offload", "lifecycle", "retention", "routing", NULL};
 
 static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, pt *rt_keep)
@@ -449,17 +467,7 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
     r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
     r->clamp = gbool(ret_keep, "clamp", false);
-    if (c->decode.cache != DKV_CACHE_SPARSE)
-        unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
-                    cache_names[c->decode.cache]);
-    if (r->mode == DKV_RHO_FIXED)
-        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
-                    "retention.mode is '%s'", "fixed");
-    else if (r->mode == DKV_RHO_ENTROPY)
-        unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
-    else
-        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
-                    "callback");
+    retention_unused(ret_keep, c, rk);
     if (lua_getfield(L, ret_keep->in, "entropies") != LUA_TNIL) {
         if (!lua_istable(L, -1))
             dkv_lconf_error(L, ret_keep->path, "entropies", "expected an array of numbers in [0, 1]");
