@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -194,6 +196,15 @@ static int set_aside_leftover(const char *output)
     struct stat st;
     if (lstat(tmp, &st) != 0)
         return 0;
+    int fd = open(tmp, O_RDONLY);   /* libhdf5 holds a lock on a file it is writing */
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        close(fd);
+        fprintf(stderr, "dkv run: '%s' is being written by another process (a dkv run with the same -o?); it is "
+                        "left alone: wait for it or choose another -o\n", tmp);
+        return -1;
+    }
+    if (fd >= 0)
+        close(fd);   /* (closing drops the lock) */
     size_t complete = 0, total = 0;
     char why[DKV_ERR_MSG_MAX];
     bool readable = count_safely(tmp, &complete, &total, why, sizeof why);

@@ -106,6 +106,21 @@ for sig in INT KILL; do
     done
 done
 
+# a second dkv run with the same -o while the first is writing leaves the first's file alone
+# (libhdf5 holds a lock on a file it writes; HDF5_USE_FILE_LOCKING=FALSE would turn that off)
+if [ "${HDF5_USE_FILE_LOCKING:-TRUE}" != FALSE ]; then
+    d="$T/twice"; mkdir -p "$d"
+    "$DKV" run "$T/exp.lua" -q -o "$d/x.h5" -D n=40 -D work=3000000 >/dev/null 2>"$d/err1.txt" &
+    pid=$!
+    wait_tmp "$d/x.h5.tmp" || fail "twice: no .tmp"
+    out=$("$DKV" run "$T/exp.lua" -q -o "$d/x.h5" -D n=2 2>&1); rc=$?
+    [ $rc = 1 ] && grep -qF "'$d/x.h5.tmp' is being written by another process" <<<"$out" || fail "twice: $rc $out"
+    kill -INT $pid; wait $pid
+    n=$(grep -oE 'interrupted; [0-9]+ completed runs? kept in' "$d/err1.txt" | grep -oE '[0-9]+')
+    [ -z "$n" ] || [ "$(complete "$d/x.h5.partial")" = "$n" ] || fail "twice: the first run's runs: $(cat "$d/err1.txt")"
+    echo "a second run with the same -o: refused, the first kept ${n:-0} runs"
+fi
+
 # 3. dkv merge refuses an existing OUT; --force replaces it, --append adds to it
 "$DKV" run "$T/exp.lua" -q -o "$T/a.h5" -D n=2 || fail "a.h5"
 cp "$T/x0.h5" "$T/m.h5"
