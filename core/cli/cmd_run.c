@@ -215,7 +215,7 @@ static int set_aside_leftover(const char *output)
     }
     if (readable)
         fprintf(stderr, "dkv run: '%s' was left by an earlier run that did not finish (killed?); its %zu "
-                "complete run%s are kept in %s\n", tmp, complete, complete == 1 ? "" : "s", kept);
+                "complete run%s kept in %s\n", tmp, complete, complete == 1 ? " is" : "s are", kept);
     else
         fprintf(stderr, "dkv run: '%s' was left by an earlier run that did not finish (killed?); it is not "
                 "readable as a results file (%s) and is kept as %s\n", tmp, why, kept);
