@@ -45,6 +45,9 @@ static void run_usage(FILE *out)
             "FILE.h5.partial (the message names it); a FILE.h5.tmp left by a killed run is moved aside\n"
             "the same way, never overwritten.\n"
             "\n"
+            "Ctrl-C (SIGINT) or SIGTERM stops the script at its next check, keeping completed runs; a\n"
+            "second one kills dkv at once.\n"
+            "\n"
             "exit status: 0 success, 1 script error or interrupted (completed runs are kept), 2 usage\n",
             DKV_LUA_DEFAULT_TIME_LIMIT_S, (unsigned long long)DKV_LUA_DEFAULT_INSTR_LIMIT,
             DKV_LUA_DEFAULT_MEM_LIMIT >> 20);
@@ -375,10 +378,11 @@ static int parse_limit(const char *opt, const char *v, dkv_lua_config *cfg)
     return 0;
 }
 
+/* SIGINT (Ctrl-C) and SIGTERM (kill, Slurm's time limit) stop the script at its next check; the
+ * completed runs are kept.  A second one kills the process (SA_RESETHAND). */
 static void on_sigint(int sig)
 {
-    (void)sig;
-    dkv_interrupt_request();
+    dkv_interrupt_request_signal(sig);
 }
 
 int dkv_cmd_run(int argc, char **argv)
@@ -491,15 +495,17 @@ int dkv_cmd_run(int argc, char **argv)
     cfg.progress_ud = &bar;
     cfg.notice = print_notice;
 
-    struct sigaction sa, old;
+    struct sigaction sa, old, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sa.sa_flags = SA_RESETHAND;  /* a second Ctrl-C kills the process */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old);
+    sigaction(SIGTERM, &sa, &old_term);
 
     rc = run_script(script, output, &cfg, &bar);
     sigaction(SIGINT, &old, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
 out:
     free(params);
     return rc;

@@ -124,7 +124,7 @@ static void hook(lua_State *L, lua_Debug *ar)
     if (s->stop == STOP_INTR || s->stop == STOP_INSTR || s->stop == STOP_TIME) {
         luaL_where(L, 0);
         if (s->stop == STOP_INTR)
-            lua_pushstring(L, "interrupted (SIGINT)");
+            lua_pushfstring(L, "interrupted (%s)", dkv_interrupt_signal_name());
         else if (s->stop == STOP_TIME)
             lua_pushfstring(L, "time limit of %f s of Lua run time reached (raise it with --time-limit; time inside "
                                "dkv.simulate and other dkv calls does not count)",
@@ -705,7 +705,7 @@ void dkv_lua__charge(lua_State *L, uint64_t ops)
         return;
     luaL_where(L, 1);
     if (s->stop == STOP_INTR)
-        lua_pushstring(L, "interrupted (SIGINT)");
+        lua_pushfstring(L, "interrupted (%s)", dkv_interrupt_signal_name());
     else
         lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)", (lua_Integer)s->instr_limit);
     lua_concat(L, 2);
