@@ -59,7 +59,7 @@ out=$("$DKV" run "$T/p.lua" 2>&1) || fail "print: $out"
 
 # defect 15: numbers that do not fit where they go are errors naming the field
 sim() {   # extra-config-fields -> output of a dkv.simulate with them
-    printf 'local dkv = require "dkv"\ndkv.simulate{model = "tiny", gpu = "h200",\n  workload = {kind = "fixed", n = 2, interval_s = 0.001, prompt = 64, gen = 32},\n  decode = {cache = "dual", block_len = 16}, %s}\n' "$1" >"$T/sim.lua"
+    printf 'local dkv = require "dkv"\ndkv.simulate{model = "tiny", gpu = "h200",\n  workload = {kind = "fixed", n = 2, interval_s = 0.001, prompt = 64, gen = 32},\n  decode = {cache = "sparse", block_len = 16}, %s}\n' "$1" >"$T/sim.lua"
     "$DKV" run "$T/sim.lua" 2>&1
 }
 for v in math.huge 1e20 -1 '0/0'; do
