@@ -56,8 +56,17 @@ uint64_t dkv_model_kv_bytes_per_token_layer(const dkv_model *m); /* K+V, one lay
 uint64_t dkv_model_kv_bytes_per_token(const dkv_model *m);  /* K+V, all layers */
 uint64_t dkv_model_logit_row_bytes(const dkv_model *m);     /* vocab * act dtype */
 
-/* Dense FLOPs of one forward for q query tokens attending a key tokens (2 FLOP per MAC),
- * without and with the LM head over `logit_rows` rows. */
+/* FLOPs of one layer's kernel classes for q query rows attending a keys, and of the LM head over
+ * `rows` logit rows (2 FLOP per multiply-add): the one formula per class.  core/cost counts a
+ * step plan's kernels with these; the two totals below are their sums. */
+double dkv_model_qkv_flops(const dkv_model *m, double q);
+double dkv_model_o_flops(const dkv_model *m, double q);
+double dkv_model_ffn_flops(const dkv_model *m, double q);       /* gate + up + down */
+double dkv_model_attn_flops(const dkv_model *m, double q, double a);
+double dkv_model_lm_head_flops(const dkv_model *m, double rows);
+
+/* Dense FLOPs of one forward for q query tokens attending a key tokens, without and with the LM
+ * head over `logit_rows` rows: sums of the class formulas above. */
 double dkv_model_layer_flops(const dkv_model *m, uint64_t q, uint64_t a);
 double dkv_model_forward_flops(const dkv_model *m, uint64_t q, uint64_t a, uint64_t logit_rows);
 
