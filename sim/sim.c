@@ -1,7 +1,7 @@
 /* sim.c - the roofline + PCIe cost model of one step plan (see sim.h). */
-#include "sim/sim.h"
+#include "sim/sim_internal.h"
 
-#include "cost/cost.h"
+#include "cost/profile.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,9 +9,17 @@
 
 dkv_sim_options dkv_sim_options_default(void)
 {
-    dkv_sim_options o = {.launch_overhead_s = -1.0, .gemm_eff = 1.0, .attn_eff = 1.0, .kernel_records = false};
+    dkv_sim_options o = {.launch_overhead_s = -1.0, .gemm_eff = 1.0, .attn_eff = 1.0, .kernel_records = false,
+                         .copy_model = DKV_SIM_COPY_OVERLAP, .first_use = true};
     return o;
 }
+
+/* What the simulator keeps across the steps of a run. */
+typedef struct sim_state {
+    double    backlog_s;        /* copy-stream seconds still queued (stream copy model) */
+    uint64_t *seen;             /* shapes used so far (first-use costs), open addressing */
+    uint32_t  n_seen, cap_seen;
+} sim_state;
 
 _Static_assert(DKV_KCLASS_N <= DKV_GPU_KCLASS_MAX, "dkv_gpu.kclass must cover every kernel class");
 
@@ -66,26 +74,41 @@ static void segment_times(const dkv_gpu *g, const dkv_cost_step *cs, double slow
     }
 }
 
-/* PCIe time of the plan's copies: pageable copies are synchronous in CUDA and so blocking;
- * pinned traffic in both directions at once shares the bidirectional total. */
+/* Seconds of one copy: the profile's copy tables for pinned copies where they cover the size
+ * (contended: beside running compute), else the preset's rate. */
+static double copy_time(const dkv_gpu *g, bool d2h, bool pinned, double bytes, bool contended)
+{
+    if (pinned && g->profile && bytes > 0) {
+        double t = dkv_profile_copy(g->profile, d2h ? 1 : 0, bytes, contended);
+        if (!isnan(t))
+            return t;
+    }
+    double r = d2h ? (pinned ? g->pcie_d2h_pinned : g->pcie_d2h_pageable)
+                   : (pinned ? g->pcie_h2d_pinned : g->pcie_h2d_pageable);
+    return bytes / r;
+}
+
+/* PCIe time of the plan's copies, ideal overlap: pageable copies are synchronous in CUDA and so
+ * blocking; pinned traffic in both directions at once shares the bidirectional total. */
 static void pcie_times(const dkv_gpu *g, const dkv_step_plan *plan, double *t_block, double *t_async)
 {
     double th_block = 0, td_block = 0, th_async = 0, td_async = 0, hb_async = 0, db_async = 0;
     for (uint32_t i = 0; i < plan->n_xfers; i++) {
         const dkv_xfer *x = &plan->xfers[i];
         double b = (double)x->pcie_bytes;
+        bool block = x->blocking || !x->pinned;
         if (x->kind == DKV_XFER_OFFLOAD || x->kind == DKV_XFER_COMPRESS) {
-            double r = x->pinned ? g->pcie_d2h_pinned : g->pcie_d2h_pageable;
-            if (x->blocking || !x->pinned)
-                td_block += b / r;
+            double t = copy_time(g, true, x->pinned, b, !block);
+            if (block)
+                td_block += t;
             else
-                td_async += b / r, db_async += b;
+                td_async += t, db_async += b;
         } else if (x->kind == DKV_XFER_FETCH) {
-            double r = x->pinned ? g->pcie_h2d_pinned : g->pcie_h2d_pageable;
-            if (x->blocking || !x->pinned)
-                th_block += b / r;
+            double t = copy_time(g, false, x->pinned, b, !block);
+            if (block)
+                th_block += t;
             else
-                th_async += b / r, hb_async += b;
+                th_async += t, hb_async += b;
         }
     }
     double ta = th_async > td_async ? th_async : td_async;
@@ -98,22 +121,136 @@ static void pcie_times(const dkv_gpu *g, const dkv_step_plan *plan, double *t_bl
     *t_async = ta;
 }
 
+/* The copy stream as the CUDA backend runs it (cuda/arena.c): one in-order stream; a step's
+ * fetches are issued first and its kernels wait for them; its offloads and compressed results
+ * are issued after its kernels and run beside whatever follows, unless blocking (or pageable),
+ * when the step waits for them.  *backlog: copy seconds still queued when the step starts (in),
+ * when the next one can start (out: after this step and its host gap). */
+static void stream_times(const dkv_gpu *g, const dkv_step_plan *plan, double compute, double host_s,
+                         double *backlog, dkv_step_cost *out)
+{
+    double t_in = 0, t_out = 0;
+    bool any_in = false, any_out = false, block_out = false;
+    for (uint32_t i = 0; i < plan->n_xfers; i++) {
+        const dkv_xfer *x = &plan->xfers[i];
+        double b = (double)x->pcie_bytes;
+        bool block = x->blocking || !x->pinned;
+        if (x->kind == DKV_XFER_FETCH) {
+            t_in += copy_time(g, false, x->pinned, b, false), any_in = true;
+        } else if (x->kind == DKV_XFER_OFFLOAD || x->kind == DKV_XFER_COMPRESS) {
+            t_out += copy_time(g, true, x->pinned, b, !block), any_out = true;
+            block_out |= block;
+        }
+    }
+    double q = *backlog > 0 ? *backlog : 0;
+    double start = any_in ? q + t_in : 0;          /* the kernels wait for this step's fetches */
+    double cend = start + compute;
+    double cp_free = any_in ? start : q;
+    double out_end = any_out ? (cp_free > cend ? cp_free : cend) + t_out : cp_free;
+    double end = block_out ? out_end : cend;
+    out->pcie_s = t_in + t_out;
+    out->time_s = end;
+    double left = out_end - end - host_s;
+    *backlog = left > 0 ? left : 0;
+}
+
 static bool is_once(int c)
 {
     return c == DKV_KCLASS_LM_HEAD || c == DKV_KCLASS_COMPRESS || c == DKV_KCLASS_REORDER;
 }
 
 /* Times per class: t_layer[c] for one layer of a layer class, t_once[c] for the once-per-step
- * parts (LM head, compress, reorder and the per-step elementwise kernels). */
-static void class_times(const dkv_gpu *g, const rates *r, const dkv_cost_step *cs, double t_layer[DKV_KCLASS_N],
-                        double t_once[DKV_KCLASS_N])
+ * parts (LM head, compress, reorder and the per-step elementwise kernels): the profile's where it
+ * covers the class, the roofline's otherwise (*roofline_s: the step's seconds from the latter). */
+static void class_times(const dkv_model *m, const dkv_gpu *g, const rates *r, const dkv_step_plan *plan,
+                        const dkv_cost_step *cs, double t_layer[DKV_KCLASS_N], double t_once[DKV_KCLASS_N],
+                        double *roofline_s)
 {
-    double slow[DKV_KCLASS_N];
+    double slow[DKV_KCLASS_N], p_layer[DKV_KCLASS_N], p_once[DKV_KCLASS_N];
     segment_times(g, cs, slow);
+    sim_profile_times(m, g, plan, cs, p_layer, p_once);
+    *roofline_s = 0;
     for (int c = 0; c < DKV_KCLASS_N; c++) {
         t_layer[c] = is_once(c) ? 0 : roofline_time(&cs->layer[c], r, c, slow[c]);
         t_once[c] = is_once(c) || c == DKV_KCLASS_ELEMENTWISE ? roofline_time(&cs->once[c], r, c, 0.0) : 0;
+        if (cs->layer[c].launches && !is_once(c)) {
+            if (!isnan(p_layer[c]))
+                t_layer[c] = p_layer[c];
+            else
+                *roofline_s += cs->n_layers * t_layer[c];
+        }
+        if (cs->once[c].launches) {
+            if (!isnan(p_once[c]))
+                t_once[c] = p_once[c];
+            else
+                *roofline_s += t_once[c];
+        }
     }
+}
+
+/* ---- first use of a shape (profile first_use), remembered per run */
+
+static bool seen_insert(sim_state *st, uint64_t key)
+{
+    if (!st)
+        return false;
+    if (2 * (st->n_seen + 1) > st->cap_seen) {
+        uint32_t cap = st->cap_seen ? 2 * st->cap_seen : 256;
+        uint64_t *n = calloc(cap, sizeof *n);
+        if (!n)
+            return false;   /* out of memory: charge nothing more (a cost, not a correctness issue) */
+        for (uint32_t i = 0; i < st->cap_seen; i++)
+            if (st->seen[i]) {
+                uint32_t h = (uint32_t)(st->seen[i] * 0x9E3779B97F4A7C15ull >> 40) & (cap - 1);
+                while (n[h])
+                    h = (h + 1) & (cap - 1);
+                n[h] = st->seen[i];
+            }
+        free(st->seen);
+        st->seen = n, st->cap_seen = cap;
+    }
+    key |= 1ull << 63;   /* never 0 */
+    uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (st->cap_seen - 1);
+    while (st->seen[h]) {
+        if (st->seen[h] == key)
+            return false;
+        h = (h + 1) & (st->cap_seen - 1);
+    }
+    st->seen[h] = key;
+    st->n_seen++;
+    return true;
+}
+
+static uint64_t shape_key(int c, uint64_t a, uint64_t b) { return (uint64_t)c << 56 | (a & 0xffffff) << 24 | (b & 0xffffff); }
+
+/* Seconds of first uses this step: a new GEMM shape (class, rows), a new attention mode, the
+ * first kernel of any other class. */
+static double first_use(const dkv_gpu *g, const dkv_step_plan *plan, const dkv_cost_step *cs, sim_state *st)
+{
+    const dkv_profile_info *in = dkv_profile_get_info(g->profile);
+    double t = 0, s = cs->weight_streams;
+    uint64_t Q = (uint64_t)(cs->q_rows / s);
+    if (plan->n_items) {
+        t += in->first_gemm_s * (seen_insert(st, shape_key(DKV_KCLASS_QKV, Q, 0)) +
+                                 seen_insert(st, shape_key(DKV_KCLASS_O, Q, 0)) +
+                                 2 * seen_insert(st, shape_key(DKV_KCLASS_FFN, Q, 0)));
+        for (uint32_t i = 0; i < plan->n_items; i++)
+            t += in->first_attn_s * seen_insert(st, shape_key(DKV_KCLASS_ATTN, plan->items[i].attn, 0));
+    }
+    if (cs->logit_rows > 0) {
+        double C = plan->max_logit_rows ? plan->max_logit_rows : cs->logit_rows;
+        double rem = cs->logit_rows - floor(cs->logit_rows / C) * C;
+        if (cs->logit_rows >= C)
+            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)C, 0));
+        if (rem > 0)
+            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)rem, 0));
+    }
+    static const int other[] = {DKV_KCLASS_KV_STORE, DKV_KCLASS_KV_GATHER, DKV_KCLASS_ELEMENTWISE,
+                                DKV_KCLASS_COMPRESS, DKV_KCLASS_REORDER};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (cs->layer[other[i]].launches || cs->once[other[i]].launches)
+            t += in->first_other_s * seen_insert(st, shape_key(other[i], 0, 1));
+    return t;
 }
 
 static void emit_records(const dkv_cost_step *cs, uint64_t step_index, const double t_layer[DKV_KCLASS_N],
@@ -130,36 +267,49 @@ static void emit_records(const dkv_cost_step *cs, uint64_t step_index, const dou
     }
 }
 
-/* Costs plan into out with cs as the counting scratch (kept by the caller across steps). */
+/* Costs plan into out with cs as the counting scratch and st the run's state (both kept by the
+ * caller across steps; st may be NULL: no first-use memory, no copy backlog). */
 static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_options *opts,
-                           const dkv_step_plan *plan, dkv_cost_step *cs, dkv_step_cost *out, dkv_kernel_fn rec,
-                           void *user, dkv_err *err)
+                           const dkv_step_plan *plan, dkv_cost_step *cs, sim_state *st, dkv_step_cost *out,
+                           dkv_kernel_fn rec, void *user, dkv_err *err)
 {
     dkv_sim_options o = opts ? *opts : dkv_sim_options_default();
     memset(out, 0, sizeof *out);
     if (!m || !g || !plan)
         return dkv_err_set(err, DKV_EINVAL, "sim: model, gpu and plan are required");
-    dkv_status st = dkv_cost_count(m, plan, cs, err);
-    if (st != DKV_OK)
-        return st;
+    dkv_status rc = dkv_cost_count(m, plan, cs, err);
+    if (rc != DKV_OK)
+        return rc;
     rates r;
     rates_init(g, &o, &r);
-    double t_layer[DKV_KCLASS_N], t_once[DKV_KCLASS_N];
-    class_times(g, &r, cs, t_layer, t_once);
+    double t_layer[DKV_KCLASS_N], t_once[DKV_KCLASS_N], roof;
+    class_times(m, g, &r, plan, cs, t_layer, t_once, &roof);
     double compute = t_once[DKV_KCLASS_LM_HEAD] + t_once[DKV_KCLASS_COMPRESS] + t_once[DKV_KCLASS_REORDER] +
                      t_once[DKV_KCLASS_ELEMENTWISE];
     for (int c = 0; c < DKV_KCLASS_N; c++)
         if (!is_once(c))
             compute += cs->n_layers * t_layer[c];
-    double t_block, t_async;
-    pcie_times(g, plan, &t_block, &t_async);
     dkv_cost_totals tot;
     dkv_cost_step_totals(cs, &tot);
+    if (g->profile) {
+        const dkv_profile_info *in = dkv_profile_get_info(g->profile);
+        if (o.first_use)
+            compute += first_use(g, plan, cs, st);
+        out->host_s = in->host_base_s + in->host_per_item_s * plan->n_items + in->host_per_launch_s * tot.launches;
+    }
+    out->roofline_s = roof;
+    if (o.copy_model == DKV_SIM_COPY_STREAM) {
+        double none = 0;
+        stream_times(g, plan, compute, out->host_s, st ? &st->backlog_s : &none, out);
+    } else {
+        double t_block, t_async;
+        pcie_times(g, plan, &t_block, &t_async);
+        out->pcie_s = t_block + t_async;
+        out->time_s = t_block + (compute > t_async ? compute : t_async);
+    }
     out->pcie_h2d_bytes = cs->pcie_h2d_bytes;
     out->pcie_d2h_bytes = cs->pcie_d2h_bytes;
     out->compute_s = compute;
-    out->pcie_s = t_block + t_async;
-    out->time_s = t_block + (compute > t_async ? compute : t_async);
     out->stall_s = out->time_s - compute;
     out->flops = tot.flops;
     out->hbm_read_bytes = tot.hbm_read_bytes;
@@ -178,7 +328,7 @@ dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim
 {
     dkv_cost_step cs;
     dkv_cost_step_init(&cs);
-    dkv_status st = sim_cost(m, g, opts, plan, &cs, out, rec, user, err);
+    dkv_status st = sim_cost(m, g, opts, plan, &cs, NULL, out, rec, user, err);
     dkv_cost_step_free(&cs);
     return st;
 }
@@ -193,6 +343,7 @@ typedef struct sim_ctx {
     dkv_kernel_fn on_kernel;
     void *user;
     dkv_cost_step cs;   /* counting scratch, kept across steps */
+    sim_state st;       /* the run's copy backlog and shapes seen */
 } sim_ctx;
 
 static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
@@ -203,6 +354,8 @@ static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     c->model = s->model;
     c->gpu = s->gpu;
     c->shared_weights = s->shared_weights;
+    free(c->st.seen);
+    memset(&c->st, 0, sizeof c->st);
     c->on_kernel = c->opts.kernel_records ? s->on_kernel : NULL;
     c->user = s->on_kernel_user;
     return DKV_OK;
@@ -216,7 +369,7 @@ static dkv_status sim_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_co
     dkv_step_plan p = *plan;
     if (c->shared_weights)
         p.n_weight_streams = 1;
-    return sim_cost(c->model, c->gpu, &c->opts, &p, &c->cs, out, c->on_kernel, c->user, err);
+    return sim_cost(c->model, c->gpu, &c->opts, &p, &c->cs, &c->st, out, c->on_kernel, c->user, err);
 }
 
 static void sim_end(void *ctx)
@@ -229,8 +382,10 @@ static void sim_end(void *ctx)
 static void sim_free(void *ctx)
 {
     sim_ctx *c = ctx;
-    if (c)
+    if (c) {
         dkv_cost_step_free(&c->cs);
+        free(c->st.seen);
+    }
     free(ctx);
 }
 

@@ -20,6 +20,12 @@
  *     step time = t_blocking_copies + max(compute, t_async_copies)
  * (async copies overlap the step's kernels; blocking ones are serial to them).
  *
+ * With a measured profile (gpu->profile, docs/PROFILE_FORMAT.md) a class's time comes from the
+ * profile's tables where they cover the shape (sim_profile.c) and from the roofline above where
+ * not; dkv_step_cost.roofline_s says how much of compute_s came from the roofline.  The profile's
+ * host table gives dkv_step_cost.host_s (the engine's host time after the step unless
+ * scheduler.step_host_s overrides it).
+ *
  * Ownership: dkv_sim_backend_new fills a dkv_backend that owns its context; release it with
  * dkv_backend_free.
  */
@@ -30,11 +36,22 @@
 
 #include "engine/backend.h"
 
+/* How copies share the step with compute (docs/COST_MODEL.md, "Copies"). */
+typedef enum dkv_sim_copy_model {
+    DKV_SIM_COPY_OVERLAP = 0, /* ideal: pinned non-blocking copies overlap the step's own compute */
+    DKV_SIM_COPY_STREAM       /* as the CUDA backend runs them: one in-order copy stream; fetches
+                                 before the step's kernels (which wait for them), offloads and
+                                 compressed results after them, overlapping later steps */
+} dkv_sim_copy_model;
+
 typedef struct dkv_sim_options {
     double launch_overhead_s; /* per kernel launch; < 0: the GPU preset's value (default -1) */
     double gemm_eff;          /* fraction of flops_bf16 GEMMs reach (default 1.0; 0 -> 1.0) */
     double attn_eff;          /* fraction of flops_bf16 attention reaches (default 1.0; 0 -> 1.0) */
     bool   kernel_records;    /* emit per-kernel-class records per step through setup.on_kernel */
+    dkv_sim_copy_model copy_model;   /* default DKV_SIM_COPY_OVERLAP */
+    bool   first_use;         /* charge the profile's first-use cost of each new shape (the CUDA
+                                 backend does not warm its shapes); default true */
 } dkv_sim_options;
 
 /* Defaults as documented above. */

@@ -114,6 +114,10 @@ typedef struct dkv_gpu {
      * as given; unset classes cost at scale 1 with launch_overhead_s per launch */
     uint32_t kclass_set;
     dkv_gpu_kclass kclass[DKV_GPU_KCLASS_MAX];
+    /* measured profile (docs/PROFILE_FORMAT.md, core/cost/profile.h): its name ("" = the roofline
+     * only) and the loaded tables, borrowed from whoever loaded them (the Lua state) */
+    char     profile_name[64];
+    const struct dkv_profile *profile;
 } dkv_gpu;
 
 dkv_status dkv_gpu_validate(const dkv_gpu *g, dkv_err *err);
