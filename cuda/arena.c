@@ -16,9 +16,9 @@ static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d
 dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err)
 {
     const dkv_model *m = &b->m;
-    b->block_bytes = (uint64_t)b->o.block_tokens * b->kvbpt;
-    b->n_pool = (uint32_t)b->o.arena_blocks;
-    b->n_staging = (uint32_t)b->o.staging_blocks;
+    b->block_bytes = (uint64_t)b->block_tokens * b->kvbpt;   /* == setup.pool.block_bytes (checked at begin) */
+    b->n_pool = (uint32_t)b->want_pool;
+    b->n_staging = (uint32_t)b->want_staging;
     b->discard = b->n_pool + b->n_staging;
     b->arena_bytes = ((uint64_t)b->n_pool + b->n_staging + 1) * b->block_bytes;
     size_t fr = 0, tot = 0;
@@ -32,18 +32,18 @@ dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err)
     if (e != cudaSuccess)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: cudaMalloc of the %.2f GiB KV arena: %s",
                            b->arena_bytes / 1073741824.0, cudaGetErrorString(e));
-    b->pool = (dkv_cuda_kv_pool){.base = b->arena, .block_tokens = b->o.block_tokens, .n_layers = m->n_layers,
+    b->pool = (dkv_cuda_kv_pool){.base = b->arena, .block_tokens = b->block_tokens, .n_layers = m->n_layers,
                                  .n_kv_heads = m->n_kv_heads, .head_dim = m->head_dim, .layout = b->o.layout};
     b->blk_epoch = calloc((size_t)b->n_pool + 1, sizeof *b->blk_epoch);
     if (!b->blk_epoch)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
     /* host tier: one slot of the longest canvas's raw KV per request that offloads */
-    b->slot_bytes = (uint64_t)cdiv(b->max_L, b->o.block_tokens) * b->block_bytes;
-    if (b->o.host_bytes) {
-        b->n_slots = (uint32_t)(b->o.host_bytes / b->slot_bytes);
+    b->slot_bytes = (uint64_t)cdiv(b->max_L, b->block_tokens) * b->block_bytes;
+    if (b->want_host) {
+        b->n_slots = (uint32_t)(b->want_host / b->slot_bytes);
         if (b->n_slots == 0)
             return dkv_err_set(err, DKV_EINVAL, "cuda backend: host_bytes %llu is less than one request's KV (%llu "
-                               "bytes)", (unsigned long long)b->o.host_bytes, (unsigned long long)b->slot_bytes);
+                               "bytes)", (unsigned long long)b->want_host, (unsigned long long)b->slot_bytes);
         b->host_bytes = (uint64_t)b->n_slots * b->slot_bytes;
         e = cudaHostAlloc(&b->host, b->host_bytes, cudaHostAllocDefault);
         if (e != cudaSuccess)
@@ -111,8 +111,8 @@ static dkv_status slot_of(dkv_cuda_backend *b, bk_req *r, uint32_t request, char
     if (r->host_slot < 0) {
         if (b->n_slot_free == 0)
             return dkv_err_set(err, DKV_ENOMEM, "cuda backend: request %u offloads KV but the host tier's %u slots "
-                               "(options.host_bytes = %llu) are all in use", request, b->n_slots,
-                               (unsigned long long)b->o.host_bytes);
+                               "(host tier of %llu bytes) are all in use", request, b->n_slots,
+                               (unsigned long long)b->want_host);
         r->host_slot = b->slot_free[--b->n_slot_free];
     }
     *out = (char *)b->host + (uint64_t)r->host_slot * b->slot_bytes;
@@ -262,7 +262,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
                            dkv_err *err)
 {
     const dkv_model *m = &b->m;
-    uint32_t D = m->head_dim, batch = b->err_stride, bt = b->o.block_tokens;
+    uint32_t D = m->head_dim, batch = b->err_stride, bt = b->block_tokens;
     uint32_t off_blocks = cdiv(offload_bytes(plan, x->req), b->block_bytes);
     uint32_t cmp_blocks = cdiv(xf->device_bytes, b->block_bytes);
     uint32_t end = x->n_chain > off_blocks ? x->n_chain - off_blocks : 0, start = end > cmp_blocks ? end - cmp_blocks : 0;
@@ -318,7 +318,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
 
 dkv_status bk_xfers_device(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err)
 {
-    uint32_t bt = b->o.block_tokens;
+    uint32_t bt = b->block_tokens;
     for (uint32_t k = 0; k < plan->n_xfers; k++) {
         const dkv_xfer *xf = &plan->xfers[k];
         if (xf->kind != DKV_XFER_REORDER && xf->kind != DKV_XFER_COMPRESS)

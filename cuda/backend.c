@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include "cuda/backend_internal.h"
-#include "io/safetensors.h"
 #include "cost/cost.h"
 #include "util/rng.h"
 
@@ -24,7 +23,8 @@ dkv_cuda_backend_options dkv_cuda_backend_options_default(void)
 {
     dkv_cuda_backend_options o;
     memset(&o, 0, sizeof o);
-    dkv_decode_cfg_default(&o.decode);
+    o.staging_bytes = DKV_CUDA_FROM_SETUP;
+    o.host_bytes = DKV_CUDA_FROM_SETUP;
     o.layout = DKV_KV_TOKEN_MAJOR;
     o.seed = 1;
     o.rms_eps = 1e-5f;
@@ -45,50 +45,31 @@ void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r)
 
 /* ------------------------------------------------------------------ set-up */
 
-static dkv_status load_weights(dkv_cuda_backend *b, dkv_err *err)
+/* The setup's loaded weights (uploaded as bf16), or seeded random ones. */
+static dkv_status load_weights(dkv_cuda_backend *b, const dkv_ref_weights *rw, dkv_err *err)
 {
-    const dkv_cuda_backend_options *o = &b->o;
-    if (o->ref_weights)
-        return dkv_cuda_weights_upload(b->w, o->ref_weights, err);
-    if (!o->n_weight_files) {
-        TRY(dkv_cuda_weights_randomize(b->w, o->seed, b->st, err));
-        CU(cudaStreamSynchronize(b->st));
-        return DKV_OK;
+    if (rw) {
+        dkv_status st = dkv_cuda_weights_upload(b->w, rw, err);
+        if (st != DKV_OK)
+            dkv_err_prefix(err, "cuda backend: weights");
+        return st;
     }
-    dkv_st **f = calloc(o->n_weight_files, sizeof *f);
-    dkv_ref_weights *rw = NULL;
-    dkv_status st = f ? DKV_OK : dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
-    for (uint32_t i = 0; st == DKV_OK && i < o->n_weight_files; i++)
-        st = dkv_st_open(o->weight_files[i], &f[i], err);
-    dkv_st_naming naming = DKV_ST_NAMING_LLADA;
-    if (st == DKV_OK)
-        st = dkv_st_detect_naming(f, o->n_weight_files, &naming, err);
-    if (st == DKV_OK)
-        st = dkv_ref_weights_new(&b->m, b->w->rms_eps, &rw, err);
-    if (st == DKV_OK)
-        st = dkv_st_load_ref(f, o->n_weight_files, naming, rw, NULL, err);
-    if (st == DKV_OK)
-        st = dkv_cuda_weights_upload(b->w, rw, err);
-    dkv_ref_weights_free(rw);
-    for (uint32_t i = 0; f && i < o->n_weight_files; i++)
-        dkv_st_close(f[i]);
-    free(f);
-    if (st != DKV_OK)
-        dkv_err_prefix(err, "cuda backend: weights");
-    return st;
+    TRY(dkv_cuda_weights_randomize(b->w, b->o.seed, b->st, err));
+    CU(cudaStreamSynchronize(b->st));
+    return DKV_OK;
 }
 
 static dkv_status setup_requests(dkv_cuda_backend *b, dkv_err *err)
 {
     const dkv_model *m = &b->m;
-    uint32_t B = b->o.decode.block_len;
-    b->n_rq = dkv_workload_count(b->o.workload);
+    uint32_t B = b->dec.block_len;
+    b->n_rq = dkv_workload_count(b->wl);
     b->rq = calloc(b->n_rq ? b->n_rq : 1, sizeof *b->rq);
     if (!b->rq)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
     uint64_t total = 0;
     for (size_t i = 0; i < b->n_rq; i++) {
-        const dkv_request *q = dkv_workload_get(b->o.workload, i);
+        const dkv_request *q = dkv_workload_get(b->wl, i);
         bk_req *r = &b->rq[i];
         r->P = q->prompt_tokens, r->G = q->gen_tokens, r->L = r->P + r->G, r->host_slot = -1;
         r->cur_block = UINT32_MAX;
@@ -97,12 +78,6 @@ static dkv_status setup_requests(dkv_cuda_backend *b, dkv_err *err)
         total += r->L;
         if (r->L > b->max_L && r->L <= m->max_len)
             b->max_L = r->L;
-        dkv_decode_request dr = {.id = q->id, .prompt_tokens = r->P, .gen_tokens = r->G,
-                                 .steps_per_block = q->steps_per_block};
-        dkv_decode_state ds;
-        r->S = B;
-        if (r->n_blocks && r->G % B == 0 && dkv_decode_begin(&ds, &dr, &b->o.decode, m, NULL) == DKV_OK)
-            r->S = dkv_decode_total_steps(&ds) / r->n_blocks;
     }
     if (b->max_L == 0)
         b->max_L = B ? B : 1;
@@ -164,15 +139,38 @@ static void teardown(dkv_cuda_backend *b)
     b->begun = false;
 }
 
+/* The engine's decisions, from the setup (engine/backend.h): checked, then kept. */
+static dkv_status take_setup(dkv_cuda_backend *b, const dkv_backend_setup *s, dkv_err *err)
+{
+    if (!s || !s->model || !s->gpu || !s->workload || !s->decode)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: setup needs a model, a gpu, a workload and a decode "
+                           "configuration");
+    const dkv_backend_pool *p = &s->pool;
+    if (p->block_tokens == 0 || p->block_bytes == 0 || p->n_blocks == 0 || p->n_blocks > UINT32_MAX / 2)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: setup.pool.block_tokens (%u) and n_blocks (%llu) must be > 0",
+                           p->block_tokens, (unsigned long long)p->n_blocks);
+    if (s->decode->block_len == 0)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: setup.decode.block_len must be > 0");
+    b->m = *s->model;
+    b->g = *s->gpu;
+    b->wl = s->workload;
+    b->dec = *s->decode;
+    b->dec.rho_fn = NULL;   /* never called here: the plan carries each step's counts */
+    b->dec.rho_ctx = NULL;
+    b->block_tokens = p->block_tokens;
+    b->want_pool = p->n_blocks;
+    b->want_staging = b->o.staging_bytes != DKV_CUDA_FROM_SETUP ? b->o.staging_bytes / p->block_bytes
+                                                                 : p->staging_blocks;
+    b->want_host = b->o.host_bytes != DKV_CUDA_FROM_SETUP ? b->o.host_bytes : p->host_bytes;
+    return DKV_OK;
+}
+
 static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
 {
     dkv_cuda_backend *b = ctx;
     if (b->begun)
         return dkv_err_set(err, DKV_ESTATE, "cuda backend: begin twice");
-    if (!s || !s->model || !s->gpu)
-        return dkv_err_set(err, DKV_EINVAL, "cuda backend: setup needs a model and a gpu");
-    b->m = *s->model;
-    b->g = *s->gpu;
+    TRY(take_setup(b, s, err));
     b->on_kernel = b->o.kernel_records ? s->on_kernel : NULL;
     b->on_kernel_user = s->on_kernel_user;
     const dkv_model *m = &b->m;
@@ -186,9 +184,12 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     if (m->mask_id >= m->vocab || m->vocab < 2)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: model '%s': mask_id %u >= vocab %u", m->name, m->mask_id,
                            m->vocab);
-    if (b->o.decode.block_len > DKV_BK_MAX_BLOCK)
-        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: block_len %u > %u", b->o.decode.block_len,
+    if (b->dec.block_len > DKV_BK_MAX_BLOCK)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: block_len %u > %u", b->dec.block_len,
                            DKV_BK_MAX_BLOCK);
+    if ((uint64_t)b->block_tokens * b->kvbpt != s->pool.block_bytes)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: a pool block of %llu bytes is not a whole number of tokens "
+                           "(%llu bytes each)", (unsigned long long)s->pool.block_bytes, (unsigned long long)b->kvbpt);
     b->mask_id = m->mask_id;
     b->t_begin = bk_now();
     memset(&b->rep, 0, sizeof b->rep);
@@ -207,14 +208,14 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     b->begun = true;
     STEP(setup_requests(b, err));
     STEP(dkv_cuda_weights_new(m, b->o.rms_eps > 0 ? b->o.rms_eps : 1e-5f, &b->w, err));
-    STEP(load_weights(b, err));
+    STEP(load_weights(b, s->weights, err));
     for (int i = 0; i < DKV_BK_EVENTS; i++)
         if (cudaEventCreate(&b->ev[i]) != cudaSuccess) {
             teardown(b);
             return dkv_err_set(err, DKV_EIO, "cuda backend: cudaEventCreate failed");
         }
     STEP(bk_scratch_init(b, err));
-    STEP(bk_scratch_reserve(b, b->max_L, b->o.decode.block_len, err));
+    STEP(bk_scratch_reserve(b, b->max_L, b->dec.block_len, err));
     STEP(bk_arena_init(b, err));
 #undef STEP
     if (b->o.poison && (cudaMemset(b->arena, 0xff, b->arena_bytes) != cudaSuccess ||
@@ -447,7 +448,7 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     for (uint32_t i = 0; i < plan->n_items; i++) {
         const dkv_step_item *it = &plan->items[i];
         bk_req *r = &b->rq[it->request];
-        if (r->host_slot >= 0 && it->block + 1 == r->n_blocks && it->step + 1 >= r->S) {
+        if (r->host_slot >= 0 && it->block + 1 == r->n_blocks && it->step + 1 >= it->steps_in_block) {
             b->slot_free[b->n_slot_free++] = r->host_slot;
             r->host_slot = -1;
         }
@@ -491,13 +492,8 @@ dkv_status dkv_cuda_backend_new(const dkv_cuda_backend_options *o, dkv_backend *
 {
     out->iface = NULL;
     out->ctx = NULL;
-    if (!o || !o->workload)
-        return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.workload is required");
-    if (o->block_tokens == 0 || o->arena_blocks == 0 || o->arena_blocks > UINT32_MAX / 2)
-        return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.block_tokens (%u) and arena_blocks (%llu) must be > 0",
-                           o->block_tokens, (unsigned long long)o->arena_blocks);
-    if (o->decode.block_len == 0)
-        return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.decode.block_len must be > 0");
+    if (!o)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: no options");
     char desc[160] = "";
     TRY(dkv_cuda_probe(desc, sizeof desc, err));
     dkv_cuda_backend *b = calloc(1, sizeof *b);

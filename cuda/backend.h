@@ -5,16 +5,21 @@
  * configuration runs through either and the two are compared line by line.
  *
  *     dkv_cuda_backend_options o = dkv_cuda_backend_options_default();
- *     o.workload = w; o.decode = ec.decode; o.block_tokens = 32; o.arena_blocks = n;
  *     dkv_backend be;
  *     if (dkv_cuda_backend_new(&o, &be, &err) != DKV_OK) ...;     // DKV_ENODEV without a GPU
- *     ec.backend = &be;  dkv_engine_run(&ec, &res, &err);
+ *     ec.backend = &be;  ec.weights = rw;  dkv_engine_run(&ec, &res, &err);
  *     dkv_backend_free(&be);
  *
+ * Everything the engine decided arrives through dkv_backend_setup at begin (engine/backend.h):
+ * the workload, the resolved decode configuration (block_len, cache mode, shared_set), the
+ * pool geometry (block tokens and bytes, block count, staging blocks, host tier) and the loaded
+ * weights; the options below only say how to run on the device.
+ *
  * ---- What begin sets up (device memory, all plain cudaMalloc) ----
- *   weights   bf16 at the model's shapes: seeded random (dkv_cuda_weights_randomize), or
- *             options.ref_weights uploaded, or read from safetensors shards (core/io);
- *   arena     ONE cudaMalloc: [pool: arena_blocks blocks | staging: staging_blocks blocks |
+ *   weights   bf16 at the model's shapes: setup.weights uploaded (loaded by the caller, e.g.
+ *             from safetensors shards with core/io's dkv_st_load_weights), or seeded random
+ *             (dkv_cuda_weights_randomize) when setup.weights is NULL;
+ *   arena     ONE cudaMalloc: [pool: setup.pool.n_blocks blocks | staging: staging blocks |
  *             1 discard block].  Pool block id b (the engine's core/mem block pool id, from the
  *             plan's kv_blocks) lives at byte b * block_bytes: the block pool's own numbering,
  *             so the device takes exactly the blocks the simulator's run takes.  block_bytes =
@@ -23,7 +28,8 @@
  *             no longer holds on the device;
  *   scratch   activations of the largest step (grown on demand), attention workspaces;
  *   canvases  every request's tokens (prompt: seeded random ids, generation: mask_id);
- *   host tier pinned host memory (options.host_bytes) for offloaded KV, one slot per request.
+ *   host tier pinned host memory (setup.pool.host_bytes unless options.host_bytes) for
+ *             offloaded KV, one slot per request.
  *
  * ---- One step (run_step) ----
  * All items of the plan run in ONE forward: the q rows of every item are concatenated and every
@@ -38,8 +44,8 @@
  * cached ones come from the pool), w KV rows stored (dual/prefix: into the pool at their
  * positions; sparse selecting step: k retained rows per head packed into the pool's slots),
  * logit_rows rows through the LM head.  After the LM head each item unmasks the most confident
- * masked positions of its block (ceil(masked / steps left), steps from decode.steps_per_block or
- * the request's own; at least 1), on the device.
+ * masked positions of its block (ceil(masked / steps left), steps from the item's steps_in_block;
+ * at least 1), on the device.
  *
  * Transfers (plan.xfers, progressive or plain offload): OFFLOAD copies pcie_bytes of the
  * request's last pool blocks (those the engine frees after the step) to its host slot; COMPRESS
@@ -130,19 +136,17 @@ typedef struct dkv_cuda_backend_report {
 } dkv_cuda_backend_report;
 void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r);
 
+#define DKV_CUDA_FROM_SETUP UINT64_MAX   /* an option left to the engine's setup */
+
 typedef struct dkv_cuda_backend_options {
     int                 device;          /* CUDA device ordinal (0) */
-    const dkv_workload *workload;        /* required, borrowed: P and G of item.request */
-    dkv_decode_cfg      decode;          /* cache mode, block_len, steps, logits (the engine's) */
-    uint32_t            block_tokens;    /* tokens per pool block (required) */
-    uint64_t            arena_blocks;    /* pool blocks: every plan block id must be below (required) */
-    uint64_t            staging_blocks;  /* blocks for fetched KV (0: fetch orders fail) */
-    uint64_t            host_bytes;      /* pinned host tier (0: offload orders fail) */
+    uint64_t            staging_bytes;   /* staging for fetched KV, bytes, in whole pool blocks
+                                            (DKV_CUDA_FROM_SETUP: the engine's setup.pool.staging_blocks;
+                                            0: fetch orders fail) */
+    uint64_t            host_bytes;      /* pinned host tier (DKV_CUDA_FROM_SETUP: setup.pool.host_bytes;
+                                            0: offload orders fail) */
     dkv_kv_layout       layout;          /* KV layout inside a block */
     uint64_t            seed;            /* random weights and prompt tokens (1) */
-    const dkv_ref_weights *ref_weights;  /* borrowed: upload these instead of random weights */
-    const char *const  *weight_files;    /* safetensors shards (borrowed), n_weight_files > 0 */
-    uint32_t            n_weight_files;
     float               rms_eps;         /* 1e-5 (LLaDA) */
     uint32_t            max_logit_rows;  /* device cap on rows per LM-head pass (1024) */
     bool                attn_per_item;   /* attention per item (one launch each, Reuse items over

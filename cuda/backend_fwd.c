@@ -18,7 +18,7 @@
 dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
 {
     const dkv_model *m = &b->m;
-    uint32_t Lmax = b->max_L, H = m->n_heads, Hkv = m->n_kv_heads, D = m->head_dim, B = b->o.decode.block_len;
+    uint32_t Lmax = b->max_L, H = m->n_heads, Hkv = m->n_kv_heads, D = m->head_dim, B = b->dec.block_len;
     b->n_side = b->o.attn_streams > 1 ? b->o.attn_streams : 0;
     if (b->n_side > DKV_BK_MAX_STREAMS)
         b->n_side = DKV_BK_MAX_STREAMS;
@@ -159,7 +159,7 @@ static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d
 /* The item's computation from its token counts (DESIGN.md's table), checked against the mode. */
 static dkv_status plan_item(dkv_cuda_backend *b, const dkv_step_item *it, uint32_t i, bk_item *x, dkv_err *err)
 {
-    const dkv_decode_cfg *dc = &b->o.decode;
+    const dkv_decode_cfg *dc = &b->dec;
     if (it->request >= b->n_rq)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u: request %u is not in the workload (%zu requests)",
                            i, it->request, b->n_rq);
@@ -224,7 +224,7 @@ static dkv_status plan_item(dkv_cuda_backend *b, const dkv_step_item *it, uint32
 
 dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *T_out, uint32_t *R_out, dkv_err *err)
 {
-    uint32_t n = plan->n_items, bt = b->o.block_tokens;
+    uint32_t n = plan->n_items, bt = b->block_tokens;
     if (n > b->cap_items) {
         bk_item *ni = realloc(b->items, (size_t)n * 2 * sizeof *ni);
         if (ni)
@@ -280,14 +280,14 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
             uint32_t id = it->kv_blocks[j];
             if (id >= b->n_pool)
                 return dkv_err_set(err, DKV_EINVAL, "cuda backend: item %u (request %u): pool block %u is outside the "
-                                   "device arena (%u blocks; options.arena_blocks)", i, x->req, id, b->n_pool);
+                                   "device arena (%u blocks; setup.pool.n_blocks)", i, x->req, id, b->n_pool);
             tab[x->tb + j] = id;
         }
         if (x->n_tb > x->n_chain) {   /* positions the request no longer holds: staging blocks */
             uint32_t first = bk_staging_take(b, x->n_tb - x->n_chain);
             if (first == UINT32_MAX)
                 return dkv_err_set(err, DKV_ENOMEM, "cuda backend: item %u (request %u) needs %u staging blocks for "
-                                   "KV it does not hold on the device; %u of %u are left (options.staging_blocks)",
+                                   "KV it does not hold on the device; %u of %u are left (setup.pool.staging_blocks)",
                                    i, x->req, x->n_tb - x->n_chain, b->n_staging - b->staging_used + (x->n_tb - x->n_chain),
                                    b->n_staging);
             for (uint32_t j = x->n_chain; j < x->n_tb; j++)
@@ -304,7 +304,7 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
             r->cur_block = it->block;
             r->masked = x->B;
         }
-        uint32_t left = it->step < r->S ? r->S - it->step : 1, nu = x->R ? (r->masked + left - 1) / left : 0;
+        uint32_t S = it->steps_in_block, left = it->step < S ? S - it->step : 1, nu = x->R ? (r->masked + left - 1) / left : 0;
         if (nu > r->masked)
             nu = r->masked;
         r->masked -= nu;

@@ -48,7 +48,7 @@ dkv_status dkv_bk_scores(void *blas, float *score, const dkv_bf16 *q, uint32_t l
 
 /* One request of the workload, as the backend tracks it. */
 typedef struct bk_req {
-    uint32_t P, G, L, S;         /* prompt, generation, canvas, steps per block */
+    uint32_t P, G, L;            /* prompt, generation, canvas */
     uint32_t n_blocks;
     uint64_t canvas_off;         /* tokens into the canvas slab */
     uint32_t cur_block, masked;  /* host mirror of the unmask rule */
@@ -88,6 +88,11 @@ typedef struct dkv_cuda_backend {
     dkv_cuda_backend_options o;
     dkv_model    m;
     dkv_gpu      g;
+    /* what begin was told (dkv_backend_setup): the engine's decisions */
+    const dkv_workload *wl;                 /* borrowed until end */
+    dkv_decode_cfg dec;                     /* resolved decode configuration */
+    uint32_t     block_tokens;              /* tokens per pool block */
+    uint64_t     want_pool, want_staging, want_host;   /* blocks, blocks, bytes */
     bool         begun;
     dkv_kernel_fn on_kernel;
     void        *on_kernel_user;

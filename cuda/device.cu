@@ -26,6 +26,18 @@ extern "C" dkv_status dkv_cuda_probe(char *desc, size_t desc_len, dkv_err *err)
     return DKV_OK;
 }
 
+extern "C" void dkv_cuda_versions(char *out, size_t out_len)
+{
+    int drv = 0, rt = 0;
+    if (cudaDriverGetVersion(&drv) != cudaSuccess)
+        drv = 0;
+    if (cudaRuntimeGetVersion(&rt) != cudaSuccess)
+        rt = 0;
+    if (out && out_len)
+        snprintf(out, out_len, "driver %d.%d, runtime %d.%d", drv / 1000, (drv % 1000) / 10, rt / 1000,
+                 (rt % 1000) / 10);
+}
+
 extern "C" dkv_status dkv_cuda_ctx_new(int device, dkv_cuda_ctx **out, dkv_err *err)
 {
     *out = NULL;

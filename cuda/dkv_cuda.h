@@ -46,6 +46,9 @@ typedef uint16_t dkv_bf16;   /* bf16 bits, as stored */
  * driver, no device, ...) in err.  desc (may be NULL) gets "NVIDIA H200, sm_90, 132 SMs, ...". */
 dkv_status dkv_cuda_probe(char *desc, size_t desc_len, dkv_err *err);
 
+/* Writes "driver X.Y, runtime X.Y" (cudaDriverGetVersion, cudaRuntimeGetVersion) into out. */
+void dkv_cuda_versions(char *out, size_t out_len);
+
 /* A device context: a compute stream, a copy stream (non-blocking, for offload/fetch), a
  * cuBLASLt handle and its workspace.  Caller frees with dkv_cuda_ctx_free (NULL is a no-op). */
 typedef struct dkv_cuda_ctx dkv_cuda_ctx;

@@ -11,10 +11,8 @@
 --       [-D gen=256] [-D block=32]
 local dkv = require("dkv")
 
-local P = dkv.params
-local function param(k, d) if P[k] == nil then return d end return P[k] end
-local model, gpu = param("model", "llada-8b"), param("gpu", "a100-80g")
-local n, prompt, gen, block = param("n", 128), param("prompt", 512), param("gen", 256), param("block", 32)
+local model, gpu = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "a100-80g", "GPU preset (datasets/presets/gpu/)")
+local n, prompt, gen, block = dkv.param("n", 128, "requests (all at once)"), dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request"), dkv.param("block", 32, "block length in tokens (tokens decoded per block)")
 local GiB = 2 ^ 30
 
 local function sim(gname, cache, seqs, nreq)

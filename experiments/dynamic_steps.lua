@@ -12,11 +12,9 @@
 --       [-D prompt=512] [-D gen=128] [-D block=32]
 local dkv = require("dkv")
 
-local P = dkv.params
-local function param(k, d) if P[k] == nil then return d end return P[k] end
-local model, gpu = param("model", "llada-8b"), param("gpu", "h200")
-local n, rate = param("n", 300), param("rate", 4)
-local prompt, gen, block = param("prompt", 512), param("gen", 128), param("block", 32)
+local model, gpu = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local n, rate = dkv.param("n", 300, "number of requests"), dkv.param("rate", 4, "Poisson arrival rate, requests/s")
+local prompt, gen, block = dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 128, "generated tokens per request"), dkv.param("block", 32, "block length in tokens (tokens decoded per block)")
 
 local steps = {{name = "fixed 32", min = 32, max = 32}, {name = "fixed 4", min = 4, max = 4},
                {name = "drawn 4..32", min = 4, max = 32}}

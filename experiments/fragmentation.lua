@@ -33,19 +33,17 @@
 -- budget (dkv.budget: HBM - weights - 10 %) fails and is counted.
 local dkv = require("dkv")
 
-local P = dkv.params
-local function param(k, d) if P[k] == nil then return d end return P[k] end
-local model_name, gpu_name = param("model", "llada-8b"), param("gpu", "h200")
-local trace = param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv")
-local n = param("n", 0)
-local rate_scale = param("rate_scale", 2)
-local gen_fixed = param("gen", "trace")
-local max_gen = param("max_gen", 256)
-local reserve = param("reserve", "gen")
+local model_name, gpu_name = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local trace = dkv.param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv", "workload trace file")
+local n = dkv.param("n", 0, "requests of the trace (0: all)")
+local rate_scale = dkv.param("rate_scale", 2, "arrival rate multiplier of the trace")
+local gen_fixed = dkv.param("gen", nil, "fixed generation length in tokens (nil: each request's own from the trace)") or "trace"
+local max_gen = dkv.param("max_gen", 256, "generation cap, tokens")
+local reserve = dkv.param("reserve", "gen", "static reservation: gen (the request's generation) or model (the model's max_len)")
 assert(reserve == "gen" or reserve == "model", "-D reserve: gen or model")
-local gc_delay = param("gc_delay", 1.0)
-local stride = param("stride", 16)
-local block_tokens = param("block_tokens", 256)
+local gc_delay = dkv.param("gc_delay", 1.0, "caching allocator: seconds before cached blocks are released")
+local stride = dkv.param("stride", 16, "record memory every this many steps")
+local block_tokens = dkv.param("block_tokens", 256, "tokens per KV block")
 local block_len = 32
 
 local mi = dkv.model_info(model_name)

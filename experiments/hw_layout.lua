@@ -25,10 +25,10 @@
 local dkv = require "dkv"
 local hw = require "hw_lib"
 
-local model, gpu_name = hw.param("model", "llada-8b"), hw.param("gpu", "h200")
-local n, prompt, gen = hw.param("n", 8), hw.param("prompt", 512), hw.param("gen", 128)
-local block, steps, block_tokens = hw.param("block", 32), hw.param("steps", 32), hw.param("block_tokens", 32)
-local cap_gib = hw.param("capacity_gib", 8)
+local model, gpu_name = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)"), hw.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local n, prompt, gen = hw.param("n", 8, "number of requests"), hw.param("prompt", 512, "prompt tokens per request"), hw.param("gen", 128, "generated tokens per request")
+local block, steps, block_tokens = hw.param("block", 32, "block length in tokens (tokens decoded per block)"), hw.param("steps", 32, "denoising steps per block"), hw.param("block_tokens", 32, "tokens per KV block")
+local cap_gib = hw.param("capacity_gib", 8, "KV arena / pool capacity, GiB")
 local g = dkv.preset.gpu(gpu_name)
 
 local points = {
@@ -36,7 +36,7 @@ local points = {
   {"layer_major,reorder=per_step", "layer_major", "per_step"},
   {"layer_major,reorder=per_block", "layer_major", "per_block"},
 }
-local only = hw.param("point", nil)
+local only = hw.param("point", nil, "run only this point (name as printed; nil: all points)")
 
 local function util(r)
   if not r then return nil end

@@ -20,12 +20,21 @@
 local dkv = require "dkv"
 
 local M = {GiB = 2 ^ 30, MiB = 2 ^ 20, failures = {}}
-local P = dkv.params
-
-function M.param(k, d)
-  if P[k] == nil then return d end
-  return P[k]
+-- Parameters (dkv.param): a study declares its own with M.param(name, default, help); these are
+-- the library's, declared when it is required.
+local HELP = {
+  backend = "auto, sim or cuda (auto: the real half too when a GPU is present)",
+  standin = "tests without a GPU: the GPU preset whose dkv.simulate stands in for the real half (nil: none)",
+  half = "with a GPU: both (real + sim) or real (the real half only)",
+  warmup = "warm-up before the points: true (once), each (every point first), false (nil: true)",
+}
+function M.param(k, d, help)
+  return dkv.param(k, d, help or HELP[k] or error("hw.param: '" .. tostring(k) .. "' needs a help text", 2))
 end
+M.param("backend", "auto")
+M.param("standin", nil)
+M.param("half", "both")
+M.param("warmup", nil)
 
 -- "sim", "both" (sim + real) or "real" (-D half=real, with a device).  Probes once: dkv.execute raises "no CUDA device (...)" before
 -- it parses its argument when there is no usable GPU; with one, the empty table fails on a
@@ -96,7 +105,8 @@ end
 -- 2026-11-29 session showed 3-5x slower GEMMs in the first step of a shape not seen before:
 -- docs/CLAIMS.md, "Simulation against hardware").
 function M.warmup(cfg, eopts)
-  local mode = M.param("warmup", true)
+  local mode = M.param("warmup", nil)
+  if mode == nil then mode = true end
   if mode == "each" then
     local ok, err = pcall(dkv.execute, cfg, eopts)
     print(ok and "hw: warm-up of the point done (not saved)" or ("hw: warm-up failed (continuing): " .. tostring(err)))
@@ -304,7 +314,7 @@ function M.footer(study, rows)
                       .. "dkv.execute)", study, #rows, M.mode() == "both" and "real + sim" or M.mode(), e,
                       M.real_over_sim, M.per_execute_s))
   if #M.failures > 0 then
-    error(string.format("%s: %d point(s) failed on the device (the others are saved):\n  %s", study, #M.failures,
+    error(string.format("%s: %d point(s) failed on the device (the others are saved in the .partial file named below):\n  %s", study, #M.failures,
                         table.concat(M.failures, "\n  ")), 0)
   end
 end

@@ -28,11 +28,11 @@
 local dkv = require "dkv"
 local hw = require "hw_lib"
 
-local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200")
-local n, prompt, gen = hw.param("n", 16), hw.param("prompt", 512), hw.param("gen", 128)
-local seqs, cap_gib, steps = hw.param("seqs", 4), hw.param("capacity_gib", 4), hw.param("steps", 32)
+local model, gpu = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)"), hw.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local n, prompt, gen = hw.param("n", 16, "requests"), hw.param("prompt", 512, "prompt tokens per request"), hw.param("gen", 128, "generated tokens per request")
+local seqs, cap_gib, steps = hw.param("seqs", 4, "max requests per instance (max_num_seqs)"), hw.param("capacity_gib", 4, "KV arena / pool capacity, GiB"), hw.param("steps", 32, "denoising steps per block")
 local insts = {}
-for x in tostring(hw.param("insts", "1,2,4,8")):gmatch("[^,]+") do insts[#insts + 1] = tonumber(x) end
+for x in tostring(hw.param("insts", "1,2,4,8", "comma-separated instance counts")):gmatch("[^,]+") do insts[#insts + 1] = tonumber(x) end
 
 local rows, base = {}, {}
 local refusal

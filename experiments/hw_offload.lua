@@ -28,10 +28,10 @@
 local dkv = require "dkv"
 local hw = require "hw_lib"
 
-local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200")
-local n, prompt, gen = hw.param("n", 4), hw.param("prompt", 512), hw.param("gen", 128)
-local block, steps, cache = hw.param("block", 32), hw.param("steps", 32), hw.param("cache", "dual")
-local cap_gib = hw.param("capacity_gib", 8)
+local model, gpu = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)"), hw.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local n, prompt, gen = hw.param("n", 4, "number of requests"), hw.param("prompt", 512, "prompt tokens per request"), hw.param("gen", 128, "generated tokens per request")
+local block, steps, cache = hw.param("block", 32, "block length in tokens (tokens decoded per block)"), hw.param("steps", 32, "denoising steps per block"), hw.param("cache", "dual", "decode cache: none, prefix, dual or sparse")
+local cap_gib = hw.param("capacity_gib", 8, "KV arena / pool capacity, GiB")
 
 local points = {
   {"none", {mode = "none"}},
@@ -41,8 +41,8 @@ local points = {
   {"prog,t=0.5-0.75,r=0.5", {mode = "progressive", t1 = 0.5, t2 = 0.75, lowrank_ratio = 0.5}},
   {"prog,never", {mode = "progressive", t1 = 1, t2 = 1, lowrank_ratio = 0.3}},
 }
-if hw.param("plain", true) then table.insert(points, 2, {"plain", {mode = "plain"}}) end
-local only = hw.param("point", nil)
+if hw.param("plain", true, "also run plain (blocking) offload") then table.insert(points, 2, {"plain", {mode = "plain"}}) end
+local only = hw.param("point", nil, "run only this point (name as printed; nil: all points)")
 
 local rows, base_sim, base_real = {}, nil, nil
 for _, pt in ipairs(points) do

@@ -30,10 +30,10 @@
 local dkv = require "dkv"
 local hw = require "hw_lib"
 
-local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200")
-local n, prompt, gen = hw.param("n", 4), hw.param("prompt", 512), hw.param("gen", 128)
-local block, steps = hw.param("block", 32), hw.param("steps", 32)
-local cap_gib = hw.param("capacity_gib", 8)
+local model, gpu = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)"), hw.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local n, prompt, gen = hw.param("n", 4, "number of requests"), hw.param("prompt", 512, "prompt tokens per request"), hw.param("gen", 128, "generated tokens per request")
+local block, steps = hw.param("block", 32, "block length in tokens (tokens decoded per block)"), hw.param("steps", 32, "denoising steps per block")
+local cap_gib = hw.param("capacity_gib", 8, "KV arena / pool capacity, GiB")
 
 local points = {
   {"dense", "none"},
@@ -44,7 +44,7 @@ local points = {
   {"per_head,entropy", "sparse", {set = "per_head", mode = "entropy", ent_a = 2, ent_b = 5}},
   {"shared,entropy", "sparse", {set = "shared", mode = "entropy", ent_a = 2, ent_b = 5}},
 }
-local only = hw.param("point", nil)
+local only = hw.param("point", nil, "run only this point (name as printed; nil: all points)")
 
 local function cfg_of(cache, ret)
   return {model = model, gpu = gpu, seed = 1,
@@ -55,7 +55,7 @@ local function cfg_of(cache, ret)
     record = {kernels = true}}
 end
 
-local want_outputs = hw.param("outputs", true) ~= false
+local want_outputs = hw.param("outputs", true, "compare generated tokens with the dense run (needs dkv.execute)") ~= false
 local rows, dense_dev = {}, nil
 for _, pt in ipairs(points) do
   if not only or only == pt[1] then

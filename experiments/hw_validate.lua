@@ -27,9 +27,9 @@
 local dkv = require "dkv"
 local hw = require "hw_lib"
 
-local model, gpu = hw.param("model", "llada-8b"), hw.param("gpu", "h200")
-local steps = hw.param("steps", 4)
-local gemm_eff = hw.param("gemm_eff", nil)
+local model, gpu = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)"), hw.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local steps = hw.param("steps", 4, "denoising steps per block")
+local gemm_eff = hw.param("gemm_eff", nil, "override the preset's GEMM efficiency (nil: the preset's)")
 
 local workloads = {
   {"w1", 1, 256, 32},
@@ -41,7 +41,7 @@ local caches = {
   {"dual", nil},
   {"sparse", {set = "per_head", mode = "fixed", rho = 0.5}},
 }
-local only = hw.param("point", nil)
+local only = hw.param("point", nil, "run only this point (name as printed; nil: all points)")
 
 local rows = {}
 for _, w in ipairs(workloads) do

@@ -13,12 +13,10 @@
 --                                  [-D gen=256] [-D block=32] [-D block_tokens=32]
 local dkv = require("dkv")
 
-local P = dkv.params
-local function param(k, d) if P[k] == nil then return d end return P[k] end
-local model = param("model", "llada-8b")
-local gpu_name = param("gpu", "h200")
-local n, prompt, gen = param("n", 8), param("prompt", 512), param("gen", 256)
-local block, block_tokens = param("block", 32), param("block_tokens", 32)
+local model = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)")
+local gpu_name = dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local n, prompt, gen = dkv.param("n", 8, "number of requests"), dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request")
+local block, block_tokens = dkv.param("block", 32, "block length in tokens (tokens decoded per block)"), dkv.param("block_tokens", 32, "tokens per KV block")
 
 -- read efficiency vs contiguous run, measured on the H200 (relative to a contiguous read)
 local measured = {

@@ -14,12 +14,10 @@
 --       [-D prompt=512] [-D gen=256] [-D block=32] [-D cache=dual]
 local dkv = require("dkv")
 
-local P = dkv.params
-local function param(k, d) if P[k] == nil then return d end return P[k] end
-local model = param("model", "llada-8b")
-local gpu = param("gpu", "a100-80g")
-local n, prompt, gen = param("n", 32), param("prompt", 512), param("gen", 256)
-local block, cache = param("block", 32), param("cache", "dual")
+local model = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)")
+local gpu = dkv.param("gpu", "a100-80g", "GPU preset (datasets/presets/gpu/)")
+local n, prompt, gen = dkv.param("n", 32, "requests in the simulated batch"), dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request")
+local block, cache = dkv.param("block", 32, "block length in tokens (tokens decoded per block)"), dkv.param("cache", "dual", "decode cache: none, prefix, dual or sparse")
 local GiB = 2 ^ 30
 
 -- ---------------------------------------------------------------- part 1: budget rules per preset

@@ -18,10 +18,10 @@
 local dkv = require "dkv"
 local sweep = require "sweep"
 
-local seqs = tonumber(dkv.params.seqs) or 8
-local rate = tonumber(dkv.params.rate) or 4
-local n = tonumber(dkv.params.n) or 400
-local hosts = {0, tonumber(dkv.params.host) or 0.03}
+local seqs = dkv.param("seqs", 8, "max requests per instance (max_num_seqs)")
+local rate = dkv.param("rate", 4, "Poisson arrival rate, requests/s")
+local n = dkv.param("n", 400, "requests")
+local hosts = {0, dkv.param("host", 0.03, "per-step host time of an instance, s (the grid also runs 0)")}
 
 local rows = sweep{
   name = "multi",

@@ -16,12 +16,11 @@
 --       [-D prompt=512] [-D gen=256] [-D block=32] [-D cache=dual] [-D ratio=0.3]
 local dkv = require("dkv")
 
-local P = dkv.params
-local function param(k, d) if P[k] == nil then return d end return P[k] end
-local model, gpu = param("model", "llada-8b"), param("gpu", "h200")
-local batches = P.n and {P.n} or {1, 4}
-local prompt, gen = param("prompt", 512), param("gen", 256)
-local block, cache, ratio = param("block", 32), param("cache", "dual"), param("ratio", 0.3)
+local model, gpu = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local batch_n = dkv.param("n", nil, "requests in the batch (nil: batches of 1 and 4)")
+local batches = batch_n and {batch_n} or {1, 4}
+local prompt, gen = dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request")
+local block, cache, ratio = dkv.param("block", 32, "block length in tokens (tokens decoded per block)"), dkv.param("cache", "dual", "decode cache: none, prefix, dual or sparse"), dkv.param("ratio", 0.3, "low-rank ratio of the middle offload third")
 
 local GiB = 2 ^ 30
 local variants = {

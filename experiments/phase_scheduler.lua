@@ -14,8 +14,8 @@
 local dkv = require "dkv"
 local sweep = require "sweep"
 
-local trace = dkv.params.trace or "../shared/datasets/AzureLLMInferenceTrace_code.csv"
-local n = tonumber(dkv.params.n) or 0
+local trace = dkv.param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv", "the Azure LLM code trace")
+local n = dkv.param("n", 0, "requests of the trace (0: all)")
 if not pcall(dkv.simulate, {model = "tiny", gpu = "h200", workload = {file = trace, first_n = 1}}) then
   print("note: " .. trace .. " not readable; using datasets/workloads/azure_sample.csv")
   trace = "datasets/workloads/azure_sample.csv"

@@ -16,11 +16,11 @@
 local dkv = require "dkv"
 
 local GiB = 2 ^ 30
-local gpu = dkv.params.gpu or "rtx4090"   -- the memory-tight card dLLM-Serve targets
-local model = dkv.params.model or "llada-8b"
-local trace = dkv.params.trace or "datasets/workloads/azure_sample.csv"
-local n = math.tointeger(dkv.params.n) or 48
-local load = tonumber(dkv.params.load) or 4
+local gpu = dkv.param("gpu", "rtx4090", "GPU preset (the memory-tight card dLLM-Serve targets)")
+local model = dkv.param("model", "llada-8b", "model preset")
+local trace = dkv.param("trace", "datasets/workloads/azure_sample.csv", "workload trace file")
+local n = dkv.param("n", 48, "requests of the trace")
+local load = dkv.param("load", 4, "arrival rate multiplier of the trace")
 
 local function row(cols, widths)
   local out = {}

@@ -15,12 +15,10 @@
 --       [-D prompt=512] [-D gen=256] [-D block=32]
 local dkv = require("dkv")
 
-local P = dkv.params
-local function param(k, d) if P[k] == nil then return d end return P[k] end
-local gpu = param("gpu", "h200")
-local n, prompt, gen, block = param("n", 8), param("prompt", 512), param("gen", 256), param("block", 32)
+local gpu = dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local n, prompt, gen, block = dkv.param("n", 8, "number of requests"), dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request"), dkv.param("block", 32, "block length in tokens (tokens decoded per block)")
 local models = {}
-for m in tostring(param("models", "llada-8b,dream-7b")):gmatch("[^,]+") do models[#models + 1] = m end
+for m in tostring(dkv.param("models", "llada-8b,dream-7b", "comma-separated model presets")):gmatch("[^,]+") do models[#models + 1] = m end
 
 local GiB = 2 ^ 30
 local cols = {model = {}, cache = {}, set = {}, rho_mode = {}, rho = {}, tokens_per_s = {}, latency_s = {},

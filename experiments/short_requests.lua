@@ -13,11 +13,9 @@
 --       [-D gpu=h200] [-D rate_scale=1]
 local dkv = require("dkv")
 
-local P = dkv.params
-local function param(k, d) if P[k] == nil then return d end return P[k] end
-local model, gpu = param("model", "llada-8b"), param("gpu", "h200")
-local n, rate_scale = param("n", 1000), param("rate_scale", 1)
-local trace = param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv")
+local model, gpu = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
+local n, rate_scale = dkv.param("n", 1000, "requests of the trace"), dkv.param("rate_scale", 1, "arrival rate multiplier of the trace")
+local trace = dkv.param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv", "workload trace file")
 if not pcall(dkv.simulate, {model = "tiny", gpu = gpu, workload = {file = trace, first_n = 1}}) then
   print("note: " .. trace .. " not readable; using datasets/workloads/azure_sample.csv")
   trace = "datasets/workloads/azure_sample.csv"

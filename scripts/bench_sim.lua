@@ -9,10 +9,12 @@
 -- rec=false turns off per-step and memory recording.  profile=NAME costs kernels from
 -- datasets/profiles/NAME.lua (the h200 preset with that profile).  Prints wall time and simulated/wall ratio.
 local dkv = require "dkv"
-local wl = {file = dkv.params.trace or "../shared/datasets/AzureLLMInferenceTrace_code.csv"}
-if dkv.params.clamp then wl.prompt_max = 3072; wl.gen_max = 1024 end
-local rec = dkv.params.rec ~= false
-local gpu = dkv.params.profile and {base = "h200", profile = dkv.params.profile} or "h200"
+local wl = {file = dkv.param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv", "workload trace file")}
+local clamp = dkv.param("clamp", nil, "any value but false: clamp prompts to 3072 and generations to 1024")
+if clamp then wl.prompt_max = 3072; wl.gen_max = 1024 end
+local rec = dkv.param("rec", true, "record steps and memory")
+local profile = dkv.param("profile", nil, "cost kernels from datasets/profiles/<profile>.lua (h200 with that profile)")
+local gpu = profile and {base = "h200", profile = profile} or "h200"
 local r = dkv.simulate{model = "llada-8b", gpu = gpu, workload = wl,
   decode = {cache = "dual"}, mem = {kind = "blockpool"}, scheduler = {kind = "phase"},
   record = {steps = rec, memory_every = rec and 1 or 0}}

@@ -81,6 +81,12 @@ pack() {
     [ -n "${PACKED:-}" ] && return
     PACKED=1
     mkdir -p "$OUT"
+    # A study that failed or timed out keeps its completed runs in X.h5.partial (or X.h5.tmp when
+    # killed): in this fresh work folder there is no older X.h5 to protect, so they take its name.
+    local p
+    for p in "$W"/h5/*.h5.partial "$W"/h5/*.h5.tmp "$W"/ncu/*.h5.partial "$W"/ncu/*.h5.tmp; do
+        [ -e "$p" ] && [ ! -e "${p%.*}" ] && mv "$p" "${p%.*}" && status_line "kept ${p##*/}" 0 0 "as ${p%.*}"
+    done
     tar czf "$OUT/hw_h5.tgz" -C "$W" h5 2>/dev/null
     [ -n "$(ls -A "$W/ncu" 2>/dev/null)" ] && tar czf "$OUT/ncu.tgz" -C "$W" ncu
     tar czf "$OUT/logs.tgz" -C "$W" logs status.txt 2>/dev/null

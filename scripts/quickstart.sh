@@ -10,5 +10,5 @@ if [ ! -x "$BUILD/dkv" ]; then
 fi
 mkdir -p results
 "$BUILD/dkv" run experiments/quickstart.lua -o results/quickstart.h5
-/usr/bin/python3 scripts/plot.py results/quickstart.h5 -o results/quickstart.png --runs : --tags-run blockpool:phase
+/usr/bin/python3 scripts/plot.py results/quickstart.h5 -o results/quickstart.png --runs : --run blockpool:phase
 echo "quickstart: results/quickstart.h5 (see: $BUILD/dkv info results/quickstart.h5), results/quickstart.png"

@@ -353,7 +353,7 @@ static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
         return dkv_err_set(err, DKV_EINVAL, "sim: setup needs a model and a gpu");
     c->model = s->model;
     c->gpu = s->gpu;
-    c->shared_weights = s->shared_weights;
+    c->shared_weights = s->instances.shared_weights;
     free(c->st.seen);
     memset(&c->st, 0, sizeof c->st);
     c->on_kernel = c->opts.kernel_records ? s->on_kernel : NULL;

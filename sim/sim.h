@@ -61,7 +61,7 @@ dkv_sim_options dkv_sim_options_default(void);
 dkv_status dkv_sim_backend_new(const dkv_sim_options *opts, dkv_backend *out, dkv_err *err);
 
 /* Costs one plan directly (what run_step does), without a backend object; for tests and tools.
- * shared_weights as in dkv_backend_setup.  rec/user optional (per-kernel-class records). */
+ * shared_weights as in dkv_backend_setup.instances.  rec/user optional (per-kernel-class records). */
 dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim_options *opts,
                              const dkv_step_plan *plan, dkv_step_cost *out, dkv_kernel_fn rec, void *user,
                              dkv_err *err);

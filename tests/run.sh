@@ -5,6 +5,12 @@
 #   lua    tests/lua/test_*.lua              run with `dkv run`; a failed assert exits 1
 #   e2e    tests/e2e/test_*.sh               bash; DKV, ROOT, BUILD and T (a scratch folder) are set
 #   gpu    build/<mode>/tests/gpu/test_*     exit 77 (with a printed reason) when no GPU is present
+#   fuzz   build/fuzz/tests/fuzz/fuzz_*      libFuzzer harnesses (scons fuzz): each replays its
+#                                            tests/fuzz/regress/<name>/* inputs, then fuzzes for
+#                                            FUZZ_SECONDS (default 10) from tests/fuzz/corpus/<name>;
+#                                            a crash, leak, sanitizer report or timeout fails it, and
+#                                            the input is kept in build/fuzz/crashes/.  A SKIP line
+#                                            when clang's libFuzzer was missing.  FUZZ_SECONDS=0: replay only.
 #
 # An exit status of 77 means "skipped" and must come with a line saying why.
 # VALGRIND=1 runs the unit programs under valgrind (memcheck, errors are failures).
@@ -67,6 +73,30 @@ for t in "$BUILD"/tests/gpu/test_*; do
 done
 if [ $gpu_any = 0 ]; then
     echo "SKIP  gpu   (no GPU test programs in this build: built with cuda=no or nvcc missing)"
+fi
+
+fuzz_build=${FUZZ_BUILD:-$ROOT/build/fuzz}
+fuzz_one() {   # binary name
+    local bin=$1 n=$2 reg=()
+    for f in "tests/fuzz/regress/$n"/*; do [ -f "$f" ] && reg+=("$f"); done
+    if [ ${#reg[@]} -gt 0 ]; then
+        echo "replaying ${#reg[@]} regression input(s) of tests/fuzz/regress/$n"
+        "$bin" -error_exitcode=1 -timeout=60 -timeout_exitcode=1 "${reg[@]}" || return 1
+    fi
+    [ "${FUZZ_SECONDS:-10}" -gt 0 ] || return 0
+    mkdir -p "$T/corpus" "$fuzz_build/crashes"
+    "$bin" -max_total_time="${FUZZ_SECONDS:-10}" -timeout=60 -rss_limit_mb=2048 -error_exitcode=1 -timeout_exitcode=1 \
+        -print_final_stats=1 -artifact_prefix="$fuzz_build/crashes/$n-" "$T/corpus" "tests/fuzz/corpus/$n"
+}
+fuzz_any=0
+for t in "$fuzz_build"/tests/fuzz/fuzz_*; do
+    [ -x "$t" ] && [[ "$t" != *.o ]] || continue
+    fuzz_any=1
+    b=$(basename "$t")
+    run_one fuzz "$b" fuzz_one "$t" "${b#fuzz_}"
+done
+if [ $fuzz_any = 0 ]; then
+    echo "SKIP  fuzz  (no fuzz harnesses in $fuzz_build: clang's libFuzzer runtime is missing; scons fuzz says why)"
 fi
 
 echo

@@ -1,14 +1,14 @@
 /* cmd_calibrate.c - `dkv calibrate MEASURED.h5... [--bwcurve FILE] -o PRESET.lua`: fits a GPU
  * preset's launch overhead, bandwidth curve, GEMM efficiency and PCIe rates to measured runs
- * (io/calib.h; docs/COMPARE.md "Calibration"). */
+ * (analysis/calib.h; docs/COMPARE.md "Calibration"). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/commands.h"
 #include "dkv_commit.h"
-#include "io/calib.h"
-#include "io/compare.h"
+#include "analysis/calib.h"
+#include "analysis/compare.h"
 #include "io/h5.h"
 
 #define MAX_ARGS 256

@@ -1,12 +1,12 @@
 /* cmd_compare.c - `dkv compare REAL.h5 SIM.h5`: a hardware run against a simulated run of the same
- * script (io/compare.h; docs/COMPARE.md). */
+ * script (analysis/compare.h; docs/COMPARE.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
-#include "io/compare.h"
+#include "analysis/compare.h"
 #include "io/h5.h"
 
 #define MAX_TOL 64

@@ -5,15 +5,20 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/info.h"
 #include "io/h5.h"
 
 static void info_usage(FILE *out)
 {
-    fputs("usage: dkv info FILE.h5 [--run NAME] [--script]\n"
+    fputs("usage: dkv info FILE.h5 [--run NAME] [--script | --brief] [--json]\n"
           "\n"
           "Lists the runs of a results file with their provenance, parameters, summaries and tables.\n"
           "  --run NAME   only this run\n"
-          "  --script     also print the script text each run was made by\n",
+          "  --script     also print the script text each run was made by\n"
+          "  --brief      one line per run: the parameters that differ between the file's runs and\n"
+          "               the headline metrics (tok/s, req/s, P99 latency, peak KV, fragmentation, done)\n"
+          "  --json       one JSON document: every run's attributes, params, flat config, summary with\n"
+          "               units, table sizes (with --brief: differing config keys and headline metrics)\n",
           out);
 }
 
@@ -84,6 +89,16 @@ static void print_run(dkv_h5_run *run, int show_script)
     printf("\nrun %s  [%s]\n", dkv_h5_run_name(run), status ? status : "?");
     printf("  %s .. %s  host %s  git %s  seed %" PRId64 "  script %s\n", start ? start : "?", end ? end : "?",
            host ? host : "?", commit ? commit : "?", seed, path ? path : "?");
+    char *backend = NULL, *device = NULL, *driver = NULL;
+    if (dkv_h5_attr_get_str(run, NULL, "backend", &backend, NULL) == DKV_OK) {
+        dkv_h5_attr_get_str(run, NULL, "device", &device, NULL);
+        dkv_h5_attr_get_str(run, NULL, "driver", &driver, NULL);
+        printf("  backend %s%s%s%s%s\n", backend, device && *device ? "  device " : "", device ? device : "",
+               driver && *driver ? "  " : "", driver ? driver : "");
+    }
+    free(backend);
+    free(device);
+    free(driver);
     pctx c = {"    ", 1, 0, run, "params"};
     printf("  params:\n");
     if (dkv_h5_attr_foreach(run, "params", print_attr, &c, &err) != DKV_OK || c.count == 0)
@@ -124,7 +139,7 @@ static void print_run(dkv_h5_run *run, int show_script)
 int dkv_cmd_info(int argc, char **argv)
 {
     const char *file = NULL, *only = NULL;
-    int show_script = 0;
+    int show_script = 0, brief = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             info_usage(stdout);
@@ -133,6 +148,10 @@ int dkv_cmd_info(int argc, char **argv)
             only = argv[++i];
         } else if (strcmp(argv[i], "--script") == 0) {
             show_script = 1;
+        } else if (strcmp(argv[i], "--brief") == 0) {
+            brief = 1;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "dkv info: unknown option '%s' (try dkv info --help)\n", argv[i]);
             return DKV_EXIT_USAGE;
@@ -147,6 +166,12 @@ int dkv_cmd_info(int argc, char **argv)
         info_usage(stderr);
         return DKV_EXIT_USAGE;
     }
+    if (show_script && (brief || json)) {
+        fprintf(stderr, "dkv info: --script prints the full listing; it does not go with --brief or --json\n");
+        return DKV_EXIT_USAGE;
+    }
+    if (brief || json)
+        return dkv_info_brief(file, only, json, brief);
     dkv_err err = {0};
     dkv_h5 *f;
     if (dkv_h5_open_read(file, &f, &err) != DKV_OK) {

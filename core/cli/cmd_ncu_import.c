@@ -1,11 +1,11 @@
 /* cmd_ncu_import.c - `dkv ncu-import NCU.csv RESULTS.h5 --run NAME`: Nsight Compute's measured HBM
- * bytes and kernel times, per kernel and per kernel class, into a run (io/ncu.h; docs/COMPARE.md). */
+ * bytes and kernel times, per kernel and per kernel class, into a run (analysis/ncu.h; docs/COMPARE.md). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/commands.h"
-#include "io/ncu.h"
+#include "analysis/ncu.h"
 
 static void help(void)
 {

@@ -1,6 +1,6 @@
 /* cmd_replay.c - `dkv replay TRACE --mem KIND [options] [-o FILE.h5]`: replays the allocation
  * events of a trace (docs/TRACE_FORMAT.md) through a memory manager and reports its statistics
- * (docs/MEMORY.md); with -o, writes them and the time series to HDF5 (lua/mem_h5.h). */
+ * (docs/MEMORY.md); with -o, writes them and the time series to HDF5 (io/mem_h5.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include "dkv_commit.h"
 #include "cli/commands.h"
 #include "io/h5.h"
-#include "lua/mem_h5.h"
+#include "io/mem_h5.h"
 #include "mem/mem.h"
 #include "mem/mem_replay.h"
 #include "trace/trace.h"

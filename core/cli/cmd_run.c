@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
@@ -21,8 +22,9 @@ static void run_usage(FILE *out)
             "  -o, --output FILE.h5   results file (default results/<script>.h5, or\n"
             "                         results/<script>.shard<i>of<N>.h5 with --shard); created when\n"
             "                         the script writes its first run\n"
-            "  -D name=value          a parameter, seen by the script as dkv.params.name (numbers and\n"
-            "                         true/false are converted); repeatable\n"
+            "  -D name=value          a parameter the script declares with dkv.param(name, default, help)\n"
+            "                         (numbers and true/false are converted); repeatable; a name the\n"
+            "                         script does not know is an error (exit 2)\n"
             "  --shard i/N            this process runs shard i of N (0 <= i < N); scripts pick their\n"
             "                         part of a sweep with dkv.shard.select(list)\n"
             "  --instr-limit N        stop the script after N Lua VM instructions (default %llu; 0 = none)\n"
@@ -30,7 +32,13 @@ static void run_usage(FILE *out)
             "  --root DIR             project root (scripts/, experiments/, datasets/presets/);\n"
             "                         default: $DKV_ROOT, else found from the dkv executable\n"
             "  -q, --quiet            no progress bar\n"
-            "  -h, --help             this text\n"
+            "  -h, --help             this text; after SCRIPT.lua: the script's parameters, with\n"
+            "                         defaults and help\n"
+            "\n"
+            "The results are written to FILE.h5.tmp and replace FILE.h5 only when the script succeeds.\n"
+            "A failed or interrupted run leaves FILE.h5 untouched and keeps its completed runs in\n"
+            "FILE.h5.partial (the message names it); a FILE.h5.tmp left by a killed run is moved aside\n"
+            "the same way, never overwritten.\n"
             "\n"
             "exit status: 0 success, 1 script error or interrupted (completed runs are kept), 2 usage\n",
             (unsigned long long)DKV_LUA_DEFAULT_INSTR_LIMIT, DKV_LUA_DEFAULT_MEM_LIMIT >> 20);
@@ -97,6 +105,195 @@ static int parse_size(const char *s, size_t *out)
     return 0;
 }
 
+static bool file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+/* dkv_h5_count_complete in a child process: a file damaged by a failed write can crash or hang
+ * libhdf5, which must not take this process (and the message about the old file) with it. */
+static bool count_safely(const char *path, size_t *complete, size_t *total, char *why, size_t why_n)
+{
+    struct { size_t complete, total; int ok; char msg[DKV_ERR_MSG_MAX]; } r;
+    memset(&r, 0, sizeof r);
+    int fd[2];
+    fflush(NULL);
+    if (pipe(fd) != 0) {
+        snprintf(why, why_n, "pipe: %s", strerror(errno));
+        return false;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd[0]);
+        alarm(30);
+        dkv_err err = {0};
+        r.ok = dkv_h5_count_complete(path, &r.complete, &r.total, &err) == DKV_OK;
+        snprintf(r.msg, sizeof r.msg, "%s", err.msg);
+        ssize_t w = write(fd[1], &r, sizeof r);
+        _exit(w == (ssize_t)sizeof r ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t n = pid > 0 ? read(fd[0], &r, sizeof r) : -1;
+    close(fd[0]);
+    int wst = 0;
+    if (pid > 0)
+        waitpid(pid, &wst, 0);
+    if (n != (ssize_t)sizeof r) {
+        snprintf(why, why_n, "%s", pid < 0 ? "fork failed"
+                                 : WIFSIGNALED(wst) ? "reading it crashed or hung libhdf5"
+                                                    : "reading it failed");
+        return false;
+    }
+    *complete = r.complete;
+    *total = r.total;
+    snprintf(why, why_n, "%s", r.msg);
+    return r.ok != 0;
+}
+
+/* Moves the results of a run that did not finish to "<output>.partial[.N]" and says so.  what:
+ * why they are partial ("interrupted", "stopped by an error").  Returns the number of complete
+ * runs found in the file (read back, not assumed). */
+static size_t keep_partial(const char *tmp, const char *output, const char *what, bool damaged)
+{
+    size_t complete = 0, total = 0;
+    char why[DKV_ERR_MSG_MAX];
+    bool readable = count_safely(tmp, &complete, &total, why, sizeof why);
+    char kept[PATH_MAX + 64];
+    if (readable && complete == 0) {   /* our own file without a complete run: nothing to keep */
+        remove(tmp);
+        fprintf(stderr, "dkv run: %s; no run was completed%s%s%s\n", what, file_exists(output) ? " ('" : "",
+                file_exists(output) ? output : "", file_exists(output) ? "' is unchanged)" : "");
+        return 0;
+    }
+    dkv_err aerr = {0};
+    if (dkv_h5_set_aside(tmp, output, ".partial", kept, sizeof kept, &aerr) != DKV_OK) {
+        fprintf(stderr, "dkv run: %s; the partial results stay in '%s' (%s)\n", what, tmp, aerr.msg);
+        return readable ? complete : 0;
+    }
+    const char *old = file_exists(output) ? "; '" : "", *old2 = file_exists(output) ? "' is unchanged" : "";
+    if (!readable)
+        fprintf(stderr, "dkv run: %s; the partial results file could not be read back (%s); it is kept as '%s'%s%s%s\n",
+                what, why, kept, old, file_exists(output) ? output : "", old2);
+    else
+        fprintf(stderr, "dkv run: %s; %zu completed run%s kept in %s%s%s%s%s\n", what, complete,
+                complete == 1 ? "" : "s", kept, old, file_exists(output) ? output : "", old2,
+                damaged ? " (read back after a failed write: check them with dkv info)" : "");
+    return readable ? complete : 0;
+}
+
+/* A "<output>.tmp" left by a run that was killed is moved aside, never overwritten. */
+static int set_aside_leftover(const char *output)
+{
+    char tmp[PATH_MAX + 8], kept[PATH_MAX + 64];
+    snprintf(tmp, sizeof tmp, "%s.tmp", output);
+    struct stat st;
+    if (lstat(tmp, &st) != 0)
+        return 0;
+    size_t complete = 0, total = 0;
+    char why[DKV_ERR_MSG_MAX];
+    bool readable = count_safely(tmp, &complete, &total, why, sizeof why);
+    dkv_err err = {0};
+    if (dkv_h5_set_aside(tmp, output, ".partial", kept, sizeof kept, &err) != DKV_OK) {
+        fprintf(stderr, "dkv run: '%s' was left by an earlier run that did not finish, and %s\n", tmp, err.msg);
+        return -1;
+    }
+    if (readable)
+        fprintf(stderr, "dkv run: '%s' was left by an earlier run that did not finish (killed?); its %zu "
+                "complete run%s are kept in %s\n", tmp, complete, complete == 1 ? "" : "s", kept);
+    else
+        fprintf(stderr, "dkv run: '%s' was left by an earlier run that did not finish (killed?); it is not "
+                "readable as a results file (%s) and is kept as %s\n", tmp, why, kept);
+    return 0;
+}
+
+/* The output folder must be writable before an experiment spends time on its first run. */
+static int check_output_dir(const char *output)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", output);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    if (is_dir(dir) && access(dir, W_OK) != 0) {
+        fprintf(stderr, "dkv run: cannot write results to '%s': folder '%s': %s\n", output, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Commits the output of a script that succeeded, or keeps a failed one's completed runs aside.
+ * Returns the exit status. */
+static int finish_output(dkv_h5 *out, const char *output, dkv_status st, int rc)
+{
+    const char *what = st == DKV_EINTR ? "interrupted" : "stopped by an error";
+    dkv_err cerr = {0};
+    char *tmp = NULL;
+    if (!out) {
+        if (st != DKV_OK)
+            fprintf(stderr, "dkv run: %s; no run was completed%s%s%s\n", what, file_exists(output) ? " ('" : "",
+                    file_exists(output) ? output : "", file_exists(output) ? "' is unchanged)" : "");
+        return rc;
+    }
+    if (st == DKV_OK) {
+        char tmpname[PATH_MAX + 8];
+        snprintf(tmpname, sizeof tmpname, "%s.tmp", output);
+        if (dkv_h5_close(out, &cerr) == DKV_OK)
+            return rc;
+        fprintf(stderr, "dkv run: %s\n", cerr.msg);
+        if (file_exists(tmpname))
+            keep_partial(tmpname, output, "the results file could not be completed", true);
+        return DKV_EXIT_ERROR;
+    }
+    bool damaged = dkv_h5_close_uncommitted(out, &tmp, &cerr) != DKV_OK;
+    if (damaged)
+        fprintf(stderr, "dkv run: %s\n", cerr.msg);
+    if (tmp && file_exists(tmp))
+        keep_partial(tmp, output, what, damaged);
+    free(tmp);
+    return DKV_EXIT_ERROR;
+}
+
+/* `dkv run SCRIPT --help`: the script runs until it starts work, with print off and no output
+ * file, and its declared parameters are listed. */
+static int list_params(const char *script, const char *root, dkv_lua_config *cfg, const char *const *params,
+                       size_t nparams)
+{
+    cfg->root = root;
+    cfg->output_path = NULL;
+    cfg->params = params;
+    cfg->nparams = nparams;
+    cfg->list_params = true;
+    dkv_err err = {0};
+    dkv_lua *s = NULL;
+    if (dkv_lua_new(cfg, &s, &err) != DKV_OK) {
+        fprintf(stderr, "dkv run: %s\n", err.msg);
+        return DKV_EXIT_ERROR;
+    }
+    int rc = DKV_EXIT_OK;
+    dkv_status st = dkv_lua_run_file(s, script, &err);
+    if (st != DKV_OK) {
+        const char *tb = dkv_lua_traceback(s);
+        fprintf(stderr, "dkv run: %s\n", *tb ? tb : err.msg);
+        rc = dkv_lua_usage_error(s) ? DKV_EXIT_USAGE : DKV_EXIT_ERROR;
+    } else {
+        char *text = dkv_lua_params_help(s);
+        printf("usage: dkv run %s [-D name=value ...] [options]   (dkv run --help: the options)\n\n", script);
+        if (text && *text)
+            printf("parameters of %s (-D name=value):\n  %-14s %-18s %s\n%s", script, "name", "default", "meaning",
+                   text);
+        else
+            printf("%s declares no parameters (dkv.param) and reads none from dkv.params\n", script);
+        free(text);
+    }
+    dkv_lua_close(s, NULL);
+    return rc;
+}
+
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -109,7 +306,7 @@ int dkv_cmd_run(int argc, char **argv)
     char **params = calloc((size_t)argc + 1, sizeof *params);
     size_t nparams = 0;
     dkv_lua_config cfg = dkv_lua_config_default();
-    bool quiet = false;
+    bool quiet = false, help = false;
     int rc = DKV_EXIT_USAGE;
     if (!params)
         return DKV_EXIT_ERROR;
@@ -123,9 +320,7 @@ int dkv_cmd_run(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            run_usage(stdout);
-            rc = DKV_EXIT_OK;
-            goto out;
+            help = true;
         } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
             NEED_ARG();
             output = argv[++i];
@@ -185,6 +380,11 @@ int dkv_cmd_run(int argc, char **argv)
         }
     }
 #undef NEED_ARG
+    if (help && !script) {
+        run_usage(stdout);
+        rc = DKV_EXIT_OK;
+        goto out;
+    }
     if (!script) {
         fprintf(stderr, "dkv run: no script given (usage: dkv run SCRIPT.lua [-o FILE.h5])\n");
         goto out;
@@ -207,6 +407,10 @@ int dkv_cmd_run(int argc, char **argv)
             snprintf(defout, sizeof defout, "results/%.*s.h5", (int)len, base);
         output = defout;
     }
+    if (help) {
+        rc = list_params(script, root, &cfg, (const char *const *)params, nparams);
+        goto out;
+    }
     dkv_cli_progress bar;
     dkv_cli_progress_init(&bar, quiet);
     cfg.root = root;
@@ -226,6 +430,8 @@ int dkv_cmd_run(int argc, char **argv)
     dkv_err err = {0};
     dkv_lua *s = NULL;
     rc = DKV_EXIT_ERROR;
+    if (check_output_dir(output) != 0 || set_aside_leftover(output) != 0)
+        goto out_sig;
     if (dkv_lua_new(&cfg, &s, &err) != DKV_OK) {
         fprintf(stderr, "dkv run: %s\n", err.msg);
         goto out_sig;
@@ -234,21 +440,22 @@ int dkv_cmd_run(int argc, char **argv)
     dkv_cli_progress_end(&bar);
     if (st == DKV_OK) {
         rc = DKV_EXIT_OK;
+    } else if (dkv_lua_usage_error(s)) {
+        fprintf(stderr, "dkv run: %s\n", dkv_lua_traceback(s));
+        rc = DKV_EXIT_USAGE;
     } else if (st == DKV_ENOENT) {
         fprintf(stderr, "dkv run: %s\n", err.msg);
     } else {
         const char *tb = dkv_lua_traceback(s);
         fprintf(stderr, "%s\n", *tb ? tb : err.msg);
     }
-    size_t nruns = dkv_lua_runs_written(s);
-    dkv_err cerr = {0};
-    if (dkv_lua_close(s, &cerr) != DKV_OK) {
-        fprintf(stderr, "dkv run: %s\n", cerr.msg);
-        rc = DKV_EXIT_ERROR;
-    }
-    if (st == DKV_EINTR || (st != DKV_OK && nruns > 0))
-        fprintf(stderr, "dkv run: %s; %zu completed run%s kept in %s\n",
-                st == DKV_EINTR ? "interrupted" : "stopped by an error", nruns, nruns == 1 ? "" : "s", output);
+    bool usage = dkv_lua_usage_error(s);
+    dkv_h5 *out_file = dkv_lua_take_output(s);
+    if (!(usage && !out_file))   /* a usage error before the first run: nothing to say about files */
+        rc = finish_output(out_file, output, st, rc);
+    if (usage)
+        rc = DKV_EXIT_USAGE;
+    dkv_lua_close(s, NULL);
 out_sig:
     sigaction(SIGINT, &old, NULL);
 out:

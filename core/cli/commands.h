@@ -15,5 +15,6 @@ int dkv_cmd_bench(int argc, char **argv);   /* dkv bench mem [options]          
 int dkv_cmd_compare(int argc, char **argv); /* dkv compare REAL.h5 SIM.h5 [options]     (core/cli/cmd_compare.c) */
 int dkv_cmd_ncu_import(int argc, char **argv); /* dkv ncu-import NCU.csv RESULTS.h5 --run NAME (cmd_ncu_import.c) */
 int dkv_cmd_calibrate(int argc, char **argv); /* dkv calibrate MEASURED.h5... -o PRESET.lua  (cmd_calibrate.c) */
+int dkv_cmd_timeline(int argc, char **argv);  /* dkv timeline FILE.h5 --run NAME -o TRACE.json (cmd_timeline.c) */
 
 #endif

@@ -16,13 +16,14 @@ static void usage(FILE *out)
           "commands:\n"
           "  run SCRIPT.lua [-o FILE.h5] [-D name=value ...] [--shard i/N]\n"
           "                      run an experiment script, writing its runs to FILE.h5\n"
-          "  info FILE.h5        list the runs of a results file, their parameters and summaries\n"
+          "  info FILE.h5        list the runs of a results file, their parameters and summaries (--brief, --json)\n"
           "  merge OUT.h5 IN.h5...  join results files (e.g. the shards of a sweep)\n"
           "  replay TRACE --mem KIND [options]  replay a memory trace through a memory manager\n"
           "  bench mem [options]    micro-benchmarks of the memory managers\n"
           "  compare REAL.h5 SIM.h5 [options]  a hardware run against its simulation (docs/COMPARE.md)\n"
           "  ncu-import NCU.csv RESULTS.h5 --run NAME  Nsight Compute HBM bytes per kernel into a run\n"
           "  calibrate MEASURED.h5... -o PRESET.lua  fit a GPU preset to measured runs\n"
+          "  timeline FILE.h5 --run NAME -o TRACE.json  a run as a Perfetto / Chrome trace\n"
           "\n"
           "  dkv --help | -h     this text;  dkv <command> --help  the command's options\n"
           "  dkv --version       version, git commit, HDF5 and Lua versions\n"
@@ -59,7 +60,7 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {{"run", dkv_cmd_run},     {"info", dkv_cmd_info},   {"merge", dkv_cmd_merge},
                 {"replay", dkv_cmd_replay}, {"bench", dkv_cmd_bench}, {"compare", dkv_cmd_compare}, {"ncu-import", dkv_cmd_ncu_import},
-                {"calibrate", dkv_cmd_calibrate}};
+                {"calibrate", dkv_cmd_calibrate}, {"timeline", dkv_cmd_timeline}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)
             return cmds[i].fn(argc - 1, argv + 1);

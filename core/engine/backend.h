@@ -17,9 +17,14 @@
  *     dkv_backend_end(&be);
  *     dkv_backend_free(&be);
  *
+ * The setup carries every decision the engine made before the first step, so a backend never
+ * re-derives one: the resolved decode configuration, the KV pool's geometry (block size, block
+ * count, staging, host tier), the instance layout, and the loaded weights.  Each step's plan
+ * carries what a backend needs to run that step (token counts, block ids, steps of the block).
+ *
  * Ownership: a plan and everything it points to is owned by the engine and valid only during
- * run_step; a backend copies what it wants to keep.  The setup's model/gpu are borrowed for the
- * whole begin..end span.
+ * run_step; a backend copies what it wants to keep.  The setup's model, gpu, workload and
+ * decode are borrowed for the whole begin..end span; its weights only during begin.
  */
 #ifndef DKV_ENGINE_BACKEND_H
 #define DKV_ENGINE_BACKEND_H
@@ -27,8 +32,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "decode/decode.h"
+#include "mem/mem.h"
 #include "model/model.h"
 #include "util/status.h"
+#include "workload/workload.h"
+
+struct dkv_ref_weights;   /* core/ref/ref.h: host weights; the engine only passes the pointer */
 
 /* Phase of one request-step (same values as decode/decode.h's phases). */
 enum { DKV_STEP_REFRESH = 0, DKV_STEP_REUSE = 1 };
@@ -46,6 +56,8 @@ typedef struct dkv_step_item {
     uint32_t instance;         /* engine instance that runs it (multi-instance), 0 otherwise */
     uint32_t block;            /* generation block index */
     uint32_t step;             /* step index inside the block */
+    uint32_t steps_in_block;   /* S: steps this block takes (decode.h), so the step is the last
+                                  one when step + 1 == steps_in_block */
     uint8_t  phase;            /* DKV_STEP_REFRESH / DKV_STEP_REUSE */
     uint8_t  attn;             /* DKV_ATTN_* */
     uint8_t  kv_dtype_bytes;   /* bytes per KV element as stored (fp16/bf16 2, fp8 1); 0 = model's */
@@ -126,11 +138,44 @@ typedef struct dkv_kernel_record {
 
 typedef void (*dkv_kernel_fn)(void *user, const dkv_kernel_record *rec);
 
+/* The KV pool as the engine sized it (engine_mem.c, dkv_engine_config_resolve): a backend
+ * holding real memory lays out exactly this, so block id b of a plan is block b of its pool. */
+typedef struct dkv_backend_pool {
+    dkv_mem_kind kind;         /* the KV manager (only DKV_MEM_BLOCKPOOL hands out block ids) */
+    uint32_t block_tokens;     /* tokens per pool block */
+    uint64_t block_bytes;      /* bytes per block (dkv_block_bytes: block_tokens x KV bytes per token
+                                  unless cfg.mem.block_bytes says otherwise) */
+    uint64_t capacity_bytes;   /* KV capacity of the pool, all instances */
+    uint64_t n_blocks;         /* capacity_bytes / block_bytes: every plan block id is below it */
+    uint64_t staging_blocks;   /* blocks for KV fetched back from the host tier (offload on: a
+                                  quarter of the pool; off: 0) */
+    uint64_t host_bytes;       /* host tier for offloaded KV (offload on: one slot of the longest
+                                  canvas per concurrent request, at most 64 GiB; off: 0) */
+} dkv_backend_pool;
+
+/* How the engine's instances share the GPU (engine.h, "Multi-instance"). */
+typedef struct dkv_backend_instances {
+    uint32_t n;                /* instances (>= 1); item.instance is below it */
+    bool     shared_weights;   /* merged plans of several instances read one weight copy */
+    bool     partitioned;      /* one pool per instance: block ids are numbered per instance;
+                                  false: one pool whose ids all instances share */
+    bool     spatial;          /* plans of several instances are merged (MPS-like); false:
+                                  instances take turns (timeslice) */
+    uint64_t pool_blocks[DKV_MEM_MAX_INSTANCES]; /* blocks of instance i's pool (partitioned: its
+                                  quota; shared: the whole pool's n_blocks) */
+} dkv_backend_instances;
+
 /* What a backend gets before the first step. */
 typedef struct dkv_backend_setup {
     const dkv_model *model;    /* borrowed */
     const dkv_gpu   *gpu;      /* borrowed */
-    bool     shared_weights;   /* merged plans of several instances read one weight copy */
+    const dkv_workload *workload; /* borrowed: the requests; item.request indexes it */
+    const dkv_decode_cfg *decode; /* borrowed: the resolved decode configuration (cache mode,
+                                  block_len, steps, shared_set and seed from the engine) */
+    dkv_backend_pool pool;
+    dkv_backend_instances instances;
+    const struct dkv_ref_weights *weights; /* loaded host weights (core/ref), borrowed during
+                                  begin only; NULL: a backend with real weights makes its own */
     dkv_kernel_fn on_kernel;   /* optional: per-kernel-class records per step (NULL: none) */
     void    *on_kernel_user;
 } dkv_backend_setup;

@@ -468,8 +468,8 @@ dkv_status dkv_engine_run(const dkv_engine_config *c, dkv_engine_result **out, d
         eng_free(e);
         return st;
     }
-    dkv_backend_setup bs = {.model = e->m, .gpu = e->g, .shared_weights = c->shared_weights,
-                            .on_kernel = c->on_kernel, .on_kernel_user = c->on_kernel_user};
+    dkv_backend_setup bs;
+    eng_backend_setup(e, &bs);
     if ((st = dkv_backend_begin(c->backend, &bs, err)) != DKV_OK) {
         eng_free(e);
         return st;

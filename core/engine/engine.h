@@ -125,6 +125,9 @@ typedef struct dkv_engine_config {
     const dkv_workload *workload;   /* borrowed, required; never modified (closed loops are
                                        released on the engine's own copy of the arrivals) */
     dkv_backend        *backend;    /* borrowed, required; begun and ended by the run */
+    const struct dkv_ref_weights *weights; /* optional, borrowed: loaded host weights handed to
+                                       the backend's begin (dkv_backend_setup.weights); NULL: a
+                                       backend with real weights makes its own (seeded random) */
 
     dkv_decode_cfg decode;          /* cache mode, block_len, steps, logit rows.  rho / shared_set
                                        / rho_fn are taken from `retention` */

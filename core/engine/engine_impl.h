@@ -110,6 +110,8 @@ typedef struct eng {
     dkv_mem *dev;                /* device manager (== kvm[0] when dev_is_kv) */
     bool dev_is_kv;
     uint64_t kv_capacity, dev_capacity;
+    uint64_t block_bytes;        /* KV pool block size (dkv_block_bytes, resolved once) */
+    uint64_t part_bytes[ENG_MAX_INST]; /* partitioned placement: each instance's pool capacity */
     dkv_mem_id weight_ids[ENG_MAX_INST];
     uint32_t n_weight_ids;
 
@@ -173,6 +175,8 @@ uint64_t eng_trace_id(const eng *e, const dkv_mem *m, dkv_mem_id id);
 
 /* engine_mem.c */
 dkv_status eng_mem_setup(eng *e, dkv_err *err);
+/* What the backend is told before the first step: the decisions eng_setup and eng_mem_setup made. */
+void       eng_backend_setup(const eng *e, dkv_backend_setup *bs);
 void       eng_mem_teardown(eng *e);
 dkv_status eng_acquire(eng *e, dkv_mem *m, uint64_t bytes, uint8_t tag, uint32_t inst, uint32_t request,
                        dkv_mem_id *id, uint64_t *allocated, dkv_err *err);

@@ -290,6 +290,7 @@ dkv_status eng_mem_setup(eng *e, dkv_err *err)
     if (e->kv_capacity == 0 || e->dev_capacity == 0)
         return dkv_err_set(err, DKV_EINVAL, "mem: capacity is zero");
     uint64_t block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * e->kvbpt;
+    e->block_bytes = block_bytes;
 
     dkv_mem_options o = c->mem;
     o.release_delay_s = 0; /* the engine applies the lifecycle rule itself */
@@ -315,6 +316,7 @@ dkv_status eng_mem_setup(eng *e, dkv_err *err)
             return st;
         for (uint32_t i = 0; i < e->ni; i++) {
             o.capacity_bytes = q[i].max_bytes;
+            e->part_bytes[i] = q[i].max_bytes;
             if (kind == DKV_MEM_BLOCKPOOL && o.initial_bytes > o.capacity_bytes)
                 o.initial_bytes = o.capacity_bytes;
             if ((st = dkv_mem_new(&o, &e->kvm[i], err)) != DKV_OK)
@@ -365,6 +367,49 @@ dkv_status eng_mem_setup(eng *e, dkv_err *err)
     }
     e->dev_time_prev = eng_device_time(e, NULL);
     return DKV_OK;
+}
+
+void eng_backend_setup(const eng *e, dkv_backend_setup *bs)
+{
+    const dkv_engine_config *c = &e->c;
+    memset(bs, 0, sizeof *bs);
+    bs->model = e->m;
+    bs->gpu = e->g;
+    bs->workload = c->workload;
+    bs->decode = &c->decode;
+    bs->weights = c->weights;
+    bs->on_kernel = c->on_kernel;
+    bs->on_kernel_user = c->on_kernel_user;
+    /* the pool: what the KV manager was built with */
+    dkv_backend_pool *p = &bs->pool;
+    p->kind = c->mem.kind;
+    p->block_bytes = e->block_bytes;
+    p->block_tokens = e->kvbpt ? (uint32_t)(e->block_bytes / e->kvbpt) : 0;
+    p->capacity_bytes = e->kv_capacity;
+    p->n_blocks = e->block_bytes ? e->kv_capacity / e->block_bytes : 0;
+    if (c->offload.mode != DKV_OFFLOAD_NONE && p->block_bytes && p->block_tokens) {
+        /* staging: a quarter of the pool; host tier: one slot of the longest canvas that fits the
+         * model per request that can run at once, at most 64 GiB */
+        p->staging_blocks = (e->kv_capacity / 4) / p->block_bytes;
+        uint32_t max_L = 0;
+        size_t n_req = dkv_workload_count(c->workload);
+        for (size_t i = 0; i < n_req; i++) {
+            const dkv_request *q = dkv_workload_get(c->workload, i);
+            uint32_t L = q->prompt_tokens + q->gen_tokens;
+            max_L = L > max_L && L <= e->m->max_len ? L : max_L;
+        }
+        uint64_t slot = (uint64_t)((max_L + p->block_tokens - 1) / p->block_tokens) * p->block_bytes;
+        uint64_t conc = n_req < c->max_num_seqs ? n_req : c->max_num_seqs, cap = 64ull << 30;
+        p->host_bytes = conc * slot < cap ? conc * slot : cap;
+    }
+    /* the instances */
+    dkv_backend_instances *in = &bs->instances;
+    in->n = e->ni;
+    in->shared_weights = c->shared_weights;
+    in->partitioned = e->n_kvm > 1;
+    in->spatial = c->gpu_share == DKV_SHARE_SPATIAL;
+    for (uint32_t i = 0; i < e->ni; i++)
+        in->pool_blocks[i] = in->partitioned && e->block_bytes ? e->part_bytes[i] / e->block_bytes : p->n_blocks;
 }
 
 void eng_mem_teardown(eng *e)

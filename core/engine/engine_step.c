@@ -324,6 +324,7 @@ static size_t build_item(eng *e, cand *cd, dkv_step_item *it, dkv_xfer *xf, uint
     it->instance = cd->inst;
     it->block = s->block;
     it->step = s->step;
+    it->steps_in_block = s->steps_in_block;
     it->phase = (uint8_t)s->phase;
     it->q_tokens = s->q_tokens;
     it->kv_tokens = s->a_tokens;

@@ -15,8 +15,10 @@
  * dataset (plus "fields", the comma-separated field order).
  *
  * Crash behaviour: dkv_h5_run_end flushes the file, so every completed run is on disk.  The
- * CLI closes the file (and renames it) on errors and on SIGINT; if the process is killed
- * outright, "<path>.tmp" holds the runs flushed before the kill.
+ * target is replaced only by a run that succeeded; `dkv run` keeps a failed or interrupted
+ * run's completed runs as "<path>.partial" (dkv_h5_set_aside); if the process is killed
+ * outright, "<path>.tmp" holds the runs flushed before the kill, and the next `dkv run` moves
+ * it aside instead of overwriting it (docs/RELIABILITY.md).
  *
  * Writing:
  *
@@ -80,13 +82,37 @@ typedef struct dkv_h5_field {
 
 /* ------------------------------------------------------------------ writing */
 
-/* Creates "<path>.tmp" (truncating any old one) for writing; *out owns it until dkv_h5_close. */
+/* Creates "<path>.tmp" for writing; *out owns it until dkv_h5_close.  An existing "<path>.tmp"
+ * (a killed run's results) is never truncated: DKV_EIO, and the caller may move it away with
+ * dkv_h5_set_aside first. */
 dkv_status dkv_h5_create(const char *path, dkv_h5 **out, dkv_err *err);
 
 /* Closes the file.  A file opened by dkv_h5_create is flushed and renamed "<path>.tmp" -> path;
- * a run still open is ended first (its tables keep the records appended so far).
+ * a run still open is ended first (its tables keep the records appended so far).  When ending
+ * the run or closing failed (a full disk), nothing is renamed: path keeps its old content and
+ * "<path>.tmp" stays for the caller to inspect (dkv_h5_count_complete).
  * Accepts NULL (returns DKV_OK).  Frees f even on error. */
 dkv_status dkv_h5_close(dkv_h5 *f, dkv_err *err);
+
+/* ------------------------------------------------------------------ never losing results
+ * (core/io/h5_safe.c) */
+
+/* Closes a file being written without renaming it: "<path>.tmp" stays, and *tmp_out (caller
+ * frees) names it (NULL when f is NULL).  The status is that of closing. */
+dkv_status dkv_h5_close_uncommitted(dkv_h5 *f, char **tmp_out, dkv_err *err);
+
+/* Moves src to the first free name of "<final_path><suffix>", "<final_path><suffix>.2", ...
+ * (never replacing a file); the name chosen is written to kept. */
+dkv_status dkv_h5_set_aside(const char *src, const char *final_path, const char *suffix, char *kept,
+                            size_t kept_n, dkv_err *err);
+
+/* Opens path read-only and counts its runs (*total) and those with status "complete". */
+dkv_status dkv_h5_count_complete(const char *path, size_t *complete, size_t *total, dkv_err *err);
+
+/* DKV_EIO with a message when path's folder has less than need_bytes free, or when the
+ * process's file size limit (ulimit -f) is below it.  Checked before copies that libhdf5 does
+ * not survive on a full disk (H5Ocopy). */
+dkv_status dkv_h5_check_space(const char *path, uint64_t need_bytes, dkv_err *err);
 
 /* Closes a file being written and deletes "<path>.tmp" without renaming (for aborted merges).
  * Accepts NULL. */

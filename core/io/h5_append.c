@@ -1,5 +1,5 @@
 /* h5_append.c - adding tables and attributes to a run copied into a file being written
- * (dkv_h5_run_reopen, dkv_h5_run_unlink; used by io/ncu.c's import). */
+ * (dkv_h5_run_reopen, dkv_h5_run_unlink; used by analysis/ncu_import.c). */
 #include "io/h5_internal.h"
 
 #include <stdlib.h>

@@ -16,6 +16,9 @@ struct dkv_h5 {
     char *path;          /* final name */
     char *tmp_path;      /* "<path>.tmp" when writing, else NULL */
     bool writable;
+    bool keep_tmp;       /* close without renaming (dkv_h5_close_uncommitted) */
+    uint64_t flushed_bytes;   /* size of the tmp file after the last run's flush */
+    uint64_t max_run_bytes;   /* largest growth of the file by one run */
     dkv_h5_run *current; /* run being written */
     char **names;        /* reading: run names in creation order */
     size_t nnames;
@@ -43,6 +46,12 @@ struct dkv_h5_table {
     dkv_h5_field *fields;    /* owned copies (names, units, docs) */
     size_t nfields;
 };
+
+/* Before a run is begun: DKV_EIO when the disk (or ulimit -f) leaves less room than twice the
+ * largest run so far (64 KiB at least), since libhdf5 can damage earlier runs when a write
+ * fails half-way.  After a run's flush: records its size. */
+dkv_status dkv_h5__check_room(dkv_h5 *f, dkv_err *err);
+void dkv_h5__note_flush(dkv_h5 *f);
 
 /* Turns off HDF5's automatic error printing (library code never prints). */
 void dkv_h5__quiet(void);

@@ -5,11 +5,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------------ shared helpers */
 
 void dkv_h5__quiet(void)
 {
+    static bool once;
+    if (!once) {
+        /* No library shutdown at exit: after an H5Fclose that failed (a full disk), libhdf5 1.10's
+         * atexit handler closes the file id again and crashes.  dkv closes every file itself. */
+        H5dont_atexit();
+        once = true;
+    }
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
 }
 
@@ -143,9 +151,20 @@ dkv_status dkv_h5_create(const char *path, dkv_h5 **out, dkv_err *err)
         return dkv_err_set(err, DKV_ENOMEM, "h5: out of memory");
     }
     sprintf(f->tmp_path, "%s.tmp", path);
+    struct stat sb;
+    if (lstat(f->tmp_path, &sb) == 0) {
+        /* never truncate what may be the only copy of a killed run's results */
+        dkv_err_set(err, DKV_EIO, "h5: '%s' exists (left by a run that was killed?); it is not overwritten: "
+                    "move it away first", f->tmp_path);
+        free(f->tmp_path);
+        f->tmp_path = NULL;
+        dkv_h5_close(f, NULL);
+        return err ? err->code : DKV_EIO;
+    }
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), gcpl = H5I_INVALID_HID;
     H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
-    f->file = H5Fcreate(f->tmp_path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    errno = 0;
+    f->file = H5Fcreate(f->tmp_path, H5F_ACC_EXCL, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (f->file < 0) {
         dkv_err_set(err, DKV_EIO, "h5: cannot create '%s' (%s)", f->tmp_path,
@@ -200,9 +219,12 @@ dkv_status dkv_h5_close(dkv_h5 *f, dkv_err *err)
     if (f->file >= 0) {
         if (f->writable)
             H5Fflush(f->file, H5F_SCOPE_GLOBAL);
+        errno = 0;
         if (H5Fclose(f->file) < 0 && st == DKV_OK)
-            st = dkv_err_set(err, DKV_EIO, "h5: closing '%s' failed", f->tmp_path ? f->tmp_path : f->path);
-        if (f->writable && f->tmp_path && rename(f->tmp_path, f->path) != 0 && st == DKV_OK)
+            st = dkv_err_set(err, DKV_EIO, "h5: closing '%s' failed%s%s", f->tmp_path ? f->tmp_path : f->path,
+                             errno ? ": " : "", errno ? strerror(errno) : "");
+        /* A file that did not close cleanly never replaces the target: the tmp stays where it is. */
+        if (f->writable && f->tmp_path && !f->keep_tmp && st == DKV_OK && rename(f->tmp_path, f->path) != 0)
             st = dkv_err_set(err, DKV_EIO, "h5: cannot rename '%s' to '%s': %s", f->tmp_path, f->path,
                              strerror(errno));
     }
@@ -240,6 +262,8 @@ dkv_status dkv_h5_run_begin(dkv_h5 *f, const char *name, dkv_h5_run **out, dkv_e
                            "h5: bad run name '%s' (use 1-200 of A-Z a-z 0-9 _ . : = , + -)", name ? name : "");
     if (H5Lexists(f->runs, name, H5P_DEFAULT) > 0)
         return dkv_err_set(err, DKV_EINVAL, "h5: run '%s' already exists in '%s'", name, f->path);
+    if (dkv_h5__check_room(f, err) != DKV_OK)
+        return err ? err->code : DKV_EIO;
     dkv_h5_run *r = calloc(1, sizeof *r);
     if (!r || !(r->name = dkv_h5__strdup(name))) {
         free(r);
@@ -300,8 +324,12 @@ dkv_status dkv_h5_run_end(dkv_h5_run *run, dkv_err *err)
     dkv_h5 *f = run->f;
     H5Gclose(run->g);
     dkv_status st = DKV_OK;
+    errno = 0;
     if (H5Fflush(f->file, H5F_SCOPE_GLOBAL) < 0)
-        st = dkv_err_set(err, DKV_EIO, "h5: flushing run '%s' to '%s' failed", run->name, f->tmp_path);
+        st = dkv_err_set(err, DKV_EIO, "h5: flushing run '%s' to '%s' failed%s%s", run->name, f->tmp_path,
+                         errno ? ": " : "", errno ? strerror(errno) : "");
+    else
+        dkv_h5__note_flush(f);
     f->current = NULL;
     dkv_h5__free_names(run->tnames, run->ntnames);
     free(run->name);
@@ -445,12 +473,15 @@ dkv_status dkv_h5_table_append(dkv_h5_table *t, const void *recs, size_t n, dkv_
     hid_t fs = H5Dget_space(t->ds);
     hid_t ms = H5Screate_simple(1, &count, NULL);
     herr_t rc = H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &count, NULL);
+    errno = 0;
     if (rc >= 0)
         rc = H5Dwrite(t->ds, t->mtype, ms, fs, H5P_DEFAULT, recs);
+    int e = errno;
     H5Sclose(ms);
     H5Sclose(fs);
     if (rc < 0)
-        return dkv_err_set(err, DKV_EIO, "h5: table '%s': writing %zu records failed", t->name, n);
+        return dkv_err_set(err, DKV_EIO, "h5: table '%s': writing %zu records failed%s%s", t->name, n,
+                           e ? ": " : "", e ? strerror(e) : "");
     t->n = size;
     return DKV_OK;
 }
@@ -485,7 +516,9 @@ dkv_status dkv_h5_run_copy(dkv_h5 *dst, dkv_h5 *src, const char *name, dkv_err *
                            dst->path);
     if (H5Ocopy(src->runs, name, dst->runs, name, H5P_DEFAULT, H5P_DEFAULT) < 0)
         return dkv_err_set(err, DKV_EIO, "h5: copying run '%s' from '%s' failed", name, src->path);
+    errno = 0;
     if (H5Fflush(dst->file, H5F_SCOPE_GLOBAL) < 0)
-        return dkv_err_set(err, DKV_EIO, "h5: flushing '%s' failed", dst->tmp_path);
+        return dkv_err_set(err, DKV_EIO, "h5: flushing '%s' failed%s%s", dst->tmp_path, errno ? ": " : "",
+                           errno ? strerror(errno) : "");
     return DKV_OK;
 }

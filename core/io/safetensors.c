@@ -56,9 +56,11 @@ static int eat(jcur *c, char ch)
     return 0;
 }
 
-/* A JSON string into a new buffer (escapes decoded; \u kept as UTF-8). */
+/* A JSON string into a new buffer (escapes decoded; \u kept as UTF-8).  *out is NULL on failure,
+ * so a caller may free it either way. */
 static dkv_status jstring(jcur *c, char **out)
 {
+    *out = NULL;
     ws(c);
     if (c->p >= c->end || *c->p != '"')
         return jfail(c, "expected a string");

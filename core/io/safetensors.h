@@ -127,6 +127,12 @@ dkv_status dkv_st_detect_naming(dkv_st *const *files, uint32_t n_files, dkv_st_n
 dkv_status dkv_st_load_ref(dkv_st *const *files, uint32_t n_files, dkv_st_naming naming, dkv_ref_weights *w,
                            uint32_t *n_unused, dkv_err *err);
 
+/* Opens the shards, detects the naming, and returns the model's weights as a new
+ * dkv_ref_weights (free with dkv_ref_weights_free): what a backend is handed through
+ * dkv_backend_setup.weights.  Errors name the file and the tensor. */
+dkv_status dkv_st_load_weights(const char *const *paths, uint32_t n_paths, const dkv_model *m, float rms_eps,
+                               dkv_ref_weights **out, dkv_err *err);
+
 /* Writes every tensor of w to path under the given naming, stored as dtype. */
 dkv_status dkv_st_save_ref(const dkv_ref_weights *w, dkv_st_naming naming, dkv_st_dtype dtype,
                            const char *path, dkv_err *err);

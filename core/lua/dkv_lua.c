@@ -13,11 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lua/lua_modules.h"
 #include "util/interrupt.h"
 
 #define HOOK_EVERY 10000
 
-enum { STOP_NONE = 0, STOP_INSTR, STOP_MEM, STOP_INTR };
+enum { STOP_NONE = 0, STOP_INSTR, STOP_MEM, STOP_INTR, STOP_USAGE, STOP_LISTED };
 
 struct dkv_lua {
     lua_State *L;
@@ -34,6 +35,8 @@ struct dkv_lua {
     char *script_path, *script_text, *script_dir;
     dkv_h5 *out;
     size_t runs_written;
+    bool list_params;          /* dkv_lua_config.list_params */
+    bool usage_error;          /* the last run stopped on a usage error */
 };
 
 static char *xstrdup(const char *s)
@@ -120,6 +123,51 @@ const char *dkv_lua_root(lua_State *L)
     return s && s->root ? s->root : ".";
 }
 
+void dkv_lua__stop_usage(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (s)
+        s->stop = STOP_USAGE;
+}
+
+void dkv_lua__stop_listed(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (s)
+        s->stop = STOP_LISTED;
+}
+
+int dkv_lua__listing(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    return s && s->list_params;
+}
+
+const char *dkv_lua__script_name(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    const char *p = s && s->script_path ? s->script_path : "this script";
+    return (*p == '=' || *p == '@') ? p + 1 : p;   /* a chunk name */
+}
+
+static int l_print_off(lua_State *L)
+{
+    (void)L;
+    return 0;
+}
+
+/* print that first checks the -D names: scripts declare their parameters at the top, so a typo
+ * stops the script before it prints anything. */
+static int l_print_checked(lua_State *L)
+{
+    dkv_lua_param_gate(L);
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, n, 0);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ restricted base library */
 
 /* load(chunk [, chunkname [, mode [, env]]]) with mode forced to "t" (no binary chunks). */
@@ -150,6 +198,20 @@ static int l_pcall_guard(lua_State *L)
         return lua_error(L);
     }
     return lua_gettop(L);
+}
+
+/* print(...): the progress bars are cleared first (the callback gets label NULL), so output
+ * and bars do not overwrite each other on a terminal. */
+static int l_print_guard(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (s && s->progress)
+        s->progress(s->progress_ud, NULL, 0, 0);
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, n, 0);
+    return 0;
 }
 
 static int file_exists(const char *p)
@@ -230,6 +292,9 @@ static void open_libs(lua_State *L)
         lua_pushcclosure(L, l_pcall_guard, 1);
         lua_setglobal(L, catchers[i]);
     }
+    lua_getglobal(L, "print");
+    lua_pushcclosure(L, l_print_guard, 1);
+    lua_setglobal(L, "print");
     lua_pushcfunction(L, l_require);
     lua_setglobal(L, "require");
     /* os: clock, time, date, difftime only (taken from the real library, which is then dropped) */
@@ -286,6 +351,7 @@ dkv_status dkv_lua_new(const dkv_lua_config *cfg, dkv_lua **out, dkv_err *err)
     s->mem_limit = cfg->mem_limit_bytes;
     s->progress = cfg->progress;
     s->progress_ud = cfg->progress_ud;
+    s->list_params = cfg->list_params;
     s->params = calloc(cfg->nparams ? cfg->nparams : 1, sizeof *s->params);
     for (size_t i = 0; s->params && i < cfg->nparams; i++)
         s->params[s->nparams++] = xstrdup(cfg->params[i]);
@@ -301,6 +367,14 @@ dkv_status dkv_lua_new(const dkv_lua_config *cfg, dkv_lua **out, dkv_err *err)
         dkv_err_set(err, DKV_EINVAL, "setting up the Lua sandbox: %s", lua_tostring(s->L, -1));
         dkv_lua_close(s, NULL);
         return err ? err->code : DKV_EINVAL;
+    }
+    if (s->list_params) {
+        lua_pushcfunction(s->L, l_print_off);
+        lua_setglobal(s->L, "print");
+    } else {
+        lua_getglobal(s->L, "print");
+        lua_pushcclosure(s->L, l_print_checked, 1);
+        lua_setglobal(s->L, "print");
     }
     lua_sethook(s->L, hook, LUA_MASKCOUNT, HOOK_EVERY);
     *out = s;
@@ -327,6 +401,18 @@ dkv_status dkv_lua_close(dkv_lua *s, dkv_err *err)
     return st;
 }
 
+dkv_h5 *dkv_lua_take_output(dkv_lua *s)
+{
+    if (!s)
+        return NULL;
+    if (s->L)
+        lua_close(s->L);
+    s->L = NULL;
+    dkv_h5 *f = s->out;
+    s->out = NULL;
+    return f;
+}
+
 lua_State *dkv_lua_state(dkv_lua *s)
 {
     return s ? s->L : NULL;
@@ -340,6 +426,16 @@ const char *dkv_lua_output_path(const dkv_lua *s)
 size_t dkv_lua_runs_written(const dkv_lua *s)
 {
     return s ? s->runs_written : 0;
+}
+
+bool dkv_lua_usage_error(const dkv_lua *s)
+{
+    return s && s->usage_error;
+}
+
+char *dkv_lua_params_help(dkv_lua *s)
+{
+    return s && s->L ? dkv_lua_param_listing(s->L) : NULL;
 }
 
 const char *dkv_lua_traceback(const dkv_lua *s)
@@ -366,8 +462,25 @@ static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
 {
     free(s->traceback);
     s->traceback = NULL;
+    s->usage_error = false;
+    if (rc != LUA_OK && s->stop == STOP_LISTED) {   /* --help: the script stopped where work starts */
+        lua_pop(s->L, 1);
+        s->stop = STOP_NONE;
+        return DKV_OK;
+    }
     if (rc == LUA_OK)
         return DKV_OK;
+    if (s->stop == STOP_USAGE) {   /* a plain message, no traceback: the command line is wrong */
+        const char *m = lua_tostring(s->L, -1);
+        s->traceback = xstrdup(m ? m : "usage error");
+        char *tb = s->traceback ? strstr(s->traceback, "\nstack traceback:") : NULL;
+        if (tb)
+            *tb = '\0';
+        lua_pop(s->L, 1);
+        s->stop = STOP_NONE;
+        s->usage_error = true;
+        return dkv_err_set(err, DKV_EINVAL, "%s", s->traceback ? s->traceback : "usage error");
+    }
     const char *m = lua_tostring(s->L, -1);
     if (rc == LUA_ERRMEM) {
         char buf[256];
@@ -408,6 +521,10 @@ static dkv_status run_loaded(dkv_lua *s, int rc, dkv_err *err)
     lua_insert(L, -2);
     int base = lua_gettop(L) - 1;
     rc = lua_pcall(L, 0, 0, base);
+    if (rc == LUA_OK && !s->list_params) {   /* -D names the script never looked at */
+        lua_pushcfunction(L, dkv_lua_param_check_end);
+        rc = lua_pcall(L, 0, 0, base);
+    }
     lua_remove(L, base);
     return finish(s, rc, err);
 }
@@ -561,6 +678,10 @@ dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint6
         lua_pushliteral(L, "{}");
     CHECK(dkv_h5_attr_str(run, NULL, "config", lua_tostring(L, -1), &err));
     lua_pop(L, 1);
+    if (cfg_idx)
+        dkv_lua_write_flat(L, run, "config", cfg_idx);
+    CHECK(dkv_h5_attr_str(run, NULL, "build", DKV_BUILD_MODE, &err));
+    dkv_lua_run_origin(L, run, &(dkv_run_origin){"none", "", "", "", ""});
     return run;
 }
 
@@ -603,4 +724,29 @@ void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count)
     dkv_lua *s = dkv_lua_from_state(L);
     *index = s ? s->shard_index : 0;
     *count = s ? s->shard_count : 1;
+}
+
+/* Work a binding does in C on the script's behalf, over a size the script chose (a loop to a
+ * __len): ops count as VM instructions against the instruction limit, and SIGINT stops it, with
+ * the same messages as the count hook, at the caller's file:line. */
+void dkv_lua__charge(lua_State *L, uint64_t ops);
+void dkv_lua__charge(lua_State *L, uint64_t ops)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (!s)
+        return;
+    s->instr_count += ops;
+    if (dkv_interrupt_requested() && (s->stop == STOP_NONE || s->stop == STOP_INTR))
+        s->stop = STOP_INTR;
+    else if (s->instr_limit && s->instr_count > s->instr_limit && s->stop != STOP_INTR)
+        s->stop = STOP_INSTR;
+    if (s->stop != STOP_INTR && s->stop != STOP_INSTR)
+        return;
+    luaL_where(L, 1);
+    if (s->stop == STOP_INTR)
+        lua_pushstring(L, "interrupted (SIGINT)");
+    else
+        lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)", (lua_Integer)s->instr_limit);
+    lua_concat(L, 2);
+    lua_error(L);
 }

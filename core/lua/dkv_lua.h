@@ -18,6 +18,7 @@
 #define DKV_LUA_DKV_LUA_H
 
 #include <lua.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,7 +26,8 @@
 #include "util/status.h"
 
 /* Progress of a long operation: `done` of `total` units (total <= 0: unknown).  label is
- * borrowed for the call.  done == total marks the end of that operation. */
+ * borrowed for the call.  done == total marks the end of that operation.  label NULL: the
+ * script is about to print to stdout (a terminal bar should clear itself). */
 typedef void (*dkv_progress_fn)(void *ud, const char *label, double done, double total);
 
 typedef struct dkv_lua_config {
@@ -39,6 +41,9 @@ typedef struct dkv_lua_config {
     size_t mem_limit_bytes;        /* Lua heap cap; 0 = unlimited */
     dkv_progress_fn progress;      /* may be NULL */
     void *progress_ud;
+    bool list_params;              /* `dkv run SCRIPT --help`: run the script only until its first
+                                    * dkv.simulate/execute/write_run/save/mem.new, with print off,
+                                    * to collect its dkv.param declarations (dkv_lua_params_help) */
 } dkv_lua_config;
 
 /* Defaults: root ".", no output, shard 0/1, instr_limit 1e11 (minutes of work), 4 GiB heap. */
@@ -59,11 +64,25 @@ dkv_status dkv_lua_run_file(dkv_lua *s, const char *path, dkv_err *err);
 /* The same for a string (chunkname e.g. "=test"). */
 dkv_status dkv_lua_run_string(dkv_lua *s, const char *chunkname, const char *code, dkv_err *err);
 
+/* True when the last run failed on a usage error: a -D name the script does not know, or a -D
+ * value of the wrong type for its dkv.param (the CLI exits 2). */
+bool dkv_lua_usage_error(const dkv_lua *s);
+
+/* The parameters the script declared (dkv.param) or read (dkv.params), one line each:
+ * "  name  default  help".  Caller frees.  Call after dkv_lua_run_file. */
+char *dkv_lua_params_help(dkv_lua *s);
+
 /* The last error with its traceback ("" when none).  Borrowed until the next run. */
 const char *dkv_lua_traceback(const dkv_lua *s);
 
 /* Closes the interpreter and the output file (ending an open run, renaming .tmp).  Accepts NULL. */
 dkv_status dkv_lua_close(dkv_lua *s, dkv_err *err);
+
+/* Closes the interpreter (its __gc handlers may still write) and hands the output file to the
+ * caller, who decides whether to commit it (dkv_h5_close) or keep it aside
+ * (dkv_h5_close_uncommitted): NULL when the script wrote no run.  Only dkv_lua_close,
+ * dkv_lua_runs_written and dkv_lua_traceback may be called on s afterwards. */
+dkv_h5 *dkv_lua_take_output(dkv_lua *s);
 
 lua_State *dkv_lua_state(dkv_lua *s);
 /* The sandbox that owns L, or NULL for a plain lua_State. */
@@ -84,12 +103,29 @@ dkv_h5 *dkv_lua_output(lua_State *L);
 
 /* Begins run `name` in the output file and writes the provenance attributes: dkv_version,
  * git_commit, script, script_path, params (the -D values, Lua literal), config (the table at
- * cfg_idx as a Lua literal, or "{}" when cfg_idx is 0), seed, host, start_time (ISO 8601 UTC),
- * status = "incomplete".  Returns NULL (doing nothing) when there is no output file.
+ * cfg_idx as a Lua literal, or "{}" when cfg_idx is 0, and flat in group "config"), seed, host,
+ * start_time (ISO 8601 UTC), build (release|debug|asan), backend = "none", status = "incomplete".  Returns NULL (doing nothing) when there is no output file.
  * Raises a Lua error when the run cannot be created (e.g. duplicate name).  A run left open by
  * an earlier error (begin without end) is ended first with status = "failed"; a run still open
  * when the script ends keeps status = "incomplete" (e.g. after SIGINT). */
 dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint64_t seed);
+/* What produced a run (docs/HDF5_SCHEMA.md, "Run attributes"): backend "sim" (dkv.simulate),
+ * "cuda" (dkv.execute) or "none" (written by the script: dkv.write_run, m:write); device: the
+ * CUDA device as probed, or the simulated GPU's name; driver: "driver X.Y, runtime X.Y" on CUDA,
+ * "" otherwise; the GPU and model presets the configuration named ("" when given inline). */
+typedef struct dkv_run_origin {
+    const char *backend, *device, *driver, *gpu_preset, *model_preset;
+} dkv_run_origin;
+
+/* Writes the origin as run attributes (replacing run_begin's backend = "none").  Accepts NULL run. */
+void dkv_lua_run_origin(lua_State *L, dkv_h5_run *run, const dkv_run_origin *o);
+
+/* Writes the table at idx as flat typed attributes of group obj of the run: nested sections
+ * joined with '.' ("policies.offload.t1"); integers int64, other numbers float64, booleans
+ * int64 0/1, strings strings, arrays of numbers 1-D float64 arrays; any other value (arrays of
+ * tables, functions) its Lua literal as a string.  Raises a Lua error when writing fails. */
+void dkv_lua_write_flat(lua_State *L, dkv_h5_run *run, const char *obj, int idx);
+
 /* Stamps end_time and status = "complete", ends the run (flushes).  Accepts NULL. */
 void dkv_lua_run_end(lua_State *L, dkv_h5_run *run);
 

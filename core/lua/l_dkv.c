@@ -11,8 +11,8 @@
 #include "lua/presets.h"
 #include "model/model.h"
 
-size_t dkv_lua__params(lua_State *L, const char *const **out);
 void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count);
+void dkv_lua__charge(lua_State *L, uint64_t ops);
 
 /* ------------------------------------------------------------------ presets and arithmetic */
 
@@ -114,6 +114,9 @@ static int l_shard_mine(lua_State *L)
     return 1;
 }
 
+/* Items idx+1, idx+1+cnt, ... of the table: a stride, so the loop is as long as the result.  The
+ * length may come from a __len metamethod (2^62, say), so the loop is charged to the instruction
+ * limit and stops on SIGINT like Lua code does (dkv_lua__charge). */
 static int l_shard_select(lua_State *L)
 {
     uint32_t idx, cnt;
@@ -121,11 +124,14 @@ static int l_shard_select(lua_State *L)
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_Integer n = (lua_Integer)luaL_len(L, 1), k = 0;
     lua_newtable(L);
-    for (lua_Integer j = 1; j <= n; j++)
-        if ((uint64_t)(j - 1) % cnt == idx) {
-            lua_geti(L, 1, j);
-            lua_rawseti(L, -2, ++k);
-        }
+    for (lua_Integer j = (lua_Integer)idx + 1; j <= n; j += cnt) {
+        if ((k & 1023) == 1023)
+            dkv_lua__charge(L, 4 * 1024);   /* ~4 VM instructions per item in Lua */
+        lua_geti(L, 1, j);
+        lua_rawseti(L, -2, ++k);
+        if (n - j < (lua_Integer)cnt)
+            break;   /* j + cnt would pass n (or overflow) */
+    }
     return 1;
 }
 
@@ -340,6 +346,7 @@ static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t,
 /* dkv.write_run(name, {params=, summary=, units=, tables=, config=, seed=}) -> true | false */
 static int l_write_run(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     const char *name = luaL_checkstring(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
     static const char *const keys[] = {"params", "summary", "units", "tables", "config", "seed", NULL};
@@ -404,27 +411,6 @@ static int l_write_run(lua_State *L)
 
 /* ------------------------------------------------------------------ the module */
 
-static void push_params(lua_State *L)
-{
-    const char *const *p;
-    size_t n = dkv_lua__params(L, &p);
-    lua_newtable(L);
-    for (size_t i = 0; i < n; i++) {
-        const char *eq = strchr(p[i], '=');
-        if (!eq)
-            continue;
-        lua_pushlstring(L, p[i], (size_t)(eq - p[i]));
-        const char *v = eq + 1;
-        if (strcmp(v, "true") == 0)
-            lua_pushboolean(L, 1);
-        else if (strcmp(v, "false") == 0)
-            lua_pushboolean(L, 0);
-        else if (*v == '\0' || lua_stringtonumber(L, v) == 0)
-            lua_pushstring(L, v);
-        lua_settable(L, -3);
-    }
-}
-
 int luaopen_dkv(lua_State *L)
 {
     static const luaL_Reg fns[] = {{"model_info", l_model_info}, {"budget", l_budget},
@@ -437,8 +423,7 @@ int luaopen_dkv(lua_State *L)
     lua_setfield(L, -2, "version");
     lua_pushstring(L, DKV_GIT_COMMIT);
     lua_setfield(L, -2, "git_commit");
-    push_params(L);
-    lua_setfield(L, -2, "params");
+    dkv_lua_open_param(L);   /* dkv.param, dkv.params */
     uint32_t idx, cnt;
     dkv_lua__shard(L, &idx, &cnt);
     lua_newtable(L);

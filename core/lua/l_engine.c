@@ -4,6 +4,7 @@
 #include <lauxlib.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -173,6 +174,8 @@ typedef struct lresult {
     size_t nk, capk;
     uint64_t seed;
     bool kernel_oom;
+    char backend[8], device[160], driver[64];   /* the run's origin (dkv_run_origin) */
+    char gpu_preset[64], model_preset[64];
 } lresult;
 
 static void on_kernel(void *user, const dkv_kernel_record *rec)
@@ -337,13 +340,16 @@ static double rho_callback(void *ud, uint64_t request, uint32_t block, double rh
         lua_pop(L, 1);
         return NAN;
     }
-    int isnum;
-    double v = lua_tonumberx(L, -1, &isnum);
-    if (!isnum) {
+    double v = lua_tonumber(L, -1);
+    if (lua_type(L, -1) != LUA_TNUMBER) {   /* a numeric string is a mistake too */
         snprintf(s->cb_err, sizeof s->cb_err, "returned a %s for request %llu block %u, expected a number",
                  luaL_typename(L, -1), (unsigned long long)request, block);
         s->cb_failed = true;
         v = NAN;
+    } else if (!isfinite(v)) {               /* the engine would otherwise fall back to rho */
+        snprintf(s->cb_err, sizeof s->cb_err, "returned %g for request %llu block %u, expected a finite number",
+                 v, (unsigned long long)request, block);
+        s->cb_failed = true;
     }
     lua_pop(L, 1);
     return v;
@@ -355,6 +361,25 @@ static void on_progress(void *user, double done, double total)
 {
     prog *p = user;
     dkv_lua_progress(p->L, "simulate", done, total);
+}
+
+/* The preset cfg[key] names: the string itself, a table's `base`, or "" (given inline). */
+static void preset_name(lua_State *L, int cfg_idx, const char *key, char *out, size_t n)
+{
+    out[0] = '\0';
+    int t = lua_getfield(L, cfg_idx, key);
+    if (t == LUA_TSTRING)
+        snprintf(out, n, "%s", lua_tostring(L, -1));
+    else if (t == LUA_TTABLE && lua_getfield(L, -1, "base") == LUA_TSTRING)
+        snprintf(out, n, "%s", lua_tostring(L, -1));
+    lua_settop(L, lua_gettop(L) - (t == LUA_TTABLE ? 2 : 1));
+}
+
+void dkv_lsim_result_set_device(lua_State *L, int idx, const char *device, const char *driver)
+{
+    lresult *r = luaL_checkudata(L, idx, RESULT_MT);
+    snprintf(r->device, sizeof r->device, "%s", device ? device : "");
+    snprintf(r->driver, sizeof r->driver, "%s", driver ? driver : "");
 }
 
 /* Runs the engine on the configuration table at cfg_idx with the backend make() creates and
@@ -373,6 +398,10 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
     memset(res, 0, sizeof *res);
     luaL_setmetatable(L, RESULT_MT);
     res->seed = s->seed;
+    snprintf(res->backend, sizeof res->backend, "%s", strcmp(who, "dkv.execute") == 0 ? "cuda" : "sim");
+    snprintf(res->device, sizeof res->device, "%s", s->gpu.name);
+    preset_name(L, cfg_idx, "gpu", res->gpu_preset, sizeof res->gpu_preset);
+    preset_name(L, cfg_idx, "model", res->model_preset, sizeof res->model_preset);
     if (s->ec.retention.mode == DKV_RHO_CALLBACK) {
         s->ec.retention.callback = rho_callback;
         s->ec.retention.callback_ud = s;
@@ -425,6 +454,7 @@ static dkv_status make_sim(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err
 /* dkv.simulate(cfg) -> result */
 static int l_simulate(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
     return dkv_lsim_run(L, 1, "dkv.simulate", make_sim, NULL);
@@ -451,6 +481,7 @@ static void save_table(lua_State *L, dkv_h5_run *run, const char *name, const vo
 /* dkv.save(result, name) -> true, or false when the script has no output file */
 static int l_save(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     lresult *r = check_result(L, 1);
     const char *name = luaL_checkstring(L, 2);
     luaL_argcheck(L, lua_isnoneornil(L, 3), 3, "dkv.save(result, name): results go to the run's output file (-o)");
@@ -461,6 +492,7 @@ static int l_save(lua_State *L)
         lua_pushboolean(L, 0);
         return 1;
     }
+    dkv_lua_run_origin(L, run, &(dkv_run_origin){r->backend, r->device, r->driver, r->gpu_preset, r->model_preset});
     dkv_err err = {0};
     const dkv_run_summary *s = dkv_engine_result_summary(r->r);
     for (size_t i = 0; i < NF(sum_fields); i++) {

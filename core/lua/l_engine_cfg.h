@@ -47,4 +47,8 @@ void dkv_lsim_free(dkv_lsim *s);
 typedef dkv_status (*dkv_lsim_backend_fn)(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err);
 int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn make, void *ud);
 
+/* Sets the device and driver the result at idx ran on (dkv.execute, after the run; dkv.save
+ * writes them as run attributes).  Strings are copied. */
+void dkv_lsim_result_set_device(lua_State *L, int idx, const char *device, const char *driver);
+
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/safetensors.h"
 #include "lua/exec_outputs.h"
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
@@ -31,6 +32,7 @@ typedef struct lexec {
     double   staging_bytes, host_bytes;   /* < 0: automatic */
     char   **weights;
     uint32_t n_weights;
+    dkv_ref_weights *rw;       /* opts.weights loaded (dkv_st_load_weights), handed to the backend */
     bool     outputs;          /* opts.outputs: collect generated tokens per request */
     bool     out_failed;
     dkv_exec_outputs out;
@@ -48,6 +50,8 @@ static int lexec_gc(lua_State *L)
     free(x->weights);
     x->weights = NULL;
     x->n_weights = 0;
+    dkv_ref_weights_free(x->rw);
+    x->rw = NULL;
     dkv_exec_outputs_free(&x->out);
 #ifdef DKV_HAVE_CUDA
     dkv_cuda_backend_report_clear(&x->rep);
@@ -117,18 +121,6 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
 
 #ifdef DKV_HAVE_CUDA
 
-/* The engine's KV capacity (engine_mem.c's rule for one instance), so every block id of the
- * engine's pool has a place in the device arena. */
-static uint64_t kv_capacity(const dkv_lsim *s)
-{
-    const dkv_engine_config *c = &s->ec;
-    if (c->mem.capacity_bytes)
-        return c->mem.capacity_bytes;
-    double hbm = s->gpu.hbm_bytes, W = (double)dkv_model_weight_bytes(&s->model);
-    double usable = hbm - W - c->sizing.margin * hbm;
-    return usable > 0 ? (uint64_t)(c->sizing.kv_frac * usable) : 0;
-}
-
 /* on_item hook for opts.outputs: the first failure is kept and raised after the run. */
 static void collect_item(void *user, const dkv_cuda_item_report *r)
 {
@@ -153,37 +145,24 @@ static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *er
     if (c->routing.enabled)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.policies.routing.enabled: the plain path (KV outside the "
                            "block pool) is not executed on the device");
-    uint64_t kvbpt = dkv_model_kv_bytes_per_token(&s->model);
-    uint64_t block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * kvbpt;
-    if (!kvbpt || block_bytes % kvbpt)
-        return dkv_err_set(err, DKV_EINVAL, "cfg.mem: a pool block of %llu bytes is not a whole number of tokens "
-                           "(%llu bytes each)", (unsigned long long)block_bytes, (unsigned long long)kvbpt);
+    /* the pool's geometry, the decode configuration and the weights reach the backend through
+     * the engine's dkv_backend_setup; only the device options and the overrides are set here */
     dkv_cuda_backend_options o = dkv_cuda_backend_options_default();
     o.device = x->device;
-    o.workload = s->w;
-    o.decode = c->decode;
-    o.decode.shared_set = c->retention.set == DKV_RETAIN_SHARED;
-    o.block_tokens = (uint32_t)(block_bytes / kvbpt);
-    o.arena_blocks = kv_capacity(s) / block_bytes;
-    bool offload = c->offload.mode != DKV_OFFLOAD_NONE;
-    uint32_t max_L = 0;
-    size_t n_req = dkv_workload_count(s->w);
-    for (size_t i = 0; i < n_req; i++) {
-        const dkv_request *q = dkv_workload_get(s->w, i);
-        uint32_t L = q->prompt_tokens + q->gen_tokens;
-        max_L = L > max_L && L <= s->model.max_len ? L : max_L;
+    if (x->staging_bytes >= 0)
+        o.staging_bytes = (uint64_t)x->staging_bytes;
+    if (x->host_bytes >= 0)
+        o.host_bytes = (uint64_t)x->host_bytes;
+    if (x->n_weights && !x->rw) {
+        dkv_status st = dkv_st_load_weights((const char *const *)x->weights, x->n_weights, &s->model, o.rms_eps,
+                                            &x->rw, err);
+        if (st != DKV_OK)
+            return st;
     }
-    uint64_t slot = (uint64_t)((max_L + o.block_tokens - 1) / o.block_tokens) * block_bytes;
-    uint64_t conc = n_req < c->max_num_seqs ? n_req : c->max_num_seqs;
-    o.staging_blocks = x->staging_bytes >= 0 ? (uint64_t)x->staging_bytes / block_bytes
-                       : offload ? (kv_capacity(s) / 4) / block_bytes : 0;
-    uint64_t host = conc * slot, cap = 64ull << 30;
-    o.host_bytes = x->host_bytes >= 0 ? (uint64_t)x->host_bytes : offload ? (host < cap ? host : cap) : 0;
+    s->ec.weights = x->rw;
     o.layout = x->layout >= 0 ? (x->layout == 0 ? DKV_KV_LAYER_MAJOR : DKV_KV_TOKEN_MAJOR)
                : c->layout.layout == DKV_LAYOUT_LAYER_MAJOR ? DKV_KV_LAYER_MAJOR : DKV_KV_TOKEN_MAJOR;
     o.seed = x->seed >= 0 ? (uint64_t)x->seed : s->seed;
-    o.weight_files = (const char *const *)x->weights;
-    o.n_weight_files = x->n_weights;
     o.max_logit_rows = x->max_logit_rows;
     o.attn_streams = x->attn_streams;
     o.class_timing = x->class_timing;
@@ -294,6 +273,7 @@ static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
 /* dkv.execute(cfg [, opts]) -> result, device */
 static int l_execute(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 2);
 #ifndef DKV_HAVE_CUDA
@@ -315,6 +295,9 @@ static int l_execute(lua_State *L)
     dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
     if (x->out_failed)
         return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
+    char versions[64];
+    dkv_cuda_versions(versions, sizeof versions);
+    dkv_lsim_result_set_device(L, -1, x->rep.device, versions);
     push_device(L, &x->rep);
     if (x->outputs) {
         push_outputs(L, &x->out);

@@ -5,7 +5,7 @@
  *   m:retain(id); m:release(id); m:release(id)
  *   m:tick(0.5)                      -- the manager's clock (deferred releases)
  *   local s = m:stats()              -- s.external_frag, s.peak_reserved, s.tags.kv.allocated, ...
- *   m:write("blockpool")             -- a run in the output file (lua/mem_h5.h layout)
+ *   m:write("blockpool")             -- a run in the output file (io/mem_h5.h layout)
  *
  * Failures of the manager (does not fit, double release, unknown id, zero size) return
  * nil, message, status name ("ENOMEM", ...), as Lua's io library does; wrong argument types
@@ -19,7 +19,7 @@
 #include "lua/l_mem.h"
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"
-#include "lua/mem_h5.h"
+#include "io/mem_h5.h"
 
 #define MEM_MT "dkv.mem"
 
@@ -51,6 +51,7 @@ static const char *const tag_names[] = {"weights", "kv", "activation", "logits",
 /* dkv.mem.new{kind=..., capacity=..., ...} */
 static int l_new(lua_State *L)
 {
+    dkv_lua_param_gate(L);
     static const char *const keys[] = {
         "kind", "capacity", "release_delay", "sample_stride", "device_malloc_s", "device_free_s",
         "device_bytes_per_s", "max_split_size", "block_tokens", "token_bytes", "block_bytes",

@@ -9,5 +9,20 @@
 void dkv_lua_open_mem(lua_State *L);     /* dkv.mem.*                         core/lua/l_mem.c */
 void dkv_lua_open_engine(lua_State *L);  /* dkv.simulate, dkv.save, dkv.budget core/lua/l_engine.c */
 void dkv_lua_open_execute(lua_State *L); /* dkv.execute (CUDA backend)        core/lua/l_execute.c */
+void dkv_lua_open_param(lua_State *L);   /* dkv.param, dkv.params             core/lua/l_param.c */
+
+/* Declared parameters (core/lua/l_param.c).  Every binding that starts work (dkv.simulate,
+ * dkv.execute, dkv.write_run, dkv.save, dkv.mem.new) calls the gate first: it raises a usage error
+ * (exit 2) when a -D name is one the script has not declared or read, and in the listing mode of
+ * `dkv run SCRIPT --help` it stops the script there, the parameters being declared. */
+void  dkv_lua_param_gate(lua_State *L);
+int   dkv_lua_param_check_end(lua_State *L);   /* the same check once a script ended (a lua_CFunction) */
+char *dkv_lua_param_listing(lua_State *L);     /* "  name  default  help\n" lines; caller frees */
+
+/* Sandbox internals used by l_param.c (core/lua/dkv_lua.c). */
+void        dkv_lua__stop_usage(lua_State *L);   /* the error being raised is a usage error (exit 2) */
+void        dkv_lua__stop_listed(lua_State *L);  /* listing mode: the parameters are declared, stop */
+int         dkv_lua__listing(lua_State *L);
+const char *dkv_lua__script_name(lua_State *L);
 
 #endif

@@ -10,6 +10,7 @@ $PY -c 'import h5py' 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks h5py (a
 cat >"$T/exp.lua" <<'LUA'
 -- a sweep of three points; each shard writes its points
 local dkv = require "dkv"
+dkv.param("label", "", "a label (only recorded, in the runs' defines attribute)")
 local points = {{rate = 0.5}, {rate = 1}, {rate = 2}}
 for k, p in ipairs(points) do
   if dkv.shard.mine(k) then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_cli_interrupt.sh - SIGINT in the middle of a long script: dkv stops the script, closes
-# the results file and renames it; every run completed before the signal is readable.
+# the results file and keeps it as long.h5.partial (a run that did not finish never takes the
+# final name); every run completed before the signal is readable.
 set -uo pipefail
 : "${DKV:?}" "${T:?}"
 PY=/usr/bin/python3
@@ -30,10 +31,10 @@ wait $pid; rc=$?
 cat "$T/err.txt"
 [ $rc = 1 ] || fail "interrupted run exits 1, got $rc"
 grep -qE 'long\.lua:[0-9]+: interrupted \(SIGINT\)' "$T/err.txt" || fail "message names file:line"
-grep -qE 'interrupted; [0-9]+ completed runs? kept in' "$T/err.txt" || fail "summary line"
-[ -f "$T/long.h5" ] && [ ! -e "$T/long.h5.tmp" ] || fail "file renamed at close"
+grep -qE "interrupted; [0-9]+ completed runs? kept in $T/long.h5.partial" "$T/err.txt" || fail "summary line"
+[ -f "$T/long.h5.partial" ] && [ ! -e "$T/long.h5" ] && [ ! -e "$T/long.h5.tmp" ] || fail "file kept as .partial"
 n=$(grep -oE '[0-9]+ completed run' "$T/err.txt" | grep -oE '^[0-9]+')
-$PY - "$T/long.h5" "$n" <<'PYEOF' || fail "completed runs readable"
+$PY - "$T/long.h5.partial" "$n" <<'PYEOF' || fail "completed runs readable"
 import sys, h5py
 f = h5py.File(sys.argv[1], "r")
 n = int(sys.argv[2])

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # test_cli_plot.sh - scripts/plot.py renders a non-empty PNG from a results file, skips runs
-# lacking tables with a note, and exits non-zero with a clear message for a bad file.
+# lacking tables with a note, and exits non-zero with a clear message for a bad file.  On 14
+# simulated runs (12 arrival rates, two of them saved twice): the title names model, GPU and
+# workload, identical curves are drawn once, more than 10 curves get colour/line-style pairs with
+# the legend outside, --run picks the per-run panels, and the one-parameter sweep gets its figure.
 set -uo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 PY=/usr/bin/python3
@@ -46,4 +49,29 @@ out=$($PY "$ROOT/scripts/plot.py" "$T/missing.h5" 2>&1); rc=$?
 $PY -c 'import h5py; h5py.File("'"$T"'/other.h5", "w").create_dataset("x", data=[1])'
 out=$($PY "$ROOT/scripts/plot.py" "$T/other.h5" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "not a dkv results file" <<<"$out" || fail "foreign HDF5: rc $rc: $out"
+
+cat >"$T/many.lua" <<'LUA'
+local dkv = require "dkv"
+for rate = 1, 12 do
+  local r = dkv.simulate{model = "llada-8b", gpu = "h200", seed = 4,
+    workload = {kind = "poisson", n = 6, rate = rate, prompt = 128, gen = 32}}
+  dkv.save(r, "rate" .. rate)
+  if rate <= 2 then dkv.save(r, "rate" .. rate .. "again") end
+end
+LUA
+"$DKV" run "$T/many.lua" -o "$T/many.h5" >/dev/null || fail "dkv run many.lua"
+out=$($PY "$ROOT/scripts/plot.py" "$T/many.h5" -o "$T/many.png" --run rate5 2>"$T/err.txt") || { cat "$T/err.txt"; fail "plot many"; }
+echo "$out"
+grep -qxF "plot: title: llada-8b on h200 (simulated): 6 poisson requests at 1-12/s, P=128 G=32" <<<"$out" \
+    || fail "title: $(grep title <<<"$out")"
+for p in memory latency; do
+    grep -q "^plot: $p: drawn once: rate1 = rate1again (identical)$" <<<"$out" || fail "$p: rate1 merged"
+    grep -q "^plot: $p: drawn once: rate2 = rate2again (identical)$" <<<"$out" || fail "$p: rate2 merged"
+    grep -q "^plot: $p: 12 curves: colour and line-style pairs, legend outside the axes$" <<<"$out" || fail "$p: styles"
+done
+grep -q "^plot: per-run panels: memory by tag rate5, steps rate5$" <<<"$out" || fail "--run"
+grep -q "^plot: wrote $T/many.sweep.png (sweep over workload.rate)$" <<<"$out" || fail "sweep figure"
+[ "$(stat -c %s "$T/many.sweep.png")" -gt 20000 ] || fail "sweep PNG too small"
+out=$($PY "$ROOT/scripts/plot.py" "$T/many.h5" -o "$T/x.png" --run nope 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "no such run" <<<"$out" || fail "--run nope: rc $rc: $out"
 echo "plot ok"

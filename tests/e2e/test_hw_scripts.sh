@@ -101,7 +101,9 @@ set +e
 set -e
 [ $rc = 1 ] && grep -q "hw_offload: 1 point(s) failed on the device" "$T/foff.txt" || fail "failed point: $rc"
 grep -q "hw: off:plain: dkv.execute FAILED: dkv.execute: fake failure" "$T/foff.txt" || fail "failure line"
-r=$(runs "$T/foff.h5" | tr '\n' ' ')
+[ ! -e "$T/foff.h5" ] || fail "a failed study must not write foff.h5"
+grep -q "completed runs kept in $T/foff.h5.partial" "$T/foff.txt" || fail "partial named: $(cat "$T/foff.txt")"
+r=$(runs "$T/foff.h5.partial" | tr '\n' ' ')
 [[ "$r" == *"off:none:device off:none:real off:none:sim off:plain:sim off:prog,never:device"* ]] || fail "runs: $r"
 [[ "$r" != *"off:plain:real"* ]] || fail "a failed point wrote a real run"
 grep -q "hw: warm-up execution done" "$T/foff.txt" || fail "warm-up"

@@ -242,11 +242,15 @@ static void run_mode(const char *name, dkv_ref_cache_mode mode, dkv_cache_mode e
     c.max_num_batched_tokens = 4096;
     c.logit.max_num_logits = 8;   /* the LM head in chunks of 8 rows */
     c.layout.layout = layout;
-    dkv_cuda_backend_options o = backend_options_for(&c, cap);
-    o.ref_weights = rw, o.poison = true, o.attn_streams = 2, o.on_item = on_item, o.on_item_user = &r;
+    dkv_cuda_backend_options o = backend_options_for(&c);
+    o.poison = true, o.attn_streams = 2, o.on_item = on_item, o.on_item_user = &r;
     o.attn_per_item = g_per_item;
-    if (g_weight_file)   /* the same weights, written as a LLaDA-named safetensors file and read back */
-        o.ref_weights = NULL, o.weight_files = &g_weight_file, o.n_weight_files = 1;
+    c.weights = rw;
+    dkv_ref_weights *loaded = NULL;
+    if (g_weight_file) { /* the same weights, written as a LLaDA-named safetensors file and read back (core/io) */
+        OK(dkv_st_load_weights(&g_weight_file, 1, m, 1e-5f, &loaded, &err));
+        c.weights = loaded;
+    }
     r.layout = (dkv_cuda_kv_pool){NULL, BT, m->n_layers, m->n_kv_heads, m->head_dim, o.layout};
     dkv_backend be;
     OK(dkv_cuda_backend_new(&o, &be, &err));
@@ -285,6 +289,7 @@ static void run_mode(const char *name, dkv_ref_cache_mode mode, dkv_cache_mode e
     }
     dkv_engine_result_free(res);
     dkv_backend_free(&be);
+    dkv_ref_weights_free(loaded);
     dkv_workload_free(w);
     for (int i = 0; i < NREQ; i++)
         dkv_ref_kv_free(r.kv[i]);
@@ -307,8 +312,9 @@ static void run_offload(dkv_ref_weights *rw, const dkv_model *m, const dkv_gpu *
     c.offload.mode = DKV_OFFLOAD_PROGRESSIVE, c.offload.t1 = 0.25, c.offload.t2 = 0.5, c.offload.lowrank_ratio = 0.3;
     dkv_cuda_backend_report rep;
     memset(&rep, 0, sizeof rep);
-    dkv_cuda_backend_options o = backend_options_for(&c, cap);
-    o.ref_weights = rw, o.poison = true, o.staging_blocks = 64, o.host_bytes = NREQ * 16ull * BT * kvbpt;
+    c.weights = rw;
+    dkv_cuda_backend_options o = backend_options_for(&c);
+    o.poison = true, o.staging_bytes = 64ull * BT * kvbpt, o.host_bytes = NREQ * 16ull * BT * kvbpt;
     o.report = &rep;
     dkv_backend be;
     OK(dkv_cuda_backend_new(&o, &be, &err));
@@ -366,19 +372,31 @@ static void check_scores(uint32_t Tq, uint32_t Tk, uint32_t H, uint32_t Hkv, uin
     free(qk), free(q), free(k), free(ref), free(got);
 }
 
-static void argument_errors(const dkv_model *m)
+/* What begin refuses in the engine's setup (engine/backend.h): no workload, no pool geometry. */
+static void argument_errors(const dkv_model *m, const dkv_gpu *g)
 {
     dkv_cuda_backend_options o = dkv_cuda_backend_options_default();
     dkv_backend be;
     dkv_err e = {0};
-    dkv_status st = dkv_cuda_backend_new(&o, &be, &e);
+    OK(dkv_cuda_backend_new(&o, &be, &e));
+    dkv_decode_cfg dc;
+    dkv_decode_cfg_default(&dc);
+    dkv_backend_setup s;
+    memset(&s, 0, sizeof s);
+    s.model = m, s.gpu = g, s.decode = &dc;
+    dkv_status st = dkv_backend_begin(&be, &s, &e);
     check_true("no workload is EINVAL", st == DKV_EINVAL && strstr(e.msg, "workload"), e.msg);
     dkv_workload *w = fixed_workload(1, PROMPTS, 1, G, &err);
-    o.workload = w;
-    st = dkv_cuda_backend_new(&o, &be, &e);
+    s.workload = w;
+    st = dkv_backend_begin(&be, &s, &e);
     check_true("no block size is EINVAL", st == DKV_EINVAL && strstr(e.msg, "block_tokens"), e.msg);
+    uint64_t kvbpt = dkv_model_kv_bytes_per_token(m);
+    s.pool = (dkv_backend_pool){.kind = DKV_MEM_BLOCKPOOL, .block_tokens = BT, .block_bytes = BT * kvbpt + 2,
+                                .n_blocks = 8};
+    st = dkv_backend_begin(&be, &s, &e);
+    check_true("a block that is not whole tokens is EINVAL", st == DKV_EINVAL && strstr(e.msg, "whole number"), e.msg);
+    dkv_backend_free(&be);
     dkv_workload_free(w);
-    (void)m;
 }
 
 int main(void)
@@ -392,7 +410,7 @@ int main(void)
     OK(dkv_ref_weights_new(&m, 1e-5f, &rw, &err));
     dkv_ref_weights_randomize(rw, dkv_rng_u64(&rng));
     dkv_ref_weights_foreach(rw, round_bf16, NULL);
-    argument_errors(&m);
+    argument_errors(&m, &g);
     check_scores(16, 150, 4, 2, 64, &rng);
     check_scores(32, 768, 8, 8, 128, &rng);
     run_mode("none", DKV_REF_CACHE_NONE, DKV_CACHE_NONE, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m, &g);

@@ -51,17 +51,12 @@ static inline dkv_workload *fixed_workload(size_t n, const uint32_t *P, size_t n
     return w;
 }
 
-/* The CUDA backend options that match an engine configuration (what l_execute.c derives from a
- * Lua cfg): block size, arena blocks for the KV capacity, layout, decode settings. */
-static inline dkv_cuda_backend_options backend_options_for(const dkv_engine_config *c, uint64_t kv_capacity)
+/* The CUDA backend options that match an engine configuration (what l_execute.c sets): the KV
+ * layout.  Block size, arena blocks, staging, the decode settings and the weights come from the
+ * engine through dkv_backend_setup at begin. */
+static inline dkv_cuda_backend_options backend_options_for(const dkv_engine_config *c)
 {
     dkv_cuda_backend_options o = dkv_cuda_backend_options_default();
-    uint64_t kvbpt = dkv_model_kv_bytes_per_token(c->model);
-    o.workload = c->workload;
-    o.decode = c->decode;
-    o.decode.shared_set = c->retention.set == DKV_RETAIN_SHARED;
-    o.block_tokens = c->sizing.block_tokens;
-    o.arena_blocks = kv_capacity / ((uint64_t)c->sizing.block_tokens * kvbpt);
     o.layout = c->layout.layout == DKV_LAYOUT_LAYER_MAJOR ? DKV_KV_LAYER_MAJOR : DKV_KV_TOKEN_MAJOR;
     return o;
 }

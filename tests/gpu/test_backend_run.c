@@ -109,12 +109,12 @@ int main(int argc, char **argv)
 
     dkv_cuda_backend_report rep;
     memset(&rep, 0, sizeof rep);
-    dkv_cuda_backend_options o = backend_options_for(&c, cap);
+    dkv_cuda_backend_options o = backend_options_for(&c);
     o.seed = a.seed, o.attn_streams = a.streams, o.class_timing = a.class_timing != 0, o.report = &rep;
     o.attn_per_item = !strcmp(a.attn, "per-item");
     if (c.offload.mode != DKV_OFFLOAD_NONE) {
         uint64_t kvbpt = dkv_model_kv_bytes_per_token(&m), slot = (uint64_t)(a.prompt + a.gen + 31) / 32 * 32 * kvbpt;
-        o.staging_blocks = (uint64_t)a.n * ((a.prompt + a.gen + 31) / 32);
+        o.staging_bytes = (uint64_t)a.n * ((a.prompt + a.gen + 31) / 32) * 32 * kvbpt;
         o.host_bytes = (uint64_t)a.n * slot;
     }
     dkv_backend be;

@@ -102,6 +102,13 @@ do
   assert(cb.hbm_read_bytes == lo.hbm_read_bytes, "callback rho 0.1 == fixed 0.1")
   expect_error(function() sparse{mode = "callback", callback = function() return "x" end} end,
                "retention.callback")
+  -- NaN, infinity and numeric strings are errors too (NaN used to fall back to rho silently)
+  expect_error(function() sparse{mode = "callback", callback = function() return 0 / 0 end} end,
+               "expected a finite number")
+  expect_error(function() sparse{mode = "callback", callback = function() return math.huge end} end,
+               "expected a finite number")
+  expect_error(function() sparse{mode = "callback", callback = function() return "0.5" end} end,
+               "returned a string")
 end
 
 -- ---------------------------------------------------------------- routing

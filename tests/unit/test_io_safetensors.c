@@ -186,6 +186,14 @@ static void test_broken_files_named(void **state)
     assert_int_equal(truncate(path("tiny"), 3), 0);
     expect_open_error(path("tiny"), DKV_EFORMAT, "too short", NULL);
     expect_open_error(path("absent"), DKV_ENOENT, "cannot open", NULL);
+    /* issue 12 defect 10: an unknown field whose key or value is an unterminated string made jskip()
+     * free the pointer jstring() left uninitialised (ASan: bad-free; release: a crash) */
+    raw_file(path("unterm_val"), "{\"_s\": {\"k\": \"p", 0);
+    expect_open_error(path("unterm_val"), DKV_EFORMAT, "unterminated string", NULL);
+    raw_file(path("unterm_key"), "{\"_s\": {\"k", 0);
+    expect_open_error(path("unterm_key"), DKV_EFORMAT, "unterminated string", NULL);
+    raw_file(path("unterm_str"), "{\"x\":{\"dtype\":\"F32\",\"z\":\"p", 0);
+    expect_open_error(path("unterm_str"), DKV_EFORMAT, "unterminated string", NULL);
     /* unknown fields are skipped; metadata with an escaped string; an empty tensor */
     raw_file(path("extra"), "{\"__metadata__\":{\"a\\\"b\":\"c\\u00e9\"},\"e\":{\"dtype\":\"F16\",\"shape\":[0],"
              "\"data_offsets\":[0,0],\"note\":[1,{\"z\":null}]}}  ", 0);

@@ -1,6 +1,6 @@
 -- NVIDIA A100 80GB SXM4.  No A100 here: datasheet figures scaled by the efficiency measured on
 -- the H200 (copy 4292 of 4800 GB/s = 0.894; bf16 GEMM 790 of 989 TFLOP/s = 0.80) so presets are
--- comparable.  dLLM-Serve values from DESIGN.md (arXiv 2512.17077).
+-- comparable.  dLLM-Serve values from docs/DESIGN.md (arXiv 2512.17077).
 return {
   name = "a100-80g",
   source = "NVIDIA A100 datasheet (80 GiB HBM2e, 2039 GB/s, 312 TFLOP/s bf16 dense, 19.5 TFLOP/s fp32, "

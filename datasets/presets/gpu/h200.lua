@@ -1,9 +1,9 @@
 -- NVIDIA H200 SXM (141 GB HBM3e).  Bandwidth, FLOP/s, PCIe and allocator figures were measured
--- on the project's H200 (docs: ../shared/ANCHORS.md, 2026-11-29); the rest is datasheet.
+-- on the project's H200 (docs/ANCHORS.md, 2026-11-29); the rest is datasheet.
 local GiB = 2^30
 return {
   name = "h200",
-  source = "measured on the project's H200 (ANCHORS.md): 139.8 GiB visible, copy 4292 GB/s, "
+  source = "measured on the project's H200 (docs/ANCHORS.md): 139.8 GiB visible, copy 4292 GB/s, "
         .. "bf16 GEMM ~790 TFLOP/s, PCIe pinned 55.5/55.3 GB/s (101.4 both ways), pageable 8.8/15.5 GB/s, "
         .. "cudaMalloc ~35 us, cudaFree ~38 us; FP32 67 TFLOP/s, 132 SMs, 60 MiB L2 from the NVIDIA datasheet; "
         .. "launch overhead, cost and bw_curve are dkv assumptions; dLLM-Serve has no H200 preset, "

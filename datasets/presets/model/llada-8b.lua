@@ -1,7 +1,7 @@
--- LLaDA-8B-Instruct (GSAI-ML): shapes from its config (ANCHORS.md).
+-- LLaDA-8B-Instruct (GSAI-ML): shapes from its config (docs/ANCHORS.md).
 return {
   name = "llada-8b",
-  source = "GSAI-ML/LLaDA-8B-Instruct config.json (ANCHORS.md): 32 layers, d 4096, FFN 12288 (SwiGLU), "
+  source = "GSAI-ML/LLaDA-8B-Instruct config.json (docs/ANCHORS.md): 32 layers, d 4096, FFN 12288 (SwiGLU), "
         .. "32 heads x 128, no GQA, vocab 126464, mask 126336, RoPE 500000, max length 4096",
   n_layers = 32,
   hidden = 4096,

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# check_no_behaviour_change.sh [BASE_REF] [OUT]  - proves a refactor changes no result.
+#
+# Builds BASE_REF (default: the last main merged into this branch, `git merge-base HEAD main`,
+# so only this branch's own changes are compared) from a `git archive` copy in OUT/base-src, and
+# the working tree (build/check-release, cuda=no) here; runs every
+# experiments/*.lua present in both trees from its own tree with `dkv run ... -o`, capturing
+# stdout; summarises every HDF5 file with scripts/h5_summary.py (wall times, commits and
+# timestamps masked); then diffs the printed output and the summaries.  Exit 0 = identical.
+#
+#   bash scripts/check_no_behaviour_change.sh                          # vs the last merged main
+#   bash scripts/check_no_behaviour_change.sh 3cd3128 /tmp/refactor-check
+#
+# The base side is cached (OUT/base/.done names the commit), so a re-run only redoes the head.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BASE=${1:-$(git -C "$ROOT" merge-base HEAD main)}
+OUT=${2:-/tmp/refactor-check}
+JOBS=${JOBS:-2}
+mkdir -p "$OUT"
+base_sha=$(git -C "$ROOT" rev-parse "$BASE") || exit 2
+
+# Lines of printed output that measure the machine (wall clock), not the experiment.
+# Paths: each side runs in its own tree and writes under OUT/<side>.
+norm() {
+    sed -E -e 's/[0-9]+(\.[0-9]+)? ?(s|ms) (process |engine )?wall/<wall>/g' \
+           -e 's/wall[ =:]+[0-9.]+ ?(s|ms)?/wall <masked>/g' \
+           -e 's#'"$OUT"'/base-src#TREE#g' -e 's#'"$ROOT"'#TREE#g' \
+           -e 's#'"$OUT"'/(base|head)#OUT#g' "$1"
+}
+
+run_side() {   # side tree dkv
+    local side=$1 tree=$2 dkv=$3 o="$OUT/$1"
+    rm -rf "$o"; mkdir -p "$o"
+    for e in "$tree"/experiments/*.lua; do
+        local n; n=$(basename "$e" .lua)
+        [ "$n" = hw_lib ] && continue                      # a library, not an experiment
+        [ -f "$ROOT/experiments/$n.lua" ] && [ -f "$OUT/base-src/experiments/$n.lua" ] || continue
+        (cd "$tree" && "$dkv" run "experiments/$n.lua" -o "$o/$n.h5" >"$o/$n.stdout" 2>"$o/$n.stderr")
+        echo "exit $?" >>"$o/$n.stdout"
+        for h in "$o"/*.h5; do
+            [ -f "$h" ] && [ ! -f "$h.sum" ] && /usr/bin/python3 "$ROOT/scripts/h5_summary.py" "$h" >"$h.sum" 2>&1
+        done
+    done
+}
+
+if [ "$(cat "$OUT/base/.done" 2>/dev/null)" != "$base_sha" ]; then
+    rm -rf "$OUT/base-src"; mkdir -p "$OUT/base-src"
+    git -C "$ROOT" archive "$base_sha" | tar -x -C "$OUT/base-src" || exit 2
+    (cd "$OUT/base-src" && scons -Q -j"$JOBS" cuda=no >"$OUT/base-build.log" 2>&1) ||
+        { echo "base build failed: $OUT/base-build.log"; exit 2; }
+    run_side base "$OUT/base-src" "$OUT/base-src/build/release/dkv"
+    echo "$base_sha" >"$OUT/base/.done"
+fi
+
+(cd "$ROOT" && scons -Q -j"$JOBS" cuda=no variant=check >"$OUT/head-build.log" 2>&1) ||
+    { echo "head build failed: $OUT/head-build.log"; exit 2; }
+run_side head "$ROOT" "$ROOT/build/check-release/dkv"
+
+for f in "$OUT"/base/*.stdout "$OUT"/head/*.stdout; do norm "$f" >"${f%.stdout}.out"; done
+status=0
+for f in "$OUT"/base/*.out "$OUT"/base/*.h5.sum; do
+    g="$OUT/head/$(basename "$f")"
+    if ! diff -q "$f" "$g" >/dev/null 2>&1; then
+        echo "DIFFERS: $(basename "$f")"; diff "$f" "$g" | head -n 20; status=1
+    fi
+done
+n=$(ls "$OUT"/base/*.out | wc -l); m=$(ls "$OUT"/base/*.h5.sum 2>/dev/null | wc -l)
+[ $status -eq 0 ] && echo "identical: $n experiments' printed output, $m HDF5 summaries ($BASE vs working tree)"
+exit $status

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# test_docs_python.sh - every ```python block of README.md and docs/*.md runs with /usr/bin/python3
+# and succeeds (blocks fenced as ```python norun are shown, not run).  The blocks run in a folder
+# holding scripts/ and the results files they name, made here by `dkv run`:
+# results/quickstart.h5 (experiments/quickstart.lua) and results/offload.h5
+# (experiments/offload_thresholds.lua).
+set -uo pipefail
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+/usr/bin/python3 -c 'import h5py, pandas, matplotlib' 2>/dev/null \
+    || { echo "SKIP: /usr/bin/python3 lacks h5py/pandas/matplotlib (scripts/deps.sh)"; exit 77; }
+w="$T/w"
+mkdir -p "$w/results"
+ln -s "$ROOT/scripts" "$w/scripts"
+(cd "$ROOT" && "$DKV" run experiments/quickstart.lua -o "$w/results/quickstart.h5" >/dev/null) || fail "quickstart.lua"
+(cd "$ROOT" && "$DKV" run experiments/offload_thresholds.lua -o "$w/results/offload.h5" >/dev/null) || fail "offload_thresholds.lua"
+n=0
+for doc in "$ROOT/README.md" "$ROOT"/docs/*.md; do
+    k=$(awk -v dir="$T" -v tag="$(basename "$doc" .md)" '
+        /^```python[ \t]*$/ { inb = 1; k++; f = sprintf("%s/%s_%02d.py", dir, tag, k); printf "" > f; next }
+        /^```/ && inb       { inb = 0; close(f); next }
+        inb                 { print > f }
+        END                 { print k + 0 }' "$doc")
+    n=$((n + k))
+done
+[ "$n" -gt 0 ] || fail "no python examples found"
+for f in "$T"/*.py; do
+    out=$(cd "$w" && /usr/bin/python3 "$f" 2>&1) || { cat "$f"; fail "example $(basename "$f"): $out"; }
+    echo "== $(basename "$f")"; echo "$out" | tail -n 12
+done
+echo "$n python examples ran"

@@ -1,0 +1,1 @@
+{gpu={name="h200",hbm_bw=4.8e12,flops_bf16=9.89e14,bw_curve={{16,0.12},{1048576,0.9}}},decode={cache="dual",steps=32},workload={kind="synth",n=4,prompt=64,gen=32,source="x.csv"},record={kernels=true},rate=(0/0),cap=math.huge,name=nil,ok=false,s="a\"b\\c\n"}

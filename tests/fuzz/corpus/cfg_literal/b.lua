@@ -1,0 +1,1 @@
+{ ["odd key"] = -1.5e-3, [1] = "x", list = { 1, 2, 3, }, nested = { a = { b = { c = true } } } }
