@@ -291,21 +291,26 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
             compute += cs->n_layers * t_layer[c];
     dkv_cost_totals tot;
     dkv_cost_step_totals(cs, &tot);
+    double busy = compute;   /* the GPU's span: the kernels, or the host's enqueue when that is longer */
     if (g->profile) {
         const dkv_profile_info *in = dkv_profile_get_info(g->profile);
         if (o.first_use)
             compute += first_use(g, plan, cs, st);
-        out->host_s = in->host_base_s + in->host_per_item_s * plan->n_items + in->host_per_launch_s * tot.launches;
+        double gemms = cs->n_layers * (cs->layer[DKV_KCLASS_QKV].launches + cs->layer[DKV_KCLASS_O].launches +
+                                       cs->layer[DKV_KCLASS_FFN].launches) + cs->logit_chunks;
+        double enqueue = in->host_per_launch_s * ((double)tot.launches - gemms) + in->host_per_gemm_launch_s * gemms;
+        busy = compute > enqueue ? compute : enqueue;
+        out->host_s = in->host_base_s + in->host_per_item_s * plan->n_items;
     }
     out->roofline_s = roof;
     if (o.copy_model == DKV_SIM_COPY_STREAM) {
         double none = 0;
-        stream_times(g, plan, compute, out->host_s, st ? &st->backlog_s : &none, out);
+        stream_times(g, plan, busy, out->host_s, st ? &st->backlog_s : &none, out);
     } else {
         double t_block, t_async;
         pcie_times(g, plan, &t_block, &t_async);
         out->pcie_s = t_block + t_async;
-        out->time_s = t_block + (compute > t_async ? compute : t_async);
+        out->time_s = t_block + (busy > t_async ? busy : t_async);
     }
     out->pcie_h2d_bytes = cs->pcie_h2d_bytes;
     out->pcie_d2h_bytes = cs->pcie_d2h_bytes;

@@ -13,9 +13,32 @@ static double gemm(const dkv_profile *p, dkv_prof_tab cls, double streams, doubl
     return streams * dkv_profile_gemm(p, cls, m / streams, n, k);
 }
 
+/* The roofline of one attention call as dkv profile batches it (PROFILE_FORMAT.md): q < a, items of
+ * 32 queries each reading a keys; q >= a, q / a items attending their own rows.  Only its ratio
+ * between two head configurations is used. */
+static double attn_roof(const dkv_gpu *g, double q, double a, double H, double Hk, double D)
+{
+    double items = q < a ? ceil(q / 32) : q / a;
+    double tf = 4 * q * a * H * D / g->flops_bf16, tb = 2 * (2 * q * H * D + items * a * 2 * Hk * D) / g->hbm_bw;
+    return tf > tb ? tf : tb;
+}
+
+/* One mode's attention; a head configuration the profile lacks (another model's) is the nearest
+ * measured one scaled by the ratio of their rooflines. */
+static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, double q, double a, int md)
+{
+    double H = m->n_heads, Hk = m->n_kv_heads, D = m->head_dim;
+    double t = dkv_profile_attn(p, q, a, H, Hk, D, md);
+    if (!isnan(t))
+        return t;
+    double rh, rk;
+    t = dkv_profile_attn_nearest(p, q, a, H, Hk, D, md, &rh, &rk);
+    return isnan(t) ? t : t * attn_roof(g, q, a, H, Hk, D) / attn_roof(g, q, a, rh, rk, D);
+}
+
 /* Attention: one call over all items; a mode's items are looked up at their total rows and
  * their work-weighted mean keys (sum q a / sum q). */
-static double attention(const dkv_profile *p, const dkv_model *m, const dkv_step_plan *plan)
+static double attention(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan)
 {
     double rows[3] = {0}, qa[3] = {0}, t = 0;
     for (uint32_t i = 0; i < plan->n_items; i++) {
@@ -26,7 +49,7 @@ static double attention(const dkv_profile *p, const dkv_model *m, const dkv_step
     }
     for (int md = 0; md < 3; md++)
         if (rows[md] > 0)
-            t += dkv_profile_attn(p, rows[md], qa[md] / rows[md], m->n_heads, m->n_kv_heads, m->head_dim, md);
+            t += attn_mode(p, m, g, rows[md], qa[md] / rows[md], md);
     return t;
 }
 
@@ -81,7 +104,7 @@ void sim_profile_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan
     t_layer[DKV_KCLASS_QKV] = gemm(p, DKV_PT_QKV, s, Q, hq + 2 * hkv, d);
     t_layer[DKV_KCLASS_O] = gemm(p, DKV_PT_O, s, Q, d, hq);
     t_layer[DKV_KCLASS_FFN] = gemm(p, DKV_PT_FFN, s, Q, 2 * f, d) + gemm(p, DKV_PT_FFN, s, Q, d, f);
-    t_layer[DKV_KCLASS_ATTN] = attention(p, m, plan);
+    t_layer[DKV_KCLASS_ATTN] = attention(p, m, g, plan);
     if (cs->any_store)
         t_layer[DKV_KCLASS_KV_STORE] = dkv_profile_kv_store(p, Q, m->n_heads, m->n_kv_heads, m->head_dim);
     if (cs->layer[DKV_KCLASS_KV_GATHER].launches)

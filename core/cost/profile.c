@@ -283,9 +283,9 @@ dkv_status dkv_profile_finish(dkv_profile *p, const char *where, dkv_err *err)
             return st;
     }
     const dkv_profile_info *in = &p->info;
-    double h[6] = {in->first_gemm_s, in->first_attn_s, in->first_other_s, in->host_base_s, in->host_per_item_s,
-                   in->host_per_launch_s};
-    for (int i = 0; i < 6; i++)
+    double h[7] = {in->first_gemm_s, in->first_attn_s, in->first_other_s, in->host_base_s, in->host_per_item_s,
+                   in->host_per_launch_s, in->host_per_gemm_launch_s};
+    for (int i = 0; i < 7; i++)
         if (!(isfinite(h[i]) && h[i] >= 0))
             return dkv_err_set(err, DKV_EINVAL, "%s: first_use / host: seconds must be finite and >= 0 (got %.17g)",
                                where, h[i]);
@@ -393,6 +393,28 @@ double dkv_profile_attn(const dkv_profile *p, double q_rows, double kv_tokens, d
 {
     double key[4] = {heads, kv_heads, head_dim, mode}, ax[2] = {q_rows, kv_tokens};
     return lookup(p, DKV_PT_ATTN, key, ax);
+}
+
+double dkv_profile_attn_nearest(const dkv_profile *p, double q_rows, double kv_tokens, double heads, double kv_heads,
+                                double head_dim, double mode, double *ref_heads, double *ref_kv_heads)
+{
+    if (!dkv_profile_has(p, DKV_PT_ATTN))
+        return NAN;
+    const ptab *t = &p->t[DKV_PT_ATTN];   /* keys: heads, kv_heads, head_dim, mode */
+    double best = INFINITY, bh = 0, bk = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const double *k = t->key + i * t->nk;
+        if (k[2] != head_dim || k[3] != mode || !(k[0] > 0 && k[1] > 0) || (i > 0 && k[0] == t->key[(i - 1) * t->nk] &&
+                                                                          k[1] == t->key[(i - 1) * t->nk + 1]))
+            continue;
+        double d = fabs(log(k[0] / heads)) + fabs(log(k[1] / kv_heads));
+        if (d < best)
+            best = d, bh = k[0], bk = k[1];
+    }
+    if (!isfinite(best))
+        return NAN;
+    *ref_heads = bh, *ref_kv_heads = bk;
+    return dkv_profile_attn(p, q_rows, kv_tokens, bh, bk, head_dim, mode);
 }
 
 double dkv_profile_kv_store(const dkv_profile *p, double rows, double heads, double kv_heads, double head_dim)

@@ -61,7 +61,8 @@ typedef struct dkv_profile_info {
     char   dkv_commit[64];
     bool   measured;       /* false: a stand-in (never a shipped preset's profile) */
     double first_gemm_s, first_attn_s, first_other_s;   /* first_use */
-    double host_base_s, host_per_item_s, host_per_launch_s;
+    double host_base_s, host_per_item_s;           /* planning per step: serial host time */
+    double host_per_launch_s, host_per_gemm_launch_s;   /* enqueue per launch: overlaps the GPU */
 } dkv_profile_info;
 
 dkv_status dkv_profile_new(const dkv_profile_info *info, dkv_profile **out, dkv_err *err);
@@ -88,6 +89,11 @@ size_t dkv_profile_rows(const dkv_profile *p, dkv_prof_tab t);
 double dkv_profile_gemm(const dkv_profile *p, dkv_prof_tab cls, double m, double n, double k);
 double dkv_profile_attn(const dkv_profile *p, double q_rows, double kv_tokens, double heads, double kv_heads,
                         double head_dim, double mode);
+/* Attention for a head configuration the profile does not hold: the measured configuration with
+ * the same head_dim and mode nearest in (log heads, log kv_heads); its heads in *ref_heads,
+ * *ref_kv_heads (the caller rescales).  NAN when none covers the shape. */
+double dkv_profile_attn_nearest(const dkv_profile *p, double q_rows, double kv_tokens, double heads, double kv_heads,
+                                double head_dim, double mode, double *ref_heads, double *ref_kv_heads);
 double dkv_profile_kv_store(const dkv_profile *p, double rows, double heads, double kv_heads, double head_dim);
 double dkv_profile_select(const dkv_profile *p, double rows, double keys, double heads, double kv_heads,
                           double head_dim);

@@ -161,7 +161,8 @@ static void read_kernels(lua_State *L, int top, const char *file, dkv_profile *p
 
 static void read_copy(lua_State *L, int top, const char *file, dkv_profile *pr)
 {
-    static const char *const ckeys[] = {"fields", "alone", "contended", "note", NULL};
+    static const char *const ckeys[] = {"fields", "alone", "contended", "note", "load_gemm_alone_s",
+                                        "load_gemm_beside_h2d_s", NULL};
     char cp[300];
     dkv_lconf_path(cp, sizeof cp, file, "copy");
     if (!dkv_lconf_subtable(L, top, file, "copy", 0))
@@ -169,6 +170,8 @@ static void read_copy(lua_State *L, int top, const char *file, dkv_profile *pr)
     int c = lua_gettop(L);
     dkv_lconf_check_keys(L, c, cp, ckeys);
     dkv_lconf_string(L, c, cp, "note", "", 0);
+    dkv_lconf_number(L, c, cp, "load_gemm_alone_s", 0, 0, HUGE_VAL, 0);       /* reported, not costed */
+    dkv_lconf_number(L, c, cp, "load_gemm_beside_h2d_s", 0, 0, HUGE_VAL, 0);
     const char *fields[DKV_PROF_FIELDS];
     uint32_t nf = read_names(L, c, cp, "fields", fields, DKV_PROF_FIELDS, true);
     add_table(L, pr, DKV_PT_COPY_ALONE, c, cp, file, fields, nf, 0, "alone");
@@ -194,8 +197,9 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     lua_pop(L, 1);
     in->measured = dkv_lconf_boolean(L, p, pp, "measured", false, DKV_LCONF_REQUIRED);
     lua_pop(L, 1);
-    static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", NULL};
-    static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "note", NULL};
+    static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "gemm_max_s", "attn_max_s", "other_max_s",
+                                        "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
+    static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "note", NULL};
     char sp[300];
     if (dkv_lconf_subtable(L, top, file, "first_use", 0)) {
         dkv_lconf_path(sp, sizeof sp, file, "first_use");
@@ -203,15 +207,24 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
         in->first_gemm_s = dkv_lconf_number(L, -1, sp, "gemm_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
         in->first_attn_s = dkv_lconf_number(L, -1, sp, "attn_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
         in->first_other_s = dkv_lconf_number(L, -1, sp, "other_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        static const char *const rep[] = {"gemm_max_s", "attn_max_s", "other_max_s", "gemm_shapes", "attn_shapes",
+                                          "other_shapes", NULL};
+        for (int i = 0; rep[i]; i++)   /* reported, not costed: checked only */
+            dkv_lconf_number(L, -1, sp, rep[i], 0, 0, HUGE_VAL, 0);
+        dkv_lconf_string(L, -1, sp, "note", "", 0);
         lua_pop(L, 1);
     }
     if (dkv_lconf_subtable(L, top, file, "host", 0)) {
         dkv_lconf_path(sp, sizeof sp, file, "host");
         dkv_lconf_check_keys(L, lua_gettop(L), sp, hkeys);
         dkv_lconf_string(L, -1, sp, "note", "", 0);
-        in->host_base_s = dkv_lconf_number(L, -1, sp, "base_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
-        in->host_per_item_s = dkv_lconf_number(L, -1, sp, "per_item_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        /* base_s, per_item_s: the engine's planning per step (dkv.execute's host_plan_s records);
+         * per_launch_s, per_gemm_launch_s: enqueue of one launch (dkv profile's host section) */
+        in->host_base_s = dkv_lconf_number(L, -1, sp, "base_s", 0, 0, HUGE_VAL, 0);
+        in->host_per_item_s = dkv_lconf_number(L, -1, sp, "per_item_s", 0, 0, HUGE_VAL, 0);
         in->host_per_launch_s = dkv_lconf_number(L, -1, sp, "per_launch_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        in->host_per_gemm_launch_s = dkv_lconf_number(L, -1, sp, "per_gemm_launch_s", in->host_per_launch_s, 0,
+                                                      HUGE_VAL, 0);
         lua_pop(L, 1);
     }
 }
@@ -219,8 +232,11 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
 /* Parses the table at top (from file) into a new profile; raises on any error. */
 static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
 {
-    static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host", NULL};
+    static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
+                                       "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
+    dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
+    dkv_lconf_string(L, top, file, "incomplete", "", 0);
     dkv_profile_info in;
     memset(&in, 0, sizeof in);
     read_info(L, top, file, &in);

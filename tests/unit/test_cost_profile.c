@@ -130,6 +130,10 @@ static void test_attention_and_copy(void **state)
     double t = dkv_profile_attn(p, 256, 1000, 32, 32, 128, 1);
     assert_true(fabs(t - 2e-7 * 256 * 1000) / (2e-7 * 256 * 1000) < 1e-12);
     assert_true(isnan(dkv_profile_attn(p, 256, 1000, 28, 4, 128, 0)));   /* another model's heads */
+    double rh = 0, rk = 0;   /* ... come from the nearest measured configuration (the caller rescales) */
+    t = dkv_profile_attn_nearest(p, 256, 1000, 28, 4, 128, 0, &rh, &rk);
+    assert_true(rh == 32 && rk == 32 && fabs(t - 1e-7 * 256 * 1000) / t < 1e-12);
+    assert_true(isnan(dkv_profile_attn_nearest(p, 256, 1000, 28, 4, 64, 0, &rh, &rk)));   /* no head_dim 64 */
     assert_true(isnan(dkv_profile_attn(p, 256, 1000, 32, 32, 128, 2)));  /* a mode not measured */
     assert_true(dkv_profile_copy(p, 1, 4096, false) == 3e-5);
     assert_true(isnan(dkv_profile_copy(p, 0, 4096, true)));               /* no contended table */
