@@ -57,6 +57,9 @@ void dkv_engine_config_default(dkv_engine_config *c)
     c->mem = dkv_mem_options_default(DKV_MEM_BLOCKPOOL);
     c->mem.capacity_bytes = 0;
     c->mem.block_bytes = 0;
+    c->mem.device_malloc_s = -1;
+    c->mem.device_free_s = -1;
+    c->decode.seed = 0;
     dkv_sizing_config_default(&c->sizing);
     dkv_logit_config_default(&c->logit);
     c->logit.max_num_logits = 0;
@@ -64,7 +67,10 @@ void dkv_engine_config_default(dkv_engine_config *c)
     dkv_offload_config_default(&c->offload);
     dkv_lifecycle_config_default(&c->lifecycle);
     dkv_retention_config_default(&c->retention);
+    c->retention.rho = -1;
+    c->retention.seed = 0;
     dkv_routing_config_default(&c->routing);
+    c->routing_costs = (dkv_routing_costs){-1, -1, -1, -1};
     c->n_instances = 1;
     dkv_placement_config_default(&c->placement);
     c->gpu_share = DKV_SHARE_TIMESLICE;
@@ -75,11 +81,64 @@ void dkv_engine_config_default(dkv_engine_config *c)
     c->seed = 1;
 }
 
+dkv_status dkv_engine_config_resolve(dkv_engine_config *c, dkv_err *err)
+{
+    if (c->resolved)
+        return DKV_OK;
+    dkv_status st;
+    if (!c->model || !c->gpu)
+        return dkv_err_set(err, DKV_EINVAL, "engine: model and gpu are required");
+    if ((st = dkv_model_validate(c->model, err)) != DKV_OK || (st = dkv_gpu_validate(c->gpu, err)) != DKV_OK)
+        return st;
+    const dkv_gpu *g = c->gpu;
+    if ((st = dkv_sizing_default(&c->sizing, c->model, g, &c->sized, err)) != DKV_OK)
+        return st;
+    if (c->max_num_batched_tokens == 0)
+        c->max_num_batched_tokens = c->sized.max_num_batched_tokens;
+    if (c->logit.max_num_logits == 0)
+        c->logit.max_num_logits = c->sized.max_num_logits;
+    if (c->retention.rho < 0)
+        c->retention.rho = c->sized.retention;
+    c->mem.block_bytes = dkv_block_bytes(c->mem.block_bytes, c->sizing.block_tokens,
+                                         dkv_model_kv_bytes_per_token(c->model));
+    if (c->mem.device_malloc_s < 0)
+        c->mem.device_malloc_s = g->malloc_s;
+    if (c->mem.device_free_s < 0)
+        c->mem.device_free_s = g->free_s;
+    dkv_routing_costs *k = &c->routing_costs;
+    bool all0 = k->setup_s == 0 && k->block_s == 0 && k->pool_step_s == 0 && k->plain_step_s == 0;
+    if (k->setup_s < 0 || all0)
+        k->setup_s = g->malloc_s;
+    if (k->block_s < 0 || all0)
+        k->block_s = 1.5e-6;     /* pooled acquire + release pair (ANCHORS.md) */
+    if (k->pool_step_s < 0)
+        k->pool_step_s = 0;
+    if (k->plain_step_s < 0 || all0)
+        k->plain_step_s = g->malloc_s + g->free_s;
+    if (c->cost_per_hour < 0)
+        c->cost_per_hour = g->cost_per_hour;
+    if (c->decode.seed == 0)
+        c->decode.seed = c->seed;
+    if (c->retention.seed == 0)
+        c->retention.seed = c->seed;
+    /* decode: retention settings come from the retention policy */
+    c->decode.rho = c->retention.rho;
+    c->decode.shared_set = c->retention.set == DKV_RETAIN_SHARED;
+    c->resolved = true;
+    return DKV_OK;
+}
+
 dkv_status dkv_engine_config_validate(const dkv_engine_config *c, dkv_err *err)
 {
     dkv_status st;
     if (!c->model || !c->gpu || !c->workload || !c->backend)
         return dkv_err_set(err, DKV_EINVAL, "engine: model, gpu, workload and backend are required");
+    if (!c->resolved) {   /* what comes from the preset must be known to check the rest */
+        dkv_engine_config r = *c;
+        if ((st = dkv_engine_config_resolve(&r, err)) != DKV_OK)
+            return st;
+        return dkv_engine_config_validate(&r, err);
+    }
     if ((st = dkv_model_validate(c->model, err)) != DKV_OK || (st = dkv_gpu_validate(c->gpu, err)) != DKV_OK)
         return st;
     if ((st = dkv_decode_cfg_validate(&c->decode, err)) != DKV_OK)
@@ -100,9 +159,6 @@ dkv_status dkv_engine_config_validate(const dkv_engine_config *c, dkv_err *err)
         return st;
     dkv_logit_config lc = c->logit;
     if ((st = dkv_logit_config_validate(&lc, err)) != DKV_OK)
-        return st;
-    dkv_sizing sz;
-    if ((st = dkv_sizing_default(&c->sizing, c->model, c->gpu, &sz, err)) != DKV_OK)
         return st;
     uint32_t B = c->decode.block_len;
     size_t n = dkv_workload_count(c->workload);
@@ -294,38 +350,20 @@ static dkv_status eng_setup(eng *e, const dkv_engine_config *cfg, dkv_err *err)
     e->blocked_req = -1;
     for (uint32_t i = 0; i < e->ni; i++)
         e->in[i].id = i;
-    /* resolved policy values: GPU preset defaults through sizing */
-    dkv_sizing sz;
-    if ((st = dkv_sizing_default(&cfg->sizing, e->m, e->g, &sz, err)) != DKV_OK)
-        return st;
-    e->budget_tokens = cfg->max_num_batched_tokens ? cfg->max_num_batched_tokens : sz.max_num_batched_tokens;
-    if (e->c.logit.max_num_logits == 0)
-        e->c.logit.max_num_logits = sz.max_num_logits;
-    /* decode: retention settings come from the retention policy */
-    e->c.decode.rho = cfg->retention.rho;
-    e->c.decode.shared_set = cfg->retention.set == DKV_RETAIN_SHARED;
+    /* cfg is resolved (dkv_engine_config_resolve): preset values and sizing are in it */
+    e->sizing = cfg->sized;
+    e->budget_tokens = cfg->max_num_batched_tokens;
     e->c.decode.rho_fn = NULL;
     e->c.decode.rho_ctx = NULL;
     if (cfg->decode.cache == DKV_CACHE_SPARSE) {
-        dkv_retention_config rc = cfg->retention;
-        if (rc.seed == 0)
-            rc.seed = cfg->seed;
-        if ((st = dkv_retention_init(&e->ret, &rc, err)) != DKV_OK)
+        if ((st = dkv_retention_init(&e->ret, &cfg->retention, err)) != DKV_OK)
             return st;
-        if (rc.mode != DKV_RHO_FIXED) {
+        if (cfg->retention.mode != DKV_RHO_FIXED) {
             e->c.decode.rho_fn = dkv_retention_rho_fn;
             e->c.decode.rho_ctx = &e->ret;
         }
     }
-    if (e->c.decode.seed == 0)
-        e->c.decode.seed = cfg->seed;
-    /* routing costs from the preset unless given */
     e->rcost = cfg->routing_costs;
-    if (e->rcost.setup_s == 0 && e->rcost.block_s == 0 && e->rcost.pool_step_s == 0 && e->rcost.plain_step_s == 0) {
-        e->rcost.setup_s = e->g->malloc_s;
-        e->rcost.block_s = 1.5e-6;     /* pooled acquire + release pair (ANCHORS.md) */
-        e->rcost.plain_step_s = e->g->malloc_s + e->g->free_s;
-    }
     if ((st = eng_mem_setup(e, err)) != DKV_OK)
         return st;
     if ((st = eng_result_new(e, err)) != DKV_OK)
@@ -362,6 +400,11 @@ static dkv_status run_loop(eng *e, dkv_err *err)
 {
     dkv_status st;
     while (e->n_terminal < e->n) {
+        if (e->ret.err.code != DKV_OK) {   /* a retention callback failed in the last step */
+            if (err)
+                *err = e->ret.err;
+            return e->ret.err.code;
+        }
         if (dkv_interrupt_requested())
             return dkv_err_set(err, DKV_EINTR, "engine: interrupted at t = %.3f s (step %llu)", e->now,
                                (unsigned long long)e->step_index);
@@ -454,10 +497,14 @@ static dkv_status run_loop(eng *e, dkv_err *err)
     return DKV_OK;
 }
 
-dkv_status dkv_engine_run(const dkv_engine_config *c, dkv_engine_result **out, dkv_err *err)
+dkv_status dkv_engine_run(const dkv_engine_config *cfg, dkv_engine_result **out, dkv_err *err)
 {
     *out = NULL;
-    dkv_status st = dkv_engine_config_validate(c, err);
+    dkv_engine_config rc = *cfg;
+    const dkv_engine_config *c = &rc;
+    dkv_status st = dkv_engine_config_resolve(&rc, err);
+    if (st == DKV_OK)
+        st = dkv_engine_config_validate(c, err);
     if (st != DKV_OK)
         return st;
     double w0 = wall_now();
@@ -475,6 +522,11 @@ dkv_status dkv_engine_run(const dkv_engine_config *c, dkv_engine_result **out, d
         return st;
     }
     st = run_loop(e, err);
+    if (st == DKV_OK && e->ret.err.code != DKV_OK) {   /* a callback failed in the very last step */
+        if (err)
+            *err = e->ret.err;
+        st = e->ret.err.code;
+    }
     dkv_backend_end(c->backend);
     if (st != DKV_OK && st != DKV_EINTR) {
         eng_free(e);

@@ -148,10 +148,13 @@ typedef struct dkv_engine_config {
 
     /* memory */
     dkv_mem_options mem;            /* KV manager: kind and its options.  capacity_bytes 0: the
-                                       KV budget from sizing.  Blockpool block size: block_tokens
-                                       (default sizing.block_tokens) x KV bytes per token of all
-                                       layers, unless mem.block_bytes is set */
-    dkv_sizing_config sizing;       /* margin, kv_frac, block_tokens, preset overrides */
+                                       KV budget from sizing.  block_bytes 0: sizing.block_tokens x
+                                       KV bytes per token of all layers (dkv_block_bytes, resolved).
+                                       mem.block_tokens is not used by the engine.  device_malloc_s /
+                                       device_free_s < 0: the GPU preset's (0 too, at set-up) */
+    dkv_sizing_config sizing;       /* margin, kv_frac, block_tokens (THE pool block size in
+                                       tokens: the KV manager and the layout policy use it), preset
+                                       overrides */
     uint64_t device_capacity_bytes; /* device manager: 0 = HBM - margin - KV capacity (caching:
                                        HBM - margin for everything) */
 
@@ -163,7 +166,9 @@ typedef struct dkv_engine_config {
                                        delay_steps x the mean step time so far) */
     dkv_retention_config retention; /* sparse mode: rho, set, fixed/entropy/callback */
     dkv_routing_config   routing;   /* short-request bypass to the device manager */
-    dkv_routing_costs    routing_costs; /* all 0: derived from the GPU preset (malloc_s, free_s) */
+    dkv_routing_costs    routing_costs; /* each < 0 (default): derived from the GPU preset (setup_s =
+                                       malloc_s, block_s = 1.5 us, pool_step_s = 0, plain_step_s =
+                                       malloc_s + free_s); all four 0: the same derivation */
 
     /* instances */
     uint32_t n_instances;           /* >= 1.  Default 1 */
@@ -184,11 +189,27 @@ typedef struct dkv_engine_config {
     void    *on_kernel_user;
     dkv_engine_progress_fn progress;/* optional: called every ~1 % of requests finished */
     void    *progress_user;
-    uint64_t seed;                  /* seeds decode draws and retention draws.  Default 1 */
+    uint64_t seed;                  /* seeds decode draws and retention draws (decode.seed and
+                                       retention.seed 0, their default: this seed).  Default 1 */
+
+    /* filled by dkv_engine_config_resolve */
+    bool       resolved;
+    dkv_sizing sized;               /* dLLM-Serve's sizing of this model on this GPU (sizing.h) */
 } dkv_engine_config;
 
-/* Defaults as documented above (model, gpu, workload, backend left NULL). */
+/* Defaults as documented above (model, gpu, workload, backend left NULL): the only place the
+ * engine's defaults are written down (dkv.simulate's Lua table reads them from here too).
+ * Fields that come from the GPU preset are left "unset" (0 or < 0, as documented per field). */
 void dkv_engine_config_default(dkv_engine_config *c);
+
+/* Derives, once, everything that comes from the model and the GPU preset: runs dLLM-Serve's
+ * sizing (dkv_sizing_default, into c->sized) and fills each unset field from it or from the
+ * preset: max_num_batched_tokens, logit.max_num_logits, retention.rho (< 0), mem.block_bytes
+ * (dkv_block_bytes), mem.device_malloc_s / device_free_s (< 0), routing_costs, cost_per_hour
+ * (< 0), decode.seed and retention.seed (0: c->seed), decode's retention settings (rho,
+ * shared_set).  Needs c->model and c->gpu.  Idempotent (c->resolved); dkv_engine_run calls it
+ * on its copy when the caller has not. */
+dkv_status dkv_engine_config_resolve(dkv_engine_config *c, dkv_err *err);
 
 /* Checks everything that can be checked before a run: required pointers, ranges, the decode
  * config (block_len 0, steps), that the model fits the GPU (sizing), that every request's G is
@@ -243,6 +264,7 @@ typedef struct dkv_run_summary {
     uint64_t n_steps;             /* engine iterations (backend steps) */
     uint64_t request_steps, refresh_steps, reuse_steps;
     uint64_t n_preempted, preempted_steps;
+    uint64_t rho_clamped;         /* retention callback values clamped (retention.clamp = true) */
     uint64_t gen_tokens, prompt_tokens;   /* of finished requests */
     double   sim_time_s;          /* clock at the end (last finish) */
     double   busy_s;              /* sum of step times */

@@ -265,9 +265,7 @@ dkv_status eng_mem_setup(eng *e, dkv_err *err)
 {
     const dkv_engine_config *c = &e->c;
     const dkv_gpu *g = e->g;
-    dkv_status st = dkv_sizing_default(&c->sizing, e->m, g, &e->sizing, err);
-    if (st != DKV_OK)
-        return st;
+    dkv_status st;
     uint32_t n_w = c->shared_weights ? 1 : e->ni;
     double W = (double)dkv_model_weight_bytes(e->m);
     double margin = c->sizing.margin * g->hbm_bytes;
@@ -289,7 +287,7 @@ dkv_status eng_mem_setup(eng *e, dkv_err *err)
     }
     if (e->kv_capacity == 0 || e->dev_capacity == 0)
         return dkv_err_set(err, DKV_EINVAL, "mem: capacity is zero");
-    uint64_t block_bytes = c->mem.block_bytes ? c->mem.block_bytes : (uint64_t)c->sizing.block_tokens * e->kvbpt;
+    uint64_t block_bytes = c->mem.block_bytes;   /* resolved: dkv_block_bytes */
     e->block_bytes = block_bytes;
 
     dkv_mem_options o = c->mem;

@@ -104,8 +104,7 @@ static void route_request(eng *e, ereq *r)
     uint32_t L = r->src->prompt_tokens + r->src->gen_tokens;
     uint64_t bb = dkv_mem_block_bytes(e->in[r->inst].kvm);
     dkv_route_request rr = {.lifetime_tokens = r->src->gen_tokens, .steps = dkv_decode_total_steps(&r->dec),
-                            .kv_bytes = (uint64_t)L * e->kvbpt,
-                            .block_bytes = bb ? bb : (uint64_t)e->c.sizing.block_tokens * e->kvbpt};
+                            .kv_bytes = (uint64_t)L * e->kvbpt, .block_bytes = bb ? bb : e->block_bytes};
     dkv_route_decision d;
     if (dkv_routing_decide(&e->c.routing, &e->rcost, &rr, &d, NULL) != DKV_OK)
         return;
@@ -345,7 +344,8 @@ static size_t build_item(eng *e, cand *cd, dkv_step_item *it, dkv_xfer *xf, uint
         it->kv_run_bytes = r->sparse_run_bytes;
     } else if (s->cached_tokens > 0) {
         dkv_layout_read lr;
-        if (dkv_layout_read_cost(&c->layout, e->m, e->g, s->cached_tokens, &lr, NULL) == DKV_OK)
+        if (dkv_layout_read_cost(&c->layout, e->m, e->g, c->sizing.block_tokens, s->cached_tokens, &lr, NULL) ==
+            DKV_OK)
             it->kv_run_bytes = lr.run_bytes;
     }
     /* transfer orders */
@@ -371,7 +371,8 @@ static size_t build_item(eng *e, cand *cd, dkv_step_item *it, dkv_xfer *xf, uint
     if (c->layout.layout == DKV_LAYOUT_LAYER_MAJOR) {
         uint64_t tok = c->layout.reorder == DKV_REORDER_PER_STEP ? s->w_tokens : (s->block_done ? s->block_len : 0);
         dkv_layout_reorder_cost rc;
-        if (tok && dkv_layout_reorder(&c->layout, e->m, e->g, tok, &rc, NULL) == DKV_OK && rc.read_bytes + rc.write_bytes)
+        if (tok && dkv_layout_reorder(&c->layout, e->m, e->g, c->sizing.block_tokens, tok, &rc, NULL) == DKV_OK &&
+            rc.read_bytes + rc.write_bytes)
             xf[nx++] = (dkv_xfer){.kind = DKV_XFER_REORDER, .request = cd->r, .instance = cd->inst,
                                   .device_bytes = (rc.read_bytes + rc.write_bytes) / 2};
     }

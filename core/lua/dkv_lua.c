@@ -270,6 +270,8 @@ static int l_require(lua_State *L)
                       dirs[2]);
 }
 
+static int l_print(lua_State *L);
+
 static void open_libs(lua_State *L)
 {
     static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},       {LUA_STRLIBNAME, luaopen_string},
@@ -279,6 +281,8 @@ static void open_libs(lua_State *L)
         luaL_requiref(L, l->name, l->func, 1);
         lua_pop(L, 1);
     }
+    lua_pushcfunction(L, l_print);
+    lua_setglobal(L, "print");
     lua_pushnil(L);
     lua_setglobal(L, "dofile");
     lua_pushnil(L);
@@ -445,17 +449,53 @@ const char *dkv_lua_traceback(const dkv_lua *s)
 
 /* ------------------------------------------------------------------ running */
 
+/* Pushes s cut to max bytes with a note of how much was left out. */
+static const char *push_cut(lua_State *L, const char *s, size_t len, size_t max, const char *what)
+{
+    lua_pushlstring(L, s, max);
+    lua_pushfstring(L, "... [%I more bytes of %s cut]", (lua_Integer)(len - max), what);
+    lua_concat(L, 2);
+    return lua_tostring(L, -1);
+}
+
 static int msgh(lua_State *L)
 {
-    const char *msg = lua_tostring(L, 1);
+    size_t len = 0;
+    const char *msg = lua_tolstring(L, 1, &len);
     if (!msg) {
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
-            msg = lua_tostring(L, -1);
+            msg = lua_tolstring(L, -1, &len);
         else
             msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
+    if (msg && len > DKV_LUA_ERRMSG_MAX)   /* a 1 GiB error message is not printed whole */
+        msg = push_cut(L, msg, len, DKV_LUA_ERRMSG_MAX, "the error message");
     luaL_traceback(L, L, msg, 1);
     return 1;
+}
+
+/* print(...) as Lua's, except that text from a __tostring metamethod is cut at
+ * DKV_LUA_TOSTRING_MAX bytes (a __tostring returning 1 GiB is not printed whole).  Strings and
+ * numbers print as given. */
+static int l_print(lua_State *L)
+{
+    int n = lua_gettop(L);
+    for (int i = 1; i <= n; i++) {
+        int meta = luaL_getmetafield(L, i, "__tostring") != LUA_TNIL;
+        if (meta)
+            lua_pop(L, 1);
+        size_t len;
+        const char *s = luaL_tolstring(L, i, &len);
+        if (meta && len > DKV_LUA_TOSTRING_MAX)
+            s = push_cut(L, s, len, DKV_LUA_TOSTRING_MAX, "__tostring output"), len = strlen(s);
+        if (i > 1)
+            fputc('\t', stdout);
+        fwrite(s, 1, len, stdout);
+        lua_settop(L, n);
+    }
+    fputc('\n', stdout);
+    fflush(stdout);
+    return 0;
 }
 
 static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
@@ -681,7 +721,7 @@ dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint6
     if (cfg_idx)
         dkv_lua_write_flat(L, run, "config", cfg_idx);
     CHECK(dkv_h5_attr_str(run, NULL, "build", DKV_BUILD_MODE, &err));
-    dkv_lua_run_origin(L, run, &(dkv_run_origin){"none", "", "", "", ""});
+    dkv_lua_run_origin(L, run, &(dkv_run_origin){"none", "", "", "", "", ""});
     return run;
 }
 

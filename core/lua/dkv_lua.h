@@ -49,6 +49,8 @@ typedef struct dkv_lua_config {
 /* Defaults: root ".", no output, shard 0/1, instr_limit 1e11 (minutes of work), 4 GiB heap. */
 #define DKV_LUA_DEFAULT_INSTR_LIMIT 100000000000ULL
 #define DKV_LUA_DEFAULT_MEM_LIMIT ((size_t)4 << 30)
+#define DKV_LUA_TOSTRING_MAX (64u << 10)   /* print() cuts a __tostring result longer than this */
+#define DKV_LUA_ERRMSG_MAX (16u << 10)     /* an error message longer than this is cut */
 dkv_lua_config dkv_lua_config_default(void);
 
 typedef struct dkv_lua dkv_lua;
@@ -112,9 +114,11 @@ dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint6
 /* What produced a run (docs/HDF5_SCHEMA.md, "Run attributes"): backend "sim" (dkv.simulate),
  * "cuda" (dkv.execute) or "none" (written by the script: dkv.write_run, m:write); device: the
  * CUDA device as probed, or the simulated GPU's name; driver: "driver X.Y, runtime X.Y" on CUDA,
- * "" otherwise; the GPU and model presets the configuration named ("" when given inline). */
+ * "" otherwise; the GPU and model presets the configuration named ("" when given inline); the
+ * cost profile: "measured" (cuda), "calibrated: N kernel classes" (a sim preset with per-class
+ * costs from dkv calibrate), "roofline" (sim without), "" (no engine). */
 typedef struct dkv_run_origin {
-    const char *backend, *device, *driver, *gpu_preset, *model_preset;
+    const char *backend, *device, *driver, *gpu_preset, *model_preset, *cost_profile;
 } dkv_run_origin;
 
 /* Writes the origin as run attributes (replacing run_begin's backend = "none").  Accepts NULL run. */

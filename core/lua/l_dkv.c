@@ -66,6 +66,8 @@ static int l_model_info(lua_State *L)
     set_int(L, "kv_bytes_per_token", (lua_Integer)dkv_model_kv_bytes_per_token(&m));
     set_int(L, "kv_bytes_per_token_layer", (lua_Integer)dkv_model_kv_bytes_per_token_layer(&m));
     set_int(L, "logit_row_bytes", (lua_Integer)dkv_model_logit_row_bytes(&m));
+    lua_pushstring(L, m.tokenizer);
+    lua_setfield(L, -2, "tokenizer");
     return 1;
 }
 

@@ -10,6 +10,7 @@
 
 #include "lua/lconf.h"
 #include "lua/presets.h"
+#include "workload/tokenizer.h"
 
 /* A config table being read (in) and its resolved copy (out), both on the Lua stack. */
 typedef struct pt {
@@ -50,6 +51,12 @@ static int64_t gint(pt *p, const char *k, int64_t def, int64_t lo, int64_t hi)
     return v;
 }
 
+/* A byte count stored as uint64: a number in [0, 2^64), so inf and 1e20 are errors, not a cast. */
+static uint64_t gbytes(pt *p, const char *k, uint64_t def)
+{
+    return (uint64_t)gnum(p, k, (double)def, 0, 0x1p64, DKV_LCONF_HI_OPEN);
+}
+
 static bool gbool(pt *p, const char *k, bool def)
 {
     bool v = dkv_lconf_boolean(p->L, p->in, p->path, k, def, 0);
@@ -71,6 +78,17 @@ static bool has(pt *p, const char *k)
     bool h = lua_getfield(p->L, p->in, k) != LUA_TNIL;
     lua_pop(p->L, 1);
     return h;
+}
+
+/* A setting that cannot take effect in the chosen configuration is an error, like an unknown key:
+ * "cfg.policies.offload.t1: is not used when offload.mode is 'none'". */
+static void unused_when(pt *p, const char *const *keys, const char *fmt, const char *what)
+{
+    char when[160];
+    snprintf(when, sizeof when, fmt, what);
+    for (; *keys; keys++)
+        if (has(p, *keys))
+            dkv_lconf_error(p->L, p->path, *keys, "is not used when %s", when);
 }
 
 static void set_resolved_num(pt *p, const char *k, double v)
@@ -153,9 +171,44 @@ static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int 
 static const char *const wl_keys[] = {
     "kind", "n", "rate", "cv", "interval_s", "users", "think_s", "think_exponential", "stagger_first", "prompt",
     "gen", "file", "format", "lenient", "first_n", "time_scale", "rate_scale", "prompt_min", "prompt_max",
-    "gen_min", "gen_max", "gen_multiple_of", "steps_min", "steps_max", "seed", NULL};
-static const char *const wl_kinds[] = {"poisson", "gamma", "fixed", "closed", "trace", NULL};
+    "gen_min", "gen_max", "gen_multiple_of", "steps_min", "steps_max", "seed", "prompts", NULL};
+static const char *const wl_kinds[] = {"poisson", "gamma", "fixed", "closed", "trace", "prompts", NULL};
+enum { WL_TRACE = 4, WL_PROMPTS = 5 };
 static const char *const fmt_names[] = {"auto", "azure", "mooncake", "vidur", "burstgpt", NULL};
+
+/* workload.prompts = {file = PATH, gen = G, interval_s = X}: a prompts file (docs/WORKLOADS.md). */
+static dkv_status read_prompts(pt *p, dkv_lsim *s, dkv_workload_opts *o, dkv_err *err)
+{
+    static const char *const keys[] = {"file", "gen", "interval_s", NULL};
+    static const char *const unused[] = {"n", "rate", "cv", "interval_s", "users", "think_s", "think_exponential",
+                                         "stagger_first", "prompt", "gen", "file", "format", "lenient",
+                                         "prompt_min", NULL};
+    lua_State *L = p->L;
+    for (const char *const *k = unused; *k; k++)
+        if (has(p, *k))
+            dkv_lconf_error(L, p->path, *k, "is not used with prompts (set it inside workload.prompts, or drop it)");
+    pt q;
+    pt_sub(p, "prompts", &q, keys);
+    const char *file = dkv_lconf_string(L, q.in, q.path, "file", NULL, DKV_LCONF_REQUIRED);
+    lua_pushstring(L, file);
+    lua_setfield(L, q.out, "file");
+    dkv_prompts_cfg c = {0};
+    c.gen = (uint32_t)gint(&q, "gen", 256, 1, U32MAX);
+    c.interval_s = gnum(&q, "interval_s", 0, 0, HUGE_VAL, 0);
+    c.vocab = s->model.vocab;
+    dkv_tokenizer tok;
+    dkv_tokenizer_kind k = DKV_TOKENIZER_NONE;
+    if (s->model.tokenizer[0] && dkv_tokenizer_parse(s->model.tokenizer, &k, err) != DKV_OK)
+        return DKV_EINVAL;
+    if (dkv_tokenizer_init(&tok, k, s->model.vocab, s->model.mask_id, err) != DKV_OK)
+        return DKV_EINVAL;
+    c.tok = &tok;
+    lua_pushstring(L, dkv_tokenizer_name(k));
+    lua_setfield(L, q.out, "tokenizer");
+    /* generations are rounded up to whole blocks unless told otherwise */
+    o->gen_multiple_of = (uint32_t)gint(p, "gen_multiple_of", s->ec.decode.block_len, 0, U32MAX);
+    return dkv_workload_prompts(file, &c, o, &s->w, err);
+}
 
 static void parse_workload(pt *root, dkv_lsim *s)
 {
@@ -163,7 +216,11 @@ static void parse_workload(pt *root, dkv_lsim *s)
     pt p;
     pt_sub(root, "workload", &p, wl_keys);
     dkv_err err = {0};
-    int kind = genum(&p, "kind", wl_kinds, has(&p, "file") ? 4 : 0);
+    int kind = genum(&p, "kind", wl_kinds, has(&p, "prompts") ? WL_PROMPTS : has(&p, "file") ? WL_TRACE : 0);
+    if (kind == WL_PROMPTS && !has(&p, "prompts"))
+        dkv_lconf_error(L, p.path, "prompts", "kind 'prompts' needs workload.prompts = {file = ...}");
+    if (kind != WL_PROMPTS && has(&p, "prompts"))
+        dkv_lconf_error(L, p.path, "kind", "is '%s', but workload.prompts is set", wl_kinds[kind]);
     dkv_workload_opts o;
     dkv_workload_opts_default(&o);
     o.first_n = (uint32_t)gint(&p, "first_n", 0, 0, U32MAX);
@@ -180,7 +237,9 @@ static void parse_workload(pt *root, dkv_lsim *s)
     o.seed = (uint64_t)gint(&p, "seed", (int64_t)s->seed, 0, INT64_MAX);
     uint32_t B = s->ec.decode.block_len;
     dkv_status st;
-    if (kind == 4) {
+    if (kind == WL_PROMPTS) {
+        st = read_prompts(&p, s, &o, &err);
+    } else if (kind == WL_TRACE) {
         const char *file = dkv_lconf_string(L, p.in, p.path, "file", NULL, DKV_LCONF_REQUIRED);
         lua_pushstring(L, file);
         lua_setfield(L, p.out, "file");
@@ -244,16 +303,18 @@ static void parse_decode(pt *root, dkv_lsim *s)
     pt p;
     pt_sub(root, "decode", &p, dec_keys);
     dkv_decode_cfg *d = &s->ec.decode;
-    d->cache = (dkv_cache_mode)genum(&p, "cache", cache_names, DKV_CACHE_DUAL);
-    d->block_len = (uint32_t)gint(&p, "block_len", 32, 1, U32MAX);
-    d->steps_per_block = (uint32_t)gint(&p, "steps", d->block_len, 1, U32MAX);
-    d->steps_min = (uint32_t)gint(&p, "steps_min", 0, 0, U32MAX);
-    d->steps_max = (uint32_t)gint(&p, "steps_max", 0, 0, U32MAX);
+    /* defaults: the engine's (dkv_engine_config_default, already in *d) */
+    d->cache = (dkv_cache_mode)genum(&p, "cache", cache_names, d->cache);
+    d->block_len = (uint32_t)gint(&p, "block_len", d->block_len, 1, U32MAX);
+    d->steps_per_block = (uint32_t)gint(&p, "steps", d->steps_per_block ? d->steps_per_block : d->block_len, 1,
+                                        U32MAX);
+    d->steps_min = (uint32_t)gint(&p, "steps_min", d->steps_min, 0, U32MAX);
+    d->steps_max = (uint32_t)gint(&p, "steps_max", d->steps_max, 0, U32MAX);
     if (d->steps_max && (d->steps_min == 0 || d->steps_min > d->steps_max))
         dkv_lconf_error(p.L, p.path, "steps_min", "must be in [1, steps_max] when steps_max is set");
-    d->logits = (dkv_logit_mode)genum(&p, "logits", logit_names, DKV_LOGITS_BLOCK);
-    d->materialize_scores = gbool(&p, "materialize_scores", false);
-    d->seed = (uint64_t)gint(&p, "seed", (int64_t)s->seed, 0, INT64_MAX);
+    d->logits = (dkv_logit_mode)genum(&p, "logits", logit_names, d->logits);
+    d->materialize_scores = gbool(&p, "materialize_scores", d->materialize_scores);
+    d->seed = (uint64_t)gint(&p, "seed", (int64_t)(d->seed ? d->seed : s->seed), 0, INT64_MAX);
 }
 
 static const char *const sch_keys[] = {"kind", "max_num_seqs", "max_num_batched_tokens", "first_fit",
@@ -263,19 +324,20 @@ static const char *const sch_names[] = {"static", "fcfs", "phase", NULL};
 static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
 {
     pt_sub(root, "scheduler", keep, sch_keys);
-    s->ec.sched = (dkv_sched_kind)genum(keep, "kind", sch_names, DKV_SCHED_PHASE);
-    s->ec.max_num_seqs = (uint32_t)gint(keep, "max_num_seqs", 256, 1, U32MAX);
-    s->ec.max_num_batched_tokens = (uint32_t)gint(keep, "max_num_batched_tokens", 0, 0, U32MAX);
-    s->ec.first_fit = gbool(keep, "first_fit", false);
-    s->ec.exact_phase = gbool(keep, "exact_phase", false);
+    dkv_engine_config *c = &s->ec;
+    c->sched = (dkv_sched_kind)genum(keep, "kind", sch_names, c->sched);
+    c->max_num_seqs = (uint32_t)gint(keep, "max_num_seqs", c->max_num_seqs, 1, U32MAX);
+    c->max_num_batched_tokens = (uint32_t)gint(keep, "max_num_batched_tokens", c->max_num_batched_tokens, 0, U32MAX);
+    c->first_fit = gbool(keep, "first_fit", c->first_fit);
+    c->exact_phase = gbool(keep, "exact_phase", c->exact_phase);
     /* not given: the simulator's modelled host time per step when the GPU has a measured profile
-     * (its host table; dkv_step_cost.host_s), else 0; the config records 0 (none) or the value */
+     * (its host table; dkv_step_cost.host_s), else the default; the config records the value */
     lua_getfield(keep->L, keep->in, "step_host_s");
     bool host_given = !lua_isnil(keep->L, -1);
     lua_pop(keep->L, 1);
-    s->ec.step_host_s = gnum(keep, "step_host_s", 0, 0, HUGE_VAL, 0);
+    c->step_host_s = gnum(keep, "step_host_s", c->step_host_s, 0, HUGE_VAL, 0);
     if (!host_given && s->gpu.profile)
-        s->ec.step_host_s = -1.0;
+        c->step_host_s = -1.0;
 }
 
 static const char *const mem_keys[] = {"kind", "capacity_bytes", "block_tokens", "chunk_blocks", "initial_bytes",
@@ -283,33 +345,31 @@ static const char *const mem_keys[] = {"kind", "capacity_bytes", "block_tokens",
                                        "device_capacity_bytes", "malloc_s", "free_s", NULL};
 static const char *const mem_names[] = {"static", "caching", "blockpool", NULL};
 
-static void parse_mem(pt *root, dkv_lsim *s)
+static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
 {
-    pt p;
-    pt_sub(root, "mem", &p, mem_keys);
+    pt_sub(root, "mem", keep, mem_keys);
+    pt *p = keep;
     dkv_engine_config *c = &s->ec;
-    dkv_mem_kind kind = (dkv_mem_kind)genum(&p, "kind", mem_names, DKV_MEM_BLOCKPOOL);
-    c->mem = dkv_mem_options_default(kind);
-    c->mem.capacity_bytes = (uint64_t)gnum(&p, "capacity_bytes", 0, 0, HUGE_VAL, 0);
-    c->mem.block_bytes = 0;
-    c->sizing.block_tokens = (uint32_t)gint(&p, "block_tokens", 32, 1, U32MAX);
-    c->layout.block_tokens = c->sizing.block_tokens;
-    c->mem.chunk_blocks = (uint32_t)gint(&p, "chunk_blocks", 64, 1, U32MAX);
-    c->mem.initial_bytes = (uint64_t)gnum(&p, "initial_bytes", 0, 0, HUGE_VAL, 0);
-    c->mem.grow = gbool(&p, "grow", true);
-    c->mem.shrink = gbool(&p, "shrink", false);
-    double mss = gnum(&p, "max_split_size", 0, 0, HUGE_VAL, 0);
-    c->mem.max_split_size = mss > 0 ? (uint64_t)mss : UINT64_MAX;
-    c->sizing.margin = gnum(&p, "margin", 0.10, 0, 1, DKV_LCONF_HI_OPEN);
-    c->sizing.kv_frac = gnum(&p, "kv_frac", 0.7, 0, 1, DKV_LCONF_LO_OPEN);
-    c->device_capacity_bytes = (uint64_t)gnum(&p, "device_capacity_bytes", 0, 0, HUGE_VAL, 0);
-    c->mem.device_malloc_s = gnum(&p, "malloc_s", s->gpu.malloc_s, 0, HUGE_VAL, 0);
-    c->mem.device_free_s = gnum(&p, "free_s", s->gpu.free_s, 0, HUGE_VAL, 0);
+    dkv_mem_options *m = &c->mem;
+    m->kind = (dkv_mem_kind)genum(p, "kind", mem_names, m->kind);
+    m->capacity_bytes = gbytes(p, "capacity_bytes", m->capacity_bytes);
+    c->sizing.block_tokens = (uint32_t)gint(p, "block_tokens", c->sizing.block_tokens, 1, U32MAX);
+    m->chunk_blocks = (uint32_t)gint(p, "chunk_blocks", m->chunk_blocks, 1, U32MAX);
+    m->initial_bytes = gbytes(p, "initial_bytes", m->initial_bytes);
+    m->grow = gbool(p, "grow", m->grow);
+    m->shrink = gbool(p, "shrink", m->shrink);
+    double mss = (double)gbytes(p, "max_split_size", m->max_split_size == UINT64_MAX ? 0 : m->max_split_size);
+    m->max_split_size = mss > 0 ? (uint64_t)mss : UINT64_MAX;
+    c->sizing.margin = gnum(p, "margin", c->sizing.margin, 0, 1, DKV_LCONF_HI_OPEN);
+    c->sizing.kv_frac = gnum(p, "kv_frac", c->sizing.kv_frac, 0, 1, DKV_LCONF_LO_OPEN);
+    c->device_capacity_bytes = gbytes(p, "device_capacity_bytes", c->device_capacity_bytes);
+    m->device_malloc_s = gnum(p, "malloc_s", m->device_malloc_s, 0, HUGE_VAL, 0);   /* < 0: resolved */
+    m->device_free_s = gnum(p, "free_s", m->device_free_s, 0, HUGE_VAL, 0);
 }
 
 static const char *const pol_keys[] = {"logit", "layout", "offload", "lifecycle", "retention", "routing", NULL};
 
-static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep)
+static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, pt *rt_keep)
 {
     lua_State *L = root->L;
     dkv_engine_config *c = &s->ec;
@@ -318,54 +378,77 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep)
 
     static const char *const lk[] = {"max_num_logits", "upcast_bytes", "upcast_tensors", NULL};
     pt_sub(&p, "logit", logit_keep, lk);
-    c->logit.max_num_logits = (uint32_t)gint(logit_keep, "max_num_logits", 0, 0, U32MAX);
-    c->logit.upcast_bytes = (uint32_t)gint(logit_keep, "upcast_bytes", 4, 0, 8);
-    c->logit.upcast_tensors = (uint32_t)gint(logit_keep, "upcast_tensors", 2, 0, 4);
+    c->logit.max_num_logits = (uint32_t)gint(logit_keep, "max_num_logits", c->logit.max_num_logits, 0, U32MAX);
+    c->logit.upcast_bytes = (uint32_t)gint(logit_keep, "upcast_bytes", c->logit.upcast_bytes, 0, 8);
+    c->logit.upcast_tensors = (uint32_t)gint(logit_keep, "upcast_tensors", c->logit.upcast_tensors, 0, 4);
 
     static const char *const yk[] = {"layout", "reorder", NULL};
     static const char *const layouts[] = {"tmajor", "layer_major", NULL};
     static const char *const reorders[] = {"per_step", "per_block", NULL};
     pt_sub(&p, "layout", &q, yk);
-    c->layout.layout = (dkv_layout)genum(&q, "layout", layouts, DKV_LAYOUT_TMAJOR);
-    c->layout.reorder = (dkv_reorder)genum(&q, "reorder", reorders, DKV_REORDER_PER_STEP);
+    c->layout.layout = (dkv_layout)genum(&q, "layout", layouts, c->layout.layout);
+    c->layout.reorder = (dkv_reorder)genum(&q, "reorder", reorders, c->layout.reorder);
 
     static const char *const ok[] = {"mode", "t1", "t2", "lowrank_ratio", "pinned", NULL};
     static const char *const omodes[] = {"none", "progressive", "plain", NULL};
     pt_sub(&p, "offload", &q, ok);
-    c->offload.mode = (dkv_offload_mode)genum(&q, "mode", omodes, DKV_OFFLOAD_NONE);
-    c->offload.t1 = gnum(&q, "t1", 1.0 / 3.0, 0, 1, 0);
-    c->offload.t2 = gnum(&q, "t2", 2.0 / 3.0, 0, 1, 0);
+    c->offload.mode = (dkv_offload_mode)genum(&q, "mode", omodes, c->offload.mode);
+    c->offload.t1 = gnum(&q, "t1", c->offload.t1, 0, 1, 0);
+    c->offload.t2 = gnum(&q, "t2", c->offload.t2, 0, 1, 0);
     if (c->offload.t2 < c->offload.t1)
         dkv_lconf_error(L, q.path, "t2", "must be >= t1 (%g < %g)", c->offload.t2, c->offload.t1);
-    c->offload.lowrank_ratio = gnum(&q, "lowrank_ratio", 0.3, 0, 1, DKV_LCONF_LO_OPEN);
-    c->offload.pinned = gbool(&q, "pinned", true);
+    c->offload.lowrank_ratio = gnum(&q, "lowrank_ratio", c->offload.lowrank_ratio, 0, 1, DKV_LCONF_LO_OPEN);
+    c->offload.pinned = gbool(&q, "pinned", c->offload.pinned);
+    if (c->offload.mode == DKV_OFFLOAD_NONE)
+        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", "pinned", NULL},
+                    "offload.mode is '%s'", "none");
+    else if (c->offload.mode == DKV_OFFLOAD_PLAIN)
+        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", NULL}, "offload.mode is '%s'", "plain");
 
     static const char *const fk[] = {"rule", "delay_steps", "delay_s", NULL};
     static const char *const rules[] = {"immediate", "deferred", NULL};
     pt_sub(&p, "lifecycle", &q, fk);
-    c->lifecycle.rule = (dkv_release_rule)genum(&q, "rule", rules, DKV_RELEASE_IMMEDIATE);
-    c->lifecycle.delay_steps = (uint32_t)gint(&q, "delay_steps", 4, 0, U32MAX);
-    c->lifecycle.delay_s = gnum(&q, "delay_s", 0, 0, HUGE_VAL, 0);
+    c->lifecycle.rule = (dkv_release_rule)genum(&q, "rule", rules, c->lifecycle.rule);
+    c->lifecycle.delay_steps = (uint32_t)gint(&q, "delay_steps", c->lifecycle.delay_steps, 0, U32MAX);
+    c->lifecycle.delay_s = gnum(&q, "delay_s", c->lifecycle.delay_s, 0, HUGE_VAL, 0);
+    if (c->lifecycle.rule == DKV_RELEASE_IMMEDIATE)
+        unused_when(&q, (const char *const[]){"delay_steps", "delay_s", NULL}, "lifecycle.rule is '%s'",
+                    "immediate");
 
     static const char *const rk[] = {"rho", "set", "mode", "rho_min", "rho_max", "ent_a", "ent_b", "entropies",
-                                     "callback", "seed", NULL};
+                                     "callback", "seed", "clamp", NULL};
     static const char *const sets[] = {"per_head", "shared", NULL};
     static const char *const rmodes[] = {"fixed", "entropy", "callback", NULL};
     pt_sub(&p, "retention", ret_keep, rk);
     dkv_retention_config *r = &c->retention;
-    r->rho = gnum(ret_keep, "rho", -1, -1, 1, 0); /* -1: the GPU preset's, resolved later */
-    if (r->rho == 0 || (r->rho < 0 && r->rho != -1))
+    lua_getfield(L, ret_keep->in, "rho");
+    bool rho_given = !lua_isnil(L, -1);   /* -1 given is an error, not "the preset's" */
+    lua_pop(L, 1);
+    r->rho = gnum(ret_keep, "rho", r->rho, -1, 1, 0); /* -1: the GPU preset's, resolved later */
+    if (r->rho == 0 || (r->rho < 0 && (rho_given || r->rho != -1)))
         dkv_lconf_error(L, ret_keep->path, "rho", "must be in (0, 1] (got %g)", r->rho);
-    r->set = (dkv_retain_set)genum(ret_keep, "set", sets, DKV_RETAIN_PER_HEAD);
+    r->set = (dkv_retain_set)genum(ret_keep, "set", sets, r->set);
     bool has_cb = has(ret_keep, "callback");
-    r->mode = (dkv_rho_mode)genum(ret_keep, "mode", rmodes, has_cb ? DKV_RHO_CALLBACK : DKV_RHO_FIXED);
-    r->rho_min = gnum(ret_keep, "rho_min", 0.1, 0, 1, DKV_LCONF_LO_OPEN);
-    r->rho_max = gnum(ret_keep, "rho_max", 0.9, 0, 1, DKV_LCONF_LO_OPEN);
+    r->mode = (dkv_rho_mode)genum(ret_keep, "mode", rmodes, has_cb ? DKV_RHO_CALLBACK : r->mode);
+    r->rho_min = gnum(ret_keep, "rho_min", r->rho_min, 0, 1, DKV_LCONF_LO_OPEN);
+    r->rho_max = gnum(ret_keep, "rho_max", r->rho_max, 0, 1, DKV_LCONF_LO_OPEN);
     if (r->rho_max < r->rho_min)
         dkv_lconf_error(L, ret_keep->path, "rho_max", "must be >= rho_min");
-    r->ent_a = gnum(ret_keep, "ent_a", 2, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
-    r->ent_b = gnum(ret_keep, "ent_b", 2, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
-    r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)s->seed, 0, INT64_MAX);
+    r->ent_a = gnum(ret_keep, "ent_a", r->ent_a, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
+    r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
+    r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
+    r->clamp = gbool(ret_keep, "clamp", false);
+    if (c->decode.cache != DKV_CACHE_SPARSE)
+        unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
+                    cache_names[c->decode.cache]);
+    if (r->mode == DKV_RHO_FIXED)
+        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
+                    "retention.mode is '%s'", "fixed");
+    else if (r->mode == DKV_RHO_ENTROPY)
+        unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
+    else
+        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
+                    "callback");
     if (lua_getfield(L, ret_keep->in, "entropies") != LUA_TNIL) {
         if (!lua_istable(L, -1))
             dkv_lconf_error(L, ret_keep->path, "entropies", "expected an array of numbers in [0, 1]");
@@ -404,13 +487,18 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep)
 
     static const char *const tk[] = {"enabled", "threshold_tokens", "setup_s", "block_s", "pool_step_s",
                                      "plain_step_s", NULL};
-    pt_sub(&p, "routing", &q, tk);
-    c->routing.enabled = gbool(&q, "enabled", false);
-    c->routing.threshold_tokens = (uint32_t)gint(&q, "threshold_tokens", 0, 0, U32MAX);
-    c->routing_costs.setup_s = gnum(&q, "setup_s", s->gpu.malloc_s, 0, HUGE_VAL, 0);
-    c->routing_costs.block_s = gnum(&q, "block_s", 1.5e-6, 0, HUGE_VAL, 0);
-    c->routing_costs.pool_step_s = gnum(&q, "pool_step_s", 0, 0, HUGE_VAL, 0);
-    c->routing_costs.plain_step_s = gnum(&q, "plain_step_s", s->gpu.malloc_s + s->gpu.free_s, 0, HUGE_VAL, 0);
+    pt_sub(&p, "routing", rt_keep, tk);
+    c->routing.enabled = gbool(rt_keep, "enabled", c->routing.enabled);
+    c->routing.threshold_tokens = (uint32_t)gint(rt_keep, "threshold_tokens", c->routing.threshold_tokens, 0, U32MAX);
+    dkv_routing_costs *k = &c->routing_costs;   /* < 0: from the preset, resolved later */
+    k->setup_s = gnum(rt_keep, "setup_s", k->setup_s, 0, HUGE_VAL, 0);
+    k->block_s = gnum(rt_keep, "block_s", k->block_s, 0, HUGE_VAL, 0);
+    k->pool_step_s = gnum(rt_keep, "pool_step_s", k->pool_step_s, 0, HUGE_VAL, 0);
+    k->plain_step_s = gnum(rt_keep, "plain_step_s", k->plain_step_s, 0, HUGE_VAL, 0);
+    if (!c->routing.enabled)
+        unused_when(rt_keep, (const char *const[]){"threshold_tokens", "setup_s", "block_s", "pool_step_s",
+                                                   "plain_step_s", NULL},
+                    "routing.enabled is %s", "false");
 }
 
 static const char *const ins_keys[] = {"n", "placement", "guaranteed_frac", "burst_frac", "weights", "gpu_share",
@@ -425,14 +513,14 @@ static void parse_instances(pt *root, dkv_lsim *s)
     static const char *const places[] = {"shared", "partitioned", NULL};
     static const char *const shares[] = {"timeslice", "spatial", NULL};
     static const char *const routes[] = {"round_robin", "least_loaded", NULL};
-    c->n_instances = (uint32_t)gint(&p, "n", 1, 1, DKV_PLACEMENT_MAX_INSTANCES);
-    c->placement.mode = (dkv_placement)genum(&p, "placement", places, DKV_PLACE_SHARED);
+    c->n_instances = (uint32_t)gint(&p, "n", c->n_instances, 1, DKV_PLACEMENT_MAX_INSTANCES);
+    c->placement.mode = (dkv_placement)genum(&p, "placement", places, c->placement.mode);
     c->placement.n_instances = c->n_instances;
-    c->placement.guaranteed_frac = gnum(&p, "guaranteed_frac", 0.5, 0, 1, 0);
-    c->placement.burst_frac = gnum(&p, "burst_frac", 1, 0, 1, DKV_LCONF_LO_OPEN);
-    c->gpu_share = (dkv_gpu_share)genum(&p, "gpu_share", shares, DKV_SHARE_TIMESLICE);
-    c->instance_route = (dkv_instance_route)genum(&p, "route", routes, DKV_IROUTE_ROUND_ROBIN);
-    c->shared_weights = gbool(&p, "shared_weights", false);
+    c->placement.guaranteed_frac = gnum(&p, "guaranteed_frac", c->placement.guaranteed_frac, 0, 1, 0);
+    c->placement.burst_frac = gnum(&p, "burst_frac", c->placement.burst_frac, 0, 1, DKV_LCONF_LO_OPEN);
+    c->gpu_share = (dkv_gpu_share)genum(&p, "gpu_share", shares, c->gpu_share);
+    c->instance_route = (dkv_instance_route)genum(&p, "route", routes, c->instance_route);
+    c->shared_weights = gbool(&p, "shared_weights", c->shared_weights);
     if (lua_getfield(L, p.in, "weights") != LUA_TNIL) {
         if (!lua_istable(L, -1) || lua_rawlen(L, -1) != c->n_instances)
             dkv_lconf_error(L, p.path, "weights", "expected an array of %u positive numbers (one per instance)",
@@ -454,6 +542,38 @@ static void parse_instances(pt *root, dkv_lsim *s)
         lua_setfield(L, p.out, "weights");
     }
     lua_pop(L, 1);
+}
+
+/* dkv_engine_config_resolve on the parsed configuration; every field left to the preset (0 or < 0
+ * in the table, or absent) shows its resolved value in the provenance. */
+static void resolve_from_preset(lua_State *L, dkv_lsim *s, pt *root, pt *sched, pt *mem, pt *logit, pt *ret, pt *rt)
+{
+    dkv_engine_config *c = &s->ec;
+    dkv_engine_config before = *c;
+    dkv_err err = {0};
+    if (dkv_engine_config_resolve(c, &err) != DKV_OK)
+        dkv_lconf_error(L, "cfg", NULL, "%s", err.msg);
+    if (before.max_num_batched_tokens == 0)
+        set_resolved_int(sched, "max_num_batched_tokens", c->max_num_batched_tokens);
+    if (before.logit.max_num_logits == 0)
+        set_resolved_int(logit, "max_num_logits", c->logit.max_num_logits);
+    if (before.retention.rho < 0)
+        set_resolved_num(ret, "rho", c->retention.rho);
+    if (before.mem.device_malloc_s < 0)
+        set_resolved_num(mem, "malloc_s", c->mem.device_malloc_s);
+    if (before.mem.device_free_s < 0)
+        set_resolved_num(mem, "free_s", c->mem.device_free_s);
+    if (before.cost_per_hour < 0)
+        set_resolved_num(root, "cost_per_hour", c->cost_per_hour);
+    const dkv_routing_costs *was = &before.routing_costs, *now = &c->routing_costs;
+    if (was->setup_s < 0)
+        set_resolved_num(rt, "setup_s", now->setup_s);
+    if (was->block_s < 0)
+        set_resolved_num(rt, "block_s", now->block_s);
+    if (was->pool_step_s < 0)
+        set_resolved_num(rt, "pool_step_s", now->pool_step_s);
+    if (was->plain_step_s < 0)
+        set_resolved_num(rt, "plain_step_s", now->plain_step_s);
 }
 
 static const char *const top_keys[] = {"model", "gpu", "workload", "decode", "scheduler", "mem", "policies",
@@ -489,15 +609,15 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     lua_pop(L, 1);
     dkv_lua_push_gpu(L, &s->gpu);
     lua_setfield(L, resolved, "gpu");
-    s->seed = (uint64_t)gint(&root, "seed", 1, 0, INT64_MAX);
+    s->seed = (uint64_t)gint(&root, "seed", (int64_t)c->seed, 0, INT64_MAX);
     c->seed = s->seed;
-    c->cost_per_hour = gnum(&root, "cost_per_hour", s->gpu.cost_per_hour, 0, HUGE_VAL, 0);
+    c->cost_per_hour = gnum(&root, "cost_per_hour", c->cost_per_hour, 0, HUGE_VAL, 0);   /* < 0: resolved */
 
-    pt sched, logit, ret;
+    pt sched, mem, logit, ret, rt;
     parse_decode(&root, s);
     parse_scheduler(&root, s, &sched);
-    parse_mem(&root, s);
-    parse_policies(&root, s, &logit, &ret);
+    parse_mem(&root, s, &mem);
+    parse_policies(&root, s, &logit, &ret, &rt);
     parse_instances(&root, s);
 
     static const char *const sk[] = {"launch_overhead_s", "gemm_eff", "attn_eff", "copy_model", "first_use", NULL};
@@ -520,8 +640,8 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
 
     static const char *const ck[] = {"steps", "memory_every", "kernels", "trace", NULL};
     pt_sub(&root, "record", &q, ck);
-    c->record_steps = gbool(&q, "steps", true);
-    c->mem_sample_every = (uint32_t)gint(&q, "memory_every", 1, 0, U32MAX);
+    c->record_steps = gbool(&q, "steps", c->record_steps);
+    c->mem_sample_every = (uint32_t)gint(&q, "memory_every", c->mem_sample_every, 0, U32MAX);
     s->record_kernels = gbool(&q, "kernels", false);
     s->so.kernel_records = s->record_kernels;
     const char *tpath = dkv_lconf_string(L, q.in, q.path, "trace", NULL, 0);
@@ -533,20 +653,9 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
         s->ec.trace = dkv_lsim_trace_sink(s->trace);
     }
 
-    /* values that come from the GPU preset through dLLM-Serve's sizing rules */
-    dkv_sizing sz;
-    if (dkv_sizing_default(&c->sizing, &s->model, &s->gpu, &sz, &err) != DKV_OK)
-        dkv_lconf_error(L, "cfg", NULL, "%s", err.msg);
-    if (c->max_num_batched_tokens == 0)
-        set_resolved_int(&sched, "max_num_batched_tokens", sz.max_num_batched_tokens);
-    if (c->logit.max_num_logits == 0) {
-        c->logit.max_num_logits = sz.max_num_logits;
-        set_resolved_int(&logit, "max_num_logits", sz.max_num_logits);
-    }
-    if (c->retention.rho < 0) {
-        c->retention.rho = sz.retention;
-        set_resolved_num(&ret, "rho", sz.retention);
-    }
+    /* values that come from the GPU preset (dLLM-Serve's sizing rules): resolved once, by the
+     * engine's own rule; the resolved table shows what the run uses */
+    resolve_from_preset(L, s, &root, &sched, &mem, &logit, &ret, &rt);
     if (c->retention.mode == DKV_RHO_CALLBACK)
         c->retention.callback_ud = s; /* callback set by l_engine.c */
 

@@ -302,6 +302,7 @@ static int l_execute(lua_State *L)
     if (x->outputs) {
         push_outputs(L, &x->out);
         lua_setfield(L, -2, "outputs");
+        dkv_lua_result_take_outputs(L, -2, &x->out);   /* dkv.save writes them into the run */
     }
     dkv_cuda_backend_report_clear(&x->rep);
     dkv_exec_outputs_free(&x->out);

@@ -41,6 +41,11 @@ dkv_status dkv_mem_tag_parse(const char *s, dkv_mem_tag *out, dkv_err *err)
                        "unknown tag '%s' (weights, kv, activation, logits, staging)", s ? s : "(null)");
 }
 
+uint64_t dkv_block_bytes(uint64_t block_bytes, uint32_t block_tokens, uint64_t token_bytes)
+{
+    return block_bytes ? block_bytes : (uint64_t)block_tokens * token_bytes;
+}
+
 dkv_mem_options dkv_mem_options_default(dkv_mem_kind kind)
 {
     dkv_mem_options o;

@@ -64,6 +64,10 @@ typedef enum dkv_mem_tag {
     DKV_MEM_TAG_COUNT
 } dkv_mem_tag;
 
+/* THE block size rule, used by the engine (dkv_engine_config_resolve), the block pool and the
+ * sizing policy: block_bytes when given (> 0), else block_tokens x token_bytes. */
+uint64_t dkv_block_bytes(uint64_t block_bytes, uint32_t block_tokens, uint64_t token_bytes);
+
 const char *dkv_mem_kind_name(dkv_mem_kind k);          /* "static", "caching", "blockpool" */
 dkv_status  dkv_mem_kind_parse(const char *s, dkv_mem_kind *out, dkv_err *err);
 const char *dkv_mem_tag_name(dkv_mem_tag t);            /* "weights", "kv", ... */

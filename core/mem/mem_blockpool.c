@@ -125,7 +125,7 @@ static dkv_status bp_init(dkv_mem *m, dkv_err *err)
     if (!p)
         return dkv_err_set(err, DKV_ENOMEM, "blockpool: out of host memory");
     m->impl = p;
-    p->block_bytes = o->block_bytes ? o->block_bytes : (uint64_t)o->block_tokens * o->token_bytes;
+    p->block_bytes = dkv_block_bytes(o->block_bytes, o->block_tokens, o->token_bytes);
     if (p->block_bytes == 0)
         return dkv_err_set(err, DKV_EINVAL, "blockpool: block size is 0 (set block_bytes, or block_tokens and token_bytes)");
     if (o->chunk_blocks == 0 || (o->chunk_blocks & (o->chunk_blocks - 1)) || o->chunk_blocks > (1u << 20))

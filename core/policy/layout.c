@@ -26,7 +26,6 @@ void dkv_layout_config_default(dkv_layout_config *c)
 {
     c->layout = DKV_LAYOUT_TMAJOR;
     c->reorder = DKV_REORDER_PER_STEP;
-    c->block_tokens = 32;
 }
 
 dkv_status dkv_layout_config_validate(const dkv_layout_config *c, dkv_err *err)
@@ -35,8 +34,6 @@ dkv_status dkv_layout_config_validate(const dkv_layout_config *c, dkv_err *err)
         return dkv_err_set(err, DKV_EINVAL, "layout.layout = %d: not a layout", (int)c->layout);
     if (c->reorder != DKV_REORDER_PER_STEP && c->reorder != DKV_REORDER_PER_BLOCK)
         return dkv_err_set(err, DKV_EINVAL, "layout.reorder = %d: expected per_step or per_block", (int)c->reorder);
-    if (c->block_tokens == 0)
-        return dkv_err_set(err, DKV_EINVAL, "layout.block_tokens must be > 0");
     return DKV_OK;
 }
 
@@ -45,10 +42,17 @@ static double bw_time(const dkv_gpu *g, double bytes, double eff)
     return bytes > 0 ? bytes / (g->hbm_bw * eff) : 0.0;
 }
 
+static dkv_status check_block(uint32_t block_tokens, dkv_err *err)
+{
+    return block_tokens ? DKV_OK : dkv_err_set(err, DKV_EINVAL, "layout: block_tokens must be > 0");
+}
+
 dkv_status dkv_layout_read_cost(const dkv_layout_config *c, const dkv_model *m, const dkv_gpu *g,
-                                uint64_t tokens, dkv_layout_read *out, dkv_err *err)
+                                uint32_t block_tokens, uint64_t tokens, dkv_layout_read *out, dkv_err *err)
 {
     dkv_status st = dkv_layout_config_validate(c, err);
+    if (st == DKV_OK)
+        st = check_block(block_tokens, err);
     if (st != DKV_OK)
         return st;
     *out = (dkv_layout_read){.efficiency = 1.0};
@@ -59,7 +63,7 @@ dkv_status dkv_layout_read_cost(const dkv_layout_config *c, const dkv_model *m, 
     if (c->layout == DKV_LAYOUT_TMAJOR)
         out->n_runs = streams * tokens;
     else
-        out->n_runs = streams * ((tokens + c->block_tokens - 1) / c->block_tokens);
+        out->n_runs = streams * ((tokens + block_tokens - 1) / block_tokens);
     out->run_bytes = (double)out->bytes / (double)out->n_runs;
     out->efficiency = dkv_gpu_bw_efficiency(g, out->run_bytes);
     out->time_s = bw_time(g, (double)out->bytes, out->efficiency);
@@ -67,16 +71,18 @@ dkv_status dkv_layout_read_cost(const dkv_layout_config *c, const dkv_model *m, 
 }
 
 dkv_status dkv_layout_reorder(const dkv_layout_config *c, const dkv_model *m, const dkv_gpu *g,
-                              uint64_t tokens, dkv_layout_reorder_cost *out, dkv_err *err)
+                              uint32_t block_tokens, uint64_t tokens, dkv_layout_reorder_cost *out, dkv_err *err)
 {
     dkv_status st = dkv_layout_config_validate(c, err);
+    if (st == DKV_OK)
+        st = check_block(block_tokens, err);
     if (st != DKV_OK)
         return st;
     *out = (dkv_layout_reorder_cost){0};
     if (c->layout == DKV_LAYOUT_TMAJOR || tokens == 0)
         return DKV_OK;
     uint64_t bytes = tokens * dkv_model_kv_bytes_per_token(m);
-    uint64_t run_tokens = tokens < c->block_tokens ? tokens : c->block_tokens;
+    uint64_t run_tokens = tokens < block_tokens ? tokens : block_tokens;
     double run = (double)run_tokens * m->head_dim * dkv_dtype_bytes(m->kv_dtype);
     out->read_bytes = bytes;
     out->write_bytes = bytes;

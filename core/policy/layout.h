@@ -52,7 +52,6 @@ dkv_status  dkv_layout_parse(const char *s, dkv_layout *out, dkv_err *err);
 typedef struct dkv_layout_config {
     dkv_layout  layout;        /* default DKV_LAYOUT_TMAJOR */
     dkv_reorder reorder;       /* default DKV_REORDER_PER_STEP */
-    uint32_t    block_tokens;  /* pool block size, tokens (> 0).  Default 32 */
 } dkv_layout_config;
 
 void       dkv_layout_config_default(dkv_layout_config *c);
@@ -68,9 +67,10 @@ typedef struct dkv_layout_read {
 } dkv_layout_read;
 
 /* Prices a read of `tokens` cached tokens of model m (n_layers, n_kv_heads, head_dim, kv_dtype)
- * on gpu g.  tokens == 0 gives an all-zero read with efficiency 1. */
+ * on gpu g from a pool of `block_tokens`-token blocks (> 0; the engine's sizing.block_tokens).
+ * tokens == 0 gives an all-zero read with efficiency 1. */
 dkv_status dkv_layout_read_cost(const dkv_layout_config *c, const dkv_model *m, const dkv_gpu *g,
-                                uint64_t tokens, dkv_layout_read *out, dkv_err *err);
+                                uint32_t block_tokens, uint64_t tokens, dkv_layout_read *out, dkv_err *err);
 
 /* Reorder work for `tokens` written tokens (per step: the step's w; per block: the block's B,
  * charged once).  Zero for the t-major layout. */
@@ -81,6 +81,6 @@ typedef struct dkv_layout_reorder_cost {
 } dkv_layout_reorder_cost;
 
 dkv_status dkv_layout_reorder(const dkv_layout_config *c, const dkv_model *m, const dkv_gpu *g,
-                              uint64_t tokens, dkv_layout_reorder_cost *out, dkv_err *err);
+                              uint32_t block_tokens, uint64_t tokens, dkv_layout_reorder_cost *out, dkv_err *err);
 
 #endif

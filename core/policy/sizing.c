@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "mem/mem.h"
+
 void dkv_sizing_config_default(dkv_sizing_config *c)
 {
     c->margin = 0.10;
@@ -37,7 +39,7 @@ dkv_status dkv_sizing_default(const dkv_sizing_config *c, const dkv_model *m, co
     st = dkv_budget_compute(m, g, c->margin, c->kv_frac, &out->budget, err);
     if (st != DKV_OK)
         return st;
-    out->block_bytes = (uint64_t)c->block_tokens * dkv_model_kv_bytes_per_token(m);
+    out->block_bytes = dkv_block_bytes(0, c->block_tokens, dkv_model_kv_bytes_per_token(m));
     out->n_blocks = out->block_bytes ? (uint64_t)floor(out->budget.kv_bytes / (double)out->block_bytes) : 0;
     out->kv_pool_bytes = out->n_blocks * out->block_bytes;
     out->kv_tokens = out->n_blocks * c->block_tokens;

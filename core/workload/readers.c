@@ -365,7 +365,7 @@ dkv_status dkv_workload_read(const char *path, dkv_trace_format fmt, const dkv_w
     if ((unsigned)fmt > DKV_FMT_BURSTGPT) return dkv_err_set(err, DKV_EINVAL, "%s: unknown trace format %d", path, fmt);
     char *buf;
     size_t len;
-    rc = dkv_wl_slurp(path, &buf, &len, err);
+    rc = dkv_wl_slurp(path, opts->max_file_bytes, &buf, &len, err);
     if (rc != DKV_OK) return rc;
     if (fmt == DKV_FMT_AUTO) {
         const char *s = buf;

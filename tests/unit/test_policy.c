@@ -101,11 +101,10 @@ static void test_layout_runs_tiny_model(void **state)
     dkv_gpu g = toy_gpu();
     dkv_layout_config c;
     dkv_layout_config_default(&c);
-    c.block_tokens = 4;
     dkv_layout_read r;
     dkv_err e = {0};
     /* 10 tokens * 64 B = 640 B.  t-major: 2 layers * 2 heads * {K,V} * 10 tokens = 80 runs of 8 B */
-    assert_int_equal(dkv_layout_read_cost(&c, &m, &g, 10, &r, &e), DKV_OK);
+    assert_int_equal(dkv_layout_read_cost(&c, &m, &g, 4, 10, &r, &e), DKV_OK);
     assert_true(r.bytes == 640);
     assert_true(r.n_runs == 80);
     assert_float_equal(r.run_bytes, 8.0, 1e-12);
@@ -113,16 +112,16 @@ static void test_layout_runs_tiny_model(void **state)
     assert_float_equal(r.time_s, 640 / (1e12 * 0.25), 1e-20);
     /* layer-major: 8 streams * ceil(10 / 4) blocks = 24 runs, mean 640 / 24 B */
     c.layout = DKV_LAYOUT_LAYER_MAJOR;
-    assert_int_equal(dkv_layout_read_cost(&c, &m, &g, 10, &r, &e), DKV_OK);
+    assert_int_equal(dkv_layout_read_cost(&c, &m, &g, 4, 10, &r, &e), DKV_OK);
     assert_true(r.n_runs == 24);
     assert_float_equal(r.run_bytes, 640.0 / 24, 1e-12);
     assert_float_equal(r.efficiency, eff_toy(640.0 / 24), 1e-12);
     assert_true(r.efficiency > 0.25);
     /* a whole number of blocks: runs are block_tokens * head_dim * 2 = 32 B exactly */
-    assert_int_equal(dkv_layout_read_cost(&c, &m, &g, 8, &r, &e), DKV_OK);
+    assert_int_equal(dkv_layout_read_cost(&c, &m, &g, 4, 8, &r, &e), DKV_OK);
     assert_float_equal(r.run_bytes, 32.0, 1e-12);
     /* zero tokens */
-    assert_int_equal(dkv_layout_read_cost(&c, &m, &g, 0, &r, &e), DKV_OK);
+    assert_int_equal(dkv_layout_read_cost(&c, &m, &g, 4, 0, &r, &e), DKV_OK);
     assert_true(r.bytes == 0 && r.n_runs == 0);
 }
 
@@ -133,18 +132,17 @@ static void test_layout_reorder(void **state)
     dkv_gpu g = toy_gpu();
     dkv_layout_config c;
     dkv_layout_config_default(&c);
-    c.block_tokens = 4;
     dkv_layout_reorder_cost rc;
     dkv_err e = {0};
-    assert_int_equal(dkv_layout_reorder(&c, &m, &g, 4, &rc, &e), DKV_OK);
+    assert_int_equal(dkv_layout_reorder(&c, &m, &g, 4, 4, &rc, &e), DKV_OK);
     assert_true(rc.read_bytes == 0 && rc.time_s == 0); /* t-major: nothing to reorder */
     c.layout = DKV_LAYOUT_LAYER_MAJOR;
-    assert_int_equal(dkv_layout_reorder(&c, &m, &g, 4, &rc, &e), DKV_OK);
+    assert_int_equal(dkv_layout_reorder(&c, &m, &g, 4, 4, &rc, &e), DKV_OK);
     assert_true(rc.read_bytes == 256 && rc.write_bytes == 256);
     /* write runs: 4 tokens * 4 * 2 B = 32 B */
     assert_float_equal(rc.time_s, 512 / (1e12 * eff_toy(32)), 1e-20);
     /* more tokens than a block: the run is capped at the block */
-    assert_int_equal(dkv_layout_reorder(&c, &m, &g, 100, &rc, &e), DKV_OK);
+    assert_int_equal(dkv_layout_reorder(&c, &m, &g, 4, 100, &rc, &e), DKV_OK);
     assert_float_equal(rc.time_s, 2 * 6400 / (1e12 * eff_toy(32)), 1e-20);
 }
 
@@ -154,9 +152,10 @@ static void test_layout_validation_names_field(void **state)
     dkv_layout_config c;
     dkv_err e = {0};
     dkv_layout_config_default(&c);
-    c.block_tokens = 0;
-    assert_names(dkv_layout_config_validate(&c, &e), &e, "layout.block_tokens");
-    dkv_layout_config_default(&c);
+    dkv_model m = tiny_model();
+    dkv_gpu g = toy_gpu();
+    dkv_layout_read r;
+    assert_names(dkv_layout_read_cost(&c, &m, &g, 0, 10, &r, &e), &e, "block_tokens");
     c.layout = (dkv_layout)7;
     assert_names(dkv_layout_config_validate(&c, &e), &e, "layout.layout");
     dkv_layout_config_default(&c);
