@@ -49,7 +49,7 @@ typedef struct dkv_sim_options {
     double gemm_eff;          /* fraction of flops_bf16 GEMMs reach (default 1.0; 0 -> 1.0) */
     double attn_eff;          /* fraction of flops_bf16 attention reaches (default 1.0; 0 -> 1.0) */
     bool   kernel_records;    /* emit per-kernel-class records per step through setup.on_kernel */
-    dkv_sim_copy_model copy_model;   /* default DKV_SIM_COPY_OVERLAP */
+    dkv_sim_copy_model copy_model;   /* default DKV_SIM_COPY_OVERLAP (Lua: STREAM for a profiled GPU) */
     bool   first_use;         /* charge the profile's first-use cost of each new shape (the CUDA
                                  backend does not warm its shapes); default true */
 } dkv_sim_options;

@@ -635,7 +635,10 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     s->so.launch_overhead_s = lo_given ? lo : -1.0;
     s->so.gemm_eff = gnum(&q, "gemm_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
     s->so.attn_eff = gnum(&q, "attn_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
-    s->so.copy_model = (dkv_sim_copy_model)genum(&q, "copy_model", copy_models, DKV_SIM_COPY_OVERLAP);
+    /* default: as the CUDA backend runs copies when the GPU is a measured one (profile), else the
+     * ideal overlap of the roofline presets (docs/COST_MODEL.md, "Copies") */
+    s->so.copy_model = (dkv_sim_copy_model)genum(&q, "copy_model", copy_models,
+                                                 s->gpu.profile ? DKV_SIM_COPY_STREAM : DKV_SIM_COPY_OVERLAP);
     s->so.first_use = gbool(&q, "first_use", true);
 
     static const char *const ck[] = {"steps", "memory_every", "kernels", "trace", NULL};
