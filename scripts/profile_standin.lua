@@ -35,7 +35,7 @@ local function gemm(m, n, k, beta)
 end
 
 local T = {qkv = {}, o = {}, ffn = {}, lm_head = {}, gemm = {}, attn = {}, kv_store = {}, kv_gather = {},
-           elementwise = {}}
+           elementwise = {}, compress = {}}
 local seen = {}
 local function add(tab, row)
   local key = tab .. ":" .. table.concat(row, ",", 1, #row - 2)
@@ -76,6 +76,12 @@ for _, m in ipairs(models) do
     add("kv_gather", {rows, K, keep, H, Hk, D, roof(2 * rows * K * hq, rd + wr, 5), 5})
   end
 end
+for e = 10, 22 do   -- low-rank compression: rows of all projected matrices x head_dim 128, ranks 38 and 64
+  local rows = 2 ^ e
+  for _, r in ipairs({38, 64}) do
+    add("compress", {rows, 128, r, roof(4 * rows * 128 * r, 2 * (rows * 128 + rows * r + r * 128), 16), 16})
+  end
+end
 for _, M in ipairs(MS) do
   for _, N in ipairs({2048, 4096, 8192, 16384, 32768, 65536}) do
     for _, K in ipairs({2048, 4096, 8192, 16384, 32768}) do add("gemm", {M, N, K, gemm(M, N, K, 0), 1}) end
@@ -101,6 +107,7 @@ rows_of("attn", {q "q_rows", q "kv_tokens", q "heads", q "kv_heads", q "head_dim
 rows_of("kv_store", {q "rows", q "heads", q "kv_heads", q "head_dim"}, T.kv_store)
 rows_of("kv_gather", {q "rows", q "keys", q "keep", q "heads", q "kv_heads", q "head_dim"}, T.kv_gather)
 rows_of("elementwise", {q "kind", q "rows", q "cols"}, T.elementwise)
+rows_of("compress", {q "rows", q "cols", q "rank"}, T.compress)
 emit("  },")
 local alone = {}
 for e = 12, 30, 2 do

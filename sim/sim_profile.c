@@ -91,6 +91,25 @@ static double lm_head(const dkv_profile *p, const dkv_model *m, const dkv_step_p
     return t;
 }
 
+/* Low-rank compression (COMPRESS orders; cuda/arena.c compress): the profile's rows are the rows of
+ * all the projected matrices (tokens x layers x 2 x kv_heads) of head_dim columns at the backend's
+ * rank, llround(pcie_bytes / device_bytes x head_dim). */
+static double compress(const dkv_profile *p, const dkv_model *m, const dkv_step_plan *plan)
+{
+    double t = 0, D = m->head_dim, eb = dkv_dtype_bytes(m->kv_dtype);
+    bool any = false;
+    for (uint32_t i = 0; i < plan->n_xfers; i++) {
+        const dkv_xfer *x = &plan->xfers[i];
+        if (x->kind != DKV_XFER_COMPRESS || !x->device_bytes)
+            continue;
+        double ratio = (double)x->pcie_bytes / (double)x->device_bytes, r = llround(ratio * D);
+        r = r < 1 ? 1 : r > 64 ? 64 : r;   /* DKV_LOWRANK_MAX_RANK */
+        t += dkv_profile_compress(p, (double)x->device_bytes / (D * eb), D, r);
+        any = true;
+    }
+    return any ? t : NAN;
+}
+
 void sim_profile_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan, const dkv_cost_step *cs,
                        double t_layer[DKV_KCLASS_N], double t_once[DKV_KCLASS_N])
 {
@@ -119,4 +138,6 @@ void sim_profile_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan
     t_once[DKV_KCLASS_ELEMENTWISE] = once;
     if (cs->logit_rows > 0)
         t_once[DKV_KCLASS_LM_HEAD] = lm_head(p, m, plan, cs);
+    if (cs->once[DKV_KCLASS_COMPRESS].launches)
+        t_once[DKV_KCLASS_COMPRESS] = compress(p, m, plan);
 }
