@@ -182,7 +182,7 @@ static dkv_status count_xfers(const dkv_step_plan *plan, dkv_cost_step *cs, dkv_
             cmp->rd += x->device_bytes;
             cmp->wr += b; /* compressed result staged before the copy */
             cmp->bytes_fast += x->device_bytes + b;
-            cmp->launches++;
+            cmp->launches += 16;   /* cuda/arena.c compress: gather, projection, two bf16 conversions (4 + 12) */
             cs->pcie_d2h_bytes += x->pcie_bytes;   /* the result goes device -> host */
             break;
         case DKV_XFER_OFFLOAD:
