@@ -417,10 +417,47 @@ double dkv_profile_attn_nearest(const dkv_profile *p, double q_rows, double kv_t
     return dkv_profile_attn(p, q_rows, kv_tokens, bh, bk, head_dim, mode);
 }
 
+/* The key group of table id whose keys equal k[] where same[i] and whose width w(keys) is nearest
+ * to want in log; returns that width (NAN: none). */
+static double nearest_width(const ptab *t, const double *k, const bool *same, double (*w)(const double *),
+                            double want, double *best_keys)
+{
+    double best = INFINITY, bw = NAN;
+    for (size_t i = 0; i < t->n; i++) {
+        const double *g = t->key + i * t->nk;
+        bool ok = true;
+        for (uint32_t c = 0; c < t->nk && ok; c++)
+            ok = !same[c] || g[c] == k[c];
+        double gw = ok ? w(g) : 0;
+        if (!(gw > 0))
+            continue;
+        double d = fabs(log(gw / want));
+        if (d < best) {
+            best = d, bw = gw;
+            for (uint32_t c = 0; c < t->nk; c++)
+                best_keys[c] = g[c];
+        }
+    }
+    return bw;
+}
+
+static double store_width(const double *k) { return (k[0] + 2 * k[1]) * k[2]; }   /* (H + 2 Hkv) D */
+static double ew_width(const double *k) { return k[1]; }                         /* cols */
+
+/* Memory-bound kernels of another model's width: the nearest measured width with the same bytes
+ * (rows scaled by width / measured width). */
 double dkv_profile_kv_store(const dkv_profile *p, double rows, double heads, double kv_heads, double head_dim)
 {
     double key[3] = {heads, kv_heads, head_dim}, ax[1] = {rows};
-    return lookup(p, DKV_PT_KV_STORE, key, ax);
+    double t = lookup(p, DKV_PT_KV_STORE, key, ax);
+    if (!isnan(t) || !dkv_profile_has(p, DKV_PT_KV_STORE))
+        return t;
+    bool same[3] = {false, false, true};
+    double ref[3], want = store_width(key), w = nearest_width(&p->t[DKV_PT_KV_STORE], key, same, store_width, want, ref);
+    if (isnan(w))
+        return NAN;
+    ax[0] = rows * want / w;
+    return lookup(p, DKV_PT_KV_STORE, ref, ax);
 }
 
 double dkv_profile_select(const dkv_profile *p, double rows, double keys, double heads, double kv_heads,
@@ -433,7 +470,15 @@ double dkv_profile_select(const dkv_profile *p, double rows, double keys, double
 double dkv_profile_elementwise(const dkv_profile *p, double kind, double rows, double cols)
 {
     double key[2] = {kind, cols}, ax[1] = {rows};
-    return lookup(p, DKV_PT_ELEMENTWISE, key, ax);
+    double t = lookup(p, DKV_PT_ELEMENTWISE, key, ax);
+    if (!isnan(t) || !dkv_profile_has(p, DKV_PT_ELEMENTWISE))
+        return t;
+    bool same[2] = {true, false};
+    double ref[2], w = nearest_width(&p->t[DKV_PT_ELEMENTWISE], key, same, ew_width, cols, ref);
+    if (isnan(w))
+        return NAN;
+    ax[0] = rows * cols / w;
+    return lookup(p, DKV_PT_ELEMENTWISE, ref, ax);
 }
 
 double dkv_profile_compress(const dkv_profile *p, double rows, double cols, double rank)

@@ -94,6 +94,8 @@ double dkv_profile_attn(const dkv_profile *p, double q_rows, double kv_tokens, d
  * *ref_kv_heads (the caller rescales).  NAN when none covers the shape. */
 double dkv_profile_attn_nearest(const dkv_profile *p, double q_rows, double kv_tokens, double heads, double kv_heads,
                                 double head_dim, double mode, double *ref_heads, double *ref_kv_heads);
+/* kv_store and elementwise: a width the profile lacks (another model's) is looked up in the nearest
+ * measured width (same head_dim / kind) at the rows that move the same bytes. */
 double dkv_profile_kv_store(const dkv_profile *p, double rows, double heads, double kv_heads, double head_dim);
 double dkv_profile_select(const dkv_profile *p, double rows, double keys, double heads, double kv_heads,
                           double head_dim);

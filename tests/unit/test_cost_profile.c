@@ -142,6 +142,25 @@ static void test_attention_and_copy(void **state)
     dkv_profile_free(p);
 }
 
+/* Another model's widths: elementwise and kv_store at the rows that move the same bytes in the
+ * nearest measured width. */
+static void test_width_transfer(void **state)
+{
+    (void)state;
+    static const char *const E[] = {"kind", "rows", "cols"};
+    double rows[4 * 5] = {0, 32, 4096, 1e-6, 1, 0, 4096, 4096, 1e-4, 1, 2, 32, 12288, 3e-6, 1, 2, 4096, 12288, 3e-4, 1};
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_ELEMENTWISE, E, 3, 0, rows, 4, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    /* rmsnorm of 3584 columns (Dream) over 1024 rows = 4096 columns over 896 rows */
+    double t = dkv_profile_elementwise(p, 0, 1024, 3584), want = 1e-6 * pow(896.0 / 32, log(100) / log(128));
+    assert_true(fabs(t - want) / want < 1e-12);
+    assert_true(isnan(dkv_profile_elementwise(p, 1, 1024, 3584)));   /* a kind not measured */
+    assert_true(isnan(dkv_profile_kv_store(p, 64, 28, 4, 128)));     /* no kv_store table */
+    dkv_profile_free(p);
+}
+
 static void test_bad_tables(void **state)
 {
     (void)state;
@@ -175,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_power_law_everywhere),
         cmocka_unit_test(test_roofline_between),
         cmocka_unit_test(test_attention_and_copy),
+        cmocka_unit_test(test_width_transfer),
         cmocka_unit_test(test_bad_tables),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
