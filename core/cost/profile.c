@@ -17,26 +17,29 @@ typedef struct tspec {
     const char *axes[MAX_AXES + 1];
     const char *ignored[2];
     bool copy;   /* copy rows: fields, seconds (no launch count, no extras) */
+    bool lin;    /* the first axis is a batch (rows, bytes): beyond its largest measured value the work
+                    scales linearly (a full GPU), so the time is extrapolated in proportion */
 } tspec;
 
 static const tspec specs[DKV_PT_N] = {
-    [DKV_PT_QKV] = {"qkv", {"n", "k"}, {"m"}, {NULL}, false},
-    [DKV_PT_O] = {"o", {"n", "k"}, {"m"}, {NULL}, false},
-    [DKV_PT_FFN] = {"ffn", {"n", "k"}, {"m"}, {NULL}, false},
-    [DKV_PT_GEMM] = {"gemm", {NULL}, {"m", "k", "n"}, {NULL}, false},
-    [DKV_PT_LM_HEAD] = {"lm_head", {"n", "k"}, {"m"}, {NULL}, false},
-    [DKV_PT_ATTN] = {"attn", {"heads", "kv_heads", "head_dim", "mode"}, {"q_rows", "kv_tokens"}, {NULL}, false},
-    [DKV_PT_KV_STORE] = {"kv_store", {"heads", "kv_heads", "head_dim"}, {"rows"}, {NULL}, false},
+    [DKV_PT_QKV] = {"qkv", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_O] = {"o", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_FFN] = {"ffn", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_GEMM] = {"gemm", {NULL}, {"m", "k", "n"}, {NULL}, false, true},
+    [DKV_PT_LM_HEAD] = {"lm_head", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_ATTN] = {"attn", {"heads", "kv_heads", "head_dim", "mode"}, {"q_rows", "kv_tokens"}, {NULL}, false, true},
+    [DKV_PT_KV_STORE] = {"kv_store", {"heads", "kv_heads", "head_dim"}, {"rows"}, {NULL}, false, true},
     [DKV_PT_KV_GATHER] = {"kv_gather", {"rows", "heads", "kv_heads", "head_dim"}, {"keys"}, {"keep"}, false},
-    [DKV_PT_ELEMENTWISE] = {"elementwise", {"kind", "cols"}, {"rows"}, {NULL}, false},
-    [DKV_PT_COMPRESS] = {"compress", {"cols", "rank"}, {"rows"}, {NULL}, false},
-    [DKV_PT_COPY_ALONE] = {"copy.alone", {"dir"}, {"bytes"}, {NULL}, true},
-    [DKV_PT_COPY_CONTENDED] = {"copy.contended", {"dir"}, {"bytes"}, {NULL}, true},
+    [DKV_PT_ELEMENTWISE] = {"elementwise", {"kind", "cols"}, {"rows"}, {NULL}, false, true},
+    [DKV_PT_COMPRESS] = {"compress", {"cols", "rank"}, {"rows"}, {NULL}, false, true},
+    [DKV_PT_COPY_ALONE] = {"copy.alone", {"dir"}, {"bytes"}, {NULL}, true, true},
+    [DKV_PT_COPY_CONTENDED] = {"copy.contended", {"dir"}, {"bytes"}, {NULL}, true, true},
 };
 
 /* A table, indexed: rows sorted by (keys, outermost axis .. innermost axis). */
 typedef struct ptab {
     bool     present;
+    bool     lin;            /* specs[].lin */
     uint32_t n_fields, n_extra, width;
     char     fields[DKV_PROF_FIELDS][24];
     double  *raw;            /* n x width as given */
@@ -227,6 +230,7 @@ static int cmp_rows(const void *a, const void *b)
 static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err *err)
 {
     const tspec *s = &specs[id];
+    t->lin = s->lin;
     t->nk = t->na = 0;
     for (int i = 0; s->keys[i]; i++)
         t->key_col[t->nk++] = field_col(t, s->keys[i]);
@@ -328,6 +332,10 @@ static double interp(const ptab *t, size_t lo, size_t hi, int j, const double *x
     size_t i = lower(t, lo, hi, (uint32_t)j, x[j]);
     if (i < hi && t->ax[i * t->na + j] == x[j])
         return interp(t, i, upper(t, i, hi, (uint32_t)j, x[j]), j - 1, x, exact);
+    if (i == hi && j == 0 && t->lin && hi > lo) {   /* beyond the largest batch: in proportion */
+        *exact = false;
+        return interp(t, hi - 1, hi, -1, x, exact) + log(x[0]) - t->lax[(hi - 1) * t->na];
+    }
     if (i == lo || i == hi)
         return NAN;   /* outside the measured range */
     *exact = false;

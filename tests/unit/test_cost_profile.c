@@ -82,7 +82,10 @@ static void test_power_law_everywhere(void **state)
     }
     double t = dkv_profile_gemm(p, DKV_PT_QKV, 777, 12288, 4096);
     assert_true(fabs(t - power_law(777, 12288, 4096)) / power_law(777, 12288, 4096) < 1e-12);
-    /* outside the measured range: NAN (the simulator's roofline takes over) */
+    /* beyond the largest batch (m): in proportion to it, from the largest measured point */
+    t = dkv_profile_gemm(p, DKV_PT_QKV, 3 * 8192, 12288, 4096);
+    assert_true(fabs(t - 3 * power_law(8192, 12288, 4096)) / t < 1e-12);
+    /* outside the measured range otherwise: NAN (the simulator's roofline takes over) */
     assert_true(isnan(dkv_profile_gemm(p, DKV_PT_O, 16, 4096, 4096)));
     assert_true(isnan(dkv_profile_gemm(p, DKV_PT_O, 512, 40000, 4096)));
     assert_true(isnan(dkv_profile_gemm(p, DKV_PT_LM_HEAD, 512, 4096, 4096)));   /* no grid fallback for the LM head */
