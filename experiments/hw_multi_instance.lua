@@ -5,13 +5,14 @@
 --
 --   dkv run experiments/hw_multi_instance.lua -o multi.h5 [-D backend=auto|sim|cuda]
 --       [-D ops=b1,b8,arrive] [-D insts=1,2,4,8] [-D prompt=512] [-D gen=64] [-D steps=16]
---       [-D n1=16] [-D n8=32] [-D rate=4] [-D capacity_gib=4] [-D host=0] [-D gpu=h200-calibrated]
+--       [-D n1=16] [-D n8=32] [-D seqs=8] [-D rate=4] [-D capacity_gib=4] [-D host=0] [-D gpu=h200-calibrated]
 --
 -- Operating points (LLaDA-8B, dual cache, block 32, `steps` steps per block, phase scheduler, one
 -- weight copy shared read-only unless the point says "copies", GPU time-sliced: one instance's
 -- step at a time, FIFO):
 --   b1       the seed's: batch 1 per instance (max_num_seqs 1), n1 requests of (prompt + gen) at t=0
---   b8       batched: up to 8 sequences per instance, n8 requests at t=0
+--   b8       batched: up to `seqs` (8) sequences per instance, n8 requests at t=0 (the 2026-11-29
+--            session's point: -D ops=b8 -D n8=16 -D gen=128 -D steps=32 -D seqs=4 -D gpu=h200)
 --   arrive   b1's configuration with n1 requests arriving Poisson at `rate` req/s (k = 1 and 4)
 -- Points per operating point: inst=1 (clock "real": the host clock, host planning included, as
 -- the instances' runs; the base of the speed-ups), inst=1,steps (today's path: the clock is the sum
@@ -44,6 +45,7 @@ local gen = hw.param("gen", 64, "generated tokens per request (a multiple of 32)
 local steps = hw.param("steps", 16, "denoising steps per 32-token block")
 local n1 = hw.param("n1", 16, "requests of the b1 and arrive operating points")
 local n8 = hw.param("n8", 32, "requests of the b8 operating point")
+local seqs = hw.param("seqs", 8, "b8: most sequences per instance (max_num_seqs)")
 local rate = hw.param("rate", 4, "arrive: Poisson arrival rate, requests/s")
 local cap_gib = hw.param("capacity_gib", 4, "KV pool of all instances together, GiB")
 local host_default = hw.param("host", 0, "step_host_s of the simulated halves when no real half measured it, s")
@@ -61,10 +63,10 @@ local function config(op, k, placement, copies)
   if op == "arrive" then wl = {kind = "poisson", n = n1, rate = rate, seed = 5, prompt = prompt, gen = gen} end
   return {model = model, gpu = gpu, seed = 1, workload = wl,
     decode = {cache = "dual", block_len = 32, steps = steps},
-    scheduler = {kind = "phase", max_num_seqs = op == "b8" and 8 or 1},
+    scheduler = {kind = "phase", max_num_seqs = op == "b8" and seqs or 1},
     mem = {kind = "blockpool", capacity_bytes = cap_gib * hw.GiB},
     instances = {n = k, placement = placement, shared_weights = not copies, gpu_share = "timeslice"},
-    record = {kernels = false}}
+    record = {kernels = true}}   -- per-class records: the single-instance points are in the calibration fit set
 end
 
 local function with_host(cfg, h)
@@ -149,8 +151,8 @@ for _, op in ipairs(ops) do
 end
 
 print(string.format("hw multi-instance: %s on %s, P=%d G=%d, dual, %d steps/block, pool %g GiB, timeslice; b1: %d "
-                    .. "requests, batch 1/instance; b8: %d requests, <= 8/instance; arrive: b1 at %g req/s",
-                    model, gpu, prompt, gen, steps, cap_gib, n1, n8, rate))
+                    .. "requests, batch 1/instance; b8: %d requests, <= %d/instance; arrive: b1 at %g req/s",
+                    model, gpu, prompt, gen, steps, cap_gib, n1, n8, seqs, rate))
 for op, h in pairs(hosts) do print(string.format("measured host per step (%s, inst=1 real): %.2f ms", op, h * 1e3)) end
 hw.print_table(rows, {{"point", "point"}, {"expect_s", "expect_s", "%.1f"}, {"host_ms", "host_ms", "%.2f"},
   {"s_done", "s_done"}, {"r_done", "r_done"},
@@ -162,6 +164,7 @@ hw.print_table(rows, {{"point", "point"}, {"expect_s", "expect_s", "%.1f"}, {"ho
   {"s_int_frag", "sim_int", "%.4f"}, {"r_int_frag", "real_int", "%.4f"},
   {"s_ext_peak", "sim_ext@pk", "%.4f"}, {"r_ext_peak", "real_ext@pk", "%.4f"},
   {"s_ext_mean", "sim_extm", "%.4f"}, {"r_ext_mean", "real_extm", "%.4f"},
-  {"s_reuse", "sim_reuse", "%.3f"}, {"r_reuse", "real_reuse", "%.3f"}, {"dev_used_gib", "dev_GiB", "%.2f"}})
+  {"s_reuse", "sim_reuse", "%.3f"}, {"r_reuse", "real_reuse", "%.3f"}, {"dev_used_gib", "dev_GiB", "%.2f"},
+  {"sim_s", "sim_s", "%.3f"}, {"real_s", "real_s", "%.3f"}})
 print("claim (Flash-dLLM): 3.8x throughput with 4 instances")
 hw.footer("hw_multi_instance", rows)

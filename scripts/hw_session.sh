@@ -36,8 +36,8 @@
 # table of CLAIMS row 8 (post_multi below); with them, it appends it.
 #
 # Which data is which (calibration must not validate on its own data, issue 6):
-#   fit set (calibration): hw_retention, hw_offload, hw_layout (+ bwcurve.txt); not hw_multi_*
-#                          (issue 11: instances sharing the GPU)
+#   fit set (calibration): hw_retention, hw_offload, hw_layout, hw_multi_instance's single-instance
+#                          points (+ bwcurve.txt); not k > 1 instances nor separate processes (issue 11)
 #   validation set:        hw_validate (3 workloads x prefix/dual/sparse), and its ncu profiles
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -426,9 +426,12 @@ PYEOF
     # 3. calibration from the fit set (never the validation runs), then the validation points
     #    re-simulated under the fitted preset and compared again (--calibration: disjointness)
     local runs=() fit=() n
-    # (not hw_multi_*: steps of instances sharing the GPU are not one engine's cost model; issue 11)
-    for f in "$R"/h5/hw_*.h5; do [ -f "$f" ] && [[ "$f" != */hw_multi_* ]] && fit+=("$f"); done
-    while read -r f n _; do [[ "$f" == */h5/hw_* && "$f" != */h5/hw_multi_* ]] && runs+=(--run "$n:real"); done < "$list"
+    # (not separate processes, nor runs of k > 1 instances: steps of instances sharing the GPU are not
+    # one engine's cost model; issue 11.  Single-instance multi points stay in, as on 2026-11-29)
+    for f in "$R"/h5/hw_*.h5; do [ -f "$f" ] && [[ "$f" != */hw_multi_proc* ]] && fit+=("$f"); done
+    while read -r f n _; do
+        [[ "$f" == */h5/hw_* && "$f" != */h5/hw_multi_proc* && ! "$n" =~ ^multi:.*inst=[2-9] ]] && runs+=(--run "$n:real")
+    done < "$list"
     cp -r datasets/presets "$R/root/datasets/"
     local pdir="$R/root/datasets/presets/gpu" bw=() sims=() x
     local preset="$pdir/h200-hw.lua"

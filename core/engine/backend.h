@@ -196,6 +196,11 @@ typedef struct dkv_step_cost {
        simulator): enqueueing the step's work, and waiting for it to finish */
     double   host_enqueue_s;   /* run_step entry to the last launch/copy issued */
     double   host_wait_s;      /* blocked in synchronisation (the step's end event, blocking copies) */
+    /* simulator only (0 from an executing backend): */
+    double   roofline_s;       /* of compute_s, seconds costed by the roofline (no measured profile
+                                  covered the class or shape; all of compute_s without a profile) */
+    double   host_s;           /* modelled host time the instance spends after the step before it
+                                  can issue the next (profile host table; 0 without one) */
 } dkv_step_cost;
 
 /* The vtable (ggml style).  NULL entries take defaults: begin/end do nothing, run_step

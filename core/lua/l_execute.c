@@ -162,7 +162,7 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     if (c->routing.enabled)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.policies.routing.enabled: the plain path (KV outside the "
                            "block pool) is not executed on the device");
-    if (c->step_host_s != 0)
+    if (c->step_host_s > 0)   /* given (< 0: the profile's host model, which an executing backend leaves at 0) */
         return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.step_host_s = %g models host time; an executed run spends "
                            "real host time (set it to 0, or leave it out)", c->step_host_s);
     /* the pool's geometry, the decode configuration and the weights reach the backend through
