@@ -124,7 +124,9 @@ int dkv_cmd_replay(int argc, char **argv)
         uint64_t x = 0;
         bool ok = true;
         if (!strcmp(a, "--mem")) {
-            ok = dkv_mem_kind_parse(v, &kind, &err) == DKV_OK;
+            int k = 0;
+            ok = dkv_names_parse(&dkv_mem_kind_names, v, &k, &err) == DKV_OK;
+            kind = (dkv_mem_kind)k;
             have_kind = ok;
         } else if (!strcmp(a, "--capacity")) {
             ok = parse_bytes(v, &o.capacity_bytes) && o.capacity_bytes > 0;

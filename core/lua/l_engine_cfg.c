@@ -58,10 +58,11 @@ static bool gbool(pt *p, const char *k, bool def)
     return v;
 }
 
-static int genum(pt *p, const char *k, const char *const *names, int def)
+/* An enum: the names are the C layer's one table of them (util/names.h). */
+static int genum(pt *p, const char *k, const dkv_names *names, int def)
 {
-    int v = dkv_lconf_enum(p->L, p->in, p->path, k, names, def, 0);
-    lua_pushstring(p->L, names[v]);
+    int v = dkv_lconf_enum_names(p->L, p->in, p->path, k, names, def, 0);
+    lua_pushstring(p->L, dkv_names_at(names, v));
     lua_setfield(p->L, p->out, k);
     return v;
 }
@@ -91,7 +92,8 @@ static void set_resolved_int(pt *p, const char *k, int64_t v)
 
 static const char *const len_keys[] = {"kind", "value", "lo", "hi", "mu", "sigma", "mean", "median", "file",
                                        "min", "max", NULL};
-static const char *const len_kinds[] = {"fixed", "uniform", "lognormal", "empirical", NULL};
+static const char *const len_kinds[] = {"fixed", "uniform", "lognormal", "empirical"};
+static const dkv_names len_kind_names = DKV_NAMES("length kind", len_kinds);   /* the Lua table's own */
 
 /* A length: a number (fixed) or {kind = ..., ...}.  *fixed tells whether it is a fixed value. */
 static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int slot, bool *fixed)
@@ -108,7 +110,7 @@ static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int 
     pt c;
     pt_sub(p, key, &c, len_keys);
     dkv_len_dist d;
-    int kind = genum(&c, "kind", len_kinds, 0);
+    int kind = genum(&c, "kind", &len_kind_names, 0);
     *fixed = kind == DKV_LEN_FIXED;
     switch (kind) {
     case DKV_LEN_FIXED:
@@ -154,8 +156,22 @@ static const char *const wl_keys[] = {
     "kind", "n", "rate", "cv", "interval_s", "users", "think_s", "think_exponential", "stagger_first", "prompt",
     "gen", "file", "format", "lenient", "first_n", "time_scale", "rate_scale", "prompt_min", "prompt_max",
     "gen_min", "gen_max", "gen_multiple_of", "steps_min", "steps_max", "seed", NULL};
-static const char *const wl_kinds[] = {"poisson", "gamma", "fixed", "closed", "trace", NULL};
-static const char *const fmt_names[] = {"auto", "azure", "mooncake", "vidur", "burstgpt", NULL};
+/* workload.kind: the synthetic arrival kinds (workload.h's names, in dkv_arrival_kind order),
+ * then "trace" (index dkv_arrival_names.n) */
+static const dkv_names *wl_kind_names(void)
+{
+    static const char *kinds[16];
+    static dkv_names t;
+    if (t.n == 0) {
+        int n = dkv_arrival_names.n < 15 ? dkv_arrival_names.n : 15;
+        for (int i = 0; i < n; i++)
+            kinds[i] = dkv_names_at(&dkv_arrival_names, i);
+        kinds[n] = "trace";
+        t = (dkv_names){"workload.kind", kinds, sizeof kinds[0], n + 1, false};
+    }
+    return &t;
+}
+
 
 static void parse_workload(pt *root, dkv_lsim *s)
 {
@@ -163,7 +179,8 @@ static void parse_workload(pt *root, dkv_lsim *s)
     pt p;
     pt_sub(root, "workload", &p, wl_keys);
     dkv_err err = {0};
-    int kind = genum(&p, "kind", wl_kinds, has(&p, "file") ? 4 : 0);
+    const int trace = dkv_arrival_names.n;
+    int kind = genum(&p, "kind", wl_kind_names(), has(&p, "file") ? trace : 0);
     dkv_workload_opts o;
     dkv_workload_opts_default(&o);
     o.first_n = (uint32_t)gint(&p, "first_n", 0, 0, U32MAX);
@@ -180,11 +197,11 @@ static void parse_workload(pt *root, dkv_lsim *s)
     o.seed = (uint64_t)gint(&p, "seed", (int64_t)s->seed, 0, INT64_MAX);
     uint32_t B = s->ec.decode.block_len;
     dkv_status st;
-    if (kind == 4) {
+    if (kind == trace) {
         const char *file = dkv_lconf_string(L, p.in, p.path, "file", NULL, DKV_LCONF_REQUIRED);
         lua_pushstring(L, file);
         lua_setfield(L, p.out, "file");
-        dkv_trace_format f = (dkv_trace_format)genum(&p, "format", fmt_names, 0);
+        dkv_trace_format f = (dkv_trace_format)genum(&p, "format", &dkv_trace_format_names, 0);
         o.lenient = gbool(&p, "lenient", false);
         /* trace generations are rounded up to whole blocks unless told otherwise */
         o.gen_multiple_of = (uint32_t)gint(&p, "gen_multiple_of", B, 0, U32MAX);
@@ -213,7 +230,7 @@ static void parse_workload(pt *root, dkv_lsim *s)
             bool used = !lua_isnil(L, -1);
             lua_pop(L, 1);
             if (!used && has(&p, *k))
-                dkv_lconf_error(L, p.path, *k, "is not used by kind '%s'", wl_kinds[kind]);
+                dkv_lconf_error(L, p.path, *k, "is not used by kind '%s'", dkv_names_at(wl_kind_names(), kind));
         }
         bool pf, gf;
         c.prompt = glen(&p, "prompt", 512, s, 0, &pf);
@@ -236,8 +253,6 @@ static void parse_workload(pt *root, dkv_lsim *s)
 
 static const char *const dec_keys[] = {"cache", "block_len", "steps", "steps_min", "steps_max", "logits",
                                        "materialize_scores", "seed", NULL};
-static const char *const cache_names[] = {"none", "prefix", "dual", "sparse", NULL};
-static const char *const logit_names[] = {"block", "all", NULL};
 
 static void parse_decode(pt *root, dkv_lsim *s)
 {
@@ -245,7 +260,7 @@ static void parse_decode(pt *root, dkv_lsim *s)
     pt_sub(root, "decode", &p, dec_keys);
     dkv_decode_cfg *d = &s->ec.decode;
     /* defaults: the engine's (dkv_engine_config_default, already in *d) */
-    d->cache = (dkv_cache_mode)genum(&p, "cache", cache_names, d->cache);
+    d->cache = (dkv_cache_mode)genum(&p, "cache", &dkv_cache_mode_names, d->cache);
     d->block_len = (uint32_t)gint(&p, "block_len", d->block_len, 1, U32MAX);
     d->steps_per_block = (uint32_t)gint(&p, "steps", d->steps_per_block ? d->steps_per_block : d->block_len, 1,
                                         U32MAX);
@@ -253,20 +268,19 @@ static void parse_decode(pt *root, dkv_lsim *s)
     d->steps_max = (uint32_t)gint(&p, "steps_max", d->steps_max, 0, U32MAX);
     if (d->steps_max && (d->steps_min == 0 || d->steps_min > d->steps_max))
         dkv_lconf_error(p.L, p.path, "steps_min", "must be in [1, steps_max] when steps_max is set");
-    d->logits = (dkv_logit_mode)genum(&p, "logits", logit_names, d->logits);
+    d->logits = (dkv_logit_mode)genum(&p, "logits", &dkv_logit_mode_names, d->logits);
     d->materialize_scores = gbool(&p, "materialize_scores", d->materialize_scores);
     d->seed = (uint64_t)gint(&p, "seed", (int64_t)(d->seed ? d->seed : s->seed), 0, INT64_MAX);
 }
 
 static const char *const sch_keys[] = {"kind", "max_num_seqs", "max_num_batched_tokens", "first_fit",
                                        "exact_phase", "step_host_s", NULL};
-static const char *const sch_names[] = {"static", "fcfs", "phase", NULL};
 
 static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
 {
     pt_sub(root, "scheduler", keep, sch_keys);
     dkv_engine_config *c = &s->ec;
-    c->sched = (dkv_sched_kind)genum(keep, "kind", sch_names, c->sched);
+    c->sched = (dkv_sched_kind)genum(keep, "kind", &dkv_sched_names, c->sched);
     c->max_num_seqs = (uint32_t)gint(keep, "max_num_seqs", c->max_num_seqs, 1, U32MAX);
     c->max_num_batched_tokens = (uint32_t)gint(keep, "max_num_batched_tokens", c->max_num_batched_tokens, 0, U32MAX);
     c->first_fit = gbool(keep, "first_fit", c->first_fit);
@@ -277,7 +291,6 @@ static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
 static const char *const mem_keys[] = {"kind", "capacity_bytes", "block_tokens", "chunk_blocks", "initial_bytes",
                                        "grow", "shrink", "max_split_size", "margin", "kv_frac",
                                        "device_capacity_bytes", "malloc_s", "free_s", NULL};
-static const char *const mem_names[] = {"static", "caching", "blockpool", NULL};
 
 static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
 {
@@ -285,7 +298,7 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
     pt *p = keep;
     dkv_engine_config *c = &s->ec;
     dkv_mem_options *m = &c->mem;
-    m->kind = (dkv_mem_kind)genum(p, "kind", mem_names, m->kind);
+    m->kind = (dkv_mem_kind)genum(p, "kind", &dkv_mem_kind_names, m->kind);
     m->capacity_bytes = (uint64_t)gnum(p, "capacity_bytes", (double)m->capacity_bytes, 0, HUGE_VAL, 0);
     c->sizing.block_tokens = (uint32_t)gint(p, "block_tokens", c->sizing.block_tokens, 1, U32MAX);
     m->chunk_blocks = (uint32_t)gint(p, "chunk_blocks", m->chunk_blocks, 1, U32MAX);
@@ -319,16 +332,13 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     c->logit.upcast_tensors = (uint32_t)gint(logit_keep, "upcast_tensors", c->logit.upcast_tensors, 0, 4);
 
     static const char *const yk[] = {"layout", "reorder", NULL};
-    static const char *const layouts[] = {"tmajor", "layer_major", NULL};
-    static const char *const reorders[] = {"per_step", "per_block", NULL};
     pt_sub(&p, "layout", &q, yk);
-    c->layout.layout = (dkv_layout)genum(&q, "layout", layouts, c->layout.layout);
-    c->layout.reorder = (dkv_reorder)genum(&q, "reorder", reorders, c->layout.reorder);
+    c->layout.layout = (dkv_layout)genum(&q, "layout", &dkv_layout_names, c->layout.layout);
+    c->layout.reorder = (dkv_reorder)genum(&q, "reorder", &dkv_reorder_names, c->layout.reorder);
 
     static const char *const ok[] = {"mode", "t1", "t2", "lowrank_ratio", "pinned", NULL};
-    static const char *const omodes[] = {"none", "progressive", "plain", NULL};
     pt_sub(&p, "offload", &q, ok);
-    c->offload.mode = (dkv_offload_mode)genum(&q, "mode", omodes, c->offload.mode);
+    c->offload.mode = (dkv_offload_mode)genum(&q, "mode", &dkv_offload_mode_names, c->offload.mode);
     c->offload.t1 = gnum(&q, "t1", c->offload.t1, 0, 1, 0);
     c->offload.t2 = gnum(&q, "t2", c->offload.t2, 0, 1, 0);
     if (c->offload.t2 < c->offload.t1)
@@ -337,24 +347,21 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     c->offload.pinned = gbool(&q, "pinned", c->offload.pinned);
 
     static const char *const fk[] = {"rule", "delay_steps", "delay_s", NULL};
-    static const char *const rules[] = {"immediate", "deferred", NULL};
     pt_sub(&p, "lifecycle", &q, fk);
-    c->lifecycle.rule = (dkv_release_rule)genum(&q, "rule", rules, c->lifecycle.rule);
+    c->lifecycle.rule = (dkv_release_rule)genum(&q, "rule", &dkv_release_rule_names, c->lifecycle.rule);
     c->lifecycle.delay_steps = (uint32_t)gint(&q, "delay_steps", c->lifecycle.delay_steps, 0, U32MAX);
     c->lifecycle.delay_s = gnum(&q, "delay_s", c->lifecycle.delay_s, 0, HUGE_VAL, 0);
 
     static const char *const rk[] = {"rho", "set", "mode", "rho_min", "rho_max", "ent_a", "ent_b", "entropies",
                                      "callback", "seed", NULL};
-    static const char *const sets[] = {"per_head", "shared", NULL};
-    static const char *const rmodes[] = {"fixed", "entropy", "callback", NULL};
     pt_sub(&p, "retention", ret_keep, rk);
     dkv_retention_config *r = &c->retention;
     r->rho = gnum(ret_keep, "rho", r->rho, -1, 1, 0); /* -1: the GPU preset's, resolved later */
     if (r->rho == 0 || (r->rho < 0 && r->rho != -1))
         dkv_lconf_error(L, ret_keep->path, "rho", "must be in (0, 1] (got %g)", r->rho);
-    r->set = (dkv_retain_set)genum(ret_keep, "set", sets, r->set);
+    r->set = (dkv_retain_set)genum(ret_keep, "set", &dkv_retain_set_names, r->set);
     bool has_cb = has(ret_keep, "callback");
-    r->mode = (dkv_rho_mode)genum(ret_keep, "mode", rmodes, has_cb ? DKV_RHO_CALLBACK : r->mode);
+    r->mode = (dkv_rho_mode)genum(ret_keep, "mode", &dkv_rho_mode_names, has_cb ? DKV_RHO_CALLBACK : r->mode);
     r->rho_min = gnum(ret_keep, "rho_min", r->rho_min, 0, 1, DKV_LCONF_LO_OPEN);
     r->rho_max = gnum(ret_keep, "rho_max", r->rho_max, 0, 1, DKV_LCONF_LO_OPEN);
     if (r->rho_max < r->rho_min)
@@ -419,16 +426,13 @@ static void parse_instances(pt *root, dkv_lsim *s)
     dkv_engine_config *c = &s->ec;
     pt p;
     pt_sub(root, "instances", &p, ins_keys);
-    static const char *const places[] = {"shared", "partitioned", NULL};
-    static const char *const shares[] = {"timeslice", "spatial", NULL};
-    static const char *const routes[] = {"round_robin", "least_loaded", NULL};
     c->n_instances = (uint32_t)gint(&p, "n", c->n_instances, 1, DKV_PLACEMENT_MAX_INSTANCES);
-    c->placement.mode = (dkv_placement)genum(&p, "placement", places, c->placement.mode);
+    c->placement.mode = (dkv_placement)genum(&p, "placement", &dkv_placement_names, c->placement.mode);
     c->placement.n_instances = c->n_instances;
     c->placement.guaranteed_frac = gnum(&p, "guaranteed_frac", c->placement.guaranteed_frac, 0, 1, 0);
     c->placement.burst_frac = gnum(&p, "burst_frac", c->placement.burst_frac, 0, 1, DKV_LCONF_LO_OPEN);
-    c->gpu_share = (dkv_gpu_share)genum(&p, "gpu_share", shares, c->gpu_share);
-    c->instance_route = (dkv_instance_route)genum(&p, "route", routes, c->instance_route);
+    c->gpu_share = (dkv_gpu_share)genum(&p, "gpu_share", &dkv_gpu_share_names, c->gpu_share);
+    c->instance_route = (dkv_instance_route)genum(&p, "route", &dkv_instance_route_names, c->instance_route);
     c->shared_weights = gbool(&p, "shared_weights", c->shared_weights);
     if (lua_getfield(L, p.in, "weights") != LUA_TNIL) {
         if (!lua_istable(L, -1) || lua_rawlen(L, -1) != c->n_instances)

@@ -8,38 +8,13 @@
 static const char *const kind_names[DKV_MEM_KIND_COUNT] = {"static", "caching", "blockpool"};
 static const char *const tag_names[DKV_MEM_TAG_COUNT] = {"weights", "kv", "activation", "logits",
                                                           "staging"};
+const dkv_names dkv_mem_kind_names = DKV_NAMES("mem.kind", kind_names);
+static const char *const share_names[] = {"shared", "partitioned"};
+const dkv_names dkv_mem_tag_names = DKV_NAMES("mem tag", tag_names);
+const dkv_names dkv_mem_share_names = DKV_NAMES("mem.share", share_names);
 
-const char *dkv_mem_kind_name(dkv_mem_kind k)
-{
-    return (unsigned)k < DKV_MEM_KIND_COUNT ? kind_names[k] : "?";
-}
-
-dkv_status dkv_mem_kind_parse(const char *s, dkv_mem_kind *out, dkv_err *err)
-{
-    for (int i = 0; i < DKV_MEM_KIND_COUNT; i++)
-        if (s && strcmp(s, kind_names[i]) == 0) {
-            *out = (dkv_mem_kind)i;
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "unknown memory manager '%s' (static, caching, blockpool)",
-                       s ? s : "(null)");
-}
-
-const char *dkv_mem_tag_name(dkv_mem_tag t)
-{
-    return (unsigned)t < DKV_MEM_TAG_COUNT ? tag_names[t] : "?";
-}
-
-dkv_status dkv_mem_tag_parse(const char *s, dkv_mem_tag *out, dkv_err *err)
-{
-    for (int i = 0; i < DKV_MEM_TAG_COUNT; i++)
-        if (s && strcmp(s, tag_names[i]) == 0) {
-            *out = (dkv_mem_tag)i;
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL,
-                       "unknown tag '%s' (weights, kv, activation, logits, staging)", s ? s : "(null)");
-}
+const char *dkv_mem_kind_name(dkv_mem_kind k) { return dkv_names_at(&dkv_mem_kind_names, (int)k); }
+const char *dkv_mem_tag_name(dkv_mem_tag t) { return dkv_names_at(&dkv_mem_tag_names, (int)t); }
 
 uint64_t dkv_block_bytes(uint64_t block_bytes, uint32_t block_tokens, uint64_t token_bytes)
 {
