@@ -51,8 +51,7 @@ typedef struct dkv_mem dkv_mem;
 typedef enum dkv_mem_kind {
     DKV_MEM_STATIC = 0,
     DKV_MEM_CACHING,
-    DKV_MEM_BLOCKPOOL,
-    DKV_MEM_KIND_COUNT
+    DKV_MEM_BLOCKPOOL        /* more managers: mem.c's table; dkv_mem_kind_names.n counts them */
 } dkv_mem_kind;
 
 /* What an allocation holds.  The numbering is shared with the trace schema (core/trace). */
