@@ -89,12 +89,15 @@ static dkv_status setup_requests(dkv_cuda_backend *b, dkv_err *err)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory for %llu canvas tokens",
                            (unsigned long long)total);
     dkv_rng rng;
-    for (size_t i = 0; i < b->n_rq; i++) {   /* prompts: seeded random ids (never the mask); generation: masked */
+    /* prompts: the request's token ids (a prompts file), else seeded random ids (never the mask);
+     * generation: masked */
+    for (size_t i = 0; i < b->n_rq; i++) {
         const bk_req *r = &b->rq[i];
+        const uint32_t *given = dkv_workload_get(b->wl, i)->tokens;
         dkv_rng_seed(&rng, b->o.seed * 1000003u + i);
         for (uint32_t t = 0; t < r->L; t++) {
             uint32_t v = (uint32_t)dkv_rng_below(&rng, m->vocab - 1);
-            h[r->canvas_off + t] = t < r->P ? (v >= b->mask_id ? v + 1 : v) : b->mask_id;
+            h[r->canvas_off + t] = t >= r->P ? b->mask_id : given ? given[t] : (v >= b->mask_id ? v + 1 : v);
         }
     }
     cudaError_t e = cudaMalloc((void **)&b->d_canvas, (total ? total : 1) * sizeof *h);

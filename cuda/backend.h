@@ -27,7 +27,8 @@
  *             layout); staging blocks hold KV fetched from the host tier for positions a request
  *             no longer holds on the device;
  *   scratch   activations of the largest step (grown on demand), attention workspaces;
- *   canvases  every request's tokens (prompt: seeded random ids, generation: mask_id);
+ *   canvases  every request's tokens (prompt: the workload's token ids when it has them (prompts
+ *             files), else seeded random ids; generation: mask_id);
  *   host tier pinned host memory (setup.pool.host_bytes unless options.host_bytes) for
  *             offloaded KV, one slot per request.
  *

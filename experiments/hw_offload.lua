@@ -48,7 +48,7 @@ local rows, base_sim, base_real = {}, nil, nil
 for _, pt in ipairs(points) do
   if not only or only == pt[1] then
     local off = pt[2]
-    off.pinned = true
+    if off.mode ~= "none" then off.pinned = true end   -- not used (an error) without offload
     local cfg = {model = model, gpu = gpu, seed = 1,
       workload = {kind = "fixed", n = n, interval_s = 0, prompt = prompt, gen = gen},
       decode = {cache = cache, block_len = block, steps = steps},

@@ -4,7 +4,11 @@
 -- own process and imports the figures into the :real run with dkv ncu-import).
 --
 --   dkv run experiments/hw_validate.lua -o val.h5 [-D backend=auto|sim|cuda] [-D point=w1:dual]
---       [-D gpu=h200] [-D gemm_eff=0.7] [-D half=real] [-D warmup=false|each]
+--       [-D gpu=h200] [-D gemm_eff=0.7] [-D half=real] [-D warmup=false|each] [-D set=classic|heldout]
+--
+-- -D set=heldout: issue 9's held-out points instead (experiments/hw_heldout_points.lua: trace-sample
+-- arrivals, batch 1-32, prompts 256-3,072, every cache mode, progressive offload, LLaDA-8B and
+-- Dream-7B; runs ho:<point>:real / :sim / :device; docs/COMPARE.md section 6).
 --
 -- VALIDATION ONLY: these workloads are disjoint from the calibration (fit) set.  The fit set is
 -- every run of hw_retention.lua, hw_offload.lua, hw_multi_instance.lua and hw_layout.lua (fixed
@@ -28,7 +32,10 @@ local dkv = require "dkv"
 local hw = require "hw_lib"
 
 local model, gpu = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)"), hw.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
-local steps = hw.param("steps", 4, "denoising steps per block")
+local set = hw.param("set", "classic", "classic: issue 6's 9 points (w1-w3 x prefix/dual/sparse); heldout: issue 9's "
+                     .. "held-out points (experiments/hw_heldout_points.lua)")
+assert(set == "classic" or set == "heldout", "hw_validate: -D set must be classic or heldout, got " .. tostring(set))
+local steps = hw.param("steps", set == "heldout" and 8 or 4, "denoising steps per block (default 4; 8 with -D set=heldout)")
 local gemm_eff = hw.param("gemm_eff", nil, "override the preset's GEMM efficiency (nil: the preset's)")
 
 local workloads = {
@@ -44,6 +51,40 @@ local caches = {
 local only = hw.param("point", nil, "run only this point (name as printed; nil: all points)")
 
 local rows = {}
+if set == "heldout" then
+  -- issue 9's held-out points (experiments/hw_heldout_points.lua): arrivals over time, batch 1-32, prompts
+  -- 256-3,072, every cache mode, progressive offload, LLaDA-8B and Dream-7B; runs ho:<point>:real/sim/device
+  local dsteps = steps
+  for _, h in ipairs(require "hw_heldout_points") do
+    if not only or only == h[1] then
+      local cfg = {model = h[2], gpu = gpu, seed = 1, workload = h[3],
+        decode = {cache = h[4], block_len = 32, steps = dsteps},
+        scheduler = {kind = "phase", max_num_seqs = h[5]},
+        mem = {kind = "blockpool", capacity_bytes = 16 * hw.GiB},
+        policies = h[6],
+        sim = gemm_eff and {gemm_eff = gemm_eff} or nil,
+        record = {kernels = true}}
+      local p = hw.pair("ho", h[1], cfg)
+      local row = hw.row(p)
+      local x = p.real or p.sim
+      if x then
+        row.n_steps, row.n_req = x.summary.n_steps, x.summary.n_requests
+        row.p99 = x.summary.latency_p99_s
+      end
+      if p.sim then row.sim_p99 = p.sim.summary.latency_p99_s end
+      if p.real then row.real_p99 = p.real.summary.latency_p99_s end
+      rows[#rows + 1] = row
+    end
+  end
+  assert(#rows > 0, "hw_validate: no held-out point matches -D point=" .. tostring(only))
+  print(string.format("hw validate (held-out): on %s, blocks of 32 in %d steps, phase scheduler, pool 16 GiB", gpu, dsteps))
+  hw.print_table(rows, {{"point", "point"}, {"n_req", "req"}, {"n_steps", "steps"}, {"expect_s", "expect_s", "%.1f"},
+    {"sim_s", "sim_s", "%.3f"}, {"real_s", "real_s", "%.3f"}, {"sim_lat_s", "sim_lat", "%.3f"},
+    {"real_lat_s", "real_lat", "%.3f"}, {"sim_p99", "sim_p99", "%.3f"}, {"real_p99", "real_p99", "%.3f"},
+    {"sim_tok_s", "sim_tok/s", "%.1f"}, {"real_tok_s", "real_tok/s", "%.1f"}, {"dev_used_gib", "dev_GiB", "%.2f"}})
+  hw.footer("hw_validate", rows)
+  return
+end
 for _, w in ipairs(workloads) do
   for _, c in ipairs(caches) do
     local point = w[1] .. ":" .. c[1]

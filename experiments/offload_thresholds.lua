@@ -43,11 +43,14 @@ local function run_batch(n)
   local first = #cols.variant + 1
   for _, v in ipairs(variants) do
     local pinned = v.pinned ~= false
+    local off = {mode = v.mode}   -- only the settings the mode uses (others are an error)
+    if v.mode ~= "none" then off.pinned = pinned end
+    if v.mode == "progressive" then off.t1, off.t2, off.lowrank_ratio = v.t1, v.t2, ratio end
     local r = dkv.simulate{
       model = model, gpu = gpu,
       workload = {kind = "fixed", n = n, interval_s = 0, prompt = prompt, gen = gen},
       decode = {cache = cache, block_len = block},
-      policies = {offload = {mode = v.mode, t1 = v.t1, t2 = v.t2, lowrank_ratio = ratio, pinned = pinned}},
+      policies = {offload = off},
       record = {memory_every = 0},
     }
     local s = r.summary

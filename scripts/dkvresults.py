@@ -24,7 +24,8 @@ runs(path) -> one row per run, in the file's order.  Columns:
   params keys              every attribute of /runs/<run>/params ("model", "gpu", and what
                            dkv.write_run / m:write were given).
   run attributes           status, backend (sim | cuda | none), device, driver, gpu_preset,
-                           model_preset, build, seed, dkv_version, git_commit, host, start_time,
+                           model_preset, cost_profile, build, run.seed (the configuration's is "seed"),
+                           dkv_version, git_commit, host, start_time,
                            end_time, shard, script_path, defines (not `script` nor the Lua
                            `config` literal: provenance(path, run) has every attribute).
   A name present in two places keeps one column, the first in the order summary, config,
@@ -139,8 +140,8 @@ def runs(path):
                               ("run.", runattrs)):
                 for k, v in d.items():
                     col = k
-                    if k in row and not _same(row[k], v):
-                        col = prefix + k
+                    if (k in row and not _same(row[k], v)) or (prefix == "run." and k == "seed"):
+                        col = prefix + k      # the run attribute seed is provenance: "run.seed"
                     if col not in row:
                         row[col] = v
                         if col not in params:
@@ -227,7 +228,8 @@ def swept(df):
     for c in cols:
         if c in _NOT_SWEPT or c.startswith("run.") or c not in df.columns:
             continue
-        if df[c].map(_hashable).nunique(dropna=True) > 1:   # a run without the key is not a value
+        vals = df[c].map(_hashable).replace("", np.nan)   # a run without the key (or "") has no value
+        if vals.nunique(dropna=True) > 1:
             cand.append(c)
     # a preset name or a kind before the numbers it implies (gpu before gpu.hbm_bw)
     def rank(c):

@@ -7,6 +7,7 @@
 #   scripts/fuzz.sh 600                  every harness, 10 minutes each
 #   scripts/fuzz.sh 60 safetensors ncu   two of them, a minute each
 #   scripts/fuzz.sh 300 results:1200     NAME:SECONDS gives one harness its own budget
+#   FUZZ_RUNS=1000000 scripts/fuzz.sh 1800   each stops after 1 million executions, or 30 minutes
 #
 # The growing corpus is kept in build/fuzz/corpus/<name> (seeded from tests/fuzz/corpus/<name>,
 # which stays small and committed), logs in FUZZ_LOGS (default build/fuzz/logs), and a crashing
@@ -31,7 +32,9 @@ one() {
     [ -x "$bin" ] || { echo "fuzz: $bin missing (is clang's libFuzzer installed? scons fuzz says)"; return 1; }
     mkdir -p "build/fuzz/corpus/$n"
     local t0=$SECONDS
-    "$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    local runs=()
+    [ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")
+    "$bin" -max_total_time="$secs" "${runs[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
         -artifact_prefix="build/fuzz/crashes/$n-" "build/fuzz/corpus/$n" "tests/fuzz/corpus/$n" >"$logs/$n.log" 2>&1
     local rc=$?
     local last execs

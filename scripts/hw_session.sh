@@ -15,11 +15,14 @@
 #                                          # dkv.simulate on the a100-80g preset (STAND-IN, to test
 #                                          # `post`: tests/e2e/test_hw_scripts.sh; fake ncu CSVs)
 #
-# device: STEPS (default "check bwcurve validate experiments ncu") picks the steps; DEADLINE
+# device: STEPS (default "check bwcurve validate experiments ncu"; issue 9 adds "profile" = dkv profile
+# into profile.lua, bounded by PROFILE_LIMIT (330 s), options in PROFILE_ARGS, and "heldout" = the held-out
+# points, hw_validate.lua -D set=heldout, bounded by HELDOUT_LIMIT (260 s); docs/COMPARE.md section 6)
+# picks the steps; DEADLINE
 # (default 540 s) bounds the whole call: a step that would not fit is skipped and says so, and the
-# results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 5 files (the tool
+# results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 6 files (the tool
 # returns at most 8): table.txt, hw_h5.tgz (the result files), ncu.tgz (CSVs and profiled runs),
-# logs.tgz, bwcurve.txt.  NCU_CACHE (all) is ncu's --cache-control: "all" flushes the caches before
+# logs.tgz, bwcurve.txt, profile.lua.  NCU_CACHE (all) is ncu's --cache-control: "all" flushes the caches before
 # every kernel (reads are cold-cache reads; writes left in L2 are not seen), "none" keeps them warm
 # (writes are seen as they are evicted).  NCU_LIMIT (90 s) bounds one profiled point; NCU_POINTS (default: all 9)
 # picks the profiled points, e.g. for a second call `STEPS=ncu NCU_POINTS="w3:dual w3:sparse"`.
@@ -58,7 +61,8 @@ build() {
         | grep -v -E "/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|libresolv|ld-linux[^/]*)\.so|cuda|cublas" \
         | while read -r l; do cp -L "$l" "$HB/lib/"; done
     nvcc -O3 -arch=sm_90 cuda/bench/bwcurve.cu -o "$HB/bwcurve" || exit 1
-    grep -qx '/.hwbin/' .git/info/exclude 2>/dev/null || echo '/.hwbin/' >> .git/info/exclude
+    # (in a git worktree .git is a file: .hwbin stays untracked there and travels as such, or by carry)
+    [ -d .git ] && { grep -qx '/.hwbin/' .git/info/exclude 2>/dev/null || echo '/.hwbin/' >> .git/info/exclude; }
     echo "== ldd $HB/dkv (static: hdf5, lua, sz, aec, z)"
     ldd "$HB/dkv" | grep -E "hdf5|lua|libsz|libaec|libz\.|not found" && { echo "hw_session build: still dynamic" >&2; exit 1; }
     # smoke test here (no GPU: the simulated half only)
@@ -91,11 +95,14 @@ pack() {
     [ -n "$(ls -A "$W/ncu" 2>/dev/null)" ] && tar czf "$OUT/ncu.tgz" -C "$W" ncu
     tar czf "$OUT/logs.tgz" -C "$W" logs status.txt 2>/dev/null
     [ -f "$W/bwcurve.txt" ] && cp "$W/bwcurve.txt" "$OUT/"
+    [ -f "$W/profile.lua" ] && cp "$W/profile.lua" "$OUT/"
     { echo "==== hw_session device: $(date -u +%FT%TZ), $(cat "$W/device.txt" 2>/dev/null | tail -n 1)"
       for s in $STUDIES; do
           [ -f "$W/logs/hw_$s.log" ] && sed -n '/^hw [a-z -]*:/,/expected device time/p' "$W/logs/hw_$s.log"
       done
       [ -f "$W/logs/validate.log" ] && sed -n '/^hw validate:/,/expected device time/p' "$W/logs/validate.log"
+      [ -f "$W/logs/heldout.log" ] && sed -n '/^hw validate (held-out):/,/expected device time/p' "$W/logs/heldout.log"
+      [ -f "$W/logs/profile.log" ] && grep -E "^dkv profile: (estimated|.* written|incomplete)|section .* shapes in" "$W/logs/profile.log"
       echo; echo "==== steps (name, exit, seconds, note)"; cat "$W/status.txt"; } > "$OUT/table.txt"
     ls -la "$OUT"
 }
@@ -141,6 +148,18 @@ device() {
             local t0=$SECONDS r
             timeout 60 "$HB/bwcurve" > "$W/bwcurve.txt" 2>&1; r=$?
             status_line bwcurve "$r" $((SECONDS - t0)) "$(grep -c '^run ' "$W/bwcurve.txt") run lengths" ;;
+        profile)   # issue 9: dkv profile (kernel times over the shape grid) into profile.lua, deadline-bounded
+            local l lim t0 r
+            l=$(left); lim=${PROFILE_LIMIT:-330}
+            [ "$lim" -gt $((l - 15)) ] && lim=$((l - 15))
+            if [ "$lim" -lt 30 ]; then status_line profile skip 0 "deadline: ${l}s left"; continue; fi
+            t0=$SECONDS
+            timeout -k 10 "$lim" "$DKV" profile -o "$W/profile.lua" --deadline $((lim - 20)) ${PROFILE_ARGS:-} \
+                > "$W/logs/profile.log" 2>&1; r=$?
+            status_line profile "$r" $((SECONDS - t0)) "$(grep -m1 -E "written|no usable|error" "$W/logs/profile.log" | cut -c1-90)" ;;
+        heldout)   # issue 9: the held-out validation points (hw_validate.lua -D set=heldout), cold shapes as they come
+            run_dkv heldout "${HELDOUT_LIMIT:-260}" "$W/logs/heldout.log" run experiments/hw_validate.lua -D backend=cuda \
+                -D set=heldout -o "$W/h5/heldout.h5" ;;
         validate)  # the 9 validation points, unprofiled: step latency, peak memory, fragmentation
                    # (each point warmed with its own configuration first: no cold GEMM shapes)
             run_dkv validate 150 "$W/logs/validate.log" run experiments/hw_validate.lua -D backend=cuda -D warmup=each \
@@ -231,6 +250,34 @@ for name in f["runs"]:
 PYEOF
 }
 
+standin_profile() {   # a profile file of the format dkv profile writes, its times from the roofline (NOT measured)
+    $PY - <<'PYEOF'
+def t(fl, by, n=1):
+    return max(fl / 790e12, by / 4.3e12) + 5e-6 * n
+M = [32, 128, 512, 2048]
+print('-- STAND-IN profile for tests of hw_session.sh post: roofline times at H200 ceilings, NOT measured')
+print('return {\n  format = 1,\n  name = "standin-roofline",\n  complete = true,')
+print('  provenance = {gpu = "STAND-IN (roofline, not measured)", sm = "0.0", driver = "0.0", cuda_runtime = "0.0",')
+print('    dkv_commit = "standin", date = "1970-01-01T00:00:00Z", command = "hw_session.sh standin", repeats = 3,')
+print('    warmup = 0, statistic = "median", measured = false, grid = "standin", models = {"llada-8b"},\n  },')
+print('  kernels = {')
+for cls, nk in (("qkv", [(12288, 4096)]), ("o", [(4096, 4096)]), ("ffn", [(24576, 4096), (4096, 12288)]),
+                ("gemm", [(n, k) for n in (2048, 8192, 32768) for k in (2048, 8192)])):
+    print('    %s = {note = "stand-in", fields = {"m", "n", "k"}, extra = {"p10_s", "p90_s", "first_s"}, rows = {' % cls)
+    for n, k in nk:
+        for m in M:
+            s = t(2.0 * m * n * k, 2.0 * (m * k + n * k + m * n))
+            print('      {%d, %d, %d, %.6g, 1, %.6g, %.6g, 0.001},' % (m, n, k, s, s, s))
+    print('    }},')
+print('  },')
+print('  copy = {fields = {"dir", "bytes"}, alone = {{0, 4096, 1e-05}, {0, 268435456, 0.0052}, {1, 4096, 1e-05}, '
+      '{1, 268435456, 0.0052}}, contended = {{0, 4096, 1.2e-05}, {0, 268435456, 0.0058}, {1, 4096, 1.2e-05}, '
+      '{1, 268435456, 0.0058}}},')
+print('  first_use = {gemm_s = 0.001, attn_s = 0.0001, other_s = 0.0001},')
+print('  host = {per_launch_s = 3e-06, per_gemm_launch_s = 6e-06},\n}')
+PYEOF
+}
+
 standin() {
     local D=${1:?usage: hw_session.sh standin DIR} preset=${STANDIN:-a100-80g}
     DKV=${DKV:-$(pick_dkv)}
@@ -242,7 +289,10 @@ standin() {
     done
     "$DKV" run experiments/hw_validate.lua -D backend=sim -D standin="$preset" -o "$S/h5/val.h5" \
         > "$S/logs/validate.log" 2>&1 || { cat "$S/logs/validate.log"; return 1; }
+    "$DKV" run experiments/hw_validate.lua -D backend=sim -D standin="$preset" -D set=heldout -o "$S/h5/heldout.h5" \
+        > "$S/logs/heldout.log" 2>&1 || { cat "$S/logs/heldout.log"; return 1; }
     fake_ncu "$S/h5/val.h5" "$S/ncu" || return 1
+    standin_profile > "$D/profile.lua" || return 1
     echo "STAND-IN: :real runs are dkv.simulate on $preset" > "$S/status.txt"
     tar czf "$D/hw_h5.tgz" -C "$S" h5 && tar czf "$D/ncu.tgz" -C "$S" ncu && tar czf "$D/logs.tgz" -C "$S" logs status.txt
     echo "STAND-IN (dkv.simulate on $preset), not hardware" > "$D/table.txt"
@@ -264,16 +314,18 @@ post() {
     local R=${RES:-results/hw-$(date +%Y%m%d-%H%M%S)}
     DKV=${DKV:-$(pick_dkv)}
     [ -e "$R/h5" ] && { echo "hw_session post: $R already holds results: give another RES=" >&2; exit 2; }
-    mkdir -p "$R/cmp" "$R/root/datasets" || exit 1
+    mkdir -p "$R/cmp" "$R/root/datasets" "$R/h5prof" || exit 1
     R=$(cd "$R" && pwd)
     local f D
     for D in "$@"; do   # the device calls' folders, in order (a later STEPS=ncu call adds profiles)
         [ -d "$D" ] || { echo "hw_session post: no folder $D" >&2; exit 2; }
         for f in hw_h5.tgz ncu.tgz logs.tgz; do [ -f "$D/$f" ] && tar xzf "$D/$f" -C "$R"; done
+        [ -f "$D/profile.lua" ] && cp "$D/profile.lua" "$R/profile.lua"
         [ -f "$D/bwcurve.txt" ] && [ -s "$D/bwcurve.txt" ] && cp "$D/bwcurve.txt" "$R/"
         [ -f "$D/table.txt" ] && cat "$D/table.txt" >> "$R/table.txt"
     done
-    [ -f "$R/h5/val.h5" ] || { echo "hw_session post: no h5/val.h5 in the folders' hw_h5.tgz" >&2; exit 1; }
+    [ -f "$R/h5/val.h5" ] || [ -f "$R/h5/heldout.h5" ] || [ -f "$R/profile.lua" ] \
+        || { echo "hw_session post: no h5/val.h5, h5/heldout.h5 or profile.lua in the folders" >&2; exit 1; }
     chmod -R u+w "$R"
     local log="$R/post.log"; : > "$log"
     grep -qs STAND-IN "$R/table.txt" && echo "STAND-IN DATA: the :real runs are simulations, not hardware" | tee -a "$log"
@@ -303,9 +355,11 @@ PYEOF
     for f in "$R"/h5/*.h5; do
         x=$(basename "$f" .h5)
         script=experiments/$x.lua
+        local sargs=()
         [ "$x" = val ] && script=experiments/hw_validate.lua
+        [ "$x" = heldout ] && script=experiments/hw_validate.lua && sargs=(-D set=heldout)
         [ -f "$script" ] || continue
-        "$DKV" run "$script" -D backend=sim -o "$R/sim/$x.h5" > "$R/sim/$x.log" 2>&1 \
+        "$DKV" run "$script" -D backend=sim "${sargs[@]}" -o "$R/sim/$x.h5" > "$R/sim/$x.log" 2>&1 \
             || echo "re-simulation of $x failed (sim/$x.log)" | tee -a "$log"
     done
     local list="$R/pairs.txt"
@@ -359,10 +413,43 @@ PYEOF
         fi
     fi
 
+    # 3b. issue 9: the measured profile imported, the held-out points re-simulated under it
+    [ -f "$R/profile.lua" ] && import_profile "$R" "$list" "$pdir" "$log"
+
     # 4. summary.md
     summary "$R" > "$R/summary.md"
+    heldout_summary "$R" >> "$R/summary.md"
     cat "$R/summary.md"
     echo "(results in $R: summary.md, post.log, cmp/*.h5, h5/*.h5)"
+}
+
+# issue 9: the measured profile imported (datasets/profiles/<name>.lua under RES/root and a preset
+# h200-measured naming it), the held-out points re-simulated under it and compared (cmp/prof_*.h5)
+import_profile() {   # RES pairs.txt preset-dir post.log
+    local R=$1 list=$2 pdir=$3 log=$4 pname f
+    pname=$(sed -n 's/^  name = "\(.*\)",$/\1/p' "$R/profile.lua" | head -n 1)
+    mkdir -p "$R/root/datasets/profiles" && cp -r datasets/workloads "$R/root/datasets/"
+    cp "$R/profile.lua" "$R/root/datasets/profiles/${pname:-unnamed}.lua"
+    printf 'return {base = "h200", name = "h200-measured", profile = "%s"}\n' "$pname" > "$pdir/h200-measured.lua"
+    echo "profile: ${pname:-NO NAME} ($(grep -c -E '^ +\{[0-9]' "$R/profile.lua") rows, $(grep -m1 -o 'complete = [a-z]*' "$R/profile.lua"))" \
+        | tee -a "$log"
+    if [ -f "$R/h5/heldout.h5" ]; then
+        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured \
+                -o "$R/h5prof/heldout.h5" > "$R/heldout_prof.log" 2>&1; then
+            local i=0 n
+            while read -r f n _; do
+                [[ "$f" == */heldout.h5 ]] || continue
+                i=$((i + 1))
+                echo "== compare $n (heldout.h5 against the profile's re-simulation)"
+                "$DKV" compare "$f" "$R/h5prof/heldout.h5" --real-run "$n:real" --sim-run "$n:sim" "${TOLS[@]}" \
+                    -o "$R/cmp/prof_$(printf %03d $i).h5" 2>&1
+                echo "== exit $?"
+            done < "$list" >> "$log"
+        else
+            echo "held-out points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/heldout_prof.log" | cut -c1-200))" \
+                | tee -a "$log"
+        fi
+    fi
 }
 
 compare_list() {   # pairs.txt outdir calibration-preset|""
@@ -381,6 +468,93 @@ compare_list() {   # pairs.txt outdir calibration-preset|""
             -o "$2/${tagc}$(printf %03d $i).h5" 2> "$2/.err"
         echo "== exit $?"; cat "$2/.err"; rm -f "$2/.err"
     done < "$1"
+}
+
+heldout_summary() {   # issue 9's targets on every held-out point (ho:*), under each simulated half compared
+    $PY - "$1" <<'PYEOF'
+import sys, glob, os, h5py
+R = sys.argv[1]
+T = {"step": 0.05, "p50": 0.08, "p99": 0.08, "tok": 0.05, "mem": 0.02}
+def summ(fn, run):
+    try:
+        return dict(h5py.File(fn, "r")["runs"][run]["summary"].attrs)
+    except (OSError, KeyError):
+        return None
+def sim_dev(s):
+    if s is None:
+        return None, ""
+    if "peak_device_bytes" in s:
+        return float(s["peak_device_bytes"]), "peak_device_bytes"
+    if all(k in s for k in ("peak_allocated", "peak_kv_bytes", "kv_capacity_bytes")):
+        return float(s["peak_allocated"]) - float(s["peak_kv_bytes"]) + float(s["kv_capacity_bytes"]), "acct+arena"
+    return None, ""
+rows = []
+for fn in sorted(glob.glob(R + "/cmp/*.h5")):
+    tag = os.path.basename(fn)
+    src = "profile" if tag.startswith("prof_") else "calibrated" if tag.startswith("cal_") else "shipped h200"
+    simfile = R + ("/h5prof/heldout.h5" if src == "profile" else "/sim/heldout.h5")
+    f = h5py.File(fn, "r")
+    for rn in f["runs"]:
+        r = f["runs"][rn]
+        real = r["params"].attrs["real_run"]
+        real = real.decode() if isinstance(real, bytes) else real
+        if not real.startswith("ho:"):
+            continue
+        q = {x["quantity"].decode(): x for x in r["compare_quantities"][()]}
+        def g(name, stat):
+            x = q.get(name)
+            return None if x is None or x["n"] == 0 else float(x[stat])
+        base = real[:-5]
+        dev = summ(R + "/h5/heldout.h5", base + ":device")
+        meas = float(dev["mem_used_peak_bytes"]) if dev and "mem_used_peak_bytes" in dev else None
+        simd, how = sim_dev(summ(simfile, base + ":sim"))
+        mem = (simd - meas) / meas if meas and simd is not None else None
+        rows.append((base[3:], src, int(r["summary"].attrs["steps_paired"]), g("step.time_s", "mean_abs_err"),
+                     g("run.latency_p50_s", "total_err"), g("run.latency_p99_s", "total_err"),
+                     g("run.tokens_per_s", "total_err"), mem, how))
+if rows:
+    stand = os.path.exists(R + "/status.txt") and "STAND-IN" in open(R + "/status.txt").read()
+    print("## Held-out validation (issue 9)%s\n" % (" -- STAND-IN DATA, NOT HARDWARE" if stand else ""))
+    print("Every held-out point (experiments/hw_heldout_points.lua), under each simulated half: the shipped h200 "
+          "preset re-simulated by this dkv, and the preset naming the measured profile (h200-measured) where the "
+          "simulator reads profiles.  Targets (issue 9): step latency mean |error| <= 5 %, request latency p50 and "
+          "p99 <= 8 %, tokens/s <= 5 %, peak device memory <= 2 % against cudaMemGetInfo (measured: total - least "
+          "free over the run; simulated: peak_device_bytes, or where the simulator has none (acct+arena) its "
+          "peak_allocated - peak_kv_bytes + the whole KV arena, which leaves out the CUDA context, cuBLAS workspace "
+          "and backend scratch).  Error = (sim - real) / real.  '-': not measured.\n")
+    print("| point | simulated with | steps paired | step mean abs | | p50 | | p99 | | tokens/s | | peak device mem | |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    def c(v, lim, signed=True):
+        if v is None:
+            return "- | -"
+        return ("%+.1f%%" if signed else "%.1f%%") % (100 * v) + " | " + ("PASS" if abs(v) <= lim else "MISS")
+    tot = {}
+    for pt, src, n, st, p50, p99, tok, mem, how in rows:
+        print("| %s | %s | %d | %s | %s | %s | %s | %s |" % (pt, src, n, c(st, T["step"], False), c(p50, T["p50"]),
+              c(p99, T["p99"]), c(tok, T["tok"]), c(mem, T["mem"]) + (" (%s)" % how if how else "")))
+        for k, v in (("step", st), ("p50", p50), ("p99", p99), ("tok", tok), ("mem", mem)):
+            a = tot.setdefault((src, k), [0, 0])
+            if v is not None:
+                a[1] += 1
+                a[0] += abs(v) <= T[k]
+    print()
+    for src in sorted({k[0] for k in tot}):
+        print("- %s: %s" % (src, ", ".join("%s %d / %d" % (k, tot[(src, k)][0], tot[(src, k)][1])
+                                            for k in ("step", "p50", "p99", "tok", "mem"))))
+    print()
+PYEOF
+    if [ -f "$1/profile.lua" ]; then
+        echo "## Profile (dkv profile)"; echo; echo '```'
+        sed -n '/^  provenance = {/,/^  },/p' "$1/profile.lua"
+        grep -E "^    [a-z_]+ = \{$" "$1/profile.lua" | while read -r t _; do
+            printf '%s: %s rows\n' "$t" "$(awk -v t="    $t = {" '$0 == t {on = 1; next} on && /^    [a-z_]+ = \{$/ {on = 0} on && /^ +\{[0-9]/ {n++} END {print n + 0}' "$1/profile.lua")"
+        done
+        grep -E "^  (first_use|host) = " "$1/profile.lua"
+        echo '```'
+        [ -f "$1/heldout_prof.log" ] && ! grep -q "^hw validate" "$1/heldout_prof.log" \
+            && { echo; echo "The held-out points were not re-simulated under the profile: $(grep -m1 -v -E "^hw:|^stack|^\s" "$1/heldout_prof.log" | cut -c1-200)"; }
+        echo
+    fi
 }
 
 summary() {

@@ -163,20 +163,22 @@ static dkv_status brun_read(dkv_h5 *f, const char *name, brun *r, dkv_err *err)
 
 /* ------------------------------------------------------------------ the parameters that differ */
 
-/* The value of parameter key in run r: config first, then params, then run attributes. */
+/* The value of parameter key in run r: config first, then params, then run attributes.  An
+ * empty string (a run without a preset or device) counts as no value. */
 static const kv *param_of(const brun *r, const char *key)
 {
     const kv *e = kv_find(&r->config, key);
     if (!e)
         e = kv_find(&r->params, key);
-    if (!e)
+    if (!e && strcmp(key, "seed") != 0)   /* the run attribute seed is provenance; cfg.seed counts */
         e = kv_find(&r->attrs, key);
-    return e;
+    return e && e->kind == DKV_H5_ATTR_STR && !*e->s ? NULL : e;
 }
 
-static const char *const NOT_PARAMS[] = {"status", "dkv_version", "git_commit", "script_path", "defines",
+/* run attributes that are bookkeeping, not parameters (backend has its own column) */
+static const char *const NOT_PARAMS[] = {"backend", "status", "dkv_version", "git_commit", "script_path", "defines",
                                          "host", "start_time", "end_time", "shard", "build", "driver",
-                                         "seed", "workload.count", "workload.skipped", "workload.source",
+                                         "workload.count", "workload.skipped", "workload.source",
                                          NULL};
 static const char *const PREFERRED[] = {"model", "gpu", "scheduler.kind", "decode.cache", "mem.kind",
                                         "instances.placement", "policies.offload.mode",

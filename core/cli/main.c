@@ -24,6 +24,7 @@ static void usage(FILE *out)
           "  ncu-import NCU.csv RESULTS.h5 --run NAME  Nsight Compute HBM bytes per kernel into a run\n"
           "  calibrate MEASURED.h5... -o PRESET.lua  fit a GPU preset to measured runs\n"
           "  timeline FILE.h5 --run NAME -o TRACE.json  a run as a Perfetto / Chrome trace\n"
+          "  profile -o FILE.lua   time the CUDA backend's kernels on this GPU (a profile for the simulator)\n"
           "\n"
           "  dkv --help | -h     this text;  dkv <command> --help  the command's options\n"
           "  dkv --version       version, git commit, HDF5 and Lua versions\n"
@@ -60,7 +61,7 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {{"run", dkv_cmd_run},     {"info", dkv_cmd_info},   {"merge", dkv_cmd_merge},
                 {"replay", dkv_cmd_replay}, {"bench", dkv_cmd_bench}, {"compare", dkv_cmd_compare}, {"ncu-import", dkv_cmd_ncu_import},
-                {"calibrate", dkv_cmd_calibrate}, {"timeline", dkv_cmd_timeline}};
+                {"calibrate", dkv_cmd_calibrate}, {"timeline", dkv_cmd_timeline}, {"profile", dkv_cmd_profile}};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)
             return cmds[i].fn(argc - 1, argv + 1);

@@ -376,6 +376,11 @@ static dkv_status run_loop(eng *e, dkv_err *err)
 {
     dkv_status st;
     while (e->n_terminal < e->n) {
+        if (e->ret.err.code != DKV_OK) {   /* a retention callback failed in the last step */
+            if (err)
+                *err = e->ret.err;
+            return e->ret.err.code;
+        }
         if (dkv_interrupt_requested())
             return dkv_err_set(err, DKV_EINTR, "engine: interrupted at t = %.3f s (step %llu)", e->now,
                                (unsigned long long)e->step_index);
@@ -493,6 +498,11 @@ dkv_status dkv_engine_run(const dkv_engine_config *cfg, dkv_engine_result **out,
         return st;
     }
     st = run_loop(e, err);
+    if (st == DKV_OK && e->ret.err.code != DKV_OK) {   /* a callback failed in the very last step */
+        if (err)
+            *err = e->ret.err;
+        st = e->ret.err.code;
+    }
     dkv_backend_end(c->backend);
     if (st != DKV_OK && st != DKV_EINTR) {
         eng_free(e);

@@ -265,6 +265,7 @@ typedef struct dkv_run_summary {
     uint64_t n_steps;             /* engine iterations (backend steps) */
     uint64_t request_steps, refresh_steps, reuse_steps;
     uint64_t n_preempted, preempted_steps;
+    uint64_t rho_clamped;         /* retention callback values clamped (retention.clamp = true) */
     uint64_t gen_tokens, prompt_tokens;   /* of finished requests */
     double   sim_time_s;          /* clock at the end (last finish) */
     double   busy_s;              /* sum of step times */

@@ -137,6 +137,7 @@ void eng_summarize(eng *e, double wall_s)
     s->n_steps = e->step_index;
     s->n_preempted = e->n_preempted;
     s->preempted_steps = e->preempted_steps;
+    s->rho_clamped = e->ret.n_clamped;
     s->sim_time_s = last_finish > e->now ? last_finish : e->now;
     s->busy_s = e->busy_s;
     s->gpu_busy_frac = s->sim_time_s > 0 ? e->compute_s / s->sim_time_s : 0;

@@ -139,6 +139,9 @@ dkv_status dkv_h5_attr_str(dkv_h5_run *run, const char *obj, const char *key, co
                            dkv_err *err);
 dkv_status dkv_h5_attr_i64(dkv_h5_run *run, const char *obj, const char *key, int64_t value,
                            dkv_err *err);
+/* An unsigned count (bytes, events): int64 when it is below 2^63, else float64 (the nearest double),
+ * so a total of 2^63 bytes or more is never written as a negative number. */
+dkv_status dkv_h5_attr_u64(dkv_h5_run *run, const char *obj, const char *key, uint64_t value, dkv_err *err);
 dkv_status dkv_h5_attr_f64(dkv_h5_run *run, const char *obj, const char *key, double value,
                            dkv_err *err);
 /* A 1-D double array attribute (n >= 1). */

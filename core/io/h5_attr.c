@@ -118,6 +118,13 @@ dkv_status dkv_h5_attr_i64(dkv_h5_run *run, const char *obj, const char *key, in
     return with_obj(run, obj, key, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, 0, err);
 }
 
+dkv_status dkv_h5_attr_u64(dkv_h5_run *run, const char *obj, const char *key, uint64_t value, dkv_err *err)
+{
+    if (value <= (uint64_t)INT64_MAX)
+        return dkv_h5_attr_i64(run, obj, key, (int64_t)value, err);
+    return dkv_h5_attr_f64(run, obj, key, (double)value, err);   /* not a negative int64 */
+}
+
 dkv_status dkv_h5_attr_f64(dkv_h5_run *run, const char *obj, const char *key, double value, dkv_err *err)
 {
     return with_obj(run, obj, key, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, 0, err);
@@ -155,8 +162,8 @@ static dkv_status read_attr(hid_t a, const char *key, dkv_h5_attr *out, char **s
             }
             H5Tclose(mt);
         } else {
-            size_t len = H5Tget_size(t);
-            *s = calloc(len + 1, 1);
+            size_t len = H5Tget_size(t);   /* from the file: bounded before it is allocated */
+            *s = len > 0 && len <= DKV_H5_MAX_FIXED_STR ? calloc(len + 1, 1) : NULL;
             if (*s && H5Aread(a, t, *s) < 0) {
                 free(*s);
                 *s = NULL;

@@ -9,6 +9,7 @@
 
 #define DKV_H5_FORMAT "dkv-results"
 #define DKV_H5_FORMAT_VERSION 1
+#define DKV_H5_MAX_FIXED_STR (16u << 20)   /* a longer fixed-length string attribute is refused */
 
 struct dkv_h5 {
     hid_t file;          /* H5I_INVALID_HID when closed */
@@ -70,5 +71,10 @@ dkv_status dkv_h5__list(hid_t g, char ***out, size_t *n, dkv_err *err);
 void dkv_h5__free_names(char **names, size_t n);
 char *dkv_h5__strdup(const char *s);
 void dkv_h5__table_free(dkv_h5_table *t);
+/* Checks what can be checked of path without libhdf5 (h5_check.c): a regular file, the HDF5
+ * signature and superblock, its size, the root group's header.  DKV_EFORMAT naming the problem. */
+dkv_status dkv_h5__precheck(const char *path, dkv_err *err);
+/* The root group's format_version attribute, when present: an integer in 1..DKV_H5_FORMAT_VERSION. */
+dkv_status dkv_h5__check_version(hid_t root, const char *path, dkv_err *err);
 
 #endif

@@ -8,8 +8,13 @@ dkv_status dkv_h5_open_read(const char *path, dkv_h5 **out, dkv_err *err)
 {
     *out = NULL;
     dkv_h5__quiet();
-    if (!path || H5Fis_hdf5(path) <= 0)
-        return dkv_err_set(err, DKV_EFORMAT, "%s: not an HDF5 file (or missing)", path ? path : "(null)");
+    if (!path)
+        return dkv_err_set(err, DKV_EINVAL, "h5: no path");
+    dkv_status pre = dkv_h5__precheck(path, err);   /* before libhdf5 reads anything */
+    if (pre != DKV_OK)
+        return pre;
+    if (H5Fis_hdf5(path) <= 0)
+        return dkv_err_set(err, DKV_EFORMAT, "%s: not an HDF5 file (or missing)", path);
     dkv_h5 *f = calloc(1, sizeof *f);
     if (!f)
         return dkv_err_set(err, DKV_ENOMEM, "h5: out of memory");
@@ -29,6 +34,8 @@ dkv_status dkv_h5_open_read(const char *path, dkv_h5 **out, dkv_err *err)
         if (dkv_h5__get_str(root, "format", &fmt, NULL) != DKV_OK || strcmp(fmt, DKV_H5_FORMAT) != 0)
             st = dkv_err_set(err, DKV_EFORMAT, "%s: not a dkv results file (root attribute format != \"%s\")",
                              path, DKV_H5_FORMAT);
+        else
+            st = dkv_h5__check_version(root, path, err);
         H5Gclose(root);
         free(fmt);
     }

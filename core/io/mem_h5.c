@@ -12,7 +12,7 @@ typedef struct tag_rec {
 
 static dkv_status sum_u(dkv_h5_run *run, const char *key, uint64_t v, const char *unit, dkv_err *err)
 {
-    dkv_status st = dkv_h5_attr_i64(run, "summary", key, (int64_t)v, err);
+    dkv_status st = dkv_h5_attr_u64(run, "summary", key, v, err);
     if (!st && unit && *unit) {
         char k[96];
         snprintf(k, sizeof k, "units.%s", key);
@@ -39,7 +39,7 @@ dkv_status dkv_mem_h5_write(dkv_h5_run *run, const dkv_mem *m, dkv_err *err)
     dkv_mem_stats_get(m, &s);
     dkv_status st = DKV_OK;
 #define P_STR(k, v) if (!st) st = dkv_h5_attr_str(run, "params", k, v, err)
-#define P_I(k, v) if (!st) st = dkv_h5_attr_i64(run, "params", k, (int64_t)(v), err)
+#define P_I(k, v) if (!st) st = dkv_h5_attr_u64(run, "params", k, (uint64_t)(v), err)
 #define P_F(k, v) if (!st) st = dkv_h5_attr_f64(run, "params", k, v, err)
     P_STR("mem.kind", dkv_mem_kind_name(o->kind));
     P_I("mem.capacity_bytes", o->capacity_bytes);

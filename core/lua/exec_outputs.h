@@ -1,6 +1,8 @@
-/* exec_outputs.h - what dkv.execute{..., outputs = true} returns per request: the generated tokens,
- * and the confidence each had when it was unmasked.  Pure bookkeeping fed by the CUDA backend's
- * per-item reports (cuda/backend.h, on_item), kept free of CUDA types so it is tested anywhere.
+/* exec_outputs.h - what dkv.execute{..., outputs = true} returns per request: the prompt, the
+ * generated tokens, and the confidence each had when it was unmasked.  Bookkeeping fed by the
+ * CUDA backend's per-item reports (cuda/backend.h, on_item), kept free of CUDA types so it is
+ * tested anywhere; dkv_exec_outputs_save writes it into a run (docs/HDF5_SCHEMA.md, "Generated
+ * tokens and text"), decoded to text where the model's tokenizer is known.
  *
  *     dkv_exec_outputs o = {0};
  *     dkv_exec_outputs_record(&o, request, P, L, block_start, B, before, after, conf);  // per item
@@ -20,6 +22,8 @@ typedef struct dkv_exec_output {
     uint32_t *tokens;      /* (gen) token at each generated position; UINT32_MAX: never unmasked */
     float    *conf;        /* (gen) its softmax probability at the step it was unmasked; NaN: never */
     uint32_t *step;        /* (gen) engine step index at which it was unmasked */
+    uint32_t  prompt;      /* prompt length P */
+    uint32_t *prompt_tokens; /* (prompt) the canvas's prompt at the first report */
 } dkv_exec_output;
 
 typedef struct dkv_exec_outputs {
@@ -35,6 +39,17 @@ typedef struct dkv_exec_outputs {
 dkv_status dkv_exec_outputs_record(dkv_exec_outputs *o, uint64_t step_index, uint32_t request, uint32_t prompt,
                                    uint32_t canvas, uint32_t block_start, uint32_t block_len,
                                    const uint32_t *before, const uint32_t *after, const float *conf, dkv_err *err);
+
+/* Writes o into run (open for writing): table `outputs` (one row per generated position of every
+ * request with a report: request, position, token, conf, step), table `prompts` (request,
+ * position, token), and, when tok knows text, string attributes of `outputs_text`: prompt.<id>
+ * and text.<id> (decoded: a position never unmasked reads as the mask, "_"; invalid UTF-8 and
+ * NUL are written as U+FFFD) plus `tokenizer`.  tok may be
+ * NULL (no text).  Nothing is written when no request has a report. */
+struct dkv_h5_run;
+struct dkv_tokenizer;
+dkv_status dkv_exec_outputs_save(struct dkv_h5_run *run, const dkv_exec_outputs *o,
+                                 const struct dkv_tokenizer *tok, dkv_err *err);
 
 /* Frees everything; o is left empty (NULL is a no-op). */
 void dkv_exec_outputs_free(dkv_exec_outputs *o);

@@ -10,9 +10,11 @@
 
 #include "io/h5.h"
 #include "lua/dkv_lua.h"
+#include "lua/exec_outputs.h"
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"
+#include "workload/tokenizer.h"
 
 #define LSIM_MT "dkv.simulate.state"
 #define RESULT_MT "dkv.result"
@@ -41,6 +43,7 @@ static const sfield sum_fields[] = {
     S(reuse_steps, 'u', "steps", "request-steps in the Reuse phase"),
     S(n_preempted, 'u', "", "preemptions (a stuck engine released a request's KV)"),
     S(preempted_steps, 'u', "steps", "request-steps repeated after preemption"),
+    S(rho_clamped, 'u', "blocks", "retention callback values clamped into [rho_min, rho_max] (retention.clamp)"),
     S(gen_tokens, 'u', "tokens", "generated tokens of finished requests"),
     S(prompt_tokens, 'u', "tokens", "prompt tokens of finished requests"),
     S(sim_time_s, 'f', "s", "simulated time at the end of the run"),
@@ -174,7 +177,8 @@ typedef struct lresult {
     uint64_t seed;
     bool kernel_oom;
     char backend[8], device[160], driver[64];   /* the run's origin (dkv_run_origin) */
-    char gpu_preset[64], model_preset[64];
+    char gpu_preset[64], model_preset[64], cost_profile[64];
+    dkv_exec_outputs out;   /* generated tokens, when the backend reported them */
 } lresult;
 
 static void on_kernel(void *user, const dkv_kernel_record *rec)
@@ -201,7 +205,34 @@ static int result_gc(lua_State *L)
     free(r->k);
     r->k = NULL;
     r->nk = r->capk = 0;
+    dkv_exec_outputs_free(&r->out);
     return 0;
+}
+
+void dkv_lua_result_take_outputs(lua_State *L, int idx, dkv_exec_outputs *o)
+{
+    lresult *r = luaL_checkudata(L, idx, RESULT_MT);
+    dkv_exec_outputs_free(&r->out);
+    r->out = *o;
+    memset(o, 0, sizeof *o);
+}
+
+/* The tokenizer of the resolved configuration's model (at cfg), for the text of the outputs. */
+static void cfg_tokenizer(lua_State *L, int cfg, dkv_tokenizer *tok)
+{
+    dkv_tokenizer_kind k = DKV_TOKENIZER_NONE;
+    lua_Integer vocab = 0, mask = 0;
+    if (lua_getfield(L, cfg, "model") == LUA_TTABLE) {
+        if (lua_getfield(L, -1, "tokenizer") == LUA_TSTRING && dkv_tokenizer_parse(lua_tostring(L, -1), &k, NULL) != DKV_OK)
+            k = DKV_TOKENIZER_NONE;
+        lua_getfield(L, -2, "vocab");
+        lua_getfield(L, -3, "mask_id");
+        vocab = lua_tointeger(L, -2), mask = lua_tointeger(L, -1);
+        lua_pop(L, 3);
+    }
+    lua_pop(L, 1);
+    if (dkv_tokenizer_init(tok, k, (uint32_t)vocab, (uint32_t)mask, NULL) != DKV_OK)
+        dkv_tokenizer_init(tok, DKV_TOKENIZER_NONE, (uint32_t)vocab, (uint32_t)mask, NULL);
 }
 
 static lresult *check_result(lua_State *L, int i)
@@ -304,7 +335,10 @@ static void push_summary(lua_State *L, const dkv_run_summary *s)
         if (sum_fields[i].type == 'u') {
             uint64_t v;
             memcpy(&v, p, 8);
-            lua_pushinteger(L, (lua_Integer)v);
+            if (v <= (uint64_t)LUA_MAXINTEGER)
+                lua_pushinteger(L, (lua_Integer)v);
+            else
+                lua_pushnumber(L, (lua_Number)v);   /* 2^63 or more: a float, not a negative integer */
         } else {
             double v;
             memcpy(&v, p, 8);
@@ -401,6 +435,15 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
     snprintf(res->device, sizeof res->device, "%s", s->gpu.name);
     preset_name(L, cfg_idx, "gpu", res->gpu_preset, sizeof res->gpu_preset);
     preset_name(L, cfg_idx, "model", res->model_preset, sizeof res->model_preset);
+    int ncls = 0;
+    for (uint32_t b = s->gpu.kclass_set; b; b &= b - 1)
+        ncls++;
+    if (strcmp(res->backend, "cuda") == 0)
+        snprintf(res->cost_profile, sizeof res->cost_profile, "measured");
+    else if (ncls)
+        snprintf(res->cost_profile, sizeof res->cost_profile, "calibrated: %d kernel classes", ncls);
+    else
+        snprintf(res->cost_profile, sizeof res->cost_profile, "roofline");
     if (s->ec.retention.mode == DKV_RHO_CALLBACK) {
         s->ec.retention.callback = rho_callback;
         s->ec.retention.callback_ud = s;
@@ -425,8 +468,16 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
         return luaL_error(L, "cfg.record.trace: %s", terr.msg);
     }
     s->trace = NULL;
-    if (s->cb_failed)
-        return luaL_error(L, "cfg.policies.retention.callback: %s", s->cb_err);
+    if (s->ec.retention.mode == DKV_RHO_CALLBACK && (s->cb_failed || strncmp(err.msg, "retention.callback ", 19) == 0)) {
+        lua_Debug ar;   /* name the callback by where it is defined */
+        char where[256] = "?";
+        lua_rawgeti(L, LUA_REGISTRYINDEX, s->cb_ref);
+        if (lua_getinfo(L, ">S", &ar))
+            snprintf(where, sizeof where, "%s:%d", ar.short_src, ar.linedefined);
+        if (s->cb_failed)
+            return luaL_error(L, "cfg.policies.retention.callback (%s): %s", where, s->cb_err);
+        return luaL_error(L, "cfg.policies.retention.callback (%s) %s", where, err.msg + 19);
+    }
     if (st == DKV_EINTR)
         return luaL_error(L, "%s: %s", who, err.msg);
     if (st != DKV_OK)
@@ -451,12 +502,17 @@ static dkv_status make_sim(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err
 }
 
 /* dkv.simulate(cfg) -> result */
+static int simulate_body(lua_State *L)
+{
+    return dkv_lsim_run(L, 1, "dkv.simulate", make_sim, NULL);
+}
+
 static int l_simulate(lua_State *L)
 {
     dkv_lua_param_gate(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
-    return dkv_lsim_run(L, 1, "dkv.simulate", make_sim, NULL);
+    return dkv_lua_timed(L, simulate_body);
 }
 
 /* ---------------------------------------------------------------- dkv.save */
@@ -478,9 +534,16 @@ static void save_table(lua_State *L, dkv_h5_run *run, const char *name, const vo
 }
 
 /* dkv.save(result, name) -> true, or false when the script has no output file */
+static int save_body(lua_State *L);
+
 static int l_save(lua_State *L)
 {
     dkv_lua_param_gate(L);
+    return dkv_lua_timed(L, save_body);
+}
+
+static int save_body(lua_State *L)
+{
     lresult *r = check_result(L, 1);
     const char *name = luaL_checkstring(L, 2);
     luaL_argcheck(L, lua_isnoneornil(L, 3), 3, "dkv.save(result, name): results go to the run's output file (-o)");
@@ -491,7 +554,8 @@ static int l_save(lua_State *L)
         lua_pushboolean(L, 0);
         return 1;
     }
-    dkv_lua_run_origin(L, run, &(dkv_run_origin){r->backend, r->device, r->driver, r->gpu_preset, r->model_preset});
+    dkv_lua_run_origin(L, run, &(dkv_run_origin){r->backend, r->device, r->driver, r->gpu_preset, r->model_preset,
+                                                 r->cost_profile});
     dkv_err err = {0};
     const dkv_run_summary *s = dkv_engine_result_summary(r->r);
     for (size_t i = 0; i < NF(sum_fields); i++) {
@@ -500,7 +564,7 @@ static int l_save(lua_State *L)
         if (sum_fields[i].type == 'u') {
             uint64_t v;
             memcpy(&v, p, 8);
-            h5_check(L, dkv_h5_attr_i64(run, "summary", sum_fields[i].name, (int64_t)v, &err), &err);
+            h5_check(L, dkv_h5_attr_u64(run, "summary", sum_fields[i].name, v, &err), &err);
         } else {
             double v;
             memcpy(&v, p, 8);
@@ -539,6 +603,11 @@ static int l_save(lua_State *L)
         save_table(L, run, "memory", mr, n, sizeof *mr, mem_fields, NF(mem_fields));
     if (r->nk)
         save_table(L, run, "kernels", r->k, r->nk, sizeof *r->k, kern_fields, NF(kern_fields));
+    if (r->out.n) {
+        dkv_tokenizer tok;
+        cfg_tokenizer(L, cfg, &tok);
+        h5_check(L, dkv_exec_outputs_save(run, &r->out, &tok, &err), &err);
+    }
     dkv_lua_run_end(L, run);
     lua_pushboolean(L, 1);
     return 1;

@@ -2,6 +2,7 @@
  * Every getter also records the value it used into a parallel "resolved" table, which goes
  * into the run's provenance. */
 #include "lua/l_engine_cfg.h"
+#include "lua/lua_modules.h"
 
 #include <lauxlib.h>
 #include <math.h>
@@ -10,6 +11,7 @@
 
 #include "lua/lconf.h"
 #include "lua/presets.h"
+#include "workload/tokenizer.h"
 
 /* A config table being read (in) and its resolved copy (out), both on the Lua stack. */
 typedef struct pt {
@@ -50,6 +52,12 @@ static int64_t gint(pt *p, const char *k, int64_t def, int64_t lo, int64_t hi)
     return v;
 }
 
+/* A byte count stored as uint64: a number in [0, 2^64), so inf and 1e20 are errors, not a cast. */
+static uint64_t gbytes(pt *p, const char *k, uint64_t def)
+{
+    return (uint64_t)gnum(p, k, (double)def, 0, 0x1p64, DKV_LCONF_HI_OPEN);
+}
+
 static bool gbool(pt *p, const char *k, bool def)
 {
     bool v = dkv_lconf_boolean(p->L, p->in, p->path, k, def, 0);
@@ -72,6 +80,17 @@ static bool has(pt *p, const char *k)
     bool h = lua_getfield(p->L, p->in, k) != LUA_TNIL;
     lua_pop(p->L, 1);
     return h;
+}
+
+/* A setting that cannot take effect in the chosen configuration is an error, like an unknown key:
+ * "cfg.policies.offload.t1: is not used when offload.mode is 'none'". */
+static void unused_when(pt *p, const char *const *keys, const char *fmt, const char *what)
+{
+    char when[160];
+    snprintf(when, sizeof when, fmt, what);
+    for (; *keys; keys++)
+        if (has(p, *keys))
+            dkv_lconf_error(p->L, p->path, *keys, "is not used when %s", when);
 }
 
 static void set_resolved_num(pt *p, const char *k, double v)
@@ -155,23 +174,59 @@ static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int 
 static const char *const wl_keys[] = {
     "kind", "n", "rate", "cv", "interval_s", "users", "think_s", "think_exponential", "stagger_first", "prompt",
     "gen", "file", "format", "lenient", "first_n", "time_scale", "rate_scale", "prompt_min", "prompt_max",
-    "gen_min", "gen_max", "gen_multiple_of", "steps_min", "steps_max", "seed", NULL};
+    "gen_min", "gen_max", "gen_multiple_of", "steps_min", "steps_max", "seed", "prompts", NULL};
 /* workload.kind: the synthetic arrival kinds (workload.h's names, in dkv_arrival_kind order),
- * then "trace" (index dkv_arrival_names.n) */
+ * then "trace" and "prompts" */
+#define WL_TRACE (dkv_arrival_names.n)
+#define WL_PROMPTS (dkv_arrival_names.n + 1)
 static const dkv_names *wl_kind_names(void)
 {
     static const char *kinds[16];
     static dkv_names t;
     if (t.n == 0) {
-        int n = dkv_arrival_names.n < 15 ? dkv_arrival_names.n : 15;
+        int n = dkv_arrival_names.n < 14 ? dkv_arrival_names.n : 14;
         for (int i = 0; i < n; i++)
             kinds[i] = dkv_names_at(&dkv_arrival_names, i);
         kinds[n] = "trace";
-        t = (dkv_names){"workload.kind", kinds, sizeof kinds[0], n + 1, false};
+        kinds[n + 1] = "prompts";
+        t = (dkv_names){"workload.kind", kinds, sizeof kinds[0], n + 2, false};
     }
     return &t;
 }
 
+/* workload.prompts = {file = PATH, gen = G, interval_s = X}: a prompts file (docs/WORKLOADS.md). */
+static dkv_status read_prompts(pt *p, dkv_lsim *s, dkv_workload_opts *o, dkv_err *err)
+{
+    static const char *const keys[] = {"file", "gen", "interval_s", NULL};
+    static const char *const unused[] = {"n", "rate", "cv", "interval_s", "users", "think_s", "think_exponential",
+                                         "stagger_first", "prompt", "gen", "file", "format", "lenient",
+                                         "prompt_min", NULL};
+    lua_State *L = p->L;
+    for (const char *const *k = unused; *k; k++)
+        if (has(p, *k))
+            dkv_lconf_error(L, p->path, *k, "is not used with prompts (set it inside workload.prompts, or drop it)");
+    pt q;
+    pt_sub(p, "prompts", &q, keys);
+    const char *file = dkv_lconf_string(L, q.in, q.path, "file", NULL, DKV_LCONF_REQUIRED);
+    lua_pushstring(L, file);
+    lua_setfield(L, q.out, "file");
+    dkv_prompts_cfg c = {0};
+    c.gen = (uint32_t)gint(&q, "gen", 256, 1, U32MAX);
+    c.interval_s = gnum(&q, "interval_s", 0, 0, HUGE_VAL, 0);
+    c.vocab = s->model.vocab;
+    dkv_tokenizer tok;
+    dkv_tokenizer_kind k = DKV_TOKENIZER_NONE;
+    if (s->model.tokenizer[0] && dkv_tokenizer_parse(s->model.tokenizer, &k, err) != DKV_OK)
+        return DKV_EINVAL;
+    if (dkv_tokenizer_init(&tok, k, s->model.vocab, s->model.mask_id, err) != DKV_OK)
+        return DKV_EINVAL;
+    c.tok = &tok;
+    lua_pushstring(L, dkv_tokenizer_name(k));
+    lua_setfield(L, q.out, "tokenizer");
+    /* generations are rounded up to whole blocks unless told otherwise */
+    o->gen_multiple_of = (uint32_t)gint(p, "gen_multiple_of", s->ec.decode.block_len, 0, U32MAX);
+    return dkv_workload_prompts(file, &c, o, &s->w, err);
+}
 
 static void parse_workload(pt *root, dkv_lsim *s)
 {
@@ -179,8 +234,11 @@ static void parse_workload(pt *root, dkv_lsim *s)
     pt p;
     pt_sub(root, "workload", &p, wl_keys);
     dkv_err err = {0};
-    const int trace = dkv_arrival_names.n;
-    int kind = genum(&p, "kind", wl_kind_names(), has(&p, "file") ? trace : 0);
+    int kind = genum(&p, "kind", wl_kind_names(), has(&p, "prompts") ? WL_PROMPTS : has(&p, "file") ? WL_TRACE : 0);
+    if (kind == WL_PROMPTS && !has(&p, "prompts"))
+        dkv_lconf_error(L, p.path, "prompts", "kind 'prompts' needs workload.prompts = {file = ...}");
+    if (kind != WL_PROMPTS && has(&p, "prompts"))
+        dkv_lconf_error(L, p.path, "kind", "is '%s', but workload.prompts is set", dkv_names_at(wl_kind_names(), kind));
     dkv_workload_opts o;
     dkv_workload_opts_default(&o);
     o.first_n = (uint32_t)gint(&p, "first_n", 0, 0, U32MAX);
@@ -197,7 +255,9 @@ static void parse_workload(pt *root, dkv_lsim *s)
     o.seed = (uint64_t)gint(&p, "seed", (int64_t)s->seed, 0, INT64_MAX);
     uint32_t B = s->ec.decode.block_len;
     dkv_status st;
-    if (kind == trace) {
+    if (kind == WL_PROMPTS) {
+        st = read_prompts(&p, s, &o, &err);
+    } else if (kind == WL_TRACE) {
         const char *file = dkv_lconf_string(L, p.in, p.path, "file", NULL, DKV_LCONF_REQUIRED);
         lua_pushstring(L, file);
         lua_setfield(L, p.out, "file");
@@ -246,6 +306,23 @@ static void parse_workload(pt *root, dkv_lsim *s)
     lua_setfield(L, p.out, "source");
     set_resolved_int(&p, "count", (int64_t)dkv_workload_count(s->w));
     set_resolved_int(&p, "skipped", (int64_t)dkv_workload_skipped(s->w));
+    uint64_t lines[DKV_WORKLOAD_SKIPPED_LINES];
+    size_t nl = dkv_workload_skipped_lines(s->w, lines, DKV_WORKLOAD_SKIPPED_LINES);
+    if (nl > 0) {   /* lenient reading: say how many lines were skipped, and which (provenance too) */
+        char list[128] = "";
+        lua_createtable(L, (int)nl, 0);
+        for (size_t i = 0; i < nl; i++) {
+            lua_pushinteger(L, (lua_Integer)lines[i]);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+            size_t k = strlen(list);
+            snprintf(list + k, sizeof list - k, "%s%llu", i ? ", " : "", (unsigned long long)lines[i]);
+        }
+        lua_setfield(L, p.out, "skipped_lines");
+        uint64_t n = dkv_workload_skipped(s->w);
+        dkv_lua_notice(L, "%s: lenient reading of %s skipped %llu malformed line%s (line%s %s%s)", p.path,
+                       dkv_workload_source(s->w), (unsigned long long)n, n == 1 ? "" : "s", nl == 1 ? "" : "s", list,
+                       n > nl ? ", ..." : "");
+    }
     s->ec.workload = s->w;
 }
 
@@ -299,19 +376,17 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
     dkv_engine_config *c = &s->ec;
     dkv_mem_options *m = &c->mem;
     m->kind = (dkv_mem_kind)genum(p, "kind", &dkv_mem_kind_names, m->kind);
-    m->capacity_bytes = (uint64_t)gnum(p, "capacity_bytes", (double)m->capacity_bytes, 0, HUGE_VAL, 0);
+    m->capacity_bytes = gbytes(p, "capacity_bytes", m->capacity_bytes);
     c->sizing.block_tokens = (uint32_t)gint(p, "block_tokens", c->sizing.block_tokens, 1, U32MAX);
     m->chunk_blocks = (uint32_t)gint(p, "chunk_blocks", m->chunk_blocks, 1, U32MAX);
-    m->initial_bytes = (uint64_t)gnum(p, "initial_bytes", (double)m->initial_bytes, 0, HUGE_VAL, 0);
+    m->initial_bytes = gbytes(p, "initial_bytes", m->initial_bytes);
     m->grow = gbool(p, "grow", m->grow);
     m->shrink = gbool(p, "shrink", m->shrink);
-    double mss = gnum(p, "max_split_size", m->max_split_size == UINT64_MAX ? 0 : (double)m->max_split_size, 0,
-                      HUGE_VAL, 0);
+    double mss = (double)gbytes(p, "max_split_size", m->max_split_size == UINT64_MAX ? 0 : m->max_split_size);
     m->max_split_size = mss > 0 ? (uint64_t)mss : UINT64_MAX;
     c->sizing.margin = gnum(p, "margin", c->sizing.margin, 0, 1, DKV_LCONF_HI_OPEN);
     c->sizing.kv_frac = gnum(p, "kv_frac", c->sizing.kv_frac, 0, 1, DKV_LCONF_LO_OPEN);
-    c->device_capacity_bytes = (uint64_t)gnum(p, "device_capacity_bytes", (double)c->device_capacity_bytes, 0,
-                                              HUGE_VAL, 0);
+    c->device_capacity_bytes = gbytes(p, "device_capacity_bytes", c->device_capacity_bytes);
     m->device_malloc_s = gnum(p, "malloc_s", m->device_malloc_s, 0, HUGE_VAL, 0);   /* < 0: resolved */
     m->device_free_s = gnum(p, "free_s", m->device_free_s, 0, HUGE_VAL, 0);
 }
@@ -345,19 +420,30 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
         dkv_lconf_error(L, q.path, "t2", "must be >= t1 (%g < %g)", c->offload.t2, c->offload.t1);
     c->offload.lowrank_ratio = gnum(&q, "lowrank_ratio", c->offload.lowrank_ratio, 0, 1, DKV_LCONF_LO_OPEN);
     c->offload.pinned = gbool(&q, "pinned", c->offload.pinned);
+    if (c->offload.mode == DKV_OFFLOAD_NONE)
+        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", "pinned", NULL},
+                    "offload.mode is '%s'", "none");
+    else if (c->offload.mode == DKV_OFFLOAD_PLAIN)
+        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", NULL}, "offload.mode is '%s'", "plain");
 
     static const char *const fk[] = {"rule", "delay_steps", "delay_s", NULL};
     pt_sub(&p, "lifecycle", &q, fk);
     c->lifecycle.rule = (dkv_release_rule)genum(&q, "rule", &dkv_release_rule_names, c->lifecycle.rule);
     c->lifecycle.delay_steps = (uint32_t)gint(&q, "delay_steps", c->lifecycle.delay_steps, 0, U32MAX);
     c->lifecycle.delay_s = gnum(&q, "delay_s", c->lifecycle.delay_s, 0, HUGE_VAL, 0);
+    if (c->lifecycle.rule == DKV_RELEASE_IMMEDIATE)
+        unused_when(&q, (const char *const[]){"delay_steps", "delay_s", NULL}, "lifecycle.rule is '%s'",
+                    "immediate");
 
     static const char *const rk[] = {"rho", "set", "mode", "rho_min", "rho_max", "ent_a", "ent_b", "entropies",
-                                     "callback", "seed", NULL};
+                                     "callback", "seed", "clamp", NULL};
     pt_sub(&p, "retention", ret_keep, rk);
     dkv_retention_config *r = &c->retention;
+    lua_getfield(L, ret_keep->in, "rho");
+    bool rho_given = !lua_isnil(L, -1);   /* -1 given is an error, not "the preset's" */
+    lua_pop(L, 1);
     r->rho = gnum(ret_keep, "rho", r->rho, -1, 1, 0); /* -1: the GPU preset's, resolved later */
-    if (r->rho == 0 || (r->rho < 0 && r->rho != -1))
+    if (r->rho == 0 || (r->rho < 0 && (rho_given || r->rho != -1)))
         dkv_lconf_error(L, ret_keep->path, "rho", "must be in (0, 1] (got %g)", r->rho);
     r->set = (dkv_retain_set)genum(ret_keep, "set", &dkv_retain_set_names, r->set);
     bool has_cb = has(ret_keep, "callback");
@@ -369,6 +455,18 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     r->ent_a = gnum(ret_keep, "ent_a", r->ent_a, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
     r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
     r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
+    r->clamp = gbool(ret_keep, "clamp", r->clamp);
+    if (c->decode.cache != DKV_CACHE_SPARSE)
+        unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
+                    dkv_cache_mode_name(c->decode.cache));
+    if (r->mode == DKV_RHO_FIXED)
+        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
+                    "retention.mode is '%s'", "fixed");
+    else if (r->mode == DKV_RHO_ENTROPY)
+        unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
+    else
+        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
+                    "callback");
     if (lua_getfield(L, ret_keep->in, "entropies") != LUA_TNIL) {
         if (!lua_istable(L, -1))
             dkv_lconf_error(L, ret_keep->path, "entropies", "expected an array of numbers in [0, 1]");
@@ -415,6 +513,10 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     k->block_s = gnum(rt_keep, "block_s", k->block_s, 0, HUGE_VAL, 0);
     k->pool_step_s = gnum(rt_keep, "pool_step_s", k->pool_step_s, 0, HUGE_VAL, 0);
     k->plain_step_s = gnum(rt_keep, "plain_step_s", k->plain_step_s, 0, HUGE_VAL, 0);
+    if (!c->routing.enabled)
+        unused_when(rt_keep, (const char *const[]){"threshold_tokens", "setup_s", "block_s", "pool_step_s",
+                                                   "plain_step_s", NULL},
+                    "routing.enabled is %s", "false");
 }
 
 static const char *const ins_keys[] = {"n", "placement", "guaranteed_frac", "burst_frac", "weights", "gpu_share",

@@ -51,4 +51,10 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
  * writes them as run attributes).  Strings are copied. */
 void dkv_lsim_result_set_device(lua_State *L, int idx, const char *device, const char *driver);
 
+/* Hands a backend's per-request outputs (lua/exec_outputs.h) to the result at idx, which then
+ * owns them (*o is left empty): dkv.save writes them into the run (docs/HDF5_SCHEMA.md,
+ * "Generated tokens and text"), as text where the configuration's model has a tokenizer. */
+struct dkv_exec_outputs;
+void dkv_lua_result_take_outputs(lua_State *L, int idx, struct dkv_exec_outputs *o);
+
 #endif

@@ -271,9 +271,16 @@ static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
 #endif
 
 /* dkv.execute(cfg [, opts]) -> result, device */
+static int execute_body(lua_State *L);
+
 static int l_execute(lua_State *L)
 {
     dkv_lua_param_gate(L);
+    return dkv_lua_timed(L, execute_body);
+}
+
+static int execute_body(lua_State *L)
+{
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 2);
 #ifndef DKV_HAVE_CUDA
@@ -302,6 +309,7 @@ static int l_execute(lua_State *L)
     if (x->outputs) {
         push_outputs(L, &x->out);
         lua_setfield(L, -2, "outputs");
+        dkv_lua_result_take_outputs(L, -2, &x->out);   /* dkv.save writes them into the run */
     }
     dkv_cuda_backend_report_clear(&x->rep);
     dkv_exec_outputs_free(&x->out);

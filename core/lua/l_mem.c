@@ -177,6 +177,7 @@ static int l_tick(lua_State *L)
 {
     dkv_mem *m = check_mem(L);
     double t = luaL_checknumber(L, 2);
+    luaL_argcheck(L, isfinite(t), 2, "the time must be a finite number of seconds");
     dkv_err e = {0};
     if (dkv_mem_tick(m, t, &e) != DKV_OK)
         return push_fail(L, &e);

@@ -12,10 +12,11 @@
 #include "engine/backend.h"
 #include "lua/dkv_lua.h"
 #include "lua/lconf.h"
+#include "workload/tokenizer.h"
 
 /* ------------------------------------------------------------------ field tables */
 
-typedef enum { PF_STR, PF_U32, PF_F64, PF_BOOL, PF_DTYPE, PF_DOC, PF_CURVE, PF_KCLASS } pf_type;
+typedef enum { PF_STR, PF_U32, PF_F64, PF_BOOL, PF_DTYPE, PF_DOC, PF_CURVE, PF_KCLASS, PF_TOKENIZER } pf_type;
 
 typedef struct pfield {
     const char *name;
@@ -46,6 +47,7 @@ static const pfield model_fields[] = {
     MF(weight_dtype, PF_DTYPE, 0, 0, 0),
     MF(kv_dtype, PF_DTYPE, 0, 0, 0),
     MF(act_dtype, PF_DTYPE, 0, 0, 0),
+    MF(tokenizer, PF_TOKENIZER, 0, 0, 0),
 };
 #undef MF
 
@@ -346,6 +348,15 @@ static void read_fields(lua_State *L, int t, const char *path, const pfield *f, 
             strcpy(base + p->off, s);
             break;
         }
+        case PF_TOKENIZER: {   /* "none" (default) or a tokenizer of core/workload/tokenizer.h */
+            const char *s = dkv_lconf_string(L, t, path, p->name, "none", 0);
+            dkv_tokenizer_kind k;
+            dkv_err e = {0};
+            if (dkv_tokenizer_parse(s, &k, &e) != DKV_OK)
+                dkv_lconf_error(L, path, p->name, "%s", e.msg);
+            snprintf(base + p->off, sizeof ((dkv_model *)0)->tokenizer, "%s", dkv_tokenizer_name(k));
+            break;
+        }
         case PF_U32: {
             int64_t v = dkv_lconf_integer(L, t, path, p->name, 0, (int64_t)p->lo, INT64_MAX, flags);
             if (v > UINT32_MAX)
@@ -423,6 +434,12 @@ static void check_at(lua_State *L, int idx, const char *path, const char *kind, 
     } else {
         if (dkv_model_validate(out, &err) != DKV_OK)
             dkv_lconf_error(L, p, NULL, "%s", err.msg);
+        const dkv_model *m = out;
+        dkv_tokenizer_kind k;
+        dkv_tokenizer tok;
+        if (dkv_tokenizer_parse(m->tokenizer, &k, &err) != DKV_OK ||
+            dkv_tokenizer_init(&tok, k, m->vocab, m->mask_id, &err) != DKV_OK)
+            dkv_lconf_error(L, p, "tokenizer", "%s", err.msg);
     }
 }
 
@@ -458,7 +475,7 @@ static void push_fields(lua_State *L, const pfield *f, size_t nf, const void *in
         const pfield *p = &f[i];
         switch (p->type) {
         case PF_DOC: continue;
-        case PF_STR: lua_pushstring(L, base + p->off); break;
+        case PF_STR: case PF_TOKENIZER: lua_pushstring(L, base + p->off); break;
         case PF_U32: lua_pushinteger(L, *(const uint32_t *)(base + p->off)); break;
         case PF_F64: lua_pushnumber(L, *(const double *)(base + p->off)); break;
         case PF_BOOL: lua_pushboolean(L, *(const bool *)(base + p->off)); break;

@@ -44,6 +44,8 @@ typedef struct dkv_model {
     dkv_dtype weight_dtype;
     dkv_dtype kv_dtype;
     dkv_dtype act_dtype;
+    char     tokenizer[16]; /* the tokenizer dkv knows for it ("byte"; "" or "none": token ids only;
+                             * core/workload/tokenizer.h) */
 } dkv_model;
 
 /* Checks dimensions (non-zero, heads divide, head_dim*n_heads == hidden unless documented). */

@@ -104,9 +104,17 @@ dkv_status dkv_retention_next_rho(dkv_retention *r, uint64_t request, uint32_t b
         double x = c->callback(c->callback_ud, request, block, c->rho);
         if (!isfinite(x))
             return dkv_err_set(err, DKV_EINVAL,
-                               "retention.callback returned %g for request %llu block %u: need a number", x,
-                               (unsigned long long)request, block);
+                               "retention.callback returned %s for request %llu block %u: need a finite number in "
+                               "[rho_min, rho_max] = [%g, %g]",
+                               isnan(x) ? "nan" : x > 0 ? "inf" : "-inf", (unsigned long long)request, block, c->rho_min, c->rho_max);
+        if ((x < c->rho_min || x > c->rho_max) && !c->clamp)
+            return dkv_err_set(err, DKV_ERANGE,
+                               "retention.callback returned %g for request %llu block %u: outside [rho_min, rho_max] "
+                               "= [%g, %g] (retention.clamp = true clamps such values and counts them)",
+                               x, (unsigned long long)request, block, c->rho_min, c->rho_max);
         v = clampd(x, c->rho_min, c->rho_max);
+        if (v != x)
+            r->n_clamped++;
         break;
     }
     }

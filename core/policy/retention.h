@@ -22,7 +22,7 @@
  *     rho = clamp(rho_min + (rho_max - rho_min) * e, rho_min, rho_max)
  * (spread-out attention -> keep more; E[rho] = rho_min + (rho_max - rho_min) * E[e]);
  * DKV_RHO_CALLBACK: a function (e.g. a Lua callback the engine wraps) returns rho per block,
- * clamped to [rho_min, rho_max].  dkv_retention_rho_fn has decode.h's dkv_rho_fn signature, so
+ * which must lie in [rho_min, rho_max] (an error otherwise; cfg.clamp clamps and counts).  dkv_retention_rho_fn has decode.h's dkv_rho_fn signature, so
  * the engine can hand a dkv_retention to the decoding model as its rho_fn/rho_ctx.
  *
  * Pure computation (random draws through util/rng.h from a fixed seed).  Units: tokens, bytes.
@@ -71,6 +71,8 @@ typedef struct dkv_retention_config {
     dkv_retention_cb callback; /* DKV_RHO_CALLBACK: required */
     void  *callback_ud;        /* borrowed */
     uint64_t seed;             /* entropy draws.  Default 1 */
+    bool clamp;                /* CALLBACK: a value outside [rho_min, rho_max] is clamped (and
+                                  counted in n_clamped) instead of an error.  Default false */
 } dkv_retention_config;
 
 void       dkv_retention_config_default(dkv_retention_config *c);
@@ -83,14 +85,16 @@ typedef struct dkv_retention {
     size_t   next_sample;
     uint64_t n_blocks;         /* rho values handed out */
     double   rho_sum;          /* their sum (mean = rho_sum / n_blocks) */
+    uint64_t n_clamped;        /* callback values clamped into [rho_min, rho_max] (cfg.clamp) */
     dkv_err  err;              /* first callback error, if any */
 } dkv_retention;
 
 /* Validates c and starts a state (no allocation). */
 dkv_status dkv_retention_init(dkv_retention *r, const dkv_retention_config *c, dkv_err *err);
 
-/* rho for the next block of `request` (FIXED: cfg.rho; ENTROPY: a draw; CALLBACK: the callback,
- * clamped).  Fails (DKV_EINVAL, naming "retention.callback") on a non-finite callback value. */
+/* rho for the next block of `request` (FIXED: cfg.rho; ENTROPY: a draw; CALLBACK: the callback).
+ * Fails (DKV_EINVAL, naming "retention.callback", the request, the block and the value) on a
+ * non-finite callback value, and on one outside [rho_min, rho_max] unless cfg.clamp. */
 dkv_status dkv_retention_next_rho(dkv_retention *r, uint64_t request, uint32_t block, double *rho, dkv_err *err);
 
 /* decode.h's dkv_rho_fn: ctx is a dkv_retention*.  Ignores the rho passed in (uses the state's

@@ -136,7 +136,7 @@ dkv_status dkv_lengths_load(const char *path, dkv_lengths **out, dkv_err *err)
     *out = NULL;
     char *buf;
     size_t len;
-    dkv_status rc = dkv_wl_slurp(path, &buf, &len, err);
+    dkv_status rc = dkv_wl_slurp(path, 0, &buf, &len, err);
     if (rc != DKV_OK) return rc;
     size_t cap = 1024;
     dkv_lengths *t;

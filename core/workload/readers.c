@@ -331,7 +331,7 @@ dkv_status dkv_wl_read_csv(dkv_workload *w, dkv_trace_format fmt, const char *pa
         }
         if (why) {
             if (o->lenient) {
-                w->skipped++;
+                dkv_workload__skip(w, ln);
                 continue;
             }
             return dkv_err_set(err, DKV_EFORMAT, "%s:%lu: %s%s%s (field %s)", path, ln, why, bad[0] ? ", got " : "",
@@ -370,7 +370,7 @@ dkv_status dkv_workload_read(const char *path, dkv_trace_format fmt, const dkv_w
         return dkv_err_set(err, DKV_EINVAL, "%s: unknown trace format %d", path, fmt);
     char *buf;
     size_t len;
-    rc = dkv_wl_slurp(path, &buf, &len, err);
+    rc = dkv_wl_slurp(path, opts->max_file_bytes, &buf, &len, err);
     if (rc != DKV_OK) return rc;
     if (fmt == DKV_FMT_AUTO) {   /* a reader that recognises the file; else a CSV, told by its header */
         const char *s = buf;

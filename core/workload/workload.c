@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void dkv_workload_opts_default(dkv_workload_opts *o)
 {
@@ -53,6 +54,9 @@ dkv_request *dkv_wl_push(dkv_workload *w)
         size_t *h = realloc(w->hash_off, cap * sizeof *h);
         if (!h) return NULL;
         w->hash_off = h;
+        size_t *t = realloc(w->tok_off, (cap + 1) * sizeof *t);
+        if (!t) return NULL;
+        w->tok_off = t;
         w->cap = cap;
     }
     dkv_request *r = &w->req[w->n];
@@ -60,8 +64,26 @@ dkv_request *dkv_wl_push(dkv_workload *w)
     r->user = DKV_NO_USER;
     r->next_of_user = DKV_NO_NEXT;
     w->hash_off[w->n] = w->n_hashes;
+    w->tok_off[w->n] = w->n_toks;
     w->n++;
+    w->tok_off[w->n] = w->n_toks;
     return r;
+}
+
+dkv_status dkv_wl_push_tokens(dkv_workload *w, const uint32_t *ids, size_t n, dkv_err *err)
+{
+    if (w->n_toks + n > w->cap_toks) {
+        size_t cap = w->cap_toks ? w->cap_toks : 4096;
+        while (cap < w->n_toks + n) cap *= 2;
+        uint32_t *p = realloc(w->toks, cap * sizeof *p);
+        if (!p) return dkv_err_set(err, DKV_ENOMEM, "workload: out of memory for prompt tokens");
+        w->toks = p;
+        w->cap_toks = cap;
+    }
+    memcpy(w->toks + w->n_toks, ids, n * sizeof *ids);
+    w->n_toks += n;
+    w->tok_off[w->n] = w->n_toks;
+    return DKV_OK;
 }
 
 dkv_status dkv_wl_push_hash(dkv_workload *w, uint64_t h, dkv_err *err)
@@ -83,6 +105,7 @@ void dkv_wl_pop(dkv_workload *w)
     if (w->n == 0) return;
     w->n--;
     w->n_hashes = w->hash_off[w->n];
+    w->n_toks = w->tok_off[w->n];
 }
 
 void dkv_workload_free(dkv_workload *w)
@@ -91,6 +114,8 @@ void dkv_workload_free(dkv_workload *w)
     free(w->req);
     free(w->hash_off);
     free(w->hashes);
+    free(w->tok_off);
+    free(w->toks);
     free(w->arrival0);
     free(w);
 }
@@ -155,10 +180,21 @@ dkv_status dkv_wl_finish(dkv_workload *w, const dkv_workload_opts *opts, bool re
     if (rc != DKV_OK) return rc;
     if (opts->first_n && w->n > opts->first_n) {
         w->n_hashes = w->hash_off[opts->first_n];
+        w->n_toks = w->tok_off[opts->first_n];
         w->n = opts->first_n;
     }
-    for (size_t i = 0; i < w->n; i++)
-        w->req[i].hash_ids = w->req[i].n_hash_ids ? w->hashes + w->hash_off[i] : NULL;
+    for (size_t i = 0; i < w->n; i++) {
+        dkv_request *r = &w->req[i];
+        r->hash_ids = r->n_hash_ids ? w->hashes + w->hash_off[i] : NULL;
+        size_t nt = w->tok_off[i + 1] - w->tok_off[i];
+        r->tokens = nt ? w->toks + w->tok_off[i] : NULL;
+        if (nt && nt != r->prompt_tokens)
+            return dkv_err_set(err, DKV_EINVAL, "workload: request %llu: %zu prompt token ids for prompt_tokens %u",
+                               (unsigned long long)r->id, nt, r->prompt_tokens);
+        if (nt && opts->prompt_min > nt)
+            return dkv_err_set(err, DKV_EINVAL, "workload: request %llu: option 'prompt_min' (%u) cannot lengthen a "
+                               "prompt given by its %zu token ids", (unsigned long long)r->id, opts->prompt_min, nt);
+    }
 
     if (rebase && w->n > 0) {
         double t0 = INFINITY;
@@ -256,6 +292,14 @@ dkv_status dkv_workload_from_requests(const dkv_request *reqs, size_t n, const d
         *r = reqs[i];
         r->n_hash_ids = 0;
         r->hash_ids = NULL;
+        r->tokens = NULL;
+        if (reqs[i].tokens) {
+            dkv_status rc = dkv_wl_push_tokens(w, reqs[i].tokens, reqs[i].prompt_tokens, err);
+            if (rc != DKV_OK) {
+                dkv_workload_free(w);
+                return rc;
+            }
+        }
         for (uint32_t j = 0; j < reqs[i].n_hash_ids; j++) {
             dkv_status rc = dkv_wl_push_hash(w, reqs[i].hash_ids[j], err);
             if (rc != DKV_OK) {
@@ -281,6 +325,21 @@ size_t dkv_workload_count(const dkv_workload *w) { return w ? w->n : 0; }
 const dkv_request *dkv_workload_get(const dkv_workload *w, size_t i) { return w && i < w->n ? &w->req[i] : NULL; }
 const dkv_request *dkv_workload_requests(const dkv_workload *w) { return w ? w->req : NULL; }
 uint64_t dkv_workload_skipped(const dkv_workload *w) { return w ? w->skipped : 0; }
+
+size_t dkv_workload_skipped_lines(const dkv_workload *w, uint64_t *out, size_t max)
+{
+    size_t n = 0;
+    for (; w && n < max && n < w->skipped && n < DKV_WORKLOAD_SKIPPED_LINES; n++)
+        out[n] = w->skipped_lines[n];
+    return n;
+}
+
+void dkv_workload__skip(dkv_workload *w, unsigned long ln)
+{
+    if (w->skipped < DKV_WORKLOAD_SKIPPED_LINES)
+        w->skipped_lines[w->skipped] = ln;
+    w->skipped++;
+}
 const char *dkv_workload_source(const dkv_workload *w) { return w ? w->source : ""; }
 bool dkv_workload_is_closed(const dkv_workload *w) { return w && w->closed; }
 uint32_t dkv_workload_users(const dkv_workload *w) { return w && w->closed ? w->n_users : 0; }
@@ -371,15 +430,24 @@ dkv_status dkv_workload_summarize(const dkv_workload *w, dkv_workload_summary *o
 
 /* ------------------------------------------------------------------ file reading */
 
-dkv_status dkv_wl_slurp(const char *path, char **buf, size_t *len, dkv_err *err)
+dkv_status dkv_wl_slurp(const char *path, uint64_t max_bytes, char **buf, size_t *len, dkv_err *err)
 {
     *buf = NULL;
     *len = 0;
+    if (max_bytes == 0)
+        max_bytes = DKV_WORKLOAD_MAX_FILE_BYTES;
     FILE *f = fopen(path, "rb");
     if (!f) return dkv_err_set(err, errno == ENOENT ? DKV_ENOENT : DKV_EIO, "%s: cannot open: %s", path,
                                strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > max_bytes) {
+        fclose(f);
+        return dkv_err_set(err, DKV_EFORMAT, "%s: %llu bytes, more than the readers' limit of %llu bytes", path,
+                           (unsigned long long)sb.st_size, (unsigned long long)max_bytes);
+    }
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap);
+    dkv_status st = DKV_OK;
     while (b) {
         if (n + 1 >= cap) {
             char *nb = realloc(b, cap * 2);
@@ -391,16 +459,32 @@ dkv_status dkv_wl_slurp(const char *path, char **buf, size_t *len, dkv_err *err)
             b = nb;
             cap *= 2;
         }
-        size_t got = fread(b + n, 1, cap - 1 - n, f);
+        size_t want = cap - 1 - n;
+        if (want > max_bytes + 1 - n)
+            want = max_bytes + 1 - n;   /* one byte past the limit tells a stream without end */
+        size_t got = fread(b + n, 1, want, f);
+        const char *nul = memchr(b + n, '\0', got);
+        if (nul) {   /* /dev/zero, a binary or UTF-16 file: stop at once instead of reading on */
+            size_t at = (size_t)(nul - b), line = 1;
+            for (size_t i = 0; i < at; i++)
+                line += b[i] == '\n';
+            st = dkv_err_set(err, DKV_EFORMAT, "%s:%zu: NUL byte at byte %zu: not a text file", path, line, at);
+            break;
+        }
         n += got;
+        if (n > max_bytes) {
+            st = dkv_err_set(err, DKV_EFORMAT, "%s: more than the readers' limit of %llu bytes (a stream without end?)",
+                             path, (unsigned long long)max_bytes);
+            break;
+        }
         if (got == 0) break;
     }
     int bad = ferror(f);
     fclose(f);
     if (!b) return dkv_err_set(err, DKV_ENOMEM, "%s: out of memory reading the file", path);
-    if (bad) {
+    if (st != DKV_OK || bad) {
         free(b);
-        return dkv_err_set(err, DKV_EIO, "%s: read error", path);
+        return st != DKV_OK ? st : dkv_err_set(err, DKV_EIO, "%s: read error", path);
     }
     b[n] = '\0';
     *buf = b;

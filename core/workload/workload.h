@@ -5,6 +5,8 @@
  *     given CV), fixed (all at t = 0 or a fixed interval), or closed-loop N users with think time;
  *   - a trace reader (dkv_workload_read): Azure LLM CSV, Mooncake FAST'25 JSONL, Vidur CSV,
  *     BurstGPT CSV (docs/WORKLOADS.md shows an example line of each);
+ *   - a prompts file (dkv_workload_prompts): JSONL with the text or the token ids of each prompt,
+ *     so requests carry real prompt tokens (dkv_request.tokens; text via workload/tokenizer.h);
  *   - an array the caller already has (dkv_workload_from_requests).
  *
  *     dkv_workload_opts o;  dkv_workload_opts_default(&o);
@@ -42,6 +44,8 @@ typedef struct dkv_request {
     uint32_t steps_per_block;  /* 0: take the decode config's steps; else this request's own count */
     uint32_t n_hash_ids;       /* Mooncake: number of 512-token prefix blocks hashed */
     const uint64_t *hash_ids;  /* Mooncake hash_ids (prefix sharing); NULL when n_hash_ids == 0 */
+    const uint32_t *tokens;    /* the prompt's token ids (prompt_tokens of them), from a prompts file;
+                                * NULL: the workload gives lengths only and a backend makes its own */
     uint32_t user;             /* closed loop: the user issuing it; DKV_NO_USER otherwise */
     uint32_t next_of_user;     /* closed loop: index of this user's next request; DKV_NO_NEXT otherwise */
     double   think_s;          /* closed loop: think time before this request, after the previous one
@@ -66,7 +70,13 @@ typedef struct dkv_workload_opts {
     uint32_t steps_min, steps_max;    /* if steps_max > 0: draw each request's steps_per_block
                                        * uniformly in [steps_min, steps_max] (seeded by `seed`) */
     uint64_t seed;             /* for step draws (and nothing else in readers) */
+    uint64_t max_file_bytes;   /* readers: a larger file (or a stream without end, /dev/zero) is an
+                                * error; 0 = DKV_WORKLOAD_MAX_FILE_BYTES */
 } dkv_workload_opts;
+
+/* The largest trace or lengths file a reader takes by default (2 GiB: the published traces are a
+ * few hundred MB).  The readers also refuse a NUL byte (not a text file) where they meet it. */
+#define DKV_WORKLOAD_MAX_FILE_BYTES (2ull << 30)
 
 /* first_n 0, scales 1, not lenient, no clamps, no rounding, no step draws, seed 1. */
 void dkv_workload_opts_default(dkv_workload_opts *o);
@@ -172,9 +182,31 @@ const char *dkv_trace_format_name(dkv_trace_format f);
 dkv_status dkv_workload_read(const char *path, dkv_trace_format fmt, const dkv_workload_opts *opts,
                              dkv_workload **out, dkv_err *err);
 
+/* ------------------------------------------------------------------ prompts files */
+
+struct dkv_tokenizer;
+
+/* A prompts file (docs/WORKLOADS.md, "Prompts files"): JSONL, one object per non-blank line,
+ *     {"text": "Once upon a time"}          encoded by cfg->tok (a model with a known tokenizer)
+ *     {"tokens": [101, 2023, 2003], "gen": 64}   token ids, each < cfg->vocab
+ * exactly one of "text" and "tokens" (non-empty); "gen" (optional, >= 1) overrides cfg->gen.
+ * Any other key is an error.  Request i (file order) arrives at i * interval_s. */
+typedef struct dkv_prompts_cfg {
+    const struct dkv_tokenizer *tok;  /* encodes "text"; NULL or kind none: "text" is an error */
+    uint32_t vocab;                   /* token ids must be < vocab (> 0) */
+    uint32_t gen;                     /* G of a line without "gen" (> 0) */
+    double   interval_s;              /* >= 0 */
+} dkv_prompts_cfg;
+
+/* Reads a prompts file.  A bad line fails with DKV_EFORMAT and "path:line: reason (field NAME)";
+ * opts->lenient is not accepted (a prompt is not skipped silently), nor prompt_min (it cannot
+ * add tokens); prompt_max keeps the first tokens.  opts may be NULL.  Caller frees *out. */
+dkv_status dkv_workload_prompts(const char *path, const dkv_prompts_cfg *cfg, const dkv_workload_opts *opts,
+                                dkv_workload **out, dkv_err *err);
+
 /* ------------------------------------------------------------------ handle */
 
-/* Copies n requests (hash_ids copied too) into a new workload, sorted by arrival unless
+/* Copies n requests (hash_ids and tokens copied too) into a new workload, sorted by arrival unless
  * requests carry users (closed loop, kept as given).  opts may be NULL.  Caller frees *out. */
 dkv_status dkv_workload_from_requests(const dkv_request *reqs, size_t n, const dkv_workload_opts *opts,
                                       dkv_workload **out, dkv_err *err);
@@ -184,6 +216,12 @@ size_t             dkv_workload_count(const dkv_workload *w);
 const dkv_request *dkv_workload_get(const dkv_workload *w, size_t i);     /* borrowed; NULL if out of range */
 const dkv_request *dkv_workload_requests(const dkv_workload *w);          /* the array, borrowed */
 uint64_t           dkv_workload_skipped(const dkv_workload *w);           /* lines skipped (lenient) */
+/* The line numbers of the first skipped lines (at most DKV_WORKLOAD_SKIPPED_LINES, and max), in
+ * file order; returns how many were written. */
+#define DKV_WORKLOAD_SKIPPED_LINES 5
+size_t dkv_workload_skipped_lines(const dkv_workload *w, uint64_t *out, size_t max);
+/* Readers: counts a malformed line skipped under opts.lenient (line number ln). */
+void dkv_workload__skip(dkv_workload *w, unsigned long ln);
 const char        *dkv_workload_source(const dkv_workload *w);            /* "synth:poisson", file path, ... */
 
 /* ------------------------------------------------------------------ closed loop

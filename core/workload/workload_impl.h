@@ -11,8 +11,12 @@ struct dkv_workload {
     size_t       n, cap;
     uint64_t    *hashes;       /* every request's hash ids, back to back */
     size_t       n_hashes, cap_hashes;
+    size_t      *tok_off;      /* [cap]: start of each request's prompt tokens in `toks` while building */
+    uint32_t    *toks;         /* every request's prompt token ids (prompts files), back to back */
+    size_t       n_toks, cap_toks;
     double      *arrival0;     /* closed loop: initial arrivals, for dkv_workload_closed_reset */
     uint64_t     skipped;
+    uint64_t     skipped_lines[DKV_WORKLOAD_SKIPPED_LINES];   /* the first ones (lenient) */
     bool         closed;
     uint32_t     n_users;
     char         source[256];
@@ -24,6 +28,9 @@ dkv_workload *dkv_wl_new(const char *source);
 dkv_request *dkv_wl_push(dkv_workload *w);
 /* Appends one hash id to the last pushed request. */
 dkv_status dkv_wl_push_hash(dkv_workload *w, uint64_t h, dkv_err *err);
+/* Appends n prompt token ids to the last pushed request (which then carries tokens; its
+ * prompt_tokens must equal the total appended). */
+dkv_status dkv_wl_push_tokens(dkv_workload *w, const uint32_t *ids, size_t n, dkv_err *err);
 /* Removes the last pushed request and its hash ids (a line that turned out malformed). */
 void dkv_wl_pop(dkv_workload *w);
 
@@ -48,6 +55,6 @@ dkv_status dkv_wl_read_mooncake(dkv_workload *w, const char *path, char *buf, si
 char *dkv_wl_next_line(char **p);
 
 /* Reads a whole file into a NUL-terminated buffer (caller frees). */
-dkv_status dkv_wl_slurp(const char *path, char **buf, size_t *len, dkv_err *err);
+dkv_status dkv_wl_slurp(const char *path, uint64_t max_bytes, char **buf, size_t *len, dkv_err *err);
 
 #endif

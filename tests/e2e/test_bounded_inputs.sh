@@ -31,4 +31,74 @@ out=$("$DKV" run "$T/sel2.lua" --shard 1/3 2>&1) || fail "select: $out"
 [ "$out" = "2,5" ] || fail "shard 1/3 of 1..7: '$out'"
 out=$("$DKV" run "$T/sel2.lua" 2>&1) || fail "select: $out"
 [ "$out" = "1,2,3,4,5,6,7" ] || fail "no shard: '$out'"
+
+# defect 15: workload.file = "/dev/zero" was read without bound, outside the memory cap
+cat >"$T/zero.lua" <<'LUA'
+local dkv = require "dkv"
+dkv.simulate{model = "tiny", gpu = "h200", workload = {file = "/dev/zero", format = "vidur"}}
+LUA
+out=$(timeout 30 "$DKV" run "$T/zero.lua" 2>&1); rc=$?
+[ $rc = 1 ] || fail "workload.file = /dev/zero: exit $rc (124 = read without end): $out"
+grep -q '/dev/zero:1: NUL byte at byte 0: not a text file' <<<"$out" || fail "message: $out"
+
+# defect 15: a __tostring returning 64 MiB was printed whole (print and error)
+cat >"$T/ts.lua" <<'LUA'
+local big = setmetatable({}, {__tostring = function() return string.rep("x", 1 << 26) end})
+print(big)
+error(big)
+LUA
+timeout 60 "$DKV" run "$T/ts.lua" >"$T/ts.out" 2>"$T/ts.err"; rc=$?
+[ $rc = 1 ] || fail "error(big): exit $rc"
+n=$(wc -c <"$T/ts.out"); [ "$n" -lt 70000 ] || fail "print(big) printed $n bytes"
+grep -q '\.\.\. \[67043328 more bytes of __tostring output cut\]' "$T/ts.out" || fail "print says what it cut"
+n=$(wc -c <"$T/ts.err"); [ "$n" -lt 20000 ] || fail "error(big) printed $n bytes"
+grep -q 'more bytes of the error message cut\]' "$T/ts.err" || fail "error says what it cut: $(head -c 300 "$T/ts.err")"
+printf 'print("a", 1, nil, true, {1} ~= nil)\n' >"$T/p.lua"
+out=$("$DKV" run "$T/p.lua" 2>&1) || fail "print: $out"
+[ "$out" = "$(printf 'a\t1\tnil\ttrue\ttrue')" ] || fail "print of plain values: '$out'"
+
+# defect 15: numbers that do not fit where they go are errors naming the field
+sim() {   # extra-config-fields -> output of a dkv.simulate with them
+    printf 'local dkv = require "dkv"\ndkv.simulate{model = "tiny", gpu = "h200",\n  workload = {kind = "fixed", n = 2, interval_s = 0.001, prompt = 64, gen = 32},\n  decode = {cache = "sparse", block_len = 16}, %s}\n' "$1" >"$T/sim.lua"
+    "$DKV" run "$T/sim.lua" 2>&1
+}
+for v in math.huge 1e20 -1 '0/0'; do
+    out=$(sim "mem = {capacity_bytes = $v}"); rc=$?
+    [ $rc = 1 ] || fail "mem.capacity_bytes = $v: exit $rc: $out"
+    grep -q "mem.capacity_bytes" <<<"$out" || fail "mem.capacity_bytes = $v: message: $out"
+done
+out=$(sim "mem = {device_capacity_bytes = math.huge}") && fail "device_capacity_bytes = inf accepted"
+grep -q "mem.device_capacity_bytes" <<<"$out" || fail "message: $out"
+out=$(sim "policies = {retention = {rho = -1}}"); rc=$?
+[ $rc = 1 ] || fail "retention.rho = -1: exit $rc (quietly the preset's value): $out"
+grep -q "policies.retention.rho.*must be in (0, 1\] (got -1)" <<<"$out" || fail "rho message: $out"
+out=$(sim "policies = {retention = {rho = 0.5}}") || fail "rho = 0.5 refused: $out"
+
+printf 'local dkv = require "dkv"\nlocal m = dkv.mem.new{kind = "caching", capacity = 2^30}\nm:tick(math.huge)\n' >"$T/tick.lua"
+out=$("$DKV" run "$T/tick.lua" 2>&1); rc=$?
+[ $rc = 1 ] || fail "m:tick(inf): exit $rc: $out"
+grep -qE "tick\.lua:3: bad argument #1 to 'tick' \(the time must be a finite number of seconds\)" <<<"$out" || fail "tick message: $out"
+
+# defect 15: byte totals of 2^63 or more were written as negative int64; now float64 (HDF5_SCHEMA.md)
+cat >"$T/u64.lua" <<'LUA'
+local dkv = require "dkv"
+local r = dkv.simulate{model = "tiny", gpu = "h200",
+  workload = {kind = "fixed", n = 2, interval_s = 0.001, prompt = 64, gen = 32},
+  decode = {cache = "dual", block_len = 16}, mem = {device_capacity_bytes = 1.5e19, capacity_bytes = 1.2e19}}
+assert(r.summary.device_capacity_bytes == 1.5e19, "summary: " .. r.summary.device_capacity_bytes)
+assert(r.summary.kv_capacity_bytes > 0)
+dkv.save(r, "u64")
+LUA
+out=$("$DKV" run "$T/u64.lua" -o "$T/u64.h5" 2>&1) || fail "capacity 1.5e19: $out"
+if /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
+    /usr/bin/python3 - "$T/u64.h5" <<'PY' || fail "byte totals in the file"
+import sys, h5py
+s = h5py.File(sys.argv[1], "r")["runs/u64/summary"].attrs
+assert float(s["device_capacity_bytes"]) == 1.5e19, s["device_capacity_bytes"]
+bad = [k for k, v in s.items() if not isinstance(v, (bytes, str)) and getattr(v, "size", 1) == 1 and float(v) < 0]
+assert not bad, bad
+PY
+else
+    echo "note: /usr/bin/python3 lacks h5py; the file's values are not checked"
+fi
 echo "bounded inputs ok"

@@ -73,7 +73,7 @@ local b = hw.agreement({outputs = {tokens = {{1, 2}}}}, {outputs = {tokens = {{1
 assert(b.token_agreement == 0.5 and b.conf_err_mean == nil and b.logit_rel_err == nil)
 print("agreement ok")
 LUA
-"$DKV" run "$T/agree.lua" | grep -q "agreement ok" || fail "agreement"
+grep -q "agreement ok" <<<"$("$DKV" run "$T/agree.lua")" || fail "agreement"   # grep -q would SIGPIPE the writer under pipefail
 
 # the real half's code path, with a fake dkv.execute (the simulator's result plus a made-up device
 # table with outputs; "plain" offload fails, more than one instance is refused as the backend does)
@@ -130,7 +130,13 @@ for f in hw_h5.tgz ncu.tgz logs.tgz table.txt; do [ -f "$T/dev/$f" ] || fail "st
 DKV="$DKV" RES="$T/res" bash scripts/hw_session.sh post "$T/dev" >"$T/post.txt" 2>&1 || { tail -n 30 "$T/post.txt"; fail "post"; }
 S="$T/res/summary.md"
 grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
-[ "$(grep -c "== compare " "$T/res/post.log")" = 42 ] || fail "33 pairs + 9 calibrated: $(grep -c "== compare " "$T/res/post.log")"
+[ "$(grep -c "== compare " "$T/res/post.log")" = 53 ] || fail "44 pairs + 9 calibrated: $(grep -c "== compare " "$T/res/post.log")"
+# issue 9: the held-out points (every one reported, each target a PASS/MISS column) and the profile imported
+[ "$(grep -c -E "^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS)" "$T/res/summary.md")" = 11 ] \
+    || fail "11 held-out rows: $(grep -A14 "Held-out" "$T/res/summary.md")"
+[ -f "$T/dev/profile.lua" ] && grep -q "^profile: standin-roofline (40 rows, complete = true)" "$T/res/post.log" || fail "profile import"
+[ -f "$T/res/root/datasets/profiles/standin-roofline.lua" ] && grep -q 'profile = "standin-roofline"' \
+    "$T/res/root/datasets/presets/gpu/h200-measured.lua" || fail "profile preset"
 [ "$(grep -c "kernels into run 'val:.*, 0 unknown" "$T/res/post.log")" = 9 ] || fail "9 ncu imports"
 grep -q "plans agree" "$T/res/post.log" && fail "no profiled runs in a stand-in"
 # under the shipped preset: the A100 stand-in is slower (latency fails), the same plans give the

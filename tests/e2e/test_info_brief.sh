@@ -73,4 +73,16 @@ rc=0; "$DKV" info --brief --run nope "$T/s100.h5" >/dev/null 2>"$T/err" || rc=$?
 [ $rc -eq 1 ] && grep -q "has no run 'nope'" "$T/err" || fail "missing run: rc $rc $(cat "$T/err")"
 rc=0; "$DKV" info --brief --script "$T/s100.h5" >/dev/null 2>"$T/err" || rc=$?
 [ $rc -eq 2 ] || fail "--brief --script: rc $rc"
+# a run without an engine (dkv.write_run: backend none, no presets, seed 0) beside a simulated one:
+# empty origin strings and the provenance seed are not differences
+cat >"$T/mixed.lua" <<'LUA'
+local dkv = require "dkv"
+dkv.save(dkv.simulate{model = "llada-8b", gpu = "h200", seed = 9,
+  workload = {kind = "poisson", n = 2, rate = 2, prompt = 64, gen = 32}}, "sim")
+dkv.write_run("plain", {summary = {x = 1}})
+LUA
+"$DKV" run "$T/mixed.lua" -o "$T/mixed.h5" >/dev/null
+m=$("$DKV" info --brief "$T/mixed.h5")
+head -1 <<<"$m" | grep -q "2 runs; differing: none$" || fail "mixed file: $(head -1 <<<"$m")"
+grep -qE "^plain +none +- " <<<"$m" && grep -qE "^sim +sim +[0-9]" <<<"$m" || fail "mixed rows: $m"
 echo "info --brief ok: $n lines for 100 runs"

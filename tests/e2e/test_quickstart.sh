@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test_quickstart.sh - the README's first command does what it promises: the quickstart prints
-# tables of computed numbers, writes results/quickstart.h5 and results/quickstart.png.
+# tables of computed numbers, writes results/quickstart.h5 and results/quickstart.png, and the
+# README's worked example is exactly what it prints (the build folder written as build/release).
 set -uo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}" "${BUILD:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -23,4 +24,11 @@ fi
 [ -s "$T/q/results/quickstart.h5" ] && [ -s "$T/q/results/quickstart.png" ] || fail "outputs"
 info=$("$DKV" info "$T/q/results/quickstart.h5") || fail "dkv info"
 grep -q "run budget" <<<"$info" || fail "dkv info lists the budget run"
+want=$(awk '/^## A worked example/ { sec = 1 } sec && /^```/ { if (inb) exit; inb = 1; next } inb' "$ROOT/README.md")
+[ -n "$want" ] || fail "no worked example block in README.md"
+got=$(sed "s#$BUILD#build/release#g" <<<"$out")
+if [ "$want" != "$got" ]; then
+    diff <(echo "$want") <(echo "$got") | head -20
+    fail "README.md's worked example differs from what scripts/quickstart.sh prints (re-paste it)"
+fi
 echo "quickstart ok"

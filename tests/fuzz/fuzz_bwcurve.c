@@ -1,8 +1,8 @@
 /* fuzz_bwcurve.c - libFuzzer harness: the input is the text cuda/bench/bwcurve.cu prints, as
- * `dkv calibrate --bwcurve FILE` reads it (dkv_calib_add_bwcurve, core/io/calib.c); the points it
+ * `dkv calibrate --bwcurve FILE` reads it (dkv_calib_add_bwcurve, core/analysis/calib.c); the points it
  * accepts go through the bandwidth-curve fit. */
 #include "fuzz_util.h"
-#include "io/calib.h"
+#include "analysis/calib.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,9 +1,9 @@
 /* fuzz_cfg_literal.c - libFuzzer harness: the input is a `config` provenance attribute (a Lua table
  * literal read back from a results file by dkv compare / calibrate), flattened to key/value leaves
- * by dkv_cfg_flatten (core/io/compare_cfg.c).  The bytes are copied into a NUL-terminated string,
+ * by dkv_cfg_flatten (core/analysis/compare_cfg.c).  The bytes are copied into a NUL-terminated string,
  * as the HDF5 string attribute arrives. */
 #include "fuzz_util.h"
-#include "io/compare.h"
+#include "analysis/compare.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,7 +1,7 @@
 /* fuzz_ncu.c - libFuzzer harness: the input is Nsight Compute CSV output, as `dkv ncu-import` reads it
- * (core/io/ncu.c): parsed, classified and summed per kernel class. */
+ * (core/analysis/ncu.c): parsed, classified and summed per kernel class. */
 #include "fuzz_util.h"
-#include "io/ncu.h"
+#include "analysis/ncu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

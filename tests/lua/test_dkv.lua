@@ -4,7 +4,7 @@ local dkv = require "dkv"
 
 assert(type(dkv.version) == "string" and dkv.version:match("^%d+%.%d+%.%d+"), dkv.version)
 assert(type(dkv.git_commit) == "string")
-assert(next(dkv.params) == nil, "no -D given")
+for k in pairs(dkv.params) do error("no -D given, got " .. k) end
 assert(dkv.shard.index == 0 and dkv.shard.count == 1)
 assert(#dkv.shard.select({1, 2, 3}) == 3 and dkv.shard.mine(1))
 

@@ -8,8 +8,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "io/h5.h"
 #include "lua/exec_outputs.h"
 #include "util/rng.h"
+#include "workload/tokenizer.h"
+#include "test_tmpdir.h"
 
 #define MASK 99u
 
@@ -113,11 +116,88 @@ static void test_bad_reports(void **state)
     dkv_exec_outputs_free(&o);
 }
 
+/* Two requests of the byte tokenizer saved into a run and read back: tables and decoded text. */
+static void test_save_text(void **state)
+{
+    (void)state;
+    char dir[TEST_TMPDIR_LEN], path[TEST_TMPDIR_LEN + 16];
+    assert_int_equal(test_tmpdir_make(dir, "outputs"), 0);
+    snprintf(path, sizeof path, "%s/o.h5", dir);
+    dkv_exec_outputs o = {0};
+    dkv_err err = {0};
+    enum { P = 3, G = 8, L = P + G };
+    uint32_t before[L] = {'H', 'i', ' '}, after[L];
+    float conf[G];
+    for (int i = P; i < L; i++)
+        before[i] = DKV_TOK_BYTE_MASK;
+    for (int j = 0; j < G; j++)
+        conf[j] = 0.5f;
+    /* request 2: "ok" + U+00E9 + a lone 0xFF byte, then the end token and one never unmasked */
+    const uint32_t gen2[G] = {'o', 'k', 0xC3, 0xA9, 0xFF, DKV_TOK_BYTE_END, 'x', DKV_TOK_BYTE_MASK};
+    memcpy(after, before, sizeof after);
+    for (int j = 0; j < G - 1; j++)
+        after[P + j] = gen2[j];
+    assert_int_equal(dkv_exec_outputs_record(&o, 4, 2, P, L, P, G, before, after, conf, &err), DKV_OK);
+    /* request 0: a NUL byte in the text */
+    before[0] = 'A';
+    memcpy(after, before, sizeof after);
+    after[P] = 'z', after[P + 1] = 0;
+    assert_int_equal(dkv_exec_outputs_record(&o, 5, 0, P, L, P, G, before, after, conf, &err), DKV_OK);
+
+    dkv_tokenizer tok;
+    assert_int_equal(dkv_tokenizer_init(&tok, DKV_TOKENIZER_BYTE, 264, 256, &err), DKV_OK);
+    dkv_h5 *f;
+    dkv_h5_run *run;
+    assert_int_equal(dkv_h5_create(path, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_run_begin(f, "r", &run, &err), DKV_OK);
+    if (dkv_exec_outputs_save(run, &o, &tok, &err) != DKV_OK)
+        fail_msg("%s", err.msg);
+    assert_int_equal(dkv_h5_run_end(run, &err), DKV_OK);
+    assert_int_equal(dkv_h5_close(f, &err), DKV_OK);
+    dkv_exec_outputs_free(&o);
+
+    assert_int_equal(dkv_h5_open_read(path, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_run_open(f, "r", &run, &err), DKV_OK);
+    char *s = NULL;
+    assert_int_equal(dkv_h5_attr_get_str(run, "outputs_text", "text.2", &s, &err), DKV_OK);
+    assert_string_equal(s, "ok\xC3\xA9\xEF\xBF\xBD");   /* stops at the end token; 0xFF -> U+FFFD */
+    free(s);
+    assert_int_equal(dkv_h5_attr_get_str(run, "outputs_text", "prompt.2", &s, &err), DKV_OK);
+    assert_string_equal(s, "Hi ");
+    free(s);
+    assert_int_equal(dkv_h5_attr_get_str(run, "outputs_text", "text.0", &s, &err), DKV_OK);
+    assert_string_equal(s, "z\xEF\xBF\xBD______");   /* NUL -> U+FFFD; masks never unmasked are "_" */
+    free(s);
+    assert_int_equal(dkv_h5_attr_get_str(run, "outputs_text", "tokenizer", &s, &err), DKV_OK);
+    assert_string_equal(s, "byte");
+    free(s);
+    dkv_h5_table *t;
+    assert_int_equal(dkv_h5_table_open(run, "outputs", &t, &err), DKV_OK);
+    assert_int_equal(dkv_h5_table_nrecords(t), 2 * G);
+    double tokv[2 * G], step[2 * G], req[2 * G];
+    assert_int_equal(dkv_h5_table_read_f64(t, "token", 0, 2 * G, tokv, &err), DKV_OK);
+    assert_int_equal(dkv_h5_table_read_f64(t, "step", 0, 2 * G, step, &err), DKV_OK);
+    assert_int_equal(dkv_h5_table_read_f64(t, "request", 0, 2 * G, req, &err), DKV_OK);
+    assert_true(req[0] == 0 && req[G] == 2);   /* request order */
+    assert_true(tokv[0] == 'z' && step[0] == 5);
+    assert_true(tokv[G + 4] == 0xFF && tokv[2 * G - 1] == 4294967295.0 && step[2 * G - 1] == 4294967295.0);
+    dkv_h5_table_close(t);
+    assert_int_equal(dkv_h5_table_open(run, "prompts", &t, &err), DKV_OK);
+    assert_int_equal(dkv_h5_table_nrecords(t), 2 * P);
+    assert_int_equal(dkv_h5_table_read_f64(t, "token", 0, 2 * P, tokv, &err), DKV_OK);
+    assert_true(tokv[0] == 'A' && tokv[P] == 'H');
+    dkv_h5_table_close(t);
+    dkv_h5_run_free(run);
+    assert_int_equal(dkv_h5_close(f, &err), DKV_OK);
+    assert_int_equal(test_tmpdir_remove(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unmask_sequence),
         cmocka_unit_test(test_random_blocks),
+        cmocka_unit_test(test_save_text),
         cmocka_unit_test(test_bad_reports),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

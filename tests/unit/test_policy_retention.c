@@ -141,15 +141,29 @@ static void test_retention_callback(void **state)
     double rho;
     assert_int_equal(dkv_retention_next_rho(&r, 3, 0, &rho, &e), DKV_OK);
     assert_float_equal(rho, 0.4, 1e-12);
+    /* out of [rho_min, rho_max]: an error naming the request, the block and the value ... */
+    assert_int_equal(dkv_retention_next_rho(&r, 3, 5, &rho, &e), DKV_ERANGE);
+    assert_non_null(strstr(e.msg, "retention.callback returned 2.4 for request 3 block 5: outside [rho_min, rho_max]"));
+    assert_int_equal(dkv_retention_next_rho(&r, 4, 0, &rho, &e), DKV_ERANGE);
+    assert_non_null(strstr(e.msg, "returned 0 for request 4 block 0"));
+    assert_names(dkv_retention_next_rho(&r, 3, 99, &rho, &e), &e, "retention.callback");
+    assert_non_null(strstr(e.msg, "returned nan for request 3 block 99"));
+    assert_int_equal(calls, 4);
+    assert_int_equal(r.n_clamped, 0);
+    /* through decode's rho_fn signature: the error is kept (the engine stops on it), the base rho returned */
+    assert_float_equal(dkv_retention_rho_fn(&r, 3, 99, 0.7), 0.2, 0);
+    assert_int_equal(r.err.code, DKV_EINVAL);
+    /* ... unless clamping is asked for: then clamped and counted; a NaN stays an error */
+    c.clamp = true;
+    assert_int_equal(dkv_retention_init(&r, &c, &e), DKV_OK);
     assert_int_equal(dkv_retention_next_rho(&r, 3, 5, &rho, &e), DKV_OK);
     assert_float_equal(rho, 0.9, 0);            /* 2.4 clamped to rho_max */
     assert_int_equal(dkv_retention_next_rho(&r, 4, 0, &rho, &e), DKV_OK);
     assert_float_equal(rho, 0.1, 0);            /* 0 clamped to rho_min */
+    assert_int_equal(dkv_retention_next_rho(&r, 3, 0, &rho, &e), DKV_OK);
+    assert_float_equal(rho, 0.4, 1e-12);        /* in range: not counted */
+    assert_int_equal(r.n_clamped, 2);
     assert_names(dkv_retention_next_rho(&r, 3, 99, &rho, &e), &e, "retention.callback");
-    assert_int_equal(calls, 4);
-    /* through decode's rho_fn signature: the error is kept, the base rho returned */
-    assert_float_equal(dkv_retention_rho_fn(&r, 3, 99, 0.7), 0.2, 0);
-    assert_int_equal(r.err.code, DKV_EINVAL);
 }
 
 static void test_retention_validation_names_field(void **state)

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "workload/workload.h"
@@ -343,6 +346,58 @@ static void test_shipped_samples(void **state)
     dkv_lengths_free(t);
 }
 
+/* Issue 12 defect 15: workload.file = "/dev/zero" was read without bound (outside every limit). */
+static void test_unbounded_files(void **state)
+{
+    (void)state;
+    dkv_workload *w = NULL;
+    dkv_lengths *t = NULL;
+    dkv_err err = {0};
+    assert_int_equal(dkv_workload_read("/dev/zero", DKV_FMT_VIDUR, NULL, &w, &err), DKV_EFORMAT);
+    assert_null(w);
+    if (!strstr(err.msg, "/dev/zero:1: NUL byte at byte 0: not a text file")) fail_msg("message '%s'", err.msg);
+    assert_int_equal(dkv_lengths_load("/dev/zero", &t, &err), DKV_EFORMAT);
+    assert_null(t);
+    /* a NUL further on names its line */
+    char text[64] = "arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,1,2\n1,x";
+    const char *p = put("nul.csv", text);
+    FILE *f = fopen(p, "ab");
+    fputc(0, f);
+    fclose(f);
+    expect_error(p, DKV_FMT_VIDUR, ":3: NUL byte at byte 59", NULL);
+    /* a regular file over the limit is refused before it is read */
+    const char *ok = "arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,1,2\n1,3,4\n";   /* 62 bytes */
+    assert_int_equal(strlen(ok), 62);
+    dkv_workload_opts o;
+    dkv_workload_opts_default(&o);
+    o.max_file_bytes = 61;
+    assert_int_equal(dkv_workload_read(put("big.csv", ok), DKV_FMT_VIDUR, &o, &w, &err), DKV_EFORMAT);
+    if (!strstr(err.msg, "big.csv: 62 bytes, more than the readers' limit of 61 bytes")) fail_msg("message '%s'", err.msg);
+    o.max_file_bytes = 62;   /* exactly at the limit is fine */
+    w = read_ok(put("big.csv", ok), DKV_FMT_VIDUR, &o);
+    assert_int_equal(dkv_workload_count(w), 2);
+    dkv_workload_free(w);
+    /* a stream without end (a FIFO fed forever) stops at the limit */
+    char fifo[TEST_TMPDIR_LEN + 16];
+    snprintf(fifo, sizeof fifo, "%s/fifo", g_dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        FILE *wf = fopen(fifo, "w");
+        fputs("arrived_at,num_prefill_tokens,num_decode_tokens\n", wf);
+        for (;;)
+            fputs("0.5,1,2\n", wf);   /* ends by SIGPIPE when the reader gives up */
+    }
+    o.max_file_bytes = 1 << 20;
+    assert_int_equal(dkv_workload_read(fifo, DKV_FMT_VIDUR, &o, &w, &err), DKV_EFORMAT);
+    if (!strstr(err.msg, "more than the readers' limit of 1048576 bytes (a stream without end?)"))
+        fail_msg("message '%s'", err.msg);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -354,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_burstgpt),
         cmocka_unit_test(test_azure_real_trace),
         cmocka_unit_test(test_shipped_samples),
+        cmocka_unit_test(test_unbounded_files),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -21,4 +21,5 @@ return {
   weight_dtype = "bf16",
   kv_dtype = "bf16",
   act_dtype = "bf16",
+  tokenizer = "byte",   -- core/workload/tokenizer.h: prompts may be given as text
 }

@@ -1,0 +1,200 @@
+/* cmd_profile.c - dkv profile: the CUDA backend's kernels timed on the GPU at hand over a grid of
+ * shapes (cuda/profile.h), written as a profile file (docs/PROFILE_FORMAT.md) for the simulator.
+ * The file is rewritten after every section, so a run cut short (deadline, error, kill) still
+ * leaves what it measured, marked complete = false. */
+#include <errno.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dkv_commit.h"
+#include "cli/commands.h"
+#include "lua/dkv_lua.h"
+#include "lua/presets.h"
+#include "model/model.h"
+#ifdef DKV_HAVE_CUDA
+#include "cuda/profile.h"
+#endif
+
+#define MAX_MODELS 4
+
+static void usage(FILE *f)
+{
+    fputs("usage: dkv profile -o FILE.lua [options]\n"
+          "\n"
+          "Times every kernel class the CUDA backend launches on this machine's GPU over a grid of shapes\n"
+          "(GEMMs by m, n, k incl. the LM head, attention, RoPE + KV store, the sparse selection, the\n"
+          "elementwise kernels, the low-rank compressor, the copy engine alone and beside compute, the\n"
+          "first use of a shape, the host's enqueue time per launch) on seeded random device data, and\n"
+          "writes a profile for the simulator (docs/PROFILE_FORMAT.md, docs/GPU.md \"dkv profile\").\n"
+          "\n"
+          "options:\n"
+          "  -o FILE.lua          output (rewritten after every section)\n"
+          "  --model NAME         exact shapes of this model preset (repeatable; default llada-8b);\n"
+          "                       other models are predicted from the generic GEMM grid\n"
+          "  --quick              a small grid (seconds), for a first check\n"
+          "  --grid LIST          sections to run, comma-separated (default all): gemm, lm_head, attn,\n"
+          "                       kv_store, elementwise, select, gemm_grid, compress, copy, host\n"
+          "  --deadline SECONDS   stop measuring after this many seconds (default 480); what was\n"
+          "                       measured is written with complete = false\n"
+          "  --repeats N          timed calls per shape (default 20; median, p10, p90)\n"
+          "  --warmup N           untimed calls per shape after the first (default 2)\n"
+          "  --device N           CUDA device (default 0)\n"
+          "  --name NAME          the profile's name (default <gpu>-<date>)\n"
+          "  --root DIR           project root for the model presets (default .)\n"
+          "  --estimate           print the grid's estimated time (H200 ceilings) and exit; no GPU needed\n"
+          "\n"
+          "exit status: 0 written complete, 1 error or incomplete (the file holds what was measured),\n"
+          "2 usage error or a build without the CUDA backend\n",
+          f);
+}
+
+typedef struct opts {
+    const char *out, *name, *root, *models[MAX_MODELS], *grid;
+    int         n_models, device, quick, estimate;
+    double      deadline;
+    long        repeats, warmup;
+} opts;
+
+static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || errno || *end || x < lo || x > hi) {
+        fprintf(stderr, "dkv profile: %s needs a number in [%g, %g], got '%s'\n", flag, lo, hi, v ? v : "");
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->deadline = 480, o->repeats = 20, o->warmup = 2, o->root = ".";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        double x;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return -1;
+        } else if (strcmp(a, "--quick") == 0) {
+            o->quick = 1;
+        } else if (strcmp(a, "--estimate") == 0) {
+            o->estimate = 1;
+        } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--name") == 0 || strcmp(a, "--grid") == 0 ||
+                    strcmp(a, "--root") == 0 || strcmp(a, "--model") == 0) && v) {
+            if (a[1] == 'o')
+                o->out = v;
+            else if (a[2] == 'n')
+                o->name = v;
+            else if (a[2] == 'g')
+                o->grid = v;
+            else if (a[2] == 'r')
+                o->root = v;
+            else if (o->n_models == MAX_MODELS) {
+                fprintf(stderr, "dkv profile: at most %d --model\n", MAX_MODELS);
+                return 0;
+            } else
+                o->models[o->n_models++] = v;
+            i++;
+        } else if (strcmp(a, "--deadline") == 0 || strcmp(a, "--repeats") == 0 || strcmp(a, "--warmup") == 0 ||
+                   strcmp(a, "--device") == 0) {
+            double lo = a[2] == 'r' ? 3 : 0, hi = a[2] == 'd' && a[3] == 'e' && a[4] == 'a' ? 86400 : a[2] == 'r' ? 62 : 64;
+            if (!parse_num(a, v, lo, hi, &x))
+                return 0;
+            if (a[2] == 'r')
+                o->repeats = (long)x;
+            else if (a[2] == 'w')
+                o->warmup = (long)x;
+            else if (a[4] == 'a')
+                o->deadline = x;
+            else
+                o->device = (int)x;
+            i++;
+        } else {
+            fprintf(stderr, "dkv profile: unknown option or missing value '%s' (dkv profile --help)\n", a);
+            return 0;
+        }
+    }
+    if (!o->out && !o->estimate) {
+        fprintf(stderr, "dkv profile: -o FILE.lua is required (dkv profile --help)\n");
+        return 0;
+    }
+    if (o->n_models == 0)
+        o->models[o->n_models++] = "llada-8b";
+    return 1;
+}
+
+#ifdef DKV_HAVE_CUDA
+/* Model presets through the sandbox's preset loader (errors name the preset and the field). */
+typedef struct model_req {
+    const char *name;
+    dkv_model  *m;
+} model_req;
+
+static int load_model_l(lua_State *L)
+{
+    model_req *r = lua_touserdata(L, 1);
+    lua_pushstring(L, r->name);
+    dkv_lua_check_model_at(L, -1, "--model", r->m);
+    return 0;
+}
+
+static int load_models(const opts *o, dkv_model *ms)
+{
+    dkv_lua_config c = dkv_lua_config_default();
+    c.root = o->root;
+    dkv_lua *s = NULL;
+    dkv_err err = {0};
+    if (dkv_lua_new(&c, &s, &err) != DKV_OK) {
+        fprintf(stderr, "dkv profile: %s\n", err.msg);
+        return 0;
+    }
+    lua_State *L = dkv_lua_state(s);
+    int ok = 1;
+    for (int i = 0; ok && i < o->n_models; i++) {
+        model_req r = {o->models[i], &ms[i]};
+        lua_pushcfunction(L, load_model_l);
+        lua_pushlightuserdata(L, &r);
+        if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+            fprintf(stderr, "dkv profile: %s\n", lua_tostring(L, -1));
+            ok = 0;
+        }
+    }
+    dkv_lua_close(s, &err);
+    return ok;
+}
+
+#include "cli/profile_write.h"
+#endif
+
+int dkv_cmd_profile(int argc, char **argv)
+{
+    opts o;
+    int pr = parse(argc, argv, &o);
+    if (pr <= 0)
+        return pr < 0 ? DKV_EXIT_OK : DKV_EXIT_USAGE;
+#ifndef DKV_HAVE_CUDA
+    if (!o.estimate) {
+        fprintf(stderr, "dkv profile: this dkv was built without the CUDA backend (scons cuda=yes on a machine "
+                        "with the CUDA toolkit); nothing measured\n");
+        return DKV_EXIT_USAGE;
+    }
+    fprintf(stderr, "dkv profile: --estimate needs a build with the CUDA backend (the grid lives in cuda/)\n");
+    return DKV_EXIT_USAGE;
+#else
+    dkv_model ms[MAX_MODELS];
+    if (!load_models(&o, ms))
+        return DKV_EXIT_USAGE;
+    dkv_cli_profile_args a = {.out = o.out, .name = o.name, .grid = o.grid, .models = ms, .model_names = o.models,
+                              .n_models = (uint32_t)o.n_models, .quick = o.quick, .estimate = o.estimate,
+                              .deadline = o.deadline, .repeats = (uint32_t)o.repeats, .warmup = (uint32_t)o.warmup,
+                              .device = o.device, .argc = argc, .argv = argv};
+    return dkv_cli_profile_main(&a);
+#endif
+}

@@ -1,0 +1,163 @@
+/* profile_lua.c - the profile file's text (docs/PROFILE_FORMAT.md) from a dkv_prof: what dkv profile
+ * writes (core/cli/profile_write.c).  Pure formatting, no CUDA: tests/unit/test_lua_profile_write.c
+ * loads what it writes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dkv_commit.h"
+#include "cli/profile_write.h"
+
+static void lstr(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else if ((unsigned char)*s < 32)
+            fprintf(f, "\\%03d", (unsigned char)*s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int cmp_d(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* first_use group: 0 GEMMs (qkv, o, ffn, gemm, lm_head), 1 attention, 2 the rest */
+static int group(const char *t)
+{
+    static const char *const g[] = {"qkv", "o", "ffn", "gemm", "lm_head"};
+    for (size_t i = 0; i < 5; i++)
+        if (strcmp(t, g[i]) == 0)
+            return 0;
+    return strcmp(t, "attn") == 0 ? 1 : 2;
+}
+
+static void write_first_use(FILE *f, const dkv_prof *p)
+{
+    static const char *const names[] = {"gemm", "attn", "other"};
+    fputs("  -- extra seconds of a shape's first call over a warm call (host clock, synchronised): the median over\n"
+          "  -- the group's shapes; _max_s the largest (the very first call of the process carries context set-up)\n"
+          "  first_use = {", f);
+    for (int g = 0; g < 3; g++) {
+        size_t n = 0;
+        for (uint32_t i = 0; i < p->n_tables; i++)
+            n += group(p->tables[i].name) == g ? p->tables[i].n : 0;
+        double *v = malloc((n ? n : 1) * sizeof *v);
+        size_t k = 0;
+        for (uint32_t i = 0; v && i < p->n_tables; i++)
+            for (size_t r = 0; group(p->tables[i].name) == g && r < p->tables[i].n; r++)
+                v[k++] = p->tables[i].rows[r].first_s;
+        if (v && k) {
+            qsort(v, k, sizeof *v, cmp_d);
+            fprintf(f, "%s%s_s = %.6g, %s_max_s = %.6g, %s_shapes = %zu", g ? ", " : "", names[g],
+                    k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]), names[g], v[k - 1], names[g], k);
+        }
+        free(v);
+    }
+    fputs("},\n", f);
+}
+
+static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy)
+{
+    fprintf(f, "    %s = {\n      note = ", t->name);
+    lstr(f, t->note);
+    fputs(",\n      fields = {", f);
+    for (uint32_t i = 0; i < t->n_fields; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : "", t->fields[i]);
+    fputs("},\n      extra = {\"p10_s\", \"p90_s\", \"first_s\"", f);
+    for (int i = 0; i < 2 && t->extra[i]; i++)
+        fprintf(f, ", \"%s\"", t->extra[i]);
+    fputs("},\n      rows = {\n", f);
+    for (int m = 0; m <= (mode_copy ? 2 : 0); m++) {
+        if (m)
+            fprintf(f, "        -- mode %d: the same measurements (the backend runs %s items through this kernel, "
+                       "kv_tokens = the kept slots)\n", m, m == 1 ? "sparse shared" : "sparse per-head");
+        for (size_t r = 0; r < t->n; r++) {
+            const dkv_prof_row *w = &t->rows[r];
+            fputs("        {", f);
+            for (uint32_t i = 0; i < t->n_fields; i++)
+                fprintf(f, "%.10g, ", mode_copy && i == t->n_fields - 1 ? (double)m : w->f[i]);
+            fprintf(f, "%.6g, %u, %.6g, %.6g, %.6g", w->median_s, w->launches, w->p10_s, w->p90_s, w->first_s);
+            for (int i = 0; i < 2 && t->extra[i]; i++)
+                fprintf(f, ", %.6g", w->x[i]);
+            fputs("},\n", f);
+        }
+    }
+    fputs("      },\n    },\n", f);
+}
+
+static void write_copy(FILE *f, const dkv_prof *p)
+{
+    fputs("  -- pinned copies on the backend's copy stream (dkv_cuda_fetch h2d, dkv_cuda_offload d2h), each between two\n"
+          "  -- events: alone, and while the compute stream runs a loop of the first model's gate|up GEMM (512 rows)\n"
+          "  copy = {\n    fields = {\"dir\", \"bytes\"},\n", f);
+    for (int c = 0; c < 2; c++) {
+        fprintf(f, "    %s = {", c ? "contended" : "alone");
+        for (uint32_t i = 0; i < p->n_copy; i++)
+            fprintf(f, "%s{%u, %.0f, %.6g}", i ? ", " : "", p->copy[i].dir, p->copy[i].bytes,
+                    c ? p->copy[i].contended_s : p->copy[i].alone_s);
+        fputs("},\n", f);
+    }
+    if (p->compute_alone_s > 0)
+        fprintf(f, "    load_gemm_alone_s = %.6g,%s", p->compute_alone_s,
+                p->compute_beside_s > 0 ? "" : "\n");
+    if (p->compute_beside_s > 0)
+        fprintf(f, " load_gemm_beside_h2d_s = %.6g,   -- the same GEMM while 256 MiB h2d copies run throughout\n",
+                p->compute_beside_s);
+    fputs("  },\n", f);
+}
+
+void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_meta *w)
+{
+    fprintf(f, "-- A GPU profile written by `dkv profile` (docs/PROFILE_FORMAT.md, docs/GPU.md \"dkv profile\").\n"
+               "-- Seconds per call are event-timed medians over `repeats` warm calls on seeded random data.\n"
+               "return {\n  format = 1,\n  name = ");
+    lstr(f, w->name);
+    fprintf(f, ",\n  complete = %s,\n", p->complete ? "true" : "false");
+    if (!p->complete) {
+        fputs("  incomplete = ", f);
+        lstr(f, p->incomplete[0] ? p->incomplete : "the run has not finished (the file is rewritten per section)");
+        fputs(",\n", f);
+    }
+    fputs("  provenance = {\n    gpu = ", f);
+    lstr(f, p->gpu);
+    fprintf(f, ", sm = \"%s\", driver = \"%d.%d\", cuda_runtime = \"%d.%d\",\n", p->sm, p->driver / 1000,
+            p->driver % 1000 / 10, p->runtime / 1000, p->runtime % 1000 / 10);
+    fprintf(f, "    l2_bytes = %.0f, memory_bytes = %.0f,\n", p->l2_bytes, p->hbm_bytes);
+    fprintf(f, "    dkv_version = \"%s\", dkv_commit = \"%s\", date = \"%s\",\n    command = ", DKV_VERSION,
+            DKV_GIT_COMMIT, w->date);
+    lstr(f, w->command);
+    fprintf(f, ",\n    repeats = %u, warmup = %u, statistic = \"median\", measured = true, grid = \"%s\",\n",
+            p->repeats, p->warmup, w->quick ? "quick" : "default");
+    fputs("    models = {", f);
+    for (uint32_t i = 0; i < w->n_models; i++)
+        fprintf(f, "%s\"%s\"", i ? ", " : "", w->models[i]);
+    fprintf(f, "},\n    estimate_s = %.1f, wall_s = %.1f, skipped = %u,", p->est_s, p->wall_s, p->n_skipped);
+    if (p->n_skipped) {
+        fputs(" skipped_first = ", f);
+        lstr(f, p->skipped);
+        fputc(',', f);
+    }
+    fputs("\n  },\n  kernels = {\n", f);
+    for (uint32_t i = 0; i < p->n_tables; i++)
+        write_table(f, &p->tables[i], strcmp(p->tables[i].name, "attn") == 0);
+    fputs("  },\n", f);
+    write_copy(f, p);
+    write_first_use(f, p);
+    fputs("  -- host enqueue seconds per launch (host clock, the stream held by a spin kernel): an elementwise kernel\n"
+          "  -- (per_launch_s) and a cuBLASLt GEMM with its plan cached (per_gemm_launch_s).  base_s and per_item_s\n"
+          "  -- (engine planning per step and per item) are not measured here: the backend's per-step host records\n"
+          "  -- (dkv.execute) give them\n  host = {", f);
+    if (p->host_launch_s > 0)
+        fprintf(f, "per_launch_s = %.6g, per_gemm_launch_s = %.6g", p->host_launch_s, p->host_gemm_launch_s);
+    fputs("},\n}\n", f);
+}
+

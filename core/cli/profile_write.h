@@ -1,0 +1,37 @@
+/* profile_write.h - dkv profile's run and writer (core/cli/profile_write.c; CUDA builds only). */
+#ifndef DKV_CLI_PROFILE_WRITE_H
+#define DKV_CLI_PROFILE_WRITE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cuda/profile.h"
+#include "model/model.h"
+
+typedef struct dkv_cli_profile_args {
+    const char       *out, *name, *grid;
+    const dkv_model  *models;
+    const char *const *model_names;
+    uint32_t          n_models;
+    int               quick, estimate, device;
+    double            deadline;
+    uint32_t          repeats, warmup;
+    int               argc;
+    char            **argv;
+} dkv_cli_profile_args;
+
+/* What the file says besides the measurements. */
+typedef struct dkv_cli_profile_meta {
+    const char        *name, *date, *command;
+    int                quick;
+    const char *const *models;
+    uint32_t           n_models;
+} dkv_cli_profile_meta;
+
+/* Writes p as a profile file (core/cli/profile_lua.c; no CUDA needed). */
+void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_meta *m);
+
+/* Runs the profile (or only the estimate) and writes the file; returns the exit code. */
+int dkv_cli_profile_main(const dkv_cli_profile_args *a);
+
+#endif

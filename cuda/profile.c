@@ -1,0 +1,379 @@
+/* profile.c - `dkv profile`'s timing harness and driver (profile.h): the estimate, the device
+ * set-up, the deadline, and pr_measure (first call, warm calls, event-timed repeats). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cublas_v2.h>
+
+#include "cuda/profile_internal.h"
+
+static const char *const sec_names[DKV_PROF_S_N] = {"gemm", "lm_head", "attn", "kv_store", "elementwise",
+                                                     "select", "gemm_grid", "compress", "copy", "host"};
+
+const char *dkv_prof_section_name(int s)
+{
+    return s >= 0 && s < DKV_PROF_S_N ? sec_names[s] : "?";
+}
+
+dkv_prof_opts dkv_prof_opts_default(void)
+{
+    dkv_prof_opts o;
+    memset(&o, 0, sizeof o);
+    o.deadline_s = 480;
+    o.repeats = 20;
+    o.warmup = 2;
+    o.seed = 1;
+    return o;
+}
+
+double pr_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void pr_say(prof_ctx *P, const char *fmt, ...)
+{
+    if (!P->o->progress || P->dry)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    P->o->progress(P->o->user, line);
+}
+
+double pr_est(double flops, double bytes, uint32_t launches)
+{
+    double a = flops / PR_PEAK_FLOPS, b = bytes / PR_PEAK_BW;
+    return (a > b ? a : b) + PR_LAUNCH_S * launches;
+}
+
+static double spin_s(const prof_ctx *P, uint32_t launches)
+{
+    double s = 1e-5 * P->o->repeats * (launches + 2);
+    return s > 2e-3 ? 2e-3 : s;
+}
+
+bool pr_want(prof_ctx *P, double call_s)
+{
+    const dkv_prof_opts *o = P->o;
+    if (P->dry) {
+        /* + the host's share: 4 synchronisations, the spin, a first call's plan (about 2 ms assumed) */
+        P->est[P->sec] += (1 + PR_FIRST_REPS + o->warmup + o->repeats) * call_s + 2.5e-3 + spin_s(P, 1);
+        P->sec_cases++;
+        return false;
+    }
+    double t = pr_now() - P->t0;
+    if (o->deadline_s > 0 && t >= o->deadline_s) {
+        if (!P->stopped) {
+            P->stopped = true;
+            P->p->complete = false;
+            snprintf(P->p->incomplete, sizeof P->p->incomplete,
+                     "deadline %.0f s reached in section %s after %zu of its shapes; later sections skipped",
+                     o->deadline_s, dkv_prof_section_name(P->sec), P->sec_rows);
+            pr_say(P, "profile: %s", P->p->incomplete);
+        }
+        return false;
+    }
+    if (t - P->last_progress >= 5.0) {
+        P->last_progress = t;
+        pr_say(P, "profile: %s: %zu shapes, %.0f s", dkv_prof_section_name(P->sec), P->sec_rows, t);
+    }
+    return true;
+}
+
+dkv_prof_table *pr_table(prof_ctx *P, const char *name, const char *const *fields, uint32_t n_fields,
+                         const char *note)
+{
+    dkv_prof *p = P->p;
+    for (uint32_t i = 0; i < p->n_tables; i++)
+        if (strcmp(p->tables[i].name, name) == 0)
+            return &p->tables[i];
+    if (p->n_tables == DKV_PROF_MAX_TABLES || n_fields > DKV_PROF_MAX_FIELDS)
+        return NULL;
+    dkv_prof_table *t = &p->tables[p->n_tables++];
+    memset(t, 0, sizeof *t);
+    t->name = name, t->note = note, t->n_fields = n_fields;
+    for (uint32_t i = 0; i < n_fields; i++)
+        t->fields[i] = fields[i];
+    return t;
+}
+
+void *pr_in(prof_ctx *P, size_t bytes, uint32_t rep, uint32_t slot)
+{
+    size_t a = (bytes + 255) & ~(size_t)255;
+    size_t n = a < P->slab_bytes ? P->slab_bytes / a : 1;
+    return P->slab + ((size_t)rep * 3 + (size_t)slot * 5) % n * a;
+}
+
+dkv_status pr_alloc(void **p, size_t bytes, dkv_err *err)
+{
+    PR_CU(cudaMalloc(p, bytes ? bytes : 256));
+    return DKV_OK;
+}
+
+dkv_status pr_case(prof_ctx *P, dkv_status st, dkv_err *err)
+{
+    if (st != DKV_EINVAL && st != DKV_ENOMEM)
+        return st;
+    cudaError_t e = cudaGetLastError();   /* a refused launch leaves no sticky error; clear a soft one */
+    (void)e;
+    if (P->p->n_skipped++ == 0)
+        snprintf(P->p->skipped, sizeof P->p->skipped, "%s: %.200s", dkv_prof_section_name(P->sec), err ? err->msg : "?");
+    pr_say(P, "profile: %s: shape skipped: %s", dkv_prof_section_name(P->sec), err ? err->msg : "?");
+    if (err)
+        dkv_err_clear(err);
+    return DKV_OK;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, uint32_t n)
+{
+    qsort(v, n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+dkv_status pr_events(prof_ctx *P, uint32_t n, dkv_err *err)
+{
+    if (n <= P->n_ev)
+        return DKV_OK;
+    cudaEvent_t *e = realloc(P->ev, n * sizeof *e);
+    if (!e)
+        return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
+    P->ev = e;
+    for (uint32_t i = P->n_ev; i < n; i++, P->n_ev++)
+        PR_CU(cudaEventCreate(&P->ev[i]));
+    return DKV_OK;
+}
+
+static dkv_status add_row(dkv_prof_table *t, const dkv_prof_row *r, dkv_err *err)
+{
+    if (t->n == t->cap) {
+        size_t c = t->cap ? 2 * t->cap : 64;
+        dkv_prof_row *n = realloc(t->rows, c * sizeof *n);
+        if (!n)
+            return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
+        t->rows = n, t->cap = c;
+    }
+    t->rows[t->n++] = *r;
+    return DKV_OK;
+}
+
+dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t launches, double call_s,
+                      prof_call fn, void *arg, dkv_err *err)
+{
+    (void)call_s;
+    if (!t)
+        return dkv_err_set(err, DKV_EINVAL, "dkv profile: too many tables");
+    const dkv_prof_opts *o = P->o;
+    uint32_t R = o->repeats, rep = 0;
+    double a = pr_now(), warm[PR_FIRST_REPS];
+    PR_TRY(fn(P, arg, rep++, err));
+    PR_CU(cudaStreamSynchronize(P->st));
+    double first = pr_now() - a;
+    for (uint32_t i = 0; i < PR_FIRST_REPS; i++) {
+        a = pr_now();
+        PR_TRY(fn(P, arg, rep++, err));
+        PR_CU(cudaStreamSynchronize(P->st));
+        warm[i] = pr_now() - a;
+    }
+    for (uint32_t i = 0; i < o->warmup; i++)
+        PR_TRY(fn(P, arg, rep++, err));
+    PR_TRY(pr_events(P, 2 * R, err));
+    PR_TRY(dkv_prof_spin(P->st, spin_s(P, launches), err));
+    for (uint32_t r = 0; r < R; r++) {
+        PR_CU(cudaEventRecord(P->ev[2 * r], P->st));
+        PR_TRY(fn(P, arg, rep++, err));
+        PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));
+    }
+    PR_CU(cudaStreamSynchronize(P->st));
+    double *s = malloc(R * sizeof *s);
+    if (!s)
+        return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
+    for (uint32_t r = 0; r < R; r++) {
+        float ms = 0;
+        cudaError_t e = cudaEventElapsedTime(&ms, P->ev[2 * r], P->ev[2 * r + 1]);
+        if (e != cudaSuccess) {
+            free(s);
+            return dkv_err_set(err, DKV_EIO, "dkv profile: table %s: cudaEventElapsedTime: %s", t->name,
+                               cudaGetErrorString(e));
+        }
+        s[r] = 1e-3 * ms;
+    }
+    dkv_prof_row row;
+    memset(&row, 0, sizeof row);
+    for (uint32_t i = 0; i < t->n_fields; i++)
+        row.f[i] = f[i];
+    row.median_s = median(s, R);
+    row.p10_s = s[(uint32_t)floor(0.1 * (R - 1))];
+    row.p90_s = s[(uint32_t)ceil(0.9 * (R - 1))];
+    row.first_s = first - median(warm, PR_FIRST_REPS);
+    row.launches = launches;
+    free(s);
+    P->sec_rows++;
+    return add_row(t, &row, err);
+}
+
+dkv_status pr_pool(prof_ctx *P, dkv_err *err)
+{
+    if (P->pool)
+        return DKV_OK;
+    PR_TRY(pr_alloc((void **)&P->pool, PR_POOL_BYTES, err));
+    PR_TRY(pr_alloc((void **)&P->aux, PR_AUX_BYTES, err));
+    PR_TRY(dkv_cuda_fill_random((dkv_bf16 *)P->pool, PR_POOL_BYTES / 2, P->o->seed + 1, 0.5f, 0.0f, P->st, err));
+    PR_CU(cudaMemsetAsync(P->aux, 0, PR_AUX_BYTES, P->st));
+    PR_CU(cudaStreamSynchronize(P->st));
+    return DKV_OK;
+}
+
+uint32_t pr_rows(const prof_ctx *P, const uint32_t **rows)
+{
+    static const uint32_t full[] = {16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096,
+                                    6144, 8192};
+    static const uint32_t quick[] = {32, 512, 4096};
+    *rows = P->o->quick ? quick : full;
+    return P->o->quick ? 3 : (uint32_t)(sizeof full / sizeof full[0]);
+}
+
+typedef dkv_status (*sec_fn)(prof_ctx *, dkv_err *);
+static const sec_fn sections[DKV_PROF_S_N] = {pr_sec_gemm,        pr_sec_lm_head, pr_sec_attn,      pr_sec_kv_store,
+                                              pr_sec_elementwise, pr_sec_select,  pr_sec_gemm_grid, pr_sec_compress,
+                                              pr_sec_copy,        pr_sec_host};
+
+static bool sec_on(const dkv_prof_opts *o, int s)
+{
+    return o->sections == 0 || (o->sections >> s) & 1u;
+}
+
+double dkv_prof_estimate(const dkv_prof_opts *o, double est_s[DKV_PROF_S_N], size_t *shapes)
+{
+    dkv_prof p;
+    memset(&p, 0, sizeof p);
+    prof_ctx P;
+    memset(&P, 0, sizeof P);
+    P.o = o, P.p = &p, P.dry = true;
+    P.slab_bytes = PR_SLAB_BYTES, P.out_bytes = PR_OUT_BYTES;
+    double total = 0;
+    for (int s = 0; s < DKV_PROF_S_N; s++) {
+        P.sec = s;
+        if (sec_on(o, s))
+            (void)sections[s](&P, NULL);
+        if (est_s)
+            est_s[s] = P.est[s];
+        total += P.est[s];
+    }
+    if (shapes)
+        *shapes = P.sec_cases;
+    return total + 2.0;   /* device set-up: context, cuBLASLt, the slab's fill */
+}
+
+static dkv_status setup(prof_ctx *P, dkv_err *err)
+{
+    dkv_prof *p = P->p;
+    struct cudaDeviceProp d;
+    PR_CU(cudaSetDevice(P->o->device));
+    PR_CU(cudaGetDeviceProperties(&d, P->o->device));
+    snprintf(p->gpu, sizeof p->gpu, "%.127s", d.name);
+    snprintf(p->sm, sizeof p->sm, "%d.%d", d.major, d.minor);
+    p->l2_bytes = d.l2CacheSize, p->hbm_bytes = (double)d.totalGlobalMem;
+    PR_CU(cudaDriverGetVersion(&p->driver));
+    PR_CU(cudaRuntimeGetVersion(&p->runtime));
+    PR_TRY(dkv_cuda_ctx_new(P->o->device, &P->ctx, err));
+    P->st = dkv_cuda_ctx_stream(P->ctx);
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, P->st) != CUBLAS_STATUS_SUCCESS)
+        return dkv_err_set(err, DKV_EIO, "dkv profile: cublasCreate failed");
+    P->blas = h;
+    size_t fr = 0, tot = 0;
+    PR_CU(cudaMemGetInfo(&fr, &tot));
+    P->slab_bytes = PR_SLAB_BYTES, P->out_bytes = PR_OUT_BYTES;
+    if (P->slab_bytes + P->out_bytes + PR_POOL_BYTES + PR_AUX_BYTES > fr * 0.8)
+        return dkv_err_set(err, DKV_ENOMEM, "dkv profile: %.1f GiB free on the device; the profile needs 11 GiB "
+                           "(5.5 for inputs and outputs, the rest for attention pools)", fr / 1073741824.0);
+    PR_TRY(pr_alloc((void **)&P->slab, P->slab_bytes, err));
+    PR_TRY(pr_alloc((void **)&P->out, P->out_bytes, err));
+    PR_TRY(dkv_cuda_fill_random((dkv_bf16 *)P->slab, P->slab_bytes / 2, P->o->seed, 0.5f, 0.0f, P->st, err));
+    PR_CU(cudaMemsetAsync(P->out, 0, P->out_bytes, P->st));
+    PR_CU(cudaStreamSynchronize(P->st));
+    return DKV_OK;
+}
+
+static void teardown(prof_ctx *P)
+{
+    for (uint32_t i = 0; i < P->n_ev; i++)
+        cudaEventDestroy(P->ev[i]);
+    free(P->ev);
+    cudaFree(P->slab);
+    cudaFree(P->pool);
+    cudaFree(P->aux);
+    dkv_cuda_host_free(P->pinned);
+    cudaFree(P->out);
+    if (P->blas)
+        cublasDestroy((cublasHandle_t)P->blas);
+    dkv_cuda_ctx_free(P->ctx);
+}
+
+dkv_status dkv_prof_run(const dkv_prof_opts *o, dkv_prof **out, dkv_err *err)
+{
+    *out = NULL;
+    if (!o->models || o->n_models == 0 || o->repeats < 3)
+        return dkv_err_set(err, DKV_EINVAL, "dkv profile: needs at least one model and 3 repeats");
+    char desc[256];
+    PR_TRY(dkv_cuda_probe(desc, sizeof desc, err));
+    dkv_prof *p = calloc(1, sizeof *p);
+    if (!p)
+        return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
+    *out = p;
+    prof_ctx P;
+    memset(&P, 0, sizeof P);
+    P.o = o, P.p = p;
+    p->est_s = dkv_prof_estimate(o, P.est, NULL);
+    p->repeats = o->repeats, p->warmup = o->warmup, p->complete = true;
+    P.t0 = pr_now();
+    dkv_status st = setup(&P, err);
+    for (int s = 0; st == DKV_OK && s < DKV_PROF_S_N && !P.stopped; s++) {
+        if (!sec_on(o, s))
+            continue;
+        P.sec = s, P.sec_rows = 0, P.sec_cases = 0;
+        double t = pr_now();
+        pr_say(&P, "profile: section %s (estimated %.1f s), at %.1f s", sec_names[s], P.est[s], t - P.t0);
+        st = sections[s](&P, err);
+        pr_say(&P, "profile: section %s: %zu shapes in %.1f s", sec_names[s], P.sec_rows, pr_now() - t);
+        p->wall_s = pr_now() - P.t0;
+        if (o->on_section)
+            o->on_section(o->user, p);
+    }
+    if (st == DKV_OK)
+        st = cudaDeviceSynchronize() == cudaSuccess ? DKV_OK
+                                                     : dkv_err_set(err, DKV_EIO, "dkv profile: a kernel failed: %s",
+                                                                   cudaGetErrorString(cudaGetLastError()));
+    p->wall_s = pr_now() - P.t0;
+    if (st != DKV_OK && p->complete) {
+        p->complete = false;
+        snprintf(p->incomplete, sizeof p->incomplete, "stopped by an error in section %s: %.200s", sec_names[P.sec],
+                 err ? err->msg : "?");
+    }
+    teardown(&P);
+    return st;
+}
+
+void dkv_prof_free(dkv_prof *p)
+{
+    if (!p)
+        return;
+    for (uint32_t i = 0; i < p->n_tables; i++)
+        free(p->tables[i].rows);
+    free(p);
+}

@@ -1,0 +1,132 @@
+/* profile.h - `dkv profile`: the kernels of the CUDA backend timed on the GPU at hand over a grid of
+ * shapes, for the simulator's measured cost model (issue 9; the file format is docs/PROFILE_FORMAT.md,
+ * written by core/cli/cmd_profile.c).
+ *
+ * Every measurement calls the same entry the backend calls (dkv_cuda.h, backend_internal.h,
+ * lowrank.h) on seeded random device data (no weights files), rotating its inputs through a slab
+ * larger than the L2 so repeats do not measure the cache.  Per shape: one first call timed by the
+ * host clock with a synchronisation (the cold cost: cuBLASLt's heuristic and plan, lazy module
+ * loading), three warm calls timed the same way, `warmup` untimed calls, then `repeats` calls
+ * each between two CUDA events, enqueued behind a spin kernel so the host stays ahead of the GPU
+ * (the events measure the kernels, not the enqueue): median, p10 and p90 of those.  first_s =
+ * first host time - median warm host time.
+ *
+ *     dkv_prof_opts o = dkv_prof_opts_default();
+ *     o.models = models; o.n_models = 1;                       // exact shapes of these models
+ *     dkv_prof *p; dkv_prof_run(&o, &p, &err);                 // o.on_section: after each section
+ *     ... p->tables[i], p->copy ...; dkv_prof_free(p);
+ *
+ * The measurement stops at o.deadline_s (wall seconds since dkv_prof_run started): the section
+ * running then is cut, later sections are skipped, and p->complete is false with the reason in
+ * p->incomplete (what was measured is kept). */
+#ifndef DKV_CUDA_PROFILE_H
+#define DKV_CUDA_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "util/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DKV_PROF_MAX_FIELDS 8
+#define DKV_PROF_MAX_TABLES 16
+
+/* One measured shape: its field values, then the statistics. */
+typedef struct dkv_prof_row {
+    double   f[DKV_PROF_MAX_FIELDS];
+    double   median_s, p10_s, p90_s;   /* seconds per call (event-timed, warm) */
+    double   first_s;                  /* first call's extra host-clock seconds over a warm call */
+    uint32_t launches;                 /* kernel launches one call makes */
+    double   x[2];                     /* the table's extra values (dkv_prof_table.extra) */
+} dkv_prof_row;
+
+/* One kernel class: PROFILE_FORMAT.md's kernels.<name>. */
+typedef struct dkv_prof_table {
+    const char   *name;                /* e.g. "qkv", "attn" (static) */
+    const char   *fields[DKV_PROF_MAX_FIELDS];
+    uint32_t      n_fields;
+    const char   *extra[2];            /* names of up to 2 more values per row (NULL: none) */
+    const char   *note;                /* what a row measures (static) */
+    dkv_prof_row *rows;
+    size_t        n, cap;
+} dkv_prof_table;
+
+/* Copy engine: seconds per copy of bytes (pinned), alone and beside a running GEMM loop. */
+typedef struct dkv_prof_copy_row {
+    uint32_t dir;                      /* 0 h2d, 1 d2h */
+    double   bytes, alone_s, contended_s;
+} dkv_prof_copy_row;
+
+typedef struct dkv_prof {
+    dkv_prof_table    tables[DKV_PROF_MAX_TABLES];
+    uint32_t          n_tables;
+    dkv_prof_copy_row copy[32];
+    uint32_t          n_copy;
+    double            compute_alone_s, compute_beside_s;   /* the contention GEMM loop, alone / with copies */
+    double            host_launch_s, host_gemm_launch_s;   /* host enqueue time per launch (elementwise, GEMM) */
+    /* provenance */
+    char     gpu[128], sm[16];
+    int      driver, runtime;          /* cudaDriverGetVersion / cudaRuntimeGetVersion */
+    double   l2_bytes, hbm_bytes;
+    uint32_t repeats, warmup;
+    double   est_s, wall_s;            /* estimated grid time at the ceilings; measured wall time */
+    uint32_t n_skipped;                /* shapes an entry refused (pr_case); the first reason below */
+    char     skipped[256];
+    bool     complete;
+    char     incomplete[256];
+} dkv_prof;
+
+/* Sections, in run order; opts.sections is a mask of (1u << DKV_PROF_S_*). */
+enum {
+    DKV_PROF_S_GEMM = 0,     /* qkv, o, ffn: the exact models' projections */
+    DKV_PROF_S_LM_HEAD,      /* lm_head: one chunk of dkv_cuda_lm_head_argmax */
+    DKV_PROF_S_ATTN,         /* attn: dkv_cuda_attention_batch */
+    DKV_PROF_S_KV_STORE,     /* kv_store: dkv_cuda_rope_kv_store_at */
+    DKV_PROF_S_ELEMENTWISE,  /* rmsnorm, rope, swiglu, embedding, unmask */
+    DKV_PROF_S_SELECT,       /* kv_gather: scores + top-k + pack (the sparse selection) */
+    DKV_PROF_S_GEMM_GRID,    /* gemm: a generic (m, n, k) grid for shapes of other models */
+    DKV_PROF_S_COMPRESS,     /* compress: gather + low-rank projection + bf16 staging */
+    DKV_PROF_S_COPY,         /* copy engine alone and beside compute */
+    DKV_PROF_S_HOST,         /* host enqueue per launch */
+    DKV_PROF_S_N
+};
+const char *dkv_prof_section_name(int s);   /* "gemm", "lm_head", ... "host" */
+
+typedef struct dkv_prof_opts {
+    const dkv_model *models;   /* exact shapes of these models (>= 1) */
+    uint32_t         n_models;
+    bool             quick;    /* a small grid (minutes -> seconds) */
+    uint32_t         sections; /* mask; 0 = all */
+    double           deadline_s;
+    uint32_t         repeats, warmup;
+    uint64_t         seed;
+    int              device;
+    /* progress: a line per section and every few seconds (may be NULL) */
+    void (*progress)(void *user, const char *line);
+    /* after each section (may be NULL): the caller can write what is measured so far */
+    void (*on_section)(void *user, const struct dkv_prof *p);
+    void *user;
+} dkv_prof_opts;
+
+dkv_prof_opts dkv_prof_opts_default(void);
+
+/* The grid's time estimate (seconds) from FLOPs and bytes at the H200's ceilings, without running
+ * anything (no GPU needed): what --quick and the sections would cost; est_s per section and
+ * shapes (the number of shapes; copy and host count none) may be NULL. */
+double dkv_prof_estimate(const dkv_prof_opts *o, double est_s[DKV_PROF_S_N], size_t *shapes);
+
+/* Runs the profile on o->device.  DKV_ENODEV without a usable GPU.  *out is allocated even when
+ * the deadline cut it short (complete false); free with dkv_prof_free. */
+dkv_status dkv_prof_run(const dkv_prof_opts *o, dkv_prof **out, dkv_err *err);
+void       dkv_prof_free(dkv_prof *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

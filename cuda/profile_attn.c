@@ -1,0 +1,284 @@
+/* profile_attn.c - `dkv profile`'s attention-side sections: the batched attention
+ * (dkv_cuda_attention_batch, the backend's one launch per kernel shape for every item of a step),
+ * RoPE + KV store (dkv_cuda_rope_kv_store_at) and the sparse selection (scores, top-k, pack: the
+ * backend's 5 launches per selecting item).  Pool: block_tokens 32, the backend's default layout
+ * (t-major), 4 layers (the layer rotates with the repeat, so repeats read other memory). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/backend_internal.h"
+#include "cuda/profile_internal.h"
+
+#define BT 32
+#define POOL_LAYERS 4
+
+typedef struct heads {
+    uint32_t H, Hkv, D;
+} heads;
+
+/* The head configurations: each model's, then a generic GQA one (32 / 8 x 128) unless a model has it. */
+static uint32_t head_cfgs(const prof_ctx *P, heads *out)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < P->o->n_models && n < 7; i++) {
+        const dkv_model *m = &P->o->models[i];
+        heads h = {m->n_heads, m->n_kv_heads, m->head_dim};
+        bool dup = false;
+        for (uint32_t j = 0; j < n; j++)
+            dup |= out[j].H == h.H && out[j].Hkv == h.Hkv && out[j].D == h.D;
+        if (!dup)
+            out[n++] = h;
+    }
+    heads g = {32, 8, 128};
+    bool dup = false;
+    for (uint32_t j = 0; j < n; j++)
+        dup |= out[j].H == g.H && out[j].Hkv == g.Hkv && out[j].D == g.D;
+    if (!dup && !P->o->quick)
+        out[n++] = g;
+    return n;
+}
+
+static dkv_cuda_kv_pool pool_of(const prof_ctx *P, heads h)
+{
+    return (dkv_cuda_kv_pool){.base = (dkv_bf16 *)P->pool, .block_tokens = BT, .n_layers = POOL_LAYERS,
+                              .n_kv_heads = h.Hkv, .head_dim = h.D, .layout = DKV_KV_TOKEN_MAJOR};
+}
+
+/* n block ids into aux at byte offset off (scattered over the pool, wrapping when it is full). */
+static dkv_status upload_table(prof_ctx *P, heads h, uint32_t n, size_t off, uint32_t **dev, dkv_err *err)
+{
+    dkv_cuda_kv_pool pool = pool_of(P, h);
+    uint32_t nb = (uint32_t)(PR_POOL_BYTES / dkv_cuda_kv_block_bytes(&pool));
+    uint32_t *t = malloc((size_t)n * 4 + 4);
+    if (!t)
+        return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
+    for (uint32_t i = 0; i < n; i++)
+        t[i] = (uint32_t)(((uint64_t)i * 7919u + 13u) % nb);
+    *dev = (uint32_t *)(P->aux + off);
+    cudaError_t e = cudaMemcpy(*dev, t, (size_t)n * 4, cudaMemcpyHostToDevice);
+    free(t);
+    if (e != cudaSuccess)
+        return dkv_err_set(err, DKV_EIO, "dkv profile: block table upload: %s", cudaGetErrorString(e));
+    return DKV_OK;
+}
+
+/* ---- attention */
+
+typedef struct attn_arg {
+    heads                h;
+    uint32_t             rows;   /* query rows of all items */
+    dkv_cuda_attn_batch  b;
+    const void          *meta;
+    const uint32_t      *table;
+} attn_arg;
+
+static dkv_status attn_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
+{
+    const attn_arg *a = arg;
+    uint32_t QD = a->h.H * a->h.D, KD = a->h.Hkv * a->h.D, QKV = QD + 2 * KD;
+    dkv_bf16 *qkv = pr_in(P, (size_t)a->rows * QKV * 2, rep, 0);
+    dkv_cuda_kv_pool pool = pool_of(P, a->h);
+    dkv_cuda_attn_batch_args x = {.out = (dkv_bf16 *)P->out, .q = qkv, .ldq = QKV, .ldo = QD, .n_heads = a->h.H,
+                                  .n_kv_heads = a->h.Hkv, .head_dim = a->h.D, .k_own = qkv + QD,
+                                  .v_own = qkv + QD + KD, .ld_own = QKV, .pool = &pool, .block_table = a->table,
+                                  .layer = rep % POOL_LAYERS, .batch = &a->b, .meta = a->meta};
+    return dkv_cuda_attention_batch(&x, P->st, err);
+}
+
+static const char *const attn_fields[] = {"q_rows", "kv_tokens", "heads", "kv_heads", "head_dim", "mode"};
+
+/* A step's attention of Q query rows in all, each attending K keys, as the engine's steps make it:
+ * Q >= K, Refresh-like: Q / K items of K rows attending their own K rows (the last item takes the
+ * remainder); Q < K, Reuse-like: ceil(Q / 32) items of the block's 32 queries (the last one the
+ * remainder) attending K cached keys from the pool (dual). */
+static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, dkv_err *err)
+{
+    bool refresh = Q >= K;
+    uint32_t n = refresh ? Q / K : (Q + 31) / 32, q = refresh ? K : 32;
+    double fl = 4.0 * Q * (double)K * h.H * h.D, by = 2.0 * ((double)Q * h.H * h.D * 2 + (double)n * K * h.Hkv * h.D * 2);
+    double e = pr_est(fl, by, 2);
+    uint32_t QKV = (h.H + 2 * h.Hkv) * h.D;
+    if ((size_t)(Q + K) * QKV * 2 > P->slab_bytes / 2 || (size_t)Q * h.H * h.D * 2 > P->out_bytes || !pr_want(P, e))
+        return DKV_OK;
+    PR_TRY(pr_pool(P, err));
+    uint32_t nb = refresh ? 0 : (K + BT - 1) / BT;
+    attn_arg a = {.h = h, .rows = Q + K};
+    dkv_cuda_attn_item *it = calloc(n, sizeof *it);
+    if (!it)
+        return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t qi = i == n - 1 ? Q - i * q : q;   /* the last item takes the remainder */
+        it[i] = (dkv_cuda_attn_item){.q_row = i * q, .n_q = qi, .own_row = i * q, .n_own = refresh ? K : 0,
+                                     .n_cache = refresh ? 0 : K, .table_off = i * nb};
+    }
+    uint32_t *table = NULL;
+    void *host = NULL;
+    dkv_status st = upload_table(P, h, n * nb + 1, 0, &table, err);
+    if (st == DKV_OK)
+        st = dkv_cuda_attn_batch_plan(&a.b, it, n, h.H, h.D, NULL, 0, err);
+    size_t off = ((size_t)(n * nb + 1) * 4 + 255) / 256 * 256;
+    if (st == DKV_OK && off + a.b.bytes > PR_AUX_BYTES)
+        st = dkv_err_set(err, DKV_EINVAL, "dkv profile: attention metadata of %zu bytes", a.b.bytes);
+    if (st == DKV_OK && !(host = aligned_alloc(64, (a.b.bytes + 63) / 64 * 64)))
+        st = dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
+    if (st == DKV_OK)
+        st = dkv_cuda_attn_batch_plan(&a.b, it, n, h.H, h.D, host, a.b.bytes, err);
+    if (st == DKV_OK && cudaMemcpy(P->aux + off, host, a.b.bytes, cudaMemcpyHostToDevice) != cudaSuccess)
+        st = dkv_err_set(err, DKV_EIO, "dkv profile: attention metadata upload failed");
+    free(host);
+    free(it);
+    if (st != DKV_OK)
+        return st;
+    a.meta = P->aux + off, a.table = table;
+    uint32_t launches = (a.b.n_tiles[0] > 0) + (a.b.n_tiles[1] > 0);
+    double f[6] = {Q, K, h.H, h.Hkv, h.D, 0};
+    dkv_prof_table *t = pr_table(P, "attn", attn_fields, 6,
+                                 "dkv_cuda_attention_batch (one layer of a step): q_rows query rows in all, each "
+                                 "attending kv_tokens keys; q_rows >= kv_tokens: q_rows / kv_tokens Refresh-like items "
+                                 "attending their own rows; q_rows < kv_tokens: items of 32 queries (dual Reuse) reading "
+                                 "kv_tokens keys from the pool (t-major, 32-token blocks); extra items: the items");
+    t->extra[0] = "items";
+    PR_TRY(pr_measure(P, t, f, launches, e, attn_call, &a, err));
+    t->rows[t->n - 1].x[0] = n;
+    return DKV_OK;
+}
+
+dkv_status pr_sec_attn(prof_ctx *P, dkv_err *err)
+{
+    static const uint32_t Ks[] = {128, 256, 512, 1024, 2048, 4096}, Kq[] = {256, 2048};
+    heads hs[8];
+    uint32_t nh = head_cfgs(P, hs), nK = P->o->quick ? 2 : 6;
+    const uint32_t *K = P->o->quick ? Kq : Ks, *rows;
+    uint32_t nr = pr_rows(P, &rows);
+    for (uint32_t c = 0; c < nh; c++)
+        for (uint32_t i = 0; i < nr; i++)
+            for (uint32_t j = 0; j < nK; j++)
+                PR_TRY(pr_case(P, attn_case(P, hs[c], rows[i], K[j], err), err));
+    return DKV_OK;
+}
+
+/* ---- RoPE + KV store of every computed row (the backend's fused kernel) */
+
+typedef struct store_arg {
+    heads           h;
+    uint32_t        T;
+    const uint32_t *table, *pos;
+} store_arg;
+
+static dkv_status store_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
+{
+    const store_arg *a = arg;
+    uint32_t QKV = (a->h.H + 2 * a->h.Hkv) * a->h.D;
+    dkv_cuda_kv_pool pool = pool_of(P, a->h);
+    dkv_bf16 *qkv = pr_in(P, (size_t)a->T * QKV * 2, rep, 0);
+    return dkv_cuda_rope_kv_store_at(&pool, a->table, rep % POOL_LAYERS, qkv, QKV, a->pos, a->pos, a->T, a->h.H,
+                                     500000.0f, P->st, err);
+}
+
+dkv_status pr_sec_kv_store(prof_ctx *P, dkv_err *err)
+{
+    static const char *const fields[] = {"rows", "heads", "kv_heads", "head_dim"};
+    heads hs[8];
+    uint32_t nh = head_cfgs(P, hs);
+    const uint32_t *rows;
+    uint32_t nr = pr_rows(P, &rows);
+    for (uint32_t c = 0; c < nh; c++)
+        for (uint32_t i = 0; i < nr; i++) {
+            heads h = hs[c];
+            uint32_t T = rows[i], QKV = (h.H + 2 * h.Hkv) * h.D;
+            double e = pr_est(0, 2.0 * T * QKV * 2, 1);
+            if (!pr_want(P, e))
+                continue;
+            PR_TRY(pr_pool(P, err));
+            store_arg a = {.h = h, .T = T};
+            uint32_t *table;
+            PR_TRY(upload_table(P, h, (T + BT - 1) / BT, 0, &table, err));
+            uint32_t *pos = malloc((size_t)T * 4);
+            if (!pos)
+                return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
+            for (uint32_t t = 0; t < T; t++)
+                pos[t] = t;
+            cudaError_t ce = cudaMemcpy(P->aux + ((size_t)64 << 20), pos, (size_t)T * 4, cudaMemcpyHostToDevice);
+            free(pos);
+            PR_CU(ce);
+            a.table = table, a.pos = (const uint32_t *)(P->aux + ((size_t)64 << 20));
+            double f[4] = {T, h.H, h.Hkv, h.D};
+            dkv_prof_table *t = pr_table(P, "kv_store", fields, 4,
+                                         "dkv_cuda_rope_kv_store_at: RoPE of the q and k heads of `rows` rows and the "
+                                         "store of their K and V into the pool (the backend's one launch per layer)");
+            PR_TRY(pr_case(P, pr_measure(P, t, f, 1, e, store_call, &a, err), err));
+        }
+    return DKV_OK;
+}
+
+/* ---- the sparse selection of one item: scores of its L keys by the block's B queries, top-k, pack */
+
+typedef struct sel_arg {
+    heads           h;
+    uint32_t        L, keep;
+    bool            shared;
+    const uint32_t *table;
+    float          *score, *ws;
+    uint32_t       *sel;
+    size_t          ws_bytes;
+} sel_arg;
+
+static dkv_status sel_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
+{
+    const sel_arg *a = arg;
+    uint32_t QD = a->h.H * a->h.D, KD = a->h.Hkv * a->h.D, QKV = QD + 2 * KD, B = BT;
+    dkv_cuda_kv_pool pool = pool_of(P, a->h);
+    dkv_bf16 *q = pr_in(P, (size_t)a->L * QKV * 2, rep, 0), *k = q + QD, *v = q + QD + KD;
+    PR_TRY(dkv_bk_scores(P->blas, a->score, q + (size_t)(a->L - B) * QKV, QKV, B, k, QKV, a->L, a->h.H, a->h.Hkv,
+                         a->h.D, a->ws, a->ws_bytes, P->st, err));
+    PR_TRY(dkv_cuda_topk(a->sel, a->score, a->h.Hkv, a->L, a->keep, a->L - B, a->L, a->shared, P->st, err));
+    return dkv_bk_pack_paged(&pool, a->table, rep % POOL_LAYERS, k, v, QKV, a->sel, a->keep, a->shared, P->st, err);
+}
+
+dkv_status pr_sec_select(prof_ctx *P, dkv_err *err)
+{
+    static const char *const fields[] = {"rows", "keys", "keep", "heads", "kv_heads", "head_dim"};
+    static const uint32_t Ls[] = {256, 512, 1024, 2048, 3328, 4096}, Lq[] = {512, 2048};
+    heads hs[8];
+    uint32_t nh = head_cfgs(P, hs), nL = P->o->quick ? 2 : 6;
+    const uint32_t *L = P->o->quick ? Lq : Ls;
+    for (uint32_t c = 0; c < nh; c++)
+        for (uint32_t i = 0; i < nL; i++) {
+            heads h = hs[c];
+            uint32_t keep = (L[i] - BT) / 2;   /* rho 0.5 of the keys outside the block */
+            double e = pr_est(2.0 * BT * L[i] * h.H * h.D, 4.0 * h.H * BT * L[i] * 2 + 4.0 * keep * h.Hkv * h.D, 5);
+            if (!pr_want(P, 2 * e))
+                continue;
+            PR_TRY(pr_pool(P, err));
+            sel_arg a = {.h = h, .L = L[i], .keep = keep};
+            uint32_t *table;
+            PR_TRY(upload_table(P, h, (keep + BT - 1) / BT, 0, &table, err));
+            a.table = table;
+            a.ws_bytes = dkv_bk_scores_workspace_bytes(BT, L[i], h.H);
+            char *x = P->aux + ((size_t)64 << 20);
+            a.score = (float *)x, a.sel = (uint32_t *)(x + ((size_t)4 << 20));
+            a.ws = (float *)(x + ((size_t)8 << 20));
+            if (a.ws_bytes > ((size_t)120 << 20))
+                continue;
+            double f[6] = {BT, L[i], keep, h.H, h.Hkv, h.D};
+            dkv_prof_table *t = pr_table(P, "kv_gather", fields, 6,
+                                         "the sparse selection of one item and layer (dkv_bk_scores, dkv_cuda_topk, "
+                                         "dkv_bk_pack_paged: the backend's 5 launches): `rows` block queries score "
+                                         "`keys` keys, `keep` (half of those outside the block) kept per head; extra "
+                                         "shared_s: the same with one set for every head (shared retention)");
+            t->extra[0] = "shared_s";
+            dkv_prof_table tmp = {.name = "kv_gather_shared", .n_fields = 6};
+            a.shared = true;
+            dkv_status st = pr_measure(P, &tmp, f, 5, e, sel_call, &a, err);
+            double sh = tmp.n ? tmp.rows[0].median_s : -1;   /* -1: the shared variant was refused */
+            free(tmp.rows);
+            P->sec_rows -= tmp.n;
+            PR_TRY(pr_case(P, st, err));
+            a.shared = false;
+            size_t before = t->n;
+            PR_TRY(pr_case(P, pr_measure(P, t, f, 5, e, sel_call, &a, err), err));
+            if (t->n > before)
+                t->rows[t->n - 1].x[0] = sh;
+        }
+    return DKV_OK;
+}

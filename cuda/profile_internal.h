@@ -1,0 +1,117 @@
+/* profile_internal.h - what the files of `dkv profile` share (cuda/profile*.c): the measurement
+ * context, the timing harness and the sections.  Not a public header: see profile.h. */
+#ifndef DKV_CUDA_PROFILE_INTERNAL_H
+#define DKV_CUDA_PROFILE_INTERNAL_H
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/dkv_cuda.h"
+#include "cuda/profile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* H200 ceilings for the time estimate only (issue 9's figures; the measurement uses none). */
+#define PR_PEAK_FLOPS 790e12
+#define PR_PEAK_BW    4.3e12
+#define PR_LAUNCH_S   5e-6
+#define PR_FIRST_REPS 3   /* warm host-timed calls after the first */
+#define PR_SLAB_BYTES ((size_t)4 << 30)   /* random inputs */
+#define PR_OUT_BYTES  ((size_t)3 << 29)   /* outputs */
+#define PR_POOL_BYTES ((size_t)6 << 30)   /* the KV pool of the attention, store and selection sections */
+
+typedef struct prof_ctx {
+    const dkv_prof_opts *o;
+    dkv_prof     *p;
+    bool          dry;              /* estimate only: pr_want adds the case's time and says no */
+    int           sec;              /* the running section */
+    double        est[DKV_PROF_S_N];
+    double        t0;               /* monotonic start */
+    bool          stopped;          /* the deadline passed */
+    double        last_progress;
+    size_t        sec_rows, sec_cases;
+    /* device state (not in dry runs) */
+    dkv_cuda_ctx *ctx;
+    cudaStream_t  st;
+    void         *blas;             /* cublasHandle_t for dkv_bk_scores */
+    char         *slab;             /* random bf16 inputs, rotated */
+    size_t        slab_bytes;
+    char         *out;              /* outputs */
+    size_t        out_bytes;
+    cudaEvent_t  *ev;
+    uint32_t      n_ev;
+    char         *pool;             /* PR_POOL_BYTES, random (allocated by the first section that needs it) */
+    void         *pinned;           /* the copy section's pinned host buffer */
+    int           n_copy_big;       /* the compute-beside-copies measurement is done */
+    char         *aux;              /* PR_AUX_BYTES of small device arrays (tables, positions, scores) */
+} prof_ctx;
+
+#define PR_AUX_BYTES ((size_t)256 << 20)
+/* The pool and aux areas (allocated and filled on first use). */
+dkv_status pr_pool(prof_ctx *P, dkv_err *err);
+
+/* One call of the measured entry on P->st for repeat `rep` (inputs rotate with rep). */
+typedef dkv_status (*prof_call)(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err);
+
+double pr_now(void);
+void   pr_say(prof_ctx *P, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Time of one call at the ceilings (FLOPs and bytes) plus a launch floor per launch. */
+double pr_est(double flops, double bytes, uint32_t launches);
+/* Dry run: adds the case's estimated cost and returns false.  Run: false once the deadline has
+ * passed (and marks the profile incomplete), true otherwise. */
+bool   pr_want(prof_ctx *P, double call_s);
+/* A table (created on first use). */
+dkv_prof_table *pr_table(prof_ctx *P, const char *name, const char *const *fields, uint32_t n_fields,
+                         const char *note);
+/* Measures fn as profile.h says and appends a row with the field values f. */
+dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t launches, double call_s,
+                      prof_call fn, void *arg, dkv_err *err);
+/* An input region of bytes inside the slab for repeat rep and operand slot (256-byte aligned;
+ * successive repeats land elsewhere while the slab holds several copies). */
+void  *pr_in(prof_ctx *P, size_t bytes, uint32_t rep, uint32_t slot);
+/* A shape's outcome: DKV_EINVAL or DKV_ENOMEM (an entry refused the shape, an allocation failed) is
+ * logged, counted in p->n_skipped and turned into DKV_OK so the grid goes on; anything else passes. */
+dkv_status pr_case(prof_ctx *P, dkv_status st, dkv_err *err);
+/* At least n timing events in P->ev. */
+dkv_status pr_events(prof_ctx *P, uint32_t n, dkv_err *err);
+/* Device scratch of bytes: cudaMalloc'd once per call site by the caller, or this pool. */
+dkv_status pr_alloc(void **p, size_t bytes, dkv_err *err);
+
+/* profile_kern.cu */
+dkv_status dkv_prof_spin(cudaStream_t s, double seconds, dkv_err *err);
+
+/* The sections (profile_gemm.c, profile_attn.c, profile_misc.c). */
+dkv_status pr_sec_gemm(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_lm_head(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_gemm_grid(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_attn(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_kv_store(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_select(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_elementwise(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_compress(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_copy(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_host(prof_ctx *P, dkv_err *err);
+
+/* The rows (query tokens) of a step the grids use: M of the GEMMs, T of the elementwise kernels. */
+uint32_t pr_rows(const prof_ctx *P, const uint32_t **rows);
+
+#define PR_CU(call)                                                                                   \
+    do {                                                                                              \
+        cudaError_t e_ = (call);                                                                      \
+        if (e_ != cudaSuccess)                                                                        \
+            return dkv_err_set(err, DKV_EIO, "dkv profile: %s:%d: %s: %s", __FILE__, __LINE__, #call, \
+                               cudaGetErrorString(e_));                                               \
+    } while (0)
+#define PR_TRY(call)                       \
+    do {                                   \
+        dkv_status s_ = (call);            \
+        if (s_ != DKV_OK)                  \
+            return s_;                     \
+    } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# test_profile_cli.sh - dkv profile without a GPU: usage errors (exit 2), the grid's time estimate
+# (CUDA builds; the default grid sized to fit the 5-minute budget at the H200's ceilings), and a
+# run on a machine without a usable GPU: exit 1 naming the reason, no file written.  Builds
+# without the CUDA backend say so with exit 2.  The measurement itself needs the GPU
+# (scripts/hw_session.sh STEPS=profile).
+set -euo pipefail
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$ROOT"
+code() { set +e; "$@" >"$T/out" 2>"$T/err"; echo $?; set -e; }
+
+[ "$(code "$DKV" profile)" = 2 ] && grep -q "\-o FILE.lua is required" "$T/err" || fail "no -o"
+[ "$(code "$DKV" profile --help)" = 0 ] && grep -q "^usage: dkv profile -o FILE.lua" "$T/out" || fail "help"
+if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --estimate; cat "$T/err")"; then
+    [ "$(code "$DKV" profile -o "$T/p.lua" --grid gemm,nosuch)" = 2 ] && grep -q "unknown section 'nosuch'" "$T/err" \
+        || fail "bad --grid: $(cat "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --model nosuch)" = 2 ] && grep -q "unknown model preset 'nosuch'" "$T/err" \
+        || fail "bad --model"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --repeats 2)" = 2 ] && grep -q "\-\-repeats needs a number in \[3, 62\]" "$T/err" \
+        || fail "bad --repeats"
+    [ "$(code "$DKV" profile --estimate)" = 0 ] || fail "estimate: $(cat "$T/err")"
+    est=$(sed -n 's/^dkv profile: estimated \([0-9]*\) s at .*/\1/p' "$T/out")
+    [ -n "$est" ] && [ "$est" -gt 5 ] && [ "$est" -le 300 ] || fail "default grid estimate $est s (budget 300 s)"
+    for s in gemm lm_head attn kv_store elementwise select gemm_grid compress copy host; do
+        grep -q " $s [0-9.]*" "$T/out" || fail "estimate lacks section $s: $(cat "$T/out")"
+    done
+    q=$(code "$DKV" profile --estimate --quick)
+    qe=$(sed -n 's/^dkv profile: estimated \([0-9]*\) s at .*/\1/p' "$T/out")
+    [ "$q" = 0 ] && [ "$qe" -lt "$est" ] || fail "quick grid $qe s not under the default $est s"
+    rc=$(code "$DKV" profile -o "$T/p.lua" --quick)
+    if [ "$rc" = 1 ] && grep -q "no usable GPU" "$T/err"; then
+        [ ! -e "$T/p.lua" ] || fail "a file written without a GPU"
+    elif [ "$rc" = 0 ]; then
+        grep -q "measured = true" "$T/p.lua" || fail "GPU run: provenance"
+    else
+        fail "profile --quick: exit $rc: $(cat "$T/err")"
+    fi
+else
+    [ "$(code "$DKV" profile -o "$T/p.lua")" = 2 ] && grep -q "built without the CUDA backend" "$T/err" || fail "no-CUDA build"
+fi
+echo ok

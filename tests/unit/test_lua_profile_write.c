@@ -1,0 +1,143 @@
+/* test_lua_profile_write.c - the profile file dkv profile writes (core/cli/profile_lua.c), loaded
+ * back by Lua: every table, row, extra column, the copied attention modes, first use, host,
+ * provenance and the incomplete marker read back as written. */
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "cli/profile_lua.c"
+#include "test_tmpdir.h"
+
+static double num(lua_State *L, const char *expr)
+{
+    char code[512];
+    snprintf(code, sizeof code, "return %s", expr);
+    lua_pushvalue(L, -1);
+    lua_setglobal(L, "P");
+    assert_int_equal(luaL_dostring(L, code), LUA_OK);
+    double v = lua_tonumber(L, -1);
+    lua_pop(L, 1);
+    return v;
+}
+
+static const char *str(lua_State *L, const char *expr)
+{
+    char code[512];
+    snprintf(code, sizeof code, "return tostring(%s)", expr);
+    lua_pushvalue(L, -1);
+    lua_setglobal(L, "P");
+    assert_int_equal(luaL_dostring(L, code), LUA_OK);
+    static char out[512];
+    snprintf(out, sizeof out, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    return out;
+}
+
+static void fill(dkv_prof *p, dkv_prof_table *gemm, dkv_prof_table *attn, dkv_prof_row *gr, dkv_prof_row *ar)
+{
+    memset(p, 0, sizeof *p);
+    snprintf(p->gpu, sizeof p->gpu, "Test \"GPU\"");
+    snprintf(p->sm, sizeof p->sm, "9.0");
+    p->driver = 13000, p->runtime = 12080, p->repeats = 20, p->warmup = 2, p->est_s = 25, p->wall_s = 61.5;
+    static const char *const mnk[] = {"m", "n", "k"}, *const af[] = {"q_rows", "kv_tokens", "heads", "kv_heads",
+                                                                       "head_dim", "mode"};
+    *gemm = (dkv_prof_table){.name = "qkv", .n_fields = 3, .note = "a \"note\"\nline", .rows = gr, .n = 2, .cap = 2};
+    memcpy(gemm->fields, mnk, sizeof mnk);
+    gr[0] = (dkv_prof_row){.f = {32, 12288, 4096}, .median_s = 2.5e-5, .p10_s = 2.4e-5, .p90_s = 2.7e-5,
+                           .first_s = 3e-3, .launches = 1};
+    gr[1] = (dkv_prof_row){.f = {512, 12288, 4096}, .median_s = 1e-4, .p10_s = 9e-5, .p90_s = 1.1e-4,
+                           .first_s = 1e-3, .launches = 1};
+    *attn = (dkv_prof_table){.name = "attn", .n_fields = 6, .note = "attn", .rows = ar, .n = 1, .cap = 1};
+    memcpy(attn->fields, af, sizeof af);
+    attn->extra[0] = "items";
+    ar[0] = (dkv_prof_row){.f = {256, 1024, 32, 32, 128, 0}, .median_s = 4e-5, .p10_s = 3.9e-5, .p90_s = 4.2e-5,
+                           .first_s = 2e-4, .launches = 1, .x = {8}};
+    p->tables[0] = *gemm, p->tables[1] = *attn, p->n_tables = 2;
+    p->copy[0] = (dkv_prof_copy_row){0, 4096, 1e-5, 1.2e-5};
+    p->copy[1] = (dkv_prof_copy_row){1, 268435456, 5e-3, 6e-3};
+    p->n_copy = 2;
+    p->compute_alone_s = 1.3e-4, p->compute_beside_s = 1.5e-4;
+    p->host_launch_s = 3e-6, p->host_gemm_launch_s = 7e-6;
+}
+
+static void test_write_and_load(void **state)
+{
+    (void)state;
+    dkv_prof p;
+    dkv_prof_table g, a;
+    dkv_prof_row gr[2], ar[1];
+    fill(&p, &g, &a, gr, ar);
+    p.complete = false;
+    snprintf(p.incomplete, sizeof p.incomplete, "deadline 300 s reached in section attn");
+    char dir[TEST_TMPDIR_LEN], path[TEST_TMPDIR_LEN + 16];
+    assert_int_equal(test_tmpdir_make(dir, "profile"), 0);
+    snprintf(path, sizeof path, "%s/p.lua", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    static const char *const models[] = {"llada-8b"};
+    dkv_cli_profile_meta m = {.name = "test-20261201", .date = "2026-12-01T12:00:00Z",
+                              .command = "dkv profile -o \"x.lua\"", .models = models, .n_models = 1};
+    dkv_cli_profile_write(f, &p, &m);
+    assert_int_equal(fclose(f), 0);
+
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    int rc = luaL_dofile(L, path);
+    if (rc != LUA_OK)
+        fail_msg("%s", lua_tostring(L, -1));
+    assert_true(lua_istable(L, -1));
+    assert_int_equal((int)num(L, "P.format"), 1);
+    assert_string_equal(str(L, "P.name"), "test-20261201");
+    assert_string_equal(str(L, "P.complete"), "false");
+    assert_string_equal(str(L, "P.incomplete"), "deadline 300 s reached in section attn");
+    assert_string_equal(str(L, "P.provenance.gpu"), "Test \"GPU\"");
+    assert_string_equal(str(L, "P.provenance.driver"), "13.0");
+    assert_string_equal(str(L, "P.provenance.cuda_runtime"), "12.8");
+    assert_string_equal(str(L, "P.provenance.command"), "dkv profile -o \"x.lua\"");
+    assert_string_equal(str(L, "P.provenance.measured"), "true");
+    assert_string_equal(str(L, "P.provenance.models[1]"), "llada-8b");
+    assert_int_equal((int)num(L, "P.provenance.repeats"), 20);
+    assert_string_equal(str(L, "P.kernels.qkv.note"), "a \"note\"\nline");
+    assert_string_equal(str(L, "table.concat(P.kernels.qkv.fields, ',')"), "m,n,k");
+    assert_string_equal(str(L, "table.concat(P.kernels.qkv.extra, ',')"), "p10_s,p90_s,first_s");
+    assert_int_equal((int)num(L, "#P.kernels.qkv.rows"), 2);
+    assert_int_equal((int)num(L, "#P.kernels.qkv.rows[2]"), 3 + 2 + 3);
+    assert_float_equal(num(L, "P.kernels.qkv.rows[2][1]"), 512, 0);
+    assert_float_equal(num(L, "P.kernels.qkv.rows[2][4]"), 1e-4, 1e-12);
+    assert_float_equal(num(L, "P.kernels.qkv.rows[2][5]"), 1, 0);
+    assert_float_equal(num(L, "P.kernels.qkv.rows[1][8]"), 3e-3, 1e-12);
+    /* attention: the mode-0 row and its copies as modes 1 and 2, each with the items extra */
+    assert_string_equal(str(L, "table.concat(P.kernels.attn.extra, ',')"), "p10_s,p90_s,first_s,items");
+    assert_int_equal((int)num(L, "#P.kernels.attn.rows"), 3);
+    for (int i = 1; i <= 3; i++) {
+        char e[64];
+        snprintf(e, sizeof e, "P.kernels.attn.rows[%d][6]", i);
+        assert_float_equal(num(L, e), i - 1, 0);
+        snprintf(e, sizeof e, "#P.kernels.attn.rows[%d]", i);
+        assert_int_equal((int)num(L, e), 6 + 2 + 3 + 1);
+        snprintf(e, sizeof e, "P.kernels.attn.rows[%d][7]", i);
+        assert_float_equal(num(L, e), 4e-5, 1e-12);
+    }
+    assert_float_equal(num(L, "P.kernels.attn.rows[3][12]"), 8, 0);
+    assert_float_equal(num(L, "P.copy.contended[2][3]"), 6e-3, 1e-12);
+    assert_float_equal(num(L, "P.copy.alone[1][2]"), 4096, 0);
+    assert_float_equal(num(L, "P.copy.load_gemm_beside_h2d_s"), 1.5e-4, 1e-12);
+    /* first use: median of the GEMM group's two shapes, the attention's one */
+    assert_float_equal(num(L, "P.first_use.gemm_s"), 2e-3, 1e-12);
+    assert_float_equal(num(L, "P.first_use.gemm_max_s"), 3e-3, 1e-12);
+    assert_float_equal(num(L, "P.first_use.attn_s"), 2e-4, 1e-12);
+    assert_float_equal(num(L, "P.host.per_launch_s"), 3e-6, 1e-15);
+    assert_true(num(L, "P.host.base_s == nil and 1 or 0") == 1);
+    lua_close(L);
+    assert_int_equal(test_tmpdir_remove(dir), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_write_and_load)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
