@@ -393,6 +393,87 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
 
 static const char *const pol_keys[] = {"logit", "layout", "offload", "lifecycle", "retention", "routing", NULL};
 
+/* policies.retention.entropies: an array of numbers in [0, 1] (left on the stack for the caller). */
+static void read_entropies(lua_State *L, dkv_lsim *s, pt *ret_keep)
+{
+    dkv_retention_config *r = &s->ec.retention;
+    if (lua_getfield(L, ret_keep->in, "entropies") != LUA_TNIL) {
+        if (!lua_istable(L, -1))
+            dkv_lconf_error(L, ret_keep->path, "entropies", "expected an array of numbers in [0, 1]");
+        size_t n = lua_rawlen(L, -1);
+        if (n == 0)
+            dkv_lconf_error(L, ret_keep->path, "entropies", "must not be empty");
+        s->entropies = malloc(n * sizeof *s->entropies);
+        if (!s->entropies)
+            luaL_error(L, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+            lua_rawgeti(L, -1, (lua_Integer)i + 1);
+            int isnum;
+            double v = lua_tonumberx(L, -1, &isnum);
+            if (!isnum || !(v >= 0 && v <= 1))
+                dkv_lconf_error(L, ret_keep->path, "entropies", "value %zu must be a number in [0, 1]", i + 1);
+            s->entropies[i] = v;
+            lua_pop(L, 1);
+        }
+        r->ent_samples = s->entropies;
+        r->n_ent_samples = n;
+        lua_pushvalue(L, -1);
+        lua_setfield(L, ret_keep->out, "entropies");
+    }
+}
+
+/* policies.retention (sparse cache): rho, the set, dynamic rho and its callback. */
+static void parse_retention(pt *p_pol, dkv_lsim *s, pt *ret_keep)
+{
+    lua_State *L = p_pol->L;
+    dkv_engine_config *c = &s->ec;
+    static const char *const rk[] = {"rho", "set", "mode", "rho_min", "rho_max", "ent_a", "ent_b", "entropies",
+                                     "callback", "seed", "clamp", NULL};
+    pt_sub(p_pol, "retention", ret_keep, rk);
+    dkv_retention_config *r = &c->retention;
+    lua_getfield(L, ret_keep->in, "rho");
+    bool rho_given = !lua_isnil(L, -1);   /* -1 given is an error, not "the preset's" */
+    lua_pop(L, 1);
+    r->rho = gnum(ret_keep, "rho", r->rho, -1, 1, 0); /* -1: the GPU preset's, resolved later */
+    if (r->rho == 0 || (r->rho < 0 && (rho_given || r->rho != -1)))
+        dkv_lconf_error(L, ret_keep->path, "rho", "must be in (0, 1] (got %g)", r->rho);
+    r->set = (dkv_retain_set)genum(ret_keep, "set", &dkv_retain_set_names, r->set);
+    bool has_cb = has(ret_keep, "callback");
+    r->mode = (dkv_rho_mode)genum(ret_keep, "mode", &dkv_rho_mode_names, has_cb ? DKV_RHO_CALLBACK : r->mode);
+    r->rho_min = gnum(ret_keep, "rho_min", r->rho_min, 0, 1, DKV_LCONF_LO_OPEN);
+    r->rho_max = gnum(ret_keep, "rho_max", r->rho_max, 0, 1, DKV_LCONF_LO_OPEN);
+    if (r->rho_max < r->rho_min)
+        dkv_lconf_error(L, ret_keep->path, "rho_max", "must be >= rho_min");
+    r->ent_a = gnum(ret_keep, "ent_a", r->ent_a, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
+    r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
+    r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
+    r->clamp = gbool(ret_keep, "clamp", r->clamp);
+    if (c->decode.cache != DKV_CACHE_SPARSE)
+        unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
+                    dkv_cache_mode_name(c->decode.cache));
+    if (r->mode == DKV_RHO_FIXED)
+        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
+                    "retention.mode is '%s'", "fixed");
+    else if (r->mode == DKV_RHO_ENTROPY)
+        unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
+    else
+        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
+                    "callback");
+    read_entropies(L, s, ret_keep);
+    lua_pop(L, 1);
+    if (has_cb) {
+        lua_getfield(L, ret_keep->in, "callback");
+        if (!lua_isfunction(L, -1))
+            dkv_lconf_error(L, ret_keep->path, "callback", "expected a function(request, block, rho) -> rho, got %s",
+                            luaL_typename(L, -1));
+        s->cb_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+        lua_pushstring(L, "<function>");
+        lua_setfield(L, ret_keep->out, "callback");
+    } else if (r->mode == DKV_RHO_CALLBACK) {
+        dkv_lconf_error(L, ret_keep->path, "callback", "mode 'callback' needs a callback function");
+    }
+}
+
 static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, pt *rt_keep)
 {
     lua_State *L = root->L;
@@ -435,73 +516,7 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
         unused_when(&q, (const char *const[]){"delay_steps", "delay_s", NULL}, "lifecycle.rule is '%s'",
                     "immediate");
 
-    static const char *const rk[] = {"rho", "set", "mode", "rho_min", "rho_max", "ent_a", "ent_b", "entropies",
-                                     "callback", "seed", "clamp", NULL};
-    pt_sub(&p, "retention", ret_keep, rk);
-    dkv_retention_config *r = &c->retention;
-    lua_getfield(L, ret_keep->in, "rho");
-    bool rho_given = !lua_isnil(L, -1);   /* -1 given is an error, not "the preset's" */
-    lua_pop(L, 1);
-    r->rho = gnum(ret_keep, "rho", r->rho, -1, 1, 0); /* -1: the GPU preset's, resolved later */
-    if (r->rho == 0 || (r->rho < 0 && (rho_given || r->rho != -1)))
-        dkv_lconf_error(L, ret_keep->path, "rho", "must be in (0, 1] (got %g)", r->rho);
-    r->set = (dkv_retain_set)genum(ret_keep, "set", &dkv_retain_set_names, r->set);
-    bool has_cb = has(ret_keep, "callback");
-    r->mode = (dkv_rho_mode)genum(ret_keep, "mode", &dkv_rho_mode_names, has_cb ? DKV_RHO_CALLBACK : r->mode);
-    r->rho_min = gnum(ret_keep, "rho_min", r->rho_min, 0, 1, DKV_LCONF_LO_OPEN);
-    r->rho_max = gnum(ret_keep, "rho_max", r->rho_max, 0, 1, DKV_LCONF_LO_OPEN);
-    if (r->rho_max < r->rho_min)
-        dkv_lconf_error(L, ret_keep->path, "rho_max", "must be >= rho_min");
-    r->ent_a = gnum(ret_keep, "ent_a", r->ent_a, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
-    r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
-    r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
-    r->clamp = gbool(ret_keep, "clamp", r->clamp);
-    if (c->decode.cache != DKV_CACHE_SPARSE)
-        unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
-                    dkv_cache_mode_name(c->decode.cache));
-    if (r->mode == DKV_RHO_FIXED)
-        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
-                    "retention.mode is '%s'", "fixed");
-    else if (r->mode == DKV_RHO_ENTROPY)
-        unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
-    else
-        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
-                    "callback");
-    if (lua_getfield(L, ret_keep->in, "entropies") != LUA_TNIL) {
-        if (!lua_istable(L, -1))
-            dkv_lconf_error(L, ret_keep->path, "entropies", "expected an array of numbers in [0, 1]");
-        size_t n = lua_rawlen(L, -1);
-        if (n == 0)
-            dkv_lconf_error(L, ret_keep->path, "entropies", "must not be empty");
-        s->entropies = malloc(n * sizeof *s->entropies);
-        if (!s->entropies)
-            luaL_error(L, "out of memory");
-        for (size_t i = 0; i < n; i++) {
-            lua_rawgeti(L, -1, (lua_Integer)i + 1);
-            int isnum;
-            double v = lua_tonumberx(L, -1, &isnum);
-            if (!isnum || !(v >= 0 && v <= 1))
-                dkv_lconf_error(L, ret_keep->path, "entropies", "value %zu must be a number in [0, 1]", i + 1);
-            s->entropies[i] = v;
-            lua_pop(L, 1);
-        }
-        r->ent_samples = s->entropies;
-        r->n_ent_samples = n;
-        lua_pushvalue(L, -1);
-        lua_setfield(L, ret_keep->out, "entropies");
-    }
-    lua_pop(L, 1);
-    if (has_cb) {
-        lua_getfield(L, ret_keep->in, "callback");
-        if (!lua_isfunction(L, -1))
-            dkv_lconf_error(L, ret_keep->path, "callback", "expected a function(request, block, rho) -> rho, got %s",
-                            luaL_typename(L, -1));
-        s->cb_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-        lua_pushstring(L, "<function>");
-        lua_setfield(L, ret_keep->out, "callback");
-    } else if (r->mode == DKV_RHO_CALLBACK) {
-        dkv_lconf_error(L, ret_keep->path, "callback", "mode 'callback' needs a callback function");
-    }
+    parse_retention(&p, s, ret_keep);
 
     static const char *const tk[] = {"enabled", "threshold_tokens", "setup_s", "block_s", "pool_step_s",
                                      "plain_step_s", NULL};
