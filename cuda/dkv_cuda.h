@@ -146,6 +146,21 @@ dkv_status dkv_cuda_kv_store(const dkv_cuda_kv_pool *pool, const uint32_t *block
                              const dkv_bf16 *k, const dkv_bf16 *v, uint32_t ld, const uint32_t *pos, uint32_t T,
                              cudaStream_t s, dkv_err *err);
 
+/* FP8 KV (kv_fp8.cu): the blocks holding canvas positions [tok_lo, tok_hi) of a sequence
+ * (block_table, device) are quantized to e4m3 with one scale per (block, layer, k|v, kv head),
+ * scale = amax over the block's slots [0, min(block_tokens, tok_hi - block start)) / 448, and
+ * dequantized in place (the pool stays bf16; docs/GPU.md "Lossy policies").  Every slot below
+ * tok_hi of those blocks must have been stored. */
+dkv_status dkv_cuda_kv_fp8_requant(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, uint32_t tok_lo,
+                                   uint32_t tok_hi, cudaStream_t s, dkv_err *err);
+
+/* Low-rank reconstruction (lowrank_decompress.cu): for each of the n_layers*2*n_kv_heads
+ * matrices lkh = (layer*2 + kv)*n_kv_heads + head, rows Q[lkh] (m x r) B[lkh] (r x head_dim)
+ * (bf16, row-major, contiguous per matrix: cuda/lowrank.h's outputs staged as bf16) are written
+ * at canvas positions [0, m) of block_table (device).  r <= head_dim. */
+dkv_status dkv_cuda_lowrank_decompress(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, const dkv_bf16 *Q,
+                                       const dkv_bf16 *B, uint32_t m, uint32_t r, cudaStream_t s, dkv_err *err);
+
 /* RoPE and KV store in one launch: qkv rows (T, stride ld) hold n_heads q heads, then
  * pool->n_kv_heads k heads, then as many v heads, of pool->head_dim each.  The q and k heads are
  * rotated in place at positions pos (device, T), as dkv_cuda_rope(qkv, ld, pos, T, n_heads +
