@@ -1,9 +1,9 @@
-/* kv_fp8.cu - FP8 KV: the rows of pool blocks quantized to OCP e4m3 with one fp32 scale per
- * (block, layer, k|v, kv head) and read back (dkv_cuda.h, dkv_cuda_kv_fp8_requant).
+/* kv_fp8.cu - FP8 KV: rows stored into pool blocks quantized to OCP e4m3 with one fp32 scale per
+ * (block, layer, k|v, kv head) and read back (dkv_cuda.h, dkv_cuda_kv_fp8_store).
  *
  * The format is the CPU backend's (docs/CPU.md "KV element formats"): e4m3 = s eeee mmm, bias 7,
- * subnormals m/8 * 2^-6, max 448, saturating, round to nearest even; scale = amax / 448 over the
- * block's stored rows of that (layer, k|v, head).  The device pool stays bf16: every value is
+ * subnormals m/8 * 2^-6, max 448, saturating, round to nearest even; one fp32 scale per (pool block,
+ * layer, k|v, kv head), amax / 448, kept in a device array beside the pool.  The device pool stays bf16: every value is
  * replaced in place by bf16(decode(encode(x / scale)) * scale), which is what attention reads
  * after a dequantize-on-read of an FP8 pool (up to the bf16 rounding of that product). */
 #include "cuda/common.cuh"
@@ -29,47 +29,86 @@ static __device__ __forceinline__ float e4m3_round(float x)
     return copysignf(q, x);
 }
 
-/* grid (blocks, n_layers*2*Hkv), 128 threads: block j = ids[j0 + blockIdx.x]; its stored slots
- * are [0, n) with n = min(block_tokens, tok_hi - (j0 + blockIdx.x) * block_tokens). */
-static __global__ void kv_fp8_kernel(dkv_cuda_kv_pool p, const uint32_t *ids, uint32_t j0, uint32_t tok_hi)
+/* Largest |x| over rows [r0, r1) of (l, kv, h) in a block: a block-wide reduction (128 threads). */
+static __device__ float rows_amax(const dkv_cuda_kv_pool &p, const dkv_bf16 *blk, uint32_t l, uint32_t kv, uint32_t h,
+                                  uint32_t r0, uint32_t r1, float *red)
 {
-    __shared__ float red[4];
-    uint32_t j = j0 + blockIdx.x, lkh = blockIdx.y, D = p.head_dim, bt = p.block_tokens;
-    uint32_t h = lkh % p.n_kv_heads, kv = (lkh / p.n_kv_heads) % 2, l = lkh / (2 * p.n_kv_heads);
-    uint32_t n = tok_hi - j * bt < bt ? tok_hi - j * bt : bt;
-    dkv_bf16 *blk = p.base + (size_t)ids[j] * kv_block_elems(p);
-    float amax = 0;
-    for (uint32_t i = threadIdx.x; i < n * D; i += blockDim.x)
-        amax = fmaxf(amax, fabsf(bf2f(blk[kv_off(p, l, kv, h, i / D) + i % D])));
-    amax = warp_max(amax);
+    uint32_t D = p.head_dim;
+    float a = 0;
+    for (uint32_t i = threadIdx.x; i < (r1 - r0) * D; i += blockDim.x)
+        a = fmaxf(a, fabsf(bf2f(blk[kv_off(p, l, kv, h, r0 + i / D) + i % D])));
+    a = warp_max(a);
     if (threadIdx.x % 32 == 0)
-        red[threadIdx.x / 32] = amax;
+        red[threadIdx.x / 32] = a;
     __syncthreads();
-    amax = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
-    if (amax == 0.0f || !isfinite(amax))
-        return;   /* all zero: exact; a NaN/Inf row stays as it is, for the reader to see */
-    float scale = amax / 448.0f;
-    for (uint32_t i = threadIdx.x; i < n * D; i += blockDim.x) {
-        dkv_bf16 *e = blk + kv_off(p, l, kv, h, i / D) + i % D;
-        *e = f2bf(e4m3_round(bf2f(*e) / scale) * scale);
+    a = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
+    __syncthreads();
+    return a;
+}
+
+/* Rows [r0, r1) replaced by their e4m3 round trip at scale s. */
+static __device__ void rows_quant(const dkv_cuda_kv_pool &p, dkv_bf16 *blk, uint32_t l, uint32_t kv, uint32_t h,
+                                  uint32_t r0, uint32_t r1, float s)
+{
+    uint32_t D = p.head_dim;
+    for (uint32_t i = threadIdx.x; i < (r1 - r0) * D; i += blockDim.x) {
+        dkv_bf16 *e = blk + kv_off(p, l, kv, h, r0 + i / D) + i % D;
+        *e = f2bf(e4m3_round(bf2f(*e) / s) * s);
     }
 }
 
-static dkv_status launch_kv_fp8(const dkv_cuda_kv_pool *pool, const uint32_t *ids, uint32_t j0, uint32_t nb,
-                                uint32_t tok_hi, cudaStream_t s, dkv_err *err)
+/* grid (blocks, 2*Hkv), 128 threads, one layer.  Block j = j0 + blockIdx.x of the table (pool id
+ * ids[j]) holds canvas positions [j*bt, (j+1)*bt): the store's new rows are slots [a, e) of
+ * [tok_lo, tok_hi), rows stored before are [0, a) and [e, v) with v from tok_valid.  As the CPU
+ * backend: a store that covers every stored row of the block sets the scale to amax(new) / 448;
+ * otherwise the scale becomes max(old, amax(new) / 448) and, when it grows, the older rows are
+ * quantized again with it.  The new rows are quantized with the scale, which is kept. */
+static __global__ void kv_fp8_kernel(dkv_cuda_kv_pool p, const uint32_t *ids, float *scales, uint32_t l, uint32_t j0,
+                                     uint32_t tok_lo, uint32_t tok_hi, uint32_t tok_valid)
 {
-    kv_fp8_kernel<<<dim3(nb, pool->n_layers * 2 * pool->n_kv_heads), 128, 0, s>>>(*pool, ids, j0, tok_hi);
+    __shared__ float red[4];
+    uint32_t j = j0 + blockIdx.x, bt = p.block_tokens, jb = j * bt;
+    uint32_t h = blockIdx.y % p.n_kv_heads, kv = blockIdx.y / p.n_kv_heads, lkh = l * 2 * p.n_kv_heads + blockIdx.y;
+    uint32_t a = (tok_lo > jb ? tok_lo : jb) - jb, e = (tok_hi < jb + bt ? tok_hi : jb + bt) - jb;
+    uint32_t v = (tok_valid < jb + bt ? tok_valid : jb + bt) - jb;
+    v = v > e ? v : e;
+    dkv_bf16 *blk = p.base + (size_t)ids[j] * kv_block_elems(p);
+    float *sc = scales + (size_t)ids[j] * p.n_layers * 2 * p.n_kv_heads + lkh;
+    float amax = rows_amax(p, blk, l, kv, h, a, e, red), old = *sc;
+    bool alone = a == 0 && e == v;
+    float s = alone ? amax / 448.0f : fmaxf(old, amax / 448.0f);
+    if (!(s > 0.0f) || !isfinite(s)) {   /* all zero (exact), or a NaN/Inf row kept for the reader to see */
+        if (threadIdx.x == 0 && alone)
+            *sc = 0.0f;
+        return;
+    }
+    if (!alone && s > old) {
+        rows_quant(p, blk, l, kv, h, 0, a, s);
+        rows_quant(p, blk, l, kv, h, e, v, s);
+    }
+    rows_quant(p, blk, l, kv, h, a, e, s);
+    if (threadIdx.x == 0)
+        *sc = s;
+}
+
+static dkv_status launch_kv_fp8(const dkv_cuda_kv_pool *pool, const uint32_t *ids, float *scales, uint32_t layer,
+                                uint32_t j0, uint32_t nb, uint32_t lo, uint32_t hi, uint32_t valid, cudaStream_t s,
+                                dkv_err *err)
+{
+    kv_fp8_kernel<<<dim3(nb, 2 * pool->n_kv_heads), 128, 0, s>>>(*pool, ids, scales, layer, j0, lo, hi, valid);
     return dkv_launch_check("kv_fp8_kernel", err);
 }
 
-extern "C" dkv_status dkv_cuda_kv_fp8_requant(const dkv_cuda_kv_pool *pool, const uint32_t *block_table,
-                                              uint32_t tok_lo, uint32_t tok_hi, cudaStream_t s, dkv_err *err)
+extern "C" dkv_status dkv_cuda_kv_fp8_store(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, float *scales,
+                                            uint32_t layer, uint32_t tok_lo, uint32_t tok_hi, uint32_t tok_valid, cudaStream_t s,
+                                            dkv_err *err)
 {
-    DKV_ARG(pool && pool->base && block_table && pool->block_tokens > 0 && pool->head_dim > 0, "dkv_cuda_kv_fp8_requant");
-    DKV_ARG(tok_lo <= tok_hi, "dkv_cuda_kv_fp8_requant");
-    DKV_ARG(pool->n_layers * 2 * pool->n_kv_heads <= 65535, "dkv_cuda_kv_fp8_requant");
+    DKV_ARG(pool && pool->base && block_table && scales && pool->block_tokens > 0 && pool->head_dim > 0,
+            "dkv_cuda_kv_fp8_store");
+    DKV_ARG(tok_lo <= tok_hi && tok_hi <= tok_valid, "dkv_cuda_kv_fp8_store");
+    DKV_ARG(layer < pool->n_layers && 2 * pool->n_kv_heads <= 65535, "dkv_cuda_kv_fp8_store");
     if (tok_lo == tok_hi)
         return DKV_OK;
     uint32_t j0 = tok_lo / pool->block_tokens, j1 = (tok_hi - 1) / pool->block_tokens;
-    return launch_kv_fp8(pool, block_table, j0, j1 - j0 + 1, tok_hi, s, err);
+    return launch_kv_fp8(pool, block_table, scales, layer, j0, j1 - j0 + 1, tok_lo, tok_hi, tok_valid, s, err);
 }
