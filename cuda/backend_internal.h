@@ -101,7 +101,11 @@ typedef struct dkv_cuda_backend {
     dkv_cuda_ctx     *ctx;
     cudaStream_t      st, cp;               /* compute, copy */
     dkv_cuda_weights *w;
-    uint64_t          kvbpt;                /* KV bytes per token, all layers */
+    uint64_t          kvbpt;                /* KV bytes per token, all layers, as the device pool holds
+                                               them (bf16) */
+    bool              kv_fp8;               /* the model's KV is FP8: stored rows are quantized in
+                                               place (kv_fp8.cu) */
+    float            *fp8_scale;            /* its scales, per pool block x layer x k|v x head (lazy) */
 
     /* the arena: [pool | staging | discard] */
     void            *arena;
