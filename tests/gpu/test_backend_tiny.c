@@ -1,20 +1,27 @@
 /* test_backend_tiny.c - the CUDA backend on the project's trained tiny dLLM (datasets/models/
  * tiny-dllm: 6 layers, hidden 384, 6 heads x 64, 2 KV heads, FFN 768, vocab 264) against core/ref,
- * the golden model, on a dense no-cache decode of the prompts of datasets/workloads/
- * tiny_prompts.jsonl (weights and prompts loaded as dkv.execute loads them: tiny_model.h).
+ * the golden model, on the prompts of datasets/workloads/tiny_prompts.jsonl (weights and prompts
+ * loaded as dkv.execute loads them: tiny_model.h).
  *
- * The engine runs the CUDA backend (cache none, block 32, 8 steps per block: 4 tokens a step).
- * After every step the on_item hook hands over the canvas the step computed on; core/ref runs
- * its full forward on that same canvas (teacher forcing: a difference cannot cascade) and the
- * step is compared position by position:
- *   - token agreement: CUDA's LM-head argmax against ref's at every masked row of the block;
- *     a different token is allowed only where ref's logits of the two tokens are within
- *     TIE_LOGIT (a tie at bf16 precision); target: agreement >= 99 % and no other difference;
+ *   test_backend_tiny                 every configuration below
+ *   test_backend_tiny none dual ...   those named: none, dual, prefix, sparse-head, sparse-shared,
+ *                                     sparse-head-1 (rho 1), sparse-shared-1
+ *
+ * The engine runs the CUDA backend (block 32, 8 steps per block: 4 tokens a step, 32 generated
+ * tokens a prompt).  After every step the on_item hook hands over the canvas the step computed
+ * on; core/ref runs the same step (dkv_ref_step, same cache mode, same rho and token set, its own
+ * KV cache per request) on that same canvas (teacher forcing: a difference cannot cascade), and
+ * the step is compared position by position:
+ *   - token agreement: CUDA's LM-head argmax against ref's at every masked row of the block; a
+ *     different token is allowed only where ref's logits of the two tokens are within TIE_LOGIT
+ *     (a tie at bf16 precision); target: agreement >= 99 % and no other difference;
  *   - the positions unmasked: CUDA's against the n most confident by ref's softmax (ties to the
  *     lower position); a different pick is allowed only where ref's confidences of the two
  *     positions are within TIE_CONF.
  * When every pick and token agrees, ref's own free-running decode would be this one, step for
- * step, so the final texts agree too.  Prints each request's generated text.
+ * step, so the final texts agree too.  For the sparse cache this is the check that retention is
+ * applied on the GPU as ref applies it (per-head or shared top-k of ceil(rho (L - B)) keys).
+ * Prints each request's generated text for the no-cache run.
  * Exit 0 PASS, 1 FAIL, 77 SKIP without a usable GPU. */
 #include "gpu_check.h"
 #include "tiny_model.h"
@@ -24,11 +31,15 @@
 
 typedef struct tf {
     const dkv_ref_weights *w;
-    float  *hid, *logits;            /* (max L, C), (32, V) */
+    dkv_ref_cache_mode mode;
+    double   rho;
+    bool     shared;
+    dkv_ref_kv **kv;                 /* per request */
+    float  *logits;                  /* (32, V) */
     uint64_t rows, same, tie_tokens, bad_tokens;
     uint64_t picks, pick_same, tie_picks, bad_picks;
     double  max_tie_gap, max_bad_gap;
-    uint32_t steps;
+    uint32_t steps, count_mismatch;
     uint32_t *final;                 /* per request: canvas after its last step (n_req x max_L) */
     uint32_t *final_len, max_L;
     int     fail;
@@ -55,14 +66,22 @@ static double softmax_top(const float *x, uint32_t n, uint32_t a)
 static void compare_step(tf *t, const dkv_cuda_item_report *r)
 {
     const dkv_model *m = &t->w->m;
-    const uint32_t C = m->hidden, V = m->vocab, B = r->block_len, s0 = r->block_start, mask = m->mask_id;
+    const uint32_t V = m->vocab, B = r->block_len, s0 = r->block_start, mask = m->mask_id;
     dkv_err e = {0};
-    if (dkv_ref_forward(t->w, r->tokens_before, r->canvas, t->hid, &e) != DKV_OK) {
-        fprintf(stderr, "ref forward: %s\n", e.msg);
+    dkv_ref_step_args sa = {.mode = t->mode, .canvas_len = r->canvas, .block_start = s0, .block_len = B,
+                           .step = r->step, .retention = t->rho, .shared_set = t->shared};
+    dkv_ref_step_out out = {.block_logits = t->logits};
+    if (dkv_ref_step(t->w, t->kv[r->request], &sa, r->tokens_before, &out, &e) != DKV_OK) {
+        fprintf(stderr, "ref step (request %u, block %u, step %u): %s\n", r->request, r->block, r->step, e.msg);
         t->fail = 1;
         return;
     }
-    dkv_ref_matmul(t->logits, t->hid + (size_t)s0 * C, t->w->lm_head, NULL, B, C, V);
+    if (out.q_tokens != r->q_tokens || out.kv_tokens != r->kv_tokens || out.kv_write_tokens != r->kv_write_tokens) {
+        fprintf(stderr, "request %u block %u step %u: ref counts q %u a %u w %u, the plan's q %u a %u w %u\n",
+                r->request, r->block, r->step, out.q_tokens, out.kv_tokens, out.kv_write_tokens, r->q_tokens,
+                r->kv_tokens, r->kv_write_tokens);
+        t->count_mismatch++;
+    }
     double ref_conf[64];
     uint32_t n_unmask = 0;
     for (uint32_t i = 0; i < B; i++) {
@@ -130,29 +149,49 @@ static void on_item(void *user, const dkv_cuda_item_report *r)
         compare_step(t, r);
 }
 
-int main(void)
+typedef struct tconf {
+    const char *name;
+    dkv_cache_mode cache;
+    dkv_ref_cache_mode mode;
+    double rho;
+    bool shared;
+} tconf;
+
+static const tconf CONFS[] = {
+    {"none", DKV_CACHE_NONE, DKV_REF_CACHE_NONE, 1, false},
+    {"dual", DKV_CACHE_DUAL, DKV_REF_CACHE_DUAL, 1, false},
+    {"prefix", DKV_CACHE_PREFIX, DKV_REF_CACHE_PREFIX, 1, false},
+    {"sparse-head", DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 0.5, false},
+    {"sparse-shared", DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 0.5, true},
+    {"sparse-head-1", DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 1, false},
+    {"sparse-shared-1", DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 1, true},
+};
+
+/* One engine run of configuration k on the CUDA backend, compared step by step with core/ref. */
+static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool print_text)
 {
-    skip_without_gpu();
-    dkv_model m = tiny_dllm();
     dkv_gpu g = h200();
-    dkv_ref_weights *w = tiny_weights(&m);
     dkv_tokenizer tok;
-    dkv_workload *wl = tiny_prompts(&m, 32, &tok);
+    dkv_workload *wl = tiny_prompts(m, 32, &tok);
     size_t n = dkv_workload_count(wl);
     uint32_t max_L = 0;
     for (size_t i = 0; i < n; i++) {
         const dkv_request *q = dkv_workload_get(wl, i);
         max_L = q->prompt_tokens + q->gen_tokens > max_L ? q->prompt_tokens + q->gen_tokens : max_L;
     }
-    tf t = {.w = w, .max_L = max_L};
-    t.hid = malloc((size_t)max_L * m.hidden * sizeof(float));
-    t.logits = malloc((size_t)32 * m.vocab * sizeof(float));
+    tf t = {.w = w, .max_L = max_L, .mode = k->mode, .rho = k->rho, .shared = k->shared};
+    t.logits = malloc((size_t)32 * m->vocab * sizeof(float));
     t.final = calloc(n * max_L, sizeof(uint32_t));
     t.final_len = calloc(n, sizeof(uint32_t));
+    t.kv = calloc(n, sizeof *t.kv);
+    for (size_t i = 0; i < n && k->mode != DKV_REF_CACHE_NONE; i++)
+        OK(dkv_ref_kv_new(m, max_L, &t.kv[i], &err));
 
     dkv_engine_config c;
-    tiny_config(&c, &m, &g, wl, DKV_CACHE_NONE, 8);
+    tiny_config(&c, m, &g, wl, k->cache, 8);
     c.weights = w;
+    c.retention.rho = k->rho;
+    c.retention.set = k->shared ? DKV_RETAIN_SHARED : DKV_RETAIN_PER_HEAD;
     dkv_cuda_backend_options o = backend_options_for(&c);
     o.on_item = on_item, o.on_item_user = &t, o.poison = true;
     dkv_backend be;
@@ -162,10 +201,11 @@ int main(void)
     OK(dkv_engine_run(&c, &res, &err));
     const dkv_run_summary *s = dkv_engine_result_summary(res);
 
-    printf("tiny-dllm, cache none, %zu prompts (%s), 32 generated tokens each, block 32, 8 steps a block\n", n,
+    printf("== %s: cache %s, rho %.2f, %s set; %zu prompts (%s), 32 generated tokens each, block 32, 8 steps a "
+           "block\n", k->name, dkv_cache_mode_name(k->cache), k->rho, k->shared ? "shared" : "per-head", n,
            TINY_PROMPTS);
     char text[1024];
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && print_text; i++) {
         const dkv_request *q = dkv_workload_get(wl, i);
         const uint32_t *f = t.final + i * max_L;
         dkv_tok_decode(&tok, f, q->prompt_tokens, text, sizeof text);
@@ -174,24 +214,57 @@ int main(void)
         printf("%s\n", text);
     }
     double agree = t.rows ? (double)t.same / t.rows : 0, pagree = t.picks ? (double)t.pick_same / t.picks : 0;
-    printf("steps compared %u; token agreement %.2f %% (%llu of %llu masked rows; %llu ties within %.2f logits, "
-           "largest tie gap %.4f; %llu other differences, largest gap %.4f)\n", t.steps, 100 * agree,
+    printf("%s: steps compared %u; token agreement %.2f %% (%llu of %llu masked rows; %llu ties within %.2f logits, "
+           "largest tie gap %.4f; %llu other differences, largest gap %.4f)\n", k->name, t.steps, 100 * agree,
            (unsigned long long)t.same, (unsigned long long)t.rows, (unsigned long long)t.tie_tokens, TIE_LOGIT,
            t.max_tie_gap, (unsigned long long)t.bad_tokens, t.max_bad_gap);
-    printf("picks agreement %.2f %% (%llu of %llu unmasked positions; %llu ties within confidence %.3f; %llu "
-           "other differences)\n", 100 * pagree, (unsigned long long)t.pick_same, (unsigned long long)t.picks,
-           (unsigned long long)t.tie_picks, TIE_CONF, (unsigned long long)t.bad_picks);
-    check_true("every request finished", s->n_done == s->n_requests && s->n_done == n, "");
-    check_true("every step compared", !t.fail && t.steps == n * 8, "");
-    check_true("token agreement >= 99 %", t.rows > 0 && agree >= 0.99, "");
-    check_true("tokens differ only at ties", t.bad_tokens == 0, "");
-    check_true("picks differ only at ties", t.picks > 0 && t.bad_picks == 0, "");
-
+    printf("%s: picks agreement %.2f %% (%llu of %llu unmasked positions; %llu ties within confidence %.3f; %llu "
+           "other differences)\n", k->name, 100 * pagree, (unsigned long long)t.pick_same,
+           (unsigned long long)t.picks, (unsigned long long)t.tie_picks, TIE_CONF, (unsigned long long)t.bad_picks);
+    char name[96];
+#define CHECK(what, cond)                                          \
+    do {                                                           \
+        snprintf(name, sizeof name, "%s: %s", k->name, what);      \
+        check_true(name, cond, "");                                \
+    } while (0)
+    CHECK("every request finished", s->n_done == s->n_requests && s->n_done == n);
+    CHECK("every step compared", !t.fail && t.steps == n * 8);
+    CHECK("plan's token counts == ref's", t.count_mismatch == 0);
+    CHECK("token agreement >= 99 %", t.rows > 0 && agree >= 0.99);
+    CHECK("tokens differ only at ties", t.bad_tokens == 0);
+    CHECK("picks differ only at ties", t.picks > 0 && t.bad_picks == 0);
+#undef CHECK
     dkv_engine_result_free(res);
     dkv_backend_free(&be);
     dkv_workload_free(wl);
+    for (size_t i = 0; i < n; i++)
+        dkv_ref_kv_free(t.kv[i]);
+    free(t.kv), free(t.logits), free(t.final), free(t.final_len);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        bool known = false;
+        for (size_t k = 0; k < sizeof CONFS / sizeof *CONFS; k++)
+            known |= !strcmp(argv[i], CONFS[k].name);
+        if (!known) {
+            fprintf(stderr, "test_backend_tiny: unknown configuration '%s' (none, dual, prefix, sparse-head, "
+                            "sparse-shared, sparse-head-1, sparse-shared-1)\n", argv[i]);
+            return 2;
+        }
+    }
+    skip_without_gpu();
+    dkv_model m = tiny_dllm();
+    dkv_ref_weights *w = tiny_weights(&m);
+    for (size_t k = 0; k < sizeof CONFS / sizeof *CONFS; k++) {
+        bool want = argc == 1;
+        for (int i = 1; i < argc; i++)
+            want |= !strcmp(argv[i], CONFS[k].name);
+        if (want)
+            run_conf(&CONFS[k], &m, w, k == 0);
+    }
     dkv_ref_weights_free(w);
-    free(t.hid), free(t.logits), free(t.final), free(t.final_len);
     printf("%s: %d failure(s)\n", g_failures ? "FAIL" : "PASS", g_failures);
     return g_failures ? 1 : 0;
 }
