@@ -51,9 +51,10 @@ static __device__ void rows_quant(const dkv_cuda_kv_pool &p, dkv_bf16 *blk, uint
                                   uint32_t r0, uint32_t r1, float s)
 {
     uint32_t D = p.head_dim;
+    float inv = 1.0f / s;   /* x * (1/s), as the CPU backend encodes */
     for (uint32_t i = threadIdx.x; i < (r1 - r0) * D; i += blockDim.x) {
         dkv_bf16 *e = blk + kv_off(p, l, kv, h, r0 + i / D) + i % D;
-        *e = f2bf(e4m3_round(bf2f(*e) / s) * s);
+        *e = f2bf(e4m3_round(bf2f(*e) * inv) * s);
     }
 }
 

@@ -80,7 +80,7 @@ static void fp8_store_ref(float *pool, const dkv_cuda_kv_pool *p, const uint32_t
                         continue;
                     for (uint32_t d = 0; d < D; d++) {
                         float *x = &blk[dkv_cuda_kv_offset(p, l, kv, h, r) + d];
-                        *x = h_bf2f(h_f2bf(e4m3_round_ref(*x / s) * s));
+                        *x = h_bf2f(h_f2bf(e4m3_round_ref(*x * (1.0f / s)) * s));
                     }
                 }
                 *sc = s;
