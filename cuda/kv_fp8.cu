@@ -9,7 +9,7 @@
 #include "cuda/common.cuh"
 #include "cuda/kv_addr.cuh"
 
-/* e4m3 round trip of x (already divided by the scale): the representable value nearest x. */
+/* e4m3 round trip of x (already multiplied by 1 / scale): the representable value nearest x. */
 static __device__ __forceinline__ float e4m3_round(float x)
 {
     if (isnan(x))
