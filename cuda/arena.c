@@ -222,6 +222,7 @@ static dkv_status rebuild_lowrank(dkv_cuda_backend *b, const bk_item *x, dkv_err
     const dkv_bf16 *Q = b->lr_in, *B = b->lr_in + (size_t)b->err_stride * r->lr_m * r->lr_r;
     TRY(dkv_cuda_lowrank_decompress(&b->pool, b->d_table + x->tb + r->lr_start, Q, B, r->lr_m, r->lr_r, b->st, err));
     b->launches[DKV_KCLASS_COMPRESS]++;
+    b->rep.n_lowrank_rebuilt++;
     CU(cudaEventRecord(b->lr_in_ev, b->st));
     b->lr_in_used = true;
     return DKV_OK;
@@ -360,6 +361,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     if (n <= raw) {   /* the form goes where the raw blocks would; fetch rebuilds them from it */
         CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
         rq->lr_valid = true, rq->lr_start = start, rq->lr_end = end, rq->lr_m = m_tok, rq->lr_r = r;
+        b->rep.n_lowrank_stored++;
     } else {          /* not smaller than the raw KV (ratio ~1, short ranges): the raw blocks, exact */
         const uint32_t *tab = host_table(b);
         for (uint32_t j = start; j < end; j++) {

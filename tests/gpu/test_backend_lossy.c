@@ -256,7 +256,9 @@ static void on_item(void *user, const dkv_cuda_item_report *r)
     memcpy(c->final + (size_t)r->request * c->max_L, r->tokens_after, r->canvas * sizeof(uint32_t));
 }
 
-static void run_tiny(dkv_model *m, dkv_ref_weights *w, capture *cap)
+/* offload: DKV_OFFLOAD_NONE, or progressive at lowrank_ratio ratio (t1 1/4, t2 1); rep: optional. */
+static void run_tiny(dkv_model *m, dkv_ref_weights *w, capture *cap, dkv_offload_mode offload, double ratio,
+                     dkv_cuda_backend_report *rep)
 {
     dkv_gpu g = h200();
     dkv_tokenizer tok;
@@ -273,8 +275,15 @@ static void run_tiny(dkv_model *m, dkv_ref_weights *w, capture *cap)
     dkv_engine_config c;
     tiny_config(&c, m, &g, wl, DKV_CACHE_DUAL, 8);
     c.weights = w;
+    c.offload.mode = offload;
+    c.offload.lowrank_ratio = ratio;
+    c.offload.t1 = 0.25, c.offload.t2 = 1.0;   /* the low-rank phase from a quarter of the steps on */
     dkv_cuda_backend_options o = backend_options_for(&c);
-    o.on_item = on_item, o.on_item_user = cap, o.poison = true;
+    o.on_item = on_item, o.on_item_user = cap, o.poison = true, o.report = rep;
+    if (offload != DKV_OFFLOAD_NONE) {   /* as test_backend_run: a slot and staging for every canvas */
+        uint64_t per = (uint64_t)(cap->max_L + 31) / 32 * 32 * dkv_model_kv_bytes_per_token(m);
+        o.staging_bytes = cap->n * per, o.host_bytes = cap->n * per;
+    }
     dkv_backend be;
     OK(dkv_cuda_backend_new(&o, &be, &err));
     c.backend = &be;
@@ -282,11 +291,63 @@ static void run_tiny(dkv_model *m, dkv_ref_weights *w, capture *cap)
     OK(dkv_engine_run(&c, &res, &err));
     const dkv_run_summary *s = dkv_engine_result_summary(res);
     char name[64];
-    snprintf(name, sizeof name, "tiny dual kv %s: every request finished", dkv_dtype_name(m->kv_dtype));
+    snprintf(name, sizeof name, "tiny dual kv %s offload %s %.2f: all finished", dkv_dtype_name(m->kv_dtype),
+             dkv_offload_mode_name(offload), ratio);
     check_true(name, s->n_done == s->n_requests && s->n_done == cap->n, "");
     dkv_engine_result_free(res);
     dkv_backend_free(&be);
     dkv_workload_free(wl);
+}
+
+/* Generated tokens of two runs that are equal (*same of *tot). */
+static void agreement(dkv_model *m, const capture *a, const capture *b, uint64_t *same, uint64_t *tot)
+{
+    dkv_tokenizer tok;
+    dkv_workload *wl = tiny_prompts(m, 32, &tok);
+    *same = *tot = 0;
+    for (uint32_t r = 0; r < a->n; r++) {
+        const dkv_request *q = dkv_workload_get(wl, r);
+        for (uint32_t t = q->prompt_tokens; t < q->prompt_tokens + q->gen_tokens; t++, (*tot)++)
+            *same += a->final[(size_t)r * a->max_L + t] == b->final[(size_t)r * b->max_L + t];
+    }
+    dkv_workload_free(wl);
+}
+
+static void capture_free(capture *c)
+{
+    free(c->hid), free(c->final), free(c->have);
+}
+
+/* Progressive offload on the tiny model (dual cache): at ratio 1 the form is not smaller than the
+ * raw KV, so raw KV goes out and comes back: the decode equals the run without offload; at ratio
+ * 0.3 (rank 19 of 64) the low-rank form goes to the host and fetches rebuild the KV from it. */
+static void test_tiny_lowrank(void)
+{
+    dkv_model m = tiny_dllm();
+    dkv_ref_weights *w = tiny_weights(&m);
+    capture base = {0}, one = {0}, low = {0};
+    dkv_cuda_backend_report r1, r3;
+    memset(&r1, 0, sizeof r1), memset(&r3, 0, sizeof r3);
+    run_tiny(&m, w, &base, DKV_OFFLOAD_NONE, 1, NULL);
+    run_tiny(&m, w, &one, DKV_OFFLOAD_PROGRESSIVE, 1.0, &r1);
+    run_tiny(&m, w, &low, DKV_OFFLOAD_PROGRESSIVE, 0.3, &r3);
+    uint64_t s1, t1, s3, t3;
+    agreement(&m, &base, &one, &s1, &t1);
+    agreement(&m, &base, &low, &s3, &t3);
+    printf("tiny dual, progressive offload ratio 1: %llu compress orders (%llu as low-rank forms), %llu rebuilds; "
+           "tokens equal to no offload %.2f %% (%llu of %llu)\n", (unsigned long long)r1.n_compress,
+           (unsigned long long)r1.n_lowrank_stored, (unsigned long long)r1.n_lowrank_rebuilt,
+           t1 ? 100.0 * s1 / t1 : 0.0, (unsigned long long)s1, (unsigned long long)t1);
+    printf("tiny dual, progressive offload ratio 0.3: %llu compress orders (%llu as low-rank forms, mean relative "
+           "error %.4f), %llu rebuilds; tokens equal to no offload %.2f %% (%llu of %llu; free-running)\n",
+           (unsigned long long)r3.n_compress, (unsigned long long)r3.n_lowrank_stored,
+           r3.n_compress ? r3.compress_err_sum / r3.n_compress : 0.0, (unsigned long long)r3.n_lowrank_rebuilt,
+           t3 ? 100.0 * s3 / t3 : 0.0, (unsigned long long)s3, (unsigned long long)t3);
+    check_true("offload ratio 1: decode == no offload", t1 > 0 && s1 == t1, "");
+    check_true("offload ratio 0.3: forms stored and rebuilt", r3.n_lowrank_stored > 0 && r3.n_lowrank_rebuilt > 0, "");
+    dkv_cuda_backend_report_clear(&r1), dkv_cuda_backend_report_clear(&r3);
+    capture_free(&base), capture_free(&one), capture_free(&low);
+    dkv_ref_weights_free(w);
 }
 
 static void test_tiny_fp8(void)
@@ -294,9 +355,9 @@ static void test_tiny_fp8(void)
     dkv_model m = tiny_dllm();
     dkv_ref_weights *w = tiny_weights(&m);
     capture a = {0}, b = {0};
-    run_tiny(&m, w, &a);
+    run_tiny(&m, w, &a, DKV_OFFLOAD_NONE, 1, NULL);
     m.kv_dtype = DKV_DTYPE_FP8;
-    run_tiny(&m, w, &b);
+    run_tiny(&m, w, &b, DKV_OFFLOAD_NONE, 1, NULL);
     double num = 0, den = 0;
     uint32_t have = 0;
     for (uint32_t r = 0; r < a.n; r++) {
@@ -310,20 +371,13 @@ static void test_tiny_fp8(void)
     }
     double l2 = den > 0 ? sqrt(num / den) : INFINITY;
     uint64_t same = 0, tot = 0;
-    dkv_tokenizer tok;
-    dkv_workload *wl = tiny_prompts(&m, 32, &tok);
-    for (uint32_t r = 0; r < a.n; r++) {
-        const dkv_request *q = dkv_workload_get(wl, r);
-        for (uint32_t t = q->prompt_tokens; t < q->prompt_tokens + q->gen_tokens; t++, tot++)
-            same += a.final[(size_t)r * a.max_L + t] == b.final[(size_t)r * b.max_L + t];
-    }
-    dkv_workload_free(wl);
+    agreement(&m, &a, &b, &same, &tot);
     printf("tiny dual, FP8 vs bf16 KV: hidden rows of the first Reuse step rel-L2 %.4e (%u requests); generated "
            "tokens equal %.2f %% (%llu of %llu; free-running: a first difference cascades)\n", l2, have,
            tot ? 100.0 * same / tot : 0.0, (unsigned long long)same, (unsigned long long)tot);
     check_true("fp8 KV applied: first Reuse hidden differs", have == a.n && l2 > 1e-4, "");
     check_true("fp8 KV close: rel-L2 <= 0.1", have == a.n && l2 <= 0.1, "");
-    free(a.hid), free(a.final), free(a.have), free(b.hid), free(b.final), free(b.have);
+    capture_free(&a), capture_free(&b);
     dkv_ref_weights_free(w);
 }
 
@@ -343,6 +397,7 @@ int main(void)
                dkv_cuda_lowrank_decompress(&p, (const uint32_t *)8, (const dkv_bf16 *)8, (const dkv_bf16 *)8, 4, 65, st,
                                            &e) == DKV_EINVAL, e.msg);
     test_tiny_fp8();
+    test_tiny_lowrank();
     cudaStreamDestroy(st);
     printf("%s: %d failure(s)\n", g_failures ? "FAIL" : "PASS", g_failures);
     return g_failures ? 1 : 0;
