@@ -211,6 +211,7 @@ static dkv_status fetch_lowrank(dkv_cuda_backend *b, const bk_item *x, const cha
         CU(cudaStreamWaitEvent(b->cp, b->lr_in_ev, 0));
     CU(cudaMemcpyAsync(b->lr_in, slot + (uint64_t)r->lr_start * b->block_bytes, bytes, cudaMemcpyHostToDevice, b->cp));
     *done += bytes;
+    b->rep.lowrank_h2d_bytes += bytes;
     return DKV_OK;
 }
 

@@ -197,7 +197,7 @@ device_perf() {
 }
 
 # ---- quality on the trained tiny dLLM (issue 10): CUDA vs core/ref, FP8 KV, low-rank rebuild
-# here:  bash scripts/gpu_run.sh build-quality     (scons -j2; the 3 programs into build/qbin/,
+# here:  bash scripts/gpu_run.sh build-quality     (scons -j2; 4 programs into build/qbin/,
 #                                                  ignored by git as all of build/, carried)
 # there: run(command="bash scripts/gpu_run.sh device-quality", carry=["build/qbin"])
 #        ~30-50 s: most of it core/ref on the CPU; SAN=1 adds memcheck of test_backend_lossy.
@@ -208,7 +208,7 @@ build_quality() {
     scons -Q -j2 build/release/tests/gpu || exit 1
     rm -rf "$QB"; mkdir -p "$QB"
     cp build/release/tests/gpu/test_backend_tiny build/release/tests/gpu/test_backend_lossy \
-       build/release/tests/gpu/test_backend_lowrank "$QB"/
+       build/release/tests/gpu/test_backend_lowrank build/release/tests/gpu/test_backend "$QB"/
     du -sh "$QB"
 }
 
@@ -218,7 +218,7 @@ device_quality() {
     export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
     local rc=0 r t0
-    for t in test_backend_lossy test_backend_lowrank test_backend_tiny; do
+    for t in test_backend_lossy test_backend_lowrank test_backend test_backend_tiny; do
         t0=$SECONDS
         echo "== $t"; timeout 150 "$QB/$t" 2>&1 | tee -a "$OUT/quality.log"; r=${PIPESTATUS[0]}
         echo "== $t exit $r ($((SECONDS - t0)) s)" | tee -a "$OUT/quality.log"
