@@ -262,7 +262,7 @@ static void run_tiny(dkv_model *m, dkv_ref_weights *w, capture *cap, dkv_offload
 {
     dkv_gpu g = h200();
     dkv_tokenizer tok;
-    dkv_workload *wl = tiny_prompts(m, 32, &tok);
+    dkv_workload *wl = tiny_prompts(m, 32, 0, &tok);
     cap->n = (uint32_t)dkv_workload_count(wl), cap->C = m->hidden, cap->max_L = 0;
     for (size_t i = 0; i < cap->n; i++) {
         const dkv_request *q = dkv_workload_get(wl, i);
@@ -303,7 +303,7 @@ static void run_tiny(dkv_model *m, dkv_ref_weights *w, capture *cap, dkv_offload
 static void agreement(dkv_model *m, const capture *a, const capture *b, uint64_t *same, uint64_t *tot)
 {
     dkv_tokenizer tok;
-    dkv_workload *wl = tiny_prompts(m, 32, &tok);
+    dkv_workload *wl = tiny_prompts(m, 32, 0, &tok);
     *same = *tot = 0;
     for (uint32_t r = 0; r < a->n; r++) {
         const dkv_request *q = dkv_workload_get(wl, r);

@@ -38,8 +38,9 @@ static inline dkv_ref_weights *tiny_weights(const dkv_model *m)
     return w;
 }
 
-/* The prompts file, each prompt generating gen tokens (lines with "gen" keep theirs). */
-static inline dkv_workload *tiny_prompts(const dkv_model *m, uint32_t gen, dkv_tokenizer *tok)
+/* The first first_n prompts of the file (0: all), each generating gen tokens (lines with "gen"
+ * keep theirs). */
+static inline dkv_workload *tiny_prompts(const dkv_model *m, uint32_t gen, size_t first_n, dkv_tokenizer *tok)
 {
     dkv_err e = {0};
     if (dkv_tokenizer_init(tok, DKV_TOKENIZER_BYTE, m->vocab, m->mask_id, &e) != DKV_OK) {
@@ -48,7 +49,10 @@ static inline dkv_workload *tiny_prompts(const dkv_model *m, uint32_t gen, dkv_t
     }
     dkv_prompts_cfg pc = {.tok = tok, .vocab = m->vocab, .gen = gen, .interval_s = 0};
     dkv_workload *w = NULL;
-    if (dkv_workload_prompts(TINY_PROMPTS, &pc, NULL, &w, &e) != DKV_OK) {
+    dkv_workload_opts o;
+    dkv_workload_opts_default(&o);
+    o.first_n = first_n;
+    if (dkv_workload_prompts(TINY_PROMPTS, &pc, &o, &w, &e) != DKV_OK) {
         fprintf(stderr, "%s\n", e.msg);
         exit(1);
     }
