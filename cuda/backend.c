@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "cuda/backend_internal.h"
-#include "sim/sim.h"
+#include "cost/cost.h"
 #include "util/rng.h"
 
 
@@ -248,20 +248,6 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
 
 /* ------------------------------------------------------------------ one step */
 
-typedef struct counted {
-    bool have[DKV_KCLASS_N];
-    dkv_kernel_record rec[DKV_KCLASS_N];
-} counted;
-
-static void count_rec(void *user, const dkv_kernel_record *r)
-{
-    counted *c = user;
-    if ((unsigned)r->kind < DKV_KCLASS_N) {
-        c->have[r->kind] = true;
-        c->rec[r->kind] = *r;
-    }
-}
-
 static dkv_status sample_memory(dkv_cuda_backend *b, const dkv_step_plan *plan)
 {
     if (b->rep.n_series == b->cap_series) {
@@ -425,31 +411,36 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
         if (cudaEventQuery(c->done) == cudaSuccess && cudaEventElapsedTime(&ms, c->start, c->done) == cudaSuccess)
             pcie += ms * 1e-3;
     }
-    /* counted: the cost model's FLOPs and bytes of the same plan */
-    counted cn;
-    memset(&cn, 0, sizeof cn);
-    dkv_sim_options so = dkv_sim_options_default();
-    so.kernel_records = true;
-    dkv_step_cost sc;
-    TRY(dkv_sim_cost_plan(&b->m, &b->g, &so, plan, &sc, count_rec, &cn, err));
+    /* counted: the cost model's FLOPs and bytes of the same plan (core/cost) */
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_status cst = dkv_cost_count(&b->m, plan, &cs, err);
+    if (cst != DKV_OK) {
+        dkv_cost_step_free(&cs);
+        return cst;
+    }
+    dkv_cost_totals tot;
+    dkv_cost_step_totals(&cs, &tot);
     uint32_t n_k = 0;
     for (int c = 0; c < DKV_KCLASS_N; c++) {
         n_k += b->launches[c];
-        if (!b->on_kernel || (!b->launches[c] && !cn.have[c]))
+        dkv_kernel_record cr = {0};
+        bool have = dkv_cost_class_record(&cs, (dkv_kernel_class)c, plan->step_index, &cr);
+        if (!b->on_kernel || (!b->launches[c] && !have))
             continue;
         dkv_kernel_record r = {.step_index = plan->step_index, .kind = (dkv_kernel_class)c, .layer = UINT32_MAX,
                                .n_launches = b->launches[c], .time_s = b->o.class_timing ? cls[c] : NAN,
-                               .flops = cn.rec[c].flops, .read_bytes = cn.rec[c].read_bytes,
-                               .write_bytes = cn.rec[c].write_bytes};
+                               .flops = cr.flops, .read_bytes = cr.read_bytes, .write_bytes = cr.write_bytes};
         b->on_kernel(b->on_kernel_user, &r);
     }
+    dkv_cost_step_free(&cs);
     out->time_s = wall;
     out->compute_s = span - stall > 0 ? span - stall : 0;
     out->pcie_s = pcie;
     out->stall_s = stall + t_block;
-    out->flops = sc.flops;
-    out->hbm_read_bytes = sc.hbm_read_bytes;
-    out->hbm_write_bytes = sc.hbm_write_bytes;
+    out->flops = tot.flops;
+    out->hbm_read_bytes = tot.hbm_read_bytes;
+    out->hbm_write_bytes = tot.hbm_write_bytes;
     out->pcie_h2d_bytes = b->step_pcie_h2d;
     out->pcie_d2h_bytes = b->step_pcie_d2h;
     out->n_kernels = n_k;

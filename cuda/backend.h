@@ -65,7 +65,7 @@
  * Per step: wall time (host clock, run_step entry to the step's completion: the engine's clock
  * advances by it), GPU time between events at the step's start and end, CUDA events around
  * every kernel class (options.class_timing), copy-stream time; FLOPs and HBM bytes as the
- * engine's cost model counts them (sim/sim.h's formulas for the same plan); PCIe bytes as
+ * engine's cost model counts them (core/cost's counts of the same plan); PCIe bytes as
  * copied.  Per kernel class and step one dkv_kernel_record (layer = UINT32_MAX), the same
  * records the simulator emits, with measured time_s and real launch counts.  cudaMemGetInfo
  * and the arena's use after every step (dkv_cuda_backend_report).

@@ -431,7 +431,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                     continue;
                 if ((st = eng_run_round(e, 0, i, 1, err)) != DKV_OK)
                     return st;
-                e->ready[i] = e->now + host;
+                e->ready[i] = e->now + (host >= 0 ? host : e->host_model_s);
                 e->rr = i + 1;
                 ran = true;
             }
@@ -457,7 +457,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                     return st;
                 for (uint32_t i = 0; i < e->ni; i++)
                     if (part[i])
-                        e->ready[i] = e->now + host;
+                        e->ready[i] = e->now + (host >= 0 ? host : e->host_model_s);
                 ran = true;
             }
         }

@@ -142,7 +142,9 @@ typedef struct dkv_engine_config {
     double   step_host_s;           /* host (CPU) time an instance spends per step (scheduling,
                                        Python, launches), seconds.  The instance cannot issue its
                                        next step before it passes; other instances may use the GPU
-                                       meanwhile.  Default 0 (a pure GPU roofline) */
+                                       meanwhile.  Default 0 (a pure GPU roofline); < 0: the
+                                       backend's modelled host time of each step
+                                       (dkv_step_cost.host_s: a measured profile's host table) */
 
     /* memory */
     dkv_mem_options mem;            /* KV manager: kind and its options.  capacity_bytes 0: the
@@ -267,6 +269,8 @@ typedef struct dkv_run_summary {
     double   sim_time_s;          /* clock at the end (last finish) */
     double   busy_s;              /* sum of step times */
     double   gpu_busy_frac;       /* compute time / sim_time */
+    double   roofline_frac;       /* of the kernel time, the fraction the simulator costed by the
+                                     roofline rather than a measured profile (1 without one) */
     double   throughput_rps, tokens_per_s;
     double   latency_mean_s, latency_p50_s, latency_p95_s, latency_p99_s;
     double   first_block_p50_s, first_block_p99_s;

@@ -154,6 +154,8 @@ typedef struct eng {
     uint64_t pred_total, pred_ok, overruns;
     uint64_t n_preempted, preempted_steps;
     double busy_s, compute_s, alloc_s;
+    double roofline_s;     /* of compute_s, the backend's seconds from the roofline (simulator) */
+    double host_model_s;   /* the last step's modelled host time (used when step_host_s < 0) */
     double hbm_rd, hbm_wr, pcie_h2d, pcie_d2h, flops;
     uint64_t items_total;
     dkv_engine_result *res;

@@ -141,6 +141,7 @@ void eng_summarize(eng *e, double wall_s)
     s->sim_time_s = last_finish > e->now ? last_finish : e->now;
     s->busy_s = e->busy_s;
     s->gpu_busy_frac = s->sim_time_s > 0 ? e->compute_s / s->sim_time_s : 0;
+    s->roofline_frac = e->compute_s > 0 ? e->roofline_s / e->compute_s : 0;
     s->throughput_rps = s->sim_time_s > 0 ? (double)s->n_done / s->sim_time_s : 0;
     s->tokens_per_s = s->sim_time_s > 0 ? (double)s->gen_tokens / s->sim_time_s : 0;
     if (n_lat) {

@@ -348,7 +348,14 @@ static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
     c->max_num_batched_tokens = (uint32_t)gint(keep, "max_num_batched_tokens", c->max_num_batched_tokens, 0, U32MAX);
     c->first_fit = gbool(keep, "first_fit", c->first_fit);
     c->exact_phase = gbool(keep, "exact_phase", c->exact_phase);
+    /* not given: the simulator's modelled host time per step when the GPU has a measured profile
+     * (its host table; dkv_step_cost.host_s), else the default; the config records the value */
+    lua_getfield(keep->L, keep->in, "step_host_s");
+    bool host_given = !lua_isnil(keep->L, -1);
+    lua_pop(keep->L, 1);
     c->step_host_s = gnum(keep, "step_host_s", c->step_host_s, 0, HUGE_VAL, 0);
+    if (!host_given && s->gpu.profile)
+        c->step_host_s = -1.0;
 }
 
 static const char *const mem_keys[] = {"kind", "capacity_bytes", "block_tokens", "chunk_blocks", "initial_bytes",
@@ -376,6 +383,24 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
     c->device_capacity_bytes = gbytes(p, "device_capacity_bytes", c->device_capacity_bytes);
     m->device_malloc_s = gnum(p, "malloc_s", m->device_malloc_s, 0, HUGE_VAL, 0);   /* < 0: resolved */
     m->device_free_s = gnum(p, "free_s", m->device_free_s, 0, HUGE_VAL, 0);
+}
+
+/* Retention settings that cannot take effect: all of them without the sparse cache, and those
+ * of the other modes (the style of the unused-key errors). */
+static void retention_unused(pt *ret_keep, const dkv_engine_config *c, const char *const *rk)
+{
+    const dkv_retention_config *r = &c->retention;
+    if (c->decode.cache != DKV_CACHE_SPARSE)
+        unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
+                    cache_names[c->decode.cache]);
+    if (r->mode == DKV_RHO_FIXED)
+        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
+                    "retention.mode is '%s'", "fixed");
+    else if (r->mode == DKV_RHO_ENTROPY)
+        unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
+    else
+        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
+                    "callback");
 }
 
 static const char *const pol_keys[] = {"logit", "layout", "offload", "lifecycle", "retention", "routing", NULL};
@@ -449,17 +474,7 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
     r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
     r->clamp = gbool(ret_keep, "clamp", false);
-    if (c->decode.cache != DKV_CACHE_SPARSE)
-        unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
-                    cache_names[c->decode.cache]);
-    if (r->mode == DKV_RHO_FIXED)
-        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
-                    "retention.mode is '%s'", "fixed");
-    else if (r->mode == DKV_RHO_ENTROPY)
-        unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
-    else
-        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
-                    "callback");
+    retention_unused(ret_keep, c, rk);
     if (lua_getfield(L, ret_keep->in, "entropies") != LUA_TNIL) {
         if (!lua_istable(L, -1))
             dkv_lconf_error(L, ret_keep->path, "entropies", "expected an array of numbers in [0, 1]");
@@ -631,7 +646,8 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     parse_policies(&root, s, &logit, &ret, &rt);
     parse_instances(&root, s);
 
-    static const char *const sk[] = {"launch_overhead_s", "gemm_eff", "attn_eff", NULL};
+    static const char *const sk[] = {"launch_overhead_s", "gemm_eff", "attn_eff", "copy_model", "first_use", NULL};
+    static const char *const copy_models[] = {"overlap", "stream", NULL};
     dkv_err err = {0};
     pt q;
     pt_sub(&root, "sim", &q, sk);
@@ -645,6 +661,11 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     s->so.launch_overhead_s = lo_given ? lo : -1.0;
     s->so.gemm_eff = gnum(&q, "gemm_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
     s->so.attn_eff = gnum(&q, "attn_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
+    /* default: as the CUDA backend runs copies when the GPU is a measured one (profile), else the
+     * ideal overlap of the roofline presets (docs/COST_MODEL.md, "Copies") */
+    s->so.copy_model = (dkv_sim_copy_model)genum(&q, "copy_model", copy_models,
+                                                 s->gpu.profile ? DKV_SIM_COPY_STREAM : DKV_SIM_COPY_OVERLAP);
+    s->so.first_use = gbool(&q, "first_use", true);
 
     static const char *const ck[] = {"steps", "memory_every", "kernels", "trace", NULL};
     pt_sub(&root, "record", &q, ck);
