@@ -200,7 +200,8 @@ device_perf() {
 # here:  bash scripts/gpu_run.sh build-quality     (scons -j2; 4 programs into build/qbin/,
 #                                                  ignored by git as all of build/, carried)
 # there: run(command="bash scripts/gpu_run.sh device-quality", carry=["build/qbin"])
-#        ~30-50 s: most of it core/ref on the CPU; SAN=1 adds memcheck of test_backend_lossy.
+#        ~40-70 s: most of it core/ref on the CPU (test_backend_tiny); each program under
+#        timeout LIMIT (90 s); ONLY="test_backend_tiny ..." runs a subset; SAN=1 adds memcheck.
 #        Logs under $OUT (quality.log).  The model and prompts come from the working tree.
 QB=build/qbin
 
@@ -218,9 +219,9 @@ device_quality() {
     export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
     local rc=0 r t0
-    for t in test_backend_lossy test_backend_lowrank test_backend test_backend_tiny; do
+    for t in ${ONLY:-test_backend_lossy test_backend_lowrank test_backend test_backend_tiny}; do
         t0=$SECONDS
-        echo "== $t"; timeout 150 "$QB/$t" 2>&1 | tee -a "$OUT/quality.log"; r=${PIPESTATUS[0]}
+        echo "== $t"; timeout "${LIMIT:-90}" "$QB/$t" 2>&1 | tee -a "$OUT/quality.log"; r=${PIPESTATUS[0]}
         echo "== $t exit $r ($((SECONDS - t0)) s)" | tee -a "$OUT/quality.log"
         [ "$r" = 0 ] || rc=1
     done
