@@ -114,7 +114,7 @@ def main():
         cmd = cmd.replace('AZURE', TRACE)
         if cmd not in out_cache:
             h5 = os.path.join(tmp, '%d.h5' % len(out_cache))
-            p = subprocess.run([dkv, 'run'] + cmd.split() + ['-o', h5], capture_output=True, text=True)
+            p = subprocess.run([dkv, 'run', '--time-limit', '600'] + cmd.split() + ['-o', h5], capture_output=True, text=True)
             if p.returncode != 0:
                 print('FAIL %s: dkv run %s exited %d: %s' % (row, cmd, p.returncode, p.stderr.strip()[-300:]))
                 failed += 1
