@@ -54,8 +54,8 @@ static dkv_status load_weights(dkv_cuda_backend *b, const dkv_ref_weights *rw, d
             dkv_err_prefix(err, "cuda backend: weights");
         return st;
     }
-    TRY(dkv_cuda_weights_randomize(b->w, b->o.seed, b->st, err));
-    CU(cudaStreamSynchronize(b->st));
+    DKV_TRY(dkv_cuda_weights_randomize(b->w, b->o.seed, b->st, err));
+    DKV_CU(cudaStreamSynchronize(b->st));
     return DKV_OK;
 }
 
@@ -173,7 +173,7 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     dkv_cuda_backend *b = ctx;
     if (b->begun)
         return dkv_err_set(err, DKV_ESTATE, "cuda backend: begin twice");
-    TRY(take_setup(b, s, err));
+    DKV_TRY(take_setup(b, s, err));
     b->on_kernel = b->o.kernel_records ? s->on_kernel : NULL;
     b->on_kernel_user = s->on_kernel_user;
     const dkv_model *m = &b->m;
@@ -269,7 +269,7 @@ static dkv_status sample_memory(dkv_cuda_backend *b, const dkv_step_plan *plan)
 static dkv_status debug_items(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t **before, dkv_err *err)
 {
     /* what each item computed on: its canvas before the step, with a step 0's block masked */
-    CU(cudaStreamSynchronize(b->st));
+    DKV_CU(cudaStreamSynchronize(b->st));
     uint64_t tot = 0;
     for (uint32_t i = 0; i < plan->n_items; i++)
         tot += b->rq[b->items[i].req].L;
@@ -280,7 +280,7 @@ static dkv_status debug_items(dkv_cuda_backend *b, const dkv_step_plan *plan, ui
     for (uint32_t i = 0; i < plan->n_items; i++) {
         const bk_item *x = &b->items[i];
         const bk_req *r = &b->rq[x->req];
-        CU(cudaMemcpy(*before + o, b->d_canvas + r->canvas_off, r->L * 4, cudaMemcpyDeviceToHost));
+        DKV_CU(cudaMemcpy(*before + o, b->d_canvas + r->canvas_off, r->L * 4, cudaMemcpyDeviceToHost));
         if (plan->items[i].step == 0)
             for (uint32_t t = 0; t < x->B; t++)
                 (*before)[o + x->s_b + t] = b->mask_id;
@@ -291,7 +291,7 @@ static dkv_status debug_items(dkv_cuda_backend *b, const dkv_step_plan *plan, ui
 
 static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, const uint32_t *before, dkv_err *err)
 {
-    CU(cudaStreamSynchronize(b->st));
+    DKV_CU(cudaStreamSynchronize(b->st));
     const dkv_model *m = &b->m;
     uint64_t o = 0;
     for (uint32_t i = 0; i < plan->n_items; i++) {
@@ -357,10 +357,10 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     if (plan->n_items == 0)
         return plan->n_xfers ? dkv_err_set(err, DKV_EINVAL, "cuda backend: transfer orders in a step without items")
                              : DKV_OK;
-    TRY(bk_prepare(b, plan, &T, &R, err));
+    DKV_TRY(bk_prepare(b, plan, &T, &R, err));
     uint32_t *before = NULL;
     if (b->o.on_item)
-        TRY(debug_items(b, plan, &before, err));
+        DKV_TRY(debug_items(b, plan, &before, err));
     dkv_status st;
     bk_mark(b, (dkv_kernel_class)DKV_BK_STALL);
     if ((st = bk_xfers_before(b, plan, err)) == DKV_OK && (st = bk_forward(b, plan, T, R, err)) == DKV_OK)
@@ -498,7 +498,7 @@ dkv_status dkv_cuda_backend_new(const dkv_cuda_backend_options *o, dkv_backend *
     if (!o)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: no options");
     char desc[160] = "";
-    TRY(dkv_cuda_probe(desc, sizeof desc, err));
+    DKV_TRY(dkv_cuda_probe(desc, sizeof desc, err));
     dkv_cuda_backend *b = calloc(1, sizeof *b);
     if (!b)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");

@@ -213,19 +213,6 @@ double bk_now(void);
 
 /* Status plumbing shared by the backend's host files: TRY returns a failed dkv_status;
  * CU turns a CUDA error into DKV_EIO naming file:line and the call (needs `dkv_err *err`). */
-#define TRY(call)                          \
-    do {                                   \
-        dkv_status s_ = (call);            \
-        if (s_ != DKV_OK)                  \
-            return s_;                     \
-    } while (0)
-#define CU(call)                                                                                      \
-    do {                                                                                              \
-        cudaError_t e_ = (call);                                                                      \
-        if (e_ != cudaSuccess)                                                                        \
-            return dkv_err_set(err, DKV_EIO, "cuda backend: %s:%d: %s: %s", __FILE__, __LINE__, #call, \
-                               cudaGetErrorString(e_));                                               \
-    } while (0)
 
 #ifdef __cplusplus
 }

@@ -38,6 +38,27 @@ extern "C" {
 #include "ref/ref.h"
 #include "util/status.h"
 
+/* A failed CUDA runtime call as a dkv status, the one definition: DKV_EIO naming the function, the
+ * file:line and the call; the enclosing function has a dkv_err *err.  DKV_CU returns it,
+ * DKV_CU_OR(st, call, label) stores it in st and jumps to label. */
+#define DKV_CU_STATUS(e, call)                                                                                \
+    dkv_err_set(err, DKV_EIO, "%s: %s:%d: %s: CUDA error %s (%s)", __func__, __FILE__, __LINE__, #call,      \
+                cudaGetErrorName(e), cudaGetErrorString(e))
+#define DKV_CU(call)                                    \
+    do {                                                \
+        cudaError_t dkv_cu_e_ = (call);                 \
+        if (dkv_cu_e_ != cudaSuccess)                   \
+            return DKV_CU_STATUS(dkv_cu_e_, call);      \
+    } while (0)
+#define DKV_CU_OR(st, call, label)                      \
+    do {                                                \
+        cudaError_t dkv_cu_e_ = (call);                 \
+        if (dkv_cu_e_ != cudaSuccess) {                 \
+            (st) = DKV_CU_STATUS(dkv_cu_e_, call);      \
+            goto label;                                 \
+        }                                               \
+    } while (0)
+
 typedef uint16_t dkv_bf16;   /* bf16 bits, as stored */
 
 /* ------------------------------------------------------------------ device and context */

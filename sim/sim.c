@@ -409,3 +409,6 @@ dkv_status dkv_sim_backend_new(const dkv_sim_options *opts, dkv_backend *out, dk
     out->ctx = c;
     return DKV_OK;
 }
+
+static const char *const copy_model_names[] = {"overlap", "stream"};
+const dkv_names dkv_sim_copy_model_names = DKV_NAMES("sim.copy_model", copy_model_names);

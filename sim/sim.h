@@ -43,6 +43,7 @@ typedef enum dkv_sim_copy_model {
                                  before the step's kernels (which wait for them), offloads and
                                  compressed results after them, overlapping later steps */
 } dkv_sim_copy_model;
+extern const dkv_names dkv_sim_copy_model_names;   /* "overlap", "stream" (util/names.h) */
 
 typedef struct dkv_sim_options {
     double launch_overhead_s; /* per kernel launch; < 0: the GPU preset's value (default -1) */

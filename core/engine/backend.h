@@ -35,6 +35,7 @@
 #include "decode/decode.h"
 #include "mem/mem.h"
 #include "model/model.h"
+#include "util/names.h"
 #include "util/status.h"
 #include "workload/workload.h"
 
@@ -123,6 +124,7 @@ typedef enum dkv_kernel_class {
     DKV_KCLASS_N
 } dkv_kernel_class;
 
+extern const dkv_names dkv_kernel_class_names;   /* "qkv", "attn", ... (util/names.h) */
 const char *dkv_kernel_class_name(dkv_kernel_class k);
 
 /* One kernel (or a class aggregate of one step, see setup.kernel_records). */

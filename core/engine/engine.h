@@ -84,6 +84,7 @@
 #include "policy/retention.h"
 #include "policy/routing.h"
 #include "policy/sizing.h"
+#include "util/names.h"
 #include "util/status.h"
 #include "workload/workload.h"
 
@@ -97,22 +98,24 @@ typedef enum dkv_sched_kind {
                               Reuse at B; admissions fill the budget Reuse phases free */
 } dkv_sched_kind;
 
-const char *dkv_sched_name(dkv_sched_kind k);            /* "static", "fcfs", "phase" */
-dkv_status  dkv_sched_parse(const char *s, dkv_sched_kind *out, dkv_err *err);
+/* The names of the enums below (util/names.h: dkv_names_parse; the Lua layer reads them too). */
+extern const dkv_names dkv_sched_names;                  /* "static", "fcfs", "phase" (engine_sched.c) */
+extern const dkv_names dkv_gpu_share_names;              /* "timeslice", "spatial" */
+extern const dkv_names dkv_instance_route_names;         /* "round_robin", "least_loaded" */
+extern const dkv_names dkv_req_status_names;             /* "done", "oom", "too_long", "unfinished" */
+const char *dkv_sched_name(dkv_sched_kind k);
 
 typedef enum dkv_gpu_share {
     DKV_SHARE_TIMESLICE = 0,
     DKV_SHARE_SPATIAL
 } dkv_gpu_share;
-const char *dkv_gpu_share_name(dkv_gpu_share s);         /* "timeslice", "spatial" */
-dkv_status  dkv_gpu_share_parse(const char *s, dkv_gpu_share *out, dkv_err *err);
+const char *dkv_gpu_share_name(dkv_gpu_share s);
 
 typedef enum dkv_instance_route {
     DKV_IROUTE_ROUND_ROBIN = 0,  /* request i goes to instance i mod n */
     DKV_IROUTE_LEAST_LOADED      /* to the instance with the fewest waiting + running */
 } dkv_instance_route;
-const char *dkv_instance_route_name(dkv_instance_route r); /* "round_robin", "least_loaded" */
-dkv_status  dkv_instance_route_parse(const char *s, dkv_instance_route *out, dkv_err *err);
+const char *dkv_instance_route_name(dkv_instance_route r);
 
 /* Optional per-step sink (trace events); the record is borrowed for the call. */
 struct dkv_step_record;

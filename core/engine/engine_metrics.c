@@ -75,6 +75,79 @@ dkv_status eng_push_mem(eng *e, double time_s, uint64_t reserved)
     return DKV_OK;
 }
 
+/* One request's record at the end of the run (NaN for what never happened). */
+static void fill_record(dkv_req_record *q, const ereq *r, uint8_t status)
+{
+    bool done = r->state == RS_DONE;
+    q->id = r->src->id;
+    q->instance = r->inst;
+    q->status = status;
+    q->route = r->route;
+    q->prompt_tokens = r->src->prompt_tokens;
+    q->gen_tokens = r->src->gen_tokens;
+    q->steps = r->refresh + r->reuse;
+    q->refresh_steps = r->refresh;
+    q->reuse_steps = r->reuse;
+    q->preempted_steps = r->preempted_steps;
+    q->arrival_s = isfinite(r->arrival) ? r->arrival : NAN;
+    q->start_s = r->start;         /* NaN until it happens */
+    q->first_block_s = r->first_block;
+    q->finish_s = done ? r->finish : NAN;
+    q->latency_s = done ? r->finish - r->arrival : NAN;
+    q->queue_s = r->started ? r->start - r->arrival : NAN;
+    q->tpot_s = done && r->src->gen_tokens ? (r->finish - r->start) / r->src->gen_tokens : NAN;
+    q->kv_peak_bytes = r->kv_peak;
+}
+
+/* Fragmentation, reuse, failures and peaks of the KV managers (summed when partitioned) and of
+ * the device manager. */
+static void summarize_memory(eng *e, dkv_run_summary *s)
+{
+    double sum_int = 0, sum_ext = 0, w = 0;
+    uint64_t hits = 0, total = 0, peak_res = 0;
+    uint32_t n_mgr = 0;
+    for (uint32_t i = 0; i < e->n_kvm; i++) {
+        dkv_mem_stats ms;
+        dkv_mem_stats_get(e->kvm[i], &ms);
+        if (ms.peak_internal_frag > s->kv_internal_frag_peak)
+            s->kv_internal_frag_peak = ms.peak_internal_frag;
+        if (ms.peak_external_frag > s->kv_external_frag_peak)
+            s->kv_external_frag_peak = ms.peak_external_frag;
+        if (ms.external_frag_at_peak > s->kv_external_frag_at_peak)
+            s->kv_external_frag_at_peak = ms.external_frag_at_peak;
+        sum_int += ms.mean_internal_frag;
+        sum_ext += ms.mean_external_frag;
+        w += 1;
+        hits += ms.reuse_hits;
+        total += ms.reuse_total;
+        s->alloc_failures += ms.n_failed;
+        s->alloc_failures_frag += ms.n_failed_frag;
+        s->end_allocated_kv += e->kvm[i] == e->dev ? ms.allocated - e->tag_now[DKV_MEM_TAG_WEIGHTS] : ms.allocated;
+        peak_res = ms.peak_reserved > peak_res ? ms.peak_reserved : peak_res;
+        n_mgr++;
+    }
+    s->kv_internal_frag_mean = w ? sum_int / w : 0;
+    s->kv_external_frag_mean = w ? sum_ext / w : 0;
+    s->block_reuse_rate = total ? (double)hits / (double)total : 0;
+    {
+        dkv_mem_stats ms;
+        dkv_mem_stats_get(e->dev, &ms);
+        s->dev_internal_frag_peak = ms.peak_internal_frag;
+        s->dev_external_frag_peak = ms.peak_external_frag;
+        s->end_allocated_device = e->dev_is_kv ? e->tag_now[DKV_MEM_TAG_WEIGHTS] : ms.allocated;
+        if (!e->dev_is_kv) {
+            peak_res = ms.peak_reserved > peak_res ? ms.peak_reserved : peak_res;
+            n_mgr++;
+            s->alloc_failures += ms.n_failed;
+            s->alloc_failures_frag += ms.n_failed_frag;
+        }
+    }
+    /* One manager: its own event-exact peak.  Several (KV pools + the device allocator): their
+     * combined reserved at each step's peak point (all of the step's acquisitions done, none of its
+     * releases), never below any single manager's peak. */
+    s->peak_reserved = n_mgr > 1 && e->res_step_max > peak_res ? e->res_step_max : peak_res;
+}
+
 void eng_summarize(eng *e, double wall_s)
 {
     dkv_engine_result *res = e->res;
@@ -91,27 +164,8 @@ void eng_summarize(eng *e, double wall_s)
         ereq *r = &e->rq[i];
         bool done = r->state == RS_DONE;
         uint8_t status = r->state == RS_DONE || r->state == RS_FAILED ? r->status : DKV_REQ_UNFINISHED;
-        if (res->req) {
-            dkv_req_record *q = &res->req[i];
-            q->id = r->src->id;
-            q->instance = r->inst;
-            q->status = status;
-            q->route = r->route;
-            q->prompt_tokens = r->src->prompt_tokens;
-            q->gen_tokens = r->src->gen_tokens;
-            q->steps = r->refresh + r->reuse;
-            q->refresh_steps = r->refresh;
-            q->reuse_steps = r->reuse;
-            q->preempted_steps = r->preempted_steps;
-            q->arrival_s = isfinite(r->arrival) ? r->arrival : NAN;
-            q->start_s = r->start;         /* NaN until it happens */
-            q->first_block_s = r->first_block;
-            q->finish_s = done ? r->finish : NAN;
-            q->latency_s = done ? r->finish - r->arrival : NAN;
-            q->queue_s = r->started ? r->start - r->arrival : NAN;
-            q->tpot_s = done && r->src->gen_tokens ? (r->finish - r->start) / r->src->gen_tokens : NAN;
-            q->kv_peak_bytes = r->kv_peak;
-        }
+        if (res->req)
+            fill_record(&res->req[i], r, status);
         switch (status) {
         case DKV_REQ_DONE: s->n_done++; break;
         case DKV_REQ_OOM: s->n_oom++; break;
@@ -177,50 +231,7 @@ void eng_summarize(eng *e, double wall_s)
     s->peak_allocated = e->alloc_peak;
     s->kv_capacity_bytes = e->kv_capacity;
     s->device_capacity_bytes = e->dev_capacity;
-    /* fragmentation: KV managers (summed when partitioned) and the device manager */
-    double sum_int = 0, sum_ext = 0, w = 0;
-    uint64_t hits = 0, total = 0, peak_res = 0;
-    uint32_t n_mgr = 0;
-    for (uint32_t i = 0; i < e->n_kvm; i++) {
-        dkv_mem_stats ms;
-        dkv_mem_stats_get(e->kvm[i], &ms);
-        if (ms.peak_internal_frag > s->kv_internal_frag_peak)
-            s->kv_internal_frag_peak = ms.peak_internal_frag;
-        if (ms.peak_external_frag > s->kv_external_frag_peak)
-            s->kv_external_frag_peak = ms.peak_external_frag;
-        if (ms.external_frag_at_peak > s->kv_external_frag_at_peak)
-            s->kv_external_frag_at_peak = ms.external_frag_at_peak;
-        sum_int += ms.mean_internal_frag;
-        sum_ext += ms.mean_external_frag;
-        w += 1;
-        hits += ms.reuse_hits;
-        total += ms.reuse_total;
-        s->alloc_failures += ms.n_failed;
-        s->alloc_failures_frag += ms.n_failed_frag;
-        s->end_allocated_kv += e->kvm[i] == e->dev ? ms.allocated - e->tag_now[DKV_MEM_TAG_WEIGHTS] : ms.allocated;
-        peak_res = ms.peak_reserved > peak_res ? ms.peak_reserved : peak_res;
-        n_mgr++;
-    }
-    s->kv_internal_frag_mean = w ? sum_int / w : 0;
-    s->kv_external_frag_mean = w ? sum_ext / w : 0;
-    s->block_reuse_rate = total ? (double)hits / (double)total : 0;
-    {
-        dkv_mem_stats ms;
-        dkv_mem_stats_get(e->dev, &ms);
-        s->dev_internal_frag_peak = ms.peak_internal_frag;
-        s->dev_external_frag_peak = ms.peak_external_frag;
-        s->end_allocated_device = e->dev_is_kv ? e->tag_now[DKV_MEM_TAG_WEIGHTS] : ms.allocated;
-        if (!e->dev_is_kv) {
-            peak_res = ms.peak_reserved > peak_res ? ms.peak_reserved : peak_res;
-            n_mgr++;
-            s->alloc_failures += ms.n_failed;
-            s->alloc_failures_frag += ms.n_failed_frag;
-        }
-    }
-    /* One manager: its own event-exact peak.  Several (KV pools + the device allocator): their
-     * combined reserved at each step's peak point (all of the step's acquisitions done, none of its
-     * releases), never below any single manager's peak. */
-    s->peak_reserved = n_mgr > 1 && e->res_step_max > peak_res ? e->res_step_max : peak_res;
+    summarize_memory(e, s);
     s->cost_per_hour = e->c.cost_per_hour >= 0 ? e->c.cost_per_hour : e->g->cost_per_hour;
     s->cost_per_mtok = dkv_cost_per_mtok(s->cost_per_hour, 1, s->tokens_per_s);
     s->wall_s = wall_s;

@@ -333,8 +333,6 @@ static void read_kclass(lua_State *L, int t, const char *path, dkv_gpu *g)
 
 static void read_fields(lua_State *L, int t, const char *path, const pfield *f, size_t nf, void *out)
 {
-    static const char *const dtypes[] = {"bf16", "fp16", "fp32", "fp8", NULL};
-    static const dkv_dtype dvals[] = {DKV_DTYPE_BF16, DKV_DTYPE_FP16, DKV_DTYPE_FP32, DKV_DTYPE_FP8};
     char *base = out;
     for (size_t i = 0; i < nf; i++) {
         const pfield *p = &f[i];
@@ -376,7 +374,8 @@ static void read_fields(lua_State *L, int t, const char *path, const pfield *f, 
             *(bool *)(base + p->off) = dkv_lconf_boolean(L, t, path, p->name, false, flags);
             break;
         case PF_DTYPE:
-            *(dkv_dtype *)(base + p->off) = dvals[dkv_lconf_enum(L, t, path, p->name, dtypes, 0, flags)];
+            *(dkv_dtype *)(base + p->off) = (dkv_dtype)dkv_lconf_enum_names(L, t, path, p->name, &dkv_dtype_names, 0,
+                                                                            flags);
             break;
         case PF_CURVE:
             read_curve(L, t, path, (dkv_gpu *)out);

@@ -15,28 +15,10 @@ uint32_t dkv_dtype_bytes(dkv_dtype t)
     return 0;
 }
 
-const char *dkv_dtype_name(dkv_dtype t)
-{
-    switch (t) {
-    case DKV_DTYPE_BF16: return "bf16";
-    case DKV_DTYPE_FP16: return "fp16";
-    case DKV_DTYPE_FP32: return "fp32";
-    case DKV_DTYPE_FP8: return "fp8";
-    }
-    return "?";
-}
+static const char *const dtype_names[] = {"bf16", "fp16", "fp32", "fp8"};
+const dkv_names dkv_dtype_names = DKV_NAMES("dtype", dtype_names);
 
-dkv_status dkv_dtype_parse(const char *s, dkv_dtype *out, dkv_err *err)
-{
-    static const dkv_dtype all[] = {DKV_DTYPE_BF16, DKV_DTYPE_FP16, DKV_DTYPE_FP32, DKV_DTYPE_FP8};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (s && strcmp(s, dkv_dtype_name(all[i])) == 0) {
-            *out = all[i];
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "unknown dtype '%s' (expected bf16, fp16, fp32 or fp8)",
-                       s ? s : "(null)");
-}
+const char *dkv_dtype_name(dkv_dtype t) { return dkv_names_at(&dkv_dtype_names, (int)t); }
 
 dkv_status dkv_model_validate(const dkv_model *m, dkv_err *err)
 {

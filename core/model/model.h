@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
 #include "util/status.h"
 
 typedef enum dkv_dtype {
@@ -21,9 +22,8 @@ typedef enum dkv_dtype {
 } dkv_dtype;
 
 uint32_t    dkv_dtype_bytes(dkv_dtype t);
+extern const dkv_names dkv_dtype_names;                 /* "bf16", "fp16", "fp32", "fp8" (names.h) */
 const char *dkv_dtype_name(dkv_dtype t);
-/* Parses "bf16", "fp16", "fp32", "fp8"; DKV_EINVAL otherwise. */
-dkv_status  dkv_dtype_parse(const char *s, dkv_dtype *out, dkv_err *err);
 
 /* A LLaDA/Dream-style transformer: bidirectional attention, RMSNorm, RoPE, SiLU-gated FFN
  * (gate and up projections, then down), untied LM head unless tied_embeddings. */
