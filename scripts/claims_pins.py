@@ -18,7 +18,8 @@ Commands needing the Azure code trace (the text 'AZURE' in COMMAND, replaced by 
 skipped, and counted, when ../shared/datasets/AzureLLMInferenceTrace_code.csv is not there.
 
 --update rewrites QUOTED (in the pins file and in its CLAIMS.md line) to the printed figure, keeping
-the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger; review the diff.
+the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger; review the diff and run
+it once more without --update (a quote holding two pinned figures is rewritten by both).
 Exit status 0 when every pin that ran passed, 1 otherwise, 2 on a malformed pins file.
 """
 import os
