@@ -408,6 +408,7 @@ dkv_status dkv_lua_new(const dkv_lua_config *cfg, dkv_lua **out, dkv_err *err)
     s->notice = cfg->notice;
     s->notice_ud = cfg->notice_ud;
     s->time_limit_s = cfg->time_limit_s;
+    s->t_start = mono_now();   /* also for Lua run outside a script (preset and profile files) */
     s->params = calloc(cfg->nparams ? cfg->nparams : 1, sizeof *s->params);
     for (size_t i = 0; s->params && i < cfg->nparams; i++)
         s->params[s->nparams++] = xstrdup(cfg->params[i]);
