@@ -83,6 +83,13 @@ void bk_arena_free(dkv_cuda_backend *b)
     b->cmp_ev = NULL;
     cudaFree(b->lr_q);
     b->lr_q = NULL;
+    cudaFree(b->lr_in);
+    b->lr_in = NULL;
+    b->lr_in_bytes = 0;
+    if (b->lr_in_ev)
+        cudaEventDestroy(b->lr_in_ev);
+    b->lr_in_ev = NULL;
+    b->lr_in_used = false;
     cudaFree(b->gbuf);
     b->gbuf = NULL;
     cudaFreeHost(b->h_err);
@@ -183,6 +190,45 @@ static const uint32_t *host_table(const dkv_cuda_backend *b)
 
 /* ------------------------------------------------------------------ before the step */
 
+/* Decompress on fetch, part 1 (copy stream, inside the fetch's copy): the low-rank form of the
+ * request's compressed blocks, bf16 Q then B as compress() wrote it, from its slot into lr_in,
+ * once the previous reconstruction has read lr_in. */
+static dkv_status fetch_lowrank(dkv_cuda_backend *b, const bk_item *x, const char *slot, uint64_t *done, dkv_err *err)
+{
+    const bk_req *r = &b->rq[x->req];
+    uint64_t bytes = ((uint64_t)b->err_stride * r->lr_m * r->lr_r + (uint64_t)b->err_stride * r->lr_r * b->m.head_dim) * 2;
+    if (bytes > b->lr_in_bytes) {
+        DKV_CU(cudaDeviceSynchronize());
+        cudaFree(b->lr_in);
+        b->lr_in = NULL, b->lr_in_bytes = 0;
+        DKV_CU(cudaMalloc((void **)&b->lr_in, bytes));
+        b->lr_in_bytes = bytes;
+        b->lr_in_used = false;
+    }
+    if (!b->lr_in_ev)
+        DKV_CU(cudaEventCreateWithFlags(&b->lr_in_ev, cudaEventDisableTiming));
+    if (b->lr_in_used)
+        DKV_CU(cudaStreamWaitEvent(b->cp, b->lr_in_ev, 0));
+    DKV_CU(cudaMemcpyAsync(b->lr_in, slot + (uint64_t)r->lr_start * b->block_bytes, bytes, cudaMemcpyHostToDevice, b->cp));
+    *done += bytes;
+    b->rep.lowrank_h2d_bytes += bytes;
+    return DKV_OK;
+}
+
+/* Part 2 (compute stream, after the copy): Q B written into the staging blocks of those
+ * positions, so attention reads the reconstruction. */
+static dkv_status rebuild_lowrank(dkv_cuda_backend *b, const bk_item *x, dkv_err *err)
+{
+    const bk_req *r = &b->rq[x->req];
+    const dkv_bf16 *Q = b->lr_in, *B = b->lr_in + (size_t)b->err_stride * r->lr_m * r->lr_r;
+    DKV_TRY(dkv_cuda_lowrank_decompress(&b->pool, b->d_table + x->tb + r->lr_start, Q, B, r->lr_m, r->lr_r, b->st, err));
+    b->launches[DKV_KCLASS_COMPRESS]++;
+    b->rep.n_lowrank_rebuilt++;
+    DKV_CU(cudaEventRecord(b->lr_in_ev, b->st));
+    b->lr_in_used = true;
+    return DKV_OK;
+}
+
 dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err)
 {
     bk_copies_reap(b, false);
@@ -212,19 +258,28 @@ dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
         uint32_t cs;
         DKV_TRY(copy_open(b, false, &cs, err));
         uint64_t rem = xf->pcie_bytes, done = 0;
-        /* staging blocks first (positions not held on the device), then the held ones */
+        const bk_req *rq = &b->rq[x->req];
+        /* staging blocks first (positions not held on the device), then the held ones; blocks
+         * whose slot holds a low-rank form are rebuilt from it below, never copied raw */
         for (uint32_t pass = 0; pass < 2 && rem; pass++) {
             uint32_t j0 = pass == 0 ? x->n_chain : 0, j1 = pass == 0 ? x->n_tb : x->n_chain;
             for (uint32_t j = j0; j < j1 && rem; j++) {
+                if (rq->lr_valid && j >= rq->lr_start && j < rq->lr_end)
+                    continue;
                 uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
                 DKV_CU(cudaMemcpyAsync((char *)b->arena + (uint64_t)tab[x->tb + j] * b->block_bytes,
                                    slot + (uint64_t)j * b->block_bytes, n, cudaMemcpyHostToDevice, b->cp));
                 rem -= n, done += n;
             }
         }
+        bool rebuild = rq->lr_valid && rq->lr_start >= x->n_chain && rq->lr_end <= x->n_tb;
+        if (rebuild)
+            DKV_TRY(fetch_lowrank(b, x, slot, &done, err));
         DKV_TRY(copy_close(b, cs, done, err));
         b->step_n_fetch++;
         DKV_CU(cudaStreamWaitEvent(b->st, b->copies[cs].done, 0));
+        if (rebuild)
+            DKV_TRY(rebuild_lowrank(b, x, err));
     }
     return DKV_OK;
 }
@@ -302,10 +357,23 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     DKV_CU(cudaStreamWaitEvent(b->cp, b->cmp_ev, 0));
     uint32_t cs;
     DKV_TRY(copy_open(b, true, &cs, err));
-    uint64_t n = ((uint64_t)batch * m_tok * r + (uint64_t)batch * r * D) * 2,
-             room = b->slot_bytes - (uint64_t)start * b->block_bytes;
-    n = n < room ? n : room;   /* small blocks: the basis can outgrow the raw bytes */
-    DKV_CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
+    uint64_t n = ((uint64_t)batch * m_tok * r + (uint64_t)batch * r * D) * 2, raw = (uint64_t)(end - start) * b->block_bytes;
+    bk_req *rq = &b->rq[x->req];
+    if (n <= raw) {   /* the form goes where the raw blocks would; fetch rebuilds them from it */
+        DKV_CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
+        rq->lr_valid = true, rq->lr_start = start, rq->lr_end = end, rq->lr_m = m_tok, rq->lr_r = r;
+        b->rep.n_lowrank_stored++;
+    } else {          /* not smaller than the raw KV (ratio ~1, short ranges): the raw blocks, exact */
+        const uint32_t *tab = host_table(b);
+        for (uint32_t j = start; j < end; j++) {
+            uint32_t id = tab[x->tb + j];
+            DKV_CU(cudaMemcpyAsync(slot + (uint64_t)j * b->block_bytes, (char *)b->arena + (uint64_t)id * b->block_bytes,
+                               b->block_bytes, cudaMemcpyDeviceToHost, b->cp));
+            b->blk_epoch[id] = b->epoch;
+        }
+        rq->lr_valid = false;
+        n = raw;
+    }
     DKV_CU(cudaMemcpyAsync(b->h_err + (size_t)cs * b->err_stride, b->lr_err, batch * sizeof(float), cudaMemcpyDeviceToHost,
                        b->cp));
     b->copies[cs].n_err = batch;
@@ -374,6 +442,9 @@ dkv_status bk_xfers_after(dkv_cuda_backend *b, const dkv_step_plan *plan, cudaEv
         /* raw: the request's last blocks, which the engine frees after the step; until the copy
          * has read them, a later step that takes them waits (bk_xfers_before) */
         uint32_t nb = cdiv(xf->pcie_bytes, b->block_bytes), start = x->n_chain > nb ? x->n_chain - nb : 0;
+        bk_req *rq = &b->rq[x->req];
+        if (rq->lr_valid && start < rq->lr_end && x->n_chain > rq->lr_start)
+            rq->lr_valid = false;   /* raw KV replaces (part of) the low-rank form in the slot */
         uint64_t rem = xf->pcie_bytes, done = 0;
         for (uint32_t j = start; j < x->n_chain && rem; j++) {
             uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;

@@ -181,18 +181,24 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: model '%s': head_dim must be 64 or 128 and hidden a "
                            "multiple of 8 (head_dim %u, hidden %u)", m->name, m->head_dim, m->hidden);
     b->kvbpt = (uint64_t)m->n_layers * 2 * m->n_kv_heads * m->head_dim * sizeof(dkv_bf16);
-    if (dkv_model_kv_bytes_per_token(m) != b->kvbpt)
+    b->kv_fp8 = m->kv_dtype == DKV_DTYPE_FP8;   /* the pool stays bf16 (docs/GPU.md "Lossy policies") */
+    if (dkv_model_kv_bytes_per_token(m) != b->kvbpt && !b->kv_fp8)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: model '%s' stores KV in %u-byte elements; the "
-                           "device pool is bf16", m->name, (unsigned)dkv_dtype_bytes(m->kv_dtype));
+                           "device pool is bf16 (or FP8 rounded in place)", m->name,
+                           (unsigned)dkv_dtype_bytes(m->kv_dtype));
+    if (b->kv_fp8 && (b->want_host || b->want_staging))
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: FP8 KV with offload: the device pool holds FP8 KV "
+                           "as bf16, so offload and fetch orders (priced at 1 byte an element) would move half of it");
     if (m->mask_id >= m->vocab || m->vocab < 2)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: model '%s': mask_id %u >= vocab %u", m->name, m->mask_id,
                            m->vocab);
     if (b->dec.block_len > DKV_BK_MAX_BLOCK)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: block_len %u > %u", b->dec.block_len,
                            DKV_BK_MAX_BLOCK);
-    if ((uint64_t)b->block_tokens * b->kvbpt != s->pool.block_bytes)
+    if ((uint64_t)b->block_tokens * dkv_model_kv_bytes_per_token(m) != s->pool.block_bytes)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: a pool block of %llu bytes is not a whole number of tokens "
-                           "(%llu bytes each)", (unsigned long long)s->pool.block_bytes, (unsigned long long)b->kvbpt);
+                           "(%llu bytes each)", (unsigned long long)s->pool.block_bytes,
+                           (unsigned long long)dkv_model_kv_bytes_per_token(m));
     b->mask_id = m->mask_id;
     b->t_begin = bk_now();
     memset(&b->rep, 0, sizeof b->rep);

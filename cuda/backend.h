@@ -132,6 +132,12 @@ typedef struct dkv_cuda_backend_report {
     uint64_t xfer_h2d_counted, xfer_d2h_counted;  /* the plan's pcie_bytes, for comparison */
     double   compress_err_sum;       /* sum of the relative reconstruction errors of COMPRESS orders */
     uint64_t n_compress;
+    uint64_t n_lowrank_stored;       /* COMPRESS orders whose low-rank form went to the host (the
+                                        others' form was not smaller than the raw KV: raw copied) */
+    uint64_t n_lowrank_rebuilt;      /* fetches that rebuilt KV from a low-rank form (Q B) */
+    uint64_t lowrank_h2d_bytes;      /* of pcie_h2d_bytes, the forms those fetches copied (the
+                                        basis makes a form of a short range more than the engine's
+                                        ratio x raw) */
     dkv_cuda_mem_sample *series;
     size_t   n_series;
 } dkv_cuda_backend_report;

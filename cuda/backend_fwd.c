@@ -114,7 +114,9 @@ void bk_scratch_free(dkv_cuda_backend *b)
     b->blas = NULL;
     cudaFree(b->act_mem);
     cudaFree(b->ws_mem);
+    cudaFree(b->fp8_scale);
     b->act_mem = b->ws_mem = NULL;
+    b->fp8_scale = NULL;
     b->cap_T = b->cap_R = 0;
 }
 
@@ -390,6 +392,8 @@ static dkv_status layer_attention(dkv_cuda_backend *b, uint32_t n, uint32_t l, d
     return DKV_OK;
 }
 
+static dkv_status fp8_scales(dkv_cuda_backend *b, dkv_err *err);
+
 static dkv_status layer_select(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
 {
     const dkv_model *m = &b->m;
@@ -405,6 +409,38 @@ static dkv_status layer_select(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_
                           b->st, err));
         DKV_TRY(dkv_bk_pack_paged(&b->pool, b->d_table + x->tb, l, k, v, QKV, b->sel, x->keep, x->shared_set, b->st, err));
         b->launches[DKV_KCLASS_KV_GATHER] += 5;
+        if (b->kv_fp8) {   /* the kept rows, in slots [0, keep), stored as FP8 */
+            DKV_TRY(fp8_scales(b, err));
+            DKV_TRY(dkv_cuda_kv_fp8_store(&b->pool, b->d_table + x->tb, b->fp8_scale, l, 0, x->keep, x->keep, b->st, err));
+        }
+    }
+    return DKV_OK;
+}
+
+/* FP8 KV scales (kv_fp8.cu), one per pool block x layer x k|v x head, allocated at first use
+ * and zeroed. */
+static dkv_status fp8_scales(dkv_cuda_backend *b, dkv_err *err)
+{
+    if (b->fp8_scale)
+        return DKV_OK;
+    size_t bytes = ((size_t)b->n_pool + b->n_staging + 1) * b->m.n_layers * 2 * b->m.n_kv_heads * sizeof(float);
+    DKV_CU(cudaMalloc((void **)&b->fp8_scale, bytes));
+    DKV_CU(cudaMemsetAsync(b->fp8_scale, 0, bytes, b->st));
+    return DKV_OK;
+}
+
+/* FP8 KV: the rows each storing item wrote into layer l are quantized in place before attention
+ * reads them (dual's Reuse attends its own block from the pool). */
+static dkv_status fp8_layer(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
+{
+    DKV_TRY(fp8_scales(b, err));
+    for (uint32_t i = 0; i < n; i++) {
+        const bk_item *x = &b->items[i];
+        if (x->write != BK_W_STORE || !x->w_n)
+            continue;
+        uint32_t hi = x->w_lo + x->w_n, valid = x->need_tokens > hi ? x->need_tokens : hi;
+        DKV_TRY(dkv_cuda_kv_fp8_store(&b->pool, b->d_table + x->tb, b->fp8_scale, l, x->w_lo, hi, valid, b->st, err));
+        b->launches[DKV_KCLASS_KV_STORE]++;
     }
     return DKV_OK;
 }
@@ -441,6 +477,8 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
             DKV_TRY(dkv_cuda_rope_kv_store_at(&b->pool, b->d_table, l, b->qkv, QKV, b->d_pos, b->d_spos, T, H,
                                           (float)m->rope_theta, st, err));
             launch[DKV_KCLASS_KV_STORE]++;
+            if (b->kv_fp8)
+                DKV_TRY(fp8_layer(b, n, l, err));
         } else {
             bk_mark(b, DKV_KCLASS_ELEMENTWISE);
             DKV_TRY(dkv_cuda_rope(b->qkv, QKV, b->d_pos, T, H + Hkv, D, (float)m->rope_theta, st, err));

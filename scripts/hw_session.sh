@@ -378,7 +378,7 @@ PYEOF
     local runs=() fit=() n
     for f in "$R"/h5/hw_*.h5; do [ -f "$f" ] && fit+=("$f"); done
     while read -r f n _; do [[ "$f" == */h5/hw_* ]] && runs+=(--run "$n:real"); done < "$list"
-    cp -r datasets/presets "$R/root/datasets/"
+    cp -r datasets/presets datasets/profiles "$R/root/datasets/"
     local pdir="$R/root/datasets/presets/gpu" bw=() sims=() x
     local preset="$pdir/h200-hw.lua"
     [ -s "$R/bwcurve.txt" ] && bw=(--bwcurve "$R/bwcurve.txt")
