@@ -267,24 +267,24 @@ static dkv_status make_plan(const dkv_ref_step_args *a, dkv_cuda_seq *seq, plan 
     uint32_t L = a->canvas_len, s = a->block_start, B = a->block_len;
     memset(p, 0, sizeof *p);
     p->nq = L, p->n_own = L, p->cache = DKV_KV_SRC_NONE;
-    bool reuse = a->mode != DKV_REF_CACHE_NONE && a->step > (a->mode == DKV_REF_CACHE_SPARSE ? 1u : 0u);
+    bool reuse = a->mode != DKV_CACHE_NONE && a->step > (a->mode == DKV_CACHE_SPARSE ? 1u : 0u);
     switch (a->mode) {
-    case DKV_REF_CACHE_NONE:
+    case DKV_CACHE_NONE:
         break;
-    case DKV_REF_CACHE_PREFIX:
+    case DKV_CACHE_PREFIX:
         if (!reuse)
             p->write = W_STORE, p->w_lo = 0, p->w_hi = s;
         else
             p->q0 = s, p->nq = p->n_own = L - s, p->cache = DKV_KV_SRC_PAGED, p->n_cache = s;
         break;
-    case DKV_REF_CACHE_DUAL:
+    case DKV_CACHE_DUAL:
         if (!reuse)
             p->write = W_STORE, p->w_lo = 0, p->w_hi = L;
         else   /* the block's KV is stored in place first, then all L are read from the pool */
             p->q0 = s, p->nq = B, p->n_own = 0, p->cache = DKV_KV_SRC_PAGED, p->n_cache = L, p->write = W_STORE,
             p->w_lo = s, p->w_hi = s + B;
         break;
-    case DKV_REF_CACHE_SPARSE: {
+    case DKV_CACHE_SPARSE: {
         uint32_t keep = (uint32_t)ceil(a->retention * (L - B) - 1e-9);
         keep = keep > L - B ? L - B : keep;
         if (a->step == 1) {
@@ -313,9 +313,9 @@ dkv_status dkv_cuda_step(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, const dkv
     if (L == 0 || a->block_len == 0 || a->block_start > L || a->block_len > L - a->block_start)
         return dkv_err_set(err, DKV_EINVAL, "dkv_cuda_step: block [%u, %u + %u) is not inside a canvas of %u",
                            a->block_start, a->block_start, a->block_len, L);
-    if (a->mode != DKV_REF_CACHE_NONE && (!pool || !seq->block_table))
+    if (a->mode != DKV_CACHE_NONE && (!pool || !seq->block_table))
         return dkv_err_set(err, DKV_EINVAL, "dkv_cuda_step: mode %s needs a KV pool and a block table",
-                           dkv_ref_cache_mode_name(a->mode));
+                           dkv_cache_mode_name(a->mode));
     plan p;
     DKV_TRY(make_plan(a, seq, &p, err));
     if (p.nq > s->max_tokens)
@@ -346,7 +346,7 @@ dkv_status dkv_cuda_step(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, const dkv
     }
     if (p.write == W_SELECT)
         seq->packed_tokens = p.keep;
-    else if (a->mode == DKV_REF_CACHE_SPARSE && a->step == 0)
+    else if (a->mode == DKV_CACHE_SPARSE && a->step == 0)
         seq->packed_tokens = 0;
     dkv_bf16 *blk = s->x + (size_t)(a->block_start - p.q0) * C, *hid = block_hidden ? block_hidden : s->h;
     DKV_TRY(dkv_cuda_rmsnorm(hid, blk, w->ln_f, a->block_len, C, w->rms_eps, st, err));

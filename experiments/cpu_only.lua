@@ -15,7 +15,7 @@ local n, prompt, gen = dkv.param("n", 8, "number of requests"), dkv.param("promp
 local GiB = 2 ^ 30
 
 local cpu = {
-  base = "h200", name = "cpu-socket (assumed)",
+  base = "h200", name = "cpu-socket (assumed)", profile = "",   -- a roofline, not the H200's measured kernels
   hbm_bytes = 512 * GiB, hbm_bw = dkv.param("bw", 250e9, "assumed CPU memory bandwidth, bytes/s"), flops_bf16 = dkv.param("flops", 50e12, "assumed CPU bf16 rate, FLOP/s"), flops_fp32 = 8e12,
   pcie_h2d_pinned = 250e9, pcie_d2h_pinned = 250e9, pcie_bidir_pinned = 250e9,
   pcie_h2d_pageable = 250e9, pcie_d2h_pageable = 250e9,

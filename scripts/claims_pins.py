@@ -18,7 +18,8 @@ Commands needing the Azure code trace (the text 'AZURE' in COMMAND, replaced by 
 skipped, and counted, when ../shared/datasets/AzureLLMInferenceTrace_code.csv is not there.
 
 --update rewrites QUOTED (in the pins file and in its CLAIMS.md line) to the printed figure, keeping
-the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger; review the diff.
+the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger; review the diff and run
+it once more without --update (a quote holding two pinned figures is rewritten by both).
 Exit status 0 when every pin that ran passed, 1 otherwise, 2 on a malformed pins file.
 """
 import os
@@ -114,7 +115,7 @@ def main():
         cmd = cmd.replace('AZURE', TRACE)
         if cmd not in out_cache:
             h5 = os.path.join(tmp, '%d.h5' % len(out_cache))
-            p = subprocess.run([dkv, 'run'] + cmd.split() + ['-o', h5], capture_output=True, text=True)
+            p = subprocess.run([dkv, 'run', '--time-limit', '600'] + cmd.split() + ['-o', h5], capture_output=True, text=True)
             if p.returncode != 0:
                 print('FAIL %s: dkv run %s exited %d: %s' % (row, cmd, p.returncode, p.stderr.strip()[-300:]))
                 failed += 1

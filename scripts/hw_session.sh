@@ -432,7 +432,7 @@ PYEOF
     while read -r f n _; do
         [[ "$f" == */h5/hw_* && "$f" != */h5/hw_multi_proc* && ! "$n" =~ ^multi:.*inst=[2-9] ]] && runs+=(--run "$n:real")
     done < "$list"
-    cp -r datasets/presets "$R/root/datasets/"
+    cp -r datasets/presets datasets/profiles "$R/root/datasets/"
     local pdir="$R/root/datasets/presets/gpu" bw=() sims=() x
     local preset="$pdir/h200-hw.lua"
     [ -s "$R/bwcurve.txt" ] && bw=(--bwcurve "$R/bwcurve.txt")

@@ -89,6 +89,8 @@ static void write_lua_table(FILE *f, const dkv_calib_result *r, const char *name
     lua_string(f, r->base);
     fputs(",\n  name = ", f);
     lua_string(f, name);
+    /* a fit of the roofline's parameters: never costed from the base's measured profile */
+    fputs(",\n  profile = \"\"", f);
     char src[256];
     snprintf(src, sizeof src, "dkv calibrate %s: fitted from %zu measured run(s) and %zu bandwidth file(s) "
              "(provenance in the comments of this file)", when, nruns, nfiles);

@@ -385,6 +385,20 @@ static void on_sigint(int sig)
     dkv_interrupt_request_signal(sig);
 }
 
+/* results/<script name>.h5 (results/<name>.shard<i>of<N>.h5 for a shard). */
+static void default_output(const char *script, const dkv_lua_config *cfg, char *out, size_t size)
+{
+    const char *base = strrchr(script, '/');
+    base = base ? base + 1 : script;
+    size_t len = strlen(base);
+    if (len > 4 && strcmp(base + len - 4, ".lua") == 0)
+        len -= 4;
+    if (cfg->shard_count > 1)
+        snprintf(out, size, "results/%.*s.shard%uof%u.h5", (int)len, base, cfg->shard_index, cfg->shard_count);
+    else
+        snprintf(out, size, "results/%.*s.h5", (int)len, base);
+}
+
 int dkv_cmd_run(int argc, char **argv)
 {
     const char *script = NULL, *output = NULL, *root_opt = NULL;
@@ -469,16 +483,7 @@ int dkv_cmd_run(int argc, char **argv)
     else
         dkv_cli_find_root(root, sizeof root);
     if (!output) {
-        const char *base = strrchr(script, '/');
-        base = base ? base + 1 : script;
-        size_t len = strlen(base);
-        if (len > 4 && strcmp(base + len - 4, ".lua") == 0)
-            len -= 4;
-        if (cfg.shard_count > 1)
-            snprintf(defout, sizeof defout, "results/%.*s.shard%uof%u.h5", (int)len, base, cfg.shard_index,
-                     cfg.shard_count);
-        else
-            snprintf(defout, sizeof defout, "results/%.*s.h5", (int)len, base);
+        default_output(script, &cfg, defout, sizeof defout);
         output = defout;
     }
     if (help) {

@@ -346,6 +346,9 @@ static double interp(const ptab *t, size_t lo, size_t hi, int j, const double *x
     return y0 + w * (y1 - y0);
 }
 
+static double nearest_width(const ptab *t, const double *k, const bool *same, double (*w)(const double *),
+                            double want, double *best_keys);
+
 /* Seconds at keys k[] (exact) and axes x[]; NAN when the group or the range is missing. */
 static double lookup(const dkv_profile *p, dkv_prof_tab id, const double *k, const double *x)
 {
@@ -385,6 +388,8 @@ static double lookup(const dkv_profile *p, dkv_prof_tab id, const double *k, con
     return exp(ls);
 }
 
+static double nk_width(const double *k) { return k[0] * k[1]; }   /* n k: the weights a row multiplies */
+
 double dkv_profile_gemm(const dkv_profile *p, dkv_prof_tab cls, double m, double n, double k)
 {
     double key[2] = {n, k}, ax[1] = {m};
@@ -392,6 +397,14 @@ double dkv_profile_gemm(const dkv_profile *p, dkv_prof_tab cls, double m, double
     if (isnan(s) && cls != DKV_PT_LM_HEAD) {
         double g[3] = {m, k, n};
         s = lookup(p, DKV_PT_GEMM, NULL, g);
+    }
+    if (isnan(s) && cls == DKV_PT_LM_HEAD && dkv_profile_has(p, DKV_PT_LM_HEAD)) {
+        /* another vocabulary or width: the nearest measured (n, k) in proportion to n k (the chunk's
+         * GEMM and argmax both scale with it) */
+        bool same[2] = {false, false};
+        double ref[2], want = n * k, w = nearest_width(&p->t[DKV_PT_LM_HEAD], key, same, nk_width, want, ref);
+        if (!isnan(w))
+            s = lookup(p, DKV_PT_LM_HEAD, ref, ax) * want / w;
     }
     return s;
 }
@@ -468,11 +481,20 @@ double dkv_profile_kv_store(const dkv_profile *p, double rows, double heads, dou
     return lookup(p, DKV_PT_KV_STORE, ref, ax);
 }
 
+static double heads_width(const double *k) { return k[1]; }   /* kv_gather: query heads */
+
 double dkv_profile_select(const dkv_profile *p, double rows, double keys, double heads, double kv_heads,
                           double head_dim)
 {
     double key[4] = {rows, heads, kv_heads, head_dim}, ax[1] = {keys};
-    return lookup(p, DKV_PT_KV_GATHER, key, ax);
+    double t = lookup(p, DKV_PT_KV_GATHER, key, ax);
+    if (!isnan(t) || !dkv_profile_has(p, DKV_PT_KV_GATHER))
+        return t;
+    /* another head configuration: the nearest measured one (same block rows and head_dim) in
+     * proportion to the query heads (the scores and their statistics scale with them) */
+    bool same[4] = {true, false, false, true};
+    double ref[4], w = nearest_width(&p->t[DKV_PT_KV_GATHER], key, same, heads_width, heads, ref);
+    return isnan(w) ? NAN : lookup(p, DKV_PT_KV_GATHER, ref, ax) * heads / w;
 }
 
 double dkv_profile_elementwise(const dkv_profile *p, double kind, double rows, double cols)

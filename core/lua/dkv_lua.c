@@ -94,6 +94,24 @@ static void timed_unwind(dkv_lua *s, int to)
     }
 }
 
+/* Raises the error of a stop (SIGINT, instruction or time limit) at the file:line of stack level
+ * `level` (0: the running Lua function; 1: the caller of a C function). */
+static void raise_stop(lua_State *L, const dkv_lua *s, int level)
+{
+    luaL_where(L, level);
+    if (s->stop == STOP_INTR)
+        lua_pushfstring(L, "interrupted (%s)", dkv_interrupt_signal_name());
+    else if (s->stop == STOP_TIME)
+        lua_pushfstring(L, "time limit of %f s of Lua run time reached (raise it with --time-limit; time inside "
+                           "dkv.simulate and other dkv calls does not count)",
+                        s->time_limit_s);
+    else
+        lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)",
+                        (lua_Integer)s->instr_limit);
+    lua_concat(L, 2);
+    lua_error(L);
+}
+
 static void hook(lua_State *L, lua_Debug *ar)
 {
     dkv_lua *s = dkv_lua_from_state(L);
@@ -121,20 +139,8 @@ static void hook(lua_State *L, lua_Debug *ar)
         lua_concat(L, 2);
         lua_error(L);
     }
-    if (s->stop == STOP_INTR || s->stop == STOP_INSTR || s->stop == STOP_TIME) {
-        luaL_where(L, 0);
-        if (s->stop == STOP_INTR)
-            lua_pushfstring(L, "interrupted (%s)", dkv_interrupt_signal_name());
-        else if (s->stop == STOP_TIME)
-            lua_pushfstring(L, "time limit of %f s of Lua run time reached (raise it with --time-limit; time inside "
-                               "dkv.simulate and other dkv calls does not count)",
-                            s->time_limit_s);
-        else
-            lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)",
-                            (lua_Integer)s->instr_limit);
-        lua_concat(L, 2);
-        lua_error(L);
-    }
+    if (s->stop == STOP_INTR || s->stop == STOP_INSTR || s->stop == STOP_TIME)
+        raise_stop(L, s, 0);
 }
 
 static const char STATE_KEY = 'S';
@@ -408,6 +414,7 @@ dkv_status dkv_lua_new(const dkv_lua_config *cfg, dkv_lua **out, dkv_err *err)
     s->notice = cfg->notice;
     s->notice_ud = cfg->notice_ud;
     s->time_limit_s = cfg->time_limit_s;
+    s->t_start = mono_now();   /* also for Lua run outside a script (preset and profile files) */
     s->params = calloc(cfg->nparams ? cfg->nparams : 1, sizeof *s->params);
     for (size_t i = 0; s->params && i < cfg->nparams; i++)
         s->params[s->nparams++] = xstrdup(cfg->params[i]);
@@ -688,8 +695,8 @@ dkv_status dkv_lua_run_string(dkv_lua *s, const char *chunkname, const char *cod
 }
 
 /* Work a binding does in C on the script's behalf, over a size the script chose (a loop to a
- * __len): ops count as VM instructions against the instruction limit, and SIGINT stops it, with
- * the same messages as the count hook, at the caller's file:line. */
+ * __len): ops count as VM instructions against the instruction limit, its time against the time
+ * limit, and SIGINT stops it, with the count hook's messages, at the caller's file:line. */
 void dkv_lua__charge(lua_State *L, uint64_t ops);
 void dkv_lua__charge(lua_State *L, uint64_t ops)
 {
@@ -701,13 +708,8 @@ void dkv_lua__charge(lua_State *L, uint64_t ops)
         s->stop = STOP_INTR;
     else if (s->instr_limit && s->instr_count > s->instr_limit && s->stop != STOP_INTR)
         s->stop = STOP_INSTR;
-    if (s->stop != STOP_INTR && s->stop != STOP_INSTR)
-        return;
-    luaL_where(L, 1);
-    if (s->stop == STOP_INTR)
-        lua_pushfstring(L, "interrupted (%s)", dkv_interrupt_signal_name());
-    else
-        lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)", (lua_Integer)s->instr_limit);
-    lua_concat(L, 2);
-    lua_error(L);
+    else if (s->time_limit_s > 0 && s->stop == STOP_NONE && lua_seconds(s, mono_now()) > s->time_limit_s)
+        s->stop = STOP_TIME;   /* such a loop is Lua's time, not a dkv_lua_timed call */
+    if (s->stop == STOP_INTR || s->stop == STOP_INSTR || s->stop == STOP_TIME)
+        raise_stop(L, s, 1);
 }

@@ -426,11 +426,30 @@ static void check_at(lua_State *L, int idx, const char *path, const char *kind, 
         snprintf(p, sizeof p, "%s(\"%.64s\")", path, lua_tostring(L, idx));
     else
         snprintf(p, sizeof p, "%s", path);
+    /* a table overriding the roofline's figures of a base with a measured profile, without saying
+     * which costs it wants: the overrides could not take effect on the profiled kernels */
+    const char *roof_key = NULL;
+    if (is_gpu && lua_istable(L, idx)) {
+        static const char *const rk[] = {"hbm_bw", "flops_bf16", "bw_curve", "launch_overhead_s", "kclass", NULL};
+        lua_getfield(L, idx, "profile");
+        bool named = !lua_isnil(L, -1);
+        lua_pop(L, 1);
+        for (int i = 0; rk[i] && !named && !roof_key; i++) {
+            lua_getfield(L, idx, rk[i]);
+            if (!lua_isnil(L, -1))
+                roof_key = rk[i];
+            lua_pop(L, 1);
+        }
+    }
     resolve(L, kind, idx, p, f, nf, 0);
     int t = lua_gettop(L);
     memset(out, 0, is_gpu ? sizeof(dkv_gpu) : sizeof(dkv_model));
     read_fields(L, t, p, f, nf, out);
     lua_pop(L, 1);
+    if (roof_key && ((dkv_gpu *)out)->profile)
+        dkv_lconf_error(L, p, roof_key, "overrides the roofline of a preset whose measured profile '%s' costs the "
+                        "kernels, so it would not take effect there: add profile = \"\" (the roofline with this "
+                        "value) or profile = \"<name>\"", ((dkv_gpu *)out)->profile_name);
     dkv_err err = {0};
     if (is_gpu) {
         dkv_gpu *g = out;

@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decode/decode.h"
 #include "model/model.h"
 #include "util/status.h"
 
@@ -166,12 +167,7 @@ const float    *dkv_ref_kv_v(const dkv_ref_kv *kv, uint32_t layer, uint32_t kv_h
 
 /* ------------------------------------------------------------------ one decoding step */
 
-typedef enum dkv_ref_cache_mode {
-    DKV_REF_CACHE_NONE = 0,
-    DKV_REF_CACHE_PREFIX,
-    DKV_REF_CACHE_DUAL,
-    DKV_REF_CACHE_SPARSE
-} dkv_ref_cache_mode;
+/* The cache modes are decode.h's dkv_cache_mode (one enum, one names table). */
 
 typedef enum dkv_ref_phase {
     DKV_REF_PHASE_REFRESH = 0,
@@ -179,7 +175,7 @@ typedef enum dkv_ref_phase {
 } dkv_ref_phase;
 
 typedef struct dkv_ref_step_args {
-    dkv_ref_cache_mode mode;
+    dkv_cache_mode mode;
     uint32_t canvas_len;    /* L = P + G */
     uint32_t block_start;   /* s_b */
     uint32_t block_len;     /* B; block_start + block_len <= canvas_len */
@@ -216,7 +212,5 @@ typedef struct dkv_ref_step_out {
  * step on a cache that does not hold what the previous steps should have left is DKV_ESTATE. */
 dkv_status dkv_ref_step(const dkv_ref_weights *w, dkv_ref_kv *kv, const dkv_ref_step_args *a,
                         const uint32_t *tokens, dkv_ref_step_out *out, dkv_err *err);
-
-const char *dkv_ref_cache_mode_name(dkv_ref_cache_mode mode);
 
 #endif

@@ -235,17 +235,6 @@ dkv_status dkv_ref_forward(const dkv_ref_weights *w, const uint32_t *tokens, uin
     return forward_rows(w, NULL, tokens, &sp, hidden, err);
 }
 
-const char *dkv_ref_cache_mode_name(dkv_ref_cache_mode mode)
-{
-    switch (mode) {
-    case DKV_REF_CACHE_NONE: return "none";
-    case DKV_REF_CACHE_PREFIX: return "prefix";
-    case DKV_REF_CACHE_DUAL: return "dual";
-    case DKV_REF_CACHE_SPARSE: return "sparse";
-    }
-    return "?";
-}
-
 static uint32_t sparse_k(const dkv_ref_step_args *a)
 {
     double n = (double)(a->canvas_len - a->block_len);
@@ -272,18 +261,18 @@ static dkv_status check_args(const dkv_ref_weights *w, const dkv_ref_kv *kv, con
     if (L == 0 || a->block_len == 0 || a->block_start > L || a->block_len > L - a->block_start)
         return dkv_err_set(err, DKV_EINVAL, "ref step: block [%u, %u + %u) is not inside a canvas of %u",
                            a->block_start, a->block_start, a->block_len, L);
-    if (a->mode > DKV_REF_CACHE_SPARSE)
+    if (a->mode > DKV_CACHE_SPARSE)
         return dkv_err_set(err, DKV_EINVAL, "ref step: unknown cache mode %d", (int)a->mode);
-    if (a->mode != DKV_REF_CACHE_NONE) {
+    if (a->mode != DKV_CACHE_NONE) {
         if (!kv)
-            return dkv_err_set(err, DKV_EINVAL, "ref step: mode %s needs a KV cache", dkv_ref_cache_mode_name(a->mode));
+            return dkv_err_set(err, DKV_EINVAL, "ref step: mode %s needs a KV cache", dkv_cache_mode_name(a->mode));
         if (kv->cap < L || kv->n_layers != w->m.n_layers || kv->n_kv_heads != w->m.n_kv_heads ||
             kv->head_dim != w->m.head_dim)
             return dkv_err_set(err, DKV_EINVAL, "ref step: KV cache (%u tokens, %u layers, %u heads, dim %u) "
                                "does not fit canvas %u of model '%s'", kv->cap, kv->n_layers, kv->n_kv_heads,
                                kv->head_dim, L, w->m.name);
     }
-    if (a->mode == DKV_REF_CACHE_SPARSE && !(a->retention > 0 && a->retention <= 1))
+    if (a->mode == DKV_CACHE_SPARSE && !(a->retention > 0 && a->retention <= 1))
         return dkv_err_set(err, DKV_ERANGE, "ref step: retention %g is not in (0, 1]", a->retention);
     return DKV_OK;
 }
@@ -298,16 +287,16 @@ dkv_status dkv_ref_step(const dkv_ref_weights *w, dkv_ref_kv *kv, const dkv_ref_
         return st;
     uint32_t L = a->canvas_len, s = a->block_start, B = a->block_len;
     fwd_spec sp = {.q0 = 0, .nq = L};
-    bool reuse = a->step > (a->mode == DKV_REF_CACHE_SPARSE ? 1u : 0u) && a->mode != DKV_REF_CACHE_NONE;
+    bool reuse = a->step > (a->mode == DKV_CACHE_SPARSE ? 1u : 0u) && a->mode != DKV_CACHE_NONE;
     uint32_t kept = 0;
     out->phase = reuse ? DKV_REF_PHASE_REUSE : DKV_REF_PHASE_REFRESH;
     out->q_tokens = L;
     out->kv_tokens = L;
     out->kv_write_tokens = 0;
     switch (a->mode) {
-    case DKV_REF_CACHE_NONE:
+    case DKV_CACHE_NONE:
         break;
-    case DKV_REF_CACHE_PREFIX:
+    case DKV_CACHE_PREFIX:
         if (!reuse) {
             dkv_ref_kv_clear(kv);
             sp.write = KW_APPEND, sp.w_lo = 0, sp.w_hi = s;
@@ -319,7 +308,7 @@ dkv_status dkv_ref_step(const dkv_ref_weights *w, dkv_ref_kv *kv, const dkv_ref_
             out->q_tokens = L - s;
         }
         break;
-    case DKV_REF_CACHE_DUAL:
+    case DKV_CACHE_DUAL:
         if (!reuse) {
             dkv_ref_kv_clear(kv);
             sp.write = KW_APPEND, sp.w_lo = 0, sp.w_hi = L;
@@ -332,7 +321,7 @@ dkv_status dkv_ref_step(const dkv_ref_weights *w, dkv_ref_kv *kv, const dkv_ref_
             out->kv_write_tokens = B;
         }
         break;
-    case DKV_REF_CACHE_SPARSE:
+    case DKV_CACHE_SPARSE:
         kept = sparse_k(a);
         if (a->step == 0) {
             dkv_ref_kv_clear(kv);

@@ -127,7 +127,8 @@ grep -q "table ncu_classes: 7 records" <<<"$info" || fail "the file keeps the im
 cat >"$T/cal.lua" <<'LUA'
 local dkv = require "dkv"
 for i, p in ipairs{{n = 8, prompt = 512}, {n = 2, prompt = 128}, {n = 16, prompt = 1024}} do
-  local r = dkv.simulate{model = "llada-8b", gpu = "h200", sim = {gemm_eff = 0.7, launch_overhead_s = 6e-6},
+  -- a roofline preset (the sim options below do not apply to a measured profile's kernels)
+  local r = dkv.simulate{model = "llada-8b", gpu = "a100-80g", sim = {gemm_eff = 0.7, launch_overhead_s = 6e-6},
     workload = {kind = "fixed", n = p.n, interval_s = 0, prompt = p.prompt, gen = 64},
     decode = {cache = "dual", block_len = 32}, mem = {kind = "blockpool"}, record = {kernels = true}}
   dkv.save(r, "fit" .. i)
@@ -135,13 +136,13 @@ end
 LUA
 "$DKV" run "$T/cal.lua" -o "$T/cal.h5" >/dev/null
 mkdir -p "$T/root/datasets"
-cp -r "$ROOT/datasets/presets" "$T/root/datasets/"
+cp -r "$ROOT/datasets/presets" "$ROOT/datasets/profiles" "$T/root/datasets/"
 preset="$T/root/datasets/presets/gpu/h200-fit.lua"
 out=$("$DKV" calibrate "$T/cal.h5" -o "$preset")
 head -6 <<<"$out"
 grep -q "^launch_overhead_s  6e-06 s ([0-9]* records, rms relative residual 0.0%" <<<"$out" || fail "launch overhead"
 grep -q "^gemm_eff           0.70" <<<"$out" || fail "gemm_eff"
-grep -q "^  base = \"h200\",$" "$preset" && grep -q "^  launch_overhead_s = 6e-06,$" "$preset" || fail "preset fields"
+grep -q "^  base = \"a100-80g\",$" "$preset" && grep -q "^  launch_overhead_s = 6e-06,$" "$preset" || fail "preset fields"
 grep -q "^-- command:  dkv calibrate $T/cal.h5 -o $preset$" "$preset" || fail "provenance command"
 cat >"$T/use.lua" <<'LUA'
 local dkv = require "dkv"

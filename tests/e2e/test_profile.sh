@@ -22,7 +22,7 @@ end
 for _, model in ipairs{"llada-8b", "dream-7b"} do
   for _, cache in ipairs{"none", "dual", "sparse"} do
     -- the stand-in's attention has no bandwidth curve: compare with the roofline without one
-    local r = run({base = "h200", bw_curve = {}}, model, cache)
+    local r = run({base = "h200", bw_curve = {}, profile = ""}, model, cache)
     local p = run({base = "h200", bw_curve = {}, profile = "h200-standin"}, model, cache)
     local e = p.tokens_per_s / r.tokens_per_s - 1
     print(string.format("%s %s roofline %.1f tok/s, stand-in %.1f tok/s (%+.2f %%), roofline_frac %.3f / %.3f",

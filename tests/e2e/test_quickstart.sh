@@ -10,7 +10,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 mkdir -p "$T/q/scripts" "$T/q/experiments" "$T/q/datasets"
 cp "$ROOT/scripts/quickstart.sh" "$ROOT/scripts/plot.py" "$ROOT/scripts/dkvresults.py" "$T/q/scripts/"
 cp "$ROOT/experiments/quickstart.lua" "$T/q/experiments/"
-cp -r "$ROOT/datasets/presets" "$ROOT/datasets/workloads" "$T/q/datasets/"
+cp -r "$ROOT/datasets/presets" "$ROOT/datasets/profiles" "$ROOT/datasets/workloads" "$T/q/datasets/"
 out=$(DKV_ROOT="$T/q" bash "$T/q/scripts/quickstart.sh" "$BUILD" 2>&1) || fail "quickstart: $out"
 echo "$out"
 grep -qE '^h200 +llada-8b +139\.8 +14\.9[0-9] +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+$' <<<"$out" || fail "budget row"

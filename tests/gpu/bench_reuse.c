@@ -247,7 +247,7 @@ int main(int argc, char **argv)
            dkv_cuda_kv_block_bytes(&pool) * (LL / BTK) / 1048576.0, dkv_cuda_scratch_bytes(scr) / 1048576.0,
            dual_over / 1073741824.0, (f1 - f2) / 1073741824.0, 2.0 * 32 * m.n_kv_heads * keep * m.head_dim * 2 / 1048576.0);
 
-    dkv_ref_step_args a = {.mode = DKV_REF_CACHE_DUAL, .canvas_len = LL, .block_start = SB, .block_len = BB,
+    dkv_ref_step_args a = {.mode = DKV_CACHE_DUAL, .canvas_len = LL, .block_start = SB, .block_len = BB,
                            .logit_chunk = BB};
     float refresh_ms, reuse_ms, graph_ms;
     a.step = 0;
@@ -355,14 +355,14 @@ int main(int argc, char **argv)
     cudaGraphDestroy(graph);
     a.step = 1;
 
-    dkv_ref_step_args sp = {.mode = DKV_REF_CACHE_SPARSE, .canvas_len = LL, .block_start = SB, .block_len = BB,
+    dkv_ref_step_args sp = {.mode = DKV_CACHE_SPARSE, .canvas_len = LL, .block_start = SB, .block_len = BB,
                             .retention = 0.5, .logit_chunk = BB};
     float sel_ms, sp_ms, pre_ms;
     sp.step = 1;
     TIME_MS(sel_ms, OK(dkv_cuda_step(ctx, w, &pool, &seq, scr, &sp, am, cf, NULL, &err)));
     sp.step = 2;
     TIME_MS(sp_ms, OK(dkv_cuda_step(ctx, w, &pool, &seq, scr, &sp, am, cf, NULL, &err)));
-    dkv_ref_step_args pr = {.mode = DKV_REF_CACHE_PREFIX, .canvas_len = LL, .block_start = SB, .block_len = BB,
+    dkv_ref_step_args pr = {.mode = DKV_CACHE_PREFIX, .canvas_len = LL, .block_start = SB, .block_len = BB,
                             .step = 1, .logit_chunk = BB};
     TIME_MS(pre_ms, OK(dkv_cuda_step(ctx, w, &pool, &seq, scr, &pr, am, cf, NULL, &err)));
     printf("sparse selecting step (768, rho 0.5, per head): %.2f ms; sparse Reuse (368 + 32 kv): %.2f ms; "

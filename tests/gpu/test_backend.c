@@ -58,7 +58,7 @@ typedef struct run {
     const dkv_model   *m;
     dkv_ref_weights   *rw;
     dkv_ref_kv        *kv[NREQ];
-    dkv_ref_cache_mode mode;
+    dkv_cache_mode mode;
     bool               shared;
     double             rho;
     dkv_cuda_kv_pool   layout;   /* shapes and layout only (offsets) */
@@ -206,7 +206,7 @@ static void on_item(void *user, const dkv_cuda_item_report *rp)
     memcpy(r->last[rp->request], rp->tokens_after, rp->canvas * 4);
     free(want);
     if (rp->phase == DKV_STEP_REFRESH && rp->kv_write_tokens &&
-        (r->mode == DKV_REF_CACHE_DUAL || r->mode == DKV_REF_CACHE_PREFIX))
+        (r->mode == DKV_CACHE_DUAL || r->mode == DKV_CACHE_PREFIX))
         check_kv_rows(r, rp, rp->kv_write_tokens < 2 * BT ? rp->kv_write_tokens : 2 * BT);
     free(rhid), free(rlog);
 }
@@ -214,7 +214,7 @@ static void on_item(void *user, const dkv_cuda_item_report *rp)
 static const char *g_weight_file;   /* when set, run_mode loads the weights from it (core/io safetensors) */
 static bool g_per_item;             /* when set, run_mode's backend runs attention per item (not batched) */
 
-static void run_mode(const char *name, dkv_ref_cache_mode mode, dkv_cache_mode emode, bool shared, dkv_logit_mode lg,
+static void run_mode(const char *name, dkv_cache_mode mode, dkv_cache_mode emode, bool shared, dkv_logit_mode lg,
                      dkv_layout layout, dkv_ref_weights *rw, const dkv_model *m, const dkv_gpu *g)
 {
     printf("== %s\n", name);
@@ -282,7 +282,7 @@ static void run_mode(const char *name, dkv_ref_cache_mode mode, dkv_cache_mode e
     snprintf(line, sizeof line, "blockpool offsets = id*block_bytes = arena offsets; %u plan offsets differ",
              r.offsets_bad);
     check_true("  arena offsets", r.pool_checked && !r.pool_bad && !r.offsets_bad, line);
-    if (mode == DKV_REF_CACHE_DUAL || mode == DKV_REF_CACHE_PREFIX) {
+    if (mode == DKV_CACHE_DUAL || mode == DKV_CACHE_PREFIX) {
         snprintf(line, sizeof line, "%u positions x layers x heads in %u Refresh steps, max abs %.3e (tol 3e-2+3e-2)",
                  r.kv_rows, r.kv_checked, r.kv_max_abs);
         check_true("  KV at the plan's block ids", r.kv_checked > 0 && !r.kv_bad, line);
@@ -414,32 +414,32 @@ int main(void)
     argument_errors(&m, &g);
     check_scores(16, 150, 4, 2, 64, &rng);
     check_scores(32, 768, 8, 8, 128, &rng);
-    run_mode("none", DKV_REF_CACHE_NONE, DKV_CACHE_NONE, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m, &g);
-    run_mode("prefix", DKV_REF_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m, &g);
-    run_mode("prefix, logits of all rows", DKV_REF_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_ALL,
+    run_mode("none", DKV_CACHE_NONE, DKV_CACHE_NONE, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m, &g);
+    run_mode("prefix", DKV_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m, &g);
+    run_mode("prefix, logits of all rows", DKV_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_ALL,
              DKV_LAYOUT_LAYER_MAJOR, rw, &m, &g);
-    run_mode("dual, t-major pool", DKV_REF_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m,
+    run_mode("dual, t-major pool", DKV_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m,
              &g);
-    run_mode("dual, layer-major pool", DKV_REF_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK,
+    run_mode("dual, layer-major pool", DKV_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_LAYER_MAJOR, rw, &m, &g);
     char path[64];
     snprintf(path, sizeof path, "/tmp/dkv_test_backend_%d.safetensors", (int)getpid());
     OK(dkv_st_save_ref(rw, DKV_ST_NAMING_LLADA, DKV_ST_BF16, path, &err));
     g_weight_file = path;
-    run_mode("dual, weights read from safetensors", DKV_REF_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK,
+    run_mode("dual, weights read from safetensors", DKV_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_TMAJOR, rw, &m, &g);
     g_weight_file = NULL;
     remove(path);
-    run_mode("sparse per head, rho 0.5", DKV_REF_CACHE_SPARSE, DKV_CACHE_SPARSE, false, DKV_LOGITS_BLOCK,
+    run_mode("sparse per head, rho 0.5", DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, false, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_TMAJOR, rw, &m, &g);
-    run_mode("sparse shared set, rho 0.5", DKV_REF_CACHE_SPARSE, DKV_CACHE_SPARSE, true, DKV_LOGITS_BLOCK,
+    run_mode("sparse shared set, rho 0.5", DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, true, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_LAYER_MAJOR, rw, &m, &g);
     g_per_item = true;   /* the per-item attention path (the default is the batched kernel) */
-    run_mode("dual, per-item attention", DKV_REF_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK,
+    run_mode("dual, per-item attention", DKV_CACHE_DUAL, DKV_CACHE_DUAL, false, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_TMAJOR, rw, &m, &g);
-    run_mode("sparse per head, per-item attention", DKV_REF_CACHE_SPARSE, DKV_CACHE_SPARSE, false, DKV_LOGITS_BLOCK,
+    run_mode("sparse per head, per-item attention", DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, false, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_LAYER_MAJOR, rw, &m, &g);
-    run_mode("prefix, per-item attention", DKV_REF_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_BLOCK,
+    run_mode("prefix, per-item attention", DKV_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_BLOCK,
              DKV_LAYOUT_TMAJOR, rw, &m, &g);
     g_per_item = false;
     run_offload(rw, &m, &g);

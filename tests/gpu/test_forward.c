@@ -88,7 +88,7 @@ static void teardown(fixture *f)
 }
 
 /* One step on both; compares the block's hidden rows and the picked tokens. */
-static void both(fixture *f, dkv_ref_cache_mode mode, uint32_t step, double rho, bool shared, double tol)
+static void both(fixture *f, dkv_cache_mode mode, uint32_t step, double rho, bool shared, double tol)
 {
     dkv_ref_step_args a = {.mode = mode, .canvas_len = L, .block_start = S, .block_len = B, .step = step,
                            .retention = rho, .shared_set = shared, .logit_chunk = 6};
@@ -103,8 +103,8 @@ static void both(fixture *f, dkv_ref_cache_mode mode, uint32_t step, double rho,
     float *hid = download_bf16(f->d_hid, (size_t)B * C), *conf = download(f->d_conf, B * 4);
     uint32_t *am = download(f->d_am, B * 4);
     char name[96];
-    snprintf(name, sizeof name, "step %s%s rho %.1f, step %u (%s)", dkv_ref_cache_mode_name(mode),
-             mode == DKV_REF_CACHE_SPARSE ? (shared ? " shared" : " per-head") : "", rho, step,
+    snprintf(name, sizeof name, "step %s%s rho %.1f, step %u (%s)", dkv_cache_mode_name(mode),
+             mode == DKV_CACHE_SPARSE ? (shared ? " shared" : " per-head") : "", rho, step,
              o.phase == DKV_REF_PHASE_REUSE ? "Reuse" : "Refresh");
     check(name, hid, rhid, (size_t)B * C, tol, tol);
     int same = 0, near = 1;
@@ -127,19 +127,19 @@ int main(void)
     fixture f;
     setup(&f, &r);
     const double tol = 0.06;   /* bf16 activations through 2 layers, both ends normalised */
-    both(&f, DKV_REF_CACHE_NONE, 0, 0, false, tol);
-    both(&f, DKV_REF_CACHE_PREFIX, 0, 0, false, tol);
-    both(&f, DKV_REF_CACHE_PREFIX, 1, 0, false, tol);
-    both(&f, DKV_REF_CACHE_DUAL, 0, 0, false, tol);
-    both(&f, DKV_REF_CACHE_DUAL, 1, 0, false, tol);
+    both(&f, DKV_CACHE_NONE, 0, 0, false, tol);
+    both(&f, DKV_CACHE_PREFIX, 0, 0, false, tol);
+    both(&f, DKV_CACHE_PREFIX, 1, 0, false, tol);
+    both(&f, DKV_CACHE_DUAL, 0, 0, false, tol);
+    both(&f, DKV_CACHE_DUAL, 1, 0, false, tol);
     f.tok[S] = 5, f.tok[S + 9] = 123;   /* tokens decoded: the Reuse step sees the new block */
-    both(&f, DKV_REF_CACHE_DUAL, 2, 0, false, tol);
+    both(&f, DKV_CACHE_DUAL, 2, 0, false, tol);
     for (int shared = 0; shared < 2; shared++)
         for (int i = 0; i < 3; i++)
-            both(&f, DKV_REF_CACHE_SPARSE, i, 1.0, shared, tol);
+            both(&f, DKV_CACHE_SPARSE, i, 1.0, shared, tol);
     for (int i = 0; i < 3; i++)
-        both(&f, DKV_REF_CACHE_SPARSE, i, 0.5, false, 2 * tol);
-    dkv_ref_step_args bad = {.mode = DKV_REF_CACHE_SPARSE, .canvas_len = L, .block_start = S, .block_len = B,
+        both(&f, DKV_CACHE_SPARSE, i, 0.5, false, 2 * tol);
+    dkv_ref_step_args bad = {.mode = DKV_CACHE_SPARSE, .canvas_len = L, .block_start = S, .block_len = B,
                              .step = 2, .retention = 0.25};
     dkv_status s = dkv_cuda_step(f.ctx, f.dw, &f.pool, &f.seq, f.scr, &bad, f.d_am, f.d_conf, NULL, &err);
     check_true("sparse Reuse without its selection", s == DKV_ESTATE, err.msg);

@@ -32,7 +32,7 @@ ok, err = pcall(dkv.preset.model, {base = "tiny", vocab = 2.5})
 assert(not ok and err:find("model.vocab: expected an integer, got 2.5", 1, true), err)
 
 -- per-kernel-class calibration (kclass): read back, checked, and it changes the simulated time
-local kc = dkv.preset.gpu{base = "h200", kclass = {attn = {scale = 2.5, launch_s = 16e-6}}}
+local kc = dkv.preset.gpu{base = "h200", profile = "", kclass = {attn = {scale = 2.5, launch_s = 16e-6}}}
 assert(kc.kclass.attn.scale == 2.5 and kc.kclass.attn.launch_s == 16e-6 and kc.kclass.qkv == nil)
 assert(next(dkv.preset.gpu("h200").kclass or {}) == nil, "the shipped h200 preset is uncalibrated")
 ok, err = pcall(dkv.preset.gpu, {base = "h200", kclass = {atn = {scale = 1, launch_s = 0}}})
@@ -41,11 +41,16 @@ ok, err = pcall(dkv.preset.gpu, {base = "h200", kclass = {attn = {scale = 0, lau
 assert(not ok and err:find("gpu.kclass.attn.scale: must be > 0", 1, true), err)
 ok, err = pcall(dkv.preset.gpu, {base = "h200", kclass = {ffn = {scale = 1}}})
 assert(not ok and err:find("gpu.kclass.ffn.launch_s: required field is missing", 1, true), err)
+-- overriding the roofline of a profiled preset without saying which costs to use is an error
+ok, err = pcall(dkv.preset.gpu, {base = "h200", hbm_bw = 3e12})
+assert(not ok and err:find("gpu.hbm_bw: overrides the roofline of a preset whose measured profile", 1, true), err)
+assert(dkv.preset.gpu{base = "h200", hbm_bw = 3e12, profile = ""}.hbm_bw == 3e12)
+assert(dkv.preset.gpu("h200").profile == "h200-20261201")
 do
-  local cfg = {model = "llada-8b", gpu = "h200", decode = {cache = "dual", block_len = 32},
+  local cfg = {model = "llada-8b", gpu = {base = "h200", profile = ""}, decode = {cache = "dual", block_len = 32},
                workload = {kind = "fixed", n = 2, interval_s = 0, prompt = 512, gen = 64}}
   local base = dkv.simulate(cfg).summary.sim_time_s
-  cfg.gpu = {base = "h200", kclass = {attn = {scale = 3, launch_s = 20e-6}}}
+  cfg.gpu = {base = "h200", profile = "", kclass = {attn = {scale = 3, launch_s = 20e-6}}}
   local slow = dkv.simulate(cfg).summary.sim_time_s
   assert(slow > base * 1.02, string.format("calibrated attention %.4f vs %.4f s", slow, base))
 end

@@ -349,7 +349,7 @@ static void test_presets(void **state)
     assert_true(g.hbm_bytes == 80.0 * 1073741824.0);
 
     /* a table with a base overrides fields; the name says it is not the preset */
-    assert_int_equal(run(s, "check_gpu{base = 'h200', hbm_bytes = 2^30 * 96, bw_curve = {{64, 0.5}, {4096, 1}}}", &err), DKV_OK);
+    assert_int_equal(run(s, "check_gpu{base = 'h200', profile = '', hbm_bytes = 2^30 * 96, bw_curve = {{64, 0.5}, {4096, 1}}}", &err), DKV_OK);
     assert_true(g.hbm_bytes == 96.0 * 1073741824.0 && g.hbm_bw == 4292e9 && g.n_bw_curve == 2);
     assert_string_equal(g.name, "h200+custom");
     assert_int_equal(run(s, "check_model{base = 'llada-8b', name = 'llada-fp8kv', kv_dtype = 'fp8'}", &err), DKV_OK);

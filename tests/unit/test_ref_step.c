@@ -54,7 +54,7 @@ static double max_abs_diff(const float *a, const float *b, size_t n)
 }
 
 /* Runs one step with block logits out; returns its counts in *o. */
-static void step(const dkv_ref_weights *w, dkv_ref_kv *kv, dkv_ref_cache_mode mode, uint32_t stp, double rho,
+static void step(const dkv_ref_weights *w, dkv_ref_kv *kv, dkv_cache_mode mode, uint32_t stp, double rho,
                  bool shared, const uint32_t *tok, float *logits, dkv_ref_step_out *o)
 {
     dkv_ref_step_args a = {.mode = mode, .canvas_len = L, .block_start = S, .block_len = B, .step = stp,
@@ -64,7 +64,7 @@ static void step(const dkv_ref_weights *w, dkv_ref_kv *kv, dkv_ref_cache_mode mo
     dkv_err e = {0};
     dkv_status st = dkv_ref_step(w, kv, &a, tok, o, &e);
     if (st != DKV_OK)
-        fail_msg("step %s/%u: %s", dkv_ref_cache_mode_name(mode), stp, e.msg);
+        fail_msg("step %s/%u: %s", dkv_cache_mode_name(mode), stp, e.msg);
 }
 
 static void full_block_logits(const dkv_ref_weights *w, const uint32_t *tok, float *logits)
@@ -135,7 +135,7 @@ static void test_none_is_full_forward(void **state)
     float want[B * V], got[B * V];
     full_block_logits(w, tok, want);
     dkv_ref_step_out o;
-    step(w, NULL, DKV_REF_CACHE_NONE, 5, 0, false, tok, got, &o);
+    step(w, NULL, DKV_CACHE_NONE, 5, 0, false, tok, got, &o);
     assert_memory_equal(want, got, sizeof want);
     assert_int_equal(o.phase, DKV_REF_PHASE_REFRESH);
     assert_int_equal(o.q_tokens, L);
@@ -156,12 +156,12 @@ static void test_dual_reuse_equals_full_forward(void **state)
     float full[B * V], r0[B * V], r1[B * V];
     full_block_logits(w, tok, full);
     dkv_ref_step_out o;
-    step(w, kv, DKV_REF_CACHE_DUAL, 0, 0, false, tok, r0, &o);
+    step(w, kv, DKV_CACHE_DUAL, 0, 0, false, tok, r0, &o);
     assert_int_equal(o.phase, DKV_REF_PHASE_REFRESH);
     assert_int_equal(o.kv_write_tokens, L);
     assert_int_equal(dkv_ref_kv_count(kv, 1, 1), L);
     assert_memory_equal(full, r0, sizeof full);
-    step(w, kv, DKV_REF_CACHE_DUAL, 1, 0, false, tok, r1, &o);
+    step(w, kv, DKV_CACHE_DUAL, 1, 0, false, tok, r1, &o);
     assert_int_equal(o.phase, DKV_REF_PHASE_REUSE);
     assert_int_equal(o.q_tokens, B);
     assert_int_equal(o.kv_tokens, L);
@@ -170,7 +170,7 @@ static void test_dual_reuse_equals_full_forward(void **state)
     assert_memory_equal(full, r1, sizeof full);   /* bit for bit */
     /* after a token changes in the block, Reuse sees it (rows differ) and still runs */
     tok[S] = 7;
-    step(w, kv, DKV_REF_CACHE_DUAL, 2, 0, false, tok, r1, &o);
+    step(w, kv, DKV_CACHE_DUAL, 2, 0, false, tok, r1, &o);
     assert_true(max_abs_diff(full, r1, B * V) > 1e-3);
     dkv_ref_kv_free(kv);
     dkv_ref_weights_free(w);
@@ -188,11 +188,11 @@ static void test_prefix_reuse_equals_full_forward(void **state)
     float full[B * V], r[B * V];
     full_block_logits(w, tok, full);
     dkv_ref_step_out o;
-    step(w, kv, DKV_REF_CACHE_PREFIX, 0, 0, false, tok, r, &o);
+    step(w, kv, DKV_CACHE_PREFIX, 0, 0, false, tok, r, &o);
     assert_int_equal(o.kv_write_tokens, S);
     assert_int_equal(dkv_ref_kv_count(kv, 0, 3), S);
     assert_int_equal(dkv_ref_kv_positions(kv, 0, 3)[S - 1], S - 1);
-    step(w, kv, DKV_REF_CACHE_PREFIX, 1, 0, false, tok, r, &o);
+    step(w, kv, DKV_CACHE_PREFIX, 1, 0, false, tok, r, &o);
     assert_int_equal(o.phase, DKV_REF_PHASE_REUSE);
     assert_int_equal(o.q_tokens, L - S);
     assert_int_equal(o.kv_tokens, L);
@@ -215,13 +215,13 @@ static void test_sparse_full_retention_equals_dense(void **state)
     full_block_logits(w, tok, full);
     for (int shared = 0; shared < 2; shared++) {
         dkv_ref_step_out o;
-        step(w, kv, DKV_REF_CACHE_SPARSE, 0, 1.0, shared, tok, r, &o);
+        step(w, kv, DKV_CACHE_SPARSE, 0, 1.0, shared, tok, r, &o);
         assert_int_equal(o.kv_write_tokens, 0);
         assert_int_equal(o.phase, DKV_REF_PHASE_REFRESH);
-        step(w, kv, DKV_REF_CACHE_SPARSE, 1, 1.0, shared, tok, r, &o);
+        step(w, kv, DKV_CACHE_SPARSE, 1, 1.0, shared, tok, r, &o);
         assert_int_equal(o.phase, DKV_REF_PHASE_REFRESH);
         assert_int_equal(o.kv_write_tokens, L - B);
-        step(w, kv, DKV_REF_CACHE_SPARSE, 2, 1.0, shared, tok, r, &o);
+        step(w, kv, DKV_CACHE_SPARSE, 2, 1.0, shared, tok, r, &o);
         assert_int_equal(o.phase, DKV_REF_PHASE_REUSE);
         assert_int_equal(o.q_tokens, B);
         assert_int_equal(o.kv_tokens, L - B + B);
@@ -247,8 +247,8 @@ static void test_sparse_selection_per_head_and_shared(void **state)
     int heads_differ = 0;
     for (int shared = 0; shared < 2; shared++) {
         dkv_ref_step_out o;
-        step(w, kv, DKV_REF_CACHE_SPARSE, 0, 0.5, shared, tok, r, &o);
-        step(w, kv, DKV_REF_CACHE_SPARSE, 1, 0.5, shared, tok, r, &o);
+        step(w, kv, DKV_CACHE_SPARSE, 0, 0.5, shared, tok, r, &o);
+        step(w, kv, DKV_CACHE_SPARSE, 1, 0.5, shared, tok, r, &o);
         assert_int_equal(o.kv_write_tokens, k);
         for (uint32_t l = 0; l < m.n_layers; l++) {
             for (uint32_t g = 0; g < m.n_kv_heads; g++) {
@@ -266,7 +266,7 @@ static void test_sparse_selection_per_head_and_shared(void **state)
             else
                 heads_differ += !same;
         }
-        step(w, kv, DKV_REF_CACHE_SPARSE, 2, 0.5, shared, tok, r, &o);
+        step(w, kv, DKV_CACHE_SPARSE, 2, 0.5, shared, tok, r, &o);
         assert_int_equal(o.kv_tokens, k + B);
         double d = max_abs_diff(full, r, B * V);
         assert_true(d > 0 && isfinite(d));   /* an approximation, not the dense answer */
@@ -319,7 +319,7 @@ static void test_reuse_without_refresh_is_estate(void **state)
     assert_int_equal(dkv_ref_kv_new(&m, L, &kv, NULL), DKV_OK);
     uint32_t tok[L];
     canvas(tok, 2);
-    dkv_ref_step_args a = {.mode = DKV_REF_CACHE_DUAL, .canvas_len = L, .block_start = S, .block_len = B, .step = 1};
+    dkv_ref_step_args a = {.mode = DKV_CACHE_DUAL, .canvas_len = L, .block_start = S, .block_len = B, .step = 1};
     dkv_ref_step_out o = {0};
     dkv_err e = {0};
     assert_int_equal(dkv_ref_step(w, kv, &a, tok, &o, &e), DKV_ESTATE);
@@ -327,10 +327,10 @@ static void test_reuse_without_refresh_is_estate(void **state)
     a.block_len = L;   /* block past the canvas */
     assert_int_equal(dkv_ref_step(w, kv, &a, tok, &o, &e), DKV_EINVAL);
     a.block_len = B;
-    a.mode = DKV_REF_CACHE_SPARSE;
+    a.mode = DKV_CACHE_SPARSE;
     a.retention = 1.5;
     assert_int_equal(dkv_ref_step(w, kv, &a, tok, &o, &e), DKV_ERANGE);
-    a.mode = DKV_REF_CACHE_PREFIX;
+    a.mode = DKV_CACHE_PREFIX;
     assert_int_equal(dkv_ref_step(w, NULL, &a, tok, &o, &e), DKV_EINVAL);
     dkv_ref_kv *small = NULL;
     assert_int_equal(dkv_ref_kv_new(&m, L - 1, &small, NULL), DKV_OK);
@@ -349,7 +349,7 @@ static void test_step_argmax_matches_logits(void **state)
     uint32_t tok[L], am[B];
     float conf[B], logits[B * V];
     canvas(tok, 2);
-    dkv_ref_step_args a = {.mode = DKV_REF_CACHE_NONE, .canvas_len = L, .block_start = S, .block_len = B,
+    dkv_ref_step_args a = {.mode = DKV_CACHE_NONE, .canvas_len = L, .block_start = S, .block_len = B,
                            .logit_chunk = 3};
     dkv_ref_step_out o = {.block_logits = logits, .argmax = am, .conf = conf};
     assert_int_equal(dkv_ref_step(w, NULL, &a, tok, &o, NULL), DKV_OK);

@@ -1,4 +1,7 @@
 -- h200-calibrated: the h200 preset with cost parameters fitted to measurements by `dkv calibrate`.
+-- RETIRED 2026-12-01 (not regenerated): `gpu = "h200"` now costs kernels from the profile measured on the
+-- H200 (datasets/profiles/h200-20261201.lua), which predicts the held-out points better (docs/CLAIMS.md,
+-- "Held-out validation (issue 9)"); this roofline fit stays only to reproduce the 2026-11-29 tables.
 -- Generated: regenerate with the command below instead of editing (docs/COMPARE.md).
 --
 -- date:     2026-11-29T13:50:28Z
@@ -18613,6 +18616,9 @@
 return {
   base = "h200",
   name = "h200-calibrated",
+  -- RETIRED 2026-12-01: superseded by `h200` (the measured profile h200-20261201, docs/COST_MODEL.md);
+  -- kept, as the roofline fit it is, to reproduce the 2026-11-29 validation tables (docs/CLAIMS.md)
+  profile = "",
   source = "dkv calibrate 2026-11-29T13:50:28Z: fitted from 18 measured run(s) and 1 bandwidth file(s) (provenance in the comments of this file)",
   launch_overhead_s = 5.44467e-06,
   bw_curve = {{16, 0.1433}, {32, 0.2877}, {64, 0.5728}, {128, 0.9221}, {256, 0.9629}, {2048, 0.9992}, {16384, 1.0000}, {32768, 1.0000}, {65536, 1.0000}, {131072, 1.0000}, {262144, 1.0000}},

@@ -3,11 +3,14 @@
 local GiB = 2^30
 return {
   name = "h200",
-  source = "measured on the project's H200 (docs/ANCHORS.md): 139.8 GiB visible, copy 4292 GB/s, "
+  source = "measured on the project's H200 (ANCHORS.md): 139.8 GiB visible, copy 4292 GB/s, "
         .. "bf16 GEMM ~790 TFLOP/s, PCIe pinned 55.5/55.3 GB/s (101.4 both ways), pageable 8.8/15.5 GB/s, "
         .. "cudaMalloc ~35 us, cudaFree ~38 us; FP32 67 TFLOP/s, 132 SMs, 60 MiB L2 from the NVIDIA datasheet; "
-        .. "launch overhead, cost and bw_curve are dkv assumptions; dLLM-Serve has no H200 preset, "
-        .. "its A100-80G values are used",
+        .. "kernel times from the measured profile h200-20261201 (dkv profile, 2026-12-01), the roofline only "
+        .. "where it has no table (reorder) or a shape falls outside it; launch overhead 5.44 us (elementwise "
+        .. "launches, dkv calibrate on the 2026-11-29 session) and bw_curve (cuda/bench/bwcurve, 2026-12-01, "
+        .. "datasets/hw/2026-12-01/call3/bwcurve.txt) measured; cost is an assumption; dLLM-Serve has no H200 "
+        .. "preset, its A100-80G values are used",
   hbm_bytes = 139.8 * GiB,
   hbm_bw = 4292e9,              -- bytes/s, device-to-device copy, read + write
   flops_bf16 = 790e12,
@@ -17,7 +20,7 @@ return {
   pcie_bidir_pinned = 101.4e9,
   pcie_h2d_pageable = 8.8e9,
   pcie_d2h_pageable = 15.5e9,
-  launch_overhead_s = 4e-6,     -- assumption (typical CUDA launch, not measured here)
+  launch_overhead_s = 5.44e-6,  -- measured: dkv calibrate's elementwise launch fit, 2026-11-29 (h200-calibrated)
   malloc_s = 35e-6,
   free_s = 38e-6,
   cost_per_hour = 3.80,         -- assumption: typical 2025 on-demand price per GPU-hour
@@ -26,10 +29,11 @@ return {
   max_num_logits = 16384,
   max_num_batched_tokens = 32768,
   retention = 0.3,
-  -- Efficiency of a contiguous access run of run_bytes (fraction of hbm_bw): a 32-byte sector
-  -- model saturating at a few KiB.  Assumption, to be replaced by a measured curve.
-  bw_curve = {
-    {32, 0.12}, {64, 0.22}, {128, 0.40}, {256, 0.62}, {512, 0.78},
-    {1024, 0.88}, {4096, 0.95}, {65536, 1.0},
-  },
+  -- Efficiency of a contiguous access run of run_bytes (fraction of hbm_bw), measured by
+  -- cuda/bench/bwcurve on 2026-12-01 (datasets/hw/2026-12-01/call3/bwcurve.txt: read GB/s / 4292,
+  -- made non-decreasing; 512 B and 1 KiB read 0.968 and 0.957, averaged into the 256 B point).
+  -- Used where a class falls back to the roofline; the profile's attention already includes it.
+  bw_curve = {{16, 0.143}, {32, 0.287}, {64, 0.574}, {128, 0.923}, {256, 0.965}, {2048, 1.0}},
+  -- Measured kernel times (docs/PROFILE_FORMAT.md, docs/COST_MODEL.md).
+  profile = "h200-20261201",
 }
