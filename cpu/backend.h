@@ -84,6 +84,7 @@ typedef struct dkv_cpu_score {
 typedef struct dkv_cpu_backend_report {
     uint64_t steps, items;
     double   cpu_time_s;           /* sum of the steps' wall clock */
+    double   thread_cpu_s;         /* sum of the steps' CPU time of the calling thread (one core) */
     uint64_t pool_bytes;           /* mapping: pool + staging blocks */
     uint64_t pool_blocks_touched;  /* distinct pool blocks written */
     uint64_t n_compress, n_fetch, n_offload;

@@ -60,12 +60,16 @@ uint8_t dkv_cpu_fp8_encode(float x)
     return sign | (uint8_t)(E << 3) | (uint8_t)mant;
 }
 
-/* Orthonormalises the r columns of Y (m x r, row-major, double) in place: modified Gram-Schmidt,
- * twice (as CholeskyQR2 re-orthogonalises).  A column that vanishes (rank deficiency) is zeroed. */
+/* Orthonormalises the r columns of Y (m x r, row-major, double) in place: Gram-Schmidt with
+ * re-orthogonalisation (each column projected twice, as CholeskyQR2 re-orthogonalises).  A column
+ * left with less than 1e-12 of its norm (rank deficiency: fewer distinct rows than r) is zeroed. */
 static void orth(double *Y, uint32_t m, uint32_t r)
 {
-    for (int pass = 0; pass < 2; pass++)
-        for (uint32_t j = 0; j < r; j++) {
+    for (uint32_t j = 0; j < r; j++) {
+        double n0 = 0;
+        for (uint32_t t = 0; t < m; t++)
+            n0 += Y[(size_t)t * r + j] * Y[(size_t)t * r + j];
+        for (int pass = 0; pass < 2; pass++)   /* project out the earlier columns, twice */
             for (uint32_t i = 0; i < j; i++) {
                 double d = 0;
                 for (uint32_t t = 0; t < m; t++)
@@ -73,13 +77,14 @@ static void orth(double *Y, uint32_t m, uint32_t r)
                 for (uint32_t t = 0; t < m; t++)
                     Y[(size_t)t * r + j] -= d * Y[(size_t)t * r + i];
             }
-            double nn = 0;
-            for (uint32_t t = 0; t < m; t++)
-                nn += Y[(size_t)t * r + j] * Y[(size_t)t * r + j];
-            double s = nn > 1e-300 ? 1.0 / sqrt(nn) : 0.0;
-            for (uint32_t t = 0; t < m; t++)
-                Y[(size_t)t * r + j] *= s;
-        }
+        double nn = 0;
+        for (uint32_t t = 0; t < m; t++)
+            nn += Y[(size_t)t * r + j] * Y[(size_t)t * r + j];
+        /* a column (numerically) in the span of the earlier ones carries no new direction */
+        double s = nn > 1e-24 * n0 && nn > 1e-300 ? 1.0 / sqrt(nn) : 0.0;
+        for (uint32_t t = 0; t < m; t++)
+            Y[(size_t)t * r + j] *= s;
+    }
 }
 
 /* Y (m x r) = A (m x n) X (n x r) */

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cpu/cpu_internal.h"
 #include "sim/sim.h"
@@ -272,6 +273,13 @@ static void unmask(cpu_backend *b, const dkv_step_item *it, const cpu_item *x)
     }
 }
 
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 static void cost(cpu_backend *b, const dkv_step_plan *plan, double wall, dkv_step_cost *out)
 {
     dkv_sim_options so = dkv_sim_options_default();
@@ -293,7 +301,7 @@ dkv_status cpu_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out
     cpu_backend *b = ctx;
     if (!b->begun)
         return dkv_err_set(err, DKV_ESTATE, "cpu backend: run_step before begin");
-    double t0 = cpu_now();
+    double t0 = cpu_now(), c0 = thread_cpu();
     memset(out, 0, sizeof *out);
     if (plan->n_items == 0)
         return plan->n_xfers ? dkv_err_set(err, DKV_EINVAL, "cpu backend: transfer orders in a step without items")
@@ -348,5 +356,6 @@ dkv_status cpu_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out
     b->rep.steps++;
     b->rep.items += plan->n_items;
     cost(b, plan, cpu_now() - t0, out);
+    b->rep.thread_cpu_s += thread_cpu() - c0;
     return DKV_OK;
 }

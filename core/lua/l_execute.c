@@ -389,6 +389,8 @@ static void push_cpu(lua_State *L, const dkv_cpu_backend_report *r)
     }
     lua_pushnumber(L, r->cpu_time_s);
     lua_setfield(L, -2, "cpu_time_s");
+    lua_pushnumber(L, r->thread_cpu_s);
+    lua_setfield(L, -2, "thread_cpu_s");
     lua_pushnumber(L, r->compress_matrices ? r->compress_rel_err_sum / (double)r->compress_matrices : NAN);
     lua_setfield(L, -2, "compress_rel_err_mean");
     if (r->score) {   /* dev.score = {n, correct, nll_bits, accuracy, bits_per_byte, per_request = {...}} */
