@@ -15,11 +15,14 @@
 #                                          # dkv.simulate on the a100-80g preset (STAND-IN, to test
 #                                          # `post`: tests/e2e/test_hw_scripts.sh; fake ncu CSVs)
 #
-# device: STEPS (default "check bwcurve validate experiments ncu") picks the steps; DEADLINE
+# device: STEPS (default "check bwcurve validate experiments ncu"; issue 9 adds "profile" = dkv profile
+# into profile.lua, bounded by PROFILE_LIMIT (330 s), options in PROFILE_ARGS, and "heldout" = the held-out
+# points, hw_validate.lua -D set=heldout, bounded by HELDOUT_LIMIT (260 s); docs/COMPARE.md section 6)
+# picks the steps; DEADLINE
 # (default 540 s) bounds the whole call: a step that would not fit is skipped and says so, and the
-# results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 5 files (the tool
+# results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 6 files (the tool
 # returns at most 8): table.txt, hw_h5.tgz (the result files), ncu.tgz (CSVs and profiled runs),
-# logs.tgz, bwcurve.txt.  NCU_CACHE (all) is ncu's --cache-control: "all" flushes the caches before
+# logs.tgz, bwcurve.txt, profile.lua.  NCU_CACHE (all) is ncu's --cache-control: "all" flushes the caches before
 # every kernel (reads are cold-cache reads; writes left in L2 are not seen), "none" keeps them warm
 # (writes are seen as they are evicted).  NCU_LIMIT (90 s) bounds one profiled point; NCU_POINTS (default: all 9)
 # picks the profiled points, e.g. for a second call `STEPS=ncu NCU_POINTS="w3:dual w3:sparse"`.
@@ -410,40 +413,43 @@ PYEOF
         fi
     fi
 
-    # 3b. issue 9: the measured profile imported (datasets/profiles/<name>.lua under $R/root and a preset
-    #     h200-measured naming it), the held-out points re-simulated under it and compared (cmp/prof_*.h5)
-    if [ -f "$R/profile.lua" ]; then
-        local pname
-        pname=$(sed -n 's/^  name = "\(.*\)",$/\1/p' "$R/profile.lua" | head -n 1)
-        mkdir -p "$R/root/datasets/profiles" && cp -r datasets/workloads "$R/root/datasets/"
-        cp "$R/profile.lua" "$R/root/datasets/profiles/${pname:-unnamed}.lua"
-        printf 'return {base = "h200", name = "h200-measured", profile = "%s"}\n' "$pname" > "$pdir/h200-measured.lua"
-        echo "profile: ${pname:-NO NAME} ($(grep -c -E '^ +\{[0-9]' "$R/profile.lua") rows, $(grep -m1 -o 'complete = [a-z]*' "$R/profile.lua"))" \
-            | tee -a "$log"
-        if [ -f "$R/h5/heldout.h5" ]; then
-            if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured \
-                    -o "$R/h5prof/heldout.h5" > "$R/heldout_prof.log" 2>&1; then
-                local i=0 n
-                while read -r f n _; do
-                    [[ "$f" == */heldout.h5 ]] || continue
-                    i=$((i + 1))
-                    echo "== compare $n (heldout.h5 against the profile's re-simulation)"
-                    "$DKV" compare "$f" "$R/h5prof/heldout.h5" --real-run "$n:real" --sim-run "$n:sim" "${TOLS[@]}" \
-                        -o "$R/cmp/prof_$(printf %03d $i).h5" 2>&1
-                    echo "== exit $?"
-                done < "$list" >> "$log"
-            else
-                echo "held-out points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/heldout_prof.log" | cut -c1-200))" \
-                    | tee -a "$log"
-            fi
-        fi
-    fi
+    # 3b. issue 9: the measured profile imported, the held-out points re-simulated under it
+    [ -f "$R/profile.lua" ] && import_profile "$R" "$list" "$pdir" "$log"
 
     # 4. summary.md
     summary "$R" > "$R/summary.md"
     heldout_summary "$R" >> "$R/summary.md"
     cat "$R/summary.md"
     echo "(results in $R: summary.md, post.log, cmp/*.h5, h5/*.h5)"
+}
+
+# issue 9: the measured profile imported (datasets/profiles/<name>.lua under RES/root and a preset
+# h200-measured naming it), the held-out points re-simulated under it and compared (cmp/prof_*.h5)
+import_profile() {   # RES pairs.txt preset-dir post.log
+    local R=$1 list=$2 pdir=$3 log=$4 pname f
+    pname=$(sed -n 's/^  name = "\(.*\)",$/\1/p' "$R/profile.lua" | head -n 1)
+    mkdir -p "$R/root/datasets/profiles" && cp -r datasets/workloads "$R/root/datasets/"
+    cp "$R/profile.lua" "$R/root/datasets/profiles/${pname:-unnamed}.lua"
+    printf 'return {base = "h200", name = "h200-measured", profile = "%s"}\n' "$pname" > "$pdir/h200-measured.lua"
+    echo "profile: ${pname:-NO NAME} ($(grep -c -E '^ +\{[0-9]' "$R/profile.lua") rows, $(grep -m1 -o 'complete = [a-z]*' "$R/profile.lua"))" \
+        | tee -a "$log"
+    if [ -f "$R/h5/heldout.h5" ]; then
+        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured \
+                -o "$R/h5prof/heldout.h5" > "$R/heldout_prof.log" 2>&1; then
+            local i=0 n
+            while read -r f n _; do
+                [[ "$f" == */heldout.h5 ]] || continue
+                i=$((i + 1))
+                echo "== compare $n (heldout.h5 against the profile's re-simulation)"
+                "$DKV" compare "$f" "$R/h5prof/heldout.h5" --real-run "$n:real" --sim-run "$n:sim" "${TOLS[@]}" \
+                    -o "$R/cmp/prof_$(printf %03d $i).h5" 2>&1
+                echo "== exit $?"
+            done < "$list" >> "$log"
+        else
+            echo "held-out points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/heldout_prof.log" | cut -c1-200))" \
+                | tee -a "$log"
+        fi
+    fi
 }
 
 compare_list() {   # pairs.txt outdir calibration-preset|""

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "analysis/compare.h"
+#include "lua/dkv_lua.h"
 #include "io/h5.h"
 
 #define MAX_TOL 64
@@ -125,6 +126,40 @@ static void print_cmp(const dkv_cmp *c)
         puts("note: no per-class comparison (both runs need record.kernels = true)");
 }
 
+/* The calibration preset must be one `dkv calibrate` wrote: a GPU preset file that loads and
+ * passes the preset checks, with its "Fitting inputs" provenance (the workload fingerprints). */
+static int validate_calibration(const char *preset)
+{
+    char root[4096];
+    dkv_cli_find_root(root, sizeof root);
+    dkv_lua_config cfg = dkv_lua_config_default();
+    cfg.root = root;
+    dkv_lua *s = NULL;
+    dkv_err err = {0};
+    if (dkv_lua_new(&cfg, &s, &err) != DKV_OK || dkv_lua_check_gpu_file(s, preset, NULL, &err) != DKV_OK) {
+        fprintf(stderr, "dkv compare: --calibration: %s\n", err.msg);
+        dkv_lua_close(s, NULL);
+        return DKV_EXIT_ERROR;
+    }
+    dkv_lua_close(s, NULL);
+    FILE *fp = fopen(preset, "rb");
+    char line[1024];
+    int inputs = 0, section = 0;
+    while (fp && fgets(line, sizeof line, fp)) {
+        section |= strncmp(line, "-- Fitting inputs.", 18) == 0;
+        inputs += section && strncmp(line, "--   input ", 11) == 0;
+    }
+    if (fp)
+        fclose(fp);
+    if (!section || inputs == 0) {
+        fprintf(stderr, "dkv compare: --calibration: %s is a GPU preset but %s: not a preset written by dkv "
+                        "calibrate, so its fitting workloads cannot be checked\n",
+                preset, !section ? "has no '-- Fitting inputs.' section" : "lists no fitting input");
+        return DKV_EXIT_ERROR;
+    }
+    return DKV_EXIT_OK;
+}
+
 /* Fails when REAL's workload fingerprint appears in the calibration preset's provenance. */
 static int check_calibration(const char *preset, const dkv_cmp *c)
 {
@@ -236,6 +271,9 @@ int dkv_cmd_compare(int argc, char **argv)
     if (nfiles != 2) {
         fprintf(stderr, "usage: dkv compare REAL.h5 SIM.h5 [--run NAME] [--tolerance Q=LIMIT ...] [-o OUT.h5]\n");
         return DKV_EXIT_USAGE;
+    }
+    if (calib && validate_calibration(calib) != DKV_EXIT_OK) {   /* before any work */
+        return DKV_EXIT_ERROR;
     }
     if (out && (strcmp(out, files[0]) == 0 || strcmp(out, files[1]) == 0)) {
         fprintf(stderr, "dkv compare: -o %s is an input file; write the comparison to a new file\n", out);

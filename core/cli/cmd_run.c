@@ -27,6 +27,9 @@ static void run_usage(FILE *out)
             "                         script does not know is an error (exit 2)\n"
             "  --shard i/N            this process runs shard i of N (0 <= i < N); scripts pick their\n"
             "                         part of a sweep with dkv.shard.select(list)\n"
+            "  --time-limit SECONDS   stop the script after this much Lua run time (default %g s; 0 =\n"
+            "                         none); time inside dkv.simulate, dkv.execute, dkv.save,\n"
+            "                         dkv.write_run and dkv.mem.requests does not count\n"
             "  --instr-limit N        stop the script after N Lua VM instructions (default %llu; 0 = none)\n"
             "  --mem-limit SIZE       Lua heap cap, e.g. 512M, 4G (default %zuM; 0 = none)\n"
             "  --root DIR             project root (scripts/, experiments/, datasets/presets/);\n"
@@ -41,7 +44,8 @@ static void run_usage(FILE *out)
             "the same way, never overwritten.\n"
             "\n"
             "exit status: 0 success, 1 script error or interrupted (completed runs are kept), 2 usage\n",
-            (unsigned long long)DKV_LUA_DEFAULT_INSTR_LIMIT, DKV_LUA_DEFAULT_MEM_LIMIT >> 20);
+            DKV_LUA_DEFAULT_TIME_LIMIT_S, (unsigned long long)DKV_LUA_DEFAULT_INSTR_LIMIT,
+            DKV_LUA_DEFAULT_MEM_LIMIT >> 20);
 }
 
 static int is_dir(const char *p)
@@ -52,7 +56,7 @@ static int is_dir(const char *p)
 
 /* Project root: $DKV_ROOT, else the nearest folder above the executable holding datasets/presets,
  * else ".". */
-static void find_root(char *out, size_t n)
+void dkv_cli_find_root(char *out, size_t n)
 {
     const char *env = getenv("DKV_ROOT");
     if (env && *env) {
@@ -294,6 +298,12 @@ static int list_params(const char *script, const char *root, dkv_lua_config *cfg
     return rc;
 }
 
+static void print_notice(void *ud, const char *msg)
+{
+    (void)ud;
+    fprintf(stderr, "dkv run: %s\n", msg);
+}
+
 static void on_sigint(int sig)
 {
     (void)sig;
@@ -358,6 +368,16 @@ int dkv_cmd_run(int argc, char **argv)
                 goto out;
             }
             cfg.instr_limit = v;
+        } else if (strcmp(a, "--time-limit") == 0) {
+            NEED_ARG();
+            char *end;
+            errno = 0;
+            double v = strtod(argv[++i], &end);
+            if (errno || end == argv[i] || *end || !(v >= 0) || v > 1e9) {
+                fprintf(stderr, "dkv run: --time-limit expects seconds (0 = none), got '%s'\n", argv[i]);
+                goto out;
+            }
+            cfg.time_limit_s = v;
         } else if (strcmp(a, "--mem-limit") == 0) {
             NEED_ARG();
             if (parse_size(argv[++i], &cfg.mem_limit_bytes) != 0) {
@@ -393,7 +413,7 @@ int dkv_cmd_run(int argc, char **argv)
     if (root_opt)
         snprintf(root, sizeof root, "%s", root_opt);
     else
-        find_root(root, sizeof root);
+        dkv_cli_find_root(root, sizeof root);
     if (!output) {
         const char *base = strrchr(script, '/');
         base = base ? base + 1 : script;
@@ -419,6 +439,7 @@ int dkv_cmd_run(int argc, char **argv)
     cfg.nparams = nparams;
     cfg.progress = dkv_cli_progress_cb;
     cfg.progress_ud = &bar;
+    cfg.notice = print_notice;
 
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);

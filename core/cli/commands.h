@@ -18,4 +18,9 @@ int dkv_cmd_calibrate(int argc, char **argv); /* dkv calibrate MEASURED.h5... -o
 int dkv_cmd_timeline(int argc, char **argv);  /* dkv timeline FILE.h5 --run NAME -o TRACE.json (cmd_timeline.c) */
 int dkv_cmd_profile(int argc, char **argv);   /* dkv profile -o FILE.lua  (cmd_profile.c; runs on the GPU) */
 
+/* Project root (scripts/, experiments/, datasets/presets/): $DKV_ROOT, else the nearest folder
+ * above the executable holding datasets/presets, else "."  (core/cli/cmd_run.c). */
+#include <stddef.h>
+void dkv_cli_find_root(char *out, size_t n);
+
 #endif

@@ -4,6 +4,7 @@
 #include "lua/dkv_lua.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <lauxlib.h>
 #include <lualib.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@
 
 #define HOOK_EVERY 10000
 
-enum { STOP_NONE = 0, STOP_INSTR, STOP_MEM, STOP_INTR, STOP_USAGE, STOP_LISTED };
+enum { STOP_NONE = 0, STOP_INSTR, STOP_MEM, STOP_INTR, STOP_USAGE, STOP_LISTED, STOP_TIME };
 
 struct dkv_lua {
     lua_State *L;
@@ -31,11 +32,19 @@ struct dkv_lua {
     int stop;                  /* why the script was stopped (sticky) */
     dkv_progress_fn progress;
     void *progress_ud;
+    void (*notice)(void *ud, const char *msg);
+    void *notice_ud;
     char *traceback;
     char *script_path, *script_text, *script_dir;
     dkv_h5 *out;
     size_t runs_written;
     bool list_params;          /* dkv_lua_config.list_params */
+    double time_limit_s;       /* Lua run time limit (0: none) */
+    double t_start;            /* monotonic clock when the script started */
+    double c_time;             /* seconds inside dkv's long calls (dkv_lua_timed) */
+    double c_t0;               /* start of the outermost call in progress */
+    int c_depth;               /* dkv_lua_timed calls in progress */
+    char where[160];           /* "file:line" at the last hook (for memory errors) */
     bool usage_error;          /* the last run stopped on a usage error */
 };
 
@@ -62,8 +71,14 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         size_t slack = s->mem_limit / 4 > (8u << 20) ? s->mem_limit / 4 : (8u << 20);
         if (s->stop == STOP_NONE)
             s->stop = STOP_MEM;
-        if (s->mem_used + (nsize - osize) > s->mem_limit + slack)
+        if (s->mem_used + (nsize - osize) > s->mem_limit + slack) {
+            /* refused: Lua raises a memory error without calling the message handler, so note
+             * where the script is now (reads the call info only; nothing is allocated) */
+            lua_Debug ar;
+            if (s->L && lua_getstack(s->L, 0, &ar) && lua_getinfo(s->L, "Sl", &ar) && ar.currentline > 0)
+                snprintf(s->where, sizeof s->where, "%s:%d", ar.short_src, ar.currentline);
             return NULL;
+        }
     }
     void *p = realloc(ptr, nsize);
     if (p)
@@ -71,20 +86,62 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     return p;
 }
 
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Seconds the script has run Lua (wall clock), without the time inside dkv's long calls. */
+static double lua_seconds(const dkv_lua *s, double now)
+{
+    double c = s->c_time + (s->c_depth > 0 ? now - s->c_t0 : 0);
+    return now - s->t_start - c;
+}
+
+int dkv_lua_timed(lua_State *L, lua_CFunction f)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (!s)
+        return f(L);
+    if (s->c_depth++ == 0)
+        s->c_t0 = mono_now();
+    int n = f(L);
+    if (--s->c_depth == 0)
+        s->c_time += mono_now() - s->c_t0;
+    return n;
+}
+
+/* After an error escaped from inside dkv_lua_timed calls: close them down to depth `to`. */
+static void timed_unwind(dkv_lua *s, int to)
+{
+    if (s->c_depth > to) {
+        if (to == 0)
+            s->c_time += mono_now() - s->c_t0;
+        s->c_depth = to;
+    }
+}
+
 static void hook(lua_State *L, lua_Debug *ar)
 {
-    (void)ar;
     dkv_lua *s = dkv_lua_from_state(L);
     if (!s)
         return;
     s->instr_count += HOOK_EVERY;
+    if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)   /* remembered for memory errors */
+        snprintf(s->where, sizeof s->where, "%s:%d", ar->short_src, ar->currentline);
     if (dkv_interrupt_requested() && (s->stop == STOP_NONE || s->stop == STOP_INTR))
         s->stop = STOP_INTR;
     else if (s->instr_limit && s->instr_count > s->instr_limit && s->stop != STOP_INTR)
         s->stop = STOP_INSTR;
+    else if (s->time_limit_s > 0 && s->stop == STOP_NONE && lua_seconds(s, mono_now()) > s->time_limit_s)
+        s->stop = STOP_TIME;
     if (s->stop == STOP_MEM) {
         lua_gc(L, LUA_GCCOLLECT);
-        if (s->mem_used <= s->mem_limit) {
+        /* a full collection that leaves most of the cap in use: the script keeps what it allocates
+         * (a runaway); collecting again and again at the cap would only slow it down */
+        if (s->mem_used <= s->mem_limit / 4 * 3) {
             s->stop = STOP_NONE;
             return;
         }
@@ -93,10 +150,14 @@ static void hook(lua_State *L, lua_Debug *ar)
         lua_concat(L, 2);
         lua_error(L);
     }
-    if (s->stop == STOP_INTR || s->stop == STOP_INSTR) {
+    if (s->stop == STOP_INTR || s->stop == STOP_INSTR || s->stop == STOP_TIME) {
         luaL_where(L, 0);
         if (s->stop == STOP_INTR)
             lua_pushstring(L, "interrupted (SIGINT)");
+        else if (s->stop == STOP_TIME)
+            lua_pushfstring(L, "time limit of %f s of Lua run time reached (raise it with --time-limit; time inside "
+                               "dkv.simulate and other dkv calls does not count)",
+                            s->time_limit_s);
         else
             lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)",
                             (lua_Integer)s->instr_limit);
@@ -121,6 +182,19 @@ const char *dkv_lua_root(lua_State *L)
 {
     dkv_lua *s = dkv_lua_from_state(L);
     return s && s->root ? s->root : ".";
+}
+
+void dkv_lua_notice(lua_State *L, const char *fmt, ...)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (!s || !s->notice || s->list_params)
+        return;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->notice(s->notice_ud, msg);
 }
 
 void dkv_lua__stop_usage(lua_State *L)
@@ -189,10 +263,13 @@ static int l_load(lua_State *L)
 static int l_pcall_guard(lua_State *L)
 {
     int n = lua_gettop(L);
+    dkv_lua *s = dkv_lua_from_state(L);
+    int depth = s ? s->c_depth : 0;
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, n, LUA_MULTRET);
-    dkv_lua *s = dkv_lua_from_state(L);
+    if (s)
+        timed_unwind(s, depth);
     if (s && s->stop != STOP_NONE && !lua_toboolean(L, 1)) {
         lua_settop(L, 2);
         return lua_error(L);
@@ -329,6 +406,7 @@ dkv_lua_config dkv_lua_config_default(void)
     c.shard_count = 1;
     c.instr_limit = DKV_LUA_DEFAULT_INSTR_LIMIT;
     c.mem_limit_bytes = DKV_LUA_DEFAULT_MEM_LIMIT;
+    c.time_limit_s = DKV_LUA_DEFAULT_TIME_LIMIT_S;
     return c;
 }
 
@@ -356,6 +434,9 @@ dkv_status dkv_lua_new(const dkv_lua_config *cfg, dkv_lua **out, dkv_err *err)
     s->progress = cfg->progress;
     s->progress_ud = cfg->progress_ud;
     s->list_params = cfg->list_params;
+    s->notice = cfg->notice;
+    s->notice_ud = cfg->notice_ud;
+    s->time_limit_s = cfg->time_limit_s;
     s->params = calloc(cfg->nparams ? cfg->nparams : 1, sizeof *s->params);
     for (size_t i = 0; s->params && i < cfg->nparams; i++)
         s->params[s->nparams++] = xstrdup(cfg->params[i]);
@@ -500,6 +581,7 @@ static int l_print(lua_State *L)
 
 static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
 {
+    timed_unwind(s, 0);
     free(s->traceback);
     s->traceback = NULL;
     s->usage_error = false;
@@ -512,7 +594,10 @@ static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
         return DKV_OK;
     if (s->stop == STOP_USAGE) {   /* a plain message, no traceback: the command line is wrong */
         const char *m = lua_tostring(s->L, -1);
-        s->traceback = xstrdup(m ? m : "usage error");
+        size_t mlen = m ? strlen(m) : 0;
+        s->traceback = malloc(4 * mlen + 16);
+        if (s->traceback)
+            dkv_text_escape(s->traceback, 4 * mlen + 16, m ? m : "usage error");
         char *tb = s->traceback ? strstr(s->traceback, "\nstack traceback:") : NULL;
         if (tb)
             *tb = '\0';
@@ -525,14 +610,17 @@ static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
     if (rc == LUA_ERRMEM) {
         char buf[256];
         snprintf(buf, sizeof buf, "%s: memory limit of %zu MiB reached (raise it with --mem-limit)",
-                 s->script_path ? s->script_path : "script", s->mem_limit >> 20);
+                 s->where[0] ? s->where : s->script_path ? s->script_path : "script", s->mem_limit >> 20);
         s->traceback = xstrdup(buf);
         lua_pop(s->L, 1);
         lua_gc(s->L, LUA_GCCOLLECT);
         s->stop = STOP_NONE;  /* memory is free again once the error unwound */
         return dkv_err_set(err, DKV_ENOMEM, "%s", buf);
     }
-    s->traceback = xstrdup(m ? m : "(no message)");
+    size_t mlen = m ? strlen(m) : 0;
+    s->traceback = malloc(4 * mlen + 16);   /* escaped: a script can echo binary input */
+    if (s->traceback)
+        dkv_text_escape(s->traceback, 4 * mlen + 16, m ? m : "(no message)");
     lua_pop(s->L, 1);
     char line[DKV_ERR_MSG_MAX];
     snprintf(line, sizeof line, "%s", s->traceback ? s->traceback : "");
@@ -544,10 +632,12 @@ static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
         lua_gc(s->L, LUA_GCCOLLECT);
         s->stop = STOP_NONE;
     }
+    if (s->stop == STOP_TIME)
+        s->stop = STOP_NONE;   /* the next script gets its own time */
     dkv_status code = rc == LUA_ERRSYNTAX ? DKV_EINVAL
                     : stop == STOP_MEM ? DKV_ENOMEM
                     : stop == STOP_INTR ? DKV_EINTR
-                    : stop == STOP_INSTR ? DKV_ERANGE
+                    : stop == STOP_INSTR || stop == STOP_TIME ? DKV_ERANGE
                                             : DKV_EFORMAT;
     return dkv_err_set(err, code, "%s", line);
 }
@@ -560,6 +650,9 @@ static dkv_status run_loaded(dkv_lua *s, int rc, dkv_err *err)
     lua_pushcfunction(L, msgh);
     lua_insert(L, -2);
     int base = lua_gettop(L) - 1;
+    s->t_start = mono_now();   /* the time limit counts per script */
+    s->c_time = 0;
+    s->c_depth = 0;
     rc = lua_pcall(L, 0, 0, base);
     if (rc == LUA_OK && !s->list_params) {   /* -D names the script never looked at */
         lua_pushcfunction(L, dkv_lua_param_check_end);

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "io/h5.h"
+#include "model/model.h"
 #include "util/status.h"
 
 /* Progress of a long operation: `done` of `total` units (total <= 0: unknown).  label is
@@ -38,16 +39,25 @@ typedef struct dkv_lua_config {
     uint32_t shard_index;          /* dkv.shard = {index = i, count = N}, 0 <= i < N */
     uint32_t shard_count;          /* 1 when not sharded */
     uint64_t instr_limit;          /* VM instructions per script; 0 = unlimited */
+    double time_limit_s;           /* wall seconds of Lua run time per script, not counting time
+                                    * inside dkv's long calls (dkv.simulate, dkv.execute, dkv.save,
+                                    * dkv.write_run, dkv.mem.requests); 0 = unlimited */
     size_t mem_limit_bytes;        /* Lua heap cap; 0 = unlimited */
     dkv_progress_fn progress;      /* may be NULL */
     void *progress_ud;
+    void (*notice)(void *ud, const char *msg);   /* things the user should know that are not
+                                                  * errors (lenient reading skipped lines); the
+                                                  * CLI prints them on stderr.  May be NULL */
+    void *notice_ud;
     bool list_params;              /* `dkv run SCRIPT --help`: run the script only until its first
                                     * dkv.simulate/execute/write_run/save/mem.new, with print off,
                                     * to collect its dkv.param declarations (dkv_lua_params_help) */
 } dkv_lua_config;
 
-/* Defaults: root ".", no output, shard 0/1, instr_limit 1e11 (minutes of work), 4 GiB heap. */
+/* Defaults: root ".", no output, shard 0/1, instr_limit 1e11 (minutes of work), 10 s of Lua run
+ * time, 4 GiB heap. */
 #define DKV_LUA_DEFAULT_INSTR_LIMIT 100000000000ULL
+#define DKV_LUA_DEFAULT_TIME_LIMIT_S 10.0
 #define DKV_LUA_DEFAULT_MEM_LIMIT ((size_t)4 << 30)
 #define DKV_LUA_TOSTRING_MAX (64u << 10)   /* print() cuts a __tostring result longer than this */
 #define DKV_LUA_ERRMSG_MAX (16u << 10)     /* an error message longer than this is cut */
@@ -73,6 +83,12 @@ bool dkv_lua_usage_error(const dkv_lua *s);
 /* The parameters the script declared (dkv.param) or read (dkv.params), one line each:
  * "  name  default  help".  Caller frees.  Call after dkv_lua_run_file. */
 char *dkv_lua_params_help(dkv_lua *s);
+
+/* Checks a GPU preset file given by path (core/lua/file_check.c): text (no NUL byte), a Lua data
+ * file returning a table (loaded with math only, text mode), whose fields pass the preset checks
+ * (`base` names a preset of the sandbox's root).  *out (may be NULL) gets the preset.  Errors
+ * name the file and, where one exists, the line or the field. */
+dkv_status dkv_lua_check_gpu_file(dkv_lua *s, const char *path, dkv_gpu *out, dkv_err *err);
 
 /* The last error with its traceback ("" when none).  Borrowed until the next run. */
 const char *dkv_lua_traceback(const dkv_lua *s);

@@ -346,9 +346,16 @@ static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t,
 }
 
 /* dkv.write_run(name, {params=, summary=, units=, tables=, config=, seed=}) -> true | false */
+static int write_run_body(lua_State *L);
+
 static int l_write_run(lua_State *L)
 {
     dkv_lua_param_gate(L);
+    return dkv_lua_timed(L, write_run_body);
+}
+
+static int write_run_body(lua_State *L)
+{
     const char *name = luaL_checkstring(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
     static const char *const keys[] = {"params", "summary", "units", "tables", "config", "seed", NULL};

@@ -502,12 +502,17 @@ static dkv_status make_sim(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err
 }
 
 /* dkv.simulate(cfg) -> result */
+static int simulate_body(lua_State *L)
+{
+    return dkv_lsim_run(L, 1, "dkv.simulate", make_sim, NULL);
+}
+
 static int l_simulate(lua_State *L)
 {
     dkv_lua_param_gate(L);
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 1);
-    return dkv_lsim_run(L, 1, "dkv.simulate", make_sim, NULL);
+    return dkv_lua_timed(L, simulate_body);
 }
 
 /* ---------------------------------------------------------------- dkv.save */
@@ -529,9 +534,16 @@ static void save_table(lua_State *L, dkv_h5_run *run, const char *name, const vo
 }
 
 /* dkv.save(result, name) -> true, or false when the script has no output file */
+static int save_body(lua_State *L);
+
 static int l_save(lua_State *L)
 {
     dkv_lua_param_gate(L);
+    return dkv_lua_timed(L, save_body);
+}
+
+static int save_body(lua_State *L)
+{
     lresult *r = check_result(L, 1);
     const char *name = luaL_checkstring(L, 2);
     luaL_argcheck(L, lua_isnoneornil(L, 3), 3, "dkv.save(result, name): results go to the run's output file (-o)");

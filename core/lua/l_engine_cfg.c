@@ -2,6 +2,7 @@
  * Every getter also records the value it used into a parallel "resolved" table, which goes
  * into the run's provenance. */
 #include "lua/l_engine_cfg.h"
+#include "lua/lua_modules.h"
 
 #include <lauxlib.h>
 #include <math.h>
@@ -288,6 +289,23 @@ static void parse_workload(pt *root, dkv_lsim *s)
     lua_setfield(L, p.out, "source");
     set_resolved_int(&p, "count", (int64_t)dkv_workload_count(s->w));
     set_resolved_int(&p, "skipped", (int64_t)dkv_workload_skipped(s->w));
+    uint64_t lines[DKV_WORKLOAD_SKIPPED_LINES];
+    size_t nl = dkv_workload_skipped_lines(s->w, lines, DKV_WORKLOAD_SKIPPED_LINES);
+    if (nl > 0) {   /* lenient reading: say how many lines were skipped, and which (provenance too) */
+        char list[128] = "";
+        lua_createtable(L, (int)nl, 0);
+        for (size_t i = 0; i < nl; i++) {
+            lua_pushinteger(L, (lua_Integer)lines[i]);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+            size_t k = strlen(list);
+            snprintf(list + k, sizeof list - k, "%s%llu", i ? ", " : "", (unsigned long long)lines[i]);
+        }
+        lua_setfield(L, p.out, "skipped_lines");
+        uint64_t n = dkv_workload_skipped(s->w);
+        dkv_lua_notice(L, "%s: lenient reading of %s skipped %llu malformed line%s (line%s %s%s)", p.path,
+                       dkv_workload_source(s->w), (unsigned long long)n, n == 1 ? "" : "s", nl == 1 ? "" : "s", list,
+                       n > nl ? ", ..." : "");
+    }
     s->ec.workload = s->w;
 }
 

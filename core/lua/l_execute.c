@@ -439,9 +439,17 @@ static int execute_cpu(lua_State *L, lexec *x)
 }
 
 
+/* dkv.execute(cfg [, opts]) -> result, device */
+static int execute_body(lua_State *L);
+
 static int l_execute(lua_State *L)
 {
     dkv_lua_param_gate(L);
+    return dkv_lua_timed(L, execute_body);
+}
+
+static int execute_body(lua_State *L)
+{
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 2);
     lexec *x = lua_newuserdatauv(L, sizeof *x, 0);   /* 3 */

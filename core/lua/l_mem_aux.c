@@ -8,6 +8,7 @@
 
 #include "lua/dkv_lua.h"
 #include "lua/l_mem.h"
+#include "lua/lua_modules.h"
 #include "lua/lconf.h"
 #include "workload/workload.h"
 
@@ -90,7 +91,14 @@ static dkv_len_dist check_len(lua_State *L, int t, const char *path, const char 
     return d;
 }
 
+static int mem_requests_body(lua_State *L);
+
 int dkv_lua_mem_requests(lua_State *L)
+{
+    return dkv_lua_timed(L, mem_requests_body);
+}
+
+static int mem_requests_body(lua_State *L)
 {
     static const char *const keys[] = {"file", "format", "synth", "first_n", "rate_scale", "time_scale",
                                        "prompt_max", "gen_max", NULL};

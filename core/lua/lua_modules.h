@@ -19,6 +19,13 @@ void  dkv_lua_param_gate(lua_State *L);
 int   dkv_lua_param_check_end(lua_State *L);   /* the same check once a script ended (a lua_CFunction) */
 char *dkv_lua_param_listing(lua_State *L);     /* "  name  default  help\n" lines; caller frees */
 
+/* Runs f(L) as time spent inside dkv (not counted by the Lua time limit); for the bindings that
+ * can run long.  An error raised inside is accounted for by the sandbox's pcall and finish. */
+int dkv_lua_timed(lua_State *L, lua_CFunction f);
+
+/* Passes a message to the sandbox's notice callback (dkv_lua_config.notice), if any. */
+void dkv_lua_notice(lua_State *L, const char *fmt, ...);
+
 /* Sandbox internals used by l_param.c (core/lua/dkv_lua.c). */
 void        dkv_lua__stop_usage(lua_State *L);   /* the error being raised is a usage error (exit 2) */
 void        dkv_lua__stop_listed(lua_State *L);  /* listing mode: the parameters are declared, stop */

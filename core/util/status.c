@@ -4,11 +4,68 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Length of the valid UTF-8 sequence at s (2-4), or 0 (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF). */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    size_t n;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+size_t dkv_text_escape(char *dst, size_t n, const char *src)
+{
+    size_t o = 0;
+    if (n == 0)
+        return 0;
+    for (const unsigned char *s = (const unsigned char *)src; *s;) {
+        size_t k = *s >= 0x80 ? utf8_len(s) : 0;
+        if (k == 2 && s[0] == 0xc2 && s[1] < 0xa0)   /* U+0080..U+009F: C1 controls (CSI ...) */
+            k = 0;
+        char tmp[8];
+        size_t len;
+        if (k) {                                       /* valid UTF-8: kept */
+            memcpy(tmp, s, k);
+            len = k;
+        } else if (*s == '\n' || *s == '\t' || (*s >= 0x20 && *s < 0x7f)) {
+            tmp[0] = (char)*s;
+            len = 1;
+            k = 1;
+        } else {                                       /* a control or stray byte: \xNN */
+            snprintf(tmp, sizeof tmp, "\\x%02x", *s);
+            len = 4;
+            k = 1;
+        }
+        if (o + len >= n)
+            break;
+        memcpy(dst + o, tmp, len);
+        o += len;
+        s += k;
+    }
+    dst[o] = '\0';
+    return o;
+}
+
 dkv_status dkv_err_setv(dkv_err *err, dkv_status code, const char *fmt, va_list ap)
 {
     if (err) {
+        char raw[DKV_ERR_MSG_MAX];
         err->code = code;
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
+        dkv_text_escape(err->msg, sizeof err->msg, raw);   /* input echoed in a message stays text */
     }
     return code;
 }

@@ -11,6 +11,7 @@
 #define DKV_UTIL_STATUS_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 typedef enum dkv_status {
     DKV_OK = 0,
@@ -40,6 +41,12 @@ dkv_status dkv_err_setv(dkv_err *err, dkv_status code, const char *fmt, va_list 
 
 /* Prepends "prefix: " to an existing message (adds context on the way up). */
 void dkv_err_prefix(dkv_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Copies src to dst (n bytes, always terminated) with control bytes and bytes that are not valid
+ * UTF-8 (and C1 controls) written as \xNN (newlines and tabs kept): input echoed in a message, a binary line of a
+ * trace say, cannot reach the terminal raw.  dkv_err_set does this to every message.  Returns
+ * the length written. */
+size_t dkv_text_escape(char *dst, size_t n, const char *src);
 
 /* Clears err to DKV_OK / "". */
 void dkv_err_clear(dkv_err *err);

@@ -282,7 +282,7 @@ dkv_status dkv_wl_read_mooncake(dkv_workload *w, const char *path, char *buf, si
             dkv_wl_pop(w);
             if (err && err->code == DKV_ENOMEM) return DKV_ENOMEM;
             if (o->lenient) {
-                w->skipped++;
+                dkv_workload__skip(w, ln);
                 continue;
             }
             if (strcmp(p.why, "missing key") == 0)

@@ -327,7 +327,7 @@ dkv_status dkv_wl_read_csv(dkv_workload *w, dkv_trace_format fmt, const char *pa
         }
         if (why) {
             if (o->lenient) {
-                w->skipped++;
+                dkv_workload__skip(w, ln);
                 continue;
             }
             return dkv_err_set(err, DKV_EFORMAT, "%s:%lu: %s%s%s (field %s)", path, ln, why, bad[0] ? ", got " : "",

@@ -325,6 +325,21 @@ size_t dkv_workload_count(const dkv_workload *w) { return w ? w->n : 0; }
 const dkv_request *dkv_workload_get(const dkv_workload *w, size_t i) { return w && i < w->n ? &w->req[i] : NULL; }
 const dkv_request *dkv_workload_requests(const dkv_workload *w) { return w ? w->req : NULL; }
 uint64_t dkv_workload_skipped(const dkv_workload *w) { return w ? w->skipped : 0; }
+
+size_t dkv_workload_skipped_lines(const dkv_workload *w, uint64_t *out, size_t max)
+{
+    size_t n = 0;
+    for (; w && n < max && n < w->skipped && n < DKV_WORKLOAD_SKIPPED_LINES; n++)
+        out[n] = w->skipped_lines[n];
+    return n;
+}
+
+void dkv_workload__skip(dkv_workload *w, unsigned long ln)
+{
+    if (w->skipped < DKV_WORKLOAD_SKIPPED_LINES)
+        w->skipped_lines[w->skipped] = ln;
+    w->skipped++;
+}
 const char *dkv_workload_source(const dkv_workload *w) { return w ? w->source : ""; }
 bool dkv_workload_is_closed(const dkv_workload *w) { return w && w->closed; }
 uint32_t dkv_workload_users(const dkv_workload *w) { return w && w->closed ? w->n_users : 0; }

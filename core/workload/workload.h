@@ -214,6 +214,12 @@ size_t             dkv_workload_count(const dkv_workload *w);
 const dkv_request *dkv_workload_get(const dkv_workload *w, size_t i);     /* borrowed; NULL if out of range */
 const dkv_request *dkv_workload_requests(const dkv_workload *w);          /* the array, borrowed */
 uint64_t           dkv_workload_skipped(const dkv_workload *w);           /* lines skipped (lenient) */
+/* The line numbers of the first skipped lines (at most DKV_WORKLOAD_SKIPPED_LINES, and max), in
+ * file order; returns how many were written. */
+#define DKV_WORKLOAD_SKIPPED_LINES 5
+size_t dkv_workload_skipped_lines(const dkv_workload *w, uint64_t *out, size_t max);
+/* Readers: counts a malformed line skipped under opts.lenient (line number ln). */
+void dkv_workload__skip(dkv_workload *w, unsigned long ln);
 const char        *dkv_workload_source(const dkv_workload *w);            /* "synth:poisson", file path, ... */
 
 /* ------------------------------------------------------------------ closed loop

@@ -16,6 +16,7 @@ struct dkv_workload {
     size_t       n_toks, cap_toks;
     double      *arrival0;     /* closed loop: initial arrivals, for dkv_workload_closed_reset */
     uint64_t     skipped;
+    uint64_t     skipped_lines[DKV_WORKLOAD_SKIPPED_LINES];   /* the first ones (lenient) */
     bool         closed;
     uint32_t     n_users;
     char         source[256];

@@ -79,7 +79,7 @@ fi
 
 # dkv info describes the file
 out=$("$DKV" info "$T/all.h5") || fail "dkv info"
-echo "$out" | head -20
+head -20 <<<"$out"   # no pipe: under pipefail, head closing early kills the writer (SIGPIPE)
 grep -q "3 runs" <<<"$out" || fail "info: run count"
 grep -q "run sweep:rate=2  \[complete\]" <<<"$out" || fail "info: run line"
 grep -qE "peak_bytes +2048000" <<<"$out" || fail "info: summary value"

@@ -28,7 +28,7 @@ real_out=$("$DKV" run "$T/pair.lua" -D gpu=h200 -o "$T/real.h5")
 "$DKV" run "$T/pair.lua" -D gpu=a100-80g -o "$T/sim.h5" >/dev/null
 
 out=$("$DKV" compare "$T/real.h5" "$T/sim.h5" -o "$T/cmp.h5")
-echo "$out" | head -8
+head -8 <<<"$out"    # no pipe: under pipefail, head closing early made this exit 141 (SIGPIPE)
 grep -q "0 difference(s) that matter" <<<"$out" || fail "the presets differ only in ignored keys"
 grep -q "steps: real 64, sim 64, paired 64, different plans 0" <<<"$out" || fail "steps paired"
 # the largest per-step latency errors: three steps, the first one is the step.time_s max
@@ -138,7 +138,7 @@ mkdir -p "$T/root/datasets"
 cp -r "$ROOT/datasets/presets" "$T/root/datasets/"
 preset="$T/root/datasets/presets/gpu/h200-fit.lua"
 out=$("$DKV" calibrate "$T/cal.h5" -o "$preset")
-echo "$out" | head -6
+head -6 <<<"$out"
 grep -q "^launch_overhead_s  6e-06 s ([0-9]* records, rms relative residual 0.0%" <<<"$out" || fail "launch overhead"
 grep -q "^gemm_eff           0.70" <<<"$out" || fail "gemm_eff"
 grep -q "^  base = \"h200\",$" "$preset" && grep -q "^  launch_overhead_s = 6e-06,$" "$preset" || fail "preset fields"

@@ -100,7 +100,7 @@ set -e
 
 # --strict turns anomalies into exit 1; without it they are counted
 printf 'time_s,kind,id,bytes\n0,free,9,\n' >"$T/anom.csv"
-"$DKV" replay "$T/anom.csv" --mem static -q | grep -q "free of unknown id 1" || fail "anomaly count"
+grep -q "free of unknown id 1" <<<"$("$DKV" replay "$T/anom.csv" --mem static -q)" || fail "anomaly count"
 set +e
 "$DKV" replay "$T/anom.csv" --mem static --strict -q >/dev/null 2>&1; rc=$?
 set -e
@@ -120,5 +120,5 @@ set +e
 err=$("$DKV" replay "$T/a.csv" --mem caching --max-split 1MiB 2>&1); rc=$?
 set -e
 [ $rc -eq 1 ] && grep -q "max_split_size" <<<"$err" || fail "bad max_split: $rc $err"
-"$DKV" replay --help | grep -q "usage: dkv replay" || fail "--help"
+grep -q "usage: dkv replay" <<<"$("$DKV" replay --help)" || fail "--help"
 echo "replay ok"

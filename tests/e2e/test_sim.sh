@@ -72,6 +72,6 @@ grep -q "^request_steps	320" <<<"$out" || fail "traced run: $out"
 [ "$(grep -c ',phase,' "$T/sim.csv")" = 320 ] || fail "one phase event per request-step"
 [ "$(grep -c ',request,.*,admit,' "$T/sim.csv")" = 10 ] || fail "admit events"
 out=$("$DKV" replay "$T/sim.csv" --mem blockpool)
-echo "$out" | head -3
+head -3 <<<"$out"
 grep -q "free of unknown id 0, id allocated twice 0, live at end 1" <<<"$out" || fail "replay: every allocation but the weights freed"
 echo "ok"

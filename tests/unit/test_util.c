@@ -26,6 +26,29 @@ static void test_err_set_and_prefix(void **state)
     assert_string_equal(dkv_status_name(DKV_ENODEV), "ENODEV");
 }
 
+/* Messages stay text: control bytes and invalid UTF-8 become \xNN; UTF-8, tabs, newlines stay. */
+static void test_text_escape(void **state)
+{
+    (void)state;
+    char out[128];
+    dkv_text_escape(out, sizeof out, "a\x01" "b\x7f\xff caf\xc3\xa9\t\n\x1b[31m");
+    assert_string_equal(out, "a\\x01b\\x7f\\xff caf\xc3\xa9\t\n\\x1b[31m");
+    dkv_text_escape(out, sizeof out, "\xc2\x9b" "1m");    /* U+009B CSI, valid UTF-8 but a control */
+    assert_string_equal(out, "\\xc2\\x9b1m");
+    /* not UTF-8: F5 lead, overlong C0 AF / E0 80 AF, a surrogate ED A0 80, above U+10FFFF */
+    dkv_text_escape(out, sizeof out, "\xf5\x80\x80\x80|\xc0\xaf|\xe0\x80\xaf|\xed\xa0\x80|\xf4\x90\x80\x80");
+    assert_string_equal(out, "\\xf5\\x80\\x80\\x80|\\xc0\\xaf|\\xe0\\x80\\xaf|\\xed\\xa0\\x80|\\xf4\\x90\\x80\\x80");
+    dkv_text_escape(out, sizeof out, "\xf0\x9f\x98\x80 \xe2\x82\xac");   /* U+1F600, U+20AC kept */
+    assert_string_equal(out, "\xf0\x9f\x98\x80 \xe2\x82\xac");
+    dkv_text_escape(out, sizeof out, "\xc3(\xe2\x82");   /* broken sequences */
+    assert_string_equal(out, "\\xc3(\\xe2\\x82");
+    dkv_text_escape(out, 6, "\x01\x02");           /* never a half escape */
+    assert_string_equal(out, "\\x01");
+    dkv_err err = {0};
+    dkv_err_set(&err, DKV_EFORMAT, "t.csv:3: unknown column '%s'", "\x1f\x8b\x08");
+    assert_string_equal(err.msg, "t.csv:3: unknown column '\\x1f\\x8b\\x08'");
+}
+
 static void test_rng_reproducible(void **state)
 {
     (void)state;
@@ -75,6 +98,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_set_and_prefix),
+        cmocka_unit_test(test_text_escape),
         cmocka_unit_test(test_rng_reproducible),
         cmocka_unit_test(test_rng_moments),
     };
