@@ -8,6 +8,7 @@ that none of them occurs in the training text.  Writes
 
     datasets/prompts/heldout.jsonl          {"text": first PROMPT bytes, "gen": GEN}  (the prompts)
     datasets/prompts/heldout_targets.jsonl  {"text": the next GEN bytes}             (the truth)
+    datasets/prompts/heldout2*.jsonl        the first 2 of them (the frontier's CI subset)
 
     /usr/bin/python3 scripts/heldout_prompts.py [--n 8] [--prompt 96] [--gen 64]
 """
@@ -44,11 +45,12 @@ def main():
     if len(picked) < a.n:
         sys.exit("heldout_prompts: only %d held-out documents of >= %d printable bytes" % (len(picked), need))
     os.makedirs(a.out, exist_ok=True)
-    with open(os.path.join(a.out, "heldout.jsonl"), "w") as p, \
-            open(os.path.join(a.out, "heldout_targets.jsonl"), "w") as t:
-        for d in picked:
-            p.write(json.dumps({"text": d[:a.prompt], "gen": a.gen}) + "\n")
-            t.write(json.dumps({"text": d[a.prompt:]}) + "\n")
+    for name, docs in (("heldout", picked), ("heldout2", picked[:2])):
+        with open(os.path.join(a.out, name + ".jsonl"), "w") as p, \
+                open(os.path.join(a.out, name + "_targets.jsonl"), "w") as t:
+            for d in docs:
+                p.write(json.dumps({"text": d[:a.prompt], "gen": a.gen}) + "\n")
+                t.write(json.dumps({"text": d[a.prompt:]}) + "\n")
     print("heldout_prompts: %d prompts of %d + %d bytes in %s" % (len(picked), a.prompt, a.gen, a.out))
 
 
