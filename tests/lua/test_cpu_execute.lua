@@ -48,6 +48,12 @@ local sp = {cache = "sparse", block_len = 32}
 local _, ph = run(sp, {retention = {rho = 1, set = "per_head"}})
 local _, sh = run(sp, {retention = {rho = 1, set = "shared"}})
 assert(agree(ph, sh) == 1)
+-- the Lua retention callback reaches the backend through the plan: a callback giving 0.25 on
+-- every block decodes as fixed 0.25 does, and differently from rho 1 (fewer keys attended)
+local _, cb = run(sp, {retention = {rho = 0.5, callback = function(req, blk, rho) return 0.25 end,
+                                    rho_min = 0.1, rho_max = 1}})
+local _, fx = run(sp, {retention = {rho = 0.25}})
+assert(agree(cb, fx) == 1 and agree(fx, ph) < 1, agree(fx, ph))
 
 -- teacher-forced held-out scoring: every generated position scored once
 local _, sc = run(nil, nil, {targets = T})
