@@ -76,26 +76,52 @@ local function agreement(a, ref, pname, cols, rows)
 end
 
 local Q = {point = {}, group = {}, agreement = {}, bits_per_byte = {}, accuracy = {}, peak_kv_bytes = {},
-           peak_host_bytes = {}, pcie_bytes = {}, thread_cpu_s = {}, tokens = {}, compress_rel_err = {}}
-local RQ = {point = {}, request = {}, agreement = {}, first_divergence_step = {}}
+           peak_host_bytes = {}, pcie_bytes = {}, thread_cpu_s = {}, tokens = {}, compress_rel_err = {},
+           bpb_delta = {}, bpb_delta_se = {}, first_divergence_mean = {}}
+local RQ = {point = {}, request = {}, agreement = {}, first_divergence_step = {}, bits_per_byte = {}, accuracy = {}}
 local POS = {point = {}, request = {}, position = {}, agree = {}}
-local ref
+local ref, ref_bpb
+-- paired difference of per-request bits per byte against the no-cache point: mean and its
+-- standard error over requests (the same held-out bytes are scored under every policy)
+local function paired(sc)
+  local d, n = {}, #sc.score.per_request
+  for i = 1, n do d[i] = sc.score.per_request[i].bits_per_byte - ref_bpb[i] end
+  local m = 0
+  for i = 1, n do m = m + d[i] / n end
+  local v = 0
+  for i = 1, n do v = v + (d[i] - m) ^ 2 / math.max(n - 1, 1) end
+  return m, math.sqrt(v / n)
+end
 print(string.format("quality frontier: tiny-dllm on %s, block %d, CPU backend%s", P, block, full and "" or " (subset)"))
-print(string.format("%-28s %7s %7s %7s %10s %10s %7s", "point", "agree", "bpb", "acc", "kv_peak", "host_peak", "cpu_s"))
+print(string.format("%-28s %6s %6s %6s %15s %6s %9s %9s %6s", "point", "agree", "1stdiv", "bpb", "d_bpb +- se", "acc",
+                    "kv_peak", "host_peak", "cpu_s"))
 for _, p in ipairs(points) do
   local r, gen = dkv.execute(cfg(p), {backend = "cpu", weights = W, outputs = true})
   dkv.save(r, "gen_" .. p.name)   -- the generated text, per request
   local _, sc = dkv.execute(cfg(p), {backend = "cpu", weights = W, targets = T})
-  if p.name == "none" then ref = gen end
+  if p.name == "none" then
+    ref, ref_bpb = gen, {}
+    for i, q in ipairs(sc.score.per_request) do ref_bpb[i] = q.bits_per_byte end
+  end
+  local nrq0 = #RQ.point
   local ag = agreement(gen, ref, p.name, POS, RQ)
+  local fd, nfd = 0, 0
+  for i = nrq0 + 1, #RQ.point do
+    local q = sc.score.per_request[i - nrq0]
+    RQ.bits_per_byte[i], RQ.accuracy[i] = q.bits_per_byte, q.accuracy
+    if RQ.first_divergence_step[i] >= 0 then fd, nfd = fd + RQ.first_divergence_step[i], nfd + 1 end
+  end
+  local dm, dse = paired(sc)
   local s = r.summary
   local row = {point = p.name, group = p.group, agreement = ag, bits_per_byte = sc.score.bits_per_byte,
                accuracy = sc.score.accuracy, peak_kv_bytes = s.peak_kv_bytes, peak_host_bytes = s.peak_host_bytes,
                pcie_bytes = s.pcie_h2d_bytes + s.pcie_d2h_bytes, thread_cpu_s = gen.thread_cpu_s + sc.thread_cpu_s,
-               tokens = sc.score.n, compress_rel_err = gen.compress_rel_err_mean}
+               tokens = sc.score.n, compress_rel_err = gen.compress_rel_err_mean, bpb_delta = dm, bpb_delta_se = dse,
+               first_divergence_mean = nfd > 0 and fd / nfd or -1}
   for k, t in pairs(Q) do t[#t + 1] = row[k] end
-  print(string.format("%-28s %7.3f %7.3f %7.3f %10d %10d %7.1f", p.name, ag, row.bits_per_byte, row.accuracy,
-                      row.peak_kv_bytes, row.peak_host_bytes, row.thread_cpu_s))
+  print(string.format("%-28s %6.3f %6.1f %6.3f %+7.3f +-%5.3f %6.3f %9d %9d %6.1f", p.name, ag,
+                      row.first_divergence_mean, row.bits_per_byte, dm, dse, row.accuracy, row.peak_kv_bytes,
+                      row.peak_host_bytes, row.thread_cpu_s))
 end
 dkv.write_run("quality", {params = {full = full, block = block, prompts = P, targets = T, weights = W},
                           tables = {points = Q, requests = RQ, positions = POS}})
