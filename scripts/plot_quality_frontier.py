@@ -3,8 +3,9 @@
 
 Reads the run `quality` (table `points`) of the results file and draws two panels against the
 KV bytes a policy holds (peak device KV + peak host KV, the engine's figures): held-out
-teacher-forced NLL in bits per byte (lower is better) and token agreement with the dense no-cache
-decode (higher is better).  One marker per point, coloured by group (cache / sparse / lowrank /
+teacher-forced NLL in bits per byte (lower is better; bars: the standard error over requests of the
+paired difference against no cache) and token agreement with the dense no-cache decode (higher is
+better).  One marker per point, coloured by group (cache / sparse / lowrank /
 kv_dtype).
 
     /usr/bin/python3 scripts/plot_quality_frontier.py frontier.h5 frontier.png
@@ -34,6 +35,8 @@ def main():
             name, group = p["point"].decode(), p["group"].decode()
             x = (int(p["peak_kv_bytes"]) + int(p["peak_host_bytes"])) / 2 ** 20
             ax.scatter(x, p[col], color=colours.get(group, "grey"), s=22)
+            if col == "bits_per_byte" and "bpb_delta_se" in pts.dtype.names:   # paired s.e. vs no cache
+                ax.errorbar(x, p[col], yerr=p["bpb_delta_se"], color=colours.get(group, "grey"), lw=0.8)
             ax.annotate(name.replace("sparse_", "").replace("per_head", "ph"), (x, p[col]), fontsize=6,
                         xytext=(3, 2), textcoords="offset points")
         ax.set_xlabel("KV held: peak device + peak host, MiB")
