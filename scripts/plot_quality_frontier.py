@@ -2,7 +2,9 @@
 """plot_quality_frontier.py - quality against bytes from experiments/quality_frontier.lua.
 
 Reads the run `quality` (table `points`) of the results file and draws two panels against the
-KV bytes a policy holds (peak device KV + peak host KV, the engine's figures): held-out
+peak device KV of each point (the engine's block-pool figure; offload points are labelled with
+their peak host KV, the compressed bytes, since progressive offload under the dual cache does not
+lower the device peak): held-out
 teacher-forced NLL in bits per byte (lower is better; bars: the standard error over requests of the
 paired difference against no cache) and token agreement with the dense no-cache decode (higher is
 better).  One marker per point, coloured by group (cache / sparse / lowrank /
@@ -33,13 +35,15 @@ def main():
                            (axes[1], "agreement", "token agreement with dense no-cache decode")):
         for p in pts:
             name, group = p["point"].decode(), p["group"].decode()
-            x = (int(p["peak_kv_bytes"]) + int(p["peak_host_bytes"])) / 2 ** 20
+            x = int(p["peak_kv_bytes"]) / 2 ** 20
+            if int(p["peak_host_bytes"]):
+                name += " (host %.2f MiB)" % (int(p["peak_host_bytes"]) / 2 ** 20)
             ax.scatter(x, p[col], color=colours.get(group, "grey"), s=22)
             if col == "bits_per_byte" and "bpb_delta_se" in pts.dtype.names:   # paired s.e. vs no cache
                 ax.errorbar(x, p[col], yerr=p["bpb_delta_se"], color=colours.get(group, "grey"), lw=0.8)
             ax.annotate(name.replace("sparse_", "").replace("per_head", "ph"), (x, p[col]), fontsize=6,
                         xytext=(3, 2), textcoords="offset points")
-        ax.set_xlabel("KV held: peak device + peak host, MiB")
+        ax.set_xlabel("peak device KV, MiB (engine's block pool)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     for g, c in colours.items():
