@@ -3,8 +3,8 @@
 -- (docs/MODELS.md) on held-out text (datasets/prompts/heldout*.jsonl, scripts/heldout_prompts.py).
 --
 -- Points: cache none / prefix / dual; sparse rho x per-head/shared x fixed/entropy; progressive
--- offload with low-rank ratio r (compress on offload, the reconstruction read back); FP8 vs bf16
--- KV (dual).  Each point runs twice:
+-- offload with low-rank ratio r (compress on offload, the reconstruction read back); FP8 (and,
+-- in the full sweep, fp16) vs bf16 KV (dual).  Each point runs twice:
 --   generation   greedy decode (one token per step): token agreement with the dense no-cache
 --                decode of the same prompts (per position, per request, first divergence step);
 --   scoring      teacher-forced on the held-out continuation (opts.targets): masked-token NLL in
@@ -13,12 +13,14 @@
 --
 --   dkv run experiments/quality_frontier.lua -o frontier.h5              CI subset, 2 prompts
 --   dkv run experiments/quality_frontier.lua -D full=true -o frontier.h5 every point, 8 prompts
+--   ... -D only=fp8,dual                                                 those points (and none)
 --   /usr/bin/python3 scripts/plot_quality_frontier.py frontier.h5 frontier.png
 local dkv = require "dkv"
 
 local full = dkv.param("full", false, "every point on the 8 held-out prompts (false: a subset on 2)")
 local block = dkv.param("block", 32, "block length (one token per step: steps = block)")
 local W = dkv.param("weights", "datasets/models/tiny-dllm/model.safetensors", "tiny dLLM weights")
+local only = dkv.param("only", "", "comma-separated point names to run (empty: all; 'none' is always run)")
 local set = full and "heldout" or "heldout2"
 local P, T = "datasets/prompts/" .. set .. ".jsonl", "datasets/prompts/" .. set .. "_targets.jsonl"
 
@@ -46,6 +48,16 @@ for _, r in ipairs(full and {1, 0.5, 0.3, 0.1} or {1, 0.1}) do
       {offload = {mode = "progressive", lowrank_ratio = r}})
 end
 add("fp8", "kv_dtype", {cache = "dual"}, nil, {base = "tiny-dllm", kv_dtype = "fp8"})
+if full then add("fp16", "kv_dtype", {cache = "dual"}, nil, {base = "tiny-dllm", kv_dtype = "fp16"}) end
+if only ~= "" then   -- the reference point first, then the named ones (an unknown name is an error)
+  local keep, known = {none = true}, {}
+  for n in only:gmatch("[^,]+") do keep[n] = true end
+  for _, p in ipairs(points) do known[p.name] = true end
+  for n in pairs(keep) do if not known[n] then error("-D only: no point '" .. n .. "' (see the table's names)") end end
+  local sel = {}
+  for _, p in ipairs(points) do if keep[p.name] then sel[#sel + 1] = p end end
+  points = sel
+end
 
 local function cfg(p)
   local d = {block_len = block}
