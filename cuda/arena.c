@@ -22,7 +22,7 @@ dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err)
     b->discard = b->n_pool + b->n_staging;
     b->arena_bytes = ((uint64_t)b->n_pool + b->n_staging + 1) * b->block_bytes;
     size_t fr = 0, tot = 0;
-    CU(cudaMemGetInfo(&fr, &tot));
+    DKV_CU(cudaMemGetInfo(&fr, &tot));
     if (b->arena_bytes + (512ull << 20) > fr)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: the KV arena (%u pool + %u staging blocks of %llu bytes = "
                            "%.2f GiB) does not fit the %.2f GiB the device has free after the weights: lower "
@@ -57,11 +57,11 @@ dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err)
         b->n_slot_free = b->n_slots;
     }
     for (int i = 0; i < BK_COPIES; i++) {
-        CU(cudaEventCreate(&b->copies[i].start));
-        CU(cudaEventCreate(&b->copies[i].done));
+        DKV_CU(cudaEventCreate(&b->copies[i].start));
+        DKV_CU(cudaEventCreate(&b->copies[i].done));
     }
     b->err_stride = m->n_layers * 2 * m->n_kv_heads;
-    CU(cudaMallocHost((void **)&b->h_err, (size_t)BK_COPIES * b->err_stride * sizeof(float)));
+    DKV_CU(cudaMallocHost((void **)&b->h_err, (size_t)BK_COPIES * b->err_stride * sizeof(float)));
     return DKV_OK;
 }
 
@@ -83,6 +83,13 @@ void bk_arena_free(dkv_cuda_backend *b)
     b->cmp_ev = NULL;
     cudaFree(b->lr_q);
     b->lr_q = NULL;
+    cudaFree(b->lr_in);
+    b->lr_in = NULL;
+    b->lr_in_bytes = 0;
+    if (b->lr_in_ev)
+        cudaEventDestroy(b->lr_in_ev);
+    b->lr_in_ev = NULL;
+    b->lr_in_used = false;
     cudaFree(b->gbuf);
     b->gbuf = NULL;
     cudaFreeHost(b->h_err);
@@ -152,7 +159,7 @@ static dkv_status copy_open(dkv_cuda_backend *b, bool d2h, uint32_t *slot, dkv_e
         bk_copies_reap(b, true);
     uint32_t e = ++b->epoch, s = e % BK_COPIES;
     b->copies[s] = (bk_copy){.start = b->copies[s].start, .done = b->copies[s].done, .d2h = d2h, .in_use = true};
-    CU(cudaEventRecord(b->copies[s].start, b->cp));
+    DKV_CU(cudaEventRecord(b->copies[s].start, b->cp));
     *slot = s;
     return DKV_OK;
 }
@@ -160,7 +167,7 @@ static dkv_status copy_open(dkv_cuda_backend *b, bool d2h, uint32_t *slot, dkv_e
 static dkv_status copy_close(dkv_cuda_backend *b, uint32_t slot, uint64_t bytes, dkv_err *err)
 {
     b->copies[slot].bytes = bytes;
-    CU(cudaEventRecord(b->copies[slot].done, b->cp));
+    DKV_CU(cudaEventRecord(b->copies[slot].done, b->cp));
     if (b->copies[slot].d2h)
         b->rep.pcie_d2h_bytes += bytes, b->step_pcie_d2h += bytes;
     else
@@ -183,6 +190,45 @@ static const uint32_t *host_table(const dkv_cuda_backend *b)
 
 /* ------------------------------------------------------------------ before the step */
 
+/* Decompress on fetch, part 1 (copy stream, inside the fetch's copy): the low-rank form of the
+ * request's compressed blocks, bf16 Q then B as compress() wrote it, from its slot into lr_in,
+ * once the previous reconstruction has read lr_in. */
+static dkv_status fetch_lowrank(dkv_cuda_backend *b, const bk_item *x, const char *slot, uint64_t *done, dkv_err *err)
+{
+    const bk_req *r = &b->rq[x->req];
+    uint64_t bytes = ((uint64_t)b->err_stride * r->lr_m * r->lr_r + (uint64_t)b->err_stride * r->lr_r * b->m.head_dim) * 2;
+    if (bytes > b->lr_in_bytes) {
+        DKV_CU(cudaDeviceSynchronize());
+        cudaFree(b->lr_in);
+        b->lr_in = NULL, b->lr_in_bytes = 0;
+        DKV_CU(cudaMalloc((void **)&b->lr_in, bytes));
+        b->lr_in_bytes = bytes;
+        b->lr_in_used = false;
+    }
+    if (!b->lr_in_ev)
+        DKV_CU(cudaEventCreateWithFlags(&b->lr_in_ev, cudaEventDisableTiming));
+    if (b->lr_in_used)
+        DKV_CU(cudaStreamWaitEvent(b->cp, b->lr_in_ev, 0));
+    DKV_CU(cudaMemcpyAsync(b->lr_in, slot + (uint64_t)r->lr_start * b->block_bytes, bytes, cudaMemcpyHostToDevice, b->cp));
+    *done += bytes;
+    b->rep.lowrank_h2d_bytes += bytes;
+    return DKV_OK;
+}
+
+/* Part 2 (compute stream, after the copy): Q B written into the staging blocks of those
+ * positions, so attention reads the reconstruction. */
+static dkv_status rebuild_lowrank(dkv_cuda_backend *b, const bk_item *x, dkv_err *err)
+{
+    const bk_req *r = &b->rq[x->req];
+    const dkv_bf16 *Q = b->lr_in, *B = b->lr_in + (size_t)b->err_stride * r->lr_m * r->lr_r;
+    DKV_TRY(dkv_cuda_lowrank_decompress(&b->pool, b->d_table + x->tb + r->lr_start, Q, B, r->lr_m, r->lr_r, b->st, err));
+    b->launches[DKV_KCLASS_COMPRESS]++;
+    b->rep.n_lowrank_rebuilt++;
+    DKV_CU(cudaEventRecord(b->lr_in_ev, b->st));
+    b->lr_in_used = true;
+    return DKV_OK;
+}
+
 dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err)
 {
     bk_copies_reap(b, false);
@@ -197,7 +243,7 @@ dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
         }
     }
     if (wait_e)   /* copies complete in order: the newest covers every older one */
-        CU(cudaStreamWaitEvent(b->st, b->copies[wait_e % BK_COPIES].done, 0));
+        DKV_CU(cudaStreamWaitEvent(b->st, b->copies[wait_e % BK_COPIES].done, 0));
     for (uint32_t k = 0; k < plan->n_xfers; k++) {
         const dkv_xfer *xf = &plan->xfers[k];
         if (xf->kind != DKV_XFER_FETCH)
@@ -208,23 +254,32 @@ dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
             return dkv_err_set(err, DKV_EINVAL, "cuda backend: fetch order %u for request %u, which has no item in "
                                "the step", k, xf->request);
         char *slot;
-        TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
+        DKV_TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
         uint32_t cs;
-        TRY(copy_open(b, false, &cs, err));
+        DKV_TRY(copy_open(b, false, &cs, err));
         uint64_t rem = xf->pcie_bytes, done = 0;
-        /* staging blocks first (positions not held on the device), then the held ones */
+        const bk_req *rq = &b->rq[x->req];
+        /* staging blocks first (positions not held on the device), then the held ones; blocks
+         * whose slot holds a low-rank form are rebuilt from it below, never copied raw */
         for (uint32_t pass = 0; pass < 2 && rem; pass++) {
             uint32_t j0 = pass == 0 ? x->n_chain : 0, j1 = pass == 0 ? x->n_tb : x->n_chain;
             for (uint32_t j = j0; j < j1 && rem; j++) {
+                if (rq->lr_valid && j >= rq->lr_start && j < rq->lr_end)
+                    continue;
                 uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
-                CU(cudaMemcpyAsync((char *)b->arena + (uint64_t)tab[x->tb + j] * b->block_bytes,
+                DKV_CU(cudaMemcpyAsync((char *)b->arena + (uint64_t)tab[x->tb + j] * b->block_bytes,
                                    slot + (uint64_t)j * b->block_bytes, n, cudaMemcpyHostToDevice, b->cp));
                 rem -= n, done += n;
             }
         }
-        TRY(copy_close(b, cs, done, err));
+        bool rebuild = rq->lr_valid && rq->lr_start >= x->n_chain && rq->lr_end <= x->n_tb;
+        if (rebuild)
+            DKV_TRY(fetch_lowrank(b, x, slot, &done, err));
+        DKV_TRY(copy_close(b, cs, done, err));
         b->step_n_fetch++;
-        CU(cudaStreamWaitEvent(b->st, b->copies[cs].done, 0));
+        DKV_CU(cudaStreamWaitEvent(b->st, b->copies[cs].done, 0));
+        if (rebuild)
+            DKV_TRY(rebuild_lowrank(b, x, err));
     }
     return DKV_OK;
 }
@@ -235,11 +290,11 @@ static dkv_status gbuf_reserve(dkv_cuda_backend *b, size_t bytes, dkv_err *err)
 {
     if (bytes <= b->gbuf_bytes)
         return DKV_OK;
-    CU(cudaStreamSynchronize(b->st));
+    DKV_CU(cudaStreamSynchronize(b->st));
     cudaFree(b->gbuf);
     b->gbuf = NULL;
     b->gbuf_bytes = 0;
-    CU(cudaMalloc((void **)&b->gbuf, bytes));
+    DKV_CU(cudaMalloc((void **)&b->gbuf, bytes));
     b->gbuf_bytes = bytes;
     return DKV_OK;
 }
@@ -277,40 +332,53 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     r = r < 1 ? 1 : r > DKV_LOWRANK_MAX_RANK ? DKV_LOWRANK_MAX_RANK : r;
     r = r > m_tok ? m_tok : r;
     if (!b->lr) {
-        TRY(dkv_cuda_lowrank_new(b->st, b->max_L, D, DKV_LOWRANK_MAX_RANK, 256, &b->lr, err));
+        DKV_TRY(dkv_cuda_lowrank_new(b->st, b->max_L, D, DKV_LOWRANK_MAX_RANK, 256, &b->lr, err));
         size_t per = (size_t)b->max_L * DKV_LOWRANK_MAX_RANK + (size_t)DKV_LOWRANK_MAX_RANK * D;
         size_t bytes = (size_t)batch * per * 4 + (size_t)batch * 4 + (size_t)batch * per * 2 + 1024;
-        CU(cudaMalloc((void **)&b->lr_q, bytes));
+        DKV_CU(cudaMalloc((void **)&b->lr_q, bytes));
         b->lr_b = b->lr_q + (size_t)batch * b->max_L * DKV_LOWRANK_MAX_RANK;
         b->lr_err = b->lr_b + (size_t)batch * DKV_LOWRANK_MAX_RANK * D;
         b->lr_out = (dkv_bf16 *)(b->lr_err + batch + 64);
-        CU(cudaEventCreateWithFlags(&b->cmp_ev, cudaEventDisableTiming));
+        DKV_CU(cudaEventCreateWithFlags(&b->cmp_ev, cudaEventDisableTiming));
     }
     if (b->compress_epoch > b->done_epoch)   /* lr_out is still being copied out */
-        CU(cudaStreamWaitEvent(b->st, b->copies[b->compress_epoch % BK_COPIES].done, 0));
-    TRY(gbuf_reserve(b, (size_t)batch * m_tok * D * 2, err));
-    TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + start, m_tok, b->st, err));
-    TRY(dkv_cuda_lowrank_compress(b->lr, b->gbuf, m_tok, D, batch, r, 1, b->o.seed + b->epoch, b->lr_q, b->lr_b,
+        DKV_CU(cudaStreamWaitEvent(b->st, b->copies[b->compress_epoch % BK_COPIES].done, 0));
+    DKV_TRY(gbuf_reserve(b, (size_t)batch * m_tok * D * 2, err));
+    DKV_TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + start, m_tok, b->st, err));
+    DKV_TRY(dkv_cuda_lowrank_compress(b->lr, b->gbuf, m_tok, D, batch, r, 1, b->o.seed + b->epoch, b->lr_q, b->lr_b,
                                   b->lr_err, err));
-    TRY(dkv_cuda_f32_to_bf16(b->lr_out, b->lr_q, (size_t)batch * m_tok * r, b->st, err));
-    TRY(dkv_cuda_f32_to_bf16(b->lr_out + (size_t)batch * m_tok * r, b->lr_b, (size_t)batch * r * D, b->st, err));
+    DKV_TRY(dkv_cuda_f32_to_bf16(b->lr_out, b->lr_q, (size_t)batch * m_tok * r, b->st, err));
+    DKV_TRY(dkv_cuda_f32_to_bf16(b->lr_out + (size_t)batch * m_tok * r, b->lr_b, (size_t)batch * r * D, b->st, err));
     b->launches[DKV_KCLASS_COMPRESS] += 4 + 12;
     /* the projection to the host, on the copy stream once the kernels are done */
     char *slot;
-    TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
-    CU(cudaEventRecord(b->cmp_ev, b->st));
-    CU(cudaStreamWaitEvent(b->cp, b->cmp_ev, 0));
+    DKV_TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
+    DKV_CU(cudaEventRecord(b->cmp_ev, b->st));
+    DKV_CU(cudaStreamWaitEvent(b->cp, b->cmp_ev, 0));
     uint32_t cs;
-    TRY(copy_open(b, true, &cs, err));
-    uint64_t n = ((uint64_t)batch * m_tok * r + (uint64_t)batch * r * D) * 2,
-             room = b->slot_bytes - (uint64_t)start * b->block_bytes;
-    n = n < room ? n : room;   /* small blocks: the basis can outgrow the raw bytes */
-    CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
-    CU(cudaMemcpyAsync(b->h_err + (size_t)cs * b->err_stride, b->lr_err, batch * sizeof(float), cudaMemcpyDeviceToHost,
+    DKV_TRY(copy_open(b, true, &cs, err));
+    uint64_t n = ((uint64_t)batch * m_tok * r + (uint64_t)batch * r * D) * 2, raw = (uint64_t)(end - start) * b->block_bytes;
+    bk_req *rq = &b->rq[x->req];
+    if (n <= raw) {   /* the form goes where the raw blocks would; fetch rebuilds them from it */
+        DKV_CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
+        rq->lr_valid = true, rq->lr_start = start, rq->lr_end = end, rq->lr_m = m_tok, rq->lr_r = r;
+        b->rep.n_lowrank_stored++;
+    } else {          /* not smaller than the raw KV (ratio ~1, short ranges): the raw blocks, exact */
+        const uint32_t *tab = host_table(b);
+        for (uint32_t j = start; j < end; j++) {
+            uint32_t id = tab[x->tb + j];
+            DKV_CU(cudaMemcpyAsync(slot + (uint64_t)j * b->block_bytes, (char *)b->arena + (uint64_t)id * b->block_bytes,
+                               b->block_bytes, cudaMemcpyDeviceToHost, b->cp));
+            b->blk_epoch[id] = b->epoch;
+        }
+        rq->lr_valid = false;
+        n = raw;
+    }
+    DKV_CU(cudaMemcpyAsync(b->h_err + (size_t)cs * b->err_stride, b->lr_err, batch * sizeof(float), cudaMemcpyDeviceToHost,
                        b->cp));
     b->copies[cs].n_err = batch;
     b->compress_epoch = b->epoch;
-    TRY(copy_close(b, cs, n, err));
+    DKV_TRY(copy_close(b, cs, n, err));
     if (xf->blocking || !xf->pinned)
         b->step_block_epoch = b->epoch;
     return DKV_OK;
@@ -336,12 +404,12 @@ dkv_status bk_xfers_device(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
             if (!tok)
                 continue;
             bk_mark(b, DKV_KCLASS_REORDER);
-            TRY(gbuf_reserve(b, (size_t)tok * b->kvbpt, err));
-            TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + b0, (uint32_t)tok, b->st, err));
+            DKV_TRY(gbuf_reserve(b, (size_t)tok * b->kvbpt, err));
+            DKV_TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + b0, (uint32_t)tok, b->st, err));
             b->launches[DKV_KCLASS_REORDER]++;
         } else {
             bk_mark(b, DKV_KCLASS_COMPRESS);
-            TRY(compress(b, plan, xf, x, err));
+            DKV_TRY(compress(b, plan, xf, x, err));
         }
     }
     return DKV_OK;
@@ -356,7 +424,7 @@ dkv_status bk_xfers_after(dkv_cuda_backend *b, const dkv_step_plan *plan, cudaEv
         any |= plan->xfers[k].kind == DKV_XFER_OFFLOAD;
     if (!any)
         return DKV_OK;
-    CU(cudaStreamWaitEvent(b->cp, compute_done, 0));
+    DKV_CU(cudaStreamWaitEvent(b->cp, compute_done, 0));
     const uint32_t *tab = host_table(b);
     for (uint32_t k = 0; k < plan->n_xfers; k++) {
         const dkv_xfer *xf = &plan->xfers[k];
@@ -368,22 +436,25 @@ dkv_status bk_xfers_after(dkv_cuda_backend *b, const dkv_step_plan *plan, cudaEv
             return dkv_err_set(err, DKV_EINVAL, "cuda backend: offload order %u for request %u, which has no item in "
                                "the step", k, xf->request);
         char *slot;
-        TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
+        DKV_TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
         uint32_t cs;
-        TRY(copy_open(b, true, &cs, err));
+        DKV_TRY(copy_open(b, true, &cs, err));
         /* raw: the request's last blocks, which the engine frees after the step; until the copy
          * has read them, a later step that takes them waits (bk_xfers_before) */
         uint32_t nb = cdiv(xf->pcie_bytes, b->block_bytes), start = x->n_chain > nb ? x->n_chain - nb : 0;
+        bk_req *rq = &b->rq[x->req];
+        if (rq->lr_valid && start < rq->lr_end && x->n_chain > rq->lr_start)
+            rq->lr_valid = false;   /* raw KV replaces (part of) the low-rank form in the slot */
         uint64_t rem = xf->pcie_bytes, done = 0;
         for (uint32_t j = start; j < x->n_chain && rem; j++) {
             uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
             uint32_t id = tab[x->tb + j];
-            CU(cudaMemcpyAsync(slot + (uint64_t)j * b->block_bytes, (char *)b->arena + (uint64_t)id * b->block_bytes, n,
+            DKV_CU(cudaMemcpyAsync(slot + (uint64_t)j * b->block_bytes, (char *)b->arena + (uint64_t)id * b->block_bytes, n,
                                cudaMemcpyDeviceToHost, b->cp));
             b->blk_epoch[id] = b->epoch;
             rem -= n, done += n;
         }
-        TRY(copy_close(b, cs, done, err));
+        DKV_TRY(copy_close(b, cs, done, err));
         if (xf->blocking || !xf->pinned)
             b->step_block_epoch = b->epoch;
     }

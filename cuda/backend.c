@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "cuda/backend_internal.h"
-#include "sim/sim.h"
+#include "cost/cost.h"
 #include "util/rng.h"
 
 
@@ -54,8 +54,8 @@ static dkv_status load_weights(dkv_cuda_backend *b, const dkv_ref_weights *rw, d
             dkv_err_prefix(err, "cuda backend: weights");
         return st;
     }
-    TRY(dkv_cuda_weights_randomize(b->w, b->o.seed, b->st, err));
-    CU(cudaStreamSynchronize(b->st));
+    DKV_TRY(dkv_cuda_weights_randomize(b->w, b->o.seed, b->st, err));
+    DKV_CU(cudaStreamSynchronize(b->st));
     return DKV_OK;
 }
 
@@ -173,7 +173,7 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     dkv_cuda_backend *b = ctx;
     if (b->begun)
         return dkv_err_set(err, DKV_ESTATE, "cuda backend: begin twice");
-    TRY(take_setup(b, s, err));
+    DKV_TRY(take_setup(b, s, err));
     b->on_kernel = b->o.kernel_records ? s->on_kernel : NULL;
     b->on_kernel_user = s->on_kernel_user;
     const dkv_model *m = &b->m;
@@ -181,18 +181,24 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: model '%s': head_dim must be 64 or 128 and hidden a "
                            "multiple of 8 (head_dim %u, hidden %u)", m->name, m->head_dim, m->hidden);
     b->kvbpt = (uint64_t)m->n_layers * 2 * m->n_kv_heads * m->head_dim * sizeof(dkv_bf16);
-    if (dkv_model_kv_bytes_per_token(m) != b->kvbpt)
+    b->kv_fp8 = m->kv_dtype == DKV_DTYPE_FP8;   /* the pool stays bf16 (docs/GPU.md "Lossy policies") */
+    if (dkv_model_kv_bytes_per_token(m) != b->kvbpt && !b->kv_fp8)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: model '%s' stores KV in %u-byte elements; the "
-                           "device pool is bf16", m->name, (unsigned)dkv_dtype_bytes(m->kv_dtype));
+                           "device pool is bf16 (or FP8 rounded in place)", m->name,
+                           (unsigned)dkv_dtype_bytes(m->kv_dtype));
+    if (b->kv_fp8 && (b->want_host || b->want_staging))
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: FP8 KV with offload: the device pool holds FP8 KV "
+                           "as bf16, so offload and fetch orders (priced at 1 byte an element) would move half of it");
     if (m->mask_id >= m->vocab || m->vocab < 2)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: model '%s': mask_id %u >= vocab %u", m->name, m->mask_id,
                            m->vocab);
     if (b->dec.block_len > DKV_BK_MAX_BLOCK)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: block_len %u > %u", b->dec.block_len,
                            DKV_BK_MAX_BLOCK);
-    if ((uint64_t)b->block_tokens * b->kvbpt != s->pool.block_bytes)
+    if ((uint64_t)b->block_tokens * dkv_model_kv_bytes_per_token(m) != s->pool.block_bytes)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: a pool block of %llu bytes is not a whole number of tokens "
-                           "(%llu bytes each)", (unsigned long long)s->pool.block_bytes, (unsigned long long)b->kvbpt);
+                           "(%llu bytes each)", (unsigned long long)s->pool.block_bytes,
+                           (unsigned long long)dkv_model_kv_bytes_per_token(m));
     b->mask_id = m->mask_id;
     b->t_begin = bk_now();
     memset(&b->rep, 0, sizeof b->rep);
@@ -242,20 +248,6 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
 
 /* ------------------------------------------------------------------ one step */
 
-typedef struct counted {
-    bool have[DKV_KCLASS_N];
-    dkv_kernel_record rec[DKV_KCLASS_N];
-} counted;
-
-static void count_rec(void *user, const dkv_kernel_record *r)
-{
-    counted *c = user;
-    if ((unsigned)r->kind < DKV_KCLASS_N) {
-        c->have[r->kind] = true;
-        c->rec[r->kind] = *r;
-    }
-}
-
 static dkv_status sample_memory(dkv_cuda_backend *b, const dkv_step_plan *plan)
 {
     if (b->rep.n_series == b->cap_series) {
@@ -283,7 +275,7 @@ static dkv_status sample_memory(dkv_cuda_backend *b, const dkv_step_plan *plan)
 static dkv_status debug_items(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t **before, dkv_err *err)
 {
     /* what each item computed on: its canvas before the step, with a step 0's block masked */
-    CU(cudaStreamSynchronize(b->st));
+    DKV_CU(cudaStreamSynchronize(b->st));
     uint64_t tot = 0;
     for (uint32_t i = 0; i < plan->n_items; i++)
         tot += b->rq[b->items[i].req].L;
@@ -294,7 +286,7 @@ static dkv_status debug_items(dkv_cuda_backend *b, const dkv_step_plan *plan, ui
     for (uint32_t i = 0; i < plan->n_items; i++) {
         const bk_item *x = &b->items[i];
         const bk_req *r = &b->rq[x->req];
-        CU(cudaMemcpy(*before + o, b->d_canvas + r->canvas_off, r->L * 4, cudaMemcpyDeviceToHost));
+        DKV_CU(cudaMemcpy(*before + o, b->d_canvas + r->canvas_off, r->L * 4, cudaMemcpyDeviceToHost));
         if (plan->items[i].step == 0)
             for (uint32_t t = 0; t < x->B; t++)
                 (*before)[o + x->s_b + t] = b->mask_id;
@@ -305,7 +297,7 @@ static dkv_status debug_items(dkv_cuda_backend *b, const dkv_step_plan *plan, ui
 
 static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, const uint32_t *before, dkv_err *err)
 {
-    CU(cudaStreamSynchronize(b->st));
+    DKV_CU(cudaStreamSynchronize(b->st));
     const dkv_model *m = &b->m;
     uint64_t o = 0;
     for (uint32_t i = 0; i < plan->n_items; i++) {
@@ -371,10 +363,10 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     if (plan->n_items == 0)
         return plan->n_xfers ? dkv_err_set(err, DKV_EINVAL, "cuda backend: transfer orders in a step without items")
                              : DKV_OK;
-    TRY(bk_prepare(b, plan, &T, &R, err));
+    DKV_TRY(bk_prepare(b, plan, &T, &R, err));
     uint32_t *before = NULL;
     if (b->o.on_item)
-        TRY(debug_items(b, plan, &before, err));
+        DKV_TRY(debug_items(b, plan, &before, err));
     dkv_status st;
     bk_mark(b, (dkv_kernel_class)DKV_BK_STALL);
     if ((st = bk_xfers_before(b, plan, err)) == DKV_OK && (st = bk_forward(b, plan, T, R, err)) == DKV_OK)
@@ -419,31 +411,36 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
         if (cudaEventQuery(c->done) == cudaSuccess && cudaEventElapsedTime(&ms, c->start, c->done) == cudaSuccess)
             pcie += ms * 1e-3;
     }
-    /* counted: the cost model's FLOPs and bytes of the same plan */
-    counted cn;
-    memset(&cn, 0, sizeof cn);
-    dkv_sim_options so = dkv_sim_options_default();
-    so.kernel_records = true;
-    dkv_step_cost sc;
-    TRY(dkv_sim_cost_plan(&b->m, &b->g, &so, plan, &sc, count_rec, &cn, err));
+    /* counted: the cost model's FLOPs and bytes of the same plan (core/cost) */
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_status cst = dkv_cost_count(&b->m, plan, &cs, err);
+    if (cst != DKV_OK) {
+        dkv_cost_step_free(&cs);
+        return cst;
+    }
+    dkv_cost_totals tot;
+    dkv_cost_step_totals(&cs, &tot);
     uint32_t n_k = 0;
     for (int c = 0; c < DKV_KCLASS_N; c++) {
         n_k += b->launches[c];
-        if (!b->on_kernel || (!b->launches[c] && !cn.have[c]))
+        dkv_kernel_record cr = {0};
+        bool have = dkv_cost_class_record(&cs, (dkv_kernel_class)c, plan->step_index, &cr);
+        if (!b->on_kernel || (!b->launches[c] && !have))
             continue;
         dkv_kernel_record r = {.step_index = plan->step_index, .kind = (dkv_kernel_class)c, .layer = UINT32_MAX,
                                .n_launches = b->launches[c], .time_s = b->o.class_timing ? cls[c] : NAN,
-                               .flops = cn.rec[c].flops, .read_bytes = cn.rec[c].read_bytes,
-                               .write_bytes = cn.rec[c].write_bytes};
+                               .flops = cr.flops, .read_bytes = cr.read_bytes, .write_bytes = cr.write_bytes};
         b->on_kernel(b->on_kernel_user, &r);
     }
+    dkv_cost_step_free(&cs);
     out->time_s = wall;
     out->compute_s = span - stall > 0 ? span - stall : 0;
     out->pcie_s = pcie;
     out->stall_s = stall + t_block;
-    out->flops = sc.flops;
-    out->hbm_read_bytes = sc.hbm_read_bytes;
-    out->hbm_write_bytes = sc.hbm_write_bytes;
+    out->flops = tot.flops;
+    out->hbm_read_bytes = tot.hbm_read_bytes;
+    out->hbm_write_bytes = tot.hbm_write_bytes;
     out->pcie_h2d_bytes = b->step_pcie_h2d;
     out->pcie_d2h_bytes = b->step_pcie_d2h;
     out->n_kernels = n_k;
@@ -507,7 +504,7 @@ dkv_status dkv_cuda_backend_new(const dkv_cuda_backend_options *o, dkv_backend *
     if (!o)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: no options");
     char desc[160] = "";
-    TRY(dkv_cuda_probe(desc, sizeof desc, err));
+    DKV_TRY(dkv_cuda_probe(desc, sizeof desc, err));
     dkv_cuda_backend *b = calloc(1, sizeof *b);
     if (!b)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");

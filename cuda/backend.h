@@ -65,7 +65,7 @@
  * Per step: wall time (host clock, run_step entry to the step's completion: the engine's clock
  * advances by it), GPU time between events at the step's start and end, CUDA events around
  * every kernel class (options.class_timing), copy-stream time; FLOPs and HBM bytes as the
- * engine's cost model counts them (sim/sim.h's formulas for the same plan); PCIe bytes as
+ * engine's cost model counts them (core/cost's counts of the same plan); PCIe bytes as
  * copied.  Per kernel class and step one dkv_kernel_record (layer = UINT32_MAX), the same
  * records the simulator emits, with measured time_s and real launch counts.  cudaMemGetInfo
  * and the arena's use after every step (dkv_cuda_backend_report).
@@ -132,6 +132,12 @@ typedef struct dkv_cuda_backend_report {
     uint64_t xfer_h2d_counted, xfer_d2h_counted;  /* the plan's pcie_bytes, for comparison */
     double   compress_err_sum;       /* sum of the relative reconstruction errors of COMPRESS orders */
     uint64_t n_compress;
+    uint64_t n_lowrank_stored;       /* COMPRESS orders whose low-rank form went to the host (the
+                                        others' form was not smaller than the raw KV: raw copied) */
+    uint64_t n_lowrank_rebuilt;      /* fetches that rebuilt KV from a low-rank form (Q B) */
+    uint64_t lowrank_h2d_bytes;      /* of pcie_h2d_bytes, the forms those fetches copied (the
+                                        basis makes a form of a short range more than the engine's
+                                        ratio x raw) */
     dkv_cuda_mem_sample *series;
     size_t   n_series;
 } dkv_cuda_backend_report;

@@ -35,7 +35,7 @@ dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
         total += sz[i];
-    CU(cudaMalloc(&b->ws_mem, total));
+    DKV_CU(cudaMalloc(&b->ws_mem, total));
     char *p = b->ws_mem;
     for (size_t i = 0; i < n_ws; i++)
         b->attn_ws[i] = (float *)(p + i * AL(b->attn_ws_bytes));
@@ -47,10 +47,10 @@ dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
     b->logits = (float *)p;
     b->scratch_bytes = total;
     for (uint32_t i = 0; i < b->n_side; i++) {
-        CU(cudaStreamCreateWithFlags(&b->side[i], cudaStreamNonBlocking));
-        CU(cudaEventCreateWithFlags(&b->join[i], cudaEventDisableTiming));
+        DKV_CU(cudaStreamCreateWithFlags(&b->side[i], cudaStreamNonBlocking));
+        DKV_CU(cudaEventCreateWithFlags(&b->join[i], cudaEventDisableTiming));
     }
-    CU(cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming));
+    DKV_CU(cudaEventCreateWithFlags(&b->fork, cudaEventDisableTiming));
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, b->st) != CUBLAS_STATUS_SUCCESS)
         return dkv_err_set(err, DKV_EIO, "cuda backend: cuBLAS handle for the selection scores failed");
@@ -73,7 +73,7 @@ dkv_status bk_scratch_reserve(dkv_cuda_backend *b, uint32_t T, uint32_t R, dkv_e
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
         total += sz[i];
-    CU(cudaStreamSynchronize(b->st));
+    DKV_CU(cudaStreamSynchronize(b->st));
     if (b->act_mem) {
         b->scratch_bytes -= (uint64_t)b->cap_bytes_act;
         cudaFree(b->act_mem);
@@ -114,7 +114,9 @@ void bk_scratch_free(dkv_cuda_backend *b)
     b->blas = NULL;
     cudaFree(b->act_mem);
     cudaFree(b->ws_mem);
+    cudaFree(b->fp8_scale);
     b->act_mem = b->ws_mem = NULL;
+    b->fp8_scale = NULL;
     b->cap_T = b->cap_R = 0;
 }
 
@@ -143,13 +145,13 @@ static dkv_status ensure_meta(dkv_cuda_backend *b, size_t bytes, dkv_err *err)
     if (bytes <= b->cap_meta)
         return DKV_OK;
     size_t nb = bytes + bytes / 2 + 4096;
-    CU(cudaStreamSynchronize(b->st));
+    DKV_CU(cudaStreamSynchronize(b->st));
     cudaFreeHost(b->h_meta);
     cudaFree(b->d_meta);
     b->h_meta = b->d_meta = NULL;
     b->cap_meta = 0;
-    CU(cudaMallocHost(&b->h_meta, nb));
-    CU(cudaMalloc(&b->d_meta, nb));
+    DKV_CU(cudaMallocHost(&b->h_meta, nb));
+    DKV_CU(cudaMalloc(&b->d_meta, nb));
     b->cap_meta = nb;
     return DKV_OK;
 }
@@ -239,7 +241,7 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
     b->staging_used = 0;
     for (uint32_t i = 0; i < n; i++) {
         bk_item *x = &b->items[i];
-        TRY(plan_item(b, &plan->items[i], i, x, err));
+        DKV_TRY(plan_item(b, &plan->items[i], i, x, err));
         x->off = T, x->lr = R;
         T += x->nq, R += x->R;
         x->blk_row = x->lr + (x->R == x->nq ? x->s_b - x->q0 : 0);
@@ -252,7 +254,7 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
                                "'blockpool')", i, plan->items[i].request, plan->items[i].n_kv_blocks);
         NB += x->n_tb;
     }
-    TRY(bk_scratch_reserve(b, T, R, err));
+    DKV_TRY(bk_scratch_reserve(b, T, R, err));
     /* the batched attention's items: queries and own keys are the item's rows, cached keys
      * through its segment of the step's block table */
     for (uint32_t i = 0; i < n; i++) {
@@ -263,11 +265,11 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
     }
     dkv_cuda_attn_batch *ab = &b->attn_batch;
     uint32_t n_attn = b->o.attn_per_item ? 0 : n;   /* per-item attention: an empty batch */
-    TRY(dkv_cuda_attn_batch_plan(ab, b->attn_items, n_attn, b->m.n_heads, b->m.head_dim, NULL, 0, err));
+    DKV_TRY(dkv_cuda_attn_batch_plan(ab, b->attn_items, n_attn, b->m.n_heads, b->m.head_dim, NULL, 0, err));
     size_t off_pos = 0, off_spos = AL((size_t)T * 4), off_tab = off_spos + AL((size_t)T * 4),
            off_items = off_tab + AL((size_t)NB * 4), off_attn = off_items + AL((size_t)n * sizeof(dkv_bk_item)),
            bytes = off_attn + ab->bytes;
-    TRY(ensure_meta(b, bytes, err));
+    DKV_TRY(ensure_meta(b, bytes, err));
     char *hm = b->h_meta;
     uint32_t *pos = (uint32_t *)(hm + off_pos), *spos = (uint32_t *)(hm + off_spos), *tab = (uint32_t *)(hm + off_tab);
     dkv_bk_item *hit = (dkv_bk_item *)(hm + off_items);
@@ -311,13 +313,13 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
         hit[i] = (dkv_bk_item){.tokens = b->d_canvas + r->canvas_off, .block_start = x->s_b, .block_len = x->B,
                                .reset = it->step == 0, .n_unmask = nu, .logit_row = x->blk_row};
     }
-    TRY(dkv_cuda_attn_batch_plan(ab, b->attn_items, n_attn, b->m.n_heads, b->m.head_dim, hm + off_attn, ab->bytes,
+    DKV_TRY(dkv_cuda_attn_batch_plan(ab, b->attn_items, n_attn, b->m.n_heads, b->m.head_dim, hm + off_attn, ab->bytes,
                                  err));
     char *dm = b->d_meta;
     b->d_attn_meta = dm + off_attn;
     b->d_pos = (uint32_t *)(dm + off_pos), b->d_spos = (uint32_t *)(dm + off_spos);
     b->d_table = (uint32_t *)(dm + off_tab), b->d_items = (dkv_bk_item *)(dm + off_items);
-    CU(cudaMemcpyAsync(b->d_meta, b->h_meta, bytes, cudaMemcpyHostToDevice, b->st));
+    DKV_CU(cudaMemcpyAsync(b->d_meta, b->h_meta, bytes, cudaMemcpyHostToDevice, b->st));
     *T_out = T, *R_out = R;
     return DKV_OK;
 }
@@ -365,30 +367,32 @@ static dkv_status layer_attention(dkv_cuda_backend *b, uint32_t n, uint32_t l, d
         n_side_items += b->items[i].cache == DKV_KV_SRC_PAGED;
     uint32_t used = n_side_items < b->n_side ? n_side_items : b->n_side;
     if (used) {
-        CU(cudaEventRecord(b->fork, b->st));
+        DKV_CU(cudaEventRecord(b->fork, b->st));
         for (uint32_t s = 0; s < used; s++)
-            CU(cudaStreamWaitEvent(b->side[s], b->fork, 0));
+            DKV_CU(cudaStreamWaitEvent(b->side[s], b->fork, 0));
         uint32_t j = 0;
         for (uint32_t i = 0; i < n; i++) {
             const bk_item *x = &b->items[i];
             if (x->cache != DKV_KV_SRC_PAGED)
                 continue;
             uint32_t s = j++ % b->n_side;
-            TRY(attention(b, x, l, b->side[s], b->attn_ws[s], err));
+            DKV_TRY(attention(b, x, l, b->side[s], b->attn_ws[s], err));
         }
     }
     for (uint32_t i = 0; i < n; i++) {
         const bk_item *x = &b->items[i];
         if (used && x->cache == DKV_KV_SRC_PAGED)
             continue;
-        TRY(attention(b, x, l, b->st, b->attn_ws[b->n_side], err));
+        DKV_TRY(attention(b, x, l, b->st, b->attn_ws[b->n_side], err));
     }
     for (uint32_t s = 0; s < used; s++) {
-        CU(cudaEventRecord(b->join[s], b->side[s]));
-        CU(cudaStreamWaitEvent(b->st, b->join[s], 0));
+        DKV_CU(cudaEventRecord(b->join[s], b->side[s]));
+        DKV_CU(cudaStreamWaitEvent(b->st, b->join[s], 0));
     }
     return DKV_OK;
 }
+
+static dkv_status fp8_scales(dkv_cuda_backend *b, dkv_err *err);
 
 static dkv_status layer_select(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
 {
@@ -399,12 +403,44 @@ static dkv_status layer_select(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_
         if (x->write != BK_W_SELECT)
             continue;
         dkv_bf16 *q = b->qkv + (size_t)x->off * QKV, *k = q + QD, *v = q + QD + KD;
-        TRY(dkv_bk_scores(b->blas, b->score, q + (size_t)(x->s_b - x->q0) * QKV, QKV, x->B, k, QKV, x->nq, H, Hkv, D,
+        DKV_TRY(dkv_bk_scores(b->blas, b->score, q + (size_t)(x->s_b - x->q0) * QKV, QKV, x->B, k, QKV, x->nq, H, Hkv, D,
                           b->score_ws, b->score_ws_bytes, b->st, err));
-        TRY(dkv_cuda_topk(b->sel, b->score, Hkv, x->nq, x->keep, x->s_b - x->q0, x->s_b - x->q0 + x->B, x->shared_set,
+        DKV_TRY(dkv_cuda_topk(b->sel, b->score, Hkv, x->nq, x->keep, x->s_b - x->q0, x->s_b - x->q0 + x->B, x->shared_set,
                           b->st, err));
-        TRY(dkv_bk_pack_paged(&b->pool, b->d_table + x->tb, l, k, v, QKV, b->sel, x->keep, x->shared_set, b->st, err));
+        DKV_TRY(dkv_bk_pack_paged(&b->pool, b->d_table + x->tb, l, k, v, QKV, b->sel, x->keep, x->shared_set, b->st, err));
         b->launches[DKV_KCLASS_KV_GATHER] += 5;
+        if (b->kv_fp8) {   /* the kept rows, in slots [0, keep), stored as FP8 */
+            DKV_TRY(fp8_scales(b, err));
+            DKV_TRY(dkv_cuda_kv_fp8_store(&b->pool, b->d_table + x->tb, b->fp8_scale, l, 0, x->keep, x->keep, b->st, err));
+        }
+    }
+    return DKV_OK;
+}
+
+/* FP8 KV scales (kv_fp8.cu), one per pool block x layer x k|v x head, allocated at first use
+ * and zeroed. */
+static dkv_status fp8_scales(dkv_cuda_backend *b, dkv_err *err)
+{
+    if (b->fp8_scale)
+        return DKV_OK;
+    size_t bytes = ((size_t)b->n_pool + b->n_staging + 1) * b->m.n_layers * 2 * b->m.n_kv_heads * sizeof(float);
+    DKV_CU(cudaMalloc((void **)&b->fp8_scale, bytes));
+    DKV_CU(cudaMemsetAsync(b->fp8_scale, 0, bytes, b->st));
+    return DKV_OK;
+}
+
+/* FP8 KV: the rows each storing item wrote into layer l are quantized in place before attention
+ * reads them (dual's Reuse attends its own block from the pool). */
+static dkv_status fp8_layer(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
+{
+    DKV_TRY(fp8_scales(b, err));
+    for (uint32_t i = 0; i < n; i++) {
+        const bk_item *x = &b->items[i];
+        if (x->write != BK_W_STORE || !x->w_n)
+            continue;
+        uint32_t hi = x->w_lo + x->w_n, valid = x->need_tokens > hi ? x->need_tokens : hi;
+        DKV_TRY(dkv_cuda_kv_fp8_store(&b->pool, b->d_table + x->tb, b->fp8_scale, l, x->w_lo, hi, valid, b->st, err));
+        b->launches[DKV_KCLASS_KV_STORE]++;
     }
     return DKV_OK;
 }
@@ -423,46 +459,48 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
     }
     uint32_t *launch = b->launches;
     bk_mark(b, DKV_KCLASS_ELEMENTWISE);
-    TRY(dkv_bk_reset(b->d_items, n, b->mask_id, st, err));
+    DKV_TRY(dkv_bk_reset(b->d_items, n, b->mask_id, st, err));
     for (uint32_t i = 0; i < n; i++) {
         const bk_item *x = &b->items[i];
-        TRY(dkv_cuda_embedding(b->x + (size_t)x->off * C, b->d_canvas + b->rq[x->req].canvas_off + x->q0, w->wte,
+        DKV_TRY(dkv_cuda_embedding(b->x + (size_t)x->off * C, b->d_canvas + b->rq[x->req].canvas_off + x->q0, w->wte,
                                x->nq, C, m->vocab, st, err));
     }
     launch[DKV_KCLASS_ELEMENTWISE] += 1 + n;
     for (uint32_t l = 0; l < m->n_layers; l++) {
         const dkv_cuda_layer *Ly = &w->layers[l];
         bk_mark(b, DKV_KCLASS_ELEMENTWISE);
-        TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
+        DKV_TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
         bk_mark(b, DKV_KCLASS_QKV);
-        TRY(dkv_cuda_gemm(b->ctx, b->qkv, b->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
+        DKV_TRY(dkv_cuda_gemm(b->ctx, b->qkv, b->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
         if (any_store) {   /* RoPE and the store of every row (rows not kept go to the discard block) */
             bk_mark(b, DKV_KCLASS_KV_STORE);
-            TRY(dkv_cuda_rope_kv_store_at(&b->pool, b->d_table, l, b->qkv, QKV, b->d_pos, b->d_spos, T, H,
+            DKV_TRY(dkv_cuda_rope_kv_store_at(&b->pool, b->d_table, l, b->qkv, QKV, b->d_pos, b->d_spos, T, H,
                                           (float)m->rope_theta, st, err));
             launch[DKV_KCLASS_KV_STORE]++;
+            if (b->kv_fp8)
+                DKV_TRY(fp8_layer(b, n, l, err));
         } else {
             bk_mark(b, DKV_KCLASS_ELEMENTWISE);
-            TRY(dkv_cuda_rope(b->qkv, QKV, b->d_pos, T, H + Hkv, D, (float)m->rope_theta, st, err));
+            DKV_TRY(dkv_cuda_rope(b->qkv, QKV, b->d_pos, T, H + Hkv, D, (float)m->rope_theta, st, err));
             launch[DKV_KCLASS_ELEMENTWISE]++;
         }
         launch[DKV_KCLASS_ELEMENTWISE]++, launch[DKV_KCLASS_QKV]++;
         if (any_select) {
             bk_mark(b, DKV_KCLASS_KV_GATHER);
-            TRY(layer_select(b, n, l, err));
+            DKV_TRY(layer_select(b, n, l, err));
         }
         bk_mark(b, DKV_KCLASS_ATTN);
-        TRY(layer_attention(b, n, l, err));
+        DKV_TRY(layer_attention(b, n, l, err));
         bk_mark(b, DKV_KCLASS_O);
-        TRY(dkv_cuda_gemm(b->ctx, b->x, b->att, Ly->wo, NULL, T, QD, C, 1.0f, err));
+        DKV_TRY(dkv_cuda_gemm(b->ctx, b->x, b->att, Ly->wo, NULL, T, QD, C, 1.0f, err));
         bk_mark(b, DKV_KCLASS_ELEMENTWISE);
-        TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->ffn_norm, T, C, w->rms_eps, st, err));
+        DKV_TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->ffn_norm, T, C, w->rms_eps, st, err));
         bk_mark(b, DKV_KCLASS_FFN);
-        TRY(dkv_cuda_gemm(b->ctx, b->gu, b->h, Ly->wgu, NULL, T, C, 2 * F, 0.0f, err));
+        DKV_TRY(dkv_cuda_gemm(b->ctx, b->gu, b->h, Ly->wgu, NULL, T, C, 2 * F, 0.0f, err));
         bk_mark(b, DKV_KCLASS_ELEMENTWISE);
-        TRY(dkv_cuda_swiglu(b->ff, b->gu, b->gu + F, 2 * F, T, F, st, err));
+        DKV_TRY(dkv_cuda_swiglu(b->ff, b->gu, b->gu + F, 2 * F, T, F, st, err));
         bk_mark(b, DKV_KCLASS_FFN);
-        TRY(dkv_cuda_gemm(b->ctx, b->x, b->ff, Ly->wdown, NULL, T, F, C, 1.0f, err));
+        DKV_TRY(dkv_cuda_gemm(b->ctx, b->x, b->ff, Ly->wdown, NULL, T, F, C, 1.0f, err));
         launch[DKV_KCLASS_O]++, launch[DKV_KCLASS_ELEMENTWISE] += 2, launch[DKV_KCLASS_FFN] += 2;
     }
     if (R > 0) {
@@ -472,18 +510,18 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
             if (!x->R)
                 continue;
             uint32_t first = x->off + (x->R == x->nq ? 0 : x->s_b - x->q0);
-            TRY(dkv_cuda_rmsnorm(b->h + (size_t)x->lr * C, b->x + (size_t)first * C, w->ln_f, x->R, C, w->rms_eps, st,
+            DKV_TRY(dkv_cuda_rmsnorm(b->h + (size_t)x->lr * C, b->x + (size_t)first * C, w->ln_f, x->R, C, w->rms_eps, st,
                                  err));
             launch[DKV_KCLASS_LM_HEAD]++;
         }
         uint32_t chunk = b->logit_chunk;
         if (plan->max_logit_rows && plan->max_logit_rows < chunk)
             chunk = plan->max_logit_rows;
-        TRY(dkv_cuda_lm_head_argmax(b->ctx, b->argmax, b->conf, b->h, w->lm_head, R, C, m->vocab, chunk, b->logits,
+        DKV_TRY(dkv_cuda_lm_head_argmax(b->ctx, b->argmax, b->conf, b->h, w->lm_head, R, C, m->vocab, chunk, b->logits,
                                     err));
         launch[DKV_KCLASS_LM_HEAD] += 2 * cdiv(R, chunk);
         bk_mark(b, DKV_KCLASS_ELEMENTWISE);
-        TRY(dkv_bk_unmask(b->d_items, n, b->argmax, b->conf, b->mask_id, st, err));
+        DKV_TRY(dkv_bk_unmask(b->d_items, n, b->argmax, b->conf, b->mask_id, st, err));
         launch[DKV_KCLASS_ELEMENTWISE]++;
     }
     return DKV_OK;

@@ -53,6 +53,9 @@ typedef struct bk_req {
     uint64_t canvas_off;         /* tokens into the canvas slab */
     uint32_t cur_block, masked;  /* host mirror of the unmask rule */
     int32_t  host_slot;          /* host tier slot, -1 none */
+    bool     lr_valid;           /* the slot holds a low-rank form of blocks [lr_start, lr_end) */
+    uint32_t lr_start, lr_end;   /* table indices (blocks of the canvas) */
+    uint32_t lr_m, lr_r;         /* tokens and rank of the form: bf16 Q (batch, m, r), B (batch, r, D) */
 } bk_req;
 
 /* What one item does in the forward (host side, built per step). */
@@ -101,7 +104,11 @@ typedef struct dkv_cuda_backend {
     dkv_cuda_ctx     *ctx;
     cudaStream_t      st, cp;               /* compute, copy */
     dkv_cuda_weights *w;
-    uint64_t          kvbpt;                /* KV bytes per token, all layers */
+    uint64_t          kvbpt;                /* KV bytes per token, all layers, as the device pool holds
+                                               them (bf16) */
+    bool              kv_fp8;               /* the model's KV is FP8: stored rows are quantized in
+                                               place (kv_fp8.cu) */
+    float            *fp8_scale;            /* its scales, per pool block x layer x k|v x head (lazy) */
 
     /* the arena: [pool | staging | discard] */
     void            *arena;
@@ -172,6 +179,10 @@ typedef struct dkv_cuda_backend {
     dkv_bf16 *lr_out;                       /* bf16 staging of the projection for the copy */
     size_t    lr_cap;                       /* matrices the buffers hold */
     float    *h_err;                        /* pinned: errors read back, err_stride per copy slot */
+    dkv_bf16 *lr_in;                        /* a fetched low-rank form, before its reconstruction */
+    size_t    lr_in_bytes;
+    cudaEvent_t lr_in_ev;                   /* the last reconstruction has read lr_in */
+    bool      lr_in_used;
     uint32_t  err_stride;
 
     /* step measurement */
@@ -213,19 +224,6 @@ double bk_now(void);
 
 /* Status plumbing shared by the backend's host files: TRY returns a failed dkv_status;
  * CU turns a CUDA error into DKV_EIO naming file:line and the call (needs `dkv_err *err`). */
-#define TRY(call)                          \
-    do {                                   \
-        dkv_status s_ = (call);            \
-        if (s_ != DKV_OK)                  \
-            return s_;                     \
-    } while (0)
-#define CU(call)                                                                                      \
-    do {                                                                                              \
-        cudaError_t e_ = (call);                                                                      \
-        if (e_ != cudaSuccess)                                                                        \
-            return dkv_err_set(err, DKV_EIO, "cuda backend: %s:%d: %s: %s", __FILE__, __LINE__, #call, \
-                               cudaGetErrorString(e_));                                               \
-    } while (0)
 
 #ifdef __cplusplus
 }

@@ -7,14 +7,7 @@
 
 #include "cuda/dkv_cuda.h"
 
-/* A CUDA runtime call inside an entry or launcher: on failure, fill err and return DKV_EIO. */
-#define DKV_CU(call)                                                                              \
-    do {                                                                                          \
-        cudaError_t e_ = (call);                                                                  \
-        if (e_ != cudaSuccess)                                                                    \
-            return dkv_err_set(err, DKV_EIO, "%s:%d: %s: CUDA error %s (%s)", __FILE__, __LINE__, \
-                               #call, cudaGetErrorName(e_), cudaGetErrorString(e_));              \
-    } while (0)
+/* A CUDA runtime call inside an entry or launcher: DKV_CU (dkv_cuda.h). */
 
 /* Argument check inside an entry: the message names the call and the condition. */
 #define DKV_ARG(cond, fn)                                                                          \

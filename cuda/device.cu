@@ -48,19 +48,10 @@ extern "C" dkv_status dkv_cuda_ctx_new(int device, dkv_cuda_ctx **out, dkv_err *
     c->lt_ws_bytes = 32u << 20;
     dkv_status st = DKV_OK;
     cublasStatus_t bs;
-#define TRY(call)                                                                                   \
-    do {                                                                                            \
-        cudaError_t e_ = (call);                                                                    \
-        if (e_ != cudaSuccess) {                                                                    \
-            st = dkv_err_set(err, DKV_EIO, "dkv_cuda_ctx_new: %s: %s", #call, cudaGetErrorString(e_)); \
-            goto fail;                                                                              \
-        }                                                                                           \
-    } while (0)
-    TRY(cudaSetDevice(device));
-    TRY(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
-    TRY(cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking));
-    TRY(cudaMalloc(&c->lt_ws, c->lt_ws_bytes));
-#undef TRY
+    DKV_CU_OR(st, cudaSetDevice(device), fail);
+    DKV_CU_OR(st, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), fail);
+    DKV_CU_OR(st, cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking), fail);
+    DKV_CU_OR(st, cudaMalloc(&c->lt_ws, c->lt_ws_bytes), fail);
     bs = cublasLtCreate(&c->lt);
     if (bs != CUBLAS_STATUS_SUCCESS) {
         st = dkv_err_set(err, DKV_EIO, "dkv_cuda_ctx_new: cublasLtCreate failed (status %d)", (int)bs);

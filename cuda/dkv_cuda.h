@@ -38,6 +38,27 @@ extern "C" {
 #include "ref/ref.h"
 #include "util/status.h"
 
+/* A failed CUDA runtime call as a dkv status, the one definition: DKV_EIO naming the function, the
+ * file:line and the call; the enclosing function has a dkv_err *err.  DKV_CU returns it,
+ * DKV_CU_OR(st, call, label) stores it in st and jumps to label. */
+#define DKV_CU_STATUS(e, call)                                                                                \
+    dkv_err_set(err, DKV_EIO, "%s: %s:%d: %s: CUDA error %s (%s)", __func__, __FILE__, __LINE__, #call,      \
+                cudaGetErrorName(e), cudaGetErrorString(e))
+#define DKV_CU(call)                                    \
+    do {                                                \
+        cudaError_t dkv_cu_e_ = (call);                 \
+        if (dkv_cu_e_ != cudaSuccess)                   \
+            return DKV_CU_STATUS(dkv_cu_e_, call);      \
+    } while (0)
+#define DKV_CU_OR(st, call, label)                      \
+    do {                                                \
+        cudaError_t dkv_cu_e_ = (call);                 \
+        if (dkv_cu_e_ != cudaSuccess) {                 \
+            (st) = DKV_CU_STATUS(dkv_cu_e_, call);      \
+            goto label;                                 \
+        }                                               \
+    } while (0)
+
 typedef uint16_t dkv_bf16;   /* bf16 bits, as stored */
 
 /* ------------------------------------------------------------------ device and context */
@@ -145,6 +166,24 @@ size_t dkv_cuda_kv_offset(const dkv_cuda_kv_pool *pool, uint32_t layer, uint32_t
 dkv_status dkv_cuda_kv_store(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, uint32_t layer,
                              const dkv_bf16 *k, const dkv_bf16 *v, uint32_t ld, const uint32_t *pos, uint32_t T,
                              cudaStream_t s, dkv_err *err);
+
+/* FP8 KV (kv_fp8.cu): after a store of layer `layer` at canvas positions [tok_lo, tok_hi) of a sequence
+ * (block_table, device), the rows of the blocks it touched are quantized to e4m3 with one fp32
+ * scale per (pool block id, layer, k|v, kv head) in scales (device, n_layers*2*n_kv_heads floats
+ * per pool block id, zeroed before first use) and dequantized in place: the pool stays bf16 and
+ * holds what attention would read from an FP8 pool (docs/GPU.md "Lossy policies").  tok_valid
+ * (>= tok_hi): positions below it were stored; rows of those blocks in [tok_hi, tok_valid) and
+ * below tok_lo are older rows, quantized again when the scale grows (the CPU backend's rule). */
+dkv_status dkv_cuda_kv_fp8_store(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, float *scales,
+                                 uint32_t layer, uint32_t tok_lo, uint32_t tok_hi, uint32_t tok_valid, cudaStream_t s,
+                                 dkv_err *err);
+
+/* Low-rank reconstruction (lowrank_decompress.cu): for each of the n_layers*2*n_kv_heads
+ * matrices lkh = (layer*2 + kv)*n_kv_heads + head, rows Q[lkh] (m x r) B[lkh] (r x head_dim)
+ * (bf16, row-major, contiguous per matrix: cuda/lowrank.h's outputs staged as bf16) are written
+ * at canvas positions [0, m) of block_table (device).  r <= head_dim. */
+dkv_status dkv_cuda_lowrank_decompress(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, const dkv_bf16 *Q,
+                                       const dkv_bf16 *B, uint32_t m, uint32_t r, cudaStream_t s, dkv_err *err);
 
 /* RoPE and KV store in one launch: qkv rows (T, stride ld) hold n_heads q heads, then
  * pool->n_kv_heads k heads, then as many v heads, of pool->head_dim each.  The q and k heads are

@@ -7,18 +7,6 @@
 
 #include "cuda/dkv_cuda.h"
 
-#define CU(call, what)                                                                          \
-    do {                                                                                        \
-        cudaError_t e_ = (call);                                                                \
-        if (e_ != cudaSuccess)                                                                  \
-            return dkv_err_set(err, DKV_EIO, "%s: %s: %s", what, #call, cudaGetErrorString(e_)); \
-    } while (0)
-#define TRY(call)                          \
-    do {                                   \
-        dkv_status s_ = (call);            \
-        if (s_ != DKV_OK)                  \
-            return s_;                     \
-    } while (0)
 
 /* ------------------------------------------------------------------ weights */
 
@@ -31,7 +19,7 @@ static size_t layer_elems(const dkv_model *m)
 dkv_status dkv_cuda_weights_new(const dkv_model *m, float rms_eps, dkv_cuda_weights **out, dkv_err *err)
 {
     *out = NULL;
-    TRY(dkv_model_validate(m, err));
+    DKV_TRY(dkv_model_validate(m, err));
     dkv_cuda_weights *w = calloc(1, sizeof *w);
     if (!w || !(w->layers = calloc(m->n_layers, sizeof *w->layers))) {
         free(w);
@@ -89,21 +77,21 @@ dkv_status dkv_cuda_weights_randomize(dkv_cuda_weights *w, uint64_t seed, cudaSt
     size_t C = m->hidden, V = m->vocab, F = m->ffn, QD = (size_t)m->n_heads * m->head_dim,
            QKV = QD + 2 * (size_t)m->n_kv_heads * m->head_dim;
     uint64_t k = seed * 1000003u;
-    TRY(dkv_cuda_fill_random(w->wte, V * C, k++, 1.0f, 0.0f, s, err));
+    DKV_TRY(dkv_cuda_fill_random(w->wte, V * C, k++, 1.0f, 0.0f, s, err));
     for (uint32_t l = 0; l < m->n_layers; l++) {
         dkv_cuda_layer *L = &w->layers[l];
-        TRY(dkv_cuda_fill_random(L->attn_norm, C, k++, 0.1f, 1.0f, s, err));
-        TRY(dkv_cuda_fill_random(L->wqkv, QKV * C, k++, 1.0f / sqrtf((float)C), 0.0f, s, err));
+        DKV_TRY(dkv_cuda_fill_random(L->attn_norm, C, k++, 0.1f, 1.0f, s, err));
+        DKV_TRY(dkv_cuda_fill_random(L->wqkv, QKV * C, k++, 1.0f / sqrtf((float)C), 0.0f, s, err));
         if (L->bqkv)
-            TRY(dkv_cuda_fill_random(L->bqkv, QKV, k++, 0.02f, 0.0f, s, err));
-        TRY(dkv_cuda_fill_random(L->wo, C * QD, k++, 1.0f / sqrtf((float)QD), 0.0f, s, err));
-        TRY(dkv_cuda_fill_random(L->ffn_norm, C, k++, 0.1f, 1.0f, s, err));
-        TRY(dkv_cuda_fill_random(L->wgu, 2 * F * C, k++, 1.0f / sqrtf((float)C), 0.0f, s, err));
-        TRY(dkv_cuda_fill_random(L->wdown, C * F, k++, 1.0f / sqrtf((float)F), 0.0f, s, err));
+            DKV_TRY(dkv_cuda_fill_random(L->bqkv, QKV, k++, 0.02f, 0.0f, s, err));
+        DKV_TRY(dkv_cuda_fill_random(L->wo, C * QD, k++, 1.0f / sqrtf((float)QD), 0.0f, s, err));
+        DKV_TRY(dkv_cuda_fill_random(L->ffn_norm, C, k++, 0.1f, 1.0f, s, err));
+        DKV_TRY(dkv_cuda_fill_random(L->wgu, 2 * F * C, k++, 1.0f / sqrtf((float)C), 0.0f, s, err));
+        DKV_TRY(dkv_cuda_fill_random(L->wdown, C * F, k++, 1.0f / sqrtf((float)F), 0.0f, s, err));
     }
-    TRY(dkv_cuda_fill_random(w->ln_f, C, k++, 0.1f, 1.0f, s, err));
+    DKV_TRY(dkv_cuda_fill_random(w->ln_f, C, k++, 0.1f, 1.0f, s, err));
     if (!m->tied_embeddings)
-        TRY(dkv_cuda_fill_random(w->lm_head, V * C, k++, 1.0f / sqrtf((float)C), 0.0f, s, err));
+        DKV_TRY(dkv_cuda_fill_random(w->lm_head, V * C, k++, 1.0f / sqrtf((float)C), 0.0f, s, err));
     return DKV_OK;
 }
 
@@ -134,28 +122,28 @@ dkv_status dkv_cuda_weights_upload(dkv_cuda_weights *w, const dkv_ref_weights *r
                            "in shape", r->m.name, m->name);
     size_t C = m->hidden, V = m->vocab, F = m->ffn, QD = (size_t)m->n_heads * m->head_dim,
            KD = (size_t)m->n_kv_heads * m->head_dim;
-    TRY(put(w->wte, r->wte, V * C, err));
+    DKV_TRY(put(w->wte, r->wte, V * C, err));
     for (uint32_t l = 0; l < m->n_layers; l++) {
         const dkv_ref_layer *R = &r->layers[l];
         dkv_cuda_layer *L = &w->layers[l];
-        TRY(put(L->attn_norm, R->attn_norm, C, err));
-        TRY(put(L->wqkv, R->wq, QD * C, err));
-        TRY(put(L->wqkv + QD * C, R->wk, KD * C, err));
-        TRY(put(L->wqkv + (QD + KD) * C, R->wv, KD * C, err));
+        DKV_TRY(put(L->attn_norm, R->attn_norm, C, err));
+        DKV_TRY(put(L->wqkv, R->wq, QD * C, err));
+        DKV_TRY(put(L->wqkv + QD * C, R->wk, KD * C, err));
+        DKV_TRY(put(L->wqkv + (QD + KD) * C, R->wv, KD * C, err));
         if (m->qkv_bias) {
-            TRY(put(L->bqkv, R->bq, QD, err));
-            TRY(put(L->bqkv + QD, R->bk, KD, err));
-            TRY(put(L->bqkv + QD + KD, R->bv, KD, err));
+            DKV_TRY(put(L->bqkv, R->bq, QD, err));
+            DKV_TRY(put(L->bqkv + QD, R->bk, KD, err));
+            DKV_TRY(put(L->bqkv + QD + KD, R->bv, KD, err));
         }
-        TRY(put(L->wo, R->wo, C * QD, err));
-        TRY(put(L->ffn_norm, R->ffn_norm, C, err));
-        TRY(put(L->wgu, R->w_gate, F * C, err));
-        TRY(put(L->wgu + F * C, R->w_up, F * C, err));
-        TRY(put(L->wdown, R->w_down, C * F, err));
+        DKV_TRY(put(L->wo, R->wo, C * QD, err));
+        DKV_TRY(put(L->ffn_norm, R->ffn_norm, C, err));
+        DKV_TRY(put(L->wgu, R->w_gate, F * C, err));
+        DKV_TRY(put(L->wgu + F * C, R->w_up, F * C, err));
+        DKV_TRY(put(L->wdown, R->w_down, C * F, err));
     }
-    TRY(put(w->ln_f, r->ln_f, C, err));
+    DKV_TRY(put(w->ln_f, r->ln_f, C, err));
     if (!m->tied_embeddings)
-        TRY(put(w->lm_head, r->lm_head, V * C, err));
+        DKV_TRY(put(w->lm_head, r->lm_head, V * C, err));
     return DKV_OK;
 }
 
@@ -252,11 +240,11 @@ static dkv_status layer_attention(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, 
     dkv_bf16 *k = s->qkv + QD, *v = s->qkv + QD + KD;   /* rotated, and stored (W_STORE), by the step */
     if (p->write == W_SELECT) {   /* score own keys by the block's queries, keep the top k, pack */
         uint32_t blk = a->block_start - p->q0;
-        TRY(dkv_cuda_attn_scores(s->score, s->qkv + (size_t)blk * QKV, QKV, a->block_len, k, QKV, p->nq, H, Hkv, D,
+        DKV_TRY(dkv_cuda_attn_scores(s->score, s->qkv + (size_t)blk * QKV, QKV, a->block_len, k, QKV, p->nq, H, Hkv, D,
                                  s->score_ws, st, err));
-        TRY(dkv_cuda_topk(s->sel, s->score, Hkv, p->nq, p->keep, a->block_start, a->block_start + a->block_len,
+        DKV_TRY(dkv_cuda_topk(s->sel, s->score, Hkv, p->nq, p->keep, a->block_start, a->block_start + a->block_len,
                           a->shared_set, st, err));
-        TRY(dkv_cuda_kv_pack(seq->k_packed[l], seq->v_packed[l], k, v, QKV, s->sel, Hkv, D, p->keep, a->shared_set,
+        DKV_TRY(dkv_cuda_kv_pack(seq->k_packed[l], seq->v_packed[l], k, v, QKV, s->sel, Hkv, D, p->keep, a->shared_set,
                              st, err));
     }
     if (p->cache == DKV_KV_SRC_NONE && p->nq >= DENSE_MIN_TOKENS)   /* Refresh: tensor cores */
@@ -329,39 +317,39 @@ dkv_status dkv_cuda_step(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, const dkv
         return dkv_err_set(err, DKV_EINVAL, "dkv_cuda_step: mode %s needs a KV pool and a block table",
                            dkv_ref_cache_mode_name(a->mode));
     plan p;
-    TRY(make_plan(a, seq, &p, err));
+    DKV_TRY(make_plan(a, seq, &p, err));
     if (p.nq > s->max_tokens)
         return dkv_err_set(err, DKV_EINVAL, "dkv_cuda_step: %u rows exceed the scratch's %u", p.nq, s->max_tokens);
     cudaStream_t st = dkv_cuda_ctx_stream(ctx);
     uint32_t C = m->hidden, F = m->ffn, D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, QD = H * D,
              QKV = QD + 2 * Hkv * D, T = p.nq;
-    TRY(dkv_cuda_embedding(s->x, seq->tokens + p.q0, w->wte, T, C, m->vocab, st, err));
+    DKV_TRY(dkv_cuda_embedding(s->x, seq->tokens + p.q0, w->wte, T, C, m->vocab, st, err));
     for (uint32_t l = 0; l < m->n_layers; l++) {
         const dkv_cuda_layer *Ly = &w->layers[l];
-        TRY(dkv_cuda_rmsnorm(s->h, s->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
-        TRY(dkv_cuda_gemm(ctx, s->qkv, s->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
+        DKV_TRY(dkv_cuda_rmsnorm(s->h, s->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
+        DKV_TRY(dkv_cuda_gemm(ctx, s->qkv, s->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
         /* q and k heads are adjacent in the fused row: one launch turns both and, with a pool,
          * stores the rows [w_lo, w_hi) of K (rotated) and V */
         if (pool) {
             uint32_t lo = p.write == W_STORE ? p.w_lo - p.q0 : 0, hi = p.write == W_STORE ? p.w_hi - p.q0 : 0;
-            TRY(dkv_cuda_rope_kv_store(pool, seq->block_table, l, s->qkv, QKV, seq->pos + p.q0, T, H, lo,
+            DKV_TRY(dkv_cuda_rope_kv_store(pool, seq->block_table, l, s->qkv, QKV, seq->pos + p.q0, T, H, lo,
                                        hi > lo ? hi : lo, (float)m->rope_theta, st, err));
         } else {
-            TRY(dkv_cuda_rope(s->qkv, QKV, seq->pos + p.q0, T, H + Hkv, D, (float)m->rope_theta, st, err));
+            DKV_TRY(dkv_cuda_rope(s->qkv, QKV, seq->pos + p.q0, T, H + Hkv, D, (float)m->rope_theta, st, err));
         }
-        TRY(layer_attention(ctx, w, pool, seq, s, a, &p, l, err));
-        TRY(dkv_cuda_gemm(ctx, s->x, s->att, Ly->wo, NULL, T, QD, C, 1.0f, err));
-        TRY(dkv_cuda_rmsnorm(s->h, s->x, Ly->ffn_norm, T, C, w->rms_eps, st, err));
-        TRY(dkv_cuda_gemm(ctx, s->gu, s->h, Ly->wgu, NULL, T, C, 2 * F, 0.0f, err));
-        TRY(dkv_cuda_swiglu(s->ff, s->gu, s->gu + F, 2 * F, T, F, st, err));
-        TRY(dkv_cuda_gemm(ctx, s->x, s->ff, Ly->wdown, NULL, T, F, C, 1.0f, err));
+        DKV_TRY(layer_attention(ctx, w, pool, seq, s, a, &p, l, err));
+        DKV_TRY(dkv_cuda_gemm(ctx, s->x, s->att, Ly->wo, NULL, T, QD, C, 1.0f, err));
+        DKV_TRY(dkv_cuda_rmsnorm(s->h, s->x, Ly->ffn_norm, T, C, w->rms_eps, st, err));
+        DKV_TRY(dkv_cuda_gemm(ctx, s->gu, s->h, Ly->wgu, NULL, T, C, 2 * F, 0.0f, err));
+        DKV_TRY(dkv_cuda_swiglu(s->ff, s->gu, s->gu + F, 2 * F, T, F, st, err));
+        DKV_TRY(dkv_cuda_gemm(ctx, s->x, s->ff, Ly->wdown, NULL, T, F, C, 1.0f, err));
     }
     if (p.write == W_SELECT)
         seq->packed_tokens = p.keep;
     else if (a->mode == DKV_REF_CACHE_SPARSE && a->step == 0)
         seq->packed_tokens = 0;
     dkv_bf16 *blk = s->x + (size_t)(a->block_start - p.q0) * C, *hid = block_hidden ? block_hidden : s->h;
-    TRY(dkv_cuda_rmsnorm(hid, blk, w->ln_f, a->block_len, C, w->rms_eps, st, err));
+    DKV_TRY(dkv_cuda_rmsnorm(hid, blk, w->ln_f, a->block_len, C, w->rms_eps, st, err));
     uint32_t chunk = a->logit_chunk && a->logit_chunk < s->logit_chunk ? a->logit_chunk : s->logit_chunk;
     return dkv_cuda_lm_head_argmax(ctx, argmax, conf, hid, w->lm_head, a->block_len, C, m->vocab, chunk, s->logits,
                                    err);

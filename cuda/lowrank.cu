@@ -145,12 +145,6 @@ static dkv_status launch_relerr(const float *X, const float *E, size_t mn, float
             return dkv_err_set(err, DKV_EIO, "%s:%d: %s: cuBLAS status %d", __FILE__, __LINE__, #call, \
                                (int)b_);                                                           \
     } while (0)
-#define TRY(call)               \
-    do {                        \
-        dkv_status s_ = (call); \
-        if (s_ != DKV_OK)       \
-            return s_;          \
-    } while (0)
 
 /* Q (r x m col-major, i.e. row-major m x r) = orth(Y): shifted CholeskyQR, twice.  Y is clobbered. */
 static dkv_status orth(dkv_cuda_lowrank *lr, uint32_t m, uint32_t r, uint32_t b, dkv_err *err)
@@ -160,7 +154,7 @@ static dkv_status orth(dkv_cuda_lowrank *lr, uint32_t m, uint32_t r, uint32_t b,
     for (int pass = 0; pass < 2; pass++) {
         BL(cublasSgemmStridedBatched(lr->h, CUBLAS_OP_N, CUBLAS_OP_T, r, r, m, &one, in, r, (long long)m * r, in, r,
                                      (long long)m * r, &zero, lr->G, r, (long long)r * r, b));
-        TRY(launch_cholinv(lr->G, lr->Linv, r, b, lr->s, err));
+        DKV_TRY(launch_cholinv(lr->G, lr->Linv, r, b, lr->s, err));
         BL(cublasSgemmStridedBatched(lr->h, CUBLAS_OP_N, CUBLAS_OP_N, r, m, r, &one, lr->Linv, r, (long long)r * r, in,
                                      r, (long long)m * r, &zero, out, r, (long long)m * r, b));
         float *t = in;
@@ -177,16 +171,16 @@ static dkv_status compress_piece(dkv_cuda_lowrank *lr, const dkv_bf16 *A, uint32
 {
     const float one = 1.0f, zero = 0.0f, minus = -1.0f;
     const long long mn = (long long)m * n, mr = (long long)m * r, nr = (long long)n * r;
-    TRY(launch_convert(lr->X, A, (size_t)b * mn, lr->s, err));
+    DKV_TRY(launch_convert(lr->X, A, (size_t)b * mn, lr->s, err));
     BL(cublasSgemmStridedBatched(lr->h, CUBLAS_OP_N, CUBLAS_OP_N, r, m, n, &one, lr->Om, r, 0, lr->X, n, mn, &zero,
                                  lr->Y, r, mr, b));
-    TRY(orth(lr, m, r, b, err));
+    DKV_TRY(orth(lr, m, r, b, err));
     for (uint32_t it = 0; it < power; it++) {
         BL(cublasSgemmStridedBatched(lr->h, CUBLAS_OP_N, CUBLAS_OP_T, r, n, m, &one, lr->Q, r, mr, lr->X, n, mn,
                                      &zero, lr->Z, r, nr, b));
         BL(cublasSgemmStridedBatched(lr->h, CUBLAS_OP_N, CUBLAS_OP_N, r, m, n, &one, lr->Z, r, nr, lr->X, n, mn,
                                      &zero, lr->Y, r, mr, b));
-        TRY(orth(lr, m, r, b, err));
+        DKV_TRY(orth(lr, m, r, b, err));
     }
     BL(cublasSgemmStridedBatched(lr->h, CUBLAS_OP_N, CUBLAS_OP_T, n, r, m, &one, lr->X, n, mn, lr->Q, r, mr, &zero,
                                  lr->Bw, n, nr, b));
@@ -194,7 +188,7 @@ static dkv_status compress_piece(dkv_cuda_lowrank *lr, const dkv_bf16 *A, uint32
         DKV_CU(cudaMemcpyAsync(lr->E, lr->X, (size_t)b * mn * sizeof(float), cudaMemcpyDeviceToDevice, lr->s));
         BL(cublasSgemmStridedBatched(lr->h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, r, &minus, lr->Bw, n, nr, lr->Q, r, mr,
                                      &one, lr->E, n, mn, b));
-        TRY(launch_relerr(lr->X, lr->E, (size_t)mn, rel, b, lr->s, err));
+        DKV_TRY(launch_relerr(lr->X, lr->E, (size_t)mn, rel, b, lr->s, err));
     }
     if (Q)
         DKV_CU(cudaMemcpyAsync(Q, lr->Q, (size_t)b * mr * sizeof(float), cudaMemcpyDeviceToDevice, lr->s));
@@ -285,7 +279,7 @@ extern "C" dkv_status dkv_cuda_lowrank_compress(dkv_cuda_lowrank *lr, const dkv_
     DKV_CU(cudaMemcpyAsync(lr->Om, lr->h_om, (size_t)n * rank * sizeof(float), cudaMemcpyHostToDevice, lr->s));
     for (uint32_t i0 = 0; i0 < batch; i0 += lr->max_b) {
         uint32_t b = batch - i0 < lr->max_b ? batch - i0 : lr->max_b;
-        TRY(compress_piece(lr, A + (size_t)i0 * m * n, m, n, b, rank, power_iters, Q ? Q + (size_t)i0 * m * rank : NULL,
+        DKV_TRY(compress_piece(lr, A + (size_t)i0 * m * n, m, n, b, rank, power_iters, Q ? Q + (size_t)i0 * m * rank : NULL,
                            B ? B + (size_t)i0 * rank * n : NULL, rel_err ? rel_err + i0 : NULL, err));
     }
     return DKV_OK;

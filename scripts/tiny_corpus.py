@@ -17,6 +17,11 @@ spaces are collapsed; GCIDE's "[1913 Webster]"-style source tags are removed.  T
 part is capped (--gcide-mb) so the corpus stays well under 40 MB (it travels to the GPU machine).
 
     /usr/bin/python3 scripts/tiny_corpus.py [--out .corpus] [--seed 1234]
+    /usr/bin/python3 scripts/tiny_corpus.py --overlap      # held-out documents also in train.txt
+
+The split is by document, but the packages repeat a little text (the same fortune in two files):
+--overlap counts the held-out documents that occur verbatim in train.txt, and those whose first
+60 bytes open a training document, without rewriting anything.
 """
 import argparse
 import gzip
@@ -156,13 +161,32 @@ def write(path, docs):
     return {"bytes": len(blob), "documents": len(docs), "sha256": hashlib.sha256(blob).hexdigest()}
 
 
+def overlap(folder):
+    with open(os.path.join(folder, "train.txt"), "rb") as f:
+        train = f.read().split(SEP)
+    with open(os.path.join(folder, "heldout.txt"), "rb") as f:
+        held = f.read().split(SEP)
+    full = set(train)
+    heads = set(d[:60] for d in train if len(d) >= 60)
+    same = [d for d in held if d in full]
+    head = [d for d in held if len(d) >= 60 and d[:60] in heads]
+    total = sum(map(len, held))
+    print("tiny_corpus: %s: %d held-out documents (%d bytes): %d verbatim in train.txt (%d bytes, %.3f %%); "
+          "%d open like a training document (first 60 bytes; %d bytes, %.3f %%)"
+          % (folder, len(held), total, len(same), sum(map(len, same)), 100.0 * sum(map(len, same)) / total,
+             len(head), sum(map(len, head)), 100.0 * sum(map(len, head)) / total))
+
+
 def main():
     ap = argparse.ArgumentParser(description="builds .corpus/ for scripts/train_tiny_dllm.py")
     ap.add_argument("--out", default=".corpus")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--heldout", type=float, default=0.02, help="fraction of documents held out")
     ap.add_argument("--gcide-mb", type=float, default=10.0, help="cap on the dictionary part, MB")
+    ap.add_argument("--overlap", action="store_true", help="report held-out text also in train.txt, then stop")
     a = ap.parse_args()
+    if a.overlap:
+        return overlap(a.out)
     rng = random.Random(a.seed)
     sources = {"fortunes": (fortunes(), {}), "wordnet-base": (wordnet(), {}),
                "dict-gcide": gcide(int(a.gcide_mb * 1e6), random.Random(a.seed + 1))}

@@ -8,6 +8,12 @@ safetensors reading/writing it needs, and two commands:
                                tests/unit/test_ref_tiny.c checks core/ref against.  The committed
                                fixture tests/data/tiny-dllm-standin/ is made by
                                /usr/bin/python3 scripts/tiny_dllm_numpy.py standin tests/data/tiny-dllm-standin
+  generate MODEL_DIR TEXT [GEN [STEPS]]
+                               decodes GEN bytes (default 64) after the prompt TEXT with LLaDA's
+                               low-confidence remasking: blocks of 32 left to right, each in STEPS
+                               steps (default 32) that unmask the most confident masked positions
+                               (argmax over the whole vocabulary); no cache.  A slow float32
+                               reference of what the backends decode, for reading.
   verify MODEL_DIR             recomputes the logits of MODEL_DIR/check.safetensors (written by
                                train_tiny_dllm.py with torch) with this numpy forward and prints
                                the largest difference: a convention mismatch between the torch
@@ -184,9 +190,37 @@ def verify(model_dir):
     return 0 if worst < 2e-3 and i > 0 else 1
 
 
+def generate(model_dir, text, gen=64, steps=32, block=32):
+    W, meta = read_safetensors(model_dir + "/model.safetensors")
+    D, theta, eps = int(meta["head_dim"]), float(meta["rope_theta"]), float(meta["rms_eps"])
+    prompt = list(text.encode("utf-8"))
+    gen = (gen + block - 1) // block * block
+    tok = np.array(prompt + [MASK_ID] * gen, dtype=np.int64)
+    per = [block // steps + (1 if i < block % steps else 0) for i in range(steps)]
+    for b0 in range(len(prompt), len(tok), block):
+        for k in per:
+            masked = [p for p in range(b0, b0 + block) if tok[p] == MASK_ID]
+            if not masked or k == 0:
+                continue
+            logits = forward(W, tok, D, theta, eps)[masked]
+            z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            prob = z / z.sum(axis=-1, keepdims=True)
+            arg, conf = prob.argmax(-1), prob.max(-1)
+            for j in sorted(range(len(masked)), key=lambda j: (-conf[j], masked[j]))[:k]:
+                tok[masked[j]] = arg[j]
+    out = bytearray()
+    for t in tok[len(prompt):]:
+        if t == END_ID:
+            break
+        out += bytes([t]) if t < 256 else b"_"
+    print(repr(text), "->", repr(out.decode("utf-8", "replace")))
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "standin":
         standin(sys.argv[2], int(sys.argv[4]) if len(sys.argv) >= 5 and sys.argv[3] == "--seed" else 7)
+    elif len(sys.argv) >= 4 and sys.argv[1] == "generate":
+        generate(sys.argv[2], sys.argv[3], *[int(x) for x in sys.argv[4:6]])
     elif len(sys.argv) == 3 and sys.argv[1] == "verify":
         sys.exit(verify(sys.argv[2]))
     else:

@@ -1,5 +1,7 @@
 /* sim.c - the roofline + PCIe cost model of one step plan (see sim.h). */
-#include "sim/sim.h"
+#include "sim/sim_internal.h"
+
+#include "cost/profile.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -7,300 +9,333 @@
 
 dkv_sim_options dkv_sim_options_default(void)
 {
-    dkv_sim_options o = {.launch_overhead_s = -1.0, .gemm_eff = 1.0, .attn_eff = 1.0, .kernel_records = false};
+    dkv_sim_options o = {.launch_overhead_s = -1.0, .gemm_eff = 1.0, .attn_eff = 1.0, .kernel_records = false,
+                         .copy_model = DKV_SIM_COPY_OVERLAP, .first_use = true};
     return o;
 }
 
-/* Accumulated work of one kernel class (per layer or per step). */
-typedef struct kclass {
-    double flops, flops_eff;  /* flops_eff: fraction of peak */
-    double bytes_fast;        /* bytes at full bandwidth (read + write) */
-    double bytes_slow_time;   /* seconds of bandwidth-efficiency-weighted traffic (bytes / (bw*eff)) */
-    double rd, wr;            /* HBM bytes read / written */
-    uint32_t launches;
-} kclass;
+/* What the simulator keeps across the steps of a run. */
+typedef struct sim_state {
+    double    backlog_s;        /* copy-stream seconds still queued (stream copy model) */
+    uint64_t *seen;             /* shapes used so far (first-use costs), open addressing */
+    uint32_t  n_seen, cap_seen;
+} sim_state;
 
 _Static_assert(DKV_KCLASS_N <= DKV_GPU_KCLASS_MAX, "dkv_gpu.kclass must cover every kernel class");
 
-/* scale: the class's calibrated time over its roofline time (gpu preset kclass; 1 otherwise) */
-static double kclass_time(const kclass *k, double peak, double bw, double launch, double scale)
+/* What the roofline needs per class: peak fraction, calibrated scale and launch cost. */
+typedef struct rates {
+    double peak, bw;
+    double flops_eff[DKV_KCLASS_N], scale[DKV_KCLASS_N], launch[DKV_KCLASS_N];
+} rates;
+
+static void rates_init(const dkv_gpu *g, const dkv_sim_options *o, rates *r)
+{
+    r->peak = g->flops_bf16;
+    r->bw = g->hbm_bw;
+    const double ge = o->gemm_eff > 0 ? o->gemm_eff : 1.0, ae = o->attn_eff > 0 ? o->attn_eff : 1.0;
+    /* per class: the preset's calibration (kclass) where given; an explicit launch overhead option wins */
+    for (int c = 0; c < DKV_KCLASS_N; c++) {
+        bool cal = (g->kclass_set >> c) & 1u;
+        r->scale[c] = cal ? g->kclass[c].scale : 1.0;
+        r->launch[c] = o->launch_overhead_s >= 0 ? o->launch_overhead_s : cal ? g->kclass[c].launch_s
+                                                                                : g->launch_overhead_s;
+        bool gemm = c == DKV_KCLASS_QKV || c == DKV_KCLASS_O || c == DKV_KCLASS_FFN || c == DKV_KCLASS_LM_HEAD ||
+                    c == DKV_KCLASS_COMPRESS;
+        r->flops_eff[c] = c == DKV_KCLASS_ATTN ? ae : gemm ? ge : 1.0;
+    }
+}
+
+/* Roofline time of one class's work: slow_s = seconds of its segments (traffic that does not
+ * stream), scale and launch from the preset's calibration. */
+static double roofline_time(const dkv_cost_class *k, const rates *r, int c, double slow_s)
 {
     if (k->launches == 0)
         return 0.0;
-    double tf = k->flops / (peak * k->flops_eff);
-    double tb = k->bytes_fast / bw + k->bytes_slow_time;
-    return scale * (tf > tb ? tf : tb) + launch * k->launches;
+    double tf = k->flops / (r->peak * r->flops_eff[c]);
+    double tb = k->bytes_fast / r->bw + slow_s;
+    return r->scale[c] * (tf > tb ? tf : tb) + r->launch[c] * k->launches;
 }
 
-static double eff_for_run(const dkv_gpu *g, double run_bytes)
+/* Seconds per layer of each class's segments: device runs at the bw_curve's efficiency for
+ * their run length, zero-copy host reads at the pinned host-to-device rate. */
+static void segment_times(const dkv_gpu *g, const dkv_cost_step *cs, double slow[DKV_KCLASS_N])
 {
-    return run_bytes > 0 ? dkv_gpu_bw_efficiency(g, run_bytes) : 1.0;
+    for (int c = 0; c < DKV_KCLASS_N; c++)
+        slow[c] = 0;
+    for (uint32_t i = 0; i < cs->n_segs; i++) {
+        const dkv_cost_seg *s = &cs->segs[i];
+        if (s->via == DKV_COST_VIA_PCIE_H2D) {
+            slow[s->kind] += s->bytes / g->pcie_h2d_pinned;
+        } else {
+            double eff = s->run_bytes > 0 ? dkv_gpu_bw_efficiency(g, s->run_bytes) : 1.0;
+            slow[s->kind] += s->bytes / (g->hbm_bw * eff);
+        }
+    }
+}
+
+/* Seconds of one copy: the profile's copy tables for pinned copies where they cover the size
+ * (contended: beside running compute), else the preset's rate. */
+static double copy_time(const dkv_gpu *g, bool d2h, bool pinned, double bytes, bool contended)
+{
+    if (pinned && g->profile && bytes > 0) {
+        double t = dkv_profile_copy(g->profile, d2h ? 1 : 0, bytes, contended);
+        if (!isnan(t))
+            return t;
+    }
+    double r = d2h ? (pinned ? g->pcie_d2h_pinned : g->pcie_d2h_pageable)
+                   : (pinned ? g->pcie_h2d_pinned : g->pcie_h2d_pageable);
+    return bytes / r;
+}
+
+/* PCIe time of the plan's copies, ideal overlap: pageable copies are synchronous in CUDA and so
+ * blocking; pinned traffic in both directions at once shares the bidirectional total. */
+static void pcie_times(const dkv_gpu *g, const dkv_step_plan *plan, double *t_block, double *t_async)
+{
+    double th_block = 0, td_block = 0, th_async = 0, td_async = 0, hb_async = 0, db_async = 0;
+    for (uint32_t i = 0; i < plan->n_xfers; i++) {
+        const dkv_xfer *x = &plan->xfers[i];
+        double b = (double)x->pcie_bytes;
+        bool block = x->blocking || !x->pinned;
+        if (x->kind == DKV_XFER_OFFLOAD || x->kind == DKV_XFER_COMPRESS) {
+            double t = copy_time(g, true, x->pinned, b, !block);
+            if (block)
+                td_block += t;
+            else
+                td_async += t, db_async += b;
+        } else if (x->kind == DKV_XFER_FETCH) {
+            double t = copy_time(g, false, x->pinned, b, !block);
+            if (block)
+                th_block += t;
+            else
+                th_async += t, hb_async += b;
+        }
+    }
+    double ta = th_async > td_async ? th_async : td_async;
+    if (hb_async > 0 && db_async > 0 && g->pcie_bidir_pinned > 0) {
+        double t_bi = (hb_async + db_async) / g->pcie_bidir_pinned;
+        if (t_bi > ta)
+            ta = t_bi;
+    }
+    *t_block = th_block + td_block;
+    *t_async = ta;
+}
+
+/* The copy stream as the CUDA backend runs it (cuda/arena.c): one in-order stream; a step's
+ * fetches are issued first and its kernels wait for them; its offloads and compressed results
+ * are issued after its kernels and run beside whatever follows, unless blocking (or pageable),
+ * when the step waits for them.  *backlog: copy seconds still queued when the step starts (in),
+ * when the next one can start (out: after this step and its host gap). */
+static void stream_times(const dkv_gpu *g, const dkv_step_plan *plan, double compute, double host_s,
+                         double *backlog, dkv_step_cost *out)
+{
+    double t_in = 0, t_out = 0;
+    bool any_in = false, any_out = false, block_out = false;
+    for (uint32_t i = 0; i < plan->n_xfers; i++) {
+        const dkv_xfer *x = &plan->xfers[i];
+        double b = (double)x->pcie_bytes;
+        bool block = x->blocking || !x->pinned;
+        if (x->kind == DKV_XFER_FETCH) {
+            t_in += copy_time(g, false, x->pinned, b, false), any_in = true;
+        } else if (x->kind == DKV_XFER_OFFLOAD || x->kind == DKV_XFER_COMPRESS) {
+            t_out += copy_time(g, true, x->pinned, b, !block), any_out = true;
+            block_out |= block;
+        }
+    }
+    double q = *backlog > 0 ? *backlog : 0;
+    double start = any_in ? q + t_in : 0;          /* the kernels wait for this step's fetches */
+    double cend = start + compute;
+    double cp_free = any_in ? start : q;
+    double out_end = any_out ? (cp_free > cend ? cp_free : cend) + t_out : cp_free;
+    double end = block_out ? out_end : cend;
+    out->pcie_s = t_in + t_out;
+    out->time_s = end;
+    double left = out_end - end - host_s;
+    *backlog = left > 0 ? left : 0;
+}
+
+static bool is_once(int c)
+{
+    return c == DKV_KCLASS_LM_HEAD || c == DKV_KCLASS_COMPRESS || c == DKV_KCLASS_REORDER;
+}
+
+/* Times per class: t_layer[c] for one layer of a layer class, t_once[c] for the once-per-step
+ * parts (LM head, compress, reorder and the per-step elementwise kernels): the profile's where it
+ * covers the class, the roofline's otherwise (*roofline_s: the step's seconds from the latter). */
+static void class_times(const dkv_model *m, const dkv_gpu *g, const rates *r, const dkv_step_plan *plan,
+                        const dkv_cost_step *cs, double t_layer[DKV_KCLASS_N], double t_once[DKV_KCLASS_N],
+                        double *roofline_s)
+{
+    double slow[DKV_KCLASS_N], p_layer[DKV_KCLASS_N], p_once[DKV_KCLASS_N];
+    segment_times(g, cs, slow);
+    sim_profile_times(m, g, plan, cs, p_layer, p_once);
+    *roofline_s = 0;
+    for (int c = 0; c < DKV_KCLASS_N; c++) {
+        t_layer[c] = is_once(c) ? 0 : roofline_time(&cs->layer[c], r, c, slow[c]);
+        t_once[c] = is_once(c) || c == DKV_KCLASS_ELEMENTWISE ? roofline_time(&cs->once[c], r, c, 0.0) : 0;
+        if (cs->layer[c].launches && !is_once(c)) {
+            if (!isnan(p_layer[c]))
+                t_layer[c] = p_layer[c];
+            else
+                *roofline_s += cs->n_layers * t_layer[c];
+        }
+        if (cs->once[c].launches) {
+            if (!isnan(p_once[c]))
+                t_once[c] = p_once[c];
+            else
+                *roofline_s += t_once[c];
+        }
+    }
+}
+
+/* ---- first use of a shape (profile first_use), remembered per run */
+
+static bool seen_insert(sim_state *st, uint64_t key)
+{
+    if (!st)
+        return false;
+    if (2 * (st->n_seen + 1) > st->cap_seen) {
+        uint32_t cap = st->cap_seen ? 2 * st->cap_seen : 256;
+        uint64_t *n = calloc(cap, sizeof *n);
+        if (!n)
+            return false;   /* out of memory: charge nothing more (a cost, not a correctness issue) */
+        for (uint32_t i = 0; i < st->cap_seen; i++)
+            if (st->seen[i]) {
+                uint32_t h = (uint32_t)(st->seen[i] * 0x9E3779B97F4A7C15ull >> 40) & (cap - 1);
+                while (n[h])
+                    h = (h + 1) & (cap - 1);
+                n[h] = st->seen[i];
+            }
+        free(st->seen);
+        st->seen = n, st->cap_seen = cap;
+    }
+    key |= 1ull << 63;   /* never 0 */
+    uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (st->cap_seen - 1);
+    while (st->seen[h]) {
+        if (st->seen[h] == key)
+            return false;
+        h = (h + 1) & (st->cap_seen - 1);
+    }
+    st->seen[h] = key;
+    st->n_seen++;
+    return true;
+}
+
+static uint64_t shape_key(int c, uint64_t a, uint64_t b) { return (uint64_t)c << 56 | (a & 0xffffff) << 24 | (b & 0xffffff); }
+
+/* Seconds of first uses this step: a new GEMM shape (class, rows), a new attention mode, the
+ * first kernel of any other class. */
+static double first_use(const dkv_gpu *g, const dkv_step_plan *plan, const dkv_cost_step *cs, sim_state *st)
+{
+    const dkv_profile_info *in = dkv_profile_get_info(g->profile);
+    double t = 0, s = cs->weight_streams;
+    uint64_t Q = (uint64_t)(cs->q_rows / s);
+    if (plan->n_items) {
+        t += in->first_gemm_s * (seen_insert(st, shape_key(DKV_KCLASS_QKV, Q, 0)) +
+                                 seen_insert(st, shape_key(DKV_KCLASS_O, Q, 0)) +
+                                 2 * seen_insert(st, shape_key(DKV_KCLASS_FFN, Q, 0)));
+        for (uint32_t i = 0; i < plan->n_items; i++)
+            t += in->first_attn_s * seen_insert(st, shape_key(DKV_KCLASS_ATTN, plan->items[i].attn, 0));
+    }
+    if (cs->logit_rows > 0) {
+        double C = plan->max_logit_rows ? plan->max_logit_rows : cs->logit_rows;
+        double rem = cs->logit_rows - floor(cs->logit_rows / C) * C;
+        if (cs->logit_rows >= C)
+            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)C, 0));
+        if (rem > 0)
+            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)rem, 0));
+    }
+    static const int other[] = {DKV_KCLASS_KV_STORE, DKV_KCLASS_KV_GATHER, DKV_KCLASS_ELEMENTWISE,
+                                DKV_KCLASS_COMPRESS, DKV_KCLASS_REORDER};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (cs->layer[other[i]].launches || cs->once[other[i]].launches)
+            t += in->first_other_s * seen_insert(st, shape_key(other[i], 0, 1));
+    return t;
+}
+
+static void emit_records(const dkv_cost_step *cs, uint64_t step_index, const double t_layer[DKV_KCLASS_N],
+                         const double t_once[DKV_KCLASS_N], dkv_kernel_fn rec, void *user)
+{
+    for (int c = 0; c < DKV_KCLASS_N; c++) {
+        dkv_kernel_record r;
+        if (!dkv_cost_class_record(cs, (dkv_kernel_class)c, step_index, &r))
+            continue;
+        r.time_s = is_once(c) ? t_once[c] : cs->n_layers * t_layer[c];
+        if (c == DKV_KCLASS_ELEMENTWISE)
+            r.time_s += t_once[c];
+        rec(user, &r);
+    }
+}
+
+/* Costs plan into out with cs as the counting scratch and st the run's state (both kept by the
+ * caller across steps; st may be NULL: no first-use memory, no copy backlog). */
+static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_options *opts,
+                           const dkv_step_plan *plan, dkv_cost_step *cs, sim_state *st, dkv_step_cost *out,
+                           dkv_kernel_fn rec, void *user, dkv_err *err)
+{
+    dkv_sim_options o = opts ? *opts : dkv_sim_options_default();
+    memset(out, 0, sizeof *out);
+    if (!m || !g || !plan)
+        return dkv_err_set(err, DKV_EINVAL, "sim: model, gpu and plan are required");
+    dkv_status rc = dkv_cost_count(m, plan, cs, err);
+    if (rc != DKV_OK)
+        return rc;
+    rates r;
+    rates_init(g, &o, &r);
+    double t_layer[DKV_KCLASS_N], t_once[DKV_KCLASS_N], roof;
+    class_times(m, g, &r, plan, cs, t_layer, t_once, &roof);
+    double compute = t_once[DKV_KCLASS_LM_HEAD] + t_once[DKV_KCLASS_COMPRESS] + t_once[DKV_KCLASS_REORDER] +
+                     t_once[DKV_KCLASS_ELEMENTWISE];
+    for (int c = 0; c < DKV_KCLASS_N; c++)
+        if (!is_once(c))
+            compute += cs->n_layers * t_layer[c];
+    dkv_cost_totals tot;
+    dkv_cost_step_totals(cs, &tot);
+    double busy = compute;   /* the GPU's span: the kernels, or the host's enqueue when that is longer */
+    if (g->profile) {
+        const dkv_profile_info *in = dkv_profile_get_info(g->profile);
+        if (o.first_use)
+            compute += first_use(g, plan, cs, st);
+        double gemms = cs->n_layers * (cs->layer[DKV_KCLASS_QKV].launches + cs->layer[DKV_KCLASS_O].launches +
+                                       cs->layer[DKV_KCLASS_FFN].launches) + cs->logit_chunks;
+        double enqueue = in->host_per_launch_s * ((double)tot.launches - gemms) + in->host_per_gemm_launch_s * gemms;
+        busy = compute > enqueue ? compute : enqueue;
+        out->host_s = in->host_base_s + in->host_per_item_s * plan->n_items;
+    }
+    out->roofline_s = roof;
+    if (o.copy_model == DKV_SIM_COPY_STREAM) {
+        double none = 0;
+        stream_times(g, plan, busy, out->host_s, st ? &st->backlog_s : &none, out);
+    } else {
+        double t_block, t_async;
+        pcie_times(g, plan, &t_block, &t_async);
+        out->pcie_s = t_block + t_async;
+        out->time_s = t_block + (busy > t_async ? busy : t_async);
+    }
+    out->pcie_h2d_bytes = cs->pcie_h2d_bytes;
+    out->pcie_d2h_bytes = cs->pcie_d2h_bytes;
+    out->compute_s = compute;
+    out->stall_s = out->time_s - compute;
+    out->flops = tot.flops;
+    out->hbm_read_bytes = tot.hbm_read_bytes;
+    out->hbm_write_bytes = tot.hbm_write_bytes;
+    out->n_kernels = tot.launches;
+    out->flops_util = compute > 0 ? tot.flops / (compute * r.peak) : 0;
+    out->bw_util = compute > 0 ? (double)(out->hbm_read_bytes + out->hbm_write_bytes) / (compute * r.bw) : 0;
+    if (rec)
+        emit_records(cs, plan->step_index, t_layer, t_once, rec, user);
+    return DKV_OK;
 }
 
 dkv_status dkv_sim_cost_plan(const dkv_model *m, const dkv_gpu *g, const dkv_sim_options *opts,
                              const dkv_step_plan *plan, dkv_step_cost *out, dkv_kernel_fn rec, void *user,
                              dkv_err *err)
 {
-    dkv_sim_options o = opts ? *opts : dkv_sim_options_default();
-    memset(out, 0, sizeof *out);
-    if (!m || !g || !plan)
-        return dkv_err_set(err, DKV_EINVAL, "sim: model, gpu and plan are required");
-    const double peak = g->flops_bf16, bw = g->hbm_bw;
-    /* per class: the preset's calibration (kclass) where given; an explicit launch overhead option wins */
-    double lc[DKV_KCLASS_N], sc[DKV_KCLASS_N];
-    for (int c = 0; c < DKV_KCLASS_N; c++) {
-        bool cal = (g->kclass_set >> c) & 1u;
-        sc[c] = cal ? g->kclass[c].scale : 1.0;
-        lc[c] = o.launch_overhead_s >= 0 ? o.launch_overhead_s : cal ? g->kclass[c].launch_s : g->launch_overhead_s;
-    }
-    const double ge = o.gemm_eff > 0 ? o.gemm_eff : 1.0, ae = o.attn_eff > 0 ? o.attn_eff : 1.0;
-    const double d = m->hidden, f = m->ffn, V = m->vocab;
-    const double hq = (double)m->n_heads * m->head_dim, hkv = (double)m->n_kv_heads * m->head_dim;
-    const double wb = dkv_dtype_bytes(m->weight_dtype), ab = dkv_dtype_bytes(m->act_dtype);
-    const double L = m->n_layers;
-    const double streams = plan->n_weight_streams > 1 ? plan->n_weight_streams : 1;
-
-    kclass k[DKV_KCLASS_N];
-    memset(k, 0, sizeof k);
-    double Q = 0, R = 0, Wb = 0, n_logit_items = 0;   /* Wb: KV bytes stored */
-    bool any_store = false;
-    /* attention and KV store are per item (different lengths and layouts) */
-    for (uint32_t i = 0; i < plan->n_items; i++) {
-        const dkv_step_item *it = &plan->items[i];
-        if (it->kv_cached_tokens > it->kv_tokens)
-            return dkv_err_set(err, DKV_EINVAL, "sim: item %u (request %u): kv_cached_tokens %u > kv_tokens %u", i,
-                               it->request, it->kv_cached_tokens, it->kv_tokens);
-        double q = it->q_tokens, a = it->kv_tokens;
-        double kb = it->kv_dtype_bytes ? it->kv_dtype_bytes : dkv_dtype_bytes(m->kv_dtype);
-        double kv_tok = 2.0 * hkv * kb; /* K + V of one token, one layer */
-        double eff = eff_for_run(g, it->kv_run_bytes);
-        Q += q;
-        R += it->logit_rows;
-        n_logit_items += it->logit_rows > 0;
-        kclass *at = &k[DKV_KCLASS_ATTN];
-        at->flops += 4.0 * q * a * hq;
-        double cached = it->kv_cached_tokens, fresh = a - cached;
-        at->bytes_fast += (2.0 * q * hq * ab) + fresh * kv_tok;
-        at->bytes_slow_time += cached * kv_tok / (bw * eff);
-        at->rd += q * hq * ab + a * kv_tok;
-        at->wr += q * hq * ab;
-        if (it->kv_write_tokens && it->kv_select_rows) {
-            /* sparse selection (cuda/backend_fwd.c layer_select): a scores GEMM of the block's rows
-             * against the q keys into fp32 [H, rows, q], row statistics and column sums over it, a
-             * top-k per KV head, and the pack of the kept tokens' K/V into the pool: 5 launches */
-            kclass *ga = &k[DKV_KCLASS_KV_GATHER];
-            double rows = it->kv_select_rows, keep = it->kv_write_tokens, H = m->n_heads, Hk = m->n_kv_heads;
-            double sc_b = H * rows * q * 4.0, col_b = Hk * q * 4.0;
-            ga->flops += 2.0 * rows * q * hq;
-            double rd = (rows * hq + q * hkv) * ab + 2.0 * sc_b + col_b + keep * 2.0 * hkv * ab;
-            double wr = sc_b + col_b + Hk * keep * 4.0;
-            ga->bytes_fast += rd + wr;
-            ga->bytes_slow_time += keep * kv_tok / (bw * eff); /* scattered into the pool */
-            ga->rd += rd;
-            ga->wr += wr + keep * kv_tok;
-            ga->launches += 5;
-        } else if (it->kv_write_tokens) {
-            /* stored rows scatter into the cache layout; the kernel (RoPE + store) runs over every
-             * row of the step, below */
-            any_store = true;
-            Wb += it->kv_write_tokens * kv_tok;
-            k[DKV_KCLASS_KV_STORE].bytes_slow_time += it->kv_write_tokens * kv_tok / (bw * eff);
-        }
-        if (it->kv_host_bytes > 0) {
-            /* zero-copy reads of host-resident KV go over PCIe at the pinned h2d rate */
-            kclass *ga = &k[DKV_KCLASS_KV_GATHER];
-            ga->bytes_slow_time += it->kv_host_bytes / L / g->pcie_h2d_pinned;
-            if (ga->launches == 0)
-                ga->launches = 1;
-            out->pcie_h2d_bytes += (uint64_t)it->kv_host_bytes;
-        }
-    }
-    if (plan->n_items > 0) {
-        k[DKV_KCLASS_ATTN].launches = 1;
-        k[DKV_KCLASS_ATTN].flops_eff = ae;
-        k[DKV_KCLASS_KV_STORE].flops_eff = 1.0;
-        if (any_store) {   /* fused RoPE + store over all Q rows: q rotated in place, K/V stored */
-            kclass *st = &k[DKV_KCLASS_KV_STORE];
-            st->launches = 1;
-            st->rd = Q * (hq + 2.0 * hkv) * ab;
-            st->wr = Q * hq * ab + Wb;
-            st->bytes_fast += st->rd + Q * hq * ab;
-        }
-        k[DKV_KCLASS_KV_GATHER].flops_eff = 1.0;
-
-        /* GEMMs: weights streamed once per stream, activations in and out */
-        kclass *qkv = &k[DKV_KCLASS_QKV];
-        qkv->flops = 2.0 * Q * d * (hq + 2.0 * hkv);
-        qkv->rd = streams * d * (hq + 2.0 * hkv) * wb + Q * d * ab;
-        qkv->wr = Q * (hq + 2.0 * hkv) * ab;
-        qkv->bytes_fast = qkv->rd + qkv->wr;
-        qkv->launches = 1;
-        kclass *op = &k[DKV_KCLASS_O];
-        op->flops = 2.0 * Q * hq * d;
-        op->rd = streams * hq * d * wb + Q * hq * ab + Q * d * ab;   /* + the residual (beta = 1) */
-        op->wr = Q * d * ab;
-        op->bytes_fast = op->rd + op->wr;
-        op->launches = 1;
-        kclass *ff = &k[DKV_KCLASS_FFN];
-        ff->flops = 2.0 * Q * d * 3.0 * f;
-        ff->rd = streams * 3.0 * d * f * wb + Q * d * ab + Q * f * ab + Q * d * ab;   /* + down's residual */
-        ff->wr = 2.0 * Q * f * ab + Q * d * ab;
-        ff->bytes_fast = ff->rd + ff->wr;
-        ff->launches = 2;
-        qkv->flops_eff = op->flops_eff = ff->flops_eff = ge;
-        /* per layer (cuda/backend_fwd.c): attention and FFN RMSNorm, SiLU(gate) * up, and RoPE
-         * when no row is stored (else it is fused into the store); residual adds are the GEMMs' */
-        kclass *el = &k[DKV_KCLASS_ELEMENTWISE];
-        el->rd = (2.0 * Q * d + 2.0 * Q * f) * ab + 2.0 * d * wb;
-        el->wr = (2.0 * Q * d + Q * f) * ab;
-        el->launches = 3;
-        if (!any_store) {
-            el->rd += Q * (hq + hkv) * ab;
-            el->wr += Q * (hq + hkv) * ab;
-            el->launches++;
-        }
-        el->bytes_fast = el->rd + el->wr;
-        el->flops = 10.0 * Q * d;
-        el->flops_eff = 1.0;
-    }
-
-    /* layer kernels cost the same in every layer */
-    double t_layer[DKV_KCLASS_N] = {0};
-    for (int c = 0; c < DKV_KCLASS_N; c++)
-        if (c != DKV_KCLASS_LM_HEAD && c != DKV_KCLASS_COMPRESS && c != DKV_KCLASS_REORDER)
-            t_layer[c] = kclass_time(&k[c], peak, bw, lc[c], sc[c]);
-
-    /* once per step: reset + one embedding gather per item (+ the unmask after the LM head:
-     * elementwise), the final norm per item with logit rows, then the LM head in chunks */
-    kclass head = {0}, els = {.flops_eff = 1.0};
-    double t_head = 0, t_els = 0;
-    if (plan->n_items > 0) {
-        els.rd = Q * d * wb;
-        els.wr = Q * d * ab;
-        els.launches = 1 + plan->n_items + (R > 0);
-        els.bytes_fast = els.rd + els.wr;
-        t_els = kclass_time(&els, peak, bw, lc[DKV_KCLASS_ELEMENTWISE], sc[DKV_KCLASS_ELEMENTWISE]);
-        head.flops_eff = ge;
-        if (R > 0) {
-            head.rd += R * d * ab;
-            head.wr += R * d * ab;
-            head.launches = (uint32_t)n_logit_items;
-            double C = plan->max_logit_rows ? plan->max_logit_rows : R;
-            double chunks = ceil(R / C);
-            head.flops += 2.0 * R * d * V;
-            head.rd += chunks * streams * V * d * wb + R * d * ab + R * V * ab; /* + sampling reads logits */
-            head.wr += R * V * ab + R * 8.0;
-            head.bytes_fast = head.rd + head.wr;
-            head.launches += (uint32_t)(2 * chunks);
-        }
-        t_head = kclass_time(&head, peak, bw, lc[DKV_KCLASS_LM_HEAD], sc[DKV_KCLASS_LM_HEAD]);
-    }
-
-    /* transfer orders: on-device parts are kernels, PCIe parts go to the copy engines */
-    kclass cmp = {.flops_eff = ge}, reo = {.flops_eff = 1.0};
-    double th_block = 0, td_block = 0, th_async = 0, td_async = 0, hb_async = 0, db_async = 0;
-    for (uint32_t i = 0; i < plan->n_xfers; i++) {
-        const dkv_xfer *x = &plan->xfers[i];
-        double b = (double)x->pcie_bytes;
-        switch (x->kind) {
-        case DKV_XFER_REORDER:
-            reo.rd += x->device_bytes;
-            reo.wr += x->device_bytes;
-            reo.bytes_fast += 2.0 * x->device_bytes;
-            reo.launches++;
-            continue;
-        case DKV_XFER_COMPRESS:
-            cmp.flops += x->flops;
-            cmp.rd += x->device_bytes;
-            cmp.wr += b; /* compressed result staged before the copy */
-            cmp.bytes_fast += x->device_bytes + b;
-            cmp.launches++;
-            /* the result goes device -> host */
-            __attribute__((fallthrough));
-        case DKV_XFER_OFFLOAD: {
-            double r = x->pinned ? g->pcie_d2h_pinned : g->pcie_d2h_pageable;
-            out->pcie_d2h_bytes += x->pcie_bytes;
-            out->hbm_read_bytes += x->pcie_bytes;
-            if (x->blocking || !x->pinned)
-                td_block += b / r;
-            else
-                td_async += b / r, db_async += b;
-            break;
-        }
-        case DKV_XFER_FETCH: {
-            double r = x->pinned ? g->pcie_h2d_pinned : g->pcie_h2d_pageable;
-            out->pcie_h2d_bytes += x->pcie_bytes;
-            out->hbm_write_bytes += x->pcie_bytes;
-            if (x->blocking || !x->pinned)
-                th_block += b / r;
-            else
-                th_async += b / r, hb_async += b;
-            break;
-        }
-        default:
-            return dkv_err_set(err, DKV_EINVAL, "sim: xfer %u has unknown kind %u", i, x->kind);
-        }
-    }
-    double t_cmp = kclass_time(&cmp, peak, bw, lc[DKV_KCLASS_COMPRESS], sc[DKV_KCLASS_COMPRESS]);
-    double t_reo = kclass_time(&reo, peak, bw, lc[DKV_KCLASS_REORDER], sc[DKV_KCLASS_REORDER]);
-
-    /* totals */
-    double compute = t_head + t_cmp + t_reo + t_els;
-    uint32_t launches = head.launches + cmp.launches + reo.launches + els.launches;
-    double flops = head.flops + cmp.flops + els.flops, rd = head.rd + cmp.rd + reo.rd + els.rd;
-    double wr = head.wr + cmp.wr + reo.wr + els.wr;
-    for (int c = 0; c < DKV_KCLASS_N; c++) {
-        if (c == DKV_KCLASS_LM_HEAD || c == DKV_KCLASS_COMPRESS || c == DKV_KCLASS_REORDER)
-            continue;
-        compute += L * t_layer[c];
-        launches += (uint32_t)(L * k[c].launches);
-        flops += L * k[c].flops;
-        rd += L * k[c].rd;
-        wr += L * k[c].wr;
-    }
-    /* pinned traffic in both directions at once shares the bidirectional total */
-    double t_async = th_async > td_async ? th_async : td_async;
-    if (hb_async > 0 && db_async > 0 && g->pcie_bidir_pinned > 0) {
-        double t_bi = (hb_async + db_async) / g->pcie_bidir_pinned;
-        if (t_bi > t_async)
-            t_async = t_bi;
-    }
-    double t_block = th_block + td_block;
-    out->compute_s = compute;
-    out->pcie_s = t_block + t_async;
-    out->time_s = t_block + (compute > t_async ? compute : t_async);
-    out->stall_s = out->time_s - compute;
-    out->flops = flops;
-    out->hbm_read_bytes += (uint64_t)llround(rd);
-    out->hbm_write_bytes += (uint64_t)llround(wr);
-    out->n_kernels = launches;
-    out->flops_util = compute > 0 ? flops / (compute * peak) : 0;
-    out->bw_util = compute > 0 ? (double)(out->hbm_read_bytes + out->hbm_write_bytes) / (compute * bw) : 0;
-
-    if (rec) {
-        for (int c = 0; c < DKV_KCLASS_N; c++) {
-            const kclass *kc = c == DKV_KCLASS_LM_HEAD ? &head : c == DKV_KCLASS_COMPRESS ? &cmp
-                             : c == DKV_KCLASS_REORDER ? &reo : &k[c];
-            double mult = (c == DKV_KCLASS_LM_HEAD || c == DKV_KCLASS_COMPRESS || c == DKV_KCLASS_REORDER) ? 1.0 : L;
-            if (kc->launches == 0)
-                continue;
-            double t = c == DKV_KCLASS_LM_HEAD ? t_head : c == DKV_KCLASS_COMPRESS ? t_cmp
-                     : c == DKV_KCLASS_REORDER ? t_reo : L * t_layer[c];
-            dkv_kernel_record r = {.step_index = plan->step_index, .kind = (dkv_kernel_class)c,
-                                   .layer = UINT32_MAX, .n_launches = (uint32_t)(mult * kc->launches),
-                                   .time_s = t, .flops = mult * kc->flops,
-                                   .read_bytes = (uint64_t)(mult * kc->rd), .write_bytes = (uint64_t)(mult * kc->wr)};
-            if (c == DKV_KCLASS_ELEMENTWISE) {   /* the per-step ones too */
-                r.n_launches += els.launches;
-                r.time_s += t_els;
-                r.flops += els.flops;
-                r.read_bytes += (uint64_t)els.rd;
-                r.write_bytes += (uint64_t)els.wr;
-            }
-            rec(user, &r);
-        }
-    }
-    return DKV_OK;
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_status st = sim_cost(m, g, opts, plan, &cs, NULL, out, rec, user, err);
+    dkv_cost_step_free(&cs);
+    return st;
 }
 
 /* ------------------------------------------------------------------ the backend object */
@@ -312,6 +347,8 @@ typedef struct sim_ctx {
     bool shared_weights;
     dkv_kernel_fn on_kernel;
     void *user;
+    dkv_cost_step cs;   /* counting scratch, kept across steps */
+    sim_state st;       /* the run's copy backlog and shapes seen */
 } sim_ctx;
 
 static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
@@ -322,6 +359,8 @@ static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     c->model = s->model;
     c->gpu = s->gpu;
     c->shared_weights = s->instances.shared_weights;
+    free(c->st.seen);
+    memset(&c->st, 0, sizeof c->st);
     c->on_kernel = c->opts.kernel_records ? s->on_kernel : NULL;
     c->user = s->on_kernel_user;
     return DKV_OK;
@@ -335,7 +374,7 @@ static dkv_status sim_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_co
     dkv_step_plan p = *plan;
     if (c->shared_weights)
         p.n_weight_streams = 1;
-    return dkv_sim_cost_plan(c->model, c->gpu, &c->opts, &p, out, c->on_kernel, c->user, err);
+    return sim_cost(c->model, c->gpu, &c->opts, &p, &c->cs, &c->st, out, c->on_kernel, c->user, err);
 }
 
 static void sim_end(void *ctx)
@@ -345,7 +384,15 @@ static void sim_end(void *ctx)
     c->gpu = NULL;
 }
 
-static void sim_free(void *ctx) { free(ctx); }
+static void sim_free(void *ctx)
+{
+    sim_ctx *c = ctx;
+    if (c) {
+        dkv_cost_step_free(&c->cs);
+        free(c->st.seen);
+    }
+    free(ctx);
+}
 
 static const dkv_backend_i sim_iface = {
     .name = "sim", .begin = sim_begin, .run_step = sim_run_step, .end = sim_end, .free = sim_free,
@@ -357,7 +404,11 @@ dkv_status dkv_sim_backend_new(const dkv_sim_options *opts, dkv_backend *out, dk
     if (!c)
         return dkv_err_set(err, DKV_ENOMEM, "sim: out of host memory");
     c->opts = opts ? *opts : dkv_sim_options_default();
+    dkv_cost_step_init(&c->cs);
     out->iface = &sim_iface;
     out->ctx = c;
     return DKV_OK;
 }
+
+static const char *const copy_model_names[] = {"overlap", "stream"};
+const dkv_names dkv_sim_copy_model_names = DKV_NAMES("sim.copy_model", copy_model_names);

@@ -1,34 +1,30 @@
-/* sim.h - the simulator backend: a roofline cost model of each kernel class plus a PCIe model.
+/* sim.h - the simulator backend: the time of a step plan from its counts (core/cost: FLOPs,
+ * HBM bytes and launches per kernel class, docs/COST_MODEL.md) and a PCIe model.
  *
- * For one step plan (all items batched into one forward pass) every kernel class gets FLOPs and
- * HBM bytes (weights, activations, KV, logits), and
+ * Roofline, per kernel class c of the plan's counts:
  *
- *     time(class) = scale_c * max(FLOPs / (peak * flops_eff), bytes / (hbm_bw * bw_eff))
- *                   + launches * launch_c
+ *     time(c) = scale_c * max(FLOPs / (peak * flops_eff), bytes_fast / hbm_bw + segments)
+ *               + launches * launch_c
  *
- * where bw_eff is 1 for streaming weights and activations and, for cached-KV reads and KV
- * stores, the GPU preset's bw_curve at the item's contiguous run length (the layout policy's
- * output).  scale_c and launch_c are the preset's calibrated kclass entry for class c (dkv
- * calibrate, docs/COMPARE.md); uncalibrated classes have scale 1 and the preset's
- * launch_overhead_s, and an explicit launch_overhead_s option overrides launch_c for all.
- * Layers are identical, so a class is costed once and multiplied by n_layers.
- *
- * Kernel classes and launches follow the CUDA backend's forward (cuda/backend_fwd.c) so a
- * measured run and its simulation pair class by class.  Per layer: QKV (1); RoPE + KV store
- * over all the step's rows (1, when any item stores rows; else RoPE is an elementwise kernel);
- * attention (1, varlen over all items); O projection (1, reads the residual); FFN (2: gate+up,
- * down reading the residual); elementwise (3: two RMSNorms and SiLU(gate)*up, +1 RoPE); a sparse
- * selection (item kv_select_rows > 0) is 5 gather-class kernels per item: scores GEMM into fp32
- * [heads, rows, keys], row statistics, column sums, top-k, pack of the kept K/V.  Once per step:
- * reset + one embedding gather per item + the unmask after the LM head (elementwise), the final
- * norm per item with logit rows and one GEMM + one sampling kernel per logit chunk of at most
- * plan->max_logit_rows rows (LM head; each chunk re-reads the LM-head weights).
+ * where segments are the class's traffic that does not stream (core/cost's segments): cached-KV
+ * reads and KV stores at the GPU preset's bw_curve efficiency for the item's contiguous run
+ * length (the layout policy's output), zero-copy host reads at the pinned host-to-device rate.
+ * scale_c and launch_c are the preset's calibrated kclass entry for class c (dkv calibrate,
+ * docs/COMPARE.md); uncalibrated classes have scale 1 and the preset's launch_overhead_s, and an
+ * explicit launch_overhead_s option overrides launch_c for all.  Layers are identical, so a
+ * layer class is costed once and multiplied by n_layers.
  *
  * PCIe: xfers cross at the preset's pinned or pageable rates per direction; when both
  * directions carry pinned traffic in one step the total is capped by pcie_bidir_pinned.
  * Pageable copies are synchronous in CUDA and are therefore costed as blocking.
  *     step time = t_blocking_copies + max(compute, t_async_copies)
  * (async copies overlap the step's kernels; blocking ones are serial to them).
+ *
+ * With a measured profile (gpu->profile, docs/PROFILE_FORMAT.md) a class's time comes from the
+ * profile's tables where they cover the shape (sim_profile.c) and from the roofline above where
+ * not; dkv_step_cost.roofline_s says how much of compute_s came from the roofline.  The profile's
+ * host table gives dkv_step_cost.host_s (the engine's host time after the step unless
+ * scheduler.step_host_s overrides it).
  *
  * Ownership: dkv_sim_backend_new fills a dkv_backend that owns its context; release it with
  * dkv_backend_free.
@@ -40,11 +36,23 @@
 
 #include "engine/backend.h"
 
+/* How copies share the step with compute (docs/COST_MODEL.md, "Copies"). */
+typedef enum dkv_sim_copy_model {
+    DKV_SIM_COPY_OVERLAP = 0, /* ideal: pinned non-blocking copies overlap the step's own compute */
+    DKV_SIM_COPY_STREAM       /* as the CUDA backend runs them: one in-order copy stream; fetches
+                                 before the step's kernels (which wait for them), offloads and
+                                 compressed results after them, overlapping later steps */
+} dkv_sim_copy_model;
+extern const dkv_names dkv_sim_copy_model_names;   /* "overlap", "stream" (util/names.h) */
+
 typedef struct dkv_sim_options {
     double launch_overhead_s; /* per kernel launch; < 0: the GPU preset's value (default -1) */
     double gemm_eff;          /* fraction of flops_bf16 GEMMs reach (default 1.0; 0 -> 1.0) */
     double attn_eff;          /* fraction of flops_bf16 attention reaches (default 1.0; 0 -> 1.0) */
     bool   kernel_records;    /* emit per-kernel-class records per step through setup.on_kernel */
+    dkv_sim_copy_model copy_model;   /* default DKV_SIM_COPY_OVERLAP (Lua: STREAM for a profiled GPU) */
+    bool   first_use;         /* charge the profile's first-use cost of each new shape (the CUDA
+                                 backend does not warm its shapes); default true */
 } dkv_sim_options;
 
 /* Defaults as documented above. */

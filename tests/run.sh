@@ -15,6 +15,7 @@
 # An exit status of 77 means "skipped" and must come with a line saying why.
 # VALGRIND=1 runs the unit programs under valgrind (memcheck, errors are failures).
 # ONLY=substring runs only the tests whose name contains it.
+# KINDS="unit lua" runs only those kinds (unit, lua, e2e, gpu, fuzz); .ci/run's ASan pass uses it.
 set -u
 BUILD=${1:?usage: tests/run.sh BUILD_DIR}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +30,7 @@ trap 'rm -rf "$scratch"' EXIT
 run_one() {   # kind name command...
     local kind=$1 name=$2; shift 2
     if [ -n "${ONLY:-}" ] && [[ "$name" != *"$ONLY"* ]]; then return; fi
+    if [ -n "${KINDS:-}" ] && [[ " $KINDS " != *" $kind "* ]]; then return; fi
     local log="$scratch/$kind-$(basename "$name").log"
     local t0=$SECONDS
     T="$scratch/t-$kind-$(basename "$name")"; mkdir -p "$T"; export T
@@ -71,7 +73,7 @@ for t in "$BUILD"/tests/gpu/test_*; do
     gpu_any=1
     run_one gpu "$(basename "$t")" "$t"
 done
-if [ $gpu_any = 0 ]; then
+if [ $gpu_any = 0 ] && [[ " ${KINDS:-gpu} " == *" gpu "* ]]; then
     echo "SKIP  gpu   (no GPU test programs in this build: built with cuda=no or nvcc missing)"
 fi
 
@@ -95,7 +97,7 @@ for t in "$fuzz_build"/tests/fuzz/fuzz_*; do
     b=$(basename "$t")
     run_one fuzz "$b" fuzz_one "$t" "${b#fuzz_}"
 done
-if [ $fuzz_any = 0 ]; then
+if [ $fuzz_any = 0 ] && [[ " ${KINDS:-fuzz} " == *" fuzz "* ]]; then
     echo "SKIP  fuzz  (no fuzz harnesses in $fuzz_build: clang's libFuzzer runtime is missing; scons fuzz says why)"
 fi
 

@@ -185,6 +185,37 @@ static dkv_status open_run(dkv_h5 *f, const char *name, dkv_h5_run **run, char *
     return st;
 }
 
+/* "model=... workload.kind=... n=... prompt=... gen=... decode.cache=..." from a run's config. */
+static void describe_run(const dkv_cfg_kv *kv, size_t nkv, char *desc, size_t size)
+{
+    snprintf(desc, size, "model=%s workload.kind=%s n=%s prompt=%s gen=%s decode.cache=%s",
+             leaf(kv, nkv, "model.name") ? leaf(kv, nkv, "model.name") : "?",
+             leaf(kv, nkv, "workload.kind") ? leaf(kv, nkv, "workload.kind") : "?",
+             leaf(kv, nkv, "workload.n") ? leaf(kv, nkv, "workload.n") : leaf(kv, nkv, "workload.count") ? leaf(kv, nkv, "workload.count") : "?",
+             leaf(kv, nkv, "workload.prompt") ? leaf(kv, nkv, "workload.prompt") : "-",
+             leaf(kv, nkv, "workload.gen") ? leaf(kv, nkv, "workload.gen") : "-",
+             leaf(kv, nkv, "decode.cache") ? leaf(kv, nkv, "decode.cache") : "?");
+}
+
+/* The steps with PCIe copies of one run (pinned buffers only: pageable ones are counted). */
+static dkv_status add_pcie_points(dkv_calib *c, const double *h2d, const double *d2h, const double *pcie,
+                                  const double *index, uint64_t ns, bool pinned, uint32_t src, dkv_err *err)
+{
+    for (uint64_t i = 0; i < ns; i++) {
+        double h = h2d[i], d = d2h[i], t = pcie[i];
+        if (!(h + d > 0) || !(t > 0))
+            continue;
+        if (!pinned) {
+            c->skipped_unpinned++;
+            continue;
+        }
+        if (!grow((void **)&c->p, &c->capp, c->np, sizeof *c->p))
+            return dkv_err_set(err, DKV_ENOMEM, "calibrate: out of memory");
+        c->p[c->np++] = (calib_ppt){h, d, t, src, (uint64_t)index[i]};
+    }
+    return DKV_OK;
+}
+
 dkv_status dkv_calib_add_run(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err *err)
 {
     const char *file = dkv_h5_path(f);
@@ -244,13 +275,7 @@ dkv_status dkv_calib_add_run(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err 
         goto done;
     }
     char desc[256];
-    snprintf(desc, sizeof desc, "model=%s workload.kind=%s n=%s prompt=%s gen=%s decode.cache=%s",
-             leaf(kv, nkv, "model.name") ? leaf(kv, nkv, "model.name") : "?",
-             leaf(kv, nkv, "workload.kind") ? leaf(kv, nkv, "workload.kind") : "?",
-             leaf(kv, nkv, "workload.n") ? leaf(kv, nkv, "workload.n") : leaf(kv, nkv, "workload.count") ? leaf(kv, nkv, "workload.count") : "?",
-             leaf(kv, nkv, "workload.prompt") ? leaf(kv, nkv, "workload.prompt") : "-",
-             leaf(kv, nkv, "workload.gen") ? leaf(kv, nkv, "workload.gen") : "-",
-             leaf(kv, nkv, "decode.cache") ? leaf(kv, nkv, "decode.cache") : "?");
+    describe_run(kv, nkv, desc, sizeof desc);
     if ((st = add_input(c, file, name, dkv_cmp_workload_fingerprint(cfg), desc, pinned, err)) != DKV_OK)
         goto done;
     uint32_t src = (uint32_t)(c->nin - 1);
@@ -284,20 +309,8 @@ dkv_status dkv_calib_add_run(dkv_calib *c, dkv_h5 *f, const char *name, dkv_err 
                                           k[KS_FLOPS][i], k[KS_READ][i] + k[KS_WRITE][i], m},
                                     .src = src, .step = (uint64_t)k[KS_STEP][i]};
     }
-    for (uint64_t i = 0; s[S_H2D] && s[S_D2H] && s[S_PCIE] && i < ns; i++) {
-        double h = s[S_H2D][i], d = s[S_D2H][i], t = s[S_PCIE][i];
-        if (!(h + d > 0) || !(t > 0))
-            continue;
-        if (!pinned) {
-            c->skipped_unpinned++;
-            continue;
-        }
-        if (!grow((void **)&c->p, &c->capp, c->np, sizeof *c->p)) {
-            st = dkv_err_set(err, DKV_ENOMEM, "calibrate: out of memory");
-            goto done;
-        }
-        c->p[c->np++] = (calib_ppt){h, d, t, src, (uint64_t)s[S_INDEX][i]};
-    }
+    if (s[S_H2D] && s[S_D2H] && s[S_PCIE])
+        st = add_pcie_points(c, s[S_H2D], s[S_D2H], s[S_PCIE], s[S_INDEX], ns, pinned, src, err);
 done:
     for (int i = 0; i < S_N; i++)
         free(s[i]);

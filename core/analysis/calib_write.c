@@ -48,6 +48,77 @@ static void comment_text(FILE *f, const char *s)
         fputc(*s == '\n' || *s == '\r' ? ' ' : *s, f);
 }
 
+/* The raw numbers of the fits, as comments (kernel records, PCIe steps, bandwidth points). */
+static void write_raw(FILE *f, const dkv_calib *c)
+{
+    fputs("--\n-- Raw numbers the fits used (input = the number above; '-' added directly):\n", f);
+    fputs("--   kernel: input step kind n_launches time_s flops bytes m_tokens [sim_launches sim_roofline_s]\n", f);
+    for (size_t i = 0; i < c->nk; i++) {
+        const calib_kpt *p = &c->k[i];
+        fputs("--   k ", f);
+        input_ref(f, c, p->src);
+        fprintf(f, " %llu %u %u %.9g %.9g %.9g %.9g", (unsigned long long)p->step, p->k.kind, p->k.n_launches,
+                p->k.time_s, p->k.flops, p->k.bytes, p->k.m_tokens);
+        if (p->paired)
+            fprintf(f, " %u %.9g", p->n_sim, p->roof_s);
+        fputc('\n', f);
+    }
+    fputs("--   pcie: input step h2d_bytes d2h_bytes pcie_s\n", f);
+    for (size_t i = 0; i < c->np; i++) {
+        fputs("--   p ", f);
+        input_ref(f, c, c->p[i].src);
+        fprintf(f, " %llu %.9g %.9g %.9g\n", (unsigned long long)c->p[i].step, c->p[i].h2d, c->p[i].d2h,
+                c->p[i].time_s);
+    }
+    fputs("--   bandwidth: input run_bytes bytes_per_s\n", f);
+    for (size_t i = 0; i < c->nb; i++) {
+        fputs("--   b ", f);
+        input_ref(f, c, c->b[i].src);
+        fprintf(f, " %.9g %.9g\n", c->b[i].run_bytes, c->b[i].bytes_per_s);
+    }
+}
+
+/* The preset itself: the base, the provenance line and every fitted field. */
+static void write_lua_table(FILE *f, const dkv_calib_result *r, const char *name, const char *when, size_t nruns,
+                            size_t nfiles)
+{
+    const char *dn[3] = {"pcie_h2d_pinned", "pcie_d2h_pinned", "pcie_bidir_pinned"};
+    bool ok[3] = {r->h2d_ok, r->d2h_ok, r->bidir_ok};
+    double v[3] = {r->pcie_h2d, r->pcie_d2h, r->pcie_bidir};
+    fputs("return {\n  base = ", f);
+    lua_string(f, r->base);
+    fputs(",\n  name = ", f);
+    lua_string(f, name);
+    char src[256];
+    snprintf(src, sizeof src, "dkv calibrate %s: fitted from %zu measured run(s) and %zu bandwidth file(s) "
+             "(provenance in the comments of this file)", when, nruns, nfiles);
+    fputs(",\n  source = ", f);
+    lua_string(f, src);
+    fputs(",\n", f);
+    if (r->launch_ok)
+        fprintf(f, "  launch_overhead_s = %.6g,\n", r->launch_overhead_s);
+    if (r->bw_ok) {
+        fputs("  bw_curve = {", f);
+        for (size_t i = 0; i < r->n_curve; i++)
+            fprintf(f, "%s{%.6g, %.4f}", i ? ", " : "", r->curve_run[i], r->curve_eff[i]);
+        fputs("},\n", f);
+    }
+    for (int i = 0; i < 3; i++)
+        if (ok[i])
+            fprintf(f, "  %s = %.6g,\n", dn[i], v[i]);
+    bool any_k = false;
+    for (uint32_t i = 0; i < DKV_CALIB_MAX_KCLASS; i++) {
+        if (!r->kclass_ok[i])
+            continue;
+        fprintf(f, "%s    %s = {scale = %.6g, launch_s = %.6g},\n", any_k ? "" : "  kclass = {\n",
+                dkv_cmp_class_name(i), r->kclass_scale[i], r->kclass_launch_s[i]);
+        any_k = true;
+    }
+    if (any_k)
+        fputs("  },\n", f);
+    fputs("}\n", f);
+}
+
 static void write_body(FILE *f, const dkv_calib *c, const dkv_calib_result *r, const char *name, const char *command,
                        const char *git_commit)
 {
@@ -142,63 +213,8 @@ static void write_body(FILE *f, const dkv_calib *c, const dkv_calib_result *r, c
         }
     } else
         fputs("--   kclass: not fitted (no measured run paired with a simulated one: dkv calibrate --sim)\n", f);
-    fputs("--\n-- Raw numbers the fits used (input = the number above; '-' added directly):\n", f);
-    fputs("--   kernel: input step kind n_launches time_s flops bytes m_tokens [sim_launches sim_roofline_s]\n", f);
-    for (size_t i = 0; i < c->nk; i++) {
-        const calib_kpt *p = &c->k[i];
-        fputs("--   k ", f);
-        input_ref(f, c, p->src);
-        fprintf(f, " %llu %u %u %.9g %.9g %.9g %.9g", (unsigned long long)p->step, p->k.kind, p->k.n_launches,
-                p->k.time_s, p->k.flops, p->k.bytes, p->k.m_tokens);
-        if (p->paired)
-            fprintf(f, " %u %.9g", p->n_sim, p->roof_s);
-        fputc('\n', f);
-    }
-    fputs("--   pcie: input step h2d_bytes d2h_bytes pcie_s\n", f);
-    for (size_t i = 0; i < c->np; i++) {
-        fputs("--   p ", f);
-        input_ref(f, c, c->p[i].src);
-        fprintf(f, " %llu %.9g %.9g %.9g\n", (unsigned long long)c->p[i].step, c->p[i].h2d, c->p[i].d2h,
-                c->p[i].time_s);
-    }
-    fputs("--   bandwidth: input run_bytes bytes_per_s\n", f);
-    for (size_t i = 0; i < c->nb; i++) {
-        fputs("--   b ", f);
-        input_ref(f, c, c->b[i].src);
-        fprintf(f, " %.9g %.9g\n", c->b[i].run_bytes, c->b[i].bytes_per_s);
-    }
-    fputs("return {\n  base = ", f);
-    lua_string(f, r->base);
-    fputs(",\n  name = ", f);
-    lua_string(f, name);
-    char src[256];
-    snprintf(src, sizeof src, "dkv calibrate %s: fitted from %zu measured run(s) and %zu bandwidth file(s) "
-             "(provenance in the comments of this file)", when, nruns, nfiles);
-    fputs(",\n  source = ", f);
-    lua_string(f, src);
-    fputs(",\n", f);
-    if (r->launch_ok)
-        fprintf(f, "  launch_overhead_s = %.6g,\n", r->launch_overhead_s);
-    if (r->bw_ok) {
-        fputs("  bw_curve = {", f);
-        for (size_t i = 0; i < r->n_curve; i++)
-            fprintf(f, "%s{%.6g, %.4f}", i ? ", " : "", r->curve_run[i], r->curve_eff[i]);
-        fputs("},\n", f);
-    }
-    for (int i = 0; i < 3; i++)
-        if (ok[i])
-            fprintf(f, "  %s = %.6g,\n", dn[i], v[i]);
-    bool any_k = false;
-    for (uint32_t i = 0; i < DKV_CALIB_MAX_KCLASS; i++) {
-        if (!r->kclass_ok[i])
-            continue;
-        fprintf(f, "%s    %s = {scale = %.6g, launch_s = %.6g},\n", any_k ? "" : "  kclass = {\n",
-                dkv_cmp_class_name(i), r->kclass_scale[i], r->kclass_launch_s[i]);
-        any_k = true;
-    }
-    if (any_k)
-        fputs("  },\n", f);
-    fputs("}\n", f);
+    write_raw(f, c);
+    write_lua_table(f, r, name, when, nruns, nfiles);
 }
 
 dkv_status dkv_calib_write_preset(const dkv_calib *c, const dkv_calib_result *r, const char *path, const char *name,

@@ -220,11 +220,6 @@ static void str32(char *dst, const char *s)
     snprintf(dst, DKV_H5_STR32_LEN, "%.*s", DKV_H5_STR32_LEN - 1, s ? s : "");   /* names are at most 31 */
 }
 
-#define TRY(x)                   \
-    do {                         \
-        if ((st = (x)) != DKV_OK) \
-            goto done;           \
-    } while (0)
 
 dkv_status dkv_cmp_write(const dkv_cmp *c, dkv_h5 *out, const char *name, const dkv_cmp_tol *tols, size_t ntol,
                          const char *command, dkv_err *err)
@@ -245,18 +240,18 @@ dkv_status dkv_cmp_write(const dkv_cmp *c, dkv_h5 *out, const char *name, const 
     time_t now = time(NULL);
     struct tm tmv;
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tmv));
-    TRY(dkv_h5_attr_str(run, NULL, "status", "complete", err));
-    TRY(dkv_h5_attr_str(run, NULL, "dkv_version", DKV_VERSION, err));
-    TRY(dkv_h5_attr_str(run, NULL, "command", command ? command : "", err));
-    TRY(dkv_h5_attr_str(run, NULL, "start_time", when, err));
-    TRY(dkv_h5_attr_str(run, "params", "real_file", in->real_file, err));
-    TRY(dkv_h5_attr_str(run, "params", "real_run", in->real_run, err));
-    TRY(dkv_h5_attr_str(run, "params", "sim_file", in->sim_file, err));
-    TRY(dkv_h5_attr_str(run, "params", "sim_run", in->sim_run, err));
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, NULL, "status", "complete", err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, NULL, "dkv_version", DKV_VERSION, err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, NULL, "command", command ? command : "", err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, NULL, "start_time", when, err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, "params", "real_file", in->real_file, err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, "params", "real_run", in->real_run, err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, "params", "sim_file", in->sim_file, err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, "params", "sim_run", in->sim_run, err), done);
     snprintf(buf, sizeof buf, "%016llx", (unsigned long long)in->real_workload_fp);
-    TRY(dkv_h5_attr_str(run, "params", "real_workload_fp", buf, err));
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, "params", "real_workload_fp", buf, err), done);
     snprintf(buf, sizeof buf, "%016llx", (unsigned long long)in->sim_workload_fp);
-    TRY(dkv_h5_attr_str(run, "params", "sim_workload_fp", buf, err));
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, "params", "sim_workload_fp", buf, err), done);
     size_t len = 1, pos = 0;
     for (size_t i = 0; i < c->nd; i++)
         len += strlen(c->d[i].key) + strlen(c->d[i].real) + strlen(c->d[i].sim) + 24;
@@ -268,7 +263,7 @@ dkv_status dkv_cmp_write(const dkv_cmp *c, dkv_h5 *out, const char *name, const 
     for (size_t i = 0; i < c->nd; i++)
         pos += (size_t)snprintf(diff + pos, len - pos, "%s%s: %s -> %s\n", c->d[i].matters ? "" : "(ignored) ",
                                 c->d[i].key, c->d[i].real, c->d[i].sim);
-    TRY(dkv_h5_attr_str(run, NULL, "config_diff", diff, err));
+    DKV_TRY_OR(st, dkv_h5_attr_str(run, NULL, "config_diff", diff, err), done);
     for (size_t i = 0; i < c->nq; i++) {
         const dkv_cmp_quantity *q = &c->q[i];
         qrec *r = &recs[i];
@@ -294,13 +289,13 @@ dkv_status dkv_cmp_write(const dkv_cmp *c, dkv_h5 *out, const char *name, const 
         n_exceeded += r->exceeded;
     }
     dkv_h5_table *t;
-    TRY(dkv_h5_table_create(run, "compare_quantities", sizeof *recs, qfields, sizeof qfields / sizeof qfields[0], &t,
-                            err));
-    TRY(dkv_h5_table_append(t, recs, c->nq, err));
+    DKV_TRY_OR(st, dkv_h5_table_create(run, "compare_quantities", sizeof *recs, qfields, sizeof qfields / sizeof qfields[0], &t,
+                            err), done);
+    DKV_TRY_OR(st, dkv_h5_table_append(t, recs, c->nq, err), done);
     dkv_h5_table_close(t);
-    TRY(dkv_h5_table_create(run, "compare_steps", sizeof *c->steps, sfields, sizeof sfields / sizeof sfields[0], &t,
-                            err));
-    TRY(dkv_h5_table_append(t, c->steps, c->nsteps, err));
+    DKV_TRY_OR(st, dkv_h5_table_create(run, "compare_steps", sizeof *c->steps, sfields, sizeof sfields / sizeof sfields[0], &t,
+                            err), done);
+    DKV_TRY_OR(st, dkv_h5_table_append(t, c->steps, c->nsteps, err), done);
     dkv_h5_table_close(t);
     static const struct { const char *key; size_t off; } sums[] = {
         {"steps_real", offsetof(dkv_cmp_info, steps_real)}, {"steps_sim", offsetof(dkv_cmp_info, steps_sim)},
@@ -308,12 +303,12 @@ dkv_status dkv_cmp_write(const dkv_cmp *c, dkv_h5 *out, const char *name, const 
         {"steps_plan_mismatch", offsetof(dkv_cmp_info, steps_plan_mismatch)},
     };
     for (size_t i = 0; i < sizeof sums / sizeof sums[0]; i++)
-        TRY(dkv_h5_attr_i64(run, "summary", sums[i].key, (int64_t) * (const uint64_t *)((const char *)in + sums[i].off),
-                            err));
-    TRY(dkv_h5_attr_i64(run, "summary", "config_diffs_matter", (int64_t)in->n_diffs_matter, err));
-    TRY(dkv_h5_attr_i64(run, "summary", "tolerances_exceeded", (int64_t)n_exceeded, err));
-    TRY(dkv_h5_attr_i64(run, "summary", "has_kernels", in->has_kernels, err));
-    TRY(dkv_h5_attr_i64(run, "summary", "has_ncu", in->has_ncu, err));
+        DKV_TRY_OR(st, dkv_h5_attr_i64(run, "summary", sums[i].key, (int64_t) * (const uint64_t *)((const char *)in + sums[i].off),
+                            err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_i64(run, "summary", "config_diffs_matter", (int64_t)in->n_diffs_matter, err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_i64(run, "summary", "tolerances_exceeded", (int64_t)n_exceeded, err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_i64(run, "summary", "has_kernels", in->has_kernels, err), done);
+    DKV_TRY_OR(st, dkv_h5_attr_i64(run, "summary", "has_ncu", in->has_ncu, err), done);
 done:
     free(recs);
     free(diff);

@@ -245,13 +245,13 @@ int dkv_cmd_bench(int argc, char **argv)
         else if (strcmp(a, "--stream") == 0 && (!strcmp(v, "mixed") || !strcmp(v, "kv") || !strcmp(v, "both")))
             streams = !strcmp(v, "mixed") ? 1 : !strcmp(v, "kv") ? 2 : 3;
         else if (strcmp(a, "--mem") == 0) {
-            dkv_mem_kind k;
+            int k;
             dkv_err err = {0};
-            if (dkv_mem_kind_parse(v, &k, &err) != DKV_OK) {
+            if (dkv_names_parse(&dkv_mem_kind_names, v, &k, &err) != DKV_OK) {
                 fprintf(stderr, "dkv bench: --mem: %s\n", err.msg);
                 return DKV_EXIT_USAGE;
             }
-            only = (int)k;
+            only = k;
         } else {
             fprintf(stderr, "dkv bench: bad option or value: %s %s (see dkv bench --help)\n", a, v);
             return DKV_EXIT_USAGE;

@@ -37,7 +37,7 @@ static void help(void)
          "exit status: 0 fitted (and written), 1 error or nothing to fit, 2 usage error");
 }
 
-static bool selected(const char *run, const char **runs, int nruns)
+static bool selected(const char *run, const char *const *runs, int nruns)
 {
     if (nruns == 0)
         return strncmp(run, "compare:", 8) != 0;
@@ -116,6 +116,47 @@ static dkv_status pair(dkv_calib *c, const char *run, dkv_h5 **sims, int ns, siz
     return DKV_OK;
 }
 
+/* The measured runs of files (those --run selects) into c, each paired with its simulated twin
+ * in the --sim files when there is one.  An exit code; messages printed. */
+static int add_runs(dkv_calib *c, const char *const *files, int nf, const char *const *runs, int nr,
+                    const char *const *simf, int nsf, size_t *used, size_t *n_paired, dkv_err *errp)
+{
+    dkv_err err = {0};
+    int rc = DKV_EXIT_OK;
+    dkv_h5 *sims[MAX_ARGS];
+    int ns = 0;
+    for (int i = 0; i < nsf && rc == DKV_EXIT_OK; i++) {
+        if (dkv_h5_open_read(simf[i], &sims[ns], &err) != DKV_OK) {
+            fprintf(stderr, "dkv calibrate: --sim %s\n", err.msg);
+            rc = DKV_EXIT_ERROR;
+        } else
+            ns++;
+    }
+    for (int i = 0; i < nf && rc == DKV_EXIT_OK; i++) {
+        dkv_h5 *f;
+        if (dkv_h5_open_read(files[i], &f, &err) != DKV_OK) {
+            fprintf(stderr, "dkv calibrate: %s\n", err.msg);
+            rc = DKV_EXIT_ERROR;
+            break;
+        }
+        for (size_t k = 0; k < dkv_h5_run_count(f) && rc == DKV_EXIT_OK; k++) {
+            const char *run = dkv_h5_run_name_at(f, k);
+            if (!selected(run, runs, nr))
+                continue;
+            if (dkv_calib_add_run(c, f, run, &err) != DKV_OK || pair(c, run, sims, ns, n_paired, &err) != DKV_OK) {
+                fprintf(stderr, "dkv calibrate: %s\n", err.msg);
+                rc = DKV_EXIT_ERROR;
+            }
+            (*used)++;
+        }
+        dkv_h5_close(f, NULL);
+    }
+    for (int i = 0; i < ns; i++)
+        dkv_h5_close(sims[i], NULL);
+    *errp = err;
+    return rc;
+}
+
 int dkv_cmd_calibrate(int argc, char **argv)
 {
     const char *files[MAX_ARGS], *runs[MAX_ARGS], *bw[MAX_ARGS], *simf[MAX_ARGS], *out = NULL, *name = NULL;
@@ -180,36 +221,7 @@ int dkv_cmd_calibrate(int argc, char **argv)
     }
     int rc = DKV_EXIT_OK;
     size_t used = 0, n_paired = 0;
-    dkv_h5 *sims[MAX_ARGS];
-    int ns = 0;
-    for (int i = 0; i < nsf && rc == DKV_EXIT_OK; i++) {
-        if (dkv_h5_open_read(simf[i], &sims[ns], &err) != DKV_OK) {
-            fprintf(stderr, "dkv calibrate: --sim %s\n", err.msg);
-            rc = DKV_EXIT_ERROR;
-        } else
-            ns++;
-    }
-    for (int i = 0; i < nf && rc == DKV_EXIT_OK; i++) {
-        dkv_h5 *f;
-        if (dkv_h5_open_read(files[i], &f, &err) != DKV_OK) {
-            fprintf(stderr, "dkv calibrate: %s\n", err.msg);
-            rc = DKV_EXIT_ERROR;
-            break;
-        }
-        for (size_t k = 0; k < dkv_h5_run_count(f) && rc == DKV_EXIT_OK; k++) {
-            const char *run = dkv_h5_run_name_at(f, k);
-            if (!selected(run, runs, nr))
-                continue;
-            if (dkv_calib_add_run(c, f, run, &err) != DKV_OK || pair(c, run, sims, ns, &n_paired, &err) != DKV_OK) {
-                fprintf(stderr, "dkv calibrate: %s\n", err.msg);
-                rc = DKV_EXIT_ERROR;
-            }
-            used++;
-        }
-        dkv_h5_close(f, NULL);
-    }
-    for (int i = 0; i < ns; i++)
-        dkv_h5_close(sims[i], NULL);
+    rc = add_runs(c, files, nf, runs, nr, simf, nsf, &used, &n_paired, &err);
     for (int i = 0; i < nb && rc == DKV_EXIT_OK; i++)
         if (dkv_calib_add_bwcurve(c, bw[i], &err) != DKV_OK) {
             fprintf(stderr, "dkv calibrate: %s\n", err.msg);

@@ -219,6 +219,39 @@ static int pair_runs(dkv_h5 *a, dkv_h5 *b, const char *run, const char *rrun, co
     return DKV_EXIT_OK;
 }
 
+/* "dkv compare ARGS..." for the provenance of the written runs. */
+static void command_line(int argc, char **argv, char *command, size_t size)
+{
+    size_t cl = 0;
+    command[0] = '\0';
+    for (int i = 0; i < argc && cl + 2 < size; i++)
+        cl += (size_t)snprintf(command + cl, size - cl, "%s%s", i ? " " : "dkv ", argv[i]);
+}
+
+/* The tolerances against one comparison: each one exceeded printed (the first 32), *nv counts
+ * them; a status other than DKV_OK when the tolerances cannot be checked (message printed). */
+static dkv_status check_tolerances(const dkv_cmp *c, const char *run, const dkv_cmp_tol *tols, size_t ntol,
+                                   size_t *nv_out)
+{
+    dkv_cmp_violation v[32];
+    size_t nv = 0;
+    dkv_err err = {0};
+    dkv_status st = dkv_cmp_check(c, tols, ntol, v, 32, &nv, &err);
+    if (st != DKV_OK)
+        fprintf(stderr, "dkv compare: %s\n", err.msg);
+    for (size_t i = 0; i < nv && i < 32; i++) {
+        char val[16], lim[16];
+        pct(val, sizeof val, v[i].value, v[i].q->kind, false);
+        pct(lim, sizeof lim, v[i].limit, v[i].q->kind, false);
+        fprintf(stderr, "dkv compare: tolerance exceeded (%s): %s %s error %s > limit %s\n", run, v[i].q->name,
+                dkv_cmp_stat_name(v[i].stat), val, lim);
+    }
+    if (nv > 32)
+        fprintf(stderr, "dkv compare: ... %zu tolerances exceeded in all\n", nv);
+    *nv_out = nv;
+    return st;
+}
+
 int dkv_cmd_compare(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL}, *run = NULL, *rrun = NULL, *srun = NULL, *out = NULL, *calib = NULL;
@@ -280,10 +313,7 @@ int dkv_cmd_compare(int argc, char **argv)
         return DKV_EXIT_USAGE;
     }
     char command[2048];
-    size_t cl = 0;
-    command[0] = '\0';
-    for (int i = 0; i < argc && cl + 2 < sizeof command; i++)
-        cl += (size_t)snprintf(command + cl, sizeof command - cl, "%s%s", i ? " " : "dkv ", argv[i]);
+    command_line(argc, argv, command, sizeof command);
     dkv_h5 *fr = NULL, *fs = NULL, *fo = NULL;
     int rc = DKV_EXIT_OK;
     if (dkv_h5_open_read(files[0], &fr, &err) != DKV_OK || dkv_h5_open_read(files[1], &fs, &err) != DKV_OK) {
@@ -309,21 +339,9 @@ int dkv_cmd_compare(int argc, char **argv)
         if (p)
             putchar('\n');
         print_cmp(c);
-        dkv_cmp_violation v[32];
         size_t nv = 0;
-        if (dkv_cmp_check(c, tols, ntol, v, 32, &nv, &err) != DKV_OK) {
-            fprintf(stderr, "dkv compare: %s\n", err.msg);
+        if (check_tolerances(c, ra[p], tols, ntol, &nv) != DKV_OK)
             rc = DKV_EXIT_USAGE;
-        }
-        for (size_t i = 0; i < nv && i < 32; i++) {
-            char val[16], lim[16];
-            pct(val, sizeof val, v[i].value, v[i].q->kind, false);
-            pct(lim, sizeof lim, v[i].limit, v[i].q->kind, false);
-            fprintf(stderr, "dkv compare: tolerance exceeded (%s): %s %s error %s > limit %s\n", ra[p], v[i].q->name,
-                    dkv_cmp_stat_name(v[i].stat), val, lim);
-        }
-        if (nv > 32)
-            fprintf(stderr, "dkv compare: ... %zu tolerances exceeded in all\n", nv);
         exceeded += nv;
         if (rc == DKV_EXIT_OK && calib)
             rc = check_calibration(calib, c);

@@ -1,6 +1,7 @@
-/* cmd_replay.c - `dkv replay TRACE --mem KIND [options] [-o FILE.h5]`: replays the allocation
- * events of a trace (docs/TRACE_FORMAT.md) through a memory manager and reports its statistics
- * (docs/MEMORY.md); with -o, writes them and the time series to HDF5 (io/mem_h5.h). */
+/* cmd_replay.c - `dkv replay TRACE --mem KIND [options] [-o FILE.h5]`: the options, then the
+ * replay of the trace's allocation events (docs/TRACE_FORMAT.md) through a memory manager
+ * (core/replay), its statistics printed (docs/MEMORY.md) and, with -o, written with the time
+ * series to HDF5 (io/mem_h5.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +12,7 @@
 #include "io/h5.h"
 #include "io/mem_h5.h"
 #include "mem/mem.h"
-#include "mem/mem_replay.h"
-#include "trace/trace.h"
-#include "util/interrupt.h"
-
-_Static_assert((int)DKV_TRACE_TAG_KV == (int)DKV_MEM_TAG_KV && (int)DKV_TRACE_TAG_STAGING == (int)DKV_MEM_TAG_STAGING &&
-               (int)DKV_TRACE_TAG_COUNT == (int)DKV_MEM_TAG_COUNT, "trace and mem tag numbering differ");
+#include "replay/replay.h"
 
 static void replay_usage(FILE *out)
 {
@@ -89,157 +85,116 @@ static void print_bytes(const char *label, uint64_t now, uint64_t peak)
            (double)now / 1073741824.0, (unsigned long long)peak, (double)peak / 1073741824.0);
 }
 
-int dkv_cmd_replay(int argc, char **argv)
+typedef struct replay_args {
+    const char *trace, *out_path, *run_name;
+    bool have_kind, strict, quiet;
+    dkv_mem_kind kind;
+    dkv_mem_options o;
+} replay_args;
+
+/* One option with its value; false (message printed) when the value is bad. */
+static bool parse_option(replay_args *a, const char *opt, const char *v, bool *known)
 {
-    const char *trace = NULL, *out_path = NULL, *run_name = NULL;
-    bool have_kind = false, strict = false, quiet = false;
-    dkv_mem_kind kind = DKV_MEM_STATIC;
-    dkv_mem_options o = dkv_mem_options_default(DKV_MEM_STATIC);
-    o.sample_stride = 1;
-    bool set_block_bytes = false;
+    dkv_mem_options *o = &a->o;
     dkv_err err = {0};
+    uint64_t x = 0;
+    bool ok = true;
+    *known = true;
+    if (!strcmp(opt, "--mem")) {
+        int k = 0;
+        ok = dkv_names_parse(&dkv_mem_kind_names, v, &k, &err) == DKV_OK;
+        a->kind = (dkv_mem_kind)k;
+        a->have_kind = ok;
+    } else if (!strcmp(opt, "--capacity")) {
+        ok = parse_bytes(v, &o->capacity_bytes) && o->capacity_bytes > 0;
+    } else if (!strcmp(opt, "--delay")) {
+        char *end;
+        o->release_delay_s = strtod(v, &end);
+        ok = end != v && !*end && o->release_delay_s >= 0;
+    } else if (!strcmp(opt, "--stride")) {
+        ok = parse_uint(v, UINT32_MAX, &x);
+        o->sample_stride = (uint32_t)x;
+    } else if (!strcmp(opt, "--max-split")) {
+        ok = parse_bytes(v, &o->max_split_size);
+    } else if (!strcmp(opt, "--block-tokens")) {
+        ok = parse_uint(v, UINT32_MAX, &x) && x > 0;
+        o->block_tokens = (uint32_t)x;
+    } else if (!strcmp(opt, "--token-bytes")) {
+        ok = parse_bytes(v, &o->token_bytes) && o->token_bytes > 0;
+    } else if (!strcmp(opt, "--block-bytes")) {
+        ok = parse_bytes(v, &o->block_bytes) && o->block_bytes > 0;
+    } else if (!strcmp(opt, "--chunk-blocks")) {
+        ok = parse_uint(v, 1u << 20, &x) && x > 0;
+        o->chunk_blocks = (uint32_t)x;
+    } else if (!strcmp(opt, "--initial")) {
+        ok = parse_bytes(v, &o->initial_bytes);
+    } else if (!strcmp(opt, "-o")) {
+        a->out_path = v;
+    } else if (!strcmp(opt, "--run")) {
+        a->run_name = v;
+    } else {
+        *known = false;
+        return false;
+    }
+    if (!ok)
+        fprintf(stderr, "dkv replay: %s: bad value '%s'%s%s\n", opt, v, err.code ? ": " : "", err.code ? err.msg : "");
+    return ok;
+}
+
+/* The command line into *a: -1 to go on, else the exit code (help, usage error). */
+static int parse_args(int argc, char **argv, replay_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->kind = DKV_MEM_STATIC;
+    a->o = dkv_mem_options_default(DKV_MEM_STATIC);
+    a->o.sample_stride = 1;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        const char *s = argv[i];
+        if (!strcmp(s, "--help") || !strcmp(s, "-h")) {
             replay_usage(stdout);
             return DKV_EXIT_OK;
         }
-        if (!strcmp(a, "--strict")) { strict = true; continue; }
-        if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) { quiet = true; continue; }
-        if (!strcmp(a, "--no-grow")) { o.grow = false; continue; }
-        if (!strcmp(a, "--shrink")) { o.shrink = true; continue; }
-        if (a[0] != '-') {
-            if (trace) {
-                fprintf(stderr, "dkv replay: more than one trace given ('%s' and '%s')\n", trace, a);
+        if (!strcmp(s, "--strict")) { a->strict = true; continue; }
+        if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) { a->quiet = true; continue; }
+        if (!strcmp(s, "--no-grow")) { a->o.grow = false; continue; }
+        if (!strcmp(s, "--shrink")) { a->o.shrink = true; continue; }
+        if (s[0] != '-') {
+            if (a->trace) {
+                fprintf(stderr, "dkv replay: more than one trace given ('%s' and '%s')\n", a->trace, s);
                 return DKV_EXIT_USAGE;
             }
-            trace = a;
+            a->trace = s;
             continue;
         }
         if (i + 1 >= argc) {
-            fprintf(stderr, "dkv replay: option %s needs a value (see dkv replay --help)\n", a);
+            fprintf(stderr, "dkv replay: option %s needs a value (see dkv replay --help)\n", s);
             return DKV_EXIT_USAGE;
         }
-        const char *v = argv[++i];
-        uint64_t x = 0;
-        bool ok = true;
-        if (!strcmp(a, "--mem")) {
-            ok = dkv_mem_kind_parse(v, &kind, &err) == DKV_OK;
-            have_kind = ok;
-        } else if (!strcmp(a, "--capacity")) {
-            ok = parse_bytes(v, &o.capacity_bytes) && o.capacity_bytes > 0;
-        } else if (!strcmp(a, "--delay")) {
-            char *end;
-            o.release_delay_s = strtod(v, &end);
-            ok = end != v && !*end && o.release_delay_s >= 0;
-        } else if (!strcmp(a, "--stride")) {
-            ok = parse_uint(v, UINT32_MAX, &x);
-            o.sample_stride = (uint32_t)x;
-        } else if (!strcmp(a, "--max-split")) {
-            ok = parse_bytes(v, &o.max_split_size);
-        } else if (!strcmp(a, "--block-tokens")) {
-            ok = parse_uint(v, UINT32_MAX, &x) && x > 0;
-            o.block_tokens = (uint32_t)x;
-        } else if (!strcmp(a, "--token-bytes")) {
-            ok = parse_bytes(v, &o.token_bytes) && o.token_bytes > 0;
-        } else if (!strcmp(a, "--block-bytes")) {
-            ok = parse_bytes(v, &o.block_bytes) && o.block_bytes > 0;
-            set_block_bytes = true;
-        } else if (!strcmp(a, "--chunk-blocks")) {
-            ok = parse_uint(v, 1u << 20, &x) && x > 0;
-            o.chunk_blocks = (uint32_t)x;
-        } else if (!strcmp(a, "--initial")) {
-            ok = parse_bytes(v, &o.initial_bytes);
-        } else if (!strcmp(a, "-o")) {
-            out_path = v;
-        } else if (!strcmp(a, "--run")) {
-            run_name = v;
-        } else {
-            fprintf(stderr, "dkv replay: unknown option '%s' (see dkv replay --help)\n", a);
-            return DKV_EXIT_USAGE;
-        }
-        if (!ok) {
-            fprintf(stderr, "dkv replay: %s: bad value '%s'%s%s\n", a, v, err.code ? ": " : "", err.code ? err.msg : "");
+        bool known;
+        if (!parse_option(a, s, argv[++i], &known)) {
+            if (!known)
+                fprintf(stderr, "dkv replay: unknown option '%s' (see dkv replay --help)\n", s);
             return DKV_EXIT_USAGE;
         }
     }
-    if (!trace || !have_kind) {
+    if (!a->trace || !a->have_kind) {
         fprintf(stderr, "dkv replay: %s (usage: dkv replay TRACE --mem static|caching|blockpool [options])\n",
-                !trace ? "no trace given" : "--mem KIND is required");
+                !a->trace ? "no trace given" : "--mem KIND is required");
         return DKV_EXIT_USAGE;
     }
-    (void)set_block_bytes;
-    o.kind = kind;
+    a->o.kind = a->kind;
+    return -1;
+}
 
-    dkv_mem *m = NULL;
-    dkv_mem_replay *rp = NULL;
-    dkv_trace_reader *rd = NULL;
-    dkv_h5 *h5 = NULL;
-    int rc = DKV_EXIT_ERROR;
-    if (dkv_mem_new(&o, &m, &err) != DKV_OK || dkv_mem_replay_new(m, &rp, &err) != DKV_OK ||
-        dkv_trace_reader_open(trace, &rd, &err) != DKV_OK) {
-        fprintf(stderr, "dkv replay: %s\n", err.msg);
-        goto done;
-    }
-    uint64_t n_events = 0, n_other = 0, anomalies = 0;
-    dkv_trace_event ev;
-    bool got;
-    double last_t = 0;
-    for (;;) {
-        if (dkv_trace_reader_next(rd, &ev, &got, &err) != DKV_OK) {
-            fprintf(stderr, "dkv replay: %s\n", err.msg);
-            goto done;
-        }
-        if (!got)
-            break;
-        n_events++;
-        if ((n_events & 0xffff) == 0 && dkv_interrupt_requested()) {
-            fprintf(stderr, "dkv replay: interrupted after %llu events\n", (unsigned long long)n_events);
-            goto done;
-        }
-        if (ev.time_s < last_t) {
-            fprintf(stderr, "dkv replay: %s:%llu: field 'time_s': %.9g s is earlier than the event before (%.9g s); the trace must be in time order\n",
-                    trace, (unsigned long long)dkv_trace_reader_line(rd), ev.time_s, last_t);
-            goto done;
-        }
-        last_t = ev.time_s;
-        dkv_mem_replay_time(rp, ev.time_s, NULL);
-        dkv_mem_owner who = {.tag = ev.tag, .instance = ev.instance, .request = ev.request,
-                             .layer = ev.layer, .step = ev.step};
-        if (ev.instance >= (o.n_instances ? o.n_instances : 1))
-            who.instance = 0;   /* one manager, no quotas: every instance shares it */
-        dkv_status st = DKV_OK;
-        switch (ev.kind) {
-        case DKV_EV_ALLOC:
-            st = dkv_mem_replay_alloc(rp, ev.id, ev.bytes, &who, &err);
-            break;
-        case DKV_EV_FREE:
-            st = dkv_mem_replay_free(rp, ev.id, &err);
-            break;
-        case DKV_EV_REQUEST:
-            if (ev.sub == DKV_REQ_ADMIT)
-                st = dkv_mem_replay_admit(rp, ev.request, ev.bytes, &err);
-            else if (ev.sub == DKV_REQ_FINISH)
-                st = dkv_mem_replay_finish(rp, ev.request, &err);
-            n_other++;
-            break;
-        default:
-            n_other++;
-        }
-        if (st != DKV_OK && st != DKV_ENOMEM) {
-            if (!quiet && anomalies < 5)
-                fprintf(stderr, "dkv replay: %s:%llu: %s\n", trace, (unsigned long long)dkv_trace_reader_line(rd), err.msg);
-            anomalies++;
-        }
-    }
+static void print_report(const replay_args *a, const dkv_mem *m, const dkv_replay_result *r)
+{
     dkv_mem_stats s;
     dkv_mem_stats_get(m, &s);
-    dkv_mem_replay_counts c;
-    dkv_mem_replay_counts_get(rp, &c);
+    const dkv_mem_replay_counts *c = &r->counts;
     printf("dkv replay %s --mem %s: %llu events (%llu alloc, %llu free, %llu other), %.6g s of trace\n",
-           trace, dkv_mem_kind_name(kind), (unsigned long long)n_events,
-           (unsigned long long)(c.n_alloc + c.n_alloc_failed), (unsigned long long)(c.n_free + c.n_free_of_failed),
-           (unsigned long long)n_other, last_t);
+           a->trace, dkv_mem_kind_name(a->kind), (unsigned long long)r->n_events,
+           (unsigned long long)(c->n_alloc + c->n_alloc_failed), (unsigned long long)(c->n_free + c->n_free_of_failed),
+           (unsigned long long)r->n_other, r->last_time_s);
     print_bytes("requested", s.requested, s.peak_requested);
     print_bytes("allocated", s.allocated, s.peak_allocated);
     print_bytes("reserved", s.reserved, s.peak_reserved);
@@ -254,57 +209,87 @@ int dkv_cmd_replay(int argc, char **argv)
            (unsigned long long)s.reuse_total);
     printf("  %-22s %llu allocs, %llu frees, %llu B, %.6g s modelled\n", "device", (unsigned long long)s.device_allocs,
            (unsigned long long)s.device_frees, (unsigned long long)s.device_alloc_bytes, s.device_time_s);
-    if (kind == DKV_MEM_CACHING)
+    if (a->kind == DKV_MEM_CACHING)
         printf("  %-22s num_alloc_retries %llu, num_ooms %llu, inactive_split %llu B in %llu blocks\n",
                "pytorch counters", (unsigned long long)s.num_alloc_retries, (unsigned long long)s.num_ooms,
                (unsigned long long)s.inactive_split_bytes, (unsigned long long)s.inactive_split_blocks);
-    if (kind == DKV_MEM_BLOCKPOOL)
+    if (a->kind == DKV_MEM_BLOCKPOOL)
         printf("  %-22s %llu B blocks, %llu total, %llu free\n", "blocks", (unsigned long long)dkv_mem_block_bytes(m),
                (unsigned long long)s.blocks_total, (unsigned long long)s.blocks_free);
-    if (kind == DKV_MEM_STATIC)
-        printf("  %-22s %llu reserved, %llu refused, %llu returned\n", "reservations", (unsigned long long)c.n_reserve,
-               (unsigned long long)c.n_reserve_failed, (unsigned long long)c.n_unreserve);
+    if (a->kind == DKV_MEM_STATIC)
+        printf("  %-22s %llu reserved, %llu refused, %llu returned\n", "reservations", (unsigned long long)c->n_reserve,
+               (unsigned long long)c->n_reserve_failed, (unsigned long long)c->n_unreserve);
     printf("  %-22s free of unknown id %llu, id allocated twice %llu, live at end %llu\n", "trace anomalies",
-           (unsigned long long)c.n_free_unknown, (unsigned long long)c.n_dup_id, (unsigned long long)c.live);
+           (unsigned long long)c->n_free_unknown, (unsigned long long)c->n_dup_id, (unsigned long long)c->live);
+}
 
-    if (out_path) {
-        char name[64];
-        snprintf(name, sizeof name, "replay_%s", dkv_mem_kind_name(kind));
-        dkv_h5_run *run = NULL;
-        char when[32];
-        time_t now = time(NULL);
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
-        if (dkv_h5_create(out_path, &h5, &err) || dkv_h5_run_begin(h5, run_name ? run_name : name, &run, &err) ||
-            dkv_h5_attr_str(run, NULL, "dkv_version", DKV_VERSION, &err) ||
-            dkv_h5_attr_str(run, NULL, "git_commit", DKV_GIT_COMMIT, &err) ||
-            dkv_h5_attr_str(run, NULL, "command", "replay", &err) ||
-            dkv_h5_attr_str(run, NULL, "end_time", when, &err) ||
-            dkv_h5_attr_str(run, "params", "trace", trace, &err) ||
-            dkv_h5_attr_i64(run, "summary", "trace_events", (int64_t)n_events, &err) ||
-            dkv_h5_attr_i64(run, "summary", "trace_free_unknown", (int64_t)c.n_free_unknown, &err) ||
-            dkv_h5_attr_i64(run, "summary", "trace_dup_id", (int64_t)c.n_dup_id, &err) ||
-            dkv_mem_h5_write(run, m, &err) || dkv_h5_attr_str(run, NULL, "status", "complete", &err) ||
-            dkv_h5_run_end(run, &err)) {
-            fprintf(stderr, "dkv replay: %s\n", err.msg);
-            goto done;
-        }
-        dkv_status st = dkv_h5_close(h5, &err);
-        h5 = NULL;
-        if (st) {
-            fprintf(stderr, "dkv replay: %s\n", err.msg);
-            goto done;
-        }
-        if (!quiet)
-            printf("wrote %s (run %s)\n", out_path, run_name ? run_name : name);
+/* The run into a new file at a->out_path (io/mem_h5.h layout plus the trace's counts). */
+static dkv_status write_run(const replay_args *a, const dkv_mem *m, const dkv_replay_result *r, dkv_err *err)
+{
+    char name[64];
+    snprintf(name, sizeof name, "replay_%s", dkv_mem_kind_name(a->kind));
+    dkv_h5 *h5 = NULL;
+    dkv_h5_run *run = NULL;
+    char when[32];
+    time_t now = time(NULL);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    const dkv_mem_replay_counts *c = &r->counts;
+    if (dkv_h5_create(a->out_path, &h5, err) || dkv_h5_run_begin(h5, a->run_name ? a->run_name : name, &run, err) ||
+        dkv_h5_attr_str(run, NULL, "dkv_version", DKV_VERSION, err) ||
+        dkv_h5_attr_str(run, NULL, "git_commit", DKV_GIT_COMMIT, err) ||
+        dkv_h5_attr_str(run, NULL, "command", "replay", err) ||
+        dkv_h5_attr_str(run, NULL, "end_time", when, err) ||
+        dkv_h5_attr_str(run, "params", "trace", a->trace, err) ||
+        dkv_h5_attr_i64(run, "summary", "trace_events", (int64_t)r->n_events, err) ||
+        dkv_h5_attr_i64(run, "summary", "trace_free_unknown", (int64_t)c->n_free_unknown, err) ||
+        dkv_h5_attr_i64(run, "summary", "trace_dup_id", (int64_t)c->n_dup_id, err) ||
+        dkv_mem_h5_write(run, m, err) || dkv_h5_attr_str(run, NULL, "status", "complete", err) ||
+        dkv_h5_run_end(run, err)) {
+        if (h5)
+            dkv_h5_discard(h5);
+        return err->code ? err->code : DKV_EIO;
     }
-    rc = strict && anomalies ? DKV_EXIT_ERROR : DKV_EXIT_OK;
-    if (strict && anomalies)
-        fprintf(stderr, "dkv replay: --strict: %llu trace anomalies\n", (unsigned long long)anomalies);
+    DKV_TRY(dkv_h5_close(h5, err));
+    if (!a->quiet)
+        printf("wrote %s (run %s)\n", a->out_path, a->run_name ? a->run_name : name);
+    return DKV_OK;
+}
+
+typedef struct anomaly_ctx {
+    const replay_args *a;
+} anomaly_ctx;
+
+static void on_anomaly(void *user, uint64_t line, const char *msg, uint64_t n_before)
+{
+    const anomaly_ctx *x = user;
+    if (!x->a->quiet && n_before < 5)
+        fprintf(stderr, "dkv replay: %s:%llu: %s\n", x->a->trace, (unsigned long long)line, msg);
+}
+
+int dkv_cmd_replay(int argc, char **argv)
+{
+    replay_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    dkv_err err = {0};
+    dkv_mem *m = NULL;
+    dkv_replay_result r;
+    anomaly_ctx ax = {&a};
+    rc = DKV_EXIT_ERROR;
+    if (dkv_mem_new(&a.o, &m, &err) != DKV_OK || dkv_replay_trace(a.trace, m, on_anomaly, &ax, &r, &err) != DKV_OK) {
+        fprintf(stderr, "dkv replay: %s\n", err.msg);
+        goto done;
+    }
+    print_report(&a, m, &r);
+    if (a.out_path && write_run(&a, m, &r, &err) != DKV_OK) {
+        fprintf(stderr, "dkv replay: %s\n", err.msg);
+        goto done;
+    }
+    rc = a.strict && r.anomalies ? DKV_EXIT_ERROR : DKV_EXIT_OK;
+    if (a.strict && r.anomalies)
+        fprintf(stderr, "dkv replay: --strict: %llu trace anomalies\n", (unsigned long long)r.anomalies);
 done:
-    if (h5)
-        dkv_h5_discard(h5);
-    dkv_trace_reader_close(rd);
-    dkv_mem_replay_free_handle(rp);
     dkv_mem_free(m);
     return rc;
 }

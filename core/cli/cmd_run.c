@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +44,9 @@ static void run_usage(FILE *out)
             "A failed or interrupted run leaves FILE.h5 untouched and keeps its completed runs in\n"
             "FILE.h5.partial (the message names it); a FILE.h5.tmp left by a killed run is moved aside\n"
             "the same way, never overwritten.\n"
+            "\n"
+            "Ctrl-C (SIGINT) or SIGTERM stops the script at its next check, keeping completed runs; a\n"
+            "second one kills dkv at once.\n"
             "\n"
             "exit status: 0 success, 1 script error or interrupted (completed runs are kept), 2 usage\n",
             DKV_LUA_DEFAULT_TIME_LIMIT_S, (unsigned long long)DKV_LUA_DEFAULT_INSTR_LIMIT,
@@ -194,6 +199,15 @@ static int set_aside_leftover(const char *output)
     struct stat st;
     if (lstat(tmp, &st) != 0)
         return 0;
+    int fd = open(tmp, O_RDONLY);   /* libhdf5 holds a lock on a file it is writing */
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        close(fd);
+        fprintf(stderr, "dkv run: '%s' is being written by another process (a dkv run with the same -o?); it is "
+                        "left alone: wait for it or choose another -o\n", tmp);
+        return -1;
+    }
+    if (fd >= 0)
+        close(fd);   /* (closing drops the lock) */
     size_t complete = 0, total = 0;
     char why[DKV_ERR_MSG_MAX];
     bool readable = count_safely(tmp, &complete, &total, why, sizeof why);
@@ -204,7 +218,7 @@ static int set_aside_leftover(const char *output)
     }
     if (readable)
         fprintf(stderr, "dkv run: '%s' was left by an earlier run that did not finish (killed?); its %zu "
-                "complete run%s are kept in %s\n", tmp, complete, complete == 1 ? "" : "s", kept);
+                "complete run%s kept in %s\n", tmp, complete, complete == 1 ? " is" : "s are", kept);
     else
         fprintf(stderr, "dkv run: '%s' was left by an earlier run that did not finish (killed?); it is not "
                 "readable as a results file (%s) and is kept as %s\n", tmp, why, kept);
@@ -304,10 +318,71 @@ static void print_notice(void *ud, const char *msg)
     fprintf(stderr, "dkv run: %s\n", msg);
 }
 
+/* Runs the script and settles its output file (committed, or kept aside); the exit status. */
+static int run_script(const char *script, const char *output, const dkv_lua_config *cfg, dkv_cli_progress *bar)
+{
+    dkv_err err = {0};
+    dkv_lua *s = NULL;
+    int rc = DKV_EXIT_ERROR;
+    if (check_output_dir(output) != 0 || set_aside_leftover(output) != 0)
+        return rc;
+    if (dkv_lua_new(cfg, &s, &err) != DKV_OK) {
+        fprintf(stderr, "dkv run: %s\n", err.msg);
+        return rc;
+    }
+    dkv_status st = dkv_lua_run_file(s, script, &err);
+    dkv_cli_progress_end(bar);
+    bool usage = dkv_lua_usage_error(s);
+    if (st == DKV_OK) {
+        rc = DKV_EXIT_OK;
+    } else if (usage) {
+        fprintf(stderr, "dkv run: %s\n", dkv_lua_traceback(s));
+    } else if (st == DKV_ENOENT) {
+        fprintf(stderr, "dkv run: %s\n", err.msg);
+    } else {
+        const char *tb = dkv_lua_traceback(s);
+        fprintf(stderr, "%s\n", *tb ? tb : err.msg);
+    }
+    dkv_h5 *out_file = dkv_lua_take_output(s);
+    if (!(usage && !out_file))   /* a usage error before the first run: nothing to say about files */
+        rc = finish_output(out_file, output, st, rc);
+    if (usage)
+        rc = DKV_EXIT_USAGE;
+    dkv_lua_close(s, NULL);
+    return rc;
+}
+
+/* --instr-limit N, --time-limit SECONDS, --mem-limit SIZE into cfg; -1 (with a message) when bad. */
+static int parse_limit(const char *opt, const char *v, dkv_lua_config *cfg)
+{
+    char *end;
+    errno = 0;
+    if (strcmp(opt, "--instr-limit") == 0) {
+        unsigned long long n = strtoull(v, &end, 10);
+        if (errno || end == v || *end || v[0] == '-') {
+            fprintf(stderr, "dkv run: --instr-limit expects a count, got '%s'\n", v);
+            return -1;
+        }
+        cfg->instr_limit = n;
+    } else if (strcmp(opt, "--time-limit") == 0) {
+        double t = strtod(v, &end);
+        if (errno || end == v || *end || !(t >= 0) || t > 1e9) {
+            fprintf(stderr, "dkv run: --time-limit expects seconds (0 = none), got '%s'\n", v);
+            return -1;
+        }
+        cfg->time_limit_s = t;
+    } else if (parse_size(v, &cfg->mem_limit_bytes) != 0) {
+        fprintf(stderr, "dkv run: --mem-limit expects a size such as 512M or 4G, got '%s'\n", v);
+        return -1;
+    }
+    return 0;
+}
+
+/* SIGINT (Ctrl-C) and SIGTERM (kill, Slurm's time limit) stop the script at its next check; the
+ * completed runs are kept.  A second one kills the process (SA_RESETHAND). */
 static void on_sigint(int sig)
 {
-    (void)sig;
-    dkv_interrupt_request();
+    dkv_interrupt_request_signal(sig);
 }
 
 int dkv_cmd_run(int argc, char **argv)
@@ -358,32 +433,11 @@ int dkv_cmd_run(int argc, char **argv)
             }
             cfg.shard_index = si;
             cfg.shard_count = sn;
-        } else if (strcmp(a, "--instr-limit") == 0) {
+        } else if (strcmp(a, "--instr-limit") == 0 || strcmp(a, "--time-limit") == 0 ||
+                   strcmp(a, "--mem-limit") == 0) {
             NEED_ARG();
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(argv[++i], &end, 10);
-            if (errno || *end || argv[i][0] == '-') {
-                fprintf(stderr, "dkv run: --instr-limit expects a count, got '%s'\n", argv[i]);
+            if (parse_limit(a, argv[++i], &cfg) != 0)
                 goto out;
-            }
-            cfg.instr_limit = v;
-        } else if (strcmp(a, "--time-limit") == 0) {
-            NEED_ARG();
-            char *end;
-            errno = 0;
-            double v = strtod(argv[++i], &end);
-            if (errno || end == argv[i] || *end || !(v >= 0) || v > 1e9) {
-                fprintf(stderr, "dkv run: --time-limit expects seconds (0 = none), got '%s'\n", argv[i]);
-                goto out;
-            }
-            cfg.time_limit_s = v;
-        } else if (strcmp(a, "--mem-limit") == 0) {
-            NEED_ARG();
-            if (parse_size(argv[++i], &cfg.mem_limit_bytes) != 0) {
-                fprintf(stderr, "dkv run: --mem-limit expects a size such as 512M or 4G, got '%s'\n", argv[i]);
-                goto out;
-            }
         } else if (strcmp(a, "--root") == 0) {
             NEED_ARG();
             root_opt = argv[++i];
@@ -441,44 +495,17 @@ int dkv_cmd_run(int argc, char **argv)
     cfg.progress_ud = &bar;
     cfg.notice = print_notice;
 
-    struct sigaction sa, old;
+    struct sigaction sa, old, old_term;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sa.sa_flags = SA_RESETHAND;  /* a second Ctrl-C kills the process */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old);
+    sigaction(SIGTERM, &sa, &old_term);
 
-    dkv_err err = {0};
-    dkv_lua *s = NULL;
-    rc = DKV_EXIT_ERROR;
-    if (check_output_dir(output) != 0 || set_aside_leftover(output) != 0)
-        goto out_sig;
-    if (dkv_lua_new(&cfg, &s, &err) != DKV_OK) {
-        fprintf(stderr, "dkv run: %s\n", err.msg);
-        goto out_sig;
-    }
-    dkv_status st = dkv_lua_run_file(s, script, &err);
-    dkv_cli_progress_end(&bar);
-    if (st == DKV_OK) {
-        rc = DKV_EXIT_OK;
-    } else if (dkv_lua_usage_error(s)) {
-        fprintf(stderr, "dkv run: %s\n", dkv_lua_traceback(s));
-        rc = DKV_EXIT_USAGE;
-    } else if (st == DKV_ENOENT) {
-        fprintf(stderr, "dkv run: %s\n", err.msg);
-    } else {
-        const char *tb = dkv_lua_traceback(s);
-        fprintf(stderr, "%s\n", *tb ? tb : err.msg);
-    }
-    bool usage = dkv_lua_usage_error(s);
-    dkv_h5 *out_file = dkv_lua_take_output(s);
-    if (!(usage && !out_file))   /* a usage error before the first run: nothing to say about files */
-        rc = finish_output(out_file, output, st, rc);
-    if (usage)
-        rc = DKV_EXIT_USAGE;
-    dkv_lua_close(s, NULL);
-out_sig:
+    rc = run_script(script, output, &cfg, &bar);
     sigaction(SIGINT, &old, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
 out:
     free(params);
     return rc;

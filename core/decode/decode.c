@@ -10,42 +10,14 @@
 
 static const char *const cache_names[] = {"none", "prefix", "dual", "sparse"};
 static const char *const logit_names[] = {"block", "all"};
+static const char *const phase_names[] = {"refresh", "reuse"};
+const dkv_names dkv_cache_mode_names = DKV_NAMES("decode.cache", cache_names);
+const dkv_names dkv_logit_mode_names = DKV_NAMES("decode.logits", logit_names);
+const dkv_names dkv_phase_names = DKV_NAMES("phase", phase_names);
 
-const char *dkv_cache_mode_name(dkv_cache_mode m)
-{
-    return (unsigned)m < 4 ? cache_names[m] : "?";
-}
-
-dkv_status dkv_cache_mode_parse(const char *s, dkv_cache_mode *out, dkv_err *err)
-{
-    for (unsigned i = 0; i < 4; i++)
-        if (s && strcmp(s, cache_names[i]) == 0) {
-            *out = (dkv_cache_mode)i;
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "unknown cache mode '%s' (expected none, prefix, dual or sparse)",
-                       s ? s : "(null)");
-}
-
-const char *dkv_logit_mode_name(dkv_logit_mode m)
-{
-    return (unsigned)m < 2 ? logit_names[m] : "?";
-}
-
-dkv_status dkv_logit_mode_parse(const char *s, dkv_logit_mode *out, dkv_err *err)
-{
-    for (unsigned i = 0; i < 2; i++)
-        if (s && strcmp(s, logit_names[i]) == 0) {
-            *out = (dkv_logit_mode)i;
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "unknown logit mode '%s' (expected block or all)", s ? s : "(null)");
-}
-
-const char *dkv_phase_name(dkv_phase p)
-{
-    return p == DKV_PHASE_REFRESH ? "refresh" : p == DKV_PHASE_REUSE ? "reuse" : "?";
-}
+const char *dkv_cache_mode_name(dkv_cache_mode m) { return dkv_names_at(&dkv_cache_mode_names, (int)m); }
+const char *dkv_logit_mode_name(dkv_logit_mode m) { return dkv_names_at(&dkv_logit_mode_names, (int)m); }
+const char *dkv_phase_name(dkv_phase p) { return dkv_names_at(&dkv_phase_names, (int)p); }
 
 /* ------------------------------------------------------------------ config */
 

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "util/names.h"
 #include "util/status.h"
 
 typedef enum dkv_cache_mode {
@@ -54,11 +55,13 @@ typedef enum dkv_phase {
 } dkv_phase;
 #endif
 
-const char *dkv_cache_mode_name(dkv_cache_mode m);       /* "none", "prefix", "dual", "sparse" */
-dkv_status  dkv_cache_mode_parse(const char *s, dkv_cache_mode *out, dkv_err *err);
-const char *dkv_logit_mode_name(dkv_logit_mode m);       /* "block", "all" */
-dkv_status  dkv_logit_mode_parse(const char *s, dkv_logit_mode *out, dkv_err *err);
-const char *dkv_phase_name(dkv_phase p);                 /* "refresh", "reuse" */
+/* The names (util/names.h: parse with dkv_names_parse, Lua reads the same tables). */
+extern const dkv_names dkv_cache_mode_names;             /* "none", "prefix", "dual", "sparse" */
+extern const dkv_names dkv_logit_mode_names;             /* "block", "all" */
+extern const dkv_names dkv_phase_names;                  /* "refresh", "reuse" */
+const char *dkv_cache_mode_name(dkv_cache_mode m);
+const char *dkv_logit_mode_name(dkv_logit_mode m);
+const char *dkv_phase_name(dkv_phase p);
 
 /* Dynamic retention: called at the selecting step of every block (sparse mode) with the
  * request id, the block index and the ratio in force; returns the ratio for this block,

@@ -3,13 +3,12 @@
 
 #include <string.h>
 
-const char *dkv_kernel_class_name(dkv_kernel_class k)
-{
-    static const char *const names[DKV_KCLASS_N] = {
-        "qkv", "attn", "o_proj", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress",
-    };
-    return (unsigned)k < DKV_KCLASS_N ? names[k] : "?";
-}
+static const char *const kclass_names[DKV_KCLASS_N] = {
+    "qkv", "attn", "o_proj", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress",
+};
+const dkv_names dkv_kernel_class_names = DKV_NAMES("kernel class", kclass_names);
+
+const char *dkv_kernel_class_name(dkv_kernel_class k) { return dkv_names_at(&dkv_kernel_class_names, (int)k); }
 
 dkv_status dkv_backend_begin(dkv_backend *b, const dkv_backend_setup *setup, dkv_err *err)
 {

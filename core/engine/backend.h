@@ -35,6 +35,7 @@
 #include "decode/decode.h"
 #include "mem/mem.h"
 #include "model/model.h"
+#include "util/names.h"
 #include "util/status.h"
 #include "workload/workload.h"
 
@@ -123,6 +124,7 @@ typedef enum dkv_kernel_class {
     DKV_KCLASS_N
 } dkv_kernel_class;
 
+extern const dkv_names dkv_kernel_class_names;   /* "qkv", "attn", ... (util/names.h) */
 const char *dkv_kernel_class_name(dkv_kernel_class k);
 
 /* One kernel (or a class aggregate of one step, see setup.kernel_records). */
@@ -192,6 +194,11 @@ typedef struct dkv_step_cost {
     uint32_t n_kernels;
     double   flops_util;       /* flops / (compute_s * peak) */
     double   bw_util;          /* HBM traffic / (compute_s * hbm_bw) */
+    /* simulator only (0 from an executing backend): */
+    double   roofline_s;       /* of compute_s, seconds costed by the roofline (no measured profile
+                                  covered the class or shape; all of compute_s without a profile) */
+    double   host_s;           /* modelled host time the instance spends after the step before it
+                                  can issue the next (profile host table; 0 without one) */
 } dkv_step_cost;
 
 /* The vtable (ggml style).  NULL entries take defaults: begin/end do nothing, run_step

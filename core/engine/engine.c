@@ -11,40 +11,16 @@
 
 /* ---------------------------------------------------------------- names */
 
-static int find_name(const char *const *names, const char *s)
-{
-    for (int i = 0; names[i]; i++)
-        if (s && strcmp(s, names[i]) == 0)
-            return i;
-    return -1;
-}
+static const char *const share_names[] = {"timeslice", "spatial"};
+static const char *const iroute_names[] = {"round_robin", "least_loaded"};
+static const char *const status_names[] = {"done", "oom", "too_long", "unfinished"};
+const dkv_names dkv_gpu_share_names = DKV_NAMES("instances.gpu_share", share_names);
+const dkv_names dkv_instance_route_names = DKV_NAMES("instances.route", iroute_names);
+const dkv_names dkv_req_status_names = DKV_NAMES("request status", status_names);
 
-static const char *const share_names[] = {"timeslice", "spatial", NULL};
-static const char *const iroute_names[] = {"round_robin", "least_loaded", NULL};
-static const char *const status_names[] = {"done", "oom", "too_long", "unfinished", NULL};
-
-const char *dkv_gpu_share_name(dkv_gpu_share s) { return (unsigned)s < 2 ? share_names[s] : "?"; }
-const char *dkv_instance_route_name(dkv_instance_route r) { return (unsigned)r < 2 ? iroute_names[r] : "?"; }
-const char *dkv_req_status_name(int s) { return (unsigned)s < 4 ? status_names[s] : "?"; }
-
-dkv_status dkv_gpu_share_parse(const char *s, dkv_gpu_share *out, dkv_err *err)
-{
-    int i = find_name(share_names, s);
-    if (i < 0)
-        return dkv_err_set(err, DKV_EINVAL, "unknown gpu_share '%s' (expected timeslice or spatial)", s ? s : "(null)");
-    *out = (dkv_gpu_share)i;
-    return DKV_OK;
-}
-
-dkv_status dkv_instance_route_parse(const char *s, dkv_instance_route *out, dkv_err *err)
-{
-    int i = find_name(iroute_names, s);
-    if (i < 0)
-        return dkv_err_set(err, DKV_EINVAL, "unknown instance route '%s' (expected round_robin or least_loaded)",
-                           s ? s : "(null)");
-    *out = (dkv_instance_route)i;
-    return DKV_OK;
-}
+const char *dkv_gpu_share_name(dkv_gpu_share s) { return dkv_names_at(&dkv_gpu_share_names, (int)s); }
+const char *dkv_instance_route_name(dkv_instance_route r) { return dkv_names_at(&dkv_instance_route_names, (int)r); }
+const char *dkv_req_status_name(int s) { return dkv_names_at(&dkv_req_status_names, s); }
 
 /* ---------------------------------------------------------------- configuration */
 
@@ -145,7 +121,7 @@ dkv_status dkv_engine_config_validate(const dkv_engine_config *c, dkv_err *err)
         return st;
     if (c->max_num_seqs == 0)
         return dkv_err_set(err, DKV_EINVAL, "scheduler.max_num_seqs must be > 0");
-    if ((unsigned)c->sched > DKV_SCHED_PHASE)
+    if ((int)c->sched < 0 || (int)c->sched >= dkv_sched_names.n)
         return dkv_err_set(err, DKV_EINVAL, "scheduler.kind: bad value %d", (int)c->sched);
     if (c->n_instances == 0 || c->n_instances > ENG_MAX_INST)
         return dkv_err_set(err, DKV_ERANGE, "instances: %u must be in [1, %d]", c->n_instances, ENG_MAX_INST);
@@ -431,7 +407,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                     continue;
                 if ((st = eng_run_round(e, 0, i, 1, err)) != DKV_OK)
                     return st;
-                e->ready[i] = e->now + host;
+                e->ready[i] = e->now + (host >= 0 ? host : e->host_model_s);
                 e->rr = i + 1;
                 ran = true;
             }
@@ -457,7 +433,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                     return st;
                 for (uint32_t i = 0; i < e->ni; i++)
                     if (part[i])
-                        e->ready[i] = e->now + host;
+                        e->ready[i] = e->now + (host >= 0 ? host : e->host_model_s);
                 ran = true;
             }
         }

@@ -84,6 +84,7 @@
 #include "policy/retention.h"
 #include "policy/routing.h"
 #include "policy/sizing.h"
+#include "util/names.h"
 #include "util/status.h"
 #include "workload/workload.h"
 
@@ -97,22 +98,24 @@ typedef enum dkv_sched_kind {
                               Reuse at B; admissions fill the budget Reuse phases free */
 } dkv_sched_kind;
 
-const char *dkv_sched_name(dkv_sched_kind k);            /* "static", "fcfs", "phase" */
-dkv_status  dkv_sched_parse(const char *s, dkv_sched_kind *out, dkv_err *err);
+/* The names of the enums below (util/names.h: dkv_names_parse; the Lua layer reads them too). */
+extern const dkv_names dkv_sched_names;                  /* "static", "fcfs", "phase" (engine_sched.c) */
+extern const dkv_names dkv_gpu_share_names;              /* "timeslice", "spatial" */
+extern const dkv_names dkv_instance_route_names;         /* "round_robin", "least_loaded" */
+extern const dkv_names dkv_req_status_names;             /* "done", "oom", "too_long", "unfinished" */
+const char *dkv_sched_name(dkv_sched_kind k);
 
 typedef enum dkv_gpu_share {
     DKV_SHARE_TIMESLICE = 0,
     DKV_SHARE_SPATIAL
 } dkv_gpu_share;
-const char *dkv_gpu_share_name(dkv_gpu_share s);         /* "timeslice", "spatial" */
-dkv_status  dkv_gpu_share_parse(const char *s, dkv_gpu_share *out, dkv_err *err);
+const char *dkv_gpu_share_name(dkv_gpu_share s);
 
 typedef enum dkv_instance_route {
     DKV_IROUTE_ROUND_ROBIN = 0,  /* request i goes to instance i mod n */
     DKV_IROUTE_LEAST_LOADED      /* to the instance with the fewest waiting + running */
 } dkv_instance_route;
-const char *dkv_instance_route_name(dkv_instance_route r); /* "round_robin", "least_loaded" */
-dkv_status  dkv_instance_route_parse(const char *s, dkv_instance_route *out, dkv_err *err);
+const char *dkv_instance_route_name(dkv_instance_route r);
 
 /* Optional per-step sink (trace events); the record is borrowed for the call. */
 struct dkv_step_record;
@@ -142,7 +145,9 @@ typedef struct dkv_engine_config {
     double   step_host_s;           /* host (CPU) time an instance spends per step (scheduling,
                                        Python, launches), seconds.  The instance cannot issue its
                                        next step before it passes; other instances may use the GPU
-                                       meanwhile.  Default 0 (a pure GPU roofline) */
+                                       meanwhile.  Default 0 (a pure GPU roofline); < 0: the
+                                       backend's modelled host time of each step
+                                       (dkv_step_cost.host_s: a measured profile's host table) */
 
     /* memory */
     dkv_mem_options mem;            /* KV manager: kind and its options.  capacity_bytes 0: the
@@ -267,6 +272,8 @@ typedef struct dkv_run_summary {
     double   sim_time_s;          /* clock at the end (last finish) */
     double   busy_s;              /* sum of step times */
     double   gpu_busy_frac;       /* compute time / sim_time */
+    double   roofline_frac;       /* of the kernel time, the fraction the simulator costed by the
+                                     roofline rather than a measured profile (1 without one) */
     double   throughput_rps, tokens_per_s;
     double   latency_mean_s, latency_p50_s, latency_p95_s, latency_p99_s;
     double   first_block_p50_s, first_block_p99_s;

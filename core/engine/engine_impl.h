@@ -92,6 +92,18 @@ struct dkv_engine_result {
     size_t n_mem, cap_mem;
 };
 
+struct eng;
+struct ereq;
+struct einst;
+/* A scheduler (engine_sched.c's table): which request-steps an instance runs this iteration. */
+typedef struct eng_sched_i {
+    const char *name;           /* first: the table is dkv_sched_names too */
+    size_t (*select)(struct eng *e, struct einst *in, const struct eng_sched_i *self);
+    uint32_t (*budget)(const struct eng *e, const struct ereq *r, uint8_t pred_phase); /* tokens a step costs */
+    bool enforce_budget;        /* stop at max_num_batched_tokens */
+    bool whole_batch;           /* admit only when the instance is idle (static batching) */
+} eng_sched_i;
+
 typedef struct eng {
     dkv_engine_config c;         /* resolved copy */
     const dkv_model *m;
@@ -154,6 +166,8 @@ typedef struct eng {
     uint64_t pred_total, pred_ok, overruns;
     uint64_t n_preempted, preempted_steps;
     double busy_s, compute_s, alloc_s;
+    double roofline_s;     /* of compute_s, the backend's seconds from the roofline (simulator) */
+    double host_model_s;   /* the last step's modelled host time (used when step_host_s < 0) */
     double hbm_rd, hbm_wr, pcie_h2d, pcie_d2h, flops;
     uint64_t items_total;
     dkv_engine_result *res;

@@ -75,108 +75,34 @@ dkv_status eng_push_mem(eng *e, double time_s, uint64_t reserved)
     return DKV_OK;
 }
 
-void eng_summarize(eng *e, double wall_s)
+/* One request's record at the end of the run (NaN for what never happened). */
+static void fill_record(dkv_req_record *q, const ereq *r, uint8_t status)
 {
-    dkv_engine_result *res = e->res;
-    dkv_run_summary *s = &res->sum;
-    memset(s, 0, sizeof *s);
-    res->n_req = e->n;
-    res->req = calloc(e->n ? e->n : 1, sizeof *res->req);
-    double *lat = malloc((e->n ? e->n : 1) * sizeof *lat);
-    double *fb = malloc((e->n ? e->n : 1) * sizeof *fb);
-    size_t n_lat = 0, n_fb = 0;
-    double last_finish = 0, q_sum = 0, tpot_sum = 0;
-    s->n_requests = e->n;
-    for (size_t i = 0; i < e->n; i++) {
-        ereq *r = &e->rq[i];
-        bool done = r->state == RS_DONE;
-        uint8_t status = r->state == RS_DONE || r->state == RS_FAILED ? r->status : DKV_REQ_UNFINISHED;
-        if (res->req) {
-            dkv_req_record *q = &res->req[i];
-            q->id = r->src->id;
-            q->instance = r->inst;
-            q->status = status;
-            q->route = r->route;
-            q->prompt_tokens = r->src->prompt_tokens;
-            q->gen_tokens = r->src->gen_tokens;
-            q->steps = r->refresh + r->reuse;
-            q->refresh_steps = r->refresh;
-            q->reuse_steps = r->reuse;
-            q->preempted_steps = r->preempted_steps;
-            q->arrival_s = isfinite(r->arrival) ? r->arrival : NAN;
-            q->start_s = r->start;         /* NaN until it happens */
-            q->first_block_s = r->first_block;
-            q->finish_s = done ? r->finish : NAN;
-            q->latency_s = done ? r->finish - r->arrival : NAN;
-            q->queue_s = r->started ? r->start - r->arrival : NAN;
-            q->tpot_s = done && r->src->gen_tokens ? (r->finish - r->start) / r->src->gen_tokens : NAN;
-            q->kv_peak_bytes = r->kv_peak;
-        }
-        switch (status) {
-        case DKV_REQ_DONE: s->n_done++; break;
-        case DKV_REQ_OOM: s->n_oom++; break;
-        case DKV_REQ_TOO_LONG: s->n_too_long++; break;
-        default: s->n_unfinished++; break;
-        }
-        s->request_steps += r->refresh + r->reuse;
-        s->refresh_steps += r->refresh;
-        s->reuse_steps += r->reuse;
-        if (!done)
-            continue;
-        s->gen_tokens += r->src->gen_tokens;
-        s->prompt_tokens += r->src->prompt_tokens;
-        if (r->finish > last_finish)
-            last_finish = r->finish;
-        if (lat)
-            lat[n_lat++] = r->finish - r->arrival;
-        if (fb)
-            fb[n_fb++] = r->first_block - r->arrival;
-        q_sum += r->start - r->arrival;
-        tpot_sum += r->src->gen_tokens ? (r->finish - r->start) / r->src->gen_tokens : 0;
-    }
-    s->n_steps = e->step_index;
-    s->n_preempted = e->n_preempted;
-    s->preempted_steps = e->preempted_steps;
-    s->rho_clamped = e->ret.n_clamped;
-    s->sim_time_s = last_finish > e->now ? last_finish : e->now;
-    s->busy_s = e->busy_s;
-    s->gpu_busy_frac = s->sim_time_s > 0 ? e->compute_s / s->sim_time_s : 0;
-    s->throughput_rps = s->sim_time_s > 0 ? (double)s->n_done / s->sim_time_s : 0;
-    s->tokens_per_s = s->sim_time_s > 0 ? (double)s->gen_tokens / s->sim_time_s : 0;
-    if (n_lat) {
-        double sum = 0;
-        for (size_t i = 0; i < n_lat; i++)
-            sum += lat[i];
-        s->latency_mean_s = sum / (double)n_lat;
-        s->latency_p50_s = dkv_percentile(lat, n_lat, 50);
-        s->latency_p95_s = dkv_percentile(lat, n_lat, 95);
-        s->latency_p99_s = dkv_percentile(lat, n_lat, 99);
-        s->first_block_p50_s = dkv_percentile(fb, n_fb, 50);
-        s->first_block_p99_s = dkv_percentile(fb, n_fb, 99);
-        s->queue_mean_s = q_sum / (double)n_lat;
-        s->tpot_mean_s = tpot_sum / (double)n_lat;
-    } else {
-        s->latency_mean_s = s->latency_p50_s = s->latency_p95_s = s->latency_p99_s = NAN;
-        s->first_block_p50_s = s->first_block_p99_s = s->queue_mean_s = s->tpot_mean_s = NAN;
-    }
-    free(lat);
-    free(fb);
-    s->mean_batch = e->step_index ? (double)e->items_total / (double)e->step_index : 0;
-    s->phase_pred_accuracy = e->pred_total ? (double)e->pred_ok / (double)e->pred_total : NAN;
-    s->budget_overruns = e->overruns;
-    s->hbm_read_bytes = e->hbm_rd;
-    s->hbm_write_bytes = e->hbm_wr;
-    s->pcie_h2d_bytes = e->pcie_h2d;
-    s->pcie_d2h_bytes = e->pcie_d2h;
-    s->flops = e->flops;
-    s->alloc_time_s = e->alloc_s;
-    for (int t = 0; t < DKV_MEM_TAG_COUNT; t++)
-        s->peak_tag[t] = e->tag_peak[t];
-    s->peak_host_bytes = e->host_peak;
-    s->peak_allocated = e->alloc_peak;
-    s->kv_capacity_bytes = e->kv_capacity;
-    s->device_capacity_bytes = e->dev_capacity;
-    /* fragmentation: KV managers (summed when partitioned) and the device manager */
+    bool done = r->state == RS_DONE;
+    q->id = r->src->id;
+    q->instance = r->inst;
+    q->status = status;
+    q->route = r->route;
+    q->prompt_tokens = r->src->prompt_tokens;
+    q->gen_tokens = r->src->gen_tokens;
+    q->steps = r->refresh + r->reuse;
+    q->refresh_steps = r->refresh;
+    q->reuse_steps = r->reuse;
+    q->preempted_steps = r->preempted_steps;
+    q->arrival_s = isfinite(r->arrival) ? r->arrival : NAN;
+    q->start_s = r->start;         /* NaN until it happens */
+    q->first_block_s = r->first_block;
+    q->finish_s = done ? r->finish : NAN;
+    q->latency_s = done ? r->finish - r->arrival : NAN;
+    q->queue_s = r->started ? r->start - r->arrival : NAN;
+    q->tpot_s = done && r->src->gen_tokens ? (r->finish - r->start) / r->src->gen_tokens : NAN;
+    q->kv_peak_bytes = r->kv_peak;
+}
+
+/* Fragmentation, reuse, failures and peaks of the KV managers (summed when partitioned) and of
+ * the device manager. */
+static void summarize_memory(eng *e, dkv_run_summary *s)
+{
     double sum_int = 0, sum_ext = 0, w = 0;
     uint64_t hits = 0, total = 0, peak_res = 0;
     uint32_t n_mgr = 0;
@@ -220,6 +146,92 @@ void eng_summarize(eng *e, double wall_s)
      * combined reserved at each step's peak point (all of the step's acquisitions done, none of its
      * releases), never below any single manager's peak. */
     s->peak_reserved = n_mgr > 1 && e->res_step_max > peak_res ? e->res_step_max : peak_res;
+}
+
+void eng_summarize(eng *e, double wall_s)
+{
+    dkv_engine_result *res = e->res;
+    dkv_run_summary *s = &res->sum;
+    memset(s, 0, sizeof *s);
+    res->n_req = e->n;
+    res->req = calloc(e->n ? e->n : 1, sizeof *res->req);
+    double *lat = malloc((e->n ? e->n : 1) * sizeof *lat);
+    double *fb = malloc((e->n ? e->n : 1) * sizeof *fb);
+    size_t n_lat = 0, n_fb = 0;
+    double last_finish = 0, q_sum = 0, tpot_sum = 0;
+    s->n_requests = e->n;
+    for (size_t i = 0; i < e->n; i++) {
+        ereq *r = &e->rq[i];
+        bool done = r->state == RS_DONE;
+        uint8_t status = r->state == RS_DONE || r->state == RS_FAILED ? r->status : DKV_REQ_UNFINISHED;
+        if (res->req)
+            fill_record(&res->req[i], r, status);
+        switch (status) {
+        case DKV_REQ_DONE: s->n_done++; break;
+        case DKV_REQ_OOM: s->n_oom++; break;
+        case DKV_REQ_TOO_LONG: s->n_too_long++; break;
+        default: s->n_unfinished++; break;
+        }
+        s->request_steps += r->refresh + r->reuse;
+        s->refresh_steps += r->refresh;
+        s->reuse_steps += r->reuse;
+        if (!done)
+            continue;
+        s->gen_tokens += r->src->gen_tokens;
+        s->prompt_tokens += r->src->prompt_tokens;
+        if (r->finish > last_finish)
+            last_finish = r->finish;
+        if (lat)
+            lat[n_lat++] = r->finish - r->arrival;
+        if (fb)
+            fb[n_fb++] = r->first_block - r->arrival;
+        q_sum += r->start - r->arrival;
+        tpot_sum += r->src->gen_tokens ? (r->finish - r->start) / r->src->gen_tokens : 0;
+    }
+    s->n_steps = e->step_index;
+    s->n_preempted = e->n_preempted;
+    s->preempted_steps = e->preempted_steps;
+    s->rho_clamped = e->ret.n_clamped;
+    s->sim_time_s = last_finish > e->now ? last_finish : e->now;
+    s->busy_s = e->busy_s;
+    s->gpu_busy_frac = s->sim_time_s > 0 ? e->compute_s / s->sim_time_s : 0;
+    s->roofline_frac = e->compute_s > 0 ? e->roofline_s / e->compute_s : 0;
+    s->throughput_rps = s->sim_time_s > 0 ? (double)s->n_done / s->sim_time_s : 0;
+    s->tokens_per_s = s->sim_time_s > 0 ? (double)s->gen_tokens / s->sim_time_s : 0;
+    if (n_lat) {
+        double sum = 0;
+        for (size_t i = 0; i < n_lat; i++)
+            sum += lat[i];
+        s->latency_mean_s = sum / (double)n_lat;
+        s->latency_p50_s = dkv_percentile(lat, n_lat, 50);
+        s->latency_p95_s = dkv_percentile(lat, n_lat, 95);
+        s->latency_p99_s = dkv_percentile(lat, n_lat, 99);
+        s->first_block_p50_s = dkv_percentile(fb, n_fb, 50);
+        s->first_block_p99_s = dkv_percentile(fb, n_fb, 99);
+        s->queue_mean_s = q_sum / (double)n_lat;
+        s->tpot_mean_s = tpot_sum / (double)n_lat;
+    } else {
+        s->latency_mean_s = s->latency_p50_s = s->latency_p95_s = s->latency_p99_s = NAN;
+        s->first_block_p50_s = s->first_block_p99_s = s->queue_mean_s = s->tpot_mean_s = NAN;
+    }
+    free(lat);
+    free(fb);
+    s->mean_batch = e->step_index ? (double)e->items_total / (double)e->step_index : 0;
+    s->phase_pred_accuracy = e->pred_total ? (double)e->pred_ok / (double)e->pred_total : NAN;
+    s->budget_overruns = e->overruns;
+    s->hbm_read_bytes = e->hbm_rd;
+    s->hbm_write_bytes = e->hbm_wr;
+    s->pcie_h2d_bytes = e->pcie_h2d;
+    s->pcie_d2h_bytes = e->pcie_d2h;
+    s->flops = e->flops;
+    s->alloc_time_s = e->alloc_s;
+    for (int t = 0; t < DKV_MEM_TAG_COUNT; t++)
+        s->peak_tag[t] = e->tag_peak[t];
+    s->peak_host_bytes = e->host_peak;
+    s->peak_allocated = e->alloc_peak;
+    s->kv_capacity_bytes = e->kv_capacity;
+    s->device_capacity_bytes = e->dev_capacity;
+    summarize_memory(e, s);
     s->cost_per_hour = e->c.cost_per_hour >= 0 ? e->c.cost_per_hour : e->g->cost_per_hour;
     s->cost_per_mtok = dkv_cost_per_mtok(s->cost_per_hour, 1, s->tokens_per_s);
     s->wall_s = wall_s;

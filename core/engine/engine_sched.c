@@ -5,23 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const sched_names[] = {"static", "fcfs", "phase", NULL};
-
-const char *dkv_sched_name(dkv_sched_kind k)
-{
-    return (unsigned)k < 3 ? sched_names[k] : "?";
-}
-
-dkv_status dkv_sched_parse(const char *s, dkv_sched_kind *out, dkv_err *err)
-{
-    for (int i = 0; sched_names[i]; i++)
-        if (s && strcmp(s, sched_names[i]) == 0) {
-            *out = (dkv_sched_kind)i;
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "unknown scheduler '%s' (expected static, fcfs or phase)", s ? s : "(null)");
-}
-
 /* What the scheduler knows: the request's steps so far, the configured (or the request's own)
  * steps per block, and the cache mode's phase pattern.  With exact_phase: the decode model. */
 uint8_t eng_predict_phase(const eng *e, const ereq *r)
@@ -59,12 +42,17 @@ static cand *cand_new(eng *e)
     return c;
 }
 
-static uint32_t budget_of(const eng *e, const ereq *r, uint8_t pred)
+/* A step is budgeted at its canvas L (dLLM-Serve's baseline), or by its predicted phase (Refresh
+ * at L, Reuse at B: the phase-multiplexed scheduler). */
+static uint32_t budget_canvas(const eng *e, const ereq *r, uint8_t pred)
 {
-    uint32_t L = r->src->prompt_tokens + r->src->gen_tokens;
-    if (e->c.sched == DKV_SCHED_PHASE && pred == DKV_PHASE_REUSE)
-        return e->c.decode.block_len;
-    return L;
+    (void)e, (void)pred;
+    return r->src->prompt_tokens + r->src->gen_tokens;
+}
+
+static uint32_t budget_phase(const eng *e, const ereq *r, uint8_t pred)
+{
+    return pred == DKV_PHASE_REUSE ? e->c.decode.block_len : budget_canvas(e, r, pred);
 }
 
 /* Adds a candidate for request ri; false when out of host memory or the request is done. */
@@ -87,12 +75,15 @@ static bool add(eng *e, uint32_t ri, uint32_t inst_id, bool admit, uint8_t pred,
     return true;
 }
 
-size_t eng_select(eng *e, einst *in)
+/* Running requests first, then admissions in arrival order, under the token budget (unless the
+ * scheduler does not enforce it) and max_num_seqs; a whole-batch scheduler admits only when the
+ * instance is idle. */
+static size_t select_fcfs_order(eng *e, einst *in, const eng_sched_i *self)
 {
     const dkv_engine_config *c = &e->c;
     size_t start = e->n_cands;
     uint64_t used = 0, budget = e->budget_tokens;
-    bool enforce = c->sched != DKV_SCHED_STATIC;
+    bool enforce = self->enforce_budget;
     size_t n = 0;
 
     /* running requests first, in admission order (work-conserving: one that does not fit the
@@ -101,7 +92,7 @@ size_t eng_select(eng *e, einst *in)
         uint32_t ri = in->run[k];
         ereq *r = &e->rq[ri];
         uint8_t pred = eng_predict_phase(e, r);
-        uint32_t bud = budget_of(e, r, pred);
+        uint32_t bud = self->budget(e, r, pred);
         if (enforce && n > 0 && used + bud > budget)
             continue;
         if (add(e, ri, in->id, false, pred, bud)) {
@@ -110,14 +101,14 @@ size_t eng_select(eng *e, einst *in)
         }
     }
     /* admissions */
-    if (c->sched == DKV_SCHED_STATIC && in->n_run > 0)
+    if (self->whole_batch && in->n_run > 0)
         return e->n_cands - start;  /* the batch runs to its end */
     uint32_t admitted = 0;
     for (size_t k = 0; k < in->wq_len && in->n_run + admitted < c->max_num_seqs; k++) {
         uint32_t ri = in->wq[(in->wq_head + k) % in->wq_cap];
         ereq *r = &e->rq[ri];
         uint8_t pred = eng_predict_phase(e, r);
-        uint32_t bud = budget_of(e, r, pred);
+        uint32_t bud = self->budget(e, r, pred);
         if (enforce && n > 0 && used + bud > budget) {
             if (c->first_fit)
                 continue;
@@ -130,4 +121,23 @@ size_t eng_select(eng *e, einst *in)
         }
     }
     return e->n_cands - start;
+}
+
+/* ---------------------------------------------------------------- the schedulers
+ * One entry per scheduler, indexed by dkv_sched_kind; the name is the first member, so this
+ * table is also the names table (dkv_sched_names).  A new scheduler: an entry here (with its own
+ * select function when the running-then-admissions order does not fit) and a value in engine.h. */
+static const eng_sched_i scheds[] = {
+    [DKV_SCHED_STATIC] = {"static", select_fcfs_order, budget_canvas, false, true},
+    [DKV_SCHED_FCFS] = {"fcfs", select_fcfs_order, budget_canvas, true, false},
+    [DKV_SCHED_PHASE] = {"phase", select_fcfs_order, budget_phase, true, false},
+};
+const dkv_names dkv_sched_names = DKV_NAMES("scheduler.kind", scheds);
+
+const char *dkv_sched_name(dkv_sched_kind k) { return dkv_names_at(&dkv_sched_names, (int)k); }
+
+size_t eng_select(eng *e, einst *in)
+{
+    const eng_sched_i *k = &scheds[e->c.sched];   /* checked by dkv_engine_config_validate */
+    return k->select(e, in, k);
 }

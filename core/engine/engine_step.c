@@ -475,6 +475,8 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
     e->now += cost.time_s + alloc_s;
     e->busy_s += cost.time_s + alloc_s;
     e->compute_s += cost.compute_s;
+    e->roofline_s += cost.roofline_s;
+    e->host_model_s = cost.host_s;
     e->alloc_s += alloc_s;
     e->hbm_rd += (double)cost.hbm_read_bytes;
     e->hbm_wr += (double)cost.hbm_write_bytes;

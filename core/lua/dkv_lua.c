@@ -17,36 +17,7 @@
 #include "lua/lua_modules.h"
 #include "util/interrupt.h"
 
-#define HOOK_EVERY 10000
-
-enum { STOP_NONE = 0, STOP_INSTR, STOP_MEM, STOP_INTR, STOP_USAGE, STOP_LISTED, STOP_TIME };
-
-struct dkv_lua {
-    lua_State *L;
-    char *root, *output_path;
-    char **params;
-    size_t nparams;
-    uint32_t shard_index, shard_count;
-    uint64_t instr_limit, instr_count;
-    size_t mem_limit, mem_used;
-    int stop;                  /* why the script was stopped (sticky) */
-    dkv_progress_fn progress;
-    void *progress_ud;
-    void (*notice)(void *ud, const char *msg);
-    void *notice_ud;
-    char *traceback;
-    char *script_path, *script_text, *script_dir;
-    dkv_h5 *out;
-    size_t runs_written;
-    bool list_params;          /* dkv_lua_config.list_params */
-    double time_limit_s;       /* Lua run time limit (0: none) */
-    double t_start;            /* monotonic clock when the script started */
-    double c_time;             /* seconds inside dkv's long calls (dkv_lua_timed) */
-    double c_t0;               /* start of the outermost call in progress */
-    int c_depth;               /* dkv_lua_timed calls in progress */
-    char where[160];           /* "file:line" at the last hook (for memory errors) */
-    bool usage_error;          /* the last run stopped on a usage error */
-};
+#include "lua/dkv_lua_impl.h"
 
 static char *xstrdup(const char *s)
 {
@@ -153,7 +124,7 @@ static void hook(lua_State *L, lua_Debug *ar)
     if (s->stop == STOP_INTR || s->stop == STOP_INSTR || s->stop == STOP_TIME) {
         luaL_where(L, 0);
         if (s->stop == STOP_INTR)
-            lua_pushstring(L, "interrupted (SIGINT)");
+            lua_pushfstring(L, "interrupted (%s)", dkv_interrupt_signal_name());
         else if (s->stop == STOP_TIME)
             lua_pushfstring(L, "time limit of %f s of Lua run time reached (raise it with --time-limit; time inside "
                                "dkv.simulate and other dkv calls does not count)",
@@ -716,149 +687,6 @@ dkv_status dkv_lua_run_string(dkv_lua *s, const char *chunkname, const char *cod
     return run_loaded(s, rc, err);
 }
 
-/* ------------------------------------------------------------------ output and provenance */
-
-static int mkdirs_for(const char *file)
-{
-    char *p = xstrdup(file);
-    if (!p)
-        return -1;
-    for (char *q = p + 1; *q; q++)
-        if (*q == '/') {
-            *q = '\0';
-            if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-                free(p);
-                return -1;
-            }
-            *q = '/';
-        }
-    free(p);
-    return 0;
-}
-
-dkv_h5 *dkv_lua_output(lua_State *L)
-{
-    dkv_lua *s = dkv_lua_from_state(L);
-    if (!s || !s->output_path)
-        return NULL;
-    if (!s->out) {
-        dkv_err err = {0};
-        mkdirs_for(s->output_path);
-        if (dkv_h5_create(s->output_path, &s->out, &err) != DKV_OK)
-            luaL_error(L, "output: %s", err.msg);
-    }
-    return s->out;
-}
-
-static void iso_now(char *buf, size_t n)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-#define CHECK(call)                                         \
-    do {                                                    \
-        if ((call) != DKV_OK)                               \
-            luaL_error(L, "writing run '%s': %s", name, err.msg); \
-    } while (0)
-
-dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint64_t seed)
-{
-    dkv_lua *s = dkv_lua_from_state(L);
-    if (cfg_idx)
-        cfg_idx = lua_absindex(L, cfg_idx);
-    dkv_h5 *f = dkv_lua_output(L);
-    if (!f)
-        return NULL;
-    dkv_err err = {0};
-    dkv_h5_run *run;
-    dkv_h5_run *stale = dkv_h5_current_run(f);
-    if (stale) {  /* a binding raised between begin and end: close that run as failed */
-        dkv_h5_attr_str(stale, NULL, "status", "failed", NULL);
-        dkv_h5_run_end(stale, NULL);
-    }
-    if (dkv_h5_run_begin(f, name, &run, &err) != DKV_OK)
-        luaL_error(L, "%s", err.msg);
-    char host[256] = "unknown", now[32], shard[32];
-    gethostname(host, sizeof host - 1);
-    iso_now(now, sizeof now);
-    snprintf(shard, sizeof shard, "%u/%u", s->shard_index, s->shard_count);
-    CHECK(dkv_h5_attr_str(run, NULL, "status", "incomplete", &err));
-    CHECK(dkv_h5_attr_str(run, NULL, "dkv_version", DKV_VERSION, &err));
-    CHECK(dkv_h5_attr_str(run, NULL, "git_commit", DKV_GIT_COMMIT, &err));
-    CHECK(dkv_h5_attr_str(run, NULL, "script_path", s->script_path ? s->script_path : "", &err));
-    CHECK(dkv_h5_attr_str(run, NULL, "script", s->script_text ? s->script_text : "", &err));
-    CHECK(dkv_h5_attr_str(run, NULL, "host", host, &err));
-    CHECK(dkv_h5_attr_str(run, NULL, "start_time", now, &err));
-    CHECK(dkv_h5_attr_str(run, NULL, "shard", shard, &err));
-    CHECK(dkv_h5_attr_i64(run, NULL, "seed", (int64_t)seed, &err));
-    /* -D values, as given on the command line */
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (size_t i = 0; i < s->nparams; i++) {
-        if (i)
-            luaL_addchar(&b, '\n');
-        luaL_addstring(&b, s->params[i]);
-    }
-    luaL_pushresult(&b);
-    CHECK(dkv_h5_attr_str(run, NULL, "defines", lua_tostring(L, -1), &err));
-    lua_pop(L, 1);
-    if (cfg_idx)
-        dkv_lua_push_literal(L, cfg_idx);
-    else
-        lua_pushliteral(L, "{}");
-    CHECK(dkv_h5_attr_str(run, NULL, "config", lua_tostring(L, -1), &err));
-    lua_pop(L, 1);
-    if (cfg_idx)
-        dkv_lua_write_flat(L, run, "config", cfg_idx);
-    CHECK(dkv_h5_attr_str(run, NULL, "build", DKV_BUILD_MODE, &err));
-    dkv_lua_run_origin(L, run, &(dkv_run_origin){"none", "", "", "", "", ""});
-    return run;
-}
-
-void dkv_lua_run_end(lua_State *L, dkv_h5_run *run)
-{
-    if (!run)
-        return;
-    dkv_lua *s = dkv_lua_from_state(L);
-    dkv_err err = {0};
-    char now[32];
-    const char *name = dkv_h5_run_name(run);
-    iso_now(now, sizeof now);
-    CHECK(dkv_h5_attr_str(run, NULL, "end_time", now, &err));
-    CHECK(dkv_h5_attr_str(run, NULL, "status", "complete", &err));
-    if (dkv_h5_run_end(run, &err) != DKV_OK)
-        luaL_error(L, "%s", err.msg);
-    if (s)
-        s->runs_written++;
-}
-
-void dkv_lua_progress(lua_State *L, const char *label, double done, double total)
-{
-    dkv_lua *s = dkv_lua_from_state(L);
-    if (s && s->progress)
-        s->progress(s->progress_ud, label, done, total);
-}
-
-/* Accessors used by l_dkv.c */
-size_t dkv_lua__params(lua_State *L, const char *const **out);
-size_t dkv_lua__params(lua_State *L, const char *const **out)
-{
-    dkv_lua *s = dkv_lua_from_state(L);
-    *out = s ? (const char *const *)s->params : NULL;
-    return s ? s->nparams : 0;
-}
-
-void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count);
-void dkv_lua__shard(lua_State *L, uint32_t *index, uint32_t *count)
-{
-    dkv_lua *s = dkv_lua_from_state(L);
-    *index = s ? s->shard_index : 0;
-    *count = s ? s->shard_count : 1;
-}
-
 /* Work a binding does in C on the script's behalf, over a size the script chose (a loop to a
  * __len): ops count as VM instructions against the instruction limit, and SIGINT stops it, with
  * the same messages as the count hook, at the caller's file:line. */
@@ -877,7 +705,7 @@ void dkv_lua__charge(lua_State *L, uint64_t ops)
         return;
     luaL_where(L, 1);
     if (s->stop == STOP_INTR)
-        lua_pushstring(L, "interrupted (SIGINT)");
+        lua_pushfstring(L, "interrupted (%s)", dkv_interrupt_signal_name());
     else
         lua_pushfstring(L, "instruction limit of %I reached (raise it with --instr-limit)", (lua_Integer)s->instr_limit);
     lua_concat(L, 2);

@@ -218,6 +218,49 @@ static int cmp_col(const void *a, const void *b)
     return strcmp(((const col *)a)->name, ((const col *)b)->name);
 }
 
+/* The checked columns c[0..nc) of n rows (rec bytes each) as table tname of run, in batches. */
+static void write_rows(lua_State *L, dkv_h5_run *run, const char *tname, const col *c, size_t nc, lua_Integer n,
+                       size_t rec, const char *path)
+{
+    size_t i;
+    dkv_h5_field *fd = lua_newuserdatauv(L, nc * sizeof *fd, 0);
+    for (i = 0; i < nc; i++)
+        fd[i] = (dkv_h5_field){c[i].name, c[i].type, c[i].off, c[i].unit, c[i].doc};
+    dkv_err err = {0};
+    dkv_h5_table *h;
+    if (dkv_h5_table_create(run, tname, rec, fd, nc, &h, &err) != DKV_OK)
+        dkv_lconf_error(L, path, NULL, "%s", err.msg);
+    enum { BATCH = 4096 };
+    unsigned char *buf = lua_newuserdatauv(L, BATCH * rec, 0);
+    for (lua_Integer j0 = 1; j0 <= n; j0 += BATCH) {
+        lua_Integer cnt = n - j0 + 1 < BATCH ? n - j0 + 1 : BATCH;
+        memset(buf, 0, (size_t)cnt * rec);
+        for (lua_Integer j = 0; j < cnt; j++) {
+            unsigned char *r = buf + (size_t)j * rec;
+            for (i = 0; i < nc; i++) {
+                lua_rawgeti(L, c[i].values, j0 + j);
+                if (c[i].type == DKV_H5_I64) {
+                    int64_t v = lua_tointeger(L, -1);
+                    memcpy(r + c[i].off, &v, 8);
+                } else if (c[i].type == DKV_H5_F64) {
+                    double v = lua_tonumber(L, -1);
+                    memcpy(r + c[i].off, &v, 8);
+                } else if (c[i].type == DKV_H5_U8) {
+                    r[c[i].off] = (unsigned char)lua_toboolean(L, -1);
+                } else {
+                    size_t sl;
+                    const char *s = lua_tolstring(L, -1, &sl);
+                    memcpy(r + c[i].off, s, sl);
+                }
+                lua_pop(L, 1);
+            }
+        }
+        if (dkv_h5_table_append(h, buf, (size_t)cnt, &err) != DKV_OK)
+            dkv_lconf_error(L, path, NULL, "%s", err.msg);
+    }
+    dkv_h5_table_close(h);
+}
+
 /* Writes one table from {col = {values...}} or {columns = {...}, units = {...}, docs = {...}};
  * with run == NULL only checks it. */
 static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t, const char *path)
@@ -306,42 +349,7 @@ static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t,
         lua_settop(L, top);
         return;
     }
-    dkv_h5_field *fd = lua_newuserdatauv(L, nc * sizeof *fd, 0);
-    for (i = 0; i < nc; i++)
-        fd[i] = (dkv_h5_field){c[i].name, c[i].type, c[i].off, c[i].unit, c[i].doc};
-    dkv_err err = {0};
-    dkv_h5_table *h;
-    if (dkv_h5_table_create(run, tname, rec, fd, nc, &h, &err) != DKV_OK)
-        dkv_lconf_error(L, path, NULL, "%s", err.msg);
-    enum { BATCH = 4096 };
-    unsigned char *buf = lua_newuserdatauv(L, BATCH * rec, 0);
-    for (lua_Integer j0 = 1; j0 <= n; j0 += BATCH) {
-        lua_Integer cnt = n - j0 + 1 < BATCH ? n - j0 + 1 : BATCH;
-        memset(buf, 0, (size_t)cnt * rec);
-        for (lua_Integer j = 0; j < cnt; j++) {
-            unsigned char *r = buf + (size_t)j * rec;
-            for (i = 0; i < nc; i++) {
-                lua_rawgeti(L, c[i].values, j0 + j);
-                if (c[i].type == DKV_H5_I64) {
-                    int64_t v = lua_tointeger(L, -1);
-                    memcpy(r + c[i].off, &v, 8);
-                } else if (c[i].type == DKV_H5_F64) {
-                    double v = lua_tonumber(L, -1);
-                    memcpy(r + c[i].off, &v, 8);
-                } else if (c[i].type == DKV_H5_U8) {
-                    r[c[i].off] = (unsigned char)lua_toboolean(L, -1);
-                } else {
-                    size_t sl;
-                    const char *s = lua_tolstring(L, -1, &sl);
-                    memcpy(r + c[i].off, s, sl);
-                }
-                lua_pop(L, 1);
-            }
-        }
-        if (dkv_h5_table_append(h, buf, (size_t)cnt, &err) != DKV_OK)
-            dkv_lconf_error(L, path, NULL, "%s", err.msg);
-    }
-    dkv_h5_table_close(h);
+    write_rows(L, run, tname, c, nc, n, rec, path);
     lua_settop(L, top);
 }
 

@@ -49,6 +49,7 @@ static const sfield sum_fields[] = {
     S(sim_time_s, 'f', "s", "simulated time at the end of the run"),
     S(busy_s, 'f', "s", "sum of step times"),
     S(gpu_busy_frac, 'f', "", "kernel time / simulated time"),
+    S(roofline_frac, 'f', "", "kernel time costed by the roofline, not a measured profile (simulator)"),
     S(throughput_rps, 'f', "requests/s", "finished requests per simulated second"),
     S(tokens_per_s, 'f', "tokens/s", "generated tokens per simulated second"),
     S(latency_mean_s, 'f', "s", "mean arrival-to-finish latency"),

@@ -66,10 +66,11 @@ static bool gbool(pt *p, const char *k, bool def)
     return v;
 }
 
-static int genum(pt *p, const char *k, const char *const *names, int def)
+/* An enum: the names are the C layer's one table of them (util/names.h). */
+static int genum(pt *p, const char *k, const dkv_names *names, int def)
 {
-    int v = dkv_lconf_enum(p->L, p->in, p->path, k, names, def, 0);
-    lua_pushstring(p->L, names[v]);
+    int v = dkv_lconf_enum_names(p->L, p->in, p->path, k, names, def, 0);
+    lua_pushstring(p->L, dkv_names_at(names, v));
     lua_setfield(p->L, p->out, k);
     return v;
 }
@@ -110,7 +111,8 @@ static void set_resolved_int(pt *p, const char *k, int64_t v)
 
 static const char *const len_keys[] = {"kind", "value", "lo", "hi", "mu", "sigma", "mean", "median", "file",
                                        "min", "max", NULL};
-static const char *const len_kinds[] = {"fixed", "uniform", "lognormal", "empirical", NULL};
+static const char *const len_kinds[] = {"fixed", "uniform", "lognormal", "empirical"};
+static const dkv_names len_kind_names = DKV_NAMES("length kind", len_kinds);   /* the Lua table's own */
 
 /* A length: a number (fixed) or {kind = ..., ...}.  *fixed tells whether it is a fixed value. */
 static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int slot, bool *fixed)
@@ -127,7 +129,7 @@ static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int 
     pt c;
     pt_sub(p, key, &c, len_keys);
     dkv_len_dist d;
-    int kind = genum(&c, "kind", len_kinds, 0);
+    int kind = genum(&c, "kind", &len_kind_names, 0);
     *fixed = kind == DKV_LEN_FIXED;
     switch (kind) {
     case DKV_LEN_FIXED:
@@ -173,9 +175,24 @@ static const char *const wl_keys[] = {
     "kind", "n", "rate", "cv", "interval_s", "users", "think_s", "think_exponential", "stagger_first", "prompt",
     "gen", "file", "format", "lenient", "first_n", "time_scale", "rate_scale", "prompt_min", "prompt_max",
     "gen_min", "gen_max", "gen_multiple_of", "steps_min", "steps_max", "seed", "prompts", NULL};
-static const char *const wl_kinds[] = {"poisson", "gamma", "fixed", "closed", "trace", "prompts", NULL};
-enum { WL_TRACE = 4, WL_PROMPTS = 5 };
-static const char *const fmt_names[] = {"auto", "azure", "mooncake", "vidur", "burstgpt", NULL};
+/* workload.kind: the synthetic arrival kinds (workload.h's names, in dkv_arrival_kind order),
+ * then "trace" and "prompts" */
+#define WL_TRACE (dkv_arrival_names.n)
+#define WL_PROMPTS (dkv_arrival_names.n + 1)
+static const dkv_names *wl_kind_names(void)
+{
+    static const char *kinds[16];
+    static dkv_names t;
+    if (t.n == 0) {
+        int n = dkv_arrival_names.n < 14 ? dkv_arrival_names.n : 14;
+        for (int i = 0; i < n; i++)
+            kinds[i] = dkv_names_at(&dkv_arrival_names, i);
+        kinds[n] = "trace";
+        kinds[n + 1] = "prompts";
+        t = (dkv_names){"workload.kind", kinds, sizeof kinds[0], n + 2, false};
+    }
+    return &t;
+}
 
 /* workload.prompts = {file = PATH, gen = G, interval_s = X}: a prompts file (docs/WORKLOADS.md). */
 static dkv_status read_prompts(pt *p, dkv_lsim *s, dkv_workload_opts *o, dkv_err *err)
@@ -217,11 +234,11 @@ static void parse_workload(pt *root, dkv_lsim *s)
     pt p;
     pt_sub(root, "workload", &p, wl_keys);
     dkv_err err = {0};
-    int kind = genum(&p, "kind", wl_kinds, has(&p, "prompts") ? WL_PROMPTS : has(&p, "file") ? WL_TRACE : 0);
+    int kind = genum(&p, "kind", wl_kind_names(), has(&p, "prompts") ? WL_PROMPTS : has(&p, "file") ? WL_TRACE : 0);
     if (kind == WL_PROMPTS && !has(&p, "prompts"))
         dkv_lconf_error(L, p.path, "prompts", "kind 'prompts' needs workload.prompts = {file = ...}");
     if (kind != WL_PROMPTS && has(&p, "prompts"))
-        dkv_lconf_error(L, p.path, "kind", "is '%s', but workload.prompts is set", wl_kinds[kind]);
+        dkv_lconf_error(L, p.path, "kind", "is '%s', but workload.prompts is set", dkv_names_at(wl_kind_names(), kind));
     dkv_workload_opts o;
     dkv_workload_opts_default(&o);
     o.first_n = (uint32_t)gint(&p, "first_n", 0, 0, U32MAX);
@@ -244,7 +261,7 @@ static void parse_workload(pt *root, dkv_lsim *s)
         const char *file = dkv_lconf_string(L, p.in, p.path, "file", NULL, DKV_LCONF_REQUIRED);
         lua_pushstring(L, file);
         lua_setfield(L, p.out, "file");
-        dkv_trace_format f = (dkv_trace_format)genum(&p, "format", fmt_names, 0);
+        dkv_trace_format f = (dkv_trace_format)genum(&p, "format", &dkv_trace_format_names, 0);
         o.lenient = gbool(&p, "lenient", false);
         /* trace generations are rounded up to whole blocks unless told otherwise */
         o.gen_multiple_of = (uint32_t)gint(&p, "gen_multiple_of", B, 0, U32MAX);
@@ -273,7 +290,7 @@ static void parse_workload(pt *root, dkv_lsim *s)
             bool used = !lua_isnil(L, -1);
             lua_pop(L, 1);
             if (!used && has(&p, *k))
-                dkv_lconf_error(L, p.path, *k, "is not used by kind '%s'", wl_kinds[kind]);
+                dkv_lconf_error(L, p.path, *k, "is not used by kind '%s'", dkv_names_at(wl_kind_names(), kind));
         }
         bool pf, gf;
         c.prompt = glen(&p, "prompt", 512, s, 0, &pf);
@@ -313,8 +330,6 @@ static void parse_workload(pt *root, dkv_lsim *s)
 
 static const char *const dec_keys[] = {"cache", "block_len", "steps", "steps_min", "steps_max", "logits",
                                        "materialize_scores", "seed", NULL};
-static const char *const cache_names[] = {"none", "prefix", "dual", "sparse", NULL};
-static const char *const logit_names[] = {"block", "all", NULL};
 
 static void parse_decode(pt *root, dkv_lsim *s)
 {
@@ -322,7 +337,7 @@ static void parse_decode(pt *root, dkv_lsim *s)
     pt_sub(root, "decode", &p, dec_keys);
     dkv_decode_cfg *d = &s->ec.decode;
     /* defaults: the engine's (dkv_engine_config_default, already in *d) */
-    d->cache = (dkv_cache_mode)genum(&p, "cache", cache_names, d->cache);
+    d->cache = (dkv_cache_mode)genum(&p, "cache", &dkv_cache_mode_names, d->cache);
     d->block_len = (uint32_t)gint(&p, "block_len", d->block_len, 1, U32MAX);
     d->steps_per_block = (uint32_t)gint(&p, "steps", d->steps_per_block ? d->steps_per_block : d->block_len, 1,
                                         U32MAX);
@@ -330,31 +345,36 @@ static void parse_decode(pt *root, dkv_lsim *s)
     d->steps_max = (uint32_t)gint(&p, "steps_max", d->steps_max, 0, U32MAX);
     if (d->steps_max && (d->steps_min == 0 || d->steps_min > d->steps_max))
         dkv_lconf_error(p.L, p.path, "steps_min", "must be in [1, steps_max] when steps_max is set");
-    d->logits = (dkv_logit_mode)genum(&p, "logits", logit_names, d->logits);
+    d->logits = (dkv_logit_mode)genum(&p, "logits", &dkv_logit_mode_names, d->logits);
     d->materialize_scores = gbool(&p, "materialize_scores", d->materialize_scores);
     d->seed = (uint64_t)gint(&p, "seed", (int64_t)(d->seed ? d->seed : s->seed), 0, INT64_MAX);
 }
 
 static const char *const sch_keys[] = {"kind", "max_num_seqs", "max_num_batched_tokens", "first_fit",
                                        "exact_phase", "step_host_s", NULL};
-static const char *const sch_names[] = {"static", "fcfs", "phase", NULL};
 
 static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
 {
     pt_sub(root, "scheduler", keep, sch_keys);
     dkv_engine_config *c = &s->ec;
-    c->sched = (dkv_sched_kind)genum(keep, "kind", sch_names, c->sched);
+    c->sched = (dkv_sched_kind)genum(keep, "kind", &dkv_sched_names, c->sched);
     c->max_num_seqs = (uint32_t)gint(keep, "max_num_seqs", c->max_num_seqs, 1, U32MAX);
     c->max_num_batched_tokens = (uint32_t)gint(keep, "max_num_batched_tokens", c->max_num_batched_tokens, 0, U32MAX);
     c->first_fit = gbool(keep, "first_fit", c->first_fit);
     c->exact_phase = gbool(keep, "exact_phase", c->exact_phase);
+    /* not given: the simulator's modelled host time per step when the GPU has a measured profile
+     * (its host table; dkv_step_cost.host_s), else the default; the config records the value */
+    lua_getfield(keep->L, keep->in, "step_host_s");
+    bool host_given = !lua_isnil(keep->L, -1);
+    lua_pop(keep->L, 1);
     c->step_host_s = gnum(keep, "step_host_s", c->step_host_s, 0, HUGE_VAL, 0);
+    if (!host_given && s->gpu.profile)
+        c->step_host_s = -1.0;
 }
 
 static const char *const mem_keys[] = {"kind", "capacity_bytes", "block_tokens", "chunk_blocks", "initial_bytes",
                                        "grow", "shrink", "max_split_size", "margin", "kv_frac",
                                        "device_capacity_bytes", "malloc_s", "free_s", NULL};
-static const char *const mem_names[] = {"static", "caching", "blockpool", NULL};
 
 static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
 {
@@ -362,7 +382,7 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
     pt *p = keep;
     dkv_engine_config *c = &s->ec;
     dkv_mem_options *m = &c->mem;
-    m->kind = (dkv_mem_kind)genum(p, "kind", mem_names, m->kind);
+    m->kind = (dkv_mem_kind)genum(p, "kind", &dkv_mem_kind_names, m->kind);
     m->capacity_bytes = gbytes(p, "capacity_bytes", m->capacity_bytes);
     c->sizing.block_tokens = (uint32_t)gint(p, "block_tokens", c->sizing.block_tokens, 1, U32MAX);
     m->chunk_blocks = (uint32_t)gint(p, "chunk_blocks", m->chunk_blocks, 1, U32MAX);
@@ -378,80 +398,14 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
     m->device_free_s = gnum(p, "free_s", m->device_free_s, 0, HUGE_VAL, 0);
 }
 
-static const char *const pol_keys[] = {"logit", "layout", "offload", "lifecycle", "retention", "routing", NULL};
-
-static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, pt *rt_keep)
+/* Retention settings that cannot take effect: all of them without the sparse cache, and those
+ * of the other modes (the style of the unused-key errors). */
+static void retention_unused(pt *ret_keep, const dkv_engine_config *c, const char *const *rk)
 {
-    lua_State *L = root->L;
-    dkv_engine_config *c = &s->ec;
-    pt p, q;
-    pt_sub(root, "policies", &p, pol_keys);
-
-    static const char *const lk[] = {"max_num_logits", "upcast_bytes", "upcast_tensors", NULL};
-    pt_sub(&p, "logit", logit_keep, lk);
-    c->logit.max_num_logits = (uint32_t)gint(logit_keep, "max_num_logits", c->logit.max_num_logits, 0, U32MAX);
-    c->logit.upcast_bytes = (uint32_t)gint(logit_keep, "upcast_bytes", c->logit.upcast_bytes, 0, 8);
-    c->logit.upcast_tensors = (uint32_t)gint(logit_keep, "upcast_tensors", c->logit.upcast_tensors, 0, 4);
-
-    static const char *const yk[] = {"layout", "reorder", NULL};
-    static const char *const layouts[] = {"tmajor", "layer_major", NULL};
-    static const char *const reorders[] = {"per_step", "per_block", NULL};
-    pt_sub(&p, "layout", &q, yk);
-    c->layout.layout = (dkv_layout)genum(&q, "layout", layouts, c->layout.layout);
-    c->layout.reorder = (dkv_reorder)genum(&q, "reorder", reorders, c->layout.reorder);
-
-    static const char *const ok[] = {"mode", "t1", "t2", "lowrank_ratio", "pinned", NULL};
-    static const char *const omodes[] = {"none", "progressive", "plain", NULL};
-    pt_sub(&p, "offload", &q, ok);
-    c->offload.mode = (dkv_offload_mode)genum(&q, "mode", omodes, c->offload.mode);
-    c->offload.t1 = gnum(&q, "t1", c->offload.t1, 0, 1, 0);
-    c->offload.t2 = gnum(&q, "t2", c->offload.t2, 0, 1, 0);
-    if (c->offload.t2 < c->offload.t1)
-        dkv_lconf_error(L, q.path, "t2", "must be >= t1 (%g < %g)", c->offload.t2, c->offload.t1);
-    c->offload.lowrank_ratio = gnum(&q, "lowrank_ratio", c->offload.lowrank_ratio, 0, 1, DKV_LCONF_LO_OPEN);
-    c->offload.pinned = gbool(&q, "pinned", c->offload.pinned);
-    if (c->offload.mode == DKV_OFFLOAD_NONE)
-        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", "pinned", NULL},
-                    "offload.mode is '%s'", "none");
-    else if (c->offload.mode == DKV_OFFLOAD_PLAIN)
-        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", NULL}, "offload.mode is '%s'", "plain");
-
-    static const char *const fk[] = {"rule", "delay_steps", "delay_s", NULL};
-    static const char *const rules[] = {"immediate", "deferred", NULL};
-    pt_sub(&p, "lifecycle", &q, fk);
-    c->lifecycle.rule = (dkv_release_rule)genum(&q, "rule", rules, c->lifecycle.rule);
-    c->lifecycle.delay_steps = (uint32_t)gint(&q, "delay_steps", c->lifecycle.delay_steps, 0, U32MAX);
-    c->lifecycle.delay_s = gnum(&q, "delay_s", c->lifecycle.delay_s, 0, HUGE_VAL, 0);
-    if (c->lifecycle.rule == DKV_RELEASE_IMMEDIATE)
-        unused_when(&q, (const char *const[]){"delay_steps", "delay_s", NULL}, "lifecycle.rule is '%s'",
-                    "immediate");
-
-    static const char *const rk[] = {"rho", "set", "mode", "rho_min", "rho_max", "ent_a", "ent_b", "entropies",
-                                     "callback", "seed", "clamp", NULL};
-    static const char *const sets[] = {"per_head", "shared", NULL};
-    static const char *const rmodes[] = {"fixed", "entropy", "callback", NULL};
-    pt_sub(&p, "retention", ret_keep, rk);
-    dkv_retention_config *r = &c->retention;
-    lua_getfield(L, ret_keep->in, "rho");
-    bool rho_given = !lua_isnil(L, -1);   /* -1 given is an error, not "the preset's" */
-    lua_pop(L, 1);
-    r->rho = gnum(ret_keep, "rho", r->rho, -1, 1, 0); /* -1: the GPU preset's, resolved later */
-    if (r->rho == 0 || (r->rho < 0 && (rho_given || r->rho != -1)))
-        dkv_lconf_error(L, ret_keep->path, "rho", "must be in (0, 1] (got %g)", r->rho);
-    r->set = (dkv_retain_set)genum(ret_keep, "set", sets, r->set);
-    bool has_cb = has(ret_keep, "callback");
-    r->mode = (dkv_rho_mode)genum(ret_keep, "mode", rmodes, has_cb ? DKV_RHO_CALLBACK : r->mode);
-    r->rho_min = gnum(ret_keep, "rho_min", r->rho_min, 0, 1, DKV_LCONF_LO_OPEN);
-    r->rho_max = gnum(ret_keep, "rho_max", r->rho_max, 0, 1, DKV_LCONF_LO_OPEN);
-    if (r->rho_max < r->rho_min)
-        dkv_lconf_error(L, ret_keep->path, "rho_max", "must be >= rho_min");
-    r->ent_a = gnum(ret_keep, "ent_a", r->ent_a, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
-    r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
-    r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
-    r->clamp = gbool(ret_keep, "clamp", false);
+    const dkv_retention_config *r = &c->retention;
     if (c->decode.cache != DKV_CACHE_SPARSE)
         unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
-                    cache_names[c->decode.cache]);
+                    dkv_cache_mode_name(c->decode.cache));
     if (r->mode == DKV_RHO_FIXED)
         unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
                     "retention.mode is '%s'", "fixed");
@@ -460,6 +414,14 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     else
         unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
                     "callback");
+}
+
+static const char *const pol_keys[] = {"logit", "layout", "offload", "lifecycle", "retention", "routing", NULL};
+
+/* policies.retention.entropies: an array of numbers in [0, 1] (left on the stack for the caller). */
+static void read_entropies(lua_State *L, dkv_lsim *s, pt *ret_keep)
+{
+    dkv_retention_config *r = &s->ec.retention;
     if (lua_getfield(L, ret_keep->in, "entropies") != LUA_TNIL) {
         if (!lua_istable(L, -1))
             dkv_lconf_error(L, ret_keep->path, "entropies", "expected an array of numbers in [0, 1]");
@@ -483,6 +445,36 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
         lua_pushvalue(L, -1);
         lua_setfield(L, ret_keep->out, "entropies");
     }
+}
+
+/* policies.retention (sparse cache): rho, the set, dynamic rho and its callback. */
+static void parse_retention(pt *p_pol, dkv_lsim *s, pt *ret_keep)
+{
+    lua_State *L = p_pol->L;
+    dkv_engine_config *c = &s->ec;
+    static const char *const rk[] = {"rho", "set", "mode", "rho_min", "rho_max", "ent_a", "ent_b", "entropies",
+                                     "callback", "seed", "clamp", NULL};
+    pt_sub(p_pol, "retention", ret_keep, rk);
+    dkv_retention_config *r = &c->retention;
+    lua_getfield(L, ret_keep->in, "rho");
+    bool rho_given = !lua_isnil(L, -1);   /* -1 given is an error, not "the preset's" */
+    lua_pop(L, 1);
+    r->rho = gnum(ret_keep, "rho", r->rho, -1, 1, 0); /* -1: the GPU preset's, resolved later */
+    if (r->rho == 0 || (r->rho < 0 && (rho_given || r->rho != -1)))
+        dkv_lconf_error(L, ret_keep->path, "rho", "must be in (0, 1] (got %g)", r->rho);
+    r->set = (dkv_retain_set)genum(ret_keep, "set", &dkv_retain_set_names, r->set);
+    bool has_cb = has(ret_keep, "callback");
+    r->mode = (dkv_rho_mode)genum(ret_keep, "mode", &dkv_rho_mode_names, has_cb ? DKV_RHO_CALLBACK : r->mode);
+    r->rho_min = gnum(ret_keep, "rho_min", r->rho_min, 0, 1, DKV_LCONF_LO_OPEN);
+    r->rho_max = gnum(ret_keep, "rho_max", r->rho_max, 0, 1, DKV_LCONF_LO_OPEN);
+    if (r->rho_max < r->rho_min)
+        dkv_lconf_error(L, ret_keep->path, "rho_max", "must be >= rho_min");
+    r->ent_a = gnum(ret_keep, "ent_a", r->ent_a, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
+    r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
+    r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
+    r->clamp = gbool(ret_keep, "clamp", r->clamp);
+    retention_unused(ret_keep, c, rk);
+    read_entropies(L, s, ret_keep);
     lua_pop(L, 1);
     if (has_cb) {
         lua_getfield(L, ret_keep->in, "callback");
@@ -495,6 +487,51 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
     } else if (r->mode == DKV_RHO_CALLBACK) {
         dkv_lconf_error(L, ret_keep->path, "callback", "mode 'callback' needs a callback function");
     }
+}
+
+static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, pt *rt_keep)
+{
+    lua_State *L = root->L;
+    dkv_engine_config *c = &s->ec;
+    pt p, q;
+    pt_sub(root, "policies", &p, pol_keys);
+
+    static const char *const lk[] = {"max_num_logits", "upcast_bytes", "upcast_tensors", NULL};
+    pt_sub(&p, "logit", logit_keep, lk);
+    c->logit.max_num_logits = (uint32_t)gint(logit_keep, "max_num_logits", c->logit.max_num_logits, 0, U32MAX);
+    c->logit.upcast_bytes = (uint32_t)gint(logit_keep, "upcast_bytes", c->logit.upcast_bytes, 0, 8);
+    c->logit.upcast_tensors = (uint32_t)gint(logit_keep, "upcast_tensors", c->logit.upcast_tensors, 0, 4);
+
+    static const char *const yk[] = {"layout", "reorder", NULL};
+    pt_sub(&p, "layout", &q, yk);
+    c->layout.layout = (dkv_layout)genum(&q, "layout", &dkv_layout_names, c->layout.layout);
+    c->layout.reorder = (dkv_reorder)genum(&q, "reorder", &dkv_reorder_names, c->layout.reorder);
+
+    static const char *const ok[] = {"mode", "t1", "t2", "lowrank_ratio", "pinned", NULL};
+    pt_sub(&p, "offload", &q, ok);
+    c->offload.mode = (dkv_offload_mode)genum(&q, "mode", &dkv_offload_mode_names, c->offload.mode);
+    c->offload.t1 = gnum(&q, "t1", c->offload.t1, 0, 1, 0);
+    c->offload.t2 = gnum(&q, "t2", c->offload.t2, 0, 1, 0);
+    if (c->offload.t2 < c->offload.t1)
+        dkv_lconf_error(L, q.path, "t2", "must be >= t1 (%g < %g)", c->offload.t2, c->offload.t1);
+    c->offload.lowrank_ratio = gnum(&q, "lowrank_ratio", c->offload.lowrank_ratio, 0, 1, DKV_LCONF_LO_OPEN);
+    c->offload.pinned = gbool(&q, "pinned", c->offload.pinned);
+    if (c->offload.mode == DKV_OFFLOAD_NONE)
+        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", "pinned", NULL},
+                    "offload.mode is '%s'", "none");
+    else if (c->offload.mode == DKV_OFFLOAD_PLAIN)
+        unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", NULL}, "offload.mode is '%s'", "plain");
+
+    static const char *const fk[] = {"rule", "delay_steps", "delay_s", NULL};
+    pt_sub(&p, "lifecycle", &q, fk);
+    c->lifecycle.rule = (dkv_release_rule)genum(&q, "rule", &dkv_release_rule_names, c->lifecycle.rule);
+    c->lifecycle.delay_steps = (uint32_t)gint(&q, "delay_steps", c->lifecycle.delay_steps, 0, U32MAX);
+    c->lifecycle.delay_s = gnum(&q, "delay_s", c->lifecycle.delay_s, 0, HUGE_VAL, 0);
+    if (c->lifecycle.rule == DKV_RELEASE_IMMEDIATE)
+        unused_when(&q, (const char *const[]){"delay_steps", "delay_s", NULL}, "lifecycle.rule is '%s'",
+                    "immediate");
+
+    parse_retention(&p, s, ret_keep);
 
     static const char *const tk[] = {"enabled", "threshold_tokens", "setup_s", "block_s", "pool_step_s",
                                      "plain_step_s", NULL};
@@ -521,16 +558,13 @@ static void parse_instances(pt *root, dkv_lsim *s)
     dkv_engine_config *c = &s->ec;
     pt p;
     pt_sub(root, "instances", &p, ins_keys);
-    static const char *const places[] = {"shared", "partitioned", NULL};
-    static const char *const shares[] = {"timeslice", "spatial", NULL};
-    static const char *const routes[] = {"round_robin", "least_loaded", NULL};
     c->n_instances = (uint32_t)gint(&p, "n", c->n_instances, 1, DKV_PLACEMENT_MAX_INSTANCES);
-    c->placement.mode = (dkv_placement)genum(&p, "placement", places, c->placement.mode);
+    c->placement.mode = (dkv_placement)genum(&p, "placement", &dkv_placement_names, c->placement.mode);
     c->placement.n_instances = c->n_instances;
     c->placement.guaranteed_frac = gnum(&p, "guaranteed_frac", c->placement.guaranteed_frac, 0, 1, 0);
     c->placement.burst_frac = gnum(&p, "burst_frac", c->placement.burst_frac, 0, 1, DKV_LCONF_LO_OPEN);
-    c->gpu_share = (dkv_gpu_share)genum(&p, "gpu_share", shares, c->gpu_share);
-    c->instance_route = (dkv_instance_route)genum(&p, "route", routes, c->instance_route);
+    c->gpu_share = (dkv_gpu_share)genum(&p, "gpu_share", &dkv_gpu_share_names, c->gpu_share);
+    c->instance_route = (dkv_instance_route)genum(&p, "route", &dkv_instance_route_names, c->instance_route);
     c->shared_weights = gbool(&p, "shared_weights", c->shared_weights);
     if (lua_getfield(L, p.in, "weights") != LUA_TNIL) {
         if (!lua_istable(L, -1) || lua_rawlen(L, -1) != c->n_instances)
@@ -631,7 +665,7 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     parse_policies(&root, s, &logit, &ret, &rt);
     parse_instances(&root, s);
 
-    static const char *const sk[] = {"launch_overhead_s", "gemm_eff", "attn_eff", NULL};
+    static const char *const sk[] = {"launch_overhead_s", "gemm_eff", "attn_eff", "copy_model", "first_use", NULL};
     dkv_err err = {0};
     pt q;
     pt_sub(&root, "sim", &q, sk);
@@ -645,6 +679,11 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     s->so.launch_overhead_s = lo_given ? lo : -1.0;
     s->so.gemm_eff = gnum(&q, "gemm_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
     s->so.attn_eff = gnum(&q, "attn_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
+    /* default: as the CUDA backend runs copies when the GPU is a measured one (profile), else the
+     * ideal overlap of the roofline presets (docs/COST_MODEL.md, "Copies") */
+    s->so.copy_model = (dkv_sim_copy_model)genum(&q, "copy_model", &dkv_sim_copy_model_names,
+                                                 s->gpu.profile ? DKV_SIM_COPY_STREAM : DKV_SIM_COPY_OVERLAP);
+    s->so.first_use = gbool(&q, "first_use", true);
 
     static const char *const ck[] = {"steps", "memory_every", "kernels", "trace", NULL};
     pt_sub(&root, "record", &q, ck);

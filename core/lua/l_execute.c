@@ -259,13 +259,14 @@ static void push_device(lua_State *L, const dkv_cuda_backend_report *r)
 
 #endif
 
-/* dev.outputs = {id = {...}, tokens = {{...}, ...}, conf = {{...}}, step = {{...}}}: requests with a
- * report, in id order; a position never unmasked has token -1, conf NaN and step -1. */
+/* dev.outputs = {id = {...}, tokens = {{...}, ...}, conf = {{...}}, step = {{...}}, prompt = {{...}}}:
+ * requests with a report, in id order; a position never unmasked has token -1, conf NaN and
+ * step -1; prompt holds the prompt's token ids. */
 static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
 {
-    static const char *const cols[] = {"id", "tokens", "conf", "step"};
-    lua_createtable(L, 0, 4);
-    for (int c = 0; c < 4; c++) {
+    static const char *const cols[] = {"id", "tokens", "conf", "step", "prompt"};
+    lua_createtable(L, 0, 5);
+    for (int c = 0; c < 5; c++) {
         lua_newtable(L);
         lua_Integer k = 0;
         for (uint32_t i = 0; i < o->n; i++) {
@@ -274,6 +275,12 @@ static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
                 continue;
             if (c == 0) {
                 lua_pushinteger(L, r->id);
+            } else if (c == 4) {
+                lua_createtable(L, (int)r->prompt, 0);
+                for (uint32_t p = 0; p < r->prompt; p++) {
+                    lua_pushinteger(L, r->prompt_tokens[p]);
+                    lua_rawseti(L, -2, (lua_Integer)p + 1);
+                }
             } else {
                 lua_createtable(L, (int)r->gen, 0);
                 for (uint32_t g = 0; g < r->gen; g++) {

@@ -44,9 +44,6 @@ static int push_fail(lua_State *L, const dkv_err *e)
     return 3;
 }
 
-static const char *const kind_names[] = {"static", "caching", "blockpool", NULL};
-static const char *const share_names[] = {"shared", "partitioned", NULL};
-static const char *const tag_names[] = {"weights", "kv", "activation", "logits", "staging", NULL};
 
 /* dkv.mem.new{kind=..., capacity=..., ...} */
 static int l_new(lua_State *L)
@@ -59,7 +56,7 @@ static int l_new(lua_State *L)
     const char *P = "dkv.mem.new";
     dkv_lconf_check_table(L, 1, P);
     dkv_lconf_check_keys(L, 1, P, keys);
-    int kind = dkv_lconf_enum(L, 1, P, "kind", kind_names, 0, DKV_LCONF_REQUIRED);
+    int kind = dkv_lconf_enum_names(L, 1, P, "kind", &dkv_mem_kind_names, 0, DKV_LCONF_REQUIRED);
     dkv_mem_options o = dkv_mem_options_default((dkv_mem_kind)kind);
     o.capacity_bytes = (uint64_t)dkv_lconf_integer(L, 1, P, "capacity", (int64_t)o.capacity_bytes, 1, INT64_MAX, 0);
     o.release_delay_s = dkv_lconf_number(L, 1, P, "release_delay", 0, 0, HUGE_VAL, 0);
@@ -76,7 +73,7 @@ static int l_new(lua_State *L)
     o.initial_bytes = (uint64_t)dkv_lconf_integer(L, 1, P, "initial", 0, 0, INT64_MAX, 0);
     o.grow = dkv_lconf_boolean(L, 1, P, "grow", true, 0);
     o.shrink = dkv_lconf_boolean(L, 1, P, "shrink", false, 0);
-    o.share = (dkv_mem_share)dkv_lconf_enum(L, 1, P, "share", share_names, 0, 0);
+    o.share = (dkv_mem_share)dkv_lconf_enum_names(L, 1, P, "share", &dkv_mem_share_names, 0, 0);
     o.n_instances = (uint32_t)dkv_lconf_integer(L, 1, P, "instances", 1, 1, DKV_MEM_MAX_INSTANCES, 0);
     if (dkv_lconf_subtable(L, 1, P, "quotas", 0)) {
         int q = lua_gettop(L);
@@ -116,14 +113,21 @@ static dkv_mem_owner check_owner(lua_State *L, int idx)
     if (lua_isnoneornil(L, idx))
         return w;
     if (lua_type(L, idx) == LUA_TSTRING) {
-        w.tag = (uint8_t)luaL_checkoption(L, idx, NULL, tag_names);
+        const char *name = lua_tostring(L, idx);
+        int t = dkv_names_find(&dkv_mem_tag_names, name);
+        if (t < 0) {
+            char list[128];
+            dkv_names_join(&dkv_mem_tag_names, list, sizeof list);
+            luaL_argerror(L, idx, lua_pushfstring(L, "invalid option '%s' (expected %s)", name, list));
+        }
+        w.tag = (uint8_t)t;
         return w;
     }
     static const char *const keys[] = {"tag", "request", "instance", "layer", "step", NULL};
     const char *P = "owner";
     dkv_lconf_check_table(L, idx, P);
     dkv_lconf_check_keys(L, idx, P, keys);
-    w.tag = (uint8_t)dkv_lconf_enum(L, idx, P, "tag", tag_names, DKV_MEM_TAG_KV, 0);
+    w.tag = (uint8_t)dkv_lconf_enum_names(L, idx, P, "tag", &dkv_mem_tag_names, DKV_MEM_TAG_KV, 0);
     w.request = (uint32_t)dkv_lconf_integer(L, idx, P, "request", 0, 0, UINT32_MAX, 0);
     w.instance = (uint16_t)dkv_lconf_integer(L, idx, P, "instance", 0, 0, UINT16_MAX, 0);
     w.layer = (uint32_t)dkv_lconf_integer(L, idx, P, "layer", 0, 0, UINT32_MAX, 0);

@@ -102,7 +102,6 @@ static int mem_requests_body(lua_State *L)
 {
     static const char *const keys[] = {"file", "format", "synth", "first_n", "rate_scale", "time_scale",
                                        "prompt_max", "gen_max", NULL};
-    static const char *const fmts[] = {"auto", "azure", "mooncake", "vidur", "burstgpt", NULL};
     const char *P = "dkv.mem.requests";
     dkv_lconf_check_table(L, 1, P);
     dkv_lconf_check_keys(L, 1, P, keys);
@@ -114,7 +113,7 @@ static int mem_requests_body(lua_State *L)
     o.prompt_max = (uint32_t)dkv_lconf_integer(L, 1, P, "prompt_max", 0, 0, UINT32_MAX, 0);
     o.gen_max = (uint32_t)dkv_lconf_integer(L, 1, P, "gen_max", 0, 0, UINT32_MAX, 0);
     const char *file = dkv_lconf_string(L, 1, P, "file", NULL, 0);
-    int fmt = dkv_lconf_enum(L, 1, P, "format", fmts, 0, 0);
+    int fmt = dkv_lconf_enum_names(L, 1, P, "format", &dkv_trace_format_names, 0, 0);
     dkv_workload *w = NULL;
     dkv_err e = {0};
     if (file) {

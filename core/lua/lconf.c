@@ -272,6 +272,17 @@ int dkv_lconf_enum(lua_State *L, int t, const char *path, const char *key, const
     return dkv_lconf_error(L, path, key, "unknown value '%s' (expected one of: %s)", s, lua_tostring(L, -1));
 }
 
+int dkv_lconf_enum_names(lua_State *L, int t, const char *path, const char *key, const dkv_names *names, int def,
+                         unsigned flags)
+{
+    const char *list[65];
+    int n = names->n < 64 ? names->n : 64;
+    for (int i = 0; i < n; i++)
+        list[i] = dkv_names_at(names, i);
+    list[n] = NULL;
+    return dkv_lconf_enum(L, t, path, key, list, def, flags);
+}
+
 bool dkv_lconf_subtable(lua_State *L, int t, const char *path, const char *key, unsigned flags)
 {
     if (!get(L, t, path, key, flags))

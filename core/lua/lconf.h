@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
+
 enum {
     DKV_LCONF_REQUIRED = 1, /* missing (nil) field is an error instead of taking the default */
     DKV_LCONF_LO_OPEN = 2,  /* value must be > lo (default: >= lo) */
@@ -60,6 +62,10 @@ bool    dkv_lconf_boolean(lua_State *L, int t, const char *path, const char *key
  * Error: "path.key: unknown value 'x' (expected one of: a, b, c; did you mean 'b'?)". */
 int     dkv_lconf_enum(lua_State *L, int t, const char *path, const char *key, const char *const *names,
                        int def, unsigned flags);
+/* The same for an enum's one table of names (util/names.h): the Lua layer accepts exactly the
+ * names the C layer prints. */
+int     dkv_lconf_enum_names(lua_State *L, int t, const char *path, const char *key, const dkv_names *names,
+                             int def, unsigned flags);
 
 /* Pushes field key of t when it is a table and returns true; pushes nothing and returns false
  * when it is nil (error when REQUIRED); raises when it is another type. */

@@ -12,11 +12,12 @@
 #include "engine/backend.h"
 #include "lua/dkv_lua.h"
 #include "lua/lconf.h"
+#include "lua/profile_load.h"
 #include "workload/tokenizer.h"
 
 /* ------------------------------------------------------------------ field tables */
 
-typedef enum { PF_STR, PF_U32, PF_F64, PF_BOOL, PF_DTYPE, PF_DOC, PF_CURVE, PF_KCLASS, PF_TOKENIZER } pf_type;
+typedef enum { PF_STR, PF_U32, PF_F64, PF_BOOL, PF_DTYPE, PF_DOC, PF_CURVE, PF_KCLASS, PF_TOKENIZER, PF_PROFILE } pf_type;
 
 typedef struct pfield {
     const char *name;
@@ -76,6 +77,8 @@ static const pfield gpu_fields[] = {
     GF(retention, PF_F64, 0, 0, 1),
     {"bw_curve", PF_CURVE, offsetof(dkv_gpu, bw_curve), 0, 0, 0},
     {"kclass", PF_KCLASS, offsetof(dkv_gpu, kclass), 0, 0, 0},
+    {"profile", PF_PROFILE, offsetof(dkv_gpu, profile_name), 0, 0, 0},
+    {"expected_error", PF_DOC, 0, 0, 0, 0},   /* roofline-only presets: the model's error measured on the H200 */
 };
 #undef GF
 
@@ -330,8 +333,6 @@ static void read_kclass(lua_State *L, int t, const char *path, dkv_gpu *g)
 
 static void read_fields(lua_State *L, int t, const char *path, const pfield *f, size_t nf, void *out)
 {
-    static const char *const dtypes[] = {"bf16", "fp16", "fp32", "fp8", NULL};
-    static const dkv_dtype dvals[] = {DKV_DTYPE_BF16, DKV_DTYPE_FP16, DKV_DTYPE_FP32, DKV_DTYPE_FP8};
     char *base = out;
     for (size_t i = 0; i < nf; i++) {
         const pfield *p = &f[i];
@@ -373,7 +374,8 @@ static void read_fields(lua_State *L, int t, const char *path, const pfield *f, 
             *(bool *)(base + p->off) = dkv_lconf_boolean(L, t, path, p->name, false, flags);
             break;
         case PF_DTYPE:
-            *(dkv_dtype *)(base + p->off) = dvals[dkv_lconf_enum(L, t, path, p->name, dtypes, 0, flags)];
+            *(dkv_dtype *)(base + p->off) = (dkv_dtype)dkv_lconf_enum_names(L, t, path, p->name, &dkv_dtype_names, 0,
+                                                                            flags);
             break;
         case PF_CURVE:
             read_curve(L, t, path, (dkv_gpu *)out);
@@ -381,6 +383,18 @@ static void read_fields(lua_State *L, int t, const char *path, const pfield *f, 
         case PF_KCLASS:
             read_kclass(L, t, path, (dkv_gpu *)out);
             break;
+        case PF_PROFILE: {   /* profile = "<name>": datasets/profiles/<name>.lua, loaded once per state */
+            dkv_gpu *g = out;
+            const char *s = dkv_lconf_string(L, t, path, p->name, "", 0);
+            g->profile = NULL;
+            snprintf(g->profile_name, sizeof g->profile_name, "%s", s);
+            if (*s) {
+                char pp[192];
+                dkv_lconf_path(pp, sizeof pp, path, p->name);
+                g->profile = dkv_lua_load_profile(L, s, pp);
+            }
+            break;
+        }
         }
     }
 }
@@ -494,6 +508,11 @@ static void push_fields(lua_State *L, const pfield *f, size_t nf, const void *in
             }
             break;
         }
+        case PF_PROFILE:
+            if (!*(base + p->off))
+                continue;   /* roofline only: no field */
+            lua_pushstring(L, base + p->off);
+            break;
         case PF_KCLASS: {
             const dkv_gpu *g = in;
             lua_newtable(L);

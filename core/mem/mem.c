@@ -5,41 +5,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const kind_names[DKV_MEM_KIND_COUNT] = {"static", "caching", "blockpool"};
+/* The memory managers: one entry each, indexed by dkv_mem_kind (name first, so this table is also
+ * dkv_mem_kind_names).  A new manager: its file (mem_<name>.c, defining its mem_vtable, see
+ * mem_impl.h) and an entry here; a value in mem.h's enum is optional (Lua and the CLI use names). */
+extern const mem_vtable dkv_mem_static_vt, dkv_mem_caching_vt, dkv_mem_blockpool_vt;
+static const struct mem_kind_entry {
+    const char       *name;
+    const mem_vtable *vt;
+} kinds[] = {
+    [DKV_MEM_STATIC] = {"static", &dkv_mem_static_vt},
+    [DKV_MEM_CACHING] = {"caching", &dkv_mem_caching_vt},
+    [DKV_MEM_BLOCKPOOL] = {"blockpool", &dkv_mem_blockpool_vt},
+};
 static const char *const tag_names[DKV_MEM_TAG_COUNT] = {"weights", "kv", "activation", "logits",
                                                           "staging"};
+const dkv_names dkv_mem_kind_names = DKV_NAMES("mem.kind", kinds);
+static const char *const share_names[] = {"shared", "partitioned"};
+const dkv_names dkv_mem_tag_names = DKV_NAMES("mem tag", tag_names);
+const dkv_names dkv_mem_share_names = DKV_NAMES("mem.share", share_names);
 
-const char *dkv_mem_kind_name(dkv_mem_kind k)
-{
-    return (unsigned)k < DKV_MEM_KIND_COUNT ? kind_names[k] : "?";
-}
-
-dkv_status dkv_mem_kind_parse(const char *s, dkv_mem_kind *out, dkv_err *err)
-{
-    for (int i = 0; i < DKV_MEM_KIND_COUNT; i++)
-        if (s && strcmp(s, kind_names[i]) == 0) {
-            *out = (dkv_mem_kind)i;
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "unknown memory manager '%s' (static, caching, blockpool)",
-                       s ? s : "(null)");
-}
-
-const char *dkv_mem_tag_name(dkv_mem_tag t)
-{
-    return (unsigned)t < DKV_MEM_TAG_COUNT ? tag_names[t] : "?";
-}
-
-dkv_status dkv_mem_tag_parse(const char *s, dkv_mem_tag *out, dkv_err *err)
-{
-    for (int i = 0; i < DKV_MEM_TAG_COUNT; i++)
-        if (s && strcmp(s, tag_names[i]) == 0) {
-            *out = (dkv_mem_tag)i;
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL,
-                       "unknown tag '%s' (weights, kv, activation, logits, staging)", s ? s : "(null)");
-}
+const char *dkv_mem_kind_name(dkv_mem_kind k) { return dkv_names_at(&dkv_mem_kind_names, (int)k); }
+const char *dkv_mem_tag_name(dkv_mem_tag t) { return dkv_names_at(&dkv_mem_tag_names, (int)t); }
 
 uint64_t dkv_block_bytes(uint64_t block_bytes, uint32_t block_tokens, uint64_t token_bytes)
 {
@@ -64,7 +50,7 @@ dkv_mem_options dkv_mem_options_default(dkv_mem_kind kind)
 
 static dkv_status check_options(const dkv_mem_options *o, dkv_err *err)
 {
-    if ((unsigned)o->kind >= DKV_MEM_KIND_COUNT)
+    if ((int)o->kind < 0 || (int)o->kind >= dkv_mem_kind_names.n)
         return dkv_err_set(err, DKV_EINVAL, "mem: kind %d is not a memory manager", (int)o->kind);
     if (o->capacity_bytes == 0)
         return dkv_err_set(err, DKV_EINVAL, "mem: capacity must be > 0 bytes");
@@ -91,9 +77,7 @@ dkv_status dkv_mem_new(const dkv_mem_options *opt, dkv_mem **out, dkv_err *err)
     m->opt = *opt;
     if (m->opt.n_instances == 0)
         m->opt.n_instances = 1;
-    m->vt = opt->kind == DKV_MEM_STATIC    ? &dkv_mem_static_vt
-            : opt->kind == DKV_MEM_CACHING ? &dkv_mem_caching_vt
-                                           : &dkv_mem_blockpool_vt;
+    m->vt = kinds[opt->kind].vt;
     m->free_slot = MEM_NONE;
     m->sample_at = m->opt.sample_stride ? m->opt.sample_stride : UINT64_MAX;
     m->defer = m->opt.release_delay_s > 0;

@@ -43,6 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
 #include "util/status.h"
 
 typedef struct dkv_mem dkv_mem;
@@ -50,8 +51,7 @@ typedef struct dkv_mem dkv_mem;
 typedef enum dkv_mem_kind {
     DKV_MEM_STATIC = 0,
     DKV_MEM_CACHING,
-    DKV_MEM_BLOCKPOOL,
-    DKV_MEM_KIND_COUNT
+    DKV_MEM_BLOCKPOOL        /* more managers: mem.c's table; dkv_mem_kind_names.n counts them */
 } dkv_mem_kind;
 
 /* What an allocation holds.  The numbering is shared with the trace schema (core/trace). */
@@ -68,10 +68,11 @@ typedef enum dkv_mem_tag {
  * sizing policy: block_bytes when given (> 0), else block_tokens x token_bytes. */
 uint64_t dkv_block_bytes(uint64_t block_bytes, uint32_t block_tokens, uint64_t token_bytes);
 
-const char *dkv_mem_kind_name(dkv_mem_kind k);          /* "static", "caching", "blockpool" */
-dkv_status  dkv_mem_kind_parse(const char *s, dkv_mem_kind *out, dkv_err *err);
-const char *dkv_mem_tag_name(dkv_mem_tag t);            /* "weights", "kv", ... */
-dkv_status  dkv_mem_tag_parse(const char *s, dkv_mem_tag *out, dkv_err *err);
+extern const dkv_names dkv_mem_kind_names;              /* "static", "caching", "blockpool" (names.h) */
+extern const dkv_names dkv_mem_tag_names;               /* "weights", "kv", ... */
+extern const dkv_names dkv_mem_share_names;             /* "shared", "partitioned" (dkv_mem_share) */
+const char *dkv_mem_kind_name(dkv_mem_kind k);
+const char *dkv_mem_tag_name(dkv_mem_tag t);
 
 /* Who an allocation belongs to.  Only tag and instance change behaviour (per-tag totals,
  * instance quotas); static also uses request (a KV acquisition is served by that request's

@@ -64,7 +64,6 @@ typedef struct mem_vtable {
     uint64_t   (*offset)(const dkv_mem *m, const mem_rec *r);
 } mem_vtable;
 
-extern const mem_vtable dkv_mem_static_vt, dkv_mem_caching_vt, dkv_mem_blockpool_vt;
 
 struct dkv_mem {
     dkv_mem_options opt;

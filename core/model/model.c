@@ -15,28 +15,10 @@ uint32_t dkv_dtype_bytes(dkv_dtype t)
     return 0;
 }
 
-const char *dkv_dtype_name(dkv_dtype t)
-{
-    switch (t) {
-    case DKV_DTYPE_BF16: return "bf16";
-    case DKV_DTYPE_FP16: return "fp16";
-    case DKV_DTYPE_FP32: return "fp32";
-    case DKV_DTYPE_FP8: return "fp8";
-    }
-    return "?";
-}
+static const char *const dtype_names[] = {"bf16", "fp16", "fp32", "fp8"};
+const dkv_names dkv_dtype_names = DKV_NAMES("dtype", dtype_names);
 
-dkv_status dkv_dtype_parse(const char *s, dkv_dtype *out, dkv_err *err)
-{
-    static const dkv_dtype all[] = {DKV_DTYPE_BF16, DKV_DTYPE_FP16, DKV_DTYPE_FP32, DKV_DTYPE_FP8};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (s && strcmp(s, dkv_dtype_name(all[i])) == 0) {
-            *out = all[i];
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "unknown dtype '%s' (expected bf16, fp16, fp32 or fp8)",
-                       s ? s : "(null)");
-}
+const char *dkv_dtype_name(dkv_dtype t) { return dkv_names_at(&dkv_dtype_names, (int)t); }
 
 dkv_status dkv_model_validate(const dkv_model *m, dkv_err *err)
 {
@@ -100,18 +82,48 @@ uint64_t dkv_model_logit_row_bytes(const dkv_model *m)
     return (uint64_t)m->vocab * dkv_dtype_bytes(m->act_dtype);
 }
 
+/* The FLOPs of each kernel class (2 FLOP per multiply-add).  core/cost counts a step plan with
+ * these; the forward totals below are their sums, so there is one formula per class. */
+double dkv_model_qkv_flops(const dkv_model *m, double q)
+{
+    const double d = m->hidden, hq = (double)m->n_heads * m->head_dim, hkv = (double)m->n_kv_heads * m->head_dim;
+    return 2.0 * q * d * (hq + 2.0 * hkv);
+}
+
+double dkv_model_o_flops(const dkv_model *m, double q)
+{
+    const double d = m->hidden, hq = (double)m->n_heads * m->head_dim;
+    return 2.0 * q * hq * d;
+}
+
+double dkv_model_ffn_flops(const dkv_model *m, double q)
+{
+    const double d = m->hidden, f = m->ffn;
+    return 2.0 * q * d * 3.0 * f;
+}
+
+double dkv_model_attn_flops(const dkv_model *m, double q, double a)
+{
+    const double hq = (double)m->n_heads * m->head_dim;
+    return 4.0 * q * a * hq;
+}
+
+double dkv_model_lm_head_flops(const dkv_model *m, double rows)
+{
+    const double d = m->hidden, V = m->vocab;
+    return 2.0 * rows * d * V;
+}
+
 double dkv_model_layer_flops(const dkv_model *m, uint64_t q, uint64_t a)
 {
-    double d = m->hidden, hq = (double)m->n_heads * m->head_dim, hkv = (double)m->n_kv_heads * m->head_dim;
-    double proj = 2.0 * (double)q * (d * hq + 2.0 * d * hkv + hq * d);
-    double attn = 2.0 * 2.0 * (double)q * (double)a * hq; /* QK^T and PV */
-    double ffn = 2.0 * (double)q * 3.0 * d * m->ffn;
-    return proj + attn + ffn;
+    const double qd = (double)q;
+    return dkv_model_qkv_flops(m, qd) + dkv_model_attn_flops(m, qd, (double)a) + dkv_model_o_flops(m, qd) +
+           dkv_model_ffn_flops(m, qd);
 }
 
 double dkv_model_forward_flops(const dkv_model *m, uint64_t q, uint64_t a, uint64_t logit_rows)
 {
-    return m->n_layers * dkv_model_layer_flops(m, q, a) + 2.0 * (double)logit_rows * m->hidden * m->vocab;
+    return m->n_layers * dkv_model_layer_flops(m, q, a) + dkv_model_lm_head_flops(m, (double)logit_rows);
 }
 
 dkv_status dkv_gpu_validate(const dkv_gpu *g, dkv_err *err)

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
 #include "util/status.h"
 
 typedef enum dkv_dtype {
@@ -21,9 +22,8 @@ typedef enum dkv_dtype {
 } dkv_dtype;
 
 uint32_t    dkv_dtype_bytes(dkv_dtype t);
+extern const dkv_names dkv_dtype_names;                 /* "bf16", "fp16", "fp32", "fp8" (names.h) */
 const char *dkv_dtype_name(dkv_dtype t);
-/* Parses "bf16", "fp16", "fp32", "fp8"; DKV_EINVAL otherwise. */
-dkv_status  dkv_dtype_parse(const char *s, dkv_dtype *out, dkv_err *err);
 
 /* A LLaDA/Dream-style transformer: bidirectional attention, RMSNorm, RoPE, SiLU-gated FFN
  * (gate and up projections, then down), untied LM head unless tied_embeddings. */
@@ -58,8 +58,17 @@ uint64_t dkv_model_kv_bytes_per_token_layer(const dkv_model *m); /* K+V, one lay
 uint64_t dkv_model_kv_bytes_per_token(const dkv_model *m);  /* K+V, all layers */
 uint64_t dkv_model_logit_row_bytes(const dkv_model *m);     /* vocab * act dtype */
 
-/* Dense FLOPs of one forward for q query tokens attending a key tokens (2 FLOP per MAC),
- * without and with the LM head over `logit_rows` rows. */
+/* FLOPs of one layer's kernel classes for q query rows attending a keys, and of the LM head over
+ * `rows` logit rows (2 FLOP per multiply-add): the one formula per class.  core/cost counts a
+ * step plan's kernels with these; the two totals below are their sums. */
+double dkv_model_qkv_flops(const dkv_model *m, double q);
+double dkv_model_o_flops(const dkv_model *m, double q);
+double dkv_model_ffn_flops(const dkv_model *m, double q);       /* gate + up + down */
+double dkv_model_attn_flops(const dkv_model *m, double q, double a);
+double dkv_model_lm_head_flops(const dkv_model *m, double rows);
+
+/* Dense FLOPs of one forward for q query tokens attending a key tokens, without and with the LM
+ * head over `logit_rows` rows: sums of the class formulas above. */
 double dkv_model_layer_flops(const dkv_model *m, uint64_t q, uint64_t a);
 double dkv_model_forward_flops(const dkv_model *m, uint64_t q, uint64_t a, uint64_t logit_rows);
 
@@ -107,6 +116,10 @@ typedef struct dkv_gpu {
      * as given; unset classes cost at scale 1 with launch_overhead_s per launch */
     uint32_t kclass_set;
     dkv_gpu_kclass kclass[DKV_GPU_KCLASS_MAX];
+    /* measured profile (docs/PROFILE_FORMAT.md, core/cost/profile.h): its name ("" = the roofline
+     * only) and the loaded tables, borrowed from whoever loaded them (the Lua state) */
+    char     profile_name[64];
+    const struct dkv_profile *profile;
 } dkv_gpu;
 
 dkv_status dkv_gpu_validate(const dkv_gpu *g, dkv_err *err);

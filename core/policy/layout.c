@@ -3,24 +3,12 @@
 
 #include <string.h>
 
-const char *dkv_layout_name(dkv_layout l)
-{
-    return l == DKV_LAYOUT_LAYER_MAJOR ? "layer_major" : "tmajor";
-}
+static const char *const layout_names[] = {"tmajor", "layer_major"};
+static const char *const reorder_names[] = {"per_step", "per_block"};
+const dkv_names dkv_layout_names = DKV_NAMES("layout.layout", layout_names);
+const dkv_names dkv_reorder_names = DKV_NAMES("layout.reorder", reorder_names);
 
-dkv_status dkv_layout_parse(const char *s, dkv_layout *out, dkv_err *err)
-{
-    if (s && strcmp(s, "tmajor") == 0) {
-        *out = DKV_LAYOUT_TMAJOR;
-        return DKV_OK;
-    }
-    if (s && strcmp(s, "layer_major") == 0) {
-        *out = DKV_LAYOUT_LAYER_MAJOR;
-        return DKV_OK;
-    }
-    return dkv_err_set(err, DKV_EINVAL, "layout.layout: unknown layout '%s' (expected tmajor or layer_major)",
-                       s ? s : "(null)");
-}
+const char *dkv_layout_name(dkv_layout l) { return dkv_names_at(&dkv_layout_names, (int)l); }
 
 void dkv_layout_config_default(dkv_layout_config *c)
 {

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "util/names.h"
 #include "util/status.h"
 
 typedef enum dkv_layout {
@@ -46,8 +47,9 @@ typedef enum dkv_reorder {
     DKV_REORDER_PER_BLOCK      /* a block's KV is transposed once, when the block is final */
 } dkv_reorder;
 
-const char *dkv_layout_name(dkv_layout l);        /* "tmajor", "layer_major" */
-dkv_status  dkv_layout_parse(const char *s, dkv_layout *out, dkv_err *err);
+extern const dkv_names dkv_layout_names;          /* "tmajor", "layer_major" (util/names.h) */
+extern const dkv_names dkv_reorder_names;         /* "per_step", "per_block" */
+const char *dkv_layout_name(dkv_layout l);
 
 typedef struct dkv_layout_config {
     dkv_layout  layout;        /* default DKV_LAYOUT_TMAJOR */

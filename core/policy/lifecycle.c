@@ -5,24 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *dkv_release_rule_name(dkv_release_rule r)
-{
-    return r == DKV_RELEASE_DEFERRED ? "deferred" : "immediate";
-}
+static const char *const rule_names[] = {"immediate", "deferred"};
+const dkv_names dkv_release_rule_names = DKV_NAMES("lifecycle.rule", rule_names);
 
-dkv_status dkv_release_rule_parse(const char *s, dkv_release_rule *out, dkv_err *err)
-{
-    if (s && strcmp(s, "immediate") == 0) {
-        *out = DKV_RELEASE_IMMEDIATE;
-        return DKV_OK;
-    }
-    if (s && strcmp(s, "deferred") == 0) {
-        *out = DKV_RELEASE_DEFERRED;
-        return DKV_OK;
-    }
-    return dkv_err_set(err, DKV_EINVAL, "lifecycle.rule: unknown rule '%s' (expected immediate or deferred)",
-                       s ? s : "(null)");
-}
+const char *dkv_release_rule_name(dkv_release_rule r) { return dkv_names_at(&dkv_release_rule_names, (int)r); }
 
 void dkv_lifecycle_config_default(dkv_lifecycle_config *c)
 {

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
 #include "util/status.h"
 
 typedef enum dkv_release_rule {
@@ -28,8 +29,8 @@ typedef enum dkv_release_rule {
     DKV_RELEASE_DEFERRED       /* free after a delay (garbage-collector model) */
 } dkv_release_rule;
 
-const char *dkv_release_rule_name(dkv_release_rule r);  /* "immediate", "deferred" */
-dkv_status  dkv_release_rule_parse(const char *s, dkv_release_rule *out, dkv_err *err);
+extern const dkv_names dkv_release_rule_names;         /* "immediate", "deferred" (util/names.h) */
+const char *dkv_release_rule_name(dkv_release_rule r);
 
 typedef struct dkv_lifecycle_config {
     dkv_release_rule rule;     /* default DKV_RELEASE_IMMEDIATE */

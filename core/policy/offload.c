@@ -4,27 +4,10 @@
 #include <math.h>
 #include <string.h>
 
-const char *dkv_offload_mode_name(dkv_offload_mode m)
-{
-    switch (m) {
-    case DKV_OFFLOAD_NONE: return "none";
-    case DKV_OFFLOAD_PROGRESSIVE: return "progressive";
-    case DKV_OFFLOAD_PLAIN: return "plain";
-    }
-    return "?";
-}
+static const char *const mode_names[] = {"none", "progressive", "plain"};
+const dkv_names dkv_offload_mode_names = DKV_NAMES("offload.mode", mode_names);
 
-dkv_status dkv_offload_mode_parse(const char *s, dkv_offload_mode *out, dkv_err *err)
-{
-    static const dkv_offload_mode all[] = {DKV_OFFLOAD_NONE, DKV_OFFLOAD_PROGRESSIVE, DKV_OFFLOAD_PLAIN};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (s && strcmp(s, dkv_offload_mode_name(all[i])) == 0) {
-            *out = all[i];
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "offload.mode: unknown mode '%s' (expected none, progressive or plain)",
-                       s ? s : "(null)");
-}
+const char *dkv_offload_mode_name(dkv_offload_mode m) { return dkv_names_at(&dkv_offload_mode_names, (int)m); }
 
 void dkv_offload_config_default(dkv_offload_config *c)
 {
@@ -37,7 +20,7 @@ void dkv_offload_config_default(dkv_offload_config *c)
 
 dkv_status dkv_offload_config_validate(const dkv_offload_config *c, dkv_err *err)
 {
-    if ((unsigned)c->mode > DKV_OFFLOAD_PLAIN)
+    if ((int)c->mode < 0 || (int)c->mode >= dkv_offload_mode_names.n)
         return dkv_err_set(err, DKV_EINVAL, "offload.mode = %d: not a mode", (int)c->mode);
     if (!(c->t1 >= 0 && c->t1 <= 1))
         return dkv_err_set(err, DKV_ERANGE, "offload.t1 = %g: must be in [0, 1]", c->t1);

@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "util/names.h"
 #include "util/status.h"
 
 typedef enum dkv_offload_mode {
@@ -53,8 +54,8 @@ typedef enum dkv_offload_mode {
     DKV_OFFLOAD_PLAIN          /* baseline: all KV on the host, fetched every step it is read */
 } dkv_offload_mode;
 
-const char *dkv_offload_mode_name(dkv_offload_mode m);  /* "none", "progressive", "plain" */
-dkv_status  dkv_offload_mode_parse(const char *s, dkv_offload_mode *out, dkv_err *err);
+extern const dkv_names dkv_offload_mode_names;         /* "none", "progressive", "plain" (util/names.h) */
+const char *dkv_offload_mode_name(dkv_offload_mode m);
 
 typedef struct dkv_offload_config {
     dkv_offload_mode mode;     /* default DKV_OFFLOAD_NONE */

@@ -4,24 +4,10 @@
 #include <math.h>
 #include <string.h>
 
-const char *dkv_placement_name(dkv_placement p)
-{
-    return p == DKV_PLACE_PARTITIONED ? "partitioned" : "shared";
-}
+static const char *const place_names[] = {"shared", "partitioned"};
+const dkv_names dkv_placement_names = DKV_NAMES("placement.mode", place_names);
 
-dkv_status dkv_placement_parse(const char *s, dkv_placement *out, dkv_err *err)
-{
-    if (s && strcmp(s, "shared") == 0) {
-        *out = DKV_PLACE_SHARED;
-        return DKV_OK;
-    }
-    if (s && strcmp(s, "partitioned") == 0) {
-        *out = DKV_PLACE_PARTITIONED;
-        return DKV_OK;
-    }
-    return dkv_err_set(err, DKV_EINVAL, "placement.mode: unknown mode '%s' (expected shared or partitioned)",
-                       s ? s : "(null)");
-}
+const char *dkv_placement_name(dkv_placement p) { return dkv_names_at(&dkv_placement_names, (int)p); }
 
 void dkv_placement_config_default(dkv_placement_config *c)
 {

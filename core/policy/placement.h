@@ -15,6 +15,7 @@
 
 #include <stdint.h>
 
+#include "util/names.h"
 #include "util/status.h"
 
 typedef enum dkv_placement {
@@ -22,8 +23,8 @@ typedef enum dkv_placement {
     DKV_PLACE_PARTITIONED
 } dkv_placement;
 
-const char *dkv_placement_name(dkv_placement p);   /* "shared", "partitioned" */
-dkv_status  dkv_placement_parse(const char *s, dkv_placement *out, dkv_err *err);
+extern const dkv_names dkv_placement_names;        /* "shared", "partitioned" (util/names.h) */
+const char *dkv_placement_name(dkv_placement p);
 
 #define DKV_PLACEMENT_MAX_INSTANCES 64
 

@@ -4,46 +4,13 @@
 #include <math.h>
 #include <string.h>
 
-const char *dkv_retain_set_name(dkv_retain_set s)
-{
-    return s == DKV_RETAIN_SHARED ? "shared" : "per_head";
-}
+static const char *const set_names[] = {"per_head", "shared"};
+static const char *const rho_names[] = {"fixed", "entropy", "callback"};
+const dkv_names dkv_retain_set_names = DKV_NAMES("retention.set", set_names);
+const dkv_names dkv_rho_mode_names = DKV_NAMES("retention.mode", rho_names);
 
-dkv_status dkv_retain_set_parse(const char *s, dkv_retain_set *out, dkv_err *err)
-{
-    if (s && strcmp(s, "per_head") == 0) {
-        *out = DKV_RETAIN_PER_HEAD;
-        return DKV_OK;
-    }
-    if (s && strcmp(s, "shared") == 0) {
-        *out = DKV_RETAIN_SHARED;
-        return DKV_OK;
-    }
-    return dkv_err_set(err, DKV_EINVAL, "retention.set: unknown set '%s' (expected per_head or shared)",
-                       s ? s : "(null)");
-}
-
-const char *dkv_rho_mode_name(dkv_rho_mode m)
-{
-    switch (m) {
-    case DKV_RHO_FIXED: return "fixed";
-    case DKV_RHO_ENTROPY: return "entropy";
-    case DKV_RHO_CALLBACK: return "callback";
-    }
-    return "?";
-}
-
-dkv_status dkv_rho_mode_parse(const char *s, dkv_rho_mode *out, dkv_err *err)
-{
-    static const dkv_rho_mode all[] = {DKV_RHO_FIXED, DKV_RHO_ENTROPY, DKV_RHO_CALLBACK};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (s && strcmp(s, dkv_rho_mode_name(all[i])) == 0) {
-            *out = all[i];
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "retention.mode: unknown mode '%s' (expected fixed, entropy or callback)",
-                       s ? s : "(null)");
-}
+const char *dkv_retain_set_name(dkv_retain_set s) { return dkv_names_at(&dkv_retain_set_names, (int)s); }
+const char *dkv_rho_mode_name(dkv_rho_mode m) { return dkv_names_at(&dkv_rho_mode_names, (int)m); }
 
 void dkv_retention_config_default(dkv_retention_config *c)
 {

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
+#include "util/names.h"
 #include "util/rng.h"
 #include "util/status.h"
 
@@ -49,10 +50,10 @@ typedef enum dkv_rho_mode {
     DKV_RHO_CALLBACK           /* from a per-block callback */
 } dkv_rho_mode;
 
-const char *dkv_retain_set_name(dkv_retain_set s);  /* "per_head", "shared" */
-dkv_status  dkv_retain_set_parse(const char *s, dkv_retain_set *out, dkv_err *err);
-const char *dkv_rho_mode_name(dkv_rho_mode m);      /* "fixed", "entropy", "callback" */
-dkv_status  dkv_rho_mode_parse(const char *s, dkv_rho_mode *out, dkv_err *err);
+extern const dkv_names dkv_retain_set_names;        /* "per_head", "shared" (util/names.h) */
+extern const dkv_names dkv_rho_mode_names;          /* "fixed", "entropy", "callback" */
+const char *dkv_retain_set_name(dkv_retain_set s);
+const char *dkv_rho_mode_name(dkv_rho_mode m);
 
 /* Per-block callback: request id, block index, the base rho; returns the block's rho.
  * A non-finite return is an error (reported by dkv_retention_next_rho). */

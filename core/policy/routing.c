@@ -3,10 +3,10 @@
 
 #include <math.h>
 
-const char *dkv_route_name(dkv_route r)
-{
-    return r == DKV_ROUTE_PLAIN ? "plain" : "pool";
-}
+static const char *const route_names[] = {"pool", "plain"};
+const dkv_names dkv_route_names = DKV_NAMES("route", route_names);
+
+const char *dkv_route_name(dkv_route r) { return dkv_names_at(&dkv_route_names, (int)r); }
 
 void dkv_routing_config_default(dkv_routing_config *c)
 {

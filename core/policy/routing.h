@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "util/names.h"
 #include "util/status.h"
 
 typedef enum dkv_route {
@@ -30,7 +31,8 @@ typedef enum dkv_route {
     DKV_ROUTE_PLAIN
 } dkv_route;
 
-const char *dkv_route_name(dkv_route r);   /* "pool", "plain" */
+extern const dkv_names dkv_route_names;    /* "pool", "plain" (util/names.h) */
+const char *dkv_route_name(dkv_route r);
 
 typedef struct dkv_routing_config {
     bool     enabled;          /* false: everything goes to the pool.  Default false */

@@ -14,82 +14,40 @@ static const char *const phase_names[] = {"refresh", "reuse"};
 static const char *const xfer_names[] = {"h2d", "d2h", "d2d"};
 static const char *const req_names[] = {"arrive", "admit", "finish", "reject"};
 static const char *const kernel_names[] = {"other", "gemm", "attention", "logits", "elementwise", "copy"};
+const dkv_names dkv_trace_kind_names = DKV_NAMES("event kind", kind_names);
+const dkv_names dkv_trace_tag_names = DKV_NAMES("tag", tag_names);
+static const dkv_names phase_sub = DKV_NAMES("phase sub value", phase_names);
+static const dkv_names xfer_sub = DKV_NAMES("xfer sub value", xfer_names);
+static const dkv_names req_sub = DKV_NAMES("request sub value", req_names);
+static const dkv_names kernel_sub = DKV_NAMES("kernel sub value", kernel_names);
 
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-static const char *const *sub_table(dkv_trace_kind k, size_t *n)
+static const dkv_names *sub_table(dkv_trace_kind k)
 {
     switch (k) {
-    case DKV_EV_PHASE: *n = COUNT(phase_names); return phase_names;
-    case DKV_EV_XFER: *n = COUNT(xfer_names); return xfer_names;
-    case DKV_EV_REQUEST: *n = COUNT(req_names); return req_names;
-    case DKV_EV_KERNEL: *n = COUNT(kernel_names); return kernel_names;
-    default: *n = 0; return NULL;
+    case DKV_EV_PHASE: return &phase_sub;
+    case DKV_EV_XFER: return &xfer_sub;
+    case DKV_EV_REQUEST: return &req_sub;
+    case DKV_EV_KERNEL: return &kernel_sub;
+    default: return NULL;
     }
 }
 
-const char *dkv_trace_kind_name(dkv_trace_kind k)
-{
-    return (unsigned)k < DKV_EV_KIND_COUNT ? kind_names[k] : "?";
-}
-
-const char *dkv_trace_tag_name(dkv_trace_tag t)
-{
-    return (unsigned)t < DKV_TRACE_TAG_COUNT ? tag_names[t] : "?";
-}
+const char *dkv_trace_kind_name(dkv_trace_kind k) { return dkv_names_at(&dkv_trace_kind_names, (int)k); }
+const char *dkv_trace_tag_name(dkv_trace_tag t) { return dkv_names_at(&dkv_trace_tag_names, (int)t); }
 
 const char *dkv_trace_sub_name(dkv_trace_kind k, uint8_t sub)
 {
-    size_t n;
-    const char *const *t = sub_table(k, &n);
-    return t && sub < n ? t[sub] : "";
-}
-
-static dkv_status parse_name(const char *s, const char *const *names, size_t n, const char *what,
-                             unsigned *out, dkv_err *err)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(s, names[i]) == 0) {
-            *out = (unsigned)i;
-            return DKV_OK;
-        }
-    char list[256] = "";
-    for (size_t i = 0; i < n; i++) {
-        strncat(list, names[i], sizeof list - strlen(list) - 1);
-        if (i + 1 < n)
-            strncat(list, ", ", sizeof list - strlen(list) - 1);
-    }
-    return dkv_err_set(err, DKV_EINVAL, "unknown %s '%s' (one of: %s)", what, s, list);
-}
-
-dkv_status dkv_trace_kind_parse(const char *s, dkv_trace_kind *out, dkv_err *err)
-{
-    unsigned v;
-    dkv_status st = parse_name(s, kind_names, COUNT(kind_names), "event kind", &v, err);
-    if (!st)
-        *out = (dkv_trace_kind)v;
-    return st;
-}
-
-dkv_status dkv_trace_tag_parse(const char *s, dkv_trace_tag *out, dkv_err *err)
-{
-    unsigned v;
-    dkv_status st = parse_name(s, tag_names, COUNT(tag_names), "tag", &v, err);
-    if (!st)
-        *out = (dkv_trace_tag)v;
-    return st;
+    const dkv_names *t = sub_table(k);
+    return t && sub < t->n ? dkv_names_at(t, sub) : "";
 }
 
 dkv_status dkv_trace_sub_parse(dkv_trace_kind k, const char *s, uint8_t *out, dkv_err *err)
 {
-    size_t n;
-    const char *const *t = sub_table(k, &n);
+    const dkv_names *t = sub_table(k);
     if (!t)
         return dkv_err_set(err, DKV_EINVAL, "a %s event has no sub value (got '%s')", dkv_trace_kind_name(k), s);
-    unsigned v;
-    char what[48];
-    snprintf(what, sizeof what, "%s sub value", dkv_trace_kind_name(k));
-    dkv_status st = parse_name(s, t, n, what, &v, err);
+    int v;
+    dkv_status st = dkv_names_parse(t, s, &v, err);
     if (!st)
         *out = (uint8_t)v;
     return st;
@@ -101,8 +59,8 @@ dkv_status dkv_trace_event_validate(const dkv_trace_event *ev, dkv_err *err)
         return dkv_err_set(err, DKV_EFORMAT, "field 'kind': value %u out of range", ev->kind);
     if (ev->tag >= DKV_TRACE_TAG_COUNT)
         return dkv_err_set(err, DKV_EFORMAT, "field 'tag': value %u out of range", ev->tag);
-    size_t n;
-    sub_table((dkv_trace_kind)ev->kind, &n);
+    const dkv_names *st = sub_table((dkv_trace_kind)ev->kind);
+    int n = st ? st->n : 0;
     if (ev->sub && ev->sub >= n)
         return dkv_err_set(err, DKV_EFORMAT, "field 'sub': value %u out of range for a %s event", ev->sub,
                            dkv_trace_kind_name((dkv_trace_kind)ev->kind));

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
 #include "util/status.h"
 
 typedef enum dkv_trace_kind {
@@ -75,13 +76,13 @@ typedef struct dkv_trace_event {
     uint8_t  sub;         /* by kind, see above */
 } dkv_trace_event;
 
-const char *dkv_trace_kind_name(dkv_trace_kind k);   /* "alloc", ...; "?" when out of range */
-const char *dkv_trace_tag_name(dkv_trace_tag t);     /* "weights", ... */
-/* Name of a sub value for a kind ("refresh", "h2d", "admit", "gemm", ...; "" when unused). */
+extern const dkv_names dkv_trace_kind_names;         /* "alloc", ... (util/names.h: dkv_names_parse) */
+extern const dkv_names dkv_trace_tag_names;          /* "weights", ... */
+const char *dkv_trace_kind_name(dkv_trace_kind k);   /* "?" when out of range */
+const char *dkv_trace_tag_name(dkv_trace_tag t);
+/* Name of a sub value for a kind ("refresh", "h2d", "admit", "gemm", ...; "" when unused), and its
+ * parser (DKV_EINVAL with the accepted names listed). */
 const char *dkv_trace_sub_name(dkv_trace_kind k, uint8_t sub);
-/* Parsers: DKV_EINVAL with the accepted names listed. */
-dkv_status dkv_trace_kind_parse(const char *s, dkv_trace_kind *out, dkv_err *err);
-dkv_status dkv_trace_tag_parse(const char *s, dkv_trace_tag *out, dkv_err *err);
 dkv_status dkv_trace_sub_parse(dkv_trace_kind k, const char *s, uint8_t *out, dkv_err *err);
 /* Checks ranges of kind, tag and sub; DKV_EFORMAT naming the field. */
 dkv_status dkv_trace_event_validate(const dkv_trace_event *ev, dkv_err *err);

@@ -388,15 +388,15 @@ static dkv_status read_csv(dkv_trace_reader *r, dkv_trace_event *e, bool *got, d
             break;
         }
         case C_KIND: {
-            dkv_trace_kind kind;
-            st = dkv_trace_kind_parse(s, &kind, &sub);
+            int kind = 0;
+            st = dkv_names_parse(&dkv_trace_kind_names, s, &kind, &sub);
             e->kind = (uint8_t)kind;
             break;
         }
         case C_TAG: {
-            dkv_trace_tag tag = DKV_TRACE_TAG_WEIGHTS;
+            int tag = DKV_TRACE_TAG_WEIGHTS;
             if (*s)
-                st = dkv_trace_tag_parse(s, &tag, &sub);
+                st = dkv_names_parse(&dkv_trace_tag_names, s, &tag, &sub);
             e->tag = (uint8_t)tag;
             break;
         }

@@ -7,6 +7,9 @@
 #include <stdbool.h>
 
 void dkv_interrupt_request(void);   /* safe to call from a signal handler */
+void dkv_interrupt_request_signal(int sig);   /* the same, remembering which signal (SIGTERM ...) */
+/* "SIGINT" or "SIGTERM": the signal that requested the stop (SIGINT when none was named). */
+const char *dkv_interrupt_signal_name(void);
 bool dkv_interrupt_requested(void);
 void dkv_interrupt_clear(void);
 

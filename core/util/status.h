@@ -54,4 +54,18 @@ void dkv_err_clear(dkv_err *err);
 /* Short name of a status code ("EINVAL", ...). */
 const char *dkv_status_name(dkv_status code);
 
+/* Propagating a failed status, the one definition: DKV_TRY(call) returns it; DKV_TRY_OR(st, call,
+ * label) stores it in st and jumps to label (functions with a clean-up path). */
+#define DKV_TRY(call)                            \
+    do {                                         \
+        dkv_status dkv_try_st_ = (call);         \
+        if (dkv_try_st_ != DKV_OK)               \
+            return dkv_try_st_;                  \
+    } while (0)
+#define DKV_TRY_OR(st, call, label)              \
+    do {                                         \
+        if (((st) = (call)) != DKV_OK)           \
+            goto label;                          \
+    } while (0)
+
 #endif

@@ -10,24 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-static const char *const fmt_names[] = {"auto", "azure", "mooncake", "vidur", "burstgpt"};
-
-const char *dkv_trace_format_name(dkv_trace_format f)
-{
-    return (unsigned)f <= DKV_FMT_BURSTGPT ? fmt_names[f] : "?";
-}
-
-dkv_status dkv_trace_format_parse(const char *s, dkv_trace_format *out, dkv_err *err)
-{
-    for (unsigned i = 0; i <= DKV_FMT_BURSTGPT; i++)
-        if (s && strcasecmp(s, fmt_names[i]) == 0) {
-            *out = (dkv_trace_format)i;
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "unknown trace format '%s' (expected auto, azure, mooncake, vidur or burstgpt)",
-                       s ? s : "(null)");
-}
-
 /* ------------------------------------------------------------------ lines and fields */
 
 char *dkv_wl_next_line(char **p)
@@ -195,24 +177,46 @@ typedef struct col_spec {
     col_role    role;
 } col_spec;
 
-typedef struct csv_format {
-    dkv_trace_format fmt;
-    col_spec cols[3];   /* required: time, prompt, gen */
-} csv_format;
+/* The trace readers: one entry per format, indexed by dkv_trace_format.  The name comes first, so
+ * the table is also dkv_trace_format_names.  A CSV format is its three columns (time, prompt,
+ * gen; read by dkv_wl_read_csv, recognised by its header under "auto"); another format brings its
+ * read function and a sniff test for "auto" (mooncake.c).  A new reader: an entry here (and its
+ * file when it is not a CSV); its value in workload.h's enum is optional. */
+typedef dkv_status (*wl_read_fn)(dkv_workload *w, const char *path, char *buf, size_t len,
+                                 const dkv_workload_opts *o, dkv_err *err);
+typedef struct wl_reader {
+    const char *name;
+    col_spec    cols[3];                        /* CSV: required columns; cols[0].name NULL: not CSV */
+    wl_read_fn  read;                           /* not CSV: its reader */
+    bool      (*sniff)(const char *path, const char *text);   /* "auto": the file is this format */
+} wl_reader;
 
-static const csv_format csv_formats[] = {
-    {DKV_FMT_AZURE, {{"TIMESTAMP", COL_TIME_DATETIME}, {"ContextTokens", COL_PROMPT}, {"GeneratedTokens", COL_GEN}}},
-    {DKV_FMT_VIDUR,
-     {{"arrived_at", COL_TIME_SECONDS}, {"num_prefill_tokens", COL_PROMPT}, {"num_decode_tokens", COL_GEN}}},
-    {DKV_FMT_BURSTGPT,
-     {{"Timestamp", COL_TIME_SECONDS}, {"Request tokens", COL_PROMPT}, {"Response tokens", COL_GEN}}},
+static bool ends_with(const char *s, const char *suffix);
+static bool sniff_json(const char *path, const char *text)
+{
+    return ends_with(path, ".jsonl") || ends_with(path, ".json") || *text == '{';
+}
+
+static const wl_reader readers[] = {
+    [DKV_FMT_AUTO] = {"auto", {{NULL, 0}}, NULL, NULL},
+    [DKV_FMT_AZURE] = {"azure", {{"TIMESTAMP", COL_TIME_DATETIME}, {"ContextTokens", COL_PROMPT},
+                                 {"GeneratedTokens", COL_GEN}}, NULL, NULL},
+    [DKV_FMT_MOONCAKE] = {"mooncake", {{NULL, 0}}, dkv_wl_read_mooncake, sniff_json},
+    [DKV_FMT_VIDUR] = {"vidur", {{"arrived_at", COL_TIME_SECONDS}, {"num_prefill_tokens", COL_PROMPT},
+                                 {"num_decode_tokens", COL_GEN}}, NULL, NULL},
+    [DKV_FMT_BURSTGPT] = {"burstgpt", {{"Timestamp", COL_TIME_SECONDS}, {"Request tokens", COL_PROMPT},
+                                       {"Response tokens", COL_GEN}}, NULL, NULL},
 };
+#define N_READERS ((int)(sizeof readers / sizeof readers[0]))
+const dkv_names dkv_trace_format_names = DKV_NAMES_NOCASE("workload.format", readers);
+
+const char *dkv_trace_format_name(dkv_trace_format f) { return dkv_names_at(&dkv_trace_format_names, (int)f); }
+
+typedef wl_reader csv_format;
 
 static const csv_format *csv_format_of(dkv_trace_format f)
 {
-    for (size_t i = 0; i < sizeof csv_formats / sizeof csv_formats[0]; i++)
-        if (csv_formats[i].fmt == f) return &csv_formats[i];
-    return NULL;
+    return (int)f >= 0 && (int)f < N_READERS && readers[f].cols[0].name ? &readers[f] : NULL;
 }
 
 static int find_col(char **hdr, int nh, const char *name)
@@ -226,11 +230,11 @@ static int find_col(char **hdr, int nh, const char *name)
  * Timestamp differ only in case, so the token columns decide). */
 static dkv_trace_format detect_csv(char **hdr, int nh)
 {
-    for (size_t i = 0; i < sizeof csv_formats / sizeof csv_formats[0]; i++) {
-        const csv_format *cf = &csv_formats[i];
-        if (find_col(hdr, nh, cf->cols[0].name) >= 0 && find_col(hdr, nh, cf->cols[1].name) >= 0 &&
+    for (int i = 0; i < N_READERS; i++) {
+        const csv_format *cf = &readers[i];
+        if (cf->cols[0].name && find_col(hdr, nh, cf->cols[0].name) >= 0 && find_col(hdr, nh, cf->cols[1].name) >= 0 &&
             find_col(hdr, nh, cf->cols[2].name) >= 0)
-            return cf->fmt;
+            return (dkv_trace_format)i;
     }
     return DKV_FMT_AUTO;
 }
@@ -362,23 +366,25 @@ dkv_status dkv_workload_read(const char *path, dkv_trace_format fmt, const dkv_w
     }
     dkv_status rc = dkv_wl_opts_validate(opts, err);
     if (rc != DKV_OK) return rc;
-    if ((unsigned)fmt > DKV_FMT_BURSTGPT) return dkv_err_set(err, DKV_EINVAL, "%s: unknown trace format %d", path, fmt);
+    if ((int)fmt < 0 || (int)fmt >= N_READERS)
+        return dkv_err_set(err, DKV_EINVAL, "%s: unknown trace format %d", path, fmt);
     char *buf;
     size_t len;
     rc = dkv_wl_slurp(path, opts->max_file_bytes, &buf, &len, err);
     if (rc != DKV_OK) return rc;
-    if (fmt == DKV_FMT_AUTO) {
+    if (fmt == DKV_FMT_AUTO) {   /* a reader that recognises the file; else a CSV, told by its header */
         const char *s = buf;
         while (isspace((unsigned char)*s)) s++;
-        if (ends_with(path, ".jsonl") || ends_with(path, ".json") || *s == '{') fmt = DKV_FMT_MOONCAKE;
+        for (int i = 0; i < N_READERS && fmt == DKV_FMT_AUTO; i++)
+            if (readers[i].sniff && readers[i].sniff(path, s)) fmt = (dkv_trace_format)i;
     }
     dkv_workload *w = dkv_wl_new(path);
     if (!w) {
         free(buf);
         return dkv_err_set(err, DKV_ENOMEM, "%s: out of memory", path);
     }
-    if (fmt == DKV_FMT_MOONCAKE)
-        rc = dkv_wl_read_mooncake(w, path, buf, len, opts, err);
+    if (readers[fmt].read)
+        rc = readers[fmt].read(w, path, buf, len, opts, err);
     else
         rc = dkv_wl_read_csv(w, fmt, path, buf, len, opts, err);
     free(buf);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 static const char *const arrival_names[] = {"poisson", "gamma", "fixed", "closed"};
+const dkv_names dkv_arrival_names = DKV_NAMES("workload.kind", arrival_names);
 
 void dkv_synth_cfg_default(dkv_synth_cfg *c)
 {
@@ -62,7 +63,7 @@ dkv_status dkv_workload_synth(const dkv_synth_cfg *c, const dkv_workload_opts *o
     dkv_status rc = synth_validate(c, err);
     if (rc != DKV_OK) return rc;
     char src[64];
-    snprintf(src, sizeof src, "synth:%s", arrival_names[c->arrival]);
+    snprintf(src, sizeof src, "synth:%s", dkv_names_at(&dkv_arrival_names, (int)c->arrival));
     dkv_workload *w = dkv_wl_new(src);
     if (!w) return dkv_err_set(err, DKV_ENOMEM, "synth: out of memory");
     dkv_rng r;

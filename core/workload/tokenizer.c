@@ -5,19 +5,16 @@
 
 static const char *const NAMES[] = {"none", "byte"};
 
-const char *dkv_tokenizer_name(dkv_tokenizer_kind k)
-{
-    return (unsigned)k < sizeof NAMES / sizeof NAMES[0] ? NAMES[k] : "?";
-}
+const dkv_names dkv_tokenizer_names = DKV_NAMES("tokenizer", NAMES);
+
+const char *dkv_tokenizer_name(dkv_tokenizer_kind k) { return dkv_names_at(&dkv_tokenizer_names, (int)k); }
 
 dkv_status dkv_tokenizer_parse(const char *name, dkv_tokenizer_kind *out, dkv_err *err)
 {
-    for (unsigned i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++)
-        if (name && strcmp(name, NAMES[i]) == 0) {
-            *out = (dkv_tokenizer_kind)i;
-            return DKV_OK;
-        }
-    return dkv_err_set(err, DKV_EINVAL, "tokenizer: unknown tokenizer '%s' (known: none, byte)", name ? name : "");
+    int v = 0;
+    DKV_TRY(dkv_names_parse(&dkv_tokenizer_names, name, &v, err));
+    *out = (dkv_tokenizer_kind)v;
+    return DKV_OK;
 }
 
 dkv_status dkv_tokenizer_init(dkv_tokenizer *t, dkv_tokenizer_kind kind, uint32_t vocab, uint32_t mask_id,

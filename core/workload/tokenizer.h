@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
 #include "util/status.h"
 
 #define DKV_TOK_BYTE_MASK 256u
@@ -40,7 +41,8 @@ typedef struct dkv_tokenizer {
     uint32_t end_id;    /* byte: 257; none: UINT32_MAX */
 } dkv_tokenizer;
 
-/* "none" or "byte"; DKV_EINVAL naming the choices otherwise. */
+/* "none" or "byte" (the names table, util/names.h); DKV_EINVAL naming the choices otherwise. */
+extern const dkv_names dkv_tokenizer_names;
 dkv_status  dkv_tokenizer_parse(const char *name, dkv_tokenizer_kind *out, dkv_err *err);
 const char *dkv_tokenizer_name(dkv_tokenizer_kind k);
 

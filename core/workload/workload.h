@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/names.h"
 #include "util/status.h"
 
 #define DKV_NO_USER UINT32_MAX   /* dkv_request.user of an open-loop request */
@@ -135,6 +136,7 @@ typedef enum dkv_arrival_kind {
     DKV_ARRIVAL_CLOSED        /* n_users users; each sends its next request think_s after its
                                * previous one finished (released by the engine) */
 } dkv_arrival_kind;
+extern const dkv_names dkv_arrival_names;   /* "poisson", "gamma", "fixed", "closed" (util/names.h) */
 
 typedef struct dkv_synth_cfg {
     dkv_arrival_kind arrival;
@@ -169,9 +171,9 @@ typedef enum dkv_trace_format {
     DKV_FMT_BURSTGPT    /* Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type (seconds) */
 } dkv_trace_format;
 
+extern const dkv_names dkv_trace_format_names;   /* "auto", "azure", ... (readers.c's reader table; names.h,
+                                                   parsed without regard to case) */
 const char *dkv_trace_format_name(dkv_trace_format f);
-/* "auto", "azure", "mooncake", "vidur", "burstgpt"; DKV_EINVAL otherwise. */
-dkv_status  dkv_trace_format_parse(const char *s, dkv_trace_format *out, dkv_err *err);
 
 /* Reads a trace file.  Arrivals are seconds relative to the earliest row (the first row of a
  * sorted trace); rows out of order are sorted by arrival, ties in file order.  A malformed line

@@ -506,7 +506,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static dkv_calib_result res;
     dkv_calib_fit(cal, &res, &err);
     dkv_calib_free(cal);
-    if (nr > 0)
+    if (nr > 0 && size > 0 && data[0] % 4 == 0)   /* one input in four: a merge costs two more file opens */
         merge(f, nr);
     dkv_h5_close(f, &err);
     return 0;

@@ -83,7 +83,9 @@ int main(int argc, char **argv)
     dkv_engine_config c;
     dkv_engine_config_default(&c);
     c.model = &m, c.gpu = &g, c.workload = w;
-    OK(dkv_cache_mode_parse(a.cache, &c.decode.cache, &err));
+    int cm = 0;
+    OK(dkv_names_parse(&dkv_cache_mode_names, a.cache, &cm, &err));
+    c.decode.cache = (dkv_cache_mode)cm;
     c.decode.block_len = a.block;
     c.retention.rho = a.rho;
     c.sizing.block_tokens = 32;

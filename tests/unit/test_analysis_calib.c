@@ -24,32 +24,19 @@
 #define HBM 4.0e12
 #define PEAK 8.0e14
 
-typedef struct fx {
-    char dir[TEST_TMPDIR_LEN], path[96], h5[96], txt[96];
-} fx;
+/* The scratch folder and the files written in it (test_tmpdir.h). */
+typedef test_files fx;
+enum { PRESET, H5, TXT };
 
 static int setup(void **state)
 {
-    fx *x = calloc(1, sizeof *x);
-    if (!x)
-        return -1;
-    if (test_tmpdir_make(x->dir, "calib") != 0) {
-        free(x);
-        return -1;
-    }
-    snprintf(x->path, sizeof x->path, "%s/h200-cal.lua", x->dir);
-    snprintf(x->h5, sizeof x->h5, "%s/m.h5", x->dir);
-    snprintf(x->txt, sizeof x->txt, "%s/bw.txt", x->dir);
-    *state = x;
-    return 0;
+    static const char *const names[] = {"h200-cal.lua", "m.h5", "bw.txt"};
+    return test_files_setup(state, "calib", names, 3);
 }
 
 static int teardown(void **state)
 {
-    fx *x = *state;
-    int rc = test_tmpdir_remove(x->dir);
-    free(x);
-    return rc;
+    return test_files_teardown(state);
 }
 
 /* Elementwise records with time = n * L + bytes / B exactly, n and bytes drawn independently. */
@@ -285,13 +272,13 @@ static void test_runs_and_preset(void **state)
     fx *x = *state;
     dkv_err err = {0};
     dkv_h5 *f;
-    assert_int_equal(dkv_h5_create(x->h5, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_create(x->path[H5], &f, &err), DKV_OK);
     write_run(f, "fit:a", "h200", 4, true);
     write_run(f, "fit:b", "h200", 9, true);
     write_run(f, "nokernels", "h200", 4, false);
     write_run(f, "other-gpu", "a100-80g", 4, true);
     assert_int_equal(dkv_h5_close(f, &err), DKV_OK);
-    FILE *t = fopen(x->txt, "w");
+    FILE *t = fopen(x->path[TXT], "w");
     fputs("# run_bytes read_GBps\nrun      16    560.0\nrun     256   3760.0\nrun    4096   3880.0\n"
           "contiguous_ref 4400.0\nattn llada T=768 layout=tmajor ...\n", t);
     fclose(t);
@@ -300,7 +287,7 @@ static void test_runs_and_preset(void **state)
     assert_int_equal(dkv_calib_new(&c, &err), DKV_OK);
     dkv_calib_result r;
     assert_int_equal(dkv_calib_fit(c, &r, &err), DKV_EINVAL);
-    assert_int_equal(dkv_h5_open_read(x->h5, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[H5], &f, &err), DKV_OK);
     assert_int_equal(dkv_calib_add_run(c, f, "nokernels", &err), DKV_ENOENT);
     assert_non_null(strstr(err.msg, "record = {kernels = true}"));
     assert_int_equal(dkv_calib_add_run(c, f, "fit:a", &err), DKV_OK);
@@ -308,7 +295,7 @@ static void test_runs_and_preset(void **state)
     assert_int_equal(dkv_calib_add_run(c, f, "other-gpu", &err), DKV_EINVAL);
     assert_non_null(strstr(err.msg, "a100-80g"));
     dkv_h5_close(f, NULL);
-    assert_int_equal(dkv_calib_add_bwcurve(c, x->txt, &err), DKV_OK);
+    assert_int_equal(dkv_calib_add_bwcurve(c, x->path[TXT], &err), DKV_OK);
     assert_int_equal(dkv_calib_fit(c, &r, &err), DKV_OK);
     assert_string_equal(r.base, "h200");
     assert_float_equal(r.hbm_bw, 4e12, 0);
@@ -324,9 +311,9 @@ static void test_runs_and_preset(void **state)
     assert_int_equal(r.n_curve, 3);
     assert_float_equal(r.curve_eff[1], 3760e9 / 4e12, 1e-12);
 
-    assert_int_equal(dkv_calib_write_preset(c, &r, x->path, "h200-cal", "dkv calibrate m.h5", "abc123", &err),
+    assert_int_equal(dkv_calib_write_preset(c, &r, x->path[PRESET], "h200-cal", "dkv calibrate m.h5", "abc123", &err),
                      DKV_OK);
-    FILE *p = fopen(x->path, "r");
+    FILE *p = fopen(x->path[PRESET], "r");
     assert_non_null(p);
     char line[512];
     int raw_k = 0, raw_p = 0, raw_b = 0;
@@ -406,7 +393,7 @@ static void test_kclass_pair_runs(void **state)
     dkv_h5 *f, *s;
     char sim[128];
     snprintf(sim, sizeof sim, "%s/sim.h5", x->dir);
-    assert_int_equal(dkv_h5_create(x->h5, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_create(x->path[H5], &f, &err), DKV_OK);
     write_run(f, "p:real", "h200", 4, true);
     assert_int_equal(dkv_h5_close(f, &err), DKV_OK);
     assert_int_equal(dkv_h5_create(sim, &s, &err), DKV_OK);
@@ -421,7 +408,7 @@ static void test_kclass_pair_runs(void **state)
 
     dkv_calib *c;
     assert_int_equal(dkv_calib_new(&c, &err), DKV_OK);
-    assert_int_equal(dkv_h5_open_read(x->h5, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[H5], &f, &err), DKV_OK);
     assert_int_equal(dkv_h5_open_read(sim, &s, &err), DKV_OK);
     assert_int_equal(dkv_calib_pair_sim(c, s, "p:sim", &err), DKV_EINVAL);   /* nothing to pair with yet */
     assert_non_null(strstr(err.msg, "right after its measured run"));
@@ -441,8 +428,8 @@ static void test_kclass_pair_runs(void **state)
         assert_float_equal(r.kclass_scale[k], 1.0, 1e-9);
         assert_float_equal(r.kclass_launch_s[k] / 4e-6, 1.0, 1e-6);
     }
-    assert_int_equal(dkv_calib_write_preset(c, &r, x->path, "h200-cal", "dkv calibrate --sim", NULL, &err), DKV_OK);
-    FILE *p = fopen(x->path, "r");
+    assert_int_equal(dkv_calib_write_preset(c, &r, x->path[PRESET], "h200-cal", "dkv calibrate --sim", NULL, &err), DKV_OK);
+    FILE *p = fopen(x->path[PRESET], "r");
     assert_non_null(p);
     char line[512];
     bool table = false, ffn = false, el = false;
@@ -473,20 +460,20 @@ static void test_nothing_fitted_nothing_written(void **state)
     dkv_calib_result r;
     assert_int_equal(dkv_calib_fit(c, &r, &err), DKV_OK);
     assert_false(r.launch_ok);
-    assert_int_equal(dkv_calib_write_preset(c, &r, x->path, "h200-cal", "cmd", NULL, &err), DKV_EINVAL);
+    assert_int_equal(dkv_calib_write_preset(c, &r, x->path[PRESET], "h200-cal", "cmd", NULL, &err), DKV_EINVAL);
     assert_non_null(strstr(err.msg, "no preset written"));
     struct stat sb;
-    assert_int_not_equal(stat(x->path, &sb), 0);
+    assert_int_not_equal(stat(x->path[PRESET], &sb), 0);
     /* a bad bwcurve file */
-    FILE *t = fopen(x->txt, "w");
+    FILE *t = fopen(x->path[TXT], "w");
     fputs("# run_bytes read_GBps\nrun 16 560.0\nrun abc 3.0\n", t);
     fclose(t);
-    assert_int_equal(dkv_calib_add_bwcurve(c, x->txt, &err), DKV_EFORMAT);
+    assert_int_equal(dkv_calib_add_bwcurve(c, x->path[TXT], &err), DKV_EFORMAT);
     assert_non_null(strstr(err.msg, ":3: "));
-    t = fopen(x->txt, "w");
+    t = fopen(x->path[TXT], "w");
     fputs("nothing here\n", t);
     fclose(t);
-    assert_int_equal(dkv_calib_add_bwcurve(c, x->txt, &err), DKV_EFORMAT);
+    assert_int_equal(dkv_calib_add_bwcurve(c, x->path[TXT], &err), DKV_EFORMAT);
     assert_int_equal(dkv_calib_fit(c, &r, &err), DKV_OK);
     assert_int_equal(r.bw_n_raw, 0);   /* the failed file added nothing */
     dkv_calib_free(c);

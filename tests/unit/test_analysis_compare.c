@@ -132,44 +132,31 @@ static void write_file(const char *path, const char *name, const syn *o)
     assert_int_equal(dkv_h5_close(f, &err), DKV_OK);
 }
 
-typedef struct fx {
-    char dir[TEST_TMPDIR_LEN], real[96], sim[96], out[96];
-} fx;
+/* The scratch folder and the files written in it (test_tmpdir.h). */
+typedef test_files fx;
+enum { REAL, SIM, OUT };
 
 static int setup(void **state)
 {
-    fx *x = calloc(1, sizeof *x);
-    if (!x)
-        return -1;
-    if (test_tmpdir_make(x->dir, "cmp") != 0) {
-        free(x);
-        return -1;
-    }
-    snprintf(x->real, sizeof x->real, "%s/real.h5", x->dir);
-    snprintf(x->sim, sizeof x->sim, "%s/sim.h5", x->dir);
-    snprintf(x->out, sizeof x->out, "%s/out.h5", x->dir);
-    *state = x;
-    return 0;
+    static const char *const names[] = {"real.h5", "sim.h5", "out.h5"};
+    return test_files_setup(state, "cmp", names, 3);
 }
 
 static int teardown(void **state)
 {
-    fx *x = *state;
-    int rc = test_tmpdir_remove(x->dir);
-    free(x);
-    return rc;
+    return test_files_teardown(state);
 }
 
 /* Compares the run "r" of the two files. */
 static dkv_cmp *compare(const fx *x, const syn *real, const syn *sim)
 {
-    write_file(x->real, "r", real);
-    write_file(x->sim, "r", sim);
+    write_file(x->path[REAL], "r", real);
+    write_file(x->path[SIM], "r", sim);
     dkv_err err = {0};
     dkv_h5 *a, *b;
     dkv_cmp *c = NULL;
-    assert_int_equal(dkv_h5_open_read(x->real, &a, &err), DKV_OK);
-    assert_int_equal(dkv_h5_open_read(x->sim, &b, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[REAL], &a, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[SIM], &b, &err), DKV_OK);
     dkv_status st = dkv_cmp_runs(a, "r", b, "r", &c, &err);
     if (st != DKV_OK)
         fail_msg("dkv_cmp_runs: %s", err.msg);
@@ -382,10 +369,10 @@ static void test_write_reads_back(void **state)
     dkv_cmp_tol t;
     assert_int_equal(dkv_cmp_tol_parse("step.time_s=0.05", &t, &err), DKV_OK);
     dkv_h5 *o;
-    assert_int_equal(dkv_h5_create(x->out, &o, &err), DKV_OK);
+    assert_int_equal(dkv_h5_create(x->path[OUT], &o, &err), DKV_OK);
     assert_int_equal(dkv_cmp_write(c, o, "compare:r", &t, 1, "dkv compare a b", &err), DKV_OK);
     assert_int_equal(dkv_h5_close(o, &err), DKV_OK);
-    assert_int_equal(dkv_h5_open_read(x->out, &o, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[OUT], &o, &err), DKV_OK);
     dkv_h5_run *run;
     assert_int_equal(dkv_h5_run_open(o, "compare:r", &run, &err), DKV_OK);
     int64_t v;
@@ -416,11 +403,11 @@ static void test_write_reads_back(void **state)
 static void test_missing_run_and_table(void **state)
 {
     fx *x = *state;
-    write_file(x->real, "r", &BASE);
+    write_file(x->path[REAL], "r", &BASE);
     dkv_err err = {0};
     dkv_h5 *a;
     dkv_cmp *c = NULL;
-    assert_int_equal(dkv_h5_open_read(x->real, &a, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[REAL], &a, &err), DKV_OK);
     assert_int_not_equal(dkv_cmp_runs(a, "r", a, "nope", &c, &err), DKV_OK);
     assert_non_null(strstr(err.msg, "nope"));
     assert_null(c);
@@ -428,13 +415,13 @@ static void test_missing_run_and_table(void **state)
     /* a run without a steps table */
     dkv_h5 *f;
     dkv_h5_run *run;
-    assert_int_equal(dkv_h5_create(x->sim, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_create(x->path[SIM], &f, &err), DKV_OK);
     assert_int_equal(dkv_h5_run_begin(f, "r", &run, &err), DKV_OK);
     assert_int_equal(dkv_h5_attr_f64(run, "summary", "tokens_per_s", 1, &err), DKV_OK);
     assert_int_equal(dkv_h5_close(f, &err), DKV_OK);
     dkv_h5 *b;
-    assert_int_equal(dkv_h5_open_read(x->real, &a, &err), DKV_OK);
-    assert_int_equal(dkv_h5_open_read(x->sim, &b, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[REAL], &a, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[SIM], &b, &err), DKV_OK);
     assert_int_equal(dkv_cmp_runs(a, "r", b, "r", &c, &err), DKV_ENOENT);
     assert_non_null(strstr(err.msg, "no 'steps' table"));
     dkv_h5_close(a, NULL);

@@ -19,31 +19,19 @@
 #include "analysis/ncu.h"
 #include "test_tmpdir.h"
 
-typedef struct fx {
-    char dir[TEST_TMPDIR_LEN], csv[96], h5[96];
-} fx;
+/* The scratch folder and the files written in it (test_tmpdir.h). */
+typedef test_files fx;
+enum { CSV, H5 };
 
 static int setup(void **state)
 {
-    fx *x = calloc(1, sizeof *x);
-    if (!x)
-        return -1;
-    if (test_tmpdir_make(x->dir, "ncu") != 0) {
-        free(x);
-        return -1;
-    }
-    snprintf(x->csv, sizeof x->csv, "%s/ncu.csv", x->dir);
-    snprintf(x->h5, sizeof x->h5, "%s/r.h5", x->dir);
-    *state = x;
-    return 0;
+    static const char *const names[] = {"ncu.csv", "r.h5"};
+    return test_files_setup(state, "ncu", names, 2);
 }
 
 static int teardown(void **state)
 {
-    fx *x = *state;
-    int rc = test_tmpdir_remove(x->dir);
-    free(x);
-    return rc;
+    return test_files_teardown(state);
 }
 
 #define HEADER                                                                                                       \
@@ -131,11 +119,11 @@ static void write_csv(const char *path, const char *extra_line)
 static void test_parse_and_classify(void **state)
 {
     fx *x = *state;
-    write_csv(x->csv, NULL);
+    write_csv(x->path[CSV], NULL);
     dkv_ncu_kernel *k;
     size_t n;
     dkv_err err = {0};
-    assert_int_equal(dkv_ncu_read(x->csv, &k, &n, &err), DKV_OK);
+    assert_int_equal(dkv_ncu_read(x->path[CSV], &k, &n, &err), DKV_OK);
     assert_int_equal(n, NSTEP + 1);
     for (size_t i = 0; i < NSTEP; i++) {
         assert_int_equal(k[i].id, i);
@@ -190,14 +178,14 @@ static void test_base_names(void **state)
 
 static void expect_error(fx *x, const char *extra, const char *needle)
 {
-    write_csv(x->csv, extra);
+    write_csv(x->path[CSV], extra);
     dkv_ncu_kernel *k = NULL;
     size_t n = 7;
     dkv_err err = {0};
-    assert_int_equal(dkv_ncu_read(x->csv, &k, &n, &err), DKV_EFORMAT);
+    assert_int_equal(dkv_ncu_read(x->path[CSV], &k, &n, &err), DKV_EFORMAT);
     assert_null(k);
     assert_int_equal(n, 0);
-    if (!strstr(err.msg, needle) || !strstr(err.msg, x->csv))
+    if (!strstr(err.msg, needle) || !strstr(err.msg, x->path[CSV]))
         fail_msg("error '%s' lacks '%s'", err.msg, needle);
 }
 
@@ -216,40 +204,40 @@ static void test_malformed(void **state)
     expect_error(x, "\"99\",\"4242\",\"dkv\",\"h\",\"k(int)\",\"1\",\"7\",\"(1,1,1)\",\"(1,1,1)\",\"0\",\"9.0\",\"S,"
                     "\"dram__bytes_read.sum\",\"byte\",\"12\n", "quoted field");
     /* no header at all */
-    FILE *f = fopen(x->csv, "w");
+    FILE *f = fopen(x->path[CSV], "w");
     fputs("==PROF== Disconnected\nno csv here\n", f);
     fclose(f);
     dkv_ncu_kernel *k;
     size_t n;
     dkv_err err = {0};
-    assert_int_equal(dkv_ncu_read(x->csv, &k, &n, &err), DKV_EFORMAT);
+    assert_int_equal(dkv_ncu_read(x->path[CSV], &k, &n, &err), DKV_EFORMAT);
     assert_non_null(strstr(err.msg, "no ncu CSV header"));
     assert_int_equal(dkv_ncu_read("/nonexistent/ncu.csv", &k, &n, &err), DKV_ENOENT);
     /* issue 12 defect 11: a header whose first field is not exactly "ID" ("ID""" is ID") left the ID
      * column at -1, and every row read f[-1]; an ID of 1e79 was cast to uint64 (undefined) */
-    f = fopen(x->csv, "w");
+    f = fopen(x->path[CSV], "w");
     fputs("\"ID\"\"\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
           "\"0\",\"k(int)\",\"dram__bytes_read.sum\",\"byte\",\"12\"\n", f);
     fclose(f);
     k = NULL;
-    assert_int_equal(dkv_ncu_read(x->csv, &k, &n, &err), DKV_EFORMAT);
+    assert_int_equal(dkv_ncu_read(x->path[CSV], &k, &n, &err), DKV_EFORMAT);
     assert_null(k);
     if (!strstr(err.msg, ":1: CSV header without \"ID\""))
         fail_msg("error '%s' does not name the missing ID column", err.msg);
     const char *ids[] = {"1e79", "18446744073709551616", "inf", "-1", "1.5"};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
-        f = fopen(x->csv, "w");
+        f = fopen(x->path[CSV], "w");
         fprintf(f, "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
                    "\"%s\",\"k(int)\",\"dram__bytes_read.sum\",\"byte\",\"12\"\n", ids[i]);
         fclose(f);
-        assert_int_equal(dkv_ncu_read(x->csv, &k, &n, &err), DKV_EFORMAT);
+        assert_int_equal(dkv_ncu_read(x->path[CSV], &k, &n, &err), DKV_EFORMAT);
         if (!strstr(err.msg, ":2: ID '") || !strstr(err.msg, ids[i]) || !strstr(err.msg, "not a launch number"))
             fail_msg("error '%s' for ID %s", err.msg, ids[i]);
     }
     /* n/a is a missing value, not an error; the kernel counts as incomplete */
-    write_csv(x->csv, "\"99\",\"4242\",\"dkv\",\"h\",\"rope_kernel(int)\",\"1\",\"7\",\"(1,1,1)\",\"(1,1,1)\",\"0\","
+    write_csv(x->path[CSV], "\"99\",\"4242\",\"dkv\",\"h\",\"rope_kernel(int)\",\"1\",\"7\",\"(1,1,1)\",\"(1,1,1)\",\"0\","
                       "\"9.0\",\"S\",\"dram__bytes_read.sum\",\"byte\",\"n/a\"\n");
-    assert_int_equal(dkv_ncu_read(x->csv, &k, &n, &err), DKV_OK);
+    assert_int_equal(dkv_ncu_read(x->path[CSV], &k, &n, &err), DKV_OK);
     assert_true(isnan(k[n - 1].read_bytes) && isnan(k[n - 1].time_s));
     dkv_ncu_class_total tot[DKV_NCU_NTOTALS];
     dkv_ncu_totals(k, n, tot);
@@ -275,18 +263,18 @@ static void write_results(const char *path)
 static void test_import(void **state)
 {
     fx *x = *state;
-    write_csv(x->csv, NULL);
-    write_results(x->h5);
+    write_csv(x->path[CSV], NULL);
+    write_results(x->path[H5]);
     dkv_err err = {0};
     dkv_ncu_report rep;
-    assert_int_equal(dkv_ncu_import(x->csv, x->h5, "h200:dual", false, &rep, &err), DKV_OK);
+    assert_int_equal(dkv_ncu_import(x->path[CSV], x->path[H5], "h200:dual", false, &rep, &err), DKV_OK);
     assert_int_equal(rep.n_kernels, NSTEP + 1);
     assert_int_equal(rep.n_unknown, 1);
     assert_int_equal(rep.n_unknown_names, 1);
     assert_string_equal(rep.unknown[0], "mystery_kernel");
     assert_int_equal(rep.n_gemm_by_order, 14);
     dkv_h5 *f;
-    assert_int_equal(dkv_h5_open_read(x->h5, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[H5], &f, &err), DKV_OK);
     assert_int_equal(dkv_h5_run_count(f), 3);   /* every run kept, in order */
     assert_string_equal(dkv_h5_run_name_at(f, 0), "first");
     assert_string_equal(dkv_h5_run_name_at(f, 2), "last");
@@ -310,23 +298,23 @@ static void test_import(void **state)
     dkv_h5_table_close(t);
     char *src;
     assert_int_equal(dkv_h5_attr_get_str(run, "ncu_classes", "source", &src, &err), DKV_OK);
-    assert_string_equal(src, x->csv);
+    assert_string_equal(src, x->path[CSV]);
     free(src);
     dkv_h5_run_free(run);
     dkv_h5_close(f, NULL);
 
     /* again: refused without replace (file unchanged, no temporary left), accepted with it */
-    assert_int_equal(dkv_ncu_import(x->csv, x->h5, "h200:dual", false, &rep, &err), DKV_EINVAL);
+    assert_int_equal(dkv_ncu_import(x->path[CSV], x->path[H5], "h200:dual", false, &rep, &err), DKV_EINVAL);
     assert_non_null(strstr(err.msg, "already has 'ncu_kernels'"));
     char tmp[128];
-    snprintf(tmp, sizeof tmp, "%s.tmp", x->h5);
+    snprintf(tmp, sizeof tmp, "%s.tmp", x->path[H5]);
     struct stat sb;
     assert_int_not_equal(stat(tmp, &sb), 0);
-    assert_int_equal(dkv_ncu_import(x->csv, x->h5, "h200:dual", true, &rep, &err), DKV_OK);
-    assert_int_equal(dkv_ncu_import(x->csv, x->h5, "nope", false, &rep, &err), DKV_ENOENT);
+    assert_int_equal(dkv_ncu_import(x->path[CSV], x->path[H5], "h200:dual", true, &rep, &err), DKV_OK);
+    assert_int_equal(dkv_ncu_import(x->path[CSV], x->path[H5], "nope", false, &rep, &err), DKV_ENOENT);
     assert_non_null(strstr(err.msg, "no run 'nope'"));
     assert_int_not_equal(stat(tmp, &sb), 0);
-    assert_int_equal(dkv_h5_open_read(x->h5, &f, &err), DKV_OK);
+    assert_int_equal(dkv_h5_open_read(x->path[H5], &f, &err), DKV_OK);
     assert_int_equal(dkv_h5_run_count(f), 3);
     dkv_h5_close(f, NULL);
 }

@@ -324,14 +324,14 @@ static void test_bad_configs(void **state)
     c = cfg_for(DKV_CACHE_SPARSE);
     c.rho = 0;
     expect_begin_error(&REQ, &c, "'rho' must be in (0, 1]");
-    dkv_cache_mode m;
-    dkv_logit_mode lm;
+    int m, lm;
     dkv_err err = {0};
-    assert_int_equal(dkv_cache_mode_parse("sparse", &m, &err), DKV_OK);
+    assert_int_equal(dkv_names_parse(&dkv_cache_mode_names, "sparse", &m, &err), DKV_OK);
     assert_int_equal(m, DKV_CACHE_SPARSE);
-    assert_int_equal(dkv_cache_mode_parse("dualcache", &m, &err), DKV_EINVAL);
+    assert_int_equal(dkv_names_parse(&dkv_cache_mode_names, "dualcache", &m, &err), DKV_EINVAL);
     assert_non_null(strstr(err.msg, "dualcache"));
-    assert_int_equal(dkv_logit_mode_parse("all", &lm, &err), DKV_OK);
+    assert_non_null(strstr(err.msg, "none, prefix, dual or sparse"));
+    assert_int_equal(dkv_names_parse(&dkv_logit_mode_names, "all", &lm, &err), DKV_OK);
     assert_int_equal(lm, DKV_LOGITS_ALL);
     assert_string_equal(dkv_cache_mode_name(DKV_CACHE_PREFIX), "prefix");
 }

@@ -8,7 +8,7 @@
  *   tests/data/tiny-dllm-standin/  random weights, logits from the numpy port of the training
  *                                  model (scripts/tiny_dllm_numpy.py standin ...)
  *   datasets/models/tiny-dllm/     the trained model, logits from torch in float32
- *                                  (scripts/train_tiny_dllm.py); skipped until it is committed
+ *                                  (scripts/train_tiny_dllm.py); committed, so required
  * The shapes come from the tensors (n_layers, hidden, vocab, heads, ffn) and the metadata.
  * core/ref's full bidirectional forward (no cache) must match: max |ref - file| <= 2e-3 *
  * max(1, max |logit|), and the same argmax.  The stand-in also shows that the check can fail: a
@@ -185,15 +185,18 @@ static void test_standin_matches_numpy(void **state)
 static void test_trained_matches_torch(void **state)
 {
     (void)state;
-    if (access(TRAINED "/model.safetensors", R_OK) != 0) {
-        print_message("SKIP: %s/model.safetensors is not committed yet (scripts/train_tiny_dllm.py)\n", TRAINED);
-        skip();
-    }
+    if (access(TRAINED "/model.safetensors", R_OK) != 0)
+        fail_msg("%s/model.safetensors is missing (it is committed; scripts/train_tiny_dllm.py makes it)", TRAINED);
     uint32_t n = 0, diff = 0;
     double e = check_dir(TRAINED, 0, &n, &diff);
+    print_message("trained model: relative error %.3g (tolerance %g)\n", e, TOL);
     assert_int_equal(n, 3);
     assert_true(e <= TOL);
     assert_int_equal(diff, 0);
+    /* trained weights are far from uniform: the wrong RoPE base is caught here too */
+    double bad = check_dir(TRAINED, 500000, &n, &diff);
+    print_message("trained model with rope_theta 500000: relative error %.3g\n", bad);
+    assert_true(bad > 10 * TOL);
 }
 
 int main(void)

@@ -339,7 +339,7 @@ static void test_property_blockpool(void **state)
 static void test_bad_input(void **state)
 {
     (void)state;
-    for (int k = 0; k < DKV_MEM_KIND_COUNT; k++) {
+    for (int k = 0; k < dkv_mem_kind_names.n; k++) {
         dkv_mem_options o = dkv_mem_options_default((dkv_mem_kind)k);
         o.capacity_bytes = 64ull << 20;
         o.block_bytes = 1 << 20;
@@ -426,12 +426,12 @@ static void test_options_rejected(void **state)
     o = dkv_mem_options_default(DKV_MEM_STATIC);
     o.release_delay_s = -1;
     assert_int_equal(dkv_mem_new(&o, &m, &e), DKV_EINVAL);
-    dkv_mem_kind k;
-    assert_int_equal(dkv_mem_kind_parse("caching", &k, &e), DKV_OK);
+    int k, t;
+    assert_int_equal(dkv_names_parse(&dkv_mem_kind_names, "caching", &k, &e), DKV_OK);
     assert_int_equal(k, DKV_MEM_CACHING);
-    assert_int_equal(dkv_mem_kind_parse("vmm", &k, &e), DKV_EINVAL);
-    dkv_mem_tag t;
-    assert_int_equal(dkv_mem_tag_parse("logits", &t, &e), DKV_OK);
+    assert_int_equal(dkv_names_parse(&dkv_mem_kind_names, "vmm", &k, &e), DKV_EINVAL);
+    assert_int_equal(dkv_mem_kind_names.n, 3);
+    assert_int_equal(dkv_names_parse(&dkv_mem_tag_names, "logits", &t, &e), DKV_OK);
     assert_int_equal(t, DKV_MEM_TAG_LOGITS);
     assert_string_equal(dkv_mem_tag_name(DKV_MEM_TAG_STAGING), "staging");
 }

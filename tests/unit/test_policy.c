@@ -161,9 +161,9 @@ static void test_layout_validation_names_field(void **state)
     dkv_layout_config_default(&c);
     c.reorder = (dkv_reorder)7;
     assert_names(dkv_layout_config_validate(&c, &e), &e, "layout.reorder");
-    dkv_layout l;
-    assert_names(dkv_layout_parse("tmajr", &l, &e), &e, "layout.layout");
-    assert_int_equal(dkv_layout_parse("layer_major", &l, &e), DKV_OK);
+    int l;
+    assert_names(dkv_names_parse(&dkv_layout_names, "tmajr", &l, &e), &e, "layout.layout");
+    assert_int_equal(dkv_names_parse(&dkv_layout_names, "layer_major", &l, &e), DKV_OK);
     assert_int_equal(l, DKV_LAYOUT_LAYER_MAJOR);
 }
 

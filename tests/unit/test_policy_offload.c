@@ -162,10 +162,10 @@ static void test_offload_validation_names_field(void **state)
         if (!strstr(e.msg, fields[i]))
             fail_msg("'%s' does not name %s", e.msg, fields[i]);
     }
-    dkv_offload_mode mm;
-    assert_int_not_equal(dkv_offload_mode_parse("progresive", &mm, &e), DKV_OK);
+    int mm;
+    assert_int_not_equal(dkv_names_parse(&dkv_offload_mode_names, "progresive", &mm, &e), DKV_OK);
     assert_non_null(strstr(e.msg, "offload.mode"));
-    assert_int_equal(dkv_offload_mode_parse("plain", &mm, &e), DKV_OK);
+    assert_int_equal(dkv_names_parse(&dkv_offload_mode_names, "plain", &mm, &e), DKV_OK);
     assert_int_equal(mm, DKV_OFFLOAD_PLAIN);
     /* step arguments */
     dkv_model m = tiny_model();

@@ -192,10 +192,9 @@ static void test_retention_validation_names_field(void **state)
         assert_names(dkv_retention_config_validate(&c, &e), &e, fields[i]);
     }
     dkv_err e = {0};
-    dkv_retain_set s;
-    assert_names(dkv_retain_set_parse("perhead", &s, &e), &e, "retention.set");
-    dkv_rho_mode md;
-    assert_names(dkv_rho_mode_parse("entropi", &md, &e), &e, "retention.mode");
+    int s, md;
+    assert_names(dkv_names_parse(&dkv_retain_set_names, "perhead", &s, &e), &e, "retention.set");
+    assert_names(dkv_names_parse(&dkv_rho_mode_names, "entropi", &md, &e), &e, "retention.mode");
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -274,8 +273,8 @@ static void test_lifecycle_errors(void **state)
     c.rule = (dkv_release_rule)4;
     c.delay_s = 0;
     assert_names(dkv_lifecycle_config_validate(&c, &e), &e, "lifecycle.rule");
-    dkv_release_rule r;
-    assert_names(dkv_release_rule_parse("later", &r, &e), &e, "lifecycle.rule");
+    int r;
+    assert_names(dkv_names_parse(&dkv_release_rule_names, "later", &r, &e), &e, "lifecycle.rule");
 }
 
 /* ---------------------------------------------------------------- routing */
@@ -374,8 +373,8 @@ static void test_placement_quotas(void **state)
         }
         assert_names(dkv_placement_config_validate(&c, &e), &e, fields[i]);
     }
-    dkv_placement p;
-    assert_names(dkv_placement_parse("partition", &p, &e), &e, "placement.mode");
+    int p;
+    assert_names(dkv_names_parse(&dkv_placement_names, "partition", &p, &e), &e, "placement.mode");
 }
 
 int main(void)

@@ -191,6 +191,48 @@ static void test_pcie_overlap(void **state)
     assert_true(fabs(c.time_s - c.pcie_s) < 1e-9); /* 20 ms of copies > compute */
 }
 
+/* The stream copy model follows the CUDA backend: a fetch runs before the step's kernels (they
+ * wait), an offload after them; a non-blocking offload's remainder delays the next step's fetch. */
+static void test_copy_stream(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    dkv_step_item it = reuse_item(768, 32);
+    dkv_step_plan p0 = {.items = &it, .n_items = 1};
+    dkv_step_cost base, c;
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, NULL, &p0, &base, NULL, NULL, NULL), DKV_OK);
+    dkv_sim_options o = dkv_sim_options_default();
+    o.copy_model = DKV_SIM_COPY_STREAM;
+    dkv_xfer fx = {.kind = DKV_XFER_FETCH, .pinned = true, .pcie_bytes = 55500000};   /* 1 ms */
+    dkv_step_plan pf = p0;
+    pf.xfers = &fx, pf.n_xfers = 1;
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &pf, &c, NULL, NULL, NULL), DKV_OK);
+    assert_true(fabs(c.time_s - base.time_s - 1e-3) < 1e-9);   /* serial, not hidden */
+    assert_true(fabs(c.stall_s - 1e-3) < 1e-9);
+    /* a run: step 1 offloads 20 ms (non-blocking) after its ~4 ms of kernels; step 2's 1 ms fetch
+     * queues behind the whole offload, and its kernels behind the fetch */
+    dkv_backend be = {0};
+    assert_int_equal(dkv_sim_backend_new(&o, &be, NULL), DKV_OK);
+    dkv_backend_setup s = {.model = &m, .gpu = &g};
+    assert_int_equal(dkv_backend_begin(&be, &s, NULL), DKV_OK);
+    dkv_xfer ox = {.kind = DKV_XFER_OFFLOAD, .pinned = true, .pcie_bytes = 1106000000};  /* 20 ms */
+    dkv_step_plan po = p0;
+    po.xfers = &ox, po.n_xfers = 1;
+    dkv_step_cost c1, c2;
+    assert_int_equal(dkv_backend_run_step(&be, &po, &c1, NULL), DKV_OK);
+    assert_true(fabs(c1.time_s - base.time_s) < 1e-9);         /* the offload runs after the kernels */
+    assert_int_equal(dkv_backend_run_step(&be, &pf, &c2, NULL), DKV_OK);
+    double backlog = 20e-3;   /* the offload started when step 1's kernels ended, as step 1 did */
+    assert_true(fabs(c2.time_s - (backlog + 1e-3 + base.time_s)) < 1e-9);
+    dkv_backend_end(&be);
+    dkv_backend_free(&be);
+    /* blocking: the step waits for its offload after its kernels */
+    ox.blocking = true;
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &po, &c, NULL, NULL, NULL), DKV_OK);
+    assert_true(fabs(c.time_s - base.time_s - 20e-3) < 1e-9);
+}
+
 /* The backend object costs like the direct call, and merged plans stream weights per instance. */
 static void test_backend_vtable(void **state)
 {
@@ -372,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_sparse_select),
         cmocka_unit_test(test_kclass_calibration),
         cmocka_unit_test(test_bad_plan),
+        cmocka_unit_test(test_copy_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

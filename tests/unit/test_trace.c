@@ -248,22 +248,21 @@ static void test_names_and_parsers(void **state)
 {
     (void)state;
     dkv_err e = {0};
-    dkv_trace_kind k;
-    dkv_trace_tag t;
+    int k, t;
     uint8_t s;
     for (int i = 0; i < DKV_EV_KIND_COUNT; i++) {
-        assert_int_equal(dkv_trace_kind_parse(dkv_trace_kind_name((dkv_trace_kind)i), &k, &e), DKV_OK);
+        assert_int_equal(dkv_names_parse(&dkv_trace_kind_names, dkv_trace_kind_name((dkv_trace_kind)i), &k, &e), DKV_OK);
         assert_int_equal(k, i);
     }
     for (int i = 0; i < DKV_TRACE_TAG_COUNT; i++) {
-        assert_int_equal(dkv_trace_tag_parse(dkv_trace_tag_name((dkv_trace_tag)i), &t, &e), DKV_OK);
+        assert_int_equal(dkv_names_parse(&dkv_trace_tag_names, dkv_trace_tag_name((dkv_trace_tag)i), &t, &e), DKV_OK);
         assert_int_equal(t, i);
     }
     assert_int_equal(dkv_trace_sub_parse(DKV_EV_REQUEST, "finish", &s, &e), DKV_OK);
     assert_int_equal(s, DKV_REQ_FINISH);
     assert_int_equal(dkv_trace_sub_parse(DKV_EV_ALLOC, "finish", &s, &e), DKV_EINVAL);
-    assert_int_equal(dkv_trace_kind_parse("malloc", &k, &e), DKV_EINVAL);
-    assert_non_null(strstr(e.msg, "alloc, free, kernel, xfer, phase, request"));
+    assert_int_equal(dkv_names_parse(&dkv_trace_kind_names, "malloc", &k, &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "alloc, free, kernel, xfer, phase or request"));
     assert_string_equal(dkv_trace_kind_name(DKV_EV_KIND_COUNT), "?");
 }
 

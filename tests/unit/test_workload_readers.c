@@ -263,11 +263,11 @@ static void test_burstgpt(void **state)
     /* an explicit format that does not match the header */
     expect_error(p, DKV_FMT_AZURE, "lacks column 'ContextTokens'", NULL);
 
-    dkv_trace_format f;
+    int f;
     dkv_err err = {0};
-    assert_int_equal(dkv_trace_format_parse("BurstGPT", &f, &err), DKV_OK);
+    assert_int_equal(dkv_names_parse(&dkv_trace_format_names, "BurstGPT", &f, &err), DKV_OK);
     assert_int_equal(f, DKV_FMT_BURSTGPT);
-    assert_int_equal(dkv_trace_format_parse("sharegpt", &f, &err), DKV_EINVAL);
+    assert_int_equal(dkv_names_parse(&dkv_trace_format_names, "sharegpt", &f, &err), DKV_EINVAL);
     assert_string_equal(dkv_trace_format_name(DKV_FMT_MOONCAKE), "mooncake");
 }
 

@@ -1,0 +1,101 @@
+/* cost.h - what a step plan does on the GPU, counted in one place: FLOPs, HBM bytes and kernel
+ * launches per kernel class (engine/backend.h's DKV_KCLASS_*), and its PCIe bytes.
+ *
+ * Pure computation (no I/O, no timing).  sim/ turns the counts into time (the roofline or a
+ * measured profile, docs/COST_MODEL.md); cuda/ reports them beside the times it measures (the
+ * FLOPs and HBM bytes of a dkv.execute run are these counts, not measurements).
+ *
+ * The kernels follow the CUDA backend's forward (cuda/backend_fwd.c), so a measured run and its
+ * simulation pair class by class.  Per layer: QKV (1 GEMM); RoPE + KV store over all the step's
+ * rows (1, when any item stores rows; else RoPE is an elementwise kernel); attention (1, varlen
+ * over all items); O projection (1, reads the residual); FFN (2: gate+up, down reading the
+ * residual); elementwise (3: two RMSNorms and SiLU(gate)*up, +1 RoPE); a sparse selection (item
+ * kv_select_rows > 0) is 5 gather-class kernels per item: scores GEMM into fp32 [heads, rows,
+ * keys], row statistics, column sums, top-k, pack of the kept K/V.  Once per step: reset + one
+ * embedding gather per item + the unmask after the LM head (elementwise), the final norm per item
+ * with logit rows and one GEMM + one sampling kernel per logit chunk of at most
+ * plan->max_logit_rows rows (LM head; each chunk re-reads the LM-head weights).  Transfer orders:
+ * REORDER is a kernel (read + write), COMPRESS a projection kernel whose result crosses PCIe,
+ * OFFLOAD and FETCH only cross PCIe (their HBM side counts as a read or a write).
+ *
+ * Traffic that does not stream at full bandwidth is listed as segments, in item order: cached-KV
+ * reads of attention, KV stores and the sparse selection's pack at the layout's contiguous run
+ * length, and zero-copy reads of host-resident KV over PCIe.  Their bytes are inside rd / wr too.
+ *
+ *     dkv_cost_step cs; dkv_cost_step_init(&cs);
+ *     for each plan: dkv_cost_count(model, plan, &cs, &err);  ... cs.layer[c], cs.once[c] ...
+ *     dkv_cost_step_free(&cs);
+ */
+#ifndef DKV_COST_COST_H
+#define DKV_COST_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/backend.h"
+#include "model/model.h"
+#include "util/status.h"
+
+/* The work of one kernel class, in one layer (dkv_cost_step.layer) or once per step (.once). */
+typedef struct dkv_cost_class {
+    double   flops;
+    double   rd, wr;       /* HBM bytes read / written */
+    double   bytes_fast;   /* bytes that stream at full HBM bandwidth (the rest are segments) */
+    uint32_t launches;
+} dkv_cost_class;
+
+/* How a segment's bytes travel. */
+enum { DKV_COST_VIA_HBM = 0,   /* device memory, in contiguous runs of run_bytes (0: contiguous) */
+       DKV_COST_VIA_PCIE_H2D   /* host memory read by a kernel over PCIe (zero-copy), one layer's share */
+};
+
+typedef struct dkv_cost_seg {
+    uint8_t kind;        /* DKV_KCLASS_* the traffic belongs to (per layer) */
+    uint8_t via;         /* DKV_COST_VIA_* */
+    double  bytes;
+    double  run_bytes;
+} dkv_cost_seg;
+
+/* The counts of one plan.  Layer classes: the kernels of one transformer layer (every layer is
+ * the same; multiply by n_layers).  Once classes: LM head, compress, reorder, and the per-step
+ * part of elementwise.  Owns segs (dkv_cost_step_free). */
+typedef struct dkv_cost_step {
+    dkv_cost_class layer[DKV_KCLASS_N];
+    dkv_cost_class once[DKV_KCLASS_N];
+    double   n_layers;
+    double   q_rows;          /* rows through the network, all items */
+    double   logit_rows;      /* rows through the LM head */
+    double   logit_chunks;    /* LM-head chunks (ceil(logit_rows / chunk)) */
+    double   logit_items;     /* items with logit rows */
+    double   weight_streams;  /* weight copies read (>= 1) */
+    bool     any_store;       /* the fused RoPE + KV store runs */
+    uint64_t pcie_h2d_bytes;  /* fetches + zero-copy host KV reads */
+    uint64_t pcie_d2h_bytes;  /* offloads + compressed results */
+    uint64_t fetch_bytes;     /* of pcie_h2d_bytes, the fetches (they write HBM) */
+    dkv_cost_seg *segs;
+    uint32_t n_segs, cap_segs;
+} dkv_cost_step;
+
+void dkv_cost_step_init(dkv_cost_step *cs);
+void dkv_cost_step_free(dkv_cost_step *cs);   /* accepts NULL */
+
+/* Counts plan under model m into cs (reusing its segment storage).  Errors: an item with
+ * kv_cached_tokens > kv_tokens, a transfer of unknown kind (DKV_EINVAL), no memory. */
+dkv_status dkv_cost_count(const dkv_model *m, const dkv_step_plan *plan, dkv_cost_step *cs, dkv_err *err);
+
+/* Class c over the whole step: n_layers x the layer part + the once part, as a kernel record
+ * (time_s 0, layer UINT32_MAX).  Returns false when the class launches nothing this step. */
+bool dkv_cost_class_record(const dkv_cost_step *cs, dkv_kernel_class c, uint64_t step_index,
+                           dkv_kernel_record *out);
+
+/* Step totals: FLOPs, HBM bytes read and written (kernels, plus the HBM side of PCIe copies) and
+ * kernel launches. */
+typedef struct dkv_cost_totals {
+    double   flops;
+    uint64_t hbm_read_bytes, hbm_write_bytes;
+    uint32_t launches;
+} dkv_cost_totals;
+
+void dkv_cost_step_totals(const dkv_cost_step *cs, dkv_cost_totals *out);
+
+#endif

@@ -1,0 +1,502 @@
+/* profile.c - a measured GPU profile: tables, checks, and log-space lookups (see profile.h). */
+#include "cost/profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_KEYS 4
+#define MAX_AXES 3
+
+/* What each table serves: exact keys, interpolated axes (innermost first), fields kept but not
+ * used by the lookup. */
+typedef struct tspec {
+    const char *name;
+    const char *keys[MAX_KEYS + 1];
+    const char *axes[MAX_AXES + 1];
+    const char *ignored[2];
+    bool copy;   /* copy rows: fields, seconds (no launch count, no extras) */
+    bool lin;    /* the first axis is a batch (rows, bytes): beyond its largest measured value the work
+                    scales linearly (a full GPU), so the time is extrapolated in proportion */
+} tspec;
+
+static const tspec specs[DKV_PT_N] = {
+    [DKV_PT_QKV] = {"qkv", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_O] = {"o", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_FFN] = {"ffn", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_GEMM] = {"gemm", {NULL}, {"m", "k", "n"}, {NULL}, false, true},
+    [DKV_PT_LM_HEAD] = {"lm_head", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_ATTN] = {"attn", {"heads", "kv_heads", "head_dim", "mode"}, {"q_rows", "kv_tokens"}, {NULL}, false, true},
+    [DKV_PT_KV_STORE] = {"kv_store", {"heads", "kv_heads", "head_dim"}, {"rows"}, {NULL}, false, true},
+    [DKV_PT_KV_GATHER] = {"kv_gather", {"rows", "heads", "kv_heads", "head_dim"}, {"keys"}, {"keep"}, false},
+    [DKV_PT_ELEMENTWISE] = {"elementwise", {"kind", "cols"}, {"rows"}, {NULL}, false, true},
+    [DKV_PT_COMPRESS] = {"compress", {"cols", "rank"}, {"rows"}, {NULL}, false, true},
+    [DKV_PT_COPY_ALONE] = {"copy.alone", {"dir"}, {"bytes"}, {NULL}, true, true},
+    [DKV_PT_COPY_CONTENDED] = {"copy.contended", {"dir"}, {"bytes"}, {NULL}, true, true},
+};
+
+/* A table, indexed: rows sorted by (keys, outermost axis .. innermost axis). */
+typedef struct ptab {
+    bool     present;
+    bool     lin;            /* specs[].lin */
+    uint32_t n_fields, n_extra, width;
+    char     fields[DKV_PROF_FIELDS][24];
+    double  *raw;            /* n x width as given */
+    size_t   n;
+    uint32_t nk, na;
+    int      key_col[MAX_KEYS], axis_col[MAX_AXES];
+    double  *key;            /* n x nk, sorted */
+    double  *ax;             /* n x na: the axis values (not logs), sorted */
+    double  *lax;            /* their logs */
+    double  *sec, *lsec;     /* seconds per call and its log */
+} ptab;
+
+struct dkv_profile {
+    dkv_profile_info info;
+    ptab t[DKV_PT_N];
+};
+
+/* "kernels.qkv", "copy.alone": how an error names a table */
+static const char *label(dkv_prof_tab t)
+{
+    static char buf[DKV_PT_N][32];
+    if (!buf[t][0])
+        snprintf(buf[t], sizeof buf[t], "%s%s", specs[t].copy ? "" : "kernels.", specs[t].name);
+    return buf[t];
+}
+
+const char *dkv_prof_tab_name(dkv_prof_tab t)
+{
+    return (unsigned)t < DKV_PT_N ? specs[t].name : NULL;
+}
+
+int dkv_prof_tab_find(const char *name)
+{
+    for (int t = 0; t < DKV_PT_COPY_ALONE; t++)
+        if (strcmp(specs[t].name, name) == 0)
+            return t;
+    return -1;
+}
+
+const char *const *dkv_prof_tab_fields(dkv_prof_tab t)
+{
+    static const char *lists[DKV_PT_N][MAX_KEYS + MAX_AXES + 3];
+    if ((unsigned)t >= DKV_PT_N)
+        return NULL;
+    const char **l = lists[t];
+    if (!l[0]) {
+        size_t n = 0;
+        for (int i = 0; specs[t].keys[i]; i++)
+            l[n++] = specs[t].keys[i];
+        for (int i = 0; specs[t].axes[i]; i++)
+            l[n++] = specs[t].axes[i];
+        for (int i = 0; specs[t].ignored[i]; i++)
+            l[n++] = specs[t].ignored[i];
+        l[n] = NULL;
+    }
+    return l;
+}
+
+dkv_status dkv_profile_new(const dkv_profile_info *info, dkv_profile **out, dkv_err *err)
+{
+    dkv_profile *p = calloc(1, sizeof *p);
+    if (!p)
+        return dkv_err_set(err, DKV_ENOMEM, "profile: out of host memory");
+    if (info)
+        p->info = *info;
+    *out = p;
+    return DKV_OK;
+}
+
+static void tab_clear(ptab *t)
+{
+    free(t->raw);
+    free(t->key);
+    free(t->ax);
+    free(t->lax);
+    free(t->sec);
+    free(t->lsec);
+    memset(t, 0, sizeof *t);
+}
+
+void dkv_profile_free(dkv_profile *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < DKV_PT_N; i++)
+        tab_clear(&p->t[i]);
+    free(p);
+}
+
+const dkv_profile_info *dkv_profile_get_info(const dkv_profile *p) { return &p->info; }
+
+bool dkv_profile_has(const dkv_profile *p, dkv_prof_tab t)
+{
+    return p && (unsigned)t < DKV_PT_N && p->t[t].present && p->t[t].n > 0;
+}
+
+size_t dkv_profile_rows(const dkv_profile *p, dkv_prof_tab t)
+{
+    return dkv_profile_has(p, t) ? p->t[t].n : 0;
+}
+
+static int field_col(const ptab *t, const char *name)
+{
+    for (uint32_t i = 0; i < t->n_fields; i++)
+        if (strcmp(t->fields[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static bool listed(const char *const *l, const char *name)
+{
+    for (; *l; l++)
+        if (strcmp(*l, name) == 0)
+            return true;
+    return false;
+}
+
+dkv_status dkv_profile_table_add(dkv_profile *p, dkv_prof_tab id, const char *const *fields, uint32_t n_fields,
+                                 uint32_t n_extra, const double *rows, size_t n_rows, const char *where,
+                                 dkv_err *err)
+{
+    if ((unsigned)id >= DKV_PT_N)
+        return dkv_err_set(err, DKV_EINVAL, "%s: unknown profile table %d", where, (int)id);
+    const tspec *s = &specs[id];
+    ptab *t = &p->t[id];
+    const char *const *want = dkv_prof_tab_fields(id);
+    if (t->present)
+        return dkv_err_set(err, DKV_EINVAL, "%s: %s: given twice", where, label(id));
+    if (n_fields > DKV_PROF_FIELDS)
+        return dkv_err_set(err, DKV_EINVAL, "%s: %s.fields: %u fields (at most %d)", where, label(id), n_fields,
+                           DKV_PROF_FIELDS);
+    for (uint32_t i = 0; i < n_fields; i++) {
+        if (!listed(want, fields[i]))
+            return dkv_err_set(err, DKV_EINVAL, "%s: %s.fields: unknown field '%s'", where, label(id), fields[i]);
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(fields[i], fields[j]) == 0)
+                return dkv_err_set(err, DKV_EINVAL, "%s: %s.fields: '%s' listed twice", where, label(id), fields[i]);
+        snprintf(t->fields[i], sizeof t->fields[i], "%s", fields[i]);
+    }
+    t->n_fields = n_fields;
+    for (const char *const *w = want; *w; w++)
+        if (field_col(t, *w) < 0)
+            return dkv_err_set(err, DKV_EINVAL, "%s: %s.fields: lacks '%s' (needs %s)", where, label(id), *w,
+                               s->copy ? "dir, bytes" : "the fields of docs/PROFILE_FORMAT.md");
+    if (s->copy && n_extra)
+        return dkv_err_set(err, DKV_EINVAL, "%s: %s: copy rows take no extra columns", where, label(id));
+    t->n_extra = n_extra;
+    t->width = n_fields + (s->copy ? 1 : 2) + n_extra;
+    t->n = n_rows;
+    t->raw = malloc((n_rows ? n_rows : 1) * t->width * sizeof *t->raw);
+    if (!t->raw)
+        return dkv_err_set(err, DKV_ENOMEM, "%s: %s: out of host memory", where, label(id));
+    memcpy(t->raw, rows, n_rows * t->width * sizeof *rows);
+    for (size_t r = 0; r < n_rows; r++) {
+        const double *row = t->raw + r * t->width;
+        for (uint32_t c = 0; c < n_fields + 1; c++) {
+            bool sec = c == n_fields;
+            if (!isfinite(row[c]) || (sec ? !(row[c] > 0) : row[c] < 0))
+                return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: %s %s (got %.17g)", where, label(id), r + 1,
+                                   sec ? "seconds" : t->fields[c], sec ? "must be > 0" : "must be finite and >= 0",
+                                   row[c]);
+        }
+        if (!s->copy && !(row[n_fields + 1] >= 1 && row[n_fields + 1] == floor(row[n_fields + 1])))
+            return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: launches must be a whole number >= 1 (got %.17g)",
+                               where, label(id), r + 1, row[n_fields + 1]);
+    }
+    t->present = true;
+    return DKV_OK;
+}
+
+/* ------------------------------------------------------------------ index */
+
+static const ptab *g_sort_tab;   /* qsort has no context argument; profiles are indexed one at a time */
+
+static int cmp_rows(const void *a, const void *b)
+{
+    const ptab *t = g_sort_tab;
+    const double *x = t->raw + *(const size_t *)a * t->width, *y = t->raw + *(const size_t *)b * t->width;
+    for (uint32_t i = 0; i < t->nk; i++)
+        if (x[t->key_col[i]] != y[t->key_col[i]])
+            return x[t->key_col[i]] < y[t->key_col[i]] ? -1 : 1;
+    for (int i = (int)t->na - 1; i >= 0; i--)
+        if (x[t->axis_col[i]] != y[t->axis_col[i]])
+            return x[t->axis_col[i]] < y[t->axis_col[i]] ? -1 : 1;
+    return 0;
+}
+
+static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err *err)
+{
+    const tspec *s = &specs[id];
+    t->lin = s->lin;
+    t->nk = t->na = 0;
+    for (int i = 0; s->keys[i]; i++)
+        t->key_col[t->nk++] = field_col(t, s->keys[i]);
+    for (int i = 0; s->axes[i]; i++)
+        t->axis_col[t->na++] = field_col(t, s->axes[i]);
+    size_t n = t->n, *ord = malloc((n ? n : 1) * sizeof *ord);
+    t->key = malloc((n * t->nk + 1) * sizeof *t->key);
+    t->ax = malloc((n * t->na + 1) * sizeof *t->ax);
+    t->lax = malloc((n * t->na + 1) * sizeof *t->lax);
+    t->sec = malloc((n + 1) * sizeof *t->sec);
+    t->lsec = malloc((n + 1) * sizeof *t->lsec);
+    if (!ord || !t->key || !t->ax || !t->lax || !t->sec || !t->lsec) {
+        free(ord);
+        return dkv_err_set(err, DKV_ENOMEM, "%s: %s: out of host memory", where, label(id));
+    }
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
+    g_sort_tab = t;
+    qsort(ord, n, sizeof *ord, cmp_rows);
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && cmp_rows(&ord[i - 1], &ord[i]) == 0) {
+            size_t a = ord[i - 1] < ord[i] ? ord[i - 1] : ord[i], b = ord[i - 1] < ord[i] ? ord[i] : ord[i - 1];
+            free(ord);
+            return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu] and rows[%zu]: the same shape measured twice",
+                               where, label(id), a + 1, b + 1);
+        }
+        const double *row = t->raw + ord[i] * t->width;
+        for (uint32_t k = 0; k < t->nk; k++)
+            t->key[i * t->nk + k] = row[t->key_col[k]];
+        for (uint32_t k = 0; k < t->na; k++) {
+            double v = row[t->axis_col[k]];
+            if (!(v > 0)) {
+                free(ord);
+                return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: %s must be > 0 (got %.17g)", where, label(id),
+                                   ord[i] + 1, s->axes[k], v);
+            }
+            t->ax[i * t->na + k] = v;
+            t->lax[i * t->na + k] = log(v);
+        }
+        t->sec[i] = row[t->n_fields];
+        t->lsec[i] = log(t->sec[i]);
+    }
+    free(ord);
+    return DKV_OK;
+}
+
+dkv_status dkv_profile_finish(dkv_profile *p, const char *where, dkv_err *err)
+{
+    for (int i = 0; i < DKV_PT_N; i++) {
+        if (!p->t[i].present)
+            continue;
+        dkv_status st = tab_index(&p->t[i], (dkv_prof_tab)i, where, err);
+        if (st != DKV_OK)
+            return st;
+    }
+    const dkv_profile_info *in = &p->info;
+    double h[7] = {in->first_gemm_s, in->first_attn_s, in->first_other_s, in->host_base_s, in->host_per_item_s,
+                   in->host_per_launch_s, in->host_per_gemm_launch_s};
+    for (int i = 0; i < 7; i++)
+        if (!(isfinite(h[i]) && h[i] >= 0))
+            return dkv_err_set(err, DKV_EINVAL, "%s: first_use / host: seconds must be finite and >= 0 (got %.17g)",
+                               where, h[i]);
+    return DKV_OK;
+}
+
+/* ------------------------------------------------------------------ lookup */
+
+/* First index in [lo, hi) whose axis j value is >= x (rows sorted by that axis in the range). */
+static size_t lower(const ptab *t, size_t lo, size_t hi, uint32_t j, double x)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->ax[mid * t->na + j] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t upper(const ptab *t, size_t lo, size_t hi, uint32_t j, double x)
+{
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->ax[mid * t->na + j] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* log seconds at axes x[] within rows [lo, hi) at axis level j (outermost remaining) and below;
+ * *exact stays true while every level hit a measured value. */
+static double interp(const ptab *t, size_t lo, size_t hi, int j, const double *x, bool *exact)
+{
+    if (j < 0)
+        return hi - lo == 1 ? t->lsec[lo] : NAN;
+    size_t i = lower(t, lo, hi, (uint32_t)j, x[j]);
+    if (i < hi && t->ax[i * t->na + j] == x[j])
+        return interp(t, i, upper(t, i, hi, (uint32_t)j, x[j]), j - 1, x, exact);
+    if (i == hi && j == 0 && t->lin && hi > lo) {   /* beyond the largest batch: in proportion */
+        *exact = false;
+        return interp(t, hi - 1, hi, -1, x, exact) + log(x[0]) - t->lax[(hi - 1) * t->na];
+    }
+    if (i == lo || i == hi)
+        return NAN;   /* outside the measured range */
+    *exact = false;
+    double v0 = t->ax[(i - 1) * t->na + j], v1 = t->ax[i * t->na + j];
+    size_t b0 = lower(t, lo, i, (uint32_t)j, v0), e1 = upper(t, i, hi, (uint32_t)j, v1);
+    double y0 = interp(t, b0, i, j - 1, x, exact), y1 = interp(t, i, e1, j - 1, x, exact);
+    double l0 = t->lax[(i - 1) * t->na + j], l1 = t->lax[i * t->na + j], w = (log(x[j]) - l0) / (l1 - l0);
+    return y0 + w * (y1 - y0);
+}
+
+/* Seconds at keys k[] (exact) and axes x[]; NAN when the group or the range is missing. */
+static double lookup(const dkv_profile *p, dkv_prof_tab id, const double *k, const double *x)
+{
+    if (!dkv_profile_has(p, id))
+        return NAN;
+    const ptab *t = &p->t[id];
+    size_t lo = 0, hi = t->n;
+    for (uint32_t c = 0; c < t->nk; c++) {   /* narrow to the key group, one key at a time */
+        size_t a = lo, b = hi;
+        while (a < b) {
+            size_t mid = a + (b - a) / 2;
+            if (t->key[mid * t->nk + c] < k[c])
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        size_t e = a;
+        while (e < hi && t->key[e * t->nk + c] == k[c])
+            e++;
+        if (e == a)
+            return NAN;
+        lo = a, hi = e;
+    }
+    for (uint32_t j = 0; j < t->na; j++)
+        if (!(x[j] > 0))
+            return NAN;
+    bool exact = true;
+    double ls = interp(t, lo, hi, (int)t->na - 1, x, &exact);
+    if (isnan(ls))
+        return NAN;
+    if (exact) {   /* a measured point: its own value, not exp(log) */
+        size_t i = lo;
+        for (int j = (int)t->na - 1; j >= 0; j--)
+            i = lower(t, i, hi, (uint32_t)j, x[j]), hi = upper(t, i, hi, (uint32_t)j, x[j]);
+        return t->sec[i];
+    }
+    return exp(ls);
+}
+
+double dkv_profile_gemm(const dkv_profile *p, dkv_prof_tab cls, double m, double n, double k)
+{
+    double key[2] = {n, k}, ax[1] = {m};
+    double s = lookup(p, cls, key, ax);
+    if (isnan(s) && cls != DKV_PT_LM_HEAD) {
+        double g[3] = {m, k, n};
+        s = lookup(p, DKV_PT_GEMM, NULL, g);
+    }
+    return s;
+}
+
+double dkv_profile_attn(const dkv_profile *p, double q_rows, double kv_tokens, double heads, double kv_heads,
+                        double head_dim, double mode)
+{
+    double key[4] = {heads, kv_heads, head_dim, mode}, ax[2] = {q_rows, kv_tokens};
+    return lookup(p, DKV_PT_ATTN, key, ax);
+}
+
+double dkv_profile_attn_nearest(const dkv_profile *p, double q_rows, double kv_tokens, double heads, double kv_heads,
+                                double head_dim, double mode, double *ref_heads, double *ref_kv_heads)
+{
+    if (!dkv_profile_has(p, DKV_PT_ATTN))
+        return NAN;
+    const ptab *t = &p->t[DKV_PT_ATTN];   /* keys: heads, kv_heads, head_dim, mode */
+    double best = INFINITY, bh = 0, bk = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const double *k = t->key + i * t->nk;
+        if (k[2] != head_dim || k[3] != mode || !(k[0] > 0 && k[1] > 0) || (i > 0 && k[0] == t->key[(i - 1) * t->nk] &&
+                                                                          k[1] == t->key[(i - 1) * t->nk + 1]))
+            continue;
+        double d = fabs(log(k[0] / heads)) + fabs(log(k[1] / kv_heads));
+        if (d < best)
+            best = d, bh = k[0], bk = k[1];
+    }
+    if (!isfinite(best))
+        return NAN;
+    *ref_heads = bh, *ref_kv_heads = bk;
+    return dkv_profile_attn(p, q_rows, kv_tokens, bh, bk, head_dim, mode);
+}
+
+/* The key group of table id whose keys equal k[] where same[i] and whose width w(keys) is nearest
+ * to want in log; returns that width (NAN: none). */
+static double nearest_width(const ptab *t, const double *k, const bool *same, double (*w)(const double *),
+                            double want, double *best_keys)
+{
+    double best = INFINITY, bw = NAN;
+    for (size_t i = 0; i < t->n; i++) {
+        const double *g = t->key + i * t->nk;
+        bool ok = true;
+        for (uint32_t c = 0; c < t->nk && ok; c++)
+            ok = !same[c] || g[c] == k[c];
+        double gw = ok ? w(g) : 0;
+        if (!(gw > 0))
+            continue;
+        double d = fabs(log(gw / want));
+        if (d < best) {
+            best = d, bw = gw;
+            for (uint32_t c = 0; c < t->nk; c++)
+                best_keys[c] = g[c];
+        }
+    }
+    return bw;
+}
+
+static double store_width(const double *k) { return (k[0] + 2 * k[1]) * k[2]; }   /* (H + 2 Hkv) D */
+static double ew_width(const double *k) { return k[1]; }                         /* cols */
+
+/* Memory-bound kernels of another model's width: the nearest measured width with the same bytes
+ * (rows scaled by width / measured width). */
+double dkv_profile_kv_store(const dkv_profile *p, double rows, double heads, double kv_heads, double head_dim)
+{
+    double key[3] = {heads, kv_heads, head_dim}, ax[1] = {rows};
+    double t = lookup(p, DKV_PT_KV_STORE, key, ax);
+    if (!isnan(t) || !dkv_profile_has(p, DKV_PT_KV_STORE))
+        return t;
+    bool same[3] = {false, false, true};
+    double ref[3], want = store_width(key), w = nearest_width(&p->t[DKV_PT_KV_STORE], key, same, store_width, want, ref);
+    if (isnan(w))
+        return NAN;
+    ax[0] = rows * want / w;
+    return lookup(p, DKV_PT_KV_STORE, ref, ax);
+}
+
+double dkv_profile_select(const dkv_profile *p, double rows, double keys, double heads, double kv_heads,
+                          double head_dim)
+{
+    double key[4] = {rows, heads, kv_heads, head_dim}, ax[1] = {keys};
+    return lookup(p, DKV_PT_KV_GATHER, key, ax);
+}
+
+double dkv_profile_elementwise(const dkv_profile *p, double kind, double rows, double cols)
+{
+    double key[2] = {kind, cols}, ax[1] = {rows};
+    double t = lookup(p, DKV_PT_ELEMENTWISE, key, ax);
+    if (!isnan(t) || !dkv_profile_has(p, DKV_PT_ELEMENTWISE))
+        return t;
+    bool same[2] = {true, false};
+    double ref[2], w = nearest_width(&p->t[DKV_PT_ELEMENTWISE], key, same, ew_width, cols, ref);
+    if (isnan(w))
+        return NAN;
+    ax[0] = rows * cols / w;
+    return lookup(p, DKV_PT_ELEMENTWISE, ref, ax);
+}
+
+double dkv_profile_compress(const dkv_profile *p, double rows, double cols, double rank)
+{
+    double key[2] = {cols, rank}, ax[1] = {rows};
+    return lookup(p, DKV_PT_COMPRESS, key, ax);
+}
+
+double dkv_profile_copy(const dkv_profile *p, int dir, double bytes, bool contended)
+{
+    double key[1] = {dir}, ax[1] = {bytes};
+    return lookup(p, contended ? DKV_PT_COPY_CONTENDED : DKV_PT_COPY_ALONE, key, ax);
+}

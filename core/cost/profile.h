@@ -1,0 +1,107 @@
+/* profile.h - a measured GPU profile (docs/PROFILE_FORMAT.md) and lookups in it.
+ *
+ * A profile holds, per kernel table, rows of (shape fields..., seconds per call, launches per
+ * call); copy-engine rows alone and contended; the first-use cost of a shape; the host time per
+ * step.  The loader (core/lua/profile_load.c) fills it with dkv_profile_table_add and calls
+ * dkv_profile_finish, which checks every table against the lookup it serves and indexes it.
+ *
+ * A lookup is exact in a table's key fields (e.g. a GEMM's n and k) and interpolates in its axis
+ * fields (e.g. m), piecewise linearly in (log x, log seconds); several axes interpolate as a
+ * tensor grid (bilinear, trilinear), so a function log t = c + Σ b_i log x_i is reproduced
+ * exactly inside the grid and every measured point is reproduced exactly.  Outside the measured
+ * range, or where a grid corner is missing, a lookup returns NAN and the caller falls back to
+ * the roofline (sim/, which records the fraction of time that came from it).
+ *
+ * Pure computation.  Ownership: dkv_profile_new allocates; dkv_profile_free releases (NULL ok).
+ */
+#ifndef DKV_COST_PROFILE_H
+#define DKV_COST_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+/* The tables a profile may hold (kernels.<name>), and the copy tables. */
+typedef enum dkv_prof_tab {
+    DKV_PT_QKV = 0,
+    DKV_PT_O,
+    DKV_PT_FFN,
+    DKV_PT_GEMM,
+    DKV_PT_LM_HEAD,
+    DKV_PT_ATTN,
+    DKV_PT_KV_STORE,
+    DKV_PT_KV_GATHER,
+    DKV_PT_ELEMENTWISE,
+    DKV_PT_COMPRESS,
+    DKV_PT_COPY_ALONE,      /* copy.alone */
+    DKV_PT_COPY_CONTENDED,  /* copy.contended */
+    DKV_PT_N
+} dkv_prof_tab;
+
+#define DKV_PROF_FIELDS 8
+
+/* Table name as the file spells it ("qkv", ..., "copy.alone"); NULL for a bad id. */
+const char *dkv_prof_tab_name(dkv_prof_tab t);
+/* Table id from a kernels.<name> key; -1 when unknown. */
+int dkv_prof_tab_find(const char *name);
+/* The fields a table must list, NULL-terminated (keys first, then axes, then ignored ones). */
+const char *const *dkv_prof_tab_fields(dkv_prof_tab t);
+
+/* elementwise kinds (field "kind") */
+enum { DKV_PROF_EW_RMSNORM = 0, DKV_PROF_EW_ROPE, DKV_PROF_EW_SWIGLU, DKV_PROF_EW_EMBEDDING, DKV_PROF_EW_BOOKKEEP };
+
+typedef struct dkv_profile dkv_profile;
+
+typedef struct dkv_profile_info {
+    char   name[64];
+    char   gpu[128];
+    char   date[64];
+    char   dkv_commit[64];
+    bool   measured;       /* false: a stand-in (never a shipped preset's profile) */
+    double first_gemm_s, first_attn_s, first_other_s;   /* first_use */
+    double host_base_s, host_per_item_s;           /* planning per step: serial host time */
+    double host_per_launch_s, host_per_gemm_launch_s;   /* enqueue per launch: overlaps the GPU */
+} dkv_profile_info;
+
+dkv_status dkv_profile_new(const dkv_profile_info *info, dkv_profile **out, dkv_err *err);
+void       dkv_profile_free(dkv_profile *p);
+const dkv_profile_info *dkv_profile_get_info(const dkv_profile *p);
+
+/* Adds table t: fields (n_fields names, in the file's order), then n_rows rows of
+ * n_fields + 2 + n_extra numbers (fields, seconds, launches, extras; copied).  Copy tables have
+ * no launch column: rows of n_fields + 1.  Errors name `where` (the file) and the row. */
+dkv_status dkv_profile_table_add(dkv_profile *p, dkv_prof_tab t, const char *const *fields, uint32_t n_fields,
+                                 uint32_t n_extra, const double *rows, size_t n_rows, const char *where,
+                                 dkv_err *err);
+
+/* Checks every table (fields the lookup needs, seconds > 0, distinct coordinates) and builds the
+ * lookup index.  Call once after the last table_add. */
+dkv_status dkv_profile_finish(dkv_profile *p, const char *where, dkv_err *err);
+
+bool   dkv_profile_has(const dkv_profile *p, dkv_prof_tab t);
+size_t dkv_profile_rows(const dkv_profile *p, dkv_prof_tab t);
+
+/* Lookups: seconds per call, NAN outside the measured range.  A GEMM class (QKV, O, FFN,
+ * LM_HEAD) uses its own rows when they hold the exact (n, k), else the GEMM grid (not for
+ * LM_HEAD, whose call includes the argmax). */
+double dkv_profile_gemm(const dkv_profile *p, dkv_prof_tab cls, double m, double n, double k);
+double dkv_profile_attn(const dkv_profile *p, double q_rows, double kv_tokens, double heads, double kv_heads,
+                        double head_dim, double mode);
+/* Attention for a head configuration the profile does not hold: the measured configuration with
+ * the same head_dim and mode nearest in (log heads, log kv_heads); its heads in *ref_heads,
+ * *ref_kv_heads (the caller rescales).  NAN when none covers the shape. */
+double dkv_profile_attn_nearest(const dkv_profile *p, double q_rows, double kv_tokens, double heads, double kv_heads,
+                                double head_dim, double mode, double *ref_heads, double *ref_kv_heads);
+/* kv_store and elementwise: a width the profile lacks (another model's) is looked up in the nearest
+ * measured width (same head_dim / kind) at the rows that move the same bytes. */
+double dkv_profile_kv_store(const dkv_profile *p, double rows, double heads, double kv_heads, double head_dim);
+double dkv_profile_select(const dkv_profile *p, double rows, double keys, double heads, double kv_heads,
+                          double head_dim);
+double dkv_profile_elementwise(const dkv_profile *p, double kind, double rows, double cols);
+double dkv_profile_compress(const dkv_profile *p, double rows, double cols, double rank);
+/* dir 0 host-to-device, 1 device-to-host; contended: beside running compute */
+double dkv_profile_copy(const dkv_profile *p, int dir, double bytes, bool contended);
+
+#endif

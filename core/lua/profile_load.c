@@ -1,0 +1,284 @@
+/* profile_load.c - reading a measured GPU profile (datasets/profiles/<name>.lua,
+ * docs/PROFILE_FORMAT.md) into a dkv_profile, once per Lua state. */
+#include "lua/profile_load.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lua/dkv_lua.h"
+#include "lua/lconf.h"
+
+#define PROF_META "dkv.profile"
+#define PROF_CACHE "dkv.profiles"
+
+typedef struct prof_box {
+    dkv_profile *p;
+} prof_box;
+
+static int box_gc(lua_State *L)
+{
+    prof_box *b = luaL_checkudata(L, 1, PROF_META);
+    dkv_profile_free(b->p);
+    b->p = NULL;
+    return 0;
+}
+
+static int valid_name(const char *s)
+{
+    if (!*s || strlen(s) > 63 || s[0] == '.')
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '_' || *s == '.'))
+            return 0;
+    return 1;
+}
+
+/* Pushes the table the file returns (empty environment but math). */
+static void load_file(lua_State *L, const char *file, const char *path)
+{
+    FILE *fp = fopen(file, "r");
+    if (!fp)
+        dkv_lconf_error(L, path, NULL, "no profile file %s (dkv profile writes one; docs/PROFILE_FORMAT.md)", file);
+    fclose(fp);
+    if (luaL_loadfilex(L, file, "t") != LUA_OK)
+        lua_error(L);
+    lua_newtable(L);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getfield(L, -1, LUA_MATHLIBNAME);
+    lua_setfield(L, -3, "math");
+    lua_pop(L, 1);
+    lua_setupvalue(L, -2, 1);
+    lua_call(L, 0, 1);
+    if (!lua_istable(L, -1))
+        dkv_lconf_error(L, file, NULL, "a profile file must return a table (got %s)", luaL_typename(L, -1));
+}
+
+/* Reads an array of strings at t[key] into names (at most max); returns the count. */
+static uint32_t read_names(lua_State *L, int t, const char *path, const char *key, const char **names, uint32_t max,
+                           bool required)
+{
+    char p[256];
+    dkv_lconf_path(p, sizeof p, path, key);
+    if (!dkv_lconf_subtable(L, t, path, key, required ? DKV_LCONF_REQUIRED : 0))
+        return 0;
+    int a = lua_gettop(L);
+    dkv_lconf_check_keys_array(L, a, p, NULL, true);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, a);
+    if (n > (lua_Integer)max)
+        dkv_lconf_error(L, p, NULL, "has %lld names (at most %u)", (long long)n, max);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_rawgeti(L, a, i);
+        if (lua_type(L, -1) != LUA_TSTRING)
+            dkv_lconf_error(L, p, NULL, "entry %lld: expected a string, got %s", (long long)i, luaL_typename(L, -1));
+        names[i - 1] = lua_tostring(L, -1);   /* kept alive: the array stays on the stack */
+        lua_pop(L, 1);
+    }
+    return (uint32_t)n;
+}
+
+/* Reads t[key] (an array of rows of `width` numbers) into a fresh array; NULL rows when absent. */
+static double *read_rows(lua_State *L, int t, const char *path, const char *key, uint32_t width, size_t *n_out)
+{
+    char p[256];
+    dkv_lconf_path(p, sizeof p, path, key);
+    dkv_lconf_subtable(L, t, path, key, DKV_LCONF_REQUIRED);
+    int a = lua_gettop(L);
+    dkv_lconf_check_keys_array(L, a, p, NULL, true);
+    size_t n = lua_rawlen(L, a);
+    double *rows = lua_newuserdatauv(L, (n ? n : 1) * width * sizeof *rows, 0);  /* freed by the GC */
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, a, (lua_Integer)i + 1);
+        int r = lua_gettop(L);
+        char rp[300];
+        snprintf(rp, sizeof rp, "%s[%zu]", p, i + 1);
+        if (!lua_istable(L, r) || lua_rawlen(L, r) != width)
+            dkv_lconf_error(L, rp, NULL, "expected %u numbers (the fields, seconds%s), got %s", width,
+                            width > 3 ? ", launches and any extra" : "",
+                            lua_istable(L, r) ? "a row of another length" : luaL_typename(L, r));
+        for (uint32_t c = 0; c < width; c++) {
+            lua_rawgeti(L, r, (lua_Integer)c + 1);
+            int ok = 0;
+            double v = lua_tonumberx(L, -1, &ok);
+            if (!ok)
+                dkv_lconf_error(L, rp, NULL, "value %u: expected a number, got %s", c + 1, luaL_typename(L, -1));
+            rows[i * width + c] = v;
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_remove(L, a);   /* the rows userdata stays on the stack */
+    *n_out = n;
+    return rows;
+}
+
+static void add_table(lua_State *L, dkv_profile *pr, dkv_prof_tab id, int t, const char *path, const char *file,
+                      const char *const *fields, uint32_t nf, uint32_t n_extra, const char *rows_key)
+{
+    int top = lua_gettop(L);
+    uint32_t width = nf + (id >= DKV_PT_COPY_ALONE ? 1 : 2) + n_extra;
+    size_t n;
+    double *rows = read_rows(L, t, path, rows_key, width, &n);
+    dkv_err err = {0};
+    char where[512];
+    snprintf(where, sizeof where, "%s", file);
+    if (dkv_profile_table_add(pr, id, fields, nf, n_extra, rows, n, where, &err) != DKV_OK)
+        luaL_error(L, "%s", err.msg);
+    lua_settop(L, top);
+}
+
+static void read_kernels(lua_State *L, int top, const char *file, dkv_profile *pr)
+{
+    static const char *names[DKV_PT_COPY_ALONE + 1];
+    for (int i = 0; i < DKV_PT_COPY_ALONE; i++)
+        names[i] = dkv_prof_tab_name((dkv_prof_tab)i);
+    static const char *const tkeys[] = {"fields", "rows", "extra", "note", NULL};
+    char kp[300];
+    dkv_lconf_path(kp, sizeof kp, file, "kernels");
+    if (!dkv_lconf_subtable(L, top, file, "kernels", DKV_LCONF_REQUIRED))
+        return;
+    int k = lua_gettop(L);
+    dkv_lconf_check_keys(L, k, kp, names);
+    for (int i = 0; i < DKV_PT_COPY_ALONE; i++) {
+        if (!dkv_lconf_subtable(L, k, kp, names[i], 0))
+            continue;
+        int t = lua_gettop(L);
+        char tp[320];
+        dkv_lconf_path(tp, sizeof tp, kp, names[i]);
+        dkv_lconf_check_keys(L, t, tp, tkeys);
+        dkv_lconf_string(L, t, tp, "note", "", 0);
+        const char *fields[DKV_PROF_FIELDS], *extra[8];
+        uint32_t nf = read_names(L, t, tp, "fields", fields, DKV_PROF_FIELDS, true);
+        uint32_t ne = read_names(L, t, tp, "extra", extra, 8, false);
+        add_table(L, pr, (dkv_prof_tab)i, t, tp, file, fields, nf, ne, "rows");
+        lua_settop(L, t - 1);
+    }
+    lua_pop(L, 1);
+}
+
+static void read_copy(lua_State *L, int top, const char *file, dkv_profile *pr)
+{
+    static const char *const ckeys[] = {"fields", "alone", "contended", "note", "load_gemm_alone_s",
+                                        "load_gemm_beside_h2d_s", NULL};
+    char cp[300];
+    dkv_lconf_path(cp, sizeof cp, file, "copy");
+    if (!dkv_lconf_subtable(L, top, file, "copy", 0))
+        return;
+    int c = lua_gettop(L);
+    dkv_lconf_check_keys(L, c, cp, ckeys);
+    dkv_lconf_string(L, c, cp, "note", "", 0);
+    dkv_lconf_number(L, c, cp, "load_gemm_alone_s", 0, 0, HUGE_VAL, 0);       /* reported, not costed */
+    dkv_lconf_number(L, c, cp, "load_gemm_beside_h2d_s", 0, 0, HUGE_VAL, 0);
+    const char *fields[DKV_PROF_FIELDS];
+    uint32_t nf = read_names(L, c, cp, "fields", fields, DKV_PROF_FIELDS, true);
+    add_table(L, pr, DKV_PT_COPY_ALONE, c, cp, file, fields, nf, 0, "alone");
+    add_table(L, pr, DKV_PT_COPY_CONTENDED, c, cp, file, fields, nf, 0, "contended");
+    lua_settop(L, c - 1);
+}
+
+/* provenance, first_use, host: the scalar parts of the file. */
+static void read_info(lua_State *L, int top, const char *file, dkv_profile_info *in)
+{
+    int64_t format = dkv_lconf_integer(L, top, file, "format", 0, 1, 1, DKV_LCONF_REQUIRED);
+    (void)format;
+    snprintf(in->name, sizeof in->name, "%s", dkv_lconf_string(L, top, file, "name", NULL, DKV_LCONF_REQUIRED));
+    char pp[300];
+    dkv_lconf_path(pp, sizeof pp, file, "provenance");
+    dkv_lconf_subtable(L, top, file, "provenance", DKV_LCONF_REQUIRED);
+    int p = lua_gettop(L);
+    snprintf(in->gpu, sizeof in->gpu, "%s", dkv_lconf_string(L, p, pp, "gpu", NULL, DKV_LCONF_REQUIRED));
+    snprintf(in->date, sizeof in->date, "%s", dkv_lconf_string(L, p, pp, "date", NULL, DKV_LCONF_REQUIRED));
+    lua_getfield(L, p, "dkv_commit");
+    if (lua_type(L, -1) == LUA_TSTRING)
+        snprintf(in->dkv_commit, sizeof in->dkv_commit, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    in->measured = dkv_lconf_boolean(L, p, pp, "measured", false, DKV_LCONF_REQUIRED);
+    lua_pop(L, 1);
+    static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "gemm_max_s", "attn_max_s", "other_max_s",
+                                        "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
+    static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "note", NULL};
+    char sp[300];
+    if (dkv_lconf_subtable(L, top, file, "first_use", 0)) {
+        dkv_lconf_path(sp, sizeof sp, file, "first_use");
+        dkv_lconf_check_keys(L, lua_gettop(L), sp, fkeys);
+        in->first_gemm_s = dkv_lconf_number(L, -1, sp, "gemm_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        in->first_attn_s = dkv_lconf_number(L, -1, sp, "attn_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        in->first_other_s = dkv_lconf_number(L, -1, sp, "other_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        static const char *const rep[] = {"gemm_max_s", "attn_max_s", "other_max_s", "gemm_shapes", "attn_shapes",
+                                          "other_shapes", NULL};
+        for (int i = 0; rep[i]; i++)   /* reported, not costed: checked only */
+            dkv_lconf_number(L, -1, sp, rep[i], 0, 0, HUGE_VAL, 0);
+        dkv_lconf_string(L, -1, sp, "note", "", 0);
+        lua_pop(L, 1);
+    }
+    if (dkv_lconf_subtable(L, top, file, "host", 0)) {
+        dkv_lconf_path(sp, sizeof sp, file, "host");
+        dkv_lconf_check_keys(L, lua_gettop(L), sp, hkeys);
+        dkv_lconf_string(L, -1, sp, "note", "", 0);
+        /* base_s, per_item_s: the engine's planning per step (dkv.execute's host_plan_s records);
+         * per_launch_s, per_gemm_launch_s: enqueue of one launch (dkv profile's host section) */
+        in->host_base_s = dkv_lconf_number(L, -1, sp, "base_s", 0, 0, HUGE_VAL, 0);
+        in->host_per_item_s = dkv_lconf_number(L, -1, sp, "per_item_s", 0, 0, HUGE_VAL, 0);
+        in->host_per_launch_s = dkv_lconf_number(L, -1, sp, "per_launch_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        in->host_per_gemm_launch_s = dkv_lconf_number(L, -1, sp, "per_gemm_launch_s", in->host_per_launch_s, 0,
+                                                      HUGE_VAL, 0);
+        lua_pop(L, 1);
+    }
+}
+
+/* Parses the table at top (from file) into a new profile; raises on any error. */
+static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
+{
+    static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
+                                       "complete", "incomplete", NULL};
+    dkv_lconf_check_keys(L, top, file, keys);
+    dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
+    dkv_lconf_string(L, top, file, "incomplete", "", 0);
+    dkv_profile_info in;
+    memset(&in, 0, sizeof in);
+    read_info(L, top, file, &in);
+    dkv_err err = {0};
+    if (dkv_profile_new(&in, &box->p, &err) != DKV_OK)
+        luaL_error(L, "%s: %s", file, err.msg);
+    read_kernels(L, top, file, box->p);
+    read_copy(L, top, file, box->p);
+    if (dkv_profile_finish(box->p, file, &err) != DKV_OK)
+        luaL_error(L, "%s", err.msg);
+    return box->p;
+}
+
+const dkv_profile *dkv_lua_load_profile(lua_State *L, const char *name, const char *path)
+{
+    if (!valid_name(name))
+        dkv_lconf_error(L, path, NULL, "bad profile name '%s' (use a-z 0-9 - _ .)", name);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, PROF_CACHE);
+    lua_getfield(L, -1, name);
+    if (!lua_isnil(L, -1)) {
+        prof_box *b = luaL_checkudata(L, -1, PROF_META);
+        lua_pop(L, 2);
+        return b->p;
+    }
+    lua_pop(L, 1);
+    int cache = lua_gettop(L);
+    prof_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+    b->p = NULL;
+    if (luaL_newmetatable(L, PROF_META)) {
+        lua_pushcfunction(L, box_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    int box = lua_gettop(L);
+    char file[4096];
+    snprintf(file, sizeof file, "%s/datasets/profiles/%s.lua", dkv_lua_root(L), name);
+    char rel[128];
+    snprintf(rel, sizeof rel, "datasets/profiles/%s.lua", name);
+    load_file(L, file, path);
+    parse(L, lua_gettop(L), rel, b);
+    lua_settop(L, box);
+    lua_setfield(L, cache, name);   /* the state owns it from here */
+    lua_pop(L, 1);
+    return b->p;
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""claims_pins.py - pins every simulated figure quoted in docs/CLAIMS.md to the experiment that prints it.
+
+    scripts/claims_pins.py DKV [--update] [--only ROW] [--pins tests/claims_pins.txt] [--claims docs/CLAIMS.md]
+
+tests/claims_pins.txt has one pin per line (tab-separated; '#' starts a comment):
+
+    ROW <tab> COMMAND <tab> REGEX <tab> QUOTED [<tab> SCALE]
+
+ROW is the ledger row ("1a", "8", ...): the line of docs/CLAIMS.md starting with "| ROW |" must contain
+QUOTED, the figure as the ledger writes it ("57.71", "+9.5 %", "2.46×").  COMMAND is what follows
+`dkv run` (an experiment and its -D options; run once per distinct command, output cached).  REGEX is
+searched in the command's printed output (Python re, MULTILINE); its first group, times SCALE (default
+1; 100 turns a printed fraction into the ledger's per cent), is the figure.  A pin
+passes when the printed figure is within 1 % of the quoted one, or within half a unit of the quoted
+one's last digit (the ledger cannot be more precise than it writes: "0.03 %" holds 0.028).
+Commands needing the Azure code trace (the text 'AZURE' in COMMAND, replaced by the trace's path) are
+skipped, and counted, when ../shared/datasets/AzureLLMInferenceTrace_code.csv is not there.
+
+--update rewrites QUOTED (in the pins file and in its CLAIMS.md line) to the printed figure, keeping
+the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger; review the diff.
+Exit status 0 when every pin that ran passed, 1 otherwise, 2 on a malformed pins file.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TRACE = os.environ.get('DKV_AZURE_TRACE', '../shared/datasets/AzureLLMInferenceTrace_code.csv')
+NUM = re.compile(r'[-+]?\d[\d,]*(?:\.\d+)?')
+
+
+def parse_quoted(q):
+    m = NUM.search(q)
+    if not m:
+        raise ValueError('no number in %r' % q)
+    return float(m.group(0).replace(',', '')), m
+
+
+def fmt_like(q, v):
+    """v written in the format of the quoted q (sign, decimals, thousands separators, surrounding text)."""
+    x, m = parse_quoted(q)
+    s = m.group(0)
+    dec = len(s.split('.')[1]) if '.' in s else 0
+    body = '%.*f' % (dec, abs(v))
+    if ',' in s:
+        ip, _, fp = body.partition('.')
+        ip = '{:,}'.format(int(ip))
+        body = ip + ('.' + fp if fp else '')
+    sign = '-' if v < 0 else ('+' if s.startswith('+') else '')
+    if s.startswith('-') and v >= 0:
+        sign = '+' if v > 0 else ''
+    return q[:m.start()] + sign + body + q[m.end():]
+
+
+def load_pins(path):
+    pins = []
+    with open(path) as fh:
+        for n, line in enumerate(fh, 1):
+            raw = line.rstrip('\n')
+            if not raw.strip() or raw.lstrip().startswith('#'):
+                pins.append((n, None, raw))
+                continue
+            f = raw.split('\t')
+            if len(f) == 4:
+                f.append('1')
+            if len(f) != 5:
+                sys.exit('%s:%d: expected 4 or 5 tab-separated fields (row, command, regex, quoted[, scale]), '
+                         'got %d' % (path, n, len(f)))
+            try:
+                re.compile(f[2])
+                parse_quoted(f[3])
+                float(f[4])
+            except (re.error, ValueError) as e:
+                sys.exit('%s:%d: %s' % (path, n, e))
+            pins.append((n, f, raw))
+    return pins
+
+
+def claims_line(lines, row):
+    key = '| %s |' % row
+    for i, l in enumerate(lines):
+        if l.startswith(key):
+            return i
+    return -1
+
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        sys.exit(__doc__)
+    dkv = args.pop(0)
+    update = '--update' in args
+    only = args[args.index('--only') + 1] if '--only' in args else None
+    pins_path = args[args.index('--pins') + 1] if '--pins' in args else 'tests/claims_pins.txt'
+    claims_path = args[args.index('--claims') + 1] if '--claims' in args else 'docs/CLAIMS.md'
+    pins = load_pins(pins_path)
+    with open(claims_path) as fh:
+        lines = fh.read().split('\n')
+    have_trace = os.path.exists(TRACE)
+    out_cache, tmp = {}, tempfile.mkdtemp(prefix='claims-')
+    failed = skipped = passed = 0
+    new_pins = []
+    for n, f, raw in pins:
+        if f is None or (only and f[0] != only):
+            new_pins.append(raw)
+            continue
+        row, cmd, rx, quoted, scale = f
+        if 'AZURE' in cmd and not have_trace:
+            skipped += 1
+            new_pins.append(raw)
+            continue
+        cmd = cmd.replace('AZURE', TRACE)
+        if cmd not in out_cache:
+            h5 = os.path.join(tmp, '%d.h5' % len(out_cache))
+            p = subprocess.run([dkv, 'run'] + cmd.split() + ['-o', h5], capture_output=True, text=True)
+            if p.returncode != 0:
+                print('FAIL %s: dkv run %s exited %d: %s' % (row, cmd, p.returncode, p.stderr.strip()[-300:]))
+                failed += 1
+                new_pins.append(raw)
+                continue
+            out_cache[cmd] = p.stdout
+        m = re.search(rx, out_cache[cmd], re.M)
+        li = claims_line(lines, row)
+        if not m:
+            print('FAIL %s (pins line %d): /%s/ not found in the output of `dkv run %s`' % (row, n, rx, cmd))
+            failed += 1
+            new_pins.append(raw)
+            continue
+        got = float(m.group(1).replace(',', '')) * float(scale)
+        want, qm = parse_quoted(quoted)
+        if li < 0 or quoted not in lines[li]:
+            print('FAIL %s (pins line %d): %r is not in docs/CLAIMS.md row %s' % (row, n, quoted, row))
+            failed += 1
+            new_pins.append(raw)
+            continue
+        # within 1 %, or within half a unit of the quoted figure's last digit (0.03 % quotes 0.028)
+        digits = qm.group(0).split('.')
+        tol = max(0.01 * abs(want), 0.5 * 10 ** -(len(digits[1]) if len(digits) > 1 else 0))
+        ok = abs(got - want) <= tol
+        if update and not ok:
+            nq = fmt_like(quoted, got)
+            lines[li] = lines[li].replace(quoted, nq, 1)
+            print('UPDATE %s: %s -> %s' % (row, quoted, nq))
+            new_pins.append('\t'.join([row, f[1], rx, nq] + ([scale] if scale != '1' else [])))
+            passed += 1
+            continue
+        new_pins.append(raw)
+        if ok:
+            passed += 1
+        else:
+            print('FAIL %s (pins line %d): CLAIMS.md quotes %s, `dkv run %s` prints %s (%+.2f %%)'
+                  % (row, n, quoted, cmd, m.group(1), 100 * (got / want - 1) if want else float('inf')))
+            failed += 1
+    if update:
+        with open(claims_path, 'w') as fh:
+            fh.write('\n'.join(lines))
+        with open(pins_path, 'w') as fh:
+            fh.write('\n'.join(new_pins) + '\n')
+    print('claims pins: %d passed, %d failed, %d skipped%s'
+          % (passed, failed, skipped, ' (no Azure code trace at %s; DKV_AZURE_TRACE names it)' % TRACE
+             if skipped else ''))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# test_profile.sh - measured GPU profiles (docs/PROFILE_FORMAT.md) end to end: the committed stand-in
+# is what scripts/profile_standin.lua generates; a simulation costed from the stand-in (a roofline
+# sampled on a grid and interpolated) lands within a few per cent of the roofline it was sampled from
+# and says it used no roofline time; shipped GPU presets name only measured profiles; a bad profile
+# is refused with the file and the field.
+set -euo pipefail
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$ROOT"
+
+"$DKV" run scripts/profile_standin.lua -D gpu=h200 >"$T/standin.lua"
+cmp -s "$T/standin.lua" datasets/profiles/h200-standin.lua ||
+    fail "datasets/profiles/h200-standin.lua is not what scripts/profile_standin.lua -D gpu=h200 prints (regenerate it)"
+
+cat >"$T/cmp.lua" <<'LUA'
+local dkv = require "dkv"
+local function run(gpu, model, cache)
+  return dkv.simulate{model = model, gpu = gpu, workload = {kind = "fixed", n = 8, interval_s = 0, prompt = 512, gen = 128},
+    decode = {cache = cache, block_len = 32}, record = {memory_every = 0, steps = false}}.summary
+end
+for _, model in ipairs{"llada-8b", "dream-7b"} do
+  for _, cache in ipairs{"none", "dual", "sparse"} do
+    -- the stand-in's attention has no bandwidth curve: compare with the roofline without one
+    local r = run({base = "h200", bw_curve = {}}, model, cache)
+    local p = run({base = "h200", bw_curve = {}, profile = "h200-standin"}, model, cache)
+    local e = p.tokens_per_s / r.tokens_per_s - 1
+    print(string.format("%s %s roofline %.1f tok/s, stand-in %.1f tok/s (%+.2f %%), roofline_frac %.3f / %.3f",
+                        model, cache, r.tokens_per_s, p.tokens_per_s, 100 * e, r.roofline_frac, p.roofline_frac))
+    assert(math.abs(e) < 0.05, "stand-in and roofline disagree by more than 5 %")
+    assert(r.roofline_frac > 0.999999 and p.roofline_frac < 0.01, "roofline_frac")
+  end
+end
+LUA
+"$DKV" run "$T/cmp.lua" || fail "stand-in against the roofline"
+
+# shipped presets: a profile they name exists and is measured
+for f in datasets/presets/gpu/*.lua; do
+    n=$(sed -n 's/^ *profile *= *"\([^"]*\)".*/\1/p' "$f")
+    [ -z "$n" ] && continue
+    [ -f "datasets/profiles/$n.lua" ] || fail "$f names profile $n, which does not exist"
+    grep -q "measured *= *true" "datasets/profiles/$n.lua" || fail "$f names profile $n, which is not measured"
+done
+
+# bad profiles: a scratch root with the presets and broken profile files
+mkdir -p "$T/root/datasets/profiles"
+ln -s "$ROOT/datasets/presets" "$T/root/datasets/presets"
+check() {   # check NAME EXPECTED-TEXT: a run with profile NAME fails naming it
+    printf 'local dkv = require "dkv"\ndkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = "%s"}, workload = {kind = "fixed", n = 1, prompt = 64, gen = 32}}\n' "$1" >"$T/root/x.lua"
+    if out=$(cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run x.lua 2>&1); then fail "profile $1 was accepted"; fi
+    grep -q -- "$2" <<<"$out" || { echo "$out"; fail "profile $1: expected '$2'"; }
+}
+check nope "no profile file"
+sed 's/measured = false/measured = "no"/' datasets/profiles/h200-standin.lua >"$T/root/datasets/profiles/p1.lua"
+check p1 "provenance.measured"
+sed '0,/{32, 12288, 4096, /s//{32, 12288, 4096, -/' datasets/profiles/h200-standin.lua >"$T/root/datasets/profiles/p2.lua"
+check p2 "kernels.qkv.rows\[1\]: seconds must be > 0"
+sed 's/"q_rows", "kv_tokens"/"q_rows", "kv_tokenz"/' datasets/profiles/h200-standin.lua >"$T/root/datasets/profiles/p3.lua"
+check p3 "kernels.attn.fields: unknown field 'kv_tokenz'"
+sed 's/kv_store = {/kv_stor = {/' datasets/profiles/h200-standin.lua >"$T/root/datasets/profiles/p4.lua"
+check p4 "unknown field 'kv_stor' (did you mean 'kv_store'?)"
+sed '0,/{32, 12288, 4096, /s//{32, 12288, /' datasets/profiles/h200-standin.lua >"$T/root/datasets/profiles/p5.lua"
+check p5 "p5.lua.kernels.qkv.rows\[1\]: expected 5 numbers"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused"

@@ -1,0 +1,303 @@
+/* test_backend_tiny.c - the CUDA backend on the project's trained tiny dLLM (datasets/models/
+ * tiny-dllm: 6 layers, hidden 384, 6 heads x 64, 2 KV heads, FFN 768, vocab 264) against core/ref,
+ * the golden model, on the prompts of datasets/workloads/tiny_prompts.jsonl (weights and prompts
+ * loaded as dkv.execute loads them: tiny_model.h).
+ *
+ *   test_backend_tiny                 none, dual, sparse-head, sparse-shared (rho 0.5)
+ *   test_backend_tiny none dual ...   those named, also prefix, sparse-head-1 (rho 1),
+ *                                     sparse-shared-1 (all: every configuration)
+ *
+ * The engine runs the CUDA backend (block 32, 8 steps per block: 4 tokens a step, 32 generated
+ * tokens a prompt).  After every step the on_item hook hands over the canvas the step computed
+ * on; core/ref runs the same step (dkv_ref_step, same cache mode, same rho and token set, its own
+ * KV cache per request) on that same canvas (teacher forcing: a difference cannot cascade), and
+ * the step is compared position by position:
+ *   - token agreement: CUDA's LM-head argmax against ref's at every masked row of the block; a
+ *     different token is allowed only where ref's logits of the two tokens are within TIE_LOGIT
+ *     (a tie at bf16 precision); target: agreement >= 99 % and no other difference;
+ *   - the positions unmasked: CUDA's against the n most confident by ref's softmax (ties to the
+ *     lower position); a different pick is allowed only where ref's confidences of the two
+ *     positions are within TIE_CONF;
+ *   - accuracy: the GPU's final-normed block rows against ref's (rel-L2 <= HID_TOL per step), and
+ *     the logits they give against ref's (max and mean |difference| printed: the scale of TIE_LOGIT).
+ * When every pick and token agrees, ref's own free-running decode would be this one, step for
+ * step, so the final texts agree too.  For the sparse cache this is the check that retention is
+ * applied on the GPU as ref applies it (per-head or shared top-k of ceil(rho (L - B)) keys).
+ * Prints each request's generated text for the no-cache run.
+ * Exit 0 PASS, 1 FAIL, 77 SKIP without a usable GPU. */
+#include "gpu_check.h"
+#include "tiny_model.h"
+
+#define TIE_LOGIT 0.25  /* logits of the model reach ~20 (1.25 %); bf16 activations through 6 layers */
+#define TIE_CONF  0.02
+#define N_PROMPTS 4     /* the first 4 prompts: core/ref's steps on the host CPU dominate the time */
+#define HID_TOL   0.05  /* rel-L2 of a step's block hidden rows (final-normed) against ref's */
+
+typedef struct tf {
+    const dkv_ref_weights *w;
+    dkv_ref_cache_mode mode;
+    double   rho;
+    bool     shared;
+    dkv_ref_kv **kv;                 /* per request */
+    float  *logits, *hidden, *glog; /* ref (32, V), ref (32, C), the GPU's hidden through lm_head (32, V) */
+    double  max_hid_l2, max_logit_err, sum_logit_err;
+    uint64_t n_logit;
+    uint64_t rows, same, tie_tokens, bad_tokens;
+    uint64_t picks, pick_same, tie_picks, bad_picks;
+    double  max_tie_gap, max_bad_gap;
+    uint32_t steps, count_mismatch;
+    uint32_t *final;                 /* per request: canvas after its last step (n_req x max_L) */
+    uint32_t *final_len, max_L;
+    int     fail;
+} tf;
+
+/* Lowest index of the largest value of x (n). */
+static uint32_t argmax_of(const float *x, uint32_t n)
+{
+    uint32_t a = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (x[i] > x[a])
+            a = i;
+    return a;
+}
+
+static double softmax_top(const float *x, uint32_t n, uint32_t a)
+{
+    double s = 0;
+    for (uint32_t i = 0; i < n; i++)
+        s += exp((double)x[i] - x[a]);
+    return 1.0 / s;
+}
+
+static void compare_step(tf *t, const dkv_cuda_item_report *r)
+{
+    const dkv_model *m = &t->w->m;
+    const uint32_t V = m->vocab, B = r->block_len, s0 = r->block_start, mask = m->mask_id;
+    dkv_err e = {0};
+    dkv_ref_step_args sa = {.mode = t->mode, .canvas_len = r->canvas, .block_start = s0, .block_len = B,
+                           .step = r->step, .retention = t->rho, .shared_set = t->shared};
+    dkv_ref_step_out out = {.block_logits = t->logits, .block_hidden = t->hidden};
+    if (dkv_ref_step(t->w, t->kv[r->request], &sa, r->tokens_before, &out, &e) != DKV_OK) {
+        fprintf(stderr, "ref step (request %u, block %u, step %u): %s\n", r->request, r->block, r->step, e.msg);
+        t->fail = 1;
+        return;
+    }
+    if (out.q_tokens != r->q_tokens || out.kv_tokens != r->kv_tokens || out.kv_write_tokens != r->kv_write_tokens) {
+        fprintf(stderr, "request %u block %u step %u: ref counts q %u a %u w %u, the plan's q %u a %u w %u\n",
+                r->request, r->block, r->step, out.q_tokens, out.kv_tokens, out.kv_write_tokens, r->q_tokens,
+                r->kv_tokens, r->kv_write_tokens);
+        t->count_mismatch++;
+    }
+    /* accuracy: the GPU's final-normed block rows against ref's, and the logits they give */
+    const uint32_t C = m->hidden;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < (size_t)B * C; i++) {
+        float gv = h_bf2f(r->hidden[i]);
+        num += (gv - t->hidden[i]) * (double)(gv - t->hidden[i]), den += (double)t->hidden[i] * t->hidden[i];
+        t->hidden[i] = gv;
+    }
+    double l2 = den > 0 ? sqrt(num / den) : INFINITY;
+    t->max_hid_l2 = l2 > t->max_hid_l2 ? l2 : t->max_hid_l2;
+    dkv_ref_matmul(t->glog, t->hidden, t->w->lm_head, NULL, B, C, V);
+    for (uint32_t i = 0; i < B; i++) {
+        if (r->tokens_before[s0 + i] != mask)
+            continue;
+        for (uint32_t v = 0; v < V; v++) {
+            double d = fabs((double)t->glog[(size_t)i * V + v] - t->logits[(size_t)i * V + v]);
+            t->max_logit_err = d > t->max_logit_err ? d : t->max_logit_err;
+            t->sum_logit_err += d, t->n_logit++;
+        }
+    }
+    double ref_conf[64];
+    uint32_t n_unmask = 0;
+    for (uint32_t i = 0; i < B; i++) {
+        ref_conf[i] = -1;
+        if (r->tokens_before[s0 + i] != mask)
+            continue;
+        const float *lg = t->logits + (size_t)i * V;
+        uint32_t a = argmax_of(lg, V), g = r->argmax[i];
+        ref_conf[i] = softmax_top(lg, V, a);
+        t->rows++;
+        if (g == a)
+            t->same++;
+        else {
+            double gap = g < V ? (double)lg[a] - lg[g] : INFINITY;
+            if (gap <= TIE_LOGIT) {
+                t->tie_tokens++;
+                t->max_tie_gap = gap > t->max_tie_gap ? gap : t->max_tie_gap;
+            } else {
+                t->bad_tokens++;
+                t->max_bad_gap = gap > t->max_bad_gap ? gap : t->max_bad_gap;
+                printf("  token differs: request %u step %llu position %u: cuda %u, ref %u (logit gap %.3f)\n",
+                       r->request, (unsigned long long)r->step_index, s0 + i, g, a, gap);
+            }
+        }
+        if (r->tokens_after[s0 + i] != mask)
+            n_unmask++;
+    }
+    /* ref's picks: the n_unmask most confident masked rows, ties to the lower position */
+    bool ref_pick[64] = {false};
+    for (uint32_t k = 0; k < n_unmask; k++) {
+        int best = -1;
+        for (uint32_t i = 0; i < B; i++)
+            if (ref_conf[i] >= 0 && !ref_pick[i] && (best < 0 || ref_conf[i] > ref_conf[best]))
+                best = (int)i;
+        ref_pick[best] = true;
+    }
+    double kth = 2;
+    for (uint32_t i = 0; i < B; i++)
+        if (ref_pick[i] && ref_conf[i] < kth)
+            kth = ref_conf[i];
+    for (uint32_t i = 0; i < B; i++) {
+        bool cuda_pick = r->tokens_before[s0 + i] == mask && r->tokens_after[s0 + i] != mask;
+        if (!cuda_pick)
+            continue;
+        t->picks++;
+        if (ref_pick[i])
+            t->pick_same++;
+        else if (kth - ref_conf[i] <= TIE_CONF)
+            t->tie_picks++;
+        else {
+            t->bad_picks++;
+            printf("  pick differs: request %u step %llu position %u: ref confidence %.4f below ref's n-th %.4f\n",
+                   r->request, (unsigned long long)r->step_index, s0 + i, ref_conf[i], kth);
+        }
+    }
+    t->steps++;
+    memcpy(t->final + (size_t)r->request * t->max_L, r->tokens_after, r->canvas * sizeof(uint32_t));
+    t->final_len[r->request] = r->canvas;
+}
+
+static void on_item(void *user, const dkv_cuda_item_report *r)
+{
+    tf *t = user;
+    if (!t->fail)
+        compare_step(t, r);
+}
+
+typedef struct tconf {
+    const char *name;
+    bool by_default;
+    dkv_cache_mode cache;
+    dkv_ref_cache_mode mode;
+    double rho;
+    bool shared;
+} tconf;
+
+static const tconf CONFS[] = {
+    {"none", true, DKV_CACHE_NONE, DKV_REF_CACHE_NONE, 1, false},
+    {"dual", true, DKV_CACHE_DUAL, DKV_REF_CACHE_DUAL, 1, false},
+    {"prefix", false, DKV_CACHE_PREFIX, DKV_REF_CACHE_PREFIX, 1, false},
+    {"sparse-head", true, DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 0.5, false},
+    {"sparse-shared", true, DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 0.5, true},
+    {"sparse-head-1", false, DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 1, false},
+    {"sparse-shared-1", false, DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 1, true},
+};
+
+/* One engine run of configuration k on the CUDA backend, compared step by step with core/ref. */
+static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool print_text)
+{
+    dkv_gpu g = h200();
+    dkv_tokenizer tok;
+    dkv_workload *wl = tiny_prompts(m, 32, N_PROMPTS, &tok);
+    size_t n = dkv_workload_count(wl);
+    uint32_t max_L = 0;
+    for (size_t i = 0; i < n; i++) {
+        const dkv_request *q = dkv_workload_get(wl, i);
+        max_L = q->prompt_tokens + q->gen_tokens > max_L ? q->prompt_tokens + q->gen_tokens : max_L;
+    }
+    tf t = {.w = w, .max_L = max_L, .mode = k->mode, .rho = k->rho, .shared = k->shared};
+    t.logits = malloc((size_t)32 * m->vocab * sizeof(float));
+    t.glog = malloc((size_t)32 * m->vocab * sizeof(float));
+    t.hidden = malloc((size_t)32 * m->hidden * sizeof(float));
+    t.final = calloc(n * max_L, sizeof(uint32_t));
+    t.final_len = calloc(n, sizeof(uint32_t));
+    t.kv = calloc(n, sizeof *t.kv);
+    for (size_t i = 0; i < n && k->mode != DKV_REF_CACHE_NONE; i++)
+        OK(dkv_ref_kv_new(m, max_L, &t.kv[i], &err));
+
+    dkv_engine_config c;
+    tiny_config(&c, m, &g, wl, k->cache, 8);
+    c.weights = w;
+    c.retention.rho = k->rho;
+    c.retention.set = k->shared ? DKV_RETAIN_SHARED : DKV_RETAIN_PER_HEAD;
+    dkv_cuda_backend_options o = backend_options_for(&c);
+    o.on_item = on_item, o.on_item_user = &t, o.poison = true;
+    dkv_backend be;
+    OK(dkv_cuda_backend_new(&o, &be, &err));
+    c.backend = &be;
+    dkv_engine_result *res = NULL;
+    OK(dkv_engine_run(&c, &res, &err));
+    const dkv_run_summary *s = dkv_engine_result_summary(res);
+
+    printf("== %s: cache %s, rho %.2f, %s set; %zu prompts (%s), 32 generated tokens each, block 32, 8 steps a "
+           "block\n", k->name, dkv_cache_mode_name(k->cache), k->rho, k->shared ? "shared" : "per-head", n,
+           TINY_PROMPTS);
+    char text[1024];
+    for (size_t i = 0; i < n && print_text; i++) {
+        const dkv_request *q = dkv_workload_get(wl, i);
+        const uint32_t *f = t.final + i * max_L;
+        dkv_tok_decode(&tok, f, q->prompt_tokens, text, sizeof text);
+        printf("  [%zu] %s|", i, text);
+        dkv_tok_decode(&tok, f + q->prompt_tokens, q->gen_tokens, text, sizeof text);
+        printf("%s\n", text);
+    }
+    double agree = t.rows ? (double)t.same / t.rows : 0, pagree = t.picks ? (double)t.pick_same / t.picks : 0;
+    printf("%s: steps compared %u; token agreement %.2f %% (%llu of %llu masked rows; %llu ties within %.2f logits, "
+           "largest tie gap %.4f; %llu other differences, largest gap %.4f)\n", k->name, t.steps, 100 * agree,
+           (unsigned long long)t.same, (unsigned long long)t.rows, (unsigned long long)t.tie_tokens, TIE_LOGIT,
+           t.max_tie_gap, (unsigned long long)t.bad_tokens, t.max_bad_gap);
+    printf("%s: picks agreement %.2f %% (%llu of %llu unmasked positions; %llu ties within confidence %.3f; %llu "
+           "other differences)\n", k->name, 100 * pagree, (unsigned long long)t.pick_same,
+           (unsigned long long)t.picks, (unsigned long long)t.tie_picks, TIE_CONF, (unsigned long long)t.bad_picks);
+    printf("%s: block hidden rows vs ref: worst step rel-L2 %.2e (tolerance %.2f); logits from them vs ref's: max "
+           "abs %.4f, mean abs %.5f\n", k->name, t.max_hid_l2, HID_TOL, t.max_logit_err,
+           t.n_logit ? t.sum_logit_err / t.n_logit : 0.0);
+    char name[96];
+#define CHECK(what, cond)                                          \
+    do {                                                           \
+        snprintf(name, sizeof name, "%s: %s", k->name, what);      \
+        check_true(name, cond, "");                                \
+    } while (0)
+    CHECK("every request finished", s->n_done == s->n_requests && s->n_done == n);
+    CHECK("every step compared", !t.fail && t.steps == n * 8);
+    CHECK("plan's token counts == ref's", t.count_mismatch == 0);
+    CHECK("block hidden rows within tolerance", t.steps > 0 && t.max_hid_l2 <= HID_TOL);
+    CHECK("token agreement >= 99 %", t.rows > 0 && agree >= 0.99);
+    CHECK("tokens differ only at ties", t.bad_tokens == 0);
+    CHECK("picks differ only at ties", t.picks > 0 && t.bad_picks == 0);
+#undef CHECK
+    dkv_engine_result_free(res);
+    dkv_backend_free(&be);
+    dkv_workload_free(wl);
+    for (size_t i = 0; i < n; i++)
+        dkv_ref_kv_free(t.kv[i]);
+    free(t.kv), free(t.logits), free(t.glog), free(t.hidden), free(t.final), free(t.final_len);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        bool known = !strcmp(argv[i], "all");
+        for (size_t k = 0; k < sizeof CONFS / sizeof *CONFS; k++)
+            known |= !strcmp(argv[i], CONFS[k].name);
+        if (!known) {
+            fprintf(stderr, "test_backend_tiny: unknown configuration '%s' (none, dual, prefix, sparse-head, "
+                            "sparse-shared, sparse-head-1, sparse-shared-1, all)\n", argv[i]);
+            return 2;
+        }
+    }
+    skip_without_gpu();
+    dkv_model m = tiny_dllm();
+    dkv_ref_weights *w = tiny_weights(&m);
+    for (size_t k = 0; k < sizeof CONFS / sizeof *CONFS; k++) {
+        bool want = argc == 1 && CONFS[k].by_default;
+        for (int i = 1; i < argc; i++)
+            want |= !strcmp(argv[i], CONFS[k].name) || !strcmp(argv[i], "all");
+        if (want)
+            run_conf(&CONFS[k], &m, w, k == 0);
+    }
+    dkv_ref_weights_free(w);
+    printf("%s: %d failure(s)\n", g_failures ? "FAIL" : "PASS", g_failures);
+    return g_failures ? 1 : 0;
+}

@@ -1,0 +1,170 @@
+/* test_cost.c - core/cost: the counts of a step plan per kernel class. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "cost/cost.h"
+
+static dkv_model llada(void)
+{
+    dkv_model m = {.name = "llada-8b", .n_layers = 32, .hidden = 4096, .ffn = 12288, .n_heads = 32,
+                   .n_kv_heads = 32, .head_dim = 128, .vocab = 126464, .mask_id = 126336, .max_len = 4096,
+                   .rope_theta = 500000, .weight_dtype = DKV_DTYPE_BF16, .kv_dtype = DKV_DTYPE_BF16,
+                   .act_dtype = DKV_DTYPE_BF16};
+    return m;
+}
+
+static dkv_model dream(void)
+{
+    dkv_model m = {.name = "dream-7b", .n_layers = 28, .hidden = 3584, .ffn = 18944, .n_heads = 28,
+                   .n_kv_heads = 4, .head_dim = 128, .vocab = 152064, .mask_id = 151666, .max_len = 4096,
+                   .rope_theta = 1e6, .qkv_bias = true, .weight_dtype = DKV_DTYPE_BF16,
+                   .kv_dtype = DKV_DTYPE_BF16, .act_dtype = DKV_DTYPE_BF16};
+    return m;
+}
+
+static double rel(double a, double b) { return fabs(a - b) / (fabs(b) > 0 ? fabs(b) : 1); }
+
+/* One dense item (no cache: q = a, nothing stored, all rows to the LM head): the plan's FLOPs are
+ * the model's forward FLOPs (the class formulas summed by another path), for two models. */
+static void test_dense_plan_is_forward_flops(void **state)
+{
+    (void)state;
+    dkv_model ms[2] = {llada(), dream()};
+    for (int k = 0; k < 2; k++) {
+        const dkv_model *m = &ms[k];
+        dkv_step_item it = {.q_tokens = 640, .kv_tokens = 640, .logit_rows = 128};
+        dkv_step_plan p = {.items = &it, .n_items = 1, .max_logit_rows = 64};
+        dkv_cost_step cs;
+        dkv_cost_step_init(&cs);
+        assert_int_equal(dkv_cost_count(m, &p, &cs, NULL), DKV_OK);
+        dkv_cost_totals t;
+        dkv_cost_step_totals(&cs, &t);
+        /* the elementwise kernels' 10 FLOPs per row and hidden unit are not in the model's forward */
+        double el = m->n_layers * 10.0 * 640 * m->hidden;
+        assert_true(rel(t.flops - el, dkv_model_forward_flops(m, 640, 640, 128)) < 1e-12);
+        assert_true(cs.logit_chunks == 2);
+        /* two chunks: the LM-head weights are read twice */
+        assert_true(cs.once[DKV_KCLASS_LM_HEAD].rd >= 2.0 * m->vocab * m->hidden * 2);
+        dkv_cost_step_free(&cs);
+    }
+}
+
+/* Attention and the store: the streaming bytes and the segments add up to the bytes read and
+ * written, segment by segment in item order, at the item's run length. */
+static void test_segments_cover_the_traffic(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it[2] = {
+        {.q_tokens = 32, .kv_tokens = 800, .kv_cached_tokens = 768, .kv_write_tokens = 32, .logit_rows = 32,
+         .kv_run_bytes = 4096},
+        {.q_tokens = 32, .kv_tokens = 1056, .kv_cached_tokens = 1024, .kv_write_tokens = 32, .logit_rows = 32,
+         .kv_run_bytes = 0, .kv_host_bytes = 32.0 * 1024 * 1024},
+    };
+    dkv_step_plan p = {.items = it, .n_items = 2};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    assert_int_equal(dkv_cost_count(&m, &p, &cs, NULL), DKV_OK);
+    /* item 0: attention, store; item 1: attention, store, zero-copy read */
+    assert_int_equal(cs.n_segs, 5);
+    assert_int_equal(cs.segs[0].kind, DKV_KCLASS_ATTN);
+    assert_true(cs.segs[0].run_bytes == 4096);
+    assert_int_equal(cs.segs[1].kind, DKV_KCLASS_KV_STORE);
+    assert_int_equal(cs.segs[4].via, DKV_COST_VIA_PCIE_H2D);
+    assert_true(rel(cs.segs[4].bytes, 32.0 * 1024 * 1024 / 32) < 1e-15);
+    double kv_tok = 2.0 * 4096 * 2, seg_attn = 0;
+    for (uint32_t i = 0; i < cs.n_segs; i++)
+        if (cs.segs[i].kind == DKV_KCLASS_ATTN)
+            seg_attn += cs.segs[i].bytes;
+    assert_true(rel(seg_attn, (768.0 + 1024.0) * kv_tok) < 1e-15);
+    const dkv_cost_class *at = &cs.layer[DKV_KCLASS_ATTN];
+    assert_true(rel(at->bytes_fast + seg_attn, at->rd + at->wr) < 1e-12);
+    assert_int_equal(cs.layer[DKV_KCLASS_KV_GATHER].launches, 1);   /* the zero-copy read */
+    assert_true(cs.pcie_h2d_bytes == 32u * 1024 * 1024);
+    assert_true(cs.fetch_bytes == 0);
+    dkv_cost_step_free(&cs);
+}
+
+/* Transfers: offloads read HBM, fetches write it; compress is a kernel plus a copy; reorder a
+ * kernel only.  Totals and class records agree. */
+static void test_xfers_and_totals(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it = {.q_tokens = 32, .kv_tokens = 800, .kv_cached_tokens = 768, .kv_write_tokens = 32,
+                        .logit_rows = 32};
+    dkv_xfer x[4] = {{.kind = DKV_XFER_OFFLOAD, .pinned = true, .pcie_bytes = 1000},
+                     {.kind = DKV_XFER_FETCH, .pinned = true, .pcie_bytes = 300},
+                     {.kind = DKV_XFER_COMPRESS, .pcie_bytes = 50, .device_bytes = 400, .flops = 1e6},
+                     {.kind = DKV_XFER_REORDER, .device_bytes = 700}};
+    dkv_step_plan p = {.items = &it, .n_items = 1, .xfers = x, .n_xfers = 4};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    assert_int_equal(dkv_cost_count(&m, &p, &cs, NULL), DKV_OK);
+    assert_true(cs.pcie_d2h_bytes == 1050 && cs.pcie_h2d_bytes == 300 && cs.fetch_bytes == 300);
+    dkv_cost_totals t;
+    dkv_cost_step_totals(&cs, &t);
+    uint64_t rd = 0, wr = 0;
+    uint32_t launches = 0;
+    double fl = 0;
+    for (int c = 0; c < DKV_KCLASS_N; c++) {
+        dkv_kernel_record r;
+        if (!dkv_cost_class_record(&cs, (dkv_kernel_class)c, 7, &r))
+            continue;
+        assert_true(r.step_index == 7 && r.layer == UINT32_MAX);
+        rd += r.read_bytes, wr += r.write_bytes, launches += r.n_launches, fl += r.flops;
+    }
+    assert_int_equal(launches, t.launches);
+    assert_true(rel(fl, t.flops) < 1e-12);
+    /* per-record truncation to whole bytes: within one byte per class */
+    assert_true(fabs((double)t.hbm_read_bytes - 1050.0 - (double)rd) <= DKV_KCLASS_N);
+    assert_true(fabs((double)t.hbm_write_bytes - 300.0 - (double)wr) <= DKV_KCLASS_N);
+    assert_int_equal(cs.once[DKV_KCLASS_REORDER].launches, 1);
+    assert_true(cs.once[DKV_KCLASS_REORDER].rd == 700 && cs.once[DKV_KCLASS_REORDER].wr == 700);
+    assert_true(cs.once[DKV_KCLASS_COMPRESS].flops == 1e6 && cs.once[DKV_KCLASS_COMPRESS].wr == 50);
+    dkv_kernel_record r;
+    assert_false(dkv_cost_class_record(&cs, DKV_KCLASS_KV_GATHER, 7, &r));
+    /* counting again reuses the scratch and starts from zero */
+    assert_int_equal(dkv_cost_count(&m, &p, &cs, NULL), DKV_OK);
+    dkv_cost_totals t2;
+    dkv_cost_step_totals(&cs, &t2);
+    assert_true(t2.flops == t.flops && t2.hbm_read_bytes == t.hbm_read_bytes && t2.launches == t.launches);
+    dkv_cost_step_free(&cs);
+    dkv_cost_step_free(NULL);
+}
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it = {.q_tokens = 32, .kv_tokens = 800, .kv_cached_tokens = 900};
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_err e = {0};
+    assert_int_equal(dkv_cost_count(&m, &p, &cs, &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "kv_cached_tokens"));
+    it.kv_cached_tokens = 768;
+    dkv_xfer x = {.kind = 9};
+    p.xfers = &x, p.n_xfers = 1;
+    assert_int_equal(dkv_cost_count(&m, &p, &cs, &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "xfer 0"));
+    dkv_cost_step_free(&cs);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dense_plan_is_forward_flops),
+        cmocka_unit_test(test_segments_cover_the_traffic),
+        cmocka_unit_test(test_xfers_and_totals),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

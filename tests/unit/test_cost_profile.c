@@ -1,0 +1,204 @@
+/* test_cost_profile.c - core/cost/profile: tables sampled from known functions are reproduced at
+ * the grid points and interpolated between them; bad tables are refused with the field named. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost/profile.h"
+
+static const char *const MNK[] = {"m", "n", "k"};
+
+/* a power law: log t = c + sum b_i log x_i, which log-space multilinear interpolation reproduces
+ * exactly everywhere inside the grid */
+static double power_law(double m, double n, double k) { return 3e-9 * pow(m, 0.7) * pow(n, 0.9) * pow(k, 0.8); }
+
+/* a roofline-like kernel: max(compute, memory) + launch (not a power law: interpolation is
+ * approximate between points, exact at them) */
+static double roofline(double m, double n, double k)
+{
+    double tf = 2 * m * n * k / 790e12, tb = 2 * (m * k + n * k + m * n) / 4.292e12;
+    return (tf > tb ? tf : tb) + 4e-6;
+}
+
+static const double MS[] = {32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
+static const double NS[] = {2048, 4096, 8192, 16384};
+static const double KS[] = {2048, 4096, 8192};
+
+static dkv_profile *grid_profile(double (*fn)(double, double, double))
+{
+    dkv_profile *p = NULL;
+    dkv_profile_info in = {.name = "t", .measured = false};
+    assert_int_equal(dkv_profile_new(&in, &p, NULL), DKV_OK);
+    size_t n = 9 * 4 * 3, r = 0;
+    double *rows = malloc(n * 5 * sizeof *rows);
+    for (int a = 0; a < 9; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 3; c++, r++) {
+                double *x = rows + r * 5;
+                x[0] = MS[a], x[1] = NS[b], x[2] = KS[c], x[3] = fn(MS[a], NS[b], KS[c]), x[4] = 1;
+            }
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_GEMM, MNK, 3, 0, rows, n, "t.lua", NULL), DKV_OK);
+    /* the qkv class: one exact (n, k) over m */
+    double q[9 * 5];
+    for (int a = 0; a < 9; a++) {
+        double *x = q + a * 5;
+        x[0] = MS[a], x[1] = 12288, x[2] = 4096, x[3] = fn(MS[a], 12288, 4096), x[4] = 1;
+    }
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_QKV, MNK, 3, 0, q, 9, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    free(rows);
+    return p;
+}
+
+static void test_grid_points_exact(void **state)
+{
+    (void)state;
+    dkv_profile *p = grid_profile(roofline);
+    for (int a = 0; a < 9; a++)
+        for (int b = 0; b < 4; b++)
+            for (int c = 0; c < 3; c++)
+                assert_true(dkv_profile_gemm(p, DKV_PT_O, MS[a], NS[b], KS[c]) == roofline(MS[a], NS[b], KS[c]));
+    for (int a = 0; a < 9; a++)
+        assert_true(dkv_profile_gemm(p, DKV_PT_QKV, MS[a], 12288, 4096) == roofline(MS[a], 12288, 4096));
+    dkv_profile_free(p);
+}
+
+static void test_power_law_everywhere(void **state)
+{
+    (void)state;
+    dkv_profile *p = grid_profile(power_law);
+    /* shapes no table holds: trilinear in the gemm grid; and m between the qkv rows */
+    double pts[][3] = {{48, 3000, 5000}, {700, 2048, 2500}, {5000, 15000, 8000}, {33, 4095, 2049}};
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        double t = dkv_profile_gemm(p, DKV_PT_FFN, pts[i][0], pts[i][1], pts[i][2]);
+        double want = power_law(pts[i][0], pts[i][1], pts[i][2]);
+        assert_true(fabs(t - want) / want < 1e-12);
+    }
+    double t = dkv_profile_gemm(p, DKV_PT_QKV, 777, 12288, 4096);
+    assert_true(fabs(t - power_law(777, 12288, 4096)) / power_law(777, 12288, 4096) < 1e-12);
+    /* beyond the largest batch (m): in proportion to it, from the largest measured point */
+    t = dkv_profile_gemm(p, DKV_PT_QKV, 3 * 8192, 12288, 4096);
+    assert_true(fabs(t - 3 * power_law(8192, 12288, 4096)) / t < 1e-12);
+    /* outside the measured range otherwise: NAN (the simulator's roofline takes over) */
+    assert_true(isnan(dkv_profile_gemm(p, DKV_PT_O, 16, 4096, 4096)));
+    assert_true(isnan(dkv_profile_gemm(p, DKV_PT_O, 512, 40000, 4096)));
+    assert_true(isnan(dkv_profile_gemm(p, DKV_PT_LM_HEAD, 512, 4096, 4096)));   /* no grid fallback for the LM head */
+    dkv_profile_free(p);
+}
+
+/* Between grid points of a roofline: within the bound of log-space interpolation of max(a m, b)
+ * on a 2x grid (2^0.25 - 1 = 19 %), never below the smaller neighbour, monotone in m. */
+static void test_roofline_between(void **state)
+{
+    (void)state;
+    dkv_profile *p = grid_profile(roofline);
+    double prev = 0;
+    for (double m = 32; m <= 8192; m *= 1.09) {
+        double t = dkv_profile_gemm(p, DKV_PT_O, m, 6000, 3000), want = roofline(m, 6000, 3000);
+        assert_true(fabs(t - want) / want < 0.19);
+        assert_true(t >= prev);
+        prev = t;
+    }
+    dkv_profile_free(p);
+}
+
+/* Attention: bilinear in (q_rows, kv_tokens) inside an exact (heads, kv_heads, head_dim, mode). */
+static void test_attention_and_copy(void **state)
+{
+    (void)state;
+    static const char *const F[] = {"q_rows", "kv_tokens", "heads", "kv_heads", "head_dim", "mode"};
+    double rows[4 * 4 * 8];
+    double qs[] = {32, 1024}, as[] = {128, 4096};
+    size_t r = 0;
+    for (int md = 0; md < 2; md++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++, r++) {
+                double *x = rows + r * 8;
+                x[0] = qs[i], x[1] = as[j], x[2] = 32, x[3] = 32, x[4] = 128, x[5] = md;
+                x[6] = 1e-7 * qs[i] * as[j] * (md + 1), x[7] = 1;
+            }
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_ATTN, F, 6, 0, rows, r, "t.lua", NULL), DKV_OK);
+    static const char *const C[] = {"dir", "bytes"};
+    double cp[] = {0, 4096, 2e-5, 0, 1 << 30, 2e-2, 1, 4096, 3e-5, 1, 1 << 30, 3e-2};
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_COPY_ALONE, C, 2, 0, cp, 4, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    double t = dkv_profile_attn(p, 256, 1000, 32, 32, 128, 1);
+    assert_true(fabs(t - 2e-7 * 256 * 1000) / (2e-7 * 256 * 1000) < 1e-12);
+    assert_true(isnan(dkv_profile_attn(p, 256, 1000, 28, 4, 128, 0)));   /* another model's heads */
+    double rh = 0, rk = 0;   /* ... come from the nearest measured configuration (the caller rescales) */
+    t = dkv_profile_attn_nearest(p, 256, 1000, 28, 4, 128, 0, &rh, &rk);
+    assert_true(rh == 32 && rk == 32 && fabs(t - 1e-7 * 256 * 1000) / t < 1e-12);
+    assert_true(isnan(dkv_profile_attn_nearest(p, 256, 1000, 28, 4, 64, 0, &rh, &rk)));   /* no head_dim 64 */
+    assert_true(isnan(dkv_profile_attn(p, 256, 1000, 32, 32, 128, 2)));  /* a mode not measured */
+    assert_true(dkv_profile_copy(p, 1, 4096, false) == 3e-5);
+    assert_true(isnan(dkv_profile_copy(p, 0, 4096, true)));               /* no contended table */
+    double mid = dkv_profile_copy(p, 0, 2097152, false);                   /* 2 MiB: geometric midpoint */
+    assert_true(fabs(mid - sqrt(2e-5 * 2e-2)) / mid < 1e-9);
+    dkv_profile_free(p);
+}
+
+/* Another model's widths: elementwise and kv_store at the rows that move the same bytes in the
+ * nearest measured width. */
+static void test_width_transfer(void **state)
+{
+    (void)state;
+    static const char *const E[] = {"kind", "rows", "cols"};
+    double rows[4 * 5] = {0, 32, 4096, 1e-6, 1, 0, 4096, 4096, 1e-4, 1, 2, 32, 12288, 3e-6, 1, 2, 4096, 12288, 3e-4, 1};
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_ELEMENTWISE, E, 3, 0, rows, 4, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    /* rmsnorm of 3584 columns (Dream) over 1024 rows = 4096 columns over 896 rows */
+    double t = dkv_profile_elementwise(p, 0, 1024, 3584), want = 1e-6 * pow(896.0 / 32, log(100) / log(128));
+    assert_true(fabs(t - want) / want < 1e-12);
+    assert_true(isnan(dkv_profile_elementwise(p, 1, 1024, 3584)));   /* a kind not measured */
+    assert_true(isnan(dkv_profile_kv_store(p, 64, 28, 4, 128)));     /* no kv_store table */
+    dkv_profile_free(p);
+}
+
+static void test_bad_tables(void **state)
+{
+    (void)state;
+    dkv_profile *p = NULL;
+    dkv_err e = {0};
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    static const char *const bad[] = {"m", "n", "kk"};
+    double row[] = {32, 4096, 4096, 1e-5, 1};
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_O, bad, 3, 0, row, 1, "x.lua", &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "kernels.o.fields: unknown field 'kk'"));
+    double neg[] = {32, 4096, 4096, 0, 1};
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_QKV, MNK, 3, 0, neg, 1, "x.lua", &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "x.lua: kernels.qkv.rows[1]: seconds must be > 0"));
+    double dup[] = {32, 4096, 4096, 1e-5, 1, 32, 4096, 4096, 2e-5, 1};
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_FFN, MNK, 3, 0, dup, 2, "x.lua", &e), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "x.lua", &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "kernels.ffn.rows[1] and rows[2]: the same shape measured twice"));
+    dkv_profile_free(p);
+    static const char *const lack[] = {"m", "n"};
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_O, lack, 2, 0, row, 0, "x.lua", &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "lacks 'k'"));
+    dkv_profile_free(p);
+    dkv_profile_free(NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grid_points_exact),
+        cmocka_unit_test(test_power_law_everywhere),
+        cmocka_unit_test(test_roofline_between),
+        cmocka_unit_test(test_attention_and_copy),
+        cmocka_unit_test(test_width_transfer),
+        cmocka_unit_test(test_bad_tables),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
