@@ -51,7 +51,7 @@
  *
  * ---- Timing ----
  * Step cost time_s = compute_s = CPU wall clock of run_step (one core): CPU time, not GPU time.
- * flops and bytes are the cost model's counts of the same plan (sim/sim.h).
+ * flops and bytes are the cost model's counts of the same plan (core/cost/cost.h).
  */
 #ifndef DKV_CPU_BACKEND_H
 #define DKV_CPU_BACKEND_H

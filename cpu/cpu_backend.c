@@ -9,7 +9,6 @@
 #include <time.h>
 
 #include "cpu/cpu_internal.h"
-#include "sim/sim.h"
 #include "util/rng.h"
 
 void openblas_set_num_threads(int n);   /* OpenBLAS (its cblas.h may be another BLAS's) */

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "cpu/cpu_internal.h"
-#include "sim/sim.h"
+#include "cost/cost.h"
 
 static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d); }
 
@@ -282,16 +282,19 @@ static double thread_cpu(void)
 
 static void cost(cpu_backend *b, const dkv_step_plan *plan, double wall, dkv_step_cost *out)
 {
-    dkv_sim_options so = dkv_sim_options_default();
-    dkv_step_cost sc;
+    dkv_cost_step cs;
     dkv_err e = {0};
     memset(out, 0, sizeof *out);
-    if (dkv_sim_cost_plan(&b->m, &b->g, &so, plan, &sc, NULL, NULL, &e) == DKV_OK) {
-        out->flops = sc.flops;
-        out->hbm_read_bytes = sc.hbm_read_bytes, out->hbm_write_bytes = sc.hbm_write_bytes;
-        out->pcie_h2d_bytes = sc.pcie_h2d_bytes, out->pcie_d2h_bytes = sc.pcie_d2h_bytes;
-        out->n_kernels = sc.n_kernels;
+    dkv_cost_step_init(&cs);
+    if (dkv_cost_count(&b->m, plan, &cs, &e) == DKV_OK) {   /* the cost model's counts of the plan */
+        dkv_cost_totals t;
+        dkv_cost_step_totals(&cs, &t);
+        out->flops = t.flops;
+        out->hbm_read_bytes = t.hbm_read_bytes, out->hbm_write_bytes = t.hbm_write_bytes;
+        out->pcie_h2d_bytes = cs.pcie_h2d_bytes, out->pcie_d2h_bytes = cs.pcie_d2h_bytes;
+        out->n_kernels = t.launches;
     }
+    dkv_cost_step_free(&cs);
     out->time_s = out->compute_s = wall;   /* CPU wall clock of the step: CPU time, not GPU time */
     b->rep.cpu_time_s += wall;
 }
