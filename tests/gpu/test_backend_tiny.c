@@ -35,7 +35,7 @@
 
 typedef struct tf {
     const dkv_ref_weights *w;
-    dkv_ref_cache_mode mode;
+    dkv_cache_mode mode;
     double   rho;
     bool     shared;
     dkv_ref_kv **kv;                 /* per request */
@@ -179,19 +179,19 @@ typedef struct tconf {
     const char *name;
     bool by_default;
     dkv_cache_mode cache;
-    dkv_ref_cache_mode mode;
+    dkv_cache_mode mode;
     double rho;
     bool shared;
 } tconf;
 
 static const tconf CONFS[] = {
-    {"none", true, DKV_CACHE_NONE, DKV_REF_CACHE_NONE, 1, false},
-    {"dual", true, DKV_CACHE_DUAL, DKV_REF_CACHE_DUAL, 1, false},
-    {"prefix", false, DKV_CACHE_PREFIX, DKV_REF_CACHE_PREFIX, 1, false},
-    {"sparse-head", true, DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 0.5, false},
-    {"sparse-shared", true, DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 0.5, true},
-    {"sparse-head-1", false, DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 1, false},
-    {"sparse-shared-1", false, DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 1, true},
+    {"none", true, DKV_CACHE_NONE, DKV_CACHE_NONE, 1, false},
+    {"dual", true, DKV_CACHE_DUAL, DKV_CACHE_DUAL, 1, false},
+    {"prefix", false, DKV_CACHE_PREFIX, DKV_CACHE_PREFIX, 1, false},
+    {"sparse-head", true, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 0.5, false},
+    {"sparse-shared", true, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 0.5, true},
+    {"sparse-head-1", false, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 1, false},
+    {"sparse-shared-1", false, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 1, true},
 };
 
 /* One engine run of configuration k on the CUDA backend, compared step by step with core/ref. */
@@ -213,7 +213,7 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
     t.final = calloc(n * max_L, sizeof(uint32_t));
     t.final_len = calloc(n, sizeof(uint32_t));
     t.kv = calloc(n, sizeof *t.kv);
-    for (size_t i = 0; i < n && k->mode != DKV_REF_CACHE_NONE; i++)
+    for (size_t i = 0; i < n && k->mode != DKV_CACHE_NONE; i++)
         OK(dkv_ref_kv_new(m, max_L, &t.kv[i], &err));
 
     dkv_engine_config c;
