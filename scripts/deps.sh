@@ -3,7 +3,7 @@
 # Only Debian packages; nothing else is downloaded.  Needs root (or sudo) when a package is missing.
 set -eu
 pkgs=(scons gcc pkg-config libhdf5-dev hdf5-tools liblua5.4-dev libcmocka-dev
-      python3 python3-h5py python3-matplotlib python3-numpy python3-pandas valgrind
+      libopenblas-dev python3 python3-h5py python3-matplotlib python3-numpy python3-pandas valgrind
       fortunes wordnet-base dict-gcide)   # the tiny dLLM corpus (scripts/tiny_corpus.py)
 # Optional: clang and its libFuzzer runtime build the fuzz harnesses of tests/fuzz (scons fuzz).
 # When they cannot be installed, the build goes on and tests/run.sh prints a SKIP line for them.

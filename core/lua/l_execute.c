@@ -14,6 +14,8 @@
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"
+#include "cpu/backend.h"
+#include "workload/tokenizer.h"
 
 #ifdef DKV_HAVE_CUDA
 #include "cuda/backend.h"
@@ -34,6 +36,11 @@ typedef struct lexec {
     uint32_t n_weights;
     dkv_ref_weights *rw;       /* opts.weights loaded (dkv_st_load_weights), handed to the backend */
     bool     outputs;          /* opts.outputs: collect generated tokens per request */
+    bool     cpu;              /* opts.backend = "cpu" (cpu/backend.h) */
+    char    *targets;          /* opts.targets: prompts file of each request's target bytes (cpu) */
+    dkv_workload *tw;          /* the targets read */
+    const uint32_t **tptr;
+    dkv_cpu_backend_report crep;
     bool     out_failed;
     dkv_exec_outputs out;
     dkv_err  out_err;
@@ -53,6 +60,13 @@ static int lexec_gc(lua_State *L)
     dkv_ref_weights_free(x->rw);
     x->rw = NULL;
     dkv_exec_outputs_free(&x->out);
+    free(x->targets);
+    x->targets = NULL;
+    dkv_workload_free(x->tw);
+    x->tw = NULL;
+    free(x->tptr);
+    x->tptr = NULL;
+    dkv_cpu_backend_report_clear(&x->crep);
 #ifdef DKV_HAVE_CUDA
     dkv_cuda_backend_report_clear(&x->rep);
 #endif
@@ -72,7 +86,9 @@ static char *dup_str(lua_State *L, const char *s)
 static void parse_opts(lua_State *L, int idx, lexec *x)
 {
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
-                                       "class_timing", "staging_bytes", "host_bytes", "outputs", NULL};
+                                       "class_timing", "staging_bytes", "host_bytes", "outputs", "backend",
+                                       "targets", NULL};
+    static const char *const backends[] = {"cuda", "cpu", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
     const char *p = "opts";
     x->device = 0, x->seed = -1, x->layout = -1, x->attn_streams = 4, x->max_logit_rows = 1024;
@@ -91,6 +107,12 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->staging_bytes = dkv_lconf_number(L, idx, p, "staging_bytes", -1, -1, HUGE_VAL, 0);
     x->host_bytes = dkv_lconf_number(L, idx, p, "host_bytes", -1, -1, HUGE_VAL, 0);
     x->outputs = dkv_lconf_boolean(L, idx, p, "outputs", false, 0);
+    x->cpu = dkv_lconf_enum(L, idx, p, "backend", backends, 0, 0) == 1;
+    const char *tg = dkv_lconf_string(L, idx, p, "targets", NULL, 0);
+    if (tg && !x->cpu)
+        dkv_lconf_error(L, p, "targets", "teacher-forced scoring runs on backend = 'cpu'");
+    if (tg)
+        x->targets = dup_str(L, tg);
     lua_getfield(L, idx, "weights");
     if (lua_isstring(L, -1)) {
         x->weights = calloc(1, sizeof *x->weights);
@@ -235,6 +257,8 @@ static void push_device(lua_State *L, const dkv_cuda_backend_report *r)
     lua_setfield(L, -2, "memory");
 }
 
+#endif
+
 /* dev.outputs = {id = {...}, tokens = {{...}, ...}, conf = {{...}}, step = {{...}}, prompt = {{...}}}:
  * requests with a report, in id order; a position never unmasked has token -1, conf NaN and
  * step -1; prompt holds the prompt's token ids. */
@@ -275,7 +299,152 @@ static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
     }
 }
 
-#endif
+/* ------------------------------------------------------------------ backend = "cpu" */
+
+static void collect_cpu_item(void *user, const dkv_cpu_item_report *r)
+{
+    lexec *x = user;
+    if (x->out_failed || !r->tokens_before || !r->tokens_after || !r->conf)
+        return;
+    if (dkv_exec_outputs_record(&x->out, r->step_index, r->request, r->prompt, r->canvas, r->block_start,
+                                r->block_len, r->tokens_before, r->tokens_after, r->conf, &x->out_err) != DKV_OK)
+        x->out_failed = true;
+}
+
+/* opts.targets: a prompts file whose line i holds request i's target bytes (or token ids); each
+ * must cover the request's generated tokens. */
+static dkv_status read_targets(dkv_lsim *s, lexec *x, dkv_err *err)
+{
+    dkv_tokenizer tok;
+    dkv_tokenizer_kind k = DKV_TOKENIZER_NONE;
+    if (s->model.tokenizer[0] && dkv_tokenizer_parse(s->model.tokenizer, &k, err) != DKV_OK)
+        return DKV_EINVAL;
+    if (dkv_tokenizer_init(&tok, k, s->model.vocab, s->model.mask_id, err) != DKV_OK)
+        return DKV_EINVAL;
+    dkv_prompts_cfg c = {.tok = &tok, .vocab = s->model.vocab, .gen = 1, .interval_s = 0};
+    dkv_status st = dkv_workload_prompts(x->targets, &c, NULL, &x->tw, err);
+    if (st != DKV_OK) {
+        dkv_err_prefix(err, "opts.targets");
+        return st;
+    }
+    size_t n = dkv_workload_count(s->w), nt = dkv_workload_count(x->tw);
+    if (nt != n)
+        return dkv_err_set(err, DKV_EINVAL, "opts.targets: %s has %zu lines for %zu requests", x->targets, nt, n);
+    x->tptr = calloc(n ? n : 1, sizeof *x->tptr);
+    if (!x->tptr)
+        return dkv_err_set(err, DKV_ENOMEM, "opts.targets: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const dkv_request *q = dkv_workload_get(s->w, i), *t = dkv_workload_get(x->tw, i);
+        if (t->prompt_tokens < q->gen_tokens)
+            return dkv_err_set(err, DKV_EINVAL, "opts.targets: %s:%zu: %u target tokens for request %zu, which "
+                               "generates %u", x->targets, i + 1, t->prompt_tokens, i, q->gen_tokens);
+        x->tptr[i] = t->tokens;
+    }
+    return DKV_OK;
+}
+
+static dkv_status make_cpu(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err)
+{
+    lexec *x = ud;
+    const dkv_engine_config *c = &s->ec;
+    if (c->mem.kind != DKV_MEM_BLOCKPOOL)
+        return dkv_err_set(err, DKV_EINVAL, "cfg.mem.kind is '%s': the CPU backend's KV lives in the block pool, use "
+                           "'blockpool'", dkv_mem_kind_name(c->mem.kind));
+    if (c->routing.enabled)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.policies.routing.enabled: the plain path (KV outside the "
+                           "block pool) is not executed on the CPU");
+    dkv_cpu_backend_options o = dkv_cpu_backend_options_default();
+    if (x->n_weights && !x->rw) {
+        dkv_status st = dkv_st_load_weights((const char *const *)x->weights, x->n_weights, &s->model, o.rms_eps,
+                                            &x->rw, err);
+        if (st != DKV_OK)
+            return st;
+    }
+    s->ec.weights = x->rw;
+    o.seed = x->seed >= 0 ? (uint64_t)x->seed : s->seed;
+    if (x->targets && !x->tptr) {
+        dkv_status st = read_targets(s, x, err);
+        if (st != DKV_OK)
+            return st;
+    }
+    if (x->tptr) {
+        o.targets = x->tptr;
+        o.n_targets = dkv_workload_count(s->w);
+    }
+    o.report = &x->crep;
+    if (x->outputs) {
+        o.on_item = collect_cpu_item;
+        o.on_item_user = x;
+    }
+    return dkv_cpu_backend_new(&o, out, err);
+}
+
+/* dev for backend = "cpu": what ran, and the held-out scores when targets were given. */
+static void push_cpu(lua_State *L, const dkv_cpu_backend_report *r)
+{
+    lua_createtable(L, 0, 16);
+    lua_pushstring(L, "cpu (core/ref forward, OpenBLAS sgemm, 1 thread)");
+    lua_setfield(L, -2, "device");
+    lua_Integer u[] = {(lua_Integer)r->steps, (lua_Integer)r->items, (lua_Integer)r->pool_bytes,
+                       (lua_Integer)r->pool_blocks_touched, (lua_Integer)r->n_compress, (lua_Integer)r->n_fetch,
+                       (lua_Integer)r->n_offload, (lua_Integer)r->fetch_unwritten_blocks};
+    const char *un[] = {"steps", "items", "pool_bytes", "pool_blocks_touched", "n_compress", "n_fetch", "n_offload",
+                        "fetch_unwritten_blocks"};
+    for (int i = 0; i < 8; i++) {
+        lua_pushinteger(L, u[i]);
+        lua_setfield(L, -2, un[i]);
+    }
+    lua_pushnumber(L, r->cpu_time_s);
+    lua_setfield(L, -2, "cpu_time_s");
+    lua_pushnumber(L, r->thread_cpu_s);
+    lua_setfield(L, -2, "thread_cpu_s");
+    lua_pushnumber(L, r->compress_matrices ? r->compress_rel_err_sum / (double)r->compress_matrices : NAN);
+    lua_setfield(L, -2, "compress_rel_err_mean");
+    if (r->score) {   /* dev.score = {n, correct, nll_bits, accuracy, bits_per_byte, per_request = {...}} */
+        uint64_t n = 0, c = 0;
+        double nll = 0;
+        lua_createtable(L, 0, 6);
+        lua_createtable(L, (int)r->n_score, 0);
+        for (uint32_t i = 0; i < r->n_score; i++) {
+            const dkv_cpu_score *q = &r->score[i];
+            n += q->n, c += q->correct, nll += q->nll_bits;
+            lua_createtable(L, 0, 3);
+            lua_pushinteger(L, q->n);
+            lua_setfield(L, -2, "n");
+            lua_pushnumber(L, q->n ? (double)q->correct / q->n : NAN);
+            lua_setfield(L, -2, "accuracy");
+            lua_pushnumber(L, q->n ? q->nll_bits / q->n : NAN);
+            lua_setfield(L, -2, "bits_per_byte");
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "per_request");
+        lua_pushinteger(L, (lua_Integer)n);
+        lua_setfield(L, -2, "n");
+        lua_pushnumber(L, n ? (double)c / (double)n : NAN);
+        lua_setfield(L, -2, "accuracy");
+        lua_pushnumber(L, n ? nll / (double)n : NAN);
+        lua_setfield(L, -2, "bits_per_byte");
+        lua_setfield(L, -2, "score");
+    }
+}
+
+static int execute_cpu(lua_State *L, lexec *x)
+{
+    dkv_lsim_run(L, 1, "dkv.execute", make_cpu, x);   /* the result */
+    if (x->out_failed)
+        return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
+    dkv_lsim_result_set_device(L, -1, "cpu", "openblas");
+    push_cpu(L, &x->crep);
+    if (x->outputs) {
+        push_outputs(L, &x->out);
+        lua_setfield(L, -2, "outputs");
+        dkv_lua_result_take_outputs(L, -2, &x->out);
+    }
+    dkv_cpu_backend_report_clear(&x->crep);
+    dkv_exec_outputs_free(&x->out);
+    return 2;
+}
+
 
 /* dkv.execute(cfg [, opts]) -> result, device */
 static int execute_body(lua_State *L);
@@ -290,8 +459,13 @@ static int execute_body(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
     lua_settop(L, 2);
+    lexec *x = lua_newuserdatauv(L, sizeof *x, 0);   /* 3 */
+    memset(x, 0, sizeof *x);
+    luaL_setmetatable(L, LEXEC_MT);
+    parse_opts(L, 2, x);
+    if (x->cpu)
+        return execute_cpu(L, x);
 #ifndef DKV_HAVE_CUDA
-    (void)parse_opts;
     return luaL_error(L, "dkv.execute: no CUDA device (this dkv was built without CUDA: build with scons cuda=yes "
                          "where nvcc is installed)");
 #else
@@ -302,10 +476,6 @@ static int execute_body(lua_State *L)
             return luaL_error(L, "dkv.execute: %s", err.msg);
         return luaL_error(L, "dkv.execute: no CUDA device (%s)", err.msg);
     }
-    lexec *x = lua_newuserdatauv(L, sizeof *x, 0);   /* 3 */
-    memset(x, 0, sizeof *x);
-    luaL_setmetatable(L, LEXEC_MT);
-    parse_opts(L, 2, x);
     dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
     if (x->out_failed)
         return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);

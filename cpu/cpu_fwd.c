@@ -1,0 +1,191 @@
+/* cpu_fwd.c - one item's forward on the CPU: core/ref's architecture (ref.h) with the GEMMs and
+ * the attention products through cblas_sgemm (OpenBLAS), KV read from and written to the pool
+ * (cpu_pool.c).  core/ref's plain loops stay the golden model; tests/unit/test_cpu_backend.c
+ * checks this forward against them. */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "cpu/cpu_internal.h"
+
+/* out (T, OC) = in (T, C) w^T; w (OC, C) */
+static void gemm_wt(float *out, const float *in, const float *w, const float *bias, uint32_t T, uint32_t C,
+                    uint32_t OC)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)OC, (int)C, 1.0f, in, (int)C, w, (int)C, 0.0f,
+                out, (int)OC);
+    if (bias)
+        for (uint32_t t = 0; t < T; t++)
+            for (uint32_t o = 0; o < OC; o++)
+                out[(size_t)t * OC + o] += bias[o];
+}
+
+/* Attention of the G query heads of one KV group: q rows (nq, stride ldq) at column offset of the
+ * group, keys/values (na, D), output into att (same layout as q). */
+static void attend_group(cpu_backend *b, const float *q, size_t ldq, float *att, const float *gk, const float *gv,
+                         uint32_t nq, uint32_t na, uint32_t G)
+{
+    uint32_t D = b->m.head_dim;
+    float scale = 1.0f / sqrtf((float)D), *S = b->sc;
+    for (uint32_t hh = 0; hh < G; hh++) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)na, (int)D, scale, q + (size_t)hh * D,
+                    (int)ldq, gk, (int)D, 0.0f, S, (int)na);
+        for (uint32_t i = 0; i < nq; i++) {
+            float *r = S + (size_t)i * na, mx = -INFINITY;
+            for (uint32_t j = 0; j < na; j++)
+                mx = r[j] > mx ? r[j] : mx;
+            double sum = 0;
+            for (uint32_t j = 0; j < na; j++) {
+                r[j] = expf(r[j] - mx);
+                sum += r[j];
+            }
+            float inv = (float)(1.0 / sum);
+            for (uint32_t j = 0; j < na; j++)
+                r[j] *= inv;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)D, (int)na, 1.0f, S, (int)na, gv, (int)D,
+                    0.0f, att + (size_t)hh * D, (int)ldq);
+    }
+}
+
+/* SELECT (sparse, the selecting Refresh, q0 = 0): keys outside the block scored by the block's
+ * queries (b->score, (Hkv, L)), the top keep per head (or one shared set) stored in slots 0.. */
+static void select_store(cpu_backend *b, const cpu_item *x, uint32_t l)
+{
+    uint32_t D = b->m.head_dim, Hkv = b->m.n_kv_heads, L = x->nq, nc = 0;
+    size_t KD = (size_t)Hkv * D;
+    for (uint32_t j = 0; j < L; j++)
+        if (j < x->s_b || j >= x->s_b + x->B)
+            b->cand[nc++] = j;
+    if (x->shared_set)
+        for (uint32_t g = 1; g < Hkv; g++)
+            for (uint32_t j = 0; j < L; j++)
+                b->score[j] += b->score[(size_t)g * L + j];
+    float *cs = b->row;
+    const float **rk = (const float **)b->qg, **rv = rk + x->keep;   /* row pointers (scratch) */
+    for (uint32_t g = 0; g < Hkv; g++) {
+        if (g == 0 || !x->shared_set) {
+            const float *s = b->score + (x->shared_set ? 0 : (size_t)g * L);
+            for (uint32_t c = 0; c < nc; c++)
+                cs[c] = s[b->cand[c]];
+            dkv_ref_topk(b->sel, cs, nc, x->keep);
+        }
+        for (uint32_t i = 0; i < x->keep; i++) {
+            uint32_t j = b->cand[b->sel[i]];
+            rk[i] = b->k + j * KD + (size_t)g * D;
+            rv[i] = b->v + j * KD + (size_t)g * D;
+        }
+        cpu_store(b, x->tab, l, 0, g, 0, x->keep, rk);
+        cpu_store(b, x->tab, l, 1, g, 0, x->keep, rv);
+    }
+}
+
+/* STORE of the item's own rows whose positions are in [w_lo, w_lo + w_n), slot = position. */
+static void store_own(cpu_backend *b, const cpu_item *x, uint32_t l)
+{
+    uint32_t D = b->m.head_dim, Hkv = b->m.n_kv_heads;
+    size_t KD = (size_t)Hkv * D;
+    uint32_t lo = x->w_lo > x->q0 ? x->w_lo : x->q0, hi = x->w_lo + x->w_n < x->q0 + x->nq ? x->w_lo + x->w_n
+                                                                                            : x->q0 + x->nq;
+    if (hi <= lo)
+        return;
+    const float **rk = (const float **)b->qg, **rv = rk + (hi - lo);
+    for (uint32_t g = 0; g < Hkv; g++) {
+        for (uint32_t p = lo; p < hi; p++) {
+            rk[p - lo] = b->k + (p - x->q0) * KD + (size_t)g * D;
+            rv[p - lo] = b->v + (p - x->q0) * KD + (size_t)g * D;
+        }
+        cpu_store(b, x->tab, l, 0, g, lo, hi - lo, rk);
+        cpu_store(b, x->tab, l, 1, g, lo, hi - lo, rv);
+    }
+}
+
+static void attention_layer(cpu_backend *b, const cpu_item *x, uint32_t l)
+{
+    const dkv_model *m = &b->m;
+    uint32_t D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, G = H / Hkv, nq = x->nq;
+    size_t QD = (size_t)H * D, KD = (size_t)Hkv * D;
+    if (x->inplace)
+        store_own(b, x, l);
+    for (uint32_t g = 0; g < Hkv; g++) {
+        uint32_t na = 0;
+        if (x->n_cache) {
+            cpu_load(b, x->tab, l, 0, g, x->n_cache, b->gk);
+            cpu_load(b, x->tab, l, 1, g, x->n_cache, b->gv);
+            na = x->n_cache;
+        }
+        for (uint32_t i = 0; i < x->n_own; i++, na++) {
+            memcpy(b->gk + (size_t)na * D, b->k + i * KD + (size_t)g * D, D * sizeof(float));
+            memcpy(b->gv + (size_t)na * D, b->v + i * KD + (size_t)g * D, D * sizeof(float));
+        }
+        attend_group(b, b->q + (size_t)g * G * D, QD, b->att + (size_t)g * G * D, b->gk, b->gv, nq, na, G);
+        if (x->write == CW_SELECT) {   /* block queries of this group, contiguous (B, G*D) */
+            for (uint32_t i = 0; i < x->B; i++)
+                memcpy(b->qg + (size_t)i * G * D, b->q + (size_t)(x->s_b - x->q0 + i) * QD + (size_t)g * G * D,
+                       (size_t)G * D * sizeof(float));
+            dkv_ref_attention_scores(b->score + (size_t)g * nq, b->qg, b->gk, x->B, na, G, 1, D);
+        }
+    }
+    if (x->write == CW_SELECT)
+        select_store(b, x, l);
+    else if (x->write == CW_STORE && !x->inplace)
+        store_own(b, x, l);
+}
+
+/* The block's rows: final norm, logits (B, V), argmax and softmax confidence. */
+static void lm_head(cpu_backend *b, const cpu_item *x)
+{
+    const dkv_model *m = &b->m;
+    uint32_t C = m->hidden, V = m->vocab, B = x->B;
+    const float *blk = b->x + (size_t)(x->s_b - x->q0) * C;
+    dkv_ref_rmsnorm(b->hid, blk, b->w->ln_f, B, C, b->w->rms_eps);
+    gemm_wt(b->logits, b->hid, b->w->lm_head, NULL, B, C, V);
+    for (uint32_t i = 0; i < B; i++) {
+        const float *r = b->logits + (size_t)i * V;
+        uint32_t am = 0;
+        for (uint32_t v = 1; v < V; v++)
+            if (r[v] > r[am])
+                am = v;
+        double sum = 0;
+        for (uint32_t v = 0; v < V; v++)
+            sum += exp((double)r[v] - r[am]);
+        b->argmax[i] = am;
+        b->conf[i] = (float)(1.0 / sum);
+        b->tlp[i] = (float)log(sum);   /* log-sum-exp minus the max: log p(v) = r[v] - r[am] - tlp */
+    }
+}
+
+dkv_status cpu_forward(cpu_backend *b, const cpu_item *x, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    const dkv_ref_weights *w = b->w;
+    uint32_t C = m->hidden, F = m->ffn, D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, nq = x->nq;
+    const cpu_req *r = &b->rq[x->req];
+    for (uint32_t i = 0; i < nq; i++) {
+        b->pos[i] = x->q0 + i;
+        if (r->canvas[x->q0 + i] >= m->vocab)
+            return dkv_err_set(err, DKV_EINVAL, "cpu backend: request %u: token %u at position %u is not below vocab %u",
+                               x->req, r->canvas[x->q0 + i], x->q0 + i, m->vocab);
+    }
+    dkv_ref_embedding(b->x, r->canvas + x->q0, w->wte, nq, C);
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const dkv_ref_layer *Ly = &w->layers[l];
+        dkv_ref_rmsnorm(b->h, b->x, Ly->attn_norm, nq, C, w->rms_eps);
+        gemm_wt(b->q, b->h, Ly->wq, Ly->bq, nq, C, H * D);
+        gemm_wt(b->k, b->h, Ly->wk, Ly->bk, nq, C, Hkv * D);
+        gemm_wt(b->v, b->h, Ly->wv, Ly->bv, nq, C, Hkv * D);
+        dkv_ref_rope(b->q, b->pos, nq, H, D, m->rope_theta);
+        dkv_ref_rope(b->k, b->pos, nq, Hkv, D, m->rope_theta);
+        attention_layer(b, x, l);
+        gemm_wt(b->t, b->att, Ly->wo, NULL, nq, H * D, C);
+        dkv_ref_residual(b->x, b->t, (size_t)nq * C);
+        dkv_ref_rmsnorm(b->h, b->x, Ly->ffn_norm, nq, C, w->rms_eps);
+        gemm_wt(b->gate, b->h, Ly->w_gate, NULL, nq, C, F);
+        gemm_wt(b->up, b->h, Ly->w_up, NULL, nq, C, F);
+        dkv_ref_swiglu(b->gate, b->gate, b->up, nq, F);
+        gemm_wt(b->t, b->gate, Ly->w_down, NULL, nq, F, C);
+        dkv_ref_residual(b->x, b->t, (size_t)nq * C);
+    }
+    lm_head(b, x);
+    return DKV_OK;
+}

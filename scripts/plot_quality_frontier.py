@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""plot_quality_frontier.py - quality against bytes from experiments/quality_frontier.lua.
+
+Reads the run `quality` (table `points`) of the results file and draws two panels against the
+peak device KV of each point (the engine's block-pool figure; offload points are labelled with
+their peak host KV, the compressed bytes, since progressive offload under the dual cache does not
+lower the device peak): held-out
+teacher-forced NLL in bits per byte (lower is better; bars: the standard error over requests of the
+paired difference against no cache) and token agreement with the dense no-cache decode (higher is
+better).  One marker per point, coloured by group (cache / sparse / lowrank /
+kv_dtype).
+
+    /usr/bin/python3 scripts/plot_quality_frontier.py frontier.h5 frontier.png
+"""
+import sys
+
+import h5py
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: plot_quality_frontier.py RESULTS.h5 OUT.png")
+    with h5py.File(sys.argv[1], "r") as f:
+        if "runs/quality/points" not in f:
+            sys.exit("plot_quality_frontier: %s has no run 'quality' with a table 'points' "
+                     "(made by experiments/quality_frontier.lua)" % sys.argv[1])
+        pts = f["runs/quality/points"][()]
+    colours = {"cache": "black", "sparse": "tab:blue", "lowrank": "tab:orange", "kv_dtype": "tab:green"}
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    for ax, col, label in ((axes[0], "bits_per_byte", "held-out NLL, bits per byte (teacher-forced)"),
+                           (axes[1], "agreement", "token agreement with dense no-cache decode")):
+        for p in pts:
+            name, group = p["point"].decode(), p["group"].decode()
+            x = int(p["peak_kv_bytes"]) / 2 ** 20
+            if int(p["peak_host_bytes"]):
+                name += " (host %.2f MiB)" % (int(p["peak_host_bytes"]) / 2 ** 20)
+            ax.scatter(x, p[col], color=colours.get(group, "grey"), s=22)
+            if col == "bits_per_byte" and "bpb_delta_se" in pts.dtype.names:   # paired s.e. vs no cache
+                ax.errorbar(x, p[col], yerr=p["bpb_delta_se"], color=colours.get(group, "grey"), lw=0.8)
+            ax.annotate(name.replace("sparse_", "").replace("per_head", "ph"), (x, p[col]), fontsize=6,
+                        xytext=(3, 2), textcoords="offset points")
+        ax.set_xlabel("peak device KV, MiB (engine's block pool)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    for g, c in colours.items():
+        axes[0].scatter([], [], color=c, label=g)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("tiny byte-level dLLM (7.9 M params), CPU backend, held-out text")
+    fig.tight_layout()
+    fig.savefig(sys.argv[2], dpi=120)
+    print("plot_quality_frontier: wrote %s (%d points)" % (sys.argv[2], len(pts)))
+
+
+if __name__ == "__main__":
+    main()
