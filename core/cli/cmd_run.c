@@ -29,7 +29,7 @@ static void run_usage(FILE *out)
             "                         script does not know is an error (exit 2)\n"
             "  --shard i/N            this process runs shard i of N (0 <= i < N); scripts pick their\n"
             "                         part of a sweep with dkv.shard.select(list)\n"
-            "  --time-limit SECONDS   stop the script after this much Lua run time (default %g s; 0 =\n"
+            "  --time-limit SECONDS   stop the script after this much Lua CPU time (default %g s; 0 =\n"
             "                         none); time inside dkv.simulate, dkv.execute, dkv.save,\n"
             "                         dkv.write_run and dkv.mem.requests does not count\n"
             "  --instr-limit N        stop the script after N Lua VM instructions (default %llu; 0 = none)\n"

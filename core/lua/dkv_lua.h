@@ -39,7 +39,7 @@ typedef struct dkv_lua_config {
     uint32_t shard_index;          /* dkv.shard = {index = i, count = N}, 0 <= i < N */
     uint32_t shard_count;          /* 1 when not sharded */
     uint64_t instr_limit;          /* VM instructions per script; 0 = unlimited */
-    double time_limit_s;           /* wall seconds of Lua run time per script, not counting time
+    double time_limit_s;           /* CPU seconds of Lua run time per script, not counting time
                                     * inside dkv's long calls (dkv.simulate, dkv.execute, dkv.save,
                                     * dkv.write_run, dkv.mem.requests); 0 = unlimited */
     size_t mem_limit_bytes;        /* Lua heap cap; 0 = unlimited */

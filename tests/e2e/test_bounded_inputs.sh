@@ -18,7 +18,7 @@ out=$(timeout 60 "$DKV" run "$T/sel.lua" --instr-limit 20000000 2>&1); rc=$?
 grep -qE 'sel\.lua:3: instruction limit of 20000000 reached' <<<"$out" || fail "message: $out"
 out=$(timeout 60 "$DKV" run "$T/sel.lua" --instr-limit 0 --time-limit 2 2>&1); rc=$?
 [ $rc = 1 ] || fail "shard.select under --time-limit 2: exit $rc (124 = not stopped): $out"
-grep -qE 'sel\.lua:3: time limit of 2(\.0)? s of Lua run time reached' <<<"$out" || fail "time message: $out"
+grep -qE 'sel\.lua:3: time limit of 2(\.0)? s of Lua CPU time reached' <<<"$out" || fail "time message: $out"
 "$DKV" run "$T/sel.lua" --instr-limit 0 --time-limit 0 >"$T/sel.out" 2>&1 &
 pid=$!
 sleep 1

@@ -32,7 +32,7 @@ out=$(timeout 120 "$DKV" run "$T/loop.lua" 2>&1); rc=$?
 el_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "infinite loop under the default limits: stopped after ${el_ms} ms (exit $rc)"
 [ $rc = 1 ] || fail "default limits: exit $rc (124 = not stopped): $out"
-grep -qE 'loop\.lua:[2-4]: time limit of 10\.0 s of Lua run time reached \(raise it with --time-limit' <<<"$out" || fail "message: $out"
+grep -qE 'loop\.lua:[2-4]: time limit of 10\.0 s of Lua CPU time reached \(raise it with --time-limit' <<<"$out" || fail "message: $out"
 # (the limit is wall-clock Lua time, so the stop comes at 10 s whatever the load; 30 s only
 #  guards against counting something else)
 [ "$el_ms" -lt 30000 ] || fail "took ${el_ms} ms"
