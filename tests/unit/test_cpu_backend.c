@@ -162,7 +162,7 @@ static void run(const dkv_model *m, const dkv_ref_weights *w, dkv_cache_mode cac
 }
 
 /* Every step of *s replayed through dkv_ref_step on the same canvas (fp32 cache). */
-static void check_against_ref(const dkv_ref_weights *w, dkv_ref_cache_mode mode, double rho, bool shared,
+static void check_against_ref(const dkv_ref_weights *w, dkv_cache_mode mode, double rho, bool shared,
                               const seen *s)
 {
     dkv_err e = {0};
@@ -190,10 +190,10 @@ static void test_modes_match_ref(void **state)
     dkv_model m = model(DKV_DTYPE_FP32);
     dkv_ref_weights *w = weights(&m);
     static seen s;
-    struct { dkv_cache_mode c; dkv_ref_cache_mode r; double rho; bool shared; } cases[] = {
-        {DKV_CACHE_NONE, DKV_REF_CACHE_NONE, 0.5, false},      {DKV_CACHE_PREFIX, DKV_REF_CACHE_PREFIX, 0.5, false},
-        {DKV_CACHE_DUAL, DKV_REF_CACHE_DUAL, 0.5, false},      {DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 0.5, false},
-        {DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 0.25, true},  {DKV_CACHE_SPARSE, DKV_REF_CACHE_SPARSE, 1.0, false}};
+    struct { dkv_cache_mode c; dkv_cache_mode r; double rho; bool shared; } cases[] = {
+        {DKV_CACHE_NONE, DKV_CACHE_NONE, 0.5, false},      {DKV_CACHE_PREFIX, DKV_CACHE_PREFIX, 0.5, false},
+        {DKV_CACHE_DUAL, DKV_CACHE_DUAL, 0.5, false},      {DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 0.5, false},
+        {DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 0.25, true},  {DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 1.0, false}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         run(&m, w, cases[i].c, cases[i].rho, cases[i].shared, &s);
         check_against_ref(w, cases[i].r, cases[i].rho, cases[i].shared, &s);
