@@ -12,6 +12,9 @@
 #   bash scripts/check_no_behaviour_change.sh 3cd3128 /tmp/refactor-check
 #
 # The base side is cached (OUT/base/.done names the commit), so a re-run only redoes the head.
+# Experiments that MEASURE the machine (the CPU backend's wall-clock step times: cpu_speed,
+# quality_frontier, hw_cpu_agreement) differ in their timing columns between any two runs, even of
+# one build; compare their counts and quality columns, not their times.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BASE=${1:-$(git -C "$ROOT" merge-base HEAD main)}
