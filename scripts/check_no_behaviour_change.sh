@@ -12,6 +12,9 @@
 #   bash scripts/check_no_behaviour_change.sh 3cd3128 /tmp/refactor-check
 #
 # The base side is cached (OUT/base/.done names the commit), so a re-run only redoes the head.
+# Experiments that MEASURE the machine (the CPU backend's wall-clock step times: cpu_speed,
+# quality_frontier, hw_cpu_agreement) differ in their timing columns between any two runs, even of
+# one build; compare their counts and quality columns, not their times.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BASE=${1:-$(git -C "$ROOT" merge-base HEAD main)}
@@ -47,13 +50,13 @@ run_side() {   # side tree dkv
 if [ "$(cat "$OUT/base/.done" 2>/dev/null)" != "$base_sha" ]; then
     rm -rf "$OUT/base-src"; mkdir -p "$OUT/base-src"
     git -C "$ROOT" archive "$base_sha" | tar -x -C "$OUT/base-src" || exit 2
-    (cd "$OUT/base-src" && scons -Q -j"$JOBS" cuda=no >"$OUT/base-build.log" 2>&1) ||
+    (cd "$OUT/base-src" && scons -Q -j"$JOBS" cuda=no build/release/dkv >"$OUT/base-build.log" 2>&1) ||
         { echo "base build failed: $OUT/base-build.log"; exit 2; }
     run_side base "$OUT/base-src" "$OUT/base-src/build/release/dkv"
     echo "$base_sha" >"$OUT/base/.done"
 fi
 
-(cd "$ROOT" && scons -Q -j"$JOBS" cuda=no variant=check >"$OUT/head-build.log" 2>&1) ||
+(cd "$ROOT" && scons -Q -j"$JOBS" cuda=no variant=check build/check-release/dkv >"$OUT/head-build.log" 2>&1) ||
     { echo "head build failed: $OUT/head-build.log"; exit 2; }
 run_side head "$ROOT" "$ROOT/build/check-release/dkv"
 

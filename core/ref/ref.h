@@ -167,7 +167,15 @@ const float    *dkv_ref_kv_v(const dkv_ref_kv *kv, uint32_t layer, uint32_t kv_h
 
 /* ------------------------------------------------------------------ one decoding step */
 
-/* The cache modes are decode.h's dkv_cache_mode (one enum, one names table). */
+/* The cache modes are decode.h's dkv_cache_mode (one enum, one names table).  The former
+ * DKV_REF_CACHE_* spellings stay as aliases so code written against them still compiles; new
+ * code uses DKV_CACHE_*. */
+typedef dkv_cache_mode dkv_ref_cache_mode;
+#define DKV_REF_CACHE_NONE   DKV_CACHE_NONE
+#define DKV_REF_CACHE_PREFIX DKV_CACHE_PREFIX
+#define DKV_REF_CACHE_DUAL   DKV_CACHE_DUAL
+#define DKV_REF_CACHE_SPARSE DKV_CACHE_SPARSE
+#define dkv_ref_cache_mode_name dkv_cache_mode_name
 
 typedef enum dkv_ref_phase {
     DKV_REF_PHASE_REFRESH = 0,
