@@ -412,6 +412,13 @@ static void preset_name(lua_State *L, int cfg_idx, const char *key, char *out, s
     lua_settop(L, lua_gettop(L) - (t == LUA_TTABLE ? 2 : 1));
 }
 
+void dkv_lsim_result_set_backend(lua_State *L, int idx, const char *backend)
+{
+    lresult *r = luaL_checkudata(L, idx, RESULT_MT);
+    snprintf(r->backend, sizeof r->backend, "%s", backend);
+    snprintf(r->cost_profile, sizeof r->cost_profile, "measured");
+}
+
 void dkv_lsim_result_set_device(lua_State *L, int idx, const char *device, const char *driver)
 {
     lresult *r = luaL_checkudata(L, idx, RESULT_MT);
@@ -444,6 +451,8 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
         ncls++;
     if (strcmp(res->backend, "cuda") == 0)
         snprintf(res->cost_profile, sizeof res->cost_profile, "measured");
+    else if (s->gpu.profile_name[0])
+        snprintf(res->cost_profile, sizeof res->cost_profile, "profile: %.50s", s->gpu.profile_name);
     else if (ncls)
         snprintf(res->cost_profile, sizeof res->cost_profile, "calibrated: %d kernel classes", ncls);
     else

@@ -53,6 +53,9 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
 
 /* Sets the device and driver the result at idx ran on (dkv.execute, after the run; dkv.save
  * writes them as run attributes).  Strings are copied. */
+/* The result's backend ("cuda" for dkv.execute by default; "cpu" for the CPU backend), whose
+ * numbers are measured. */
+void dkv_lsim_result_set_backend(lua_State *L, int idx, const char *backend);
 void dkv_lsim_result_set_device(lua_State *L, int idx, const char *device, const char *driver);
 
 /* Hands a backend's per-request outputs (lua/exec_outputs.h) to the result at idx, which then

@@ -597,6 +597,7 @@ static int execute_cpu(lua_State *L, lexec *x)
     dkv_lsim_run(L, 1, "dkv.execute", make_cpu, x);   /* the result */
     if (x->out_failed)
         return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
+    dkv_lsim_result_set_backend(L, -1, "cpu");
     dkv_lsim_result_set_device(L, -1, "cpu", "openblas");
     push_cpu(L, &x->crep);
     if (x->outputs) {
