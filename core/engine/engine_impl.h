@@ -231,5 +231,7 @@ dkv_status eng_push_step(eng *e, const dkv_step_record *s);
 /* Appends a memory sample at time_s with the current per-tag levels. */
 dkv_status eng_push_mem(eng *e, double time_s, uint64_t reserved);
 void       eng_summarize(eng *e, double wall_s);
+void       eng_summary_latency(dkv_run_summary *s, double *lat, size_t n_lat, double *fb, size_t n_fb,
+                                double q_sum, double tpot_sum);
 
 #endif

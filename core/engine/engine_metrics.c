@@ -148,6 +148,31 @@ static void summarize_memory(eng *e, dkv_run_summary *s)
     s->peak_reserved = n_mgr > 1 && e->res_step_max > peak_res ? e->res_step_max : peak_res;
 }
 
+/* The latency part of a summary from the finished requests' latencies (lat, n_lat), their
+ * first-block delays (fb, n_fb) and the sums of queueing time and time per output token; NaN
+ * when no request finished.  lat and fb are reordered (percentiles).  Shared by one engine's
+ * summary and the merged summary of threaded instances (engine_multi.c). */
+void eng_summary_latency(dkv_run_summary *s, double *lat, size_t n_lat, double *fb, size_t n_fb, double q_sum,
+                         double tpot_sum)
+{
+    if (n_lat) {
+        double sum = 0;
+        for (size_t i = 0; i < n_lat; i++)
+            sum += lat[i];
+        s->latency_mean_s = sum / (double)n_lat;
+        s->latency_p50_s = dkv_percentile(lat, n_lat, 50);
+        s->latency_p95_s = dkv_percentile(lat, n_lat, 95);
+        s->latency_p99_s = dkv_percentile(lat, n_lat, 99);
+        s->first_block_p50_s = dkv_percentile(fb, n_fb, 50);
+        s->first_block_p99_s = dkv_percentile(fb, n_fb, 99);
+        s->queue_mean_s = q_sum / (double)n_lat;
+        s->tpot_mean_s = tpot_sum / (double)n_lat;
+    } else {
+        s->latency_mean_s = s->latency_p50_s = s->latency_p95_s = s->latency_p99_s = NAN;
+        s->first_block_p50_s = s->first_block_p99_s = s->queue_mean_s = s->tpot_mean_s = NAN;
+    }
+}
+
 void eng_summarize(eng *e, double wall_s)
 {
     dkv_engine_result *res = e->res;
@@ -198,22 +223,7 @@ void eng_summarize(eng *e, double wall_s)
     s->roofline_frac = e->compute_s > 0 ? e->roofline_s / e->compute_s : 0;
     s->throughput_rps = s->sim_time_s > 0 ? (double)s->n_done / s->sim_time_s : 0;
     s->tokens_per_s = s->sim_time_s > 0 ? (double)s->gen_tokens / s->sim_time_s : 0;
-    if (n_lat) {
-        double sum = 0;
-        for (size_t i = 0; i < n_lat; i++)
-            sum += lat[i];
-        s->latency_mean_s = sum / (double)n_lat;
-        s->latency_p50_s = dkv_percentile(lat, n_lat, 50);
-        s->latency_p95_s = dkv_percentile(lat, n_lat, 95);
-        s->latency_p99_s = dkv_percentile(lat, n_lat, 99);
-        s->first_block_p50_s = dkv_percentile(fb, n_fb, 50);
-        s->first_block_p99_s = dkv_percentile(fb, n_fb, 99);
-        s->queue_mean_s = q_sum / (double)n_lat;
-        s->tpot_mean_s = tpot_sum / (double)n_lat;
-    } else {
-        s->latency_mean_s = s->latency_p50_s = s->latency_p95_s = s->latency_p99_s = NAN;
-        s->first_block_p50_s = s->first_block_p99_s = s->queue_mean_s = s->tpot_mean_s = NAN;
-    }
+    eng_summary_latency(s, lat, n_lat, fb, n_fb, q_sum, tpot_sum);
     free(lat);
     free(fb);
     s->mean_batch = e->step_index ? (double)e->items_total / (double)e->step_index : 0;

@@ -416,7 +416,7 @@ static dkv_status merge_records(mi_inst *x, uint32_t k, dkv_engine_result *r)
     r->cap_steps = r->n_steps;
     qsort(r->steps, r->n_steps, sizeof *r->steps, cmp_step);
     size_t nl = 0;
-    double last = 0, lsum = 0, qsum = 0, tsum = 0;
+    double last = 0, qsum = 0, tsum = 0;
     for (size_t g = 0; g < nreq; g++) {
         const dkv_req_record *q = &r->req[g];
         if (q->status != DKV_REQ_DONE)
@@ -424,23 +424,10 @@ static dkv_status merge_records(mi_inst *x, uint32_t k, dkv_engine_result *r)
         last = q->finish_s > last ? q->finish_s : last;
         lat[nl] = q->latency_s;
         fb[nl++] = q->first_block_s - q->arrival_s;
-        lsum += q->latency_s;
         qsum += q->queue_s;
         tsum += isfinite(q->tpot_s) ? q->tpot_s : 0;
     }
-    if (nl) {
-        s->latency_mean_s = lsum / (double)nl;
-        s->latency_p50_s = dkv_percentile(lat, nl, 50);
-        s->latency_p95_s = dkv_percentile(lat, nl, 95);
-        s->latency_p99_s = dkv_percentile(lat, nl, 99);
-        s->first_block_p50_s = dkv_percentile(fb, nl, 50);
-        s->first_block_p99_s = dkv_percentile(fb, nl, 99);
-        s->queue_mean_s = qsum / (double)nl;
-        s->tpot_mean_s = tsum / (double)nl;
-    } else {
-        s->latency_mean_s = s->latency_p50_s = s->latency_p95_s = s->latency_p99_s = NAN;
-        s->first_block_p50_s = s->first_block_p99_s = s->queue_mean_s = s->tpot_mean_s = NAN;
-    }
+    eng_summary_latency(s, lat, nl, fb, nl, qsum, tsum);
     s->sim_time_s = last > s->sim_time_s ? last : s->sim_time_s;
     free(lat);
     free(fb);
