@@ -358,26 +358,17 @@ static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, c
     return DKV_OK;
 }
 
-static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out, dkv_err *err)
+/* The host clock of one step (dkv_step_cost's host_enqueue_s, host_wait_s and stall). */
+typedef struct {
+    double t0, t_enq, t_wait, t_block;
+} bk_step_wall;
+
+/* The step's work on the device: transfers before, the batched forward, device-side transfers,
+ * transfers after, between timing events; then waits for the step's end (and for a blocking
+ * copy).  With on_item, each item's canvas before and results after are reported. */
+static dkv_status step_execute(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T, uint32_t R,
+                               bk_step_wall *w, dkv_err *err)
 {
-    dkv_cuda_backend *b = ctx;
-    if (!b->begun)
-        return dkv_err_set(err, DKV_ESTATE, "cuda backend: run_step before begin");
-    double t0 = bk_now();
-    if (b->o.device != 0 && cudaSetDevice(b->o.device) != cudaSuccess)   /* this thread's device */
-        return dkv_err_set(err, DKV_EIO, "cuda backend: cudaSetDevice(%d) failed", b->o.device);
-    memset(out, 0, sizeof *out);
-    memset(b->launches, 0, sizeof b->launches);
-    b->n_ev = 0;
-    b->ev_fail = false;
-    b->step_pcie_h2d = b->step_pcie_d2h = 0;
-    b->step_n_fetch = 0;
-    b->step_block_epoch = 0;
-    uint32_t T = 0, R = 0, first_epoch = b->epoch;
-    if (plan->n_items == 0)
-        return plan->n_xfers ? dkv_err_set(err, DKV_EINVAL, "cuda backend: transfer orders in a step without items")
-                             : DKV_OK;
-    DKV_TRY(bk_prepare(b, plan, &T, &R, err));
     uint32_t *before = NULL;
     if (b->o.on_item)
         DKV_TRY(debug_items(b, plan, &before, err));
@@ -392,42 +383,49 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     cudaEvent_t end = b->ev[b->n_ev - 1];
     if (st == DKV_OK)
         st = bk_xfers_after(b, plan, end, err);
-    double t_enq = bk_now();
+    w->t_enq = bk_now();
     cudaError_t e = cudaEventSynchronize(end);
-    double t_wait = bk_now() - t_enq;
+    w->t_wait = bk_now() - w->t_enq;
     if (st == DKV_OK && e != cudaSuccess)
         st = dkv_err_set(err, DKV_EIO, "cuda backend: step %llu failed on the device: %s",
                          (unsigned long long)plan->step_index, cudaGetErrorString(e));
-    double t_block = 0;
+    w->t_block = 0;
     if (st == DKV_OK && b->step_block_epoch) {
         double tb = bk_now();
         e = cudaEventSynchronize(b->copies[b->step_block_epoch % BK_COPIES].done);
-        t_block = bk_now() - tb;
+        w->t_block = bk_now() - tb;
         if (e != cudaSuccess)
             st = dkv_err_set(err, DKV_EIO, "cuda backend: copy failed: %s", cudaGetErrorString(e));
     }
     if (st == DKV_OK && b->o.on_item)
         st = report_items(b, plan, before, err);
     free(before);
-    if (st != DKV_OK)
-        return st;
-    double wall = bk_now() - t0;
+    return st;
+}
 
-    /* measured: segments between the events */
-    double cls[DKV_KCLASS_N + 2] = {0}, span = 0;
+/* Measured: the time of each kernel class (segments between the events, at cls[]), the span from
+ * the first event to the last (*span), and this step's copies that are done (*pcie). */
+static void step_measure(dkv_cuda_backend *b, uint32_t first_epoch, double *cls, double *span, double *pcie)
+{
     float ms;
     for (uint32_t k = 0; k + 1 < b->n_ev; k++)
         if (cudaEventElapsedTime(&ms, b->ev[k], b->ev[k + 1]) == cudaSuccess)
             cls[b->ev_class[k]] += ms * 1e-3;
     if (b->n_ev > 1 && cudaEventElapsedTime(&ms, b->ev[0], b->ev[b->n_ev - 1]) == cudaSuccess)
-        span = ms * 1e-3;
-    double stall = cls[DKV_BK_STALL], pcie = 0;
+        *span = ms * 1e-3;
     for (uint32_t ep = first_epoch + 1; ep <= b->epoch; ep++) {   /* this step's copies that are done */
         bk_copy *c = &b->copies[ep % BK_COPIES];
         if (cudaEventQuery(c->done) == cudaSuccess && cudaEventElapsedTime(&ms, c->start, c->done) == cudaSuccess)
-            pcie += ms * 1e-3;
+            *pcie += ms * 1e-3;
     }
-    /* counted: the cost model's FLOPs and bytes of the same plan (core/cost) */
+}
+
+/* Counted: the cost model's FLOPs and bytes of the same plan (core/cost), at *tot; one kernel
+ * record per class that launched or has a count (measured time beside counted work); the number
+ * of launches at *n_kernels. */
+static dkv_status step_count(dkv_cuda_backend *b, const dkv_step_plan *plan, const double *cls, dkv_cost_totals *tot,
+                             uint32_t *n_kernels, dkv_err *err)
+{
     dkv_cost_step cs;
     dkv_cost_step_init(&cs);
     dkv_status cst = dkv_cost_count(&b->m, plan, &cs, err);
@@ -435,8 +433,7 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
         dkv_cost_step_free(&cs);
         return cst;
     }
-    dkv_cost_totals tot;
-    dkv_cost_step_totals(&cs, &tot);
+    dkv_cost_step_totals(&cs, tot);
     uint32_t n_k = 0;
     for (int c = 0; c < DKV_KCLASS_N; c++) {
         n_k += b->launches[c];
@@ -450,12 +447,57 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
         b->on_kernel(b->on_kernel_user, &r);
     }
     dkv_cost_step_free(&cs);
+    *n_kernels = n_k;
+    return DKV_OK;
+}
+
+/* Requests whose last step this was give their host slot back (later copies are ordered after). */
+static void step_release_slots(dkv_cuda_backend *b, const dkv_step_plan *plan)
+{
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const dkv_step_item *it = &plan->items[i];
+        bk_req *r = &b->rq[it->request];
+        if (r->host_slot >= 0 && it->block + 1 == r->n_blocks && it->step + 1 >= it->steps_in_block) {
+            b->slot_free[b->n_slot_free++] = r->host_slot;
+            r->host_slot = -1;
+        }
+    }
+}
+
+static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out, dkv_err *err)
+{
+    dkv_cuda_backend *b = ctx;
+    if (!b->begun)
+        return dkv_err_set(err, DKV_ESTATE, "cuda backend: run_step before begin");
+    bk_step_wall w = {.t0 = bk_now()};
+    if (b->o.device != 0 && cudaSetDevice(b->o.device) != cudaSuccess)   /* this thread's device */
+        return dkv_err_set(err, DKV_EIO, "cuda backend: cudaSetDevice(%d) failed", b->o.device);
+    memset(out, 0, sizeof *out);
+    memset(b->launches, 0, sizeof b->launches);
+    b->n_ev = 0;
+    b->ev_fail = false;
+    b->step_pcie_h2d = b->step_pcie_d2h = 0;
+    b->step_n_fetch = 0;
+    b->step_block_epoch = 0;
+    uint32_t T = 0, R = 0, first_epoch = b->epoch;
+    if (plan->n_items == 0)
+        return plan->n_xfers ? dkv_err_set(err, DKV_EINVAL, "cuda backend: transfer orders in a step without items")
+                             : DKV_OK;
+    DKV_TRY(bk_prepare(b, plan, &T, &R, err));
+    DKV_TRY(step_execute(b, plan, T, R, &w, err));
+    double wall = bk_now() - w.t0;
+    double cls[DKV_KCLASS_N + 2] = {0}, span = 0, pcie = 0;
+    step_measure(b, first_epoch, cls, &span, &pcie);
+    double stall = cls[DKV_BK_STALL];
+    dkv_cost_totals tot;
+    uint32_t n_k = 0;
+    DKV_TRY(step_count(b, plan, cls, &tot, &n_k, err));
     out->time_s = wall;
-    out->host_enqueue_s = t_enq - t0;
-    out->host_wait_s = t_wait + t_block;
+    out->host_enqueue_s = w.t_enq - w.t0;
+    out->host_wait_s = w.t_wait + w.t_block;
     out->compute_s = span - stall > 0 ? span - stall : 0;
     out->pcie_s = pcie;
-    out->stall_s = stall + t_block;
+    out->stall_s = stall + w.t_block;
     out->flops = tot.flops;
     out->hbm_read_bytes = tot.hbm_read_bytes;
     out->hbm_write_bytes = tot.hbm_write_bytes;
@@ -471,15 +513,7 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     b->rep.wall_time_s += wall;
     if (sample_memory(b, plan) != DKV_OK)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory (memory series)");
-    /* requests whose last step this was give their host slot back (later copies are ordered after) */
-    for (uint32_t i = 0; i < plan->n_items; i++) {
-        const dkv_step_item *it = &plan->items[i];
-        bk_req *r = &b->rq[it->request];
-        if (r->host_slot >= 0 && it->block + 1 == r->n_blocks && it->step + 1 >= it->steps_in_block) {
-            b->slot_free[b->n_slot_free++] = r->host_slot;
-            r->host_slot = -1;
-        }
-    }
+    step_release_slots(b, plan);
     return DKV_OK;
 }
 

@@ -418,10 +418,22 @@ static void commit(eng *e, cand *cd, double t0)
         eng_finish_request(e, r, DKV_REQ_DONE, e->now);
 }
 
-dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst_round, dkv_err *err)
+/* What a round's items add up to: the step record's counts and the routing pool's host time. */
+typedef struct {
+    uint64_t q, bud, rows;
+    uint32_t n_ref, n_adm;
+    double route_s;
+} round_sums;
+
+/* The host clock around the backend call (a step record's host_plan_s and host_wait_s). */
+typedef struct {
+    double call0, ret, call1;
+} round_wall;
+
+/* The plan's items and transfer orders for cands[from, from + n), and their sums. */
+static dkv_status round_build_plan(eng *e, size_t from, size_t n, size_t *n_xfers, round_sums *sum, dkv_err *err)
 {
     const dkv_engine_config *c = &e->c;
-    size_t n = e->n_cands - from;
     if (ensure_plan_arrays(e, n, 4 * n + 1) != DKV_OK)
         return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory");
     size_t nx = 0, nb = 0;
@@ -435,72 +447,89 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
         e->cap_kvblk = nb * 2;
     }
     uint32_t *blk = e->kvblk;
-    uint64_t q = 0, bud = 0, rows = 0;
-    uint32_t n_ref = 0, n_adm = 0;
-    double route_s = 0;
+    memset(sum, 0, sizeof *sum);
     for (size_t i = 0; i < n; i++) {
         cand *cd = &e->cands[from + i];
         nx += build_item(e, cd, &e->items[i], &e->xfers[nx], &blk);
-        q += cd->s.q_tokens;
-        bud += cd->budget;
-        rows += cd->s.logit_rows;
-        n_ref += cd->s.phase == DKV_PHASE_REFRESH;
-        n_adm += cd->admit;
+        sum->q += cd->s.q_tokens;
+        sum->bud += cd->budget;
+        sum->rows += cd->s.logit_rows;
+        sum->n_ref += cd->s.phase == DKV_PHASE_REFRESH;
+        sum->n_adm += cd->admit;
         if (c->routing.enabled) {
             ereq *r = &e->rq[cd->r];
             if (r->route == DKV_ROUTE_PLAIN)
-                route_s += e->rcost.plain_step_s;
+                sum->route_s += e->rcost.plain_step_s;
             else
-                route_s += e->rcost.pool_step_s + (cd->admit && !r->started ? e->rcost.setup_s : 0) +
-                           (cd->s.step == 0 ? e->rcost.block_s * (double)r->n_kv : 0);
+                sum->route_s += e->rcost.pool_step_s + (cd->admit && !r->started ? e->rcost.setup_s : 0) +
+                                (cd->s.step == 0 ? e->rcost.block_s * (double)r->n_kv : 0);
         }
     }
-    dkv_step_plan plan = {.step_index = e->step_index, .instance = inst_tag, .items = e->items,
-                          .n_items = (uint32_t)n, .xfers = e->xfers, .n_xfers = (uint32_t)nx,
-                          .max_logit_rows = c->logit.max_num_logits,
-                          .n_weight_streams = c->shared_weights ? 1 : n_inst_round};
-    dkv_step_cost cost;
+    *n_xfers = nx;
+    return DKV_OK;
+}
+
+/* The backend runs the plan; with hooks (threaded instances) the shared lock is released around
+ * the call and the engine's clock is the host's. */
+static dkv_status round_call_backend(eng *e, const dkv_step_plan *plan, dkv_step_cost *cost, round_wall *w,
+                                     dkv_err *err)
+{
+    const dkv_engine_config *c = &e->c;
     const dkv_engine_hooks *hk = c->hooks;
-    double h_call0 = eng_wall_now();
+    w->call0 = eng_wall_now();
     if (hk) {
         eng_clock_sync(e);       /* a real clock: the step starts now, after planning and waits */
         hk->unlock(hk->user);
     }
-    dkv_status st = dkv_backend_run_step(c->backend, &plan, &cost, err);
-    double h_ret = eng_wall_now();
+    dkv_status st = dkv_backend_run_step(c->backend, plan, cost, err);
+    w->ret = eng_wall_now();
     if (hk)
         hk->lock(hk->user);  /* waiting for the shared pool's lock counts as a wait */
-    double h_call1 = eng_wall_now();
-    if (st != DKV_OK) {
+    w->call1 = eng_wall_now();
+    if (st != DKV_OK)
         dkv_err_prefix(err, "backend '%s', step %llu", dkv_backend_name(c->backend), (unsigned long long)e->step_index);
-        return st;
-    }
-    uint64_t reserved = 0;
-    double dev_t = eng_device_time(e, &reserved);
-    if (reserved > e->res_step_max) /* every acquisition of the step is done, no release yet */
-        e->res_step_max = reserved;
-    double alloc_s = dev_t - e->dev_time_prev + route_s;
+    return st;
+}
+
+/* The step's time on the engine's clock (backend cost + allocation and routing time) and the
+ * run's totals; returns the allocation time, with the step's start at *t0 and the reserved bytes
+ * at *reserved. */
+static double round_account(eng *e, const dkv_step_cost *cost, const round_sums *sum, size_t n, double *t0,
+                            uint64_t *reserved)
+{
+    const dkv_engine_hooks *hk = e->c.hooks;
+    *reserved = 0;
+    double dev_t = eng_device_time(e, reserved);
+    if (*reserved > e->res_step_max) /* every acquisition of the step is done, no release yet */
+        e->res_step_max = *reserved;
+    double alloc_s = dev_t - e->dev_time_prev + sum->route_s;
     e->dev_time_prev = dev_t;
-    double t0 = e->now;
-    e->now += cost.time_s + alloc_s;
+    *t0 = e->now;
+    e->now += cost->time_s + alloc_s;
     if (hk && hk->clock) {       /* the host clock: the step's real end */
-        e->now = t0;
+        e->now = *t0;
         eng_clock_sync(e);
     }
-    e->busy_s += cost.time_s + alloc_s;
-    e->compute_s += cost.compute_s;
-    e->roofline_s += cost.roofline_s;
-    e->host_model_s = cost.host_s;
+    e->busy_s += cost->time_s + alloc_s;
+    e->compute_s += cost->compute_s;
+    e->roofline_s += cost->roofline_s;
+    e->host_model_s = cost->host_s;
     e->alloc_s += alloc_s;
-    e->hbm_rd += (double)cost.hbm_read_bytes;
-    e->hbm_wr += (double)cost.hbm_write_bytes;
-    e->pcie_h2d += (double)cost.pcie_h2d_bytes;
-    e->pcie_d2h += (double)cost.pcie_d2h_bytes;
-    e->flops += cost.flops;
+    e->hbm_rd += (double)cost->hbm_read_bytes;
+    e->hbm_wr += (double)cost->hbm_write_bytes;
+    e->pcie_h2d += (double)cost->pcie_h2d_bytes;
+    e->pcie_d2h += (double)cost->pcie_d2h_bytes;
+    e->flops += cost->flops;
     e->items_total += n;
-    if (q > e->budget_tokens && n > 1)
+    if (sum->q > e->budget_tokens && n > 1)
         e->overruns++;
-    /* trace events at the step's start first (the trace is in time order), then the commit */
+    return alloc_s;
+}
+
+/* Trace events at the step's start (admissions, phases): the trace is in time order, so they go
+ * before the commit's events. */
+static void round_trace_start(eng *e, size_t from, size_t n, double t0)
+{
     for (size_t i = 0; e->c.trace && i < n; i++) {
         cand *cd = &e->cands[from + i];
         const ereq *r = &e->rq[cd->r];
@@ -510,11 +539,12 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
         ENG_TRACE(e, eng_trace_phase(e->c.trace, t0, e->now - t0, (uint8_t)cd->s.phase, cd->r, cd->inst, cd->s.block,
                                      cd->s.step, cd->s.q_tokens, &e->trace_err));
     }
-    /* The step's transient peak (activations, logits chunks) is held until here: sample it at
-     * the step's start so the memory-by-tag series shows it, then the level after release. */
-    bool sample = c->mem_sample_every && (e->step_index % c->mem_sample_every) == 0;
-    if (sample && eng_push_mem(e, t0, reserved) != DKV_OK)
-        return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory (memory records)");
+}
+
+/* The round's decisions take effect: each item's request state, the step's transient memory
+ * released, the next step index, pending events, and the memory managers' clocks. */
+static void round_commit(eng *e, size_t from, size_t n, double t0)
+{
     for (size_t i = 0; i < n; i++)
         commit(e, &e->cands[from + i], t0);
     trans_release_from(e, 0, true);
@@ -525,21 +555,57 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
         dkv_mem_tick(e->kvm[i], e->now, NULL);
     if (!e->dev_is_kv)
         dkv_mem_tick(e->dev, e->now, NULL);
+}
 
+/* The step record of the round just committed (step index already advanced). */
+static dkv_step_record round_record(const eng *e, uint32_t inst_tag, size_t n, const round_sums *sum,
+                                    const dkv_step_cost *cost, double t0, double alloc_s, const round_wall *w)
+{
+    bool hk = e->c.hooks != NULL;
     dkv_step_record rec = {.index = e->step_index - 1, .instance = inst_tag, .start_s = t0,
-                           .time_s = cost.time_s + alloc_s, .compute_s = cost.compute_s, .pcie_s = cost.pcie_s,
-                           .stall_s = cost.stall_s, .alloc_s = alloc_s, .n_items = (uint32_t)n,
-                           .n_refresh = n_ref, .n_reuse = (uint32_t)n - n_ref, .n_admitted = n_adm,
-                           .q_tokens = q, .budget_tokens = bud, .logit_rows = rows,
-                           .hbm_read_bytes = cost.hbm_read_bytes, .hbm_write_bytes = cost.hbm_write_bytes,
-                           .pcie_h2d_bytes = cost.pcie_h2d_bytes, .pcie_d2h_bytes = cost.pcie_d2h_bytes,
-                           .flops = cost.flops, .flops_util = cost.flops_util, .bw_util = cost.bw_util,
-                           .host_enqueue_s = cost.host_enqueue_s, .host_wait_s = cost.host_wait_s + (hk ? h_call1 - h_ret : 0)};
+                           .time_s = cost->time_s + alloc_s, .compute_s = cost->compute_s, .pcie_s = cost->pcie_s,
+                           .stall_s = cost->stall_s, .alloc_s = alloc_s, .n_items = (uint32_t)n,
+                           .n_refresh = sum->n_ref, .n_reuse = (uint32_t)n - sum->n_ref, .n_admitted = sum->n_adm,
+                           .q_tokens = sum->q, .budget_tokens = sum->bud, .logit_rows = sum->rows,
+                           .hbm_read_bytes = cost->hbm_read_bytes, .hbm_write_bytes = cost->hbm_write_bytes,
+                           .pcie_h2d_bytes = cost->pcie_h2d_bytes, .pcie_d2h_bytes = cost->pcie_d2h_bytes,
+                           .flops = cost->flops, .flops_util = cost->flops_util, .bw_util = cost->bw_util,
+                           .host_enqueue_s = cost->host_enqueue_s,
+                           .host_wait_s = cost->host_wait_s + (hk ? w->call1 - w->ret : 0)};
     for (uint32_t i = 0; i < e->ni; i++) {
         rec.n_waiting += (uint32_t)e->in[i].wq_len;
         rec.n_running += e->in[i].n_run;
     }
-    rec.host_plan_s = (h_call0 - e->plan_t0) + (eng_wall_now() - h_call1);
+    rec.host_plan_s = (w->call0 - e->plan_t0) + (eng_wall_now() - w->call1);
+    return rec;
+}
+
+/* One step: cands[from, n_cands) become a plan, the backend runs it, the engine commits it and
+ * records the step. */
+dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst_round, dkv_err *err)
+{
+    const dkv_engine_config *c = &e->c;
+    size_t n = e->n_cands - from, nx = 0;
+    round_sums sum;
+    DKV_TRY(round_build_plan(e, from, n, &nx, &sum, err));
+    dkv_step_plan plan = {.step_index = e->step_index, .instance = inst_tag, .items = e->items,
+                          .n_items = (uint32_t)n, .xfers = e->xfers, .n_xfers = (uint32_t)nx,
+                          .max_logit_rows = c->logit.max_num_logits,
+                          .n_weight_streams = c->shared_weights ? 1 : n_inst_round};
+    dkv_step_cost cost;
+    round_wall w;
+    DKV_TRY(round_call_backend(e, &plan, &cost, &w, err));
+    double t0;
+    uint64_t reserved;
+    double alloc_s = round_account(e, &cost, &sum, n, &t0, &reserved);
+    round_trace_start(e, from, n, t0);
+    /* The step's transient peak (activations, logits chunks) is held until here: sample it at
+     * the step's start so the memory-by-tag series shows it, then the level after release. */
+    bool sample = c->mem_sample_every && (e->step_index % c->mem_sample_every) == 0;
+    if (sample && eng_push_mem(e, t0, reserved) != DKV_OK)
+        return dkv_err_set(err, DKV_ENOMEM, "engine: out of host memory (memory records)");
+    round_commit(e, from, n, t0);
+    dkv_step_record rec = round_record(e, inst_tag, n, &sum, &cost, t0, alloc_s, &w);
     if (c->on_step)
         c->on_step(c->on_step_user, &rec);
     if (c->record_steps && eng_push_step(e, &rec) != DKV_OK)
