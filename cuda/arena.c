@@ -23,7 +23,6 @@ dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err)
 {
     const dkv_model *m = &b->m;
     const dkv_cuda_backend *own = arena_owner(b);
-    b->block_bytes = (uint64_t)b->block_tokens * b->kvbpt;   /* == setup.pool.block_bytes (checked at begin) */
     b->n_pool = (uint32_t)b->want_pool;
     b->n_staging = (uint32_t)b->want_staging;
     uint32_t regions = b->o.arena_instances > 1 ? b->o.arena_instances : 1;

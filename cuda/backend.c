@@ -156,6 +156,9 @@ static dkv_status take_setup(dkv_cuda_backend *b, const dkv_backend_setup *s, dk
                            p->block_tokens, (unsigned long long)p->n_blocks);
     if (s->decode->block_len == 0)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: setup.decode.block_len must be > 0");
+    if (dkv_dtype_bytes(s->model->kv_dtype) == 0)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: model '%s': unknown KV dtype %d", s->model->name,
+                           (int)s->model->kv_dtype);
     b->m = *s->model;
     b->g = *s->gpu;
     b->wl = s->workload;
@@ -163,6 +166,11 @@ static dkv_status take_setup(dkv_cuda_backend *b, const dkv_backend_setup *s, dk
     b->dec.rho_fn = NULL;   /* never called here: the plan carries each step's counts */
     b->dec.rho_ctx = NULL;
     b->block_tokens = p->block_tokens;
+    /* The device block: the pool's (dkv_block_bytes, decided once by the engine) in the device's
+     * element.  The one deliberate difference: FP8 KV is held as bf16 (docs/GPU.md "Lossy
+     * policies"), so its device block is twice the priced one.  begin checks that the pool block
+     * is a whole number of tokens. */
+    b->block_bytes = p->block_bytes / dkv_dtype_bytes(s->model->kv_dtype) * sizeof(dkv_bf16);
     b->want_pool = p->n_blocks;
     b->want_staging = b->o.staging_bytes != DKV_CUDA_FROM_SETUP ? b->o.staging_bytes / p->block_bytes
                                                                  : p->staging_blocks;
