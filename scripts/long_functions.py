@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """long_functions.py [LIMIT] [PATHS...] - C functions longer than LIMIT lines (default 120) and
-source files longer than 800 lines, in product code (core/, sim/, cuda/*.c; CUDA kernels in .cu
-files are left out, as STYLE.md allows).  A function is a line at column 0 that opens a body
+source files longer than 800 lines, in product code (core/, sim/, cuda/, cpu/: .c and .h; CUDA
+kernels in .cu files are left out, as STYLE.md allows).  A function is a line at column 0 that opens a body
 ('{' alone on the next line, or at the end of the signature) up to the '}' at column 0 that
 closes it.  Prints one line per finding; exit 1 when there is one."""
 import glob
@@ -11,7 +11,8 @@ import sys
 
 limit = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 120
 paths = [a for a in sys.argv[1:] if not a.isdigit()] or \
-    sorted(glob.glob('core/**/*.c', recursive=True) + glob.glob('sim/*.c') + glob.glob('cuda/*.c'))
+    sorted(f for d in ('core/**', 'sim', 'cuda', 'cpu') for x in ('c', 'h')
+           for f in glob.glob('%s/*.%s' % (d, x), recursive=True))
 found = 0
 name_re = re.compile(r'([A-Za-z_][A-Za-z_0-9]*)\s*\(')
 for p in paths:
