@@ -37,15 +37,11 @@ void dkv_engine_config_default(dkv_engine_config *c)
     c->mem.device_free_s = -1;
     c->decode.seed = 0;
     dkv_sizing_config_default(&c->sizing);
-    dkv_logit_config_default(&c->logit);
-    c->logit.max_num_logits = 0;
-    dkv_layout_config_default(&c->layout);
-    dkv_offload_config_default(&c->offload);
-    dkv_lifecycle_config_default(&c->lifecycle);
-    dkv_retention_config_default(&c->retention);
+    for (size_t i = 0; i < dkv_engine_n_policies; i++)   /* the policies' table (engine_policy.c) */
+        dkv_engine_policies[i].policy->set_default(dkv_engine_policy_config(c, i));
+    c->logit.max_num_logits = 0;   /* from the preset (dkv_engine_config_resolve) */
     c->retention.rho = -1;
     c->retention.seed = 0;
-    dkv_routing_config_default(&c->routing);
     c->routing_costs = (dkv_routing_costs){-1, -1, -1, -1};
     c->n_instances = 1;
     dkv_placement_config_default(&c->placement);
@@ -125,17 +121,13 @@ dkv_status dkv_engine_config_validate(const dkv_engine_config *c, dkv_err *err)
         return dkv_err_set(err, DKV_EINVAL, "scheduler.kind: bad value %d", (int)c->sched);
     if (c->n_instances == 0 || c->n_instances > ENG_MAX_INST)
         return dkv_err_set(err, DKV_ERANGE, "instances: %u must be in [1, %d]", c->n_instances, ENG_MAX_INST);
-    if ((st = dkv_sizing_config_validate(&c->sizing, err)) != DKV_OK ||
-        (st = dkv_layout_config_validate(&c->layout, err)) != DKV_OK ||
-        (st = dkv_offload_config_validate(&c->offload, err)) != DKV_OK ||
-        (st = dkv_lifecycle_config_validate(&c->lifecycle, err)) != DKV_OK ||
-        (st = dkv_routing_config_validate(&c->routing, err)) != DKV_OK)
+    if ((st = dkv_sizing_config_validate(&c->sizing, err)) != DKV_OK)
         return st;
-    if (c->decode.cache == DKV_CACHE_SPARSE && (st = dkv_retention_config_validate(&c->retention, err)) != DKV_OK)
-        return st;
-    dkv_logit_config lc = c->logit;
-    if ((st = dkv_logit_config_validate(&lc, err)) != DKV_OK)
-        return st;
+    for (size_t i = 0; i < dkv_engine_n_policies; i++) {   /* the policies' table (engine_policy.c) */
+        const dkv_engine_policy *p = &dkv_engine_policies[i];
+        if (!p->applies || p->applies(c))
+            DKV_TRY(p->policy->validate((const char *)c + p->offset, err));
+    }
     uint32_t B = c->decode.block_len;
     size_t n = dkv_workload_count(c->workload);
     for (size_t i = 0; i < n; i++) {

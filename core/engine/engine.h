@@ -244,6 +244,21 @@ void dkv_engine_config_default(dkv_engine_config *c);
  * on its copy when the caller has not. */
 dkv_status dkv_engine_config_resolve(dkv_engine_config *c, dkv_err *err);
 
+/* The policies of dkv.simulate's `policies` table, registered in ONE table (engine_policy.c):
+ * each one's descriptor (policy/policy_desc.h: name, default, validate, Lua keys) and where its
+ * config lives in dkv_engine_config.  dkv_engine_config_default sets, and
+ * dkv_engine_config_validate checks, every entry's config; core/lua reads `policies.<name>` for
+ * every entry (from the descriptor's keys when it has them).  In table order. */
+typedef struct dkv_engine_policy {
+    const dkv_policy *policy;
+    size_t offset;                                  /* of its config in dkv_engine_config */
+    bool (*applies)(const dkv_engine_config *c);    /* NULL: always; else validated only when true */
+} dkv_engine_policy;
+extern const dkv_engine_policy dkv_engine_policies[];
+extern const size_t dkv_engine_n_policies;
+/* Entry i's config inside c. */
+void *dkv_engine_policy_config(dkv_engine_config *c, size_t i);
+
 /* Checks everything that can be checked before a run: required pointers, ranges, the decode
  * config (block_len 0, steps), that the model fits the GPU (sizing), that every request's G is
  * a multiple of block_len, policy configs.  Messages name the field. */

@@ -126,7 +126,8 @@ static size_t select_fcfs_order(eng *e, einst *in, const eng_sched_i *self)
 /* ---------------------------------------------------------------- the schedulers
  * One entry per scheduler, indexed by dkv_sched_kind; the name is the first member, so this
  * table is also the names table (dkv_sched_names).  A new scheduler: an entry here (with its own
- * select function when the running-then-admissions order does not fit) and a value in engine.h. */
+ * select function when the running-then-admissions order does not fit); a DKV_SCHED_* value in
+ * engine.h is optional (Lua and the CLI use the names). */
 static const eng_sched_i scheds[] = {
     [DKV_SCHED_STATIC] = {"static", select_fcfs_order, budget_canvas, false, true},
     [DKV_SCHED_FCFS] = {"fcfs", select_fcfs_order, budget_canvas, true, false},

@@ -416,8 +416,6 @@ static void retention_unused(pt *ret_keep, const dkv_engine_config *c, const cha
                     "callback");
 }
 
-static const char *const pol_keys[] = {"logit", "layout", "offload", "lifecycle", "retention", "routing", NULL};
-
 /* policies.retention.entropies: an array of numbers in [0, 1] (left on the stack for the caller). */
 static void read_entropies(lua_State *L, dkv_lsim *s, pt *ret_keep)
 {
@@ -489,31 +487,25 @@ static void parse_retention(pt *p_pol, dkv_lsim *s, pt *ret_keep)
     }
 }
 
-static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, pt *rt_keep)
+static void parse_logit(pt *p, dkv_engine_config *c, pt *logit_keep)
 {
-    lua_State *L = root->L;
-    dkv_engine_config *c = &s->ec;
-    pt p, q;
-    pt_sub(root, "policies", &p, pol_keys);
-
     static const char *const lk[] = {"max_num_logits", "upcast_bytes", "upcast_tensors", NULL};
-    pt_sub(&p, "logit", logit_keep, lk);
+    pt_sub(p, "logit", logit_keep, lk);
     c->logit.max_num_logits = (uint32_t)gint(logit_keep, "max_num_logits", c->logit.max_num_logits, 0, U32MAX);
     c->logit.upcast_bytes = (uint32_t)gint(logit_keep, "upcast_bytes", c->logit.upcast_bytes, 0, 8);
     c->logit.upcast_tensors = (uint32_t)gint(logit_keep, "upcast_tensors", c->logit.upcast_tensors, 0, 4);
+}
 
-    static const char *const yk[] = {"layout", "reorder", NULL};
-    pt_sub(&p, "layout", &q, yk);
-    c->layout.layout = (dkv_layout)genum(&q, "layout", &dkv_layout_names, c->layout.layout);
-    c->layout.reorder = (dkv_reorder)genum(&q, "reorder", &dkv_reorder_names, c->layout.reorder);
-
+static void parse_offload(pt *p, dkv_engine_config *c)
+{
+    pt q;
     static const char *const ok[] = {"mode", "t1", "t2", "lowrank_ratio", "pinned", NULL};
-    pt_sub(&p, "offload", &q, ok);
+    pt_sub(p, "offload", &q, ok);
     c->offload.mode = (dkv_offload_mode)genum(&q, "mode", &dkv_offload_mode_names, c->offload.mode);
     c->offload.t1 = gnum(&q, "t1", c->offload.t1, 0, 1, 0);
     c->offload.t2 = gnum(&q, "t2", c->offload.t2, 0, 1, 0);
     if (c->offload.t2 < c->offload.t1)
-        dkv_lconf_error(L, q.path, "t2", "must be >= t1 (%g < %g)", c->offload.t2, c->offload.t1);
+        dkv_lconf_error(p->L, q.path, "t2", "must be >= t1 (%g < %g)", c->offload.t2, c->offload.t1);
     c->offload.lowrank_ratio = gnum(&q, "lowrank_ratio", c->offload.lowrank_ratio, 0, 1, DKV_LCONF_LO_OPEN);
     c->offload.pinned = gbool(&q, "pinned", c->offload.pinned);
     if (c->offload.mode == DKV_OFFLOAD_NONE)
@@ -521,21 +513,13 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
                     "offload.mode is '%s'", "none");
     else if (c->offload.mode == DKV_OFFLOAD_PLAIN)
         unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", NULL}, "offload.mode is '%s'", "plain");
+}
 
-    static const char *const fk[] = {"rule", "delay_steps", "delay_s", NULL};
-    pt_sub(&p, "lifecycle", &q, fk);
-    c->lifecycle.rule = (dkv_release_rule)genum(&q, "rule", &dkv_release_rule_names, c->lifecycle.rule);
-    c->lifecycle.delay_steps = (uint32_t)gint(&q, "delay_steps", c->lifecycle.delay_steps, 0, U32MAX);
-    c->lifecycle.delay_s = gnum(&q, "delay_s", c->lifecycle.delay_s, 0, HUGE_VAL, 0);
-    if (c->lifecycle.rule == DKV_RELEASE_IMMEDIATE)
-        unused_when(&q, (const char *const[]){"delay_steps", "delay_s", NULL}, "lifecycle.rule is '%s'",
-                    "immediate");
-
-    parse_retention(&p, s, ret_keep);
-
+static void parse_routing(pt *p, dkv_engine_config *c, pt *rt_keep)
+{
     static const char *const tk[] = {"enabled", "threshold_tokens", "setup_s", "block_s", "pool_step_s",
                                      "plain_step_s", NULL};
-    pt_sub(&p, "routing", rt_keep, tk);
+    pt_sub(p, "routing", rt_keep, tk);
     c->routing.enabled = gbool(rt_keep, "enabled", c->routing.enabled);
     c->routing.threshold_tokens = (uint32_t)gint(rt_keep, "threshold_tokens", c->routing.threshold_tokens, 0, U32MAX);
     dkv_routing_costs *k = &c->routing_costs;   /* < 0: from the preset, resolved later */
@@ -547,6 +531,74 @@ static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, 
         unused_when(rt_keep, (const char *const[]){"threshold_tokens", "setup_s", "block_s", "pool_step_s",
                                                    "plain_step_s", NULL},
                     "routing.enabled is %s", "false");
+}
+
+/* policies.<name> of a policy that lists its keys (policy/policy_desc.h): each key read by its
+ * type into the policy's config at cfg, then the keys that cannot take effect under the chosen
+ * enum value are errors, as unknown keys are. */
+static void parse_policy_keys(pt *p, const dkv_policy *pol, void *cfg)
+{
+    const char *names[DKV_POLICY_MAX_KEYS + 1];
+    size_t n = 0;
+    for (const dkv_policy_key *k = pol->keys; k->name && n < DKV_POLICY_MAX_KEYS; k++)
+        names[n++] = k->name;
+    names[n] = NULL;
+    pt q;
+    pt_sub(p, pol->name, &q, names);
+    for (const dkv_policy_key *k = pol->keys; k->name; k++) {
+        char *f = (char *)cfg + k->offset;
+        unsigned fl = (k->flags & DKV_POLICY_KEY_LO_OPEN ? DKV_LCONF_LO_OPEN : 0) |
+                      (k->flags & DKV_POLICY_KEY_HI_OPEN ? DKV_LCONF_HI_OPEN : 0);
+        switch (k->type) {
+        case DKV_POLICY_KEY_BOOL: *(bool *)f = gbool(&q, k->name, *(bool *)f); break;
+        case DKV_POLICY_KEY_UINT:
+            *(uint32_t *)f = (uint32_t)gint(&q, k->name, *(uint32_t *)f, (int64_t)k->lo, (int64_t)k->hi);
+            break;
+        case DKV_POLICY_KEY_NUM: *(double *)f = gnum(&q, k->name, *(double *)f, k->lo, k->hi, fl); break;
+        case DKV_POLICY_KEY_ENUM: *(int *)f = genum(&q, k->name, k->names, *(int *)f); break;
+        }
+    }
+    for (const dkv_policy_key *k = pol->keys; k->name; k++) {
+        const dkv_policy_key *e = pol->keys;
+        while (k->used_if && e->name && strcmp(e->name, k->used_if) != 0)
+            e++;
+        if (!k->used_if || !e->name || e->type != DKV_POLICY_KEY_ENUM)
+            continue;
+        int v = *(const int *)((const char *)cfg + e->offset);
+        if (!(k->used_mask & (1u << v)) && has(&q, k->name))
+            dkv_lconf_error(p->L, q.path, k->name, "is not used when %s.%s is '%s'", pol->name, e->name,
+                            dkv_names_at(e->names, v));
+    }
+}
+
+/* policies: every policy of the engine's table (engine_policy.c), in its order; the first ones
+ * have their own readers here (keys from the GPU preset, or that depend on each other), later
+ * ones are read from their descriptor's keys. */
+static void parse_policies(pt *root, dkv_lsim *s, pt *logit_keep, pt *ret_keep, pt *rt_keep)
+{
+    dkv_engine_config *c = &s->ec;
+    const char *names[32];
+    size_t n = 0;
+    for (; n < dkv_engine_n_policies && n < 31; n++)
+        names[n] = dkv_engine_policies[n].policy->name;
+    names[n] = NULL;
+    pt p;
+    pt_sub(root, "policies", &p, names);
+    for (size_t i = 0; i < dkv_engine_n_policies; i++) {
+        const dkv_policy *pol = dkv_engine_policies[i].policy;
+        if (pol->keys)
+            parse_policy_keys(&p, pol, dkv_engine_policy_config(c, i));
+        else if (pol == &dkv_logit_policy)
+            parse_logit(&p, c, logit_keep);
+        else if (pol == &dkv_offload_policy)
+            parse_offload(&p, c);
+        else if (pol == &dkv_retention_policy)
+            parse_retention(&p, s, ret_keep);
+        else if (pol == &dkv_routing_policy)
+            parse_routing(&p, c, rt_keep);
+        else
+            luaL_error(root->L, "dkv.simulate: policy '%s' lists no keys (policy_desc.h)", pol->name);
+    }
 }
 
 static const char *const ins_keys[] = {"n", "placement", "guaranteed_frac", "burst_frac", "weights", "gpu_share",

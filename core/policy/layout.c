@@ -77,3 +77,15 @@ dkv_status dkv_layout_reorder(const dkv_layout_config *c, const dkv_model *m, co
     out->time_s = bw_time(g, 2.0 * (double)bytes, dkv_gpu_bw_efficiency(g, run));
     return DKV_OK;
 }
+
+/* Lua keys (policies.layout), parsed by core/lua from this list */
+static const dkv_policy_key layout_keys[] = {
+    {.name = "layout", .type = DKV_POLICY_KEY_ENUM, .offset = offsetof(dkv_layout_config, layout),
+     .names = &dkv_layout_names},
+    {.name = "reorder", .type = DKV_POLICY_KEY_ENUM, .offset = offsetof(dkv_layout_config, reorder),
+     .names = &dkv_reorder_names},
+    {0},
+};
+_Static_assert(sizeof(dkv_layout) == sizeof(int) && sizeof(dkv_reorder) == sizeof(int), "int-sized enums");
+
+DKV_POLICY_DEFINE(dkv_layout_policy, "layout", dkv_layout, dkv_layout_config, layout_keys);

@@ -36,6 +36,7 @@
 #include "model/model.h"
 #include "util/names.h"
 #include "util/status.h"
+#include "policy/policy_desc.h"
 
 typedef enum dkv_layout {
     DKV_LAYOUT_TMAJOR = 0,     /* (step, layer, head) nesting: the baseline */
@@ -58,6 +59,8 @@ typedef struct dkv_layout_config {
 
 void       dkv_layout_config_default(dkv_layout_config *c);
 dkv_status dkv_layout_config_validate(const dkv_layout_config *c, dkv_err *err);
+/* The policy as data (policy_desc.h), registered in core/engine/engine_policy.c. */
+extern const dkv_policy dkv_layout_policy;
 
 /* A KV read of one step under one layout. */
 typedef struct dkv_layout_read {

@@ -138,3 +138,18 @@ done:
     free(pend);
     return st;
 }
+
+/* Lua keys (policies.lifecycle), parsed by core/lua from this list: the delays take effect only
+ * under the deferred rule */
+static const dkv_policy_key lifecycle_keys[] = {
+    {.name = "rule", .type = DKV_POLICY_KEY_ENUM, .offset = offsetof(dkv_lifecycle_config, rule),
+     .names = &dkv_release_rule_names},
+    {.name = "delay_steps", .type = DKV_POLICY_KEY_UINT, .offset = offsetof(dkv_lifecycle_config, delay_steps),
+     .lo = 0, .hi = UINT32_MAX, .used_if = "rule", .used_mask = 1u << DKV_RELEASE_DEFERRED},
+    {.name = "delay_s", .type = DKV_POLICY_KEY_NUM, .offset = offsetof(dkv_lifecycle_config, delay_s),
+     .lo = 0, .hi = INFINITY, .used_if = "rule", .used_mask = 1u << DKV_RELEASE_DEFERRED},
+    {0},
+};
+_Static_assert(sizeof(dkv_release_rule) == sizeof(int), "an int-sized enum");
+
+DKV_POLICY_DEFINE(dkv_lifecycle_policy, "lifecycle", dkv_lifecycle, dkv_lifecycle_config, lifecycle_keys);

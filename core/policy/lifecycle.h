@@ -23,6 +23,7 @@
 
 #include "util/names.h"
 #include "util/status.h"
+#include "policy/policy_desc.h"
 
 typedef enum dkv_release_rule {
     DKV_RELEASE_IMMEDIATE = 0, /* free when the count reaches zero */
@@ -41,6 +42,8 @@ typedef struct dkv_lifecycle_config {
 void       dkv_lifecycle_config_default(dkv_lifecycle_config *c);
 /* A deferred rule needs delay_steps > 0 or delay_s > 0; delay_s must be finite and >= 0. */
 dkv_status dkv_lifecycle_config_validate(const dkv_lifecycle_config *c, dkv_err *err);
+/* The policy as data (policy_desc.h), registered in core/engine/engine_policy.c. */
+extern const dkv_policy dkv_lifecycle_policy;
 
 /* True when a block whose count reached zero at (zero_step, zero_s) may be freed at
  * (now_step, now_s) under the rule. */

@@ -59,3 +59,5 @@ uint64_t dkv_logit_max_rows_for_budget(const dkv_logit_config *c, uint32_t vocab
         return 0;
     return (uint64_t)(budget_bytes / (double)row);
 }
+
+DKV_POLICY_DEFINE(dkv_logit_policy, "logit", dkv_logit, dkv_logit_config, NULL);

@@ -24,6 +24,7 @@
 
 #include "model/model.h"
 #include "util/status.h"
+#include "policy/policy_desc.h"
 
 typedef struct dkv_logit_config {
     uint32_t max_num_logits;   /* rows per chunk; 0 = unchunked.  Default 1024 (dLLM-Serve's code;
@@ -37,6 +38,8 @@ typedef struct dkv_logit_config {
 void dkv_logit_config_default(dkv_logit_config *c);
 /* Checks each field; the message names it ("logit.upcast_bytes ..."). */
 dkv_status dkv_logit_config_validate(const dkv_logit_config *c, dkv_err *err);
+/* The policy as data (policy_desc.h), registered in core/engine/engine_policy.c. */
+extern const dkv_policy dkv_logit_policy;
 
 typedef struct dkv_logit_plan {
     uint64_t rows;              /* logit rows of the step (all requests of the batch together) */

@@ -157,3 +157,5 @@ dkv_status dkv_offload_decide(const dkv_offload_config *c, const dkv_model *m, c
     out->offloaded_bytes = st->host_raw + st->host_lowrank;
     return DKV_OK;
 }
+
+DKV_POLICY_DEFINE(dkv_offload_policy, "offload", dkv_offload, dkv_offload_config, NULL);

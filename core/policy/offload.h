@@ -47,6 +47,7 @@
 #include "model/model.h"
 #include "util/names.h"
 #include "util/status.h"
+#include "policy/policy_desc.h"
 
 typedef enum dkv_offload_mode {
     DKV_OFFLOAD_NONE = 0,      /* everything stays on the GPU */
@@ -67,6 +68,8 @@ typedef struct dkv_offload_config {
 
 void       dkv_offload_config_default(dkv_offload_config *c);
 dkv_status dkv_offload_config_validate(const dkv_offload_config *c, dkv_err *err);
+/* The policy as data (policy_desc.h), registered in core/engine/engine_policy.c. */
+extern const dkv_policy dkv_offload_policy;
 
 /* Where one request's KV lives (raw-equivalent bytes).  Zero-initialise at admission. */
 typedef struct dkv_offload_state {

@@ -12,6 +12,10 @@
  *   sizing.h     default engine sizing from dLLM-Serve's budget rules
  *   cost.h       $ per million tokens, memory-to-concurrency
  *
+ * The policies of dkv.simulate's `policies` table also describe themselves as data
+ * (policy_desc.h: DKV_POLICY_DEFINE; name, default, validate, Lua keys), and
+ * core/engine/engine_policy.c's table registers them: docs/ARCHITECTURE.md, "Adding a ... policy".
+ *
  * Pure computation: no I/O, no Lua, no HDF5, no CUDA.
  */
 #ifndef DKV_POLICY_POLICY_H
@@ -23,6 +27,7 @@
 #include "policy/logit.h"
 #include "policy/offload.h"
 #include "policy/placement.h"
+#include "policy/policy_desc.h"
 #include "policy/retention.h"
 #include "policy/routing.h"
 #include "policy/sizing.h"

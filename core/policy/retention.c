@@ -199,3 +199,5 @@ dkv_status dkv_retention_plan_block(dkv_retain_set set, const dkv_model *m, cons
     }
     return DKV_OK;
 }
+
+DKV_POLICY_DEFINE(dkv_retention_policy, "retention", dkv_retention, dkv_retention_config, NULL);

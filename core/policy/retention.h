@@ -38,6 +38,7 @@
 #include "util/names.h"
 #include "util/rng.h"
 #include "util/status.h"
+#include "policy/policy_desc.h"
 
 typedef enum dkv_retain_set {
     DKV_RETAIN_PER_HEAD = 0,   /* per-head top-k, packed [head, token, feature] */
@@ -77,6 +78,8 @@ typedef struct dkv_retention_config {
 
 void       dkv_retention_config_default(dkv_retention_config *c);
 dkv_status dkv_retention_config_validate(const dkv_retention_config *c, dkv_err *err);
+/* The policy as data (policy_desc.h), registered in core/engine/engine_policy.c. */
+extern const dkv_policy dkv_retention_policy;
 
 /* Per-run state of the dynamic rules (the RNG, the sample cursor, the last error). */
 typedef struct dkv_retention {

@@ -68,3 +68,5 @@ dkv_status dkv_routing_decide(const dkv_routing_config *c, const dkv_routing_cos
         out->route = (double)r->steps < out->breakeven_steps ? DKV_ROUTE_PLAIN : DKV_ROUTE_POOL;
     return DKV_OK;
 }
+
+DKV_POLICY_DEFINE(dkv_routing_policy, "routing", dkv_routing, dkv_routing_config, NULL);

@@ -25,6 +25,7 @@
 
 #include "util/names.h"
 #include "util/status.h"
+#include "policy/policy_desc.h"
 
 typedef enum dkv_route {
     DKV_ROUTE_POOL = 0,
@@ -41,6 +42,8 @@ typedef struct dkv_routing_config {
 
 void       dkv_routing_config_default(dkv_routing_config *c);
 dkv_status dkv_routing_config_validate(const dkv_routing_config *c, dkv_err *err);
+/* The policy as data (policy_desc.h), registered in core/engine/engine_policy.c. */
+extern const dkv_policy dkv_routing_policy;
 
 /* What each path costs (reported by the pool and the plain allocator model). */
 typedef struct dkv_routing_costs {
