@@ -104,16 +104,15 @@ end
 -- the point's own configuration once, untimed, so every GEMM shape the point runs is warm (the
 -- 2026-11-29 session showed 3-5x slower GEMMs in the first step of a shape not seen before:
 -- docs/CLAIMS.md, "Simulation against hardware").
-function M.warmup(cfg, eopts)
+local function warmup_mode()
   local mode = M.param("warmup", nil)
-  if mode == nil then mode = true end
-  if mode == "each" then
-    local ok, err = pcall(dkv.execute, cfg, eopts)
-    print(ok and "hw: warm-up of the point done (not saved)" or ("hw: warm-up failed (continuing): " .. tostring(err)))
-    return
-  end
-  if M._warm or not mode or mode == "false" then return end
-  M._warm = true
+  if mode == nil or mode == "true" then return true end
+  if mode == "false" then return false end
+  return mode
+end
+
+-- The one-off warm-up configuration: the point's model and cache mode, 1 request, one block, 2 steps.
+local function warmup_cfg(cfg)
   local w = {}
   for k, v in pairs(cfg) do w[k] = v end
   local B = (cfg.decode and cfg.decode.block_len) or 32
@@ -121,8 +120,40 @@ function M.warmup(cfg, eopts)
   w.decode = {cache = cfg.decode and cfg.decode.cache or "dual", block_len = B, steps = 2}
   w.instances, w.policies = nil, nil
   w.record = {steps = false, memory_every = 0}
-  local ok, err = pcall(dkv.execute, w, eopts)
+  return w
+end
+
+function M.warmup(cfg, eopts)
+  local mode = warmup_mode()
+  if mode == "each" then
+    local ok, err = pcall(dkv.execute, cfg, eopts)
+    print(ok and "hw: warm-up of the point done (not saved)" or ("hw: warm-up failed (continuing): " .. tostring(err)))
+    return
+  end
+  if M._warm or not mode then return end
+  M._warm = true
+  local ok, err = pcall(dkv.execute, warmup_cfg(cfg), eopts)
   print(ok and "hw: warm-up execution done (not saved)" or ("hw: warm-up failed (continuing): " .. tostring(err)))
+end
+
+-- The simulated half handles cold shapes as the real half's process does (docs/COST_MODEL.md, "Cold
+-- shapes"): its runs share this process's set of warm shapes (sim.first_use = "process", unless the
+-- configuration says otherwise), and the warm-up above is simulated into that set, untimed and not
+-- saved: once per process, or the point itself first with -D warmup=each.
+local function sim_cold_as_real(cfg)
+  local c = {}
+  for k, v in pairs(cfg) do c[k] = v end
+  c.sim = {}
+  for k, v in pairs(cfg.sim or {}) do c.sim[k] = v end
+  if c.sim.first_use == nil then c.sim.first_use = "process" end
+  if c.sim.first_use ~= "process" then return c end
+  local mode = warmup_mode()
+  local w = mode == "each" and c or (mode and not M._sim_warm) and warmup_cfg(c) or nil
+  if w then
+    M._sim_warm = true
+    dkv.simulate(w)
+  end
+  return c
 end
 
 -- Runs cfg through both backends (as mode() allows) and saves the runs.  opts: dkv.execute's
@@ -139,7 +170,7 @@ function M.pair(study, point, cfg, opts, on_device)
   -- runs first, so sim_patch may use what it measured (out.real)
   local function sim_half()
     if mode ~= "real" or (opts and opts.sim_only) then
-      out.sim = dkv.simulate(opts and opts.sim_patch and opts.sim_patch(cfg, out) or cfg)
+      out.sim = dkv.simulate(sim_cold_as_real(opts and opts.sim_patch and opts.sim_patch(cfg, out) or cfg))
       dkv.save(out.sim, name .. ":sim")
     end
   end

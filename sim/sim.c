@@ -4,6 +4,7 @@
 #include "cost/profile.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,11 +15,19 @@ dkv_sim_options dkv_sim_options_default(void)
     return o;
 }
 
+/* Shapes already used (first-use costs): open addressing, keys never 0. */
+struct dkv_sim_warm {
+    pthread_mutex_t mu;
+    uint64_t *seen;
+    uint32_t  n_seen, cap_seen;
+};
+
 /* What the simulator keeps across the steps of a run. */
 typedef struct sim_state {
-    double    backlog_s;        /* copy-stream seconds still queued (stream copy model) */
-    uint64_t *seen;             /* shapes used so far (first-use costs), open addressing */
-    uint32_t  n_seen, cap_seen;
+    double        backlog_s;    /* copy-stream seconds still queued (stream copy model) */
+    double        cmp_copy_s;   /* seconds until the last compressed result has left the device */
+    dkv_sim_warm  own;          /* the run's shapes when no shared set is given */
+    dkv_sim_warm *warm;         /* the set in use: &own or the options' shared one */
 } sim_state;
 
 _Static_assert(DKV_KCLASS_N <= DKV_GPU_KCLASS_MAX, "dkv_gpu.kclass must cover every kernel class");
@@ -121,37 +130,84 @@ static void pcie_times(const dkv_gpu *g, const dkv_step_plan *plan, double *t_bl
     *t_async = ta;
 }
 
-/* The copy stream as the CUDA backend runs it (cuda/arena.c): one in-order stream; a step's
- * fetches are issued first and its kernels wait for them; its offloads and compressed results
- * are issued after its kernels and run beside whatever follows, unless blocking (or pageable),
- * when the step waits for them.  *backlog: copy seconds still queued when the step starts (in),
- * when the next one can start (out: after this step and its host gap). */
-static void stream_times(const dkv_gpu *g, const dkv_step_plan *plan, double compute, double host_s,
-                         double *backlog, dkv_step_cost *out)
+/* Bytes a COMPRESS order moves in the CUDA backend (cuda/arena.c compress): the rank-r form of each
+ * of the layers x 2 x kv_heads matrices (m tokens x head_dim), bf16 Q (m x r) then the basis B
+ * (r x head_dim), r = llround(pcie / device x head_dim); the raw bytes when the form is not smaller. */
+static double compress_copy_bytes(const dkv_model *m, const dkv_xfer *x)
 {
-    double t_in = 0, t_out = 0;
-    bool any_in = false, any_out = false, block_out = false;
+    double D = m->head_dim, batch = 2.0 * m->n_layers * m->n_kv_heads;
+    double raw = (double)x->device_bytes, kvbpt = batch * D * dkv_dtype_bytes(m->kv_dtype);
+    if (raw <= 0 || kvbpt <= 0)
+        return (double)x->pcie_bytes;
+    double tok = ceil(raw / kvbpt), r = llround((double)x->pcie_bytes / raw * D);
+    r = r < 1 ? 1 : r > 64 ? 64 : r;   /* DKV_LOWRANK_MAX_RANK */
+    r = r > tok ? tok : r;
+    double form = batch * (tok * r + r * D) * 2.0;
+    return form < raw ? form : raw;
+}
+
+/* The copy stream as the CUDA backend runs it (cuda/arena.c): one in-order stream.  A step's
+ * fetches are issued first and its kernels wait for them.  Each COMPRESS order is a kernel
+ * sequence after the forward whose result is copied out as soon as it is done; the next order's
+ * kernels wait until that copy has left (it reuses the staging buffer), so the step's
+ * compressions and their copies alternate, and their waits are the compute stream's (the backend
+ * times them inside the compress class).  Offloads are issued after the step's kernels and run
+ * beside whatever follows, unless blocking (or pageable), when the step waits for them.
+ * st->backlog_s: copy seconds still queued when the step starts (in), when the next one can
+ * start (out: after this step and its host gap); st->cmp_copy_s likewise for the last
+ * compressed result.  t_cmp: the step's compression kernel seconds (inside busy).  Returns the
+ * compute stream's waits for compressed results. */
+static double stream_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan, double busy,
+                           double t_cmp, double host_s, sim_state *st, dkv_step_cost *out)
+{
+    double t_in = 0, cmp_dev = 0;
+    bool any_in = false;
     for (uint32_t i = 0; i < plan->n_xfers; i++) {
         const dkv_xfer *x = &plan->xfers[i];
-        double b = (double)x->pcie_bytes;
-        bool block = x->blocking || !x->pinned;
-        if (x->kind == DKV_XFER_FETCH) {
-            t_in += copy_time(g, false, x->pinned, b, false), any_in = true;
-        } else if (x->kind == DKV_XFER_OFFLOAD || x->kind == DKV_XFER_COMPRESS) {
-            t_out += copy_time(g, true, x->pinned, b, !block), any_out = true;
-            block_out |= block;
-        }
+        if (x->kind == DKV_XFER_FETCH)
+            t_in += copy_time(g, false, x->pinned, (double)x->pcie_bytes, false), any_in = true;
+        else if (x->kind == DKV_XFER_COMPRESS)
+            cmp_dev += (double)x->device_bytes;
     }
-    double q = *backlog > 0 ? *backlog : 0;
-    double start = any_in ? q + t_in : 0;          /* the kernels wait for this step's fetches */
-    double cend = start + compute;
-    double cp_free = any_in ? start : q;
-    double out_end = any_out ? (cp_free > cend ? cp_free : cend) + t_out : cp_free;
-    double end = block_out ? out_end : cend;
-    out->pcie_s = t_in + t_out;
+    double q = st && st->backlog_s > 0 ? st->backlog_s : 0, prev_cmp = st ? st->cmp_copy_s : 0;
+    double start = any_in ? q + t_in : 0;   /* the kernels wait for this step's fetches */
+    double cp = any_in ? start : q;         /* when the copy stream is free */
+    double k = start + (busy - t_cmp), wait = 0, t_copies = t_in, blk_end = 0;
+    bool any_cmp = false, block = false;
+    for (uint32_t i = 0; i < plan->n_xfers; i++) {   /* compressions in plan order, as the backend runs them */
+        const dkv_xfer *x = &plan->xfers[i];
+        if (x->kind != DKV_XFER_COMPRESS)
+            continue;
+        double ks = k > prev_cmp ? k : prev_cmp;
+        wait += ks - k;
+        k = ks + (cmp_dev > 0 ? t_cmp * (double)x->device_bytes / cmp_dev : 0);
+        double c = copy_time(g, true, x->pinned, compress_copy_bytes(m, x), false);
+        cp = (cp > k ? cp : k) + c;
+        prev_cmp = cp, t_copies += c, any_cmp = true;
+        if (x->blocking || !x->pinned)
+            block = true, blk_end = cp;
+    }
+    double cend = k;
+    for (uint32_t i = 0; i < plan->n_xfers; i++) {   /* offloads after the kernels */
+        const dkv_xfer *x = &plan->xfers[i];
+        if (x->kind != DKV_XFER_OFFLOAD)
+            continue;
+        bool b = x->blocking || !x->pinned;
+        double c = copy_time(g, true, x->pinned, (double)x->pcie_bytes, !b);
+        cp = (cp > cend ? cp : cend) + c;
+        t_copies += c;
+        if (b)
+            block = true, blk_end = cp;
+    }
+    double end = block && blk_end > cend ? blk_end : cend;
+    out->pcie_s = t_copies;
     out->time_s = end;
-    double left = out_end - end - host_s;
-    *backlog = left > 0 ? left : 0;
+    if (st) {
+        double left = cp - end - host_s;
+        st->backlog_s = left > 0 ? left : 0;
+        st->cmp_copy_s = any_cmp || prev_cmp > 0 ? prev_cmp - end - host_s : 0;
+    }
+    return wait;
 }
 
 static bool is_once(int c)
@@ -188,68 +244,122 @@ static void class_times(const dkv_model *m, const dkv_gpu *g, const rates *r, co
     }
 }
 
-/* ---- first use of a shape (profile first_use), remembered per run */
+/* ---- first use of a shape (profile first_use), remembered per run or in a shared set */
 
-static bool seen_insert(sim_state *st, uint64_t key)
+static bool warm_insert_locked(dkv_sim_warm *w, uint64_t key)
 {
-    if (!st)
-        return false;
-    if (2 * (st->n_seen + 1) > st->cap_seen) {
-        uint32_t cap = st->cap_seen ? 2 * st->cap_seen : 256;
+    if (2 * (w->n_seen + 1) > w->cap_seen) {
+        uint32_t cap = w->cap_seen ? 2 * w->cap_seen : 256;
         uint64_t *n = calloc(cap, sizeof *n);
         if (!n)
             return false;   /* out of memory: charge nothing more (a cost, not a correctness issue) */
-        for (uint32_t i = 0; i < st->cap_seen; i++)
-            if (st->seen[i]) {
-                uint32_t h = (uint32_t)(st->seen[i] * 0x9E3779B97F4A7C15ull >> 40) & (cap - 1);
+        for (uint32_t i = 0; i < w->cap_seen; i++)
+            if (w->seen[i]) {
+                uint32_t h = (uint32_t)(w->seen[i] * 0x9E3779B97F4A7C15ull >> 40) & (cap - 1);
                 while (n[h])
                     h = (h + 1) & (cap - 1);
-                n[h] = st->seen[i];
+                n[h] = w->seen[i];
             }
-        free(st->seen);
-        st->seen = n, st->cap_seen = cap;
+        free(w->seen);
+        w->seen = n, w->cap_seen = cap;
     }
     key |= 1ull << 63;   /* never 0 */
-    uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (st->cap_seen - 1);
-    while (st->seen[h]) {
-        if (st->seen[h] == key)
+    uint32_t h = (uint32_t)(key * 0x9E3779B97F4A7C15ull >> 40) & (w->cap_seen - 1);
+    while (w->seen[h]) {
+        if (w->seen[h] == key)
             return false;
-        h = (h + 1) & (st->cap_seen - 1);
+        h = (h + 1) & (w->cap_seen - 1);
     }
-    st->seen[h] = key;
-    st->n_seen++;
+    w->seen[h] = key;
+    w->n_seen++;
     return true;
 }
 
-static uint64_t shape_key(int c, uint64_t a, uint64_t b) { return (uint64_t)c << 56 | (a & 0xffffff) << 24 | (b & 0xffffff); }
+/* true when key was not in the set (a first use); it is in it afterwards */
+static bool seen_insert(sim_state *st, uint64_t key)
+{
+    if (!st || !st->warm)
+        return false;
+    pthread_mutex_lock(&st->warm->mu);
+    bool fresh = warm_insert_locked(st->warm, key);
+    pthread_mutex_unlock(&st->warm->mu);
+    return fresh;
+}
+
+dkv_status dkv_sim_warm_new(dkv_sim_warm **out, dkv_err *err)
+{
+    dkv_sim_warm *w = calloc(1, sizeof *w);
+    if (!w)
+        return dkv_err_set(err, DKV_ENOMEM, "sim: out of host memory");
+    pthread_mutex_init(&w->mu, NULL);
+    *out = w;
+    return DKV_OK;
+}
+
+void dkv_sim_warm_free(dkv_sim_warm *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_destroy(&w->mu);
+    free(w->seen);
+    free(w);
+}
+
+uint32_t dkv_sim_warm_count(dkv_sim_warm *w)
+{
+    if (!w)
+        return 0;
+    pthread_mutex_lock(&w->mu);
+    uint32_t n = w->n_seen;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+/* A shape's key: class, a size (GEMM rows, attention mode) and the model's shape, so that a set
+ * shared by runs of two models keeps their GEMMs apart. */
+static uint64_t model_tag(const dkv_model *m)
+{
+    uint64_t h = 1469598103934665603ull;
+    const uint64_t v[] = {m->hidden, m->ffn, m->n_heads, m->n_kv_heads, m->head_dim, m->vocab, m->n_layers};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        h = (h ^ v[i]) * 1099511628211ull;
+    return h & 0xffffff;
+}
+
+static uint64_t shape_key(int c, uint64_t a, uint64_t tag) { return (uint64_t)c << 56 | (a & 0xffffffff) << 24 | tag; }
 
 /* Seconds of first uses this step: a new GEMM shape (class, rows), a new attention mode, the
- * first kernel of any other class. */
-static double first_use(const dkv_gpu *g, const dkv_step_plan *plan, const dkv_cost_step *cs, sim_state *st)
+ * first kernel of any other class; the low-rank compressor's first call costs what the profile
+ * measured for it (first_compress_s: its module and workspace set-up), else other_s. */
+static double first_use(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan, const dkv_cost_step *cs,
+                        sim_state *st)
 {
     const dkv_profile_info *in = dkv_profile_get_info(g->profile);
     double t = 0, s = cs->weight_streams;
-    uint64_t Q = (uint64_t)(cs->q_rows / s);
+    uint64_t Q = (uint64_t)(cs->q_rows / s), tag = model_tag(m);
     if (plan->n_items) {
-        t += in->first_gemm_s * (seen_insert(st, shape_key(DKV_KCLASS_QKV, Q, 0)) +
-                                 seen_insert(st, shape_key(DKV_KCLASS_O, Q, 0)) +
-                                 2 * seen_insert(st, shape_key(DKV_KCLASS_FFN, Q, 0)));
+        t += in->first_gemm_s * (seen_insert(st, shape_key(DKV_KCLASS_QKV, Q, tag)) +
+                                 seen_insert(st, shape_key(DKV_KCLASS_O, Q, tag)) +
+                                 2 * seen_insert(st, shape_key(DKV_KCLASS_FFN, Q, tag)));
         for (uint32_t i = 0; i < plan->n_items; i++)
-            t += in->first_attn_s * seen_insert(st, shape_key(DKV_KCLASS_ATTN, plan->items[i].attn, 0));
+            t += in->first_attn_s * seen_insert(st, shape_key(DKV_KCLASS_ATTN, plan->items[i].attn, tag));
     }
     if (cs->logit_rows > 0) {
         double C = plan->max_logit_rows ? plan->max_logit_rows : cs->logit_rows;
         double rem = cs->logit_rows - floor(cs->logit_rows / C) * C;
         if (cs->logit_rows >= C)
-            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)C, 0));
+            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)C, tag));
         if (rem > 0)
-            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)rem, 0));
+            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)rem, tag));
     }
     static const int other[] = {DKV_KCLASS_KV_STORE, DKV_KCLASS_KV_GATHER, DKV_KCLASS_ELEMENTWISE,
                                 DKV_KCLASS_COMPRESS, DKV_KCLASS_REORDER};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
-        if (cs->layer[other[i]].launches || cs->once[other[i]].launches)
-            t += in->first_other_s * seen_insert(st, shape_key(other[i], 0, 1));
+        if (cs->layer[other[i]].launches || cs->once[other[i]].launches) {
+            double fu = other[i] == DKV_KCLASS_COMPRESS && in->first_compress_s > 0 ? in->first_compress_s
+                                                                                     : in->first_other_s;
+            t += fu * seen_insert(st, shape_key(other[i], 0, tag));
+        }
     return t;
 }
 
@@ -295,7 +405,7 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     if (g->profile) {
         const dkv_profile_info *in = dkv_profile_get_info(g->profile);
         if (o.first_use)
-            compute += first_use(g, plan, cs, st);
+            compute += first_use(m, g, plan, cs, st);
         double gemms = cs->n_layers * (cs->layer[DKV_KCLASS_QKV].launches + cs->layer[DKV_KCLASS_O].launches +
                                        cs->layer[DKV_KCLASS_FFN].launches) + cs->logit_chunks;
         double enqueue = in->host_per_launch_s * ((double)tot.launches - gemms) + in->host_per_gemm_launch_s * gemms;
@@ -304,8 +414,9 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     }
     out->roofline_s = roof;
     if (o.copy_model == DKV_SIM_COPY_STREAM) {
-        double none = 0;
-        stream_times(g, plan, busy, out->host_s, st ? &st->backlog_s : &none, out);
+        double wait = stream_times(m, g, plan, busy, t_once[DKV_KCLASS_COMPRESS], out->host_s, st, out);
+        compute += wait;   /* the backend's compute stream waits inside its compress class */
+        t_once[DKV_KCLASS_COMPRESS] += wait;
     } else {
         double t_block, t_async;
         pcie_times(g, plan, &t_block, &t_async);
@@ -359,8 +470,10 @@ static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     c->model = s->model;
     c->gpu = s->gpu;
     c->shared_weights = s->instances.shared_weights;
-    free(c->st.seen);
-    memset(&c->st, 0, sizeof c->st);
+    free(c->st.own.seen);
+    c->st.own.seen = NULL, c->st.own.n_seen = c->st.own.cap_seen = 0;
+    c->st.backlog_s = c->st.cmp_copy_s = 0;
+    c->st.warm = c->opts.warm ? c->opts.warm : &c->st.own;
     c->on_kernel = c->opts.kernel_records ? s->on_kernel : NULL;
     c->user = s->on_kernel_user;
     return DKV_OK;
@@ -389,7 +502,8 @@ static void sim_free(void *ctx)
     sim_ctx *c = ctx;
     if (c) {
         dkv_cost_step_free(&c->cs);
-        free(c->st.seen);
+        free(c->st.own.seen);
+        pthread_mutex_destroy(&c->st.own.mu);
     }
     free(ctx);
 }
@@ -404,6 +518,7 @@ dkv_status dkv_sim_backend_new(const dkv_sim_options *opts, dkv_backend *out, dk
     if (!c)
         return dkv_err_set(err, DKV_ENOMEM, "sim: out of host memory");
     c->opts = opts ? *opts : dkv_sim_options_default();
+    pthread_mutex_init(&c->st.own.mu, NULL);
     dkv_cost_step_init(&c->cs);
     out->iface = &sim_iface;
     out->ctx = c;

@@ -33,6 +33,7 @@
 #define DKV_SIM_SIM_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "engine/backend.h"
 
@@ -53,7 +54,19 @@ typedef struct dkv_sim_options {
     dkv_sim_copy_model copy_model;   /* default DKV_SIM_COPY_OVERLAP (Lua: STREAM for a profiled GPU) */
     bool   first_use;         /* charge the profile's first-use cost of each new shape (the CUDA
                                  backend does not warm its shapes); default true */
+    struct dkv_sim_warm *warm;   /* with first_use: the shapes already warm, shared by the runs that
+                                 use it (they run one after another in one process, as hw_lib's
+                                 points do on the GPU); each run adds its own.  NULL (default):
+                                 every run starts cold, like a fresh process */
 } dkv_sim_options;
+
+/* A set of warm shapes (first-use costs, docs/COST_MODEL.md "Cold shapes"): GEMM (class, rows),
+ * attention modes and the other classes' first kernel, per model shape.  Safe to share between
+ * threads.  dkv_sim_warm_free(NULL) is a no-op. */
+typedef struct dkv_sim_warm dkv_sim_warm;
+dkv_status dkv_sim_warm_new(dkv_sim_warm **out, dkv_err *err);
+void       dkv_sim_warm_free(dkv_sim_warm *w);
+uint32_t   dkv_sim_warm_count(dkv_sim_warm *w);   /* shapes in the set */
 
 /* Defaults as documented above. */
 dkv_sim_options dkv_sim_options_default(void);

@@ -287,9 +287,9 @@ dkv_status dkv_profile_finish(dkv_profile *p, const char *where, dkv_err *err)
             return st;
     }
     const dkv_profile_info *in = &p->info;
-    double h[7] = {in->first_gemm_s, in->first_attn_s, in->first_other_s, in->host_base_s, in->host_per_item_s,
-                   in->host_per_launch_s, in->host_per_gemm_launch_s};
-    for (int i = 0; i < 7; i++)
+    double h[8] = {in->first_gemm_s, in->first_attn_s, in->first_other_s, in->host_base_s, in->host_per_item_s,
+                   in->host_per_launch_s, in->host_per_gemm_launch_s, in->first_compress_s};
+    for (int i = 0; i < 8; i++)
         if (!(isfinite(h[i]) && h[i] >= 0))
             return dkv_err_set(err, DKV_EINVAL, "%s: first_use / host: seconds must be finite and >= 0 (got %.17g)",
                                where, h[i]);

@@ -61,6 +61,8 @@ typedef struct dkv_profile_info {
     char   dkv_commit[64];
     bool   measured;       /* false: a stand-in (never a shipped preset's profile) */
     double first_gemm_s, first_attn_s, first_other_s;   /* first_use */
+    double first_compress_s;   /* the low-rank compressor's first call in a process (first_use.compress_s,
+                                  else the largest first_s of kernels.compress); 0: other_s */
     double host_base_s, host_per_item_s;           /* planning per step: serial host time */
     double host_per_launch_s, host_per_gemm_launch_s;   /* enqueue per launch: overlaps the GPU */
 } dkv_profile_info;

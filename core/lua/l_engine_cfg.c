@@ -82,6 +82,67 @@ static bool has(pt *p, const char *k)
     return h;
 }
 
+/* The process's set of warm shapes (sim.first_use = "process"): one per Lua state, in the registry,
+ * freed with it. */
+#define SIM_WARM_KEY "dkv.sim.warm"
+static int warm_gc(lua_State *L)
+{
+    dkv_sim_warm **w = luaL_checkudata(L, 1, SIM_WARM_KEY);
+    dkv_sim_warm_free(*w);
+    *w = NULL;
+    return 0;
+}
+
+static dkv_sim_warm *process_warm(lua_State *L, const char *path)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, SIM_WARM_KEY) == LUA_TUSERDATA) {
+        dkv_sim_warm *w = *(dkv_sim_warm **)lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        return w;
+    }
+    lua_pop(L, 1);
+    dkv_sim_warm **w = lua_newuserdatauv(L, sizeof *w, 0);
+    *w = NULL;
+    if (luaL_newmetatable(L, SIM_WARM_KEY)) {
+        lua_pushcfunction(L, warm_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    dkv_err err = {0};
+    if (dkv_sim_warm_new(w, &err) != DKV_OK)
+        dkv_lconf_error(L, path, "first_use", "%s", err.msg);
+    lua_setfield(L, LUA_REGISTRYINDEX, SIM_WARM_KEY);
+    return *w;
+}
+
+/* sim.first_use: true or "run" (default: every run starts cold), "process" (shapes an earlier run of
+ * this process used are warm: runs one after another, as hw_lib's points run on the GPU), false or
+ * "off" (no first-use cost).  The resolved config records the name. */
+static void parse_first_use(pt *q, dkv_sim_options *so)
+{
+    static const char *const names[] = {"off", "run", "process", NULL};
+    int v = 1;
+    int t = lua_getfield(q->L, q->in, "first_use");
+    if (t == LUA_TBOOLEAN) {
+        v = lua_toboolean(q->L, -1) ? 1 : 0;
+    } else if (t == LUA_TSTRING) {
+        const char *x = lua_tostring(q->L, -1);
+        for (v = 0; names[v] && strcmp(names[v], x) != 0; v++)
+            ;
+        if (!names[v])
+            dkv_lconf_error(q->L, q->path, "first_use", "must be true, false, \"off\", \"run\" or \"process\" (got "
+                            "\"%s\")", x);
+    } else if (t != LUA_TNIL) {
+        dkv_lconf_error(q->L, q->path, "first_use", "must be a boolean or \"off\", \"run\" or \"process\" (got a %s)",
+                        lua_typename(q->L, t));
+    }
+    lua_pop(q->L, 1);
+    so->first_use = v != 0;
+    so->warm = v == 2 ? process_warm(q->L, q->path) : NULL;
+    lua_pushstring(q->L, names[v]);
+    lua_setfield(q->L, q->out, "first_use");
+}
+
 /* A setting that cannot take effect in the chosen configuration is an error, like an unknown key:
  * "cfg.policies.offload.t1: is not used when offload.mode is 'none'". */
 static void unused_when(pt *p, const char *const *keys, const char *fmt, const char *what)
@@ -735,7 +796,7 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
      * ideal overlap of the roofline presets (docs/COST_MODEL.md, "Copies") */
     s->so.copy_model = (dkv_sim_copy_model)genum(&q, "copy_model", &dkv_sim_copy_model_names,
                                                  s->gpu.profile ? DKV_SIM_COPY_STREAM : DKV_SIM_COPY_OVERLAP);
-    s->so.first_use = gbool(&q, "first_use", true);
+    parse_first_use(&q, &s->so);
 
     static const char *const ck[] = {"steps", "memory_every", "kernels", "trace", NULL};
     pt_sub(&root, "record", &q, ck);

@@ -179,6 +179,37 @@ static void read_copy(lua_State *L, int top, const char *file, dkv_profile *pr)
     lua_settop(L, c - 1);
 }
 
+/* The largest first_s (extra column) of kernels.compress, or 0: the low-rank compressor's first call of
+ * the profiling process, its module and workspace set-up (the backend pays it at its first COMPRESS
+ * order; docs/COST_MODEL.md, "Cold shapes").  The table itself is checked by read_kernels. */
+static double compress_first_s(lua_State *L, int top)
+{
+    double best = 0;
+    int base = lua_gettop(L);
+    if (lua_getfield(L, top, "kernels") == LUA_TTABLE && lua_getfield(L, -1, "compress") == LUA_TTABLE) {
+        int c = lua_gettop(L);
+        lua_Integer nf = lua_getfield(L, c, "fields") == LUA_TTABLE ? luaL_len(L, -1) : -1, col = -1;
+        if (nf >= 0 && lua_getfield(L, c, "extra") == LUA_TTABLE) {
+            for (lua_Integer i = 1; i <= luaL_len(L, -1); i++) {
+                lua_geti(L, -1, i);
+                if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "first_s") == 0)
+                    col = nf + 2 + i;   /* fields, seconds, launches, then the extras (1-based) */
+                lua_pop(L, 1);
+            }
+        }
+        if (col > 0 && lua_getfield(L, c, "rows") == LUA_TTABLE)
+            for (lua_Integer r = 1, rows = lua_gettop(L); r <= luaL_len(L, rows); r++) {
+                if (lua_geti(L, rows, r) == LUA_TTABLE && lua_geti(L, -1, col) == LUA_TNUMBER) {
+                    double v = lua_tonumber(L, -1);
+                    best = isfinite(v) && v > best ? v : best;
+                }
+                lua_settop(L, rows);
+            }
+    }
+    lua_settop(L, base);
+    return best;
+}
+
 /* provenance, first_use, host: the scalar parts of the file. */
 static void read_info(lua_State *L, int top, const char *file, dkv_profile_info *in)
 {
@@ -197,8 +228,8 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     lua_pop(L, 1);
     in->measured = dkv_lconf_boolean(L, p, pp, "measured", false, DKV_LCONF_REQUIRED);
     lua_pop(L, 1);
-    static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "gemm_max_s", "attn_max_s", "other_max_s",
-                                        "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
+    static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
+                                        "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
     static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "note", NULL};
     char sp[300];
     if (dkv_lconf_subtable(L, top, file, "first_use", 0)) {
@@ -207,6 +238,9 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
         in->first_gemm_s = dkv_lconf_number(L, -1, sp, "gemm_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
         in->first_attn_s = dkv_lconf_number(L, -1, sp, "attn_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
         in->first_other_s = dkv_lconf_number(L, -1, sp, "other_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        if (lua_getfield(L, -1, "compress_s") != LUA_TNIL)   /* else derived from kernels.compress (parse) */
+            in->first_compress_s = dkv_lconf_number(L, -2, sp, "compress_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        lua_pop(L, 1);
         static const char *const rep[] = {"gemm_max_s", "attn_max_s", "other_max_s", "gemm_shapes", "attn_shapes",
                                           "other_shapes", NULL};
         for (int i = 0; rep[i]; i++)   /* reported, not costed: checked only */
@@ -239,7 +273,10 @@ static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box
     dkv_lconf_string(L, top, file, "incomplete", "", 0);
     dkv_profile_info in;
     memset(&in, 0, sizeof in);
+    in.first_compress_s = -1;
     read_info(L, top, file, &in);
+    if (in.first_compress_s < 0)   /* first_use.compress_s not given (or no first_use) */
+        in.first_compress_s = compress_first_s(L, top);
     dkv_err err = {0};
     if (dkv_profile_new(&in, &box->p, &err) != DKV_OK)
         luaL_error(L, "%s: %s", file, err.msg);

@@ -87,3 +87,40 @@ expect(function(c) c.scheduler.kind = "phse" end, "did you mean 'phase'")
 expect(function(c) c.workload.cv = 2 end, "is not used by kind 'fixed'")
 expect(function(c) c.modle = "tiny" end, "did you mean 'model'")
 print("test_sim.lua: ok")
+
+-- sim.first_use (docs/COST_MODEL.md, "Cold shapes"): "run" (true, the default) starts every run cold;
+-- "process" shares this process's warm shapes between runs, so the same run again pays no first use;
+-- false / "off" charges none.  The measured h200 profile has first-use costs.
+do
+  local function fu(v) local c = base(); c.model = "llada-8b"; c.sim = {first_use = v}; return dkv.simulate(c) end
+  local run1, run2 = fu("run"), fu(true)
+  assert(run1.summary.sim_time_s == run2.summary.sim_time_s, "first_use run: every run starts cold")
+  assert(run1.config.sim.first_use == "run" and run2.config.sim.first_use == "run")
+  local off = fu(false)
+  assert(off.config.sim.first_use == "off" and off.summary.sim_time_s < run1.summary.sim_time_s,
+         "first_use off charges nothing")
+  local p1, p2 = fu("process"), fu("process")
+  assert(p1.config.sim.first_use == "process")
+  assert(p1.summary.sim_time_s == run1.summary.sim_time_s, "the first process run pays the cold shapes")
+  assert(p2.summary.sim_time_s == off.summary.sim_time_s, "the second finds them warm: "
+         .. p2.summary.sim_time_s .. " vs " .. off.summary.sim_time_s)
+  local ok, err = pcall(fu, "sometimes")
+  assert(not ok and tostring(err):find("sim.first_use", 1, true) and tostring(err):find("process", 1, true), tostring(err))
+  ok, err = pcall(fu, 3)
+  assert(not ok and tostring(err):find("sim.first_use", 1, true), tostring(err))
+end
+
+-- The low-rank compressor's first call costs what the profile measured for it: h200-20261201 has no
+-- first_use.compress_s, so the loader takes the largest first_s of kernels.compress (0.0892138 s,
+-- not first_use.other_s, 1.0045e-06 s): the only class the offload adds.
+do
+  local function t(off, fu)
+    local c = {model = "llada-8b", gpu = "h200", workload = {kind = "fixed", n = 2, interval_s = 0, prompt = 512, gen = 64},
+               decode = {cache = "dual", block_len = 32, steps = 8}, sim = {first_use = fu},
+               policies = off and {offload = {mode = "progressive", t1 = 1 / 3, t2 = 2 / 3, lowrank_ratio = 0.3}} or nil}
+    return dkv.simulate(c).summary.sim_time_s
+  end
+  local with, without = t(true, "run") - t(true, false), t(false, "run") - t(false, false)
+  assert(math.abs((with - without) - 0.0892138) < 1e-9,
+         string.format("first compression: %.9g s more cold cost", with - without))
+end

@@ -1,0 +1,193 @@
+/* test_sim_copies.c - the stream copy model's compressions (cuda/arena.c compress) and the first-use
+ * costs with a shared set of warm shapes (docs/COST_MODEL.md, "Copies" and "Cold shapes"). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "cost/profile.h"
+#include "sim/sim.h"
+
+static dkv_model llada(void)
+{
+    dkv_model m = {.name = "llada-8b", .n_layers = 32, .hidden = 4096, .ffn = 12288, .n_heads = 32,
+                   .n_kv_heads = 32, .head_dim = 128, .vocab = 126464, .mask_id = 126336, .max_len = 4096,
+                   .rope_theta = 500000, .weight_dtype = DKV_DTYPE_BF16, .kv_dtype = DKV_DTYPE_BF16,
+                   .act_dtype = DKV_DTYPE_BF16};
+    return m;
+}
+
+static dkv_gpu h200(void)
+{
+    dkv_gpu g = {.name = "h200", .hbm_bytes = 139.8 * 1073741824.0, .hbm_bw = 4.292e12, .flops_bf16 = 790e12,
+                 .flops_fp32 = 60e12, .pcie_h2d_pinned = 55.5e9, .pcie_d2h_pinned = 55.3e9,
+                 .pcie_bidir_pinned = 101.4e9, .pcie_h2d_pageable = 8.8e9, .pcie_d2h_pageable = 15.5e9,
+                 .launch_overhead_s = 2e-6, .cost_per_hour = 3.5};
+    return g;
+}
+
+static dkv_step_item reuse_item(uint32_t L, uint32_t B)
+{
+    dkv_step_item it = {.phase = DKV_STEP_REUSE, .q_tokens = B, .kv_tokens = L, .kv_cached_tokens = L - B,
+                        .kv_write_tokens = B, .logit_rows = B};
+    return it;
+}
+
+/* 608 tokens of LLaDA-8B KV (524,288 bytes each) compressed at ratio 0.3: rank llround(0.3 x 128) =
+ * 38; the backend copies 2048 matrices x (608 x 38 + 38 x 128) bf16 values (Q and the basis B). */
+static dkv_xfer compress_order(uint32_t request)
+{
+    uint64_t raw = 608ull * 524288;
+    dkv_xfer x = {.kind = DKV_XFER_COMPRESS, .request = request, .pinned = true, .device_bytes = raw,
+                  .pcie_bytes = (uint64_t)(0.3 * raw)};
+    return x;
+}
+static const double form_bytes = 2048.0 * (608 * 38 + 38 * 128) * 2;
+
+typedef struct recs {
+    double t[DKV_KCLASS_N];
+} recs;
+static void on_rec(void *user, const dkv_kernel_record *r) { ((recs *)user)->t[r->kind] = r->time_s; }
+
+/* Two compressions in one step: the second's kernels wait for the first's result to leave (the
+ * backend reuses its staging buffer), inside the compress class; both copies are the rank-r form. */
+static void test_compress_alternates_with_its_copies(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    g.pcie_d2h_pinned = 20e9;   /* a result's copy (5.7 ms) outlasts the next step's forward */
+    dkv_sim_options o = dkv_sim_options_default();
+    o.copy_model = DKV_SIM_COPY_STREAM;
+    dkv_step_item it[2] = {reuse_item(800, 32), reuse_item(800, 32)};
+    it[1].request = 1;
+    dkv_xfer x[2] = {compress_order(0), compress_order(1)};
+    dkv_step_plan p1 = {.items = it, .n_items = 2, .xfers = x, .n_xfers = 1};
+    dkv_step_plan p2 = p1;
+    p2.n_xfers = 2;
+    dkv_step_cost c1, c2;
+    recs r1 = {{0}}, r2 = {{0}};
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &p1, &c1, on_rec, &r1, NULL), DKV_OK);
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &p2, &c2, on_rec, &r2, NULL), DKV_OK);
+    double c = form_bytes / g.pcie_d2h_pinned, K = r1.t[DKV_KCLASS_COMPRESS];
+    assert_true(K > 0);
+    assert_true(fabs(c1.pcie_s - c) < 1e-12);
+    assert_true(fabs(c2.pcie_s - 2 * c) < 1e-12);
+    /* the step: + one more compression + the wait for the first result's copy */
+    assert_true(fabs(c2.time_s - c1.time_s - (K + c)) < 1e-12);
+    assert_true(fabs(r2.t[DKV_KCLASS_COMPRESS] - (2 * K + c)) < 1e-12);
+    assert_true(fabs(c2.compute_s - c1.compute_s - (K + c)) < 1e-12);
+
+    /* over a run: after that step only the second result is still in flight, so the next step's
+     * 1 ms fetch waits for it alone (not for both copies) */
+    dkv_backend be = {0};
+    assert_int_equal(dkv_sim_backend_new(&o, &be, NULL), DKV_OK);
+    dkv_backend_setup s = {.model = &m, .gpu = &g};
+    assert_int_equal(dkv_backend_begin(&be, &s, NULL), DKV_OK);
+    dkv_step_plan p0 = {.items = it, .n_items = 2};
+    dkv_step_cost base, a, b;
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &p0, &base, NULL, NULL, NULL), DKV_OK);
+    dkv_xfer fx = {.kind = DKV_XFER_FETCH, .pinned = true, .pcie_bytes = 55500000};   /* 1 ms */
+    dkv_step_plan pf = p0;
+    pf.xfers = &fx, pf.n_xfers = 1;
+    assert_int_equal(dkv_backend_run_step(&be, &p2, &a, NULL), DKV_OK);
+    assert_true(fabs(a.time_s - c2.time_s) < 1e-12);
+    assert_int_equal(dkv_backend_run_step(&be, &pf, &b, NULL), DKV_OK);
+    assert_true(fabs(b.time_s - (c + 1e-3 + base.time_s)) < 1e-9);
+    /* and a compression in the next step waits for that result when it is still being copied:
+     * the step's forward (c1 less its compression) is shorter than the copy */
+    assert_int_equal(dkv_backend_run_step(&be, &p2, &a, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &p1, &b, NULL), DKV_OK);
+    double fwd = c1.time_s - K;
+    assert_true(c > fwd);
+    assert_true(fabs(b.time_s - (c1.time_s + (c - fwd))) < 1e-12);
+    dkv_backend_end(&be);
+    dkv_backend_free(&be);
+}
+
+static dkv_profile *profile(double first_compress_s)
+{
+    dkv_profile_info in = {.measured = true, .first_gemm_s = 1e-3, .first_attn_s = 1e-4, .first_other_s = 1e-5,
+                           .first_compress_s = first_compress_s, .host_per_launch_s = 0};
+    strcpy(in.name, "test");
+    strcpy(in.gpu, "test");
+    strcpy(in.date, "today");
+    dkv_profile *p = NULL;
+    dkv_err e = {0};
+    assert_int_equal(dkv_profile_new(&in, &p, &e), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "test", &e), DKV_OK);
+    return p;
+}
+
+static double run_once(const dkv_model *m, const dkv_gpu *g, const dkv_sim_options *o, const dkv_step_plan *p)
+{
+    dkv_backend be = {0};
+    assert_int_equal(dkv_sim_backend_new(o, &be, NULL), DKV_OK);
+    dkv_backend_setup s = {.model = m, .gpu = g};
+    assert_int_equal(dkv_backend_begin(&be, &s, NULL), DKV_OK);
+    dkv_step_cost c;
+    assert_int_equal(dkv_backend_run_step(&be, p, &c, NULL), DKV_OK);
+    dkv_backend_end(&be);
+    dkv_backend_free(&be);
+    return c.time_s;
+}
+
+/* Without a shared set every run starts cold; with one, a run after another of the same shapes pays
+ * no first use, a model of other shapes does; the first compression costs first_compress_s. */
+static void test_warm_set(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    dkv_profile *p = profile(0.05), *p0 = profile(0);
+    g.profile = p;
+    dkv_sim_options o = dkv_sim_options_default();
+    o.copy_model = DKV_SIM_COPY_STREAM;
+    dkv_step_item it = reuse_item(800, 32);
+    dkv_xfer x = compress_order(0);
+    dkv_step_plan plan = {.items = &it, .n_items = 1, .xfers = &x, .n_xfers = 1};
+    double cold = run_once(&m, &g, &o, &plan);
+    assert_true(fabs(run_once(&m, &g, &o, &plan) - cold) < 1e-15);   /* each run cold */
+    o.first_use = false;
+    double none = run_once(&m, &g, &o, &plan);
+    o.first_use = true;
+    /* qkv, o, two FFN GEMMs and the LM head (1 ms each), attention, and the first kernel of the
+     * elementwise, KV-store and compress classes */
+    assert_true(fabs(cold - none - (5e-3 + 1e-4 + 2e-5 + 0.05)) < 1e-12);
+    g.profile = p0;   /* no measured compressor first call: the compress class costs other_s */
+    assert_true(fabs(run_once(&m, &g, &o, &plan) - none - (5e-3 + 1e-4 + 3e-5)) < 1e-12);
+    g.profile = p;
+
+    dkv_sim_warm *w = NULL;
+    assert_int_equal(dkv_sim_warm_new(&w, NULL), DKV_OK);
+    o.warm = w;
+    assert_true(fabs(run_once(&m, &g, &o, &plan) - cold) < 1e-15);
+    uint32_t n = dkv_sim_warm_count(w);
+    assert_int_equal(n, 8);   /* qkv, o, ffn, lm_head, attn, elementwise, kv_store, compress */
+    assert_true(fabs(run_once(&m, &g, &o, &plan) - none) < 1e-15);   /* all warm */
+    assert_int_equal(dkv_sim_warm_count(w), n);
+    dkv_model d = m;   /* another model's GEMMs are other shapes */
+    d.hidden = 3584, d.ffn = 18944, d.n_heads = 28, d.n_kv_heads = 4;
+    o.warm = NULL;
+    double d_cold = run_once(&d, &g, &o, &plan);
+    o.warm = w;
+    assert_true(fabs(run_once(&d, &g, &o, &plan) - d_cold) < 1e-15);
+    assert_int_equal(dkv_sim_warm_count(w), 2 * n);
+    dkv_sim_warm_free(w);
+    dkv_sim_warm_free(NULL);
+    dkv_profile_free(p);
+    dkv_profile_free(p0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compress_alternates_with_its_copies),
+        cmocka_unit_test(test_warm_set),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
