@@ -293,11 +293,18 @@ static double col(const side *s, int c, size_t row)
 
 /* ------------------------------------------------------------------ the parts */
 
+/* Two steps are the same plan when their batches (items, query rows, logit rows) and their
+ * transfer orders (PCIe bytes each way) agree: a step of the same batch that fetches or offloads
+ * other blocks is another plan (arrivals over time can shift an admission by one step, and the
+ * copies of every later step with it). */
 static bool same_plan(const side *a, size_t ra, const side *b, size_t rb)
 {
-    for (int c = SC_ITEMS; c <= SC_LOGIT; c++)
+    static const int keys[] = {SC_ITEMS, SC_Q, SC_LOGIT, SC_H2D, SC_D2H};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        int c = keys[k];
         if (a->sc[c] && b->sc[c] && a->sc[c][ra] != b->sc[c][rb])
             return false;
+    }
     return true;
 }
 
