@@ -54,7 +54,17 @@ local n8 = hw.param("n8", 32, "requests of the b8 operating point")
 local seqs = hw.param("seqs", 8, "b8: most sequences per instance (max_num_seqs)")
 local rate = hw.param("rate", 4, "arrive: Poisson arrival rate, requests/s")
 local cap_gib = hw.param("capacity_gib", 4, "KV pool of all instances together, GiB")
-local host_default = hw.param("host", 0, "step_host_s of the simulated halves when no real half measured it, s")
+-- -D host: a number (s, every operating point) or per point, "b1=4e-05,b8=6e-05" (hw_session.sh post)
+local host_arg = tostring(hw.param("host", "0", "step_host_s of the simulated halves when no real half measured it, s "
+                                   .. "(a number, or OP=S,OP=S per operating point)"))
+local host_of = {}
+if host_arg:find("=") then
+  for op, v in host_arg:gmatch("([%w_]+)=([^,]+)") do
+    host_of[op] = tonumber(v) or error("hw_multi_instance: -D host: '" .. v .. "' for " .. op .. " is not a number", 0)
+  end
+else
+  host_of.all = tonumber(host_arg) or error("hw_multi_instance: -D host must be a number or OP=S,..., got " .. host_arg, 0)
+end
 local function list(s)
   local t = {}
   for x in tostring(s):gmatch("[^,]+") do t[#t + 1] = x end
@@ -113,6 +123,7 @@ local function add(op, label, cfg, eopts, host)
 end
 
 for _, op in ipairs(ops) do
+  local host_default = host_of[op] or host_of.all or 0
   local host = host_default   -- set from the inst=1 real run (the first point, its real half first)
   local ks = insts
   for _, k in ipairs(ks) do
