@@ -548,6 +548,50 @@ static dkv_status mi_merge(const dkv_engine_config *c, mi_inst *x, uint32_t k, d
     return DKV_OK;
 }
 
+/* Instance i's engine: its share of the workload, hooks, proxy backend and pool. */
+static dkv_status mi_setup(const dkv_engine_config *c, const dkv_instances_options *o, mi_shared *sh, mi_inst *xi,
+                           uint32_t i, dkv_mem *pool, uint32_t n_kvm, dkv_err *err)
+{
+    xi->sh = sh;
+    xi->i = i;
+    xi->inner = o->backends[i];
+    dkv_status st = split_workload(c, xi, c->n_instances, err);
+    if (st != DKV_OK)
+        return st;
+    xi->hooks = (dkv_engine_hooks){.user = xi, .lock = h_lock, .unlock = h_unlock,
+                                   .clock = o->real_clock ? h_clock : NULL, .wait_until = h_wait_until,
+                                   .pool_wait = h_pool_wait, .begun = h_begun,
+                                   .kv_moved = o->real_clock ? h_kv_moved : NULL};
+    xi->proxy = (dkv_backend){.iface = &px_iface, .ctx = xi};
+    xi->c = *c;
+    xi->c.n_instances = 1;
+    xi->c.workload = xi->w;
+    xi->c.backend = &xi->proxy;
+    xi->c.kv_pool = pool;
+    xi->c.kv_pool_instance = n_kvm > 1 ? 0 : i;
+    xi->c.hooks = &xi->hooks;
+    xi->c.progress = NULL;
+    xi->c.on_kernel = NULL;
+    return DKV_OK;
+}
+
+/* An instance's outcome: an interrupted one with results sets *intr; a failure is the run's error. */
+static dkv_status mi_status(const mi_inst *x, bool *intr, dkv_err *err)
+{
+    if (x->st == DKV_EINTR && x->res) {
+        *intr = true;
+        return DKV_OK;
+    }
+    if (x->st != DKV_OK) {
+        if (err)
+            *err = x->err;
+        return x->st;
+    }
+    if (x->map_oom)
+        return dkv_err_set(err, DKV_ENOMEM, "threaded instances: out of host memory (step map)");
+    return DKV_OK;
+}
+
 dkv_status dkv_engine_run_instances(const dkv_engine_config *cfg, const dkv_instances_options *o,
                                     dkv_engine_result **out, dkv_err *err)
 {
@@ -584,28 +628,8 @@ dkv_status dkv_engine_run_instances(const dkv_engine_config *cfg, const dkv_inst
     sh.real_clock = o->real_clock;
     sh.on_kernel = c->on_kernel;
     sh.on_kernel_user = c->on_kernel_user;
-    for (uint32_t i = 0; st == DKV_OK && i < k; i++) {
-        mi_inst *xi = &x[i];
-        xi->sh = &sh;
-        xi->i = i;
-        xi->inner = o->backends[i];
-        if ((st = split_workload(c, xi, k, err)) != DKV_OK)
-            break;
-        xi->hooks = (dkv_engine_hooks){.user = xi, .lock = h_lock, .unlock = h_unlock,
-                                       .clock = o->real_clock ? h_clock : NULL, .wait_until = h_wait_until,
-                                       .pool_wait = h_pool_wait, .begun = h_begun,
-                                       .kv_moved = o->real_clock ? h_kv_moved : NULL};
-        xi->proxy = (dkv_backend){.iface = &px_iface, .ctx = xi};
-        xi->c = *c;
-        xi->c.n_instances = 1;
-        xi->c.workload = xi->w;
-        xi->c.backend = &xi->proxy;
-        xi->c.kv_pool = kvm[n_kvm > 1 ? i : 0];
-        xi->c.kv_pool_instance = n_kvm > 1 ? 0 : i;
-        xi->c.hooks = &xi->hooks;
-        xi->c.progress = NULL;
-        xi->c.on_kernel = NULL;
-    }
+    for (uint32_t i = 0; st == DKV_OK && i < k; i++)
+        st = mi_setup(c, o, &sh, &x[i], i, kvm[n_kvm > 1 ? i : 0], n_kvm, err);
     /* thread i starts when i-1's backend is begun (or its thread ended: a failure stops the rest);
        the steps start when all are begun */
     pthread_t th[ENG_MAX_INST];
@@ -658,17 +682,8 @@ dkv_status dkv_engine_run_instances(const dkv_engine_config *cfg, const dkv_inst
                 *err = x[i].err;
         }
     bool intr = false;
-    for (uint32_t i = 0; st == DKV_OK && i < k; i++) {
-        if (x[i].st == DKV_EINTR && x[i].res) {
-            intr = true;
-        } else if (x[i].st != DKV_OK) {
-            st = x[i].st;
-            if (err)
-                *err = x[i].err;
-        } else if (x[i].map_oom) {
-            st = dkv_err_set(err, DKV_ENOMEM, "threaded instances: out of host memory (step map)");
-        }
-    }
+    for (uint32_t i = 0; st == DKV_OK && i < k; i++)
+        st = mi_status(&x[i], &intr, err);
     if (st == DKV_OK)
         st = mi_merge(c, x, k, kvm, n_kvm, atomic_load(&sh.kv_peak), eng_wall_now() - w0, out, err);
     if (st == DKV_OK && intr)
