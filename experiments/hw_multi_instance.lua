@@ -5,7 +5,7 @@
 --
 --   dkv run experiments/hw_multi_instance.lua -o multi.h5 [-D backend=auto|sim|cuda]
 --       [-D ops=b1,b8,arrive] [-D insts=1,2,4,8] [-D prompt=512] [-D gen=64] [-D steps=16]
---       [-D n1=16] [-D n8=32] [-D seqs=8] [-D rate=4] [-D capacity_gib=4] [-D host=0] [-D gpu=h200-calibrated]
+--       [-D n1=16] [-D n8=32] [-D seqs=8] [-D rate=4] [-D capacity_gib=4] [-D host=0] [-D gpu=h200]
 --
 -- Operating points (LLaDA-8B, dual cache, block 32, `steps` steps per block, phase scheduler, one
 -- weight copy shared read-only unless the point says "copies", GPU time-sliced: one instance's
@@ -13,12 +13,19 @@
 --   b1       the seed's: batch 1 per instance (max_num_seqs 1), n1 requests of (prompt + gen) at t=0
 --   b8       batched: up to `seqs` (8) sequences per instance, n8 requests at t=0 (the 2026-11-29
 --            session's point: -D ops=b8 -D n8=16 -D gen=128 -D steps=32 -D seqs=4 -D gpu=h200)
---   arrive   b1's configuration with n1 requests arriving Poisson at `rate` req/s (k = 1 and 4)
+--   arrive   b1's configuration with n1 requests arriving Poisson at `rate` req/s (seed 5)
 -- Points per operating point: inst=1 (clock "real": the host clock, host planning included, as
 -- the instances' runs; the base of the speed-ups), inst=1,steps (today's path: the clock is the sum
 -- of the steps' times; the k = 1 identity check), inst=k,shared / inst=k,partitioned for k in insts
--- (k = 1 partitioned is the shared pool: not repeated), and inst=4,partitioned,copies (a weight copy
--- per instance: what k separate processes are; b1 only).  The pool is capacity_gib in all.
+-- (k = 1 partitioned is the shared pool: not repeated), and inst=k,partitioned,copies for k > 1 (a
+-- weight copy per instance and a pool of capacity_gib / k each: what k separate processes are,
+-- scripts/hw_multi_proc.sh; executed for b1 at k = 4 only (or the largest k in insts below 4),
+-- simulated at every k: the simulated twin
+-- of the separate processes).  The pool is capacity_gib in all.
+--
+-- The simulated halves use the GPU preset `gpu` (default h200: the measured kernel-time profile
+-- datasets/profiles/h200-20261201.lua).  scripts/hw_session.sh post re-simulates them offline with
+-- this script (-D backend=sim, the device run's -D settings, -D host = the measured host time).
 --
 -- Host time: the simulated halves model the host time of a step (scheduler.step_host_s), which the
 -- executed runs spend for real.  Its value comes from the measurement: the mean over the steps of
@@ -39,7 +46,7 @@ local dkv = require "dkv"
 local hw = require "hw_lib"
 
 local model = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)")
-local gpu = hw.param("gpu", "h200-calibrated", "GPU preset of the simulated halves and the sizing (datasets/presets/gpu/)")
+local gpu = hw.param("gpu", "h200", "GPU preset of the simulated halves and the sizing (datasets/presets/gpu/)")
 local prompt = hw.param("prompt", 512, "prompt tokens per request")
 local gen = hw.param("gen", 64, "generated tokens per request (a multiple of 32)")
 local steps = hw.param("steps", 16, "denoising steps per 32-token block")
@@ -48,7 +55,17 @@ local n8 = hw.param("n8", 32, "requests of the b8 operating point")
 local seqs = hw.param("seqs", 8, "b8: most sequences per instance (max_num_seqs)")
 local rate = hw.param("rate", 4, "arrive: Poisson arrival rate, requests/s")
 local cap_gib = hw.param("capacity_gib", 4, "KV pool of all instances together, GiB")
-local host_default = hw.param("host", 0, "step_host_s of the simulated halves when no real half measured it, s")
+-- -D host: a number (s, every operating point) or per point, "b1=4e-05,b8=6e-05" (hw_session.sh post)
+local host_arg = tostring(hw.param("host", "0", "step_host_s of the simulated halves when no real half measured it, s "
+                                   .. "(a number, or OP=S,OP=S per operating point)"))
+local host_of = {}
+if host_arg:find("=") then
+  for op, v in host_arg:gmatch("([%w_]+)=([^,]+)") do
+    host_of[op] = tonumber(v) or error("hw_multi_instance: -D host: '" .. v .. "' for " .. op .. " is not a number", 0)
+  end
+else
+  host_of.all = tonumber(host_arg) or error("hw_multi_instance: -D host must be a number or OP=S,..., got " .. host_arg, 0)
+end
 local function list(s)
   local t = {}
   for x in tostring(s):gmatch("[^,]+") do t[#t + 1] = x end
@@ -87,6 +104,10 @@ local function measured_host(r)
   return sum / #s.time_s
 end
 
+-- the executed copies point (b1): k = 4, or the largest k in insts below it
+local copies_k = 0
+for _, k in ipairs(insts) do if k > 1 and k <= 4 and k > copies_k then copies_k = k end end
+
 local rows, base, hosts = {}, {}, {}
 local function add(op, label, cfg, eopts, host)
   local p = hw.pair("multi", op .. ":" .. label, cfg, eopts)
@@ -107,8 +128,9 @@ local function add(op, label, cfg, eopts, host)
 end
 
 for _, op in ipairs(ops) do
+  local host_default = host_of[op] or host_of.all or 0
   local host = host_default   -- set from the inst=1 real run (the first point, its real half first)
-  local ks = op == "arrive" and {1, 4} or insts
+  local ks = insts
   for _, k in ipairs(ks) do
     for _, placement in ipairs(k == 1 and {"shared"} or {"shared", "partitioned"}) do
       local label = k == 1 and "inst=1,clock=real" or string.format("inst=%d,%s", k, placement)
@@ -141,12 +163,22 @@ for _, op in ipairs(ops) do
       end
     end
   end
-  if op == "b1" then   -- a weight copy per instance: the in-process twin of 4 separate processes
-    local cfg = config(op, 4, "partitioned", true)
-    local p, row = add(op, "inst=4,partitioned,copies", cfg, {sim_patch = function(c) return with_host(c, host) end}, host)
-    row.k, row.placement = 4, "partitioned"
-    row.s_speedup = base[op .. "s"] and row.s_rps and row.s_rps / base[op .. "s"]
-    row.r_speedup = base[op .. "r"] and row.r_rps and row.r_rps / base[op .. "r"]
+  for _, k in ipairs(insts) do   -- a weight copy per instance: the in-process twin of k separate processes
+    if k > 1 then
+      local cfg, label = config(op, k, "partitioned", true), string.format("inst=%d,partitioned,copies", k)
+      -- k weight copies may not fit the GPU preset (8 x LLaDA-8B on an 80 GB stand-in): said, not run
+      local ok, p, row = pcall(add, op, label, cfg, {sim_only = not (op == "b1" and k == copies_k),
+                                                     sim_patch = function(c) return with_host(c, host) end}, host)
+      if not ok and tostring(p):find("do not fit", 1, true) then
+        print(string.format("hw: multi:%s:%s: not run: %s", op, label, tostring(p):match("cfg: .*") or tostring(p)))
+      elseif not ok then
+        error(p, 0)
+      else
+        row.k, row.placement = k, "partitioned"
+        row.s_speedup = base[op .. "s"] and row.s_rps and row.s_rps / base[op .. "s"]
+        row.r_speedup = base[op .. "r"] and row.r_rps and row.r_rps / base[op .. "r"]
+      end
+    end
   end
 end
 

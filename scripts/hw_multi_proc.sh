@@ -6,9 +6,12 @@
 #
 # Starts K processes of experiments/hw_multi_proc.lua at once (process i: -D proc=i), each serving
 # the requests a simulated run routes to instance i, with a common start time (-D start_at, Unix
-# seconds, START_DELAY s from now (default 12): every process loads, warms up and then waits for
+# seconds, START_DELAY s from now (default 4 + K): every process loads, warms up and then waits for
 # it, so their clocks share one zero); waits for all; merges their files into OUT.h5 (dkv merge):
 # runs mproc:<op>:k=K:p<i>:real and :device.  Exit status: 0 when every process succeeded.
+# -D op=arrive (the Poisson workload): the whole workload's arrivals are listed once (-D
+# list_arrivals=1) and process i gets its share (ids i, i + K, ...) as a Vidur trace with -D offset =
+# its first arrival (a trace's times count from its first row: hw_multi_proc.lua).
 # DKV: the dkv binary (default build/release/dkv); LIMIT (default 120 s) bounds each process.
 # Without a GPU the processes simulate their shares (runs :sim), which tests the merge.
 set -u
@@ -21,11 +24,27 @@ DKV=${DKV:-$ROOT/build/release/dkv}
 [[ "$K" =~ ^[1-9][0-9]*$ ]] || { echo "hw_multi_proc: K must be a positive integer, got '$K'" >&2; exit 2; }
 [ -e "$OUTH5" ] && { echo "hw_multi_proc: $OUTH5 exists" >&2; exit 2; }
 T=$(mktemp -d)
-START=$(( $(date +%s) + ${START_DELAY:-12} ))
+OP=b1
+for a in "$@"; do [[ "$a" == op=* ]] && OP=${a#op=}; done
+extra=()
+for ((i = 0; i < K; i++)); do extra[$i]=""; done
+if [ "$OP" = arrive ]; then   # each process's share of the Poisson arrivals as a Vidur trace
+    (cd "$ROOT" && "$DKV" run experiments/hw_multi_proc.lua -D list_arrivals=1 "$@" -o "$T/arrivals.h5") > "$T/arrivals.txt" 2>&1 \
+        || { echo "hw_multi_proc: listing the arrivals failed:"; tail -n 5 "$T/arrivals.txt"; rm -rf "$T"; exit 1; }
+    for ((i = 0; i < K; i++)); do
+        echo "arrived_at,num_prefill_tokens,num_decode_tokens" > "$T/p$i.csv"
+        awk -v k="$K" -v i="$i" '$1 == "arrival" && $2 % k == i {print $3 "," $4 "," $5}' "$T/arrivals.txt" >> "$T/p$i.csv"
+        off=$(awk -v k="$K" -v i="$i" '$1 == "arrival" && $2 % k == i {print $3; exit}' "$T/arrivals.txt")
+        [ -n "$off" ] || { echo "hw_multi_proc: process $i of $K gets no arrival ($T/arrivals.txt)"; rm -rf "$T"; exit 1; }
+        extra[$i]="-D trace=$T/p$i.csv -D offset=$off"
+    done
+fi
+START=$(( $(date +%s) + ${START_DELAY:-$((4 + K))} ))
 pids=()
 for ((i = 0; i < K; i++)); do
+    # shellcheck disable=SC2086  # extra[i] is "-D trace=FILE -D offset=S" (no spaces inside)
     (cd "$ROOT" && exec timeout -k 5 "${LIMIT:-120}" "$DKV" run experiments/hw_multi_proc.lua -D k="$K" -D proc="$i" \
-        -D start_at="$START" "$@" -o "$T/p$i.h5") > "$T/p$i.log" 2>&1 &
+        -D start_at="$START" ${extra[$i]} "$@" -o "$T/p$i.h5") > "$T/p$i.log" 2>&1 &
     pids+=($!)
 done
 rc=0

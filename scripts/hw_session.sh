@@ -30,10 +30,12 @@
 # Issue 11 (multi-instance, docs/GPU.md "Several instances on one GPU"): STEPS="check multi" runs
 # .hwbin/test_multi_instances (k = 2, 4 instances: every request done, pool accounting; < 30 s), then
 # experiments/hw_multi_instance.lua one operating point per file (MULTI_OPS, default "b1 b8 arrive":
-# h5/hw_multi_instance_<op>.h5, each bounded by MULTI_LIMIT s, default 150), then
-# scripts/hw_multi_proc.sh for k in MULTI_PROCS (default "2 4"): h5/hw_multi_proc_k<k>.h5.  `post`
-# on a folder without the validation points does only the multi-instance part: $RES/multi.md, the
-# table of CLAIMS row 8 (post_multi below); with them, it appends it.
+# h5/hw_multi_instance_<op>.h5, each bounded by MULTI_LIMIT s, default 150; k in MULTI_INSTS, default
+# "1,2,4,8"), then scripts/hw_multi_proc.sh for each OP:K in MULTI_PROCS (default "b1:1 b1:2 b1:4
+# b8:1 b8:2 b8:4 arrive:1 arrive:2 arrive:4 b1:8": k separate processes; b1:8 last, as 8 weight
+# copies of LLaDA-8B nearly fill the H200): h5/hw_multi_proc_<op>_k<k>.h5.  `post` on a folder
+# without the validation points does only the multi-instance part: $RES/multi.md, the table of
+# CLAIMS row 8 (post_multi below); with them, it appends it.
 #
 # Which data is which (calibration must not validate on its own data, issue 6):
 #   fit set (calibration): hw_retention, hw_offload, hw_layout, hw_multi_instance's single-instance
@@ -45,6 +47,7 @@ cd "$ROOT"
 HB=.hwbin
 PY=/usr/bin/python3
 STUDIES=${STUDIES:-"retention offload layout multi_instance"}   # device: order = run order
+MULTI_PROCS_DEFAULT="b1:1 b1:2 b1:4 b8:1 b8:2 b8:4 arrive:1 arrive:2 arrive:4 b1:8"   # issue 11: OP:K
 VAL_POINTS="w1:prefix w1:dual w1:sparse w2:prefix w2:dual w2:sparse w3:prefix w3:dual w3:sparse"
 TOLS=(--tolerance step.time_s=8% --tolerance 'run.peak_*=2%' --tolerance 'run.*frag*=0.01')
 NCU_TOL=(--tolerance 'ncu.*.bytes:total=5%')
@@ -118,7 +121,7 @@ pack() {
       for f in "$W"/logs/hw_multi_instance_*.log; do
           [ -f "$f" ] && sed -n '/^hw multi-instance:/,/expected device time/p' "$f"
       done
-      for f in "$W"/logs/multi_proc_k*.log; do [ -f "$f" ] && grep -h "^hw_multi_proc " "$f"; done
+      for f in "$W"/logs/multi_proc_*.log; do [ -f "$f" ] && grep -h "^hw_multi_proc " "$f"; done
       echo; echo "==== steps (name, exit, seconds, note)"; cat "$W/status.txt"; } > "$OUT/table.txt"
     ls -la "$OUT"
 }
@@ -195,15 +198,18 @@ device() {
             fi
             for op in ${MULTI_OPS:-b1 b8 arrive}; do
                 run_dkv "hw_multi_instance $op" "${MULTI_LIMIT:-150}" "$W/logs/hw_multi_instance_$op.log" run \
-                    experiments/hw_multi_instance.lua -D backend=cuda -D ops="$op" -o "$W/h5/hw_multi_instance_$op.h5"
+                    experiments/hw_multi_instance.lua -D backend=cuda -D ops="$op" -D insts="${MULTI_INSTS:-1,2,4,8}" \
+                    -o "$W/h5/hw_multi_instance_$op.h5"
             done
-            for k in ${MULTI_PROCS:-2 4}; do
+            local pk
+            for pk in ${MULTI_PROCS:-$MULTI_PROCS_DEFAULT}; do
+                op=${pk%%:*}; k=${pk##*:}
                 l=$(left)
-                if [ "$l" -lt 60 ]; then status_line "multi_proc k=$k" skip 0 "deadline: ${l}s left"; continue; fi
+                if [ "$l" -lt 45 ]; then status_line "multi_proc $op k=$k" skip 0 "deadline: ${l}s left"; continue; fi
                 t0=$SECONDS
                 DKV="$DKV" LIMIT=$(( l - 25 < 90 ? l - 25 : 90 )) bash scripts/hw_multi_proc.sh "$k" \
-                    "$W/h5/hw_multi_proc_k$k.h5" -D backend=cuda > "$W/logs/multi_proc_k$k.log" 2>&1; r=$?
-                status_line "multi_proc k=$k" "$r" $((SECONDS - t0)) "$(grep -c '^hw_multi_proc ' "$W/logs/multi_proc_k$k.log") processes reported"
+                    "$W/h5/hw_multi_proc_${op}_k$k.h5" -D backend=cuda -D op="$op" > "$W/logs/multi_proc_${op}_k$k.log" 2>&1; r=$?
+                status_line "multi_proc $op k=$k" "$r" $((SECONDS - t0)) "$(grep -c '^hw_multi_proc ' "$W/logs/multi_proc_${op}_k$k.log") processes reported"
             done ;;
         ncu)       # one process per validation point under Nsight Compute (HBM bytes per kernel)
             local NCU; NCU=$(find_ncu)
@@ -332,10 +338,12 @@ standin() {
         standin_profile > "$D/profile.lua" || return 1
     fi
     if [[ " $STUDIES " == *" multi_instance "* ]]; then   # issue 11: separate processes (stand-ins)
-        for x in ${MULTI_PROCS:-2 4}; do
-            START_DELAY=0 DKV="$DKV" bash scripts/hw_multi_proc.sh "$x" "$S/h5/hw_multi_proc_k$x.h5" -D backend=sim \
-                -D standin="$preset" ${STANDIN_ARGS:-} > "$S/logs/multi_proc_k$x.log" 2>&1 \
-                || { cat "$S/logs/multi_proc_k$x.log"; return 1; }
+        local pk op k
+        for pk in ${MULTI_PROCS:-$MULTI_PROCS_DEFAULT}; do
+            op=${pk%%:*}; k=${pk##*:}
+            START_DELAY=0 DKV="$DKV" bash scripts/hw_multi_proc.sh "$k" "$S/h5/hw_multi_proc_${op}_k$k.h5" -D backend=sim \
+                -D op="$op" -D standin="$preset" ${STANDIN_ARGS:-} > "$S/logs/multi_proc_${op}_k$k.log" 2>&1 \
+                || { cat "$S/logs/multi_proc_${op}_k$k.log"; return 1; }
         done
     fi
     echo "STAND-IN: :real runs are dkv.simulate on $preset" > "$S/status.txt"
@@ -479,27 +487,62 @@ PYEOF
 }
 
 # ---------------------------------------------------------------- post_multi (here): issue 11
-# Every multi:<op>:<point>:real against its :sim twin (dkv compare, issue 11's tolerances:
-# throughput and p99 latency 8 %, peak KV 1 %, fragmentation 1 pp), the separate processes merged,
-# and $R/multi.md: the comparison table and the table of CLAIMS row 8 (criterion first).
+# The simulated halves re-simulated here by this dkv on MULTI_SIM_GPU (default h200: the measured
+# profile), with the device run's -D settings and -D host = the host time per step measured on each
+# operating point's inst=1 real run (sim_multi/<file>.h5; the :sim runs the device wrote came from
+# the code and preset of that day); every multi:<op>:<point>:real against its re-simulated :sim twin
+# (dkv compare, issue 11's tolerances: throughput and p99 latency 8 %, peak KV 1 %, fragmentation
+# 1 pp), the separate processes merged, and $R/multi.md: the comparison table and the table of
+# CLAIMS row 8 (criterion first).
 MULTI_TOLS=(--tolerance run.throughput_rps=8% --tolerance run.latency_p99_s=8% --tolerance run.peak_kv_bytes=1%
             --tolerance 'run.kv_*frag*=0.01')
 post_multi() {
-    local R=$1 f n i=0 c
+    local R=$1 f n i=0 c x defs
     DKV=${DKV:-$(pick_dkv)}
-    mkdir -p "$R/cmp_multi"
+    mkdir -p "$R/cmp_multi" "$R/sim_multi"
     for f in "$R"/h5/hw_multi_instance*.h5; do
         [ -f "$f" ] || continue
+        x=$(basename "$f" .h5)
+        # the device run's -D settings (not backend, standin, half, warmup, gpu, host) and the measured host times
+        defs=$($PY - "$f" <<'PYEOF'
+import sys, h5py, numpy as np
+runs = h5py.File(sys.argv[1], "r")["runs"]
+defs, hosts = None, []
+for n in runs:
+    if n.endswith(":real") and defs is None:
+        d = runs[n].attrs.get("defines", b"")
+        defs = d.decode() if isinstance(d, bytes) else str(d)
+    if n.startswith("multi:") and n.endswith(":inst=1,clock=real:real") and "steps" in runs[n]:
+        st = runs[n]["steps"][()]
+        hosts.append("%s=%.9g" % (n.split(":")[1], float(np.mean(st["host_plan_s"] + st["time_s"] - st["compute_s"]))))
+out = []
+for line in (defs or "").splitlines():
+    k = line.split("=", 1)[0]
+    if line and k not in ("backend", "standin", "half", "warmup", "gpu", "host"):
+        out += ["-D", line]
+if hosts:
+    out += ["-D", "host=" + ",".join(hosts)]
+print("\n".join(out))
+PYEOF
+)
+        local dargs=()
+        [ -n "$defs" ] && mapfile -t dargs <<< "$defs"
+        if ! "$DKV" run experiments/hw_multi_instance.lua -D backend=sim -D gpu="${MULTI_SIM_GPU:-h200}" "${dargs[@]}" \
+                -o "$R/sim_multi/$x.h5" > "$R/sim_multi/$x.log" 2>&1; then
+            echo "re-simulation of $x failed (sim_multi/$x.log): $(grep -m1 -v '^hw' "$R/sim_multi/$x.log" | cut -c1-200)"
+            continue
+        fi
+        echo "re-simulated $x on ${MULTI_SIM_GPU:-h200}: ${dargs[*]}"
         while read -r n; do
             i=$((i + 1)); c=$R/cmp_multi/$(printf %03d $i)
-            "$DKV" compare "$f" "$f" --real-run "$n:real" --sim-run "$n:sim" "${MULTI_TOLS[@]}" -o "$c.h5" > "$c.txt" 2>&1
+            "$DKV" compare "$f" "$R/sim_multi/$x.h5" --real-run "$n:real" --sim-run "$n:sim" "${MULTI_TOLS[@]}" -o "$c.h5" > "$c.txt" 2>&1
             echo "$? $n" >> "$R/cmp_multi/exit.txt"
         done < <($PY -c '
 import sys, h5py
-runs = h5py.File(sys.argv[1])["runs"]
+runs, sims = h5py.File(sys.argv[1])["runs"], h5py.File(sys.argv[2])["runs"]
 for n in runs:
-    if n.endswith(":real") and n[:-5] + ":sim" in runs:
-        print(n[:-5])' "$f")
+    if n.endswith(":real") and n[:-5] + ":sim" in sims:
+        print(n[:-5])' "$f" "$R/sim_multi/$x.h5")
     done
     $PY scripts/hw_multi_table.py "$R" > "$R/multi.md"
     cat "$R/multi.md"

@@ -227,6 +227,9 @@ typedef struct dkv_engine_hooks {
     bool  (*pool_wait)(void *user, bool holds_kv);
     void  (*begun)(void *user);   /* optional: after the backend's begin, before the first step
                                      (with the lock held; may wait, dropping it) */
+    void  (*kv_moved)(void *user, uint64_t bytes, bool up);   /* optional: every change of the bytes
+                                     tagged kv, as it happens (threaded instances: the event-exact
+                                     peak of all instances' KV together) */
 } dkv_engine_hooks;
 
 

@@ -8,6 +8,8 @@
 
 static void tag_add(eng *e, uint8_t tag, uint64_t bytes)
 {
+    if (tag == DKV_MEM_TAG_KV && e->c.hooks && e->c.hooks->kv_moved)
+        e->c.hooks->kv_moved(e->c.hooks->user, bytes, true);
     e->tag_now[tag] += bytes;
     if (e->tag_now[tag] > e->tag_peak[tag])
         e->tag_peak[tag] = e->tag_now[tag];
@@ -18,6 +20,8 @@ static void tag_add(eng *e, uint8_t tag, uint64_t bytes)
 
 static void tag_sub(eng *e, uint8_t tag, uint64_t bytes)
 {
+    if (tag == DKV_MEM_TAG_KV && e->c.hooks && e->c.hooks->kv_moved)
+        e->c.hooks->kv_moved(e->c.hooks->user, bytes, false);
     e->tag_now[tag] -= bytes;
     e->alloc_now -= bytes;
 }

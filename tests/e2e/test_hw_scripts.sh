@@ -46,7 +46,7 @@ fi
 mtiny=(-D ops=b1 -D n1=4 -D gen=32 -D steps=4 -D insts=1,2 -D capacity_gib=1)
 "$DKV" run experiments/hw_multi_instance.lua "${mtiny[@]}" -o "$T/multi.h5" >"$T/multi.txt"
 r=$(runs "$T/multi.h5" | tr '\n' ' ')
-for p in "inst=1,clock=real" "inst=1,clock=steps" "inst=2,shared" "inst=2,partitioned" "inst=4,partitioned,copies"; do
+for p in "inst=1,clock=real" "inst=1,clock=steps" "inst=2,shared" "inst=2,partitioned" "inst=2,partitioned,copies"; do
     [[ "$r" == *"multi:b1:$p:sim "* ]] || fail "multi run $p:sim: $r"
 done
 for p in "inst=1,clock=real" "inst=2,shared" "inst=2,partitioned"; do   # the step_host_s sweep
@@ -132,7 +132,7 @@ PYEOF
 "$DKV" run "$T/fake_gpu.lua" -D study=hw_multi_instance "${mtiny[@]}" -o "$T/fmul.h5" >"$T/fmul.txt" \
     || { cat "$T/fmul.txt"; fail "multi with a fake device"; }
 r=$(runs "$T/fmul.h5" | tr '\n' ' ')
-for p in "inst=1,clock=real" "inst=1,clock=steps" "inst=2,shared" "inst=2,partitioned" "inst=4,partitioned,copies"; do
+for p in "inst=1,clock=real" "inst=1,clock=steps" "inst=2,shared" "inst=2,partitioned" "inst=2,partitioned,copies"; do
     [[ "$r" == *"multi:b1:$p:device multi:b1:$p:real multi:b1:$p:sim "* ]] || fail "multi real $p: $r"
 done
 # the measured host time per step (inst=1's real steps: host_plan_s + time_s - compute_s) goes to
@@ -148,7 +148,7 @@ def host(n):
 st = r["multi:b1:inst=1,clock=real:real"]["steps"][()]
 want = float((st["host_plan_s"] + st["time_s"] - st["compute_s"]).mean())
 assert want > 0, want
-for p in ("inst=1,clock=real", "inst=2,shared", "inst=2,partitioned", "inst=4,partitioned,copies"):
+for p in ("inst=1,clock=real", "inst=2,shared", "inst=2,partitioned", "inst=2,partitioned,copies"):
     assert abs(host("multi:b1:%s:sim" % p) - want) <= 1e-12 * max(1, want) + 1e-15, (p, host("multi:b1:%s:sim" % p), want)
     assert host("multi:b1:%s:real" % p) == 0, p
 assert host("multi:b1:inst=2,shared:sim_host=0.035") == 0.035 and host("multi:b1:inst=2,shared:sim_host=0") == 0
@@ -162,8 +162,8 @@ for f in hw_h5.tgz ncu.tgz logs.tgz table.txt; do [ -f "$T/dev/$f" ] || fail "st
 DKV="$DKV" RES="$T/res" bash scripts/hw_session.sh post "$T/dev" >"$T/post.txt" 2>&1 || { tail -n 30 "$T/post.txt"; fail "post"; }
 S="$T/res/summary.md"
 grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
-# 57 pairs (20 of them issue 11's multi-instance points) + 9 calibrated + the 11 held-out points re-simulated under the stand-in profile (the simulator reads profiles)
-[ "$(grep -c "== compare " "$T/res/post.log")" = 77 ] || fail "57 pairs (20 multi-instance) + 9 calibrated + 11 profiled: $(grep -c "== compare " "$T/res/post.log")"
+# 61 pairs (24 of them issue 11's multi-instance points) + 9 calibrated + the 11 held-out points re-simulated under the stand-in profile (the simulator reads profiles)
+[ "$(grep -c "== compare " "$T/res/post.log")" = 81 ] || fail "61 pairs (24 multi-instance) + 9 calibrated + 11 profiled: $(grep -c "== compare " "$T/res/post.log")"
 # issue 9: the held-out points (every one reported, each target a PASS/MISS column) and the profile imported
 [ "$(grep -c -E "^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS)" "$T/res/summary.md")" = 11 ] \
     || fail "11 held-out rows: $(grep -A14 "Held-out" "$T/res/summary.md")"
@@ -188,12 +188,26 @@ grep -q "^| off:none | " "$S" || fail "device memory table"
 # issue 11: multi.md (every multi pair through dkv compare, the processes merged, CLAIMS row 8)
 M="$T/res/multi.md"
 grep -q "STAND-IN DATA" "$M" || fail "multi.md: stand-in not flagged"
-[ "$(wc -l < "$T/res/cmp_multi/exit.txt")" = 20 ] || fail "20 multi pairs compared: $(wc -l < "$T/res/cmp_multi/exit.txt")"
+[ "$(wc -l < "$T/res/cmp_multi/exit.txt")" = 24 ] || fail "24 multi pairs compared: $(wc -l < "$T/res/cmp_multi/exit.txt")"
 grep -q "^| b1:inst=4,shared | 16/16 | " "$M" || fail "multi.md: b1 k=4 row"
 # stand-ins are simulations of the same engine: peak KV and fragmentation agree exactly
 grep -E -q "^\| b8:inst=8,shared \| 32/32 \|.* \| \+0\.0% \| \+0\.00pp \| \+0\.00pp \| " "$M" || fail "multi.md: b8 k=8 memory columns"
 grep -q "^- b1: .* (target: within 2 %: met)" "$M" || fail "multi.md: k=1 identity"
 grep -E -q "^\| b1 \| 4 \| [0-9.]+ \(16/16\) \| " "$M" || fail "multi.md: 4 processes merged"
+grep -E -q "^\| arrive \| 2 \| [0-9.]+ \(16/16\) \| .* \| [-+][0-9.]+% \| [0-9.]+ \| [-+][0-9.]+% \|$" "$M" \
+    || fail "multi.md: 2 processes of the arrival workload, with the simulated twin's errors"
+grep -q "Simulated halves: re-simulated on the GPU preset h200 " "$M" || fail "multi.md: the simulated halves on h200"
+# the arrival workload's processes: process 1's share starts at the whole workload's second arrival
+$PY - "$T/res/h5/hw_multi_proc_arrive_k2.h5" "$T/res/sim_multi/hw_multi_instance.h5" <<'PYEOF' || fail "arrival offsets"
+import sys, h5py, numpy as np
+r, s = h5py.File(sys.argv[1])["runs"], h5py.File(sys.argv[2])["runs"]
+whole = s["multi:arrive:inst=1,clock=real:sim"]["requests"][()]["arrival_s"]
+for i in (0, 1):
+    off = float(r["mproc:arrive:k=2:p%d:device" % i]["summary"].attrs["arrival_offset_s"])
+    mine = r["mproc:arrive:k=2:p%d:real" % i]["requests"][()]["arrival_s"]
+    assert abs(off - whole[i]) < 1e-6, (i, off, whole[i])
+    assert np.allclose(mine + off, whole[i::2], atol=1e-6), (i, mine + off, whole[i::2])
+PYEOF
 grep -q "^Criterion, fixed before the numbers" "$M" || fail "multi.md: criterion first"
 grep -E -q "^\| b1 \| [0-9.]+ \| 1\.00x \| 1\.00x \| .* \| (HOLDS|PARTLY|CONTRADICTED) \|$" "$M" || fail "multi.md: verdict row"
 # calibration data is not validation data: a fit-set run is refused against the fitted preset

@@ -4,7 +4,10 @@
  * streams).  Each run must finish every request, leave the pool empty, keep its peak KV within
  * the pool, give each backend the arena the placement says (one pool of every block, or its
  * partition), and read only KV that was written: the arenas are poisoned with NaN at begin and
- * every item's confidences must be finite.  The simulator runs the same configuration (one engine,
+ * every item's confidences must be finite.  Request ids: a step plan (and the backend's item report)
+ * names a request by its instance engine's own index; the merged results name it by its workload
+ * index, unique in the run, with the instance beside it.  Both are checked: every workload request
+ * ran on instance (index mod k) (round_robin), and result row g has id g on that instance.  The simulator runs the same configuration (one engine,
  * k instances) and prints beside it.  From C (no Lua, no HDF5): runs on a GPU machine as it is.
  *
  *   test_multi_instances [--model tiny|llada] [--n 16] [--prompt 64] [--gen 32] [--capacity-mib M]
@@ -22,8 +25,9 @@
 
 typedef struct seen {
     uint64_t items, bad_conf;
-    uint32_t inst, k;
+    uint32_t inst, k, n;      /* this instance, instances, requests of the whole workload */
     uint64_t wrong_inst;
+    uint8_t *served;          /* (n) shared by the instances: 1 + the instance that ran workload request g */
 } seen;
 
 static void on_item(void *user, const dkv_cuda_item_report *r)
@@ -33,8 +37,14 @@ static void on_item(void *user, const dkv_cuda_item_report *r)
     for (uint32_t t = 0; t < r->block_len; t++)
         if (!isfinite(r->conf[t]))
             s->bad_conf++;
-    if (r->request % s->k != s->inst)   /* round_robin: instance i serves workload indices i mod k */
+    /* The plan's request is the instance engine's own index (its backend's request table): the
+     * instance's share of the workload in order.  round_robin with every request at t = 0: local j
+     * of instance i is workload request i + j k (the results files carry that global id). */
+    uint64_t g = (uint64_t)s->inst + (uint64_t)r->request * s->k;
+    if (g >= s->n || (s->served[g] && s->served[g] != s->inst + 1))
         s->wrong_inst++;
+    else
+        s->served[g] = (uint8_t)(s->inst + 1);
 }
 
 typedef struct args {
@@ -78,6 +88,12 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
     seen sn[KMAX];
     memset(rep, 0, sizeof rep);
     memset(sn, 0, sizeof sn);
+    uint32_t nw = (uint32_t)dkv_workload_count(w);
+    uint8_t *served = calloc(nw ? nw : 1, 1);
+    if (!served) {
+        fprintf(stderr, "test_multi_instances: out of memory\n");
+        exit(1);
+    }
     for (uint32_t i = 0; i < k; i++) {
         dkv_cuda_backend_options o = backend_options_for(&c);
         o.arena_instances = shared ? k : 1;
@@ -87,7 +103,7 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
         o.share_pool = i && shared;
         o.poison = true;
         o.report = &rep[i];
-        sn[i].inst = i, sn[i].k = k;
+        sn[i].inst = i, sn[i].k = k, sn[i].n = nw, sn[i].served = served;
         o.on_item = on_item;
         o.on_item_user = &sn[i];
         if (a->dry)
@@ -109,6 +125,8 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
     const dkv_run_summary *s = r ? dkv_engine_result_summary(r) : NULL;
     const dkv_run_summary *ss = dkv_engine_result_summary(rs);
     uint64_t items = 0, bad = 0, wrong = 0, steps = 0;
+    for (uint32_t gi = 0; gi < nw && !a->dry; gi++)   /* every request ran, on its round_robin instance */
+        wrong += served[gi] != gi % k + 1;
     for (uint32_t i = 0; i < k && !a->dry; i++) {
         items += sn[i].items, bad += sn[i].bad_conf, wrong += sn[i].wrong_inst, steps += rep[i].steps;
         uint64_t want_blocks = shared ? c.mem.capacity_bytes / bb : q[i].max_blocks;
@@ -122,6 +140,14 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
             fail = 1;
         }
     }
+    size_t nq = 0;
+    const dkv_req_record *rq = r ? dkv_engine_result_requests(r, &nq) : NULL;
+    for (size_t j = 0; !fail && j < nq; j++)   /* the results: workload ids, unique in the run */
+        if (rq[j].id != j || rq[j].instance != j % k)
+            snprintf(why, sizeof why, "result row %zu: request id %llu on instance %u, want id %zu on instance %zu", j,
+                     (unsigned long long)rq[j].id, rq[j].instance, j, j % k), fail = 1;
+    if (!fail && nq != nw)
+        snprintf(why, sizeof why, "%zu result rows for %u requests", nq, nw), fail = 1;
     if (!fail && s->n_done != s->n_requests)
         snprintf(why, sizeof why, "%llu of %llu requests done", (unsigned long long)s->n_done,
                  (unsigned long long)s->n_requests), fail = 1;
@@ -131,7 +157,7 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
         snprintf(why, sizeof why, "peak KV %llu outside (0, pool %llu]", (unsigned long long)s->peak_tag[DKV_MEM_TAG_KV],
                  (unsigned long long)c.mem.capacity_bytes), fail = 1;
     else if (!fail && !a->dry && (bad || wrong || items == 0 || steps != s->n_steps))
-        snprintf(why, sizeof why, "%llu non-finite confidences, %llu items on the wrong instance, %llu items, "
+        snprintf(why, sizeof why, "%llu non-finite confidences, %llu requests unserved or on the wrong instance, %llu items, "
                  "%llu device steps vs %llu engine steps", (unsigned long long)bad, (unsigned long long)wrong,
                  (unsigned long long)items, (unsigned long long)steps, (unsigned long long)s->n_steps), fail = 1;
     printf("%s k=%u %-11s weights %-6s %-9s | real: %.1f tok/s, %.3f s, p99 %.3f s, peak KV %.2f MiB, frag int %.4f "
@@ -149,6 +175,7 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
     }
     dkv_engine_result_free(r);
     dkv_engine_result_free(rs);
+    free(served);
     return fail;
 }
 
