@@ -76,6 +76,11 @@ static dkv_status setup_requests(cpu_backend *b, dkv_err *err)
     if (b->o.targets && b->o.n_targets != b->n_rq)
         return dkv_err_set(err, DKV_EINVAL, "cpu backend: %zu targets for a workload of %zu requests", b->o.n_targets,
                            b->n_rq);
+    if (b->o.follow && b->o.n_follow != b->n_rq)
+        return dkv_err_set(err, DKV_EINVAL, "cpu backend: %zu follow trajectories for a workload of %zu requests",
+                           b->o.n_follow, b->n_rq);
+    if (b->o.follow && b->o.targets)
+        return dkv_err_set(err, DKV_EINVAL, "cpu backend: follow and targets both decide the committed tokens: give one");
     b->rq = calloc(b->n_rq ? b->n_rq : 1, sizeof *b->rq);
     if (!b->rq)
         return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory");

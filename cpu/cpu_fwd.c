@@ -8,6 +8,16 @@
 
 #include "cpu/cpu_internal.h"
 
+/* options.bf16_activations: rounds n values to bf16 in place, where the CUDA backend stores a bf16
+ * tensor (an emulation of its precision; the tie protocol's tests use it). */
+static void act(const cpu_backend *b, float *p, size_t n)
+{
+    if (!b->o.bf16_activations)
+        return;
+    for (size_t i = 0; i < n; i++)
+        p[i] = dkv_cpu_bf16_decode(dkv_cpu_bf16_encode(p[i]));
+}
+
 /* out (T, OC) = in (T, C) w^T; w (OC, C) */
 static void gemm_wt(float *out, const float *in, const float *w, const float *bias, uint32_t T, uint32_t C,
                     uint32_t OC)
@@ -139,6 +149,7 @@ static void lm_head(cpu_backend *b, const cpu_item *x)
     uint32_t C = m->hidden, V = m->vocab, B = x->B;
     const float *blk = b->x + (size_t)(x->s_b - x->q0) * C;
     dkv_ref_rmsnorm(b->hid, blk, b->w->ln_f, B, C, b->w->rms_eps);
+    act(b, b->hid, (size_t)B * C);
     gemm_wt(b->logits, b->hid, b->w->lm_head, NULL, B, C, V);
     for (uint32_t i = 0; i < B; i++) {
         const float *r = b->logits + (size_t)i * V;
@@ -168,23 +179,33 @@ dkv_status cpu_forward(cpu_backend *b, const cpu_item *x, dkv_err *err)
                                x->req, r->canvas[x->q0 + i], x->q0 + i, m->vocab);
     }
     dkv_ref_embedding(b->x, r->canvas + x->q0, w->wte, nq, C);
+    act(b, b->x, (size_t)nq * C);
     for (uint32_t l = 0; l < m->n_layers; l++) {
         const dkv_ref_layer *Ly = &w->layers[l];
         dkv_ref_rmsnorm(b->h, b->x, Ly->attn_norm, nq, C, w->rms_eps);
+        act(b, b->h, (size_t)nq * C);
         gemm_wt(b->q, b->h, Ly->wq, Ly->bq, nq, C, H * D);
         gemm_wt(b->k, b->h, Ly->wk, Ly->bk, nq, C, Hkv * D);
         gemm_wt(b->v, b->h, Ly->wv, Ly->bv, nq, C, Hkv * D);
+        act(b, b->q, (size_t)nq * H * D), act(b, b->k, (size_t)nq * Hkv * D), act(b, b->v, (size_t)nq * Hkv * D);
         dkv_ref_rope(b->q, b->pos, nq, H, D, m->rope_theta);
         dkv_ref_rope(b->k, b->pos, nq, Hkv, D, m->rope_theta);
+        act(b, b->q, (size_t)nq * H * D), act(b, b->k, (size_t)nq * Hkv * D);
         attention_layer(b, x, l);
+        act(b, b->att, (size_t)nq * H * D);
         gemm_wt(b->t, b->att, Ly->wo, NULL, nq, H * D, C);
         dkv_ref_residual(b->x, b->t, (size_t)nq * C);
+        act(b, b->x, (size_t)nq * C);
         dkv_ref_rmsnorm(b->h, b->x, Ly->ffn_norm, nq, C, w->rms_eps);
+        act(b, b->h, (size_t)nq * C);
         gemm_wt(b->gate, b->h, Ly->w_gate, NULL, nq, C, F);
         gemm_wt(b->up, b->h, Ly->w_up, NULL, nq, C, F);
+        act(b, b->gate, (size_t)nq * F), act(b, b->up, (size_t)nq * F);
         dkv_ref_swiglu(b->gate, b->gate, b->up, nq, F);
+        act(b, b->gate, (size_t)nq * F);
         gemm_wt(b->t, b->gate, Ly->w_down, NULL, nq, F, C);
         dkv_ref_residual(b->x, b->t, (size_t)nq * C);
+        act(b, b->x, (size_t)nq * C);
     }
     lm_head(b, x);
     return DKV_OK;

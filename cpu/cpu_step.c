@@ -239,8 +239,10 @@ static dkv_status xfers(cpu_backend *b, const dkv_step_plan *plan, const cpu_ite
 
 /* The unmask rule of cuda/backend.h: the ceil(masked / steps left) most confident masked positions
  * of the block (ties to the lower position) take their argmax, or, with targets, their target
- * (teacher forcing), each scored once at that step. */
-static void unmask(cpu_backend *b, const dkv_step_item *it, const cpu_item *x)
+ * (teacher forcing), each scored once at that step; with follow, the positions the trajectory
+ * recorded at this step take the recorded tokens (decode/follow.h). */
+static dkv_status unmask(cpu_backend *b, const dkv_step_plan *plan, const dkv_step_item *it, const cpu_item *x,
+                         dkv_err *err)
 {
     cpu_req *r = &b->rq[x->req];
     if (it->step == 0 || r->cur_block != it->block) {
@@ -250,6 +252,13 @@ static void unmask(cpu_backend *b, const dkv_step_item *it, const cpu_item *x)
     uint32_t S = it->steps_in_block, left = it->step < S ? S - it->step : 1, nu = (r->masked + left - 1) / left;
     nu = nu > r->masked ? r->masked : nu;
     uint32_t *tok = r->canvas + x->s_b;
+    if (b->o.follow) {
+        uint32_t n;
+        CPU_TRY(dkv_follow_apply(&b->o.follow[x->req], x->req, plan->step_index, r->P, r->G, x->s_b, x->B, tok,
+                                 b->mask_id, b->m.vocab, nu, &n, err));
+        r->masked -= n;
+        return DKV_OK;
+    }
     const uint32_t *tgt = b->o.targets ? b->o.targets[x->req] + (x->s_b - r->P) : NULL;
     for (uint32_t n = 0; n < nu; n++) {
         uint32_t pick = UINT32_MAX;
@@ -271,6 +280,7 @@ static void unmask(cpu_backend *b, const dkv_step_item *it, const cpu_item *x)
         }
         r->masked--;
     }
+    return DKV_OK;
 }
 
 static double thread_cpu(void)
@@ -338,13 +348,14 @@ dkv_status cpu_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out
         write_back(b, x);
         if (!x->R)
             continue;
-        unmask(b, it, x);
+        if ((st = unmask(b, plan, it, x, err)) != DKV_OK)
+            break;
         if (b->o.on_item) {
             dkv_cpu_item_report rp = {.step_index = plan->step_index, .item = i, .request = it->request,
                                       .block = it->block, .step = it->step, .phase = it->phase, .prompt = r->P,
                                       .canvas = r->L, .block_start = x->s_b, .block_len = x->B,
                                       .tokens_before = before, .tokens_after = r->canvas, .argmax = b->argmax,
-                                      .conf = b->conf};
+                                      .conf = b->conf, .logits = b->logits, .vocab = b->m.vocab};
             b->o.on_item(b->o.on_item_user, &rp);
         }
     }
