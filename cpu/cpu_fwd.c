@@ -85,8 +85,8 @@ static void select_store(cpu_backend *b, const cpu_item *x, uint32_t l)
             rk[i] = b->k + j * KD + (size_t)g * D;
             rv[i] = b->v + j * KD + (size_t)g * D;
         }
-        cpu_store(b, x->tab, l, 0, g, 0, x->keep, rk);
-        cpu_store(b, x->tab, l, 1, g, 0, x->keep, rv);
+        cpu_store(b, x->tab, l, 0, g, 0, x->keep, x->keep, rk);   /* the packed set replaces the slots */
+        cpu_store(b, x->tab, l, 1, g, 0, x->keep, x->keep, rv);
     }
 }
 
@@ -99,14 +99,15 @@ static void store_own(cpu_backend *b, const cpu_item *x, uint32_t l)
                                                                                             : x->q0 + x->nq;
     if (hi <= lo)
         return;
+    uint32_t valid = x->need_tokens > hi ? x->need_tokens : hi;   /* as cuda/backend_fwd.c's fp8_layer */
     const float **rk = (const float **)b->qg, **rv = rk + (hi - lo);
     for (uint32_t g = 0; g < Hkv; g++) {
         for (uint32_t p = lo; p < hi; p++) {
             rk[p - lo] = b->k + (p - x->q0) * KD + (size_t)g * D;
             rv[p - lo] = b->v + (p - x->q0) * KD + (size_t)g * D;
         }
-        cpu_store(b, x->tab, l, 0, g, lo, hi - lo, rk);
-        cpu_store(b, x->tab, l, 1, g, lo, hi - lo, rv);
+        cpu_store(b, x->tab, l, 0, g, lo, hi - lo, valid, rk);
+        cpu_store(b, x->tab, l, 1, g, lo, hi - lo, valid, rv);
     }
 }
 

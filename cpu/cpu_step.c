@@ -175,6 +175,7 @@ static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_
         return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory for compression");
     }
     dkv_status st = DKV_OK;
+    uint32_t live = x->need_tokens > start * bt + n ? x->need_tokens - start * bt : n;   /* rows after stay live */
     for (uint32_t l = 0; l < m->n_layers && st == DKV_OK; l++)
         for (uint32_t kv = 0; kv < 2 && st == DKV_OK; kv++)
             for (uint32_t g = 0; g < m->n_kv_heads && st == DKV_OK; g++) {
@@ -184,7 +185,7 @@ static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_
                 for (uint32_t t = 0; t < n; t++)
                     rows[t] = A + (size_t)t * D;
                 if (st == DKV_OK)   /* re-stored (quantized) in place, then copied out below */
-                    cpu_store(b, x->tab + start, l, kv, g, 0, n, rows);
+                    cpu_store(b, x->tab + start, l, kv, g, 0, n, live, rows);
                 b->rep.compress_rel_err_sum += e;
                 b->rep.compress_matrices++;
             }

@@ -234,6 +234,32 @@ device_quality() {
     return $rc
 }
 
+# ---- CPU against CUDA with trajectory replay (issue 10; docs/CPU.md "CPU against CUDA")
+# here:  bash scripts/hw_session.sh build && bash scripts/gpu_run.sh build-quality
+# there: run(command="bash scripts/gpu_run.sh device-agree", carry=[".hwbin", "build/qbin"])
+#        test_backend_tiny all (core/ref teacher-forced, every cache mode) and
+#        experiments/hw_cpu_agreement.lua, one process per cache mode, all in parallel, each under
+#        timeout LIMIT (200 s); raw logs and HDF5 under $OUT, summary lines printed.
+device_agree() {
+    OUT=${OUT:-$ROOT/gpu-out}
+    mkdir -p "$OUT"
+    export LD_LIBRARY_PATH="$ROOT/.hwbin/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
+    local L=${LIMIT:-200} m rc=0
+    ( t0=$SECONDS; timeout "$L" "$QB/test_backend_tiny" all > "$OUT/tiny.log" 2>&1
+      echo "== test_backend_tiny exit $? ($((SECONDS - t0)) s)" >> "$OUT/tiny.log" ) &
+    for m in ${MODES:-none prefix dual sparse_head sparse_shared}; do
+        ( t0=$SECONDS; timeout "$L" .hwbin/dkv run experiments/hw_cpu_agreement.lua -D modes="$m" \
+              -o "$OUT/agree_$m.h5" > "$OUT/agree_$m.log" 2>&1
+          echo "== agree $m exit $? ($((SECONDS - t0)) s)" >> "$OUT/agree_$m.log" ) &
+    done
+    wait
+    grep -hE "criterion|agreement|PASS|FAIL|differs|mismatch|== " "$OUT"/tiny.log "$OUT"/agree_*.log | cut -c1-260
+    grep -q "exit 0" "$OUT/tiny.log" || rc=1
+    for m in "$OUT"/agree_*.log; do grep -q "exit 0" "$m" || rc=1; done
+    return $rc
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
@@ -243,6 +269,7 @@ build-perf) build_perf ;;
 device-perf) device_perf ;;
 build-quality) build_quality ;;
 device-quality) device_quality ;;
-*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality" >&2
+device-agree) device_agree ;;
+*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|device-agree" >&2
    exit 2 ;;
 esac
