@@ -235,21 +235,36 @@ device_quality() {
 }
 
 # ---- CPU against CUDA with trajectory replay (issue 10; docs/CPU.md "CPU against CUDA")
-# here:  bash scripts/hw_session.sh build && bash scripts/gpu_run.sh build-quality
-# there: run(command="bash scripts/gpu_run.sh device-agree", carry=[".hwbin", "build/qbin"])
+# here:  bash scripts/gpu_run.sh build-agree   (hw_session.sh's static dkv + test_backend_tiny into
+#        build/agree_bin, OpenBLAS gzipped: ~23 MB, ignored by git as all of build/, carried)
+# there: run(command="bash scripts/gpu_run.sh device-agree", carry=["build/agree_bin"])
 #        test_backend_tiny all (core/ref teacher-forced, every cache mode) and
 #        experiments/hw_cpu_agreement.lua, one process per cache mode, all in parallel, each under
 #        timeout LIMIT (200 s); raw logs and HDF5 under $OUT, summary lines printed.
+AB=build/agree_bin
+
+build_agree() {
+    bash scripts/hw_session.sh build >/dev/null || exit 1
+    scons -Q -j2 build/release/tests/gpu/test_backend_tiny || exit 1
+    rm -rf "$AB"; mkdir -p "$AB/lib"
+    cp .hwbin/dkv build/release/tests/gpu/test_backend_tiny "$AB"/
+    for l in .hwbin/lib/*; do gzip -c "$l" > "$AB/lib/$(basename "$l").gz"; done
+    rm -rf .hwbin   # untracked (not ignored) in a worktree: it would travel with the tree
+    du -sh "$AB"
+}
+
 device_agree() {
     OUT=${OUT:-$ROOT/gpu-out}
     mkdir -p "$OUT"
-    export LD_LIBRARY_PATH="$ROOT/.hwbin/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+    local LIB=/tmp/agree_lib L=${LIMIT:-200} m rc=0
+    mkdir -p "$LIB"
+    for l in "$AB"/lib/*.gz; do gunzip -c "$l" > "$LIB/$(basename "$l" .gz)"; done
+    export LD_LIBRARY_PATH="$LIB:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
-    local L=${LIMIT:-200} m rc=0
-    ( t0=$SECONDS; timeout "$L" "$QB/test_backend_tiny" all > "$OUT/tiny.log" 2>&1
+    ( t0=$SECONDS; timeout "$L" "$AB/test_backend_tiny" all > "$OUT/tiny.log" 2>&1
       echo "== test_backend_tiny exit $? ($((SECONDS - t0)) s)" >> "$OUT/tiny.log" ) &
     for m in ${MODES:-none prefix dual sparse_head sparse_shared}; do
-        ( t0=$SECONDS; timeout "$L" .hwbin/dkv run experiments/hw_cpu_agreement.lua -D modes="$m" \
+        ( t0=$SECONDS; timeout "$L" "$AB/dkv" run experiments/hw_cpu_agreement.lua -D modes="$m" \
               -o "$OUT/agree_$m.h5" > "$OUT/agree_$m.log" 2>&1
           echo "== agree $m exit $? ($((SECONDS - t0)) s)" >> "$OUT/agree_$m.log" ) &
     done
@@ -269,7 +284,8 @@ build-perf) build_perf ;;
 device-perf) device_perf ;;
 build-quality) build_quality ;;
 device-quality) device_quality ;;
+build-agree) build_agree ;;
 device-agree) device_agree ;;
-*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|device-agree" >&2
+*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree" >&2
    exit 2 ;;
 esac
