@@ -91,6 +91,14 @@ typedef struct dkv_cpu_score {
     double   nll_bits;     /* sum of -log2 p(target) */
 } dkv_cpu_score;
 
+/* One measured attention entropy (setup.on_entropy, retention mode entropy with measured = true):
+ * the block's normalised entropy at its first step, and the rows its selecting step then kept
+ * per KV head (k = ceil(rho (L - B)) of the rho the policy made of it; 0 until that step ran). */
+typedef struct dkv_cpu_entropy {
+    uint32_t request, block, keep;
+    double   entropy;
+} dkv_cpu_entropy;
+
 typedef struct dkv_cpu_backend_report {
     uint64_t steps, items;
     double   cpu_time_s;           /* sum of the steps' wall clock */
@@ -102,6 +110,8 @@ typedef struct dkv_cpu_backend_report {
     uint64_t compress_matrices;
     uint64_t fetch_unwritten_blocks; /* staging blocks fetched from a host slot never written */
     dkv_cpu_score *score;          /* (n_requests) when targets were given, else NULL; malloc'd */
+    dkv_cpu_entropy *entropy;      /* (n_entropy) measured entropies in step order; malloc'd */
+    uint32_t n_entropy;
     uint32_t n_score;
 } dkv_cpu_backend_report;
 

@@ -31,9 +31,10 @@ static void gemm_wt(float *out, const float *in, const float *w, const float *bi
 }
 
 /* Attention of the G query heads of one KV group: q rows (nq, stride ldq) at column offset of the
- * group, keys/values (na, D), output into att (same layout as q). */
+ * group, keys/values (na, D), output into att (same layout as q).  Rows [m_lo, m_hi) add their
+ * normalised entropy -sum p ln p / ln(na) per head to b->ent_sum / ent_n (setup.on_entropy). */
 static void attend_group(cpu_backend *b, const float *q, size_t ldq, float *att, const float *gk, const float *gv,
-                         uint32_t nq, uint32_t na, uint32_t G)
+                         uint32_t nq, uint32_t na, uint32_t G, uint32_t m_lo, uint32_t m_hi)
 {
     uint32_t D = b->m.head_dim;
     float scale = 1.0f / sqrtf((float)D), *S = b->sc;
@@ -52,6 +53,13 @@ static void attend_group(cpu_backend *b, const float *q, size_t ldq, float *att,
             float inv = (float)(1.0 / sum);
             for (uint32_t j = 0; j < na; j++)
                 r[j] *= inv;
+            if (i >= m_lo && i < m_hi && na > 1) {
+                double h = 0;
+                for (uint32_t j = 0; j < na; j++)
+                    h -= r[j] > 0 ? (double)r[j] * log((double)r[j]) : 0.0;
+                b->ent_sum += h / log((double)na);
+                b->ent_n++;
+            }
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)D, (int)na, 1.0f, S, (int)na, gv, (int)D,
                     0.0f, att + (size_t)hh * D, (int)ldq);
@@ -129,7 +137,8 @@ static void attention_layer(cpu_backend *b, const cpu_item *x, uint32_t l)
             memcpy(b->gk + (size_t)na * D, b->k + i * KD + (size_t)g * D, D * sizeof(float));
             memcpy(b->gv + (size_t)na * D, b->v + i * KD + (size_t)g * D, D * sizeof(float));
         }
-        attend_group(b, b->q + (size_t)g * G * D, QD, b->att + (size_t)g * G * D, b->gk, b->gv, nq, na, G);
+        uint32_t m_lo = x->measure ? x->s_b - x->q0 : 0, m_hi = x->measure ? m_lo + x->B : 0;
+        attend_group(b, b->q + (size_t)g * G * D, QD, b->att + (size_t)g * G * D, b->gk, b->gv, nq, na, G, m_lo, m_hi);
         if (x->write == CW_SELECT) {   /* block queries of this group, contiguous (B, G*D) */
             for (uint32_t i = 0; i < x->B; i++)
                 memcpy(b->qg + (size_t)i * G * D, b->q + (size_t)(x->s_b - x->q0 + i) * QD + (size_t)g * G * D,

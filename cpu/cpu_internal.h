@@ -36,6 +36,7 @@ typedef struct cpu_item {
     uint32_t need_tokens, n_tb, n_chain;
     uint32_t *tab;             /* (n_tb) pool block of each slot block */
     uint32_t R;                /* logit rows the plan asks for */
+    bool     measure;          /* setup.on_entropy: a sparse block's step 0 measures its attention entropy */
 } cpu_item;
 
 typedef struct cpu_backend {
@@ -47,6 +48,10 @@ typedef struct cpu_backend {
     bool begun;
     dkv_kernel_fn on_kernel;
     void *on_kernel_user;
+    void (*on_entropy)(void *user, uint32_t request, uint32_t block, double entropy);
+    void *on_entropy_user;
+    double ent_sum;            /* measuring item: sum of normalised row entropies, and their count */
+    uint64_t ent_n;
     dkv_ref_weights *w;
     uint32_t mask_id;
 

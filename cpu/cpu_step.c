@@ -26,6 +26,7 @@ static dkv_status plan_item(cpu_backend *b, const dkv_step_item *it, uint32_t i,
     x->req = it->request, x->s_b = r->P + it->block * B, x->B = B, x->nq = it->q_tokens;
     x->refresh = it->phase == DKV_STEP_REFRESH;
     x->R = it->logit_rows;
+    x->measure = b->on_entropy && b->dec.cache == DKV_CACHE_SPARSE && it->step == 0 && x->refresh;
     if (x->refresh) {
         if (x->nq != L || a != L)
             return dkv_err_set(err, DKV_EINVAL, "cpu backend: item %u (request %u): a Refresh computes and attends the "
@@ -284,6 +285,19 @@ static dkv_status unmask(cpu_backend *b, const dkv_step_plan *plan, const dkv_st
     return DKV_OK;
 }
 
+/* A sparse block's first step measured its attention entropy: kept in the report and handed to
+ * the engine (setup.on_entropy: the retention policy's rho of the block's selecting step). */
+static dkv_status record_entropy(cpu_backend *b, const dkv_step_item *it, double e, dkv_err *err)
+{
+    dkv_cpu_entropy *n = realloc(b->rep.entropy, (b->rep.n_entropy + 1) * sizeof *n);
+    if (!n)
+        return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory");
+    b->rep.entropy = n;
+    n[b->rep.n_entropy++] = (dkv_cpu_entropy){.request = it->request, .block = it->block, .entropy = e};
+    b->on_entropy(b->on_entropy_user, it->request, it->block, e);
+    return DKV_OK;
+}
+
 static double thread_cpu(void)
 {
     struct timespec ts;
@@ -344,8 +358,16 @@ dkv_status cpu_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out
             }
             memcpy(before, r->canvas, r->L * sizeof *before);
         }
+        b->ent_sum = 0, b->ent_n = 0;
         if ((st = cpu_forward(b, x, err)) != DKV_OK)
             break;
+        if (x->measure && b->ent_n && (st = record_entropy(b, it, b->ent_sum / (double)b->ent_n, err)) != DKV_OK)
+            break;
+        for (uint32_t k = b->rep.n_entropy; x->write == CW_SELECT && k-- > 0;)
+            if (b->rep.entropy[k].request == it->request && b->rep.entropy[k].block == it->block) {
+                b->rep.entropy[k].keep = x->keep;
+                break;
+            }
         write_back(b, x);
         if (!x->R)
             continue;

@@ -604,6 +604,23 @@ static void push_cpu(lua_State *L, const dkv_cpu_backend_report *r)
     lua_setfield(L, -2, "thread_cpu_s");
     lua_pushnumber(L, r->compress_matrices ? r->compress_rel_err_sum / (double)r->compress_matrices : NAN);
     lua_setfield(L, -2, "compress_rel_err_mean");
+    if (r->n_entropy) {   /* dev.entropy = {request = {...}, block = {...}, entropy = {...}, keep = {...}} */
+        static const char *const ek[] = {"request", "block", "entropy", "keep"};
+        lua_createtable(L, 0, 4);
+        for (int c = 0; c < 4; c++) {
+            lua_createtable(L, (int)r->n_entropy, 0);
+            for (uint32_t i = 0; i < r->n_entropy; i++) {
+                const dkv_cpu_entropy *q = &r->entropy[i];
+                if (c == 2)
+                    lua_pushnumber(L, q->entropy);
+                else
+                    lua_pushinteger(L, c == 0 ? q->request : c == 1 ? q->block : q->keep);
+                lua_rawseti(L, -2, (lua_Integer)i + 1);
+            }
+            lua_setfield(L, -2, ek[c]);
+        }
+        lua_setfield(L, -2, "entropy");
+    }
     if (r->score) {   /* dev.score = {n, correct, nll_bits, accuracy, bits_per_byte, per_request = {...}} */
         uint64_t n = 0, c = 0;
         double nll = 0;
