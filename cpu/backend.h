@@ -49,6 +49,13 @@
  * forcing), and each is scored once, at that step, under the KV state the policy left:
  * -log2 softmax(logits)[target] and argmax == target (docs/CPU.md, "Held-out scoring").
  *
+ * ---- Follow (trajectory replay) ----
+ * With options.follow, each step's unmask commits the positions the trajectory recorded at that
+ * engine step with the recorded tokens (decode/follow.h; an error when they do not fit the
+ * step's block or the unmask rule's count); the item report still carries this backend's own
+ * argmax, confidence and logits, so agreement with the recorded run is measured position by
+ * position on the same canvases.  Not combined with targets.
+ *
  * ---- Timing ----
  * Step cost time_s = compute_s = CPU wall clock of run_step (one core): CPU time, not GPU time.
  * flops and bytes are the cost model's counts of the same plan (core/cost/cost.h).
@@ -60,6 +67,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decode/follow.h"
 #include "engine/backend.h"
 
 /* What the on_item hook sees after each item with logit rows (arrays valid during the call). */
@@ -71,6 +79,8 @@ typedef struct dkv_cpu_item_report {
     const uint32_t *tokens_after;    /* (canvas) after the unmask */
     const uint32_t *argmax;          /* (block_len) */
     const float    *conf;            /* (block_len) softmax probability of the argmax */
+    const float    *logits;          /* (block_len, vocab) fp32 logits of the block's rows */
+    uint32_t        vocab;
 } dkv_cpu_item_report;
 typedef void (*dkv_cpu_item_fn)(void *user, const dkv_cpu_item_report *r);
 
@@ -80,6 +90,14 @@ typedef struct dkv_cpu_score {
     uint32_t correct;      /* argmax == target at the step the position was unmasked */
     double   nll_bits;     /* sum of -log2 p(target) */
 } dkv_cpu_score;
+
+/* One measured attention entropy (setup.on_entropy, retention mode entropy with measured = true):
+ * the block's normalised entropy at its first step, and the rows its selecting step then kept
+ * per KV head (k = ceil(rho (L - B)) of the rho the policy made of it; 0 until that step ran). */
+typedef struct dkv_cpu_entropy {
+    uint32_t request, block, keep;
+    double   entropy;
+} dkv_cpu_entropy;
 
 typedef struct dkv_cpu_backend_report {
     uint64_t steps, items;
@@ -92,6 +110,8 @@ typedef struct dkv_cpu_backend_report {
     uint64_t compress_matrices;
     uint64_t fetch_unwritten_blocks; /* staging blocks fetched from a host slot never written */
     dkv_cpu_score *score;          /* (n_requests) when targets were given, else NULL; malloc'd */
+    dkv_cpu_entropy *entropy;      /* (n_entropy) measured entropies in step order; malloc'd */
+    uint32_t n_entropy;
     uint32_t n_score;
 } dkv_cpu_backend_report;
 
@@ -102,6 +122,14 @@ typedef struct dkv_cpu_backend_options {
     float    rms_eps;         /* random weights only (loaded weights carry their own) */
     const uint32_t *const *targets; /* optional: targets[i] = request i's gen_tokens target ids */
     size_t   n_targets;       /* entries of targets (must equal the workload's requests) */
+    const dkv_follow *follow; /* optional: follow[i] = request i's recorded trajectory
+                                 (decode/follow.h): each step commits the recorded positions with
+                                 the recorded tokens instead of its own picks (trajectory replay) */
+    size_t   n_follow;        /* entries of follow (must equal the workload's requests) */
+    bool     bf16_activations;/* round the activations to bf16 where the CUDA backend stores them
+                                 (embedding, norms, q/k/v, attention output, GEMM outputs, residual
+                                 stream, SwiGLU, final norm): an emulation of its precision for the
+                                 tie protocol's tests; false = fp32 throughout (the default) */
     dkv_cpu_item_fn on_item;  /* optional */
     void    *on_item_user;
     dkv_cpu_backend_report *report; /* optional: filled at end() */

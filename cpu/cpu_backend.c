@@ -34,6 +34,7 @@ void dkv_cpu_backend_report_clear(dkv_cpu_backend_report *r)
     if (!r)
         return;
     free(r->score);
+    free(r->entropy);
     memset(r, 0, sizeof *r);
 }
 
@@ -76,6 +77,11 @@ static dkv_status setup_requests(cpu_backend *b, dkv_err *err)
     if (b->o.targets && b->o.n_targets != b->n_rq)
         return dkv_err_set(err, DKV_EINVAL, "cpu backend: %zu targets for a workload of %zu requests", b->o.n_targets,
                            b->n_rq);
+    if (b->o.follow && b->o.n_follow != b->n_rq)
+        return dkv_err_set(err, DKV_EINVAL, "cpu backend: %zu follow trajectories for a workload of %zu requests",
+                           b->o.n_follow, b->n_rq);
+    if (b->o.follow && b->o.targets)
+        return dkv_err_set(err, DKV_EINVAL, "cpu backend: follow and targets both decide the committed tokens: give one");
     b->rq = calloc(b->n_rq ? b->n_rq : 1, sizeof *b->rq);
     if (!b->rq)
         return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory");
@@ -189,6 +195,7 @@ static dkv_status cpu_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
         return dkv_err_set(err, DKV_EINVAL, "cpu backend: setup.decode.block_len must be > 0");
     b->mask_id = m->mask_id;
     b->on_kernel = s->on_kernel, b->on_kernel_user = s->on_kernel_user;
+    b->on_entropy = s->on_entropy, b->on_entropy_user = s->on_entropy_user;
     dkv_cpu_backend_report_clear(&b->rep);
     openblas_set_num_threads(1);
     b->begun = true;
@@ -224,8 +231,9 @@ static void cpu_end(void *ctx)
         return;
     if (b->o.report) {
         dkv_cpu_backend_report_clear(b->o.report);
-        *b->o.report = b->rep;   /* the scores move to the caller */
+        *b->o.report = b->rep;   /* the scores and entropies move to the caller */
         b->rep.score = NULL;
+        b->rep.entropy = NULL;
     }
     teardown(b);
 }
@@ -237,6 +245,7 @@ static void cpu_free(void *ctx)
         return;
     teardown(b);
     free(b->rep.score);
+    free(b->rep.entropy);
     free(b);
 }
 

@@ -8,6 +8,16 @@
 
 #include "cpu/cpu_internal.h"
 
+/* options.bf16_activations: rounds n values to bf16 in place, where the CUDA backend stores a bf16
+ * tensor (an emulation of its precision; the tie protocol's tests use it). */
+static void act(const cpu_backend *b, float *p, size_t n)
+{
+    if (!b->o.bf16_activations)
+        return;
+    for (size_t i = 0; i < n; i++)
+        p[i] = dkv_cpu_bf16_decode(dkv_cpu_bf16_encode(p[i]));
+}
+
 /* out (T, OC) = in (T, C) w^T; w (OC, C) */
 static void gemm_wt(float *out, const float *in, const float *w, const float *bias, uint32_t T, uint32_t C,
                     uint32_t OC)
@@ -21,9 +31,10 @@ static void gemm_wt(float *out, const float *in, const float *w, const float *bi
 }
 
 /* Attention of the G query heads of one KV group: q rows (nq, stride ldq) at column offset of the
- * group, keys/values (na, D), output into att (same layout as q). */
+ * group, keys/values (na, D), output into att (same layout as q).  Rows [m_lo, m_hi) add their
+ * normalised entropy -sum p ln p / ln(na) per head to b->ent_sum / ent_n (setup.on_entropy). */
 static void attend_group(cpu_backend *b, const float *q, size_t ldq, float *att, const float *gk, const float *gv,
-                         uint32_t nq, uint32_t na, uint32_t G)
+                         uint32_t nq, uint32_t na, uint32_t G, uint32_t m_lo, uint32_t m_hi)
 {
     uint32_t D = b->m.head_dim;
     float scale = 1.0f / sqrtf((float)D), *S = b->sc;
@@ -42,6 +53,13 @@ static void attend_group(cpu_backend *b, const float *q, size_t ldq, float *att,
             float inv = (float)(1.0 / sum);
             for (uint32_t j = 0; j < na; j++)
                 r[j] *= inv;
+            if (i >= m_lo && i < m_hi && na > 1) {
+                double h = 0;
+                for (uint32_t j = 0; j < na; j++)
+                    h -= r[j] > 0 ? (double)r[j] * log((double)r[j]) : 0.0;
+                b->ent_sum += h / log((double)na);
+                b->ent_n++;
+            }
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nq, (int)D, (int)na, 1.0f, S, (int)na, gv, (int)D,
                     0.0f, att + (size_t)hh * D, (int)ldq);
@@ -75,8 +93,8 @@ static void select_store(cpu_backend *b, const cpu_item *x, uint32_t l)
             rk[i] = b->k + j * KD + (size_t)g * D;
             rv[i] = b->v + j * KD + (size_t)g * D;
         }
-        cpu_store(b, x->tab, l, 0, g, 0, x->keep, rk);
-        cpu_store(b, x->tab, l, 1, g, 0, x->keep, rv);
+        cpu_store(b, x->tab, l, 0, g, 0, x->keep, x->keep, rk);   /* the packed set replaces the slots */
+        cpu_store(b, x->tab, l, 1, g, 0, x->keep, x->keep, rv);
     }
 }
 
@@ -89,14 +107,15 @@ static void store_own(cpu_backend *b, const cpu_item *x, uint32_t l)
                                                                                             : x->q0 + x->nq;
     if (hi <= lo)
         return;
+    uint32_t valid = x->need_tokens > hi ? x->need_tokens : hi;   /* as cuda/backend_fwd.c's fp8_layer */
     const float **rk = (const float **)b->qg, **rv = rk + (hi - lo);
     for (uint32_t g = 0; g < Hkv; g++) {
         for (uint32_t p = lo; p < hi; p++) {
             rk[p - lo] = b->k + (p - x->q0) * KD + (size_t)g * D;
             rv[p - lo] = b->v + (p - x->q0) * KD + (size_t)g * D;
         }
-        cpu_store(b, x->tab, l, 0, g, lo, hi - lo, rk);
-        cpu_store(b, x->tab, l, 1, g, lo, hi - lo, rv);
+        cpu_store(b, x->tab, l, 0, g, lo, hi - lo, valid, rk);
+        cpu_store(b, x->tab, l, 1, g, lo, hi - lo, valid, rv);
     }
 }
 
@@ -118,7 +137,8 @@ static void attention_layer(cpu_backend *b, const cpu_item *x, uint32_t l)
             memcpy(b->gk + (size_t)na * D, b->k + i * KD + (size_t)g * D, D * sizeof(float));
             memcpy(b->gv + (size_t)na * D, b->v + i * KD + (size_t)g * D, D * sizeof(float));
         }
-        attend_group(b, b->q + (size_t)g * G * D, QD, b->att + (size_t)g * G * D, b->gk, b->gv, nq, na, G);
+        uint32_t m_lo = x->measure ? x->s_b - x->q0 : 0, m_hi = x->measure ? m_lo + x->B : 0;
+        attend_group(b, b->q + (size_t)g * G * D, QD, b->att + (size_t)g * G * D, b->gk, b->gv, nq, na, G, m_lo, m_hi);
         if (x->write == CW_SELECT) {   /* block queries of this group, contiguous (B, G*D) */
             for (uint32_t i = 0; i < x->B; i++)
                 memcpy(b->qg + (size_t)i * G * D, b->q + (size_t)(x->s_b - x->q0 + i) * QD + (size_t)g * G * D,
@@ -139,6 +159,7 @@ static void lm_head(cpu_backend *b, const cpu_item *x)
     uint32_t C = m->hidden, V = m->vocab, B = x->B;
     const float *blk = b->x + (size_t)(x->s_b - x->q0) * C;
     dkv_ref_rmsnorm(b->hid, blk, b->w->ln_f, B, C, b->w->rms_eps);
+    act(b, b->hid, (size_t)B * C);
     gemm_wt(b->logits, b->hid, b->w->lm_head, NULL, B, C, V);
     for (uint32_t i = 0; i < B; i++) {
         const float *r = b->logits + (size_t)i * V;
@@ -168,23 +189,33 @@ dkv_status cpu_forward(cpu_backend *b, const cpu_item *x, dkv_err *err)
                                x->req, r->canvas[x->q0 + i], x->q0 + i, m->vocab);
     }
     dkv_ref_embedding(b->x, r->canvas + x->q0, w->wte, nq, C);
+    act(b, b->x, (size_t)nq * C);
     for (uint32_t l = 0; l < m->n_layers; l++) {
         const dkv_ref_layer *Ly = &w->layers[l];
         dkv_ref_rmsnorm(b->h, b->x, Ly->attn_norm, nq, C, w->rms_eps);
+        act(b, b->h, (size_t)nq * C);
         gemm_wt(b->q, b->h, Ly->wq, Ly->bq, nq, C, H * D);
         gemm_wt(b->k, b->h, Ly->wk, Ly->bk, nq, C, Hkv * D);
         gemm_wt(b->v, b->h, Ly->wv, Ly->bv, nq, C, Hkv * D);
+        act(b, b->q, (size_t)nq * H * D), act(b, b->k, (size_t)nq * Hkv * D), act(b, b->v, (size_t)nq * Hkv * D);
         dkv_ref_rope(b->q, b->pos, nq, H, D, m->rope_theta);
         dkv_ref_rope(b->k, b->pos, nq, Hkv, D, m->rope_theta);
+        act(b, b->q, (size_t)nq * H * D), act(b, b->k, (size_t)nq * Hkv * D);
         attention_layer(b, x, l);
+        act(b, b->att, (size_t)nq * H * D);
         gemm_wt(b->t, b->att, Ly->wo, NULL, nq, H * D, C);
         dkv_ref_residual(b->x, b->t, (size_t)nq * C);
+        act(b, b->x, (size_t)nq * C);
         dkv_ref_rmsnorm(b->h, b->x, Ly->ffn_norm, nq, C, w->rms_eps);
+        act(b, b->h, (size_t)nq * C);
         gemm_wt(b->gate, b->h, Ly->w_gate, NULL, nq, C, F);
         gemm_wt(b->up, b->h, Ly->w_up, NULL, nq, C, F);
+        act(b, b->gate, (size_t)nq * F), act(b, b->up, (size_t)nq * F);
         dkv_ref_swiglu(b->gate, b->gate, b->up, nq, F);
+        act(b, b->gate, (size_t)nq * F);
         gemm_wt(b->t, b->gate, Ly->w_down, NULL, nq, F, C);
         dkv_ref_residual(b->x, b->t, (size_t)nq * C);
+        act(b, b->x, (size_t)nq * C);
     }
     lm_head(b, x);
     return DKV_OK;

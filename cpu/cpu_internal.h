@@ -36,6 +36,7 @@ typedef struct cpu_item {
     uint32_t need_tokens, n_tb, n_chain;
     uint32_t *tab;             /* (n_tb) pool block of each slot block */
     uint32_t R;                /* logit rows the plan asks for */
+    bool     measure;          /* setup.on_entropy: a sparse block's step 0 measures its attention entropy */
 } cpu_item;
 
 typedef struct cpu_backend {
@@ -47,6 +48,10 @@ typedef struct cpu_backend {
     bool begun;
     dkv_kernel_fn on_kernel;
     void *on_kernel_user;
+    void (*on_entropy)(void *user, uint32_t request, uint32_t block, double entropy);
+    void *on_entropy_user;
+    double ent_sum;            /* measuring item: sum of normalised row entropies, and their count */
+    uint64_t ent_n;
     dkv_ref_weights *w;
     uint32_t mask_id;
 
@@ -74,10 +79,12 @@ typedef struct cpu_backend {
 } cpu_backend;
 
 /* cpu_pool.c: a slot s of the item's table is block tab[s / bt], token s % bt. */
-/* Stores n rows (src row j at src + j * stride, D floats) of (layer, kv 0|1, head) into slots
- * slot0 .. slot0 + n - 1, quantizing to the KV dtype (FP8: per-block scales, see backend.h). */
+/* Stores n rows (rows[j], D floats) of (layer, kv 0|1, head) into slots slot0 .. slot0 + n - 1,
+ * quantizing to the KV dtype.  Slots below valid (>= slot0 + n or not) hold rows stored before
+ * that stay live: FP8 (per-block scales, cpu_pool.c) re-quantizes those of a touched block when
+ * its scale grows, and resets the scale only when the store covers all of a block's live rows. */
 void cpu_store(cpu_backend *b, const uint32_t *tab, uint32_t layer, uint32_t kv, uint32_t head, uint32_t slot0,
-               uint32_t n, const float *const *rows);
+               uint32_t n, uint32_t valid, const float *const *rows);
 /* Reads n slots from slot 0 of (layer, kv, head), dequantized, into out (n, D). */
 void cpu_load(const cpu_backend *b, const uint32_t *tab, uint32_t layer, uint32_t kv, uint32_t head, uint32_t n,
               float *out);

@@ -1,10 +1,11 @@
 /* cpu_pool.c - KV rows in the pool's blocks: quantize on store, dequantize on read.
  *
  * A token slot holds [layer][k|v][kv head][head_dim] elements of eb bytes (bf16, fp16, fp32 or
- * FP8 e4m3).  FP8 has one scale per (block, layer, k|v, kv head): a store that starts at a
- * block's first slot sets it to amax(rows) / 448; one that starts inside a block (dual's
- * in-place write of the current block) keeps max(scale, amax / 448) and, when that grows,
- * re-quantizes the block's existing rows with it. */
+ * FP8 e4m3).  FP8 has one scale per (block, layer, k|v, kv head), cuda/kv_fp8.cu's rule: a store
+ * that covers every stored row of the block (slots below `valid`) sets it to amax(rows) / 448;
+ * any other (dual's in-place write of the current block, a store from a block's first slot whose
+ * later slots hold earlier rows) keeps max(scale, amax / 448) and, when that grows, re-quantizes
+ * the block's older rows, before and after the new ones, with it. */
 #include <math.h>
 #include <string.h>
 
@@ -87,7 +88,7 @@ static void touch(cpu_backend *b, uint32_t blk)
 }
 
 void cpu_store(cpu_backend *b, const uint32_t *tab, uint32_t layer, uint32_t kv, uint32_t head, uint32_t slot0,
-               uint32_t n, const float *const *rows)
+               uint32_t n, uint32_t valid, const float *const *rows)
 {
     uint32_t D = b->m.head_dim, bt = b->bt;
     for (uint32_t j = 0; j < n;) {
@@ -97,19 +98,26 @@ void cpu_store(cpu_backend *b, const uint32_t *tab, uint32_t layer, uint32_t kv,
         touch(b, blk);
         float inv = 1.0f;
         if (b->kv_dtype == DKV_DTYPE_FP8) {
+            /* block-relative: new rows [a, e), rows stored before [0, a) and [e, v) */
+            uint32_t jb = s - s % bt, a = s - jb, e = a + run, v = valid > jb + bt ? bt : valid > jb ? valid - jb : 0;
+            v = v > e ? v : e;
             float amax = 0;
             for (uint32_t i = 0; i < run; i++)
                 for (uint32_t d = 0; d < D; d++)
                     amax = fmaxf(amax, fabsf(rows[j + i][d]));
             float *sp = scale_of(b, blk, layer, kv, head), want = amax > 0 ? amax / FP8_MAX : 1.0f;
-            if (s % bt == 0) {
+            if (a == 0 && e == v) {    /* the store covers every stored row of the block */
                 *sp = want;
-            } else if (want > *sp) {   /* re-quantize the block's slots before s with the new scale */
+            } else if (want > *sp) {   /* re-quantize the block's older rows with the new scale */
                 float tmp[512];
-                for (uint32_t i = s - s % bt; i < s; i++) {
-                    uint8_t *e = elem(b, tab, i, layer, kv, head);
-                    get(b, e, tmp, *sp);
-                    put(b, e, tmp, 1.0f / want);
+                for (uint32_t i = 0; i < v; i++) {
+                    if (i == a)
+                        i = e;
+                    if (i >= v)
+                        break;
+                    uint8_t *el = elem(b, tab, jb + i, layer, kv, head);
+                    get(b, el, tmp, *sp);
+                    put(b, el, tmp, 1.0f / want);
                 }
                 *sp = want;
             }

@@ -26,6 +26,7 @@ static dkv_status plan_item(cpu_backend *b, const dkv_step_item *it, uint32_t i,
     x->req = it->request, x->s_b = r->P + it->block * B, x->B = B, x->nq = it->q_tokens;
     x->refresh = it->phase == DKV_STEP_REFRESH;
     x->R = it->logit_rows;
+    x->measure = b->on_entropy && b->dec.cache == DKV_CACHE_SPARSE && it->step == 0 && x->refresh;
     if (x->refresh) {
         if (x->nq != L || a != L)
             return dkv_err_set(err, DKV_EINVAL, "cpu backend: item %u (request %u): a Refresh computes and attends the "
@@ -175,6 +176,7 @@ static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_
         return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory for compression");
     }
     dkv_status st = DKV_OK;
+    uint32_t live = x->need_tokens > start * bt + n ? x->need_tokens - start * bt : n;   /* rows after stay live */
     for (uint32_t l = 0; l < m->n_layers && st == DKV_OK; l++)
         for (uint32_t kv = 0; kv < 2 && st == DKV_OK; kv++)
             for (uint32_t g = 0; g < m->n_kv_heads && st == DKV_OK; g++) {
@@ -184,7 +186,7 @@ static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_
                 for (uint32_t t = 0; t < n; t++)
                     rows[t] = A + (size_t)t * D;
                 if (st == DKV_OK)   /* re-stored (quantized) in place, then copied out below */
-                    cpu_store(b, x->tab + start, l, kv, g, 0, n, rows);
+                    cpu_store(b, x->tab + start, l, kv, g, 0, n, live, rows);
                 b->rep.compress_rel_err_sum += e;
                 b->rep.compress_matrices++;
             }
@@ -239,8 +241,10 @@ static dkv_status xfers(cpu_backend *b, const dkv_step_plan *plan, const cpu_ite
 
 /* The unmask rule of cuda/backend.h: the ceil(masked / steps left) most confident masked positions
  * of the block (ties to the lower position) take their argmax, or, with targets, their target
- * (teacher forcing), each scored once at that step. */
-static void unmask(cpu_backend *b, const dkv_step_item *it, const cpu_item *x)
+ * (teacher forcing), each scored once at that step; with follow, the positions the trajectory
+ * recorded at this step take the recorded tokens (decode/follow.h). */
+static dkv_status unmask(cpu_backend *b, const dkv_step_plan *plan, const dkv_step_item *it, const cpu_item *x,
+                         dkv_err *err)
 {
     cpu_req *r = &b->rq[x->req];
     if (it->step == 0 || r->cur_block != it->block) {
@@ -250,6 +254,13 @@ static void unmask(cpu_backend *b, const dkv_step_item *it, const cpu_item *x)
     uint32_t S = it->steps_in_block, left = it->step < S ? S - it->step : 1, nu = (r->masked + left - 1) / left;
     nu = nu > r->masked ? r->masked : nu;
     uint32_t *tok = r->canvas + x->s_b;
+    if (b->o.follow) {
+        uint32_t n;
+        CPU_TRY(dkv_follow_apply(&b->o.follow[x->req], x->req, plan->step_index, r->P, r->G, x->s_b, x->B, tok,
+                                 b->mask_id, b->m.vocab, nu, &n, err));
+        r->masked -= n;
+        return DKV_OK;
+    }
     const uint32_t *tgt = b->o.targets ? b->o.targets[x->req] + (x->s_b - r->P) : NULL;
     for (uint32_t n = 0; n < nu; n++) {
         uint32_t pick = UINT32_MAX;
@@ -271,6 +282,20 @@ static void unmask(cpu_backend *b, const dkv_step_item *it, const cpu_item *x)
         }
         r->masked--;
     }
+    return DKV_OK;
+}
+
+/* A sparse block's first step measured its attention entropy: kept in the report and handed to
+ * the engine (setup.on_entropy: the retention policy's rho of the block's selecting step). */
+static dkv_status record_entropy(cpu_backend *b, const dkv_step_item *it, double e, dkv_err *err)
+{
+    dkv_cpu_entropy *n = realloc(b->rep.entropy, (b->rep.n_entropy + 1) * sizeof *n);
+    if (!n)
+        return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory");
+    b->rep.entropy = n;
+    n[b->rep.n_entropy++] = (dkv_cpu_entropy){.request = it->request, .block = it->block, .entropy = e};
+    b->on_entropy(b->on_entropy_user, it->request, it->block, e);
+    return DKV_OK;
 }
 
 static double thread_cpu(void)
@@ -333,18 +358,27 @@ dkv_status cpu_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out
             }
             memcpy(before, r->canvas, r->L * sizeof *before);
         }
+        b->ent_sum = 0, b->ent_n = 0;
         if ((st = cpu_forward(b, x, err)) != DKV_OK)
             break;
+        if (x->measure && b->ent_n && (st = record_entropy(b, it, b->ent_sum / (double)b->ent_n, err)) != DKV_OK)
+            break;
+        for (uint32_t k = b->rep.n_entropy; x->write == CW_SELECT && k-- > 0;)
+            if (b->rep.entropy[k].request == it->request && b->rep.entropy[k].block == it->block) {
+                b->rep.entropy[k].keep = x->keep;
+                break;
+            }
         write_back(b, x);
         if (!x->R)
             continue;
-        unmask(b, it, x);
+        if ((st = unmask(b, plan, it, x, err)) != DKV_OK)
+            break;
         if (b->o.on_item) {
             dkv_cpu_item_report rp = {.step_index = plan->step_index, .item = i, .request = it->request,
                                       .block = it->block, .step = it->step, .phase = it->phase, .prompt = r->P,
                                       .canvas = r->L, .block_start = x->s_b, .block_len = x->B,
                                       .tokens_before = before, .tokens_after = r->canvas, .argmax = b->argmax,
-                                      .conf = b->conf};
+                                      .conf = b->conf, .logits = b->logits, .vocab = b->m.vocab};
             b->o.on_item(b->o.on_item_user, &rp);
         }
     }

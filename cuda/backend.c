@@ -64,6 +64,9 @@ static dkv_status setup_requests(dkv_cuda_backend *b, dkv_err *err)
     const dkv_model *m = &b->m;
     uint32_t B = b->dec.block_len;
     b->n_rq = dkv_workload_count(b->wl);
+    if (b->o.follow && b->o.n_follow != b->n_rq)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: %zu follow trajectories for a workload of %zu requests",
+                           b->o.n_follow, b->n_rq);
     b->rq = calloc(b->n_rq ? b->n_rq : 1, sizeof *b->rq);
     if (!b->rq)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
@@ -315,10 +318,32 @@ static dkv_status debug_items(dkv_cuda_backend *b, const dkv_step_plan *plan, ui
     return DKV_OK;
 }
 
+/* options.follow: the block after the step is the block before it plus the positions the trajectory
+ * committed at this step (decode/follow.h), written back to the device canvas. */
+static dkv_status follow_item(dkv_cuda_backend *b, const dkv_step_plan *plan, const bk_item *x,
+                              const uint32_t *before, uint32_t *after, dkv_err *err)
+{
+    const bk_req *r = &b->rq[x->req];
+    uint32_t own = 0, n;
+    for (uint32_t t = 0; t < x->B; t++)
+        own += before[x->s_b + t] != after[x->s_b + t];
+    memcpy(after + x->s_b, before + x->s_b, (size_t)x->B * 4);
+    DKV_TRY(dkv_follow_apply(&b->o.follow[x->req], x->req, plan->step_index, r->P, r->G, x->s_b, x->B, after + x->s_b,
+                             b->mask_id, b->m.vocab, own, &n, err));
+    DKV_CU(cudaMemcpy(b->d_canvas + r->canvas_off + x->s_b, after + x->s_b, (size_t)x->B * 4, cudaMemcpyHostToDevice));
+    return DKV_OK;
+}
+
 static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, const uint32_t *before, dkv_err *err)
 {
     DKV_CU(cudaStreamSynchronize(b->st));
     const dkv_model *m = &b->m;
+    uint32_t R = 0, chunk = b->logit_chunk;
+    if (plan->max_logit_rows && plan->max_logit_rows < chunk)
+        chunk = plan->max_logit_rows;
+    for (uint32_t i = 0; i < plan->n_items; i++)
+        R += b->items[i].R;
+    bool one_pass = R <= chunk;   /* b->logits holds the last LM-head pass only */
     uint64_t o = 0;
     for (uint32_t i = 0; i < plan->n_items; i++) {
         const bk_item *x = &b->items[i];
@@ -326,11 +351,11 @@ static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, c
         const bk_req *r = &b->rq[x->req];
         size_t nb = it->n_kv_blocks;
         uint32_t *after = malloc(r->L * 4), *am = malloc(x->B * 4 + 4);
-        float *cf = malloc(x->B * 4 + 4);
+        float *cf = malloc(x->B * 4 + 4), *lg = malloc((size_t)x->B * m->vocab * 4 + 4);
         uint16_t *hid = malloc((size_t)x->B * m->hidden * 2 + 2);
         uint64_t *offs = malloc((nb ? nb : 1) * 8);
         dkv_status st = DKV_OK;
-        if (!after || !am || !cf || !hid || !offs)
+        if (!after || !am || !cf || !lg || !hid || !offs)
             st = dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
         cudaError_t e = cudaSuccess;
         if (st == DKV_OK && x->R) {
@@ -343,8 +368,18 @@ static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, c
             if (e == cudaSuccess)
                 e = cudaMemcpy(hid, b->h + (size_t)hrow * m->hidden, (size_t)x->B * m->hidden * 2,
                                cudaMemcpyDeviceToHost);
+            if (e == cudaSuccess && one_pass)
+                e = cudaMemcpy(lg, b->logits + (size_t)x->blk_row * m->vocab, (size_t)x->B * m->vocab * 4,
+                               cudaMemcpyDeviceToHost);
             if (e != cudaSuccess)
                 st = dkv_err_set(err, DKV_EIO, "cuda backend: item report: %s", cudaGetErrorString(e));
+        }
+        if (st == DKV_OK && x->R && b->o.follow) {
+            if (!one_pass)
+                st = dkv_err_set(err, DKV_EINVAL, "cuda backend: follow needs every logit row in one LM-head pass (%u "
+                                 "rows, max_logit_rows %u)", R, chunk);
+            else
+                st = follow_item(b, plan, x, before + o, after, err);
         }
         if (st == DKV_OK && x->R) {
             for (size_t j = 0; j < nb; j++)
@@ -354,11 +389,11 @@ static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, c
                 .step = it->step, .phase = it->phase, .prompt = r->P, .canvas = r->L, .block_start = x->s_b,
                 .block_len = x->B, .q_tokens = it->q_tokens, .kv_tokens = it->kv_tokens,
                 .kv_write_tokens = it->kv_write_tokens, .logit_rows = it->logit_rows, .tokens_before = before + o,
-                .tokens_after = after, .argmax = am, .conf = cf, .hidden = hid, .kv_blocks = it->kv_blocks,
-                .n_kv_blocks = it->n_kv_blocks, .kv_offsets = offs};
+                .tokens_after = after, .argmax = am, .conf = cf, .hidden = hid, .logits = one_pass ? lg : NULL,
+                .vocab = m->vocab, .kv_blocks = it->kv_blocks, .n_kv_blocks = it->n_kv_blocks, .kv_offsets = offs};
             b->o.on_item(b->o.on_item_user, &rp);
         }
-        free(after), free(am), free(cf), free(hid), free(offs);
+        free(after), free(am), free(cf), free(lg), free(hid), free(offs);
         if (st != DKV_OK)
             return st;
         o += r->L;
@@ -568,6 +603,11 @@ dkv_status dkv_cuda_backend_new(const dkv_cuda_backend_options *o, dkv_backend *
     dkv_cuda_backend *b = calloc(1, sizeof *b);
     if (!b)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+    if (o->follow && !o->on_item) {
+        free(b);
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.follow needs options.on_item (replay runs "
+                           "synchronously, item by item)");
+    }
     b->o = *o;
     snprintf(b->desc, sizeof b->desc, "%s", desc);
     out->iface = &cuda_iface;

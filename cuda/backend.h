@@ -61,6 +61,10 @@
  * OFFLOAD/COMPRESS after them, overlapping the next step; `blocking` orders are waited for at
  * the end of the step.  Release is stream-ordered: a pool block read by a copy still in flight
  * is written again only after the copy's event (the compute stream waits on it).
+ * With options.follow (trajectory replay, docs/CPU.md "CPU against CUDA") the step's own unmask
+ * still runs; after the step the host rewrites each item's block to its canvas before the step
+ * plus the positions the trajectory committed at this step (an error when they do not fit the
+ * step or the own unmask count).
  * Offloaded positions are read back raw from the host slot; positions the engine holds as a
  * low-rank approximation are fetched as bytes but not decompressed (docs/GPU.md).
  *
@@ -84,6 +88,7 @@
 
 #include "cuda/dkv_cuda.h"
 #include "decode/decode.h"
+#include "decode/follow.h"
 #include "engine/backend.h"
 #include "ref/ref.h"
 #include "workload/workload.h"
@@ -106,6 +111,10 @@ typedef struct dkv_cuda_item_report {
     const uint32_t *argmax;          /* (block_len) LM-head argmax of the block's rows */
     const float    *conf;            /* (block_len) its softmax probability */
     const uint16_t *hidden;          /* (block_len, hidden) bf16: final-normed block rows */
+    const float    *logits;          /* (block_len, vocab) fp32 LM-head logits of the block's rows;
+                                        NULL when the step's logit rows took more than one LM-head
+                                        pass (rows > max_logit_rows) */
+    uint32_t        vocab;
     const uint32_t *kv_blocks;       /* the plan's block ids (n_kv_blocks) */
     uint32_t        n_kv_blocks;
     const uint64_t *kv_offsets;      /* their byte offsets in the arena, as the kernels used them */
@@ -168,6 +177,12 @@ typedef struct dkv_cuda_backend_options {
     bool                poison;          /* tests: fill the arena and the activations with 0xFF (bf16
                                             NaN) at begin, so a read of unwritten KV shows (false) */
     dkv_cuda_item_fn    on_item;         /* optional: synchronises after every step */
+    const dkv_follow   *follow;          /* optional (needs on_item): follow[i] = request i's recorded
+                                            trajectory (decode/follow.h): after each step the block's
+                                            tokens are those the trajectory committed at that step,
+                                            not the device's own picks, while the item report keeps
+                                            the device's own argmax, confidence and logits */
+    size_t              n_follow;        /* entries of follow (the workload's requests) */
     void               *on_item_user;
     dkv_cuda_backend_report *report;     /* optional: filled at end() */
     /* several instances on one device (dkv.execute with instances.n > 1, docs/GPU.md): each

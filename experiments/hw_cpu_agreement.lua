@@ -1,44 +1,140 @@
 -- experiments/hw_cpu_agreement.lua - the CPU backend against the CUDA backend on the tiny dLLM
--- (issue 10: the same tokens, agreement >= 99 %): the held-out prompts decoded greedily through
--- dkv.execute with backend = "cuda" and backend = "cpu", per cache mode, and the token agreement
--- between the two (per position over all requests) with the first divergence step per request.
--- Without a CUDA device the CUDA half is skipped and one line says so (the CPU half still runs).
+-- (issue 10: the same tokens, agreement >= 99 %, a difference allowed only where the top two
+-- logits tie within tolerance).  docs/CPU.md, "CPU against CUDA", defines the protocol.
 --
---   dkv run experiments/hw_cpu_agreement.lua -o agree.h5 [-D prompts=datasets/prompts/heldout.jsonl]
+-- Free-running decodes cannot be compared token for token: the CUDA backend computes in bf16, the
+-- CPU backend in fp32, and one near-tie flips a token; every later step then sees another canvas
+-- (and the confidence ranking that picks the positions to unmask can tie as well).  So, per cache
+-- mode:
+--   1. leader: a free-running greedy decode (dkv.execute, outputs = true) records the trajectory
+--      (which positions are committed at which engine step, with which token);
+--   2. follower: the other backend replays it (opts.follow): every step runs on the canvas the
+--      trajectory implies, and reports, per committed position, its OWN argmax, top-2 margin,
+--      gap z[own argmax] - z[leader's token] and max |z| of the row;
+--   3. agreement = fraction of committed positions where the follower's argmax is the leader's
+--      token; each difference is a TIE when gap <= tol = 4 * 2^-8 * max|z| (4 bf16 unit
+--      roundoffs of the row's logit scale: twice the largest logit error bf16 activations give
+--      through the 6 layers, measured against core/ref in test_backend_tiny), else a MISMATCH.
+--   Verdict (stated before the number): PASS when (same + ties) / n >= 0.99 and mismatches = 0.
+-- Both directions run where there is a GPU (CUDA follows CPU, CPU follows CUDA).  The
+-- free-running agreement (same position, same token, in the two free decodes) is printed beside
+-- it, labelled free-running: it measures how early a tie cascades, not a bug.
+-- Without a CUDA device (or with -D standin=true), the follower is a stand-in: the CPU backend
+-- with bf16 activations (opts.bf16_activations, an emulation of the CUDA path's precision), so the
+-- protocol and its post-processing run anywhere; the rows say "standin".
+--
+--   dkv run experiments/hw_cpu_agreement.lua -o agree.h5 [-D prompts=...] [-D modes=none,dual]
 local dkv = require "dkv"
 
 local prompts = dkv.param("prompts", "datasets/prompts/heldout.jsonl", "prompts file (JSONL)")
-local modes = dkv.param("modes", "none,prefix,dual,sparse", "cache modes, comma-separated")
+local modes = dkv.param("modes", "none,prefix,dual,sparse_head,sparse_shared",
+                        "cache modes, comma-separated: none, prefix, dual, sparse_head, sparse_shared")
+local standin = dkv.param("standin", false, "use the CPU backend with bf16 activations as the second backend")
+local rho = dkv.param("rho", 0.5, "retention ratio of the sparse modes")
 local W = "datasets/models/tiny-dllm/model.safetensors"
+local TOL_REL = 4 / 256
 
-local rows = {cache = {}, agreement = {}, positions = {}, diverged_requests = {}, first_divergence_min = {}}
-print(string.format("CPU vs CUDA backend, tiny-dllm, %s", prompts))
-for cache in modes:gmatch("[^,]+") do
+local function config(mode)
+  local cache = mode:match("^sparse") and "sparse" or mode
   local cfg = {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = prompts}},
                decode = {cache = cache, block_len = 32}, mem = {capacity_bytes = 256 * 2 ^ 20}}
-  local rc, cpu = dkv.execute(cfg, {backend = "cpu", weights = W, outputs = true})
-  dkv.save(rc, "cpu_" .. cache)
-  local ok, rg, gpu = pcall(dkv.execute, cfg, {backend = "cuda", weights = W, outputs = true})
-  if not ok then
-    print(string.format("%-7s CUDA half skipped: %s", cache, tostring(rg):gsub("\n.*", "")))
-  else
-    dkv.save(rg, "cuda_" .. cache)
-    local same, n, div, first = 0, 0, 0, math.huge
-    for i = 1, #cpu.outputs.tokens do
-      local a, b, st = cpu.outputs.tokens[i], gpu.outputs.tokens[i], cpu.outputs.step[i]
-      local s0, f = math.huge, math.huge
-      for j = 1, #a do s0 = math.min(s0, st[j] >= 0 and st[j] or math.huge) end
-      for j = 1, #a do
-        n = n + 1
-        if a[j] == b[j] then same = same + 1 elseif st[j] >= 0 then f = math.min(f, st[j] - s0) end
+  if cache == "sparse" then
+    cfg.policies = {retention = {rho = rho, set = mode == "sparse_shared" and "shared" or "per_head"}}
+  elseif cache ~= "none" and cache ~= "prefix" and cache ~= "dual" then
+    error("modes: unknown cache mode '" .. mode .. "' (none, prefix, dual, sparse_head, sparse_shared)")
+  end
+  return cfg
+end
+
+-- the two backends: a = CPU fp32; b = CUDA, or the stand-in
+local function run(cfg, which, follow)
+  local o = {backend = "cpu", weights = W, outputs = true, follow = follow}
+  if which == "cuda" then o.backend = "cuda" elseif which == "standin" then o.bf16_activations = true end
+  local r, dev = dkv.execute(cfg, o)
+  return r, dev.outputs
+end
+
+-- leader L (free), follower F (replaying L): agreement, ties, mismatches
+local function classify(L, F)
+  local s = {n = 0, same = 0, ties = 0, mismatches = 0, max_tie_gap = 0, max_mismatch_gap = 0, min_margin_same = math.huge}
+  for i = 1, #L.tokens do
+    assert(L.id[i] == F.id[i], "request order differs")
+    for g = 1, #L.tokens[i] do
+      local t = L.tokens[i][g]
+      if t >= 0 then
+        if F.tokens[i][g] ~= t then error(string.format("follow did not replay request %d position %d", L.id[i], g)) end
+        s.n = s.n + 1
+        local gap, tol = F.gap[i][g], TOL_REL * F.zmax[i][g]
+        if F.argmax[i][g] == t then
+          s.same = s.same + 1
+        elseif gap <= tol then
+          s.ties = s.ties + 1
+          s.max_tie_gap = math.max(s.max_tie_gap, gap)
+        else
+          s.mismatches = s.mismatches + 1
+          s.max_mismatch_gap = math.max(s.max_mismatch_gap, gap)
+          print(string.format("  mismatch: request %d position %d step %d: leader %d, follower %d (gap %.4f > tol %.4f)",
+                              L.id[i], g - 1, L.step[i][g], t, F.argmax[i][g], gap, tol))
+        end
       end
-      if f < math.huge then div, first = div + 1, math.min(first, f) end
     end
-    local row = {cache = cache, agreement = same / n, positions = n, diverged_requests = div,
-                 first_divergence_min = first < math.huge and first or -1}
+  end
+  s.agreement = s.n > 0 and s.same / s.n or 0
+  s.tie_agreement = s.n > 0 and (s.same + s.ties) / s.n or 0
+  s.pass = s.n > 0 and s.tie_agreement >= 0.99 and s.mismatches == 0
+  return s
+end
+
+local function free_agreement(A, B)
+  local same, n, first = 0, 0, math.huge
+  for i = 1, #A.tokens do
+    local s0 = math.huge
+    for g = 1, #A.step[i] do if A.step[i][g] >= 0 then s0 = math.min(s0, A.step[i][g]) end end
+    for g = 1, #A.tokens[i] do
+      n = n + 1
+      if A.tokens[i][g] == B.tokens[i][g] then same = same + 1
+      elseif A.step[i][g] >= 0 then first = math.min(first, A.step[i][g] - s0) end
+    end
+  end
+  return n > 0 and same / n or 0, first < math.huge and first or -1
+end
+
+local second = standin and "standin" or "cuda"
+local rows = {mode = {}, leader = {}, follower = {}, n = {}, same = {}, ties = {}, mismatches = {}, agreement = {},
+              tie_agreement = {}, max_tie_gap = {}, max_mismatch_gap = {}, pass = {}, free_agreement = {},
+              free_first_divergence = {}}
+print(string.format("CPU vs %s backend, tiny-dllm, %s; tie tolerance %.5f x max|z| (4 bf16 unit roundoffs)", second,
+                    prompts, TOL_REL))
+print("verdict criterion: PASS when (same + ties) / n >= 0.99 and mismatches = 0 (trajectory replay)")
+for mode in modes:gmatch("[^,]+") do
+  local cfg = config(mode)
+  local ra, A = run(cfg, "cpu")
+  dkv.save(ra, "cpu_" .. mode)
+  local ok, rb, B = pcall(run, cfg, second)
+  if not ok and second == "cuda" and tostring(rb):match("no CUDA device") then
+    print(string.format("%-13s no CUDA device: %s; the stand-in follows", mode, tostring(rb):gsub("\n.*", "")))
+    second = "standin"
+    rb, B = run(cfg, second)
+  elseif not ok then
+    error(rb)
+  end
+  dkv.save(rb, second .. "_" .. mode)
+  local fa, ff = free_agreement(A, B)
+  for _, dir in ipairs({{"cpu", A, second}, {second, B, "cpu"}}) do
+    local lead, Lo, fol = dir[1], dir[2], dir[3]
+    local rf, F = run(cfg, fol, Lo)
+    dkv.save(rf, fol .. "_follows_" .. lead .. "_" .. mode)
+    local s = classify(Lo, F)
+    local row = {mode = mode, leader = lead, follower = fol, n = s.n, same = s.same, ties = s.ties,
+                 mismatches = s.mismatches, agreement = s.agreement, tie_agreement = s.tie_agreement,
+                 max_tie_gap = s.max_tie_gap, max_mismatch_gap = s.max_mismatch_gap, pass = s.pass and 1 or 0,
+                 free_agreement = fa, free_first_divergence = ff}
     for k, t in pairs(rows) do t[#t + 1] = row[k] end
-    print(string.format("%-7s agreement %.4f over %d positions; %d requests diverge (earliest at step %d)", cache,
-                        row.agreement, n, div, row.first_divergence_min))
+    print(string.format("%-13s %-7s follows %-7s: %s  agreement %.4f (same %d of %d), ties %d (largest gap %.4f), " ..
+                        "mismatches %d (largest gap %.4f), (same+ties)/n %.4f; free-running agreement %.4f " ..
+                        "(first divergence at step %d)", mode, fol, lead, s.pass and "PASS" or "FAIL", s.agreement,
+                        s.same, s.n, s.ties, s.max_tie_gap, s.mismatches, s.max_mismatch_gap, s.tie_agreement, fa, ff))
   end
 end
-if #rows.cache > 0 then dkv.write_run("cpu_vs_cuda", {params = {prompts = prompts}, tables = {agreement = rows}}) end
+dkv.write_run("cpu_vs_" .. second, {params = {prompts = prompts, modes = modes, tol_rel = TOL_REL, rho = rho},
+                                    tables = {agreement = rows}})

@@ -234,6 +234,47 @@ device_quality() {
     return $rc
 }
 
+# ---- CPU against CUDA with trajectory replay (issue 10; docs/CPU.md "CPU against CUDA")
+# here:  bash scripts/gpu_run.sh build-agree   (hw_session.sh's static dkv + test_backend_tiny into
+#        build/agree_bin, OpenBLAS gzipped: ~23 MB, ignored by git as all of build/, carried)
+# there: run(command="bash scripts/gpu_run.sh device-agree", carry=["build/agree_bin"])
+#        test_backend_tiny all (core/ref teacher-forced, every cache mode) and
+#        experiments/hw_cpu_agreement.lua, one process per cache mode, all in parallel, each under
+#        timeout LIMIT (200 s); raw logs and HDF5 under $OUT, summary lines printed.
+AB=build/agree_bin
+
+build_agree() {
+    bash scripts/hw_session.sh build >/dev/null || exit 1
+    scons -Q -j2 build/release/tests/gpu/test_backend_tiny || exit 1
+    rm -rf "$AB"; mkdir -p "$AB/lib"
+    cp .hwbin/dkv build/release/tests/gpu/test_backend_tiny "$AB"/
+    for l in .hwbin/lib/*; do gzip -c "$l" > "$AB/lib/$(basename "$l").gz"; done
+    rm -rf .hwbin   # untracked (not ignored) in a worktree: it would travel with the tree
+    du -sh "$AB"
+}
+
+device_agree() {
+    OUT=${OUT:-$ROOT/gpu-out}
+    mkdir -p "$OUT"
+    local LIB=/tmp/agree_lib L=${LIMIT:-200} m rc=0
+    mkdir -p "$LIB"
+    for l in "$AB"/lib/*.gz; do gunzip -c "$l" > "$LIB/$(basename "$l" .gz)"; done
+    export LD_LIBRARY_PATH="$LIB:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
+    ( t0=$SECONDS; timeout "$L" "$AB/test_backend_tiny" all > "$OUT/tiny.log" 2>&1
+      echo "== test_backend_tiny exit $? ($((SECONDS - t0)) s)" >> "$OUT/tiny.log" ) &
+    for m in ${MODES:-none prefix dual sparse_head sparse_shared}; do
+        ( t0=$SECONDS; timeout "$L" "$AB/dkv" run experiments/hw_cpu_agreement.lua -D modes="$m" \
+              -o "$OUT/agree_$m.h5" > "$OUT/agree_$m.log" 2>&1
+          echo "== agree $m exit $? ($((SECONDS - t0)) s)" >> "$OUT/agree_$m.log" ) &
+    done
+    wait
+    grep -hE "criterion|agreement|PASS|FAIL|differs|mismatch|== " "$OUT"/tiny.log "$OUT"/agree_*.log | cut -c1-260
+    grep -q "exit 0" "$OUT/tiny.log" || rc=1
+    for m in "$OUT"/agree_*.log; do grep -q "exit 0" "$m" || rc=1; done
+    return $rc
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
@@ -243,6 +284,8 @@ build-perf) build_perf ;;
 device-perf) device_perf ;;
 build-quality) build_quality ;;
 device-quality) device_quality ;;
-*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality" >&2
+build-agree) build_agree ;;
+device-agree) device_agree ;;
+*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree" >&2
    exit 2 ;;
 esac

@@ -180,6 +180,16 @@ typedef struct dkv_backend_setup {
                                   begin only; NULL: a backend with real weights makes its own */
     dkv_kernel_fn on_kernel;   /* optional: per-kernel-class records per step (NULL: none) */
     void    *on_kernel_user;
+    /* optional (NULL: not wanted): measured attention entropy, for retention mode 'entropy' with
+       measured = true (policy/retention.h).  A backend that executes attention calls it during the
+       run_step of a sparse block's first step (step 0: a Refresh of the whole canvas) with the
+       block's normalised entropy: over the block's query rows, every query head and layer, the
+       mean of H = -sum_j p_j ln p_j / ln(n_keys) of the softmax attention probabilities (0 = all
+       mass on one key, 1 = uniform).  The engine turns it into the block's rho when it plans
+       the selecting step (step 1).  A backend that does not measure leaves it uncalled, and the
+       engine stops with an error naming the request and block. */
+    void (*on_entropy)(void *user, uint32_t request, uint32_t block, double entropy);
+    void    *on_entropy_user;
 } dkv_backend_setup;
 
 /* What a step cost: predicted (sim) or measured (cuda). */

@@ -325,6 +325,44 @@ static void eng_free(eng *e)
     dkv_engine_result_free(e->res);
     free(e);
 }
+/* retention.measured: request r's entry (the decoding model's and the plans' request id is the
+ * workload order, as src->id for the engine's own workloads; scanned otherwise) */
+static ereq *req_of(eng *e, uint64_t id)
+{
+    if (id < e->n && e->rq[id].src->id == id)
+        return &e->rq[id];
+    for (size_t i = 0; i < e->n; i++)
+        if (e->rq[i].src->id == id)
+            return &e->rq[i];
+    return NULL;
+}
+
+void eng_on_entropy(void *user, uint32_t request, uint32_t block, double entropy)
+{
+    eng *e = user;
+    ereq *r = req_of(e, request);
+    if (r) {
+        r->ent = entropy;
+        r->ent_block = block;
+    }
+}
+
+/* decode.h's rho_fn for retention.measured: the block's rho from the entropy the backend measured
+ * at its first step; none measured (a backend that does not measure attention, e.g. the
+ * simulator) stops the run with an error naming the request and block. */
+static double measured_rho(void *ctx, uint64_t request, uint32_t block, double rho)
+{
+    eng *e = ctx;
+    ereq *r = req_of(e, request);
+    if (r && r->ent_block == block)
+        return dkv_retention_rho_of_entropy(&e->ret, r->ent);
+    if (e->ret.err.code == DKV_OK)
+        dkv_err_set(&e->ret.err, DKV_EUNSUPPORTED, "retention.measured: the backend measured no attention entropy for "
+                    "request %llu block %u (it is measured by backends that execute attention: backend 'cpu'; not "
+                    "by the simulator, nor yet by the CUDA backend)", (unsigned long long)request, block);
+    return rho;
+}
+
 
 static dkv_status eng_setup(eng *e, const dkv_engine_config *cfg, dkv_err *err)
 {
@@ -345,7 +383,10 @@ static dkv_status eng_setup(eng *e, const dkv_engine_config *cfg, dkv_err *err)
     if (cfg->decode.cache == DKV_CACHE_SPARSE) {
         if ((st = dkv_retention_init(&e->ret, &cfg->retention, err)) != DKV_OK)
             return st;
-        if (cfg->retention.mode != DKV_RHO_FIXED) {
+        if (cfg->retention.mode == DKV_RHO_ENTROPY && cfg->retention.measured) {
+            e->c.decode.rho_fn = measured_rho;
+            e->c.decode.rho_ctx = e;
+        } else if (cfg->retention.mode != DKV_RHO_FIXED) {
             e->c.decode.rho_fn = dkv_retention_rho_fn;
             e->c.decode.rho_ctx = &e->ret;
         }
@@ -369,6 +410,7 @@ static dkv_status eng_setup(eng *e, const dkv_engine_config *cfg, dkv_err *err)
         r->src = &reqs[i];
         r->arrival = reqs[i].arrival_s;
         r->start = r->first_block = r->finish = NAN;
+        r->ent_block = UINT32_MAX;
         r->state = RS_PENDING;
         if (isfinite(r->arrival))
             heap_push(&e->arr, r->arrival, (uint32_t)i);

@@ -33,6 +33,8 @@ typedef struct ereq {
     dkv_offload_state off;
     uint64_t host_phys;          /* physical host bytes (offloaded raw + low-rank) */
     double   sparse_run_bytes;   /* retained-set run length of the current block (sparse) */
+    double   ent;                /* measured attention entropy (retention.measured) of block ent_block */
+    uint32_t ent_block;          /* UINT32_MAX: none measured yet */
     /* counters */
     uint32_t steps_done, refresh, reuse, preempted_steps;
     double   start, first_block, finish;
@@ -204,6 +206,8 @@ dkv_status eng_kv_create(const dkv_engine_config *c, uint32_t ni, uint64_t kv_ca
 dkv_status eng_mem_setup(eng *e, dkv_err *err);
 /* What the backend is told before the first step: the decisions eng_setup and eng_mem_setup made. */
 void       eng_backend_setup(const eng *e, dkv_backend_setup *bs);
+/* retention.measured: setup.on_entropy's sink (user = the eng); keeps the request's last value */
+void       eng_on_entropy(void *user, uint32_t request, uint32_t block, double entropy);
 void       eng_mem_teardown(eng *e);
 dkv_status eng_acquire(eng *e, dkv_mem *m, uint64_t bytes, uint8_t tag, uint32_t inst, uint32_t request,
                        dkv_mem_id *id, uint64_t *allocated, dkv_err *err);

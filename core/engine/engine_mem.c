@@ -411,6 +411,10 @@ void eng_backend_setup(const eng *e, dkv_backend_setup *bs)
     bs->weights = c->weights;
     bs->on_kernel = c->on_kernel;
     bs->on_kernel_user = c->on_kernel_user;
+    if (c->decode.cache == DKV_CACHE_SPARSE && c->retention.mode == DKV_RHO_ENTROPY && c->retention.measured) {
+        bs->on_entropy = eng_on_entropy;
+        bs->on_entropy_user = (void *)e;   /* the engine's own state: the sink writes its requests */
+    }
     /* the pool: what the KV manager was built with */
     dkv_backend_pool *p = &bs->pool;
     p->kind = c->mem.kind;

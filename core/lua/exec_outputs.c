@@ -1,6 +1,7 @@
 /* exec_outputs.c - per-request generated tokens for dkv.execute{outputs = true}. */
 #include "lua/exec_outputs.h"
 
+#include "decode/follow.h"
 #include "io/h5.h"
 #include "workload/tokenizer.h"
 
@@ -72,6 +73,41 @@ dkv_status dkv_exec_outputs_record(dkv_exec_outputs *o, uint64_t step_index, uin
     return DKV_OK;
 }
 
+dkv_status dkv_exec_outputs_logits(dkv_exec_outputs *o, uint32_t request, uint32_t block_start, uint32_t block_len,
+                                   const uint32_t *before, const uint32_t *after, const float *logits, uint32_t vocab,
+                                   dkv_err *err)
+{
+    if (request >= o->n || !o->req[request].tokens)
+        return dkv_err_set(err, DKV_ESTATE, "dkv.execute outputs: request %u: logits before any record", request);
+    dkv_exec_output *r = &o->req[request];
+    if (!r->argmax) {
+        r->argmax = malloc((size_t)r->gen * sizeof *r->argmax);
+        r->margin = malloc((size_t)r->gen * sizeof *r->margin);
+        r->gap = malloc((size_t)r->gen * sizeof *r->gap);
+        r->zmax = malloc((size_t)r->gen * sizeof *r->zmax);
+        if (!r->argmax || !r->margin || !r->gap || !r->zmax) {
+            free(r->argmax), free(r->margin), free(r->gap), free(r->zmax);
+            r->argmax = NULL, r->margin = r->gap = r->zmax = NULL;
+            return dkv_err_set(err, DKV_ENOMEM, "dkv.execute outputs: out of host memory");
+        }
+        for (uint32_t g = 0; g < r->gen; g++) {
+            r->argmax[g] = UINT32_MAX;
+            r->margin[g] = r->gap[g] = r->zmax[g] = NAN;
+        }
+    }
+    for (uint32_t j = 0; j < block_len; j++) {
+        uint32_t p = block_start + j;
+        if (before[p] == after[p] || p < r->prompt || p - r->prompt >= r->gen)
+            continue;
+        uint32_t g = p - r->prompt, a;
+        const float *z = logits + (size_t)j * vocab;
+        dkv_logit_top2(z, vocab, &a, &r->margin[g], &r->zmax[g]);
+        r->argmax[g] = a;
+        r->gap[g] = after[p] < vocab ? z[a] - z[after[p]] : INFINITY;
+    }
+    return DKV_OK;
+}
+
 void dkv_exec_outputs_free(dkv_exec_outputs *o)
 {
     if (!o)
@@ -81,6 +117,7 @@ void dkv_exec_outputs_free(dkv_exec_outputs *o)
         free(o->req[i].conf);
         free(o->req[i].step);
         free(o->req[i].prompt_tokens);
+        free(o->req[i].argmax), free(o->req[i].margin), free(o->req[i].gap), free(o->req[i].zmax);
     }
     free(o->req);
     o->req = NULL;
@@ -90,8 +127,8 @@ void dkv_exec_outputs_free(dkv_exec_outputs *o)
 /* ------------------------------------------------------------------ saving */
 
 typedef struct out_rec {
-    uint32_t request, position, token, step;
-    float    conf;
+    uint32_t request, position, token, step, argmax;
+    float    conf, margin, gap, zmax;
 } out_rec;
 
 typedef struct prompt_rec {
@@ -104,6 +141,12 @@ static const dkv_h5_field OUT_FIELDS[] = {
     {"token", DKV_H5_U32, offsetof(out_rec, token), "", "token id; 4294967295 = never unmasked"},
     {"conf", DKV_H5_F32, offsetof(out_rec, conf), "", "softmax probability when unmasked; NaN = never"},
     {"step", DKV_H5_U32, offsetof(out_rec, step), "", "engine step that unmasked it; 4294967295 = never"},
+    {"argmax", DKV_H5_U32, offsetof(out_rec, argmax), "", "the backend's own argmax at that step; 4294967295 = "
+     "not recorded"},
+    {"margin", DKV_H5_F32, offsetof(out_rec, margin), "logits", "top-2 logit margin at that step; NaN = not recorded"},
+    {"gap", DKV_H5_F32, offsetof(out_rec, gap), "logits", "z[argmax] - z[token] at that step (0: the argmax was "
+     "committed); NaN = not recorded"},
+    {"zmax", DKV_H5_F32, offsetof(out_rec, zmax), "logits", "max |z| of that row; NaN = not recorded"},
 };
 
 static const dkv_h5_field PROMPT_FIELDS[] = {
@@ -196,7 +239,8 @@ dkv_status dkv_exec_outputs_save(dkv_h5_run *run, const dkv_exec_outputs *o, con
         if (!r->tokens)
             continue;
         for (uint32_t g = 0; g < r->gen; g++)
-            a[ka++] = (out_rec){r->id, g, r->tokens[g], r->step[g], r->conf[g]};
+            a[ka++] = (out_rec){r->id, g, r->tokens[g], r->step[g], r->argmax ? r->argmax[g] : UINT32_MAX, r->conf[g],
+                                r->margin ? r->margin[g] : NAN, r->gap ? r->gap[g] : NAN, r->zmax ? r->zmax[g] : NAN};
         for (uint32_t p = 0; p < r->prompt; p++)
             b[kb++] = (prompt_rec){r->id, p, r->prompt_tokens[p]};
     }

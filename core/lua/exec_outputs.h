@@ -22,6 +22,11 @@ typedef struct dkv_exec_output {
     uint32_t *tokens;      /* (gen) token at each generated position; UINT32_MAX: never unmasked */
     float    *conf;        /* (gen) its softmax probability at the step it was unmasked; NaN: never */
     uint32_t *step;        /* (gen) engine step index at which it was unmasked */
+    /* the backend's own logits at the step each position was committed (dkv_exec_outputs_logits;
+       NULL until a report carried logits): its argmax, the top-2 margin z[argmax] - z[second],
+       the gap z[argmax] - z[committed token] (0 when they are the same), and max |z| of the row */
+    uint32_t *argmax;      /* (gen) UINT32_MAX: not recorded */
+    float    *margin, *gap, *zmax;   /* (gen) NaN: not recorded */
     uint32_t  prompt;      /* prompt length P */
     uint32_t *prompt_tokens; /* (prompt) the canvas's prompt at the first report */
 } dkv_exec_output;
@@ -40,8 +45,18 @@ dkv_status dkv_exec_outputs_record(dkv_exec_outputs *o, uint64_t step_index, uin
                                    uint32_t canvas, uint32_t block_start, uint32_t block_len,
                                    const uint32_t *before, const uint32_t *after, const float *conf, dkv_err *err);
 
+/* Records the backend's own logits (block_len rows of vocab floats, the block's rows) of the
+ * positions of the block committed between before and after: argmax, top-2 margin, gap to the
+ * committed token and max |z| (decode/follow.h's dkv_logit_top2).  Call after
+ * dkv_exec_outputs_record for the same item.  DKV_ESTATE when the request has no record,
+ * DKV_ENOMEM on allocation failure. */
+dkv_status dkv_exec_outputs_logits(dkv_exec_outputs *o, uint32_t request, uint32_t block_start, uint32_t block_len,
+                                   const uint32_t *before, const uint32_t *after, const float *logits, uint32_t vocab,
+                                   dkv_err *err);
+
 /* Writes o into run (open for writing): table `outputs` (one row per generated position of every
- * request with a report: request, position, token, conf, step), table `prompts` (request,
+ * request with a report: request, position, token, conf, step, and argmax, margin, gap, zmax
+ * where logits were recorded, else 4294967295 / NaN), table `prompts` (request,
  * position, token), and, when tok knows text, string attributes of `outputs_text`: prompt.<id>
  * and text.<id> (decoded: a position never unmasked reads as the mask, "_"; invalid UTF-8 and
  * NUL are written as U+FFFD) plus `tokenizer`.  tok may be

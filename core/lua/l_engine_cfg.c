@@ -468,13 +468,16 @@ static void retention_unused(pt *ret_keep, const dkv_engine_config *c, const cha
         unused_when(ret_keep, rk, "decode.cache is '%s' (retention applies to cache = 'sparse')",
                     dkv_cache_mode_name(c->decode.cache));
     if (r->mode == DKV_RHO_FIXED)
-        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp", NULL},
-                    "retention.mode is '%s'", "fixed");
+        unused_when(ret_keep, (const char *const[]){"rho_min", "rho_max", "ent_a", "ent_b", "entropies", "clamp",
+                                                    "measured", NULL}, "retention.mode is '%s'", "fixed");
     else if (r->mode == DKV_RHO_ENTROPY)
         unused_when(ret_keep, (const char *const[]){"callback", "clamp", NULL}, "retention.mode is '%s'", "entropy");
     else
-        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", NULL}, "retention.mode is '%s'",
-                    "callback");
+        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", "measured", NULL},
+                    "retention.mode is '%s'", "callback");
+    if (r->mode == DKV_RHO_ENTROPY && r->measured)   /* the entropy is measured, not drawn */
+        unused_when(ret_keep, (const char *const[]){"ent_a", "ent_b", "entropies", "seed", NULL},
+                    "retention.measured is %s", "true");
 }
 
 /* policies.retention.entropies: an array of numbers in [0, 1] (left on the stack for the caller). */
@@ -512,7 +515,7 @@ static void parse_retention(pt *p_pol, dkv_lsim *s, pt *ret_keep)
     lua_State *L = p_pol->L;
     dkv_engine_config *c = &s->ec;
     static const char *const rk[] = {"rho", "set", "mode", "rho_min", "rho_max", "ent_a", "ent_b", "entropies",
-                                     "callback", "seed", "clamp", NULL};
+                                     "callback", "seed", "clamp", "measured", NULL};
     pt_sub(p_pol, "retention", ret_keep, rk);
     dkv_retention_config *r = &c->retention;
     lua_getfield(L, ret_keep->in, "rho");
@@ -532,6 +535,7 @@ static void parse_retention(pt *p_pol, dkv_lsim *s, pt *ret_keep)
     r->ent_b = gnum(ret_keep, "ent_b", r->ent_b, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
     r->seed = (uint64_t)gint(ret_keep, "seed", (int64_t)(r->seed ? r->seed : s->seed), 0, INT64_MAX);
     r->clamp = gbool(ret_keep, "clamp", r->clamp);
+    r->measured = gbool(ret_keep, "measured", r->measured);
     retention_unused(ret_keep, c, rk);
     read_entropies(L, s, ret_keep);
     lua_pop(L, 1);

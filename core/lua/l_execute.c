@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "io/safetensors.h"
+#include "lua/exec_follow.h"
 #include "lua/exec_outputs.h"
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
@@ -45,6 +46,8 @@ typedef struct lexec {
     char    *targets;          /* opts.targets: prompts file of each request's target bytes (cpu) */
     dkv_workload *tw;          /* the targets read */
     const uint32_t **tptr;
+    dkv_exec_follow follow;    /* opts.follow: a recorded trajectory replayed (decode/follow.h) */
+    bool     bf16_act;         /* opts.bf16_activations (cpu) */
     dkv_cpu_backend_report crep;
     bool     out_failed;
     dkv_exec_outputs out;
@@ -75,6 +78,7 @@ static int lexec_gc(lua_State *L)
     x->tw = NULL;
     free(x->tptr);
     x->tptr = NULL;
+    dkv_exec_follow_free(&x->follow);
     dkv_cpu_backend_report_clear(&x->crep);
 #ifdef DKV_HAVE_CUDA
     dkv_cuda_backend_report_clear(&x->rep);
@@ -101,7 +105,7 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
 {
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
                                        "class_timing", "staging_bytes", "host_bytes", "outputs", "backend",
-                                       "targets", "clock", "start_at", NULL};
+                                       "targets", "clock", "start_at", "follow", "bf16_activations", NULL};
     static const char *const backends[] = {"cuda", "cpu", NULL};
     static const char *const clocks[] = {"steps", "real", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
@@ -135,6 +139,19 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
         dkv_lconf_error(L, p, "targets", "teacher-forced scoring runs on backend = 'cpu'");
     if (tg)
         x->targets = dup_str(L, tg);
+    lua_getfield(L, idx, "follow");
+    if (!lua_isnil(L, -1)) {
+        if (!x->outputs)
+            dkv_lconf_error(L, p, "follow", "needs outputs = true (the follower's own argmax and margins are reported "
+                            "in its outputs)");
+        if (tg)
+            dkv_lconf_error(L, p, "follow", "and targets both decide the committed tokens: give one");
+        dkv_exec_follow_read(L, -1, "opts.follow", &x->follow);
+    }
+    lua_pop(L, 1);
+    x->bf16_act = dkv_lconf_boolean(L, idx, p, "bf16_activations", false, 0);
+    if (x->bf16_act && !x->cpu)
+        dkv_lconf_error(L, p, "bf16_activations", "emulates the CUDA backend's bf16 activations on backend = 'cpu'");
     lua_getfield(L, idx, "weights");
     if (lua_isstring(L, -1)) {
         x->weights = calloc(1, sizeof *x->weights);
@@ -172,7 +189,9 @@ static void collect_item(void *user, const dkv_cuda_item_report *r)
     if (x->out_failed || !r->tokens_before || !r->tokens_after || !r->conf)
         return;
     if (dkv_exec_outputs_record(&x->out, r->step_index, r->request, r->prompt, r->canvas, r->block_start,
-                                r->block_len, r->tokens_before, r->tokens_after, r->conf, &x->out_err) != DKV_OK)
+                                r->block_len, r->tokens_before, r->tokens_after, r->conf, &x->out_err) != DKV_OK ||
+        (r->logits && dkv_exec_outputs_logits(&x->out, r->request, r->block_start, r->block_len, r->tokens_before,
+                                              r->tokens_after, r->logits, r->vocab, &x->out_err) != DKV_OK))
         x->out_failed = true;
 }
 
@@ -215,6 +234,10 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     if (x->outputs) { /* synchronises after every step: use for agreement runs, not for timing */
         o.on_item = collect_item;
         o.on_item_user = x;
+    }
+    if (x->follow.n) {
+        o.follow = x->follow.req;
+        o.n_follow = x->follow.n;
     }
     *po = o;
     return DKV_OK;
@@ -425,12 +448,16 @@ static void push_instances(lua_State *L, lexec *x)
 
 /* dev.outputs = {id = {...}, tokens = {{...}, ...}, conf = {{...}}, step = {{...}}, prompt = {{...}}}:
  * requests with a report, in id order; a position never unmasked has token -1, conf NaN and
- * step -1; prompt holds the prompt's token ids. */
+ * step -1; prompt holds the prompt's token ids.  Where the backend reported its logits, also
+ * argmax, margin, gap and zmax per position (exec_outputs.h; -1 / NaN where not recorded). */
 static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
 {
-    static const char *const cols[] = {"id", "tokens", "conf", "step", "prompt"};
-    lua_createtable(L, 0, 5);
-    for (int c = 0; c < 5; c++) {
+    static const char *const cols[] = {"id", "tokens", "conf", "step", "prompt", "argmax", "margin", "gap", "zmax"};
+    bool lg = false;
+    for (uint32_t i = 0; i < o->n; i++)
+        lg |= o->req[i].argmax != NULL;
+    lua_createtable(L, 0, 9);
+    for (int c = 0; c < (lg ? 9 : 5); c++) {
         lua_newtable(L);
         lua_Integer k = 0;
         for (uint32_t i = 0; i < o->n; i++) {
@@ -448,7 +475,13 @@ static void push_outputs(lua_State *L, const dkv_exec_outputs *o)
             } else {
                 lua_createtable(L, (int)r->gen, 0);
                 for (uint32_t g = 0; g < r->gen; g++) {
-                    if (c == 1)
+                    if (c >= 5 && !r->argmax)
+                        c == 5 ? lua_pushinteger(L, -1) : lua_pushnumber(L, NAN);
+                    else if (c == 5)
+                        lua_pushinteger(L, r->argmax[g] == UINT32_MAX ? -1 : (lua_Integer)r->argmax[g]);
+                    else if (c >= 6)
+                        lua_pushnumber(L, c == 6 ? r->margin[g] : c == 7 ? r->gap[g] : r->zmax[g]);
+                    else if (c == 1)
                         lua_pushinteger(L, r->tokens[g] == UINT32_MAX ? -1 : (lua_Integer)r->tokens[g]);
                     else if (c == 2)
                         lua_pushnumber(L, r->conf[g]);
@@ -471,7 +504,9 @@ static void collect_cpu_item(void *user, const dkv_cpu_item_report *r)
     if (x->out_failed || !r->tokens_before || !r->tokens_after || !r->conf)
         return;
     if (dkv_exec_outputs_record(&x->out, r->step_index, r->request, r->prompt, r->canvas, r->block_start,
-                                r->block_len, r->tokens_before, r->tokens_after, r->conf, &x->out_err) != DKV_OK)
+                                r->block_len, r->tokens_before, r->tokens_after, r->conf, &x->out_err) != DKV_OK ||
+        (r->logits && dkv_exec_outputs_logits(&x->out, r->request, r->block_start, r->block_len, r->tokens_before,
+                                              r->tokens_after, r->logits, r->vocab, &x->out_err) != DKV_OK))
         x->out_failed = true;
 }
 
@@ -536,6 +571,11 @@ static dkv_status make_cpu(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err
         o.n_targets = dkv_workload_count(s->w);
     }
     o.report = &x->crep;
+    o.bf16_activations = x->bf16_act;
+    if (x->follow.n) {
+        o.follow = x->follow.req;
+        o.n_follow = x->follow.n;
+    }
     if (x->outputs) {
         o.on_item = collect_cpu_item;
         o.on_item_user = x;
@@ -564,6 +604,23 @@ static void push_cpu(lua_State *L, const dkv_cpu_backend_report *r)
     lua_setfield(L, -2, "thread_cpu_s");
     lua_pushnumber(L, r->compress_matrices ? r->compress_rel_err_sum / (double)r->compress_matrices : NAN);
     lua_setfield(L, -2, "compress_rel_err_mean");
+    if (r->n_entropy) {   /* dev.entropy = {request = {...}, block = {...}, entropy = {...}, keep = {...}} */
+        static const char *const ek[] = {"request", "block", "entropy", "keep"};
+        lua_createtable(L, 0, 4);
+        for (int c = 0; c < 4; c++) {
+            lua_createtable(L, (int)r->n_entropy, 0);
+            for (uint32_t i = 0; i < r->n_entropy; i++) {
+                const dkv_cpu_entropy *q = &r->entropy[i];
+                if (c == 2)
+                    lua_pushnumber(L, q->entropy);
+                else
+                    lua_pushinteger(L, c == 0 ? q->request : c == 1 ? q->block : q->keep);
+                lua_rawseti(L, -2, (lua_Integer)i + 1);
+            }
+            lua_setfield(L, -2, ek[c]);
+        }
+        lua_setfield(L, -2, "entropy");
+    }
     if (r->score) {   /* dev.score = {n, correct, nll_bits, accuracy, bits_per_byte, per_request = {...}} */
         uint64_t n = 0, c = 0;
         double nll = 0;

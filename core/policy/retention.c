@@ -33,6 +33,9 @@ dkv_status dkv_retention_config_validate(const dkv_retention_config *c, dkv_err 
         return dkv_err_set(err, DKV_EINVAL, "retention.set = %d: expected per_head or shared", (int)c->set);
     if ((unsigned)c->mode > DKV_RHO_CALLBACK)
         return dkv_err_set(err, DKV_EINVAL, "retention.mode = %d: expected fixed, entropy or callback", (int)c->mode);
+    if (c->measured && c->mode != DKV_RHO_ENTROPY)
+        return dkv_err_set(err, DKV_EINVAL, "retention.measured applies to mode 'entropy' (mode is '%s')",
+                           dkv_rho_mode_name(c->mode));
     if (c->mode == DKV_RHO_FIXED)
         return DKV_OK;
     if (!(c->rho_min > 0 && c->rho_min <= 1))
@@ -40,7 +43,7 @@ dkv_status dkv_retention_config_validate(const dkv_retention_config *c, dkv_err 
     if (!(c->rho_max >= c->rho_min && c->rho_max <= 1))
         return dkv_err_set(err, DKV_ERANGE, "retention.rho_max = %g: must be in [rho_min = %g, 1]", c->rho_max,
                            c->rho_min);
-    if (c->mode == DKV_RHO_ENTROPY) {
+    if (c->mode == DKV_RHO_ENTROPY && !c->measured) {
         if (c->n_ent_samples > 0) {
             if (!c->ent_samples)
                 return dkv_err_set(err, DKV_EINVAL, "retention.ent_samples is NULL with %zu samples",
@@ -91,6 +94,10 @@ dkv_status dkv_retention_next_rho(dkv_retention *r, uint64_t request, uint32_t b
         break;
     case DKV_RHO_ENTROPY: {
         double e;
+        if (c->measured)
+            return dkv_err_set(err, DKV_ESTATE, "retention.measured: request %llu block %u has no measured attention "
+                               "entropy (the engine passes measured values to dkv_retention_rho_of_entropy)",
+                               (unsigned long long)request, block);
         if (c->n_ent_samples > 0) {
             e = c->ent_samples[r->next_sample];
             r->next_sample = (r->next_sample + 1) % c->n_ent_samples;
@@ -122,6 +129,16 @@ dkv_status dkv_retention_next_rho(dkv_retention *r, uint64_t request, uint32_t b
     r->rho_sum += v;
     *rho = v;
     return DKV_OK;
+}
+
+double dkv_retention_rho_of_entropy(dkv_retention *r, double e)
+{
+    const dkv_retention_config *c = &r->cfg;
+    e = clampd(isfinite(e) ? e : 1.0, 0.0, 1.0);
+    double v = clampd(c->rho_min + (c->rho_max - c->rho_min) * e, c->rho_min, c->rho_max);
+    r->n_blocks++;
+    r->rho_sum += v;
+    return v;
 }
 
 double dkv_retention_rho_fn(void *ctx, uint64_t request, uint32_t block, double rho)

@@ -20,7 +20,9 @@
  * e in [0, 1] is drawn per block, from Beta(ent_a, ent_b) or cycled from a list the script
  * gives, and
  *     rho = clamp(rho_min + (rho_max - rho_min) * e, rho_min, rho_max)
- * (spread-out attention -> keep more; E[rho] = rho_min + (rho_max - rho_min) * E[e]);
+ * (spread-out attention -> keep more; E[rho] = rho_min + (rho_max - rho_min) * E[e]); with
+ * cfg.measured, e is instead the normalised attention entropy an executing backend measured at the
+ * block's first step (dkv_retention_rho_of_entropy);
  * DKV_RHO_CALLBACK: a function (e.g. a Lua callback the engine wraps) returns rho per block,
  * which must lie in [rho_min, rho_max] (an error otherwise; cfg.clamp clamps and counts).  dkv_retention_rho_fn has decode.h's dkv_rho_fn signature, so
  * the engine can hand a dkv_retention to the decoding model as its rho_fn/rho_ctx.
@@ -72,6 +74,9 @@ typedef struct dkv_retention_config {
     dkv_retention_cb callback; /* DKV_RHO_CALLBACK: required */
     void  *callback_ud;        /* borrowed */
     uint64_t seed;             /* entropy draws.  Default 1 */
+    bool measured;             /* ENTROPY: e is the attention entropy the backend measured for the
+                                  block (engine/backend.h, setup.on_entropy; the engine passes it to
+                                  dkv_retention_rho_of_entropy) instead of a draw.  Default false */
     bool clamp;                /* CALLBACK: a value outside [rho_min, rho_max] is clamped (and
                                   counted in n_clamped) instead of an error.  Default false */
 } dkv_retention_config;
@@ -99,6 +104,10 @@ dkv_status dkv_retention_init(dkv_retention *r, const dkv_retention_config *c, d
  * Fails (DKV_EINVAL, naming "retention.callback", the request, the block and the value) on a
  * non-finite callback value, and on one outside [rho_min, rho_max] unless cfg.clamp. */
 dkv_status dkv_retention_next_rho(dkv_retention *r, uint64_t request, uint32_t block, double *rho, dkv_err *err);
+
+/* ENTROPY: rho = clamp(rho_min + (rho_max - rho_min) * e) of a measured entropy e (clamped to
+ * [0, 1]), counted in n_blocks / rho_sum as a drawn one.  Pure. */
+double dkv_retention_rho_of_entropy(dkv_retention *r, double e);
 
 /* decode.h's dkv_rho_fn: ctx is a dkv_retention*.  Ignores the rho passed in (uses the state's
  * rule); on error returns cfg.rho and keeps the error in r->err. */

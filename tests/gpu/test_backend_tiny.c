@@ -13,13 +13,16 @@
  * KV cache per request) on that same canvas (teacher forcing: a difference cannot cascade), and
  * the step is compared position by position:
  *   - token agreement: CUDA's LM-head argmax against ref's at every masked row of the block; a
- *     different token is allowed only where ref's logits of the two tokens are within TIE_LOGIT
- *     (a tie at bf16 precision); target: agreement >= 99 % and no other difference;
+ *     different token is a tie when ref's logits of the two tokens are within TIE_REL x max |z|
+ *     of ref's row (docs/CPU.md "CPU against CUDA": 4 bf16 unit roundoffs 2^-8 of the logit
+ *     scale, twice the largest logit error measured for bf16 activations through the 6 layers);
+ *     criterion, stated before the number: (same + ties) / rows >= 99 % and no other difference.
+ *     The strict figure (same / rows) is printed beside it;
  *   - the positions unmasked: CUDA's against the n most confident by ref's softmax (ties to the
  *     lower position); a different pick is allowed only where ref's confidences of the two
  *     positions are within TIE_CONF;
  *   - accuracy: the GPU's final-normed block rows against ref's (rel-L2 <= HID_TOL per step), and
- *     the logits they give against ref's (max and mean |difference| printed: the scale of TIE_LOGIT).
+ *     the logits they give against ref's (max and mean |difference| printed: the scale of the tie tolerance).
  * When every pick and token agrees, ref's own free-running decode would be this one, step for
  * step, so the final texts agree too.  For the sparse cache this is the check that retention is
  * applied on the GPU as ref applies it (per-head or shared top-k of ceil(rho (L - B)) keys).
@@ -28,7 +31,7 @@
 #include "gpu_check.h"
 #include "tiny_model.h"
 
-#define TIE_LOGIT 0.25  /* logits of the model reach ~20 (1.25 %); bf16 activations through 6 layers */
+#define TIE_REL   (4.0 / 256.0)  /* 4 u_bf16 (u = 2^-8) x max |z| of the row: ~0.2-0.3 logits here */
 #define TIE_CONF  0.02
 #define N_PROMPTS 4     /* the first 4 prompts: core/ref's steps on the host CPU dominate the time */
 #define HID_TOL   0.05  /* rel-L2 of a step's block hidden rows (final-normed) against ref's */
@@ -121,15 +124,18 @@ static void compare_step(tf *t, const dkv_cuda_item_report *r)
         if (g == a)
             t->same++;
         else {
-            double gap = g < V ? (double)lg[a] - lg[g] : INFINITY;
-            if (gap <= TIE_LOGIT) {
+            double gap = g < V ? (double)lg[a] - lg[g] : INFINITY, zmax = 0;
+            for (uint32_t v = 0; v < V; v++)
+                zmax = fabs(lg[v]) > zmax ? fabs(lg[v]) : zmax;
+            if (gap <= TIE_REL * zmax) {
                 t->tie_tokens++;
                 t->max_tie_gap = gap > t->max_tie_gap ? gap : t->max_tie_gap;
             } else {
                 t->bad_tokens++;
                 t->max_bad_gap = gap > t->max_bad_gap ? gap : t->max_bad_gap;
-                printf("  token differs: request %u step %llu position %u: cuda %u, ref %u (logit gap %.3f)\n",
-                       r->request, (unsigned long long)r->step_index, s0 + i, g, a, gap);
+                printf("  token differs: request %u step %llu (block step %u, %s) position %u: cuda %u, ref %u (logit gap "
+                       "%.3f, tolerance %.3f)\n", r->request, (unsigned long long)r->step_index, r->step,
+                       r->phase == DKV_STEP_REUSE ? "Reuse" : "Refresh", s0 + i, g, a, gap, TIE_REL * zmax);
             }
         }
         if (r->tokens_after[s0 + i] != mask)
@@ -242,11 +248,13 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
         dkv_tok_decode(&tok, f + q->prompt_tokens, q->gen_tokens, text, sizeof text);
         printf("%s\n", text);
     }
-    double agree = t.rows ? (double)t.same / t.rows : 0, pagree = t.picks ? (double)t.pick_same / t.picks : 0;
-    printf("%s: steps compared %u; token agreement %.2f %% (%llu of %llu masked rows; %llu ties within %.2f logits, "
-           "largest tie gap %.4f; %llu other differences, largest gap %.4f)\n", k->name, t.steps, 100 * agree,
-           (unsigned long long)t.same, (unsigned long long)t.rows, (unsigned long long)t.tie_tokens, TIE_LOGIT,
-           t.max_tie_gap, (unsigned long long)t.bad_tokens, t.max_bad_gap);
+    double agree = t.rows ? (double)t.same / t.rows : 0, tagree = t.rows ? (double)(t.same + t.tie_tokens) / t.rows : 0,
+           pagree = t.picks ? (double)t.pick_same / t.picks : 0;
+    printf("%s: steps compared %u; criterion: (same + ties) / rows >= 99 %% and 0 other differences; tie-aware "
+           "agreement %.2f %% (strict %.2f %%: %llu of %llu masked rows the same; %llu ties within %.4f x max |z|, "
+           "largest tie gap %.4f; %llu other differences, largest gap %.4f)\n", k->name, t.steps, 100 * tagree,
+           100 * agree, (unsigned long long)t.same, (unsigned long long)t.rows, (unsigned long long)t.tie_tokens,
+           TIE_REL, t.max_tie_gap, (unsigned long long)t.bad_tokens, t.max_bad_gap);
     printf("%s: picks agreement %.2f %% (%llu of %llu unmasked positions; %llu ties within confidence %.3f; %llu "
            "other differences)\n", k->name, 100 * pagree, (unsigned long long)t.pick_same,
            (unsigned long long)t.picks, (unsigned long long)t.tie_picks, TIE_CONF, (unsigned long long)t.bad_picks);
@@ -263,7 +271,7 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
     CHECK("every step compared", !t.fail && t.steps == n * 8);
     CHECK("plan's token counts == ref's", t.count_mismatch == 0);
     CHECK("block hidden rows within tolerance", t.steps > 0 && t.max_hid_l2 <= HID_TOL);
-    CHECK("token agreement >= 99 %", t.rows > 0 && agree >= 0.99);
+    CHECK("tie-aware token agreement >= 99 %", t.rows > 0 && tagree >= 0.99);
     CHECK("tokens differ only at ties", t.bad_tokens == 0);
     CHECK("picks differ only at ties", t.picks > 0 && t.bad_picks == 0);
 #undef CHECK
