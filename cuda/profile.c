@@ -66,7 +66,9 @@ bool pr_want(prof_ctx *P, double call_s)
     const dkv_prof_opts *o = P->o;
     if (P->dry) {
         /* + the host's share: 4 synchronisations, the spin, a first call's plan (about 2 ms assumed) */
-        P->est[P->sec] += (1 + PR_FIRST_REPS + o->warmup + o->repeats) * call_s + 2.5e-3 + spin_s(P, 1);
+        double rep = o->l2_warm ? o->repeats : 2.0 * o->repeats;   /* flushed, then warm */
+        double fl = o->l2_warm ? 0 : o->repeats * (PR_FLUSH_MIN / PR_PEAK_BW + PR_LAUNCH_S);
+        P->est[P->sec] += (1 + PR_FIRST_REPS + o->warmup + rep) * call_s + fl + 2.5e-3 + spin_s(P, 1);
         P->sec_cases++;
         return false;
     }
@@ -171,6 +173,34 @@ static dkv_status add_row(dkv_prof_table *t, const dkv_prof_row *r, dkv_err *err
     return DKV_OK;
 }
 
+/* R calls of fn, each between two events (after an L2 flush outside them when flush), enqueued
+ * behind a spin kernel; their seconds into s (sorted). */
+static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg, uint32_t *rep, bool flush,
+                        uint32_t launches, double *s, dkv_err *err)
+{
+    uint32_t R = P->o->repeats;
+    PR_TRY(pr_events(P, 2 * R, err));
+    PR_TRY(dkv_prof_spin(P->st, spin_s(P, launches + (flush ? 4 : 0)), err));
+    for (uint32_t r = 0; r < R; r++) {
+        if (flush)
+            PR_TRY(dkv_prof_flush(P->st, P->flush, P->flush_bytes, P->flush + P->flush_bytes, err));
+        PR_CU(cudaEventRecord(P->ev[2 * r], P->st));
+        PR_TRY(fn(P, arg, (*rep)++, err));
+        PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));
+    }
+    PR_CU(cudaStreamSynchronize(P->st));
+    for (uint32_t r = 0; r < R; r++) {
+        float ms = 0;
+        cudaError_t e = cudaEventElapsedTime(&ms, P->ev[2 * r], P->ev[2 * r + 1]);
+        if (e != cudaSuccess)
+            return dkv_err_set(err, DKV_EIO, "dkv profile: table %s: cudaEventElapsedTime: %s", table,
+                               cudaGetErrorString(e));
+        s[r] = 1e-3 * ms;
+    }
+    qsort(s, R, sizeof *s, cmp_d);
+    return DKV_OK;
+}
+
 dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t launches, double call_s,
                       prof_call fn, void *arg, dkv_err *err)
 {
@@ -191,26 +221,16 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     }
     for (uint32_t i = 0; i < o->warmup; i++)
         PR_TRY(fn(P, arg, rep++, err));
-    PR_TRY(pr_events(P, 2 * R, err));
-    PR_TRY(dkv_prof_spin(P->st, spin_s(P, launches), err));
-    for (uint32_t r = 0; r < R; r++) {
-        PR_CU(cudaEventRecord(P->ev[2 * r], P->st));
-        PR_TRY(fn(P, arg, rep++, err));
-        PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));
-    }
-    PR_CU(cudaStreamSynchronize(P->st));
-    double *s = malloc(R * sizeof *s);
+    double *s = malloc(2 * R * sizeof *s);
     if (!s)
         return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
-    for (uint32_t r = 0; r < R; r++) {
-        float ms = 0;
-        cudaError_t e = cudaEventElapsedTime(&ms, P->ev[2 * r], P->ev[2 * r + 1]);
-        if (e != cudaSuccess) {
-            free(s);
-            return dkv_err_set(err, DKV_EIO, "dkv profile: table %s: cudaEventElapsedTime: %s", t->name,
-                               cudaGetErrorString(e));
-        }
-        s[r] = 1e-3 * ms;
+    bool flush = P->flush != NULL;
+    dkv_status st = timed(P, t->name, fn, arg, &rep, flush, launches, s, err);
+    if (st == DKV_OK && flush)
+        st = timed(P, t->name, fn, arg, &rep, false, launches, s + R, err);
+    if (st != DKV_OK) {
+        free(s);
+        return st;
     }
     dkv_prof_row row;
     memset(&row, 0, sizeof row);
@@ -219,6 +239,7 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     row.median_s = median(s, R);
     row.p10_s = s[(uint32_t)floor(0.1 * (R - 1))];
     row.p90_s = s[(uint32_t)ceil(0.9 * (R - 1))];
+    row.warm_s = flush ? median(s + R, R) : NAN;
     row.first_s = first - median(warm, PR_FIRST_REPS);
     row.launches = launches;
     free(s);
@@ -304,6 +325,13 @@ static dkv_status setup(prof_ctx *P, dkv_err *err)
                            "(5.5 for inputs and outputs, the rest for attention pools)", fr / 1073741824.0);
     PR_TRY(pr_alloc((void **)&P->slab, P->slab_bytes, err));
     PR_TRY(pr_alloc((void **)&P->out, P->out_bytes, err));
+    if (!P->o->l2_warm) {   /* twice the L2, at least PR_FLUSH_MIN; + 256 bytes for the sink */
+        size_t fb = 2 * (size_t)d.l2CacheSize;
+        P->flush_bytes = ((fb > PR_FLUSH_MIN ? fb : PR_FLUSH_MIN) + 4095) & ~(size_t)4095;
+        PR_TRY(pr_alloc((void **)&P->flush, P->flush_bytes + 256, err));
+        PR_TRY(dkv_cuda_fill_random((dkv_bf16 *)P->flush, P->flush_bytes / 2, P->o->seed + 7, 0.5f, 0.0f, P->st, err));
+        p->flush_bytes = (double)P->flush_bytes;
+    }
     PR_TRY(dkv_cuda_fill_random((dkv_bf16 *)P->slab, P->slab_bytes / 2, P->o->seed, 0.5f, 0.0f, P->st, err));
     PR_CU(cudaMemsetAsync(P->out, 0, P->out_bytes, P->st));
     PR_CU(cudaStreamSynchronize(P->st));
@@ -320,6 +348,7 @@ static void teardown(prof_ctx *P)
     cudaFree(P->aux);
     dkv_cuda_host_free(P->pinned);
     cudaFree(P->out);
+    cudaFree(P->flush);
     if (P->blas)
         cublasDestroy((cublasHandle_t)P->blas);
     dkv_cuda_ctx_free(P->ctx);

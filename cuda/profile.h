@@ -9,7 +9,12 @@
  * loading), three warm calls timed the same way, `warmup` untimed calls, then `repeats` calls
  * each between two CUDA events, enqueued behind a spin kernel so the host stays ahead of the GPU
  * (the events measure the kernels, not the enqueue): median, p10 and p90 of those.  first_s =
- * first host time - median warm host time.
+ * first host time - median warm host time.  Before every timed call, outside its events, a kernel
+ * reads a buffer of twice the L2 (at least 128 MiB), so every call finds its operands in HBM as a
+ * real step does (between two uses of a layer's weights, its KV and the step's inputs the other
+ * layers stream through the L2); warm_s is the median of `repeats` more calls without the flush
+ * (what the L2 can hold of a call's operands, e.g. the 32 MB o-projection weights, stays there).
+ * o.l2_warm: no flush (warm_s NAN), the method of the profiles before 2026-12-02.
  *
  *     dkv_prof_opts o = dkv_prof_opts_default();
  *     o.models = models; o.n_models = 1;                       // exact shapes of these models
@@ -41,6 +46,8 @@ typedef struct dkv_prof_row {
     double   f[DKV_PROF_MAX_FIELDS];
     double   median_s, p10_s, p90_s;   /* seconds per call (event-timed, warm) */
     double   first_s;                  /* first call's extra host-clock seconds over a warm call */
+    double   warm_s;                   /* with the L2 flush: the median of `repeats` more calls without
+                                          it (operands the previous call left in the L2); else NAN */
     uint32_t launches;                 /* kernel launches one call makes */
     double   x[2];                     /* the table's extra values (dkv_prof_table.extra) */
 } dkv_prof_row;
@@ -73,6 +80,7 @@ typedef struct dkv_prof {
     char     gpu[128], sm[16];
     int      driver, runtime;          /* cudaDriverGetVersion / cudaRuntimeGetVersion */
     double   l2_bytes, hbm_bytes;
+    double   flush_bytes;              /* the L2 flush read before every timed call (0: none) */
     uint32_t repeats, warmup;
     double   est_s, wall_s;            /* estimated grid time at the ceilings; measured wall time */
     uint32_t n_skipped;                /* shapes an entry refused (pr_case); the first reason below */
@@ -106,6 +114,7 @@ typedef struct dkv_prof_opts {
     uint32_t         repeats, warmup;
     uint64_t         seed;
     int              device;
+    bool             l2_warm;  /* no L2 flush before the timed calls (the method before 2026-12-02) */
     /* progress: a line per section and every few seconds (may be NULL) */
     void (*progress)(void *user, const char *line);
     /* after each section (may be NULL): the caller can write what is measured so far */

@@ -16,11 +16,12 @@ typedef struct heads {
     uint32_t H, Hkv, D;
 } heads;
 
-/* The head configurations: each model's, then a generic GQA one (32 / 8 x 128) unless a model has it. */
+/* The head configurations: each model's, then generic GQA ones (32 / 8 and 32 / 4 x 128) unless a
+ * model has them. */
 static uint32_t head_cfgs(const prof_ctx *P, heads *out)
 {
     uint32_t n = 0;
-    for (uint32_t i = 0; i < P->o->n_models && n < 7; i++) {
+    for (uint32_t i = 0; i < P->o->n_models && n < 6; i++) {
         const dkv_model *m = &P->o->models[i];
         heads h = {m->n_heads, m->n_kv_heads, m->head_dim};
         bool dup = false;
@@ -29,12 +30,14 @@ static uint32_t head_cfgs(const prof_ctx *P, heads *out)
         if (!dup)
             out[n++] = h;
     }
-    heads g = {32, 8, 128};
-    bool dup = false;
-    for (uint32_t j = 0; j < n; j++)
-        dup |= out[j].H == g.H && out[j].Hkv == g.Hkv && out[j].D == g.D;
-    if (!dup && !P->o->quick)
-        out[n++] = g;
+    static const heads gen[] = {{32, 8, 128}, {32, 4, 128}};
+    for (uint32_t k = 0; k < 2 && !P->o->quick; k++) {
+        bool dup = false;
+        for (uint32_t j = 0; j < n; j++)
+            dup |= out[j].H == gen[k].H && out[j].Hkv == gen[k].Hkv && out[j].D == gen[k].D;
+        if (!dup)
+            out[n++] = gen[k];
+    }
     return n;
 }
 

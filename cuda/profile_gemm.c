@@ -66,12 +66,15 @@ dkv_status pr_sec_gemm(prof_ctx *P, dkv_err *err)
 
 dkv_status pr_sec_gemm_grid(prof_ctx *P, dkv_err *err)
 {
-    static const uint32_t ns[] = {2048, 4096, 8192, 16384, 32768, 65536}, ks[] = {2048, 4096, 8192, 16384, 32768};
+    /* n and k at every power of two and 1.5 times it (2026-12-02: the powers of two alone left Dream-7B's
+     * n = 4608, k = 3584 between corners a factor 2 apart, where the time is not a power law) */
+    static const uint32_t ns[] = {2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152, 65536},
+                          ks[] = {2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
     static const uint32_t nq[] = {2048, 16384}, kq[] = {2048, 8192};
     const uint32_t *rows;
     uint32_t nr = pr_rows(P, &rows);
     const uint32_t *N = P->o->quick ? nq : ns, *K = P->o->quick ? kq : ks;
-    uint32_t nn = P->o->quick ? 2 : 6, nk = P->o->quick ? 2 : 5;
+    uint32_t nn = P->o->quick ? 2 : 11, nk = P->o->quick ? 2 : 9;
     for (uint32_t a = 0; a < nn; a++)
         for (uint32_t b = 0; b < nk; b++)
             for (uint32_t i = 0; i < nr; i++)

@@ -19,7 +19,8 @@ extern "C" {
 #define PR_FIRST_REPS 3   /* warm host-timed calls after the first */
 #define PR_SLAB_BYTES ((size_t)4 << 30)   /* random inputs */
 #define PR_OUT_BYTES  ((size_t)3 << 29)   /* outputs */
-#define PR_POOL_BYTES ((size_t)6 << 30)   /* the KV pool of the attention, store and selection sections */
+#define PR_POOL_BYTES ((size_t)6 << 30)
+#define PR_FLUSH_MIN  ((size_t)128 << 20) /* the L2 flush reads at least this (and twice the L2) */   /* the KV pool of the attention, store and selection sections */
 
 typedef struct prof_ctx {
     const dkv_prof_opts *o;
@@ -45,6 +46,8 @@ typedef struct prof_ctx {
     void         *pinned;           /* the copy section's pinned host buffer */
     int           n_copy_big;       /* the compute-beside-copies measurement is done */
     char         *aux;              /* PR_AUX_BYTES of small device arrays (tables, positions, scores) */
+    char         *flush;            /* the L2 flush's buffer (NULL: o->l2_warm) */
+    size_t        flush_bytes;
 } prof_ctx;
 
 #define PR_AUX_BYTES ((size_t)256 << 20)
@@ -80,6 +83,8 @@ dkv_status pr_alloc(void **p, size_t bytes, dkv_err *err);
 
 /* profile_kern.cu */
 dkv_status dkv_prof_spin(cudaStream_t s, double seconds, dkv_err *err);
+/* Reads bytes of buf (a multiple of 16) through the L2, evicting what it held; sink: 16 bytes. */
+dkv_status dkv_prof_flush(cudaStream_t s, const void *buf, size_t bytes, void *sink, dkv_err *err);
 
 /* The sections (profile_gemm.c, profile_attn.c, profile_misc.c). */
 dkv_status pr_sec_gemm(prof_ctx *P, dkv_err *err);

@@ -11,6 +11,8 @@
 #                                          # tolerances, dkv calibrate on the fit set, the validation
 #                                          # points re-simulated under the fitted preset and compared
 #                                          # again, $RES/summary.md (RES default results/hw-<date>)
+#                                          # PROFILE=FILE.lua: re-simulate the held-out and validation
+#                                          # points under that profile instead of a folder's profile.lua
 #   bash scripts/hw_session.sh standin DIR # here: DIR gets what `device` returns, made by
 #                                          # dkv.simulate on the a100-80g preset (STAND-IN, to test
 #                                          # `post`: tests/e2e/test_hw_scripts.sh; fake ncu CSVs)
@@ -377,6 +379,10 @@ post() {
         [ -f "$D/bwcurve.txt" ] && [ -s "$D/bwcurve.txt" ] && cp "$D/bwcurve.txt" "$R/"
         [ -f "$D/table.txt" ] && cat "$D/table.txt" >> "$R/table.txt"
     done
+    if [ -n "${PROFILE:-}" ]; then   # issue 9: another profile (a later dkv profile call) for the re-simulation
+        [ -f "$PROFILE" ] || { echo "hw_session post: PROFILE=$PROFILE: no such file" >&2; exit 2; }
+        cp "$PROFILE" "$R/profile.lua"
+    fi
     [ -f "$R/h5/val.h5" ] || [ -f "$R/h5/heldout.h5" ] || [ -f "$R/profile.lua" ] || ls "$R"/h5/hw_multi_*.h5 >/dev/null 2>&1 \
         || { echo "hw_session post: no h5/val.h5, h5/heldout.h5, profile.lua or h5/hw_multi_*.h5 in the folders" >&2; exit 1; }
     chmod -R u+w "$R"
@@ -575,6 +581,23 @@ import_profile() {   # RES pairs.txt preset-dir post.log
                 | tee -a "$log"
         fi
     fi
+    if [ -f "$R/h5/val.h5" ]; then   # the in-sample validation points under the profile too (cmp/profval_*.h5)
+        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu=h200-measured \
+                -o "$R/h5prof/val.h5" > "$R/val_prof.log" 2>&1; then
+            local j=0 m
+            while read -r f m _; do
+                [[ "$f" == */val.h5 ]] || continue
+                j=$((j + 1))
+                echo "== compare $m (val.h5 against the profile's re-simulation)"
+                "$DKV" compare "$f" "$R/h5prof/val.h5" --real-run "$m:real" --sim-run "$m:sim" "${TOLS[@]}" \
+                    -o "$R/cmp/profval_$(printf %03d $j).h5" 2>&1
+                echo "== exit $?"
+            done < "$list" >> "$log"
+        else
+            echo "validation points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/val_prof.log" | cut -c1-200))" \
+                | tee -a "$log"
+        fi
+    fi
 }
 
 compare_list() {   # pairs.txt outdir calibration-preset|""
@@ -616,30 +639,31 @@ def sim_dev(s):
 rows = []
 for fn in sorted(glob.glob(R + "/cmp/*.h5")):
     tag = os.path.basename(fn)
-    src = "profile" if tag.startswith("prof_") else "calibrated" if tag.startswith("cal_") else "shipped h200"
-    simfile = R + ("/h5prof/heldout.h5" if src == "profile" else "/sim/heldout.h5")
+    src = "profile" if tag.startswith("prof") else "calibrated" if tag.startswith("cal_") else "shipped h200"
     f = h5py.File(fn, "r")
     for rn in f["runs"]:
         r = f["runs"][rn]
         real = r["params"].attrs["real_run"]
         real = real.decode() if isinstance(real, bytes) else real
-        if not real.startswith("ho:"):
+        if not real.startswith("ho:") and not (real.startswith("val:") and src != "calibrated"):
             continue
+        hf = "/heldout.h5" if real.startswith("ho:") else "/val.h5"
+        simfile = R + ("/h5prof" if src == "profile" else "/sim") + hf
         q = {x["quantity"].decode(): x for x in r["compare_quantities"][()]}
         def g(name, stat):
             x = q.get(name)
             return None if x is None or x["n"] == 0 else float(x[stat])
         base = real[:-5]
-        dev = summ(R + "/h5/heldout.h5", base + ":device")
+        dev = summ(R + "/h5" + hf, base + ":device")
         meas = float(dev["mem_used_peak_bytes"]) if dev and "mem_used_peak_bytes" in dev else None
         simd, how = sim_dev(summ(simfile, base + ":sim"))
         mem = (simd - meas) / meas if meas and simd is not None else None
-        rows.append((base[3:], src, int(r["summary"].attrs["steps_paired"]), g("step.time_s", "mean_abs_err"),
+        rows.append((base[3:] if base.startswith("ho:") else base, src, int(r["summary"].attrs["steps_paired"]), g("step.time_s", "mean_abs_err"),
                      g("run.latency_p50_s", "total_err"), g("run.latency_p99_s", "total_err"),
                      g("run.tokens_per_s", "total_err"), mem, how))
 if rows:
     stand = os.path.exists(R + "/status.txt") and "STAND-IN" in open(R + "/status.txt").read()
-    print("## Held-out validation (issue 9)%s\n" % (" -- STAND-IN DATA, NOT HARDWARE" if stand else ""))
+    print("## Held-out validation (issue 9), and the in-sample validation points (val:*)%s\n" % (" -- STAND-IN DATA, NOT HARDWARE" if stand else ""))
     print("Every held-out point (experiments/hw_heldout_points.lua), under each simulated half: the shipped h200 "
           "preset re-simulated by this dkv, and the preset naming the measured profile (h200-measured) where the "
           "simulator reads profiles.  Targets (issue 9): step latency mean |error| <= 5 %, request latency p50 and "
@@ -654,11 +678,12 @@ if rows:
             return "- | -"
         return ("%+.1f%%" if signed else "%.1f%%") % (100 * v) + " | " + ("PASS" if abs(v) <= lim else "MISS")
     tot = {}
+    rows.sort(key=lambda x: x[0].startswith("val:"))   # held-out first, then the in-sample validation points
     for pt, src, n, st, p50, p99, tok, mem, how in rows:
         print("| %s | %s | %d | %s | %s | %s | %s | %s |" % (pt, src, n, c(st, T["step"], False), c(p50, T["p50"]),
               c(p99, T["p99"]), c(tok, T["tok"]), c(mem, T["mem"]) + (" (%s)" % how if how else "")))
         for k, v in (("step", st), ("p50", p50), ("p99", p99), ("tok", tok), ("mem", mem)):
-            a = tot.setdefault((src, k), [0, 0])
+            a = tot.setdefault((src + (" (in-sample val:*)" if pt.startswith("val:") else ""), k), [0, 0])
             if v is not None:
                 a[1] += 1
                 a[0] += abs(v) <= T[k]
@@ -688,6 +713,8 @@ import sys, glob, os, h5py
 R = sys.argv[1]
 rows = []
 for fn in sorted(glob.glob(R + "/cmp/*.h5")):
+    if os.path.basename(fn).startswith("profval_"):
+        continue   # the validation points under the profile: in the held-out section's table
     f = h5py.File(fn)
     for rn in f["runs"]:
         r = f["runs"][rn]

@@ -36,20 +36,54 @@ static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu 
     return isnan(t) ? t : t * attn_roof(g, q, a, H, Hk, D) / attn_roof(g, q, a, rh, rk, D);
 }
 
-/* Attention: one call over all items; a mode's items are looked up at their total rows and
- * their work-weighted mean keys (sum q a / sum q). */
+/* Attention (cuda/attention.cu, dkv_cuda_attention_batch): the items of at most 32 queries (Reuse
+ * blocks, group 0: CTAs of 32 query rows) and the larger ones (group 1: 64 rows) are two launches.
+ * In a group every CTA takes one query tile of one head against one key split of its item; the
+ * group's split count S fills the GPU (2 CTAs per SM, at most 8 splits, at least 16 keys each),
+ * and 3 CTAs fit on an SM at once.  A group is looked up at its rows and its work-weighted mean keys
+ * ā (the profile's uniform batches), then stretched for unequal items: the kernel ends with its
+ * longest CTA, so the time is the larger of the work (the uniform batch: W waves of CTAs of ā / S
+ * keys) and the critical path (one CTA of a_max / S keys):
+ *
+ *     t = A(rows, ā) · max(1, c(a_max) / (W · c(ā)))
+ *
+ * c(a) is the time of a CTA of a / S keys, from the profile: a single Reuse item of a · S1 / S keys
+ * (S1 its own split count, so its CTAs take the same keys), A(32, a · S1 / S); where that is outside
+ * the profile, c(a) ∝ a.  Uniform items (a_max = ā) give the profile's value exactly. */
+double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const sim_attn_grp *x, int md)
+{
+    if (x->rows <= 0)
+        return 0;
+    double abar = x->qa / x->rows, t = attn_mode(p, m, g, x->rows, abar, md);
+    if (isnan(t) || x->amax <= abar * (1 + 1e-9) || g->n_sms == 0)
+        return t;
+    double H = m->n_heads, target = 2.0 * g->n_sms, slots = 3.0 * g->n_sms;
+    double base = H * x->tiles, S = base >= target ? 1 : ceil(target / base);
+    S = fmin(fmin(S, 8), ceil(x->amax / 16));
+    double W = ceil(S * base / slots), S1 = fmin(fmin(ceil(target / H), 8), ceil(x->amax / 16));
+    double cmax = attn_mode(p, m, g, 32, x->amax * S1 / S, md), cbar = attn_mode(p, m, g, 32, abar * S1 / S, md);
+    double r = isnan(cmax) || isnan(cbar) || cbar <= 0 ? x->amax / abar : cmax / cbar;
+    return r > W ? t * r / W : t;
+}
+
 static double attention(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan)
 {
-    double rows[3] = {0}, qa[3] = {0}, t = 0;
+    sim_attn_grp grp[3][2] = {{{0}}};
+    double t = 0;
     for (uint32_t i = 0; i < plan->n_items; i++) {
         const dkv_step_item *it = &plan->items[i];
-        unsigned md = it->attn < 3 ? it->attn : 0;
-        rows[md] += it->q_tokens;
-        qa[md] += (double)it->q_tokens * it->kv_tokens;
+        if (it->q_tokens == 0)
+            continue;
+        unsigned md = it->attn < 3 ? it->attn : 0, big = it->q_tokens > SIM_ATTN_SMALL_Q;
+        sim_attn_grp *x = &grp[md][big];
+        x->rows += it->q_tokens;
+        x->qa += (double)it->q_tokens * it->kv_tokens;
+        x->amax = fmax(x->amax, it->kv_tokens);
+        x->tiles += ceil((double)it->q_tokens / (big ? 64 : 32));
     }
     for (int md = 0; md < 3; md++)
-        if (rows[md] > 0)
-            t += attn_mode(p, m, g, rows[md], qa[md] / rows[md], md);
+        for (int b = 0; b < 2; b++)
+            t += sim_attn_group(p, m, g, &grp[md][b], md);
     return t;
 }
 

@@ -43,6 +43,9 @@ static void usage(FILE *f)
           "  --repeats N          timed calls per shape (default 20; median, p10, p90)\n"
           "  --warmup N           untimed calls per shape after the first (default 2)\n"
           "  --device N           CUDA device (default 0)\n"
+          "  --l2 flush|warm      flush (default): a read of twice the L2 before every timed call (outside\n"
+          "                       its events), as a real step finds its weights and KV; also records the\n"
+          "                       median without it (warm_s).  warm: no flush (profiles before 2026-12-02)\n"
           "  --name NAME          the profile's name (default <gpu>-<date>)\n"
           "  --root DIR           project root for the model presets (default .)\n"
           "  --estimate           print the grid's estimated time (H200 ceilings) and exit; no GPU needed\n"
@@ -54,7 +57,7 @@ static void usage(FILE *f)
 
 typedef struct opts {
     const char *out, *name, *root, *models[MAX_MODELS], *grid;
-    int         n_models, device, quick, estimate;
+    int         n_models, device, quick, estimate, l2_warm;
     double      deadline;
     long        repeats, warmup;
 } opts;
@@ -86,6 +89,13 @@ static int parse(int argc, char **argv, opts *o)
             o->quick = 1;
         } else if (strcmp(a, "--estimate") == 0) {
             o->estimate = 1;
+        } else if (strcmp(a, "--l2") == 0) {
+            if (!v || (strcmp(v, "flush") != 0 && strcmp(v, "warm") != 0)) {
+                fprintf(stderr, "dkv profile: --l2 needs 'flush' or 'warm', got '%s'\n", v ? v : "");
+                return 0;
+            }
+            o->l2_warm = v[0] == 'w';
+            i++;
         } else if ((strcmp(a, "-o") == 0 || strcmp(a, "--name") == 0 || strcmp(a, "--grid") == 0 ||
                     strcmp(a, "--root") == 0 || strcmp(a, "--model") == 0) && v) {
             if (a[1] == 'o')
@@ -194,7 +204,7 @@ int dkv_cmd_profile(int argc, char **argv)
     dkv_cli_profile_args a = {.out = o.out, .name = o.name, .grid = o.grid, .models = ms, .model_names = o.models,
                               .n_models = (uint32_t)o.n_models, .quick = o.quick, .estimate = o.estimate,
                               .deadline = o.deadline, .repeats = (uint32_t)o.repeats, .warmup = (uint32_t)o.warmup,
-                              .device = o.device, .argc = argc, .argv = argv};
+                              .device = o.device, .l2_warm = o.l2_warm, .argc = argc, .argv = argv};
     return dkv_cli_profile_main(&a);
 #endif
 }

@@ -65,7 +65,7 @@ static void write_first_use(FILE *f, const dkv_prof *p)
     fputs("},\n", f);
 }
 
-static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy)
+static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int warm)
 {
     fprintf(f, "    %s = {\n      note = ", t->name);
     lstr(f, t->note);
@@ -73,6 +73,8 @@ static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy)
     for (uint32_t i = 0; i < t->n_fields; i++)
         fprintf(f, "%s\"%s\"", i ? ", " : "", t->fields[i]);
     fputs("},\n      extra = {\"p10_s\", \"p90_s\", \"first_s\"", f);
+    if (warm)
+        fputs(", \"warm_s\"", f);
     for (int i = 0; i < 2 && t->extra[i]; i++)
         fprintf(f, ", \"%s\"", t->extra[i]);
     fputs("},\n      rows = {\n", f);
@@ -86,6 +88,8 @@ static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy)
             for (uint32_t i = 0; i < t->n_fields; i++)
                 fprintf(f, "%.10g, ", mode_copy && i == t->n_fields - 1 ? (double)m : w->f[i]);
             fprintf(f, "%.6g, %u, %.6g, %.6g, %.6g", w->median_s, w->launches, w->p10_s, w->p90_s, w->first_s);
+            if (warm)
+                fprintf(f, ", %.6g", w->warm_s);
             for (int i = 0; i < 2 && t->extra[i]; i++)
                 fprintf(f, ", %.6g", w->x[i]);
             fputs("},\n", f);
@@ -118,7 +122,8 @@ static void write_copy(FILE *f, const dkv_prof *p)
 void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_meta *w)
 {
     fprintf(f, "-- A GPU profile written by `dkv profile` (docs/PROFILE_FORMAT.md, docs/GPU.md \"dkv profile\").\n"
-               "-- Seconds per call are event-timed medians over `repeats` warm calls on seeded random data.\n"
+               "-- Seconds per call are event-timed medians over `repeats` calls on seeded random data (provenance.l2:\n"
+               "-- \"flushed\": the L2 flushed before each call, outside its events).\n"
                "return {\n  format = 1,\n  name = ");
     lstr(f, w->name);
     fprintf(f, ",\n  complete = %s,\n", p->complete ? "true" : "false");
@@ -132,6 +137,11 @@ void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_met
     fprintf(f, ", sm = \"%s\", driver = \"%d.%d\", cuda_runtime = \"%d.%d\",\n", p->sm, p->driver / 1000,
             p->driver % 1000 / 10, p->runtime / 1000, p->runtime % 1000 / 10);
     fprintf(f, "    l2_bytes = %.0f, memory_bytes = %.0f,\n", p->l2_bytes, p->hbm_bytes);
+    if (p->flush_bytes > 0)
+        fprintf(f, "    l2 = \"flushed\", l2_flush_bytes = %.0f,   -- a read of this many bytes before every timed call "
+                   "(outside its events); warm_s: the same calls without it\n", p->flush_bytes);
+    else
+        fputs("    l2 = \"warm\",   -- no flush between the timed calls (operands the L2 holds stay there)\n", f);
     fprintf(f, "    dkv_version = \"%s\", dkv_commit = \"%s\", date = \"%s\",\n    command = ", DKV_VERSION,
             DKV_GIT_COMMIT, w->date);
     lstr(f, w->command);
@@ -148,7 +158,7 @@ void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_met
     }
     fputs("\n  },\n  kernels = {\n", f);
     for (uint32_t i = 0; i < p->n_tables; i++)
-        write_table(f, &p->tables[i], strcmp(p->tables[i].name, "attn") == 0);
+        write_table(f, &p->tables[i], strcmp(p->tables[i].name, "attn") == 0, p->flush_bytes > 0);
     fputs("  },\n", f);
     write_copy(f, p);
     write_first_use(f, p);

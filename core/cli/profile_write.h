@@ -13,7 +13,7 @@ typedef struct dkv_cli_profile_args {
     const dkv_model  *models;
     const char *const *model_names;
     uint32_t          n_models;
-    int               quick, estimate, device;
+    int               quick, estimate, device, l2_warm;
     double            deadline;
     uint32_t          repeats, warmup;
     int               argc;
