@@ -18,7 +18,8 @@
 # device: STEPS (default "check bwcurve validate experiments ncu"; issue 9 adds "profile" = dkv profile
 # into profile.lua, bounded by PROFILE_LIMIT (330 s), options in PROFILE_ARGS, and "heldout" = the held-out
 # points, hw_validate.lua -D set=heldout, bounded by HELDOUT_LIMIT (260 s); docs/COMPARE.md section 6)
-# picks the steps; DEADLINE
+# picks the steps; VALIDATE_ARGS / HELDOUT_ARGS add hw_validate.lua options (e.g. "-D point=w1:dual": one
+# point); DEADLINE
 # (default 540 s) bounds the whole call: a step that would not fit is skipped and says so, and the
 # results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 6 files (the tool
 # returns at most 8): table.txt, hw_h5.tgz (the result files), ncu.tgz (CSVs and profiled runs),
@@ -175,11 +176,11 @@ device() {
             status_line profile "$r" $((SECONDS - t0)) "$(grep -m1 -E "written|no usable|error" "$W/logs/profile.log" | cut -c1-90)" ;;
         heldout)   # issue 9: the held-out validation points (hw_validate.lua -D set=heldout), cold shapes as they come
             run_dkv heldout "${HELDOUT_LIMIT:-260}" "$W/logs/heldout.log" run experiments/hw_validate.lua -D backend=cuda \
-                -D set=heldout -o "$W/h5/heldout.h5" ;;
+                -D set=heldout ${HELDOUT_ARGS:-} -o "$W/h5/heldout.h5" ;;
         validate)  # the 9 validation points, unprofiled: step latency, peak memory, fragmentation
                    # (each point warmed with its own configuration first: no cold GEMM shapes)
             run_dkv validate 150 "$W/logs/validate.log" run experiments/hw_validate.lua -D backend=cuda -D warmup=each \
-                -o "$W/h5/val.h5" ;;
+                ${VALIDATE_ARGS:-} -o "$W/h5/val.h5" ;;
         experiments)
             for x in $STUDIES; do
                 run_dkv "hw_$x" 150 "$W/logs/hw_$x.log" run "experiments/hw_$x.lua" -D backend=cuda \

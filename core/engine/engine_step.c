@@ -466,6 +466,7 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
         eng_clock_sync(e);       /* a real clock: the step starts now, after planning and waits */
         hk->unlock(hk->user);
     }
+    eng_devmem_step(e, &plan);
     dkv_status st = dkv_backend_run_step(c->backend, &plan, &cost, err);
     double h_ret = eng_wall_now();
     if (hk)
