@@ -8,6 +8,8 @@
 
 #include "cuda/backend_internal.h"
 
+_Static_assert(DKV_LOWRANK_MAX_RANK == DKV_DEVMEM_LR_RANK, "core/model/devmem.h counts the compressor at its rank");
+
 
 static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d); }
 
@@ -226,8 +228,11 @@ static dkv_status fetch_lowrank(dkv_cuda_backend *b, const bk_item *x, const cha
     if (bytes > b->lr_in_bytes) {
         DKV_CU(cudaDeviceSynchronize());
         cudaFree(b->lr_in);
+        bk_alloc_note(b, -(int64_t)b->lr_in_bytes);
         b->lr_in = NULL, b->lr_in_bytes = 0;
+        dkv_devmem_lowrank_in(&b->dm, bytes);
         DKV_CU(cudaMalloc((void **)&b->lr_in, bytes));
+        bk_alloc_note(b, (int64_t)bytes);
         b->lr_in_bytes = bytes;
         b->lr_in_used = false;
     }
@@ -318,9 +323,12 @@ static dkv_status gbuf_reserve(dkv_cuda_backend *b, size_t bytes, dkv_err *err)
         return DKV_OK;
     DKV_CU(cudaStreamSynchronize(b->st));
     cudaFree(b->gbuf);
+    bk_alloc_note(b, -(int64_t)b->gbuf_bytes);
     b->gbuf = NULL;
     b->gbuf_bytes = 0;
+    dkv_devmem_gather(&b->dm, bytes);
     DKV_CU(cudaMalloc((void **)&b->gbuf, bytes));
+    bk_alloc_note(b, (int64_t)bytes);
     b->gbuf_bytes = bytes;
     return DKV_OK;
 }
@@ -347,9 +355,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     uint32_t off_blocks = cdiv(offload_bytes(plan, x->req), b->block_bytes);
     uint32_t cmp_blocks = cdiv(xf->device_bytes, b->block_bytes);
     uint32_t end = x->n_chain > off_blocks ? x->n_chain - off_blocks : 0, start = end > cmp_blocks ? end - cmp_blocks : 0;
-    uint32_t m_tok = (end - start) * bt;
-    if (m_tok > b->max_L)
-        m_tok = b->max_L;
+    uint32_t m_tok = dkv_devmem_compress_tokens(x->n_chain, off_blocks, cmp_blocks, bt, b->max_L);
     b->rep.xfer_d2h_counted += xf->pcie_bytes;
     if (m_tok == 0)
         return DKV_OK;
@@ -358,10 +364,15 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     r = r < 1 ? 1 : r > DKV_LOWRANK_MAX_RANK ? DKV_LOWRANK_MAX_RANK : r;
     r = r > m_tok ? m_tok : r;
     if (!b->lr) {
-        DKV_TRY(dkv_cuda_lowrank_new(b->st, b->max_L, D, DKV_LOWRANK_MAX_RANK, 256, &b->lr, err));
-        size_t per = (size_t)b->max_L * DKV_LOWRANK_MAX_RANK + (size_t)DKV_LOWRANK_MAX_RANK * D;
-        size_t bytes = (size_t)batch * per * 4 + (size_t)batch * 4 + (size_t)batch * per * 2 + 1024;
+        DKV_TRY(dkv_cuda_lowrank_new(b->st, b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH, &b->lr, err));
+        size_t bytes = dkv_devmem_lowrank_proj_bytes(&b->m, b->max_L), lrb = dkv_cuda_lowrank_bytes(b->lr);
+        if (lrb != dkv_devmem_lowrank_bytes(b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH))
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: the low-rank compressor takes %zu bytes, core/model/"
+                               "devmem.c counts %llu: update dkv_devmem_lowrank_bytes", lrb, (unsigned long long)
+                               dkv_devmem_lowrank_bytes(b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH));
         DKV_CU(cudaMalloc((void **)&b->lr_q, bytes));
+        bk_alloc_note(b, (int64_t)(bytes + lrb));
+        dkv_devmem_compressor(&b->dm);
         b->lr_b = b->lr_q + (size_t)batch * b->max_L * DKV_LOWRANK_MAX_RANK;
         b->lr_err = b->lr_b + (size_t)batch * DKV_LOWRANK_MAX_RANK * D;
         b->lr_out = (dkv_bf16 *)(b->lr_err + batch + 64);

@@ -12,6 +12,13 @@
 #include "util/rng.h"
 
 
+void bk_alloc_note(dkv_cuda_backend *b, int64_t delta)
+{
+    b->alloc_now = (uint64_t)((int64_t)b->alloc_now + delta);
+    if (b->alloc_now > b->alloc_peak)
+        b->alloc_peak = b->alloc_now;
+}
+
 double bk_now(void)
 {
     struct timespec ts;
@@ -103,7 +110,14 @@ static dkv_status setup_requests(dkv_cuda_backend *b, dkv_err *err)
             h[r->canvas_off + t] = t >= r->P ? b->mask_id : given ? given[t] : (v >= b->mask_id ? v + 1 : v);
         }
     }
-    cudaError_t e = cudaMalloc((void **)&b->d_canvas, (total ? total : 1) * sizeof *h);
+    dkv_devmem_cfg dc = {.max_L = b->max_L, .block_len = B, .canvas_tokens = total,
+                         .logit_rows = b->o.max_logit_rows ? b->o.max_logit_rows : DKV_DEVMEM_LOGIT_ROWS,
+                         .attn_streams = b->o.attn_streams, .arena_blocks = b->want_pool + b->want_staging + 1};
+    dkv_devmem_init(&b->dm, m, &dc);   /* the count: cuBLASLt workspace, workspaces, activations, canvases */
+    bk_alloc_note(b, (int64_t)DKV_DEVMEM_CUBLASLT_WS_BYTES);   /* dkv_cuda_ctx_new's, already allocated */
+    cudaError_t e = cudaMalloc((void **)&b->d_canvas, dkv_devmem_canvas_bytes(total));
+    if (e == cudaSuccess)
+        bk_alloc_note(b, (int64_t)dkv_devmem_canvas_bytes(total));
     if (e == cudaSuccess)
         e = cudaMemcpy(b->d_canvas, h, total * sizeof *h, cudaMemcpyHostToDevice);
     free(h);
@@ -215,6 +229,7 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     b->mask_id = m->mask_id;
     b->t_begin = bk_now();
     memset(&b->rep, 0, sizeof b->rep);
+    b->alloc_now = b->alloc_peak = 0;
     snprintf(b->rep.device, sizeof b->rep.device, "%s", b->desc);
     dkv_status st;
 #define STEP(call)                     \
@@ -567,6 +582,8 @@ static void bk_end(void *ctx)
         return;
     bk_copies_reap(b, true);
     b->rep.scratch_bytes = b->scratch_bytes;
+    b->rep.devmem_counted_bytes = b->dm.peak;
+    b->rep.devmem_allocated_bytes = b->alloc_peak;
     if (b->o.report) {
         dkv_cuda_backend_report_clear(b->o.report);
         *b->o.report = b->rep;   /* the series moves to the caller */

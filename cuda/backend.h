@@ -138,6 +138,10 @@ typedef struct dkv_cuda_backend_report {
     uint64_t weights_bytes, arena_bytes, block_bytes, scratch_bytes, host_tier_bytes;
     uint64_t arena_blocks, staging_blocks;
     uint64_t mem_total_bytes, mem_free_min_bytes; /* cudaMemGetInfo: total, least free seen */
+    uint64_t devmem_counted_bytes;   /* core/model/devmem.h's count of the buffers besides weights,
+                                        arena and metadata: its peak over the run */
+    uint64_t devmem_allocated_bytes; /* the same buffers as cudaMalloc'ed: the peak of their sum */
+    uint64_t meta_bytes;             /* the per-step metadata buffer at its largest (not counted) */
     uint64_t steps, items;
     double   gpu_time_s, wall_time_s, copy_time_s;
     uint64_t pcie_h2d_bytes, pcie_d2h_bytes;

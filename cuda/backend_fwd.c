@@ -35,7 +35,12 @@ dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
         total += sz[i];
+    if (b->attn_ws_bytes != 0 || total != dkv_devmem_workspace_bytes(m, &b->dm.c))
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: the workspaces take %zu bytes (attention %zu), "
+                           "core/model/devmem.c counts %llu: update dkv_devmem_workspace_bytes", total,
+                           b->attn_ws_bytes, (unsigned long long)dkv_devmem_workspace_bytes(m, &b->dm.c));
     DKV_CU(cudaMalloc(&b->ws_mem, total));
+    bk_alloc_note(b, (int64_t)total);
     char *p = b->ws_mem;
     for (size_t i = 0; i < n_ws; i++)
         b->attn_ws[i] = (float *)(p + i * AL(b->attn_ws_bytes));
@@ -60,12 +65,11 @@ dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err)
 
 dkv_status bk_scratch_reserve(dkv_cuda_backend *b, uint32_t T, uint32_t R, dkv_err *err)
 {
-    if (T <= b->cap_T && R <= b->cap_R && b->act_mem)
+    dkv_devmem_rows(&b->dm, T, R);   /* the count follows the same rule */
+    uint32_t nT = b->act_mem ? b->cap_T : 0, nR = b->act_mem ? b->cap_R : 0;
+    if (!dkv_devmem_act_grow(T, R, &nT, &nR))
         return DKV_OK;
     const dkv_model *m = &b->m;
-    uint32_t nT = T > b->cap_T ? T + T / 4 : b->cap_T, nR = R > b->cap_R ? R + R / 4 : b->cap_R;
-    if (nR < 1)
-        nR = 1;
     size_t C = m->hidden, F = m->ffn, QD = (size_t)m->n_heads * m->head_dim,
            QKV = QD + 2 * (size_t)m->n_kv_heads * m->head_dim;
     size_t sz[] = {AL(nT * C * 2), AL(nT * C * 2), AL(nT * QKV * 2), AL(nT * QD * 2), AL(nT * 2 * F * 2),
@@ -74,8 +78,13 @@ dkv_status bk_scratch_reserve(dkv_cuda_backend *b, uint32_t T, uint32_t R, dkv_e
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++)
         total += sz[i];
     DKV_CU(cudaStreamSynchronize(b->st));
+    if (total != dkv_devmem_act_bytes(m, nT, nR))
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: activations of %zu bytes, core/model/devmem.c counts "
+                           "%llu: update dkv_devmem_act_bytes", total,
+                           (unsigned long long)dkv_devmem_act_bytes(m, nT, nR));
     if (b->act_mem) {
         b->scratch_bytes -= (uint64_t)b->cap_bytes_act;
+        bk_alloc_note(b, -(int64_t)b->cap_bytes_act);
         cudaFree(b->act_mem);
         b->act_mem = NULL;
     }
@@ -92,6 +101,7 @@ dkv_status bk_scratch_reserve(dkv_cuda_backend *b, uint32_t T, uint32_t R, dkv_e
     b->cap_T = nT, b->cap_R = nR;
     b->cap_bytes_act = total;
     b->scratch_bytes += total;
+    bk_alloc_note(b, (int64_t)total);
     return DKV_OK;
 }
 
@@ -153,6 +163,7 @@ static dkv_status ensure_meta(dkv_cuda_backend *b, size_t bytes, dkv_err *err)
     DKV_CU(cudaMallocHost(&b->h_meta, nb));
     DKV_CU(cudaMalloc(&b->d_meta, nb));
     b->cap_meta = nb;
+    b->rep.meta_bytes = nb;
     return DKV_OK;
 }
 
@@ -423,8 +434,10 @@ static dkv_status fp8_scales(dkv_cuda_backend *b, dkv_err *err)
 {
     if (b->fp8_scale)
         return DKV_OK;
-    size_t bytes = ((size_t)b->n_pool + b->n_staging + 1) * b->m.n_layers * 2 * b->m.n_kv_heads * sizeof(float);
+    size_t bytes = dkv_devmem_fp8_scale_bytes(&b->m, (uint64_t)b->n_pool + b->n_staging + 1);
     DKV_CU(cudaMalloc((void **)&b->fp8_scale, bytes));
+    bk_alloc_note(b, (int64_t)bytes);
+    dkv_devmem_fp8(&b->dm);
     DKV_CU(cudaMemsetAsync(b->fp8_scale, 0, bytes, b->st));
     return DKV_OK;
 }

@@ -10,6 +10,7 @@
 #include "cuda/backend.h"
 #include "cuda/dkv_cuda.h"
 #include "cuda/lowrank.h"
+#include "model/devmem.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -145,6 +146,10 @@ typedef struct dkv_cuda_backend {
     cudaEvent_t  fork, join[DKV_BK_MAX_STREAMS];
     uint32_t  n_side;
     uint64_t  scratch_bytes;
+    /* device memory: the count (core/model/devmem.h, the same calls as the sizes below) and the
+     * bytes actually passed to cudaMalloc besides the weights, the arena and the step metadata */
+    dkv_devmem dm;
+    uint64_t  alloc_now, alloc_peak;
 
     /* per-step metadata: pinned host + device mirror */
     void     *h_meta, *d_meta;
@@ -196,6 +201,9 @@ typedef struct dkv_cuda_backend {
     dkv_cuda_backend_report rep;
     size_t    cap_series;
 } dkv_cuda_backend;
+
+/* A cudaMalloc of bytes counted in alloc_now (freed: a negative delta). */
+void       bk_alloc_note(dkv_cuda_backend *b, int64_t delta);
 
 /* backend_fwd.c */
 dkv_status bk_scratch_init(dkv_cuda_backend *b, dkv_err *err);

@@ -4,6 +4,7 @@
 
 #include "cuda/common.cuh"
 #include "cuda/ctx_internal.h"
+#include "model/devmem.h"
 
 extern "C" dkv_status dkv_cuda_probe(char *desc, size_t desc_len, dkv_err *err)
 {
@@ -45,7 +46,7 @@ extern "C" dkv_status dkv_cuda_ctx_new(int device, dkv_cuda_ctx **out, dkv_err *
     if (!c)
         return dkv_err_set(err, DKV_ENOMEM, "dkv_cuda_ctx_new: out of host memory");
     c->device = device;
-    c->lt_ws_bytes = 32u << 20;
+    c->lt_ws_bytes = DKV_DEVMEM_CUBLASLT_WS_BYTES;
     dkv_status st = DKV_OK;
     cublasStatus_t bs;
     DKV_CU_OR(st, cudaSetDevice(device), fail);

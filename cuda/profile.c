@@ -12,7 +12,8 @@
 #include "cuda/profile_internal.h"
 
 static const char *const sec_names[DKV_PROF_S_N] = {"gemm", "lm_head", "attn", "kv_store", "elementwise",
-                                                     "select", "gemm_grid", "compress", "copy", "host"};
+                                                     "select", "gemm_grid", "compress", "copy", "host",
+                                                     "memory"};
 
 const char *dkv_prof_section_name(int s)
 {
@@ -271,7 +272,7 @@ uint32_t pr_rows(const prof_ctx *P, const uint32_t **rows)
 typedef dkv_status (*sec_fn)(prof_ctx *, dkv_err *);
 static const sec_fn sections[DKV_PROF_S_N] = {pr_sec_gemm,        pr_sec_lm_head, pr_sec_attn,      pr_sec_kv_store,
                                               pr_sec_elementwise, pr_sec_select,  pr_sec_gemm_grid, pr_sec_compress,
-                                              pr_sec_copy,        pr_sec_host};
+                                              pr_sec_copy,        pr_sec_host,    pr_sec_memory};
 
 static bool sec_on(const dkv_prof_opts *o, int s)
 {
@@ -305,6 +306,7 @@ static dkv_status setup(prof_ctx *P, dkv_err *err)
     dkv_prof *p = P->p;
     struct cudaDeviceProp d;
     PR_CU(cudaSetDevice(P->o->device));
+    PR_TRY(pr_mem_context(P, err));   /* first: the context alone (profile_mem.c) */
     PR_CU(cudaGetDeviceProperties(&d, P->o->device));
     snprintf(p->gpu, sizeof p->gpu, "%.127s", d.name);
     snprintf(p->sm, sizeof p->sm, "%d.%d", d.major, d.minor);
@@ -313,6 +315,7 @@ static dkv_status setup(prof_ctx *P, dkv_err *err)
     PR_CU(cudaRuntimeGetVersion(&p->runtime));
     PR_TRY(dkv_cuda_ctx_new(P->o->device, &P->ctx, err));
     P->st = dkv_cuda_ctx_stream(P->ctx);
+    PR_TRY(pr_mem_setup(P, err));
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, P->st) != CUBLAS_STATUS_SUCCESS)
         return dkv_err_set(err, DKV_EIO, "dkv profile: cublasCreate failed");

@@ -76,6 +76,10 @@ typedef struct dkv_prof {
     uint32_t          n_copy;
     double            compute_alone_s, compute_beside_s;   /* the contention GEMM loop, alone / with copies */
     double            host_launch_s, host_gemm_launch_s;   /* host enqueue time per launch (elementwise, GEMM) */
+    /* memory (profile_mem.c, cudaMemGetInfo; PROFILE_FORMAT.md "memory"), measured at set-up */
+    bool     mem_measured;
+    double   mem_total_bytes, mem_context_bytes, mem_libraries_bytes, mem_blas_handle_bytes,
+             mem_first_launch_bytes, mem_blas_handle_again_bytes;
     /* provenance */
     char     gpu[128], sm[16];
     int      driver, runtime;          /* cudaDriverGetVersion / cudaRuntimeGetVersion */
@@ -101,6 +105,7 @@ enum {
     DKV_PROF_S_COMPRESS,     /* compress: gather + low-rank projection + bf16 staging */
     DKV_PROF_S_COPY,         /* copy engine alone and beside compute */
     DKV_PROF_S_HOST,         /* host enqueue per launch */
+    DKV_PROF_S_MEMORY,       /* device memory besides dkv's own allocations (profile_mem.c) */
     DKV_PROF_S_N
 };
 const char *dkv_prof_section_name(int s);   /* "gemm", "lm_head", ... "host" */

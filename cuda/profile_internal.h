@@ -97,6 +97,11 @@ dkv_status pr_sec_elementwise(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_compress(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_copy(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_host(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_memory(prof_ctx *P, dkv_err *err);
+/* profile_mem.c: the context right after cudaFree(0); then, right after dkv_cuda_ctx_new, the
+ * libraries, one more cuBLAS handle and the first launches */
+dkv_status pr_mem_context(prof_ctx *P, dkv_err *err);
+dkv_status pr_mem_setup(prof_ctx *P, dkv_err *err);
 
 /* The rows (query tokens) of a step the grids use: M of the GEMMs, T of the elementwise kernels. */
 uint32_t pr_rows(const prof_ctx *P, const uint32_t **rows);

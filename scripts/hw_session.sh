@@ -20,7 +20,8 @@
 # device: STEPS (default "check bwcurve validate experiments ncu"; issue 9 adds "profile" = dkv profile
 # into profile.lua, bounded by PROFILE_LIMIT (330 s), options in PROFILE_ARGS, and "heldout" = the held-out
 # points, hw_validate.lua -D set=heldout, bounded by HELDOUT_LIMIT (260 s); docs/COMPARE.md section 6)
-# picks the steps; DEADLINE
+# picks the steps; VALIDATE_ARGS / HELDOUT_ARGS add hw_validate.lua options (e.g. "-D point=w1:dual": one
+# point); DEADLINE
 # (default 540 s) bounds the whole call: a step that would not fit is skipped and says so, and the
 # results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 6 files (the tool
 # returns at most 8): table.txt, hw_h5.tgz (the result files), ncu.tgz (CSVs and profiled runs),
@@ -180,11 +181,11 @@ device() {
             status_line profile "$r" $((SECONDS - t0)) "$(grep -m1 -E "written|no usable|error" "$W/logs/profile.log" | cut -c1-90)" ;;
         heldout)   # issue 9: the held-out validation points (hw_validate.lua -D set=heldout), cold shapes as they come
             run_dkv heldout "${HELDOUT_LIMIT:-260}" "$W/logs/heldout.log" run experiments/hw_validate.lua -D backend=cuda \
-                -D set=heldout -o "$W/h5/heldout.h5" ;;
+                -D set=heldout ${HELDOUT_ARGS:-} -o "$W/h5/heldout.h5" ;;
         validate)  # the 9 validation points, unprofiled: step latency, peak memory, fragmentation
                    # (each point warmed with its own configuration first: no cold GEMM shapes)
             run_dkv validate 150 "$W/logs/validate.log" run experiments/hw_validate.lua -D backend=cuda -D warmup=each \
-                -o "$W/h5/val.h5" ;;
+                ${VALIDATE_ARGS:-} -o "$W/h5/val.h5" ;;
         experiments)
             for x in $STUDIES; do
                 run_dkv "hw_$x" 150 "$W/logs/hw_$x.log" run "experiments/hw_$x.lua" -D backend=cuda \
@@ -375,7 +376,7 @@ post() {
     for D in "$@"; do   # the device calls' folders, in order (a later STEPS=ncu call adds profiles)
         [ -d "$D" ] || { echo "hw_session post: no folder $D" >&2; exit 2; }
         for f in hw_h5.tgz ncu.tgz logs.tgz; do [ -f "$D/$f" ] && tar xzf "$D/$f" -C "$R"; done
-        [ -f "$D/profile.lua" ] && cp "$D/profile.lua" "$R/profile.lua"
+        [ -f "$D/profile.lua" ] && take_profile "$D/profile.lua" "$R/profile.lua"
         [ -f "$D/bwcurve.txt" ] && [ -s "$D/bwcurve.txt" ] && cp "$D/bwcurve.txt" "$R/"
         [ -f "$D/table.txt" ] && cat "$D/table.txt" >> "$R/table.txt"
     done
@@ -554,6 +555,29 @@ for n in runs:
     cat "$R/multi.md"
 }
 
+# issue 9: a device call's profile.lua becomes RES/profile.lua, except a memory-only one (dkv profile
+# --grid memory: no kernel rows, a memory table): its memory table is grafted onto the profile so far
+# (an earlier folder's, else the one the shipped h200 preset names), replacing any memory table there,
+# so the held-out points are re-simulated with measured kernel times and the new memory figures.
+take_profile() {   # SRC DST
+    if grep -q -E '^ +\{[0-9]' "$1" || ! grep -q '^  memory = {' "$1"; then cp "$1" "$2"; return; fi
+    local base=$2
+    if [ ! -f "$base" ]; then
+        base=datasets/profiles/$(sed -n 's/^ *profile = "\(.*\)",*$/\1/p' datasets/presets/gpu/h200.lua | head -n 1).lua
+        [ -f "$base" ] || { echo "take_profile: no profile to graft $1's memory table onto" >&2; cp "$1" "$2"; return; }
+    fi
+    $PY - "$1" "$base" "$2" <<'PYEOF'
+import re, sys
+src, base, dst = sys.argv[1:4]
+mem = re.search(r"(?ms)^  memory = \{.*?\},\n", open(src).read())
+txt = re.sub(r"(?ms)^  memory = \{.*?\},\n", "", open(base).read())
+i = txt.rstrip().rfind("}")
+txt = txt[:i] + "  -- memory: grafted from %s (dkv profile --grid memory)\n" % src + mem.group(0) + txt[i:]
+open(dst, "w").write(txt)
+print("profile: the memory table of %s grafted onto %s" % (src, base))
+PYEOF
+}
+
 # issue 9: the measured profile imported (datasets/profiles/<name>.lua under RES/root and a preset
 # h200-measured naming it), the held-out points re-simulated under it and compared (cmp/prof_*.h5)
 import_profile() {   # RES pairs.txt preset-dir post.log
@@ -631,8 +655,10 @@ def summ(fn, run):
 def sim_dev(s):
     if s is None:
         return None, ""
-    if "peak_device_bytes" in s:
-        return float(s["peak_device_bytes"]), "peak_device_bytes"
+    if "peak_device_bytes" in s and float(s["peak_device_bytes"]) > 0:
+        m = s.get("device_mem_model_name", b"")
+        m = m.decode() if isinstance(m, bytes) else str(m)
+        return float(s["peak_device_bytes"]), "peak_device_bytes" + (", " + m.split(":")[0] if m else "")
     if all(k in s for k in ("peak_allocated", "peak_kv_bytes", "kv_capacity_bytes")):
         return float(s["peak_allocated"]) - float(s["peak_kv_bytes"]) + float(s["kv_capacity_bytes"]), "acct+arena"
     return None, ""
@@ -668,7 +694,9 @@ if rows:
           "preset re-simulated by this dkv, and the preset naming the measured profile (h200-measured) where the "
           "simulator reads profiles.  Targets (issue 9): step latency mean |error| <= 5 %, request latency p50 and "
           "p99 <= 8 %, tokens/s <= 5 %, peak device memory <= 2 % against cudaMemGetInfo (measured: total - least "
-          "free over the run; simulated: peak_device_bytes, or where the simulator has none (acct+arena) its "
+          "free over the run; simulated: peak_device_bytes = the profile's fixed terms + weights + the whole KV arena + "
+          "the backend's counted buffers (core/model/devmem.h), marked partial where the profile has no memory "
+          "section; where the simulator has none (acct+arena) its "
           "peak_allocated - peak_kv_bytes + the whole KV arena, which leaves out the CUDA context, cuBLAS workspace "
           "and backend scratch).  Error = (sim - real) / real.  '-': not measured.\n")
     print("| point | simulated with | steps paired | step mean abs | | p50 | | p99 | | tokens/s | | peak device mem | |")
@@ -700,6 +728,7 @@ PYEOF
             printf '%s: %s rows\n' "$t" "$(awk -v t="    $t = {" '$0 == t {on = 1; next} on && /^    [a-z_]+ = \{$/ {on = 0} on && /^ +\{[0-9]/ {n++} END {print n + 0}' "$1/profile.lua")"
         done
         grep -E "^  (first_use|host) = " "$1/profile.lua"
+        sed -n '/^  memory = {/,/},$/p' "$1/profile.lua"
         echo '```'
         [ -f "$1/heldout_prof.log" ] && ! grep -q "^hw validate" "$1/heldout_prof.log" \
             && { echo; echo "The held-out points were not re-simulated under the profile: $(grep -m1 -v -E "^hw:|^stack|^\s" "$1/heldout_prof.log" | cut -c1-200)"; }
@@ -778,30 +807,69 @@ for cal in (False, True):
               % (len(val), count(tol("step.time_s", 0.08)), count(ncu_ok), count(peak_ok), count(frag_ok)))
 PYEOF
     $PY - "$1" <<'PYEOF'
-import sys, glob, os, h5py
+import sys, glob, os, re, h5py
+R = sys.argv[1]
+MiB, GiB = 2.0**20, 2.0**30
+def sim_of(fn, runs, base):   # the simulated half as re-simulated by this dkv (sim/), else the file's own
+    for f in (os.path.join(R, "sim", os.path.basename(fn)), fn):
+        try:
+            r = h5py.File(f, "r")["runs"]
+            if base + ":sim" in r:
+                return dict(r[base + ":sim"]["summary"].attrs)
+        except OSError:
+            pass
+    return {}
 rows = []
-for fn in sorted(glob.glob(sys.argv[1] + "/h5/*.h5")):
-    runs = h5py.File(fn)["runs"]
+for fn in sorted(glob.glob(R + "/h5/*.h5")):
+    runs = h5py.File(fn, "r")["runs"]
     for n in runs:
-        if not n.endswith(":device") or n[:-7] + ":sim" not in runs:
+        if not n.endswith(":device"):
             continue
-        d, s = runs[n]["summary"].attrs, runs[n[:-7] + ":sim"]["summary"].attrs
-        if "mem_used_peak_bytes" not in d or "arena_bytes" not in d:
+        d = dict(runs[n]["summary"].attrs)
+        if "mem_used_peak_bytes" not in d or "arena_bytes" not in d or "weights_bytes" not in d:
             continue
-        meas = (float(d["mem_used_peak_bytes"]) - float(d["arena_bytes"])) / 2**30
-        sim = (float(s["peak_allocated"]) - float(s["peak_kv_bytes"])) / 2**30
-        rows.append((n[:-7], float(d["mem_used_peak_bytes"]) / 2**30, float(d["arena_bytes"]) / 2**30, meas, sim))
+        s = sim_of(fn, runs, n[:-7])
+        # dkv's own buffers besides weights and arena, as the backend allocated them; older runs
+        # (no devmem_allocated_bytes): scratch_bytes + the 32 MiB cuBLASLt workspace (the canvases and
+        # the offload buffers are then missing)
+        if "devmem_allocated_bytes" in d:
+            own, how = float(d["devmem_allocated_bytes"]), "allocated"
+        else:
+            own, how = float(d.get("scratch_bytes", 0)) + 32 * MiB, "scratch+ws"
+        used = float(d["mem_used_peak_bytes"])
+        rest = used - float(d["weights_bytes"]) - float(d["arena_bytes"]) - own
+        rows.append((n[:-7], used, float(d["weights_bytes"]), float(d["arena_bytes"]), own, how,
+                     float(d["devmem_counted_bytes"]) if "devmem_counted_bytes" in d else None, rest,
+                     float(s["device_counted_bytes"]) if "device_counted_bytes" in s else None,
+                     float(s["device_fixed_bytes"]) if "device_fixed_bytes" in s else None))
+fixed = None
+if os.path.exists(R + "/profile.lua"):
+    m = re.search(r"(?ms)^  memory = \{(.*?)\},", open(R + "/profile.lua").read())
+    if m:
+        v = {k: float(x) for k, x in re.findall(r"(\w+)_bytes = (-?[0-9.e+]+)", m.group(1))}
+        fixed = v.get("context", 0) + v.get("libraries", 0) + v.get("blas_handle", 0) + v.get("first_launch", 0)
 if rows:
     print("## Device memory (informational, no tolerance)\n")
-    print("Measured: cudaMemGetInfo's peak use over the run minus the block-pool arena (allocated whole), so weights, "
-          "activations, logits, scratch, cuBLAS workspace and the CUDA context.  Simulated: peak_allocated minus "
-          "peak_kv_bytes (weights, activations, logits).  The engine's KV accounting is the same in both halves "
-          "(run.peak_kv_bytes above).\n")
-    print("| point | used peak GiB | arena GiB | measured non-KV GiB | simulated non-KV GiB | error |")
-    print("|---|---|---|---|---|---|")
-    for n, u, a, m, s in rows:
-        print("| %s | %.2f | %.2f | %.2f | %.2f | %+.1f%% |" % (n, u, a, m, s, 100 * (s - m) / m if m else float("nan")))
-    print()
+    print("Measured: cudaMemGetInfo's peak use over the run (total - least free).  Its parts: the weights, the KV "
+          "arena (allocated whole), dkv's own other buffers (devmem_allocated_bytes: what the backend passed to "
+          "cudaMalloc, core/model/devmem.h; runs without it: scratch_bytes + the 32 MiB cuBLASLt workspace), and "
+          "the rest: CUDA context, cuBLAS/cuBLASLt handles, lazy modules, per-step metadata, allocation rounding.  "
+          "The model takes the rest as a constant measured by dkv profile's memory section: it holds when the rest "
+          "is the same on every point.  Simulated: the counted buffers on the simulator's own plans "
+          "(device_counted_bytes; arrivals over time can batch differently from the hardware run).\n")
+    print("| point | used GiB | weights GiB | arena GiB | dkv buffers MiB | (backend's count MiB) | rest MiB | "
+          "simulated count MiB | count error MiB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n, u, w, a, own, how, cnt, rest, sc, sf in rows:
+        print("| %s | %.2f | %.2f | %.2f | %.1f (%s) | %s | %.1f | %s | %s |" % (
+            n, u / GiB, w / GiB, a / GiB, own / MiB, how, "-" if cnt is None else "%.1f" % (cnt / MiB), rest / MiB,
+            "-" if sc is None else "%.1f" % (sc / MiB), "-" if sc is None else "%+.1f" % ((sc - own) / MiB)))
+    rs = [r[7] / MiB for r in rows if r[5] == "allocated" or "prog" not in r[0]]
+    print("\nThe rest over %d points%s: %.1f to %.1f MiB (spread %.1f MiB, mean %.1f MiB)%s.\n" % (
+        len(rs), "" if len(rs) == len(rows) else " (offload points without devmem_allocated_bytes left out: their "
+        "low-rank buffers are not in scratch_bytes)", min(rs), max(rs), max(rs) - min(rs), sum(rs) / len(rs),
+        "" if fixed is None else "; the profile's memory section says %.1f MiB (context + libraries + one cuBLAS "
+        "handle + first launches)" % (fixed / MiB)))
 PYEOF
     [ -f "$1/calibrate.txt" ] && { echo '## dkv calibrate (fit set: hw_retention, hw_offload, hw_layout, hw_multi_instance, bwcurve; classes paired with their re-simulation under stage 1)'; echo; echo '```'; grep -v '^  [a-z_]* *M \[' "$1/calibrate.txt"; echo '```'; }
     [ -f "$1/table.txt" ] && { echo; echo '## Device output (table.txt)'; echo; echo '```'; cat "$1/table.txt"; echo '```'; }

@@ -37,7 +37,7 @@ static void usage(FILE *f)
           "                       other models are predicted from the generic GEMM grid\n"
           "  --quick              a small grid (seconds), for a first check\n"
           "  --grid LIST          sections to run, comma-separated (default all): gemm, lm_head, attn,\n"
-          "                       kv_store, elementwise, select, gemm_grid, compress, copy, host\n"
+          "                       kv_store, elementwise, select, gemm_grid, compress, copy, host, memory\n"
           "  --deadline SECONDS   stop measuring after this many seconds (default 480); what was\n"
           "                       measured is written with complete = false\n"
           "  --repeats N          timed calls per shape (default 20; median, p10, p90)\n"

@@ -30,6 +30,21 @@ static int cmp_d(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
+/* The memory section (cuda/profile_mem.c): written only when measured. */
+static void write_memory(FILE *f, const dkv_prof *p)
+{
+    if (!p->mem_measured)
+        return;
+    fputs("  -- device memory besides dkv's own allocations (cudaMemGetInfo at the profile's start, before any other\n"
+          "  -- allocation): the context (total - free after cudaFree(0); on an otherwise idle GPU), the cuBLAS and\n"
+          "  -- cuBLASLt handles of dkv_cuda_ctx_new less its counted 32 MiB workspace, one more cuBLAS handle with its\n"
+          "  -- first GEMM (measured twice), and lazy module loading of the first launches\n  memory = {", f);
+    fprintf(f, "total_bytes = %.0f, context_bytes = %.0f, libraries_bytes = %.0f,\n    blas_handle_bytes = %.0f, "
+            "blas_handle_again_bytes = %.0f, first_launch_bytes = %.0f,\n    method = \"cudaMemGetInfo\" },\n",
+            p->mem_total_bytes, p->mem_context_bytes, p->mem_libraries_bytes, p->mem_blas_handle_bytes,
+            p->mem_blas_handle_again_bytes, p->mem_first_launch_bytes);
+}
+
 /* first_use group: 0 GEMMs (qkv, o, ffn, gemm, lm_head), 1 attention, 2 the rest */
 static int group(const char *t)
 {
@@ -168,6 +183,8 @@ void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_met
           "  -- (dkv.execute) give them\n  host = {", f);
     if (p->host_launch_s > 0)
         fprintf(f, "per_launch_s = %.6g, per_gemm_launch_s = %.6g", p->host_launch_s, p->host_gemm_launch_s);
-    fputs("},\n}\n", f);
+    fputs("},\n", f);
+    write_memory(f, p);
+    fputs("}\n", f);
 }
 

@@ -57,7 +57,7 @@ static int parse_grid(const char *g, uint32_t *mask)
                 k = i;
         if (k < 0) {
             fprintf(stderr, "dkv profile: --grid: unknown section '%s' (gemm, lm_head, attn, kv_store, elementwise, "
-                            "select, gemm_grid, compress, copy, host)\n", s);
+                            "select, gemm_grid, compress, copy, host, memory)\n", s);
             return 0;
         }
         *mask |= 1u << k;

@@ -65,6 +65,10 @@ typedef struct dkv_profile_info {
                                   else the largest first_s of kernels.compress); 0: other_s */
     double host_base_s, host_per_item_s;           /* planning per step: serial host time */
     double host_per_launch_s, host_per_gemm_launch_s;   /* enqueue per launch: overlaps the GPU */
+    /* memory (PROFILE_FORMAT.md "memory"; absent: has_memory false): device memory a CUDA backend
+     * process holds besides dkv's own allocations, bytes */
+    bool   has_memory;
+    double mem_context_bytes, mem_libraries_bytes, mem_blas_handle_bytes, mem_first_launch_bytes;
 } dkv_profile_info;
 
 dkv_status dkv_profile_new(const dkv_profile_info *info, dkv_profile **out, dkv_err *err);

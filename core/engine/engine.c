@@ -310,6 +310,7 @@ static void eng_free(eng *e)
             free(e->rq[i].kv_alloc);
         }
     free(e->rq);
+    free(e->dm_form);
     for (uint32_t i = 0; i < ENG_MAX_INST; i++) {
         free(e->in[i].wq);
         free(e->in[i].run);
@@ -564,6 +565,7 @@ dkv_status eng_run_one(const dkv_engine_config *cfg, bool end_backend, dkv_engin
     }
     dkv_backend_setup bs;
     eng_backend_setup(e, &bs);
+    eng_devmem_begin(e, &bs);
     if ((st = dkv_backend_begin(c->backend, &bs, err)) != DKV_OK) {
         if (hk)
             hk->unlock(hk->user);

@@ -319,6 +319,15 @@ typedef struct dkv_mem_record {
     uint64_t allocated, reserved;
 } dkv_mem_record;
 
+/* What a run's peak_device_bytes holds (dkv_run_summary.device_mem_model). */
+enum {
+    DKV_DEVMEM_MODEL_COMPLETE = 0,    /* every term: the profile has a memory section */
+    DKV_DEVMEM_MODEL_NO_SECTION,      /* partial: the profile has no memory section (fixed terms 0) */
+    DKV_DEVMEM_MODEL_NO_PROFILE,      /* partial: no measured profile (fixed terms 0) */
+    DKV_DEVMEM_MODEL_NONE             /* not modelled (several instances) */
+};
+const char *dkv_devmem_model_name(uint64_t m);   /* "complete", "partial: ...", "none: ..." */
+
 typedef struct dkv_run_summary {
     uint64_t n_requests, n_done, n_oom, n_too_long, n_unfinished;
     uint64_t n_steps;             /* engine iterations (backend steps) */
@@ -351,6 +360,13 @@ typedef struct dkv_run_summary {
     double   block_reuse_rate;
     uint64_t alloc_failures, alloc_failures_frag;
     uint64_t end_allocated_kv, end_allocated_device; /* after the run: 0 and the weights */
+    /* device memory as the CUDA backend would hold it (docs/COST_MODEL.md "Device memory"):
+     * peak_device_bytes = device_fixed_bytes + weights + device_arena_bytes + device_counted_bytes */
+    uint64_t peak_device_bytes;   /* 0 with several instances (not modelled) */
+    uint64_t device_counted_bytes;/* the backend's buffers besides weights and arena (core/model/devmem.h), peak */
+    uint64_t device_arena_bytes;  /* the KV arena, whole: pool + staging + discard blocks */
+    double   device_fixed_bytes;  /* the profile's memory section: context, libraries, modules (0 without) */
+    uint64_t device_mem_model;    /* DKV_DEVMEM_MODEL_*: which terms peak_device_bytes holds */
     /* cost */
     double   cost_per_hour, cost_per_mtok;
     double   wall_s;              /* host time the run took */

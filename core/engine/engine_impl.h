@@ -3,6 +3,7 @@
 #ifndef DKV_ENGINE_IMPL_H
 #define DKV_ENGINE_IMPL_H
 
+#include "model/devmem.h"
 #include "engine/engine.h"
 #include "engine/engine_trace.h"
 
@@ -176,7 +177,18 @@ typedef struct eng {
     dkv_engine_result *res;
     bool trace_failed;
     dkv_err trace_err;
+    /* device memory as a CUDA backend would hold it (engine_devmem.c) */
+    dkv_devmem dm;
+    uint32_t dm_block_tokens;
+    uint64_t dm_block_bytes, dm_arena;
+    uint64_t *dm_form;           /* per request: bytes of the low-rank form its host slot holds, 0 none */
+    bool dm_compressor;
 } eng;
+
+/* engine_devmem.c */
+void eng_devmem_begin(eng *e, const dkv_backend_setup *bs);
+void eng_devmem_step(eng *e, const dkv_step_plan *p);
+void eng_devmem_summary(const eng *e, dkv_run_summary *s);
 
 /* Records the first failure of a trace sink (the run stops after the step). */
 #define ENG_TRACE(e, call) \

@@ -242,6 +242,7 @@ void eng_summarize(eng *e, double wall_s)
     s->kv_capacity_bytes = e->kv_capacity;
     s->device_capacity_bytes = e->dev_capacity;
     summarize_memory(e, s);
+    eng_devmem_summary(e, s);
     s->cost_per_hour = e->c.cost_per_hour >= 0 ? e->c.cost_per_hour : e->g->cost_per_hour;
     s->cost_per_mtok = dkv_cost_per_mtok(s->cost_per_hour, 1, s->tokens_per_s);
     s->wall_s = wall_s;

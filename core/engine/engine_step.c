@@ -481,6 +481,7 @@ static dkv_status round_call_backend(eng *e, const dkv_step_plan *plan, dkv_step
         eng_clock_sync(e);       /* a real clock: the step starts now, after planning and waits */
         hk->unlock(hk->user);
     }
+    eng_devmem_step(e, plan);
     dkv_status st = dkv_backend_run_step(c->backend, plan, cost, err);
     w->ret = eng_wall_now();
     if (hk)

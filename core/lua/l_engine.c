@@ -91,6 +91,11 @@ static const sfield sum_fields[] = {
     S(alloc_failures_frag, 'u', "", "failed although reserved - allocated was larger"),
     S(end_allocated_kv, 'u', "bytes", "KV allocated after the run (0 when everything was freed)"),
     S(end_allocated_device, 'u', "bytes", "device-manager bytes after the run (the weights)"),
+    S(peak_device_bytes, 'u', "bytes", "peak device memory of the CUDA backend: fixed + weights + arena + counted"),
+    S(device_counted_bytes, 'u', "bytes", "the CUDA backend's buffers besides weights and arena, peak (devmem.h)"),
+    S(device_arena_bytes, 'u', "bytes", "the CUDA backend's KV arena, whole (pool + staging + discard)"),
+    S(device_fixed_bytes, 'f', "bytes", "CUDA context, libraries, modules: the profile's memory section"),
+    S(device_mem_model, 'u', "", "0 complete, 1 partial (profile without memory), 2 partial (no profile), 3 none"),
     S(cost_per_hour, 'f', "$/h", "GPU price used"),
     S(cost_per_mtok, 'f', "$/Mtok", "cost per million generated tokens"),
     S(wall_s, 'f', "s", "host time of the simulation"),
@@ -586,6 +591,8 @@ static int save_body(lua_State *L)
         snprintf(key, sizeof key, "units.%s", sum_fields[i].name);
         h5_check(L, dkv_h5_attr_str(run, "summary", key, sum_fields[i].unit, &err), &err);
     }
+    h5_check(L, dkv_h5_attr_str(run, "summary", "device_mem_model_name", dkv_devmem_model_name(s->device_mem_model),
+                                &err), &err);
     /* a few parameters as attributes, for filtering runs without parsing the config */
     static const char *const params[][2] = {{"model", "name"}, {"gpu", "name"}};
     for (size_t i = 0; i < 2; i++) {

@@ -375,6 +375,9 @@ static void push_device(lua_State *L, const dkv_cuda_backend_report *r)
     set_u(L, "host_tier_bytes", r->host_tier_bytes);
     set_u(L, "mem_total_bytes", r->mem_total_bytes);
     set_u(L, "mem_free_min_bytes", r->mem_free_min_bytes);
+    set_u(L, "devmem_counted_bytes", r->devmem_counted_bytes);
+    set_u(L, "devmem_allocated_bytes", r->devmem_allocated_bytes);
+    set_u(L, "meta_bytes", r->meta_bytes);
     set_u(L, "steps", r->steps);
     set_u(L, "items", r->items);
     set_f(L, "gpu_time_s", r->gpu_time_s);

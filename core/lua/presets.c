@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost/profile.h"
 #include "engine/backend.h"
 #include "lua/dkv_lua.h"
 #include "lua/lconf.h"
@@ -387,11 +388,17 @@ static void read_fields(lua_State *L, int t, const char *path, const pfield *f, 
             dkv_gpu *g = out;
             const char *s = dkv_lconf_string(L, t, path, p->name, "", 0);
             g->profile = NULL;
+            g->mem_measured = false;
             snprintf(g->profile_name, sizeof g->profile_name, "%s", s);
             if (*s) {
                 char pp[192];
                 dkv_lconf_path(pp, sizeof pp, path, p->name);
                 g->profile = dkv_lua_load_profile(L, s, pp);
+                const dkv_profile_info *in = dkv_profile_get_info(g->profile);
+                g->mem_measured = in->has_memory;
+                g->mem_context_bytes = in->mem_context_bytes, g->mem_libraries_bytes = in->mem_libraries_bytes;
+                g->mem_blas_handle_bytes = in->mem_blas_handle_bytes;
+                g->mem_first_launch_bytes = in->mem_first_launch_bytes;
             }
             break;
         }

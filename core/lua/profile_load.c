@@ -210,7 +210,31 @@ static double compress_first_s(lua_State *L, int top)
     return best;
 }
 
-/* provenance, first_use, host: the scalar parts of the file. */
+
+/* memory (optional): cuda/profile_mem.c's figures, bytes; each required when the table is there. */
+static void read_memory(lua_State *L, int top, const char *file, dkv_profile_info *in)
+{
+    static const char *const keys[] = {"total_bytes", "context_bytes", "libraries_bytes", "blas_handle_bytes",
+                                       "blas_handle_again_bytes", "first_launch_bytes", "method", "note", NULL};
+    if (!dkv_lconf_subtable(L, top, file, "memory", 0))
+        return;
+    char mp[300];
+    dkv_lconf_path(mp, sizeof mp, file, "memory");
+    dkv_lconf_check_keys(L, lua_gettop(L), mp, keys);
+    double tot = dkv_lconf_number(L, -1, mp, "total_bytes", 0, 1, HUGE_VAL, DKV_LCONF_REQUIRED);
+    in->mem_context_bytes = dkv_lconf_number(L, -1, mp, "context_bytes", 0, 0, tot, DKV_LCONF_REQUIRED);
+    /* a difference of two readings: may be slightly negative when nothing was added (free memory moves) */
+    in->mem_libraries_bytes = dkv_lconf_number(L, -1, mp, "libraries_bytes", 0, -tot, tot, DKV_LCONF_REQUIRED);
+    in->mem_blas_handle_bytes = dkv_lconf_number(L, -1, mp, "blas_handle_bytes", 0, -tot, tot, DKV_LCONF_REQUIRED);
+    dkv_lconf_number(L, -1, mp, "blas_handle_again_bytes", 0, -tot, tot, 0);
+    in->mem_first_launch_bytes = dkv_lconf_number(L, -1, mp, "first_launch_bytes", 0, -tot, tot, DKV_LCONF_REQUIRED);
+    dkv_lconf_string(L, -1, mp, "method", "", 0);
+    dkv_lconf_string(L, -1, mp, "note", "", 0);
+    in->has_memory = true;
+    lua_pop(L, 1);
+}
+
+/* provenance, first_use, host, memory: the scalar parts of the file. */
 static void read_info(lua_State *L, int top, const char *file, dkv_profile_info *in)
 {
     int64_t format = dkv_lconf_integer(L, top, file, "format", 0, 1, 1, DKV_LCONF_REQUIRED);
@@ -228,6 +252,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     lua_pop(L, 1);
     in->measured = dkv_lconf_boolean(L, p, pp, "measured", false, DKV_LCONF_REQUIRED);
     lua_pop(L, 1);
+    read_memory(L, top, file, in);
     static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
                                         "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
     static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "note", NULL};
@@ -267,7 +292,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
 static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
-                                       "complete", "incomplete", NULL};
+                                       "memory", "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);

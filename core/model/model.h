@@ -120,6 +120,9 @@ typedef struct dkv_gpu {
      * only) and the loaded tables, borrowed from whoever loaded them (the Lua state) */
     char     profile_name[64];
     const struct dkv_profile *profile;
+    /* its memory section (PROFILE_FORMAT.md "memory"), copied at load; mem_measured false: none */
+    bool     mem_measured;
+    double   mem_context_bytes, mem_libraries_bytes, mem_blas_handle_bytes, mem_first_launch_bytes;
 } dkv_gpu;
 
 dkv_status dkv_gpu_validate(const dkv_gpu *g, dkv_err *err);

@@ -61,4 +61,28 @@ sed 's/kv_store = {/kv_stor = {/' datasets/profiles/h200-standin.lua >"$T/root/d
 check p4 "unknown field 'kv_stor' (did you mean 'kv_store'?)"
 sed '0,/{32, 12288, 4096, /s//{32, 12288, /' datasets/profiles/h200-standin.lua >"$T/root/datasets/profiles/p5.lua"
 check p5 "p5.lua.kernels.qkv.rows\[1\]: expected 5 numbers"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused"
+# the memory table (optional): checked field by field; loaded, it completes peak_device_bytes
+mem() { sed '$d' datasets/profiles/h200-standin.lua; printf '  memory = {total_bytes = 1.5e11, context_bytes = %s, libraries_bytes = 7e7,\n    blas_handle_bytes = 3.5e7, first_launch_bytes = 4e6, method = "cudaMemGetInfo" },\n}\n' "$1"; }
+mem -5 >"$T/root/datasets/profiles/p6.lua"
+check p6 "memory.context_bytes"
+mem 5.6e8 | sed 's/libraries_bytes/librarie_bytes/' >"$T/root/datasets/profiles/p7.lua"
+check p7 "unknown field 'librarie_bytes' (did you mean 'libraries_bytes'?)"
+mem 5.6e8 >"$T/root/datasets/profiles/p8.lua"
+cat >"$T/root/y.lua" <<'LUA'
+local dkv = require "dkv"
+local function run(profile)
+  return dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = profile},
+    workload = {kind = "fixed", n = 2, prompt = 256, gen = 32}, decode = {cache = "dual", block_len = 32}}.summary
+end
+local a, b = run("p8"), run("h200-standin")
+print(string.format("fixed %.0f model %d / %d peak %d / %d", a.device_fixed_bytes, a.device_mem_model, b.device_mem_model,
+                    a.peak_device_bytes, b.peak_device_bytes))
+-- complete: context + libraries + one cuBLAS handle + first launches; without the table: partial, 0
+assert(a.device_mem_model == 0 and a.device_fixed_bytes == 5.6e8 + 7e7 + 3.5e7 + 4e6, "fixed terms")
+assert(b.device_mem_model == 1 and b.device_fixed_bytes == 0, "partial without a memory table")
+assert(a.peak_device_bytes - b.peak_device_bytes == 5.6e8 + 7e7 + 3.5e7 + 4e6, "peak_device_bytes adds them")
+assert(b.peak_device_bytes == b.peak_weights_bytes + b.device_arena_bytes + b.device_counted_bytes, "the sum")
+LUA
+ln -sf "$ROOT/datasets/profiles/h200-standin.lua" "$T/root/datasets/profiles/h200-standin.lua"
+(cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run y.lua) || fail "the memory table does not reach peak_device_bytes"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory table is checked and used"

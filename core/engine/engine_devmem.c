@@ -1,0 +1,141 @@
+/* engine_devmem.c - the device memory a CUDA backend would hold for this run, counted on the
+ * plans the engine hands to any backend (core/model/devmem.h; docs/COST_MODEL.md "Device
+ * memory"): its buffers besides the weights and the KV arena follow the backend's growth rules
+ * step by step; the summary adds the weights, the whole arena and the fixed terms a profile's
+ * memory section measured (CUDA context, cuBLAS/cuBLASLt handles, lazy modules). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_impl.h"
+
+static uint32_t cdiv32(uint64_t a, uint64_t d) { return d ? (uint32_t)((a + d - 1) / d) : 0; }
+
+void eng_devmem_begin(eng *e, const dkv_backend_setup *bs)
+{
+    const dkv_engine_config *c = &e->c;
+    size_t n = dkv_workload_count(c->workload);
+    dkv_devmem_cfg dc = {.block_len = c->decode.block_len, .logit_rows = DKV_DEVMEM_LOGIT_ROWS,
+                         .attn_streams = DKV_DEVMEM_ATTN_STREAMS,
+                         .arena_blocks = bs->pool.n_blocks + bs->pool.staging_blocks + 1};
+    for (size_t i = 0; i < n; i++) {
+        const dkv_request *q = dkv_workload_get(c->workload, i);
+        uint32_t L = q->prompt_tokens + q->gen_tokens;
+        dc.canvas_tokens += L;
+        if (L > dc.max_L && L <= e->m->max_len)
+            dc.max_L = L;
+    }
+    if (dc.max_L == 0)
+        dc.max_L = dc.block_len ? dc.block_len : 1;
+    dkv_devmem_init(&e->dm, e->m, &dc);
+    e->dm_block_tokens = bs->pool.block_tokens;
+    e->dm_block_bytes = bs->pool.block_bytes;
+    e->dm_arena = (bs->pool.n_blocks + bs->pool.staging_blocks + 1) * bs->pool.block_bytes;
+    free(e->dm_form);
+    e->dm_form = calloc(n ? n : 1, sizeof *e->dm_form);   /* NULL: fetched forms not followed */
+}
+
+/* The positions an item's block table covers (cuda/backend_fwd.c's plan_item). */
+static uint32_t need_tokens(const eng *e, const dkv_step_item *it)
+{
+    uint32_t w = it->kv_write_tokens, a = it->kv_tokens;
+    if (it->phase == DKV_STEP_REFRESH)
+        return w;
+    if (w == 0)
+        return it->kv_cached_tokens;
+    const dkv_request *q = dkv_workload_get(e->c.workload, it->request);
+    uint32_t s_b = q->prompt_tokens + it->block * e->c.decode.block_len;
+    return a > s_b + w ? a : s_b + w;
+}
+
+static const dkv_step_item *item_of(const dkv_step_plan *p, uint32_t request)
+{
+    for (uint32_t i = 0; i < p->n_items; i++)
+        if (p->items[i].request == request)
+            return &p->items[i];
+    return NULL;
+}
+
+/* A COMPRESS order as cuda/arena.c's compress() sizes it: the gather, the compressor, and the
+ * low-rank form it stores (when not larger than the raw blocks), which a later fetch reads. */
+static void compress(eng *e, const dkv_step_plan *p, const dkv_xfer *xf)
+{
+    const dkv_step_item *it = item_of(p, xf->request);
+    uint32_t bt = e->dm_block_tokens, D = e->m->head_dim, batch = dkv_devmem_kv_vectors(e->m);
+    if (!it || !bt)
+        return;
+    uint64_t off = 0;
+    for (uint32_t k = 0; k < p->n_xfers; k++)
+        if (p->xfers[k].kind == DKV_XFER_OFFLOAD && p->xfers[k].request == xf->request)
+            off += p->xfers[k].pcie_bytes;
+    uint32_t n_tb = cdiv32(need_tokens(e, it), bt), n_chain = it->n_kv_blocks < n_tb ? it->n_kv_blocks : n_tb;
+    uint32_t off_b = cdiv32(off, e->dm_block_bytes), cmp_b = cdiv32(xf->device_bytes, e->dm_block_bytes);
+    uint32_t m_tok = dkv_devmem_compress_tokens(n_chain, off_b, cmp_b, bt, e->dm.c.max_L);
+    if (m_tok == 0)
+        return;
+    dkv_devmem_compressor(&e->dm);
+    e->dm_compressor = true;
+    dkv_devmem_gather(&e->dm, (uint64_t)batch * m_tok * D * 2);
+    double ratio = xf->device_bytes ? (double)xf->pcie_bytes / (double)xf->device_bytes : 0.3;
+    uint32_t r = (uint32_t)llround(ratio * D);
+    r = r < 1 ? 1 : r > DKV_DEVMEM_LR_RANK ? DKV_DEVMEM_LR_RANK : r;
+    r = r > m_tok ? m_tok : r;
+    uint32_t end = n_chain > off_b ? n_chain - off_b : 0, start = end > cmp_b ? end - cmp_b : 0;
+    uint64_t form = ((uint64_t)batch * m_tok * r + (uint64_t)batch * r * D) * 2;
+    if (e->dm_form)
+        e->dm_form[xf->request] = form <= (uint64_t)(end - start) * e->dm_block_bytes ? form : 0;
+}
+
+void eng_devmem_step(eng *e, const dkv_step_plan *p)
+{
+    uint32_t T = 0, R = 0;
+    bool writes = false;
+    for (uint32_t i = 0; i < p->n_items; i++) {
+        T += p->items[i].q_tokens, R += p->items[i].logit_rows;
+        writes |= p->items[i].kv_write_tokens > 0;
+    }
+    if (p->n_items == 0)
+        return;
+    for (uint32_t k = 0; k < p->n_xfers; k++) {   /* fetches read a stored form before the step's rows */
+        const dkv_xfer *xf = &p->xfers[k];
+        if (xf->kind == DKV_XFER_FETCH && e->dm_form && e->dm_form[xf->request])
+            dkv_devmem_lowrank_in(&e->dm, e->dm_form[xf->request]);
+    }
+    dkv_devmem_rows(&e->dm, T, R);
+    if (writes && e->m->kv_dtype == DKV_DTYPE_FP8)
+        dkv_devmem_fp8(&e->dm);
+    uint64_t kvbpt = (uint64_t)e->m->n_layers * 2 * e->m->n_kv_heads * e->m->head_dim * 2;   /* the pool is bf16 */
+    for (uint32_t k = 0; k < p->n_xfers; k++) {
+        const dkv_xfer *xf = &p->xfers[k];
+        if (xf->kind == DKV_XFER_REORDER && kvbpt && xf->device_bytes >= kvbpt)
+            dkv_devmem_gather(&e->dm, xf->device_bytes / kvbpt * kvbpt);
+        else if (xf->kind == DKV_XFER_COMPRESS)
+            compress(e, p, xf);
+    }
+}
+
+void eng_devmem_summary(const eng *e, dkv_run_summary *s)
+{
+    const dkv_gpu *g = e->g;
+    s->device_counted_bytes = e->dm.peak;
+    s->device_arena_bytes = e->dm_arena;
+    double fixed = 0;
+    if (g->mem_measured)
+        fixed = g->mem_context_bytes + g->mem_libraries_bytes + g->mem_first_launch_bytes +
+                g->mem_blas_handle_bytes * (e->dm_compressor ? 2 : 1);
+    s->device_fixed_bytes = fixed > 0 ? fixed : 0;
+    s->device_mem_model = e->ni > 1 ? DKV_DEVMEM_MODEL_NONE
+                          : g->mem_measured ? DKV_DEVMEM_MODEL_COMPLETE
+                          : g->profile_name[0] ? DKV_DEVMEM_MODEL_NO_SECTION : DKV_DEVMEM_MODEL_NO_PROFILE;
+    s->peak_device_bytes = e->ni > 1 ? 0
+                                     : (uint64_t)llround(s->device_fixed_bytes) + s->peak_tag[DKV_MEM_TAG_WEIGHTS] +
+                                           e->dm_arena + e->dm.peak;
+}
+
+const char *dkv_devmem_model_name(uint64_t m)
+{
+    static const char *const names[] = {"complete", "partial: the profile has no memory section (context, libraries "
+                                        "and modules not counted)", "partial: no measured profile (context, libraries "
+                                        "and modules not counted)", "none: several instances (not modelled)"};
+    return m < sizeof names / sizeof names[0] ? names[m] : "?";
+}

@@ -1,0 +1,95 @@
+/* devmem.h - the CUDA backend's device allocations besides the weights and the KV arena, counted
+ * (issue 9: peak device memory against cudaMemGetInfo).
+ *
+ * Every buffer cuda/ allocates with cudaMalloc for a run is sized here, and cuda/ takes its sizes
+ * from these functions, so the count and the allocation cannot drift: the cuBLASLt workspace
+ * (device.cu), the fixed workspaces (score workspace, selection indices, logits of one LM-head
+ * chunk: bk_scratch_init), the activations (grown on demand by the backend's rule,
+ * bk_scratch_reserve), the canvases, and the on-demand buffers of transfers (gather buffer,
+ * low-rank compressor and its projection, a fetched low-rank form) and FP8 scales.
+ * Not counted here: the per-step metadata (bk_prepare's block tables and attention plan, a few
+ * KiB to MiB, sized by the attention planner) — the backend reports it separately.
+ *
+ * A run's peak device memory is then (sim/, docs/COST_MODEL.md "Device memory"):
+ *     fixed (a profile's memory section: CUDA context, cuBLAS/cuBLASLt handles, lazy modules)
+ *   + weights + KV arena (whole) + dkv_devmem peak (this file).
+ *
+ * The tracker (dkv_devmem) follows the backend's on-demand growth step by step; the engine runs
+ * it on the plans it hands to any backend, and the CUDA backend runs the same calls beside its
+ * own cudaMalloc sizes (reported as allocated and counted).  Pure computation. */
+#ifndef DKV_MODEL_DEVMEM_H
+#define DKV_MODEL_DEVMEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/model.h"
+
+#define DKV_DEVMEM_ALIGN             256u                  /* sub-buffer alignment inside one cudaMalloc */
+#define DKV_DEVMEM_CUBLASLT_WS_BYTES ((uint64_t)32 << 20)  /* dkv_cuda_ctx_new's cuBLASLt workspace */
+#define DKV_DEVMEM_LOGIT_ROWS        1024u                 /* the CUDA backend's default max_logit_rows */
+#define DKV_DEVMEM_ATTN_STREAMS      4u                    /* its default attn_streams */
+#define DKV_DEVMEM_MAX_STREAMS       8u                    /* side streams at most */
+#define DKV_DEVMEM_LR_RANK           64u                   /* low-rank compressor's largest rank */
+#define DKV_DEVMEM_LR_BATCH          256u                  /* and its batch of matrices */
+
+/* The run's configuration as the CUDA backend sees it at begin. */
+typedef struct dkv_devmem_cfg {
+    uint32_t max_L;          /* longest canvas it holds (the longest request within max_len; block_len if none) */
+    uint32_t block_len;      /* decode block length */
+    uint64_t canvas_tokens;  /* every request's canvas (prompt + generation), summed */
+    uint32_t logit_rows;     /* rows per LM-head pass the logits buffer holds (0: DKV_DEVMEM_LOGIT_ROWS) */
+    uint32_t attn_streams;   /* streams for per-item Reuse attention (1: serial) */
+    uint64_t arena_blocks;   /* pool + staging + discard blocks (FP8 scales: one set per block) */
+} dkv_devmem_cfg;
+
+/* The parts, bytes (each a separate cudaMalloc unless said). */
+typedef struct dkv_devmem_parts {
+    uint64_t cublaslt_ws;    /* dkv_cuda_ctx_new */
+    uint64_t workspaces;     /* bk_scratch_init: attention + score workspaces, selection, logits chunk */
+    uint64_t activations;    /* bk_scratch_reserve at the current capacity */
+    uint64_t canvases;
+    uint64_t lowrank;        /* the compressor (dkv_cuda_lowrank_new) + its projection buffer */
+    uint64_t gather;         /* gather buffer (compression, reorder) */
+    uint64_t lowrank_in;     /* a fetched low-rank form */
+    uint64_t fp8_scales;
+} dkv_devmem_parts;
+
+uint64_t dkv_devmem_align(uint64_t bytes);
+/* Sizes, as the backend allocates them. */
+uint64_t dkv_devmem_scores_ws_bytes(uint32_t Tq, uint32_t Tk, uint32_t H);
+uint32_t dkv_devmem_side_streams(uint32_t attn_streams);
+uint64_t dkv_devmem_workspace_bytes(const dkv_model *m, const dkv_devmem_cfg *c);
+uint64_t dkv_devmem_act_bytes(const dkv_model *m, uint32_t cap_T, uint32_t cap_R);
+/* The activations' growth rule: a step of T rows and R logit rows beyond the capacity grows it to
+ * T + T/4 (R + R/4, at least 1); true when it grew (the backend reallocates). */
+bool     dkv_devmem_act_grow(uint32_t T, uint32_t R, uint32_t *cap_T, uint32_t *cap_R);
+uint64_t dkv_devmem_canvas_bytes(uint64_t canvas_tokens);
+/* Vectors a compression projects: every layer's K and V head (the backend's batch). */
+uint32_t dkv_devmem_kv_vectors(const dkv_model *m);
+uint64_t dkv_devmem_lowrank_bytes(uint32_t max_m, uint32_t max_n, uint32_t max_rank, uint32_t max_batch);
+uint64_t dkv_devmem_lowrank_proj_bytes(const dkv_model *m, uint32_t max_L);
+uint64_t dkv_devmem_fp8_scale_bytes(const dkv_model *m, uint64_t blocks);
+
+/* The tracker. */
+typedef struct dkv_devmem {
+    dkv_model        m;
+    dkv_devmem_cfg   c;
+    uint32_t         cap_T, cap_R;
+    dkv_devmem_parts now;
+    uint64_t         bytes, peak;   /* sum of now, and its largest value */
+} dkv_devmem;
+
+/* begin: the cuBLASLt workspace, the workspaces, the activations for (max_L, block_len), the canvases. */
+void dkv_devmem_init(dkv_devmem *d, const dkv_model *m, const dkv_devmem_cfg *c);
+void dkv_devmem_rows(dkv_devmem *d, uint32_t T, uint32_t R);          /* a step's computed and logit rows */
+void dkv_devmem_gather(dkv_devmem *d, uint64_t bytes);               /* a gather of bytes (grows, never shrinks) */
+void dkv_devmem_compressor(dkv_devmem *d);                           /* the first COMPRESS order */
+void dkv_devmem_lowrank_in(dkv_devmem *d, uint64_t bytes);           /* a fetched low-rank form */
+void dkv_devmem_fp8(dkv_devmem *d);                                  /* FP8 KV scales (first use) */
+/* A COMPRESS order's tokens, as the backend gathers them: the chain's blocks before the offloaded
+ * ones, cmp_blocks of them, capped at max_L. */
+uint32_t dkv_devmem_compress_tokens(uint32_t n_chain, uint32_t off_blocks, uint32_t cmp_blocks, uint32_t block_tokens,
+                                    uint32_t max_L);
+
+#endif

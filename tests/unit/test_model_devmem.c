@@ -1,0 +1,127 @@
+/* test_model_devmem.c - core/model/devmem.h: the CUDA backend's buffers counted without CUDA.
+ *
+ * Fixtures: the bytes the CUDA backend itself reported as allocated (scratch_bytes = its workspaces
+ * + its activations) in the hardware session of 2026-12-01 (datasets/hw/2026-12-01/call2,
+ * hw_h5.tgz: the :device runs), with the step rows (q_tokens, logit_rows) of the same runs' :real
+ * steps.  The count must reproduce them to the byte. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model/devmem.h"
+
+static dkv_model llada(void)
+{
+    dkv_model m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.name, sizeof m.name, "llada-8b");
+    m.n_layers = 32, m.hidden = 4096, m.ffn = 12288, m.n_heads = 32, m.n_kv_heads = 32, m.head_dim = 128;
+    m.vocab = 126464, m.mask_id = 126336, m.max_len = 4096;
+    return m;
+}
+
+typedef struct rows { uint32_t T, R; } rows;
+
+static uint64_t scratch(uint32_t max_L, uint64_t canvas, const rows *r, size_t n)
+{
+    dkv_model m = llada();
+    dkv_devmem_cfg c = {.max_L = max_L, .block_len = 32, .canvas_tokens = canvas, .logit_rows = 1024,
+                        .attn_streams = 4, .arena_blocks = 129};
+    dkv_devmem d;
+    dkv_devmem_init(&d, &m, &c);
+    for (size_t i = 0; i < n; i++)
+        dkv_devmem_rows(&d, r[i].T, r[i].R);
+    /* the other parts of the count at begin: the 32 MiB cuBLASLt workspace and the canvases */
+    assert_int_equal(d.now.cublaslt_ws, 32ull << 20);
+    assert_int_equal(d.now.canvases, canvas * 4);
+    assert_int_equal(d.peak, d.bytes);   /* nothing shrinks: the end is the peak */
+    return d.now.workspaces + d.now.activations;
+}
+
+static void test_hardware_fixtures(void **state)
+{
+    (void)state;
+    /* val:w1:dual: 1 request of 256 + 32, steps (288, 32) then (32, 32) x 3 */
+    rows w1[] = {{288, 32}, {32, 32}, {32, 32}, {32, 32}};
+    assert_int_equal(scratch(288, 288, w1, 4), 563495680ull);
+    /* val:w2:dual: 2 requests of 1024 + 32 */
+    rows w2[] = {{2112, 64}, {64, 64}, {64, 64}, {64, 64}};
+    assert_int_equal(scratch(1056, 2112, w2, 4), 847004928ull);
+    /* ho:vi:dual,b=1: the longest canvas 2465; batch 1 */
+    rows vi[] = {{2465, 32}, {32, 32}, {2465, 32}, {32, 32}};
+    assert_int_equal(scratch(2465, 4274, vi, 4), 907326720ull);
+    /* ho:mc:dual,long: a step of 20395 rows and 256 logit rows grows the activations */
+    rows mc[] = {{2112, 32}, {20395, 256}, {256, 256}, {2336, 256}, {20395, 256}};
+    assert_int_equal(scratch(3136, 22475, mc, 5), 3664235264ull);
+}
+
+static void test_growth_rule(void **state)
+{
+    (void)state;
+    uint32_t T = 0, R = 0;
+    assert_true(dkv_devmem_act_grow(100, 0, &T, &R));   /* empty: always allocates, R at least 1 */
+    assert_int_equal(T, 125);
+    assert_int_equal(R, 1);
+    assert_false(dkv_devmem_act_grow(125, 1, &T, &R));
+    assert_true(dkv_devmem_act_grow(126, 1, &T, &R));   /* one row over: T + T/4 */
+    assert_int_equal(T, 157);
+    assert_int_equal(R, 1);
+    assert_true(dkv_devmem_act_grow(10, 8, &T, &R));    /* logit rows alone grow R only */
+    assert_int_equal(T, 157);
+    assert_int_equal(R, 10);
+    /* the order matters: 100 then 120 keeps 125 rows, 120 alone takes 150 */
+    uint32_t a = 0, b = 0, c = 0, e = 0;
+    dkv_devmem_act_grow(100, 1, &a, &b), dkv_devmem_act_grow(120, 1, &a, &b);
+    dkv_devmem_act_grow(120, 1, &c, &e);
+    assert_int_equal(a, 125);
+    assert_int_equal(c, 150);
+}
+
+static void test_offload_buffers(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_devmem_cfg c = {.max_L = 2048, .block_len = 32, .canvas_tokens = 4096, .attn_streams = 1, .arena_blocks = 10};
+    dkv_devmem d;
+    dkv_devmem_init(&d, &m, &c);
+    uint64_t base = d.bytes;
+    /* logit_rows 0 means the backend's default, 1024 rows of fp32 logits */
+    assert_int_equal(dkv_devmem_workspace_bytes(&m, &c),
+                     dkv_devmem_workspace_bytes(&m, &(dkv_devmem_cfg){.max_L = 2048, .block_len = 32,
+                                                                      .logit_rows = 1024}));
+    dkv_devmem_compressor(&d);
+    uint64_t lr = dkv_devmem_lowrank_bytes(2048, 128, 64, 256), proj = dkv_devmem_lowrank_proj_bytes(&m, 2048);
+    /* X and E alone: 2 x 256 x 2048 x 128 fp32 */
+    assert_true(lr > 2ull * 256 * 2048 * 128 * 4);
+    /* the projection: (2048 vectors) x (2048 x 64 + 64 x 128) x (4 + 2) bytes + errors + 1 KiB */
+    assert_int_equal(proj, 2048ull * (2048 * 64 + 64 * 128) * 6 + 2048 * 4 + 1024);
+    assert_int_equal(d.bytes, base + lr + proj);
+    dkv_devmem_compressor(&d);   /* once */
+    assert_int_equal(d.bytes, base + lr + proj);
+    dkv_devmem_gather(&d, 1000);
+    dkv_devmem_gather(&d, 500);  /* never shrinks */
+    dkv_devmem_lowrank_in(&d, 300);
+    assert_int_equal(d.now.gather, 1000);
+    assert_int_equal(d.bytes, base + lr + proj + 1300);
+    dkv_devmem_fp8(&d);
+    assert_int_equal(d.now.fp8_scales, 10ull * 32 * 2 * 32 * 4);
+    /* compress tokens: 10 blocks held, the last 2 offloaded raw, 3 compressed, 32 tokens a block */
+    assert_int_equal(dkv_devmem_compress_tokens(10, 2, 3, 32, 4096), 96);
+    assert_int_equal(dkv_devmem_compress_tokens(10, 2, 30, 32, 100), 100);   /* capped at max_L */
+    assert_int_equal(dkv_devmem_compress_tokens(2, 5, 3, 32, 4096), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hardware_fixtures),
+        cmocka_unit_test(test_growth_rule),
+        cmocka_unit_test(test_offload_buffers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
