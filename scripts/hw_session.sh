@@ -437,6 +437,16 @@ for fn in sys.argv[1:]:
             print(fn, n[:-5], 1 if "ncu_classes" in runs[n] else 0)
 PYEOF
     compare_list "$list" "$R/cmp" "" >> "$log"
+    # 2b. issue 9: HBM bytes per kernel class, counted (this dkv's core/cost, through the
+    #     re-simulated twins) against Nsight Compute, reads and writes apart (ncu_bytes.md)
+    if [ -f "$R/sim/val.h5" ] && $PY - "$R/h5/val.h5" <<'PYEOF'
+import sys, h5py
+sys.exit(0 if any("ncu_classes" in r for r in h5py.File(sys.argv[1])["runs"].values()) else 1)
+PYEOF
+    then
+        $PY scripts/ncu_bytes.py "$R/h5/val.h5" "$R/sim/val.h5" -o "$R/ncu_bytes.md" > /dev/null \
+            || echo "ncu_bytes.py failed" | tee -a "$log"
+    fi
 
     # 3. calibration from the fit set (never the validation runs), then the validation points
     #    re-simulated under the fitted preset and compared again (--calibration: disjointness)
@@ -487,6 +497,7 @@ PYEOF
 
     # 4. summary.md (and multi.md when the call ran the multi-instance study, issue 11)
     summary "$R" > "$R/summary.md"
+    [ -s "$R/ncu_bytes.md" ] && { printf '\n## HBM bytes per kernel class against Nsight Compute (issue 9)\n\n'; cat "$R/ncu_bytes.md"; } >> "$R/summary.md"
     heldout_summary "$R" >> "$R/summary.md"
     cat "$R/summary.md"
     ls "$R"/h5/hw_multi_*.h5 >/dev/null 2>&1 && post_multi "$R" | tee -a "$log"

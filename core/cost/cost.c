@@ -156,8 +156,10 @@ static void count_once(const dkv_model *m, const dkv_step_plan *plan, dkv_cost_s
         double chunks = ceil(R / C);
         cs->logit_chunks = chunks;
         head->flops += dkv_model_lm_head_flops(m, R);
-        head->rd += chunks * cs->weight_streams * V * d * wb + R * d * ab + R * V * ab; /* + sampling reads logits */
-        head->wr += R * V * ab + R * 8.0;
+        /* the logits are fp32 (cuda/lm_head.cu: the GEMM writes a chunk of fp32 rows, the argmax
+         * kernel reads them back), whatever the activation dtype */
+        head->rd += chunks * cs->weight_streams * V * d * wb + R * d * ab + R * V * DKV_COST_LOGIT_BYTES;
+        head->wr += R * V * DKV_COST_LOGIT_BYTES + R * 8.0;   /* + argmax index and confidence */
         head->bytes_fast = head->rd + head->wr;
         head->launches += (uint32_t)(2 * chunks);
     }

@@ -36,6 +36,10 @@
 #include "model/model.h"
 #include "util/status.h"
 
+/* Bytes of one logit: the LM head writes fp32 logits (cuda/lm_head.cu) and the sampling kernel
+ * reads them back. */
+#define DKV_COST_LOGIT_BYTES 4.0
+
 /* The work of one kernel class, in one layer (dkv_cost_step.layer) or once per step (.once). */
 typedef struct dkv_cost_class {
     double   flops;

@@ -55,6 +55,35 @@ static void test_dense_plan_is_forward_flops(void **state)
     }
 }
 
+/* The LM head's bytes, term by term (cuda/backend_fwd.c + cuda/lm_head.cu): per logit row the
+ * final norm reads and writes a hidden row (bf16), each chunk streams the LM-head weights, the
+ * GEMM reads the normed rows and writes fp32 logits, the argmax kernel reads the fp32 logits back
+ * and writes an index and a confidence (4 + 4 bytes).  bf16 activations do not make the logits
+ * bf16: a count at 2 bytes per logit fails here. */
+static void test_lm_head_logits_are_fp32(void **state)
+{
+    (void)state;
+    dkv_model ms[2] = {llada(), dream()};
+    for (int k = 0; k < 2; k++) {
+        const dkv_model *m = &ms[k];
+        const double R = 96, C = 64, V = m->vocab, d = m->hidden;
+        dkv_step_item it = {.q_tokens = 96, .kv_tokens = 96, .logit_rows = 96};
+        dkv_step_plan p = {.items = &it, .n_items = 1, .max_logit_rows = 64};
+        dkv_cost_step cs;
+        dkv_cost_step_init(&cs);
+        assert_int_equal(dkv_cost_count(m, &p, &cs, NULL), DKV_OK);
+        double chunks = ceil(R / C);
+        double rd = R * d * 2 + chunks * V * d * 2 + R * d * 2 + R * V * 4.0;
+        double wr = R * d * 2 + R * V * 4.0 + R * 8.0;
+        assert_true(rel(cs.once[DKV_KCLASS_LM_HEAD].rd, rd) < 1e-12);
+        assert_true(rel(cs.once[DKV_KCLASS_LM_HEAD].wr, wr) < 1e-12);
+        dkv_kernel_record r;
+        assert_true(dkv_cost_class_record(&cs, DKV_KCLASS_LM_HEAD, 0, &r));
+        assert_true(r.write_bytes == (uint64_t)wr);
+        dkv_cost_step_free(&cs);
+    }
+}
+
 /* Attention and the store: the streaming bytes and the segments add up to the bytes read and
  * written, segment by segment in item order, at the item's run length. */
 static void test_segments_cover_the_traffic(void **state)
@@ -162,6 +191,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_plan_is_forward_flops),
+        cmocka_unit_test(test_lm_head_logits_are_fp32),
         cmocka_unit_test(test_segments_cover_the_traffic),
         cmocka_unit_test(test_xfers_and_totals),
         cmocka_unit_test(test_bad_input),
