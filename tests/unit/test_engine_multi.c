@@ -361,6 +361,44 @@ static void test_instances_refusals(void **state)
     fx_fini(&f);
 }
 
+/* Partitioned pools on a real clock: the run's peak KV is the event-exact peak of all instances'
+ * KV together, as a single engine stepping the same instances computes it.  Each instance's pool
+ * (10 blocks) holds one request; admitting its second fails part-way, and those blocks, held for a
+ * moment, are in the peak (the merged memory samples, taken at step boundaries, never see them). */
+static void test_instances_partitioned_peak(void **state)
+{
+    (void)state;
+    fx f, g;
+    fx_init(&f, 4, 0.0002);
+    fx_init(&g, 4, 0);
+    fx *both[2] = {&f, &g};
+    for (int i = 0; i < 2; i++) {
+        both[i]->c.placement.mode = DKV_PLACE_PARTITIONED;
+        both[i]->b.partitioned = true;
+        both[i]->c.mem.capacity_bytes = 40 * 8192;   /* 10 blocks per instance; a request needs 5-7 */
+        fx_workload(both[i], 8, 0, 48);
+    }
+    f.o.real_clock = true;
+    f.o.gpu_lock = true;
+    if (dkv_engine_run_instances(&f.c, &f.o, &f.r, &f.err) != DKV_OK)
+        fail_msg("%s", f.err.msg);
+    check_run(&f, 4, 8);
+    if (dkv_engine_run(&g.c, &g.r, &g.err) != DKV_OK)   /* one engine, 4 instances, time-sliced */
+        fail_msg("%s", g.err.msg);
+    uint64_t pf = dkv_engine_result_summary(f.r)->peak_tag[DKV_MEM_TAG_KV];
+    uint64_t pg = dkv_engine_result_summary(g.r)->peak_tag[DKV_MEM_TAG_KV];
+    size_t nm;
+    const dkv_mem_record *m = dkv_engine_result_memory(f.r, &nm);
+    uint64_t smax = 0;
+    for (size_t i = 0; i < nm; i++)
+        smax = m[i].kv > smax ? m[i].kv : smax;
+    assert_int_equal(pf, pg);
+    assert_true(pf > smax);
+    assert_true(pf <= 40 * 8192);
+    fx_fini(&f);
+    fx_fini(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -370,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_instances_real_clock),
         cmocka_unit_test(test_instances_contention_with_arrivals),
         cmocka_unit_test(test_instances_refusals),
+        cmocka_unit_test(test_instances_partitioned_peak),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
