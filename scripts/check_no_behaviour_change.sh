@@ -5,8 +5,9 @@
 # so only this branch's own changes are compared) from a `git archive` copy in OUT/base-src, and
 # the working tree (build/check-release, cuda=no) here; runs every
 # experiments/*.lua present in both trees from its own tree with `dkv run ... -o`, capturing
-# stdout; summarises every HDF5 file with scripts/h5_summary.py (wall times, commits and
-# timestamps masked); then diffs the printed output and the summaries.  Exit 0 = identical.
+# stdout; summarises every HDF5 file of both sides with this tree's scripts/h5_summary.py (wall
+# times, the steps' measured host-time columns, commits and timestamps masked); then diffs the
+# printed output and the summaries.  Exit 0 = identical.
 #
 #   bash scripts/check_no_behaviour_change.sh                          # vs the last merged main
 #   bash scripts/check_no_behaviour_change.sh 3cd3128 /tmp/refactor-check
@@ -41,9 +42,6 @@ run_side() {   # side tree dkv
         [ -f "$ROOT/experiments/$n.lua" ] && [ -f "$OUT/base-src/experiments/$n.lua" ] || continue
         (cd "$tree" && "$dkv" run "experiments/$n.lua" -o "$o/$n.h5" >"$o/$n.stdout" 2>"$o/$n.stderr")
         echo "exit $?" >>"$o/$n.stdout"
-        for h in "$o"/*.h5; do
-            [ -f "$h" ] && [ ! -f "$h.sum" ] && /usr/bin/python3 "$ROOT/scripts/h5_summary.py" "$h" >"$h.sum" 2>&1
-        done
     done
 }
 
@@ -60,6 +58,10 @@ fi
     { echo "head build failed: $OUT/head-build.log"; exit 2; }
 run_side head "$ROOT" "$ROOT/build/check-release/dkv"
 
+# both sides summarised now, by this tree's h5_summary.py (a cached base is summarised alike)
+for h in "$OUT"/base/*.h5 "$OUT"/head/*.h5; do
+    [ -f "$h" ] && /usr/bin/python3 "$ROOT/scripts/h5_summary.py" "$h" >"$h.sum" 2>&1
+done
 for f in "$OUT"/base/*.stdout "$OUT"/head/*.stdout; do norm "$f" >"${f%.stdout}.out"; done
 status=0
 for f in "$OUT"/base/*.out "$OUT"/base/*.h5.sum; do
