@@ -356,6 +356,24 @@ standin() {
     ls "$D"
 }
 
+warm_args() {   # H5: "-D warmup=<mode>" when its :real runs were executed with one (hw_lib's warm-up, which
+                #   the re-simulation must follow: docs/COST_MODEL.md "Cold shapes"), else nothing
+    $PY - "$1" <<'PYEOF'
+import sys, h5py
+runs = h5py.File(sys.argv[1], "r")["runs"]
+modes = set()
+for n in runs:
+    if n.endswith(":real"):
+        d = runs[n].attrs.get("defines", b"")
+        d = d.decode() if isinstance(d, bytes) else str(d)
+        modes.add(next((l.split("=", 1)[1] for l in d.splitlines() if l.startswith("warmup=")), ""))
+if len(modes) > 1:
+    sys.exit("%s: the :real runs disagree on -D warmup (%s)" % (sys.argv[1], sorted(modes)))
+if modes and next(iter(modes)):
+    print("-D\nwarmup=" + next(iter(modes)))
+PYEOF
+}
+
 pick_dkv() {
     local d
     for d in build/hw-release/dkv build/hw-debug/dkv "$HB/dkv"; do
@@ -424,6 +442,9 @@ PYEOF
         [ "$x" = val ] && script=experiments/hw_validate.lua
         [ "$x" = heldout ] && script=experiments/hw_validate.lua && sargs=(-D set=heldout)
         [ -f "$script" ] || continue
+        local wa
+        wa=$(warm_args "$f") || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
+        [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
         "$DKV" run "$script" -D backend=sim "${sargs[@]}" -o "$R/sim/$x.h5" > "$R/sim/$x.log" 2>&1 \
             || echo "re-simulation of $x failed (sim/$x.log)" | tee -a "$log"
     done
@@ -600,7 +621,9 @@ import_profile() {   # RES pairs.txt preset-dir post.log
     echo "profile: ${pname:-NO NAME} ($(grep -c -E '^ +\{[0-9]' "$R/profile.lua") rows, $(grep -m1 -o 'complete = [a-z]*' "$R/profile.lua"))" \
         | tee -a "$log"
     if [ -f "$R/h5/heldout.h5" ]; then
-        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured \
+        local wh=()
+        mapfile -t wh < <(warm_args "$R/h5/heldout.h5")
+        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured "${wh[@]}" \
                 -o "$R/h5prof/heldout.h5" > "$R/heldout_prof.log" 2>&1; then
             local i=0 n
             while read -r f n _; do
@@ -617,7 +640,9 @@ import_profile() {   # RES pairs.txt preset-dir post.log
         fi
     fi
     if [ -f "$R/h5/val.h5" ]; then   # the in-sample validation points under the profile too (cmp/profval_*.h5)
-        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu=h200-measured \
+        local wv=()
+        mapfile -t wv < <(warm_args "$R/h5/val.h5")
+        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu=h200-measured "${wv[@]}" \
                 -o "$R/h5prof/val.h5" > "$R/val_prof.log" 2>&1; then
             local j=0 m
             while read -r f m _; do

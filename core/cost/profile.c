@@ -19,18 +19,25 @@ typedef struct tspec {
     bool copy;   /* copy rows: fields, seconds (no launch count, no extras) */
     bool lin;    /* the first axis is a batch (rows, bytes): beyond its largest measured value the work
                     scales linearly (a full GPU), so the time is extrapolated in proportion */
+    bool warm;   /* costed from the warm column (warm_s) when the profile has one: in a real step the
+                    class's operands are either L2-hot (produced by the kernel before it: elementwise,
+                    KV store, the selection's scratch) or larger than the L2 and streamed either way
+                    (the qkv / ffn / LM-head weights), so only the state the flush leaves differs;
+                    the flushed median stays for operands that fit in the L2 but are evicted between
+                    uses in a step (o weights, attention's cached KV, compression, the generic grid's
+                    small shapes).  docs/COST_MODEL.md "Which column" */
 } tspec;
 
 static const tspec specs[DKV_PT_N] = {
-    [DKV_PT_QKV] = {"qkv", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_QKV] = {"qkv", {"n", "k"}, {"m"}, {NULL}, false, true, true},
     [DKV_PT_O] = {"o", {"n", "k"}, {"m"}, {NULL}, false, true},
-    [DKV_PT_FFN] = {"ffn", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_FFN] = {"ffn", {"n", "k"}, {"m"}, {NULL}, false, true, true},
     [DKV_PT_GEMM] = {"gemm", {NULL}, {"m", "k", "n"}, {NULL}, false, true},
-    [DKV_PT_LM_HEAD] = {"lm_head", {"n", "k"}, {"m"}, {NULL}, false, true},
+    [DKV_PT_LM_HEAD] = {"lm_head", {"n", "k"}, {"m"}, {NULL}, false, true, true},
     [DKV_PT_ATTN] = {"attn", {"heads", "kv_heads", "head_dim", "mode"}, {"q_rows", "kv_tokens"}, {NULL}, false, true},
-    [DKV_PT_KV_STORE] = {"kv_store", {"heads", "kv_heads", "head_dim"}, {"rows"}, {NULL}, false, true},
-    [DKV_PT_KV_GATHER] = {"kv_gather", {"rows", "heads", "kv_heads", "head_dim"}, {"keys"}, {"keep"}, false},
-    [DKV_PT_ELEMENTWISE] = {"elementwise", {"kind", "cols"}, {"rows"}, {NULL}, false, true},
+    [DKV_PT_KV_STORE] = {"kv_store", {"heads", "kv_heads", "head_dim"}, {"rows"}, {NULL}, false, true, true},
+    [DKV_PT_KV_GATHER] = {"kv_gather", {"rows", "heads", "kv_heads", "head_dim"}, {"keys"}, {"keep"}, false, false, true},
+    [DKV_PT_ELEMENTWISE] = {"elementwise", {"kind", "cols"}, {"rows"}, {NULL}, false, true, true},
     [DKV_PT_COMPRESS] = {"compress", {"cols", "rank"}, {"rows"}, {NULL}, false, true},
     [DKV_PT_COPY_ALONE] = {"copy.alone", {"dir"}, {"bytes"}, {NULL}, true, true},
     [DKV_PT_COPY_CONTENDED] = {"copy.contended", {"dir"}, {"bytes"}, {NULL}, true, true},
@@ -40,6 +47,7 @@ static const tspec specs[DKV_PT_N] = {
 typedef struct ptab {
     bool     present;
     bool     lin;            /* specs[].lin */
+    int      warm_col;       /* the warm_s column (absolute), -1: none; used when specs[].warm */
     uint32_t n_fields, n_extra, width;
     char     fields[DKV_PROF_FIELDS][24];
     double  *raw;            /* n x width as given */
@@ -206,9 +214,29 @@ dkv_status dkv_profile_table_add(dkv_profile *p, dkv_prof_tab id, const char *co
             return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: launches must be a whole number >= 1 (got %.17g)",
                                where, label(id), r + 1, row[n_fields + 1]);
     }
+    t->warm_col = -1;
     t->present = true;
     return DKV_OK;
 }
+
+dkv_status dkv_profile_table_warm(dkv_profile *p, dkv_prof_tab id, uint32_t extra, const char *where, dkv_err *err)
+{
+    ptab *t = (unsigned)id < DKV_PT_N ? &p->t[id] : NULL;
+    if (!t || !t->present || specs[id].copy || extra >= t->n_extra)
+        return dkv_err_set(err, DKV_EINVAL, "%s: %s: no extra column %u to take warm_s from", where,
+                           t ? label(id) : "?", extra + 1);
+    int col = (int)(t->n_fields + 2 + extra);
+    for (size_t r = 0; r < t->n; r++) {
+        double v = t->raw[r * t->width + col];
+        if (!(isfinite(v) && v > 0))
+            return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: warm_s must be > 0 (got %.17g)", where, label(id),
+                               r + 1, v);
+    }
+    t->warm_col = col;
+    return DKV_OK;
+}
+
+bool dkv_profile_uses_warm(dkv_prof_tab id) { return (unsigned)id < DKV_PT_N && specs[id].warm; }
 
 /* ------------------------------------------------------------------ index */
 
@@ -270,7 +298,7 @@ static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err
             t->ax[i * t->na + k] = v;
             t->lax[i * t->na + k] = log(v);
         }
-        t->sec[i] = row[t->n_fields];
+        t->sec[i] = s->warm && t->warm_col >= 0 ? row[t->warm_col] : row[t->n_fields];
         t->lsec[i] = log(t->sec[i]);
     }
     free(ord);

@@ -71,6 +71,13 @@ typedef struct dkv_profile_info {
     double mem_context_bytes, mem_libraries_bytes, mem_blas_handle_bytes, mem_first_launch_bytes;
 } dkv_profile_info;
 
+/* Table id's extra column `extra` (0-based among the extras) is warm_s, the same calls without the L2
+ * flush (PROFILE_FORMAT.md): the tables whose operands are L2-hot or larger than the L2 in a real
+ * step (dkv_profile_uses_warm) are then costed from it, the others from the flushed median.  Call
+ * after dkv_profile_table_add, before dkv_profile_finish; every value must be > 0. */
+dkv_status dkv_profile_table_warm(dkv_profile *p, dkv_prof_tab id, uint32_t extra, const char *where, dkv_err *err);
+bool       dkv_profile_uses_warm(dkv_prof_tab id);
+
 dkv_status dkv_profile_new(const dkv_profile_info *info, dkv_profile **out, dkv_err *err);
 void       dkv_profile_free(dkv_profile *p);
 const dkv_profile_info *dkv_profile_get_info(const dkv_profile *p);

@@ -154,6 +154,11 @@ static void read_kernels(lua_State *L, int top, const char *file, dkv_profile *p
         uint32_t nf = read_names(L, t, tp, "fields", fields, DKV_PROF_FIELDS, true);
         uint32_t ne = read_names(L, t, tp, "extra", extra, 8, false);
         add_table(L, pr, (dkv_prof_tab)i, t, tp, file, fields, nf, ne, "rows");
+        for (uint32_t e = 0; e < ne; e++) {
+            dkv_err err = {0};
+            if (strcmp(extra[e], "warm_s") == 0 && dkv_profile_table_warm(pr, (dkv_prof_tab)i, e, tp, &err) != DKV_OK)
+                luaL_error(L, "%s", err.msg);
+        }
         lua_settop(L, t - 1);
     }
     lua_pop(L, 1);

@@ -190,6 +190,45 @@ static void test_bad_tables(void **state)
     dkv_profile_free(NULL);
 }
 
+/* The warm column (PROFILE_FORMAT.md "Cold operands"): qkv, ffn, lm_head, kv_store, kv_gather and
+ * elementwise are costed from warm_s when the profile has it, o / attn / compress / gemm from the
+ * flushed median; without warm_s every table keeps the median; a bad warm_s is refused. */
+static void test_warm_column(void **state)
+{
+    (void)state;
+    /* m, n, k, median, launches, p10, warm_s */
+    double q[2 * 7] = {32, 12288, 4096, 30e-6, 1, 29e-6, 33e-6, 64, 12288, 4096, 31e-6, 1, 30e-6, 35e-6};
+    double o[2 * 7] = {32, 4096, 4096, 16e-6, 1, 15e-6, 12e-6, 64, 4096, 4096, 17e-6, 1, 16e-6, 13e-6};
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_QKV, MNK, 3, 2, q, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_O, MNK, 3, 2, o, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_warm(p, DKV_PT_QKV, 1, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_warm(p, DKV_PT_O, 1, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 32, 12288, 4096) - 33e-6) < 1e-15);   /* warm_s */
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 64, 12288, 4096) - 35e-6) < 1e-15);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_O, 32, 4096, 4096) - 16e-6) < 1e-15);      /* the median */
+    dkv_profile_free(p);
+    /* no warm_s: the median everywhere */
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_QKV, MNK, 3, 2, q, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 32, 12288, 4096) - 30e-6) < 1e-15);
+    dkv_profile_free(p);
+    assert_true(dkv_profile_uses_warm(DKV_PT_ELEMENTWISE) && dkv_profile_uses_warm(DKV_PT_KV_STORE));
+    assert_true(!dkv_profile_uses_warm(DKV_PT_ATTN) && !dkv_profile_uses_warm(DKV_PT_GEMM));
+    /* a warm_s that is not > 0, or a column that is not there */
+    dkv_err e = {0};
+    q[6] = 0;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_QKV, MNK, 3, 2, q, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_warm(p, DKV_PT_QKV, 1, "t.lua", &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "kernels.qkv.rows[1]: warm_s must be > 0"));
+    assert_int_equal(dkv_profile_table_warm(p, DKV_PT_QKV, 2, "t.lua", &e), DKV_EINVAL);
+    dkv_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_attention_and_copy),
         cmocka_unit_test(test_width_transfer),
         cmocka_unit_test(test_bad_tables),
+        cmocka_unit_test(test_warm_column),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
