@@ -165,8 +165,11 @@ grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
 # 61 pairs (24 of them issue 11's multi-instance points) + 9 calibrated + the 11 held-out and the 9 validation points re-simulated under the stand-in profile (the simulator reads profiles)
 [ "$(grep -c "== compare " "$T/res/post.log")" = 90 ] || fail "61 pairs (24 multi-instance) + 9 calibrated + 11 + 9 profiled: $(grep -c "== compare " "$T/res/post.log")"
 # issue 9: the held-out points (every one reported, each target a PASS/MISS column) and the profile imported
-[ "$(grep -c -E "^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS)" "$T/res/summary.md")" = 11 ] \
+ROW='^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS)'
+[ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c -v '^| val:')" = 11 ] \
     || fail "11 held-out rows: $(grep -A14 "Held-out" "$T/res/summary.md")"
+[ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c '^| val:')" = 9 ] \
+    || fail "9 in-sample validation rows beside them: $(grep -A30 "Held-out" "$T/res/summary.md")"
 [ -f "$T/dev/profile.lua" ] && grep -q "^profile: standin-roofline (40 rows, complete = true)" "$T/res/post.log" || fail "profile import"
 [ -f "$T/res/root/datasets/profiles/standin-roofline.lua" ] && grep -q 'profile = "standin-roofline"' \
     "$T/res/root/datasets/presets/gpu/h200-measured.lua" || fail "profile preset"
