@@ -164,6 +164,7 @@ static dkv_status take_setup(dkv_cuda_backend *b, const dkv_backend_setup *s, dk
     b->wl = s->workload;
     b->dec = *s->decode;
     b->dec.rho_fn = NULL;   /* never called here: the plan carries each step's counts */
+    b->on_entropy = s->on_entropy, b->on_entropy_user = s->on_entropy_user;
     b->dec.rho_ctx = NULL;
     b->block_tokens = p->block_tokens;
     b->want_pool = p->n_blocks;
@@ -443,6 +444,8 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     }
     if (st == DKV_OK && b->o.on_item)
         st = report_items(b, plan, before, err);
+    if (st == DKV_OK)
+        st = bk_report_entropy(b, plan, err);
     free(before);
     if (st != DKV_OK)
         return st;
