@@ -181,6 +181,7 @@ static dkv_status take_setup(dkv_cuda_backend *b, const dkv_backend_setup *s, dk
     b->wl = s->workload;
     b->dec = *s->decode;
     b->dec.rho_fn = NULL;   /* never called here: the plan carries each step's counts */
+    b->on_entropy = s->on_entropy, b->on_entropy_user = s->on_entropy_user;
     b->dec.rho_ctx = NULL;
     b->block_tokens = p->block_tokens;
     /* The device block: the pool's (dkv_block_bytes, decided once by the engine) in the device's
@@ -457,6 +458,8 @@ static dkv_status step_execute(dkv_cuda_backend *b, const dkv_step_plan *plan, u
     }
     if (st == DKV_OK && b->o.on_item)
         st = report_items(b, plan, before, err);
+    if (st == DKV_OK)
+        st = bk_report_entropy(b, plan, err);
     free(before);
     return st;
 }

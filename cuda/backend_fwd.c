@@ -125,8 +125,10 @@ void bk_scratch_free(dkv_cuda_backend *b)
     cudaFree(b->act_mem);
     cudaFree(b->ws_mem);
     cudaFree(b->fp8_scale);
+    cudaFree(b->d_ent);
     b->act_mem = b->ws_mem = NULL;
-    b->fp8_scale = NULL;
+    b->fp8_scale = b->d_ent = NULL;
+    b->ent_cap = 0;
     b->cap_T = b->cap_R = 0;
 }
 
@@ -250,9 +252,12 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
     }
     uint32_t T = 0, R = 0, NB = 1;
     b->staging_used = 0;
+    b->n_measure = 0;
     for (uint32_t i = 0; i < n; i++) {
         bk_item *x = &b->items[i];
         DKV_TRY(plan_item(b, &plan->items[i], i, x, err));
+        x->measure = b->on_entropy && b->dec.cache == DKV_CACHE_SPARSE && plan->items[i].step == 0 && x->refresh;
+        x->ent_slot = x->measure ? b->n_measure++ : 0;
         x->off = T, x->lr = R;
         T += x->nq, R += x->R;
         x->blk_row = x->lr + (x->R == x->nq ? x->s_b - x->q0 : 0);
@@ -405,6 +410,60 @@ static dkv_status layer_attention(dkv_cuda_backend *b, uint32_t n, uint32_t l, d
 
 static dkv_status fp8_scales(dkv_cuda_backend *b, dkv_err *err);
 
+/* setup.on_entropy: each measuring item's block rows against its whole canvas (a sparse block's
+ * step 0 is a Refresh), per head, into d_ent (slot, layer, head, row). */
+static dkv_status layer_entropy(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    uint32_t D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, QD = H * D, KD = Hkv * D, QKV = QD + 2 * KD,
+             B = b->dec.block_len;
+    size_t need = (size_t)b->n_measure * m->n_layers * H * B;
+    if (l == 0 && need > b->ent_cap) {
+        cudaFree(b->d_ent);
+        b->d_ent = NULL, b->ent_cap = 0;
+        DKV_CU(cudaMalloc((void **)&b->d_ent, need * sizeof(float)));
+        b->ent_cap = need;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const bk_item *x = &b->items[i];
+        if (!x->measure)
+            continue;
+        dkv_bf16 *q = b->qkv + (size_t)x->off * QKV, *k = q + QD;
+        float *out = b->d_ent + ((size_t)x->ent_slot * m->n_layers + l) * H * B;
+        DKV_TRY(dkv_bk_entropy(b->blas, out, q + (size_t)(x->s_b - x->q0) * QKV, QKV, x->B, k, QKV, x->nq, H, Hkv, D,
+                               b->score_ws, b->score_ws_bytes, b->st, err));
+        b->launches[DKV_KCLASS_ATTN] += 3;
+    }
+    return DKV_OK;
+}
+
+dkv_status bk_report_entropy(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err)
+{
+    if (!b->n_measure)
+        return DKV_OK;
+    const dkv_model *m = &b->m;
+    size_t per = (size_t)m->n_layers * m->n_heads * b->dec.block_len;
+    float *h = malloc(per * b->n_measure * sizeof *h);
+    if (!h)
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+    cudaError_t e = cudaMemcpy(h, b->d_ent, per * b->n_measure * sizeof *h, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) {
+        free(h);
+        return dkv_err_set(err, DKV_EIO, "cuda backend: entropy copy: %s", cudaGetErrorString(e));
+    }
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const bk_item *x = &b->items[i];
+        if (!x->measure)
+            continue;
+        double sum = 0;   /* the mean over layers, heads and block rows, as the CPU backend's */
+        for (size_t j = 0; j < per; j++)
+            sum += h[(size_t)x->ent_slot * per + j];
+        b->on_entropy(b->on_entropy_user, plan->items[i].request, plan->items[i].block, sum / (double)per);
+    }
+    free(h);
+    return DKV_OK;
+}
+
 static dkv_status layer_select(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
 {
     const dkv_model *m = &b->m;
@@ -503,6 +562,8 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
             DKV_TRY(layer_select(b, n, l, err));
         }
         bk_mark(b, DKV_KCLASS_ATTN);
+        if (b->n_measure)   /* retention.measured: the block's attention entropy, timed as attention */
+            DKV_TRY(layer_entropy(b, n, l, err));
         DKV_TRY(layer_attention(b, n, l, err));
         bk_mark(b, DKV_KCLASS_O);
         DKV_TRY(dkv_cuda_gemm(b->ctx, b->x, b->att, Ly->wo, NULL, T, QD, C, 1.0f, err));

@@ -46,6 +46,11 @@ size_t     dkv_bk_scores_workspace_bytes(uint32_t Tq, uint32_t Tk, uint32_t H);
 dkv_status dkv_bk_scores(void *blas, float *score, const dkv_bf16 *q, uint32_t ldq, uint32_t Tq, const dkv_bf16 *k,
                          uint32_t ldk, uint32_t Tk, uint32_t H, uint32_t Hkv, uint32_t D, void *ws, size_t ws_bytes,
                          cudaStream_t s, dkv_err *err);
+/* ent (H, Tq) = each query row's normalised entropy -sum p ln p / ln Tk of softmax(q k^T / sqrt D)
+ * over the Tk keys of its KV group (same arguments and workspace as dkv_bk_scores). */
+dkv_status dkv_bk_entropy(void *blas, float *ent, const dkv_bf16 *q, uint32_t ldq, uint32_t Tq, const dkv_bf16 *k,
+                          uint32_t ldk, uint32_t Tk, uint32_t H, uint32_t Hkv, uint32_t D, void *ws, size_t ws_bytes,
+                          cudaStream_t s, dkv_err *err);
 
 /* One request of the workload, as the backend tracks it. */
 typedef struct bk_req {
@@ -76,6 +81,8 @@ typedef struct bk_item {
     uint32_t tb, n_tb;           /* its segment of the step's block table */
     uint32_t n_chain;            /* of which the plan's blocks */
     uint32_t lr, R, blk_row;     /* logit rows [lr, lr+R) of the step; the block's first row */
+    bool     measure;            /* setup.on_entropy: a sparse block's step 0 measures its entropy */
+    uint32_t ent_slot;           /* its rows of d_ent: slot * n_layers * H * B */
 } bk_item;
 
 /* A copy in flight on the copy stream (one transfer order). */
@@ -137,6 +144,11 @@ typedef struct dkv_cuda_backend {
     void     *ws_mem;                       /* attention / selection workspaces (fixed) */
     float    *attn_ws[DKV_BK_MAX_STREAMS];
     size_t    attn_ws_bytes;
+    void    (*on_entropy)(void *user, uint32_t request, uint32_t block, double entropy); /* setup's */
+    void     *on_entropy_user;
+    float    *d_ent;                        /* measured row entropies of the step's measuring items */
+    size_t    ent_cap;                      /* floats of d_ent */
+    uint32_t  n_measure;                    /* measuring items of the step */
     float    *score, *score_ws;             /* score_ws: dkv_bk_scores' workspace */
     size_t    score_ws_bytes;
     void     *blas;                         /* cublasHandle_t of the selection scores */
@@ -212,6 +224,8 @@ void       bk_scratch_free(dkv_cuda_backend *b);
 /* Builds the host-side items and the step's metadata from the plan (validating its counts),
  * uploads it; then runs the forward of all items and the unmask.  Events go into b->ev. */
 dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *T, uint32_t *R, dkv_err *err);
+/* backend_fwd.c: after the step's completion, each measuring item's mean entropy to setup.on_entropy. */
+dkv_status bk_report_entropy(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err);
 dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T, uint32_t R, dkv_err *err);
 /* Records a timing event on the compute stream starting a segment of class c. */
 void       bk_mark(dkv_cuda_backend *b, dkv_kernel_class c);

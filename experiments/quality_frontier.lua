@@ -2,7 +2,8 @@
 -- applied for real on the CPU backend (cpu/backend.h) with the trained tiny byte-level dLLM
 -- (docs/MODELS.md) on held-out text (datasets/prompts/heldout*.jsonl, scripts/heldout_prompts.py).
 --
--- Points: cache none / prefix / dual; sparse rho x per-head/shared x fixed/entropy; progressive
+-- Points: cache none / prefix / dual; sparse rho x per-head/shared x fixed/entropy (drawn) /
+-- measured (the block's attention entropy the backend measured, retention.measured); progressive
 -- offload with low-rank ratio r (compress on offload, the reconstruction read back); FP8 (and,
 -- in the full sweep, fp16) vs bf16 KV (dual).  Each point runs twice:
 --   generation   greedy decode (one token per step): token agreement with the dense no-cache
@@ -30,7 +31,7 @@ local function add(name, group, decode, policies, model) points[#points + 1] = {
 for _, c in ipairs{"none", "prefix", "dual"} do add(c, "cache", {cache = c}) end
 local rhos = full and {1, 0.75, 0.5, 0.25, 0.1} or {1, 0.25}
 local sets = full and {"per_head", "shared"} or {"per_head"}
-local modes = full and {"fixed", "entropy"} or {"fixed"}
+local modes = full and {"fixed", "entropy", "measured"} or {"fixed"}
 for _, mode in ipairs(modes) do
   for _, s in ipairs(sets) do
     for _, rho in ipairs(rhos) do
@@ -38,6 +39,9 @@ for _, mode in ipairs(modes) do
       if mode == "entropy" then   -- rho per block from a drawn entropy, mean rho (retention.h)
         local d = math.min(rho / 2, 1 - rho)
         ret = {rho = rho, set = s, mode = mode, rho_min = rho - d, rho_max = rho + d}
+      elseif mode == "measured" then   -- the same range, e measured from the block's attention
+        local d = math.min(rho / 2, 1 - rho)
+        ret = {rho = rho, set = s, mode = "entropy", measured = true, rho_min = rho - d, rho_max = rho + d}
       end
       add(string.format("sparse_%s_%s_%g", mode, s, rho), "sparse", {cache = "sparse"}, {retention = ret})
     end

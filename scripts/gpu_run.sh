@@ -268,6 +268,11 @@ device_agree() {
               -o "$OUT/agree_$m.h5" > "$OUT/agree_$m.log" 2>&1
           echo "== agree $m exit $? ($((SECONDS - t0)) s)" >> "$OUT/agree_$m.log" ) &
     done
+    # the sparse modes on test_backend_tiny's prompts and schedule (32 generated, 8 steps a block)
+    ( t0=$SECONDS; timeout "$L" "$AB/dkv" run experiments/hw_cpu_agreement.lua -D modes=sparse_head,sparse_shared,sparse_measured \
+          -D prompts=datasets/workloads/tiny_prompts.jsonl -D gen=32 -D steps=8 -o "$OUT/agree_tinyprompts.h5" \
+          > "$OUT/agree_tinyprompts.log" 2>&1
+      echo "== agree tinyprompts exit $? ($((SECONDS - t0)) s)" >> "$OUT/agree_tinyprompts.log" ) &
     wait
     grep -hE "criterion|agreement|PASS|FAIL|differs|mismatch|== " "$OUT"/tiny.log "$OUT"/agree_*.log | cut -c1-260
     grep -q "exit 0" "$OUT/tiny.log" || rc=1

@@ -12,7 +12,7 @@ dkv_status dkv_follow_apply(const dkv_follow *f, uint32_t request, uint64_t step
         return dkv_err_set(err, DKV_EINVAL, "follow: request %u: the trajectory has %u generated positions, the run %u",
                            request, f && f->tokens && f->steps ? f->gen : 0, gen);
     uint32_t n = 0;
-    for (uint32_t g = 0; g < gen; g++) {
+    for (uint32_t g = 0; g < gen; g++) {   /* checked first: on an error tok is left unchanged */
         if (f->steps[g] != step_index)
             continue;
         uint32_t p = P + g;
@@ -26,14 +26,16 @@ dkv_status dkv_follow_apply(const dkv_follow *f, uint32_t request, uint64_t step
         if (f->tokens[g] >= vocab)
             return dkv_err_set(err, DKV_EINVAL, "follow: request %u, step %llu: recorded token %u at position %u is not "
                                "below vocab %u", request, (unsigned long long)step_index, f->tokens[g], p, vocab);
-        tok[p - block_start] = f->tokens[g];
         n++;
     }
-    *n_out = n;
     if (n != expect)
         return dkv_err_set(err, DKV_EINVAL, "follow: request %u, step %llu: the trajectory commits %u positions, this "
                            "run's unmask rule %u (the schedules differ)", request, (unsigned long long)step_index, n,
                            expect);
+    for (uint32_t g = 0; g < gen; g++)
+        if (f->steps[g] == step_index)
+            tok[P + g - block_start] = f->tokens[g];
+    *n_out = n;
     return DKV_OK;
 }
 

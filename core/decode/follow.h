@@ -34,7 +34,8 @@ typedef struct dkv_follow {
  * steps[g] == step_index takes tokens[g]; *n_out counts them.  Errors (DKV_EINVAL, naming the
  * request, the step and the position): f->gen != gen (a trajectory of another canvas), a
  * recorded position of this step outside the block or not masked in tok, a token >= vocab, and
- * a count other than expect (the backend's own unmask count for the step: the schedules differ). */
+ * a count other than expect (the backend's own unmask count for the step: the schedules differ);
+ * tok is changed only when every check passes. */
 dkv_status dkv_follow_apply(const dkv_follow *f, uint32_t request, uint64_t step_index, uint32_t P, uint32_t gen,
                             uint32_t block_start, uint32_t B, uint32_t *tok, uint32_t mask_id, uint32_t vocab,
                             uint32_t expect, uint32_t *n_out, dkv_err *err);

@@ -359,8 +359,8 @@ static double measured_rho(void *ctx, uint64_t request, uint32_t block, double r
         return dkv_retention_rho_of_entropy(&e->ret, r->ent);
     if (e->ret.err.code == DKV_OK)
         dkv_err_set(&e->ret.err, DKV_EUNSUPPORTED, "retention.measured: the backend measured no attention entropy for "
-                    "request %llu block %u (it is measured by backends that execute attention: backend 'cpu'; not "
-                    "by the simulator, nor yet by the CUDA backend)", (unsigned long long)request, block);
+                    "request %llu block %u (backends that execute attention measure it, cpu and cuda; the "
+                    "simulator does not)", (unsigned long long)request, block);
     return rho;
 }
 

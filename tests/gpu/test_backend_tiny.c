@@ -5,7 +5,8 @@
  *
  *   test_backend_tiny                 none, dual, sparse-head, sparse-shared (rho 0.5)
  *   test_backend_tiny none dual ...   those named, also prefix, sparse-head-1 (rho 1),
- *                                     sparse-shared-1 (all: every configuration)
+ *                                     sparse-shared-1, sparse-measured (retention from the
+ *                                     attention entropy the GPU measures; all: every one)
  *
  * The engine runs the CUDA backend (block 32, 8 steps per block: 4 tokens a step, 32 generated
  * tokens a prompt).  After every step the on_item hook hands over the canvas the step computed
@@ -40,7 +41,8 @@ typedef struct tf {
     const dkv_ref_weights *w;
     dkv_cache_mode mode;
     double   rho;
-    bool     shared;
+    bool     shared, measured;
+    uint32_t n_sel, k_lo_bad, k_min, k_max; /* measured: selecting steps, k outside the rho bounds */
     dkv_ref_kv **kv;                 /* per request */
     float  *logits, *hidden, *glog; /* ref (32, V), ref (32, C), the GPU's hidden through lm_head (32, V) */
     double  max_hid_l2, max_logit_err, sum_logit_err;
@@ -79,6 +81,16 @@ static void compare_step(tf *t, const dkv_cuda_item_report *r)
     dkv_err e = {0};
     dkv_ref_step_args sa = {.mode = t->mode, .canvas_len = r->canvas, .block_start = s0, .block_len = B,
                            .step = r->step, .retention = t->rho, .shared_set = t->shared};
+    if (t->measured && r->step == 1 && r->canvas > B) {
+        /* retention from the entropy the GPU measured at step 0: ref keeps the same k = the plan's
+         * (rho = k / (L - B) gives ceil(rho (L - B)) = k); k must lie in [rho_min, rho_max] */
+        uint32_t k = r->kv_write_tokens, n = r->canvas - B;
+        sa.retention = (double)k / n;
+        t->n_sel++;
+        t->k_min = k < t->k_min ? k : t->k_min, t->k_max = k > t->k_max ? k : t->k_max;
+        if (k < (uint32_t)ceil(0.1 * n - 1e-9) || k > (uint32_t)ceil(0.9 * n - 1e-9))
+            t->k_lo_bad++;
+    }
     dkv_ref_step_out out = {.block_logits = t->logits, .block_hidden = t->hidden};
     if (dkv_ref_step(t->w, t->kv[r->request], &sa, r->tokens_before, &out, &e) != DKV_OK) {
         fprintf(stderr, "ref step (request %u, block %u, step %u): %s\n", r->request, r->block, r->step, e.msg);
@@ -188,16 +200,18 @@ typedef struct tconf {
     dkv_cache_mode mode;
     double rho;
     bool shared;
+    bool measured;   /* retention mode entropy, measured = true (rho in [0.1, 0.9]) */
 } tconf;
 
 static const tconf CONFS[] = {
-    {"none", true, DKV_CACHE_NONE, DKV_CACHE_NONE, 1, false},
-    {"dual", true, DKV_CACHE_DUAL, DKV_CACHE_DUAL, 1, false},
-    {"prefix", false, DKV_CACHE_PREFIX, DKV_CACHE_PREFIX, 1, false},
-    {"sparse-head", true, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 0.5, false},
-    {"sparse-shared", true, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 0.5, true},
-    {"sparse-head-1", false, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 1, false},
-    {"sparse-shared-1", false, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 1, true},
+    {"none", true, DKV_CACHE_NONE, DKV_CACHE_NONE, 1, false, false},
+    {"dual", true, DKV_CACHE_DUAL, DKV_CACHE_DUAL, 1, false, false},
+    {"prefix", false, DKV_CACHE_PREFIX, DKV_CACHE_PREFIX, 1, false, false},
+    {"sparse-head", true, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 0.5, false, false},
+    {"sparse-shared", true, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 0.5, true, false},
+    {"sparse-head-1", false, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 1, false, false},
+    {"sparse-shared-1", false, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 1, true, false},
+    {"sparse-measured", false, DKV_CACHE_SPARSE, DKV_CACHE_SPARSE, 0.5, false, true},
 };
 
 /* One engine run of configuration k on the CUDA backend, compared step by step with core/ref. */
@@ -212,7 +226,8 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
         const dkv_request *q = dkv_workload_get(wl, i);
         max_L = q->prompt_tokens + q->gen_tokens > max_L ? q->prompt_tokens + q->gen_tokens : max_L;
     }
-    tf t = {.w = w, .max_L = max_L, .mode = k->mode, .rho = k->rho, .shared = k->shared};
+    tf t = {.w = w, .max_L = max_L, .mode = k->mode, .rho = k->rho, .shared = k->shared, .measured = k->measured,
+            .k_min = UINT32_MAX};
     t.logits = malloc((size_t)32 * m->vocab * sizeof(float));
     t.glog = malloc((size_t)32 * m->vocab * sizeof(float));
     t.hidden = malloc((size_t)32 * m->hidden * sizeof(float));
@@ -227,6 +242,11 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
     c.weights = w;
     c.retention.rho = k->rho;
     c.retention.set = k->shared ? DKV_RETAIN_SHARED : DKV_RETAIN_PER_HEAD;
+    if (k->measured) {   /* rho of each block from the attention entropy the GPU measures */
+        c.retention.mode = DKV_RHO_ENTROPY;
+        c.retention.measured = true;
+        c.retention.rho_min = 0.1, c.retention.rho_max = 0.9;
+    }
     dkv_cuda_backend_options o = backend_options_for(&c);
     o.on_item = on_item, o.on_item_user = &t, o.poison = true;
     dkv_backend be;
@@ -268,6 +288,11 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
         check_true(name, cond, "");                                \
     } while (0)
     CHECK("every request finished", s->n_done == s->n_requests && s->n_done == n);
+    if (k->measured) {
+        printf("%s: %u selecting steps, kept k from %u to %u rows per head (rho from the measured entropy)\n", k->name,
+               t.n_sel, t.k_min, t.k_max);
+        CHECK("measured entropy gave every block's k, within [rho_min, rho_max]", t.n_sel == n && t.k_lo_bad == 0);
+    }
     CHECK("every step compared", !t.fail && t.steps == n * 8);
     CHECK("plan's token counts == ref's", t.count_mismatch == 0);
     CHECK("block hidden rows within tolerance", t.steps > 0 && t.max_hid_l2 <= HID_TOL);
@@ -291,7 +316,7 @@ int main(int argc, char **argv)
             known |= !strcmp(argv[i], CONFS[k].name);
         if (!known) {
             fprintf(stderr, "test_backend_tiny: unknown configuration '%s' (none, dual, prefix, sparse-head, "
-                            "sparse-shared, sparse-head-1, sparse-shared-1, all)\n", argv[i]);
+                            "sparse-shared, sparse-head-1, sparse-shared-1, sparse-measured, all)\n", argv[i]);
             return 2;
         }
     }
