@@ -48,7 +48,9 @@ assert df["mem.block_tokens"].dtype == np.int64, df["mem.block_tokens"].dtype
 assert df["policies.offload.t1"].dtype == np.float64
 assert (df["decode.cache"] == "dual").all() and (df["backend"] == "sim").all()
 assert (df["device"] == "h200").all() and (df["gpu_preset"] == "h200").all()
-assert (df["cost_profile"] == "profile: h200-20261201").all(), df["cost_profile"]
+import re
+shipped = re.search(r'profile\s*=\s*"([^"]+)"', open("datasets/presets/gpu/h200.lua").read()).group(1)
+assert (df["cost_profile"] == "profile: " + shipped).all(), (shipped, df["cost_profile"])
 assert (df["model_preset"] == "llada-8b").all() and (df["build"].isin(["release", "debug", "asan"])).all()
 assert df.attrs["units"]["latency_p99_s"] == "s" and df.attrs["units"]["peak_kv_bytes"] == "bytes"
 assert "latency_p99_s" in df.attrs["metrics"] and "mem.block_tokens" in df.attrs["parameters"]
