@@ -374,6 +374,7 @@ static dkv_status eng_setup(eng *e, const dkv_engine_config *cfg, dkv_err *err)
     e->ni = cfg->n_instances;
     e->kvbpt = dkv_model_kv_bytes_per_token(e->m);
     e->blocked_req = -1;
+    e->last_inst = UINT32_MAX;
     for (uint32_t i = 0; i < e->ni; i++)
         e->in[i].id = i;
     /* cfg is resolved (dkv_engine_config_resolve): preset values and sizing are in it */
@@ -426,6 +427,18 @@ double eng_wall_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Timeslice instances (engine.h's multi-instance rules): instance i takes the GPU over from the
+ * instance whose step ran last while that one's host side still holds it (now < its ready time):
+ * i's step starts when the holder's host time ends plus the hand-over (waking i's host thread). */
+static void eng_handover(eng *e, uint32_t i)
+{
+    uint32_t a = e->last_inst;
+    if (e->ni < 2 || a == UINT32_MAX || a == i || e->ready[a] < e->now)
+        return;
+    double ho = e->c.handover_s >= 0 ? e->c.handover_s : e->handover_model_s;
+    e->now = e->ready[a] + ho;
+}
+
 static dkv_status run_loop(eng *e, dkv_err *err)
 {
     dkv_status st;
@@ -460,10 +473,12 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                     return st;
                 if (kept == 0)
                     continue;
+                eng_handover(e, i);
                 if ((st = eng_run_round(e, 0, i, 1, err)) != DKV_OK)
                     return st;
                 e->ready[i] = e->now + (host >= 0 ? host : e->host_model_s);
                 e->rr = i + 1;
+                e->last_inst = i;
                 ran = true;
             }
         } else {
