@@ -86,22 +86,39 @@ local function config(op, k, placement, copies)
     record = {kernels = true}}   -- per-class records: the single-instance points are in the calibration fit set
 end
 
+-- -D handover: scheduler.handover_s of the simulated halves (s); not given: the GPU preset's profile
+-- (its host table's handover_s - resume_s, dkv profile's host section; 0 without one)
+local handover = hw.param("handover", "", "scheduler.handover_s of the simulated halves, s (default: the profile's)")
+handover = handover ~= "" and (tonumber(handover) or error("hw_multi_instance: -D handover must be a number", 0)) or nil
+
 local function with_host(cfg, h)
   local c = {}
   for key, v in pairs(cfg) do c[key] = v end
   c.scheduler = {}
   for key, v in pairs(cfg.scheduler) do c.scheduler[key] = v end
   c.scheduler.step_host_s = h
+  c.scheduler.handover_s = handover
   return c
 end
 
--- The measured host time of a step: mean of host_plan_s + time_s - compute_s over a real run's steps.
+-- The measured host time of a step: the GPU's idle time between two consecutive steps of the
+-- inst=1 real run, start_s[j+1] - start_s[j] - compute_s[j] (the step's cycle less its GPU span:
+-- the engine's planning, the backend's preparation, enqueue lead-in, wait tail and its post-step
+-- bookkeeping), averaged over the pairs where the engine did not wait for work (idle shorter than
+-- the step's span).  scripts/hw_session.sh post_multi computes the same.
 local function measured_host(r)
   local s = r and r:steps()
-  if not s or not s.time_s or #s.time_s == 0 then return nil end
-  local sum = 0
-  for i = 1, #s.time_s do sum = sum + s.host_plan_s[i] + s.time_s[i] - s.compute_s[i] end
-  return sum / #s.time_s
+  if not s or not s.start_s or #s.start_s < 2 then return nil end
+  local order = {}
+  for i = 1, #s.start_s do order[i] = i end
+  table.sort(order, function(a, b) return s.start_s[a] < s.start_s[b] end)
+  local sum, n = 0, 0
+  for j = 1, #order - 1 do
+    local a, b = order[j], order[j + 1]
+    local idle = s.start_s[b] - s.start_s[a] - s.compute_s[a]
+    if idle >= 0 and idle < s.compute_s[a] then sum, n = sum + idle, n + 1 end
+  end
+  return n > 0 and sum / n or nil
 end
 
 -- the executed copies point (b1): k = 4, or the largest k in insts below it
