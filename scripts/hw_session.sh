@@ -555,24 +555,27 @@ post_multi() {
         defs=$($PY - "$f" <<'PYEOF'
 import sys, h5py, numpy as np
 runs = h5py.File(sys.argv[1], "r")["runs"]
-defs, hosts = None, []
+defs, hosts, rels = None, [], []
 for n in runs:
     if n.endswith(":real") and defs is None:
         d = runs[n].attrs.get("defines", b"")
         defs = d.decode() if isinstance(d, bytes) else str(d)
     if n.startswith("multi:") and n.endswith(":inst=1,clock=real:real") and "steps" in runs[n]:
-        # the GPU's idle time between consecutive steps (hw_multi_instance.lua's measured_host)
+        # the GPU's idle time between consecutive steps, split into planning (host_plan_s) and the
+        # rest (hw_multi_instance.lua's measured_host)
         st = np.sort(runs[n]["steps"][()], order="start_s")
         idle = st["start_s"][1:] - st["start_s"][:-1] - st["compute_s"][:-1]
-        idle = idle[(idle >= 0) & (idle < st["compute_s"][:-1])]
-        hosts.append("%s=%.9g" % (n.split(":")[1], float(np.mean(idle))))
+        ok = (idle >= 0) & (idle < st["compute_s"][:-1])
+        plan = float(np.mean(st["host_plan_s"][:-1][ok]))
+        hosts.append("%s=%.9g" % (n.split(":")[1], plan))
+        rels.append("%s=%.9g" % (n.split(":")[1], max(0.0, float(np.mean(idle[ok])) - plan)))
 out = []
 for line in (defs or "").splitlines():
     k = line.split("=", 1)[0]
-    if line and k not in ("backend", "standin", "half", "warmup", "gpu", "host"):
+    if line and k not in ("backend", "standin", "half", "warmup", "gpu", "host", "release", "handover"):
         out += ["-D", line]
 if hosts:
-    out += ["-D", "host=" + ",".join(hosts)]
+    out += ["-D", "host=" + ",".join(hosts), "-D", "release=" + ",".join(rels)]
 print("\n".join(out))
 PYEOF
 )

@@ -412,7 +412,7 @@ static void parse_decode(pt *root, dkv_lsim *s)
 }
 
 static const char *const sch_keys[] = {"kind", "max_num_seqs", "max_num_batched_tokens", "first_fit",
-                                       "exact_phase", "step_host_s", "handover_s", NULL};
+                                       "exact_phase", "step_host_s", "step_release_s", "handover_s", NULL};
 
 static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
 {
@@ -431,6 +431,7 @@ static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
     c->step_host_s = gnum(keep, "step_host_s", c->step_host_s, 0, HUGE_VAL, 0);
     if (!host_given && s->gpu.profile)
         c->step_host_s = -1.0;
+    c->step_release_s = gnum(keep, "step_release_s", c->step_release_s, 0, HUGE_VAL, 0);
     /* the same for the timeslice hand-over (the profile's host table: handover_s - resume_s) */
     lua_getfield(keep->L, keep->in, "handover_s");
     bool ho_given = !lua_isnil(keep->L, -1);
