@@ -76,6 +76,8 @@ typedef struct dkv_prof {
     uint32_t          n_copy;
     double            compute_alone_s, compute_beside_s;   /* the contention GEMM loop, alone / with copies */
     double            host_launch_s, host_gemm_launch_s;   /* host enqueue time per launch (elementwise, GEMM) */
+    double            host_resume_s, host_handover_s;      /* GPU idle between two steps of one thread / of two
+                                                              threads handing the GPU over (profile_host.c) */
     /* memory (profile_mem.c, cudaMemGetInfo; PROFILE_FORMAT.md "memory"), measured at set-up */
     bool     mem_measured;
     double   mem_total_bytes, mem_context_bytes, mem_libraries_bytes, mem_blas_handle_bytes,

@@ -167,5 +167,5 @@ dkv_status pr_sec_host(prof_ctx *P, dkv_err *err)
     }
     P->p->host_launch_s = t[0], P->p->host_gemm_launch_s = t[1];
     P->sec_rows++;
-    return DKV_OK;
+    return pr_host_handover(P, err);
 }

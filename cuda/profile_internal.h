@@ -98,6 +98,8 @@ dkv_status pr_sec_compress(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_copy(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_host(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_memory(prof_ctx *P, dkv_err *err);
+/* profile_host.c: p->host_resume_s and p->host_handover_s (the host section) */
+dkv_status pr_host_handover(prof_ctx *P, dkv_err *err);
 /* profile_mem.c: the context right after cudaFree(0); then, right after dkv_cuda_ctx_new, the
  * libraries, one more cuBLAS handle and the first launches */
 dkv_status pr_mem_context(prof_ctx *P, dkv_err *err);

@@ -55,17 +55,21 @@ local n8 = hw.param("n8", 32, "requests of the b8 operating point")
 local seqs = hw.param("seqs", 8, "b8: most sequences per instance (max_num_seqs)")
 local rate = hw.param("rate", 4, "arrive: Poisson arrival rate, requests/s")
 local cap_gib = hw.param("capacity_gib", 4, "KV pool of all instances together, GiB")
--- -D host: a number (s, every operating point) or per point, "b1=4e-05,b8=6e-05" (hw_session.sh post)
-local host_arg = tostring(hw.param("host", "0", "step_host_s of the simulated halves when no real half measured it, s "
-                                   .. "(a number, or OP=S,OP=S per operating point)"))
-local host_of = {}
-if host_arg:find("=") then
-  for op, v in host_arg:gmatch("([%w_]+)=([^,]+)") do
-    host_of[op] = tonumber(v) or error("hw_multi_instance: -D host: '" .. v .. "' for " .. op .. " is not a number", 0)
+-- -D host / -D release: a number (s, every operating point) or per point, "b1=4e-05,b8=6e-05"
+-- (hw_session.sh post)
+local function per_op(name, help)
+  local arg, t = tostring(hw.param(name, "0", help .. " (a number, or OP=S,OP=S per operating point)")), {}
+  if arg:find("=") then
+    for op, v in arg:gmatch("([%w_]+)=([^,]+)") do
+      t[op] = tonumber(v) or error("hw_multi_instance: -D " .. name .. ": '" .. v .. "' for " .. op .. " is not a number", 0)
+    end
+  else
+    t.all = tonumber(arg) or error("hw_multi_instance: -D " .. name .. " must be a number or OP=S,..., got " .. arg, 0)
   end
-else
-  host_of.all = tonumber(host_arg) or error("hw_multi_instance: -D host must be a number or OP=S,..., got " .. host_arg, 0)
+  return t
 end
+local host_of = per_op("host", "step_host_s of the simulated halves when no real half measured it, s")
+local release_of = per_op("release", "step_release_s of the simulated halves when no real half measured it, s")
 local function list(s)
   local t = {}
   for x in tostring(s):gmatch("[^,]+") do t[#t + 1] = x end
@@ -86,22 +90,43 @@ local function config(op, k, placement, copies)
     record = {kernels = true}}   -- per-class records: the single-instance points are in the calibration fit set
 end
 
-local function with_host(cfg, h)
+-- -D handover: scheduler.handover_s of the simulated halves (s); not given: the GPU preset's profile
+-- (its host table's handover_s - resume_s, dkv profile's host section; 0 without one)
+local handover = hw.param("handover", "", "scheduler.handover_s of the simulated halves, s (default: the profile's)")
+handover = handover ~= "" and (tonumber(handover) or error("hw_multi_instance: -D handover must be a number", 0)) or nil
+
+local function with_host(cfg, h, rel)
   local c = {}
   for key, v in pairs(cfg) do c[key] = v end
   c.scheduler = {}
   for key, v in pairs(cfg.scheduler) do c.scheduler[key] = v end
   c.scheduler.step_host_s = h
+  c.scheduler.step_release_s = rel
+  c.scheduler.handover_s = handover
   return c
 end
 
--- The measured host time of a step: mean of host_plan_s + time_s - compute_s over a real run's steps.
+-- The measured host time of a step, from the inst=1 real run's steps: the GPU's idle time between
+-- two consecutive steps, start_s[j+1] - start_s[j] - compute_s[j] (the cycle less the step's GPU
+-- span), averaged over the pairs where the engine did not wait for work (idle shorter than the
+-- step's span), is split into the engine's planning and commit (host_plan_s, mean: step_host_s,
+-- which other instances' steps fill) and the rest (step_release_s: the wait's tail, the backend's
+-- preparation and post-step bookkeeping, the next launch reaching the GPU, during which the
+-- instance holds the GPU).  scripts/hw_session.sh post_multi computes the same.  Returns h, rel.
 local function measured_host(r)
   local s = r and r:steps()
-  if not s or not s.time_s or #s.time_s == 0 then return nil end
-  local sum = 0
-  for i = 1, #s.time_s do sum = sum + s.host_plan_s[i] + s.time_s[i] - s.compute_s[i] end
-  return sum / #s.time_s
+  if not s or not s.start_s or #s.start_s < 2 then return nil end
+  local order = {}
+  for i = 1, #s.start_s do order[i] = i end
+  table.sort(order, function(a, b) return s.start_s[a] < s.start_s[b] end)
+  local idle, plan, n = 0, 0, 0
+  for j = 1, #order - 1 do
+    local a, b = order[j], order[j + 1]
+    local g = s.start_s[b] - s.start_s[a] - s.compute_s[a]
+    if g >= 0 and g < s.compute_s[a] then idle, plan, n = idle + g, plan + s.host_plan_s[a], n + 1 end
+  end
+  if n == 0 then return nil end
+  return plan / n, math.max(0, (idle - plan) / n)
 end
 
 -- the executed copies point (b1): k = 4, or the largest k in insts below it
@@ -129,7 +154,8 @@ end
 
 for _, op in ipairs(ops) do
   local host_default = host_of[op] or host_of.all or 0
-  local host = host_default   -- set from the inst=1 real run (the first point, its real half first)
+  local rel_default = release_of[op] or release_of.all or 0
+  local host, rel = host_default, rel_default   -- from the inst=1 real run (the first point, its real half first)
   local ks = insts
   for _, k in ipairs(ks) do
     for _, placement in ipairs(k == 1 and {"shared"} or {"shared", "partitioned"}) do
@@ -137,25 +163,31 @@ for _, op in ipairs(ops) do
       local cfg = config(op, k, placement)
       local eopts = k == 1 and {clock = "real", real_first = true} or {}
       eopts.sim_patch = function(c, pr)
-        if k == 1 then host = measured_host(pr.real) or host_default end
-        return with_host(c, host)
+        if k == 1 then
+          local h, r = measured_host(pr.real)
+          host, rel = h or host_default, r or rel_default
+        end
+        return with_host(c, host, rel)
       end
       local p, row = add(op, label, cfg, eopts, host)
       if k == 1 then
-        hosts[op] = host
+        hosts[op] = {host, rel}
         row.host_ms = host * 1e3
       end
+      row.rel_ms = rel * 1e3
       row.k, row.placement = k, placement
       if p.sim then base[op .. "s"] = base[op .. "s"] or (k == 1 and p.sim.summary.throughput_rps) end
       if p.real then base[op .. "r"] = base[op .. "r"] or (k == 1 and p.real.summary.throughput_rps) end
       row.s_speedup = base[op .. "s"] and row.s_rps and row.s_rps / base[op .. "s"]
       row.r_speedup = base[op .. "r"] and row.r_rps and row.r_rps / base[op .. "r"]
       for _, h in ipairs{0, 0.035} do   -- the step_host_s sweep (simulated only)
-        if hw.mode() ~= "real" then dkv.save(dkv.simulate(with_host(cfg, h)), "multi:" .. op .. ":" .. label .. ":sim_host=" .. h) end
+        if hw.mode() ~= "real" then
+          dkv.save(dkv.simulate(with_host(cfg, h, rel)), "multi:" .. op .. ":" .. label .. ":sim_host=" .. h)
+        end
       end
       if k == 1 and op ~= "arrive" then   -- today's path (clock = sum of step times): the identity check
         local q, r2 = add(op, "inst=1,clock=steps", cfg, {sim_only = false,
-                                                           sim_patch = function(c) return with_host(c, host) end}, host)
+                                                           sim_patch = function(c) return with_host(c, host, rel) end}, host)
         r2.k, r2.placement = 1, "shared"
         if q.real and p.real then
           r2.identity = q.real.summary.tokens_per_s / p.real.summary.tokens_per_s - 1
@@ -168,7 +200,7 @@ for _, op in ipairs(ops) do
       local cfg, label = config(op, k, "partitioned", true), string.format("inst=%d,partitioned,copies", k)
       -- k weight copies may not fit the GPU preset (8 x LLaDA-8B on an 80 GB stand-in): said, not run
       local ok, p, row = pcall(add, op, label, cfg, {sim_only = not (op == "b1" and k == copies_k),
-                                                     sim_patch = function(c) return with_host(c, host) end}, host)
+                                                     sim_patch = function(c) return with_host(c, host, rel) end}, host)
       if not ok and tostring(p):find("do not fit", 1, true) then
         print(string.format("hw: multi:%s:%s: not run: %s", op, label, tostring(p):match("cfg: .*") or tostring(p)))
       elseif not ok then
@@ -185,8 +217,11 @@ end
 print(string.format("hw multi-instance: %s on %s, P=%d G=%d, dual, %d steps/block, pool %g GiB, timeslice; b1: %d "
                     .. "requests, batch 1/instance; b8: %d requests, <= %d/instance; arrive: b1 at %g req/s",
                     model, gpu, prompt, gen, steps, cap_gib, n1, n8, seqs, rate))
-for op, h in pairs(hosts) do print(string.format("measured host per step (%s, inst=1 real): %.2f ms", op, h * 1e3)) end
-hw.print_table(rows, {{"point", "point"}, {"expect_s", "expect_s", "%.1f"}, {"host_ms", "host_ms", "%.2f"},
+for op, h in pairs(hosts) do
+  print(string.format("measured host per step (%s, inst=1 real): %.3f ms planning, %.3f ms release", op, h[1] * 1e3, h[2] * 1e3))
+end
+hw.print_table(rows, {{"point", "point"}, {"expect_s", "expect_s", "%.1f"}, {"host_ms", "host_ms", "%.3f"},
+  {"rel_ms", "release_ms", "%.3f"},
   {"s_done", "s_done"}, {"r_done", "r_done"},
   {"s_rps", "sim_req/s", "%.3f"}, {"r_rps", "real_req/s", "%.3f"}, {"s_speedup", "sim_x", "%.2f"},
   {"r_speedup", "real_x", "%.2f"}, {"identity", "k1_ident", "%+.3f"},

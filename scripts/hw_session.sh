@@ -535,10 +535,40 @@ PYEOF
 # CLAIMS row 8 (criterion first).
 MULTI_TOLS=(--tolerance run.throughput_rps=8% --tolerance run.latency_p99_s=8% --tolerance run.peak_kv_bytes=1%
             --tolerance 'run.kv_*frag*=0.01')
+# issue 11: the host table (resume_s, handover_s) of a host-only profile grafted onto the shipped
+# profile of the h200 preset, under ROOT/datasets (presets and profiles copied): -D gpu=h200 with
+# --root ROOT re-simulates under it.  Prints the grafted host line.
+graft_host() {   # HOST_PROFILE ROOT
+    local pname base
+    pname=$(sed -n 's/^ *profile = "\(.*\)",*$/\1/p' datasets/presets/gpu/h200.lua | head -n 1)
+    base=datasets/profiles/$pname.lua
+    [ -f "$base" ] || { echo "graft_host: no shipped profile $base" >&2; return 1; }
+    rm -rf "$2"; mkdir -p "$2/datasets" && cp -r datasets/presets datasets/profiles "$2/datasets/" || return 1
+    $PY - "$1" "$base" "$2/datasets/profiles/$pname.lua" <<'PYEOF'
+import re, sys
+src, base, dst = sys.argv[1:4]
+host = re.search(r"(?m)^  host = \{.*handover_s.*\},\n", open(src).read())
+if not host:
+    sys.exit("graft_host: %s has no host table with handover_s" % src)
+txt, n = re.subn(r"(?m)^  host = \{.*\},\n", lambda m: "  -- host: grafted from %s (dkv profile --grid host)\n" % src
+                 + host.group(0), open(base).read())
+if n != 1:
+    sys.exit("graft_host: %s: expected one host table, found %d" % (base, n))
+open(dst, "w").write(txt)
+print("host table of %s grafted onto %s: %s" % (src, base, host.group(0).strip()))
+PYEOF
+}
+
 post_multi() {
     local R=$1 f n i=0 c x defs
     DKV=${DKV:-$(pick_dkv)}
     mkdir -p "$R/cmp_multi" "$R/sim_multi"
+    local hp=${MULTI_HOST_PROFILE:-} rootargs=()
+    [ -z "$hp" ] && [ -f "$R/host_profile.lua" ] && hp=$R/host_profile.lua
+    if [ -n "$hp" ]; then
+        graft_host "$hp" "$R/root_multi" || return 1
+        rootargs=(--root "$R/root_multi")
+    fi
     for f in "$R"/h5/hw_multi_instance*.h5; do
         [ -f "$f" ] || continue
         x=$(basename "$f" .h5)
@@ -546,32 +576,38 @@ post_multi() {
         defs=$($PY - "$f" <<'PYEOF'
 import sys, h5py, numpy as np
 runs = h5py.File(sys.argv[1], "r")["runs"]
-defs, hosts = None, []
+defs, hosts, rels = None, [], []
 for n in runs:
     if n.endswith(":real") and defs is None:
         d = runs[n].attrs.get("defines", b"")
         defs = d.decode() if isinstance(d, bytes) else str(d)
     if n.startswith("multi:") and n.endswith(":inst=1,clock=real:real") and "steps" in runs[n]:
-        st = runs[n]["steps"][()]
-        hosts.append("%s=%.9g" % (n.split(":")[1], float(np.mean(st["host_plan_s"] + st["time_s"] - st["compute_s"]))))
+        # the GPU's idle time between consecutive steps, split into planning (host_plan_s) and the
+        # rest (hw_multi_instance.lua's measured_host)
+        st = np.sort(runs[n]["steps"][()], order="start_s")
+        idle = st["start_s"][1:] - st["start_s"][:-1] - st["compute_s"][:-1]
+        ok = (idle >= 0) & (idle < st["compute_s"][:-1])
+        plan = float(np.mean(st["host_plan_s"][:-1][ok]))
+        hosts.append("%s=%.9g" % (n.split(":")[1], plan))
+        rels.append("%s=%.9g" % (n.split(":")[1], max(0.0, float(np.mean(idle[ok])) - plan)))
 out = []
 for line in (defs or "").splitlines():
     k = line.split("=", 1)[0]
-    if line and k not in ("backend", "standin", "half", "warmup", "gpu", "host"):
+    if line and k not in ("backend", "standin", "half", "warmup", "gpu", "host", "release", "handover"):
         out += ["-D", line]
 if hosts:
-    out += ["-D", "host=" + ",".join(hosts)]
+    out += ["-D", "host=" + ",".join(hosts), "-D", "release=" + ",".join(rels)]
 print("\n".join(out))
 PYEOF
 )
         local dargs=()
         [ -n "$defs" ] && mapfile -t dargs <<< "$defs"
-        if ! "$DKV" run experiments/hw_multi_instance.lua -D backend=sim -D gpu="${MULTI_SIM_GPU:-h200}" "${dargs[@]}" \
-                -o "$R/sim_multi/$x.h5" > "$R/sim_multi/$x.log" 2>&1; then
+        if ! "$DKV" run "${rootargs[@]}" experiments/hw_multi_instance.lua -D backend=sim -D gpu="${MULTI_SIM_GPU:-h200}" \
+                "${dargs[@]}" ${MULTI_SIM_ARGS:-} -o "$R/sim_multi/$x.h5" > "$R/sim_multi/$x.log" 2>&1; then
             echo "re-simulation of $x failed (sim_multi/$x.log): $(grep -m1 -v '^hw' "$R/sim_multi/$x.log" | cut -c1-200)"
             continue
         fi
-        echo "re-simulated $x on ${MULTI_SIM_GPU:-h200}: ${dargs[*]}"
+        echo "re-simulated $x on ${MULTI_SIM_GPU:-h200}${hp:+ (host table of $hp)}: ${dargs[*]} ${MULTI_SIM_ARGS:-}"
         while read -r n; do
             i=$((i + 1)); c=$R/cmp_multi/$(printf %03d $i)
             "$DKV" compare "$f" "$R/sim_multi/$x.h5" --real-run "$n:real" --sim-run "$n:sim" "${MULTI_TOLS[@]}" -o "$c.h5" > "$c.txt" 2>&1
@@ -592,6 +628,13 @@ for n in runs:
 # (an earlier folder's, else the one the shipped h200 preset names), replacing any memory table there,
 # so the held-out points are re-simulated with measured kernel times and the new memory figures.
 take_profile() {   # SRC DST
+    # issue 11: a host-only profile (dkv profile --grid host: no kernel rows, a host table with
+    # handover_s) is kept beside, as host_profile.lua: post_multi grafts its host table (graft_host)
+    if ! grep -q -E '^ +\{[0-9]' "$1" && grep -q '^  host = {.*handover_s' "$1" && ! grep -q '^  memory = {' "$1"; then
+        cp "$1" "$(dirname "$2")/host_profile.lua"
+        echo "profile: $1 is host-only: kept as $(dirname "$2")/host_profile.lua (post_multi grafts its host table)"
+        return
+    fi
     if grep -q -E '^ +\{[0-9]' "$1" || ! grep -q '^  memory = {' "$1"; then cp "$1" "$2"; return; fi
     local base=$2
     if [ ! -f "$base" ]; then

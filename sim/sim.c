@@ -411,6 +411,7 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
         double enqueue = in->host_per_launch_s * ((double)tot.launches - gemms) + in->host_per_gemm_launch_s * gemms;
         busy = compute > enqueue ? compute : enqueue;
         out->host_s = in->host_base_s + in->host_per_item_s * plan->n_items;
+        out->handover_s = in->host_handover_s > in->host_resume_s ? in->host_handover_s - in->host_resume_s : 0;
     }
     out->roofline_s = roof;
     if (o.copy_model == DKV_SIM_COPY_STREAM) {

@@ -180,9 +180,13 @@ void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_met
     fputs("  -- host enqueue seconds per launch (host clock, the stream held by a spin kernel): an elementwise kernel\n"
           "  -- (per_launch_s) and a cuBLASLt GEMM with its plan cached (per_gemm_launch_s).  base_s and per_item_s\n"
           "  -- (engine planning per step and per item) are not measured here: the backend's per-step host records\n"
-          "  -- (dkv.execute) give them\n  host = {", f);
+          "  -- (dkv.execute) give them.  resume_s / handover_s: the GPU's idle time between two steps of one host\n"
+          "  -- thread / of two threads passing the GPU over as a timeslice ticket does (event-timed, medians)\n  host = {", f);
     if (p->host_launch_s > 0)
         fprintf(f, "per_launch_s = %.6g, per_gemm_launch_s = %.6g", p->host_launch_s, p->host_gemm_launch_s);
+    if (p->host_handover_s > 0)
+        fprintf(f, "%sresume_s = %.6g, handover_s = %.6g", p->host_launch_s > 0 ? ", " : "", p->host_resume_s,
+                p->host_handover_s);
     fputs("},\n", f);
     write_memory(f, p);
     fputs("}\n", f);

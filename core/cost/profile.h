@@ -65,6 +65,7 @@ typedef struct dkv_profile_info {
                                   else the largest first_s of kernels.compress); 0: other_s */
     double host_base_s, host_per_item_s;           /* planning per step: serial host time */
     double host_per_launch_s, host_per_gemm_launch_s;   /* enqueue per launch: overlaps the GPU */
+    double host_resume_s, host_handover_s;   /* GPU idle between two steps of one thread / two threads (0: none) */
     /* memory (PROFILE_FORMAT.md "memory"; absent: has_memory false): device memory a CUDA backend
      * process holds besides dkv's own allocations, bytes */
     bool   has_memory;

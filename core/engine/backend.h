@@ -213,6 +213,9 @@ typedef struct dkv_step_cost {
                                   covered the class or shape; all of compute_s without a profile) */
     double   host_s;           /* modelled host time the instance spends after the step before it
                                   can issue the next (profile host table; 0 without one) */
+    double   handover_s;       /* modelled extra GPU idle time when another instance's host thread
+                                  takes the GPU over after this step (profile host table:
+                                  handover_s - resume_s; 0 without one) */
 } dkv_step_cost;
 
 /* The vtable (ggml style).  NULL entries take defaults: begin/end do nothing, run_step

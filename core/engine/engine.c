@@ -374,6 +374,7 @@ static dkv_status eng_setup(eng *e, const dkv_engine_config *cfg, dkv_err *err)
     e->ni = cfg->n_instances;
     e->kvbpt = dkv_model_kv_bytes_per_token(e->m);
     e->blocked_req = -1;
+    e->last_inst = UINT32_MAX;
     for (uint32_t i = 0; i < e->ni; i++)
         e->in[i].id = i;
     /* cfg is resolved (dkv_engine_config_resolve): preset values and sizing are in it */
@@ -426,6 +427,18 @@ double eng_wall_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Timeslice instances (engine.h's multi-instance rules): instance i, waiting when the holder of the
+ * last step releases the GPU (now <= gpu_free), takes it over after the hand-over (waking i's host
+ * thread); one that comes later finds it free. */
+static void eng_handover(eng *e, uint32_t i)
+{
+    uint32_t a = e->last_inst;
+    if (a == UINT32_MAX || e->gpu_free < e->now)
+        return;
+    double ho = a == i ? 0 : e->c.handover_s >= 0 ? e->c.handover_s : e->handover_model_s;
+    e->now = e->gpu_free + ho;
+}
+
 static dkv_status run_loop(eng *e, dkv_err *err)
 {
     dkv_status st;
@@ -460,10 +473,13 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                     return st;
                 if (kept == 0)
                     continue;
+                eng_handover(e, i);
                 if ((st = eng_run_round(e, 0, i, 1, err)) != DKV_OK)
                     return st;
-                e->ready[i] = e->now + (host >= 0 ? host : e->host_model_s);
+                e->gpu_free = e->now + e->c.step_release_s;
+                e->ready[i] = e->gpu_free + (host >= 0 ? host : e->host_model_s);
                 e->rr = i + 1;
+                e->last_inst = i;
                 ran = true;
             }
         } else {
@@ -489,7 +505,7 @@ static dkv_status run_loop(eng *e, dkv_err *err)
                     return st;
                 for (uint32_t i = 0; i < e->ni; i++)
                     if (part[i])
-                        e->ready[i] = e->now + (host >= 0 ? host : e->host_model_s);
+                        e->ready[i] = e->now + e->c.step_release_s + (host >= 0 ? host : e->host_model_s);
                 ran = true;
             }
         }

@@ -55,7 +55,14 @@
  *   DKV_SHARE_TIMESLICE  the GPU runs one instance's step at a time, instances taking turns
  *                        round-robin among those with work (MPS-less time slicing); an
  *                        instance busy on the host (step_host_s after its step) is skipped,
- *                        so several instances fill each other's host gaps;
+ *                        so several instances fill each other's host gaps.  The GPU is free
+ *                        again step_release_s after a step (the holder's serial host work);
+ *                        an instance B that was waiting for it (ready by then) takes it over
+ *                        from the holder A after a further handover_s (the engine_multi.c
+ *                        ticket: A waits for its step's end, does its post-step bookkeeping,
+ *                        passes the ticket, B's thread wakes and launches); A itself goes on
+ *                        after step_release_s + step_host_s (docs/COST_MODEL.md "Host time
+ *                        per step");
  *   DKV_SHARE_SPATIAL    the steps of all instances with work in a round run concurrently
  *                        (MPS): their plans are merged into one and costed together, weights
  *                        streamed once per instance (n_weight_streams); all advance together.
@@ -148,6 +155,16 @@ typedef struct dkv_engine_config {
                                        meanwhile.  Default 0 (a pure GPU roofline); < 0: the
                                        backend's modelled host time of each step
                                        (dkv_step_cost.host_s: a measured profile's host table) */
+    double   step_release_s;        /* host time after each step during which its instance still holds
+                                       the GPU (waiting for the step's end, the backend's post-step
+                                       bookkeeping, the next launch reaching the GPU): no step of any
+                                       instance runs; step_host_s follows it.  Default 0 */
+    double   handover_s;            /* timeslice instances: the GPU's extra idle time when it passes to
+                                       another instance that was waiting for it (waking that instance's
+                                       host thread), after the holder's step_release_s: see the
+                                       multi-instance rules above.  Default 0; < 0: the backend's
+                                       modelled value (dkv_step_cost.handover_s: the profile's host
+                                       table, handover_s - resume_s) */
 
     /* memory */
     dkv_mem_options mem;            /* KV manager: kind and its options.  capacity_bytes 0: the

@@ -172,6 +172,9 @@ typedef struct eng {
     double busy_s, compute_s, alloc_s;
     double roofline_s;     /* of compute_s, the backend's seconds from the roofline (simulator) */
     double host_model_s;   /* the last step's modelled host time (used when step_host_s < 0) */
+    double handover_model_s;   /* the last step's modelled hand-over time (used when handover_s < 0) */
+    uint32_t last_inst;    /* instance of the last step (timeslice hand-over); UINT32_MAX: none yet */
+    double gpu_free;       /* when the last step's holder releases the GPU (its end + step_release_s) */
     double hbm_rd, hbm_wr, pcie_h2d, pcie_d2h, flops;
     uint64_t items_total;
     dkv_engine_result *res;

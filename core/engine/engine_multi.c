@@ -292,6 +292,9 @@ static dkv_status check_config(const dkv_engine_config *c, const dkv_instances_o
                            "'none')");
     if (c->trace || c->on_step)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "threaded instances: record.trace is not supported");
+    if ((c->step_release_s > 0 || c->handover_s > 0) && o->real_clock)
+        return dkv_err_set(err, DKV_EINVAL, "scheduler.step_release_s / handover_s model the hand-over; executed "
+                           "instances hand the GPU over for real (set them to 0)");
     if (c->step_host_s > 0 && o->real_clock)
         return dkv_err_set(err, DKV_EINVAL, "scheduler.step_host_s = %g models host time; executed instances "
                            "spend real host time (set it to 0)", c->step_host_s);

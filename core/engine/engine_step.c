@@ -515,6 +515,7 @@ static double round_account(eng *e, const dkv_step_cost *cost, const round_sums 
     e->compute_s += cost->compute_s;
     e->roofline_s += cost->roofline_s;
     e->host_model_s = cost->host_s;
+    e->handover_model_s = cost->handover_s;
     e->alloc_s += alloc_s;
     e->hbm_rd += (double)cost->hbm_read_bytes;
     e->hbm_wr += (double)cost->hbm_write_bytes;

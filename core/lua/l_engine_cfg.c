@@ -101,7 +101,7 @@ static void parse_decode(pt *root, dkv_lsim *s)
 }
 
 static const char *const sch_keys[] = {"kind", "max_num_seqs", "max_num_batched_tokens", "first_fit",
-                                       "exact_phase", "step_host_s", NULL};
+                                       "exact_phase", "step_host_s", "step_release_s", "handover_s", NULL};
 
 static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
 {
@@ -112,14 +112,18 @@ static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
     c->max_num_batched_tokens = (uint32_t)gint(keep, "max_num_batched_tokens", c->max_num_batched_tokens, 0, U32MAX);
     c->first_fit = gbool(keep, "first_fit", c->first_fit);
     c->exact_phase = gbool(keep, "exact_phase", c->exact_phase);
-    /* not given: the simulator's modelled host time per step when the GPU has a measured profile
-     * (its host table; dkv_step_cost.host_s), else the default; the config records the value */
-    lua_getfield(keep->L, keep->in, "step_host_s");
-    bool host_given = !lua_isnil(keep->L, -1);
-    lua_pop(keep->L, 1);
-    c->step_host_s = gnum(keep, "step_host_s", c->step_host_s, 0, HUGE_VAL, 0);
-    if (!host_given && s->gpu.profile)
-        c->step_host_s = -1.0;
+    /* step_host_s, handover_s not given: the simulator's model when the GPU has a measured profile
+     * (its host table; dkv_step_cost.host_s / handover_s), else the default; the config records it */
+    static const char *const modelled[] = {"step_host_s", "handover_s"};
+    double *dst[] = {&c->step_host_s, &c->handover_s};
+    for (int i = 0; i < 2; i++) {
+        bool given = lua_getfield(keep->L, keep->in, modelled[i]) != LUA_TNIL;
+        lua_pop(keep->L, 1);
+        *dst[i] = gnum(keep, modelled[i], *dst[i], 0, HUGE_VAL, 0);
+        if (!given && s->gpu.profile)
+            *dst[i] = -1.0;
+    }
+    c->step_release_s = gnum(keep, "step_release_s", c->step_release_s, 0, HUGE_VAL, 0);
 }
 
 static const char *const mem_keys[] = {"kind", "capacity_bytes", "block_tokens", "chunk_blocks", "initial_bytes",

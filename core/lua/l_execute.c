@@ -208,6 +208,13 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     if (c->step_host_s > 0)   /* given (< 0: the profile's host model, which an executing backend leaves at 0) */
         return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.step_host_s = %g models host time; an executed run spends "
                            "real host time (set it to 0, or leave it out)", c->step_host_s);
+    if (c->step_release_s > 0)
+        return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.step_release_s = %g models host time; an executed run "
+                           "spends real host time (set it to 0, or leave it out)", c->step_release_s);
+    if (c->handover_s > 0)
+        return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.handover_s = %g models the hand-over between instances; "
+                           "executed instances hand the GPU over for real (set it to 0, or leave it out)",
+                           c->handover_s);
     /* the pool's geometry, the decode configuration and the weights reach the backend through
      * the engine's dkv_backend_setup; only the device options and the overrides are set here */
     dkv_cuda_backend_options o = dkv_cuda_backend_options_default();

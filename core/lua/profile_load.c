@@ -260,7 +260,8 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     read_memory(L, top, file, in);
     static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
                                         "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
-    static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "note", NULL};
+    static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "resume_s",
+                                        "handover_s", "note", NULL};
     char sp[300];
     if (dkv_lconf_subtable(L, top, file, "first_use", 0)) {
         dkv_lconf_path(sp, sizeof sp, file, "first_use");
@@ -289,6 +290,12 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
         in->host_per_launch_s = dkv_lconf_number(L, -1, sp, "per_launch_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
         in->host_per_gemm_launch_s = dkv_lconf_number(L, -1, sp, "per_gemm_launch_s", in->host_per_launch_s, 0,
                                                       HUGE_VAL, 0);
+        /* resume_s, handover_s: the GPU's idle time between two steps of one thread / of two threads
+         * handing the GPU over (dkv profile's host section); both or neither */
+        in->host_resume_s = dkv_lconf_number(L, -1, sp, "resume_s", 0, 0, HUGE_VAL, 0);
+        in->host_handover_s = dkv_lconf_number(L, -1, sp, "handover_s", 0, 0, HUGE_VAL, 0);
+        if ((in->host_resume_s > 0) != (in->host_handover_s > 0))
+            luaL_error(L, "%s: resume_s and handover_s come together (one measurement)", sp);
         lua_pop(L, 1);
     }
 }

@@ -124,3 +124,30 @@ do
   assert(math.abs((with - without) - 0.00176411) < 1e-9,
          string.format("first compression: %.9g s more cold cost", with - without))
 end
+
+-- The timeslice hand-over (scheduler.step_release_s, handover_s; core/engine/engine.h): two
+-- instances, every request at t = 0: consecutive steps of the two are release + handover apart;
+-- the config records the values; a negative one is an error naming the field.
+do
+  local function t(rel, ho)
+    local c = base()
+    c.workload = {kind = "fixed", n = 4, interval_s = 0, prompt = 64, gen = 32}
+    c.scheduler = {kind = "phase", max_num_seqs = 1, step_host_s = 2e-4, step_release_s = rel, handover_s = ho}
+    c.instances = {n = 2}
+    return dkv.simulate(c)
+  end
+  local r0, r1 = t(0, 0), t(1e-4, 5e-5)
+  assert(r1.config.scheduler.step_release_s == 1e-4 and r1.config.scheduler.handover_s == 5e-5)
+  local st, n = r1:steps(), 0
+  for j = 1, #st.start_s - 1 do
+    if st.instance[j] ~= st.instance[j + 1] then
+      local gap = st.start_s[j + 1] - st.start_s[j] - st.time_s[j]
+      assert(math.abs(gap - 1.5e-4) < 1e-12, string.format("hand-over gap %.9g s, want 1.5e-4", gap))
+      n = n + 1
+    end
+  end
+  assert(n > 50, "the instances alternate: " .. n)
+  assert(r1.summary.sim_time_s > r0.summary.sim_time_s, "the hand-overs cost time")
+  local ok, err = pcall(t, 0, -1)
+  assert(not ok and tostring(err):find("handover_s", 1, true), tostring(err))
+end

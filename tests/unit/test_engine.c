@@ -481,6 +481,57 @@ static void test_host_gaps(void **state)
     fx_fini(&f);
 }
 
+/* The timeslice hand-over (engine.h's multi-instance rules): with every request there at t = 0,
+ * consecutive steps of two instances are step_release_s + handover_s apart on the GPU (the holder's
+ * serial host work, then waking the next instance), whatever step_host_s (planning, which the
+ * other instance's step covers); one instance's steps are step_release_s + step_host_s apart. */
+static double max_gap_error(const dkv_engine_result *r, double want_other, double want_same, size_t *n_other)
+{
+    size_t n = 0;
+    const dkv_step_record *s = dkv_engine_result_steps(r, &n);
+    double worst = 0;
+    *n_other = 0;
+    for (size_t j = 0; j + 1 < n; j++) {
+        double gap = s[j + 1].start_s - (s[j].start_s + s[j].time_s);
+        bool other = s[j + 1].instance != s[j].instance;
+        *n_other += other;
+        double e = fabs(gap - (other ? want_other : want_same));
+        worst = e > worst ? e : worst;
+    }
+    return worst;
+}
+
+static void test_handover(void **state)
+{
+    (void)state;
+    fx f;
+    fx_init(&f);
+    dkv_request rs[8];
+    for (int i = 0; i < 8; i++)
+        rs[i] = req(0, 32, 16);
+    fx_workload(&f, rs, 8);
+    f.c.max_num_seqs = 1;
+    f.c.step_host_s = 2e-4;
+    f.c.step_release_s = 1e-4;
+    f.c.handover_s = 5e-5;
+    size_t n_other = 0;
+    fx_run(&f);   /* one instance: release + planning after every step */
+    assert_true(max_gap_error(f.r, -1, 3e-4, &n_other) < 1e-12);
+    assert_int_equal(n_other, 0);
+    double one = dkv_engine_result_summary(f.r)->sim_time_s;
+    f.c.n_instances = 2;
+    fx_run(&f);
+    assert_int_equal(dkv_engine_result_summary(f.r)->n_done, 8);
+    assert_true(max_gap_error(f.r, 1.5e-4, -1, &n_other) < 1e-12);
+    assert_true(n_other > 100);          /* the instances alternate */
+    double two = dkv_engine_result_summary(f.r)->sim_time_s;
+    assert_true(two < one);              /* planning is hidden, the hand-over is not */
+    f.c.step_release_s = f.c.handover_s = 0;   /* the rules before: the other instance fills the gap */
+    fx_run(&f);
+    assert_true(max_gap_error(f.r, 0, -1, &n_other) < 1e-12);
+    fx_fini(&f);
+}
+
 /* Plans carry the pool block ids of each item's KV (what the CUDA backend addresses): enough blocks
  * for the keys attended, ids inside the pool, no id shared by two requests of one step. */
 typedef struct blk_check { uint64_t items_with_blocks, steps; uint32_t pool_blocks, block_tokens; int bad; } blk_check;
@@ -556,6 +607,7 @@ int main(void)
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_closed_loop),
         cmocka_unit_test(test_host_gaps),
+        cmocka_unit_test(test_handover),
         cmocka_unit_test(test_percentile),
         cmocka_unit_test(test_plan_block_ids),
     };

@@ -62,6 +62,7 @@ static void fill(dkv_prof *p, dkv_prof_table *gemm, dkv_prof_table *attn, dkv_pr
     p->n_copy = 2;
     p->compute_alone_s = 1.3e-4, p->compute_beside_s = 1.5e-4;
     p->host_launch_s = 3e-6, p->host_gemm_launch_s = 7e-6;
+    p->host_resume_s = 2.5e-5, p->host_handover_s = 9.5e-5;
     p->mem_measured = true;
     p->mem_total_bytes = 150109880320.0, p->mem_context_bytes = 559939584.0, p->mem_libraries_bytes = 71303168.0;
     p->mem_blas_handle_bytes = 35651584.0, p->mem_blas_handle_again_bytes = 35651584.0;
@@ -136,6 +137,8 @@ static void test_write_and_load(void **state)
     assert_float_equal(num(L, "P.first_use.attn_s"), 2e-4, 1e-12);
     assert_float_equal(num(L, "P.host.per_launch_s"), 3e-6, 1e-15);
     assert_true(num(L, "P.host.base_s == nil and 1 or 0") == 1);
+    assert_float_equal(num(L, "P.host.resume_s"), 2.5e-5, 1e-15);
+    assert_float_equal(num(L, "P.host.handover_s"), 9.5e-5, 1e-15);
     /* the memory section, exact bytes */
     assert_float_equal(num(L, "P.memory.total_bytes"), 150109880320.0, 0);
     assert_float_equal(num(L, "P.memory.context_bytes"), 559939584.0, 0);
