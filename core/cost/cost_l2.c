@@ -92,9 +92,9 @@ static void stream(l2m *s, double bytes)
     push(s, B_STREAM, fmin(bytes, s->cap), 0, 0);
 }
 
-/* Reads bytes of buffer key: the resident part hits, the rest comes from HBM; the buffer becomes
- * the most recent. */
-static void rd(l2m *s, int key, double bytes)
+/* Reads bytes of buffer key: the resident part hits, the rest comes from HBM (counted unless
+ * the caller counted it: all_miss); the buffer becomes the most recent. */
+static void rd_as(l2m *s, int key, double bytes, bool all_miss)
 {
     if (bytes <= 0)
         return;
@@ -107,9 +107,14 @@ static void rd(l2m *s, int key, double bytes)
             s->tot -= s->e[i].res;
             drop(s, i);
         }
-    s->rd += fmax(0, bytes - r);
+    s->rd += all_miss ? bytes : fmax(0, bytes - r);
     double nr = fmin(fmax(r, bytes), s->cap);
     push(s, key, nr, fmin(d, nr), wep);
+}
+
+static void rd(l2m *s, int key, double bytes)
+{
+    rd_as(s, key, bytes, false);
 }
 
 /* Writes bytes of buffer key: they replace up to bytes of the buffer's lines written by earlier
@@ -183,10 +188,7 @@ static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b,
      * sweep) by the time the next wave reads them, and every later wave reads the input from HBM */
     bool thrash = S > 1 && in_b + (w_b + out_b) / S + res_b > s->cap;
     for (int i = 0; i < S; i++) {
-        if (thrash && i > 0) {
-            s->rd += in_b;   /* the input is in L2 again after the sweep (its last slabs) */
-        }
-        rd(s, in, in_b);
+        rd_as(s, in, in_b, thrash && i > 0);
         stream(s, w_b / S);
         wr(s, out, out_b / S);
     }
