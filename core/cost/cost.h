@@ -98,8 +98,9 @@ typedef struct dkv_cost_hw {
 /* dkv_cost_count, then the HBM bytes read and written per kernel class (rd / wr) replaced by
  * those of the forward replayed through hw's L2 (cost_l2.c, docs/COST_MODEL.md "HBM bytes with
  * an L2"): activations still in L2 are not read from HBM, writes reach HBM when a later kernel
- * pushes them out and count for that kernel.  FLOPs, launches, bytes_fast and the segments (the
- * roofline's inputs) are dkv_cost_count's.  hw NULL or hw->l2_bytes 0: dkv_cost_count. */
+ * pushes them out and count for that kernel; bytes_fast = those bytes less the class's HBM
+ * segments (the roofline streams what reaches HBM).  FLOPs, launches and the segments are
+ * dkv_cost_count's.  hw NULL or hw->l2_bytes 0: dkv_cost_count. */
 dkv_status dkv_cost_count_hw(const dkv_model *m, const dkv_cost_hw *hw, const dkv_step_plan *plan,
                              dkv_cost_step *cs, dkv_err *err);
 

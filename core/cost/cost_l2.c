@@ -321,6 +321,10 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
     layer(&r, m, plan, cs, cs->weight_streams, NULL);
     layer(&r, m, plan, cs, cs->weight_streams, lay);
     tail(&r, m, plan, cs, &once[DKV_KCLASS_LM_HEAD], &once[DKV_KCLASS_ELEMENTWISE]);
+    double seg[DKV_KCLASS_N] = {0};   /* per layer: the class's HBM segments (timed at their run length) */
+    for (uint32_t i = 0; i < cs->n_segs; i++)
+        if (cs->segs[i].via == DKV_COST_VIA_HBM)
+            seg[cs->segs[i].kind] += cs->segs[i].bytes;
     for (size_t i = 0; i < sizeof modelled / sizeof modelled[0]; i++) {
         int c = modelled[i];
         if (c == DKV_KCLASS_LM_HEAD) {
@@ -331,5 +335,9 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
         } else {   /* (zero-copy host reads, kv_gather without a selection, cross PCIe: no HBM bytes) */
             cs->layer[c].rd = lay[c].rd, cs->layer[c].wr = lay[c].wr;
         }
+        /* the roofline streams what reaches HBM: the class's bytes less its segments (which keep
+         * their own, run-length time) */
+        cs->layer[c].bytes_fast = fmax(0, cs->layer[c].rd + cs->layer[c].wr - seg[c]);
+        cs->once[c].bytes_fast = cs->once[c].rd + cs->once[c].wr;
     }
 }
