@@ -417,6 +417,15 @@ static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, c
     return DKV_OK;
 }
 
+/* The cost model's counts of plan into cs (initialised here; the caller frees it), HBM bytes
+ * through the run's GPU preset's L2, as its simulated twin counts them. */
+static dkv_status bk_count(const dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_cost_step *cs, dkv_err *err)
+{
+    dkv_cost_hw hw = {.l2_bytes = b->g.l2_bytes, .l2_partitions = b->g.l2_partitions, .n_sms = b->g.n_sms};
+    dkv_cost_step_init(cs);
+    return dkv_cost_count_hw(&b->m, &hw, plan, cs, err);
+}
+
 /* The host clock of one step (dkv_step_cost's host_enqueue_s, host_wait_s and stall). */
 typedef struct {
     double t0, t_enq, t_wait, t_block;
@@ -488,8 +497,7 @@ static dkv_status step_count(dkv_cuda_backend *b, const dkv_step_plan *plan, con
                              uint32_t *n_kernels, dkv_err *err)
 {
     dkv_cost_step cs;
-    dkv_cost_step_init(&cs);
-    dkv_status cst = dkv_cost_count(&b->m, plan, &cs, err);
+    dkv_status cst = bk_count(b, plan, &cs, err);
     if (cst != DKV_OK) {
         dkv_cost_step_free(&cs);
         return cst;

@@ -232,6 +232,15 @@ dkv_status dkv_cost_count(const dkv_model *m, const dkv_step_plan *plan, dkv_cos
     return count_xfers(plan, cs, err);
 }
 
+dkv_status dkv_cost_count_hw(const dkv_model *m, const dkv_cost_hw *hw, const dkv_step_plan *plan,
+                             dkv_cost_step *cs, dkv_err *err)
+{
+    dkv_status st = dkv_cost_count(m, plan, cs, err);
+    if (st == DKV_OK)
+        dkv_cost_l2_bytes(m, plan, hw, cs);
+    return st;
+}
+
 static bool is_once(int c)
 {
     return c == DKV_KCLASS_LM_HEAD || c == DKV_KCLASS_COMPRESS || c == DKV_KCLASS_REORDER;

@@ -87,6 +87,26 @@ void dkv_cost_step_free(dkv_cost_step *cs);   /* accepts NULL */
  * kv_cached_tokens > kv_tokens, a transfer of unknown kind (DKV_EINVAL), no memory. */
 dkv_status dkv_cost_count(const dkv_model *m, const dkv_step_plan *plan, dkv_cost_step *cs, dkv_err *err);
 
+/* The GPU's L2 between kernels (dkv_cost_count_hw). */
+typedef struct dkv_cost_hw {
+    double   l2_bytes;   /* L2 capacity; 0: no L2 model (every operand from HBM, every write to HBM) */
+    uint32_t l2_partitions;   /* halves each caching what their SMs read (0 = 1): the model's capacity is
+                                 l2_bytes / l2_partitions (the forward's operands are read from both) */
+    uint32_t n_sms;      /* streaming multiprocessors: output tiles per GEMM wave */
+} dkv_cost_hw;
+
+/* dkv_cost_count, then the HBM bytes read and written per kernel class (rd / wr) replaced by
+ * those of the forward replayed through hw's L2 (cost_l2.c, docs/COST_MODEL.md "HBM bytes with
+ * an L2"): activations still in L2 are not read from HBM, writes reach HBM when a later kernel
+ * pushes them out and count for that kernel; bytes_fast = those bytes less the class's HBM
+ * segments (the roofline streams what reaches HBM).  FLOPs, launches and the segments are
+ * dkv_cost_count's.  hw NULL or hw->l2_bytes 0: dkv_cost_count. */
+dkv_status dkv_cost_count_hw(const dkv_model *m, const dkv_cost_hw *hw, const dkv_step_plan *plan,
+                             dkv_cost_step *cs, dkv_err *err);
+
+/* The L2 replay alone, on counts dkv_cost_count made of the same plan (cost_l2.c). */
+void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_hw *hw, dkv_cost_step *cs);
+
 /* Class c over the whole step: n_layers x the layer part + the once part, as a kernel record
  * (time_s 0, layer UINT32_MAX).  Returns false when the class launches nothing this step. */
 bool dkv_cost_class_record(const dkv_cost_step *cs, dkv_kernel_class c, uint64_t step_index,

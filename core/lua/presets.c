@@ -73,6 +73,7 @@ static const pfield gpu_fields[] = {
     GF(cost_per_hour, PF_F64, 0, 0, 0),
     GF(n_sms, PF_U32, 0, 0, 0),
     GF(l2_bytes, PF_F64, 0, 0, 0),
+    GF(l2_partitions, PF_U32, 0, 0, 0),
     GF(max_num_logits, PF_U32, 0, 1, 0),
     GF(max_num_batched_tokens, PF_U32, 0, 1, 0),
     GF(retention, PF_F64, 0, 0, 1),

@@ -106,6 +106,8 @@ typedef struct dkv_gpu {
     double   cost_per_hour;       /* $ per GPU-hour, for cost per token */
     uint32_t n_sms;
     double   l2_bytes;
+    uint32_t l2_partitions;       /* L2 halves that each cache what their SMs read (A100/H100/H200: 2; 0 = 1):
+                                     data read from both sides is held twice (core/cost/cost_l2.c) */
     /* dLLM-Serve per-GPU defaults */
     uint32_t max_num_logits;
     uint32_t max_num_batched_tokens;

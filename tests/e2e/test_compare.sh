@@ -47,8 +47,15 @@ t = rows["step.time_s"]
 assert int(t[2]) == 64, t
 assert pct(t[-1]) > 50 and pct(t[6]) > 50, t                      # bias, total > +50 %: 2039 vs 4292 GB/s
 assert pct(rows["run.tokens_per_s"][-1]) < -30, rows["run.tokens_per_s"]
-for q in ("step.hbm_bytes", "run.peak_kv_bytes", "kclass.attn.bytes"):
-    assert pct(rows[q][-1]) == 0 and pct(rows[q][8]) == 0, rows[q]   # bias and max error 0
+q = rows["run.peak_kv_bytes"]
+assert pct(q[-1]) == 0 and pct(q[8]) == 0, q                      # bias and max error 0
+# HBM bytes go through each preset's L2 (core/cost/cost_l2.c): the A100's (40 MiB) holds less than
+# the H200's (60 MiB), so its simulation reads and writes more: in all by little (the weights
+# dominate), in the attention by more (its q and own K/V fall out of the smaller L2)
+q = rows["step.hbm_bytes"]
+assert 0 < pct(q[6]) < 5 and pct(q[-1]) > 0, q
+q = rows["kclass.attn.bytes"]
+assert pct(q[6]) > 5 and pct(q[-1]) > 0, q
 assert rows["run.kv_external_frag_peak"][-1] == "+0.00pp"
 print("signs ok")
 PYEOF
@@ -69,13 +76,13 @@ PYEOF
 
 # tolerances: exceeded -> 1 naming quantity, value and limit; met -> 0; unknown quantity -> 2
 set +e
-err=$("$DKV" compare "$T/real.h5" "$T/sim.h5" --tolerance step.time_s=8% --tolerance 'step.hbm_*=0.01' 2>&1 >/dev/null)
+err=$("$DKV" compare "$T/real.h5" "$T/sim.h5" --tolerance step.time_s=8% --tolerance 'step.hbm_*=0.2' 2>&1 >/dev/null)
 rc=$?
 set -e
 [ $rc -eq 1 ] || fail "exceeded tolerance exit $rc"
 grep -q "tolerance exceeded (dual): step.time_s mean error [0-9.]*% > limit 8.00%" <<<"$err" || fail "message: $err"
 [ "$(grep -c 'tolerance exceeded' <<<"$err")" = 1 ] || fail "only step.time_s exceeds: $err"
-"$DKV" compare "$T/real.h5" "$T/sim.h5" --tolerance 'step.hbm_*:max=0' --tolerance 'run.*frag*=0.01' >/dev/null \
+"$DKV" compare "$T/real.h5" "$T/sim.h5" --tolerance 'run.peak_kv*:max=0' --tolerance 'step.hbm_*=0.2' --tolerance 'run.*frag*=0.01' >/dev/null \
   || fail "tolerances that hold"
 for bad in "--tolerance nope.x=1" "--tolerance step.time_s" "--tolerance step.time_s:p90=1" "--bogus" "--run"; do
   set +e

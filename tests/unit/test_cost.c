@@ -84,6 +84,112 @@ static void test_lm_head_logits_are_fp32(void **state)
     }
 }
 
+/* The L2 replay (dkv_cost_count_hw) on a dual Reuse step of LLaDA-8B: q 32 rows, 288 keys of
+ * which 256 cached, the 32 rows stored. */
+static const dkv_step_item REUSE = {.q_tokens = 32, .kv_tokens = 288, .kv_cached_tokens = 256, .kv_write_tokens = 32,
+                                    .logit_rows = 32};
+
+/* No L2 (hw NULL or l2_bytes 0): dkv_cost_count's bytes, field for field. */
+static void test_l2_off_is_the_cold_count(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it = REUSE;
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step a, b, c;
+    dkv_cost_step_init(&a), dkv_cost_step_init(&b), dkv_cost_step_init(&c);
+    dkv_cost_hw off = {.l2_bytes = 0, .n_sms = 132};
+    assert_int_equal(dkv_cost_count(&m, &p, &a, NULL), DKV_OK);
+    assert_int_equal(dkv_cost_count_hw(&m, NULL, &p, &b, NULL), DKV_OK);
+    assert_int_equal(dkv_cost_count_hw(&m, &off, &p, &c, NULL), DKV_OK);
+    for (int k = 0; k < DKV_KCLASS_N; k++) {
+        assert_true(a.layer[k].rd == b.layer[k].rd && a.layer[k].wr == c.layer[k].wr);
+        assert_true(a.once[k].rd == c.once[k].rd && a.once[k].wr == b.once[k].wr);
+    }
+    dkv_cost_step_free(&a), dkv_cost_step_free(&b), dkv_cost_step_free(&c);
+}
+
+/* An L2 larger than everything the step touches: per layer only the weights, the norm weights and
+ * the cached KV (written in earlier steps) come from HBM, and nothing dirty is ever pushed out,
+ * so no class writes HBM; the cold count has the activations too. */
+static void test_l2_holding_everything_reads_only_weights_and_cache(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it = REUSE;
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step cs, cold;
+    dkv_cost_step_init(&cs), dkv_cost_step_init(&cold);
+    dkv_cost_hw big = {.l2_bytes = 1e15, .l2_partitions = 1, .n_sms = 132};
+    assert_int_equal(dkv_cost_count_hw(&m, &big, &p, &cs, NULL), DKV_OK);
+    assert_int_equal(dkv_cost_count(&m, &p, &cold, NULL), DKV_OK);
+    const double d = 4096, f = 12288, wb = 2, kv_tok = 2.0 * 4096 * 2;
+    assert_true(rel(cs.layer[DKV_KCLASS_QKV].rd, d * 3 * 4096 * wb) < 1e-12);
+    assert_true(rel(cs.layer[DKV_KCLASS_O].rd, d * d * wb) < 1e-12);
+    assert_true(rel(cs.layer[DKV_KCLASS_FFN].rd, 3 * d * f * wb) < 1e-12);
+    assert_true(rel(cs.layer[DKV_KCLASS_ATTN].rd, 256 * kv_tok) < 1e-12);
+    assert_true(cs.layer[DKV_KCLASS_KV_STORE].rd == 0);
+    assert_true(rel(cs.layer[DKV_KCLASS_ELEMENTWISE].rd, 2 * d * wb) < 1e-12);
+    for (int k = 0; k < DKV_KCLASS_N; k++) {
+        assert_true(cs.layer[k].wr == 0);
+        assert_true(cs.layer[k].rd <= cold.layer[k].rd);
+        /* FLOPs and launches are the cold count's; the roofline streams what reaches HBM */
+        assert_true(cs.layer[k].flops == cold.layer[k].flops && cs.layer[k].launches == cold.layer[k].launches);
+        assert_true(cs.layer[k].bytes_fast <= cold.layer[k].bytes_fast);
+    }
+    /* the attention's only HBM traffic is its cached KV, timed as the segment it is */
+    assert_true(cs.layer[DKV_KCLASS_ATTN].bytes_fast == 0);
+    assert_true(rel(cs.layer[DKV_KCLASS_QKV].bytes_fast, d * 3 * 4096 * wb) < 1e-12);
+    assert_true(cs.once[DKV_KCLASS_LM_HEAD].wr == 0);
+    dkv_cost_step_free(&cs), dkv_cost_step_free(&cold);
+}
+
+/* A GEMM whose weight stream after a wave exceeds the L2 pushes its own earlier waves' output out:
+ * LLaDA-8B, a Refresh of 288 rows on the H200 (132 SMs, 60 MiB in 2 halves: 31.5 MB).  gate+up:
+ * 24576 / 128 x ceil(288 / 144) = 384 tiles, 3 waves of 67 MB of weights each, so the SwiGLU
+ * finds only the last third of its 14.2 MB input in L2; the norms read the residual the previous
+ * GEMM's split-K reduction just wrote (hits) and their weights.  The layer's elementwise reads are
+ * 2 d wb + 2/3 x 2 Q f ab; with the output written at the end in one piece they would be 2 d wb. */
+static void test_l2_gemm_waves_push_their_output_out(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it = {.q_tokens = 288, .kv_tokens = 288, .kv_write_tokens = 288, .logit_rows = 32};
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132};
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+    const double d = 4096, f = 12288, Q = 288;
+    assert_true(rel(cs.layer[DKV_KCLASS_ELEMENTWISE].rd, 2 * d * 2 + 2.0 / 3.0 * 2 * Q * f * 2) < 1e-9);
+    dkv_cost_step_free(&cs);
+}
+
+/* Large M: when the input, a wave's weights and its output do not fit the L2 together, every wave
+ * after the first reads the whole input again.  gate+up at 2,112 rows on the H200: 192 x 11 tiles,
+ * 16 waves; input 17.3 MB + (201 + 208 MB) / 16 > 31.5 MB: reads = weights + 16 x input (+ the
+ * input's first read when not resident).  With a 1 GB L2 (no sweep) the input is read at most once. */
+static void test_l2_large_m_input_reread_per_wave(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it[2] = {{.q_tokens = 1056, .kv_tokens = 1056, .logit_rows = 32},
+                           {.q_tokens = 1056, .kv_tokens = 1056, .logit_rows = 32}};
+    dkv_step_plan p = {.items = it, .n_items = 2};
+    dkv_cost_step a, b;
+    dkv_cost_step_init(&a), dkv_cost_step_init(&b);
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132};
+    dkv_cost_hw huge = {.l2_bytes = 1e9, .l2_partitions = 1, .n_sms = 132};
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &a, NULL), DKV_OK);
+    assert_int_equal(dkv_cost_count_hw(&m, &huge, &p, &b, NULL), DKV_OK);
+    const double d = 4096, f = 12288, Q = 2112, in = Q * d * 2, Wgu = 2 * d * f * 2, Wd = d * f * 2, ff = Q * f * 2;
+    double lo = Wgu + 15 * in + Wd + 2 * ff;   /* gate+up re-reads its input 15 times, down ff at least twice */
+    assert_true(a.layer[DKV_KCLASS_FFN].rd >= lo);
+    assert_true(a.layer[DKV_KCLASS_FFN].rd <= Wgu + 16 * in + Wd + 3 * ff + Q * d * 2 + 1);
+    assert_true(b.layer[DKV_KCLASS_FFN].rd <= Wgu + in + Wd + ff + Q * d * 2 + 1);
+    dkv_cost_step_free(&a), dkv_cost_step_free(&b);
+}
+
 /* Attention and the store: the streaming bytes and the segments add up to the bytes read and
  * written, segment by segment in item order, at the item's run length. */
 static void test_segments_cover_the_traffic(void **state)
@@ -192,6 +298,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dense_plan_is_forward_flops),
         cmocka_unit_test(test_lm_head_logits_are_fp32),
+        cmocka_unit_test(test_l2_off_is_the_cold_count),
+        cmocka_unit_test(test_l2_holding_everything_reads_only_weights_and_cache),
+        cmocka_unit_test(test_l2_gemm_waves_push_their_output_out),
+        cmocka_unit_test(test_l2_large_m_input_reread_per_wave),
         cmocka_unit_test(test_segments_cover_the_traffic),
         cmocka_unit_test(test_xfers_and_totals),
         cmocka_unit_test(test_bad_input),

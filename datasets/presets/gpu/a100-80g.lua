@@ -24,6 +24,7 @@ return {
   cost_per_hour = 1.80,
   n_sms = 108,
   l2_bytes = 40 * 2^20,
+  l2_partitions = 2,            -- two L2 halves, each caching what its SMs read (NVIDIA A100/H100 whitepapers): data read from both is held twice
   max_num_logits = 16384,
   max_num_batched_tokens = 32768,
   retention = 0.3,

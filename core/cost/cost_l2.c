@@ -1,0 +1,343 @@
+/* cost_l2.c - HBM bytes per kernel class with the GPU's L2 between kernels (cost.h,
+ * dkv_cost_count_hw; docs/COST_MODEL.md "HBM bytes with an L2").
+ *
+ * The forward of cuda/backend_fwd.c is replayed as a sequence of kernels, each a list of buffer
+ * accesses, through a model of the L2: one LRU list of entries (a buffer's resident part, its
+ * dirty part), capacity hw->l2_bytes / hw->l2_partitions: on the A100/H100/H200 the L2 is two
+ * halves, each caching what the SMs attached to it read, and the forward's operands (activations
+ * read by every column of CTAs, weight tiles by every row) are read from both, so held twice.  A read costs HBM bytes for the part of the buffer that is
+ * not resident; a write lands in L2 dirty (whole 32-byte sectors: no fetch), replacing the
+ * buffer's older lines in place; lines pushed out of the LRU end that are dirty are written to
+ * HBM and charged to the kernel that pushed them (what Nsight Compute's dram__bytes_write.sum
+ * of that kernel counts when caches are not flushed between kernels).  Weights and KV written in
+ * earlier layers or steps are streamed: never resident when read (their last use is a whole
+ * forward ago), they occupy L2 and push older lines out.
+ *
+ * A GEMM runs in waves of n_sms output tiles: each wave streams its share of the weights,
+ * touches the whole input (its tiles of every row block), and writes its share of the output at
+ * the end (the epilogue), so a GEMM whose weight stream after a wave exceeds the L2 pushes its
+ * own earlier output out (the SwiGLU then reads it from HBM); a GEMM of few tiles splits K and
+ * writes fp32 partials (gemm()).
+ *
+ * Layers are identical: the layer is replayed three times after the step's start and the third
+ * is counted (the weight streams flush everything older, so the state repeats); the step's start
+ * (reset, embeddings) runs after the previous step's LM head of the same plan. */
+#include "cost/cost.h"
+
+#include <math.h>
+#include <string.h>
+
+/* cuBLAS's GEMM tiles (docs/COST_MODEL.md "HBM bytes with an L2", from the kernel names Nsight
+ * Compute recorded, nvjet_sm90_tst_<weight rows>x<token rows>_...): token rows per tile 32 or 64
+ * for up to 64 rows, else the rows split evenly into tiles of at most 192 (multiples of 16);
+ * 128 weight rows per tile (the commonest choice; 64-192 were seen). */
+#define TILE_W 128.0
+#define TILE_T_MAX 192.0
+#define MAX_WAVES 64
+#define MAX_ENT 96
+
+enum { B_STREAM = 0, B_X, B_H, B_QKV, B_Q, B_K, B_V, B_ATT, B_GU, B_FF, B_KVNEW, B_SC, B_ST, B_COL, B_SEL, B_LOGITS, B_ARG, B_SPLITK };
+
+typedef struct { int key; double res, dirty; unsigned wep; } ent;
+
+typedef struct {
+    ent e[MAX_ENT];   /* e[0]: least recently used */
+    int n;
+    double cap, tot;
+    double rd, wr;    /* the current kernel's HBM bytes */
+    unsigned ep;      /* current kernel */
+    double n_sms;
+} l2m;
+
+static void drop(l2m *s, int i)
+{
+    memmove(&s->e[i], &s->e[i + 1], (size_t)(s->n - i - 1) * sizeof s->e[0]);
+    s->n--;
+}
+
+/* Lines past the capacity leave from the LRU end; their dirty share goes to HBM. */
+static void evict(l2m *s)
+{
+    while (s->tot > s->cap * (1 + 1e-12) && s->n > 1) {
+        ent *x = &s->e[0];
+        double take = fmin(s->tot - s->cap, x->res), dd = x->res > 0 ? x->dirty * take / x->res : 0;
+        s->wr += dd;
+        x->res -= take, x->dirty -= dd, s->tot -= take;
+        if (x->res <= 1e-9 * s->cap)
+            s->tot -= x->res, drop(s, 0);
+    }
+}
+
+static void push(l2m *s, int key, double res, double dirty, unsigned wep)
+{
+    if (res <= 0)
+        return;
+    ent *m = s->n ? &s->e[s->n - 1] : NULL;
+    if (m && ((key == B_STREAM && m->key == B_STREAM) || s->n == MAX_ENT)) {   /* merge: same behaviour */
+        m->res += res, m->dirty += dirty;
+        if (m->key != key)
+            m->key = B_STREAM;
+    } else
+        s->e[s->n++] = (ent){key, res, dirty, wep};
+    s->tot += res;
+    evict(s);
+}
+
+/* Reads bytes of a streamed operand (weights, KV of other layers): all from HBM. */
+static void stream(l2m *s, double bytes)
+{
+    if (bytes <= 0)
+        return;
+    s->rd += bytes;
+    push(s, B_STREAM, fmin(bytes, s->cap), 0, 0);
+}
+
+/* Reads bytes of buffer key: the resident part hits, the rest comes from HBM (counted unless
+ * the caller counted it: all_miss); the buffer becomes the most recent. */
+static void rd_as(l2m *s, int key, double bytes, bool all_miss)
+{
+    if (bytes <= 0)
+        return;
+    double r = 0, d = 0;
+    unsigned wep = 0;
+    for (int i = s->n - 1; i >= 0; i--)
+        if (s->e[i].key == key) {
+            r += s->e[i].res, d += s->e[i].dirty;
+            wep = s->e[i].wep > wep ? s->e[i].wep : wep;
+            s->tot -= s->e[i].res;
+            drop(s, i);
+        }
+    s->rd += all_miss ? bytes : fmax(0, bytes - r);
+    double nr = fmin(fmax(r, bytes), s->cap);
+    push(s, key, nr, fmin(d, nr), wep);
+}
+
+static void rd(l2m *s, int key, double bytes)
+{
+    rd_as(s, key, bytes, false);
+}
+
+/* Writes bytes of buffer key: they replace up to bytes of the buffer's lines written by earlier
+ * kernels (in place, no write-back) and land dirty; more than the L2 holds streams out now. */
+static void wr(l2m *s, int key, double bytes)
+{
+    if (bytes <= 0)
+        return;
+    double left = bytes;
+    for (int i = 0; i < s->n && left > 0;) {
+        ent *x = &s->e[i];
+        if (x->key != key || x->wep == s->ep) {
+            i++;
+            continue;
+        }
+        double t = fmin(left, x->res);
+        left -= t;
+        x->dirty = fmax(0, x->dirty - t), x->res -= t, s->tot -= t;
+        if (x->res <= 0)
+            drop(s, i);
+        else
+            i++;
+    }
+    if (bytes > s->cap)
+        s->wr += bytes - s->cap;
+    push(s, key, fmin(bytes, s->cap), fmin(bytes, s->cap), s->ep);
+}
+
+/* The QKV GEMM's output as three buffers (q, k, v columns, in proportion fq, fk, 1 - fq - fk),
+ * each entry split where it lies in the LRU order: later kernels read and write them apart. */
+static void split_qkv(l2m *s, double fq, double fk)
+{
+    for (int i = s->n - 1; i >= 0; i--) {
+        if (s->e[i].key != B_QKV)
+            continue;
+        if (s->n + 2 > MAX_ENT) {   /* no room: the whole entry becomes q (a bound, never reached) */
+            s->e[i].key = B_Q;
+            continue;
+        }
+        ent x = s->e[i];
+        memmove(&s->e[i + 3], &s->e[i + 1], (size_t)(s->n - i - 1) * sizeof s->e[0]);
+        s->n += 2;
+        double f[3] = {fq, fk, 1 - fq - fk};
+        for (int j = 0; j < 3; j++)
+            s->e[i + j] = (ent){B_Q + j, x.res * f[j], x.dirty * f[j], x.wep};
+    }
+}
+
+/* A GEMM out[M x N] = in[M x K] W (+ residual).  Tiles: see TILE_W.  With at most n_sms / 2 tiles
+ * cuBLAS splits K over floor(n_sms / tiles) CTAs per tile: each writes an fp32 partial
+ * (splitKreduce then reads them and writes the output, same class).  Otherwise the tiles run in
+ * round(tiles / n_sms) waves (at least 1; a persistent grid of n_sms CTAs): each wave streams its
+ * share of the weights, touches the whole input and writes its share of the output at the end. */
+static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b, int out, double out_b, double M,
+                 double N)
+{
+    double bt = M <= 32 ? 32 : M <= 64 ? 64 : ceil(M / ceil(M / TILE_T_MAX) / 16) * 16;
+    double tiles = ceil(N / TILE_W) * ceil(M / bt);
+    rd(s, res, res_b);
+    if (tiles <= s->n_sms / 2) {
+        double splits = floor(s->n_sms / tiles), ws = splits * M * N * 4.0;
+        rd(s, in, in_b), stream(s, w_b), wr(s, B_SPLITK, ws);
+        rd(s, B_SPLITK, ws), wr(s, out, out_b);
+        return;
+    }
+    double waves = floor(tiles / s->n_sms + 0.5);
+    int S = waves < 1 ? 1 : waves > MAX_WAVES ? MAX_WAVES : (int)waves;
+    /* the tiles go token-block fastest (the token blocks are the fewer), so every wave reads all of
+     * the input, slab by slab along K, between its weight slabs: when the input, the wave's weights
+     * and its output do not fit the L2 together, the input's slabs are gone (LRU over a cyclic
+     * sweep) by the time the next wave reads them, and every later wave reads the input from HBM */
+    bool thrash = S > 1 && in_b + (w_b + out_b) / S + res_b > s->cap;
+    for (int i = 0; i < S; i++) {
+        rd_as(s, in, in_b, thrash && i > 0);
+        stream(s, w_b / S);
+        wr(s, out, out_b / S);
+    }
+}
+
+typedef struct {
+    l2m s;
+    dkv_cost_class *cls;   /* where the current kernel's bytes go (NULL: warm-up, dropped) */
+} run;
+
+static void kbegin(run *r, dkv_cost_class *c)
+{
+    r->s.ep++;
+    r->s.rd = r->s.wr = 0;
+    r->cls = c;
+}
+
+static void kend(run *r)
+{
+    if (r->cls)
+        r->cls->rd += r->s.rd, r->cls->wr += r->s.wr;
+}
+
+/* One layer of cuda/backend_fwd.c's bk_forward; out[c] receives class c's bytes (NULL: none). */
+static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_step *cs, double streams,
+                  dkv_cost_class *out)
+{
+    const double d = m->hidden, f = m->ffn, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);
+    const double wb = dkv_dtype_bytes(m->weight_dtype), hq = (double)m->n_heads * m->head_dim;
+    const double hkv = (double)m->n_kv_heads * m->head_dim, qkv = hq + 2 * hkv;
+    l2m *s = &r->s;
+#define K(c) kbegin(r, out ? &out[c] : NULL)
+    K(DKV_KCLASS_ELEMENTWISE), rd(s, B_X, Q * d * ab), stream(s, d * wb), wr(s, B_H, Q * d * ab), kend(r);
+    K(DKV_KCLASS_QKV), gemm(s, B_H, Q * d * ab, streams * d * qkv * wb, -1, 0, B_QKV, Q * qkv * ab, Q, qkv), kend(r);
+    split_qkv(s, hq / qkv, hkv / qkv);
+    const double qb = Q * hq * ab, kb1 = Q * hkv * ab;   /* the step's q, and its k (or v) */
+    double stored = 0;
+    bool select = false;
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const dkv_step_item *it = &plan->items[i];
+        double kb = it->kv_dtype_bytes ? it->kv_dtype_bytes : dkv_dtype_bytes(m->kv_dtype);
+        if (it->kv_write_tokens && it->kv_select_rows)
+            select = true;
+        else if (it->kv_write_tokens)
+            stored += it->kv_write_tokens * 2 * hkv * kb;
+    }
+    if (cs->any_store)   /* fused RoPE + store: q rotated in place, the rows' K/V into the pool */
+        K(DKV_KCLASS_KV_STORE), rd(s, B_Q, qb), rd(s, B_K, kb1), rd(s, B_V, kb1), wr(s, B_Q, qb), wr(s, B_KVNEW, stored),
+            kend(r);
+    else
+        K(DKV_KCLASS_ELEMENTWISE), rd(s, B_Q, qb), rd(s, B_K, kb1), wr(s, B_Q, qb), wr(s, B_K, kb1), kend(r);
+    for (uint32_t i = 0; select && i < plan->n_items; i++) {   /* scores, row stats, col sums, top-k, pack */
+        const dkv_step_item *it = &plan->items[i];
+        if (!(it->kv_write_tokens && it->kv_select_rows))
+            continue;
+        double q = it->q_tokens, rows = it->kv_select_rows, keep = it->kv_write_tokens, H = m->n_heads;
+        double Hk = m->n_kv_heads, sc = H * rows * q * 4.0, kvb = keep * 2 * hkv * ab;
+        K(DKV_KCLASS_KV_GATHER), rd(s, B_Q, rows * hq * ab), rd(s, B_K, q * hkv * ab), wr(s, B_SC, sc), kend(r);
+        K(DKV_KCLASS_KV_GATHER), rd(s, B_SC, sc), wr(s, B_ST, H * rows * 8.0), kend(r);
+        K(DKV_KCLASS_KV_GATHER), rd(s, B_SC, sc), rd(s, B_ST, H * rows * 8.0), wr(s, B_COL, Hk * q * 4.0), kend(r);
+        K(DKV_KCLASS_KV_GATHER), rd(s, B_COL, Hk * q * 4.0), wr(s, B_SEL, Hk * keep * 4.0), kend(r);
+        K(DKV_KCLASS_KV_GATHER), rd(s, B_SEL, Hk * keep * 4.0), rd(s, B_K, kvb / 2), rd(s, B_V, kvb / 2),
+            wr(s, B_KVNEW, kvb), kend(r);
+    }
+    /* attention: queries and the item's own K/V (computed this layer: from the QKV buffer, or for
+     * dual's in-place store from the pool rows just written, in L2 either way) and cached K/V from
+     * the pool (written in earlier steps: streamed), output written */
+    K(DKV_KCLASS_ATTN);
+    rd(s, B_Q, qb);
+    double own = 0, cached = 0;
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const dkv_step_item *it = &plan->items[i];
+        double kb = it->kv_dtype_bytes ? it->kv_dtype_bytes : dkv_dtype_bytes(m->kv_dtype);
+        own += (double)(it->kv_tokens - it->kv_cached_tokens) * 2 * hkv * ab;
+        cached += it->kv_cached_tokens * 2 * hkv * kb;
+    }
+    rd(s, B_K, own / 2), rd(s, B_V, own / 2), stream(s, cached), wr(s, B_ATT, Q * hq * ab), kend(r);
+    K(DKV_KCLASS_O), gemm(s, B_ATT, Q * hq * ab, streams * hq * d * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d), kend(r);
+    K(DKV_KCLASS_ELEMENTWISE), rd(s, B_X, Q * d * ab), stream(s, d * wb), wr(s, B_H, Q * d * ab), kend(r);
+    K(DKV_KCLASS_FFN), gemm(s, B_H, Q * d * ab, streams * 2 * d * f * wb, -1, 0, B_GU, 2 * Q * f * ab, Q, 2 * f), kend(r);
+    K(DKV_KCLASS_ELEMENTWISE), rd(s, B_GU, 2 * Q * f * ab), wr(s, B_FF, Q * f * ab), kend(r);
+    K(DKV_KCLASS_FFN), gemm(s, B_FF, Q * f * ab, streams * d * f * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d), kend(r);
+#undef K
+}
+
+/* The LM head of the step (final norms, per chunk a GEMM into fp32 logits and the argmax), then
+ * the unmask; into head / el (NULL: dropped). */
+static void tail(run *r, const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_step *cs, dkv_cost_class *head,
+                 dkv_cost_class *el)
+{
+    const double d = m->hidden, V = m->vocab, R = cs->logit_rows, ab = dkv_dtype_bytes(m->act_dtype);
+    const double wb = dkv_dtype_bytes(m->weight_dtype);
+    l2m *s = &r->s;
+    if (R <= 0)
+        return;
+    for (uint32_t i = 0; i < plan->n_items; i++)
+        if (plan->items[i].logit_rows) {
+            double rr = plan->items[i].logit_rows;
+            kbegin(r, head), rd(s, B_X, rr * d * ab), stream(s, d * wb), wr(s, B_H, rr * d * ab), kend(r);
+        }
+    double C = plan->max_logit_rows ? plan->max_logit_rows : R;
+    for (double done = 0; done < R; done += C) {
+        double c = fmin(C, R - done);
+        kbegin(r, head);
+        gemm(s, B_H, c * d * ab, cs->weight_streams * V * d * wb, -1, 0, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES, c, V);
+        kend(r);
+        kbegin(r, head), rd(s, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES), wr(s, B_ARG, c * 8.0), kend(r);
+    }
+    kbegin(r, el), rd(s, B_ARG, R * 8.0), kend(r);
+}
+
+void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_hw *hw, dkv_cost_step *cs)
+{
+    static const int modelled[] = {DKV_KCLASS_QKV,      DKV_KCLASS_ATTN,      DKV_KCLASS_O,
+                                   DKV_KCLASS_FFN,      DKV_KCLASS_LM_HEAD,   DKV_KCLASS_KV_STORE,
+                                   DKV_KCLASS_KV_GATHER, DKV_KCLASS_ELEMENTWISE};
+    if (!hw || hw->l2_bytes <= 0 || plan->n_items == 0)
+        return;
+    double parts = hw->l2_partitions ? hw->l2_partitions : 1;
+    run r = {.s = {.cap = hw->l2_bytes / parts, .n_sms = hw->n_sms ? hw->n_sms : 1}};
+    dkv_cost_class lay[DKV_KCLASS_N], once[DKV_KCLASS_N];
+    memset(lay, 0, sizeof lay), memset(once, 0, sizeof once);
+    const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);
+    tail(&r, m, plan, cs, NULL, NULL);   /* the previous step's end */
+    kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE]), kend(&r);   /* reset: a few bytes */
+    kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE]);
+    stream(&r.s, Q * d * dkv_dtype_bytes(m->weight_dtype)), wr(&r.s, B_X, Q * d * ab);   /* embeddings */
+    kend(&r);
+    layer(&r, m, plan, cs, cs->weight_streams, NULL);
+    layer(&r, m, plan, cs, cs->weight_streams, NULL);
+    layer(&r, m, plan, cs, cs->weight_streams, lay);
+    tail(&r, m, plan, cs, &once[DKV_KCLASS_LM_HEAD], &once[DKV_KCLASS_ELEMENTWISE]);
+    double seg[DKV_KCLASS_N] = {0};   /* per layer: the class's HBM segments (timed at their run length) */
+    for (uint32_t i = 0; i < cs->n_segs; i++)
+        if (cs->segs[i].via == DKV_COST_VIA_HBM)
+            seg[cs->segs[i].kind] += cs->segs[i].bytes;
+    for (size_t i = 0; i < sizeof modelled / sizeof modelled[0]; i++) {
+        int c = modelled[i];
+        if (c == DKV_KCLASS_LM_HEAD) {
+            cs->once[c].rd = once[c].rd, cs->once[c].wr = once[c].wr;
+        } else if (c == DKV_KCLASS_ELEMENTWISE) {
+            cs->layer[c].rd = lay[c].rd, cs->layer[c].wr = lay[c].wr;
+            cs->once[c].rd = once[c].rd, cs->once[c].wr = once[c].wr;
+        } else {   /* (zero-copy host reads, kv_gather without a selection, cross PCIe: no HBM bytes) */
+            cs->layer[c].rd = lay[c].rd, cs->layer[c].wr = lay[c].wr;
+        }
+        /* the roofline streams what reaches HBM: the class's bytes less its segments (which keep
+         * their own, run-length time) */
+        cs->layer[c].bytes_fast = fmax(0, cs->layer[c].rd + cs->layer[c].wr - seg[c]);
+        cs->once[c].bytes_fast = cs->once[c].rd + cs->once[c].wr;
+    }
+}
