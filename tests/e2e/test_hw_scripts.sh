@@ -183,9 +183,11 @@ ROW='^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| 
     "$T/res/root/datasets/presets/gpu/h200-measured.lua" || fail "profile preset"
 [ "$(grep -c "kernels into run 'val:.*, 0 unknown" "$T/res/post.log")" = 9 ] || fail "9 ncu imports"
 grep -q "plans agree" "$T/res/post.log" && fail "no profiled runs in a stand-in"
-# under the shipped preset: the A100 stand-in is slower (latency fails), the same plans give the
-# same bytes, peaks and fragmentation; after calibrating on the fit set the latency passes too
-grep -q "step latency <= 8 %: 0 / 9; HBM bytes per class <= 5 % (every class): 9 / 9; peak memory <= 2 % (every peak_\*): 9 / 9; fragmentation <= 1 pp: 9 / 9" "$S" \
+# under the shipped preset: the A100 stand-in is slower (latency fails) and its smaller L2 (40 MiB
+# against 60) gives other HBM bytes per class (core/cost/cost_l2.c: the bytes go through the
+# preset's L2), the same plans give the same peaks and fragmentation; after calibrating on the fit
+# set the latency passes too (and the bytes: the calibrated preset keeps the stand-in's base and its L2)
+grep -q "step latency <= 8 %: 0 / 9; HBM bytes per class <= 5 % (every class): 0 / 9; peak memory <= 2 % (every peak_\*): 9 / 9; fragmentation <= 1 pp: 9 / 9" "$S" \
     || fail "targets (shipped preset): $(grep Targets "$S")"
 [ "$(grep -c "step latency <= 8 %: 9 / 9" "$S")" = 1 ] || fail "targets (calibrated): $(grep Targets "$S")"
 grep -q "^| ret:dense:real | [0-9]* (0) | 0 | " "$S" || fail "retention row, plans and config agree"
