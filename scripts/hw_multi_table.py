@@ -95,7 +95,8 @@ def host_ms(op):
     st = np.sort(runs[n]["steps"][()], order="start_s")
     idle = st["start_s"][1:] - st["start_s"][:-1] - st["compute_s"][:-1]
     ok = (idle >= 0) & (idle < st["compute_s"][:-1])
-    return 1e3 * float(np.mean(st["host_plan_s"][:-1][ok])), 1e3 * (float(np.mean(idle[ok])) - float(np.mean(st["host_plan_s"][:-1][ok])))
+    plan = float(np.mean(st["host_plan_s"][:-1][ok]))
+    return 1e3 * plan, 1e3 * max(0.0, float(np.mean(idle[ok])) - plan)   # release >= 0, as the simulated halves take it
 
 # separate processes, merged
 procs = {}

@@ -222,7 +222,7 @@ for i in (0, 1):
     assert np.allclose(mine + off, whole[i::2], atol=1e-6), (i, mine + off, whole[i::2])
 PYEOF
 grep -q "^Criterion, fixed before the numbers" "$M" || fail "multi.md: criterion first"
-grep -E -q "^\| b1 \| [0-9.]+ \| 1\.00x \| 1\.00x \| .* \| (HOLDS|PARTLY|CONTRADICTED) \|$" "$M" || fail "multi.md: verdict row"
+grep -E -q "^\| b1 \| [0-9.]+ \+ [0-9.]+ \| 1\.00x \| 1\.00x \| .* \| (HOLDS|PARTLY|CONTRADICTED) \|$" "$M" || fail "multi.md: verdict row"
 # calibration data is not validation data: a fit-set run is refused against the fitted preset
 set +e
 "$DKV" compare "$T/res/h5/hw_offload.h5" "$T/res/h5/hw_offload.h5" --real-run off:none:real --sim-run off:none:sim \
