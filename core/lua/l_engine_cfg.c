@@ -120,8 +120,11 @@ static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
         bool given = lua_getfield(keep->L, keep->in, modelled[i]) != LUA_TNIL;
         lua_pop(keep->L, 1);
         *dst[i] = gnum(keep, modelled[i], *dst[i], 0, HUGE_VAL, 0);
-        if (!given && s->gpu.profile)
-            *dst[i] = -1.0;
+        if (!given && s->gpu.profile) {
+            *dst[i] = -1.0;   /* the profile's host model: the resolved config says so, not 0 */
+            lua_pushstring(keep->L, "profile");
+            lua_setfield(keep->L, keep->out, modelled[i]);
+        }
     }
     c->step_release_s = gnum(keep, "step_release_s", c->step_release_s, 0, HUGE_VAL, 0);
 }

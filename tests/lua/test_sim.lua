@@ -138,6 +138,12 @@ do
   end
   local r0, r1 = t(0, 0), t(1e-4, 5e-5)
   assert(r1.config.scheduler.step_release_s == 1e-4 and r1.config.scheduler.handover_s == 5e-5)
+  -- not given on a profiled GPU: the profile's host model is used, and the resolved config says so
+  local cp = {model = "llada-8b", gpu = "h200", workload = {kind = "fixed", n = 2, interval_s = 0, prompt = 64, gen = 32},
+              decode = {cache = "dual", block_len = 32, steps = 8}}
+  local rp = dkv.simulate(cp)
+  assert(rp.config.scheduler.handover_s == "profile" and rp.config.scheduler.step_host_s == "profile",
+         tostring(rp.config.scheduler.handover_s))
   local st, n = r1:steps(), 0
   for j = 1, #st.start_s - 1 do
     if st.instance[j] ~= st.instance[j + 1] then
