@@ -264,10 +264,15 @@ static bool has_prefix(const char *key, const char *p)
     return strncmp(key, p, n) == 0 && (key[n] == '\0' || key[n] == '.' || key[n] == '[');
 }
 
+/* Keys that model the hardware rather than configure the run do not matter: the GPU preset, the
+ * simulator's options, what is recorded, and the host-time model (scheduler.step_host_s,
+ * step_release_s, handover_s: a simulated run models host time, from its GPU's profile when it has
+ * one ("profile"), while an executed run spends it for real and refuses them). */
 bool dkv_cfg_key_matters(const char *key)
 {
     return !(has_prefix(key, "gpu") || has_prefix(key, "sim") || has_prefix(key, "record") ||
-             has_prefix(key, "cost_per_hour"));
+             has_prefix(key, "cost_per_hour") || has_prefix(key, "scheduler.step_host_s") ||
+             has_prefix(key, "scheduler.step_release_s") || has_prefix(key, "scheduler.handover_s"));
 }
 
 /* ------------------------------------------------------------------ fingerprints */

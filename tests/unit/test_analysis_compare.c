@@ -464,7 +464,10 @@ static void test_flatten(void **state)
     assert_int_equal(dkv_cfg_flatten("{a = 1} x", &kv, &n, &err), DKV_EFORMAT);
     assert_true(dkv_cfg_key_matters("decode.cache") && dkv_cfg_key_matters("gpux"));
     assert_false(dkv_cfg_key_matters("gpu.name") || dkv_cfg_key_matters("record") ||
-                 dkv_cfg_key_matters("sim.gemm_eff") || dkv_cfg_key_matters("cost_per_hour"));
+                 dkv_cfg_key_matters("sim.gemm_eff") || dkv_cfg_key_matters("cost_per_hour") ||
+                 dkv_cfg_key_matters("scheduler.step_host_s") || dkv_cfg_key_matters("scheduler.handover_s") ||
+                 dkv_cfg_key_matters("scheduler.step_release_s"));
+    assert_true(dkv_cfg_key_matters("scheduler.kind") && dkv_cfg_key_matters("scheduler.max_num_seqs"));
     /* the workload fingerprint ignores everything but workload.* (and workload.source) */
     uint64_t a = dkv_cmp_workload_fingerprint("{gpu = 1, workload = {n = 4, source = \"a\"}}");
     uint64_t b = dkv_cmp_workload_fingerprint("{gpu = 2, workload = {n = 4, source = \"b\"}}");
