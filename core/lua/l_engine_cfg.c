@@ -16,10 +16,12 @@
 
 /* The process's set of warm shapes (sim.first_use = "process"): one per Lua state, in the registry,
  * freed with it. */
-#define SIM_WARM_KEY "dkv.sim.warm"
+#define SIM_WARM_KEY "dkv.sim.warm"           /* the registry slot holding the set */
+#define SIM_WARM_META "dkv.sim.warm.meta"     /* its metatable (a key of its own: the slot above is
+                                                 overwritten by the userdata) */
 static int warm_gc(lua_State *L)
 {
-    dkv_sim_warm **w = luaL_checkudata(L, 1, SIM_WARM_KEY);
+    dkv_sim_warm **w = luaL_checkudata(L, 1, SIM_WARM_META);
     dkv_sim_warm_free(*w);
     *w = NULL;
     return 0;
@@ -35,7 +37,7 @@ static dkv_sim_warm *process_warm(lua_State *L, const char *path)
     lua_pop(L, 1);
     dkv_sim_warm **w = lua_newuserdatauv(L, sizeof *w, 0);
     *w = NULL;
-    if (luaL_newmetatable(L, SIM_WARM_KEY)) {
+    if (luaL_newmetatable(L, SIM_WARM_META)) {
         lua_pushcfunction(L, warm_gc);
         lua_setfield(L, -2, "__gc");
     }
