@@ -168,9 +168,24 @@ function M.pair(study, point, cfg, opts, on_device)
   -- opts.sim_patch(cfg) -> cfg: what only the simulated half models (e.g. scheduler.step_host_s,
   -- which an executed run spends for real; it gets the pair so far); opts.real_first: the real half
   -- runs first, so sim_patch may use what it measured (out.real)
+  -- the real half's default clock ("steps") leaves the engine's planning between steps out of its
+  -- latencies: a single-instance simulated half then models no planning either (scheduler.step_host_s
+  -- = 0 unless the configuration or sim_patch gives it; the profile's fitted planning applies elsewhere)
+  local function clock_as_real(c)
+    local n = c.instances and c.instances.n or 1
+    if (opts and opts.clock or "steps") ~= "steps" or n > 1 or (c.scheduler and c.scheduler.step_host_s ~= nil) then
+      return c
+    end
+    local x = {}
+    for k, v in pairs(c) do x[k] = v end
+    x.scheduler = {}
+    for k, v in pairs(c.scheduler or {}) do x.scheduler[k] = v end
+    x.scheduler.step_host_s = 0
+    return x
+  end
   local function sim_half()
     if mode ~= "real" or (opts and opts.sim_only) then
-      out.sim = dkv.simulate(sim_cold_as_real(opts and opts.sim_patch and opts.sim_patch(cfg, out) or cfg))
+      out.sim = dkv.simulate(sim_cold_as_real(clock_as_real(opts and opts.sim_patch and opts.sim_patch(cfg, out) or cfg)))
       dkv.save(out.sim, name .. ":sim")
     end
   end

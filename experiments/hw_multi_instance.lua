@@ -24,7 +24,7 @@
 -- of the separate processes).  The pool is capacity_gib in all.
 --
 -- The simulated halves use the GPU preset `gpu` (default h200: the measured kernel-time profile
--- datasets/profiles/h200-20261201.lua).  scripts/hw_session.sh post re-simulates them offline with
+-- that datasets/presets/gpu/h200.lua names).  scripts/hw_session.sh post re-simulates them offline with
 -- this script (-D backend=sim, the device run's -D settings, -D host = the measured host time).
 --
 -- Host time: the simulated halves model the host time of a step (scheduler.step_host_s), which the

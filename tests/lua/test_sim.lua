@@ -157,3 +157,20 @@ do
   local ok, err = pcall(t, 0, -1)
   assert(not ok and tostring(err):find("handover_s", 1, true), tostring(err))
 end
+
+-- scheduler.step_host_s not given on a profiled GPU: the engine's planning per step comes from the
+-- profile's host table (h200-20261201c: base_s + per_item_s x items, fitted by scripts/fit_host.py
+-- from dkv.execute's per-step records), so a single instance's run is longer by exactly that per step
+do
+  local function t(h)
+    local c = {model = "llada-8b", gpu = "h200", workload = {kind = "fixed", n = 1, interval_s = 0, prompt = 64, gen = 32},
+               decode = {cache = "dual", block_len = 32, steps = 8}, scheduler = {step_host_s = h}}
+    return dkv.simulate(c)
+  end
+  local r0, rp = t(0), t(nil)
+  local steps = #rp:steps().start_s
+  local d = rp.summary.sim_time_s - r0.summary.sim_time_s
+  local want = (steps - 1) * (5.45116e-06 + 1.21893e-06)   -- one item per step; the last step's planning ends the run
+  assert(d > 0 and (math.abs(d - want) < 1e-9 or math.abs(d - steps * (5.45116e-06 + 1.21893e-06)) < 1e-9),
+         string.format("profile planning: %.9g s more over %d steps (want %.9g)", d, steps, want))
+end
