@@ -140,11 +140,17 @@ end
 -- shapes"): its runs share this process's set of warm shapes (sim.first_use = "process", unless the
 -- configuration says otherwise), and the warm-up above is simulated into that set, untimed and not
 -- saved: once per process, or the point itself first with -D warmup=each.
-local function sim_cold_as_real(cfg)
+-- A shallow copy of cfg whose section `key` is a copy too (so it can be changed).
+local function with_own(cfg, key)
   local c = {}
   for k, v in pairs(cfg) do c[k] = v end
-  c.sim = {}
-  for k, v in pairs(cfg.sim or {}) do c.sim[k] = v end
+  c[key] = {}
+  for k, v in pairs(cfg[key] or {}) do c[key][k] = v end
+  return c
+end
+
+local function sim_cold_as_real(cfg)
+  local c = with_own(cfg, "sim")
   if c.sim.first_use == nil then c.sim.first_use = "process" end
   if c.sim.first_use ~= "process" then return c end
   local mode = warmup_mode()
@@ -176,10 +182,7 @@ function M.pair(study, point, cfg, opts, on_device)
     if (opts and opts.clock or "steps") ~= "steps" or n > 1 or (c.scheduler and c.scheduler.step_host_s ~= nil) then
       return c
     end
-    local x = {}
-    for k, v in pairs(c) do x[k] = v end
-    x.scheduler = {}
-    for k, v in pairs(c.scheduler or {}) do x.scheduler[k] = v end
+    local x = with_own(c, "scheduler")
     x.scheduler.step_host_s = 0
     return x
   end

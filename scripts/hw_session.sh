@@ -393,7 +393,8 @@ post() {
     local f D
     for D in "$@"; do   # the device calls' folders, in order (a later STEPS=ncu call adds profiles)
         [ -d "$D" ] || { echo "hw_session post: no folder $D" >&2; exit 2; }
-        for f in hw_h5.tgz ncu.tgz logs.tgz; do [ -f "$D/$f" ] && tar xzf "$D/$f" -C "$R"; done
+        # hw_h5*.tgz: a stored call may keep its result files in several archives (each under 4 MiB)
+        for f in "$D"/hw_h5*.tgz "$D/ncu.tgz" "$D/logs.tgz"; do [ -f "$f" ] && tar xzf "$f" -C "$R"; done
         [ -f "$D/profile.lua" ] && take_profile "$D/profile.lua" "$R/profile.lua"
         [ -f "$D/bwcurve.txt" ] && [ -s "$D/bwcurve.txt" ] && cp "$D/bwcurve.txt" "$R/"
         [ -f "$D/table.txt" ] && cat "$D/table.txt" >> "$R/table.txt"

@@ -3255,7 +3255,7 @@ return {
   -- (engine planning per step and per item) are not measured here: the backend's per-step host records
   -- (dkv.execute) give them.  resume_s / handover_s: the GPU's idle time between two steps of one host
   -- thread / of two threads passing the GPU over as a timeslice ticket does (event-timed, medians)
-  -- base_s, per_item_s: fitted by scripts/fit_host.py from 1828 steps of 14 dkv.execute runs (datasets/hw/2026-12-01/call7/hw_h5.tgz: h5/val.h5, h5/hw_multi_instance_{b1,b8,arrive}.h5, in-sample runs only; --runs '^(val:|multi:[a-z0-9]+:inst=1,)')
+  -- base_s, per_item_s: fitted by scripts/fit_host.py from 1828 steps of 14 dkv.execute runs (datasets/hw/2026-12-01/call7: hw_h5.tgz h5/val.h5, hw_h5_multi.tgz h5/hw_multi_instance_{b1,b8,arrive}.h5, in-sample runs only; --runs '^(val:|multi:[a-z0-9]+:inst=1,)')
   host = {base_s = 5.45116e-06, per_item_s = 1.21893e-06, per_launch_s = 4.62474e-06, per_gemm_launch_s = 1.62276e-05, resume_s = 6.752e-06, handover_s = 1.5872e-05},
   -- device memory besides dkv's own allocations (cudaMemGetInfo at the profile's start, before any other
   -- allocation): the context (total - free after cudaFree(0); on an otherwise idle GPU), the cuBLAS and
