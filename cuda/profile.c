@@ -67,7 +67,7 @@ bool pr_want(prof_ctx *P, double call_s)
     const dkv_prof_opts *o = P->o;
     if (P->dry) {
         /* + the host's share: 4 synchronisations, the spin, a first call's plan (about 2 ms assumed) */
-        double rep = o->l2_warm ? o->repeats : 2.0 * o->repeats;   /* flushed, then warm */
+        double rep = o->l2_warm ? o->repeats : 3.0 * o->repeats;   /* flushed, warm, back to back */
         double fl = o->l2_warm ? 0 : o->repeats * (PR_FLUSH_MIN / PR_PEAK_BW + PR_LAUNCH_S);
         P->est[P->sec] += (1 + PR_FIRST_REPS + o->warmup + rep) * call_s + fl + 2.5e-3 + spin_s(P, 1);
         P->sec_cases++;
@@ -202,6 +202,29 @@ static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg,
     return DKV_OK;
 }
 
+/* R calls of fn back to back between ONE pair of events, enqueued behind a spin kernel: the seconds per
+ * call as a step runs them (no event between calls, so a call's launch and ramp-up overlap the previous
+ * call's tail); into *out. */
+static dkv_status timed_stream(prof_ctx *P, const char *table, prof_call fn, void *arg, uint32_t *rep,
+                               uint32_t launches, double *out, dkv_err *err)
+{
+    uint32_t R = P->o->repeats;
+    PR_TRY(pr_events(P, 2, err));
+    PR_TRY(dkv_prof_spin(P->st, spin_s(P, launches), err));
+    PR_CU(cudaEventRecord(P->ev[0], P->st));
+    for (uint32_t r = 0; r < R; r++)
+        PR_TRY(fn(P, arg, (*rep)++, err));
+    PR_CU(cudaEventRecord(P->ev[1], P->st));
+    PR_CU(cudaStreamSynchronize(P->st));
+    float ms = 0;
+    cudaError_t e = cudaEventElapsedTime(&ms, P->ev[0], P->ev[1]);
+    if (e != cudaSuccess)
+        return dkv_err_set(err, DKV_EIO, "dkv profile: table %s: cudaEventElapsedTime: %s", table,
+                           cudaGetErrorString(e));
+    *out = 1e-3 * ms / R;
+    return DKV_OK;
+}
+
 dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t launches, double call_s,
                       prof_call fn, void *arg, dkv_err *err)
 {
@@ -229,6 +252,9 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     dkv_status st = timed(P, t->name, fn, arg, &rep, flush, launches, s, err);
     if (st == DKV_OK && flush)
         st = timed(P, t->name, fn, arg, &rep, false, launches, s + R, err);
+    double stream = NAN;
+    if (st == DKV_OK && flush)
+        st = timed_stream(P, t->name, fn, arg, &rep, launches, &stream, err);
     if (st != DKV_OK) {
         free(s);
         return st;
@@ -241,6 +267,7 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     row.p10_s = s[(uint32_t)floor(0.1 * (R - 1))];
     row.p90_s = s[(uint32_t)ceil(0.9 * (R - 1))];
     row.warm_s = flush ? median(s + R, R) : NAN;
+    row.stream_s = stream;
     row.first_s = first - median(warm, PR_FIRST_REPS);
     row.launches = launches;
     free(s);

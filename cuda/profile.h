@@ -13,7 +13,10 @@
  * reads a buffer of twice the L2 (at least 128 MiB), so every call finds its operands in HBM as a
  * real step does (between two uses of a layer's weights, its KV and the step's inputs the other
  * layers stream through the L2); warm_s is the median of `repeats` more calls without the flush
- * (what the L2 can hold of a call's operands, e.g. the 32 MB o-projection weights, stays there).
+ * (what the L2 can hold of a call's operands, e.g. the 32 MB o-projection weights, stays there), and
+ * stream_s the seconds per call of `repeats` more calls back to back between ONE pair of events, as a
+ * step runs its kernels (an event between two kernels costs ~2 us: the GPU drains before the
+ * timestamp, so the next launch no longer overlaps the previous kernel's tail; warm_s - stream_s).
  * o.l2_warm: no flush (warm_s NAN), the method of the profiles before 2026-12-02.
  *
  *     dkv_prof_opts o = dkv_prof_opts_default();
@@ -48,6 +51,8 @@ typedef struct dkv_prof_row {
     double   first_s;                  /* first call's extra host-clock seconds over a warm call */
     double   warm_s;                   /* with the L2 flush: the median of `repeats` more calls without
                                           it (operands the previous call left in the L2); else NAN */
+    double   stream_s;                 /* with the L2 flush: `repeats` calls back to back between one pair
+                                          of events, per call (no event between calls); else NAN */
     uint32_t launches;                 /* kernel launches one call makes */
     double   x[2];                     /* the table's extra values (dkv_prof_table.extra) */
 } dkv_prof_row;

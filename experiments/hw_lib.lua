@@ -27,6 +27,8 @@ local HELP = {
   standin = "tests without a GPU: the GPU preset whose dkv.simulate stands in for the real half (nil: none)",
   half = "with a GPU: both (real + sim) or real (the real half only)",
   warmup = "warm-up before the points: true (once), each (every point first), false (nil: true)",
+  class_timing = "the real half's CUDA events around every kernel class: true (per-class times; each event costs the "
+    .. "step ~2-3 us, docs/COMPARE.md) or false (step and run times uninstrumented, per-class times NaN)",
 }
 function M.param(k, d, help)
   return dkv.param(k, d, help or HELP[k] or error("hw.param: '" .. tostring(k) .. "' needs a help text", 2))
@@ -35,6 +37,15 @@ M.param("backend", "auto")
 M.param("standin", nil)
 M.param("half", "both")
 M.param("warmup", nil)
+M.param("class_timing", "true")
+
+-- dkv.execute's class_timing from -D class_timing (true | false; anything else is an error).
+function M.class_timing()
+  local v = tostring(M.param("class_timing", "true"))
+  if v ~= "true" and v ~= "false" then error("hw: -D class_timing must be true or false, got '" .. v .. "'", 0) end
+  return v == "true"
+end
+M.class_timing()   -- a mistyped value is an error in every mode, not only with a device
 
 -- "sim", "both" (sim + real) or "real" (-D half=real, with a device).  Probes once: dkv.execute raises "no CUDA device (...)" before
 -- it parses its argument when there is no usable GPU; with one, the empty table fails on a
@@ -215,6 +226,7 @@ function M.pair(study, point, cfg, opts, on_device)
     for k, v in pairs(opts or {}) do
       if k ~= "allow_refusal" and k ~= "sim_only" and k ~= "sim_patch" and k ~= "real_first" then eopts[k] = v end
     end
+    if eopts.class_timing == nil then eopts.class_timing = M.class_timing() end
     M.warmup(cfg, eopts)
     local ok, r, dev = pcall(dkv.execute, cfg, eopts)
     if not ok then

@@ -80,7 +80,7 @@ if hw.mode() == "sim" then
                       standin and ", STAND-IN :real on " .. standin or "", mine))
   return
 end
-local eopts = {clock = "real", start_at = start_at > 0 and start_at + offset or nil}
+local eopts = {clock = "real", start_at = start_at > 0 and start_at + offset or nil, class_timing = hw.class_timing()}
 hw.warmup(cfg, {})
 local r, dev = dkv.execute(cfg, eopts)
 dkv.save(r, name .. ":real")

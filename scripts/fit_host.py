@@ -68,10 +68,10 @@ def main():
             text = open(a.write).read()
         except OSError as e:
             sys.exit("fit_host: %s" % e)
-        m = re.search(r"(?m)^  host = \{(.*)\},\n", text)
+        m = re.search(r"(?m)^(  -- base_s, per_item_s: fitted by scripts/fit_host\.py .*\n)?  host = \{(.*)\},\n", text)
         if not m:
             sys.exit("fit_host: %s: no line '  host = {...},'" % a.write)
-        fields = [kv.strip() for kv in m.group(1).split(",") if kv.strip()]
+        fields = [kv.strip() for kv in m.group(2).split(",") if kv.strip()]   # an earlier fit's note is replaced
         fields = [kv for kv in fields if not kv.startswith(("base_s", "per_item_s"))]
         line = "  host = {base_s = %.6g, per_item_s = %.6g, %s},\n" % (b, p, ", ".join(fields))
         note = ("  -- base_s, per_item_s: fitted by scripts/fit_host.py from %d steps of %d dkv.execute runs "

@@ -20,7 +20,10 @@
 # device: STEPS (default "check bwcurve validate experiments ncu"; issue 9 adds "profile" = dkv profile
 # into profile.lua, bounded by PROFILE_LIMIT (330 s), options in PROFILE_ARGS, and "heldout" = the held-out
 # points, hw_validate.lua -D set=heldout, bounded by HELDOUT_LIMIT (260 s); docs/COMPARE.md section 6)
-# picks the steps; VALIDATE_ARGS / HELDOUT_ARGS add hw_validate.lua options (e.g. "-D point=w1:dual": one
+# picks the steps; CLASS_TIMING (default false since 2026-12-01 call 10) is dkv.execute's class_timing in the
+# validate, heldout and multi steps: the simulator models an engine without per-class CUDA events, and
+# each event costs a real step ~2-3 us (docs/COMPARE.md "Instrumented and uninstrumented steps");
+# VALIDATE_ARGS / HELDOUT_ARGS add hw_validate.lua options (e.g. "-D point=w1:dual": one
 # point); DEADLINE
 # (default 540 s) bounds the whole call: a step that would not fit is skipped and says so, and the
 # results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 6 files (the tool
@@ -157,6 +160,8 @@ device() {
     DKV="$ROOT/$HB/dkv"
     [ -x "$DKV" ] || { echo "hw_session device: $DKV missing: run 'bash scripts/hw_session.sh build' here and carry .hwbin"; exit 1; }
     local steps=${STEPS:-check bwcurve validate experiments ncu} s
+    CT=${CLASS_TIMING:-false}   # the validation's and multi-instance's real halves: no per-class events
+    case $CT in true|false) ;; *) echo "hw_session device: CLASS_TIMING must be true or false, got '$CT'"; exit 2 ;; esac
     for s in $steps; do
         case $s in
         check)
@@ -181,11 +186,11 @@ device() {
             status_line profile "$r" $((SECONDS - t0)) "$(grep -m1 -E "written|no usable|error" "$W/logs/profile.log" | cut -c1-90)" ;;
         heldout)   # issue 9: the held-out validation points (hw_validate.lua -D set=heldout), cold shapes as they come
             run_dkv heldout "${HELDOUT_LIMIT:-260}" "$W/logs/heldout.log" run experiments/hw_validate.lua -D backend=cuda \
-                -D set=heldout ${HELDOUT_ARGS:-} -o "$W/h5/heldout.h5" ;;
+                -D set=heldout -D class_timing="$CT" ${HELDOUT_ARGS:-} -o "$W/h5/heldout.h5" ;;
         validate)  # the 9 validation points, unprofiled: step latency, peak memory, fragmentation
                    # (each point warmed with its own configuration first: no cold GEMM shapes)
             run_dkv validate 150 "$W/logs/validate.log" run experiments/hw_validate.lua -D backend=cuda -D warmup=each \
-                ${VALIDATE_ARGS:-} -o "$W/h5/val.h5" ;;
+                -D class_timing="$CT" ${VALIDATE_ARGS:-} -o "$W/h5/val.h5" ;;
         experiments)
             for x in $STUDIES; do
                 run_dkv "hw_$x" 150 "$W/logs/hw_$x.log" run "experiments/hw_$x.lua" -D backend=cuda \
@@ -201,7 +206,7 @@ device() {
             fi
             for op in ${MULTI_OPS:-b1 b8 arrive}; do
                 run_dkv "hw_multi_instance $op" "${MULTI_LIMIT:-150}" "$W/logs/hw_multi_instance_$op.log" run \
-                    experiments/hw_multi_instance.lua -D backend=cuda -D ops="$op" -D insts="${MULTI_INSTS:-1,2,4,8}" \
+                    experiments/hw_multi_instance.lua -D backend=cuda -D ops="$op" -D insts="${MULTI_INSTS:-1,2,4,8}" -D class_timing="$CT" \
                     -o "$W/h5/hw_multi_instance_$op.h5"
             done
             local pk
@@ -211,7 +216,7 @@ device() {
                 if [ "$l" -lt 45 ]; then status_line "multi_proc $op k=$k" skip 0 "deadline: ${l}s left"; continue; fi
                 t0=$SECONDS
                 DKV="$DKV" LIMIT=$(( l - 25 < 90 ? l - 25 : 90 )) bash scripts/hw_multi_proc.sh "$k" \
-                    "$W/h5/hw_multi_proc_${op}_k$k.h5" -D backend=cuda -D op="$op" > "$W/logs/multi_proc_${op}_k$k.log" 2>&1; r=$?
+                    "$W/h5/hw_multi_proc_${op}_k$k.h5" -D backend=cuda -D op="$op" -D class_timing="$CT" > "$W/logs/multi_proc_${op}_k$k.log" 2>&1; r=$?
                 status_line "multi_proc $op k=$k" "$r" $((SECONDS - t0)) "$(grep -c '^hw_multi_proc ' "$W/logs/multi_proc_${op}_k$k.log") processes reported"
             done ;;
         ncu)       # one process per validation point under Nsight Compute (HBM bytes per kernel)

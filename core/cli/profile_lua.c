@@ -89,7 +89,7 @@ static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int war
         fprintf(f, "%s\"%s\"", i ? ", " : "", t->fields[i]);
     fputs("},\n      extra = {\"p10_s\", \"p90_s\", \"first_s\"", f);
     if (warm)
-        fputs(", \"warm_s\"", f);
+        fputs(", \"warm_s\", \"stream_s\"", f);
     for (int i = 0; i < 2 && t->extra[i]; i++)
         fprintf(f, ", \"%s\"", t->extra[i]);
     fputs("},\n      rows = {\n", f);
@@ -104,7 +104,7 @@ static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int war
                 fprintf(f, "%.10g, ", mode_copy && i == t->n_fields - 1 ? (double)m : w->f[i]);
             fprintf(f, "%.6g, %u, %.6g, %.6g, %.6g", w->median_s, w->launches, w->p10_s, w->p90_s, w->first_s);
             if (warm)
-                fprintf(f, ", %.6g", w->warm_s);
+                fprintf(f, ", %.6g, %.6g", w->warm_s, w->stream_s);
             for (int i = 0; i < 2 && t->extra[i]; i++)
                 fprintf(f, ", %.6g", w->x[i]);
             fputs("},\n", f);
@@ -154,7 +154,7 @@ void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_met
     fprintf(f, "    l2_bytes = %.0f, memory_bytes = %.0f,\n", p->l2_bytes, p->hbm_bytes);
     if (p->flush_bytes > 0)
         fprintf(f, "    l2 = \"flushed\", l2_flush_bytes = %.0f,   -- a read of this many bytes before every timed call "
-                   "(outside its events); warm_s: the same calls without it\n", p->flush_bytes);
+                   "(outside its events); warm_s: the same calls without it; stream_s: the same calls back to back between one pair of events\n", p->flush_bytes);
     else
         fputs("    l2 = \"warm\",   -- no flush between the timed calls (operands the L2 holds stay there)\n", f);
     fprintf(f, "    dkv_version = \"%s\", dkv_commit = \"%s\", date = \"%s\",\n    command = ", DKV_VERSION,

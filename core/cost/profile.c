@@ -48,6 +48,7 @@ typedef struct ptab {
     bool     present;
     bool     lin;            /* specs[].lin */
     int      warm_col;       /* the warm_s column (absolute), -1: none; used when specs[].warm */
+    int      stream_col;     /* the stream_s column (absolute), -1: none (needs warm_col) */
     uint32_t n_fields, n_extra, width;
     char     fields[DKV_PROF_FIELDS][24];
     double  *raw;            /* n x width as given */
@@ -214,7 +215,7 @@ dkv_status dkv_profile_table_add(dkv_profile *p, dkv_prof_tab id, const char *co
             return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: launches must be a whole number >= 1 (got %.17g)",
                                where, label(id), r + 1, row[n_fields + 1]);
     }
-    t->warm_col = -1;
+    t->warm_col = t->stream_col = -1;
     t->present = true;
     return DKV_OK;
 }
@@ -236,7 +237,45 @@ dkv_status dkv_profile_table_warm(dkv_profile *p, dkv_prof_tab id, uint32_t extr
     return DKV_OK;
 }
 
+dkv_status dkv_profile_table_stream(dkv_profile *p, dkv_prof_tab id, uint32_t extra, const char *where, dkv_err *err)
+{
+    ptab *t = (unsigned)id < DKV_PT_N ? &p->t[id] : NULL;
+    if (!t || !t->present || specs[id].copy || extra >= t->n_extra)
+        return dkv_err_set(err, DKV_EINVAL, "%s: %s: no extra column %u to take stream_s from", where,
+                           t ? label(id) : "?", extra + 1);
+    if (t->warm_col < 0)
+        return dkv_err_set(err, DKV_EINVAL, "%s: %s: stream_s needs a warm_s column before it", where, label(id));
+    int col = (int)(t->n_fields + 2 + extra);
+    for (size_t r = 0; r < t->n; r++) {
+        double v = t->raw[r * t->width + col];
+        if (!(isfinite(v) && v > 0))
+            return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: stream_s must be > 0 (got %.17g)", where,
+                               label(id), r + 1, v);
+    }
+    t->stream_col = col;
+    return DKV_OK;
+}
+
 bool dkv_profile_uses_warm(dkv_prof_tab id) { return (unsigned)id < DKV_PT_N && specs[id].warm; }
+
+/* Seconds per call of one row (docs/COST_MODEL.md "Which column"): the warm or flushed column by
+ * specs[].warm; with stream_s, less the row's own event overhead warm_s - stream_s (a step runs its
+ * kernels back to back, without events between them), so a warm table is costed from stream_s itself.
+ * A flushed row whose overhead is as large as its time (noise) keeps stream_s. */
+static double row_seconds(const ptab *t, const tspec *s, const double *row)
+{
+    double flushed = row[t->n_fields];
+    if (t->warm_col < 0)
+        return flushed;
+    double warm = row[t->warm_col];
+    if (t->stream_col < 0)
+        return s->warm ? warm : flushed;
+    double stream = row[t->stream_col];
+    if (s->warm)
+        return stream;
+    double v = flushed - (warm - stream);
+    return v > stream ? v : stream;
+}
 
 /* ------------------------------------------------------------------ index */
 
@@ -298,7 +337,7 @@ static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err
             t->ax[i * t->na + k] = v;
             t->lax[i * t->na + k] = log(v);
         }
-        t->sec[i] = s->warm && t->warm_col >= 0 ? row[t->warm_col] : row[t->n_fields];
+        t->sec[i] = row_seconds(t, s, row);
         t->lsec[i] = log(t->sec[i]);
     }
     free(ord);

@@ -78,6 +78,10 @@ typedef struct dkv_profile_info {
  * after dkv_profile_table_add, before dkv_profile_finish; every value must be > 0. */
 dkv_status dkv_profile_table_warm(dkv_profile *p, dkv_prof_tab id, uint32_t extra, const char *where, dkv_err *err);
 bool       dkv_profile_uses_warm(dkv_prof_tab id);
+/* Table id's extra column `extra` is stream_s, the same calls back to back between one pair of events
+ * (PROFILE_FORMAT.md): every row is then costed less its event overhead warm_s - stream_s (the warm
+ * tables from stream_s itself).  Needs dkv_profile_table_warm first; every value must be > 0. */
+dkv_status dkv_profile_table_stream(dkv_profile *p, dkv_prof_tab id, uint32_t extra, const char *where, dkv_err *err);
 
 dkv_status dkv_profile_new(const dkv_profile_info *info, dkv_profile **out, dkv_err *err);
 void       dkv_profile_free(dkv_profile *p);

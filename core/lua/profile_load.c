@@ -159,6 +159,11 @@ static void read_kernels(lua_State *L, int top, const char *file, dkv_profile *p
             if (strcmp(extra[e], "warm_s") == 0 && dkv_profile_table_warm(pr, (dkv_prof_tab)i, e, tp, &err) != DKV_OK)
                 luaL_error(L, "%s", err.msg);
         }
+        for (uint32_t e = 0; e < ne; e++) {   /* after warm_s: stream_s is read against it */
+            dkv_err err = {0};
+            if (strcmp(extra[e], "stream_s") == 0 && dkv_profile_table_stream(pr, (dkv_prof_tab)i, e, tp, &err) != DKV_OK)
+                luaL_error(L, "%s", err.msg);
+        }
         lua_settop(L, t - 1);
     }
     lua_pop(L, 1);

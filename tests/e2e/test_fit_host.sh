@@ -35,6 +35,8 @@ grep -q '^  host = {base_s = 5\.0[0-9]*e-06, per_item_s = 1\.[45][0-9]*e-06, per
 grep -q "fitted by scripts/fit_host.py from 800 steps of 2 dkv.execute runs (synthetic" "$T/p.lua" || fail "source comment"
 [ "$(diff <(grep -v -e '^  host = ' -e 'fit_host.py' "$T/p.lua") <(grep -v -e '^  host = ' -e 'fit_host.py' datasets/profiles/h200-20261201c.lua) | wc -l)" = 0 ] \
     || fail "the rest of the profile changed"
+# the file already had a fitted host line (h200-20261201c): its note is replaced, not stacked
+[ "$(grep -c 'fitted by scripts/fit_host.py' "$T/p.lua")" = 1 ] || fail "fit notes: $(grep -c 'fitted by scripts/fit_host.py' "$T/p.lua")"
 if err=$($PY scripts/fit_host.py --runs '^nothing' "$T/runs.h5" 2>&1); then fail "no usable run accepted"; fi
 grep -q "fit_host: no ':real' run with host_plan_s" <<<"$err" || fail "message: $err"
 echo ok

@@ -229,6 +229,51 @@ static void test_warm_column(void **state)
     dkv_profile_free(p);
 }
 
+/* The stream column (PROFILE_FORMAT.md, docs/COST_MODEL.md "Which column"): with stream_s a warm table is
+ * costed from it, a flushed table from its median less the row's event overhead warm_s - stream_s (not
+ * below stream_s); stream_s without warm_s, or not > 0, is refused. */
+static void test_stream_column(void **state)
+{
+    (void)state;
+    /* m, n, k, median, launches, p10, warm_s, stream_s */
+    double q[2 * 8] = {32, 12288, 4096, 30e-6, 1, 29e-6, 33e-6, 31e-6, 64, 12288, 4096, 31e-6, 1, 30e-6, 35e-6, 32e-6};
+    double o[2 * 8] = {32, 4096, 4096, 16e-6, 1, 15e-6, 12e-6, 10e-6, 64, 4096, 4096, 17e-6, 1, 16e-6, 13e-6, 4e-6};
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_QKV, MNK, 3, 3, q, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_O, MNK, 3, 3, o, 2, "t.lua", NULL), DKV_OK);
+    dkv_err e = {0};
+    assert_int_equal(dkv_profile_table_stream(p, DKV_PT_QKV, 2, "t.lua", &e), DKV_EINVAL);   /* before warm_s */
+    assert_non_null(strstr(e.msg, "stream_s needs a warm_s column"));
+    for (int t = 0; t < 2; t++) {
+        dkv_prof_tab id = t ? DKV_PT_O : DKV_PT_QKV;
+        assert_int_equal(dkv_profile_table_warm(p, id, 1, "t.lua", NULL), DKV_OK);
+        assert_int_equal(dkv_profile_table_stream(p, id, 2, "t.lua", NULL), DKV_OK);
+    }
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 32, 12288, 4096) - 31e-6) < 1e-15);   /* stream_s */
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 64, 12288, 4096) - 32e-6) < 1e-15);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_O, 32, 4096, 4096) - 14e-6) < 1e-15);     /* 16 - (12 - 10) */
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_O, 64, 4096, 4096) - 8e-6) < 1e-15);      /* 17 - 9 */
+    dkv_profile_free(p);
+    /* an overhead larger than the flushed time keeps stream_s */
+    o[8 + 7] = 1e-6, o[8 + 6] = 30e-6;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_O, MNK, 3, 3, o, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_warm(p, DKV_PT_O, 1, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_stream(p, DKV_PT_O, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_O, 64, 4096, 4096) - 1e-6) < 1e-15);
+    dkv_profile_free(p);
+    q[7] = -1;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_QKV, MNK, 3, 3, q, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_warm(p, DKV_PT_QKV, 1, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_stream(p, DKV_PT_QKV, 2, "t.lua", &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "kernels.qkv.rows[1]: stream_s must be > 0"));
+    dkv_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_width_transfer),
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_warm_column),
+        cmocka_unit_test(test_stream_column),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
