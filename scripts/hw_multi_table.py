@@ -7,6 +7,8 @@ the simulated halves re-simulated here, RES/sim_multi/*.h5 (they replace the dev
 :sim_host=* runs)."""
 import sys, glob, os, re, h5py
 import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hw_host_split import host_split
 R = sys.argv[1]
 runs = {}
 for fn in sorted(glob.glob(R + "/h5/hw_multi_*.h5")):
@@ -92,11 +94,8 @@ def host_ms(op):
     n = "multi:%s:inst=1,clock=real:real" % op
     if n not in runs or "steps" not in runs[n]:
         return None
-    st = np.sort(runs[n]["steps"][()], order="start_s")
-    idle = st["start_s"][1:] - st["start_s"][:-1] - st["compute_s"][:-1]
-    ok = (idle >= 0) & (idle < st["compute_s"][:-1])
-    plan = float(np.mean(st["host_plan_s"][:-1][ok]))
-    return 1e3 * plan, 1e3 * max(0.0, float(np.mean(idle[ok])) - plan)   # release >= 0, as the simulated halves take it
+    hs = host_split(runs[n]["steps"][()])   # scripts/hw_host_split.py: planning, release (>= 0)
+    return None if hs is None else (1e3 * hs[0], 1e3 * hs[1])
 
 # separate processes, merged
 procs = {}

@@ -580,7 +580,9 @@ post_multi() {
         x=$(basename "$f" .h5)
         # the device run's -D settings (not backend, standin, half, warmup, gpu, host) and the measured host times
         defs=$($PY - "$f" <<'PYEOF'
-import sys, h5py, numpy as np
+import sys, h5py
+sys.path.insert(0, "scripts")
+from hw_host_split import host_split
 runs = h5py.File(sys.argv[1], "r")["runs"]
 defs, hosts, rels = None, [], []
 for n in runs:
@@ -588,14 +590,12 @@ for n in runs:
         d = runs[n].attrs.get("defines", b"")
         defs = d.decode() if isinstance(d, bytes) else str(d)
     if n.startswith("multi:") and n.endswith(":inst=1,clock=real:real") and "steps" in runs[n]:
-        # the GPU's idle time between consecutive steps, split into planning (host_plan_s) and the
-        # rest (hw_multi_instance.lua's measured_host)
-        st = np.sort(runs[n]["steps"][()], order="start_s")
-        idle = st["start_s"][1:] - st["start_s"][:-1] - st["compute_s"][:-1]
-        ok = (idle >= 0) & (idle < st["compute_s"][:-1])
-        plan = float(np.mean(st["host_plan_s"][:-1][ok]))
-        hosts.append("%s=%.9g" % (n.split(":")[1], plan))
-        rels.append("%s=%.9g" % (n.split(":")[1], max(0.0, float(np.mean(idle[ok])) - plan)))
+        # the GPU's idle time between consecutive steps, split into planning and release
+        # (scripts/hw_host_split.py; hw_multi_instance.lua's measured_host)
+        hs = host_split(runs[n]["steps"][()])
+        if hs:
+            hosts.append("%s=%.9g" % (n.split(":")[1], hs[0]))
+            rels.append("%s=%.9g" % (n.split(":")[1], hs[1]))
 out = []
 for line in (defs or "").splitlines():
     k = line.split("=", 1)[0]
