@@ -76,8 +76,8 @@ dkv_status dkv_follow_select(const dkv_follow *f, uint32_t request, uint64_t ste
         return dkv_err_set(err, DKV_EINVAL, "follow: request %u, step %llu, layer %u: the trajectory records no "
                            "selection here (the schedules differ)", request, s, layer);
     if (r->n_sets != n_sets || r->keep != keep)
-        return dkv_err_set(err, DKV_EINVAL, "follow: request %u, step %llu, layer %u: the trajectory keeps %u set(s) of "
-                           "%u keys, this run %u of %u (the retention settings differ)", request, s, layer, r->n_sets,
+        return dkv_err_set(err, DKV_EINVAL, "follow: request %u, step %llu, layer %u: the trajectory keeps %u "
+                           "set(s) of %u keys, this run %u of %u (the retention settings differ)", request, s, layer, r->n_sets,
                            r->keep, n_sets, keep);
     for (uint32_t h = 0; h < n_sets; h++)
         for (uint32_t i = 0; i < keep; i++) {

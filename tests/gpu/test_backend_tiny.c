@@ -151,7 +151,8 @@ static void replay_step(tf *t, const dkv_cuda_item_report *r, dkv_ref_step_args 
     dkv_err e = {0};
     if (r->step == 1 && r->canvas > r->block_len) {
         size_t n = (size_t)m->n_layers * t->gsel_sets;
-        if (t->gsel_step[r->request] != r->step_index || n > 64 || (sa.shared_set ? 1u : m->n_kv_heads) != t->gsel_sets) {
+        uint32_t sets = sa.shared_set ? 1u : m->n_kv_heads;
+        if (t->gsel_step[r->request] != r->step_index || n > 64 || sets != t->gsel_sets) {
             fprintf(stderr, "request %u step %llu: no GPU selection recorded at the selecting step\n", r->request,
                     (unsigned long long)r->step_index);
             t->fail = 1;
@@ -182,7 +183,8 @@ static void replay_step(tf *t, const dkv_cuda_item_report *r, dkv_ref_step_args 
             t->sel_ties++;
         } else {
             t->sel_bad++;
-            printf("  selection differs: request %u step %llu layer %zu set %zu: ref's -margin %.4g > %.4g x mag %.4g\n",
+            printf("  selection differs: request %u step %llu layer %zu set %zu: ref's -margin %.4g > %.4g x mag "
+                   "%.4g\n",
                    r->request, (unsigned long long)r->step_index, i / t->gsel_sets, i % t->gsel_sets, -mg[i], SEL_REL,
                    mag[i]);
         }
