@@ -54,7 +54,10 @@
  * engine step with the recorded tokens (decode/follow.h; an error when they do not fit the
  * step's block or the unmask rule's count); the item report still carries this backend's own
  * argmax, confidence and logits, so agreement with the recorded run is measured position by
- * position on the same canvases.  Not combined with targets.
+ * position on the same canvases.  Not combined with targets.  When the trajectory carries the
+ * leader's selections (dkv_follow.has_sel), each sparse selecting step keeps the recorded key sets
+ * instead of its own top-k (an error when no record fits), and on_select reports per set whether
+ * its own top-k differs and its own boundary margin (dkv_select_boundary).
  *
  * ---- Timing ----
  * Step cost time_s = compute_s = CPU wall clock of run_step (one core): CPU time, not GPU time.
@@ -132,6 +135,8 @@ typedef struct dkv_cpu_backend_options {
                                  tie protocol's tests; false = fp32 throughout (the default) */
     dkv_cpu_item_fn on_item;  /* optional */
     void    *on_item_user;
+    dkv_select_fn on_select;  /* optional: every sparse selection (decode/follow.h's dkv_select_report) */
+    void    *on_select_user;
     dkv_cpu_backend_report *report; /* optional: filled at end() */
 } dkv_cpu_backend_options;
 

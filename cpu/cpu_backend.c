@@ -57,13 +57,14 @@ static void teardown(cpu_backend *b)
     free(b->rq);
     b->rq = NULL;
     float **f[] = {&b->x, &b->h, &b->q, &b->k, &b->v, &b->att, &b->t, &b->gate, &b->up, &b->gk, &b->gv,
-                   &b->sc, &b->qg, &b->score, &b->hid, &b->logits, &b->row, &b->conf, &b->tlp};
+                   &b->sc, &b->qg, &b->score, &b->hid, &b->logits, &b->row, &b->conf, &b->tlp, &b->selm};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         free(*f[i]);
         *f[i] = NULL;
     }
-    free(b->cand), free(b->sel), free(b->pos), free(b->argmax);
-    b->cand = b->sel = b->pos = b->argmax = NULL;
+    free(b->cand), free(b->sel), free(b->pos), free(b->argmax), free(b->selk), free(b->selo), free(b->seld);
+    b->cand = b->sel = b->pos = b->argmax = b->selk = b->selo = NULL;
+    b->seld = NULL;
     dkv_ref_weights_free(b->w);
     b->w = NULL;
     b->begun = false;
@@ -125,12 +126,13 @@ static dkv_status setup_scratch(cpu_backend *b, dkv_err *err)
         {&b->x, L * C}, {&b->h, L * C}, {&b->t, L * C}, {&b->q, L * QD}, {&b->att, L * QD}, {&b->k, L * KD},
         {&b->v, L * KD}, {&b->gate, L * F}, {&b->up, L * F}, {&b->gk, 2 * L * D}, {&b->gv, 2 * L * D},
         {&b->sc, 2 * L * L}, {&b->qg, qg}, {&b->score, m->n_kv_heads * L}, {&b->hid, B * C}, {&b->logits, B * V},
-        {&b->row, L}, {&b->conf, B}, {&b->tlp, B}};
+        {&b->row, L}, {&b->conf, B}, {&b->tlp, B}, {&b->selm, 2 * (size_t)m->n_kv_heads}};
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
         if (!(*fs[i].p = malloc(fs[i].n * sizeof(float))))
             return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory for activations (%zu rows)", L);
     b->cand = malloc(L * 4), b->sel = malloc(L * 4), b->pos = malloc(L * 4), b->argmax = malloc(B * 4);
-    if (!b->cand || !b->sel || !b->pos || !b->argmax)
+    b->selk = malloc(m->n_kv_heads * L * 4), b->selo = malloc(L * 4), b->seld = malloc(m->n_kv_heads);
+    if (!b->cand || !b->sel || !b->pos || !b->argmax || !b->selk || !b->selo || !b->seld)
         return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory for activations");
     return DKV_OK;
 }

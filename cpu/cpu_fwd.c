@@ -45,6 +45,8 @@ static void attend_group(cpu_backend *b, const float *q, size_t ldq, float *att,
             float *r = S + (size_t)i * na, mx = -INFINITY;
             for (uint32_t j = 0; j < na; j++)
                 mx = r[j] > mx ? r[j] : mx;
+            if (i >= b->lam_lo && i < b->lam_hi)   /* a selecting item's block rows */
+                b->lam = mx > b->lam ? mx : b->lam;
             double sum = 0;
             for (uint32_t j = 0; j < na; j++) {
                 r[j] = expf(r[j] - mx);
@@ -67,35 +69,56 @@ static void attend_group(cpu_backend *b, const float *q, size_t ldq, float *att,
 }
 
 /* SELECT (sparse, the selecting Refresh, q0 = 0): keys outside the block scored by the block's
- * queries (b->score, (Hkv, L)), the top keep per head (or one shared set) stored in slots 0.. */
-static void select_store(cpu_backend *b, const cpu_item *x, uint32_t l)
+ * queries (b->score, (Hkv, L)), the top keep per head (or one shared set) stored in slots 0..;
+ * with a trajectory that carries selections the recorded sets are kept instead (decode/follow.h),
+ * and on_select sees, per set, whether this backend's own top-k differs and its boundary margin. */
+static dkv_status select_store(cpu_backend *b, const cpu_item *x, uint32_t l, dkv_err *err)
 {
-    uint32_t D = b->m.head_dim, Hkv = b->m.n_kv_heads, L = x->nq, nc = 0;
+    uint32_t D = b->m.head_dim, Hkv = b->m.n_kv_heads, L = x->nq, nc = 0, K = x->keep;
+    uint32_t n_sets = x->shared_set ? 1 : Hkv, lo = x->s_b - x->q0, hi = lo + x->B;
     size_t KD = (size_t)Hkv * D;
     for (uint32_t j = 0; j < L; j++)
-        if (j < x->s_b || j >= x->s_b + x->B)
+        if (j < lo || j >= hi)
             b->cand[nc++] = j;
     if (x->shared_set)
         for (uint32_t g = 1; g < Hkv; g++)
             for (uint32_t j = 0; j < L; j++)
                 b->score[j] += b->score[(size_t)g * L + j];
+    const uint32_t *rec = NULL;
+    if (b->o.follow)
+        CPU_TRY(dkv_follow_select(&b->o.follow[x->req], x->req, b->step_index, l, n_sets, K, b->rq[x->req].L, x->s_b,
+                                  x->B, &rec, err));
     float *cs = b->row;
-    const float **rk = (const float **)b->qg, **rv = rk + x->keep;   /* row pointers (scratch) */
-    for (uint32_t g = 0; g < Hkv; g++) {
-        if (g == 0 || !x->shared_set) {
-            const float *s = b->score + (x->shared_set ? 0 : (size_t)g * L);
-            for (uint32_t c = 0; c < nc; c++)
-                cs[c] = s[b->cand[c]];
-            dkv_ref_topk(b->sel, cs, nc, x->keep);
+    for (uint32_t s = 0; s < n_sets; s++) {
+        const float *sc = b->score + (size_t)s * L;
+        for (uint32_t c = 0; c < nc; c++)
+            cs[c] = sc[b->cand[c]];
+        dkv_ref_topk(b->sel, cs, nc, K);
+        uint32_t *kept = b->selk + (size_t)s * K;
+        for (uint32_t i = 0; i < K; i++) {
+            b->selo[i] = b->cand[b->sel[i]];
+            kept[i] = rec ? rec[(size_t)s * K + i] : x->q0 + b->selo[i];
         }
-        for (uint32_t i = 0; i < x->keep; i++) {
-            uint32_t j = b->cand[b->sel[i]];
+        dkv_select_boundary(sc, L, lo, hi, x->q0, b->selo, kept, K, &b->seld[s], &b->selm[s], &b->selm[Hkv + s]);
+    }
+    const float **rk = (const float **)b->qg, **rv = rk + K;   /* row pointers (scratch) */
+    for (uint32_t g = 0; g < Hkv; g++) {
+        const uint32_t *kept = b->selk + (x->shared_set ? 0 : (size_t)g * K);
+        for (uint32_t i = 0; i < K; i++) {
+            uint32_t j = kept[i] - x->q0;
             rk[i] = b->k + j * KD + (size_t)g * D;
             rv[i] = b->v + j * KD + (size_t)g * D;
         }
-        cpu_store(b, x->tab, l, 0, g, 0, x->keep, x->keep, rk);   /* the packed set replaces the slots */
-        cpu_store(b, x->tab, l, 1, g, 0, x->keep, x->keep, rv);
+        cpu_store(b, x->tab, l, 0, g, 0, K, K, rk);   /* the packed set replaces the slots */
+        cpu_store(b, x->tab, l, 1, g, 0, K, K, rv);
     }
+    if (b->o.on_select) {
+        dkv_select_report r = {.step_index = b->step_index, .request = x->req, .layer = l, .n_sets = n_sets, .keep = K,
+                               .followed = rec != NULL, .kept = b->selk, .differs = b->seld, .margin = b->selm,
+                               .mag = b->selm + Hkv, .lam = b->lam};
+        b->o.on_select(b->o.on_select_user, &r);
+    }
+    return DKV_OK;
 }
 
 /* STORE of the item's own rows whose positions are in [w_lo, w_lo + w_n), slot = position. */
@@ -119,13 +142,14 @@ static void store_own(cpu_backend *b, const cpu_item *x, uint32_t l)
     }
 }
 
-static void attention_layer(cpu_backend *b, const cpu_item *x, uint32_t l)
+static dkv_status attention_layer(cpu_backend *b, const cpu_item *x, uint32_t l, dkv_err *err)
 {
     const dkv_model *m = &b->m;
     uint32_t D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, G = H / Hkv, nq = x->nq;
     size_t QD = (size_t)H * D, KD = (size_t)Hkv * D;
     if (x->inplace)
         store_own(b, x, l);
+    b->lam = -INFINITY, b->lam_lo = x->s_b - x->q0, b->lam_hi = x->write == CW_SELECT ? b->lam_lo + x->B : 0;
     for (uint32_t g = 0; g < Hkv; g++) {
         uint32_t na = 0;
         if (x->n_cache) {
@@ -147,9 +171,10 @@ static void attention_layer(cpu_backend *b, const cpu_item *x, uint32_t l)
         }
     }
     if (x->write == CW_SELECT)
-        select_store(b, x, l);
-    else if (x->write == CW_STORE && !x->inplace)
+        return select_store(b, x, l, err);
+    if (x->write == CW_STORE && !x->inplace)
         store_own(b, x, l);
+    return DKV_OK;
 }
 
 /* The block's rows: final norm, logits (B, V), argmax and softmax confidence. */
@@ -201,7 +226,7 @@ dkv_status cpu_forward(cpu_backend *b, const cpu_item *x, dkv_err *err)
         dkv_ref_rope(b->q, b->pos, nq, H, D, m->rope_theta);
         dkv_ref_rope(b->k, b->pos, nq, Hkv, D, m->rope_theta);
         act(b, b->q, (size_t)nq * H * D), act(b, b->k, (size_t)nq * Hkv * D);
-        attention_layer(b, x, l);
+        CPU_TRY(attention_layer(b, x, l, err));
         act(b, b->att, (size_t)nq * H * D);
         gemm_wt(b->t, b->att, Ly->wo, NULL, nq, H * D, C);
         dkv_ref_residual(b->x, b->t, (size_t)nq * C);

@@ -73,6 +73,14 @@ typedef struct cpu_backend {
     float *x, *h, *q, *k, *v, *att, *t, *gate, *up, *gk, *gv, *sc, *qg, *score, *hid, *logits, *row;
     uint32_t *cand, *sel, *pos, *argmax;
     float *conf, *tlp;
+    /* a selecting item's sets (selection report / replay): kept (Hkv, keep) canvas positions,
+       own top-k (L), per set differs (Hkv) and margin | mag (2 Hkv) */
+    uint32_t *selk, *selo;
+    uint8_t  *seld;
+    float    *selm;
+    uint64_t  step_index;      /* of the step being run (selection replay and report) */
+    float     lam;             /* SELECT: largest attention logit of the block rows [lam_lo, lam_hi) */
+    uint32_t  lam_lo, lam_hi;  /* (rows relative to q0; lam_hi = 0: not tracked) */
 
     uint64_t lr_calls;
     dkv_cpu_backend_report rep;

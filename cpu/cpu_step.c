@@ -340,6 +340,7 @@ dkv_status cpu_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out
         return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory");
     dkv_status st = DKV_OK;
     b->staging_used = 0;
+    b->step_index = plan->step_index;
     for (uint32_t i = 0; i < plan->n_items && st == DKV_OK; i++)
         if ((st = plan_item(b, &plan->items[i], i, &xs[i], err)) == DKV_OK)
             st = build_table(b, &plan->items[i], i, &xs[i], err);

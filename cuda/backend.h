@@ -64,7 +64,10 @@
  * With options.follow (trajectory replay, docs/CPU.md "CPU against CUDA") the step's own unmask
  * still runs; after the step the host rewrites each item's block to its canvas before the step
  * plus the positions the trajectory committed at this step (an error when they do not fit the
- * step or the own unmask count).
+ * step or the own unmask count).  When the trajectory carries the leader's selections
+ * (dkv_follow.has_sel), each sparse selecting layer keeps the recorded key sets instead of the
+ * device's own top-k (cuda/backend_select.c; an error when no record fits), and on_select reports
+ * per set whether the device's own top-k differs and its own boundary margin.
  * Offloaded positions are read back raw from the host slot; positions the engine holds as a
  * low-rank approximation are fetched as bytes but not decompressed (docs/GPU.md).
  *
@@ -188,6 +191,9 @@ typedef struct dkv_cuda_backend_options {
                                             the device's own argmax, confidence and logits */
     size_t              n_follow;        /* entries of follow (the workload's requests) */
     void               *on_item_user;
+    dkv_select_fn       on_select;       /* optional: every sparse selection (decode/follow.h's
+                                            dkv_select_report; synchronises at each selecting layer) */
+    void               *on_select_user;
     dkv_cuda_backend_report *report;     /* optional: filled at end() */
     /* several instances on one device (dkv.execute with instances.n > 1, docs/GPU.md): each
        instance has its own backend (context, streams, scratch, canvases); one may take what an

@@ -464,7 +464,7 @@ dkv_status bk_report_entropy(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv
     return DKV_OK;
 }
 
-static dkv_status layer_select(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
+static dkv_status layer_select(dkv_cuda_backend *b, uint64_t step, uint32_t n, uint32_t l, dkv_err *err)
 {
     const dkv_model *m = &b->m;
     uint32_t D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, QD = H * D, KD = Hkv * D, QKV = QD + 2 * KD;
@@ -477,6 +477,7 @@ static dkv_status layer_select(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_
                           b->score_ws, b->score_ws_bytes, b->st, err));
         DKV_TRY(dkv_cuda_topk(b->sel, b->score, Hkv, x->nq, x->keep, x->s_b - x->q0, x->s_b - x->q0 + x->B, x->shared_set,
                           b->st, err));
+        DKV_TRY(bk_select_replay(b, x, step, l, err));   /* selection report / replay (options.on_select, follow) */
         DKV_TRY(dkv_bk_pack_paged(&b->pool, b->d_table + x->tb, l, k, v, QKV, b->sel, x->keep, x->shared_set, b->st, err));
         b->launches[DKV_KCLASS_KV_GATHER] += 5;
         if (b->kv_fp8) {   /* the kept rows, in slots [0, keep), stored as FP8 */
@@ -559,7 +560,7 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
         launch[DKV_KCLASS_ELEMENTWISE]++, launch[DKV_KCLASS_QKV]++;
         if (any_select) {
             bk_mark(b, DKV_KCLASS_KV_GATHER);
-            DKV_TRY(layer_select(b, n, l, err));
+            DKV_TRY(layer_select(b, plan->step_index, n, l, err));
         }
         bk_mark(b, DKV_KCLASS_ATTN);
         if (b->n_measure)   /* retention.measured: the block's attention entropy, timed as attention */

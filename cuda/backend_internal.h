@@ -227,6 +227,10 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
 /* backend_fwd.c: after the step's completion, each measuring item's mean entropy to setup.on_entropy. */
 dkv_status bk_report_entropy(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err);
 dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T, uint32_t R, dkv_err *err);
+/* backend_select.c: a selecting item of layer l, after the device's own scores (b->score) and
+ * top-k (b->sel): the boundary report to options.on_select and, when the trajectory carries
+ * selections, the recorded sets written over b->sel (decode/follow.h).  Synchronises. */
+dkv_status bk_select_replay(dkv_cuda_backend *b, const bk_item *x, uint64_t step, uint32_t l, dkv_err *err);
 /* Records a timing event on the compute stream starting a segment of class c. */
 void       bk_mark(dkv_cuda_backend *b, dkv_kernel_class c);
 

@@ -15,10 +15,20 @@
 --      token; each difference is a TIE when gap <= tol = 4 * 2^-8 * max|z| (4 bf16 unit
 --      roundoffs of the row's logit scale: twice the largest logit error bf16 activations give
 --      through the 6 layers, measured against core/ref in test_backend_tiny), else a MISMATCH.
---   Verdict (stated before the number): PASS when (same + ties) / n >= 0.99 and mismatches = 0.
+--   4. selection replay (the sparse modes): the leader's outputs also carry every sparse
+--      selection (outputs.select: the kept key set per step, request, layer and set); the follower
+--      keeps those sets instead of its own top-k, and reports per set whether its own top-k would
+--      differ and its own boundary margin (score of the lowest kept key - of the highest dropped
+--      key, negative where it differs).  A selection difference is a TIE when -margin <= tol_sel =
+--      48 * 2^-8 * mag (mag: the larger of the two scores; 2x the largest boundary shift the bf16
+--      emulation shows against fp32, docs/CPU.md "Selection replay"), else a MISMATCH.
+--   Verdict (stated before the number): PASS when, under selection replay, (same + ties) / n >=
+--   0.99, token mismatches = 0 and selection mismatches = 0 (for modes without selections the
+--   token criterion alone).  The token-replay numbers (the follower's own selections, the protocol
+--   before selection replay) and the free-running agreement are printed beside it, labelled.
 -- Both directions run where there is a GPU (CUDA follows CPU, CPU follows CUDA).  The
--- free-running agreement (same position, same token, in the two free decodes) is printed beside
--- it, labelled free-running: it measures how early a tie cascades, not a bug.
+-- free-running agreement (same position, same token, in the two free decodes) measures how early
+-- a tie cascades, not a bug.
 -- Without a CUDA device (or with -D standin=true), the follower is a stand-in: the CPU backend
 -- with bf16 activations (opts.bf16_activations, an emulation of the CUDA path's precision), so the
 -- protocol and its post-processing run anywhere; the rows say "standin".
@@ -36,6 +46,7 @@ local steps = dkv.param("steps", 32, "steps per 32-token block (32: one token a 
 local gen = dkv.param("gen", 0, "generated tokens of prompts without a gen field (0: the file's own)")
 local W = "datasets/models/tiny-dllm/model.safetensors"
 local TOL_REL = 4 / 256
+local TOL_SEL = 48 / 256   -- selection ties: -margin <= TOL_SEL * mag
 
 local function config(mode)
   local cache = mode:match("^sparse") and "sparse" or mode
@@ -90,6 +101,34 @@ local function classify(L, F)
   return s
 end
 
+-- the follower's selections under selection replay: sets, own differences, ties, mismatches, and
+-- the largest shift of the boundary margin against the leader's own (same set, same canvas)
+local function classify_sel(L, F)
+  local s = {sets = 0, differ = 0, ties = 0, mismatches = 0, max_rel = 0, max_shift = 0}
+  local S, T = F.select, L.select
+  if not S then return s end
+  local lead = {}
+  for i = 1, #T.request do lead[table.concat({T.request[i], T.step[i], T.layer[i], T.set[i]}, ":")] = T.margin[i] end
+  for i = 1, #S.request do
+    assert(S.followed[i] == 1, "the follower replayed every selection")
+    s.sets = s.sets + 1
+    local m, mag = S.margin[i], S.mag[i]
+    local lm = lead[table.concat({S.request[i], S.step[i], S.layer[i], S.set[i]}, ":")]
+    if mag > 0 and lm and lm < math.huge then s.max_shift = math.max(s.max_shift, math.abs(m - lm) / mag) end
+    if S.differs[i] == 1 then
+      s.differ = s.differ + 1
+      local rel = mag > 0 and -m / mag or 0
+      s.max_rel = math.max(s.max_rel, rel)
+      if rel <= TOL_SEL then s.ties = s.ties + 1 else
+        s.mismatches = s.mismatches + 1
+        print(string.format("  selection mismatch: request %d step %d layer %d set %d: -margin %.4g > tol %.4g " ..
+                            "(mag %.4g)", S.request[i], S.step[i], S.layer[i], S.set[i], -m, TOL_SEL * mag, mag))
+      end
+    end
+  end
+  return s
+end
+
 local function free_agreement(A, B)
   local same, n, first = 0, 0, math.huge
   for i = 1, #A.tokens do
@@ -106,11 +145,15 @@ end
 
 local second = standin and "standin" or "cuda"
 local rows = {mode = {}, leader = {}, follower = {}, n = {}, same = {}, ties = {}, mismatches = {}, agreement = {},
-              tie_agreement = {}, max_tie_gap = {}, max_mismatch_gap = {}, pass = {}, free_agreement = {},
+              tie_agreement = {}, max_tie_gap = {}, max_mismatch_gap = {}, pass = {}, sel_sets = {}, sel_differ = {},
+              sel_ties = {}, sel_mismatches = {}, sel_max_rel = {}, sel_max_shift = {}, tok_same = {}, tok_ties = {},
+              tok_mismatches = {}, tok_tie_agreement = {}, tok_pass = {}, free_agreement = {},
               free_first_divergence = {}}
-print(string.format("CPU vs %s backend, tiny-dllm, %s; tie tolerance %.5f x max|z| (4 bf16 unit roundoffs)", second,
-                    prompts, TOL_REL))
-print("verdict criterion: PASS when (same + ties) / n >= 0.99 and mismatches = 0 (trajectory replay)")
+print(string.format("CPU vs %s backend, tiny-dllm, %s; tie tolerance %.5f x max|z| (4 bf16 unit roundoffs); " ..
+                    "selection tie tolerance %.4f x mag (48 bf16 unit roundoffs)", second, prompts, TOL_REL, TOL_SEL))
+print("verdict criterion: PASS when, with selection replay, (same + ties) / n >= 0.99, token mismatches = 0 and " ..
+      "selection mismatches = 0; token replay (own selections) and free-running agreement beside it")
+local function token_only(o) return {id = o.id, tokens = o.tokens, step = o.step} end
 for mode in modes:gmatch("[^,]+") do
   local cfg = config(mode)
   local ra, A = run(cfg, "cpu")
@@ -127,20 +170,32 @@ for mode in modes:gmatch("[^,]+") do
   local fa, ff = free_agreement(A, B)
   for _, dir in ipairs({{"cpu", A, second}, {second, B, "cpu"}}) do
     local lead, Lo, fol = dir[1], dir[2], dir[3]
-    local rf, F = run(cfg, fol, Lo)
+    local _, Ft = run(cfg, fol, token_only(Lo))         -- token replay: the follower's own selections
+    local t = classify(Lo, Ft)
+    local rf, F = run(cfg, fol, Lo)                      -- selection replay (as token replay without selections)
     dkv.save(rf, fol .. "_follows_" .. lead .. "_" .. mode)
-    local s = classify(Lo, F)
+    local s, q = classify(Lo, F), classify_sel(Lo, F)
+    local pass = s.pass and q.mismatches == 0
     local row = {mode = mode, leader = lead, follower = fol, n = s.n, same = s.same, ties = s.ties,
                  mismatches = s.mismatches, agreement = s.agreement, tie_agreement = s.tie_agreement,
-                 max_tie_gap = s.max_tie_gap, max_mismatch_gap = s.max_mismatch_gap, pass = s.pass and 1 or 0,
+                 max_tie_gap = s.max_tie_gap, max_mismatch_gap = s.max_mismatch_gap, pass = pass and 1 or 0,
+                 sel_sets = q.sets, sel_differ = q.differ, sel_ties = q.ties, sel_mismatches = q.mismatches,
+                 sel_max_rel = q.max_rel, sel_max_shift = q.max_shift, tok_same = t.same, tok_ties = t.ties,
+                 tok_mismatches = t.mismatches, tok_tie_agreement = t.tie_agreement, tok_pass = t.pass and 1 or 0,
                  free_agreement = fa, free_first_divergence = ff}
-    for k, t in pairs(rows) do t[#t + 1] = row[k] end
-    print(string.format("%-13s %-7s follows %-7s: %s  agreement %.4f (same %d of %d), ties %d (largest gap %.4f), " ..
-                        "mismatches %d (largest gap %.4f), (same+ties)/n %.4f; free-running agreement %.4f " ..
-                        "(first divergence at step %d)", mode, fol, lead, s.pass and "PASS" or "FAIL", s.agreement,
-                        s.same, s.n, s.ties, s.max_tie_gap, s.mismatches, s.max_mismatch_gap, s.tie_agreement, fa, ff))
+    for k, tb in pairs(rows) do tb[#tb + 1] = row[k] end
+    print(string.format("%-13s %-7s follows %-7s: %s  selection replay: agreement %.4f (same %d of %d), ties %d " ..
+                        "(largest gap %.4f), mismatches %d (largest gap %.4f), (same+ties)/n %.4f; selections %d, " ..
+                        "own differs %d: ties %d, mismatches %d (largest -margin/mag %.4f; largest boundary shift " ..
+                        "%.4f x mag)", mode, fol, lead, pass and "PASS" or "FAIL", s.agreement, s.same, s.n, s.ties,
+                        s.max_tie_gap, s.mismatches, s.max_mismatch_gap, s.tie_agreement, q.sets, q.differ, q.ties,
+                        q.mismatches, q.max_rel, q.max_shift))
+    print(string.format("%-13s %-7s follows %-7s:   token replay (own selections): %s  same %d, ties %d, " ..
+                        "mismatches %d (largest gap %.4f), (same+ties)/n %.4f; free-running agreement %.4f (first " ..
+                        "divergence at step %d)", mode, fol, lead, t.pass and "pass" or "fail", t.same, t.ties,
+                        t.mismatches, t.max_mismatch_gap, t.tie_agreement, fa, ff))
   end
 end
-dkv.write_run("cpu_vs_" .. second, {params = {prompts = prompts, modes = modes, tol_rel = TOL_REL, rho = rho,
-                                               steps = steps},
+dkv.write_run("cpu_vs_" .. second, {params = {prompts = prompts, modes = modes, tol_rel = TOL_REL, tol_sel = TOL_SEL,
+                                               rho = rho, steps = steps},
                                     tables = {agreement = rows}})

@@ -280,6 +280,46 @@ device_agree() {
     return $rc
 }
 
+# ---- selection replay of the sparse modes (issue 10; docs/CPU.md "Selection replay")
+# here:  bash scripts/gpu_run.sh build-agree
+# there: run(command="OUT=$OUT bash scripts/gpu_run.sh device-ties", carry=["build/agree_bin"])
+#        (~1.5-2.5 min: everything in parallel, each under timeout LIMIT (170 s)): test_backend_tiny
+#        sparse-head sparse-shared sparse-measured (core/ref replaying the GPU's selections) and
+#        experiments/hw_cpu_agreement.lua for sparse_head and sparse_shared on the held-out prompts
+#        and on test_backend_tiny's prompts and schedule.  Comes back: $OUT/ties.tgz (every log and
+#        HDF5) and $OUT/summary.txt (the verdict lines).  Without a GPU the experiment's stand-in
+#        runs and test_backend_tiny skips (the post-processing check).
+device_ties() {
+    OUT=${OUT:-$ROOT/gpu-out}
+    local W=$OUT/ties L=${LIMIT:-170} LIB=/tmp/agree_lib rc=0 m f
+    mkdir -p "$W" "$LIB"
+    for f in "$AB"/lib/*.gz; do gunzip -c "$f" > "$LIB/$(basename "$f" .gz)"; done
+    export LD_LIBRARY_PATH="$LIB:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$W/device.txt" 2>&1 ||
+        echo "no nvidia-smi" > "$W/device.txt"
+    ( t0=$SECONDS; timeout "$L" "$AB/test_backend_tiny" sparse-head sparse-shared sparse-measured > "$W/tiny.log" 2>&1
+      echo "== test_backend_tiny exit $? ($((SECONDS - t0)) s)" >> "$W/tiny.log" ) &
+    for m in sparse_head sparse_shared; do
+        ( t0=$SECONDS; timeout "$L" "$AB/dkv" run experiments/hw_cpu_agreement.lua -D modes="$m" \
+              -o "$W/agree_$m.h5" > "$W/agree_$m.log" 2>&1
+          echo "== agree $m exit $? ($((SECONDS - t0)) s)" >> "$W/agree_$m.log" ) &
+    done
+    ( t0=$SECONDS; timeout "$L" "$AB/dkv" run experiments/hw_cpu_agreement.lua -D modes=sparse_head,sparse_shared \
+          -D prompts=datasets/workloads/tiny_prompts.jsonl -D gen=32 -D steps=8 -o "$W/agree_tinyprompts.h5" \
+          > "$W/agree_tinyprompts.log" 2>&1
+      echo "== agree tinyprompts exit $? ($((SECONDS - t0)) s)" >> "$W/agree_tinyprompts.log" ) &
+    wait
+    { cat "$W/device.txt"
+      grep -hE "criterion|selection replay|token replay|PASS|FAIL|SKIP|differs|mismatch|== " "$W"/tiny.log \
+          "$W"/agree_*.log | cut -c1-400; } > "$OUT/summary.txt"
+    grep -qE "exit (0|77) " "$W/tiny.log" || rc=1
+    for f in "$W"/agree_*.log; do grep -q "exit 0 " "$f" || rc=1; done
+    tar czf "$OUT/ties.tgz" -C "$OUT" ties && rm -rf "$W"
+    cat "$OUT/summary.txt"
+    echo "device-ties: rc $rc"
+    return $rc
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
@@ -291,6 +331,7 @@ build-quality) build_quality ;;
 device-quality) device_quality ;;
 build-agree) build_agree ;;
 device-agree) device_agree ;;
-*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree" >&2
+device-ties) device_ties ;;
+*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|device-ties" >&2
    exit 2 ;;
 esac

@@ -88,5 +88,7 @@ void dkv_exec_follow_free(dkv_exec_follow *f)
         return;
     free(f->req);
     free(f->buf);
+    free(f->sel);
+    free(f->sel_pos);
     memset(f, 0, sizeof *f);
 }

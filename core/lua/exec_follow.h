@@ -13,6 +13,8 @@ typedef struct dkv_exec_follow {
     dkv_follow *req;       /* (n) indexed by request id */
     uint32_t   *buf;       /* tokens and steps of every request, one allocation */
     uint32_t    n;
+    dkv_follow_sel *sel;   /* opts.follow.select (exec_select.h): the records of every request */
+    uint32_t   *sel_pos;   /* their kept positions */
 } dkv_exec_follow;
 
 /* Reads the table at idx (path names it in errors: "opts.follow"): fields id, tokens, step,

@@ -12,6 +12,7 @@
 
 #include "io/safetensors.h"
 #include "lua/exec_follow.h"
+#include "lua/exec_select.h"
 #include "lua/exec_outputs.h"
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
@@ -51,6 +52,7 @@ typedef struct lexec {
     dkv_cpu_backend_report crep;
     bool     out_failed;
     dkv_exec_outputs out;
+    dkv_exec_select sel;       /* opts.outputs: the sparse selections (exec_select.h) */
     dkv_err  out_err;
 #ifdef DKV_HAVE_CUDA
     dkv_cuda_backend_report rep;
@@ -72,6 +74,7 @@ static int lexec_gc(lua_State *L)
     dkv_ref_weights_free(x->rw);
     x->rw = NULL;
     dkv_exec_outputs_free(&x->out);
+    dkv_exec_select_free(&x->sel);
     free(x->targets);
     x->targets = NULL;
     dkv_workload_free(x->tw);
@@ -147,6 +150,7 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
         if (tg)
             dkv_lconf_error(L, p, "follow", "and targets both decide the committed tokens: give one");
         dkv_exec_follow_read(L, -1, "opts.follow", &x->follow);
+        dkv_exec_select_read(L, -1, "opts.follow", &x->follow);
     }
     lua_pop(L, 1);
     x->bf16_act = dkv_lconf_boolean(L, idx, p, "bf16_activations", false, 0);
@@ -241,6 +245,8 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     if (x->outputs) { /* synchronises after every step: use for agreement runs, not for timing */
         o.on_item = collect_item;
         o.on_item_user = x;
+        o.on_select = dkv_exec_select_hook;
+        o.on_select_user = &x->sel;
     }
     if (x->follow.n) {
         o.follow = x->follow.req;
@@ -589,6 +595,8 @@ static dkv_status make_cpu(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err
     if (x->outputs) {
         o.on_item = collect_cpu_item;
         o.on_item_user = x;
+        o.on_select = dkv_exec_select_hook;
+        o.on_select_user = &x->sel;
     }
     return dkv_cpu_backend_new(&o, out, err);
 }
@@ -662,18 +670,22 @@ static void push_cpu(lua_State *L, const dkv_cpu_backend_report *r)
 static int execute_cpu(lua_State *L, lexec *x)
 {
     dkv_lsim_run(L, 1, "dkv.execute", make_cpu, x);   /* the result */
-    if (x->out_failed)
-        return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
+    if (x->out_failed || x->sel.failed)
+        return luaL_error(L, "dkv.execute: outputs: %s",
+                          x->sel.failed ? "out of memory (selections)" : x->out_err.msg);
     dkv_lsim_result_set_backend(L, -1, "cpu");
     dkv_lsim_result_set_device(L, -1, "cpu", "openblas");
     push_cpu(L, &x->crep);
     if (x->outputs) {
         push_outputs(L, &x->out);
+        if (dkv_exec_select_push(L, &x->sel))
+            lua_setfield(L, -2, "select");
         lua_setfield(L, -2, "outputs");
         dkv_lua_result_take_outputs(L, -2, &x->out);
     }
     dkv_cpu_backend_report_clear(&x->crep);
     dkv_exec_outputs_free(&x->out);
+    dkv_exec_select_free(&x->sel);
     return 2;
 }
 
@@ -709,8 +721,9 @@ static int execute_body(lua_State *L)
         return luaL_error(L, "dkv.execute: no CUDA device (%s)", err.msg);
     }
     dkv_lsim_run(L, 1, "dkv.execute", make_cuda, x);   /* 4: the result */
-    if (x->out_failed)
-        return luaL_error(L, "dkv.execute: outputs: %s", x->out_err.msg);
+    if (x->out_failed || x->sel.failed)
+        return luaL_error(L, "dkv.execute: outputs: %s",
+                          x->sel.failed ? "out of memory (selections)" : x->out_err.msg);
     char versions[64];
     dkv_cuda_versions(versions, sizeof versions);
     dkv_lsim_result_set_device(L, -1, x->rep.device[0] ? x->rep.device : x->irep[0].device, versions);
@@ -726,11 +739,14 @@ static int execute_body(lua_State *L)
     }
     if (x->outputs) {
         push_outputs(L, &x->out);
+        if (dkv_exec_select_push(L, &x->sel))
+            lua_setfield(L, -2, "select");
         lua_setfield(L, -2, "outputs");
         dkv_lua_result_take_outputs(L, -2, &x->out);   /* dkv.save writes them into the run */
     }
     dkv_cuda_backend_report_clear(&x->rep);
     dkv_exec_outputs_free(&x->out);
+    dkv_exec_select_free(&x->sel);
     return 2;
 #endif
 }

@@ -191,6 +191,10 @@ typedef struct dkv_ref_step_args {
     double   retention;     /* sparse: rho in (0, 1]; k = ceil(rho * (L - B)) */
     bool     shared_set;    /* sparse: one token set per layer for all KV heads */
     uint32_t logit_chunk;   /* LM-head rows per chunk (max_num_logits); 0 = all */
+    const uint32_t *keep_pos; /* sparse selecting step (step 1), optional: (n_layers, n_sets, k)
+                                 canvas positions to keep instead of the own top-k, n_sets = 1
+                                 shared else n_kv_heads, ascending within a set (selection replay,
+                                 decode/follow.h); NULL: the own top-k */
 } dkv_ref_step_args;
 
 typedef struct dkv_ref_step_out {
@@ -204,6 +208,11 @@ typedef struct dkv_ref_step_out {
     float    *block_logits;    /* (B, V) */
     uint32_t *argmax;          /* (B) */
     float    *conf;            /* (B) */
+    /* optional, with keep_pos at a selecting step: per (layer, set), n_layers x n_sets entries:
+       the own top-k differs from keep_pos, and the own boundary margin and magnitude
+       (dkv_select_boundary); sel_differs NULL: not wanted */
+    uint8_t  *sel_differs;
+    float    *sel_margin, *sel_mag;
 } dkv_ref_step_out;
 
 /* Runs one step of a request in the given cache mode (DESIGN.md, "Tokens per step"):

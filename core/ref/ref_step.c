@@ -5,6 +5,8 @@
  * writes KV to the cache.  A full forward is forward_rows over [0, L) with no cache. */
 #include "ref/ref_internal.h"
 
+#include "decode/follow.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,8 @@ typedef struct fwd_spec {
     uint32_t blk0, blk_len;   /* KW_SELECT: the block (its queries score, its keys are excluded) */
     uint32_t sel_k;           /* KW_SELECT: rows kept per head */
     bool     shared;          /* KW_SELECT: one set for all heads of a layer */
+    const dkv_ref_step_args *a;   /* KW_SELECT: keep_pos (selection replay) */
+    dkv_ref_step_out *out;        /* KW_SELECT: sel_differs, sel_margin, sel_mag */
 } fwd_spec;
 
 typedef struct scratch {
@@ -65,7 +69,7 @@ static int scratch_alloc(scratch *s, const dkv_model *m, uint32_t nq, uint32_t m
     s->score = malloc((size_t)m->n_kv_heads * nq * sizeof(float));
     s->pos = malloc(nq * sizeof(uint32_t));
     s->cand = malloc(nq * sizeof(uint32_t));
-    s->sel = malloc(nq * sizeof(uint32_t));
+    s->sel = malloc(2 * (size_t)nq * sizeof(uint32_t));   /* top-k indices | own kept rows */
     return s->x && s->h && s->t && s->q && s->att && s->k && s->v && s->gate && s->up && s->qg &&
            s->og && s->gk && s->gv && s->score && s->pos && s->cand && s->sel;
 }
@@ -87,13 +91,18 @@ static void put_row(dkv_ref_kv *kv, size_t slot, uint32_t row, uint32_t p, const
     memcpy(kv->v + base, v, D * sizeof(float));
 }
 
-/* KW_SELECT for one layer: scores are in s->score (n_kv_heads, nq) over own keys (q0 = 0). */
+/* KW_SELECT for one layer: scores are in s->score (n_kv_heads, nq) over own keys (q0 = 0).  With
+ * a->keep_pos the recorded sets are kept instead of the own top-k (selection replay), and each
+ * set's own boundary goes to out->sel_* (decode/follow.h's dkv_select_boundary). */
 static void select_rows(const dkv_model *m, dkv_ref_kv *kv, uint32_t layer, const fwd_spec *sp, scratch *s)
 {
-    uint32_t D = m->head_dim, Hkv = m->n_kv_heads, nq = sp->nq, nc = 0;
+    uint32_t D = m->head_dim, Hkv = m->n_kv_heads, nq = sp->nq, nc = 0, K = sp->sel_k;
+    uint32_t n_sets = sp->shared ? 1 : Hkv, lo = sp->blk0 - sp->q0, hi = lo + sp->blk_len, *own = s->sel + nq;
     size_t KD = (size_t)Hkv * D;
+    const uint32_t *rec = sp->a && sp->a->keep_pos ? sp->a->keep_pos + (size_t)layer * n_sets * K : NULL;
+    dkv_ref_step_out *o = sp->out && sp->out->sel_differs && rec ? sp->out : NULL;
     for (uint32_t j = 0; j < nq; j++)   /* candidates: own keys outside the block */
-        if (j + sp->q0 < sp->blk0 || j + sp->q0 >= sp->blk0 + sp->blk_len)
+        if (j < lo || j >= hi)
             s->cand[nc++] = j;
     if (sp->shared)
         for (uint32_t g = 1; g < Hkv; g++)
@@ -101,18 +110,26 @@ static void select_rows(const dkv_model *m, dkv_ref_kv *kv, uint32_t layer, cons
                 s->score[j] += s->score[(size_t)g * nq + j];
     float *cs = s->og;   /* compacted candidate scores; og is free between groups */
     for (uint32_t g = 0; g < Hkv; g++) {
+        uint32_t set = sp->shared ? 0 : g;
+        const float *sc = s->score + (size_t)set * nq;
         if (g == 0 || !sp->shared) {
-            const float *sc = s->score + (sp->shared ? 0 : (size_t)g * nq);
             for (uint32_t c = 0; c < nc; c++)
                 cs[c] = sc[s->cand[c]];
-            dkv_ref_topk(s->sel, cs, nc, sp->sel_k);
+            dkv_ref_topk(s->sel, cs, nc, K);
+            for (uint32_t i = 0; i < K; i++)
+                own[i] = s->cand[s->sel[i]];
+            if (o) {
+                size_t r = (size_t)layer * n_sets + set;
+                dkv_select_boundary(sc, nq, lo, hi, sp->q0, own, rec + (size_t)set * K, K, &o->sel_differs[r],
+                                    &o->sel_margin[r], &o->sel_mag[r]);
+            }
         }
         size_t slot = dkv_ref_kv_slot(kv, layer, g);
-        for (uint32_t i = 0; i < sp->sel_k; i++) {
-            uint32_t j = s->cand[s->sel[i]];
+        for (uint32_t i = 0; i < K; i++) {
+            uint32_t j = rec ? rec[(size_t)set * K + i] - sp->q0 : own[i];
             put_row(kv, slot, i, sp->q0 + j, s->k + j * KD + (size_t)g * D, s->v + j * KD + (size_t)g * D);
         }
-        kv->count[slot] = sp->sel_k;
+        kv->count[slot] = K;
     }
 }
 
@@ -277,6 +294,24 @@ static dkv_status check_args(const dkv_ref_weights *w, const dkv_ref_kv *kv, con
     return DKV_OK;
 }
 
+/* a->keep_pos (optional): every recorded position on the canvas, outside the block, ascending
+ * within its set. */
+static dkv_status check_keep_pos(const dkv_model *m, const dkv_ref_step_args *a, uint32_t K, dkv_err *err)
+{
+    if (!a->keep_pos)
+        return DKV_OK;
+    size_t sets = (size_t)m->n_layers * (a->shared_set ? 1 : m->n_kv_heads);
+    for (size_t r = 0; r < sets; r++)
+        for (uint32_t i = 0; i < K; i++) {
+            uint32_t p = a->keep_pos[r * K + i];
+            if (p >= a->canvas_len || (p >= a->block_start && p < a->block_start + a->block_len) ||
+                (i && p <= a->keep_pos[r * K + i - 1]))
+                return dkv_err_set(err, DKV_EINVAL, "ref step: keep_pos set %zu: position %u is off the canvas [0, "
+                                   "%u), in the block or not ascending", r, p, a->canvas_len);
+        }
+    return DKV_OK;
+}
+
 dkv_status dkv_ref_step(const dkv_ref_weights *w, dkv_ref_kv *kv, const dkv_ref_step_args *a,
                         const uint32_t *tokens, dkv_ref_step_out *out, dkv_err *err)
 {
@@ -328,7 +363,10 @@ dkv_status dkv_ref_step(const dkv_ref_weights *w, dkv_ref_kv *kv, const dkv_ref_
         } else if (a->step == 1) {
             dkv_ref_kv_clear(kv);
             sp.write = KW_SELECT, sp.blk0 = s, sp.blk_len = B, sp.sel_k = kept, sp.shared = a->shared_set;
+            sp.a = a, sp.out = out;
             out->kv_write_tokens = kept;
+            if ((st = check_keep_pos(&w->m, a, kept, err)) != DKV_OK)
+                return st;
         } else {
             if ((st = expect_rows(kv, kept, "sparse Reuse", err)) != DKV_OK)
                 return st;

@@ -24,6 +24,13 @@
  *     positions are within TIE_CONF;
  *   - accuracy: the GPU's final-normed block rows against ref's (rel-L2 <= HID_TOL per step), and
  *     the logits they give against ref's (max and mean |difference| printed: the scale of the tie tolerance).
+ * Sparse configurations also replay the GPU's selections (docs/CPU.md "Selection replay"): a
+ * second core/ref cache per request keeps, at the selecting step, the key sets the GPU kept
+ * (options.on_select; dkv_ref_step_args.keep_pos) instead of ref's own top-k, and ref reports per
+ * set whether its own top-k differs and its boundary margin by its fp32 scores.  A selection
+ * difference is a tie when -margin <= SEL_REL x mag; the token criterion above is then applied
+ * to ref's logits under the GPU's selections, its own-selection figures printed beside it, and
+ * every selection difference must be a tie.
  * When every pick and token agrees, ref's own free-running decode would be this one, step for
  * step, so the final texts agree too.  For the sparse cache this is the check that retention is
  * applied on the GPU as ref applies it (per-head or shared top-k of ceil(rho (L - B)) keys).
@@ -36,6 +43,13 @@
 #define TIE_CONF  0.02
 #define N_PROMPTS 4     /* the first 4 prompts: core/ref's steps on the host CPU dominate the time */
 #define HID_TOL   0.05  /* rel-L2 of a step's block hidden rows (final-normed) against ref's */
+#define SEL_REL   (48.0 / 256.0) /* selection tie: -margin <= 48 u_bf16 x mag (docs/CPU.md "Selection replay") */
+
+/* Token comparison of the GPU's argmax against one set of ref logits. */
+typedef struct tokcmp {
+    uint64_t rows, same, ties, bad;
+    double   max_tie, max_bad;
+} tokcmp;
 
 typedef struct tf {
     const dkv_ref_weights *w;
@@ -54,6 +68,16 @@ typedef struct tf {
     uint32_t *final;                 /* per request: canvas after its last step (n_req x max_L) */
     uint32_t *final_len, max_L;
     int     fail;
+    /* selection replay (sparse): ref caches that keep the GPU's sets, the GPU's sets of each
+       request's last selecting step (n_layers x sets x k), ref logits under them */
+    dkv_ref_kv **kvf;
+    uint32_t *gsel, gsel_keep, gsel_sets;
+    uint64_t *gsel_step;
+    size_t    gsel_stride;
+    float    *flog;
+    tokcmp    rep;
+    uint64_t  sel_sets, sel_differ, sel_ties, sel_bad;
+    double    sel_max_rel;
 } tf;
 
 /* Lowest index of the largest value of x (n). */
@@ -74,6 +98,100 @@ static double softmax_top(const float *x, uint32_t n, uint32_t a)
     return 1.0 / s;
 }
 
+/* on_select: the GPU's kept sets of one selecting layer, kept per request for its ref replay. */
+static void on_select(void *user, const dkv_select_report *r)
+{
+    tf *t = user;
+    size_t nk = (size_t)r->n_sets * r->keep;
+    if (nk * t->w->m.n_layers > t->gsel_stride) {
+        fprintf(stderr, "selection of %zu positions a layer exceeds the buffer\n", nk);
+        t->fail = 1;
+        return;
+    }
+    memcpy(t->gsel + r->request * t->gsel_stride + r->layer * nk, r->kept, nk * sizeof(uint32_t));
+    t->gsel_step[r->request] = r->step_index, t->gsel_keep = r->keep, t->gsel_sets = r->n_sets;
+}
+
+/* The GPU's argmax at the block's masked rows against ref logits lg (B, V) (ties: TIE_REL). */
+static void count_tokens(tokcmp *c, const dkv_cuda_item_report *r, const float *lg0, uint32_t V, uint32_t mask)
+{
+    for (uint32_t i = 0; i < r->block_len; i++) {
+        if (r->tokens_before[r->block_start + i] != mask)
+            continue;
+        const float *lg = lg0 + (size_t)i * V;
+        uint32_t a = argmax_of(lg, V), g = r->argmax[i];
+        c->rows++;
+        if (g == a) {
+            c->same++;
+            continue;
+        }
+        double gap = g < V ? (double)lg[a] - lg[g] : INFINITY, zmax = 0;
+        for (uint32_t v = 0; v < V; v++)
+            zmax = fabs(lg[v]) > zmax ? fabs(lg[v]) : zmax;
+        if (gap <= TIE_REL * zmax) {
+            c->ties++;
+            c->max_tie = gap > c->max_tie ? gap : c->max_tie;
+        } else {
+            c->bad++;
+            c->max_bad = gap > c->max_bad ? gap : c->max_bad;
+            printf("  token differs under the GPU's selections: request %u step %llu position %u: cuda %u, ref %u "
+                   "(logit gap %.3f, tolerance %.3f)\n", r->request, (unsigned long long)r->step_index,
+                   r->block_start + i, g, a, gap, TIE_REL * zmax);
+        }
+    }
+}
+
+/* Sparse: ref's step on its second cache, keeping the GPU's sets at the selecting step. */
+static void replay_step(tf *t, const dkv_cuda_item_report *r, dkv_ref_step_args sa)
+{
+    const dkv_model *m = &t->w->m;
+    uint8_t d[64];
+    float mg[64], mag[64];
+    dkv_ref_step_out out = {.block_logits = t->flog};
+    dkv_err e = {0};
+    if (r->step == 1 && r->canvas > r->block_len) {
+        size_t n = (size_t)m->n_layers * t->gsel_sets;
+        uint32_t sets = sa.shared_set ? 1u : m->n_kv_heads;
+        if (t->gsel_step[r->request] != r->step_index || n > 64 || sets != t->gsel_sets) {
+            fprintf(stderr, "request %u step %llu: no GPU selection recorded at the selecting step\n", r->request,
+                    (unsigned long long)r->step_index);
+            t->fail = 1;
+            return;
+        }
+        uint32_t kref = (uint32_t)ceil(sa.retention * (r->canvas - r->block_len) - 1e-9);   /* ref's k */
+        if (t->gsel_keep != kref) {
+            fprintf(stderr, "request %u: the GPU kept %u keys a set, ref keeps %u\n", r->request, t->gsel_keep, kref);
+            t->fail = 1;
+            return;
+        }
+        sa.keep_pos = t->gsel + r->request * t->gsel_stride;
+        out.sel_differs = d, out.sel_margin = mg, out.sel_mag = mag;
+    }
+    if (dkv_ref_step(t->w, t->kvf[r->request], &sa, r->tokens_before, &out, &e) != DKV_OK) {
+        fprintf(stderr, "ref replay step (request %u, step %u): %s\n", r->request, r->step, e.msg);
+        t->fail = 1;
+        return;
+    }
+    for (size_t i = 0; sa.keep_pos && i < (size_t)m->n_layers * t->gsel_sets; i++) {
+        t->sel_sets++;
+        if (!d[i])
+            continue;
+        double rel = mag[i] > 0 ? -mg[i] / mag[i] : 0;
+        t->sel_differ++;
+        t->sel_max_rel = rel > t->sel_max_rel ? rel : t->sel_max_rel;
+        if (rel <= SEL_REL) {
+            t->sel_ties++;
+        } else {
+            t->sel_bad++;
+            printf("  selection differs: request %u step %llu layer %zu set %zu: ref's -margin %.4g > %.4g x mag "
+                   "%.4g\n",
+                   r->request, (unsigned long long)r->step_index, i / t->gsel_sets, i % t->gsel_sets, -mg[i], SEL_REL,
+                   mag[i]);
+        }
+    }
+    count_tokens(&t->rep, r, t->flog, m->vocab, m->mask_id);
+}
+
 static void compare_step(tf *t, const dkv_cuda_item_report *r)
 {
     const dkv_model *m = &t->w->m;
@@ -91,6 +209,8 @@ static void compare_step(tf *t, const dkv_cuda_item_report *r)
         if (k < (uint32_t)ceil(0.1 * n - 1e-9) || k > (uint32_t)ceil(0.9 * n - 1e-9))
             t->k_lo_bad++;
     }
+    if (t->kvf)
+        replay_step(t, r, sa);
     dkv_ref_step_out out = {.block_logits = t->logits, .block_hidden = t->hidden};
     if (dkv_ref_step(t->w, t->kv[r->request], &sa, r->tokens_before, &out, &e) != DKV_OK) {
         fprintf(stderr, "ref step (request %u, block %u, step %u): %s\n", r->request, r->block, r->step, e.msg);
@@ -236,6 +356,17 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
     t.kv = calloc(n, sizeof *t.kv);
     for (size_t i = 0; i < n && k->mode != DKV_CACHE_NONE; i++)
         OK(dkv_ref_kv_new(m, max_L, &t.kv[i], &err));
+    bool sparse = k->mode == DKV_CACHE_SPARSE;
+    if (sparse) {   /* selection replay */
+        t.kvf = calloc(n, sizeof *t.kvf);
+        for (size_t i = 0; i < n; i++)
+            OK(dkv_ref_kv_new(m, max_L, &t.kvf[i], &err));
+        t.gsel_stride = (size_t)m->n_layers * m->n_kv_heads * max_L;
+        t.gsel = calloc(n * t.gsel_stride, sizeof(uint32_t));
+        t.gsel_step = malloc(n * sizeof(uint64_t));
+        memset(t.gsel_step, 0xff, n * sizeof(uint64_t));
+        t.flog = malloc((size_t)32 * m->vocab * sizeof(float));
+    }
 
     dkv_engine_config c;
     tiny_config(&c, m, &g, wl, k->cache, 8);
@@ -249,6 +380,8 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
     }
     dkv_cuda_backend_options o = backend_options_for(&c);
     o.on_item = on_item, o.on_item_user = &t, o.poison = true;
+    if (sparse)
+        o.on_select = on_select, o.on_select_user = &t;
     dkv_backend be;
     OK(dkv_cuda_backend_new(&o, &be, &err));
     c.backend = &be;
@@ -296,15 +429,35 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
     CHECK("every step compared", !t.fail && t.steps == n * 8);
     CHECK("plan's token counts == ref's", t.count_mismatch == 0);
     CHECK("block hidden rows within tolerance", t.steps > 0 && t.max_hid_l2 <= HID_TOL);
-    CHECK("tie-aware token agreement >= 99 %", t.rows > 0 && tagree >= 0.99);
-    CHECK("tokens differ only at ties", t.bad_tokens == 0);
+    if (sparse) {   /* the token criterion under the GPU's selections; the figures above beside it */
+        double ragree = t.rep.rows ? (double)(t.rep.same + t.rep.ties) / t.rep.rows : 0;
+        printf("%s: selection replay (ref keeps the GPU's sets): criterion as above and every selection difference "
+               "a tie (-margin <= %.4f x mag); tie-aware agreement %.2f %% (strict %llu of %llu the same; %llu ties, "
+               "largest gap %.4f; %llu other differences, largest gap %.4f); selections %llu, ref's own top-k "
+               "differs in %llu: %llu ties, %llu beyond (largest -margin/mag %.4f)\n", k->name, SEL_REL,
+               100 * ragree, (unsigned long long)t.rep.same, (unsigned long long)t.rep.rows,
+               (unsigned long long)t.rep.ties, t.rep.max_tie, (unsigned long long)t.rep.bad, t.rep.max_bad,
+               (unsigned long long)t.sel_sets, (unsigned long long)t.sel_differ, (unsigned long long)t.sel_ties,
+               (unsigned long long)t.sel_bad, t.sel_max_rel);
+        CHECK("selection replay: tie-aware token agreement >= 99 %", t.rep.rows == t.rows && ragree >= 0.99);
+        CHECK("selection replay: tokens differ only at ties", t.rep.bad == 0);
+        CHECK("selection replay: every selection difference a tie", t.sel_sets == n * m->n_layers * t.gsel_sets &&
+                                                                    t.sel_bad == 0);
+    } else {
+        CHECK("tie-aware token agreement >= 99 %", t.rows > 0 && tagree >= 0.99);
+        CHECK("tokens differ only at ties", t.bad_tokens == 0);
+    }
     CHECK("picks differ only at ties", t.picks > 0 && t.bad_picks == 0);
 #undef CHECK
     dkv_engine_result_free(res);
     dkv_backend_free(&be);
     dkv_workload_free(wl);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         dkv_ref_kv_free(t.kv[i]);
+        if (t.kvf)
+            dkv_ref_kv_free(t.kvf[i]);
+    }
+    free(t.kvf), free(t.gsel), free(t.gsel_step), free(t.flog);
     free(t.kv), free(t.logits), free(t.glog), free(t.hidden), free(t.final), free(t.final_len);
 }
 

@@ -1,6 +1,6 @@
 -- test_cpu_follow.lua - trajectory replay (opts.follow, decode/follow.h) and the tie classification of
--- docs/CPU.md "CPU against CUDA", on the CPU backend with the tiny dLLM; and retention from the
--- attention entropy the backend measures (policies.retention.measured).
+-- docs/CPU.md "CPU against CUDA", selection replay (opts.follow.select), on the CPU backend with the
+-- tiny dLLM; and retention from the attention entropy the backend measures (policies.retention.measured).
 local dkv = require "dkv"
 local W = "datasets/models/tiny-dllm/model.safetensors"
 local P = "tests/data/prompts_cpu.jsonl"
@@ -85,7 +85,81 @@ fails("needs outputs = true", dkv.execute, {model = "tiny-dllm", gpu = "h200", w
 fails("bf16_activations", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
       {weights = W, bf16_activations = true})
 
--- 5. retention from the measured attention entropy: the CPU backend measures each sparse block's
+-- 5. selection replay (docs/CPU.md "Selection replay"): a sparse leader's outputs carry its kept
+-- key sets; a follower keeps them and reports, per set, whether its own top-k differs
+local TOL_SEL = 48 / 256   -- the protocol's selection tie tolerance: -margin <= 48 u x mag
+local sparse = {cache = "sparse", block_len = 32}
+for _, set in ipairs({"per_head", "shared"}) do
+  local pol = {retention = {rho = 0.5, set = set}}
+  local _, ls = run(sparse, pol)
+  local S = ls.outputs.select
+  assert(S and #S.request == 2 * 6 * (set == "shared" and 1 or 2), "one row per request, layer and set")
+  for i = 1, #S.request do   -- the leader's own sets: no difference, a non-negative margin
+    assert(S.followed[i] == 0 and S.differs[i] == 0 and S.margin[i] >= 0 and #S.kept[i] == S.keep[i])
+  end
+  -- a fabricated selection (the first keep candidates of the canvas, not the top-k): a follower that
+  -- replays it must see its own top-k differ with a negative margin, and other logits than a
+  -- follower with its own selections; ignoring the replay fails here
+  local fab = {request = {}, step = {}, layer = {}, set = {}, sets = {}, keep = {}, kept = {}}
+  for i = 1, #S.request do
+    for _, c in ipairs({"request", "step", "layer", "set", "sets", "keep"}) do fab[c][i] = S[c][i] end
+    local P0 = #ls.outputs.prompt[S.request[i] + 1]   -- the block starts at the prompt's end
+    local k = {}
+    for j = 0, S.keep[i] - 1 do k[#k + 1] = j < P0 and j or j + 32 end
+    fab.kept[i] = k
+  end
+  local trj = {id = ls.outputs.id, tokens = ls.outputs.tokens, step = ls.outputs.step, select = fab}
+  local _, ff = run(sparse, pol, {follow = trj})
+  local _, fo = run(sparse, pol, {follow = {id = ls.outputs.id, tokens = ls.outputs.tokens, step = ls.outputs.step}})
+  local F, nd, nl = ff.outputs.select, 0, 0
+  for i = 1, #F.request do
+    assert(F.followed[i] == 1 and table.concat(F.kept[i], ",") == table.concat(fab.kept[i], ","))
+    if F.differs[i] == 1 then nd = nd + 1; assert(F.margin[i] < 0, "a differing set has a negative margin") end
+  end
+  for i = 1, #fo.outputs.select.request do assert(fo.outputs.select.followed[i] == 0) end
+  for i = 1, #ff.outputs.margin do
+    for g = 1, #ff.outputs.margin[i] do nl = nl + (ff.outputs.margin[i][g] ~= fo.outputs.margin[i][g] and 1 or 0) end
+  end
+  print(string.format("%s: fabricated selection: %d of %d sets differ from the follower's own; %d logit rows changed",
+                      set, nd, #F.request, nl))
+  assert(nd > #F.request / 2 and nl > 0, "the replayed selection is used")
+  -- bf16 emulation following fp32 with selection replay: the same tokens, and every selection
+  -- difference within the tie tolerance
+  local _, hb = run(sparse, pol, {follow = ls.outputs, bf16_activations = true})
+  same, ties, bad, n = classify(ls.outputs, hb.outputs)
+  local H, hd, hbad = hb.outputs.select, 0, 0
+  for i = 1, #H.request do
+    if H.differs[i] == 1 then
+      hd = hd + 1
+      hbad = hbad + (-H.margin[i] > TOL_SEL * H.mag[i] and 1 or 0)
+    end
+  end
+  print(string.format("%s: bf16 emulation follows fp32 with its selections: same %d, ties %d, mismatches %d of %d; " ..
+                      "selections differing %d of %d, beyond tolerance %d", set, same, ties, bad, n, hd, #H.request,
+                      hbad))
+  assert(bad == 0 and (same + ties) / n >= 0.99 and hbad == 0)
+  -- a selection record that does not fit is an error
+  local bent_sel = {}
+  for c, col in pairs(S) do bent_sel[c] = col end
+  bent_sel.keep = {}
+  for i = 1, #S.keep do bent_sel.keep[i] = S.keep[i] end
+  local bk = {}
+  for i = 1, #S.kept do bk[i] = S.kept[i] end
+  bent_sel.kept = bk
+  bent_sel.keep[1], bk[1] = S.keep[1] - 1, {table.unpack(S.kept[1], 1, S.keep[1] - 1)}
+  if set == "per_head" then   -- the set rows of a record share one keep
+    fails("does not continue", run, sparse, pol, {follow = {id = ls.outputs.id, tokens = ls.outputs.tokens,
+                                                            step = ls.outputs.step, select = bent_sel}})
+  else
+    fails("retention settings differ", run, sparse, pol, {follow = {id = ls.outputs.id, tokens = ls.outputs.tokens,
+                                                                    step = ls.outputs.step, select = bent_sel}})
+  end
+  local none = {request = {}, step = {}, layer = {}, set = {}, sets = {}, keep = {}, kept = {}}
+  fails("records no selection", run, sparse, pol, {follow = {id = ls.outputs.id, tokens = ls.outputs.tokens,
+                                                             step = ls.outputs.step, select = none}})
+end
+
+-- 6. retention from the measured attention entropy: the CPU backend measures each sparse block's
 -- normalised entropy at its first step, and the selecting step keeps ceil(rho(e) (L - B)) rows
 local ret = {mode = "entropy", measured = true, rho_min = 0.1, rho_max = 0.9}
 local r5, me = run({cache = "sparse", block_len = 16}, {retention = ret})

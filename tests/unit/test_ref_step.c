@@ -276,6 +276,63 @@ static void test_sparse_selection_per_head_and_shared(void **state)
     dkv_ref_weights_free(w);
 }
 
+/* Selection replay (keep_pos): the own sets replayed change nothing and differ nowhere; another
+ * set is kept (the cache holds it), reported as differing with a negative margin, and changes
+ * the Reuse logits; a position inside the block is an error. */
+static void test_sparse_keep_pos_replay(void **state)
+{
+    (void)state;
+    dkv_model m = tiny(4, 2);
+    dkv_ref_weights *w = make(&m, 8);
+    dkv_ref_kv *kv = NULL;
+    assert_int_equal(dkv_ref_kv_new(&m, L, &kv, NULL), DKV_OK);
+    uint32_t tok[L], own[2 * 2 * 6], other[2 * 2 * 6];
+    canvas(tok, 6);
+    const uint32_t k = 6, n_sets = 2;
+    float r0[B * V], r1[B * V];
+    dkv_ref_step_out o;
+    step(w, kv, DKV_CACHE_SPARSE, 1, 0.5, false, tok, r0, &o);
+    for (uint32_t l = 0; l < m.n_layers; l++)
+        for (uint32_t g = 0; g < n_sets; g++) {
+            memcpy(own + (l * n_sets + g) * k, dkv_ref_kv_positions(kv, l, g), k * sizeof(uint32_t));
+            for (uint32_t i = 0; i < k; i++)   /* the first k candidates: 0..5 */
+                other[(l * n_sets + g) * k + i] = i;
+        }
+    step(w, kv, DKV_CACHE_SPARSE, 2, 0.5, false, tok, r0, &o);
+    for (int v = 0; v < 2; v++) {
+        const uint32_t *kp = v ? other : own;
+        dkv_ref_step_args a = {.mode = DKV_CACHE_SPARSE, .canvas_len = L, .block_start = S, .block_len = B, .step = 1,
+                               .retention = 0.5, .keep_pos = kp};
+        uint8_t d[4];
+        float mg[4], mag[4];
+        dkv_ref_step_out so = {.sel_differs = d, .sel_margin = mg, .sel_mag = mag};
+        assert_int_equal(dkv_ref_step(w, kv, &a, tok, &so, NULL), DKV_OK);
+        int nd = 0;
+        for (int i = 0; i < 4; i++) {
+            nd += d[i];
+            assert_true(d[i] ? mg[i] <= 0 : mg[i] >= 0);
+            assert_true(mag[i] > 0);
+        }
+        assert_true(v ? nd > 0 : nd == 0);
+        for (uint32_t l = 0; l < m.n_layers; l++)
+            for (uint32_t g = 0; g < n_sets; g++)
+                assert_memory_equal(dkv_ref_kv_positions(kv, l, g), kp + (l * n_sets + g) * k, k * sizeof(uint32_t));
+        step(w, kv, DKV_CACHE_SPARSE, 2, 0.5, false, tok, r1, &o);
+        if (v)
+            assert_true(max_abs_diff(r0, r1, B * V) > 0);
+        else
+            assert_true(max_abs_diff(r0, r1, B * V) == 0);
+    }
+    other[3] = S;   /* inside the block */
+    dkv_ref_step_args a = {.mode = DKV_CACHE_SPARSE, .canvas_len = L, .block_start = S, .block_len = B, .step = 1,
+                           .retention = 0.5, .keep_pos = other};
+    dkv_ref_step_out so = {0};
+    dkv_err e = {0};
+    assert_int_equal(dkv_ref_step(w, kv, &a, tok, &so, &e), DKV_EINVAL);
+    dkv_ref_kv_free(kv);
+    dkv_ref_weights_free(w);
+}
+
 /* GQA with n_kv_heads < n_heads equals MHA whose K/V projections repeat each KV head. */
 static void test_gqa_equals_mha_with_repeated_heads(void **state)
 {
@@ -374,6 +431,7 @@ int main(void)
         cmocka_unit_test(test_prefix_reuse_equals_full_forward),
         cmocka_unit_test(test_sparse_full_retention_equals_dense),
         cmocka_unit_test(test_sparse_selection_per_head_and_shared),
+        cmocka_unit_test(test_sparse_keep_pos_replay),
         cmocka_unit_test(test_gqa_equals_mha_with_repeated_heads),
         cmocka_unit_test(test_reuse_without_refresh_is_estate),
         cmocka_unit_test(test_step_argmax_matches_logits),
