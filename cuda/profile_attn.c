@@ -93,26 +93,30 @@ static const char *const attn_fields[] = {"q_rows", "kv_tokens", "heads", "kv_he
 /* A step's attention of Q query rows in all, each attending K keys, as the engine's steps make it:
  * Q >= K, Refresh-like: Q / K items of K rows attending their own K rows (the last item takes the
  * remainder); Q < K, Reuse-like: ceil(Q / 32) items of the block's 32 queries (the last one the
- * remainder) attending K cached keys from the pool (dual). */
-static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, dkv_err *err)
+ * remainder) attending K cached keys from the pool (dual).  prefix (mode 3, Q >= 64, K >= 128):
+ * ceil(Q / 64) items of 64 queries attending K - 64 cached keys from the pool and their own 64 rows,
+ * as prefix-cache Reuse items (the block and the generated suffix after it) run: the kernel's second
+ * launch group, 64-row tiles, with a cache. */
+static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, bool prefix, dkv_err *err)
 {
-    bool refresh = Q >= K;
-    uint32_t n = refresh ? Q / K : (Q + 31) / 32, q = refresh ? K : 32;
+    bool refresh = !prefix && Q >= K;
+    uint32_t n = prefix ? (Q + 63) / 64 : refresh ? Q / K : (Q + 31) / 32, q = prefix ? 64 : refresh ? K : 32;
     double fl = 4.0 * Q * (double)K * h.H * h.D, by = 2.0 * ((double)Q * h.H * h.D * 2 + (double)n * K * h.Hkv * h.D * 2);
     double e = pr_est(fl, by, 2);
     uint32_t QKV = (h.H + 2 * h.Hkv) * h.D;
     if ((size_t)(Q + K) * QKV * 2 > P->slab_bytes / 2 || (size_t)Q * h.H * h.D * 2 > P->out_bytes || !pr_want(P, e))
         return DKV_OK;
     PR_TRY(pr_pool(P, err));
-    uint32_t nb = refresh ? 0 : (K + BT - 1) / BT;
+    uint32_t nb = refresh ? 0 : (K + BT - 1) / BT;   /* prefix items read K - 64 <= K cached keys */
     attn_arg a = {.h = h, .rows = Q + K};
     dkv_cuda_attn_item *it = calloc(n, sizeof *it);
     if (!it)
         return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
     for (uint32_t i = 0; i < n; i++) {
         uint32_t qi = i == n - 1 ? Q - i * q : q;   /* the last item takes the remainder */
-        it[i] = (dkv_cuda_attn_item){.q_row = i * q, .n_q = qi, .own_row = i * q, .n_own = refresh ? K : 0,
-                                     .n_cache = refresh ? 0 : K, .table_off = i * nb};
+        it[i] = (dkv_cuda_attn_item){.q_row = i * q, .n_q = qi, .own_row = i * q,
+                                     .n_own = prefix ? qi : refresh ? K : 0,
+                                     .n_cache = prefix ? K - qi : refresh ? 0 : K, .table_off = i * nb};
     }
     uint32_t *table = NULL;
     void *host = NULL;
@@ -134,12 +138,14 @@ static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, dkv_er
         return st;
     a.meta = P->aux + off, a.table = table;
     uint32_t launches = (a.b.n_tiles[0] > 0) + (a.b.n_tiles[1] > 0);
-    double f[6] = {Q, K, h.H, h.Hkv, h.D, 0};
+    double f[6] = {Q, K, h.H, h.Hkv, h.D, prefix ? 3 : 0};
     dkv_prof_table *t = pr_table(P, "attn", attn_fields, 6,
                                  "dkv_cuda_attention_batch (one layer of a step): q_rows query rows in all, each "
                                  "attending kv_tokens keys; q_rows >= kv_tokens: q_rows / kv_tokens Refresh-like items "
                                  "attending their own rows; q_rows < kv_tokens: items of 32 queries (dual Reuse) reading "
-                                 "kv_tokens keys from the pool (t-major, 32-token blocks); extra items: the items");
+                                 "kv_tokens keys from the pool (t-major, 32-token blocks); mode 3: items of 64 "
+                                 "queries (prefix Reuse) reading kv_tokens - 64 keys from the pool and their own 64 "
+                                 "rows; extra items: the items");
     t->extra[0] = "items";
     PR_TRY(pr_measure(P, t, f, launches, e, attn_call, &a, err));
     t->rows[t->n - 1].x[0] = n;
@@ -155,8 +161,11 @@ dkv_status pr_sec_attn(prof_ctx *P, dkv_err *err)
     uint32_t nr = pr_rows(P, &rows);
     for (uint32_t c = 0; c < nh; c++)
         for (uint32_t i = 0; i < nr; i++)
-            for (uint32_t j = 0; j < nK; j++)
-                PR_TRY(pr_case(P, attn_case(P, hs[c], rows[i], K[j], err), err));
+            for (uint32_t j = 0; j < nK; j++) {
+                PR_TRY(pr_case(P, attn_case(P, hs[c], rows[i], K[j], false, err), err));
+                if (rows[i] >= 64 && K[j] >= 128)
+                    PR_TRY(pr_case(P, attn_case(P, hs[c], rows[i], K[j], true, err), err));
+            }
     return DKV_OK;
 }
 

@@ -19,12 +19,17 @@ typedef struct sim_attn_grp {
     double qa;      /* sum of q x keys */
     double amax;    /* the largest item's keys */
     double tiles;   /* query tiles (32 rows in the small group, 64 in the other) */
+    double cached;  /* query rows of items that also read the pool (prefix Reuse, in the larger group) */
 } sim_attn_grp;
 
 /* Seconds of one group per layer (sim_profile.c: the profile's uniform batch at the mean keys,
  * stretched by the longest item's critical path); NAN where the profile does not cover it. */
 struct dkv_profile;
 double sim_attn_group(const struct dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const sim_attn_grp *x,
-                      int md);
+                      int md, bool big);
+
+/* The profile's attention mode of prefix-like items (PROFILE_FORMAT.md: items of 64 queries reading
+ * the pool and their own rows, the kernel's second launch group with a cache). */
+#define SIM_ATTN_MODE_PREFIX 3
 
 #endif

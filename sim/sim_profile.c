@@ -50,18 +50,29 @@ static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu 
  * c(a) is the time of a CTA of a / S keys, from the profile: a single Reuse item of a · S1 / S keys
  * (S1 its own split count, so its CTAs take the same keys), A(32, a · S1 / S); where that is outside
  * the profile, c(a) ∝ a.  Uniform items (a_max = ā) give the profile's value exactly. */
-double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const sim_attn_grp *x, int md)
+double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const sim_attn_grp *x, int md,
+                      bool big)
 {
     if (x->rows <= 0)
         return 0;
-    double abar = x->qa / x->rows, t = attn_mode(p, m, g, x->rows, abar, md);
+    double abar = x->qa / x->rows;
+    /* the larger group's items that read the pool (prefix Reuse) run as 64-row tiles with a cache:
+     * the profile's mode 3 where it has it and they are most of the group's rows (one launch) */
+    double tile = 32, t = NAN;
+    if (big && md == DKV_ATTN_DENSE && x->cached * 2 > x->rows) {
+        t = attn_mode(p, m, g, x->rows, abar, SIM_ATTN_MODE_PREFIX);
+        if (!isnan(t))
+            md = SIM_ATTN_MODE_PREFIX, tile = 64;
+    }
+    if (isnan(t))
+        t = attn_mode(p, m, g, x->rows, abar, md);
     if (isnan(t) || x->amax <= abar * (1 + 1e-9) || g->n_sms == 0)
         return t;
     double H = m->n_heads, target = 2.0 * g->n_sms, slots = 3.0 * g->n_sms;
     double base = H * x->tiles, S = base >= target ? 1 : ceil(target / base);
     S = fmin(fmin(S, 8), ceil(x->amax / 16));
     double W = ceil(S * base / slots), S1 = fmin(fmin(ceil(target / H), 8), ceil(x->amax / 16));
-    double cmax = attn_mode(p, m, g, 32, x->amax * S1 / S, md), cbar = attn_mode(p, m, g, 32, abar * S1 / S, md);
+    double cmax = attn_mode(p, m, g, tile, x->amax * S1 / S, md), cbar = attn_mode(p, m, g, tile, abar * S1 / S, md);
     double r = isnan(cmax) || isnan(cbar) || cbar <= 0 ? x->amax / abar : cmax / cbar;
     return r > W ? t * r / W : t;
 }
@@ -80,10 +91,12 @@ static double attention(const dkv_profile *p, const dkv_model *m, const dkv_gpu 
         x->qa += (double)it->q_tokens * it->kv_tokens;
         x->amax = fmax(x->amax, it->kv_tokens);
         x->tiles += ceil((double)it->q_tokens / (big ? 64 : 32));
+        if (it->kv_tokens > it->q_tokens)
+            x->cached += it->q_tokens;
     }
     for (int md = 0; md < 3; md++)
         for (int b = 0; b < 2; b++)
-            t += sim_attn_group(p, m, g, &grp[md][b], md);
+            t += sim_attn_group(p, m, g, &grp[md][b], md, b == 1);
     return t;
 }
 

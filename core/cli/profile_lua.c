@@ -1,6 +1,7 @@
 /* profile_lua.c - the profile file's text (docs/PROFILE_FORMAT.md) from a dkv_prof: what dkv profile
  * writes (core/cli/profile_write.c).  Pure formatting, no CUDA: tests/unit/test_lua_profile_write.c
  * loads what it writes. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,9 +100,12 @@ static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int war
                        "kv_tokens = the kept slots)\n", m, m == 1 ? "sparse shared" : "sparse per-head");
         for (size_t r = 0; r < t->n; r++) {
             const dkv_prof_row *w = &t->rows[r];
+            bool own_mode = mode_copy && w->f[t->n_fields - 1] != 0;   /* measured in its own mode (3: prefix) */
+            if (own_mode && m)
+                continue;
             fputs("        {", f);
             for (uint32_t i = 0; i < t->n_fields; i++)
-                fprintf(f, "%.10g, ", mode_copy && i == t->n_fields - 1 ? (double)m : w->f[i]);
+                fprintf(f, "%.10g, ", mode_copy && !own_mode && i == t->n_fields - 1 ? (double)m : w->f[i]);
             fprintf(f, "%.6g, %u, %.6g, %.6g, %.6g", w->median_s, w->launches, w->p10_s, w->p90_s, w->first_s);
             if (warm)
                 fprintf(f, ", %.6g, %.6g", w->warm_s, w->stream_s);

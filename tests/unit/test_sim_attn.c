@@ -13,27 +13,31 @@
 #include "cost/profile.h"
 #include "sim/sim_internal.h"
 
-/* A profile whose attention is c + k q a (one head configuration, mode 0) over a grid. */
-static dkv_profile *attn_profile(double c, double k)
+/* A profile whose attention is c + k q a (one head configuration, mode 0) over a grid; with k3 > 0
+ * also mode 3 (prefix-like items) as c + k3 q a. */
+static dkv_profile *attn_profile3(double c, double k, double k3)
 {
     static const char *const F[] = {"q_rows", "kv_tokens", "heads", "kv_heads", "head_dim", "mode"};
     static const double qs[] = {32, 64, 128, 256, 512, 1024, 2048, 4096}, as[] = {64, 128, 256, 512, 1024, 2048, 4096,
                                                                                    8192, 16384, 32768, 65536};
     enum { NQ = 8, NA = 11 };
-    static double rows[NQ * NA * 8];
+    static double rows[2 * NQ * NA * 8];
     size_t r = 0;
-    for (int i = 0; i < NQ; i++)
-        for (int j = 0; j < NA; j++, r++) {
-            double *x = rows + r * 8;
-            x[0] = qs[i], x[1] = as[j], x[2] = 32, x[3] = 32, x[4] = 128, x[5] = 0;
-            x[6] = c + k * qs[i] * as[j], x[7] = 1;
-        }
+    for (int md = 0; md < (k3 > 0 ? 2 : 1); md++)
+        for (int i = 0; i < NQ; i++)
+            for (int j = 0; j < NA; j++, r++) {
+                double *x = rows + r * 8;
+                x[0] = qs[i], x[1] = as[j], x[2] = 32, x[3] = 32, x[4] = 128, x[5] = md ? 3 : 0;
+                x[6] = c + (md ? k3 : k) * qs[i] * as[j], x[7] = 1;
+            }
     dkv_profile *p = NULL;
     assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
     assert_int_equal(dkv_profile_table_add(p, DKV_PT_ATTN, F, 6, 0, rows, r, "t.lua", NULL), DKV_OK);
     assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
     return p;
 }
+
+static dkv_profile *attn_profile(double c, double k) { return attn_profile3(c, k, 0); }
 
 static void setup_mg(dkv_model *m, dkv_gpu *g)
 {
@@ -59,11 +63,11 @@ static void test_uniform_is_the_profile(void **state)
     dkv_profile *p = attn_profile(5e-6, 1e-10);
     for (double n = 1; n <= 64; n *= 2) {
         sim_attn_grp x = reuse(n, 1500, 1500);
-        double t = sim_attn_group(p, &m, &g, &x, 0), want = dkv_profile_attn(p, 32 * n, 1500, 32, 32, 128, 0);
+        double t = sim_attn_group(p, &m, &g, &x, 0, false), want = dkv_profile_attn(p, 32 * n, 1500, 32, 32, 128, 0);
         assert_true(fabs(t - want) <= 1e-12 * want);
     }
     sim_attn_grp none = {0};
-    assert_true(sim_attn_group(p, &m, &g, &none, 0) == 0);
+    assert_true(sim_attn_group(p, &m, &g, &none, 0, false) == 0);
     dkv_profile_free(p);
 }
 
@@ -79,12 +83,12 @@ static void test_one_wave_critical_path(void **state)
     dkv_profile *p = attn_profile(0, 1e-10);
     sim_attn_grp x = reuse(12, 500, 6000);
     double abar = x.qa / x.rows, base = dkv_profile_attn(p, x.rows, abar, 32, 32, 128, 0);
-    double t = sim_attn_group(p, &m, &g, &x, 0);
+    double t = sim_attn_group(p, &m, &g, &x, 0, false);
     assert_true(fabs(t - base * 6000 / abar) <= 1e-9 * t);
     assert_true(t > 2 * base);   /* the mean-keys lookup alone would be 2.8 x short here */
     /* with a fixed part per CTA the stretch is smaller than the key ratio, but still > 1 */
     dkv_profile *q = attn_profile(2e-5, 1e-10);
-    double b2 = dkv_profile_attn(q, x.rows, abar, 32, 32, 128, 0), t2 = sim_attn_group(q, &m, &g, &x, 0);
+    double b2 = dkv_profile_attn(q, x.rows, abar, 32, 32, 128, 0), t2 = sim_attn_group(q, &m, &g, &x, 0, false);
     assert_true(t2 > b2 * 1.01 && t2 < b2 * 6000 / abar);
     dkv_profile_free(p);
     dkv_profile_free(q);
@@ -101,12 +105,37 @@ static void test_full_gpu_is_work_bound(void **state)
     dkv_profile *p = attn_profile(0, 1e-10);
     sim_attn_grp x = reuse(64, 1000, 3000);
     double abar = x.qa / x.rows, base = dkv_profile_attn(p, x.rows, abar, 32, 32, 128, 0);
-    assert_true(fabs(sim_attn_group(p, &m, &g, &x, 0) - base) <= 1e-12 * base);
+    assert_true(fabs(sim_attn_group(p, &m, &g, &x, 0, false) - base) <= 1e-12 * base);
     sim_attn_grp y = reuse(64, 500, 60000);   /* 60000 / ~1430 = 42 > 6 waves */
     double ab = y.qa / y.rows, by = dkv_profile_attn(p, y.rows, ab, 32, 32, 128, 0);
-    double ty = sim_attn_group(p, &m, &g, &y, 0);
+    double ty = sim_attn_group(p, &m, &g, &y, 0, false);
     assert_true(fabs(ty - by * (60000 / ab) / 6) <= 1e-9 * ty);
     dkv_profile_free(p);
+}
+
+/* Prefix Reuse items (more than 32 queries, reading the pool and their own rows) are the kernel's 64-row
+ * group with a cache: costed from the profile's mode 3 when most of the larger group's rows are such
+ * items and the profile has it; otherwise (and in the small group) from mode 0 as before. */
+static void test_prefix_items_mode3(void **state)
+{
+    (void)state;
+    dkv_model m;
+    dkv_gpu g;
+    setup_mg(&m, &g);
+    dkv_profile *p = attn_profile3(5e-6, 1e-10, 4e-11), *p0 = attn_profile(5e-6, 1e-10);
+    /* 4 equal items of 64 queries attending 1,000 keys (cache and own) */
+    sim_attn_grp x = {.rows = 256, .qa = 256 * 1000.0, .amax = 1000, .tiles = 4, .cached = 256};
+    double m3 = dkv_profile_attn(p, 256, 1000, 32, 32, 128, 3), m0 = dkv_profile_attn(p, 256, 1000, 32, 32, 128, 0);
+    assert_true(fabs(m3 - m0) > 0.3 * m0);   /* the two modes differ, so the choice is visible */
+    assert_true(fabs(sim_attn_group(p, &m, &g, &x, 0, true) - m3) <= 1e-12 * m3);
+    assert_true(fabs(sim_attn_group(p, &m, &g, &x, 0, false) - m0) <= 1e-12 * m0);   /* small group: mode 0 */
+    assert_true(fabs(sim_attn_group(p0, &m, &g, &x, 0, true) - m0) <= 1e-12 * m0);   /* no mode 3 in the profile */
+    sim_attn_grp y = x;
+    y.cached = 64;   /* a Refresh-dominated group (one prefix item of four) */
+    assert_true(fabs(sim_attn_group(p, &m, &g, &y, 0, true) - m0) <= 1e-12 * m0);
+    assert_true(isnan(sim_attn_group(p, &m, &g, &x, 1, true)));   /* a sparse mode (not in this profile) never takes mode 3 */
+    dkv_profile_free(p);
+    dkv_profile_free(p0);
 }
 
 int main(void)
@@ -115,6 +144,7 @@ int main(void)
         cmocka_unit_test(test_uniform_is_the_profile),
         cmocka_unit_test(test_one_wave_critical_path),
         cmocka_unit_test(test_full_gpu_is_work_bound),
+        cmocka_unit_test(test_prefix_items_mode3),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
