@@ -314,8 +314,10 @@ dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
                                "the step", k, xf->request);
         char *slot;
         DKV_TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
-        if (b->kv_fp8)
+        if (b->kv_fp8 && !b->fp8_scale) {   /* zeroed on the compute stream before the copy stream writes */
             DKV_TRY(bk_fp8_scales(b, err));
+            DKV_CU(cudaStreamSynchronize(b->st));
+        }
         uint32_t cs;
         DKV_TRY(copy_open(b, false, &cs, err));
         uint64_t rem = xf->pcie_bytes, done = 0;

@@ -14,7 +14,7 @@ static __global__ void kv_reorder_kernel(dkv_cuda_kv_pool dst, dkv_cuda_kv_pool 
     uint32_t per_row = dst.head_dim / 8, b = ids[blockIdx.y];
     P *d0 = reinterpret_cast<P *>(dst.base) + (size_t)b * pieces;
     const P *s0 = reinterpret_cast<const P *>(src.base) + (size_t)b * pieces;
-    if (dst.scale && blockIdx.x == 0)
+    if (dst.elem == DKV_KV_ELEM_E4M3 && blockIdx.x == 0)
         for (uint32_t i = threadIdx.x; i < kv_n_scales(dst); i += blockDim.x)
             dst.scale[(size_t)b * kv_n_scales(dst) + i] = src.scale[(size_t)b * kv_n_scales(src) + i];
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < pieces; i += (size_t)gridDim.x * blockDim.x) {
