@@ -287,6 +287,37 @@ device_agree() {
     return $rc
 }
 
+# ---- FP8 KV stored as e4m3 bytes on the device (session 11; docs/GPU.md "Lossy policies")
+# here:  bash scripts/gpu_run.sh build-fp8    (build-quality and build-agree: build/qbin, build/agree_bin)
+# there: run(command="bash scripts/gpu_run.sh device-fp8", carry=["build/qbin", "build/agree_bin"], timeout_s=300)
+#        ~2 min: test_backend_fp8, test_backend_lossy, test_kernels_attn, test_backend (each under
+#        LIMIT, 100 s), memcheck of test_backend_fp8's kernels (SAN_FP8=0 skips it), then, alone on
+#        the GPU, the CPU backend against the CUDA backend with FP8 KV (hw_cpu_agreement.lua modes
+#        dual and dual_fp8 on tiny_prompts, 32 generated, 8 steps a block).  Logs under $OUT.
+build_fp8() {
+    build_quality
+    build_agree
+}
+
+device_fp8() {
+    OUT=${OUT:-$ROOT/gpu-out}
+    mkdir -p "$OUT"
+    local rc=0 LIB=/tmp/agree_lib t0
+    ONLY="${ONLY:-test_backend_fp8 test_backend_lossy test_kernels_attn test_backend}" LIMIT=${LIMIT:-100} \
+        SAN_FP8=${SAN_FP8:-1} device_quality || rc=1
+    mkdir -p "$LIB"
+    for l in "$AB"/lib/*.gz; do gunzip -c "$l" > "$LIB/$(basename "$l" .gz)"; done
+    t0=$SECONDS
+    LD_LIBRARY_PATH="$LIB:$LD_LIBRARY_PATH" timeout "${LIMIT:-100}" "$AB/dkv" run experiments/hw_cpu_agreement.lua \
+        -D modes=dual,dual_fp8 -D prompts=datasets/workloads/tiny_prompts.jsonl -D gen=32 -D steps=8 \
+        -o "$OUT/agree_fp8.h5" > "$OUT/agree_fp8.log" 2>&1
+    echo "== agree dual,dual_fp8 exit $? ($((SECONDS - t0)) s)" >> "$OUT/agree_fp8.log"
+    grep -E "criterion|PASS|FAIL|mismatch|== " "$OUT/agree_fp8.log" | cut -c1-260
+    grep -q "exit 0" "$OUT/agree_fp8.log" || rc=1
+    ! grep -q "FAIL" "$OUT/agree_fp8.log" || rc=1
+    return $rc
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
@@ -298,6 +329,8 @@ build-quality) build_quality ;;
 device-quality) device_quality ;;
 build-agree) build_agree ;;
 device-agree) device_agree ;;
-*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree" >&2
+build-fp8) build_fp8 ;;
+device-fp8) device_fp8 ;;
+*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|build-fp8|device-fp8" >&2
    exit 2 ;;
 esac
