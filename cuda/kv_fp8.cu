@@ -34,14 +34,7 @@ static __device__ float new_amax(const fp8_src &s, uint32_t kv, uint32_t h, uint
     float a = 0;
     for (uint32_t j = threadIdx.x; j < (i1 - i0) * D; j += blockDim.x)
         a = fmaxf(a, fabsf(bf2f(src_row(s, kv, h, D, i0 + j / D)[j % D])));
-    a = warp_max(a);
-    if (threadIdx.x % 32 == 0)
-        red[threadIdx.x / 32] = a;
-    __syncthreads();
-    a = red[0];
-    for (uint32_t w = 1; w < blockDim.x / 32; w++)
-        a = fmaxf(a, red[w]);
-    return a;
+    return block_max(a, red);
 }
 
 /* Older rows [r0, r1) of block b: decoded with scale old, encoded again at 1 / want (as

@@ -46,13 +46,7 @@ static __global__ void lowrank_decompress_fp8_kernel(dkv_cuda_kv_pool p, const u
     for (int pass = 0; pass < 2; pass++) {
         float inv = 0;
         if (pass == 1) {   /* the block-wide amax of pass 0, then the scale */
-            amax = warp_max(amax);
-            if (d % 32 == 0)
-                red[d / 32] = amax;
-            __syncthreads();
-            amax = red[0];
-            for (uint32_t w = 1; w < blockDim.x / 32; w++)
-                amax = fmaxf(amax, red[w]);
+            amax = block_max(amax, red);
             float s = amax > 0.0f ? amax / 448.0f : 1.0f;
             inv = 1.0f / s;
             if (d == 0)
