@@ -59,12 +59,16 @@ dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err)
     b->discard = b->staging0 + b->n_staging;
     cudaError_t e;
     b->pool = (dkv_cuda_kv_pool){.base = b->arena, .block_tokens = b->block_tokens, .n_layers = m->n_layers,
-                                 .n_kv_heads = m->n_kv_heads, .head_dim = m->head_dim, .layout = b->o.layout};
+                                 .n_kv_heads = m->n_kv_heads, .head_dim = m->head_dim, .layout = b->o.layout,
+                                 .elem = b->kv_fp8 ? DKV_KV_ELEM_E4M3 : DKV_KV_ELEM_BF16, .scale = b->fp8_scale};
+    b->err_stride = m->n_layers * 2 * m->n_kv_heads;   /* also the FP8 scales per block */
     b->blk_epoch = calloc((size_t)b->n_pool + 1, sizeof *b->blk_epoch);
     if (!b->blk_epoch)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
-    /* host tier: one slot of the longest canvas's raw KV per request that offloads */
-    b->slot_bytes = (uint64_t)cdiv(b->max_L, b->block_tokens) * b->block_bytes;
+    /* host tier: one slot of the longest canvas's raw KV per request that offloads (FP8: the
+     * blocks' e4m3 bytes, and their scales in host_scale beside the tier) */
+    b->slot_blocks = cdiv(b->max_L, b->block_tokens);
+    b->slot_bytes = (uint64_t)b->slot_blocks * b->block_bytes;
     if (b->want_host) {
         b->n_slots = (uint32_t)(b->want_host / b->slot_bytes);
         if (b->n_slots == 0)
@@ -81,12 +85,18 @@ dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err)
         for (uint32_t i = 0; i < b->n_slots; i++)
             b->slot_free[i] = (int32_t)(b->n_slots - 1 - i);
         b->n_slot_free = b->n_slots;
+        if (b->kv_fp8) {
+            e = cudaHostAlloc((void **)&b->host_scale, (size_t)b->n_slots * b->slot_blocks * b->err_stride * sizeof(float),
+                              cudaHostAllocDefault);
+            if (e != cudaSuccess)
+                return dkv_err_set(err, DKV_ENOMEM, "cuda backend: pinned FP8 scales of the host tier: %s",
+                                   cudaGetErrorString(e));
+        }
     }
     for (int i = 0; i < BK_COPIES; i++) {
         DKV_CU(cudaEventCreate(&b->copies[i].start));
         DKV_CU(cudaEventCreate(&b->copies[i].done));
     }
-    b->err_stride = m->n_layers * 2 * m->n_kv_heads;
     DKV_CU(cudaMallocHost((void **)&b->h_err, (size_t)BK_COPIES * b->err_stride * sizeof(float)));
     return DKV_OK;
 }
@@ -122,6 +132,8 @@ void bk_arena_free(dkv_cuda_backend *b)
     b->h_err = NULL;
     cudaFreeHost(b->host);
     b->host = NULL;
+    cudaFreeHost(b->host_scale);
+    b->host_scale = NULL;
     if (!b->arena_borrowed)
         cudaFree(b->arena);
     b->arena = NULL;
@@ -151,6 +163,22 @@ static dkv_status slot_of(dkv_cuda_backend *b, bk_req *r, uint32_t request, char
         r->host_slot = b->slot_free[--b->n_slot_free];
     }
     *out = (char *)b->host + (uint64_t)r->host_slot * b->slot_bytes;
+    return DKV_OK;
+}
+
+/* FP8: the scales of arena block id to or from block j of request r's host slot, on the copy
+ * stream beside the block's bytes (counted in *done: bytes as copied). */
+static dkv_status copy_scales(dkv_cuda_backend *b, const bk_req *r, uint32_t j, uint32_t id, bool d2h, uint64_t *done,
+                              dkv_err *err)
+{
+    if (!b->kv_fp8)
+        return DKV_OK;
+    size_t n = (size_t)b->err_stride * sizeof(float);
+    float *h = b->host_scale + ((size_t)r->host_slot * b->slot_blocks + j) * b->err_stride;
+    float *d = b->fp8_scale + (size_t)id * b->err_stride;
+    DKV_CU(cudaMemcpyAsync(d2h ? (void *)h : (void *)d, d2h ? (const void *)d : (const void *)h, n,
+                           d2h ? cudaMemcpyDeviceToHost : cudaMemcpyHostToDevice, b->cp));
+    *done += n;
     return DKV_OK;
 }
 
@@ -286,6 +314,10 @@ dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
                                "the step", k, xf->request);
         char *slot;
         DKV_TRY(slot_of(b, &b->rq[x->req], x->req, &slot, err));
+        if (b->kv_fp8 && !b->fp8_scale) {   /* zeroed on the compute stream before the copy stream writes */
+            DKV_TRY(bk_fp8_scales(b, err));
+            DKV_CU(cudaStreamSynchronize(b->st));
+        }
         uint32_t cs;
         DKV_TRY(copy_open(b, false, &cs, err));
         uint64_t rem = xf->pcie_bytes, done = 0;
@@ -300,6 +332,7 @@ dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
                 uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
                 DKV_CU(cudaMemcpyAsync((char *)b->arena + (uint64_t)tab[x->tb + j] * b->block_bytes,
                                    slot + (uint64_t)j * b->block_bytes, n, cudaMemcpyHostToDevice, b->cp));
+                DKV_TRY(copy_scales(b, rq, j, tab[x->tb + j], false, &done, err));
                 rem -= n, done += n;
             }
         }
@@ -381,7 +414,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     if (b->compress_epoch > b->done_epoch)   /* lr_out is still being copied out */
         DKV_CU(cudaStreamWaitEvent(b->st, b->copies[b->compress_epoch % BK_COPIES].done, 0));
     DKV_TRY(gbuf_reserve(b, (size_t)batch * m_tok * D * 2, err));
-    DKV_TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + start, m_tok, b->st, err));
+    DKV_TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + start, m_tok, false, b->st, err));
     DKV_TRY(dkv_cuda_lowrank_compress(b->lr, b->gbuf, m_tok, D, batch, r, 1, b->o.seed + b->epoch, b->lr_q, b->lr_b,
                                   b->lr_err, err));
     DKV_TRY(dkv_cuda_f32_to_bf16(b->lr_out, b->lr_q, (size_t)batch * m_tok * r, b->st, err));
@@ -406,6 +439,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
             uint32_t id = tab[x->tb + j];
             DKV_CU(cudaMemcpyAsync(slot + (uint64_t)j * b->block_bytes, (char *)b->arena + (uint64_t)id * b->block_bytes,
                                b->block_bytes, cudaMemcpyDeviceToHost, b->cp));
+            DKV_TRY(copy_scales(b, rq, j, id, true, &raw, err));
             b->blk_epoch[id] = b->epoch;
         }
         rq->lr_valid = false;
@@ -433,7 +467,8 @@ dkv_status bk_xfers_device(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
             return dkv_err_set(err, DKV_EINVAL, "cuda backend: %s order %u for request %u, which has no item in the "
                                "step", xf->kind == DKV_XFER_REORDER ? "reorder" : "compress", k, xf->request);
         if (xf->kind == DKV_XFER_REORDER) {
-            /* the written tokens read from their blocks and written layer-major: a reorder's bytes */
+            /* the written tokens read from their blocks and written layer-major, as stored (FP8:
+             * the e4m3 bytes): a reorder's bytes */
             uint32_t b0 = x->write == BK_W_STORE ? x->w_lo / bt : 0;
             uint64_t tok = xf->device_bytes / b->kvbpt;
             uint64_t avail = x->n_chain > b0 ? (uint64_t)(x->n_chain - b0) * bt : 0;
@@ -442,7 +477,7 @@ dkv_status bk_xfers_device(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
                 continue;
             bk_mark(b, DKV_KCLASS_REORDER);
             DKV_TRY(gbuf_reserve(b, (size_t)tok * b->kvbpt, err));
-            DKV_TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + b0, (uint32_t)tok, b->st, err));
+            DKV_TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + b0, (uint32_t)tok, true, b->st, err));
             b->launches[DKV_KCLASS_REORDER]++;
         } else {
             bk_mark(b, DKV_KCLASS_COMPRESS);
@@ -488,6 +523,7 @@ dkv_status bk_xfers_after(dkv_cuda_backend *b, const dkv_step_plan *plan, cudaEv
             uint32_t id = tab[x->tb + j];
             DKV_CU(cudaMemcpyAsync(slot + (uint64_t)j * b->block_bytes, (char *)b->arena + (uint64_t)id * b->block_bytes, n,
                                cudaMemcpyDeviceToHost, b->cp));
+            DKV_TRY(copy_scales(b, rq, j, id, true, &done, err));
             b->blk_epoch[id] = b->epoch;
             rem -= n, done += n;
         }

@@ -9,7 +9,9 @@
  * query tile) has too few queries to fill the GPU (Reuse: 32 queries), its keys are cut into up
  * to 8 splits that run as one thread-block cluster: each CTA leaves (O, m, l) in its shared
  * memory and, after a cluster barrier, every CTA merges a share of the rows by reading the
- * others' shared memory (DSMEM).  No workspace and no second launch. */
+ * others' shared memory (DSMEM).  No workspace and no second launch.  Cached keys of an FP8 pool
+ * are dequantized on load (kv_addr.cuh's kv_load8: e4m3 * scale in fp32, rounded to bf16) into the
+ * same shared-memory tiles, so the tensor-core loop is the same for both pools. */
 #include <math.h>
 #include <string.h>
 
@@ -43,6 +45,7 @@ struct attn_params {
     const uint32_t *tiles;
 };
 
+/* Key kk's K or V row of KV head g, for cp.async (bf16 in memory: not a row of an FP8 pool). */
 template <int D>
 static __device__ __forceinline__ const dkv_bf16 *key_row(const attn_params &p, uint32_t isv, uint32_t g, uint32_t kk)
 {
@@ -52,6 +55,12 @@ static __device__ __forceinline__ const dkv_bf16 *key_row(const attn_params &p, 
         return (isv ? p.vp : p.kp) + ((size_t)g * p.n_cache + kk) * D;
     }
     return (isv ? p.v_own : p.k_own) + (size_t)(kk - p.n_cache) * p.ld_own + (size_t)g * D;
+}
+
+/* Key kk comes from an FP8 pool: it is dequantized on load (kv_load8) into shared memory. */
+static __device__ __forceinline__ bool key_fp8(const attn_params &p, uint32_t kk)
+{
+    return kk < p.n_cache && p.cache_kind == DKV_KV_SRC_PAGED && p.pool.elem == DKV_KV_ELEM_E4M3;
 }
 
 /* Shared memory of one CTA (bytes).  Rows of Q, K, V are padded by 8 bf16 (16 bytes), so the 8
@@ -120,8 +129,16 @@ static __global__ void __launch_bounds__(NW * 32) flash_kernel(attn_params p)
             int isv = it >= KT * TPR, rem = it - isv * KT * TPR, r = rem / TPR, part = rem % TPR;
             uint32_t j = (uint32_t)t * KT + r;
             bool ok = j < nk;
-            const dkv_bf16 *src = ok ? key_row<D>(p, isv, kvh, k0 + j) : p.q;
             dkv_bf16 *dst = (isv ? Vs : Ks) + r * LB;
+            if (ok && key_fp8(p, k0 + j)) {   /* FP8 pool: synchronous load, e4m3 * scale to bf16 */
+#pragma unroll
+                for (int cc = 0; cc < CPT; cc++) {
+                    int ch = cc * TPR + part;
+                    *reinterpret_cast<bf16x8 *>(dst + ch * 8) = kv_load8(p.pool, p.table, p.layer, isv, kvh, k0 + j, ch);
+                }
+                continue;
+            }
+            const dkv_bf16 *src = ok ? key_row<D>(p, isv, kvh, k0 + j) : p.q;
 #pragma unroll
             for (int cc = 0; cc < CPT; cc++) {
                 int ch = cc * TPR + part;
@@ -372,7 +389,8 @@ extern "C" dkv_status dkv_cuda_attention(const dkv_cuda_attn_args *a, cudaStream
     DKV_ARG(c->kind != DKV_KV_SRC_PAGED || (c->pool && c->pool->base && c->block_table &&
                                             c->layer < c->pool->n_layers && c->pool->head_dim == a->head_dim &&
                                             c->pool->n_kv_heads == a->n_kv_heads &&
-                                            (uintptr_t)c->pool->base % 16 == 0), fn);
+                                            (uintptr_t)c->pool->base % 16 == 0 &&
+                                            (c->pool->elem == DKV_KV_ELEM_BF16 || c->pool->scale)), fn);
     DKV_ARG(c->kind != DKV_KV_SRC_PACKED || (c->k_packed && c->v_packed && (uintptr_t)c->k_packed % 16 == 0 &&
                                              (uintptr_t)c->v_packed % 16 == 0), fn);
     uint32_t n_cache = c->kind == DKV_KV_SRC_NONE ? 0 : c->n_tokens;
@@ -481,7 +499,7 @@ extern "C" dkv_status dkv_cuda_attention_batch(const dkv_cuda_attn_batch_args *a
     const dkv_cuda_kv_pool *pool = a->pool;
     DKV_ARG(!b->any_cache || (pool && pool->base && a->block_table && a->layer < pool->n_layers &&
                               pool->head_dim == a->head_dim && pool->n_kv_heads == a->n_kv_heads &&
-                              (uintptr_t)pool->base % 16 == 0), fn);
+                              (uintptr_t)pool->base % 16 == 0 && (pool->elem == DKV_KV_ELEM_BF16 || pool->scale)), fn);
     attn_params p = {};
     p.out = a->out, p.q = a->q, p.ldq = a->ldq, p.ldo = a->ldo, p.H = a->n_heads, p.G = a->n_heads / a->n_kv_heads;
     p.cache_kind = b->any_cache ? DKV_KV_SRC_PAGED : DKV_KV_SRC_NONE;

@@ -184,11 +184,10 @@ static dkv_status take_setup(dkv_cuda_backend *b, const dkv_backend_setup *s, dk
     b->on_entropy = s->on_entropy, b->on_entropy_user = s->on_entropy_user;
     b->dec.rho_ctx = NULL;
     b->block_tokens = p->block_tokens;
-    /* The device block: the pool's (dkv_block_bytes, decided once by the engine) in the device's
-     * element.  The one deliberate difference: FP8 KV is held as bf16 (docs/GPU.md "Lossy
-     * policies"), so its device block is twice the priced one.  begin checks that the pool block
-     * is a whole number of tokens. */
-    b->block_bytes = p->block_bytes / dkv_dtype_bytes(s->model->kv_dtype) * sizeof(dkv_bf16);
+    /* The device block is the pool's (dkv_block_bytes, decided once by the engine: bf16 2 bytes an
+     * element, FP8 e4m3 1 byte, its scales beside the arena).  begin checks that the pool block is
+     * a whole number of tokens. */
+    b->block_bytes = p->block_bytes;
     b->want_pool = p->n_blocks;
     b->want_staging = b->o.staging_bytes != DKV_CUDA_FROM_SETUP ? b->o.staging_bytes / p->block_bytes
                                                                  : p->staging_blocks;
@@ -208,15 +207,15 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     if ((m->head_dim != 64 && m->head_dim != 128) || m->hidden % 8 || m->n_heads % m->n_kv_heads)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: model '%s': head_dim must be 64 or 128 and hidden a "
                            "multiple of 8 (head_dim %u, hidden %u)", m->name, m->head_dim, m->hidden);
-    b->kvbpt = (uint64_t)m->n_layers * 2 * m->n_kv_heads * m->head_dim * sizeof(dkv_bf16);
-    b->kv_fp8 = m->kv_dtype == DKV_DTYPE_FP8;   /* the pool stays bf16 (docs/GPU.md "Lossy policies") */
-    if (dkv_model_kv_bytes_per_token(m) != b->kvbpt && !b->kv_fp8)
-        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: model '%s' stores KV in %u-byte elements; the "
-                           "device pool is bf16 (or FP8 rounded in place)", m->name,
-                           (unsigned)dkv_dtype_bytes(m->kv_dtype));
-    if (b->kv_fp8 && (b->want_host || b->want_staging))
-        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: FP8 KV with offload: the device pool holds FP8 KV "
-                           "as bf16, so offload and fetch orders (priced at 1 byte an element) would move half of it");
+    b->kvbpt = dkv_model_kv_bytes_per_token(m);
+    b->kv_fp8 = m->kv_dtype == DKV_DTYPE_FP8;   /* e4m3 codes + scales (kv_fp8.cu, docs/GPU.md "Lossy policies") */
+    if (m->kv_dtype != DKV_DTYPE_BF16 && !b->kv_fp8)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: model '%s' stores KV as %s; the device pool holds "
+                           "bf16 or FP8 e4m3", m->name, dkv_dtype_name(m->kv_dtype));
+    if (b->kv_fp8 && b->want_staging && b->o.share_pool && b->o.share_from && b->o.arena_instance > 0)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cuda backend: FP8 KV with staging blocks in a shared arena's "
+                           "region %u: the FP8 scales are indexed by block id up to this instance's own staging "
+                           "blocks (region 0)", b->o.arena_instance);
     if (m->mask_id >= m->vocab || m->vocab < 2)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: model '%s': mask_id %u >= vocab %u", m->name, m->mask_id,
                            m->vocab);

@@ -23,10 +23,10 @@
  *             1 discard block].  Pool block id b (the engine's core/mem block pool id, from the
  *             plan's kv_blocks) lives at byte b * block_bytes: the block pool's own numbering,
  *             so the device takes exactly the blocks the simulator's run takes.  block_bytes =
- *             setup.pool.block_bytes (core/mem's dkv_block_bytes, the one rule), in the device's
- *             element: the one deliberate difference is that FP8 KV is held as bf16 (rounded to
- *             FP8 in place, docs/GPU.md "Lossy policies"), so its device block is twice the priced
- *             one (take_setup, backend.c); dkv_cuda.h's block layout, either layout; staging
+ *             setup.pool.block_bytes (core/mem's dkv_block_bytes, the one rule): bf16 KV 2 bytes
+ *             an element, FP8 KV e4m3 codes, 1 byte an element, with one fp32 scale per (block,
+ *             layer, k|v, kv head) in a separate buffer (docs/GPU.md "Lossy policies");
+ *             dkv_cuda.h's block layout, either layout; staging
  *             blocks hold KV fetched from the host tier for positions a request no longer holds
  *             on the device;
  *   scratch   activations of the largest step (grown on demand), attention workspaces;

@@ -128,6 +128,7 @@ void bk_scratch_free(dkv_cuda_backend *b)
     cudaFree(b->d_ent);
     b->act_mem = b->ws_mem = NULL;
     b->fp8_scale = b->d_ent = NULL;
+    b->pool.scale = NULL;
     b->ent_cap = 0;
     b->cap_T = b->cap_R = 0;
 }
@@ -408,8 +409,6 @@ static dkv_status layer_attention(dkv_cuda_backend *b, uint32_t n, uint32_t l, d
     return DKV_OK;
 }
 
-static dkv_status fp8_scales(dkv_cuda_backend *b, dkv_err *err);
-
 /* setup.on_entropy: each measuring item's block rows against its whole canvas (a sparse block's
  * step 0 is a Refresh), per head, into d_ent (slot, layer, head, row). */
 static dkv_status layer_entropy(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
@@ -478,19 +477,23 @@ static dkv_status layer_select(dkv_cuda_backend *b, uint64_t step, uint32_t n, u
         DKV_TRY(dkv_cuda_topk(b->sel, b->score, Hkv, x->nq, x->keep, x->s_b - x->q0, x->s_b - x->q0 + x->B, x->shared_set,
                           b->st, err));
         DKV_TRY(bk_select_replay(b, x, step, l, err));   /* selection report / replay (options.on_select, follow) */
-        DKV_TRY(dkv_bk_pack_paged(&b->pool, b->d_table + x->tb, l, k, v, QKV, b->sel, x->keep, x->shared_set, b->st, err));
-        b->launches[DKV_KCLASS_KV_GATHER] += 5;
-        if (b->kv_fp8) {   /* the kept rows, in slots [0, keep), stored as FP8 */
-            DKV_TRY(fp8_scales(b, err));
-            DKV_TRY(dkv_cuda_kv_fp8_store(&b->pool, b->d_table + x->tb, b->fp8_scale, l, 0, x->keep, x->keep, b->st, err));
+        if (b->kv_fp8) {   /* the kept rows into slots [0, keep) as e4m3 (a store covering the slots) */
+            DKV_TRY(bk_fp8_scales(b, err));
+            DKV_TRY(dkv_cuda_kv_fp8_store(&b->pool, b->d_table + x->tb, l, k, v, QKV, b->sel, x->shared_set, 0, x->keep,
+                                          x->keep, b->st, err));
+        } else {
+            DKV_TRY(dkv_bk_pack_paged(&b->pool, b->d_table + x->tb, l, k, v, QKV, b->sel, x->keep, x->shared_set, b->st,
+                                      err));
         }
+        b->launches[DKV_KCLASS_KV_GATHER] += 5;
     }
     return DKV_OK;
 }
 
-/* FP8 KV scales (kv_fp8.cu), one per pool block x layer x k|v x head, allocated at first use
- * and zeroed. */
-static dkv_status fp8_scales(dkv_cuda_backend *b, dkv_err *err)
+/* FP8 KV scales (kv_fp8.cu), one per arena block x layer x k|v x head (pool, staging and the
+ * discard block: staging0 == n_pool, bk_begin), allocated at first use and zeroed; the pool's
+ * kernels find them through b->pool.scale. */
+dkv_status bk_fp8_scales(dkv_cuda_backend *b, dkv_err *err)
 {
     if (b->fp8_scale)
         return DKV_OK;
@@ -499,20 +502,25 @@ static dkv_status fp8_scales(dkv_cuda_backend *b, dkv_err *err)
     bk_alloc_note(b, (int64_t)bytes);
     dkv_devmem_fp8(&b->dm);
     DKV_CU(cudaMemsetAsync(b->fp8_scale, 0, bytes, b->st));
+    b->pool.scale = b->fp8_scale;
     return DKV_OK;
 }
 
-/* FP8 KV: the rows each storing item wrote into layer l are quantized in place before attention
- * reads them (dual's Reuse attends its own block from the pool). */
+/* FP8 KV: the rows each storing item computes in layer l (its step rows, rotated K and V in qkv)
+ * stored as e4m3 before attention reads them (dual's Reuse attends its own block from the pool). */
 static dkv_status fp8_layer(dkv_cuda_backend *b, uint32_t n, uint32_t l, dkv_err *err)
 {
-    DKV_TRY(fp8_scales(b, err));
+    const dkv_model *m = &b->m;
+    uint32_t QD = m->n_heads * m->head_dim, KD = m->n_kv_heads * m->head_dim, QKV = QD + 2 * KD;
+    DKV_TRY(bk_fp8_scales(b, err));
     for (uint32_t i = 0; i < n; i++) {
         const bk_item *x = &b->items[i];
         if (x->write != BK_W_STORE || !x->w_n)
             continue;
         uint32_t hi = x->w_lo + x->w_n, valid = x->need_tokens > hi ? x->need_tokens : hi;
-        DKV_TRY(dkv_cuda_kv_fp8_store(&b->pool, b->d_table + x->tb, b->fp8_scale, l, x->w_lo, hi, valid, b->st, err));
+        const dkv_bf16 *k = b->qkv + (size_t)(x->off + x->w_lo - x->q0) * QKV + QD;   /* the row of position w_lo */
+        DKV_TRY(dkv_cuda_kv_fp8_store(&b->pool, b->d_table + x->tb, l, k, k + KD, QKV, NULL, false, x->w_lo, hi, valid,
+                                      b->st, err));
         b->launches[DKV_KCLASS_KV_STORE]++;
     }
     return DKV_OK;
@@ -545,13 +553,17 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
         DKV_TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
         bk_mark(b, DKV_KCLASS_QKV);
         DKV_TRY(dkv_cuda_gemm(b->ctx, b->qkv, b->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
-        if (any_store) {   /* RoPE and the store of every row (rows not kept go to the discard block) */
+        if (any_store && b->kv_fp8) {   /* RoPE (the store's kernel, no store), then each item's rows as e4m3 */
+            bk_mark(b, DKV_KCLASS_KV_STORE);
+            DKV_TRY(dkv_cuda_rope_kv_store(&b->pool, NULL, l, b->qkv, QKV, b->d_pos, T, H, 0, 0, (float)m->rope_theta,
+                                           st, err));
+            launch[DKV_KCLASS_KV_STORE]++;
+            DKV_TRY(fp8_layer(b, n, l, err));
+        } else if (any_store) {   /* RoPE and the store of every row (rows not kept go to the discard block) */
             bk_mark(b, DKV_KCLASS_KV_STORE);
             DKV_TRY(dkv_cuda_rope_kv_store_at(&b->pool, b->d_table, l, b->qkv, QKV, b->d_pos, b->d_spos, T, H,
                                           (float)m->rope_theta, st, err));
             launch[DKV_KCLASS_KV_STORE]++;
-            if (b->kv_fp8)
-                DKV_TRY(fp8_layer(b, n, l, err));
         } else {
             bk_mark(b, DKV_KCLASS_ELEMENTWISE);
             DKV_TRY(dkv_cuda_rope(b->qkv, QKV, b->d_pos, T, H + Hkv, D, (float)m->rope_theta, st, err));

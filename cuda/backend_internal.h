@@ -37,7 +37,9 @@ dkv_status dkv_bk_unmask(const dkv_bk_item *items, uint32_t n, const uint32_t *a
 dkv_status dkv_bk_pack_paged(const dkv_cuda_kv_pool *pool, const uint32_t *table, uint32_t layer, const dkv_bf16 *k,
                              const dkv_bf16 *v, uint32_t ld, const uint32_t *idx, uint32_t kk, bool shared,
                              cudaStream_t s, dkv_err *err);
-dkv_status dkv_bk_gather(dkv_bf16 *out, const dkv_cuda_kv_pool *pool, const uint32_t *ids, uint32_t n_tokens,
+/* n_tokens of the blocks ids into out [layer, k|v, head, token, d]: bf16 (an FP8 pool's values
+ * dequantized, e4m3 * scale), or with raw the pool's elements as stored (FP8: the e4m3 bytes). */
+dkv_status dkv_bk_gather(void *out, const dkv_cuda_kv_pool *pool, const uint32_t *ids, uint32_t n_tokens, bool raw,
                          cudaStream_t s, dkv_err *err);
 /* backend_scores.cu: score (Hkv, Tk) = attention mass of each key from the Tq queries, summed
  * over the queries and the heads of each KV group (dkv_ref_attention_scores), through cuBLAS
@@ -113,10 +115,14 @@ typedef struct dkv_cuda_backend {
     cudaStream_t      st, cp;               /* compute, copy */
     dkv_cuda_weights *w;
     uint64_t          kvbpt;                /* KV bytes per token, all layers, as the device pool holds
-                                               them (bf16) */
-    bool              kv_fp8;               /* the model's KV is FP8: stored rows are quantized in
-                                               place (kv_fp8.cu) */
-    float            *fp8_scale;            /* its scales, per pool block x layer x k|v x head (lazy) */
+                                               them (the model's: bf16 2, FP8 1 byte an element) */
+    bool              kv_fp8;               /* the model's KV is FP8: the pool holds e4m3 codes
+                                               (kv_fp8.cu), pool.elem E4M3 */
+    float            *fp8_scale;            /* its scales, per arena block x layer x k|v x head (lazy;
+                                               pool.scale once allocated) */
+    float            *host_scale;           /* FP8 with a host tier: the scales of each slot's blocks
+                                               (pinned, slot_blocks * n_scale per slot) */
+    uint32_t          slot_blocks;          /* blocks a host slot holds */
 
     /* the arena: [pool | staging | discard] */
     void            *arena;
@@ -224,6 +230,8 @@ void       bk_scratch_free(dkv_cuda_backend *b);
 /* Builds the host-side items and the step's metadata from the plan (validating its counts),
  * uploads it; then runs the forward of all items and the unmask.  Events go into b->ev. */
 dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *T, uint32_t *R, dkv_err *err);
+/* backend_fwd.c: FP8 scales allocated (first use; pool.scale set) */
+dkv_status bk_fp8_scales(dkv_cuda_backend *b, dkv_err *err);
 /* backend_fwd.c: after the step's completion, each measuring item's mean entropy to setup.on_entropy. */
 dkv_status bk_report_entropy(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err);
 dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T, uint32_t R, dkv_err *err);

@@ -1,7 +1,7 @@
 /* backend_kernels.cu - the small kernels the CUDA backend needs besides cuda/'s operations:
  * canvas reset and unmasking (the decoding model's token updates, on the device), packing of
- * retained sparse rows into pool blocks, and a gather of pool blocks into a contiguous
- * [layer, k|v, head, token, d] buffer (compression input, layout reorder).  Declared in
+ * retained sparse rows into bf16 pool blocks, and a gather of pool blocks into a contiguous
+ * [layer, k|v, head, token, d] buffer (compression input: dequantized; layout reorder: raw).  Declared in
  * backend_internal.h. */
 #include "cuda/backend_internal.h"
 #include "cuda/common.cuh"
@@ -105,8 +105,9 @@ extern "C" dkv_status dkv_bk_pack_paged(const dkv_cuda_kv_pool *pool, const uint
 {
     if (kk == 0)
         return DKV_OK;
-    if (pool->head_dim % 8 || pool->n_kv_heads > 65535)
-        return dkv_err_set(err, DKV_EINVAL, "dkv_bk_pack_paged: head_dim %% 8 == 0 must hold");
+    if (pool->head_dim % 8 || pool->n_kv_heads > 65535 || pool->elem != DKV_KV_ELEM_BF16)
+        return dkv_err_set(err, DKV_EINVAL, "dkv_bk_pack_paged: head_dim %% 8 == 0 and a bf16 pool must hold (FP8: "
+                           "dkv_cuda_kv_fp8_store with the indices)");
     pack_paged_kernel<<<dim3(kk, pool->n_kv_heads), 32, 0, s>>>(*pool, table, layer, k, v, ld, idx, kk, shared);
     return dkv_launch_check("pack_paged_kernel", err);
 }
@@ -114,25 +115,32 @@ extern "C" dkv_status dkv_bk_pack_paged(const dkv_cuda_kv_pool *pool, const uint
 /* ------------------------------------------------------------------ gather */
 
 /* grid (n_tokens, n_layers*2*Hkv): out[(l, kv, h)][t][d] = pool value of token t (block
- * ids[t / block_tokens], slot t % block_tokens). */
-static __global__ void gather_kernel(dkv_bf16 *out, dkv_cuda_kv_pool pool, const uint32_t *ids, uint32_t n_tokens)
+ * ids[t / block_tokens], slot t % block_tokens): dequantized to bf16 (kv_load8), or with raw the
+ * stored elements as they are (an FP8 pool's codes: 1 byte each). */
+static __global__ void gather_kernel(void *out, dkv_cuda_kv_pool pool, const uint32_t *ids, uint32_t n_tokens, int raw)
 {
     uint32_t t = blockIdx.x, lkh = blockIdx.y, D = pool.head_dim, per = D / 8;
     uint32_t h = lkh % pool.n_kv_heads, kv = (lkh / pool.n_kv_heads) % 2, l = lkh / (2 * pool.n_kv_heads);
-    const dkv_bf16 *src = kv_row(pool, ids, l, kv, h, t);
-    dkv_bf16 *dst = out + ((size_t)lkh * n_tokens + t) * D;
+    size_t row = (size_t)lkh * n_tokens + t;
+    if (raw && pool.elem == DKV_KV_ELEM_E4M3) {
+        uint32_t b = ids[t / pool.block_tokens], s = t % pool.block_tokens;
+        const uint2 *src = reinterpret_cast<const uint2 *>(kv_row8_at(pool, b, l, kv, h, s));
+        for (uint32_t c = threadIdx.x; c < per; c += blockDim.x)
+            reinterpret_cast<uint2 *>((uint8_t *)out + row * D)[c] = src[c];
+        return;
+    }
     for (uint32_t c = threadIdx.x; c < per; c += blockDim.x)
-        reinterpret_cast<bf16x8 *>(dst)[c] = reinterpret_cast<const bf16x8 *>(src)[c];
+        reinterpret_cast<bf16x8 *>((dkv_bf16 *)out + row * D)[c] = kv_load8(pool, ids, l, kv, h, t, c);
 }
 
-extern "C" dkv_status dkv_bk_gather(dkv_bf16 *out, const dkv_cuda_kv_pool *pool, const uint32_t *ids,
-                                    uint32_t n_tokens, cudaStream_t s, dkv_err *err)
+extern "C" dkv_status dkv_bk_gather(void *out, const dkv_cuda_kv_pool *pool, const uint32_t *ids, uint32_t n_tokens,
+                                    bool raw, cudaStream_t s, dkv_err *err)
 {
     if (n_tokens == 0)
         return DKV_OK;
     uint32_t lkh = pool->n_layers * 2 * pool->n_kv_heads;
     if (lkh > 65535 || pool->head_dim % 8)
         return dkv_err_set(err, DKV_EINVAL, "dkv_bk_gather: n_layers*2*n_kv_heads <= 65535, head_dim %% 8 == 0");
-    gather_kernel<<<dim3(n_tokens, lkh), 32, 0, s>>>(out, *pool, ids, n_tokens);
+    gather_kernel<<<dim3(n_tokens, lkh), 32, 0, s>>>(out, *pool, ids, n_tokens, raw ? 1 : 0);
     return dkv_launch_check("gather_kernel", err);
 }

@@ -56,4 +56,18 @@ static __device__ __forceinline__ float warp_max(float x)
     return x;
 }
 
+/* The largest x of the thread block (blockDim.x a multiple of 32, at most 1024), returned to every
+ * thread; red: blockDim.x / 32 floats of shared memory, free again only after a __syncthreads. */
+static __device__ __forceinline__ float block_max(float x, float *red)
+{
+    x = warp_max(x);
+    if (threadIdx.x % 32 == 0)
+        red[threadIdx.x / 32] = x;
+    __syncthreads();
+    x = red[0];
+    for (uint32_t w = 1; w < blockDim.x / 32; w++)
+        x = fmaxf(x, red[w]);
+    return x;
+}
+
 #endif

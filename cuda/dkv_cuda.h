@@ -12,8 +12,15 @@
  * (out, in) as in PyTorch; the reference each entry is checked against is named beside it.
  *
  * KV pool: one arena of fixed-size blocks; a block holds block_tokens tokens of K and V for
- * every layer and KV head: block_bytes = block_tokens * n_layers * 2 * n_kv_heads * D * 2.
+ * every layer and KV head: block_bytes = block_tokens * n_layers * 2 * n_kv_heads * D * element
+ * bytes (2 for bf16, 1 for FP8 e4m3: core/mem's dkv_block_bytes, the one rule).
  * Block id b lives at byte offset b * block_bytes (the core/mem block pool's ids and offsets).
+ * An FP8 pool (elem DKV_KV_ELEM_E4M3) holds OCP e4m3 codes, one byte an element, and one fp32
+ * scale per (block id, layer, k|v, kv head) in a device array beside it (pool.scale, index
+ * block * n_layers*2*n_kv_heads + (layer*2 + kv)*n_kv_heads + head); every kernel that reads the
+ * pool dequantizes on load, value = e4m3 * scale in fp32 (kv_addr.cuh's kv_load8), rounded to bf16
+ * where the kernel computes in bf16 (attention's tensor cores, the gather for compression); the
+ * format and the scale rule are the CPU backend's (docs/CPU.md "KV in the pool's blocks").
  * A sequence's tokens map to blocks through a block table (device array of ids): canvas
  * position p sits in block table[p / block_tokens], slot p % block_tokens.  Inside a block:
  *   DKV_KV_LAYER_MAJOR  [layer][k|v][head][slot][d]  (layer-major, step-minor: for one layer and
@@ -148,13 +155,21 @@ typedef enum dkv_kv_layout {
     DKV_KV_TOKEN_MAJOR = 1
 } dkv_kv_layout;
 
+typedef enum dkv_kv_elem {
+    DKV_KV_ELEM_BF16 = 0,   /* 2 bytes an element, read as they are */
+    DKV_KV_ELEM_E4M3 = 1    /* FP8: 1 byte an element, times the scale of its (block, layer, k|v, head) */
+} dkv_kv_elem;
+
 typedef struct dkv_cuda_kv_pool {
-    dkv_bf16     *base;          /* the arena (device) */
+    void         *base;          /* the arena (device) */
     uint32_t      block_tokens;
     uint32_t      n_layers, n_kv_heads, head_dim;
     dkv_kv_layout layout;
+    dkv_kv_elem   elem;          /* 0 (zero-initialised): bf16 */
+    float        *scale;         /* E4M3: n_layers*2*n_kv_heads scales per block id (device) */
 } dkv_cuda_kv_pool;
 
+/* Bytes of one block: block_tokens * n_layers * 2 * n_kv_heads * head_dim * (2 bf16, 1 e4m3). */
 size_t dkv_cuda_kv_block_bytes(const dkv_cuda_kv_pool *pool);
 
 /* Element offset of (layer, kv 0|1, head, slot, d=0) inside a block (host helper, for tests). */
@@ -162,30 +177,36 @@ size_t dkv_cuda_kv_offset(const dkv_cuda_kv_pool *pool, uint32_t layer, uint32_t
                           uint32_t slot);
 
 /* Stores T rows of K and V (rows of stride ld, n_kv_heads*D values from k and v) for one layer at
- * canvas positions pos (device, T) of the sequence whose blocks are block_table (device). */
+ * canvas positions pos (device, T) of the sequence whose blocks are block_table (device).  A bf16
+ * pool only (an FP8 pool's scales need a block's rows together: dkv_cuda_kv_fp8_store). */
 dkv_status dkv_cuda_kv_store(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, uint32_t layer,
                              const dkv_bf16 *k, const dkv_bf16 *v, uint32_t ld, const uint32_t *pos, uint32_t T,
                              cudaStream_t s, dkv_err *err);
 
-/* FP8 KV (kv_fp8.cu): after a store of layer `layer` at canvas positions [tok_lo, tok_hi) of a sequence
- * (block_table, device), the rows of the blocks it touched are quantized to e4m3 with one fp32
- * scale per (pool block id, layer, k|v, kv head) in scales (device, n_layers*2*n_kv_heads floats
- * per pool block id, zeroed before first use) and dequantized in place: the pool stays bf16 and
- * holds what attention would read from an FP8 pool (docs/GPU.md "Lossy policies").  tok_valid
- * (>= tok_hi): positions below it were stored; rows of those blocks in [tok_hi, tok_valid) and
- * below tok_lo are older rows, quantized again when the scale grows (the CPU backend's rule). */
-dkv_status dkv_cuda_kv_fp8_store(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, float *scales,
-                                 uint32_t layer, uint32_t tok_lo, uint32_t tok_hi, uint32_t tok_valid, cudaStream_t s,
-                                 dkv_err *err);
+/* FP8 KV (kv_fp8.cu): stores rows of K and V of layer `layer` into an FP8 pool (elem E4M3, scale
+ * set) at canvas positions [tok_lo, tok_hi) of a sequence (block_table, device), as e4m3 codes.
+ * Row i (position tok_lo + i) of head h comes from source row t = i (idx NULL) or t = idx[h*n + i]
+ * (n = tok_hi - tok_lo; shared: idx[i], every head the same): k + t*ld + h*D and v likewise (bf16,
+ * device).  The scale rule (the CPU backend's, docs/CPU.md): tok_valid (>= tok_hi): positions
+ * below it were stored; a store that covers every stored row of a block sets its scale to
+ * amax(new) / 448 (1 when all are zero); otherwise the scale becomes max(old, amax(new) / 448)
+ * and, when it grows, the block's older rows (below tok_lo and in [tok_hi, tok_valid)) are
+ * decoded with the old scale and encoded again with the new.  Encode: e4m3(x * (1 / scale)),
+ * round to nearest even, saturating at 448; the pool's scales start at zero. */
+dkv_status dkv_cuda_kv_fp8_store(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, uint32_t layer,
+                                 const dkv_bf16 *k, const dkv_bf16 *v, uint32_t ld, const uint32_t *idx, bool shared,
+                                 uint32_t tok_lo, uint32_t tok_hi, uint32_t tok_valid, cudaStream_t s, dkv_err *err);
 
 /* Low-rank reconstruction (lowrank_decompress.cu): for each of the n_layers*2*n_kv_heads
  * matrices lkh = (layer*2 + kv)*n_kv_heads + head, rows Q[lkh] (m x r) B[lkh] (r x head_dim)
  * (bf16, row-major, contiguous per matrix: cuda/lowrank.h's outputs staged as bf16) are written
- * at canvas positions [0, m) of block_table (device).  r <= head_dim. */
+ * at canvas positions [0, m) of block_table (device).  r <= head_dim.  An FP8 pool: each block's
+ * rows of each matrix are encoded with the scale amax / 448 of its reconstructed rows (a store
+ * covering them: positions [0, m) are all the rows the blocks hold). */
 dkv_status dkv_cuda_lowrank_decompress(const dkv_cuda_kv_pool *pool, const uint32_t *block_table, const dkv_bf16 *Q,
                                        const dkv_bf16 *B, uint32_t m, uint32_t r, cudaStream_t s, dkv_err *err);
 
-/* RoPE and KV store in one launch: qkv rows (T, stride ld) hold n_heads q heads, then
+/* RoPE and KV store in one launch (a bf16 pool, or no store): qkv rows (T, stride ld) hold n_heads q heads, then
  * pool->n_kv_heads k heads, then as many v heads, of pool->head_dim each.  The q and k heads are
  * rotated in place at positions pos (device, T), as dkv_cuda_rope(qkv, ld, pos, T, n_heads +
  * n_kv_heads, ...) does; rows [store_lo, store_hi) then have their rotated K and their V stored
@@ -204,7 +225,8 @@ dkv_status dkv_cuda_rope_kv_store_at(const dkv_cuda_kv_pool *pool, const uint32_
                                      uint32_t T, uint32_t n_heads, float theta, cudaStream_t s, dkv_err *err);
 
 /* Copies n_blocks blocks (ids in device array ids) from src to dst, converting src->layout to
- * dst->layout (shapes must match; the arenas must not overlap). */
+ * dst->layout (shapes and elements must match; the arenas must not overlap).  FP8: the codes are
+ * moved as bytes and the blocks' scales copied to dst->scale. */
 dkv_status dkv_cuda_kv_reorder(const dkv_cuda_kv_pool *dst, const dkv_cuda_kv_pool *src, const uint32_t *ids,
                                uint32_t n_blocks, cudaStream_t s, dkv_err *err);
 
@@ -411,7 +433,8 @@ size_t     dkv_cuda_scratch_bytes(const dkv_cuda_scratch *s);
 /* One decoding step of one request on the context's stream, with the semantics and token counts
  * of dkv_ref_step (same args; a->logit_chunk rows per LM-head pass, 0 = the scratch's chunk).
  * Writes argmax and conf (device, B each) and, when block_hidden is not NULL, the block's
- * final-normed hidden rows (device, B x C).  The pool must hold the sequence's blocks. */
+ * final-normed hidden rows (device, B x C).  The pool must hold the sequence's blocks (bf16: an
+ * FP8 pool is run by the backend, which stores through dkv_cuda_kv_fp8_store). */
 dkv_status dkv_cuda_step(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, const dkv_cuda_kv_pool *pool,
                          dkv_cuda_seq *seq, dkv_cuda_scratch *scr, const dkv_ref_step_args *a,
                          uint32_t *argmax, float *conf, dkv_bf16 *block_hidden, dkv_err *err);

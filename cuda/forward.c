@@ -316,6 +316,9 @@ dkv_status dkv_cuda_step(dkv_cuda_ctx *ctx, const dkv_cuda_weights *w, const dkv
     if (a->mode != DKV_CACHE_NONE && (!pool || !seq->block_table))
         return dkv_err_set(err, DKV_EINVAL, "dkv_cuda_step: mode %s needs a KV pool and a block table",
                            dkv_cache_mode_name(a->mode));
+    if (pool && pool->elem != DKV_KV_ELEM_BF16)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "dkv_cuda_step: the pool is FP8; this single-request step stores "
+                           "bf16 rows (the CUDA backend runs FP8 pools, through dkv_cuda_kv_fp8_store)");
     plan p;
     DKV_TRY(make_plan(a, seq, &p, err));
     if (p.nq > s->max_tokens)

@@ -68,8 +68,8 @@ extern "C" dkv_status dkv_cuda_rope_kv_store(const dkv_cuda_kv_pool *pool, const
     DKV_ARG(ld % 8 == 0 && ld >= (n_heads + 2 * pool->n_kv_heads) * pool->head_dim, fn);
     DKV_ARG(theta > 0.0f, fn);
     DKV_ARG(store_lo <= store_hi && store_hi <= T, fn);
-    DKV_ARG(store_lo == store_hi || (pool->base && block_table && layer < pool->n_layers && pool->block_tokens > 0),
-            fn);
+    DKV_ARG(store_lo == store_hi || (pool->base && block_table && layer < pool->n_layers && pool->block_tokens > 0 &&
+                                     pool->elem == DKV_KV_ELEM_BF16), fn);
     if (T == 0)
         return DKV_OK;
     return launch_rope_store(*pool, block_table, layer, qkv, ld, pos, NULL, T, n_heads, store_lo, store_hi, theta, s,
@@ -82,7 +82,7 @@ extern "C" dkv_status dkv_cuda_rope_kv_store_at(const dkv_cuda_kv_pool *pool, co
                                                 cudaStream_t s, dkv_err *err)
 {
     const char *fn = "dkv_cuda_rope_kv_store_at";
-    DKV_ARG(pool && qkv && pos && spos && block_table && pool->base, fn);
+    DKV_ARG(pool && qkv && pos && spos && block_table && pool->base && pool->elem == DKV_KV_ELEM_BF16, fn);
     DKV_ARG(pool->head_dim % 8 == 0 && pool->head_dim >= 8 && RS_THREADS % (pool->head_dim / 2) == 0, fn);
     DKV_ARG(pool->n_kv_heads > 0 && n_heads > 0 && layer < pool->n_layers && pool->block_tokens > 0, fn);
     DKV_ARG(ld % 8 == 0 && ld >= (n_heads + 2 * pool->n_kv_heads) * pool->head_dim, fn);

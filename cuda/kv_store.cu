@@ -5,7 +5,7 @@
 
 extern "C" size_t dkv_cuda_kv_block_bytes(const dkv_cuda_kv_pool *pool)
 {
-    return kv_block_elems(*pool) * sizeof(dkv_bf16);
+    return kv_block_elems(*pool) * kv_elem_bytes(*pool);
 }
 
 extern "C" size_t dkv_cuda_kv_offset(const dkv_cuda_kv_pool *pool, uint32_t layer, uint32_t kv, uint32_t head,
@@ -40,6 +40,7 @@ extern "C" dkv_status dkv_cuda_kv_store(const dkv_cuda_kv_pool *pool, const uint
                                         uint32_t T, cudaStream_t s, dkv_err *err)
 {
     DKV_ARG(pool && pool->base && block_table && k && v && pos, "dkv_cuda_kv_store");
+    DKV_ARG(pool->elem == DKV_KV_ELEM_BF16, "dkv_cuda_kv_store");
     DKV_ARG(pool->block_tokens > 0 && pool->head_dim % 8 == 0 && pool->n_kv_heads > 0, "dkv_cuda_kv_store");
     DKV_ARG(layer < pool->n_layers, "dkv_cuda_kv_store");
     DKV_ARG(ld % 8 == 0 && ld >= pool->n_kv_heads * pool->head_dim, "dkv_cuda_kv_store");

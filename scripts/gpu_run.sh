@@ -197,11 +197,12 @@ device_perf() {
 }
 
 # ---- quality on the trained tiny dLLM (issue 10): CUDA vs core/ref, FP8 KV, low-rank rebuild
-# here:  bash scripts/gpu_run.sh build-quality     (scons -j2; 4 programs into build/qbin/,
+# here:  bash scripts/gpu_run.sh build-quality     (scons -j2; 6 programs into build/qbin/,
 #                                                  ignored by git as all of build/, carried)
 # there: run(command="bash scripts/gpu_run.sh device-quality", carry=["build/qbin"])
 #        ~40-70 s: most of it core/ref on the CPU (test_backend_tiny); each program under
-#        timeout LIMIT (90 s); ONLY="test_backend_tiny ..." runs a subset; SAN=1 adds memcheck.
+#        timeout LIMIT (90 s); ONLY="test_backend_tiny ..." runs a subset; SAN=1 adds memcheck
+#        of test_backend_lossy, SAN_FP8=1 of test_backend_fp8's kernels.
 #        Logs under $OUT (quality.log).  The model and prompts come from the working tree.
 QB=build/qbin
 
@@ -209,7 +210,8 @@ build_quality() {
     scons -Q -j2 build/release/tests/gpu || exit 1
     rm -rf "$QB"; mkdir -p "$QB"
     cp build/release/tests/gpu/test_backend_tiny build/release/tests/gpu/test_backend_lossy \
-       build/release/tests/gpu/test_backend_lowrank build/release/tests/gpu/test_backend "$QB"/
+       build/release/tests/gpu/test_backend_lowrank build/release/tests/gpu/test_backend \
+       build/release/tests/gpu/test_backend_fp8 build/release/tests/gpu/test_kernels_attn "$QB"/
     du -sh "$QB"
 }
 
@@ -219,7 +221,7 @@ device_quality() {
     export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
     local rc=0 r t0
-    for t in ${ONLY:-test_backend_lossy test_backend_lowrank test_backend test_backend_tiny}; do
+    for t in ${ONLY:-test_backend_fp8 test_backend_lossy test_backend_lowrank test_backend test_backend_tiny}; do
         t0=$SECONDS
         echo "== $t"; timeout "${LIMIT:-90}" "$QB/$t" 2>&1 | tee -a "$OUT/quality.log"; r=${PIPESTATUS[0]}
         echo "== $t exit $r ($((SECONDS - t0)) s)" | tee -a "$OUT/quality.log"
@@ -230,7 +232,12 @@ device_quality() {
         timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$QB/test_backend_lossy" > "$OUT/san.log" 2>&1
         r=$?; tail -n 3 "$OUT/san.log"; echo "== memcheck exit $r"; [ "$r" = 0 ] || rc=1
     fi
-    grep -E "^(FAIL|PASS:|FAIL:)|agreement|FP8 vs bf16|rel-L2" "$OUT/quality.log" | cut -c1-200
+    if [ "${SAN_FP8:-0}" = 1 ]; then   # the FP8 kernels (store, attention, gather, reorder, decompress)
+        echo "== compute-sanitizer --tool memcheck test_backend_fp8 kernels"
+        timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$QB/test_backend_fp8" kernels > "$OUT/san_fp8.log" 2>&1
+        r=$?; tail -n 3 "$OUT/san_fp8.log"; echo "== memcheck fp8 exit $r"; [ "$r" = 0 ] || rc=1
+    fi
+    grep -E "^(FAIL|PASS:|FAIL:)|agreement|FP8 vs bf16|rel-L2|fp8 arena|cudaMemGetInfo|offload ratio" "$OUT/quality.log" | cut -c1-200
     return $rc
 }
 
@@ -320,6 +327,37 @@ device_ties() {
     return $rc
 }
 
+# ---- FP8 KV stored as e4m3 bytes on the device (session 11; docs/GPU.md "Lossy policies")
+# here:  bash scripts/gpu_run.sh build-fp8    (build-quality and build-agree: build/qbin, build/agree_bin)
+# there: run(command="bash scripts/gpu_run.sh device-fp8", carry=["build/qbin", "build/agree_bin"], timeout_s=300)
+#        ~2 min: test_backend_fp8, test_backend_lossy, test_kernels_attn, test_backend (each under
+#        LIMIT, 100 s), memcheck of test_backend_fp8's kernels (SAN_FP8=0 skips it), then, alone on
+#        the GPU, the CPU backend against the CUDA backend with FP8 KV (hw_cpu_agreement.lua modes
+#        dual and dual_fp8 on tiny_prompts, 32 generated, 8 steps a block).  Logs under $OUT.
+build_fp8() {
+    build_quality
+    build_agree
+}
+
+device_fp8() {
+    OUT=${OUT:-$ROOT/gpu-out}
+    mkdir -p "$OUT"
+    local rc=0 LIB=/tmp/agree_lib t0
+    ONLY="${ONLY:-test_backend_fp8 test_backend_lossy test_kernels_attn test_backend}" LIMIT=${LIMIT:-100} \
+        SAN_FP8=${SAN_FP8:-1} device_quality || rc=1
+    mkdir -p "$LIB"
+    for l in "$AB"/lib/*.gz; do gunzip -c "$l" > "$LIB/$(basename "$l" .gz)"; done
+    t0=$SECONDS
+    LD_LIBRARY_PATH="$LIB:$LD_LIBRARY_PATH" timeout "${LIMIT:-100}" "$AB/dkv" run experiments/hw_cpu_agreement.lua \
+        -D modes=dual,dual_fp8 -D prompts=datasets/workloads/tiny_prompts.jsonl -D gen=32 -D steps=8 \
+        -o "$OUT/agree_fp8.h5" > "$OUT/agree_fp8.log" 2>&1
+    echo "== agree dual,dual_fp8 exit $? ($((SECONDS - t0)) s)" >> "$OUT/agree_fp8.log"
+    grep -E "criterion|PASS|FAIL|mismatch|== " "$OUT/agree_fp8.log" | cut -c1-260
+    grep -q "exit 0" "$OUT/agree_fp8.log" || rc=1
+    ! grep -q "FAIL" "$OUT/agree_fp8.log" || rc=1
+    return $rc
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
@@ -332,6 +370,8 @@ device-quality) device_quality ;;
 build-agree) build_agree ;;
 device-agree) device_agree ;;
 device-ties) device_ties ;;
-*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|device-ties" >&2
+build-fp8) build_fp8 ;;
+device-fp8) device_fp8 ;;
+*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|device-ties|build-fp8|device-fp8" >&2
    exit 2 ;;
 esac

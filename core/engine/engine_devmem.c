@@ -104,7 +104,7 @@ void eng_devmem_step(eng *e, const dkv_step_plan *p)
     dkv_devmem_rows(&e->dm, T, R);
     if (writes && e->m->kv_dtype == DKV_DTYPE_FP8)
         dkv_devmem_fp8(&e->dm);
-    uint64_t kvbpt = (uint64_t)e->m->n_layers * 2 * e->m->n_kv_heads * e->m->head_dim * 2;   /* the pool is bf16 */
+    uint64_t kvbpt = dkv_model_kv_bytes_per_token(e->m);   /* the reorder gathers the pool's bytes as stored */
     for (uint32_t k = 0; k < p->n_xfers; k++) {
         const dkv_xfer *xf = &p->xfers[k];
         if (xf->kind == DKV_XFER_REORDER && kvbpt && xf->device_bytes >= kvbpt)

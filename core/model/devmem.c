@@ -75,7 +75,8 @@ uint64_t dkv_devmem_lowrank_proj_bytes(const dkv_model *m, uint32_t max_L)
     return batch * per * 4 + batch * 4 + batch * per * 2 + 1024;
 }
 
-/* backend_fwd.c's fp8_scales: per arena block x layer x k|v x KV head, fp32 */
+/* backend_fwd.c's bk_fp8_scales: per arena block x layer x k|v x KV head, fp32 (beside the arena,
+ * which holds the e4m3 codes in blocks of dkv_block_bytes) */
 uint64_t dkv_devmem_fp8_scale_bytes(const dkv_model *m, uint64_t blocks)
 {
     return blocks * m->n_layers * 2 * m->n_kv_heads * 4;

@@ -75,7 +75,7 @@ int main(int argc, char **argv)
     }
     /* attention: a pool of 3 blocks of 256 tokens, all 32 layers */
     for (int layout = 0; layout < 2; layout++) {
-        dkv_cuda_kv_pool pool = {NULL, BT, NL, H, D, (dkv_kv_layout)layout};
+        dkv_cuda_kv_pool pool = {NULL, BT, NL, H, D, (dkv_kv_layout)layout, DKV_KV_ELEM_BF16, NULL};
         size_t pb = dkv_cuda_kv_block_bytes(&pool) * 3;
         pool.base = dev_alloc(pb);
         OK(dkv_cuda_fill_random(pool.base, pb / 2, 5, 1, 0, st, &err));

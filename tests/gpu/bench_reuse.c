@@ -129,7 +129,7 @@ static void bench_attention(const dkv_model *m, dkv_kv_layout layout, uint32_t T
 {
     uint32_t H = m->n_heads, Hkv = m->n_kv_heads, D = m->head_dim, QKV = (H + 2 * Hkv) * D, bt = 256;
     uint32_t nb = (n_cache + bt - 1) / bt + 1;
-    dkv_cuda_kv_pool pool = {NULL, bt, m->n_layers, Hkv, D, layout};
+    dkv_cuda_kv_pool pool = {NULL, bt, m->n_layers, Hkv, D, layout, DKV_KV_ELEM_BF16, NULL};
     size_t pool_bytes = dkv_cuda_kv_block_bytes(&pool) * nb;
     uint32_t rows = Tq > n_own ? Tq : n_own, table[64];
     for (uint32_t i = 0; i < nb; i++)
@@ -218,7 +218,7 @@ int main(int argc, char **argv)
     enum { LL = 768, SB = 512, BB = 32, BTK = 256 };
     size_t f1;
     CK(cudaMemGetInfo(&f1, &total));
-    dkv_cuda_kv_pool pool = {NULL, BTK, m.n_layers, m.n_kv_heads, m.head_dim, DKV_KV_LAYER_MAJOR};
+    dkv_cuda_kv_pool pool = {NULL, BTK, m.n_layers, m.n_kv_heads, m.head_dim, DKV_KV_LAYER_MAJOR, DKV_KV_ELEM_BF16, NULL};
     pool.base = dev_alloc(dkv_cuda_kv_block_bytes(&pool) * (LL / BTK));
     dkv_cuda_scratch *scr;
     OK(dkv_cuda_scratch_new(&m, LL, BB, &scr, &err));

@@ -251,7 +251,7 @@ static void run_mode(const char *name, dkv_cache_mode mode, dkv_cache_mode emode
         OK(dkv_st_load_weights(&g_weight_file, 1, m, 1e-5f, &loaded, &err));
         c.weights = loaded;
     }
-    r.layout = (dkv_cuda_kv_pool){NULL, BT, m->n_layers, m->n_kv_heads, m->head_dim, o.layout};
+    r.layout = (dkv_cuda_kv_pool){NULL, BT, m->n_layers, m->n_kv_heads, m->head_dim, o.layout, DKV_KV_ELEM_BF16, NULL};
     dkv_backend be;
     OK(dkv_cuda_backend_new(&o, &be, &err));
     r.be = &be;

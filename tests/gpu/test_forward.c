@@ -54,7 +54,7 @@ static void setup(fixture *f, dkv_rng *r)
     OK(dkv_cuda_weights_new(&f->m, 1e-5f, &f->dw, &err));
     OK(dkv_cuda_weights_upload(f->dw, f->rw, &err));
     OK(dkv_cuda_scratch_new(&f->m, L, 8, &f->scr, &err));
-    f->pool = (dkv_cuda_kv_pool){NULL, BT, f->m.n_layers, f->m.n_kv_heads, f->m.head_dim, DKV_KV_LAYER_MAJOR};
+    f->pool = (dkv_cuda_kv_pool){NULL, BT, f->m.n_layers, f->m.n_kv_heads, f->m.head_dim, DKV_KV_LAYER_MAJOR, DKV_KV_ELEM_BF16, NULL};
     f->pool.base = dev_alloc(dkv_cuda_kv_block_bytes(&f->pool) * NB);
     poison(f->pool.base, dkv_cuda_kv_block_bytes(&f->pool) * NB);
     uint32_t table[NB] = {7, 2, 9, 0, 5, 3, 8, 1, 6, 4}, pos[L];

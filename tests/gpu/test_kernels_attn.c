@@ -22,7 +22,7 @@ static void pool_make(pool_fixture *f, dkv_kv_layout layout, uint32_t layers, ui
                       uint32_t bt, uint32_t nb, uint32_t n_table, dkv_rng *r)
 {
     memset(f, 0, sizeof *f);
-    f->pool = (dkv_cuda_kv_pool){NULL, bt, layers, hkv, D, layout};
+    f->pool = (dkv_cuda_kv_pool){NULL, bt, layers, hkv, D, layout, DKV_KV_ELEM_BF16, NULL};
     f->elems = dkv_cuda_kv_block_bytes(&f->pool) / 2 * nb;
     f->pool.base = dev_alloc(f->elems * 2);
     poison(f->pool.base, f->elems * 2);
