@@ -72,7 +72,7 @@ typedef struct cpu_backend {
     /* scratch (max_L rows) */
     float *x, *h, *q, *k, *v, *att, *t, *gate, *up, *gk, *gv, *sc, *qg, *score, *hid, *logits, *row;
     uint32_t *cand, *sel, *pos, *argmax;
-    float *conf, *tlp;
+    float *conf;
 
     uint64_t lr_calls;
     dkv_cpu_backend_report rep;

@@ -65,6 +65,13 @@
  * still runs; after the step the host rewrites each item's block to its canvas before the step
  * plus the positions the trajectory committed at this step (an error when they do not fit the
  * step or the own unmask count).
+ * With options.targets (teacher-forced held-out scoring, docs/GPU.md "Held-out scoring") the
+ * device's unmask commits nothing; after the step the host copies each item's block tokens and
+ * the fp32 logit rows of its block and applies decode/score.h's dkv_score_block, the CPU
+ * backend's definition: the unmask rule's count of the most confident masked positions take
+ * their TARGET tokens, each scored once (-log2 softmax[target], argmax == target), and the block
+ * is written back before the next step.  Every logit row of a step must come from one LM-head
+ * pass (rows <= max_logit_rows), else the step fails naming both.
  * Offloaded positions are read back raw from the host slot; positions the engine holds as a
  * low-rank approximation are fetched as bytes but not decompressed (docs/GPU.md).
  *
@@ -89,6 +96,7 @@
 #include "cuda/dkv_cuda.h"
 #include "decode/decode.h"
 #include "decode/follow.h"
+#include "decode/score.h"
 #include "engine/backend.h"
 #include "ref/ref.h"
 #include "workload/workload.h"
@@ -156,6 +164,10 @@ typedef struct dkv_cuda_backend_report {
                                         ratio x raw) */
     dkv_cuda_mem_sample *series;
     size_t   n_series;
+    dkv_score *score;                /* (n_score = the workload's requests) held-out scores per request
+                                        (decode/score.h) when options.targets was given, else NULL;
+                                        malloc'ed, owned by the report */
+    uint32_t n_score;
 } dkv_cuda_backend_report;
 void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r);
 
@@ -187,6 +199,9 @@ typedef struct dkv_cuda_backend_options {
                                             not the device's own picks, while the item report keeps
                                             the device's own argmax, confidence and logits */
     size_t              n_follow;        /* entries of follow (the workload's requests) */
+    const uint32_t *const *targets;      /* optional: targets[i] = request i's gen_tokens target ids:
+                                            teacher-forced scoring (above; not with follow) */
+    size_t              n_targets;       /* entries of targets (the workload's requests) */
     void               *on_item_user;
     dkv_cuda_backend_report *report;     /* optional: filled at end() */
     /* several instances on one device (dkv.execute with instances.n > 1, docs/GPU.md): each
