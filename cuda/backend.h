@@ -66,11 +66,12 @@
  * plus the positions the trajectory committed at this step (an error when they do not fit the
  * step or the own unmask count).
  * With options.targets (teacher-forced held-out scoring, docs/GPU.md "Held-out scoring") the
- * device's unmask commits nothing; after the step the host copies each item's block tokens and
- * the fp32 logit rows of its block and applies decode/score.h's dkv_score_block, the CPU
- * backend's definition: the unmask rule's count of the most confident masked positions take
- * their TARGET tokens, each scored once (-log2 softmax[target], argmax == target), and the block
- * is written back before the next step.  Every logit row of a step must come from one LM-head
+ * device's unmask commits nothing; after the step the host copies each item's block tokens, the
+ * fp32 logit rows of its block and their confidences and applies decode/score.h's
+ * dkv_score_block, the CPU backend's definition: the unmask rule's count of the most confident
+ * masked positions (the LM head's confidence, as the device's own unmask ranks) take their TARGET
+ * tokens, each scored once from the logits (-log2 softmax[target], argmax == target), and the
+ * block is written back before the next step.  Every logit row of a step must come from one LM-head
  * pass (rows <= max_logit_rows), else the step fails naming both.
  * Offloaded positions are read back raw from the host slot; positions the engine holds as a
  * low-rank approximation are fetched as bytes but not decompressed (docs/GPU.md).
