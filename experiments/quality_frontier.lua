@@ -30,6 +30,8 @@ local block = dkv.param("block", 32, "block length (one token per step: steps = 
 local W = dkv.param("weights", "datasets/models/tiny-dllm/model.safetensors", "tiny dLLM weights")
 local only = dkv.param("only", "", "comma-separated point names to run (empty: all; 'none' is always run)")
 local backend = dkv.param("backend", "cpu", "the backend that executes every point: cpu or cuda")
+local keep_going = dkv.param("keep_going", false, "a point whose runs fail is printed FAILED and left out of the "
+                             .. "tables (params.failed lists it) instead of stopping the sweep; 'none' must run")
 if backend ~= "cpu" and backend ~= "cuda" then error("-D backend: '" .. tostring(backend) .. "' (cpu or cuda)") end
 local emulate = dkv.param("bf16_activations", false, "cpu only: bf16-rounded activations (the CUDA backend's "
                           .. "precision emulated: a stand-in for a CUDA frontier where there is no GPU)")
@@ -132,14 +134,22 @@ print(string.format("quality frontier: tiny-dllm on %s, block %d, %s backend%s%s
 if fp16_left_out then print("fp16: left out on the CUDA backend (its KV pool is bf16; dkv.execute refuses fp16 KV)") end
 print(string.format("%-28s %6s %6s %6s %15s %6s %9s %9s %6s", "point", "agree", "1stdiv", "bpb", "d_bpb +- se", "acc",
                     "kv_peak", "host_peak", backend == "cpu" and "cpu_s" or "wall_s"))
-local device
-for _, p in ipairs(points) do
-  local o = {backend = backend, weights = W, bf16_activations = emulate or nil}
-  local r, gen = dkv.execute(cfg(p), {backend = backend, weights = W, bf16_activations = o.bf16_activations,
+local device, failed = nil, {}
+local function both_runs(p)   -- the greedy decode (outputs) and the teacher-forced scoring
+  local r, gen = dkv.execute(cfg(p), {backend = backend, weights = W, bf16_activations = emulate or nil,
                                       outputs = true})
+  local _, sc = dkv.execute(cfg(p), {backend = backend, weights = W, bf16_activations = emulate or nil, targets = T})
+  return r, gen, sc
+end
+for _, p in ipairs(points) do
+  local ok, r, gen, sc = pcall(both_runs, p)
+  if not ok and (not keep_going or p.name == "none") then error(r, 0) end
+  if not ok then
+    print(string.format("%-28s FAILED: %s", p.name, (tostring(r):gsub("\n.*", ""))))
+    failed[#failed + 1] = p.name
+    goto continue
+  end
   dkv.save(r, "gen_" .. p.name)   -- the generated text, per request
-  o.targets = T
-  local _, sc = dkv.execute(cfg(p), o)
   device = device or gen.device
   if p.name == "none" then
     ref, ref_bpb = gen, {}
@@ -164,7 +174,10 @@ for _, p in ipairs(points) do
   print(string.format("%-28s %6.3f %6.1f %6.3f %+7.3f +-%5.3f %6.3f %9d %9d %6.1f", p.name, ag,
                       row.first_divergence_mean, row.bits_per_byte, dm, dse, row.accuracy, row.peak_kv_bytes,
                       row.peak_host_bytes, row[tcol]))
+  ::continue::
 end
+if #failed > 0 then print(string.format("FAILED points (left out of the tables): %s", table.concat(failed, ", "))) end
 dkv.write_run("quality", {params = {full = full, block = block, prompts = P, targets = T, weights = W,
-                                    backend = backend, device = device, bf16_activations = emulate},
+                                    backend = backend, device = device, bf16_activations = emulate,
+                                    failed = table.concat(failed, ",")},
                           tables = {points = Q, requests = RQ, positions = POS}})

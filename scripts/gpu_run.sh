@@ -286,7 +286,8 @@ device_agree() {
 #        build/score_bin, the shared libraries gzipped; ignored by git as all of build/, carried)
 # there: run(command="bash scripts/gpu_run.sh device-score", carry=["build/score_bin"], timeout_s=300)
 #        in parallel, each under timeout LIMIT (200 s): experiments/quality_frontier.lua -D full=true
-#        -D backend=cuda, and tests/gpu/test_backend_score one process per configuration
+#        -D backend=cuda -D keep_going=true (a failing point is listed, not fatal), and
+#        tests/gpu/test_backend_score one process per configuration
 #        (CONFS); $OUT gets device.txt, summary.txt and score.tgz (frontier_cuda.h5 and every log)
 # here:  RES=DIR bash scripts/gpu_run.sh post-score FILES_AT CPU.h5
 #        (CPU.h5: the same frontier with -D backend=cpu -D full=true, run here) unpacks score.tgz into
@@ -315,7 +316,7 @@ device_score() {
     export LD_LIBRARY_PATH="$LIB:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
     ( t0=$SECONDS; timeout "$L" "$SB/dkv" run experiments/quality_frontier.lua -D full=true -D backend=cuda \
-          -o "$W/frontier_cuda.h5" > "$W/frontier_cuda.log" 2>&1
+          -D keep_going=true -o "$W/frontier_cuda.h5" > "$W/frontier_cuda.log" 2>&1
       echo "== frontier cuda exit $? ($((SECONDS - t0)) s)" >> "$W/frontier_cuda.log" ) &
     for c in ${CONFS:-$SCORE_CONFS}; do
         ( t0=$SECONDS; timeout "$L" "$SB/test_backend_score" "$c" > "$W/score_$c.log" 2>&1

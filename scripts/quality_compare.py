@@ -108,6 +108,9 @@ def main():
             print("  ".join(x.rjust(w[i]) if i else x.ljust(w[i]) for i, x in enumerate(ln)))
     print("%d of %d points within the tolerances%s" % (n_ok, len(both),
           "" if not any("!" in ln[1] + ln[2] for ln in lines) else "; ! = the engine's bytes differ (not the same plans)"))
+    for role, par in (("CPU", pc), ("CUDA", pg)):
+        if par.get("failed"):
+            print("FAILED in the %s run (-D keep_going: left out of its tables): %s" % (role, par["failed"]))
     only_c = [p for p in order if p not in rg]
     only_g = [p for p in order_g if p not in rc]
     if only_c:

@@ -6,8 +6,10 @@
 # figures as the files hold them and CUDA - CPU, refuse runs of other prompts and files without
 # the table; `scripts/gpu_run.sh post-score` must read a stand-in device folder (score.tgz with the
 # stand-in frontier and the GPU test's real output here: its SKIP line), print the comparison and
-# the test's verdict lines, plot, and exit 1 for the skipped GPU test.  -D backend=cuda without a
-# GPU stops at the device probe; -D bf16_activations with backend=cuda is refused.
+# the test's verdict lines, plot, and exit 1 for the skipped GPU test.  -D keep_going: a point made
+# to fail (an injected error in a copy of the script) is printed FAILED, left out and listed, and a
+# failing reference point stops the sweep.  -D backend=cuda without a GPU stops at the device
+# probe; -D bf16_activations with backend=cuda is refused.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}" "${BUILD:?}"
 PY=/usr/bin/python3
@@ -15,10 +17,23 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cd "$ROOT"
 $PY -c 'import h5py, matplotlib' 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks h5py or matplotlib"; exit 77; }
 
-A=(-D only=none -D prompts=tests/data/prompts_cpu.jsonl -D targets=tests/data/prompts_cpu_targets.jsonl)
-"$DKV" run experiments/quality_frontier.lua "${A[@]}" -o "$T/cpu.h5" > "$T/cpu.txt"
-"$DKV" run experiments/quality_frontier.lua "${A[@]}" -D bf16_activations=true -o "$T/standin.h5" > "$T/standin.txt"
+A=(-D prompts=tests/data/prompts_cpu.jsonl -D targets=tests/data/prompts_cpu_targets.jsonl)
+"$DKV" run experiments/quality_frontier.lua "${A[@]}" -D only=none -o "$T/cpu.h5" > "$T/cpu.txt"
+# the stand-in also asks for point dual, made to fail (a copy of the script with an injected error):
+# -D keep_going=true prints it FAILED, leaves it out and lists it in params.failed
+sed 's|^local function both_runs(p) .*|local function both_runs(p) if p.name == "dual" then error("injected\\nmore") end|' \
+    experiments/quality_frontier.lua > "$T/qf_inject.lua"
+grep -q 'error("injected' "$T/qf_inject.lua" || fail "injection"
+"$DKV" run "$T/qf_inject.lua" "${A[@]}" -D only=dual -D keep_going=true -D bf16_activations=true \
+    -o "$T/standin.h5" > "$T/standin.txt"
 grep -q "STAND-IN for CUDA" "$T/standin.txt" || fail "the emulated run does not say it is a stand-in"
+grep -qE "^dual +FAILED: .*injected$" "$T/standin.txt" || fail "keep_going: the FAILED line: $(cat "$T/standin.txt")"
+sed 's|^local function both_runs(p) .*|local function both_runs(p) if p.name == "none" then error("no ref") end|' \
+    experiments/quality_frontier.lua > "$T/qf_none.lua"
+if err=$("$DKV" run "$T/qf_none.lua" "${A[@]}" -D only=dual -D keep_going=true -o "$T/x.h5" 2>&1); then
+    fail "a failing reference point (none) must stop the sweep even with keep_going"
+fi
+grep -q "no ref" <<<"$err" || fail "none's error: $err"
 
 out=$($PY scripts/quality_compare.py "$T/cpu.h5" "$T/standin.h5")
 echo "$out"
@@ -37,6 +52,7 @@ PY
 got=$(grep -E "^none " <<<"$out" | awk '{print $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12}')
 [ "$got" = "$want" ] || fail "row none: got '$got', want '$want'"
 grep -qE "^1 of 1 points within the tolerances" <<<"$out" || fail "verdict count"
+grep -q "^FAILED in the CUDA run (-D keep_going: left out of its tables): dual" <<<"$out" || fail "failed points"
 $PY scripts/quality_compare.py "$T/cpu.h5" "$T/standin.h5" --md | grep -q "^| none | 0 | 0 |" || fail "markdown row"
 # a run of another block length (the stand-in's params edited), and a file without the frontier,
 # are errors naming the field / the table
