@@ -47,7 +47,8 @@
  * With options.targets, request i's generated positions have known bytes: at each step the
  * positions the unmask rule picks take the TARGET token instead of the argmax (teacher
  * forcing), and each is scored once, at that step, under the KV state the policy left:
- * -log2 softmax(logits)[target] and argmax == target (docs/CPU.md, "Held-out scoring").
+ * -log2 softmax(logits)[target] and argmax == target (decode/score.h, dkv_score_block: the
+ * arithmetic the CUDA backend shares; docs/CPU.md, "Quality metrics").
  *
  * ---- Follow (trajectory replay) ----
  * With options.follow, each step's unmask commits the positions the trajectory recorded at that
@@ -71,6 +72,7 @@
 #include <stdint.h>
 
 #include "decode/follow.h"
+#include "decode/score.h"
 #include "engine/backend.h"
 
 /* What the on_item hook sees after each item with logit rows (arrays valid during the call). */
@@ -86,13 +88,6 @@ typedef struct dkv_cpu_item_report {
     uint32_t        vocab;
 } dkv_cpu_item_report;
 typedef void (*dkv_cpu_item_fn)(void *user, const dkv_cpu_item_report *r);
-
-/* Held-out scoring per request (targets given). */
-typedef struct dkv_cpu_score {
-    uint32_t n;            /* positions scored */
-    uint32_t correct;      /* argmax == target at the step the position was unmasked */
-    double   nll_bits;     /* sum of -log2 p(target) */
-} dkv_cpu_score;
 
 /* One measured attention entropy (setup.on_entropy, retention mode entropy with measured = true):
  * the block's normalised entropy at its first step, and the rows its selecting step then kept
@@ -112,7 +107,8 @@ typedef struct dkv_cpu_backend_report {
     double   compress_rel_err_sum; /* sum over compressed matrices of ||A - QB||_F / ||A||_F */
     uint64_t compress_matrices;
     uint64_t fetch_unwritten_blocks; /* staging blocks fetched from a host slot never written */
-    dkv_cpu_score *score;          /* (n_requests) when targets were given, else NULL; malloc'd */
+    dkv_score *score;              /* (n_requests) held-out scores (decode/score.h) when targets were
+                                      given, else NULL; malloc'd */
     dkv_cpu_entropy *entropy;      /* (n_entropy) measured entropies in step order; malloc'd */
     uint32_t n_entropy;
     uint32_t n_score;

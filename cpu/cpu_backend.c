@@ -57,7 +57,7 @@ static void teardown(cpu_backend *b)
     free(b->rq);
     b->rq = NULL;
     float **f[] = {&b->x, &b->h, &b->q, &b->k, &b->v, &b->att, &b->t, &b->gate, &b->up, &b->gk, &b->gv,
-                   &b->sc, &b->qg, &b->score, &b->hid, &b->logits, &b->row, &b->conf, &b->tlp, &b->selm};
+                   &b->sc, &b->qg, &b->score, &b->hid, &b->logits, &b->row, &b->conf, &b->selm};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
         free(*f[i]);
         *f[i] = NULL;
@@ -126,7 +126,7 @@ static dkv_status setup_scratch(cpu_backend *b, dkv_err *err)
         {&b->x, L * C}, {&b->h, L * C}, {&b->t, L * C}, {&b->q, L * QD}, {&b->att, L * QD}, {&b->k, L * KD},
         {&b->v, L * KD}, {&b->gate, L * F}, {&b->up, L * F}, {&b->gk, 2 * L * D}, {&b->gv, 2 * L * D},
         {&b->sc, 2 * L * L}, {&b->qg, qg}, {&b->score, m->n_kv_heads * L}, {&b->hid, B * C}, {&b->logits, B * V},
-        {&b->row, L}, {&b->conf, B}, {&b->tlp, B}, {&b->selm, 2 * (size_t)m->n_kv_heads}};
+        {&b->row, L}, {&b->conf, B}, {&b->selm, 2 * (size_t)m->n_kv_heads}};
     for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
         if (!(*fs[i].p = malloc(fs[i].n * sizeof(float))))
             return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory for activations (%zu rows)", L);

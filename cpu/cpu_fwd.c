@@ -186,19 +186,8 @@ static void lm_head(cpu_backend *b, const cpu_item *x)
     dkv_ref_rmsnorm(b->hid, blk, b->w->ln_f, B, C, b->w->rms_eps);
     act(b, b->hid, (size_t)B * C);
     gemm_wt(b->logits, b->hid, b->w->lm_head, NULL, B, C, V);
-    for (uint32_t i = 0; i < B; i++) {
-        const float *r = b->logits + (size_t)i * V;
-        uint32_t am = 0;
-        for (uint32_t v = 1; v < V; v++)
-            if (r[v] > r[am])
-                am = v;
-        double sum = 0;
-        for (uint32_t v = 0; v < V; v++)
-            sum += exp((double)r[v] - r[am]);
-        b->argmax[i] = am;
-        b->conf[i] = (float)(1.0 / sum);
-        b->tlp[i] = (float)log(sum);   /* log-sum-exp minus the max: log p(v) = r[v] - r[am] - tlp */
-    }
+    for (uint32_t i = 0; i < B; i++)   /* the scoring's row statistics (decode/score.h): one definition */
+        dkv_score_row(b->logits + (size_t)i * V, V, &b->argmax[i], &b->conf[i], NULL);
 }
 
 dkv_status cpu_forward(cpu_backend *b, const cpu_item *x, dkv_err *err)

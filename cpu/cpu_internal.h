@@ -72,7 +72,7 @@ typedef struct cpu_backend {
     /* scratch (max_L rows) */
     float *x, *h, *q, *k, *v, *att, *t, *gate, *up, *gk, *gv, *sc, *qg, *score, *hid, *logits, *row;
     uint32_t *cand, *sel, *pos, *argmax;
-    float *conf, *tlp;
+    float *conf;
     /* a selecting item's sets (selection report / replay): kept (Hkv, keep) canvas positions,
        own top-k (L), per set differs (Hkv) and margin | mag (2 Hkv) */
     uint32_t *selk, *selo;

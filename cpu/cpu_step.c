@@ -261,7 +261,18 @@ static dkv_status unmask(cpu_backend *b, const dkv_step_plan *plan, const dkv_st
         r->masked -= n;
         return DKV_OK;
     }
-    const uint32_t *tgt = b->o.targets ? b->o.targets[x->req] + (x->s_b - r->P) : NULL;
+    if (b->o.targets) {   /* teacher forcing: decode/score.h, the definition the CUDA backend shares */
+        uint32_t n;
+        dkv_status st = dkv_score_block(b->logits, b->conf, x->B, b->m.vocab, tok,
+                                        b->o.targets[x->req] + (x->s_b - r->P), b->mask_id, nu,
+                                        &b->rep.score[x->req], &n, err);
+        if (st != DKV_OK) {
+            dkv_err_prefix(err, "cpu backend: request %u", x->req);
+            return st;
+        }
+        r->masked -= n;
+        return DKV_OK;
+    }
     for (uint32_t n = 0; n < nu; n++) {
         uint32_t pick = UINT32_MAX;
         for (uint32_t i = 0; i < x->B; i++)
@@ -269,17 +280,7 @@ static dkv_status unmask(cpu_backend *b, const dkv_step_plan *plan, const dkv_st
                 pick = i;
         if (pick == UINT32_MAX)
             break;
-        if (tgt) {
-            const float *lg = b->logits + (size_t)pick * b->m.vocab;
-            uint32_t t = tgt[pick] < b->m.vocab ? tgt[pick] : b->argmax[pick];
-            dkv_cpu_score *sc = &b->rep.score[x->req];
-            sc->n++;
-            sc->correct += b->argmax[pick] == t;
-            sc->nll_bits += ((double)b->tlp[pick] - ((double)lg[t] - lg[b->argmax[pick]])) / log(2.0);
-            tok[pick] = t;
-        } else {
-            tok[pick] = b->argmax[pick];
-        }
+        tok[pick] = b->argmax[pick];
         r->masked--;
     }
     return DKV_OK;

@@ -47,6 +47,7 @@ void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r)
     if (!r)
         return;
     free(r->series);
+    free(r->score);
     memset(r, 0, sizeof *r);
 }
 
@@ -74,9 +75,18 @@ static dkv_status setup_requests(dkv_cuda_backend *b, dkv_err *err)
     if (b->o.follow && b->o.n_follow != b->n_rq)
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: %zu follow trajectories for a workload of %zu requests",
                            b->o.n_follow, b->n_rq);
+    if (b->o.targets && b->o.n_targets != b->n_rq)
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: %zu targets for a workload of %zu requests", b->o.n_targets,
+                           b->n_rq);
     b->rq = calloc(b->n_rq ? b->n_rq : 1, sizeof *b->rq);
     if (!b->rq)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+    if (b->o.targets) {   /* held-out scores per request (backend_score.c) */
+        b->rep.score = calloc(b->n_rq ? b->n_rq : 1, sizeof *b->rep.score);
+        if (!b->rep.score)
+            return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+        b->rep.n_score = (uint32_t)b->n_rq;
+    }
     uint64_t total = 0;
     for (size_t i = 0; i < b->n_rq; i++) {
         const dkv_request *q = dkv_workload_get(b->wl, i);
@@ -228,6 +238,7 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
                            (unsigned long long)dkv_model_kv_bytes_per_token(m));
     b->mask_id = m->mask_id;
     b->t_begin = bk_now();
+    free(b->rep.score);   /* an earlier run's, when no report took it */
     memset(&b->rep, 0, sizeof b->rep);
     b->alloc_now = b->alloc_peak = 0;
     snprintf(b->rep.device, sizeof b->rep.device, "%s", b->desc);
@@ -464,6 +475,8 @@ static dkv_status step_execute(dkv_cuda_backend *b, const dkv_step_plan *plan, u
         if (e != cudaSuccess)
             st = dkv_err_set(err, DKV_EIO, "cuda backend: copy failed: %s", cudaGetErrorString(e));
     }
+    if (st == DKV_OK && b->o.targets)
+        st = bk_teacher_force(b, plan, err);
     if (st == DKV_OK && b->o.on_item)
         st = report_items(b, plan, before, err);
     if (st == DKV_OK)
@@ -596,9 +609,11 @@ static void bk_end(void *ctx)
     b->rep.devmem_allocated_bytes = b->alloc_peak;
     if (b->o.report) {
         dkv_cuda_backend_report_clear(b->o.report);
-        *b->o.report = b->rep;   /* the series moves to the caller */
+        *b->o.report = b->rep;   /* the series and the scores move to the caller */
         b->rep.series = NULL;
         b->rep.n_series = 0;
+        b->rep.score = NULL;
+        b->rep.n_score = 0;
         b->cap_series = 0;
     }
     teardown(b);
@@ -612,6 +627,7 @@ static void bk_free(void *ctx)
     if (b->begun || b->ctx || b->rq)
         teardown(b);
     free(b->rep.series);
+    free(b->rep.score);
     free(b);
 }
 
@@ -630,6 +646,11 @@ dkv_status dkv_cuda_backend_new(const dkv_cuda_backend_options *o, dkv_backend *
     dkv_cuda_backend *b = calloc(1, sizeof *b);
     if (!b)
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory");
+    if (o->follow && o->targets) {
+        free(b);
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.follow and options.targets both decide the committed "
+                           "tokens: give one");
+    }
     if (o->follow && !o->on_item) {
         free(b);
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.follow needs options.on_item (replay runs "

@@ -68,6 +68,14 @@
  * (dkv_follow.has_sel), each sparse selecting layer keeps the recorded key sets instead of the
  * device's own top-k (cuda/backend_select.c; an error when no record fits), and on_select reports
  * per set whether the device's own top-k differs and its own boundary margin.
+ * With options.targets (teacher-forced held-out scoring, docs/GPU.md "Held-out scoring") the
+ * device's unmask commits nothing; after the step the host copies each item's block tokens, the
+ * fp32 logit rows of its block and their confidences and applies decode/score.h's
+ * dkv_score_block, the CPU backend's definition: the unmask rule's count of the most confident
+ * masked positions (the LM head's confidence, as the device's own unmask ranks) take their TARGET
+ * tokens, each scored once from the logits (-log2 softmax[target], argmax == target), and the
+ * block is written back before the next step.  Every logit row of a step must come from one LM-head
+ * pass (rows <= max_logit_rows), else the step fails naming both.
  * Offloaded positions are read back raw from the host slot; positions the engine holds as a
  * low-rank approximation are fetched as bytes but not decompressed (docs/GPU.md).
  *
@@ -92,6 +100,7 @@
 #include "cuda/dkv_cuda.h"
 #include "decode/decode.h"
 #include "decode/follow.h"
+#include "decode/score.h"
 #include "engine/backend.h"
 #include "ref/ref.h"
 #include "workload/workload.h"
@@ -159,6 +168,10 @@ typedef struct dkv_cuda_backend_report {
                                         ratio x raw) */
     dkv_cuda_mem_sample *series;
     size_t   n_series;
+    dkv_score *score;                /* (n_score = the workload's requests) held-out scores per request
+                                        (decode/score.h) when options.targets was given, else NULL;
+                                        malloc'ed, owned by the report */
+    uint32_t n_score;
 } dkv_cuda_backend_report;
 void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r);
 
@@ -190,6 +203,9 @@ typedef struct dkv_cuda_backend_options {
                                             not the device's own picks, while the item report keeps
                                             the device's own argmax, confidence and logits */
     size_t              n_follow;        /* entries of follow (the workload's requests) */
+    const uint32_t *const *targets;      /* optional: targets[i] = request i's gen_tokens target ids:
+                                            teacher-forced scoring (above; not with follow) */
+    size_t              n_targets;       /* entries of targets (the workload's requests) */
     void               *on_item_user;
     dkv_select_fn       on_select;       /* optional: every sparse selection (decode/follow.h's
                                             dkv_select_report; synchronises at each selecting layer) */

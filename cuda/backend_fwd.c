@@ -327,8 +327,9 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
         if (nu > r->masked)
             nu = r->masked;
         r->masked -= nu;
+        x->n_unmask = nu;   /* with targets the host commits them (backend_score.c), the device none */
         hit[i] = (dkv_bk_item){.tokens = b->d_canvas + r->canvas_off, .block_start = x->s_b, .block_len = x->B,
-                               .reset = it->step == 0, .n_unmask = nu, .logit_row = x->blk_row};
+                               .reset = it->step == 0, .n_unmask = b->o.targets ? 0 : nu, .logit_row = x->blk_row};
     }
     DKV_TRY(dkv_cuda_attn_batch_plan(ab, b->attn_items, n_attn, b->m.n_heads, b->m.head_dim, hm + off_attn, ab->bytes,
                                  err));

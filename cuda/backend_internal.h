@@ -83,6 +83,7 @@ typedef struct bk_item {
     uint32_t tb, n_tb;           /* its segment of the step's block table */
     uint32_t n_chain;            /* of which the plan's blocks */
     uint32_t lr, R, blk_row;     /* logit rows [lr, lr+R) of the step; the block's first row */
+    uint32_t n_unmask;           /* the unmask rule's count this step (on the device 0 with targets) */
     bool     measure;            /* setup.on_entropy: a sparse block's step 0 measures its entropy */
     uint32_t ent_slot;           /* its rows of d_ent: slot * n_layers * H * B */
 } bk_item;
@@ -239,6 +240,10 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
  * top-k (b->sel): the boundary report to options.on_select and, when the trajectory carries
  * selections, the recorded sets written over b->sel (decode/follow.h).  Synchronises. */
 dkv_status bk_select_replay(dkv_cuda_backend *b, const bk_item *x, uint64_t step, uint32_t l, dkv_err *err);
+
+/* backend_score.c: options.targets, after the step's completion: each item's block takes the
+ * targets of its most confident masked positions, scored into b->rep.score (decode/score.h). */
+dkv_status bk_teacher_force(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err);
 /* Records a timing event on the compute stream starting a segment of class c. */
 void       bk_mark(dkv_cuda_backend *b, dkv_kernel_class c);
 

@@ -358,6 +358,85 @@ device_fp8() {
     return $rc
 }
 
+# ---- held-out scoring on the CUDA backend (issue 10: quality_frontier.lua -D backend=cuda, docs/GPU.md
+# "Held-out scoring")
+# here:  bash scripts/gpu_run.sh build-score   (build-agree's static dkv + test_backend_score into
+#        build/score_bin, the shared libraries gzipped; ignored by git as all of build/, carried)
+# there: run(command="bash scripts/gpu_run.sh device-score", carry=["build/score_bin"], timeout_s=300)
+#        in parallel, each under timeout LIMIT (200 s): experiments/quality_frontier.lua -D full=true
+#        -D backend=cuda -D keep_going=true (a failing point is listed, not fatal), and
+#        tests/gpu/test_backend_score one process per configuration
+#        (CONFS); $OUT gets device.txt, summary.txt and score.tgz (frontier_cuda.h5 and every log)
+# here:  RES=DIR bash scripts/gpu_run.sh post-score FILES_AT CPU.h5
+#        (CPU.h5: the same frontier with -D backend=cpu -D full=true, run here) unpacks score.tgz into
+#        RES (default results/score), prints the GPU test's verdicts, scripts/quality_compare.py
+#        CPU.h5 frontier_cuda.h5 (also as RES/compare.md) and plots RES/quality_frontier_cuda.png
+SB=build/score_bin
+SCORE_CONFS="none prefix dual sparse-head sparse-shared lowrank fp8"
+
+build_score() {
+    bash scripts/hw_session.sh build >/dev/null || exit 1
+    scons -Q -j2 build/release/tests/gpu/test_backend_score || exit 1
+    rm -rf "$SB"; mkdir -p "$SB/lib"
+    cp .hwbin/dkv build/release/tests/gpu/test_backend_score "$SB"/
+    # the test's own libraries (OpenBLAS and its runtime) are dkv's too: .hwbin/lib has them
+    for l in .hwbin/lib/*; do gzip -c "$l" > "$SB/lib/$(basename "$l").gz"; done
+    rm -rf .hwbin   # untracked (not ignored) in a worktree: it would travel with the tree
+    du -sh "$SB"
+}
+
+device_score() {
+    OUT=${OUT:-$ROOT/gpu-out}
+    mkdir -p "$OUT"
+    local LIB=/tmp/score_lib L=${LIMIT:-200} W=/tmp/score_work c rc=0
+    rm -rf "$W"; mkdir -p "$LIB" "$W"
+    for l in "$SB"/lib/*.gz; do gunzip -c "$l" > "$LIB/$(basename "$l" .gz)"; done
+    export LD_LIBRARY_PATH="$LIB:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
+    ( t0=$SECONDS; timeout "$L" "$SB/dkv" run experiments/quality_frontier.lua -D full=true -D backend=cuda \
+          -D keep_going=true -o "$W/frontier_cuda.h5" > "$W/frontier_cuda.log" 2>&1
+      echo "== frontier cuda exit $? ($((SECONDS - t0)) s)" >> "$W/frontier_cuda.log" ) &
+    for c in ${CONFS:-$SCORE_CONFS}; do
+        ( t0=$SECONDS; timeout "$L" "$SB/test_backend_score" "$c" > "$W/score_$c.log" 2>&1
+          echo "== test_backend_score $c exit $? ($((SECONDS - t0)) s)" >> "$W/score_$c.log" ) &
+    done
+    wait
+    { cat "$W/frontier_cuda.log"; grep -hE "criterion|^(PASS|FAIL|SKIP)|== " "$W"/score_*.log | cut -c1-400; } \
+        | tee "$OUT/summary.txt"
+    tar -czf "$OUT/score.tgz" -C "$W" .
+    grep -q "exit 0" "$W/frontier_cuda.log" || rc=1
+    for c in "$W"/score_*.log; do grep -q "exit 0 " "$c" || rc=1; done
+    return $rc
+}
+
+post_score() {
+    local dir=${1:?usage: post-score FILES_AT CPU.h5} cpu=${2:?usage: post-score FILES_AT CPU.h5}
+    local res=${RES:-results/score} PY=/usr/bin/python3 rc=0
+    [ -f "$dir/score.tgz" ] || { echo "post-score: $dir/score.tgz is missing (the device call's files)" >&2; return 1; }
+    mkdir -p "$res" && tar -xzf "$dir/score.tgz" -C "$res" || return 1
+    [ -f "$dir/device.txt" ] && { echo "device: $(head -n 1 "$dir/device.txt")"; cp "$dir/device.txt" "$res/"; }
+    echo "== tests/gpu/test_backend_score (criteria in each line)"
+    local n_logs=0
+    for f in "$res"/score_*.log; do
+        [ -f "$f" ] || continue
+        n_logs=$((n_logs + 1))
+        grep -hE "criterion|^(PASS|FAIL|SKIP)|== test_backend_score" "$f" | cut -c1-400
+        grep -q "exit 0 " "$f" || rc=1
+    done
+    [ "$n_logs" -gt 0 ] || { echo "post-score: no score_*.log in $dir/score.tgz" >&2; rc=1; }
+    echo "== the CUDA frontier"
+    grep -E "== frontier" "$res/frontier_cuda.log" || true
+    if [ ! -s "$res/frontier_cuda.h5" ]; then
+        echo "post-score: frontier_cuda.h5 missing from score.tgz (the run failed: $res/frontier_cuda.log)" >&2
+        tail -n 5 "$res/frontier_cuda.log" >&2
+        return 1
+    fi
+    $PY scripts/quality_compare.py "$cpu" "$res/frontier_cuda.h5" | tee "$res/compare.txt" || return 1
+    $PY scripts/quality_compare.py "$cpu" "$res/frontier_cuda.h5" --md > "$res/compare.md" || return 1
+    $PY scripts/plot_quality_frontier.py "$res/frontier_cuda.h5" "$res/quality_frontier_cuda.png" || rc=1
+    return $rc
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
@@ -372,6 +451,9 @@ device-agree) device_agree ;;
 device-ties) device_ties ;;
 build-fp8) build_fp8 ;;
 device-fp8) device_fp8 ;;
-*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|device-ties|build-fp8|device-fp8" >&2
+build-score) build_score ;;
+device-score) device_score ;;
+post-score) shift; post_score "$@" ;;
+*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|device-ties|build-fp8|device-fp8|build-score|device-score|post-score" >&2
    exit 2 ;;
 esac

@@ -8,7 +8,7 @@ lower the device peak): held-out
 teacher-forced NLL in bits per byte (lower is better; bars: the standard error over requests of the
 paired difference against no cache) and token agreement with the dense no-cache decode (higher is
 better).  One marker per point, coloured by group (cache / sparse / lowrank /
-kv_dtype).
+kv_dtype).  The title names the backend of the run (params.backend: cpu or cuda).
 
     /usr/bin/python3 scripts/plot_quality_frontier.py frontier.h5 frontier.png
 """
@@ -29,6 +29,7 @@ def main():
             sys.exit("plot_quality_frontier: %s has no run 'quality' with a table 'points' "
                      "(made by experiments/quality_frontier.lua)" % sys.argv[1])
         pts = f["runs/quality/points"][()]
+        par = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f["runs/quality/params"].attrs.items()}
     colours = {"cache": "black", "sparse": "tab:blue", "lowrank": "tab:orange", "kv_dtype": "tab:green"}
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
     for ax, col, label in ((axes[0], "bits_per_byte", "held-out NLL, bits per byte (teacher-forced)"),
@@ -49,7 +50,11 @@ def main():
     for g, c in colours.items():
         axes[0].scatter([], [], color=c, label=g)
     axes[0].legend(fontsize=8)
-    fig.suptitle("tiny byte-level dLLM (7.9 M params), CPU backend, held-out text")
+    backend = par.get("backend", "cpu")   # files from before -D backend ran on the CPU
+    if backend == "cpu" and par.get("bf16_activations"):
+        backend = "CPU with bf16 activations (stand-in for CUDA)"
+    fig.suptitle("tiny byte-level dLLM (7.9 M params), %s backend, held-out text" % backend.upper()
+                 if backend in ("cpu", "cuda") else "tiny byte-level dLLM (7.9 M params), %s, held-out text" % backend)
     fig.tight_layout()
     fig.savefig(sys.argv[2], dpi=120)
     print("plot_quality_frontier: wrote %s (%d points)" % (sys.argv[2], len(pts)))

@@ -14,11 +14,11 @@
 #include "lua/exec_follow.h"
 #include "lua/exec_select.h"
 #include "lua/exec_outputs.h"
+#include "lua/exec_score.h"
 #include "lua/l_engine_cfg.h"
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"
 #include "cpu/backend.h"
-#include "workload/tokenizer.h"
 
 #ifdef DKV_HAVE_CUDA
 #include "cuda/backend.h"
@@ -44,9 +44,8 @@ typedef struct lexec {
     double   start_at;         /* opts.start_at: the real clock's zero, Unix time (s); 0: the first reading */
     double   late_s;           /* start_at: how late the run was ready (first reading - start), s */
     bool     cpu;              /* opts.backend = "cpu" (cpu/backend.h) */
-    char    *targets;          /* opts.targets: prompts file of each request's target bytes (cpu) */
-    dkv_workload *tw;          /* the targets read */
-    const uint32_t **tptr;
+    char    *targets;          /* opts.targets: prompts file of each request's target bytes */
+    dkv_exec_targets tg;       /* the targets read (exec_score.h) */
     dkv_exec_follow follow;    /* opts.follow: a recorded trajectory replayed (decode/follow.h) */
     bool     bf16_act;         /* opts.bf16_activations (cpu) */
     dkv_cpu_backend_report crep;
@@ -77,10 +76,7 @@ static int lexec_gc(lua_State *L)
     dkv_exec_select_free(&x->sel);
     free(x->targets);
     x->targets = NULL;
-    dkv_workload_free(x->tw);
-    x->tw = NULL;
-    free(x->tptr);
-    x->tptr = NULL;
+    dkv_exec_targets_free(&x->tg);
     dkv_exec_follow_free(&x->follow);
     dkv_cpu_backend_report_clear(&x->crep);
 #ifdef DKV_HAVE_CUDA
@@ -138,8 +134,6 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
         dkv_lconf_error(L, p, x->start_at > 0 ? "start_at" : "clock", "is for backend = 'cuda' (the host clock of executed "
                         "GPU runs and of threaded instances)");
     const char *tg = dkv_lconf_string(L, idx, p, "targets", NULL, 0);
-    if (tg && !x->cpu)
-        dkv_lconf_error(L, p, "targets", "teacher-forced scoring runs on backend = 'cpu'");
     if (tg)
         x->targets = dup_str(L, tg);
     lua_getfield(L, idx, "follow");
@@ -252,6 +246,15 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
         o.follow = x->follow.req;
         o.n_follow = x->follow.n;
     }
+    if (x->targets && !x->tg.ptr) {   /* teacher-forced scoring (backend_score.c, decode/score.h) */
+        dkv_status st = dkv_exec_targets_read(&x->tg, x->targets, &s->model, s->w, err);
+        if (st != DKV_OK)
+            return st;
+    }
+    if (x->tg.ptr) {
+        o.targets = x->tg.ptr;
+        o.n_targets = x->tg.n;
+    }
     *po = o;
     return DKV_OK;
 }
@@ -323,6 +326,9 @@ static dkv_status make_instances(dkv_lsim *s, lexec *x, const dkv_cuda_backend_o
     if (x->outputs)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "opts.outputs with cfg.instances.n = %u: token outputs are "
                            "collected from one instance (run instances.n = 1 for agreement checks)", k);
+    if (x->targets)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "opts.targets with cfg.instances.n = %u: held-out scores are "
+                           "collected from one instance (run instances.n = 1 for scoring)", k);
     bool shared = c->placement.mode == DKV_PLACE_SHARED;
     for (uint32_t i = 0; i < k; i++) {   /* the pool's blocks come with each instance's setup */
         dkv_cuda_backend_options o = *base;
@@ -526,38 +532,6 @@ static void collect_cpu_item(void *user, const dkv_cpu_item_report *r)
         x->out_failed = true;
 }
 
-/* opts.targets: a prompts file whose line i holds request i's target bytes (or token ids); each
- * must cover the request's generated tokens. */
-static dkv_status read_targets(dkv_lsim *s, lexec *x, dkv_err *err)
-{
-    dkv_tokenizer tok;
-    dkv_tokenizer_kind k = DKV_TOKENIZER_NONE;
-    if (s->model.tokenizer[0] && dkv_tokenizer_parse(s->model.tokenizer, &k, err) != DKV_OK)
-        return DKV_EINVAL;
-    if (dkv_tokenizer_init(&tok, k, s->model.vocab, s->model.mask_id, err) != DKV_OK)
-        return DKV_EINVAL;
-    dkv_prompts_cfg c = {.tok = &tok, .vocab = s->model.vocab, .gen = 1, .interval_s = 0};
-    dkv_status st = dkv_workload_prompts(x->targets, &c, NULL, &x->tw, err);
-    if (st != DKV_OK) {
-        dkv_err_prefix(err, "opts.targets");
-        return st;
-    }
-    size_t n = dkv_workload_count(s->w), nt = dkv_workload_count(x->tw);
-    if (nt != n)
-        return dkv_err_set(err, DKV_EINVAL, "opts.targets: %s has %zu lines for %zu requests", x->targets, nt, n);
-    x->tptr = calloc(n ? n : 1, sizeof *x->tptr);
-    if (!x->tptr)
-        return dkv_err_set(err, DKV_ENOMEM, "opts.targets: out of memory");
-    for (size_t i = 0; i < n; i++) {
-        const dkv_request *q = dkv_workload_get(s->w, i), *t = dkv_workload_get(x->tw, i);
-        if (t->prompt_tokens < q->gen_tokens)
-            return dkv_err_set(err, DKV_EINVAL, "opts.targets: %s:%zu: %u target tokens for request %zu, which "
-                               "generates %u", x->targets, i + 1, t->prompt_tokens, i, q->gen_tokens);
-        x->tptr[i] = t->tokens;
-    }
-    return DKV_OK;
-}
-
 static dkv_status make_cpu(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err)
 {
     lexec *x = ud;
@@ -577,14 +551,14 @@ static dkv_status make_cpu(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err
     }
     s->ec.weights = x->rw;
     o.seed = x->seed >= 0 ? (uint64_t)x->seed : s->seed;
-    if (x->targets && !x->tptr) {
-        dkv_status st = read_targets(s, x, err);
+    if (x->targets && !x->tg.ptr) {
+        dkv_status st = dkv_exec_targets_read(&x->tg, x->targets, &s->model, s->w, err);
         if (st != DKV_OK)
             return st;
     }
-    if (x->tptr) {
-        o.targets = x->tptr;
-        o.n_targets = dkv_workload_count(s->w);
+    if (x->tg.ptr) {
+        o.targets = x->tg.ptr;
+        o.n_targets = x->tg.n;
     }
     o.report = &x->crep;
     o.bf16_activations = x->bf16_act;
@@ -639,30 +613,8 @@ static void push_cpu(lua_State *L, const dkv_cpu_backend_report *r)
         }
         lua_setfield(L, -2, "entropy");
     }
-    if (r->score) {   /* dev.score = {n, correct, nll_bits, accuracy, bits_per_byte, per_request = {...}} */
-        uint64_t n = 0, c = 0;
-        double nll = 0;
-        lua_createtable(L, 0, 6);
-        lua_createtable(L, (int)r->n_score, 0);
-        for (uint32_t i = 0; i < r->n_score; i++) {
-            const dkv_cpu_score *q = &r->score[i];
-            n += q->n, c += q->correct, nll += q->nll_bits;
-            lua_createtable(L, 0, 3);
-            lua_pushinteger(L, q->n);
-            lua_setfield(L, -2, "n");
-            lua_pushnumber(L, q->n ? (double)q->correct / q->n : NAN);
-            lua_setfield(L, -2, "accuracy");
-            lua_pushnumber(L, q->n ? q->nll_bits / q->n : NAN);
-            lua_setfield(L, -2, "bits_per_byte");
-            lua_rawseti(L, -2, (lua_Integer)i + 1);
-        }
-        lua_setfield(L, -2, "per_request");
-        lua_pushinteger(L, (lua_Integer)n);
-        lua_setfield(L, -2, "n");
-        lua_pushnumber(L, n ? (double)c / (double)n : NAN);
-        lua_setfield(L, -2, "accuracy");
-        lua_pushnumber(L, n ? nll / (double)n : NAN);
-        lua_setfield(L, -2, "bits_per_byte");
+    if (r->score) {   /* dev.score (exec_score.h) */
+        dkv_exec_push_score(L, r->score, r->n_score);
         lua_setfield(L, -2, "score");
     }
 }
@@ -731,6 +683,10 @@ static int execute_body(lua_State *L)
         push_instances(L, x);
     else
         push_device(L, &x->rep);
+    if (x->rep.score) {   /* opts.targets: dev.score, as backend = "cpu" gives it */
+        dkv_exec_push_score(L, x->rep.score, x->rep.n_score);
+        lua_setfield(L, -2, "score");
+    }
     if (x->real_clock || x->k > 1) {
         lua_pushstring(L, "real");
         lua_setfield(L, -2, "clock");
