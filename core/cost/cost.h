@@ -97,7 +97,8 @@ typedef struct dkv_cost_hw {
 
 /* How cuBLAS runs a GEMM out[M x N] = in[M x K] W on n_sms SMs, as the L2 replay models it
  * (cost_l2.c, docs/COST_MODEL.md "Large-M GEMMs"): tiles of tile_rows token rows x 128 weight rows;
- * with at most n_sms / 2 tiles K is split over `splits` CTAs per tile (fp32 partials); otherwise
+ * with few tiles K is split over `splits` CTAs per tile (fp32 partials: a K-heavy GEMM, K >= 2 N,
+ * with at most n_sms / 2 tiles; another when even 64 x 32 tiles are at most n_sms / 2); otherwise
  * (splits 0) the persistent grid walks the output in super-tiles of group_rows row tiles (at most
  * DKV_COST_GEMM_GROUP_ROWS token rows) x group_cols = n_sms / group_rows column tiles: the weights
  * are streamed once per group (`groups` times), a group's input rows once per column wave
@@ -112,7 +113,7 @@ typedef struct dkv_cost_gemm_plan {
     double groups, col_waves;       /* row groups; column waves per group */
 } dkv_cost_gemm_plan;
 
-void dkv_cost_gemm_tiles(double M, double N, double n_sms, dkv_cost_gemm_plan *g);
+void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, dkv_cost_gemm_plan *g);
 
 /* dkv_cost_count, then the HBM bytes read and written per kernel class (rd / wr) replaced by
  * those of the forward replayed through hw's L2 (cost_l2.c, docs/COST_MODEL.md "HBM bytes with

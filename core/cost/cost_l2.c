@@ -36,7 +36,7 @@
 #define GEMM_CHUNKS 8.0
 #define MAX_ENT 96
 
-void dkv_cost_gemm_tiles(double M, double N, double n_sms, dkv_cost_gemm_plan *g)
+void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, dkv_cost_gemm_plan *g)
 {
     memset(g, 0, sizeof *g);
     g->tile_rows = M <= 32 ? 32 : M <= 64 ? 64 : ceil(M / ceil(M / TILE_T_MAX) / 16) * 16;
@@ -44,8 +44,13 @@ void dkv_cost_gemm_tiles(double M, double N, double n_sms, dkv_cost_gemm_plan *g
     double tiles = g->tiles_m * g->tiles_n;
     if (n_sms < 1)
         n_sms = 1;
-    if (tiles <= n_sms / 2) {
-        g->splits = floor(n_sms / tiles), g->groups = g->col_waves = 1;
+    /* few tiles: a K-heavy GEMM (K >= 2 N: the down projection) splits K over the SMs; others
+     * narrow the tiles (down to 64 weight x 32 token rows) and split K only when even those are
+     * at most n_sms / 2 (the O projection at 32 rows: 64 tiles, 2 splits; at 64-288 rows 128
+     * tiles, no split) */
+    double narrow = ceil(N / 64) * ceil(M / 32), few = K >= 2 * N ? tiles : narrow;
+    if (few <= n_sms / 2) {
+        g->splits = floor(n_sms / few), g->groups = g->col_waves = 1;
         g->group_rows = g->tiles_m, g->group_cols = g->tiles_n;
         return;
     }
@@ -194,10 +199,10 @@ static void split_qkv(l2m *s, double fq, double fk)
  * column wave of a group reads the group's input rows; the output share is written at the end of
  * each column wave (the epilogue). */
 static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b, int out, double out_b, double M,
-                 double N)
+                 double N, double K)
 {
     dkv_cost_gemm_plan g;
-    dkv_cost_gemm_tiles(M, N, s->n_sms, &g);
+    dkv_cost_gemm_tiles(M, N, K, s->n_sms, &g);
     rd(s, res, res_b);
     if (g.splits > 0) {
         double ws = g.splits * M * N * 4.0;
@@ -268,7 +273,7 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
     l2m *s = &r->s;
 #define K(c) kbegin(r, out ? &out[c] : NULL)
     K(DKV_KCLASS_ELEMENTWISE), rd(s, B_X, Q * d * ab), stream(s, d * wb), wr(s, B_H, Q * d * ab), kend(r);
-    K(DKV_KCLASS_QKV), gemm(s, B_H, Q * d * ab, streams * d * qkv * wb, -1, 0, B_QKV, Q * qkv * ab, Q, qkv), kend(r);
+    K(DKV_KCLASS_QKV), gemm(s, B_H, Q * d * ab, streams * d * qkv * wb, -1, 0, B_QKV, Q * qkv * ab, Q, qkv, d), kend(r);
     split_qkv(s, hq / qkv, hkv / qkv);
     const double qb = Q * hq * ab, kb1 = Q * hkv * ab;   /* the step's q, and its k (or v) */
     double stored = 0;
@@ -312,11 +317,11 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
         cached += it->kv_cached_tokens * 2 * hkv * kb;
     }
     rd(s, B_K, own / 2), rd(s, B_V, own / 2), stream(s, cached), wr(s, B_ATT, Q * hq * ab), kend(r);
-    K(DKV_KCLASS_O), gemm(s, B_ATT, Q * hq * ab, streams * hq * d * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d), kend(r);
+    K(DKV_KCLASS_O), gemm(s, B_ATT, Q * hq * ab, streams * hq * d * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d, hq), kend(r);
     K(DKV_KCLASS_ELEMENTWISE), rd(s, B_X, Q * d * ab), stream(s, d * wb), wr(s, B_H, Q * d * ab), kend(r);
-    K(DKV_KCLASS_FFN), gemm(s, B_H, Q * d * ab, streams * 2 * d * f * wb, -1, 0, B_GU, 2 * Q * f * ab, Q, 2 * f), kend(r);
+    K(DKV_KCLASS_FFN), gemm(s, B_H, Q * d * ab, streams * 2 * d * f * wb, -1, 0, B_GU, 2 * Q * f * ab, Q, 2 * f, d), kend(r);
     K(DKV_KCLASS_ELEMENTWISE), rd(s, B_GU, 2 * Q * f * ab), wr(s, B_FF, Q * f * ab), kend(r);
-    K(DKV_KCLASS_FFN), gemm(s, B_FF, Q * f * ab, streams * d * f * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d), kend(r);
+    K(DKV_KCLASS_FFN), gemm(s, B_FF, Q * f * ab, streams * d * f * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d, f), kend(r);
 #undef K
 }
 
@@ -339,7 +344,7 @@ static void tail(run *r, const dkv_model *m, const dkv_step_plan *plan, const dk
     for (double done = 0; done < R; done += C) {
         double c = fmin(C, R - done);
         kbegin(r, head);
-        gemm(s, B_H, c * d * ab, cs->weight_streams * V * d * wb, -1, 0, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES, c, V);
+        gemm(s, B_H, c * d * ab, cs->weight_streams * V * d * wb, -1, 0, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES, c, V, d);
         kend(r);
         kbegin(r, head), rd(s, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES), wr(s, B_ARG, c * 8.0), kend(r);
     }

@@ -173,18 +173,27 @@ static void test_gemm_tiles(void **state)
 {
     (void)state;
     dkv_cost_gemm_plan g;
-    dkv_cost_gemm_tiles(32, 4096, 132, &g);   /* O projection of a Reuse step: 32 tiles, 4 splits */
-    assert_true(g.tile_rows == 32 && g.tiles_m == 1 && g.tiles_n == 32 && g.splits == 4);
-    dkv_cost_gemm_tiles(288, 12288, 132, &g);   /* 2 x 96 tiles, one group, round(192 / 132) waves */
+    /* split-K as cuBLAS chose it at val:w1:dual / w2:sparse: the O projection (K = N) at 32 rows
+     * over 64 tiles of 64 x 32 (2 splits), not at 64 rows (128 such tiles); the down projection
+     * (K = 3 N) over its 32 tiles of 128 weight rows (4 splits) */
+    dkv_cost_gemm_tiles(32, 4096, 4096, 132, &g);
+    assert_true(g.tile_rows == 32 && g.tiles_m == 1 && g.tiles_n == 32 && g.splits == 2);
+    dkv_cost_gemm_tiles(64, 4096, 4096, 132, &g);
+    assert_true(g.splits == 0 && g.groups == 1 && g.col_waves == 1);
+    dkv_cost_gemm_tiles(32, 4096, 12288, 132, &g);
+    assert_true(g.splits == 4);
+    dkv_cost_gemm_tiles(288, 4096, 12288, 132, &g);   /* 32 x 2 tiles of 144 rows */
+    assert_true(g.splits == 2);
+    dkv_cost_gemm_tiles(288, 12288, 4096, 132, &g);   /* 2 x 96 tiles, one group, round(192 / 132) waves */
     assert_true(g.tile_rows == 144 && g.tiles_m == 2 && g.splits == 0 && g.groups == 1 && g.col_waves == 1);
-    dkv_cost_gemm_tiles(2112, 24576, 132, &g);
+    dkv_cost_gemm_tiles(2112, 24576, 4096, 132, &g);
     assert_true(g.tile_rows == 192 && g.tiles_m == 11 && g.tiles_n == 192 && g.splits == 0);
     assert_true(g.group_rows == 6 && g.groups == 2 && g.col_waves == 9);
     assert_true(rel(g.group_cols, 192.0 / 9) < 1e-12);
-    dkv_cost_gemm_tiles(1664, 4096, 132, &g);   /* 9 row tiles of 192 (184.9 rounded up to 16) */
+    dkv_cost_gemm_tiles(1664, 4096, 4096, 132, &g);   /* 9 row tiles of 192 (184.9 rounded up to 16) */
     assert_true(g.tile_rows == 192 && g.tiles_m == 9 && g.groups == 2 && g.col_waves == 2);
     /* the group is in rows: smaller tiles, more of them per group, still at most 1152 rows */
-    dkv_cost_gemm_tiles(1100, 4096, 132, &g);   /* 6 tiles of 184 rows: one group */
+    dkv_cost_gemm_tiles(1100, 4096, 4096, 132, &g);   /* 6 tiles of 184 rows: one group */
     assert_true(g.tiles_m == 6 && g.groups == 1);
     assert_true(g.group_rows * g.tile_rows <= DKV_COST_GEMM_GROUP_ROWS);
 }
