@@ -95,6 +95,26 @@ typedef struct dkv_cost_hw {
     uint32_t n_sms;      /* streaming multiprocessors: output tiles per GEMM wave */
 } dkv_cost_hw;
 
+/* How cuBLAS runs a GEMM out[M x N] = in[M x K] W on n_sms SMs, as the L2 replay models it
+ * (cost_l2.c, docs/COST_MODEL.md "Large-M GEMMs"): tiles of tile_rows token rows x 128 weight rows;
+ * with few tiles K is split over `splits` CTAs per tile (fp32 partials: a K-heavy GEMM, K >= 2 N,
+ * with at most n_sms / 2 tiles; another when even 64 x 32 tiles are at most n_sms / 2); otherwise
+ * (splits 0) the persistent grid walks the output in super-tiles of group_rows row tiles (at most
+ * DKV_COST_GEMM_GROUP_ROWS token rows) x group_cols = n_sms / group_rows column tiles: the weights
+ * are streamed once per group (`groups` times), a group's input rows once per column wave
+ * (`col_waves` per group) unless they stay in L2. */
+#define DKV_COST_GEMM_GROUP_ROWS 1152.0
+
+typedef struct dkv_cost_gemm_plan {
+    double tile_rows;               /* token rows per tile */
+    double tiles_m, tiles_n;        /* row tiles (tokens), column tiles (weight rows) */
+    double splits;                  /* split-K CTAs per tile; 0: no split */
+    double group_rows, group_cols;  /* a super-tile: row tiles x column tiles */
+    double groups, col_waves;       /* row groups; column waves per group */
+} dkv_cost_gemm_plan;
+
+void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, dkv_cost_gemm_plan *g);
+
 /* dkv_cost_count, then the HBM bytes read and written per kernel class (rd / wr) replaced by
  * those of the forward replayed through hw's L2 (cost_l2.c, docs/COST_MODEL.md "HBM bytes with
  * an L2"): activations still in L2 are not read from HBM, writes reach HBM when a later kernel

@@ -30,11 +30,39 @@
 /* cuBLAS's GEMM tiles (docs/COST_MODEL.md "HBM bytes with an L2", from the kernel names Nsight
  * Compute recorded, nvjet_sm90_tst_<weight rows>x<token rows>_...): token rows per tile 32 or 64
  * for up to 64 rows, else the rows split evenly into tiles of at most 192 (multiples of 16);
- * 128 weight rows per tile (the commonest choice; 64-192 were seen). */
+ * 128 weight rows per tile (the commonest choice; 64-320 were seen). */
 #define TILE_W 128.0
 #define TILE_T_MAX 192.0
-#define MAX_WAVES 64
+#define GEMM_CHUNKS 8.0
 #define MAX_ENT 96
+
+void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, dkv_cost_gemm_plan *g)
+{
+    memset(g, 0, sizeof *g);
+    g->tile_rows = M <= 32 ? 32 : M <= 64 ? 64 : ceil(M / ceil(M / TILE_T_MAX) / 16) * 16;
+    g->tiles_m = ceil(M / g->tile_rows), g->tiles_n = ceil(N / TILE_W);
+    double tiles = g->tiles_m * g->tiles_n;
+    if (n_sms < 1)
+        n_sms = 1;
+    /* few tiles: a K-heavy GEMM (K >= 2 N: the down projection) splits K over the SMs; others
+     * narrow the tiles (down to 64 weight x 32 token rows) and split K only when even those are
+     * at most n_sms / 2 (the O projection at 32 rows: 64 tiles, 2 splits; at 64-288 rows 128
+     * tiles, no split) */
+    double narrow = ceil(N / 64) * ceil(M / 32), few = K >= 2 * N ? tiles : narrow;
+    if (few <= n_sms / 2) {
+        g->splits = floor(n_sms / few), g->groups = g->col_waves = 1;
+        g->group_rows = g->tiles_m, g->group_cols = g->tiles_n;
+        return;
+    }
+    g->group_rows = fmin(g->tiles_m, fmax(1, floor(DKV_COST_GEMM_GROUP_ROWS / g->tile_rows)));
+    /* one group (at most DKV_COST_GEMM_GROUP_ROWS rows): cuBLAS picks tile widths that fill the
+     * waves (qkv at 288 rows: 192 x 160, 128 tiles, one wave), so the waves are the 128-row tiles
+     * over the SMs, rounded; several groups: each group's 128-row column tiles over its CTAs */
+    g->groups = ceil(g->tiles_m / g->group_rows);
+    double per = floor(n_sms / g->group_rows);
+    g->col_waves = g->groups > 1 ? ceil(g->tiles_n / per) : fmax(1, floor(tiles / n_sms + 0.5));
+    g->group_cols = g->tiles_n / g->col_waves;
+}
 
 enum { B_STREAM = 0, B_X, B_H, B_QKV, B_Q, B_K, B_V, B_ATT, B_GU, B_FF, B_KVNEW, B_SC, B_ST, B_COL, B_SEL, B_LOGITS, B_ARG, B_SPLITK };
 
@@ -165,32 +193,55 @@ static void split_qkv(l2m *s, double fq, double fk)
 
 /* A GEMM out[M x N] = in[M x K] W (+ residual).  Tiles: see TILE_W.  With at most n_sms / 2 tiles
  * cuBLAS splits K over floor(n_sms / tiles) CTAs per tile: each writes an fp32 partial
- * (splitKreduce then reads them and writes the output, same class).  Otherwise the tiles run in
- * round(tiles / n_sms) waves (at least 1; a persistent grid of n_sms CTAs): each wave streams its
- * share of the weights, touches the whole input and writes its share of the output at the end. */
+ * (splitKreduce then reads them and writes the output, same class).  Otherwise the persistent grid
+ * of n_sms CTAs walks the output in super-tiles (dkv_cost_gemm_plan): a group of row tiles across
+ * as many column tiles as there are CTAs; every group streams the weights once more, every
+ * column wave of a group reads the group's input rows; the output share is written at the end of
+ * each column wave (the epilogue). */
 static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b, int out, double out_b, double M,
-                 double N)
+                 double N, double K)
 {
-    double bt = M <= 32 ? 32 : M <= 64 ? 64 : ceil(M / ceil(M / TILE_T_MAX) / 16) * 16;
-    double tiles = ceil(N / TILE_W) * ceil(M / bt);
+    dkv_cost_gemm_plan g;
+    dkv_cost_gemm_tiles(M, N, K, s->n_sms, &g);
     rd(s, res, res_b);
-    if (tiles <= s->n_sms / 2) {
-        double splits = floor(s->n_sms / tiles), ws = splits * M * N * 4.0;
+    if (g.splits > 0) {
+        double ws = g.splits * M * N * 4.0;
         rd(s, in, in_b), stream(s, w_b), wr(s, B_SPLITK, ws);
         rd(s, B_SPLITK, ws), wr(s, out, out_b);
         return;
     }
-    double waves = floor(tiles / s->n_sms + 0.5);
-    int S = waves < 1 ? 1 : waves > MAX_WAVES ? MAX_WAVES : (int)waves;
-    /* the tiles go token-block fastest (the token blocks are the fewer), so every wave reads all of
-     * the input, slab by slab along K, between its weight slabs: when the input, the wave's weights
-     * and its output do not fit the L2 together, the input's slabs are gone (LRU over a cyclic
-     * sweep) by the time the next wave reads them, and every later wave reads the input from HBM */
-    bool thrash = S > 1 && in_b + (w_b + out_b) / S + res_b > s->cap;
-    for (int i = 0; i < S; i++) {
-        rd_as(s, in, in_b, thrash && i > 0);
-        stream(s, w_b / S);
-        wr(s, out, out_b / S);
+    /* spill: the GEMM's operands do not fit the L2 together, so a later group finds its input rows
+     * gone (the weight stream of the groups before pushed them out); sweep: one column wave's input
+     * rows, weights and output do not fit together, so the next column wave of the group finds the
+     * rows gone (LRU over a cyclic sweep) */
+    double fr = fmin(g.group_rows, g.tiles_m) / g.tiles_m, fc = fmin(g.group_cols, g.tiles_n) / g.tiles_n;
+    bool spill = g.groups > 1 && in_b + w_b + out_b + res_b > s->cap;
+    bool sweep = g.col_waves > 1 && fr * (in_b + res_b) + fc * (w_b + fr * out_b) > s->cap;
+    /* at most GEMM_CHUNKS x GEMM_CHUNKS replay steps: consecutive groups and column waves merged */
+    double gs = ceil(g.groups / GEMM_CHUNKS), cs = ceil(g.col_waves / GEMM_CHUNKS);
+    for (double g0 = 0; g0 < g.groups; g0 += gs) {
+        double ng = fmin(gs, g.groups - g0);
+        double rows = fmin(g.tiles_m, (g0 + ng) * g.group_rows) - g0 * g.group_rows, slab = in_b * rows / g.tiles_m / ng;
+        for (double c0 = 0; c0 < g.col_waves; c0 += cs) {
+            double nc = fmin(cs, g.col_waves - c0);
+            double cols = fmin(g.tiles_n, (c0 + nc) * g.group_cols) - c0 * g.group_cols, fb = cols / g.tiles_n;
+            /* ng x nc reads of a group's input rows: a group's first (c0 == 0) finds them where the
+             * kernels before left them (the first group) or misses on a spill (later groups); the
+             * others miss on a sweep */
+            double miss = 0;
+            if (c0 == 0) {
+                rd_as(s, in, slab, g0 > 0 && spill);
+                miss = ((ng - 1) * spill + ng * (nc - 1) * sweep) * slab;
+            } else {
+                rd_as(s, in, slab, sweep);
+                miss = (ng * nc - 1) * sweep * slab;
+            }
+            s->rd += miss;
+            /* every group streams the weights, unless nothing spills: then the first group's are
+             * still in L2 */
+            stream(s, w_b * fb * (spill ? ng : g0 == 0));
+            wr(s, out, out_b * rows / g.tiles_m * fb);
+        }
     }
 }
 
@@ -222,7 +273,7 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
     l2m *s = &r->s;
 #define K(c) kbegin(r, out ? &out[c] : NULL)
     K(DKV_KCLASS_ELEMENTWISE), rd(s, B_X, Q * d * ab), stream(s, d * wb), wr(s, B_H, Q * d * ab), kend(r);
-    K(DKV_KCLASS_QKV), gemm(s, B_H, Q * d * ab, streams * d * qkv * wb, -1, 0, B_QKV, Q * qkv * ab, Q, qkv), kend(r);
+    K(DKV_KCLASS_QKV), gemm(s, B_H, Q * d * ab, streams * d * qkv * wb, -1, 0, B_QKV, Q * qkv * ab, Q, qkv, d), kend(r);
     split_qkv(s, hq / qkv, hkv / qkv);
     const double qb = Q * hq * ab, kb1 = Q * hkv * ab;   /* the step's q, and its k (or v) */
     double stored = 0;
@@ -266,11 +317,11 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
         cached += it->kv_cached_tokens * 2 * hkv * kb;
     }
     rd(s, B_K, own / 2), rd(s, B_V, own / 2), stream(s, cached), wr(s, B_ATT, Q * hq * ab), kend(r);
-    K(DKV_KCLASS_O), gemm(s, B_ATT, Q * hq * ab, streams * hq * d * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d), kend(r);
+    K(DKV_KCLASS_O), gemm(s, B_ATT, Q * hq * ab, streams * hq * d * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d, hq), kend(r);
     K(DKV_KCLASS_ELEMENTWISE), rd(s, B_X, Q * d * ab), stream(s, d * wb), wr(s, B_H, Q * d * ab), kend(r);
-    K(DKV_KCLASS_FFN), gemm(s, B_H, Q * d * ab, streams * 2 * d * f * wb, -1, 0, B_GU, 2 * Q * f * ab, Q, 2 * f), kend(r);
+    K(DKV_KCLASS_FFN), gemm(s, B_H, Q * d * ab, streams * 2 * d * f * wb, -1, 0, B_GU, 2 * Q * f * ab, Q, 2 * f, d), kend(r);
     K(DKV_KCLASS_ELEMENTWISE), rd(s, B_GU, 2 * Q * f * ab), wr(s, B_FF, Q * f * ab), kend(r);
-    K(DKV_KCLASS_FFN), gemm(s, B_FF, Q * f * ab, streams * d * f * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d), kend(r);
+    K(DKV_KCLASS_FFN), gemm(s, B_FF, Q * f * ab, streams * d * f * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d, f), kend(r);
 #undef K
 }
 
@@ -293,7 +344,7 @@ static void tail(run *r, const dkv_model *m, const dkv_step_plan *plan, const dk
     for (double done = 0; done < R; done += C) {
         double c = fmin(C, R - done);
         kbegin(r, head);
-        gemm(s, B_H, c * d * ab, cs->weight_streams * V * d * wb, -1, 0, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES, c, V);
+        gemm(s, B_H, c * d * ab, cs->weight_streams * V * d * wb, -1, 0, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES, c, V, d);
         kend(r);
         kbegin(r, head), rd(s, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES), wr(s, B_ARG, c * 8.0), kend(r);
     }

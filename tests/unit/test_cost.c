@@ -165,11 +165,47 @@ static void test_l2_gemm_waves_push_their_output_out(void **state)
     dkv_cost_step_free(&cs);
 }
 
-/* Large M: when the input, a wave's weights and its output do not fit the L2 together, every wave
- * after the first reads the whole input again.  gate+up at 2,112 rows on the H200: 192 x 11 tiles,
- * 16 waves; input 17.3 MB + (201 + 208 MB) / 16 > 31.5 MB: reads = weights + 16 x input (+ the
- * input's first read when not resident).  With a 1 GB L2 (no sweep) the input is read at most once. */
-static void test_l2_large_m_input_reread_per_wave(void **state)
+/* How the replay tiles a GEMM (dkv_cost_gemm_tiles, 132 SMs): split-K for few tiles; one group
+ * up to DKV_COST_GEMM_GROUP_ROWS rows, its waves the tiles over the SMs rounded; larger M in groups
+ * of 1152 rows (6 row tiles of 192) across 132 / 6 = 22 column tiles, so LLaDA-8B's gate+up at
+ * 2,112 rows (the shape Nsight Compute measured at val:w2:sparse) is 2 groups x 9 column waves. */
+static void test_gemm_tiles(void **state)
+{
+    (void)state;
+    dkv_cost_gemm_plan g;
+    /* split-K as cuBLAS chose it at val:w1:dual / w2:sparse: the O projection (K = N) at 32 rows
+     * over 64 tiles of 64 x 32 (2 splits), not at 64 rows (128 such tiles); the down projection
+     * (K = 3 N) over its 32 tiles of 128 weight rows (4 splits) */
+    dkv_cost_gemm_tiles(32, 4096, 4096, 132, &g);
+    assert_true(g.tile_rows == 32 && g.tiles_m == 1 && g.tiles_n == 32 && g.splits == 2);
+    dkv_cost_gemm_tiles(64, 4096, 4096, 132, &g);
+    assert_true(g.splits == 0 && g.groups == 1 && g.col_waves == 1);
+    dkv_cost_gemm_tiles(32, 4096, 12288, 132, &g);
+    assert_true(g.splits == 4);
+    dkv_cost_gemm_tiles(288, 4096, 12288, 132, &g);   /* 32 x 2 tiles of 144 rows */
+    assert_true(g.splits == 2);
+    dkv_cost_gemm_tiles(288, 12288, 4096, 132, &g);   /* 2 x 96 tiles, one group, round(192 / 132) waves */
+    assert_true(g.tile_rows == 144 && g.tiles_m == 2 && g.splits == 0 && g.groups == 1 && g.col_waves == 1);
+    dkv_cost_gemm_tiles(2112, 24576, 4096, 132, &g);
+    assert_true(g.tile_rows == 192 && g.tiles_m == 11 && g.tiles_n == 192 && g.splits == 0);
+    assert_true(g.group_rows == 6 && g.groups == 2 && g.col_waves == 9);
+    assert_true(rel(g.group_cols, 192.0 / 9) < 1e-12);
+    dkv_cost_gemm_tiles(1664, 4096, 4096, 132, &g);   /* 9 row tiles of 192 (184.9 rounded up to 16) */
+    assert_true(g.tile_rows == 192 && g.tiles_m == 9 && g.groups == 2 && g.col_waves == 2);
+    /* the group is in rows: smaller tiles, more of them per group, still at most 1152 rows */
+    dkv_cost_gemm_tiles(1100, 4096, 4096, 132, &g);   /* 6 tiles of 184 rows: one group */
+    assert_true(g.tiles_m == 6 && g.groups == 1);
+    assert_true(g.group_rows * g.tile_rows <= DKV_COST_GEMM_GROUP_ROWS);
+}
+
+/* Large M (docs/COST_MODEL.md "Large-M GEMMs"): gate+up at 2,112 rows on the H200 (31.5 MB per L2
+ * half) is 2 row groups (6 and 5 row tiles of 11) x 9 column waves.  Its operands (201 MB of
+ * weights) do not fit, so each group streams the weights (2 x 201 MB) and every column wave of a
+ * group reads the group's input rows; only the first group's first read can find them in L2:
+ * reads = 2 W + (8 x 6 + 9 x 5) / 11 x input, + up to 6 / 11 x input.  The down projection: 2
+ * groups x 2 column waves of 32 tiles, its input (ff, from the SwiGLU just before) likewise.
+ * With a 1 GB L2 (nothing spills) the weights are read once and the input at most once. */
+static void test_l2_large_m_groups_reread_weights_and_input(void **state)
 {
     (void)state;
     dkv_model m = llada();
@@ -183,10 +219,17 @@ static void test_l2_large_m_input_reread_per_wave(void **state)
     assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &a, NULL), DKV_OK);
     assert_int_equal(dkv_cost_count_hw(&m, &huge, &p, &b, NULL), DKV_OK);
     const double d = 4096, f = 12288, Q = 2112, in = Q * d * 2, Wgu = 2 * d * f * 2, Wd = d * f * 2, ff = Q * f * 2;
-    double lo = Wgu + 15 * in + Wd + 2 * ff;   /* gate+up re-reads its input 15 times, down ff at least twice */
-    assert_true(a.layer[DKV_KCLASS_FFN].rd >= lo);
-    assert_true(a.layer[DKV_KCLASS_FFN].rd <= Wgu + 16 * in + Wd + 3 * ff + Q * d * 2 + 1);
-    assert_true(b.layer[DKV_KCLASS_FFN].rd <= Wgu + in + Wd + ff + Q * d * 2 + 1);
+    const double res = Q * d * 2;   /* the down projection's residual */
+    double lo = 2 * Wgu + 93.0 / 11 * in + 2 * Wd + 16.0 / 11 * ff;
+    double hi = 2 * Wgu + 99.0 / 11 * in + 2 * Wd + 22.0 / 11 * ff + res;
+    assert_true(a.layer[DKV_KCLASS_FFN].rd >= lo * (1 - 1e-12));
+    assert_true(a.layer[DKV_KCLASS_FFN].rd <= hi * (1 + 1e-12));
+    /* QKV: 2 groups x 5 column waves (96 column tiles over 22): 2 W + 9 input reads of its group */
+    const double Wqkv = 3 * d * d * 2;
+    assert_true(a.layer[DKV_KCLASS_QKV].rd >= 2 * Wqkv + (4 * 6 + 5 * 5) / 11.0 * in - 1);
+    assert_true(a.layer[DKV_KCLASS_QKV].rd <= 2 * Wqkv + (5 * 6 + 5 * 5) / 11.0 * in + 1);
+    assert_true(b.layer[DKV_KCLASS_FFN].rd <= Wgu + in + Wd + ff + res + 1);
+    assert_true(b.layer[DKV_KCLASS_FFN].rd >= Wgu + Wd);
     dkv_cost_step_free(&a), dkv_cost_step_free(&b);
 }
 
@@ -301,7 +344,8 @@ int main(void)
         cmocka_unit_test(test_l2_off_is_the_cold_count),
         cmocka_unit_test(test_l2_holding_everything_reads_only_weights_and_cache),
         cmocka_unit_test(test_l2_gemm_waves_push_their_output_out),
-        cmocka_unit_test(test_l2_large_m_input_reread_per_wave),
+        cmocka_unit_test(test_gemm_tiles),
+        cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
         cmocka_unit_test(test_segments_cover_the_traffic),
         cmocka_unit_test(test_xfers_and_totals),
         cmocka_unit_test(test_bad_input),
