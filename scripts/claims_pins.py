@@ -19,7 +19,7 @@ skipped, and counted, when ../shared/datasets/AzureLLMInferenceTrace_code.csv is
 
 --update rewrites QUOTED (in the pins file and in its CLAIMS.md line) to the printed figure, keeping
 the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger; review the diff and run
-it once more without --update (a quote holding two pinned figures is rewritten by both).
+it once more without --update (a quote holding two pinned figures is rewritten by both, and the pin whose quote held the other follows it).
 Exit status 0 when every pin that ran passed, 1 otherwise, 2 on a malformed pins file.
 """
 import os
@@ -144,6 +144,12 @@ def main():
             nq = fmt_like(quoted, got)
             lines[li] = lines[li].replace(quoted, nq, 1)
             print('UPDATE %s: %s -> %s' % (row, quoted, nq))
+            # an earlier pin of the row whose quote held this one ("758 → 357 s" and "→ 357 s") follows
+            for i, p in enumerate(new_pins):
+                g = p.split('\t')
+                if len(g) >= 4 and g[0] == row and quoted in g[3] and g[3] not in lines[li]:
+                    g[3] = g[3].replace(quoted, nq, 1)
+                    new_pins[i] = '\t'.join(g)
             new_pins.append('\t'.join([row, f[1], rx, nq] + ([scale] if scale != '1' else [])))
             passed += 1
             continue
