@@ -208,7 +208,10 @@ typedef struct dkv_cuda_backend_options {
     size_t              n_targets;       /* entries of targets (the workload's requests) */
     void               *on_item_user;
     dkv_select_fn       on_select;       /* optional: every sparse selection (decode/follow.h's
-                                            dkv_select_report; synchronises at each selecting layer) */
+                                            dkv_select_report; synchronises at each selecting layer).
+                                            Order: layer by layer, every item of the batched step,
+                                            all before the step's first on_item (the CPU backend
+                                            reports item by item): keep what is per request */
     void               *on_select_user;
     dkv_cuda_backend_report *report;     /* optional: filled at end() */
     /* several instances on one device (dkv.execute with instances.n > 1, docs/GPU.md): each

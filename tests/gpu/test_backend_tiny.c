@@ -69,9 +69,11 @@ typedef struct tf {
     uint32_t *final_len, max_L;
     int     fail;
     /* selection replay (sparse): ref caches that keep the GPU's sets, the GPU's sets of each
-       request's last selecting step (n_layers x sets x k), ref logits under them */
+       request's last selecting step (n_layers x sets x k) and their k per request (the CUDA
+       backend reports every item's selections of a batched step before any item's on_item, so
+       k cannot be one value for the step), ref logits under them */
     dkv_ref_kv **kvf;
-    uint32_t *gsel, gsel_keep, gsel_sets;
+    uint32_t *gsel, *gsel_keep, gsel_sets;
     uint64_t *gsel_step;
     size_t    gsel_stride;
     float    *flog;
@@ -98,7 +100,8 @@ static double softmax_top(const float *x, uint32_t n, uint32_t a)
     return 1.0 / s;
 }
 
-/* on_select: the GPU's kept sets of one selecting layer, kept per request for its ref replay. */
+/* on_select: the GPU's kept sets of one selecting layer, kept per request for its ref replay
+ * (every layer of a request's selecting step must keep the same k in the same number of sets). */
 static void on_select(void *user, const dkv_select_report *r)
 {
     tf *t = user;
@@ -108,8 +111,16 @@ static void on_select(void *user, const dkv_select_report *r)
         t->fail = 1;
         return;
     }
+    bool same_step = t->gsel_step[r->request] == r->step_index;
+    if (r->layer > 0 && (!same_step || t->gsel_keep[r->request] != r->keep || t->gsel_sets != r->n_sets)) {
+        fprintf(stderr, "request %u step %llu layer %u: %u sets of %u keys, layer 0 kept %u sets of %u (step %llu)\n",
+                r->request, (unsigned long long)r->step_index, r->layer, r->n_sets, r->keep, t->gsel_sets,
+                t->gsel_keep[r->request], (unsigned long long)t->gsel_step[r->request]);
+        t->fail = 1;
+        return;
+    }
     memcpy(t->gsel + r->request * t->gsel_stride + r->layer * nk, r->kept, nk * sizeof(uint32_t));
-    t->gsel_step[r->request] = r->step_index, t->gsel_keep = r->keep, t->gsel_sets = r->n_sets;
+    t->gsel_step[r->request] = r->step_index, t->gsel_keep[r->request] = r->keep, t->gsel_sets = r->n_sets;
 }
 
 /* The GPU's argmax at the block's masked rows against ref logits lg (B, V) (ties: TIE_REL). */
@@ -159,8 +170,9 @@ static void replay_step(tf *t, const dkv_cuda_item_report *r, dkv_ref_step_args 
             return;
         }
         uint32_t kref = (uint32_t)ceil(sa.retention * (r->canvas - r->block_len) - 1e-9);   /* ref's k */
-        if (t->gsel_keep != kref) {
-            fprintf(stderr, "request %u: the GPU kept %u keys a set, ref keeps %u\n", r->request, t->gsel_keep, kref);
+        if (t->gsel_keep[r->request] != kref) {
+            fprintf(stderr, "request %u: the GPU kept %u keys a set, ref keeps %u\n", r->request,
+                    t->gsel_keep[r->request], kref);
             t->fail = 1;
             return;
         }
@@ -364,6 +376,7 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
         t.gsel_stride = (size_t)m->n_layers * m->n_kv_heads * max_L;
         t.gsel = calloc(n * t.gsel_stride, sizeof(uint32_t));
         t.gsel_step = malloc(n * sizeof(uint64_t));
+        t.gsel_keep = calloc(n, sizeof(uint32_t));
         memset(t.gsel_step, 0xff, n * sizeof(uint64_t));
         t.flog = malloc((size_t)32 * m->vocab * sizeof(float));
     }
@@ -457,7 +470,7 @@ static void run_conf(const tconf *k, dkv_model *m, dkv_ref_weights *w, bool prin
         if (t.kvf)
             dkv_ref_kv_free(t.kvf[i]);
     }
-    free(t.kvf), free(t.gsel), free(t.gsel_step), free(t.flog);
+    free(t.kvf), free(t.gsel), free(t.gsel_step), free(t.gsel_keep), free(t.flog);
     free(t.kv), free(t.logits), free(t.glog), free(t.hidden), free(t.final), free(t.final_len);
 }
 
