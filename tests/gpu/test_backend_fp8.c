@@ -493,9 +493,11 @@ static void check_arena(const dkv_model *m, const run_out *bf, const run_out *f8
              dfree / 1048576.0, save / 1048576.0, save > 0 ? 100.0 * dfree / save : 0.0);
     check_true("same blocks: cudaMemGetInfo shows the halving (>= 90 %)",
                save > 0 && dfree >= (int64_t)(0.9 * (double)save), d);
-    snprintf(d, sizeof d, "counted %llu, allocated %llu (fp8 scales included)", (unsigned long long)n->devmem_counted_bytes,
-             (unsigned long long)n->devmem_allocated_bytes);
-    check_true("fp8 devmem count == allocations", n->devmem_counted_bytes == n->devmem_allocated_bytes, d);
+    snprintf(d, sizeof d, "counted %llu, allocated %llu; same blocks %llu, %llu (fp8 scales included)",
+             (unsigned long long)b->devmem_counted_bytes, (unsigned long long)b->devmem_allocated_bytes,
+             (unsigned long long)n->devmem_counted_bytes, (unsigned long long)n->devmem_allocated_bytes);
+    check_true("fp8 devmem count == allocations", b->devmem_counted_bytes == b->devmem_allocated_bytes &&
+                                                   n->devmem_counted_bytes == n->devmem_allocated_bytes, d);
 }
 
 static void test_tiny(void)
