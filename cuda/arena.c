@@ -392,10 +392,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     b->rep.xfer_d2h_counted += xf->pcie_bytes;
     if (m_tok == 0)
         return DKV_OK;
-    double ratio = xf->device_bytes ? (double)xf->pcie_bytes / (double)xf->device_bytes : 0.3;
-    uint32_t r = (uint32_t)llround(ratio * D);
-    r = r < 1 ? 1 : r > DKV_LOWRANK_MAX_RANK ? DKV_LOWRANK_MAX_RANK : r;
-    r = r > m_tok ? m_tok : r;
+    uint32_t r = dkv_devmem_compress_rank(xf->pcie_bytes, xf->device_bytes, D, m_tok);
     if (!b->lr) {
         DKV_TRY(dkv_cuda_lowrank_new(b->st, b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH, &b->lr, err));
         size_t bytes = dkv_devmem_lowrank_proj_bytes(&b->m, b->max_L), lrb = dkv_cuda_lowrank_bytes(b->lr);
@@ -427,13 +424,14 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     DKV_CU(cudaStreamWaitEvent(b->cp, b->cmp_ev, 0));
     uint32_t cs;
     DKV_TRY(copy_open(b, true, &cs, err));
-    uint64_t n = ((uint64_t)batch * m_tok * r + (uint64_t)batch * r * D) * 2, raw = (uint64_t)(end - start) * b->block_bytes;
+    uint64_t n = dkv_devmem_lowrank_form_bytes(batch, m_tok, r, D), raw = (uint64_t)(end - start) * b->block_bytes;
     bk_req *rq = &b->rq[x->req];
     if (n <= raw) {   /* the form goes where the raw blocks would; fetch rebuilds them from it */
         DKV_CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
         rq->lr_valid = true, rq->lr_start = start, rq->lr_end = end, rq->lr_m = m_tok, rq->lr_r = r;
         b->rep.n_lowrank_stored++;
-    } else {          /* not smaller than the raw KV (ratio ~1, short ranges): the raw blocks, exact */
+    } else {          /* larger than the raw KV (ratio ~1; short ranges, FP8 KV: model/devmem.h): the raw
+                         blocks, exact */
         const uint32_t *tab = host_table(b);
         for (uint32_t j = start; j < end; j++) {
             uint32_t id = tab[x->tb + j];

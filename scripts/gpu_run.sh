@@ -237,7 +237,7 @@ device_quality() {
         timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$QB/test_backend_fp8" kernels > "$OUT/san_fp8.log" 2>&1
         r=$?; tail -n 3 "$OUT/san_fp8.log"; echo "== memcheck fp8 exit $r"; [ "$r" = 0 ] || rc=1
     fi
-    grep -E "^(FAIL|PASS:|FAIL:)|agreement|FP8 vs bf16|rel-L2|fp8 arena|cudaMemGetInfo|offload ratio" "$OUT/quality.log" | cut -c1-200
+    grep -E "^(FAIL|PASS:|FAIL:)|agreement|FP8 vs bf16|rel-L2|fp8 block|same capacity|same blocks|cudaMemGetInfo|offload ratio" "$OUT/quality.log" | cut -c1-200
     return $rc
 }
 

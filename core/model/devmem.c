@@ -1,5 +1,6 @@
 /* devmem.c - the CUDA backend's device allocations besides the weights and the KV arena
  * (devmem.h).  Each size follows the cudaMalloc it counts, named beside it. */
+#include <math.h>
 #include <string.h>
 
 #include "model/devmem.h"
@@ -88,6 +89,19 @@ uint32_t dkv_devmem_compress_tokens(uint32_t n_chain, uint32_t off_blocks, uint3
     uint32_t end = n_chain > off_blocks ? n_chain - off_blocks : 0, start = end > cmp_blocks ? end - cmp_blocks : 0;
     uint64_t t = (uint64_t)(end - start) * block_tokens;
     return t > max_L ? max_L : (uint32_t)t;
+}
+
+uint32_t dkv_devmem_compress_rank(uint64_t pcie_bytes, uint64_t device_bytes, uint32_t head_dim, uint32_t m_tok)
+{
+    double ratio = device_bytes ? (double)pcie_bytes / (double)device_bytes : 0.3;
+    uint32_t r = (uint32_t)llround(ratio * head_dim);
+    r = r < 1 ? 1 : r > DKV_DEVMEM_LR_RANK ? DKV_DEVMEM_LR_RANK : r;
+    return r > m_tok ? m_tok : r;
+}
+
+uint64_t dkv_devmem_lowrank_form_bytes(uint32_t matrices, uint32_t m_tok, uint32_t r, uint32_t head_dim)
+{
+    return ((uint64_t)matrices * m_tok * r + (uint64_t)matrices * r * head_dim) * 2;
 }
 
 /* ------------------------------------------------------------------ the tracker */

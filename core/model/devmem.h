@@ -91,5 +91,14 @@ void dkv_devmem_fp8(dkv_devmem *d);                                  /* FP8 KV s
  * ones, cmp_blocks of them, capped at max_L. */
 uint32_t dkv_devmem_compress_tokens(uint32_t n_chain, uint32_t off_blocks, uint32_t cmp_blocks, uint32_t block_tokens,
                                     uint32_t max_L);
+/* Its rank: round(pcie_bytes / device_bytes x head_dim) (the order's size ratio; 0.3 when
+ * device_bytes is 0), clamped to [1, DKV_DEVMEM_LR_RANK] and to m_tok. */
+uint32_t dkv_devmem_compress_rank(uint64_t pcie_bytes, uint64_t device_bytes, uint32_t head_dim, uint32_t m_tok);
+/* Its low-rank form: bf16 Q (m_tok x r) and B (r x head_dim) for each of `matrices` (layer, k|v,
+ * KV head) matrices.  The backend stores the form only when it is not larger than the raw blocks
+ * it replaces ((end - start) x block_bytes); else it stores those blocks raw (exact).  With FP8
+ * KV (1 byte an element) the bf16 form is not larger only when 2 r (m_tok + head_dim) <=
+ * m_tok head_dim: at ratio 0.3 and head_dim 64 (r 19), from 96 tokens (3 blocks of 32) on. */
+uint64_t dkv_devmem_lowrank_form_bytes(uint32_t matrices, uint32_t m_tok, uint32_t r, uint32_t head_dim);
 
 #endif

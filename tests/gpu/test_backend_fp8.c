@@ -16,12 +16,16 @@
  *   - the gather (compression input: bf16(e4m3 * scale) exactly; reorder: the codes), the layout
  *     reorder (bytes moved, scales copied) and the low-rank decompress into an FP8 pool (values
  *     within one e4m3 step of Q B, scales amax / 448).
- * On the trained tiny dLLM (cache dual, the first 4 prompts): the FP8 run's arena is half the bf16
- * run's for the same blocks (block_bytes and arena_bytes exactly; cudaMemGetInfo's least free
- * memory higher by at least 90 % of the difference); the backend's own allocations equal
- * core/model/devmem.c's count; with progressive offload at ratio 1 (raw e4m3 bytes and scales go
- * to the host and come back) the decode equals the FP8 run without offload; at ratio 0.3 low-rank
- * forms are stored and rebuilt into FP8 blocks.
+ * On the trained tiny dLLM (cache dual, the first 4 prompts): the FP8 block is half the bf16 block
+ * (the model's e4m3 figure); the engine fixes the pool's capacity in bytes, so at the same 256 MiB
+ * FP8 holds twice the blocks, and at capacity = the bf16 run's blocks x the FP8 block the same
+ * blocks in exactly half the arena bytes, with cudaMemGetInfo's least free memory higher by at
+ * least 90 % of the bytes the model says FP8 saves (an arena allocated as bf16 fails it) and the
+ * same decode; the backend's own allocations equal core/model/devmem.c's count; with progressive
+ * offload at ratio 1 (raw e4m3 bytes and scales go to the host and come back) the decode equals
+ * the FP8 run without offload; at ratio 0.3 every order's bf16 low-rank form of one block is
+ * larger than its e4m3 bytes, so the backend stores them raw (0 forms, decode unchanged); at ratio
+ * 0.15 every order is a form, stored and rebuilt into FP8 blocks.
  * `test_backend_fp8 kernels` runs the kernels only (for compute-sanitizer).
  * Exit 0 PASS, 1 FAIL, 77 SKIP without a usable GPU. */
 #include "gpu_check.h"
@@ -399,7 +403,9 @@ static void on_item(void *user, const dkv_cuda_item_report *r)
     memcpy(o->final + (size_t)r->request * o->max_L, r->tokens_after, r->canvas * sizeof(uint32_t));
 }
 
-static void run_tiny(const dkv_model *m, const dkv_ref_weights *w, dkv_offload_mode offload, double ratio, run_out *o)
+/* capacity: the pool's KV bytes (mem.capacity_bytes; 0: tiny_config's 256 MiB) */
+static void run_tiny(const dkv_model *m, const dkv_ref_weights *w, dkv_offload_mode offload, double ratio,
+                     uint64_t capacity, run_out *o)
 {
     dkv_gpu g = h200();
     dkv_tokenizer tok;
@@ -416,6 +422,8 @@ static void run_tiny(const dkv_model *m, const dkv_ref_weights *w, dkv_offload_m
     dkv_engine_config c;
     tiny_config(&c, &mm, &g, wl, DKV_CACHE_DUAL, 8);
     c.weights = w;
+    if (capacity)
+        c.mem.capacity_bytes = capacity;
     c.offload.mode = offload;
     c.offload.lowrank_ratio = ratio;
     c.offload.t1 = 0.25, c.offload.t2 = 1.0;
@@ -431,9 +439,9 @@ static void run_tiny(const dkv_model *m, const dkv_ref_weights *w, dkv_offload_m
     dkv_engine_result *res = NULL;
     OK(dkv_engine_run(&c, &res, &err));
     const dkv_run_summary *s = dkv_engine_result_summary(res);
-    char name[80];
-    snprintf(name, sizeof name, "tiny dual kv %s offload %s %.1f: all finished", dkv_dtype_name(m->kv_dtype),
-             dkv_offload_mode_name(offload), ratio);
+    char name[100];
+    snprintf(name, sizeof name, "tiny dual kv %s offload %s %.2f, %.1f MiB: all finished", dkv_dtype_name(m->kv_dtype),
+             dkv_offload_mode_name(offload), ratio, c.mem.capacity_bytes / 1048576.0);
     check_true(name, s && s->n_done == o->n, "");
     dkv_engine_result_free(res);
     dkv_backend_free(&be);
@@ -449,45 +457,93 @@ static uint64_t same_tokens(const run_out *a, const run_out *b, uint64_t *tot)
     return same;
 }
 
+/* The arena: FP8 halves the block (block_tokens x layers x 2 x KV heads x head_dim bytes, the
+ * model's figure, not the report's); the engine fixes the pool's capacity in BYTES
+ * (mem.capacity_bytes; blocks = capacity / block_bytes), so at the same 256 MiB FP8 gets twice the
+ * blocks, and at capacity = the bf16 run's blocks x the FP8 block the same blocks in half the arena
+ * bytes.  cudaMemGetInfo's least free memory of that run must be higher than the bf16 run's by at
+ * least 90 % of the arena bytes the model says FP8 saves: an FP8 pool stored (allocated) as bf16
+ * would show no difference and fail. */
+static void check_arena(const dkv_model *m, const run_out *bf, const run_out *f8, const run_out *f8n, uint64_t cap)
+{
+    const dkv_cuda_backend_report *a = &bf->rep, *b = &f8->rep, *n = &f8n->rep;
+    uint64_t fp8_bb = 32ull * m->n_layers * 2 * m->n_kv_heads * m->head_dim;   /* 1 byte an element */
+    char d[240];
+    snprintf(d, sizeof d, "model: fp8 %llu B a block; bf16 %llu B, fp8 %llu B", (unsigned long long)fp8_bb,
+             (unsigned long long)a->block_bytes, (unsigned long long)b->block_bytes);
+    check_true("fp8 block bytes = bf16 / 2 = the model's e4m3 block", b->block_bytes == fp8_bb &&
+                                                                       a->block_bytes == 2 * fp8_bb, d);
+    snprintf(d, sizeof d, "%.0f MiB: bf16 %llu blocks, fp8 %llu (expected %llu, %llu)", cap / 1048576.0,
+             (unsigned long long)a->arena_blocks, (unsigned long long)b->arena_blocks,
+             (unsigned long long)(cap / (2 * fp8_bb)), (unsigned long long)(cap / fp8_bb));
+    check_true("same capacity bytes: fp8 holds twice the blocks", a->arena_blocks == cap / (2 * fp8_bb) &&
+                                                                   b->arena_blocks == cap / fp8_bb &&
+                                                                   b->arena_blocks >= 2 * a->arena_blocks, d);
+    snprintf(d, sizeof d, "bf16 %llu x %llu B + staging/discard = %llu B, fp8 %llu x %llu B = %llu B",
+             (unsigned long long)a->arena_blocks, (unsigned long long)a->block_bytes,
+             (unsigned long long)a->arena_bytes, (unsigned long long)n->arena_blocks,
+             (unsigned long long)n->block_bytes, (unsigned long long)n->arena_bytes);
+    check_true("same blocks: fp8 arena = bf16 arena / 2", n->arena_blocks == a->arena_blocks && a->arena_blocks > 0 &&
+                                                            n->staging_blocks == a->staging_blocks &&
+                                                            2 * n->arena_bytes == a->arena_bytes, d);
+    /* what the model says the FP8 arena saves: every arena block (pool, staging, discard) halved */
+    int64_t save = (int64_t)((a->arena_blocks + a->staging_blocks + 1) * fp8_bb),
+            dfree = (int64_t)n->mem_free_min_bytes - (int64_t)a->mem_free_min_bytes;
+    snprintf(d, sizeof d, "least free memory +%.2f MiB with fp8, the model's saving %.2f MiB (%.1f %%)",
+             dfree / 1048576.0, save / 1048576.0, save > 0 ? 100.0 * dfree / save : 0.0);
+    check_true("same blocks: cudaMemGetInfo shows the halving (>= 90 %)",
+               save > 0 && dfree >= (int64_t)(0.9 * (double)save), d);
+    snprintf(d, sizeof d, "counted %llu, allocated %llu; same blocks %llu, %llu (fp8 scales included)",
+             (unsigned long long)b->devmem_counted_bytes, (unsigned long long)b->devmem_allocated_bytes,
+             (unsigned long long)n->devmem_counted_bytes, (unsigned long long)n->devmem_allocated_bytes);
+    check_true("fp8 devmem count == allocations", b->devmem_counted_bytes == b->devmem_allocated_bytes &&
+                                                   n->devmem_counted_bytes == n->devmem_allocated_bytes, d);
+}
+
 static void test_tiny(void)
 {
     dkv_model m = tiny_dllm();
     dkv_ref_weights *w = tiny_weights(&m);
-    run_out bf, f8, f8o, f8l;
-    run_tiny(&m, w, DKV_OFFLOAD_NONE, 1, &bf);
+    const uint64_t cap = 256ull << 20;   /* tiny_config's */
+    run_out bf, f8, f8n, f8o, f8r, f8l;
+    run_tiny(&m, w, DKV_OFFLOAD_NONE, 1, cap, &bf);
     m.kv_dtype = DKV_DTYPE_FP8;
-    run_tiny(&m, w, DKV_OFFLOAD_NONE, 1, &f8);
-    const dkv_cuda_backend_report *a = &bf.rep, *b = &f8.rep;
+    run_tiny(&m, w, DKV_OFFLOAD_NONE, 1, cap, &f8);
+    run_tiny(&m, w, DKV_OFFLOAD_NONE, 1, bf.rep.arena_blocks * (bf.rep.block_bytes / 2), &f8n);
+    check_arena(&m, &bf, &f8, &f8n, cap);
+    uint64_t tot, same = same_tokens(&f8, &f8n, &tot);
     char d[200];
-    snprintf(d, sizeof d, "bf16 %llu x %llu blocks = %llu B, fp8 %llu x %llu = %llu B",
-             (unsigned long long)a->block_bytes, (unsigned long long)a->arena_blocks, (unsigned long long)a->arena_bytes,
-             (unsigned long long)b->block_bytes, (unsigned long long)b->arena_blocks, (unsigned long long)b->arena_bytes);
-    check_true("fp8 arena = bf16 arena / 2 (same blocks)", a->arena_blocks == b->arena_blocks && a->arena_blocks > 0 &&
-                                                             2 * b->block_bytes == a->block_bytes &&
-                                                             2 * b->arena_bytes == a->arena_bytes, d);
-    int64_t dfree = (int64_t)b->mem_free_min_bytes - (int64_t)a->mem_free_min_bytes,
-            darena = (int64_t)(a->arena_bytes - b->arena_bytes);
-    snprintf(d, sizeof d, "least free memory +%.1f MiB with fp8, arena -%.1f MiB", dfree / 1048576.0,
-             darena / 1048576.0);
-    check_true("cudaMemGetInfo shows the halving (>= 90 %)", dfree >= (int64_t)(0.9 * (double)darena), d);
-    snprintf(d, sizeof d, "counted %llu, allocated %llu (fp8 scales included)", (unsigned long long)b->devmem_counted_bytes,
-             (unsigned long long)b->devmem_allocated_bytes);
-    check_true("fp8 devmem count == allocations", b->devmem_counted_bytes == b->devmem_allocated_bytes, d);
-    run_tiny(&m, w, DKV_OFFLOAD_PROGRESSIVE, 1.0, &f8o);
-    run_tiny(&m, w, DKV_OFFLOAD_PROGRESSIVE, 0.3, &f8l);
-    uint64_t tot, same = same_tokens(&f8, &f8o, &tot);
+    snprintf(d, sizeof d, "%llu of %llu canvas tokens equal", (unsigned long long)same, (unsigned long long)tot);
+    check_true("fp8 at the same blocks decodes as at the same bytes", same == tot, d);
+    /* progressive offload (t1 1/4, t2 1).  The CUDA backend stores a COMPRESS order's bf16 form
+     * (Q m x r, B r x 64, per matrix 2 r (m + 64) bytes) only when it is not larger than the raw
+     * e4m3 blocks (m x 64 bytes), else the blocks raw (cuda/arena.c; core/model/devmem.h).  These
+     * canvases (<= 64 tokens) compress 1 block an order (tests/unit/test_cpu_offload_forms.c: 4
+     * orders of 1 block): at ratio 0.3 (r 19: 3,648 > 2,048 B) every order goes raw, exactly; at
+     * ratio 0.15 (r 10: 1,920 < 2,048 B) every order is a form, rebuilt into FP8 blocks on fetch. */
+    run_tiny(&m, w, DKV_OFFLOAD_PROGRESSIVE, 1.0, cap, &f8o);
+    run_tiny(&m, w, DKV_OFFLOAD_PROGRESSIVE, 0.3, cap, &f8r);
+    run_tiny(&m, w, DKV_OFFLOAD_PROGRESSIVE, 0.15, cap, &f8l);
+    same = same_tokens(&f8, &f8o, &tot);
     snprintf(d, sizeof d, "%llu of %llu canvas tokens equal; %llu compress orders, %llu bytes fetched",
              (unsigned long long)same, (unsigned long long)tot, (unsigned long long)f8o.rep.n_compress,
              (unsigned long long)f8o.rep.pcie_h2d_bytes);
     check_true("fp8 offload ratio 1 (bytes + scales) == no offload", same == tot && f8o.rep.pcie_h2d_bytes > 0, d);
+    same = same_tokens(&f8, &f8r, &tot);
+    snprintf(d, sizeof d, "%llu compress orders, %llu forms stored; %llu of %llu canvas tokens equal",
+             (unsigned long long)f8r.rep.n_compress, (unsigned long long)f8r.rep.n_lowrank_stored,
+             (unsigned long long)same, (unsigned long long)tot);
+    check_true("fp8 offload ratio 0.3: 1-block forms larger than e4m3 -> raw, == no offload",
+               f8r.rep.n_compress > 0 && f8r.rep.n_lowrank_stored == 0 && same == tot, d);
     same = same_tokens(&f8, &f8l, &tot);
-    snprintf(d, sizeof d, "%llu forms stored, %llu rebuilt; tokens equal to no offload %.2f %% (free-running)",
-             (unsigned long long)f8l.rep.n_lowrank_stored, (unsigned long long)f8l.rep.n_lowrank_rebuilt,
-             100.0 * same / tot);
-    check_true("fp8 offload ratio 0.3: forms rebuilt into FP8 blocks",
-               f8l.rep.n_lowrank_stored > 0 && f8l.rep.n_lowrank_rebuilt > 0, d);
-    run_out *all[4] = {&bf, &f8, &f8o, &f8l};
-    for (int i = 0; i < 4; i++) {
+    snprintf(d, sizeof d, "%llu compress orders, %llu forms stored, %llu rebuilt; tokens equal to no offload %.2f %% "
+             "(free-running)", (unsigned long long)f8l.rep.n_compress, (unsigned long long)f8l.rep.n_lowrank_stored,
+             (unsigned long long)f8l.rep.n_lowrank_rebuilt, 100.0 * same / tot);
+    check_true("fp8 offload ratio 0.15: forms stored and rebuilt into FP8 blocks",
+               f8l.rep.n_lowrank_stored > 0 && f8l.rep.n_lowrank_stored == f8l.rep.n_compress &&
+               f8l.rep.n_lowrank_rebuilt > 0, d);
+    run_out *all[6] = {&bf, &f8, &f8n, &f8o, &f8r, &f8l};
+    for (int i = 0; i < 6; i++) {
         dkv_cuda_backend_report_clear(&all[i]->rep);
         free(all[i]->final);
     }

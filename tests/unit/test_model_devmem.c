@@ -114,6 +114,19 @@ static void test_offload_buffers(void **state)
     assert_int_equal(dkv_devmem_compress_tokens(10, 2, 3, 32, 4096), 96);
     assert_int_equal(dkv_devmem_compress_tokens(10, 2, 30, 32, 100), 100);   /* capped at max_L */
     assert_int_equal(dkv_devmem_compress_tokens(2, 5, 3, 32, 4096), 0);
+    /* the order's rank: its size ratio x head_dim, clamped to [1, 64] and to its tokens */
+    assert_int_equal(dkv_devmem_compress_rank(300, 1000, 64, 4096), 19);
+    assert_int_equal(dkv_devmem_compress_rank(150, 1000, 64, 4096), 10);
+    assert_int_equal(dkv_devmem_compress_rank(0, 0, 128, 4096), 38);        /* no device bytes: 0.3 */
+    assert_int_equal(dkv_devmem_compress_rank(1000, 1000, 128, 4096), 64);  /* the compressor's largest */
+    assert_int_equal(dkv_devmem_compress_rank(1, 1000, 64, 4096), 1);
+    assert_int_equal(dkv_devmem_compress_rank(300, 1000, 64, 5), 5);
+    /* bf16 Q (m x r) and B (r x D) per matrix: one 32-token block of the tiny model (24 matrices,
+     * D 64) at r 19 is 87,552 bytes: less than its bf16 block (98,304), more than e4m3 (49,152);
+     * at r 10 46,080, less than e4m3 */
+    assert_int_equal(dkv_devmem_lowrank_form_bytes(24, 32, 19, 64), 87552);
+    assert_int_equal(dkv_devmem_lowrank_form_bytes(24, 32, 10, 64), 46080);
+    assert_int_equal(dkv_devmem_lowrank_form_bytes(1, 96, 19, 64), 6080);   /* 3 blocks: < 6,144 e4m3 */
 }
 
 int main(void)
