@@ -30,6 +30,7 @@ export DKV ROOT BUILD
 pass=0; fail=0; skip=0; failed=()
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/dkv-tests.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
+run_t0=$SECONDS
 JOBS=${JOBS:-$(n=$(nproc 2>/dev/null || echo 1); echo $((n > 4 ? 4 : n)))}
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "tests/run.sh: JOBS=$JOBS is not a positive integer" >&2; exit 2; }
 # An experiment run by several tests is run once per tests/run.sh: tests/run_cached.sh, keyed by
@@ -167,6 +168,7 @@ fi
 run_queue
 
 echo
+echo "tests/run.sh: $JOBS at a time, $((SECONDS - run_t0)) s"
 if [ $fail -gt 0 ]; then
     echo "failed:"; printf '  %s\n' "${failed[@]}"
 fi
