@@ -9,7 +9,8 @@ tests/claims_pins.txt has one pin per line (tab-separated; '#' starts a comment)
 
 ROW is the ledger row ("1a", "8", ...): the line of docs/CLAIMS.md starting with "| ROW |" must contain
 QUOTED, the figure as the ledger writes it ("57.71", "+9.5 %", "2.46×").  COMMAND is what follows
-`dkv run` (an experiment and its -D options; run once per distinct command, output cached).  REGEX is
+`dkv run` (an experiment and its -D options; run once per distinct command, output cached; under
+tests/run.sh, $DKV_RUN_CACHE set, through tests/run_cached.sh: a run another test made is reused).  REGEX is
 searched in the command's printed output (Python re, MULTILINE); its first group, times SCALE (default
 1; 100 turns a printed fraction into the ledger's per cent), is the figure.  A pin
 passes when the printed figure is within 1 % of the quoted one, or within half a unit of the quoted
@@ -115,7 +116,11 @@ def main():
         cmd = cmd.replace('AZURE', TRACE)
         if cmd not in out_cache:
             h5 = os.path.join(tmp, '%d.h5' % len(out_cache))
-            p = subprocess.run([dkv, 'run', '--time-limit', '600'] + cmd.split() + ['-o', h5], capture_output=True, text=True)
+            argv = [dkv, 'run', '--time-limit', '600'] + cmd.split() + ['-o', h5]
+            if os.environ.get('DKV_RUN_CACHE'):   # under tests/run.sh: a run another test made (tests/run_cached.sh)
+                argv = ['bash', os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'run_cached.sh'),
+                        h5, '--time-limit', '600'] + cmd.split()
+            p = subprocess.run(argv, capture_output=True, text=True, env=dict(os.environ, DKV=dkv))
             if p.returncode != 0:
                 print('FAIL %s: dkv run %s exited %d: %s' % (row, cmd, p.returncode, p.stderr.strip()[-300:]))
                 failed += 1

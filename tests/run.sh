@@ -16,6 +16,10 @@
 # VALGRIND=1 runs the unit programs under valgrind (memcheck, errors are failures).
 # ONLY=substring runs only the tests whose name contains it.
 # KINDS="unit lua" runs only those kinds (unit, lua, e2e, gpu, fuzz); .ci/run's ASan pass uses it.
+# JOBS=N runs up to N tests at a time (default: the number of CPUs, at most 4; JOBS=1: one by one).
+#   Each test has its own log and scratch folder; the lines are printed in the order below, each
+#   when its test (and every test before it) has finished, with its wall and CPU time (user + sys
+#   of the test and its children).  The slowest tests are started first (SLOW, below).
 set -u
 BUILD=${1:?usage: tests/run.sh BUILD_DIR}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,26 +30,87 @@ export DKV ROOT BUILD
 pass=0; fail=0; skip=0; failed=()
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/dkv-tests.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
+run_t0=$SECONDS
+JOBS=${JOBS:-$(n=$(nproc 2>/dev/null || echo 1); echo $((n > 4 ? 4 : n)))}
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "tests/run.sh: JOBS=$JOBS is not a positive integer" >&2; exit 2; }
+# An experiment run by several tests is run once per tests/run.sh: tests/run_cached.sh, keyed by
+# its command line, in this folder (tests that share a run wait for it under a lock).
+DKV_RUN_CACHE="$scratch/run-cache"; mkdir -p "$DKV_RUN_CACHE"; export DKV_RUN_CACHE
+# started first, longest first (measured CPU time; the order of the printed lines does not change)
+SLOW=(e2e:tests/e2e/test_experiments.sh e2e:tests/e2e/test_hw_scripts.sh e2e:tests/e2e/test_claims.sh
+      lua:tests/lua/test_cpu_execute.lua unit:test_io_tiny_dllm lua:tests/lua/test_cpu_follow.lua
+      e2e:tests/e2e/test_cli_limits.sh)
 
+# the queue: kind, name and command (%q-quoted) of each selected test, in printing order
+q_kind=(); q_name=(); q_cmd=()
 run_one() {   # kind name command...
     local kind=$1 name=$2; shift 2
     if [ -n "${ONLY:-}" ] && [[ "$name" != *"$ONLY"* ]]; then return; fi
     if [ -n "${KINDS:-}" ] && [[ " $KINDS " != *" $kind "* ]]; then return; fi
+    q_kind+=("$kind"); q_name+=("$name"); q_cmd+=("$(printf '%q ' "$@")")
+}
+note() {   # a line printed in its place in the queue (not a test)
+    q_kind+=(note); q_name+=("$1"); q_cmd+=("")
+    : >"$scratch/res.$((${#q_kind[@]} - 1))"
+}
+
+cpu_of_times() {   # the second line of `times` (children user, sys: 0m1.234s 0m0.100s) -> seconds
+    local u s
+    u=$(sed -n 2p <<<"$1" | awk '{print $1}'); s=$(sed -n 2p <<<"$1" | awk '{print $2}')
+    awk -v u="$u" -v s="$s" 'function sec(x, m) { m = x; sub(/m.*/, "", m); sub(/^[0-9]+m/, "", x); sub(/s$/, "", x); return m * 60 + x }
+        BEGIN { printf "%.1f", sec(u) + sec(s) }'
+}
+
+start_test() {   # index: runs test i in the background; its result lands in $scratch/res.i
+    local i=$1 kind=${q_kind[$1]} name=${q_name[$1]}
     local log="$scratch/$kind-$(basename "$name").log"
-    local t0=$SECONDS
-    T="$scratch/t-$kind-$(basename "$name")"; mkdir -p "$T"; export T
-    "$@" >"$log" 2>&1
-    local rc=$?
-    local dt=$((SECONDS - t0))
-    if [ $rc -eq 0 ]; then
-        pass=$((pass + 1)); printf 'PASS  %-5s %s (%ds)\n' "$kind" "$name" "$dt"
-    elif [ $rc -eq 77 ]; then
-        skip=$((skip + 1)); printf 'SKIP  %-5s %s: %s\n' "$kind" "$name" "$(grep -i skip "$log" | tail -n 1)"
-    else
-        fail=$((fail + 1)); failed+=("$kind $name")
-        printf 'FAIL  %-5s %s (exit %d)\n' "$kind" "$name" "$rc"
-        sed 's/^/      | /' "$log" | tail -n 40
-    fi
+    (
+        T="$scratch/t-$kind-$(basename "$name")"; mkdir -p "$T"; export T
+        t0=$EPOCHREALTIME
+        eval "${q_cmd[$i]}" >"$log" 2>&1 </dev/null
+        rc=$?
+        dt=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+        times >"$scratch/times.$i"
+        echo "$rc $dt $(cpu_of_times "$(cat "$scratch/times.$i")")" >"$scratch/res.$i.tmp"
+        mv "$scratch/res.$i.tmp" "$scratch/res.$i"
+    ) &
+}
+
+next=0
+report() {   # prints the finished tests at the head of the queue, in order
+    local rc dt cpu kind name log
+    while [ "$next" -lt "${#q_kind[@]}" ] && [ -f "$scratch/res.$next" ]; do
+        kind=${q_kind[$next]}; name=${q_name[$next]}; log="$scratch/$kind-$(basename "$name").log"
+        read -r rc dt cpu <"$scratch/res.$next" || rc=note
+        if [ "$kind" = note ]; then
+            echo "$name"
+        elif [ "$rc" -eq 0 ]; then
+            pass=$((pass + 1)); printf 'PASS  %-5s %s (%ss, %ss CPU)\n' "$kind" "$name" "$dt" "$cpu"
+        elif [ "$rc" -eq 77 ]; then
+            skip=$((skip + 1)); printf 'SKIP  %-5s %s: %s\n' "$kind" "$name" "$(grep -i skip "$log" | tail -n 1)"
+        else
+            fail=$((fail + 1)); failed+=("$kind $name")
+            printf 'FAIL  %-5s %s (exit %d, %ss, %ss CPU)\n' "$kind" "$name" "$rc" "$dt" "$cpu"
+            sed 's/^/      | /' "$log" | tail -n 40
+        fi
+        next=$((next + 1))
+    done
+}
+
+run_queue() {   # runs the queued tests, JOBS at a time, SLOW ones first; prints in queue order
+    local order=() i s started=()
+    for s in "${SLOW[@]}"; do
+        for i in "${!q_kind[@]}"; do
+            [ "${q_kind[$i]}:${q_name[$i]}" = "$s" ] && { order+=("$i"); started[$i]=1; }
+        done
+    done
+    for i in "${!q_kind[@]}"; do [ -n "${started[$i]:-}" ] || [ "${q_kind[$i]}" = note ] || order+=("$i"); done
+    for i in "${order[@]}"; do
+        while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; report; done
+        start_test "$i"
+    done
+    wait
+    report
 }
 
 vg=()
@@ -74,7 +139,7 @@ for t in "$BUILD"/tests/gpu/test_*; do
     run_one gpu "$(basename "$t")" "$t"
 done
 if [ $gpu_any = 0 ] && [[ " ${KINDS:-gpu} " == *" gpu "* ]]; then
-    echo "SKIP  gpu   (no GPU test programs in this build: built with cuda=no or nvcc missing)"
+    note "SKIP  gpu   (no GPU test programs in this build: built with cuda=no or nvcc missing)"
 fi
 
 fuzz_build=${FUZZ_BUILD:-$ROOT/build/fuzz}
@@ -98,10 +163,12 @@ for t in "$fuzz_build"/tests/fuzz/fuzz_*; do
     run_one fuzz "$b" fuzz_one "$t" "${b#fuzz_}"
 done
 if [ $fuzz_any = 0 ] && [[ " ${KINDS:-fuzz} " == *" fuzz "* ]]; then
-    echo "SKIP  fuzz  (no fuzz harnesses in $fuzz_build: clang's libFuzzer runtime is missing; scons fuzz says why)"
+    note "SKIP  fuzz  (no fuzz harnesses in $fuzz_build: clang's libFuzzer runtime is missing; scons fuzz says why)"
 fi
+run_queue
 
 echo
+echo "tests/run.sh: $JOBS at a time, $((SECONDS - run_t0)) s"
 if [ $fail -gt 0 ]; then
     echo "failed:"; printf '  %s\n' "${failed[@]}"
 fi

@@ -14,8 +14,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 w="$T/w"
 mkdir -p "$w/results"
 ln -s "$ROOT/scripts" "$w/scripts"
-(cd "$ROOT" && "$DKV" run experiments/quickstart.lua -o "$w/results/quickstart.h5" >/dev/null) || fail "quickstart.lua"
-(cd "$ROOT" && "$DKV" run experiments/offload_thresholds.lua -o "$w/results/offload.h5" >/dev/null) || fail "offload_thresholds.lua"
+# (tests/run_cached.sh: `dkv run E -o F`, shared with test_experiments.sh and test_claims.sh)
+(cd "$ROOT" && bash tests/run_cached.sh "$w/results/quickstart.h5" experiments/quickstart.lua >/dev/null) || fail "quickstart.lua"
+(cd "$ROOT" && bash tests/run_cached.sh "$w/results/offload.h5" experiments/offload_thresholds.lua >/dev/null) || fail "offload_thresholds.lua"
 n=0
 for doc in "$ROOT/README.md" "$ROOT"/docs/*.md; do
     k=$(awk -v dir="$T" -v tag="$(basename "$doc" .md)" '
