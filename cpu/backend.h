@@ -38,8 +38,9 @@
  * Transfers: OFFLOAD copies the request's last pcie_bytes of blocks to its host slot; COMPRESS
  * takes the device_bytes of blocks before those, projects every (layer, k|v, kv head) matrix of
  * their m tokens x head_dim to rank r = round(ratio * head_dim) (ratio = pcie_bytes /
- * device_bytes) with cuda/lowrank.h's randomized range finder (Omega ~ N(0, 1) seeded, one
- * power iteration, Q = orth(Y), B = Q^T A) and stores the reconstruction Q B into the host slot
+ * device_bytes) with cuda/lowrank.h's randomized range finder (Omega ~ N(0, 1) seeded with
+ * options.seed + the number of orders compressed before, one Omega for all matrices of the order
+ * as the CUDA backend draws it; one power iteration, Q = orth(Y), B = Q^T A) and stores the reconstruction Q B into the host slot
  * (decompressed on fetch); FETCH fills the staging blocks of positions a request no longer holds
  * from its host slot, so attention reads the raw or reconstructed KV.  REORDER is counted only.
  *

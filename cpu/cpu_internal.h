@@ -82,7 +82,7 @@ typedef struct cpu_backend {
     float     lam;             /* SELECT: largest attention logit of the block rows [lam_lo, lam_hi) */
     uint32_t  lam_lo, lam_hi;  /* (rows relative to q0; lam_hi = 0: not tracked) */
 
-    uint64_t lr_calls;
+    uint64_t lr_orders;        /* COMPRESS orders that compressed: the low-rank Omega's seed offset */
     dkv_cpu_backend_report rep;
 } cpu_backend;
 

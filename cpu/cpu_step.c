@@ -177,12 +177,15 @@ static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_
     }
     dkv_status st = DKV_OK;
     uint32_t live = x->need_tokens > start * bt + n ? x->need_tokens - start * bt : n;   /* rows after stay live */
+    /* one Omega for every matrix of the order, seeded options seed + the count of orders that
+     * compressed before: cuda/arena.c's compress() draws the same (cuda/lowrank.h) */
+    uint64_t seed = b->o.seed + b->lr_orders++;
     for (uint32_t l = 0; l < m->n_layers && st == DKV_OK; l++)
         for (uint32_t kv = 0; kv < 2 && st == DKV_OK; kv++)
             for (uint32_t g = 0; g < m->n_kv_heads && st == DKV_OK; g++) {
                 double e = 0;
                 cpu_load(b, x->tab + start, l, kv, g, n, A);
-                st = dkv_cpu_lowrank(A, A, n, D, r, 1, b->o.seed + b->lr_calls++, &e, err);
+                st = dkv_cpu_lowrank(A, A, n, D, r, 1, seed, &e, err);
                 for (uint32_t t = 0; t < n; t++)
                     rows[t] = A + (size_t)t * D;
                 if (st == DKV_OK)   /* re-stored (quantized) in place, then copied out below */

@@ -389,6 +389,9 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     uint32_t cmp_blocks = cdiv(xf->device_bytes, b->block_bytes);
     uint32_t end = x->n_chain > off_blocks ? x->n_chain - off_blocks : 0, start = end > cmp_blocks ? end - cmp_blocks : 0;
     uint32_t m_tok = dkv_devmem_compress_tokens(x->n_chain, off_blocks, cmp_blocks, bt, b->max_L);
+    /* the rows the item holds (the CPU backend's rule): never the unwritten tail of a last block */
+    uint32_t hi = end * bt < x->need_tokens ? end * bt : x->need_tokens;
+    m_tok = hi <= start * bt ? 0 : hi - start * bt < m_tok ? hi - start * bt : m_tok;
     b->rep.xfer_d2h_counted += xf->pcie_bytes;
     if (m_tok == 0)
         return DKV_OK;
@@ -412,8 +415,10 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
         DKV_CU(cudaStreamWaitEvent(b->st, b->copies[b->compress_epoch % BK_COPIES].done, 0));
     DKV_TRY(gbuf_reserve(b, (size_t)batch * m_tok * D * 2, err));
     DKV_TRY(dkv_bk_gather(b->gbuf, &b->pool, b->d_table + x->tb + start, m_tok, false, b->st, err));
-    DKV_TRY(dkv_cuda_lowrank_compress(b->lr, b->gbuf, m_tok, D, batch, r, 1, b->o.seed + b->epoch, b->lr_q, b->lr_b,
-                                  b->lr_err, err));
+    /* one Omega for the order's matrices, seeded options seed + the orders compressed before: the
+     * CPU backend's draw (cpu/cpu_step.c), so both backends compute the same projection */
+    DKV_TRY(dkv_cuda_lowrank_compress(b->lr, b->gbuf, m_tok, D, batch, r, 1, b->o.seed + b->lr_orders++, b->lr_q,
+                                      b->lr_b, b->lr_err, err));
     DKV_TRY(dkv_cuda_f32_to_bf16(b->lr_out, b->lr_q, (size_t)batch * m_tok * r, b->st, err));
     DKV_TRY(dkv_cuda_f32_to_bf16(b->lr_out + (size_t)batch * m_tok * r, b->lr_b, (size_t)batch * r * D, b->st, err));
     b->launches[DKV_KCLASS_COMPRESS] += 4 + 12;

@@ -198,6 +198,7 @@ typedef struct dkv_cuda_backend {
     uint32_t  epoch;                        /* copies issued; copy e in copies[e % BK_COPIES] */
     uint32_t  done_epoch;                   /* every copy up to this one has finished */
     uint32_t  compress_epoch;               /* last copy reading lr_out */
+    uint64_t  lr_orders;                    /* COMPRESS orders that compressed: Omega's seed offset */
     dkv_bf16 *gbuf;                         /* gather buffer (compression, reorder), lazy */
     size_t    gbuf_bytes;
     dkv_cuda_lowrank *lr;

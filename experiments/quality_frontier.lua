@@ -139,6 +139,8 @@ local function both_runs(p)   -- the greedy decode (outputs) and the teacher-for
   local r, gen = dkv.execute(cfg(p), {backend = backend, weights = W, bf16_activations = emulate or nil,
                                       outputs = true})
   local _, sc = dkv.execute(cfg(p), {backend = backend, weights = W, bf16_activations = emulate or nil, targets = T})
+  -- never a NaN as a result (core/decode/score.c already stops a run on a non-finite logit row)
+  if sc.score.bits_per_byte ~= sc.score.bits_per_byte then error(p.name .. ": bits per byte is NaN") end
   return r, gen, sc
 end
 for _, p in ipairs(points) do

@@ -366,7 +366,9 @@ device_fp8() {
 #        in parallel, each under timeout LIMIT (200 s): experiments/quality_frontier.lua -D full=true
 #        -D backend=cuda -D keep_going=true (a failing point is listed, not fatal), and
 #        tests/gpu/test_backend_score one process per configuration
-#        (CONFS); $OUT gets device.txt, summary.txt and score.tgz (frontier_cuda.h5 and every log)
+#        (CONFS), and tests/gpu/test_backend_lowrank (the range finder; range_finder.log);
+#        FRONTIER_ONLY=a,b runs only those frontier points (and none: -D only);
+#        $OUT gets device.txt, summary.txt and score.tgz (frontier_cuda.h5 and every log)
 # here:  RES=DIR bash scripts/gpu_run.sh post-score FILES_AT CPU.h5
 #        (CPU.h5: the same frontier with -D backend=cpu -D full=true, run here) unpacks score.tgz into
 #        RES (default results/score), prints the GPU test's verdicts, scripts/quality_compare.py
@@ -376,9 +378,9 @@ SCORE_CONFS="none prefix dual sparse-head sparse-shared lowrank fp8"
 
 build_score() {
     bash scripts/hw_session.sh build >/dev/null || exit 1
-    scons -Q -j2 build/release/tests/gpu/test_backend_score || exit 1
+    scons -Q -j2 build/release/tests/gpu/test_backend_score build/release/tests/gpu/test_backend_lowrank || exit 1
     rm -rf "$SB"; mkdir -p "$SB/lib"
-    cp .hwbin/dkv build/release/tests/gpu/test_backend_score "$SB"/
+    cp .hwbin/dkv build/release/tests/gpu/test_backend_score build/release/tests/gpu/test_backend_lowrank "$SB"/
     # the test's own libraries (OpenBLAS and its runtime) are dkv's too: .hwbin/lib has them
     for l in .hwbin/lib/*; do gzip -c "$l" > "$SB/lib/$(basename "$l").gz"; done
     rm -rf .hwbin   # untracked (not ignored) in a worktree: it would travel with the tree
@@ -394,17 +396,24 @@ device_score() {
     export LD_LIBRARY_PATH="$LIB:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/device.txt"
     ( t0=$SECONDS; timeout "$L" "$SB/dkv" run experiments/quality_frontier.lua -D full=true -D backend=cuda \
-          -D keep_going=true -o "$W/frontier_cuda.h5" > "$W/frontier_cuda.log" 2>&1
+          -D keep_going=true ${FRONTIER_ONLY:+-D only=$FRONTIER_ONLY} -o "$W/frontier_cuda.h5" \
+          > "$W/frontier_cuda.log" 2>&1
       echo "== frontier cuda exit $? ($((SECONDS - t0)) s)" >> "$W/frontier_cuda.log" ) &
+    if [ -x "$SB/test_backend_lowrank" ]; then   # the range finder itself (rank deficiency included)
+        ( t0=$SECONDS; timeout "$L" "$SB/test_backend_lowrank" > "$W/range_finder.log" 2>&1
+          echo "== test_backend_lowrank exit $? ($((SECONDS - t0)) s)" >> "$W/range_finder.log" ) &
+    fi
     for c in ${CONFS:-$SCORE_CONFS}; do
         ( t0=$SECONDS; timeout "$L" "$SB/test_backend_score" "$c" > "$W/score_$c.log" 2>&1
           echo "== test_backend_score $c exit $? ($((SECONDS - t0)) s)" >> "$W/score_$c.log" ) &
     done
     wait
-    { cat "$W/frontier_cuda.log"; grep -hE "criterion|^(PASS|FAIL|SKIP)|== " "$W"/score_*.log | cut -c1-400; } \
+    { cat "$W/frontier_cuda.log"; grep -hE "criterion|^(PASS|FAIL|SKIP)|== " "$W"/score_*.log | cut -c1-400
+      [ -f "$W/range_finder.log" ] && grep -hE "^--|^(PASS|FAIL|SKIP)|== " "$W/range_finder.log" | cut -c1-400; } \
         | tee "$OUT/summary.txt"
     tar -czf "$OUT/score.tgz" -C "$W" .
     grep -q "exit 0" "$W/frontier_cuda.log" || rc=1
+    [ ! -f "$W/range_finder.log" ] || grep -q "exit 0 " "$W/range_finder.log" || rc=1
     for c in "$W"/score_*.log; do grep -q "exit 0 " "$c" || rc=1; done
     return $rc
 }

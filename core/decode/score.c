@@ -49,9 +49,14 @@ dkv_status dkv_score_block(const float *logits, const float *conf, uint32_t B, u
         const float *z = logits + (size_t)pick * V;
         float lse0;
         dkv_score_row(z, V, &am, NULL, &lse0);
+        double nll = ((double)lse0 - ((double)z[t] - z[am])) / log(2.0);
+        if (!isfinite(nll))   /* a NaN/inf logit row: never a silent NaN bits per byte */
+            return dkv_err_set(err, DKV_ERANGE, "scoring: the logit row of block position %u is not finite (-log2 p "
+                               "of target %u = %g; logit[target] %g, logit[argmax %u] %g): the KV or the forward "
+                               "produced NaN/inf", pick, t, nll, (double)z[t], am, (double)z[am]);
         acc->n++;
         acc->correct += am == t;
-        acc->nll_bits += ((double)lse0 - ((double)z[t] - z[am])) / log(2.0);
+        acc->nll_bits += nll;
         tok[pick] = t;
         if (n_done)
             (*n_done)++;

@@ -46,7 +46,8 @@ void dkv_score_row(const float *z, uint32_t V, uint32_t *argmax, float *conf, fl
  * confident masked positions (ties to the lower position; fewer when fewer are masked) take
  * their target, each scored into *acc.  *n_done (may be NULL) = positions committed.  Errors
  * (DKV_EINVAL, naming the position): a target >= V or equal to mask_id at a position it
- * commits; tok is then left as it was for that position and later ones. */
+ * commits; DKV_ERANGE: the row it scores is not finite (NaN/inf logits: a NaN bits per byte is
+ * never reported); tok is then left as it was for that position and later ones. */
 dkv_status dkv_score_block(const float *logits, const float *conf, uint32_t B, uint32_t V, uint32_t *tok,
                            const uint32_t *target, uint32_t mask_id, uint32_t n_unmask, dkv_score *acc, uint32_t *n_done,
                            dkv_err *err);

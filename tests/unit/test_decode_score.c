@@ -106,6 +106,28 @@ static void test_block_correct_conf_given_and_errors(void **state)
     assert_true(t3[0] == M && t3[1] == M && t3[2] == M);
 }
 
+/* A NaN or inf in the row a position is scored from stops the scoring (DKV_ERANGE, naming the
+ * position): a NaN (or inf) bits per byte is never accumulated.  Row 0 is the first masked
+ * position (picked whatever its confidence); its target 1 holds NaN, +inf (the row's softmax is
+ * NaN) or -inf (p(target) = 0: -log2 p = inf). */
+static void test_block_nonfinite_row_is_an_error(void **state)
+{
+    (void)state;
+    enum { B = 2 };
+    const float bad[] = {NAN, INFINITY, -INFINITY};
+    for (int k = 0; k < 3; k++) {
+        float lg[B * V];
+        row_1214(lg), row_1214(lg + V);
+        lg[1] = bad[k];
+        uint32_t tok[B] = {MASK, MASK}, tgt[B] = {1, 0}, n = 9;
+        dkv_score sc = {0};
+        dkv_err e = {0};
+        assert_int_equal(dkv_score_block(lg, NULL, B, V, tok, tgt, MASK, 1, &sc, &n, &e), DKV_ERANGE);
+        assert_non_null(strstr(e.msg, "block position 0 is not finite"));
+        assert_true(sc.n == 0 && sc.nll_bits == 0.0 && n == 0 && tok[0] == MASK && tok[1] == MASK);
+    }
+}
+
 static void test_totals(void **state)
 {
     (void)state;
@@ -124,6 +146,7 @@ int main(void)
         cmocka_unit_test(test_row_statistics),
         cmocka_unit_test(test_block_commits_most_confident_and_scores),
         cmocka_unit_test(test_block_correct_conf_given_and_errors),
+        cmocka_unit_test(test_block_nonfinite_row_is_an_error),
         cmocka_unit_test(test_totals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
