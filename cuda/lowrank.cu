@@ -1,4 +1,5 @@
-/* lowrank.cu - randomized range finder through cuBLAS, Gram-Schmidt in a kernel (see lowrank.h).
+/* lowrank.cu - randomized range finder with shifted CholeskyQR2 through cuBLAS, dependent columns
+ * dropped (see lowrank.h).
  *
  * cuBLAS is column-major: a row-major (rows x cols) matrix is its column-major transpose, so
  * below Xc = X^T (n x m, ld n), Yc = Y^T (r x m, ld r), Qc = Q^T, Bc = B^T (n x r, ld n). */
@@ -38,59 +39,72 @@ static __global__ void f32_to_bf16_kernel(dkv_bf16 *out, const float *in, size_t
         out[i] = f2bf(in[i]);
 }
 
-/* The sum over the block of each thread's v (blockDim.x a multiple of 32, <= 1024), returned to
- * every thread.  red: 33 doubles of shared memory. */
-static __device__ double block_sum(double v, double *red)
+/* One block per matrix: G (r x r, column-major, symmetric) + s I = L L^T in double, then
+ * Linv = L^-1 (column-major, zero above the diagonal).  A column of Y numerically in the span of the
+ * earlier ones (fewer distinct rows than r, as layer 0's V of a short range of a byte-level model)
+ * has a Schur pivot of rounding noise, which L^-1 amplified into Q (garbage or NaN: device call 13's
+ * lowrank_0.5).  The pivot is floored at shift + tau x the column's own squared norm (tau = 16 m u,
+ * u = 2^-24: what an fp32 Gram of m rows cannot resolve), so such a column comes out of the first pass
+ * as bounded noise and the second pass orthonormalises it: Q stays orthonormal and finite, its extra
+ * columns are harmless directions (the projection still reproduces the rank-deficient matrix).  A
+ * zero column (the second pass of a zero input) is dropped: its row of L^-1 is zero. */
+static __global__ void cholinv_kernel(const float *G, float *Linv, uint32_t r, uint32_t m)
 {
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_down_sync(0xffffffffu, v, o);
-    if ((threadIdx.x & 31) == 0)
-        red[threadIdx.x >> 5] = v;
+    __shared__ double Ls[DKV_LOWRANK_MAX_RANK * DKV_LOWRANK_MAX_RANK];
+    __shared__ double d0[DKV_LOWRANK_MAX_RANK];
+    __shared__ unsigned char drop[DKV_LOWRANK_MAX_RANK];
+    __shared__ double shift;
+    const float *g = G + (size_t)blockIdx.x * r * r;
+    float *li = Linv + (size_t)blockIdx.x * r * r;
+    const double tau = 16.0 * (double)m * 5.9604644775390625e-8;
+    for (uint32_t i = threadIdx.x; i < r * r; i += blockDim.x)
+        Ls[i] = g[i];
     __syncthreads();
-    if (threadIdx.x < 32) {
-        double w = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.0;
-        for (int o = 16; o > 0; o >>= 1)
-            w += __shfl_down_sync(0xffffffffu, w, o);
-        if (threadIdx.x == 0)
-            red[32] = w;
+    for (uint32_t i = threadIdx.x; i < r; i += blockDim.x)
+        d0[i] = Ls[i + i * r];
+    if (threadIdx.x == 0) {
+        double tr = 0;
+        for (uint32_t i = 0; i < r; i++)
+            tr += Ls[i + i * r];
+        shift = 1e-7 * tr + 1e-30;
     }
     __syncthreads();
-    return red[32];
-}
-
-/* One block per matrix: the r columns of Y (m x r row-major, i.e. column j at Y[t * r + j])
- * orthonormalised in place by modified Gram-Schmidt with re-orthogonalisation (each column
- * projected twice), dot products and norms accumulated in double: the CPU backend's orth
- * (cpu/cpu_kv.c).  A column left with at most LR_DROP of its squared norm (numerically in the
- * span of the earlier ones: fewer distinct rows than r, as layer 0's V of a short range) is
- * zeroed and carries no direction.  The CPU's bound is 1e-24 (double storage); Y is fp32 here,
- * where such a column keeps ~1e-14 of its squared norm as rounding, so the bound is 1e-10. */
-#define LR_DROP 1e-10
-static __global__ void orth_kernel(float *Y, uint32_t m, uint32_t r)
-{
-    __shared__ double red[33];
-    float *y = Y + (size_t)blockIdx.x * m * r;
-    for (uint32_t j = 0; j < r; j++) {
-        double a = 0;
-        for (uint32_t t = threadIdx.x; t < m; t += blockDim.x)
-            a += (double)y[(size_t)t * r + j] * y[(size_t)t * r + j];
-        double n0 = block_sum(a, red);
-        for (int pass = 0; pass < 2; pass++)
-            for (uint32_t i = 0; i < j; i++) {
-                double d = 0;
-                for (uint32_t t = threadIdx.x; t < m; t += blockDim.x)
-                    d += (double)y[(size_t)t * r + i] * y[(size_t)t * r + j];
-                d = block_sum(d, red);
-                for (uint32_t t = threadIdx.x; t < m; t += blockDim.x)
-                    y[(size_t)t * r + j] = (float)(y[(size_t)t * r + j] - d * y[(size_t)t * r + i]);
+    for (uint32_t i = threadIdx.x; i < r; i += blockDim.x)
+        Ls[i + i * r] += shift;
+    __syncthreads();
+    for (uint32_t k = 0; k < r; k++) {
+        if (threadIdx.x == 0) {
+            double p = Ls[k + k * r], floor = shift + tau * d0[k];
+            drop[k] = !(d0[k] > 1e-300);   /* a zero column stays zero */
+            Ls[k + k * r] = drop[k] ? 1.0 : sqrt(p > floor ? p : floor);
+        }
+        __syncthreads();
+        for (uint32_t i = k + 1 + threadIdx.x; i < r; i += blockDim.x)
+            Ls[i + k * r] = drop[k] ? 0.0 : Ls[i + k * r] / Ls[k + k * r];
+        __syncthreads();
+        uint32_t w = r - k - 1;
+        for (uint32_t t = threadIdx.x; t < w * w; t += blockDim.x) {
+            uint32_t i = k + 1 + t / w, j = k + 1 + t % w;
+            if (j <= i)
+                Ls[i + j * r] -= Ls[i + k * r] * Ls[j + k * r];
+        }
+        __syncthreads();
+    }
+    /* column j of L^-1 by forward substitution, one thread per column; a dropped row is zero */
+    for (uint32_t j = threadIdx.x; j < r; j += blockDim.x) {
+        double x[DKV_LOWRANK_MAX_RANK];
+        for (uint32_t i = 0; i < r; i++) {
+            double v = i == j ? 1.0 : 0.0;
+            if (i < j) {
+                x[i] = 0;
+                li[i + j * r] = 0.0f;
+                continue;
             }
-        a = 0;
-        for (uint32_t t = threadIdx.x; t < m; t += blockDim.x)
-            a += (double)y[(size_t)t * r + j] * y[(size_t)t * r + j];
-        double nn = block_sum(a, red);
-        double sc = nn > LR_DROP * n0 && nn > 1e-300 ? 1.0 / sqrt(nn) : 0.0;
-        for (uint32_t t = threadIdx.x; t < m; t += blockDim.x)
-            y[(size_t)t * r + j] = (float)(y[(size_t)t * r + j] * sc);
+            for (uint32_t k = j; k < i; k++)
+                v -= Ls[i + k * r] * x[k];
+            x[i] = v / Ls[i + i * r];
+            li[i + j * r] = drop[i] ? 0.0f : (float)x[i];
+        }
     }
 }
 
@@ -127,10 +141,11 @@ static dkv_status launch_convert(float *out, const dkv_bf16 *in, size_t n, cudaS
     return dkv_launch_check("bf16_to_f32_kernel", err);
 }
 
-static dkv_status launch_orth(float *Y, uint32_t m, uint32_t r, uint32_t b, cudaStream_t s, dkv_err *err)
+static dkv_status launch_cholinv(const float *G, float *Linv, uint32_t r, uint32_t m, uint32_t b, cudaStream_t s,
+                                 dkv_err *err)
 {
-    orth_kernel<<<b, 256, 0, s>>>(Y, m, r);
-    return dkv_launch_check("orth_kernel", err);
+    cholinv_kernel<<<b, 64, 0, s>>>(G, Linv, r, m);
+    return dkv_launch_check("cholinv_kernel", err);
 }
 
 static dkv_status launch_relerr(const float *X, const float *E, size_t mn, float *rel, uint32_t b, cudaStream_t s,
@@ -148,10 +163,22 @@ static dkv_status launch_relerr(const float *X, const float *E, size_t mn, float
                                (int)b_);                                                           \
     } while (0)
 
-/* Q (r x m col-major, i.e. row-major m x r) = orth(Y) (orth_kernel).  Y is clobbered. */
+/* Q (r x m col-major, i.e. row-major m x r) = orth(Y): shifted CholeskyQR, twice.  Y is clobbered. */
 static dkv_status orth(dkv_cuda_lowrank *lr, uint32_t m, uint32_t r, uint32_t b, dkv_err *err)
 {
-    DKV_TRY(launch_orth(lr->Y, m, r, b, lr->s, err));
+    const float one = 1.0f, zero = 0.0f;
+    float *in = lr->Y, *out = lr->Q;
+    for (int pass = 0; pass < 2; pass++) {
+        BL(cublasSgemmStridedBatched(lr->h, CUBLAS_OP_N, CUBLAS_OP_T, r, r, m, &one, in, r, (long long)m * r, in, r,
+                                     (long long)m * r, &zero, lr->G, r, (long long)r * r, b));
+        DKV_TRY(launch_cholinv(lr->G, lr->Linv, r, m, b, lr->s, err));
+        BL(cublasSgemmStridedBatched(lr->h, CUBLAS_OP_N, CUBLAS_OP_N, r, m, r, &one, lr->Linv, r, (long long)r * r, in,
+                                     r, (long long)m * r, &zero, out, r, (long long)m * r, b));
+        float *t = in;
+        in = out;
+        out = t;
+    }
+    /* two passes: the result is back in Y; keep it in Q */
     DKV_CU(cudaMemcpyAsync(lr->Q, lr->Y, (size_t)b * m * r * sizeof(float), cudaMemcpyDeviceToDevice, lr->s));
     return DKV_OK;
 }

@@ -4,19 +4,18 @@
  * For each of `batch` matrices A (m x n, bf16, row-major, contiguous: matrix i at A + i*m*n):
  *   Omega (n x r) ~ N(0, 1), seeded (core/util/rng.h), the same for every matrix;
  *   Y = A Omega, then `power_iters` times Y = A (A^T Q) with Q = orth(Y) in between;
- *   Q = orth(Y) (m x r): modified Gram-Schmidt with re-orthogonalisation, one block per matrix,
- *       accumulated in double (the CPU backend's orth, cpu/cpu_kv.c); a column with at most
- *       1e-10 of its squared norm left after the projections is zeroed (rank deficiency: fewer
- *       distinct rows than r, as layer 0's V of a short range, whose rows are functions of the
- *       token alone).  Until 2026-12-01 this was shifted CholeskyQR2 on the fp32 Gram matrix
- *       (shift 1e-7 trace): on exactly rank-deficient Y its null directions were rounding noise
- *       blown up by the Cholesky factor, Q was not orthonormal, and Q B was garbage or NaN
- *       (the CUDA frontier's lowrank_0.5 bits per byte = nan, device call 13);
+ *   Q = orth(Y) (m x r): shifted CholeskyQR2 on the fp32 Gram matrix (shift 1e-7 trace), each
+ *       Schur pivot floored at shift + 16 m u x the column's own squared norm (lowrank.cu's
+ *       cholinv_kernel): on rank-deficient Y (fewer distinct rows than r, as layer 0's V of a
+ *       short range of a byte-level model) the null directions come out of the first pass as
+ *       bounded noise, which the second pass orthonormalises, instead of rounding noise blown up
+ *       into Q (garbage or NaN before 2026-12-01: device call 13's lowrank_0.5).  A Gram-Schmidt
+ *       kernel was tried (call 15): correct, but 4-37x slower (compress 6.8 ms -> 25.9 ms at
+ *       524,288 rows rank 38; 24.5 ms -> 916 ms at 2,097,152 rows rank 64), so not kept.
  *   B = Q^T A (r x n);  A ~ Q B.
  *   rel_err = ||A - Q B||_F / ||A||_F per matrix.
- * All GEMMs are cublasSgemmStridedBatched in fp32 (A is converted once); the workspace still
- * holds the former CholeskyQR's G and L^-1 (unused) so that its size, which core/model/devmem.c
- * counts and the device measured, is unchanged.  Storage of the
+ * All GEMMs are cublasSgemmStridedBatched in fp32 (A is converted once); the workspace holds the
+ * Gram matrices G and L^-1 (core/model/devmem.c counts it).  Storage of the
  * approximation: (m + n) * r values instead of m * n; for KV rows of head_dim n with
  * r = round(ratio * n) the m * r coefficients are ratio of the raw size and the n * r basis is
  * shared by the m rows.

@@ -187,16 +187,16 @@ static void run_deficient(dkv_cuda_lowrank *lr, dkv_rng *rng)
                 kept += i == j && s > 0.5;
                 orth = fabs(s - want) > orth ? fabs(s - want) : orth;
             }
-        kept_ok &= kept == DISTINCT;
+        kept_ok &= kept >= DISTINCT;   /* the signal's 20 directions, and any extra ones orthonormal or zero */
     }
     char line[160];
     printf("-- 20 distinct rows, r 32: device error %.3e, Q/B/error finite %d, max |Q^T Q - diag(1 x 20, 0 x 12)| "
-           "%.2e\n", worst_err, finite, orth);
+           "%.2e\n", worst_err, finite, orth);   /* D: 1 on kept columns, 0 on zero ones */
     check_true("rank deficient: Q, B, error finite", finite, "a NaN or inf in the outputs");
     snprintf(line, sizeof line, "largest error %.3e (tol 1e-5)", worst_err);
     check_true("rank deficient: exact recovery", finite && worst_err <= 1e-5, line);
-    snprintf(line, sizeof line, "max |Q^T Q - D| = %.2e (tol 1e-3), 20 columns kept each: %d", orth, kept_ok);
-    check_true("rank deficient: 20 orthonormal columns, 12 zero", finite && kept_ok && orth <= 1e-3, line);
+    snprintf(line, sizeof line, "max |Q^T Q - D| = %.2e (tol 1e-3), >= 20 columns kept each: %d", orth, kept_ok);
+    check_true("rank deficient: columns orthonormal or zero, >= 20 kept", finite && kept_ok && orth <= 1e-3, line);
     free(A), free(Q), free(Bm), free(E);
     cudaFree(dA), cudaFree(dQ), cudaFree(dB), cudaFree(dE);
 }
