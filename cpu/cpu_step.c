@@ -142,15 +142,6 @@ static void write_back(cpu_backend *b, const cpu_item *x)
         }
 }
 
-static uint64_t offload_bytes(const dkv_step_plan *plan, uint32_t req)
-{
-    uint64_t n = 0;
-    for (uint32_t k = 0; k < plan->n_xfers; k++)
-        if (plan->xfers[k].kind == DKV_XFER_OFFLOAD && plan->xfers[k].request == req)
-            n += plan->xfers[k].pcie_bytes;
-    return n;
-}
-
 /* COMPRESS: the blocks before those offloaded raw (as cuda/arena.c's compress), every
  * (layer, k|v, head) matrix of their tokens to rank round(ratio * D); the reconstruction goes to
  * the host slot (what a fetch later reads). */
@@ -159,7 +150,8 @@ static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_
 {
     const dkv_model *m = &b->m;
     uint32_t D = m->head_dim, bt = b->bt;
-    uint32_t off_blocks = cdiv(offload_bytes(plan, x->req), b->block_bytes), cmp = cdiv(xf->device_bytes, b->block_bytes);
+    uint32_t off_blocks = cdiv(dkv_plan_offload_bytes(plan, x->req), b->block_bytes);
+    uint32_t cmp = cdiv(xf->device_bytes, b->block_bytes);
     uint32_t end = x->n_chain > off_blocks ? x->n_chain - off_blocks : 0, start = end > cmp ? end - cmp : 0;
     uint32_t hi = end * bt < x->need_tokens ? end * bt : x->need_tokens;
     if (hi <= start * bt)

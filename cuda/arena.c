@@ -366,16 +366,6 @@ static dkv_status gbuf_reserve(dkv_cuda_backend *b, size_t bytes, dkv_err *err)
     return DKV_OK;
 }
 
-/* Offload bytes ordered for request r in this plan. */
-static uint64_t offload_bytes(const dkv_step_plan *plan, uint32_t r)
-{
-    uint64_t n = 0;
-    for (uint32_t k = 0; k < plan->n_xfers; k++)
-        if (plan->xfers[k].kind == DKV_XFER_OFFLOAD && plan->xfers[k].request == r)
-            n += plan->xfers[k].pcie_bytes;
-    return n;
-}
-
 /* One COMPRESS order: the blocks before the ones offloaded raw are gathered and projected to
  * low rank on the compute stream, and the projection (bf16 Q then B, and the errors) goes to the
  * request's host slot on the copy stream.  The next projection waits until that copy has read
@@ -385,7 +375,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
 {
     const dkv_model *m = &b->m;
     uint32_t D = m->head_dim, batch = b->err_stride, bt = b->block_tokens;
-    uint32_t off_blocks = cdiv(offload_bytes(plan, x->req), b->block_bytes);
+    uint32_t off_blocks = cdiv(dkv_plan_offload_bytes(plan, x->req), b->block_bytes);
     uint32_t cmp_blocks = cdiv(xf->device_bytes, b->block_bytes);
     uint32_t end = x->n_chain > off_blocks ? x->n_chain - off_blocks : 0, start = end > cmp_blocks ? end - cmp_blocks : 0;
     uint32_t m_tok = dkv_devmem_compress_tokens(x->n_chain, off_blocks, cmp_blocks, bt, b->max_L);

@@ -220,40 +220,43 @@ dkv_status dkv_profile_table_add(dkv_profile *p, dkv_prof_tab id, const char *co
     return DKV_OK;
 }
 
-dkv_status dkv_profile_table_warm(dkv_profile *p, dkv_prof_tab id, uint32_t extra, const char *where, dkv_err *err)
+/* Table id's extra column `extra` as a seconds column called `name` (warm_s, stream_s): present, after
+ * warm_s when need_warm, every value > 0; its absolute index into *col. */
+static dkv_status seconds_col(dkv_profile *p, dkv_prof_tab id, uint32_t extra, const char *name, bool need_warm,
+                              const char *where, int *col, dkv_err *err)
 {
     ptab *t = (unsigned)id < DKV_PT_N ? &p->t[id] : NULL;
     if (!t || !t->present || specs[id].copy || extra >= t->n_extra)
-        return dkv_err_set(err, DKV_EINVAL, "%s: %s: no extra column %u to take warm_s from", where,
-                           t ? label(id) : "?", extra + 1);
-    int col = (int)(t->n_fields + 2 + extra);
+        return dkv_err_set(err, DKV_EINVAL, "%s: %s: no extra column %u to take %s from", where,
+                           t ? label(id) : "?", extra + 1, name);
+    if (need_warm && t->warm_col < 0)
+        return dkv_err_set(err, DKV_EINVAL, "%s: %s: %s needs a warm_s column before it", where, label(id), name);
+    *col = (int)(t->n_fields + 2 + extra);
     for (size_t r = 0; r < t->n; r++) {
-        double v = t->raw[r * t->width + col];
+        double v = t->raw[r * t->width + *col];
         if (!(isfinite(v) && v > 0))
-            return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: warm_s must be > 0 (got %.17g)", where, label(id),
-                               r + 1, v);
+            return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: %s must be > 0 (got %.17g)", where, label(id),
+                               r + 1, name, v);
     }
-    t->warm_col = col;
     return DKV_OK;
+}
+
+dkv_status dkv_profile_table_warm(dkv_profile *p, dkv_prof_tab id, uint32_t extra, const char *where, dkv_err *err)
+{
+    int col;
+    dkv_status st = seconds_col(p, id, extra, "warm_s", false, where, &col, err);
+    if (st == DKV_OK)
+        p->t[id].warm_col = col;
+    return st;
 }
 
 dkv_status dkv_profile_table_stream(dkv_profile *p, dkv_prof_tab id, uint32_t extra, const char *where, dkv_err *err)
 {
-    ptab *t = (unsigned)id < DKV_PT_N ? &p->t[id] : NULL;
-    if (!t || !t->present || specs[id].copy || extra >= t->n_extra)
-        return dkv_err_set(err, DKV_EINVAL, "%s: %s: no extra column %u to take stream_s from", where,
-                           t ? label(id) : "?", extra + 1);
-    if (t->warm_col < 0)
-        return dkv_err_set(err, DKV_EINVAL, "%s: %s: stream_s needs a warm_s column before it", where, label(id));
-    int col = (int)(t->n_fields + 2 + extra);
-    for (size_t r = 0; r < t->n; r++) {
-        double v = t->raw[r * t->width + col];
-        if (!(isfinite(v) && v > 0))
-            return dkv_err_set(err, DKV_EINVAL, "%s: %s.rows[%zu]: stream_s must be > 0 (got %.17g)", where,
-                               label(id), r + 1, v);
-    }
-    t->stream_col = col;
-    return DKV_OK;
+    int col;
+    dkv_status st = seconds_col(p, id, extra, "stream_s", true, where, &col, err);
+    if (st == DKV_OK)
+        p->t[id].stream_col = col;
+    return st;
 }
 
 bool dkv_profile_uses_warm(dkv_prof_tab id) { return (unsigned)id < DKV_PT_N && specs[id].warm; }

@@ -45,3 +45,12 @@ const char *dkv_backend_name(const dkv_backend *b)
 {
     return b && b->iface && b->iface->name ? b->iface->name : "none";
 }
+
+uint64_t dkv_plan_offload_bytes(const dkv_step_plan *plan, uint32_t request)
+{
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < plan->n_xfers; k++)
+        if (plan->xfers[k].kind == DKV_XFER_OFFLOAD && plan->xfers[k].request == request)
+            n += plan->xfers[k].pcie_bytes;
+    return n;
+}

@@ -240,4 +240,8 @@ void       dkv_backend_end(dkv_backend *b);
 void       dkv_backend_free(dkv_backend *b);    /* NULL or an empty backend: no-op */
 const char *dkv_backend_name(const dkv_backend *b);
 
+/* Bytes the plan offloads raw (DKV_XFER_OFFLOAD orders) for one request: a COMPRESS order's range
+ * is the blocks before them (cpu/cpu_step.c, cuda/arena.c). */
+uint64_t dkv_plan_offload_bytes(const dkv_step_plan *plan, uint32_t request);
+
 #endif

@@ -193,6 +193,14 @@ static void collect_item(void *user, const dkv_cuda_item_report *r)
         x->out_failed = true;
 }
 
+/* opts.targets read once (exec_score.h), for whichever backend's options take them */
+static dkv_status read_targets(dkv_lsim *s, lexec *x, dkv_err *err)
+{
+    if (!x->targets || x->tg.ptr)
+        return DKV_OK;
+    return dkv_exec_targets_read(&x->tg, x->targets, &s->model, s->w, err);
+}
+
 /* The backend options of one instance (cfg.instances.n instances: see make_instances). */
 static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *po, dkv_err *err)
 {
@@ -246,15 +254,9 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
         o.follow = x->follow.req;
         o.n_follow = x->follow.n;
     }
-    if (x->targets && !x->tg.ptr) {   /* teacher-forced scoring (backend_score.c, decode/score.h) */
-        dkv_status st = dkv_exec_targets_read(&x->tg, x->targets, &s->model, s->w, err);
-        if (st != DKV_OK)
-            return st;
-    }
-    if (x->tg.ptr) {
-        o.targets = x->tg.ptr;
-        o.n_targets = x->tg.n;
-    }
+    DKV_TRY(read_targets(s, x, err));   /* teacher-forced scoring (backend_score.c, decode/score.h) */
+    o.targets = x->tg.ptr;
+    o.n_targets = x->tg.n;
     *po = o;
     return DKV_OK;
 }
@@ -551,15 +553,9 @@ static dkv_status make_cpu(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err
     }
     s->ec.weights = x->rw;
     o.seed = x->seed >= 0 ? (uint64_t)x->seed : s->seed;
-    if (x->targets && !x->tg.ptr) {
-        dkv_status st = dkv_exec_targets_read(&x->tg, x->targets, &s->model, s->w, err);
-        if (st != DKV_OK)
-            return st;
-    }
-    if (x->tg.ptr) {
-        o.targets = x->tg.ptr;
-        o.n_targets = x->tg.n;
-    }
+    DKV_TRY(read_targets(s, x, err));
+    o.targets = x->tg.ptr;
+    o.n_targets = x->tg.n;
     o.report = &x->crep;
     o.bf16_activations = x->bf16_act;
     if (x->follow.n) {

@@ -1,6 +1,8 @@
 /* ref_ops.c - the operations of the reference forward, one function each (see ref.h). */
 #include "ref/ref.h"
 
+#include "decode/score.h"
+
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -156,20 +158,9 @@ dkv_status dkv_ref_lm_head_argmax(uint32_t *argmax, float *conf, const float *in
     for (uint32_t t0 = 0; t0 < T; t0 += chunk) {
         uint32_t n = T - t0 < chunk ? T - t0 : chunk;
         dkv_ref_matmul(logits, in + (size_t)t0 * C, w, NULL, n, C, V);
-        for (uint32_t r = 0; r < n; r++) {
-            const float *l = logits + (size_t)r * V;
-            uint32_t best = 0;
-            for (uint32_t i = 1; i < V; i++)
-                if (l[i] > l[best])
-                    best = i;
-            double z = 0;
-            for (uint32_t i = 0; i < V; i++)
-                z += exp((double)l[i] - l[best]);
-            if (argmax)
-                argmax[t0 + r] = best;
-            if (conf)
-                conf[t0 + r] = (float)(1.0 / z);
-        }
+        for (uint32_t r = 0; r < n; r++)   /* first maximum, softmax probability of it (decode/score.h) */
+            dkv_score_row(logits + (size_t)r * V, V, argmax ? &argmax[t0 + r] : NULL, conf ? &conf[t0 + r] : NULL,
+                          NULL);
     }
     free(logits);
     return DKV_OK;

@@ -76,15 +76,6 @@ static dkv_status w_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     return f->inner.iface->begin(f->inner.ctx, s, err);
 }
 
-static uint64_t offload_bytes(const dkv_step_plan *plan, uint32_t req)
-{
-    uint64_t n = 0;
-    for (uint32_t k = 0; k < plan->n_xfers; k++)
-        if (plan->xfers[k].kind == DKV_XFER_OFFLOAD && plan->xfers[k].request == req)
-            n += plan->xfers[k].pcie_bytes;
-    return n;
-}
-
 static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d); }
 
 /* cuda/arena.c's compress: the chain (the item's blocks, at most its canvas's), the blocks before
@@ -104,7 +95,8 @@ static dkv_status w_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *ou
         const dkv_request *q = dkv_workload_get(f->wl, xf->request);
         uint32_t n_tb = cdiv(q->prompt_tokens + q->gen_tokens, f->bt);
         uint32_t n_chain = it->n_kv_blocks < n_tb ? it->n_kv_blocks : n_tb;
-        uint32_t off = cdiv(offload_bytes(plan, xf->request), f->block_bytes), cmp = cdiv(xf->device_bytes, f->block_bytes);
+        uint32_t off = cdiv(dkv_plan_offload_bytes(plan, xf->request), f->block_bytes);
+        uint32_t cmp = cdiv(xf->device_bytes, f->block_bytes);
         uint32_t end = n_chain > off ? n_chain - off : 0, start = end > cmp ? end - cmp : 0;
         uint32_t m_tok = dkv_devmem_compress_tokens(n_chain, off, cmp, f->bt, f->max_L);
         if (m_tok == 0)
