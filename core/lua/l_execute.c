@@ -178,6 +178,14 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     lua_pop(L, 1);
 }
 
+/* opts.targets read once (exec_score.h), for whichever backend's options take them */
+static dkv_status read_targets(dkv_lsim *s, lexec *x, dkv_err *err)
+{
+    if (!x->targets || x->tg.ptr)
+        return DKV_OK;
+    return dkv_exec_targets_read(&x->tg, x->targets, &s->model, s->w, err);
+}
+
 #ifdef DKV_HAVE_CUDA
 
 /* on_item hook for opts.outputs: the first failure is kept and raised after the run. */
@@ -191,14 +199,6 @@ static void collect_item(void *user, const dkv_cuda_item_report *r)
         (r->logits && dkv_exec_outputs_logits(&x->out, r->request, r->block_start, r->block_len, r->tokens_before,
                                               r->tokens_after, r->logits, r->vocab, &x->out_err) != DKV_OK))
         x->out_failed = true;
-}
-
-/* opts.targets read once (exec_score.h), for whichever backend's options take them */
-static dkv_status read_targets(dkv_lsim *s, lexec *x, dkv_err *err)
-{
-    if (!x->targets || x->tg.ptr)
-        return DKV_OK;
-    return dkv_exec_targets_read(&x->tg, x->targets, &s->model, s->w, err);
 }
 
 /* The backend options of one instance (cfg.instances.n instances: see make_instances). */
