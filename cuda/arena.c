@@ -161,6 +161,12 @@ static dkv_status slot_of(dkv_cuda_backend *b, bk_req *r, uint32_t request, char
                                "(host tier of %llu bytes) are all in use", request, b->n_slots,
                                (unsigned long long)b->want_host);
         r->host_slot = b->slot_free[--b->n_slot_free];
+        if (b->o.poison) {   /* tests: a fetch of bytes no offload or compress wrote reads NaN (0xFF) */
+            memset((char *)b->host + (uint64_t)r->host_slot * b->slot_bytes, 0xff, b->slot_bytes);
+            if (b->host_scale)
+                memset(b->host_scale + (size_t)r->host_slot * b->slot_blocks * b->err_stride, 0xff,
+                       (size_t)b->slot_blocks * b->err_stride * sizeof(float));
+        }
     }
     *out = (char *)b->host + (uint64_t)r->host_slot * b->slot_bytes;
     return DKV_OK;
@@ -322,21 +328,33 @@ dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
         DKV_TRY(copy_open(b, false, &cs, err));
         uint64_t rem = xf->pcie_bytes, done = 0;
         const bk_req *rq = &b->rq[x->req];
-        /* staging blocks first (positions not held on the device), then the held ones; blocks
-         * whose slot holds a low-rank form are rebuilt from it below, never copied raw */
-        for (uint32_t pass = 0; pass < 2 && rem; pass++) {
-            uint32_t j0 = pass == 0 ? x->n_chain : 0, j1 = pass == 0 ? x->n_tb : x->n_chain;
-            for (uint32_t j = j0; j < j1 && rem; j++) {
-                if (rq->lr_valid && j >= rq->lr_start && j < rq->lr_end)
-                    continue;
-                uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
-                DKV_CU(cudaMemcpyAsync((char *)b->arena + (uint64_t)tab[x->tb + j] * b->block_bytes,
-                                   slot + (uint64_t)j * b->block_bytes, n, cudaMemcpyHostToDevice, b->cp));
-                DKV_TRY(copy_scales(b, rq, j, tab[x->tb + j], false, &done, err));
-                rem -= n, done += n;
-            }
-        }
+        /* a low-rank form rebuilt below stands for the plan's bytes of those positions */
         bool rebuild = rq->lr_valid && rq->lr_start >= x->n_chain && rq->lr_end <= x->n_tb;
+        if (rebuild)
+            rem -= rem < rq->lr_plan_bytes ? rem : rq->lr_plan_bytes;
+        /* the staging blocks (positions not held on the device), raw from the slot; blocks whose
+         * slot holds a low-rank form are rebuilt from it below, never copied raw */
+        for (uint32_t j = x->n_chain; j < x->n_tb && rem; j++) {
+            if (rq->lr_valid && j >= rq->lr_start && j < rq->lr_end)
+                continue;
+            uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
+            DKV_CU(cudaMemcpyAsync((char *)b->arena + (uint64_t)tab[x->tb + j] * b->block_bytes,
+                               slot + (uint64_t)j * b->block_bytes, n, cudaMemcpyHostToDevice, b->cp));
+            DKV_TRY(copy_scales(b, rq, j, tab[x->tb + j], false, &done, err));
+            rem -= n, done += n;
+        }
+        /* bytes the plan orders beyond those (its rounding of a fraction of the host KV) still cross
+         * the bus, into the discard block: a block the item holds keeps its KV, as on the CPU
+         * backend.  (Until device call 19 they went into the held blocks, from the slot's first
+         * blocks, which no offload had written: the low-rank runs' working block was overwritten
+         * at every fetch: docs/GPU.md "Lossy policies".) */
+        while (rem) {
+            uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
+            DKV_CU(cudaMemcpyAsync((char *)b->arena + (uint64_t)b->discard * b->block_bytes, slot, n,
+                               cudaMemcpyHostToDevice, b->cp));
+            rem -= n, done += n;
+            b->rep.fetch_discard_bytes += n;
+        }
         if (rebuild)
             DKV_TRY(fetch_lowrank(b, x, slot, &done, err));
         DKV_TRY(copy_close(b, cs, done, err));
@@ -424,6 +442,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     if (n <= raw) {   /* the form goes where the raw blocks would; fetch rebuilds them from it */
         DKV_CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
         rq->lr_valid = true, rq->lr_start = start, rq->lr_end = end, rq->lr_m = m_tok, rq->lr_r = r;
+        rq->lr_plan_bytes = xf->pcie_bytes;
         b->rep.n_lowrank_stored++;
     } else {          /* larger than the raw KV (ratio ~1; short ranges, FP8 KV: model/devmem.h): the raw
                          blocks, exact */

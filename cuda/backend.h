@@ -76,8 +76,10 @@
  * tokens, each scored once from the logits (-log2 softmax[target], argmax == target), and the
  * block is written back before the next step.  Every logit row of a step must come from one LM-head
  * pass (rows <= max_logit_rows), else the step fails naming both.
- * Offloaded positions are read back raw from the host slot; positions the engine holds as a
- * low-rank approximation are fetched as bytes but not decompressed (docs/GPU.md).
+ * Offloaded positions are read back raw from the host slot into the item's staging blocks;
+ * positions the engine holds as a low-rank approximation are rebuilt there from the form (Q B,
+ * docs/GPU.md "Lossy policies").  A fetch writes no block the item holds: bytes the plan orders
+ * beyond the staging blocks land in the discard block (report fetch_discard_bytes).
  *
  * ---- What it measures ----
  * Per step: wall time (host clock, run_step entry to the step's completion: the engine's clock
@@ -166,6 +168,8 @@ typedef struct dkv_cuda_backend_report {
     uint64_t lowrank_h2d_bytes;      /* of pcie_h2d_bytes, the forms those fetches copied (the
                                         basis makes a form of a short range more than the engine's
                                         ratio x raw) */
+    uint64_t fetch_discard_bytes;    /* of pcie_h2d_bytes, fetched bytes beyond the item's staging
+                                        blocks (the plan's rounding), copied into the discard block */
     dkv_cuda_mem_sample *series;
     size_t   n_series;
     dkv_score *score;                /* (n_score = the workload's requests) held-out scores per request
@@ -195,7 +199,8 @@ typedef struct dkv_cuda_backend_options {
     bool                class_timing;    /* events around each kernel class (true) */
     bool                kernel_records;  /* emit dkv_kernel_records through setup.on_kernel (true) */
     bool                poison;          /* tests: fill the arena and the activations with 0xFF (bf16
-                                            NaN) at begin, so a read of unwritten KV shows (false) */
+                                            NaN) at begin, and each host-tier slot when a request takes
+                                            it, so a read of unwritten KV shows (false) */
     dkv_cuda_item_fn    on_item;         /* optional: synchronises after every step */
     const dkv_follow   *follow;          /* optional (needs on_item): follow[i] = request i's recorded
                                             trajectory (decode/follow.h): after each step the block's

@@ -64,6 +64,7 @@ typedef struct bk_req {
     bool     lr_valid;           /* the slot holds a low-rank form of blocks [lr_start, lr_end) */
     uint32_t lr_start, lr_end;   /* table indices (blocks of the canvas) */
     uint32_t lr_m, lr_r;         /* tokens and rank of the form: bf16 Q (batch, m, r), B (batch, r, D) */
+    uint64_t lr_plan_bytes;      /* the plan's bytes for the form (its COMPRESS order's pcie_bytes) */
 } bk_req;
 
 /* What one item does in the forward (host side, built per step). */

@@ -40,7 +40,9 @@ local prompts = dkv.param("prompts", "datasets/prompts/heldout.jsonl", "prompts 
 local modes = dkv.param("modes", "none,prefix,dual,sparse_head,sparse_shared",
                         "cache modes, comma-separated: none, prefix, dual, sparse_head, sparse_shared, " ..
                         "sparse_measured (entropy retention from each backend's measured attention), dual_fp8 " ..
-                        "(dual with FP8 e4m3 KV in both backends)")
+                        "(dual with FP8 e4m3 KV in both backends), dual_lowrank (dual with progressive offload, " ..
+                        "low-rank ratio 0.3 from a quarter of the steps: both backends rebuild the KV from " ..
+                        "the same projection)")
 local standin = dkv.param("standin", false, "use the CPU backend with bf16 activations as the second backend")
 local rho = dkv.param("rho", 0.5, "retention ratio of the sparse modes")
 local steps = dkv.param("steps", 32, "steps per 32-token block (32: one token a step; test_backend_tiny uses 8)")
@@ -50,17 +52,19 @@ local TOL_REL = 4 / 256
 local TOL_SEL = 48 / 256   -- selection ties: -margin <= TOL_SEL * mag
 
 local function config(mode)
-  local fp8 = mode == "dual_fp8"
-  local cache = mode:match("^sparse") and "sparse" or fp8 and "dual" or mode
+  local fp8, lowrank = mode == "dual_fp8", mode == "dual_lowrank"
+  local cache = mode:match("^sparse") and "sparse" or (fp8 or lowrank) and "dual" or mode
   local cfg = {model = fp8 and {base = "tiny-dllm", kv_dtype = "fp8"} or "tiny-dllm", gpu = "h200", workload = {prompts = {file = prompts, gen = gen > 0 and gen or nil}},
                decode = {cache = cache, block_len = 32, steps = steps}, mem = {capacity_bytes = 256 * 2 ^ 20}}
-  if mode == "sparse_measured" then   -- rho per block from the attention entropy each backend measures
+  if lowrank then   -- the low-rank phase from a quarter of the steps on (test_backend_lossy's t1)
+    cfg.policies = {offload = {mode = "progressive", lowrank_ratio = 0.3, t1 = 0.25, t2 = 1}}
+  elseif mode == "sparse_measured" then   -- rho per block from the attention entropy each backend measures
     cfg.policies = {retention = {rho = rho, mode = "entropy", measured = true, rho_min = 0.1, rho_max = 0.9}}
   elseif cache == "sparse" then
     cfg.policies = {retention = {rho = rho, set = mode == "sparse_shared" and "shared" or "per_head"}}
   elseif cache ~= "none" and cache ~= "prefix" and cache ~= "dual" then
     error("modes: unknown cache mode '" .. mode .. "' (none, prefix, dual, sparse_head, sparse_shared, sparse_measured, " ..
-          "dual_fp8)")
+          "dual_fp8, dual_lowrank)")
   end
   return cfg
 end

@@ -446,6 +446,58 @@ post_score() {
     return $rc
 }
 
+# ---- the CUDA low-rank path after the fetch fix (issue 10; docs/GPU.md "Lossy policies")
+# here:  bash scripts/gpu_run.sh build-lowrank   (build-score, plus test_backend_lossy; the
+#        executables gzipped so that build/score_bin and the tree fit the device call's carry)
+#        PREFIX_LOSSY=path adds that build of test_backend_lossy as test_backend_lossy_prefix (a
+#        build of an earlier tree: shows whether the test can fail)
+# there: run(command="bash scripts/gpu_run.sh device-lowrank", carry=["build/score_bin"], timeout_s=330)
+#        in parallel, each under timeout LIMIT (240 s): device-score (the whole CUDA frontier,
+#        test_backend_score per configuration, test_backend_lowrank), test_backend_lossy (and its
+#        _prefix build), experiments/hw_cpu_agreement.lua -D modes=dual_lowrank on test_backend_tiny's
+#        prompts and schedule and on the held-out prompts.  Comes back: summary.txt, score.tgz
+#        (post-score reads it), lowrank.tgz (every other log and HDF5), device.txt.
+build_lowrank() {
+    build_score
+    scons -Q -j2 build/release/tests/gpu/test_backend_lossy || exit 1
+    cp build/release/tests/gpu/test_backend_lossy "$SB"/
+    [ -z "${PREFIX_LOSSY:-}" ] || cp "$PREFIX_LOSSY" "$SB/test_backend_lossy_prefix"
+    for f in "$SB"/dkv "$SB"/test_backend_*; do gzip -9f "$f"; done
+    du -sh "$SB"
+}
+
+device_lowrank() {
+    OUT=${OUT:-$ROOT/gpu-out}
+    mkdir -p "$OUT"
+    local W=/tmp/lowrank_work L=${LIMIT:-240} f rc=0 p
+    rm -rf "$W"; mkdir -p "$W"
+    for f in "$SB"/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
+    chmod +x "$SB"/dkv "$SB"/test_backend_*
+    for p in test_backend_lossy test_backend_lossy_prefix; do
+        [ -x "$SB/$p" ] || continue
+        ( t0=$SECONDS; LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} timeout "$L" "$SB/$p" > "$W/$p.log" 2>&1
+          echo "== $p exit $? ($((SECONDS - t0)) s)" >> "$W/$p.log" ) &
+    done
+    ( export LD_LIBRARY_PATH="/tmp/score_lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+      mkdir -p /tmp/score_lib; for f in "$SB"/lib/*.gz; do gunzip -c "$f" > "/tmp/score_lib/$(basename "$f" .gz)"; done
+      t0=$SECONDS; timeout "$L" "$SB/dkv" run experiments/hw_cpu_agreement.lua -D modes=dual_lowrank \
+          -D prompts=datasets/workloads/tiny_prompts.jsonl -D gen=32 -D steps=8 -o "$W/agree_lowrank_tiny.h5" \
+          > "$W/agree_lowrank_tiny.log" 2>&1
+      echo "== agree dual_lowrank tiny_prompts exit $? ($((SECONDS - t0)) s)" >> "$W/agree_lowrank_tiny.log"
+      t0=$SECONDS; timeout "$L" "$SB/dkv" run experiments/hw_cpu_agreement.lua -D modes=dual_lowrank \
+          -o "$W/agree_lowrank_heldout.h5" > "$W/agree_lowrank_heldout.log" 2>&1
+      echo "== agree dual_lowrank heldout exit $? ($((SECONDS - t0)) s)" >> "$W/agree_lowrank_heldout.log" ) &
+    LIMIT=$L device_score || rc=1
+    wait
+    { grep -hE "^(PASS|FAIL|SKIP)|== |tiny dual" "$W"/test_backend_lossy*.log | cut -c1-400
+      grep -hE "criterion|PASS|FAIL|mismatch|== " "$W"/agree_*.log | cut -c1-400; } | tee -a "$OUT/summary.txt"
+    grep -q "exit 0 " "$W/test_backend_lossy.log" || rc=1
+    for f in "$W"/agree_*.log; do grep -q "exit 0 " "$f" || rc=1; ! grep -q "FAIL" "$f" || rc=1; done
+    tar -czf "$OUT/lowrank.tgz" -C "$W" .
+    echo "device-lowrank: rc $rc"
+    return $rc
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
@@ -462,7 +514,9 @@ build-fp8) build_fp8 ;;
 device-fp8) device_fp8 ;;
 build-score) build_score ;;
 device-score) device_score ;;
+build-lowrank) build_lowrank ;;
+device-lowrank) device_lowrank ;;
 post-score) shift; post_score "$@" ;;
-*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|device-ties|build-fp8|device-fp8|build-score|device-score|post-score" >&2
+*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|device-ties|build-fp8|device-fp8|build-score|device-score|post-score|build-lowrank|device-lowrank" >&2
    exit 2 ;;
 esac
