@@ -1,4 +1,4 @@
-/* profile.c - a measured GPU profile: tables, checks, and log-space lookups (see profile.h). */
+/* profile.c - a measured GPU profile: tables, checks, and lookups (log-space; GEMMs linear) (see profile.h). */
 #include "cost/profile.h"
 
 #include <math.h>
@@ -47,6 +47,7 @@ static const tspec specs[DKV_PT_N] = {
 typedef struct ptab {
     bool     present;
     bool     lin;            /* specs[].lin */
+    bool     affine;         /* interpolated in (x, t), not (log x, log t): gemm_affine() */
     int      warm_col;       /* the warm_s column (absolute), -1: none; used when specs[].warm */
     int      stream_col;     /* the stream_s column (absolute), -1: none (needs warm_col) */
     uint32_t n_fields, n_extra, width;
@@ -282,6 +283,17 @@ static double row_seconds(const ptab *t, const tspec *s, const double *row)
 
 /* ------------------------------------------------------------------ index */
 
+/* The GEMM tables are interpolated in (x, t), the others in (log x, log t).  A GEMM's time is a sum
+ * of terms each linear in every dimension (launch, the operands' bytes m k, n k, m n, the FLOPs
+ * m n k), which multilinear interpolation in (m, n, k) reproduces exactly; in log space it is exact
+ * for a power law instead, and a GEMM's time is none: leave-one-out on the shipped H200 profile's
+ * gemm grid and GEMM class rows (scripts/gemm_interp_loo.py) gives a lower error in (x, t) on every
+ * axis.  docs/COST_MODEL.md "GEMM interpolation". */
+static bool gemm_affine(dkv_prof_tab id)
+{
+    return id == DKV_PT_QKV || id == DKV_PT_O || id == DKV_PT_FFN || id == DKV_PT_GEMM || id == DKV_PT_LM_HEAD;
+}
+
 static const ptab *g_sort_tab;   /* qsort has no context argument; profiles are indexed one at a time */
 
 static int cmp_rows(const void *a, const void *b)
@@ -301,6 +313,7 @@ static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err
 {
     const tspec *s = &specs[id];
     t->lin = s->lin;
+    t->affine = gemm_affine(id);
     t->nk = t->na = 0;
     for (int i = 0; s->keys[i]; i++)
         t->key_col[t->nk++] = field_col(t, s->keys[i]);
@@ -393,18 +406,20 @@ static size_t upper(const ptab *t, size_t lo, size_t hi, uint32_t j, double x)
     return lo;
 }
 
-/* log seconds at axes x[] within rows [lo, hi) at axis level j (outermost remaining) and below;
- * *exact stays true while every level hit a measured value. */
+/* Seconds at axes x[] within rows [lo, hi) at axis level j (outermost remaining) and below, as log
+ * seconds (t->affine: seconds), piecewise linear in (log x, log t) (t->affine: in (x, t)) along each
+ * axis; *exact stays true while every level hit a measured value. */
 static double interp(const ptab *t, size_t lo, size_t hi, int j, const double *x, bool *exact)
 {
     if (j < 0)
-        return hi - lo == 1 ? t->lsec[lo] : NAN;
+        return hi - lo == 1 ? (t->affine ? t->sec[lo] : t->lsec[lo]) : NAN;
     size_t i = lower(t, lo, hi, (uint32_t)j, x[j]);
     if (i < hi && t->ax[i * t->na + j] == x[j])
         return interp(t, i, upper(t, i, hi, (uint32_t)j, x[j]), j - 1, x, exact);
     if (i == hi && j == 0 && t->lin && hi > lo) {   /* beyond the largest batch: in proportion */
         *exact = false;
-        return interp(t, hi - 1, hi, -1, x, exact) + log(x[0]) - t->lax[(hi - 1) * t->na];
+        double y = interp(t, hi - 1, hi, -1, x, exact), v = t->ax[(hi - 1) * t->na];
+        return t->affine ? y * x[0] / v : y + log(x[0]) - t->lax[(hi - 1) * t->na];
     }
     if (i == lo || i == hi)
         return NAN;   /* outside the measured range */
@@ -412,7 +427,8 @@ static double interp(const ptab *t, size_t lo, size_t hi, int j, const double *x
     double v0 = t->ax[(i - 1) * t->na + j], v1 = t->ax[i * t->na + j];
     size_t b0 = lower(t, lo, i, (uint32_t)j, v0), e1 = upper(t, i, hi, (uint32_t)j, v1);
     double y0 = interp(t, b0, i, j - 1, x, exact), y1 = interp(t, i, e1, j - 1, x, exact);
-    double l0 = t->lax[(i - 1) * t->na + j], l1 = t->lax[i * t->na + j], w = (log(x[j]) - l0) / (l1 - l0);
+    double w = t->affine ? (x[j] - v0) / (v1 - v0)
+                         : (log(x[j]) - t->lax[(i - 1) * t->na + j]) / (t->lax[i * t->na + j] - t->lax[(i - 1) * t->na + j]);
     return y0 + w * (y1 - y0);
 }
 
@@ -446,7 +462,7 @@ static double lookup(const dkv_profile *p, dkv_prof_tab id, const double *k, con
         if (!(x[j] > 0))
             return NAN;
     bool exact = true;
-    double ls = interp(t, lo, hi, (int)t->na - 1, x, &exact);
+    double ls = interp(t, lo, hi, (int)t->na - 1, x, &exact);   /* log seconds (affine: seconds) */
     if (isnan(ls))
         return NAN;
     if (exact) {   /* a measured point: its own value, not exp(log) */
@@ -455,7 +471,7 @@ static double lookup(const dkv_profile *p, dkv_prof_tab id, const double *k, con
             i = lower(t, i, hi, (uint32_t)j, x[j]), hi = upper(t, i, hi, (uint32_t)j, x[j]);
         return t->sec[i];
     }
-    return exp(ls);
+    return t->affine ? ls : exp(ls);
 }
 
 static double nk_width(const double *k) { return k[0] * k[1]; }   /* n k: the weights a row multiplies */

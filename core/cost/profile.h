@@ -6,9 +6,11 @@
  * dkv_profile_finish, which checks every table against the lookup it serves and indexes it.
  *
  * A lookup is exact in a table's key fields (e.g. a GEMM's n and k) and interpolates in its axis
- * fields (e.g. m), piecewise linearly in (log x, log seconds); several axes interpolate as a
- * tensor grid (bilinear, trilinear), so a function log t = c + Σ b_i log x_i is reproduced
- * exactly inside the grid and every measured point is reproduced exactly.  Outside the measured
+ * fields (e.g. m), piecewise linearly in (log x, log seconds) -- the GEMM tables (qkv, o, ffn,
+ * lm_head, gemm) in (x, seconds); several axes interpolate as a tensor grid (bilinear, trilinear),
+ * so a function log t = c + Σ b_i log x_i (a GEMM's launch + bytes + FLOPs, each term linear in
+ * m, n and k) is reproduced exactly inside the grid and every measured point is reproduced
+ * exactly (docs/COST_MODEL.md "GEMM interpolation").  Outside the measured
  * range, or where a grid corner is missing, a lookup returns NAN and the caller falls back to
  * the roofline (sim/, which records the fraction of time that came from it).
  *
