@@ -40,12 +40,13 @@ static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu 
  * blocks, group 0: CTAs of 32 query rows) and the larger ones (group 1: 64 rows) are two launches.
  * In a group every CTA takes one query tile of one head against one key split of its item; the
  * group's split count S fills the GPU (2 CTAs per SM, at most 8 splits, at least 16 keys each),
- * and 3 CTAs fit on an SM at once.  A group is looked up at its rows and its work-weighted mean keys
- * ā (the profile's uniform batches), then stretched for unequal items: the kernel ends with its
- * longest CTA, so the time is the larger of the work (the uniform batch: W waves of CTAs of ā / S
- * keys) and the critical path (one CTA of a_max / S keys):
+ * and 3 CTAs fit on an SM at once.  A group is looked up at its tile rows (the kernel computes whole
+ * tiles: an item of 416 rows costs 7 tiles of 64, 448 rows; the profile's rows are whole tiles) and
+ * its work-weighted mean keys ā (the profile's uniform batches), then stretched for unequal items: the
+ * kernel ends with its longest CTA, so the time is the larger of the work (the uniform batch: W waves
+ * of CTAs of ā / S keys) and the critical path (one CTA of a_max / S keys):
  *
- *     t = A(rows, ā) · max(1, c(a_max) / (W · c(ā)))
+ *     t = A(tile rows, ā) · max(1, c(a_max) / (W · c(ā)))
  *
  * c(a) is the time of a CTA of a / S keys, from the profile: a single Reuse item of a · S1 / S keys
  * (S1 its own split count, so its CTAs take the same keys), A(32, a · S1 / S); where that is outside
@@ -55,17 +56,17 @@ double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g
 {
     if (x->rows <= 0)
         return 0;
-    double abar = x->qa / x->rows;
+    double abar = x->qa / x->rows, rows = x->tiles * (big ? 64 : 32);   /* tile rows */
     /* the larger group's items that read the pool (prefix Reuse) run as 64-row tiles with a cache:
      * the profile's mode 3 where it has it and they are most of the group's rows (one launch) */
     double tile = 32, t = NAN;
     if (big && md == DKV_ATTN_DENSE && x->cached * 2 > x->rows) {
-        t = attn_mode(p, m, g, x->rows, abar, SIM_ATTN_MODE_PREFIX);
+        t = attn_mode(p, m, g, rows, abar, SIM_ATTN_MODE_PREFIX);
         if (!isnan(t))
             md = SIM_ATTN_MODE_PREFIX, tile = 64;
     }
     if (isnan(t))
-        t = attn_mode(p, m, g, x->rows, abar, md);
+        t = attn_mode(p, m, g, rows, abar, md);
     if (isnan(t) || x->amax <= abar * (1 + 1e-9) || g->n_sms == 0)
         return t;
     double H = m->n_heads, target = 2.0 * g->n_sms, slots = 3.0 * g->n_sms;

@@ -128,7 +128,9 @@ static void test_prefix_items_mode3(void **state)
     double m3 = dkv_profile_attn(p, 256, 1000, 32, 32, 128, 3), m0 = dkv_profile_attn(p, 256, 1000, 32, 32, 128, 0);
     assert_true(fabs(m3 - m0) > 0.3 * m0);   /* the two modes differ, so the choice is visible */
     assert_true(fabs(sim_attn_group(p, &m, &g, &x, 0, true) - m3) <= 1e-12 * m3);
-    assert_true(fabs(sim_attn_group(p, &m, &g, &x, 0, false) - m0) <= 1e-12 * m0);   /* small group: mode 0 */
+    sim_attn_grp xs = x;
+    xs.tiles = 8;   /* the same rows as the small group's 32-row tiles */
+    assert_true(fabs(sim_attn_group(p, &m, &g, &xs, 0, false) - m0) <= 1e-12 * m0);   /* small group: mode 0 */
     assert_true(fabs(sim_attn_group(p0, &m, &g, &x, 0, true) - m0) <= 1e-12 * m0);   /* no mode 3 in the profile */
     sim_attn_grp y = x;
     y.cached = 64;   /* a Refresh-dominated group (one prefix item of four) */
@@ -138,6 +140,28 @@ static void test_prefix_items_mode3(void **state)
     dkv_profile_free(p0);
 }
 
+/* The kernel computes whole query tiles (32 rows in the small group, 64 in the other; rows past an item's
+ * queries are zeros but cost the same), and the profile's rows are whole tiles: a group is looked up at its
+ * tile rows.  1 Refresh item of 100 rows (2 tiles of 64) costs the profile's 128 rows, 2 items of 16 queries
+ * (2 tiles of 32) its 64; looked up at their 100 / 32 query rows they were 19 / 47 % short here. */
+static void test_partial_tiles_cost_whole_tiles(void **state)
+{
+    (void)state;
+    dkv_model m;
+    dkv_gpu g;
+    setup_mg(&m, &g);
+    dkv_profile *p = attn_profile(1e-7, 1e-10);
+    sim_attn_grp big = {.rows = 100, .qa = 100 * 128.0, .amax = 128, .tiles = 2};
+    double want = dkv_profile_attn(p, 128, 128, 32, 32, 128, 0), t = sim_attn_group(p, &m, &g, &big, 0, true);
+    assert_true(fabs(t - want) <= 1e-12 * want);
+    assert_true(t > 1.2 * dkv_profile_attn(p, 100, 128, 32, 32, 128, 0));
+    sim_attn_grp small = {.rows = 32, .qa = 32 * 256.0, .amax = 256, .tiles = 2};
+    double w2 = dkv_profile_attn(p, 64, 256, 32, 32, 128, 0), t2 = sim_attn_group(p, &m, &g, &small, 0, false);
+    assert_true(fabs(t2 - w2) <= 1e-12 * w2);
+    assert_true(t2 > 1.5 * dkv_profile_attn(p, 32, 256, 32, 32, 128, 0));
+    dkv_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_one_wave_critical_path),
         cmocka_unit_test(test_full_gpu_is_work_bound),
         cmocka_unit_test(test_prefix_items_mode3),
+        cmocka_unit_test(test_partial_tiles_cost_whole_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
