@@ -117,6 +117,9 @@ double dkv_profile_attn_nearest(const dkv_profile *p, double q_rows, double kv_t
 /* kv_store and elementwise: a width the profile lacks (another model's) is looked up in the nearest
  * measured width (same head_dim / kind) at the rows that move the same bytes. */
 double dkv_profile_kv_store(const dkv_profile *p, double rows, double heads, double kv_heads, double head_dim);
+/* One sparse selection of `keys` keys by `rows` block rows: the top-k's sort (a step at each power of
+ * two) apart from the rest in the keys' interpolation; another head configuration from the measured
+ * one with the same kv_heads (else the nearest), then the nearest heads, unscaled (COST_MODEL.md). */
 double dkv_profile_select(const dkv_profile *p, double rows, double keys, double heads, double kv_heads,
                           double head_dim);
 double dkv_profile_elementwise(const dkv_profile *p, double kind, double rows, double cols);

@@ -59,6 +59,13 @@ grep -q "^measured host per step (b1, inst=1 real): 0.00 ms" "$T/multi.txt" || f
 
 "$DKV" run experiments/hw_validate.lua -D point=w2:sparse -o "$T/val1.h5" >/dev/null
 [ "$(runs "$T/val1.h5")" = "val:w2:sparse:sim" ] || fail "validate -D point"
+# the selection at unaligned keys (session 12): stand-in real halves, so its table's per-selection
+# columns are filled from both halves (the stand-in's 28 layers x 1 selection)
+"$DKV" run experiments/hw_select_keys.lua -D point=dream-7b:833 -D backend=sim -D standin=a100-80g \
+    -o "$T/sel.h5" >"$T/sel.txt"
+[ "$(runs "$T/sel.h5" | tr '\n' ' ')" = "sel:dream-7b:833:device sel:dream-7b:833:real sel:dream-7b:833:sim " ] \
+    || fail "select keys runs: $(runs "$T/sel.h5")"
+grep -qE "^dream-7b:833 +833 +1 +28 +[0-9.]+ +[0-9.]+ +[-+][0-9.]+" "$T/sel.txt" || fail "select keys table: $(cat "$T/sel.txt")"
 
 # -D backend=cuda without a device: an error naming the reason, no hardware run written
 set +e

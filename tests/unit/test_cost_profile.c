@@ -142,6 +142,9 @@ static void test_attention_and_copy(void **state)
     t = dkv_profile_attn_nearest(p, 256, 1000, 28, 4, 128, 0, &rh, &rk);
     assert_true(rh == 32 && rk == 32 && fabs(t - 1e-7 * 256 * 1000) / t < 1e-12);
     assert_true(isnan(dkv_profile_attn_nearest(p, 256, 1000, 28, 4, 64, 0, &rh, &rk)));   /* no head_dim 64 */
+    rh = rk = 0;   /* a sparse mode too: its rows follow mode 0's of the same heads in the table */
+    t = dkv_profile_attn_nearest(p, 256, 1000, 28, 4, 128, 1, &rh, &rk);
+    assert_true(rh == 32 && rk == 32 && fabs(t - 2e-7 * 256 * 1000) / t < 1e-12);
     assert_true(isnan(dkv_profile_attn(p, 256, 1000, 32, 32, 128, 2)));  /* a mode not measured */
     assert_true(dkv_profile_copy(p, 1, 4096, false) == 3e-5);
     assert_true(isnan(dkv_profile_copy(p, 0, 4096, true)));               /* no contended table */
@@ -166,6 +169,82 @@ static void test_width_transfer(void **state)
     assert_true(fabs(t - want) / want < 1e-12);
     assert_true(isnan(dkv_profile_elementwise(p, 1, 1024, 3584)));   /* a kind not measured */
     assert_true(isnan(dkv_profile_kv_store(p, 64, 28, 4, 128)));     /* no kv_store table */
+    dkv_profile_free(p);
+}
+
+/* The sparse selection (kv_gather), as the kernels run it: the top-k sorts P = max(1024,
+ * 2^ceil(log2 keys)) slots (cuda/topk.cu, a bitonic network of 1024 threads: (P / 1024) log2 P
+ * (log2 P + 1) / 2 rounds per thread), the rest grows with the keys. */
+static double sel_fn(double keys, double fixed)
+{
+    double P = 1024;
+    while (P < keys)
+        P *= 2;
+    return fixed + 1.87e-8 * keys + 9.6e-6 * (P / 1024) * log2(P) * (log2(P) + 1) / 2 / 55;
+}
+
+static const double SEL_KEYS[] = {256, 512, 1024, 2048, 3328, 4096};
+
+/* kv_gather rows of the given (heads, kv_heads) groups at 32 block rows, head_dim 128 */
+static dkv_profile *sel_profile(const double (*hk)[3], int n_cfg)
+{
+    static const char *const F[] = {"rows", "keys", "keep", "heads", "kv_heads", "head_dim"};
+    double rows[4 * 6 * 8];
+    size_t r = 0;
+    for (int c = 0; c < n_cfg; c++)
+        for (int i = 0; i < 6; i++, r++) {
+            double *x = rows + r * 8;
+            x[0] = 32, x[1] = SEL_KEYS[i], x[2] = (SEL_KEYS[i] - 32) / 2, x[3] = hk[c][0], x[4] = hk[c][1];
+            x[5] = 128, x[6] = sel_fn(SEL_KEYS[i], hk[c][2]), x[7] = 5;
+        }
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_KV_GATHER, F, 6, 0, rows, r, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    return p;
+}
+
+/* Keys between the rows: the sort's step at each power of two stays at the power of two (within 2 %:
+ * the rest is interpolated in (log keys, log t)).  Under a plain (log keys, log t) interpolation of
+ * the whole 1,056 keys (a sort of 2,048 slots) came out 18 % short, near 1,024 keys' time, and 2,100
+ * keys (4,096 slots) 25 % short. */
+static void test_select_sort_width(void **state)
+{
+    (void)state;
+    static const double cfg[][3] = {{32, 32, 30e-6}};
+    dkv_profile *p = sel_profile(cfg, 1);
+    for (int i = 0; i < 6; i++)   /* the measured rows: their own times */
+        assert_true(dkv_profile_select(p, 32, SEL_KEYS[i], 32, 32, 128) == sel_fn(SEL_KEYS[i], 30e-6));
+    double ks[] = {300, 700, 1000, 1025, 1056, 1500, 2047, 2049, 2100, 3000, 3500, 4000};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        double t = dkv_profile_select(p, 32, ks[i], 32, 32, 128), want = sel_fn(ks[i], 30e-6);
+        assert_true(fabs(t - want) / want < 0.02);
+    }
+    assert_true(isnan(dkv_profile_select(p, 32, 5000, 32, 32, 128)));   /* beyond the rows: the roofline's */
+    assert_true(isnan(dkv_profile_select(p, 32, 200, 32, 32, 128)));
+    assert_true(isnan(dkv_profile_select(p, 64, 1000, 32, 32, 128)));   /* other block rows */
+    dkv_profile_free(p);
+}
+
+/* Another model's heads (Dream-7B: 28 query heads over 4 KV heads): the measured configuration with
+ * the same KV heads (the number of selection sets, which fixes the kernels' launches and grids),
+ * unscaled.  Before: the nearest query heads whatever their KV heads, times the ratio of query
+ * heads (MHA's rows for 28 / 4 here; 28 / 32 of the 32 / 4 rows with the LLaDA-8B profile). */
+static void test_select_other_heads(void **state)
+{
+    (void)state;
+    static const double cfg[][3] = {{28, 28, 30e-6}, {32, 4, 88e-6}, {32, 8, 75e-6}};
+    dkv_profile *p = sel_profile(cfg, 3);
+    double ks[] = {256, 841, 1264, 1973, 4096};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        double want = sel_fn(ks[i], 88e-6), t = dkv_profile_select(p, 32, ks[i], 28, 4, 128);
+        assert_true(fabs(t - want) / want < 0.02);
+        t = dkv_profile_select(p, 32, ks[i], 40, 4, 128);   /* more heads per set: the same rows */
+        assert_true(fabs(t - want) / want < 0.02);
+        want = sel_fn(ks[i], 75e-6), t = dkv_profile_select(p, 32, ks[i], 48, 6, 128);   /* nearest KV heads: 8 */
+        assert_true(fabs(t - want) / want < 0.02);
+    }
+    assert_true(isnan(dkv_profile_select(p, 32, 1000, 28, 4, 64)));   /* no head_dim 64 */
     dkv_profile_free(p);
 }
 
@@ -287,6 +366,8 @@ int main(void)
         cmocka_unit_test(test_roofline_between),
         cmocka_unit_test(test_attention_and_copy),
         cmocka_unit_test(test_width_transfer),
+        cmocka_unit_test(test_select_sort_width),
+        cmocka_unit_test(test_select_other_heads),
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_warm_column),
         cmocka_unit_test(test_stream_column),
