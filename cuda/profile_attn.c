@@ -152,13 +152,27 @@ static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, bool p
     return DKV_OK;
 }
 
+/* The attention rows: the common grid plus every Reuse-like item count from 1 to 16 and 20, 28
+ * (32 rows an item): the kernel's grid (splits x items x heads CTAs) crosses a wave of the GPU at
+ * counts the powers-of-two grid does not hold, and an interpolation across that step was 17-31 % off
+ * at 7 and 13-14 items on the H200 (device call 23, scripts/attn_bench.sh). */
+static uint32_t attn_rows(const prof_ctx *P, const uint32_t **rows)
+{
+    static const uint32_t full[] = {16,  32,  48,  64,  96,  128, 160, 192,  224,  256,  288,  320,  352,  384,
+                                    416, 448, 480, 512, 640, 768, 896, 1024, 1536, 2048, 3072, 4096, 6144, 8192};
+    if (P->o->quick)
+        return pr_rows(P, rows);
+    *rows = full;
+    return (uint32_t)(sizeof full / sizeof full[0]);
+}
+
 dkv_status pr_sec_attn(prof_ctx *P, dkv_err *err)
 {
     static const uint32_t Ks[] = {128, 256, 512, 1024, 2048, 4096}, Kq[] = {256, 2048};
     heads hs[8];
     uint32_t nh = head_cfgs(P, hs), nK = P->o->quick ? 2 : 6;
     const uint32_t *K = P->o->quick ? Kq : Ks, *rows;
-    uint32_t nr = pr_rows(P, &rows);
+    uint32_t nr = attn_rows(P, &rows);
     for (uint32_t c = 0; c < nh; c++)
         for (uint32_t i = 0; i < nr; i++)
             for (uint32_t j = 0; j < nK; j++) {
