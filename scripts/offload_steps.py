@@ -6,10 +6,11 @@
 RES is a folder written by `scripts/hw_session.sh post` (RES/h5/heldout.h5 holds the :real run,
 RES/sim/heldout.h5 the :sim twin this dkv re-simulated).  Steps are taken by index up to the first
 step whose items differ (n_items, q_tokens, logit_rows); over that common prefix it splits the steps
-into those whose measured fetch exceeds the plan's bytes (the CUDA backend copied a low-rank form
-larger than the plan's ratio x raw and rebuilt it: cuda/arena.c fetch_lowrank / rebuild_lowrank) and
-those whose fetch equals the plan, and sums time, stall (the wait before the forward), compute and
-the copy stream's time (pcie_s) of each half.  --steps prints every step of the prefix too.
+into those whose measured fetch exceeds the simulated one's bytes (before session 12's sim_lowrank.c
+the simulator reported the plan's bytes, while the CUDA backend copies a low-rank form larger than
+the plan's ratio x raw and rebuilds it: cuda/arena.c fetch_lowrank / rebuild_lowrank) and those
+whose fetch bytes agree, and sums time, stall (the wait before the forward), compute and the copy
+stream's time (pcie_s) of each half.  --steps prints every step of the prefix too.
 Docs: docs/BENCHMARKS.md, "bg:dual+prog per step".
 """
 import argparse
@@ -59,7 +60,7 @@ def main():
     print("  common prefix: time %.1f ms real, %.1f sim (%+.1f %%)" % (tr * 1e3, ts * 1e3, 100 * (ts / tr - 1) if tr else 0))
     more = r0["pcie_h2d_bytes"] > s0["pcie_h2d_bytes"]
     same = (r0["pcie_h2d_bytes"] == s0["pcie_h2d_bytes"]) & (r0["pcie_h2d_bytes"] > 0)
-    for name, m in (("fetch > plan", more), ("fetch = plan > 0", same)):
+    for name, m in (("real fetch > simulated", more), ("real fetch = simulated > 0", same)):
         r, s = r0[m], s0[m]
         if not len(r):
             print("  %s: no steps" % name)
