@@ -158,12 +158,25 @@ static double compress_copy_bytes(const dkv_model *m, const dkv_xfer *x)
  * start (out: after this step and its host gap); st->cmp_copy_s likewise for the last
  * compressed result.  t_cmp: the step's compression kernel seconds (inside busy).  Returns the
  * compute stream's waits for compressed results. */
+/* The decompress kernel of a rebuilt form: the profile's `decompress` table (rows = m x matrices,
+ * head_dim, rank), else its HBM bytes at the preset's bandwidth and one launch (a lower bound:
+ * docs/COST_MODEL.md "Low-rank forms on the copy stream"). */
+static double rebuild_time(const dkv_model *m, const dkv_gpu *g, const sim_lr_x *x)
+{
+    if (g->profile) {
+        double t = dkv_profile_decompress(g->profile, x->rebuild_rows, m->head_dim, x->rank);
+        if (!isnan(t))
+            return t;
+    }
+    return x->rebuild_bytes / g->hbm_bw + g->launch_overhead_s;
+}
+
 /* The step's fetches on the copy stream from q (the backlog); *t_copies: their copy seconds.  A
  * fetch that rebuilds a low-rank form (lx: sim_lowrank.c) copies the rest raw, then the form into
  * the one form buffer, once the previous rebuild (compute stream) has read it; its own rebuild
  * waits for that copy.  Returns when the kernels can start; *cp: when the copy stream is free. */
-static double fetch_times(const dkv_gpu *g, const dkv_step_plan *plan, const sim_lr_x *lx, double q, double *cp,
-                          double *t_copies)
+static double fetch_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan, const sim_lr_x *lx,
+                          double q, double *cp, double *t_copies)
 {
     double c = q, rb = 0, t = 0;   /* copy stream, the compute stream's last rebuild */
     for (uint32_t i = 0; i < plan->n_xfers; i++) {
@@ -175,9 +188,7 @@ static double fetch_times(const dkv_gpu *g, const dkv_step_plan *plan, const sim
         if (lx && lx[i].form > 0) {
             double tf = copy_time(g, false, x->pinned, lx[i].form, false);
             c = (c > rb ? c : rb) + tf, t += tf;
-            /* the decompress kernel: no profile row (docs/COST_MODEL.md): its HBM bytes at the
-             * preset's bandwidth, one launch */
-            rb = c + lx[i].rebuild_bytes / g->hbm_bw + g->launch_overhead_s;
+            rb = c + rebuild_time(m, g, &lx[i]);
         }
     }
     *cp = c, *t_copies = t;
@@ -198,7 +209,7 @@ static double stream_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_
     }
     double q = st && st->backlog_s > 0 ? st->backlog_s : 0, prev_cmp = st ? st->cmp_copy_s : 0;
     double cp = q, t_copies = 0;            /* when the copy stream is free */
-    double start = any_in ? fetch_times(g, plan, lx, q, &cp, &t_copies) : 0;   /* the kernels wait for the fetches */
+    double start = any_in ? fetch_times(m, g, plan, lx, q, &cp, &t_copies) : 0;   /* the kernels wait for the fetches */
     double k = start + (busy - t_cmp), wait = 0, blk_end = 0;
     bool any_cmp = false, block = false;
     for (uint32_t i = 0; i < plan->n_xfers; i++) {   /* compressions in plan order, as the backend runs them */

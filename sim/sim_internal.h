@@ -39,11 +39,11 @@ typedef struct sim_lr_req {
     uint64_t plan, form;     /* the COMPRESS order's pcie_bytes; the form's bytes */
 } sim_lr_req;
 
-/* Per transfer order of a step: FETCH: raw bytes, form bytes and the rebuild's HBM bytes (0: none);
- * COMPRESS: raw = the bytes copied out (form or raw blocks; 0 when nothing is held there);
- * OFFLOAD: raw = the bytes copied out. */
+/* Per transfer order of a step: FETCH: raw bytes, form bytes, the rebuild's HBM bytes and its
+ * shape (rows = m x matrices, rank; 0: none); COMPRESS: raw = the bytes copied out (form or raw
+ * blocks; 0 when nothing is held there); OFFLOAD: raw = the bytes copied out. */
 typedef struct sim_lr_x {
-    double raw, form, rebuild_bytes;
+    double raw, form, rebuild_bytes, rebuild_rows, rank;
 } sim_lr_x;
 
 typedef struct sim_lr {

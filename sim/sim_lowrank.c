@@ -107,6 +107,8 @@ static void fetch(sim_lr *s, const dkv_step_plan *plan, const dkv_xfer *xf, sim_
     x->form = (double)r->form;
     /* the decompress reads the form and writes the rows it stands for */
     x->rebuild_bytes = (double)r->form + (double)s->batch * r->m * s->D * s->kv_bytes;
+    x->rebuild_rows = (double)s->batch * r->m;
+    x->rank = r->r;
 }
 
 /* compress(): the range before the step's raw offload, its rows, rank and form; the form when it

@@ -189,6 +189,60 @@ static void test_lowrank_form_fetched_and_rebuilt(void **state)
     dkv_workload_free(wl);
 }
 
+/* With a profile that measured the decompress kernel (`decompress`: rows = tokens x matrices,
+ * head_dim, rank), the rebuild costs the table's time, not the roofline. */
+static void test_rebuild_from_profile(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    dkv_profile_info in = {.measured = true};
+    strcpy(in.name, "test");
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(&in, &p, NULL), DKV_OK);
+    static const char *const F[] = {"rows", "cols", "rank"};
+    double rows[] = {2048.0 * 256, 128, 38, 1e-3, 1, 2048.0 * 608, 128, 38, 5e-3, 1, 2048.0 * 2048, 128, 38, 9e-3, 1};
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_DECOMPRESS, F, 3, 0, rows, 3, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    assert_true(fabs(dkv_profile_decompress(p, 2048.0 * 608, 128, 38) - 5e-3) < 1e-12);
+    assert_true(isnan(dkv_profile_decompress(p, 2048.0 * 608, 128, 64)));   /* an unmeasured rank */
+    g.profile = p;
+    dkv_sim_options o = dkv_sim_options_default();
+    o.copy_model = DKV_SIM_COPY_STREAM;
+    o.first_use = false;
+    dkv_request rq = {.id = 0, .prompt_tokens = 640, .gen_tokens = 32};
+    dkv_workload *wl = NULL;
+    assert_int_equal(dkv_workload_from_requests(&rq, 1, NULL, &wl, NULL), DKV_OK);
+    dkv_decode_cfg dc = {.block_len = 32};
+    const uint64_t blk = 32ull * 524288;
+    dkv_backend_setup s = {.model = &m, .gpu = &g, .workload = wl, .decode = &dc,
+                           .pool = {.kind = DKV_MEM_BLOCKPOOL, .block_tokens = 32, .block_bytes = blk, .n_blocks = 64}};
+    dkv_step_item it = reuse_item(672, 32);
+    it.kv_cached_tokens = 640, it.n_kv_blocks = 21;
+    dkv_xfer cx = compress_order(0);
+    dkv_step_plan pc = {.items = &it, .n_items = 1, .xfers = &cx, .n_xfers = 1};
+    dkv_xfer fx = {.kind = DKV_XFER_FETCH, .request = 0, .pinned = true, .pcie_bytes = cx.pcie_bytes + blk};
+    dkv_step_item held = it;
+    held.n_kv_blocks = 2;
+    dkv_step_plan pf = {.items = &held, .n_items = 1, .xfers = &fx, .n_xfers = 1};
+    dkv_step_plan p0 = {.items = &held, .n_items = 1};
+    dkv_step_cost base, c;
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &p0, &base, NULL, NULL, NULL), DKV_OK);
+    dkv_backend be = {0};
+    assert_int_equal(dkv_sim_backend_new(&o, &be, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_begin(&be, &s, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &pc, &c, NULL), DKV_OK);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(dkv_backend_run_step(&be, &p0, &c, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &pf, &c, NULL), DKV_OK);
+    double t_in = ((double)blk + form_bytes) / g.pcie_h2d_pinned;
+    assert_true(fabs(c.time_s - (t_in + 5e-3 + base.time_s)) < 1e-9);
+    dkv_backend_end(&be);
+    dkv_backend_free(&be);
+    dkv_workload_free(wl);
+    dkv_profile_free(p);
+}
+
 static dkv_profile *profile(double first_compress_s)
 {
     dkv_profile_info in = {.measured = true, .first_gemm_s = 1e-3, .first_attn_s = 1e-4, .first_other_s = 1e-5,
@@ -268,6 +322,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compress_alternates_with_its_copies),
         cmocka_unit_test(test_lowrank_form_fetched_and_rebuilt),
+        cmocka_unit_test(test_rebuild_from_profile),
         cmocka_unit_test(test_warm_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
