@@ -159,6 +159,71 @@ static dkv_status lr_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
                                 err);
 }
 
+/* ---- the low-rank rebuild (decompress on fetch, cuda/arena.c rebuild_lowrank): Q (m x r) B (r x
+ * head_dim) of every matrix written into the pool blocks of m tokens, t-major, through a scattered
+ * block table, with the model's full matrix count (layers x 2 x kv_heads) */
+
+typedef struct dec_arg {
+    dkv_cuda_kv_pool pool;
+    const uint32_t  *table;
+    uint32_t         m, rank, batch;
+} dec_arg;
+
+static dkv_status dec_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
+{
+    const dec_arg *a = arg;
+    size_t q = (size_t)a->batch * a->m * a->rank, b = (size_t)a->batch * a->rank * a->pool.head_dim;
+    const dkv_bf16 *Q = pr_in(P, (q + b) * 2, rep, 0);
+    return dkv_cuda_lowrank_decompress(&a->pool, a->table, Q, Q + q, a->m, a->rank, P->st, err);
+}
+
+static dkv_status pr_decompress(prof_ctx *P, dkv_err *err)
+{
+    static const char *const fields[] = {"rows", "cols", "rank"};
+    static const uint32_t ms[] = {256, 1024, 2048}, ranks[] = {38, 64};
+    for (uint32_t mi = 0; mi < P->o->n_models; mi++) {
+        const dkv_model *md = &P->o->models[mi];
+        uint32_t batch = md->n_layers * 2 * md->n_kv_heads, D = md->head_dim;
+        dkv_cuda_kv_pool pool = {.base = P->pool, .block_tokens = 32, .n_layers = md->n_layers,
+                                 .n_kv_heads = md->n_kv_heads, .head_dim = D, .layout = DKV_KV_TOKEN_MAJOR};
+        for (uint32_t i = 0; i < (P->o->quick ? 1u : 3u); i++)
+            for (uint32_t r = 0; r < 2; r++) {
+                dec_arg a = {pool, NULL, ms[i], ranks[r], batch};
+                double rows = (double)batch * a.m, form = rows * a.rank * 2 + (double)batch * a.rank * D * 2;
+                double fl = 2.0 * rows * a.rank * D, by = form + rows * D * 2;
+                if (a.rank > D || form > (double)P->slab_bytes / 4 || !pr_want(P, pr_est(fl, by, 1)))
+                    continue;
+                PR_TRY(pr_pool(P, err));
+                size_t bb = dkv_cuda_kv_block_bytes(&a.pool);
+                uint32_t nb = (uint32_t)(PR_POOL_BYTES / bb), n = (a.m + 31) / 32;
+                if (nb < n)
+                    continue;
+                uint32_t *t = malloc((size_t)n * 4);
+                if (!t)
+                    return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
+                for (uint32_t j = 0; j < n; j++)
+                    t[j] = (uint32_t)(((uint64_t)j * 7919u + 13u) % nb);
+                cudaError_t e = cudaMemcpy(P->aux, t, (size_t)n * 4, cudaMemcpyHostToDevice);
+                free(t);
+                if (e != cudaSuccess)
+                    return dkv_err_set(err, DKV_EIO, "dkv profile: block table upload: %s", cudaGetErrorString(e));
+                a.table = (const uint32_t *)P->aux;
+                double f[3] = {rows, D, a.rank};
+                dkv_prof_table *tb = pr_table(P, "decompress", fields, 3,
+                                              "dkv_cuda_lowrank_decompress (the backend's rebuild_lowrank): bf16 Q "
+                                              "(m x rank) B (rank x cols) of every matrix into the pool blocks of m "
+                                              "tokens (t-major, bf16, a scattered block table): rows = m x layers x 2 "
+                                              "x kv_heads, cols = head_dim; extra batch");
+                tb->extra[0] = "batch";
+                size_t before = tb->n;
+                PR_TRY(pr_case(P, pr_measure(P, tb, f, 1, pr_est(fl, by, 1), dec_call, &a, err), err));
+                if (tb->n > before)
+                    tb->rows[tb->n - 1].x[0] = batch;
+            }
+    }
+    return DKV_OK;
+}
+
 dkv_status pr_sec_compress(prof_ctx *P, dkv_err *err)
 {
     static const char *const fields[] = {"rows", "cols", "rank"};
@@ -198,5 +263,5 @@ dkv_status pr_sec_compress(prof_ctx *P, dkv_err *err)
         cudaStreamSynchronize(P->st);
         dkv_cuda_lowrank_free(lr);
     }
-    return st;
+    return st == DKV_OK ? pr_decompress(P, err) : st;
 }

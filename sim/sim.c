@@ -28,6 +28,7 @@ typedef struct sim_state {
     double        cmp_copy_s;   /* seconds until the last compressed result has left the device */
     dkv_sim_warm  own;          /* the run's shapes when no shared set is given */
     dkv_sim_warm *warm;         /* the set in use: &own or the options' shared one */
+    sim_lr        lr;           /* the low-rank forms on the host (sim_lowrank.c) */
 } sim_state;
 
 _Static_assert(DKV_KCLASS_N <= DKV_GPU_KCLASS_MAX, "dkv_gpu.kclass must cover every kernel class");
@@ -157,22 +158,59 @@ static double compress_copy_bytes(const dkv_model *m, const dkv_xfer *x)
  * start (out: after this step and its host gap); st->cmp_copy_s likewise for the last
  * compressed result.  t_cmp: the step's compression kernel seconds (inside busy).  Returns the
  * compute stream's waits for compressed results. */
-static double stream_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan, double busy,
-                           double t_cmp, double host_s, sim_state *st, dkv_step_cost *out)
+/* The decompress kernel of a rebuilt form: the profile's `decompress` table (rows = m x matrices,
+ * head_dim, rank), else its HBM bytes at the preset's bandwidth and one launch (a lower bound:
+ * docs/COST_MODEL.md "Low-rank forms on the copy stream"). */
+static double rebuild_time(const dkv_model *m, const dkv_gpu *g, const sim_lr_x *x)
 {
-    double t_in = 0, cmp_dev = 0;
+    if (g->profile) {
+        double t = dkv_profile_decompress(g->profile, x->rebuild_rows, m->head_dim, x->rank);
+        if (!isnan(t))
+            return t;
+    }
+    return x->rebuild_bytes / g->hbm_bw + g->launch_overhead_s;
+}
+
+/* The step's fetches on the copy stream from q (the backlog); *t_copies: their copy seconds.  A
+ * fetch that rebuilds a low-rank form (lx: sim_lowrank.c) copies the rest raw, then the form into
+ * the one form buffer, once the previous rebuild (compute stream) has read it; its own rebuild
+ * waits for that copy.  Returns when the kernels can start; *cp: when the copy stream is free. */
+static double fetch_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan, const sim_lr_x *lx,
+                          double q, double *cp, double *t_copies)
+{
+    double c = q, rb = 0, t = 0;   /* copy stream, the compute stream's last rebuild */
+    for (uint32_t i = 0; i < plan->n_xfers; i++) {
+        const dkv_xfer *x = &plan->xfers[i];
+        if (x->kind != DKV_XFER_FETCH)
+            continue;
+        double raw = lx ? lx[i].raw : (double)x->pcie_bytes, tr = raw > 0 ? copy_time(g, false, x->pinned, raw, false) : 0;
+        c += tr, t += tr;
+        if (lx && lx[i].form > 0) {
+            double tf = copy_time(g, false, x->pinned, lx[i].form, false);
+            c = (c > rb ? c : rb) + tf, t += tf;
+            rb = c + rebuild_time(m, g, &lx[i]);
+        }
+    }
+    *cp = c, *t_copies = t;
+    return c > rb ? c : rb;
+}
+
+static double stream_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan, const sim_lr_x *lx,
+                           double busy, double t_cmp, double host_s, sim_state *st, dkv_step_cost *out)
+{
+    double cmp_dev = 0;
     bool any_in = false;
     for (uint32_t i = 0; i < plan->n_xfers; i++) {
         const dkv_xfer *x = &plan->xfers[i];
         if (x->kind == DKV_XFER_FETCH)
-            t_in += copy_time(g, false, x->pinned, (double)x->pcie_bytes, false), any_in = true;
+            any_in = true;
         else if (x->kind == DKV_XFER_COMPRESS)
             cmp_dev += (double)x->device_bytes;
     }
     double q = st && st->backlog_s > 0 ? st->backlog_s : 0, prev_cmp = st ? st->cmp_copy_s : 0;
-    double start = any_in ? q + t_in : 0;   /* the kernels wait for this step's fetches */
-    double cp = any_in ? start : q;         /* when the copy stream is free */
-    double k = start + (busy - t_cmp), wait = 0, t_copies = t_in, blk_end = 0;
+    double cp = q, t_copies = 0;            /* when the copy stream is free */
+    double start = any_in ? fetch_times(m, g, plan, lx, q, &cp, &t_copies) : 0;   /* the kernels wait for the fetches */
+    double k = start + (busy - t_cmp), wait = 0, blk_end = 0;
     bool any_cmp = false, block = false;
     for (uint32_t i = 0; i < plan->n_xfers; i++) {   /* compressions in plan order, as the backend runs them */
         const dkv_xfer *x = &plan->xfers[i];
@@ -181,7 +219,8 @@ static double stream_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_
         double ks = k > prev_cmp ? k : prev_cmp;
         wait += ks - k;
         k = ks + (cmp_dev > 0 ? t_cmp * (double)x->device_bytes / cmp_dev : 0);
-        double c = copy_time(g, true, x->pinned, compress_copy_bytes(m, x), false);
+        double cb = lx ? lx[i].raw : compress_copy_bytes(m, x);
+        double c = cb > 0 ? copy_time(g, true, x->pinned, cb, false) : 0;
         cp = (cp > k ? cp : k) + c;
         prev_cmp = cp, t_copies += c, any_cmp = true;
         if (x->blocking || !x->pinned)
@@ -193,7 +232,7 @@ static double stream_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_
         if (x->kind != DKV_XFER_OFFLOAD)
             continue;
         bool b = x->blocking || !x->pinned;
-        double c = copy_time(g, true, x->pinned, (double)x->pcie_bytes, !b);
+        double c = copy_time(g, true, x->pinned, lx ? lx[i].raw : (double)x->pcie_bytes, !b);
         cp = (cp > cend ? cp : cend) + c;
         t_copies += c;
         if (b)
@@ -208,6 +247,21 @@ static double stream_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_
         st->cmp_copy_s = any_cmp || prev_cmp > 0 ? prev_cmp - end - host_s : 0;
     }
     return wait;
+}
+
+/* The step's PCIe bytes as the backend copies them (sim_lowrank.c) in place of the plan's. */
+static void lr_bytes(const dkv_step_plan *plan, const sim_lr_x *lx, dkv_step_cost *out)
+{
+    double h2d = 0, d2h = 0;
+    for (uint32_t i = 0; i < plan->n_xfers; i++) {
+        uint8_t k = plan->xfers[i].kind;
+        if (k == DKV_XFER_FETCH)
+            h2d += lx[i].raw + lx[i].form;
+        else if (k == DKV_XFER_COMPRESS || k == DKV_XFER_OFFLOAD)
+            d2h += lx[i].raw;
+    }
+    out->pcie_h2d_bytes = (uint64_t)llround(h2d);
+    out->pcie_d2h_bytes = (uint64_t)llround(d2h);
 }
 
 static bool is_once(int c)
@@ -415,8 +469,15 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
         out->handover_s = in->host_handover_s > in->host_resume_s ? in->host_handover_s - in->host_resume_s : 0;
     }
     out->roofline_s = roof;
+    out->pcie_h2d_bytes = cs->pcie_h2d_bytes;
+    out->pcie_d2h_bytes = cs->pcie_d2h_bytes;
     if (o.copy_model == DKV_SIM_COPY_STREAM) {
-        double wait = stream_times(m, g, plan, busy, t_once[DKV_KCLASS_COMPRESS], out->host_s, st, out);
+        const sim_lr_x *lx = NULL;   /* the bytes the backend copies, where its geometry is known */
+        if (st && (rc = sim_lr_step(&st->lr, plan, &lx, err)) != DKV_OK)
+            return rc;
+        if (lx)
+            lr_bytes(plan, lx, out);
+        double wait = stream_times(m, g, plan, lx, busy, t_once[DKV_KCLASS_COMPRESS], out->host_s, st, out);
         compute += wait;   /* the backend's compute stream waits inside its compress class */
         t_once[DKV_KCLASS_COMPRESS] += wait;
     } else {
@@ -425,8 +486,6 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
         out->pcie_s = t_block + t_async;
         out->time_s = t_block + (busy > t_async ? busy : t_async);
     }
-    out->pcie_h2d_bytes = cs->pcie_h2d_bytes;
-    out->pcie_d2h_bytes = cs->pcie_d2h_bytes;
     out->compute_s = compute;
     out->stall_s = out->time_s - compute;
     out->flops = tot.flops;
@@ -475,6 +534,9 @@ static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     free(c->st.own.seen);
     c->st.own.seen = NULL, c->st.own.n_seen = c->st.own.cap_seen = 0;
     c->st.backlog_s = c->st.cmp_copy_s = 0;
+    dkv_status rc = sim_lr_begin(&c->st.lr, s, err);
+    if (rc != DKV_OK)
+        return rc;
     c->st.warm = c->opts.warm ? c->opts.warm : &c->st.own;
     c->on_kernel = c->opts.kernel_records ? s->on_kernel : NULL;
     c->user = s->on_kernel_user;
@@ -505,6 +567,7 @@ static void sim_free(void *ctx)
     if (c) {
         dkv_cost_step_free(&c->cs);
         free(c->st.own.seen);
+        sim_lr_free(&c->st.lr);
         pthread_mutex_destroy(&c->st.own.mu);
     }
     free(ctx);

@@ -32,4 +32,35 @@ double sim_attn_group(const struct dkv_profile *p, const dkv_model *m, const dkv
  * the pool and their own rows, the kernel's second launch group with a cache). */
 #define SIM_ATTN_MODE_PREFIX 3
 
+/* The low-rank forms of progressive offload as the CUDA backend moves them (sim_lowrank.c). */
+typedef struct sim_lr_req {
+    bool     valid;          /* a form of [start, end) blocks is on the host (cuda/arena.c lr_valid) */
+    uint32_t start, end, m, r;
+    uint64_t plan, form;     /* the COMPRESS order's pcie_bytes; the form's bytes */
+} sim_lr_req;
+
+/* Per transfer order of a step: FETCH: raw bytes, form bytes, the rebuild's HBM bytes and its
+ * shape (rows = m x matrices, rank; 0: none); COMPRESS: raw = the bytes copied out (form or raw
+ * blocks; 0 when nothing is held there); OFFLOAD: raw = the bytes copied out. */
+typedef struct sim_lr_x {
+    double raw, form, rebuild_bytes, rebuild_rows, rank;
+} sim_lr_x;
+
+typedef struct sim_lr {
+    bool        on;          /* a block pool and a workload: the backend's geometry is known */
+    uint32_t    bt, B, max_L, batch, D, kv_bytes;
+    uint64_t    block_bytes;
+    size_t      n_req;
+    sim_lr_req *rq;
+    uint32_t   *prompt;      /* per request: prompt tokens */
+    sim_lr_x   *x;
+    uint32_t    cap_x;
+} sim_lr;
+
+dkv_status sim_lr_begin(sim_lr *s, const dkv_backend_setup *setup, dkv_err *err);
+/* The step's orders in the backend's order (fetch, compress, offload), the state updated; *out: one
+ * entry per plan->xfers[k], or NULL when the geometry is unknown (plan bytes then). */
+dkv_status sim_lr_step(sim_lr *s, const dkv_step_plan *plan, const sim_lr_x **out, dkv_err *err);
+void sim_lr_free(sim_lr *s);
+
 #endif

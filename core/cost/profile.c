@@ -39,6 +39,7 @@ static const tspec specs[DKV_PT_N] = {
     [DKV_PT_KV_GATHER] = {"kv_gather", {"rows", "heads", "kv_heads", "head_dim"}, {"keys"}, {"keep"}, false, false, true},
     [DKV_PT_ELEMENTWISE] = {"elementwise", {"kind", "cols"}, {"rows"}, {NULL}, false, true, true},
     [DKV_PT_COMPRESS] = {"compress", {"cols", "rank"}, {"rows"}, {NULL}, false, true},
+    [DKV_PT_DECOMPRESS] = {"decompress", {"cols", "rank"}, {"rows"}, {NULL}, false, true},
     [DKV_PT_COPY_ALONE] = {"copy.alone", {"dir"}, {"bytes"}, {NULL}, true, true},
     [DKV_PT_COPY_CONTENDED] = {"copy.contended", {"dir"}, {"bytes"}, {NULL}, true, true},
 };
@@ -721,6 +722,12 @@ double dkv_profile_compress(const dkv_profile *p, double rows, double cols, doub
 {
     double key[2] = {cols, rank}, ax[1] = {rows};
     return lookup(p, DKV_PT_COMPRESS, key, ax);
+}
+
+double dkv_profile_decompress(const dkv_profile *p, double rows, double cols, double rank)
+{
+    double key[2] = {cols, rank}, ax[1] = {rows};
+    return lookup(p, DKV_PT_DECOMPRESS, key, ax);
 }
 
 double dkv_profile_copy(const dkv_profile *p, int dir, double bytes, bool contended)

@@ -37,6 +37,7 @@ typedef enum dkv_prof_tab {
     DKV_PT_KV_GATHER,
     DKV_PT_ELEMENTWISE,
     DKV_PT_COMPRESS,
+    DKV_PT_DECOMPRESS,
     DKV_PT_COPY_ALONE,      /* copy.alone */
     DKV_PT_COPY_CONTENDED,  /* copy.contended */
     DKV_PT_N
@@ -124,6 +125,9 @@ double dkv_profile_select(const dkv_profile *p, double rows, double keys, double
                           double head_dim);
 double dkv_profile_elementwise(const dkv_profile *p, double kind, double rows, double cols);
 double dkv_profile_compress(const dkv_profile *p, double rows, double cols, double rank);
+/* The low-rank rebuild (dkv_cuda_lowrank_decompress) of rows (tokens x matrices) at head_dim cols
+ * and rank; NAN where the profile has no such (cols, rank). */
+double dkv_profile_decompress(const dkv_profile *p, double rows, double cols, double rank);
 /* dir 0 host-to-device, 1 device-to-host; contended: beside running compute */
 double dkv_profile_copy(const dkv_profile *p, int dir, double bytes, bool contended);
 

@@ -1,5 +1,6 @@
-/* test_sim_copies.c - the stream copy model's compressions (cuda/arena.c compress) and the first-use
- * costs with a shared set of warm shapes (docs/COST_MODEL.md, "Copies" and "Cold shapes"). */
+/* test_sim_copies.c - the stream copy model's compressions (cuda/arena.c compress), the low-rank
+ * forms fetched and rebuilt (bk_xfers_before), and the first-use costs with a shared set of warm
+ * shapes (docs/COST_MODEL.md, "Copies", "Low-rank forms on the copy stream" and "Cold shapes"). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -109,6 +110,139 @@ static void test_compress_alternates_with_its_copies(void **state)
     dkv_backend_free(&be);
 }
 
+/* A run over a block pool (the backend's geometry known): request 0, a prompt of 640 and one block
+ * of 32 (L = 672, 21 blocks of 32 tokens).  A Reuse step compresses 19 blocks (608 tokens: blocks
+ * [2, 21)); the backend copies the form (form_bytes), not the plan's 0.3 x raw.  A later fetch of
+ * the plan's share plus one raw block, with the item holding 2 blocks on the device, copies that
+ * block raw, then the form (form_bytes in place of the plan's share), then rebuilds the 608 rows on
+ * the compute stream before the forward.  With the range still on the device (21 blocks held) the
+ * fetch copies the plan's bytes raw (nothing rebuilt), as after an overlapping raw offload.  Under
+ * the plan-bytes rule both fetches cost copy(plan bytes) and report them. */
+static void test_lowrank_form_fetched_and_rebuilt(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    dkv_sim_options o = dkv_sim_options_default();
+    o.copy_model = DKV_SIM_COPY_STREAM;
+    dkv_request rq = {.id = 0, .prompt_tokens = 640, .gen_tokens = 32};
+    dkv_workload *wl = NULL;
+    assert_int_equal(dkv_workload_from_requests(&rq, 1, NULL, &wl, NULL), DKV_OK);
+    dkv_decode_cfg dc = {.block_len = 32};
+    const uint64_t blk = 32ull * 524288;
+    dkv_backend_setup s = {.model = &m, .gpu = &g, .workload = wl, .decode = &dc,
+                           .pool = {.kind = DKV_MEM_BLOCKPOOL, .block_tokens = 32, .block_bytes = blk, .n_blocks = 64}};
+    dkv_step_item it = reuse_item(672, 32);
+    it.kv_cached_tokens = 640, it.n_kv_blocks = 21;
+    dkv_xfer cx = compress_order(0);
+    dkv_step_plan pc = {.items = &it, .n_items = 1, .xfers = &cx, .n_xfers = 1};
+    dkv_xfer fx = {.kind = DKV_XFER_FETCH, .request = 0, .pinned = true, .pcie_bytes = cx.pcie_bytes + blk};
+    dkv_step_item held = it;
+    held.n_kv_blocks = 2;   /* the compressed blocks are on the host */
+    dkv_step_plan pf = {.items = &held, .n_items = 1, .xfers = &fx, .n_xfers = 1};
+    dkv_step_plan p0 = {.items = &held, .n_items = 1};
+    dkv_step_cost base, c, f;
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &p0, &base, NULL, NULL, NULL), DKV_OK);
+
+    dkv_backend be = {0};
+    assert_int_equal(dkv_sim_backend_new(&o, &be, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_begin(&be, &s, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &pc, &c, NULL), DKV_OK);
+    assert_true(c.pcie_d2h_bytes == (uint64_t)form_bytes);   /* the form, not 0.3 x raw */
+    assert_int_equal(dkv_backend_run_step(&be, &pf, &f, NULL), DKV_OK);
+    assert_true(f.pcie_h2d_bytes == blk + (uint64_t)form_bytes);
+    double t_raw = (double)blk / g.pcie_h2d_pinned, t_form = form_bytes / g.pcie_h2d_pinned;
+    double rebuild = (form_bytes + 2048.0 * 608 * 128 * 2) / g.hbm_bw + g.launch_overhead_s;
+    assert_true(fabs(f.pcie_s - (t_raw + t_form)) < 1e-12);
+    /* the plan-bytes rule: copy(plan bytes) before the forward, nothing rebuilt */
+    double plan_only = (double)fx.pcie_bytes / g.pcie_h2d_pinned;
+    assert_true(t_raw + t_form > plan_only * 1.05);
+    dkv_backend_end(&be);
+
+    /* the same fetch with the range on the device: the plan's bytes, raw */
+    assert_int_equal(dkv_backend_begin(&be, &s, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &pc, &c, NULL), DKV_OK);
+    dkv_step_plan pn = pf;
+    pn.items = &it;
+    dkv_step_cost n;
+    assert_int_equal(dkv_backend_run_step(&be, &pn, &n, NULL), DKV_OK);
+    assert_true(n.pcie_h2d_bytes == fx.pcie_bytes);
+    assert_true(fabs(n.pcie_s - plan_only) < 1e-12);
+    dkv_backend_end(&be);
+
+    /* the rebuild on the compute stream: a step after an idle gap (no backlog) waits raw + form
+     * copies, then the rebuild; a raw offload over the range (the request's last 19 blocks)
+     * invalidates the form, and the next fetch copies the plan's bytes */
+    assert_int_equal(dkv_backend_begin(&be, &s, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &pc, &c, NULL), DKV_OK);
+    for (int i = 0; i < 50; i++)   /* drain the compression's copy: steps without orders */
+        assert_int_equal(dkv_backend_run_step(&be, &p0, &n, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &pf, &f, NULL), DKV_OK);
+    assert_true(fabs(f.time_s - (t_raw + t_form + rebuild + base.time_s)) < 1e-9);
+    dkv_xfer ox = {.kind = DKV_XFER_OFFLOAD, .request = 0, .pinned = true, .pcie_bytes = 19 * blk};
+    dkv_step_plan po = {.items = &it, .n_items = 1, .xfers = &ox, .n_xfers = 1};
+    assert_int_equal(dkv_backend_run_step(&be, &po, &n, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &pf, &f, NULL), DKV_OK);
+    assert_true(f.pcie_h2d_bytes == fx.pcie_bytes);
+    dkv_backend_end(&be);
+    dkv_backend_free(&be);
+    dkv_workload_free(wl);
+}
+
+/* With a profile that measured the decompress kernel (`decompress`: rows = tokens x matrices,
+ * head_dim, rank), the rebuild costs the table's time, not the roofline. */
+static void test_rebuild_from_profile(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    dkv_profile_info in = {.measured = true};
+    strcpy(in.name, "test");
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(&in, &p, NULL), DKV_OK);
+    static const char *const F[] = {"rows", "cols", "rank"};
+    double rows[] = {2048.0 * 256, 128, 38, 1e-3, 1, 2048.0 * 608, 128, 38, 5e-3, 1, 2048.0 * 2048, 128, 38, 9e-3, 1};
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_DECOMPRESS, F, 3, 0, rows, 3, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    assert_true(fabs(dkv_profile_decompress(p, 2048.0 * 608, 128, 38) - 5e-3) < 1e-12);
+    assert_true(isnan(dkv_profile_decompress(p, 2048.0 * 608, 128, 64)));   /* an unmeasured rank */
+    g.profile = p;
+    dkv_sim_options o = dkv_sim_options_default();
+    o.copy_model = DKV_SIM_COPY_STREAM;
+    o.first_use = false;
+    dkv_request rq = {.id = 0, .prompt_tokens = 640, .gen_tokens = 32};
+    dkv_workload *wl = NULL;
+    assert_int_equal(dkv_workload_from_requests(&rq, 1, NULL, &wl, NULL), DKV_OK);
+    dkv_decode_cfg dc = {.block_len = 32};
+    const uint64_t blk = 32ull * 524288;
+    dkv_backend_setup s = {.model = &m, .gpu = &g, .workload = wl, .decode = &dc,
+                           .pool = {.kind = DKV_MEM_BLOCKPOOL, .block_tokens = 32, .block_bytes = blk, .n_blocks = 64}};
+    dkv_step_item it = reuse_item(672, 32);
+    it.kv_cached_tokens = 640, it.n_kv_blocks = 21;
+    dkv_xfer cx = compress_order(0);
+    dkv_step_plan pc = {.items = &it, .n_items = 1, .xfers = &cx, .n_xfers = 1};
+    dkv_xfer fx = {.kind = DKV_XFER_FETCH, .request = 0, .pinned = true, .pcie_bytes = cx.pcie_bytes + blk};
+    dkv_step_item held = it;
+    held.n_kv_blocks = 2;
+    dkv_step_plan pf = {.items = &held, .n_items = 1, .xfers = &fx, .n_xfers = 1};
+    dkv_step_plan p0 = {.items = &held, .n_items = 1};
+    dkv_step_cost base, c;
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &p0, &base, NULL, NULL, NULL), DKV_OK);
+    dkv_backend be = {0};
+    assert_int_equal(dkv_sim_backend_new(&o, &be, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_begin(&be, &s, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &pc, &c, NULL), DKV_OK);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(dkv_backend_run_step(&be, &p0, &c, NULL), DKV_OK);
+    assert_int_equal(dkv_backend_run_step(&be, &pf, &c, NULL), DKV_OK);
+    double t_in = ((double)blk + form_bytes) / g.pcie_h2d_pinned;
+    assert_true(fabs(c.time_s - (t_in + 5e-3 + base.time_s)) < 1e-9);
+    dkv_backend_end(&be);
+    dkv_backend_free(&be);
+    dkv_workload_free(wl);
+    dkv_profile_free(p);
+}
+
 static dkv_profile *profile(double first_compress_s)
 {
     dkv_profile_info in = {.measured = true, .first_gemm_s = 1e-3, .first_attn_s = 1e-4, .first_other_s = 1e-5,
@@ -187,6 +321,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compress_alternates_with_its_copies),
+        cmocka_unit_test(test_lowrank_form_fetched_and_rebuilt),
+        cmocka_unit_test(test_rebuild_from_profile),
         cmocka_unit_test(test_warm_set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
