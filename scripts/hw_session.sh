@@ -361,21 +361,22 @@ standin() {
     ls "$D"
 }
 
-warm_args() {   # H5: "-D warmup=<mode>" when its :real runs were executed with one (hw_lib's warm-up, which
-                #   the re-simulation must follow: docs/COST_MODEL.md "Cold shapes"), else nothing
-    $PY - "$1" <<'PYEOF'
+warm_args() {   # H5 [NAME]: "-D NAME=<value>" when its :real runs were executed with one (NAME default warmup:
+                #   hw_lib's warm-up, which the re-simulation must follow: docs/COST_MODEL.md "Cold shapes";
+                #   model: hw_validate.lua -D model=dream-7b), else nothing
+    $PY - "$1" "${2:-warmup}" <<'PYEOF'
 import sys, h5py
-runs = h5py.File(sys.argv[1], "r")["runs"]
+runs, key = h5py.File(sys.argv[1], "r")["runs"], sys.argv[2]
 modes = set()
 for n in runs:
     if n.endswith(":real"):
         d = runs[n].attrs.get("defines", b"")
         d = d.decode() if isinstance(d, bytes) else str(d)
-        modes.add(next((l.split("=", 1)[1] for l in d.splitlines() if l.startswith("warmup=")), ""))
+        modes.add(next((l.split("=", 1)[1] for l in d.splitlines() if l.startswith(key + "=")), ""))
 if len(modes) > 1:
-    sys.exit("%s: the :real runs disagree on -D warmup (%s)" % (sys.argv[1], sorted(modes)))
+    sys.exit("%s: the :real runs disagree on -D %s (%s)" % (sys.argv[1], key, sorted(modes)))
 if modes and next(iter(modes)):
-    print("-D\nwarmup=" + next(iter(modes)))
+    print("-D\n%s=%s" % (key, next(iter(modes))))
 PYEOF
 }
 
@@ -450,6 +451,8 @@ PYEOF
         [ -f "$script" ] || continue
         local wa
         wa=$(warm_args "$f") || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
+        [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
+        wa=$(warm_args "$f" model) || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
         [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
         "$DKV" run "$script" -D backend=sim "${sargs[@]}" -o "$R/sim/$x.h5" > "$R/sim/$x.log" 2>&1 \
             || echo "re-simulation of $x failed (sim/$x.log)" | tee -a "$log"
@@ -690,7 +693,7 @@ import_profile() {   # RES pairs.txt preset-dir post.log
     fi
     if [ -f "$R/h5/val.h5" ]; then   # the in-sample validation points under the profile too (cmp/profval_*.h5)
         local wv=()
-        mapfile -t wv < <(warm_args "$R/h5/val.h5")
+        mapfile -t wv < <(warm_args "$R/h5/val.h5"; warm_args "$R/h5/val.h5" model)
         if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu=h200-measured "${wv[@]}" \
                 -o "$R/h5prof/val.h5" > "$R/val_prof.log" 2>&1; then
             local j=0 m
