@@ -110,7 +110,7 @@ do
   assert(not ok and tostring(err):find("sim.first_use", 1, true), tostring(err))
 end
 
--- The low-rank compressor's first call costs what the profile measured for it: h200-20261201f has no
+-- The low-rank compressor's first call costs what the profile measured for it: h200-20261201g has no
 -- first_use.compress_s, so the loader takes the largest first_s of kernels.compress (0.141333 s,
 -- not first_use.other_s): the only class the offload adds.
 do
@@ -159,7 +159,7 @@ do
 end
 
 -- scheduler.step_host_s not given on a profiled GPU: the engine's planning per step comes from the
--- profile's host table (h200-20261201f: base_s + per_item_s x items, fitted by scripts/fit_host.py
+-- profile's host table (h200-20261201g: base_s + per_item_s x items, fitted by scripts/fit_host.py
 -- from dkv.execute's per-step records), so a single instance's run is longer by exactly that per step
 do
   local function t(h)
