@@ -393,17 +393,13 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
 {
     const dkv_model *m = &b->m;
     uint32_t D = m->head_dim, batch = b->err_stride, bt = b->block_tokens;
-    uint32_t off_blocks = cdiv(dkv_plan_offload_bytes(plan, x->req), b->block_bytes);
-    uint32_t cmp_blocks = cdiv(xf->device_bytes, b->block_bytes);
-    uint32_t end = x->n_chain > off_blocks ? x->n_chain - off_blocks : 0, start = end > cmp_blocks ? end - cmp_blocks : 0;
-    uint32_t m_tok = dkv_devmem_compress_tokens(x->n_chain, off_blocks, cmp_blocks, bt, b->max_L);
-    /* the rows the item holds (the CPU backend's rule): never the unwritten tail of a last block */
-    uint32_t hi = end * bt < x->need_tokens ? end * bt : x->need_tokens;
-    m_tok = hi <= start * bt ? 0 : hi - start * bt < m_tok ? hi - start * bt : m_tok;
+    /* the range, its rows and rank: core/model/devmem.h's one rule (the simulator's twin uses it too) */
+    dkv_devmem_range g = dkv_devmem_compress_range(x->n_chain, dkv_plan_offload_bytes(plan, x->req), xf->device_bytes,
+                                                   xf->pcie_bytes, b->block_bytes, bt, b->max_L, x->need_tokens, D);
+    uint32_t start = g.start, end = g.end, m_tok = g.m_tok, r = g.rank;
     b->rep.xfer_d2h_counted += xf->pcie_bytes;
     if (m_tok == 0)
         return DKV_OK;
-    uint32_t r = dkv_devmem_compress_rank(xf->pcie_bytes, xf->device_bytes, D, m_tok);
     if (!b->lr) {
         DKV_TRY(dkv_cuda_lowrank_new(b->st, b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH, &b->lr, err));
         size_t bytes = dkv_devmem_lowrank_proj_bytes(&b->m, b->max_L), lrb = dkv_cuda_lowrank_bytes(b->lr);

@@ -119,15 +119,12 @@ static void compress(sim_lr *s, const dkv_step_plan *plan, const dkv_xfer *xf, s
     x->raw = 0;
     if (xf->request >= s->n_req || !item_geo(s, plan, xf->request, &g))
         return;
-    uint32_t off = cdiv64(dkv_plan_offload_bytes(plan, xf->request), s->block_bytes);
-    uint32_t cmp = cdiv64(xf->device_bytes, s->block_bytes);
-    uint32_t end = g.n_chain > off ? g.n_chain - off : 0, start = end > cmp ? end - cmp : 0;
-    uint32_t m = dkv_devmem_compress_tokens(g.n_chain, off, cmp, s->bt, s->max_L);
-    uint32_t hi = end * s->bt < g.need ? end * s->bt : g.need;
-    m = hi <= start * s->bt ? 0 : hi - start * s->bt < m ? hi - start * s->bt : m;
+    dkv_devmem_range cr = dkv_devmem_compress_range(g.n_chain, dkv_plan_offload_bytes(plan, xf->request),
+                                                    xf->device_bytes, xf->pcie_bytes, s->block_bytes, s->bt, s->max_L,
+                                                    g.need, s->D);
+    uint32_t start = cr.start, end = cr.end, m = cr.m_tok, rk = cr.rank;
     if (m == 0)
         return;   /* nothing held there: no kernels, no copy */
-    uint32_t rk = dkv_devmem_compress_rank(xf->pcie_bytes, xf->device_bytes, s->D, m);
     uint64_t n = dkv_devmem_lowrank_form_bytes(s->batch, m, rk, s->D), raw = (uint64_t)(end - start) * s->block_bytes;
     sim_lr_req *r = &s->rq[xf->request];
     if (n <= raw) {

@@ -64,24 +64,17 @@ static void compress(eng *e, const dkv_step_plan *p, const dkv_xfer *xf)
     uint32_t bt = e->dm_block_tokens, D = e->m->head_dim, batch = dkv_devmem_kv_vectors(e->m);
     if (!it || !bt)
         return;
-    uint64_t off = 0;
-    for (uint32_t k = 0; k < p->n_xfers; k++)
-        if (p->xfers[k].kind == DKV_XFER_OFFLOAD && p->xfers[k].request == xf->request)
-            off += p->xfers[k].pcie_bytes;
-    uint32_t n_tb = cdiv32(need_tokens(e, it), bt), n_chain = it->n_kv_blocks < n_tb ? it->n_kv_blocks : n_tb;
-    uint32_t off_b = cdiv32(off, e->dm_block_bytes), cmp_b = cdiv32(xf->device_bytes, e->dm_block_bytes);
-    uint32_t m_tok = dkv_devmem_compress_tokens(n_chain, off_b, cmp_b, bt, e->dm.c.max_L);
+    uint32_t need = need_tokens(e, it), n_tb = cdiv32(need, bt), n_chain = it->n_kv_blocks < n_tb ? it->n_kv_blocks : n_tb;
+    /* the backend's rule (core/model/devmem.h), the held rows included */
+    dkv_devmem_range g = dkv_devmem_compress_range(n_chain, dkv_plan_offload_bytes(p, xf->request), xf->device_bytes,
+                                                   xf->pcie_bytes, e->dm_block_bytes, bt, e->dm.c.max_L, need, D);
+    uint32_t m_tok = g.m_tok, r = g.rank, start = g.start, end = g.end;
     if (m_tok == 0)
         return;
     dkv_devmem_compressor(&e->dm);
     e->dm_compressor = true;
     dkv_devmem_gather(&e->dm, (uint64_t)batch * m_tok * D * 2);
-    double ratio = xf->device_bytes ? (double)xf->pcie_bytes / (double)xf->device_bytes : 0.3;
-    uint32_t r = (uint32_t)llround(ratio * D);
-    r = r < 1 ? 1 : r > DKV_DEVMEM_LR_RANK ? DKV_DEVMEM_LR_RANK : r;
-    r = r > m_tok ? m_tok : r;
-    uint32_t end = n_chain > off_b ? n_chain - off_b : 0, start = end > cmp_b ? end - cmp_b : 0;
-    uint64_t form = ((uint64_t)batch * m_tok * r + (uint64_t)batch * r * D) * 2;
+    uint64_t form = dkv_devmem_lowrank_form_bytes(batch, m_tok, r, D);
     if (e->dm_form)
         e->dm_form[xf->request] = form <= (uint64_t)(end - start) * e->dm_block_bytes ? form : 0;
 }

@@ -99,6 +99,25 @@ uint32_t dkv_devmem_compress_rank(uint64_t pcie_bytes, uint64_t device_bytes, ui
     return r > m_tok ? m_tok : r;
 }
 
+dkv_devmem_range dkv_devmem_compress_range(uint32_t n_chain, uint64_t offload_bytes, uint64_t device_bytes,
+                                           uint64_t pcie_bytes, uint64_t block_bytes, uint32_t block_tokens,
+                                           uint32_t max_L, uint32_t need_tokens, uint32_t head_dim)
+{
+    dkv_devmem_range g = {0};
+    if (block_bytes == 0 || block_tokens == 0)
+        return g;
+    uint32_t off = (uint32_t)((offload_bytes + block_bytes - 1) / block_bytes),
+             cmp = (uint32_t)((device_bytes + block_bytes - 1) / block_bytes);
+    g.end = n_chain > off ? n_chain - off : 0;
+    g.start = g.end > cmp ? g.end - cmp : 0;
+    uint64_t m = dkv_devmem_compress_tokens(n_chain, off, cmp, block_tokens, max_L);
+    uint64_t lo = (uint64_t)g.start * block_tokens, hi = (uint64_t)g.end * block_tokens;
+    hi = hi < need_tokens ? hi : need_tokens;   /* never the unwritten tail of a last block */
+    g.m_tok = hi <= lo ? 0 : (uint32_t)(hi - lo < m ? hi - lo : m);
+    g.rank = g.m_tok ? dkv_devmem_compress_rank(pcie_bytes, device_bytes, head_dim, g.m_tok) : 0;
+    return g;
+}
+
 uint64_t dkv_devmem_lowrank_form_bytes(uint32_t matrices, uint32_t m_tok, uint32_t r, uint32_t head_dim)
 {
     return ((uint64_t)matrices * m_tok * r + (uint64_t)matrices * r * head_dim) * 2;

@@ -94,6 +94,20 @@ uint32_t dkv_devmem_compress_tokens(uint32_t n_chain, uint32_t off_blocks, uint3
 /* Its rank: round(pcie_bytes / device_bytes x head_dim) (the order's size ratio; 0.3 when
  * device_bytes is 0), clamped to [1, DKV_DEVMEM_LR_RANK] and to m_tok. */
 uint32_t dkv_devmem_compress_rank(uint64_t pcie_bytes, uint64_t device_bytes, uint32_t head_dim, uint32_t m_tok);
+/* The whole rule of a COMPRESS order, in one place (cuda/arena.c compress, its twin in the
+ * simulator sim/sim_lowrank.c, and the engine's device-memory count): the request's chain blocks
+ * [start, end) before the offload_bytes offloaded raw in the same step (cdiv by block_bytes), the
+ * device_bytes / block_bytes of them the order covers; m_tok = the rows the item holds there (at most
+ * min(end x block_tokens, need_tokens) - start x block_tokens: never the unwritten tail of a last
+ * block), capped by dkv_devmem_compress_tokens; rank = dkv_devmem_compress_rank (0 when m_tok is 0:
+ * nothing held, no kernels, no copy).  The CPU backend keeps its own rank (round(ratio x head_dim),
+ * uncapped: exact at ratio 1; docs/CPU.md). */
+typedef struct dkv_devmem_range {
+    uint32_t start, end, m_tok, rank;
+} dkv_devmem_range;
+dkv_devmem_range dkv_devmem_compress_range(uint32_t n_chain, uint64_t offload_bytes, uint64_t device_bytes,
+                                           uint64_t pcie_bytes, uint64_t block_bytes, uint32_t block_tokens,
+                                           uint32_t max_L, uint32_t need_tokens, uint32_t head_dim);
 /* Its low-rank form: bf16 Q (m_tok x r) and B (r x head_dim) for each of `matrices` (layer, k|v,
  * KV head) matrices.  The backend stores the form only when it is not larger than the raw blocks
  * it replaces ((end - start) x block_bytes); else it stores those blocks raw (exact).  With FP8

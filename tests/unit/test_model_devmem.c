@@ -121,6 +121,18 @@ static void test_offload_buffers(void **state)
     assert_int_equal(dkv_devmem_compress_rank(1000, 1000, 128, 4096), 64);  /* the compressor's largest */
     assert_int_equal(dkv_devmem_compress_rank(1, 1000, 64, 4096), 1);
     assert_int_equal(dkv_devmem_compress_rank(300, 1000, 64, 5), 5);
+    /* the whole order (block bytes 1000, 32 tokens a block): 10 blocks held, 2 offloaded raw (1,500
+     * bytes: 2 blocks), 3 compressed (3,000 device bytes at 900 PCIe bytes: ratio 0.3) */
+    dkv_devmem_range g = dkv_devmem_compress_range(10, 1500, 3000, 900, 1000, 32, 4096, 320, 64);
+    assert_true(g.start == 5 && g.end == 8 && g.m_tok == 96 && g.rank == 19);
+    g = dkv_devmem_compress_range(10, 1500, 3000, 900, 1000, 32, 4096, 200, 64);   /* the item holds 200 rows */
+    assert_true(g.start == 5 && g.end == 8 && g.m_tok == 40 && g.rank == 19);
+    g = dkv_devmem_compress_range(10, 1500, 3000, 900, 1000, 32, 4096, 160, 64);   /* none past 160 */
+    assert_true(g.m_tok == 0 && g.rank == 0);
+    g = dkv_devmem_compress_range(10, 1500, 3000, 900, 1000, 32, 50, 320, 64);     /* capped at max_L */
+    assert_true(g.m_tok == 50 && g.rank == 19);
+    g = dkv_devmem_compress_range(10, 1500, 3000, 900, 0, 32, 4096, 320, 64);      /* no geometry: nothing */
+    assert_true(g.start == 0 && g.end == 0 && g.m_tok == 0);
     /* bf16 Q (m x r) and B (r x D) per matrix: one 32-token block of the tiny model (24 matrices,
      * D 64) at r 19 is 87,552 bytes: less than its bf16 block (98,304), more than e4m3 (49,152);
      * at r 10 46,080, less than e4m3 */
