@@ -60,35 +60,20 @@ dkv_status sim_lr_begin(sim_lr *s, const dkv_backend_setup *setup, dkv_err *err)
     return DKV_OK;
 }
 
-/* cuda/backend_fwd.c plan_item: the tokens the item's block table covers. */
-static uint32_t need_tokens(const sim_lr *s, const dkv_step_item *it)
-{
-    uint32_t a = it->kv_tokens, w = it->kv_write_tokens;
-    if (it->phase == DKV_STEP_REFRESH)
-        return w;
-    if (w > 0) {   /* dual: the block in place, every key from the pool */
-        uint32_t sb = s->prompt[it->request] + it->block * s->B;
-        return a > sb + w ? a : sb + w;
-    }
-    return it->kv_cached_tokens;
-}
-
 typedef struct geo {
     uint32_t need, n_tb, n_chain;
 } geo;
 
+/* The item's geometry as cuda/backend_fwd.c plan_item builds it (core/engine/backend.h). */
 static bool item_geo(const sim_lr *s, const dkv_step_plan *plan, uint32_t request, geo *g)
 {
-    for (uint32_t i = 0; i < plan->n_items; i++) {
-        const dkv_step_item *it = &plan->items[i];
-        if (it->request != request)
-            continue;
-        g->need = need_tokens(s, it);
-        g->n_tb = cdiv64(g->need, s->bt);
-        g->n_chain = it->n_kv_blocks < g->n_tb ? it->n_kv_blocks : g->n_tb;
-        return true;
-    }
-    return false;
+    const dkv_step_item *it = dkv_plan_item(plan, request);
+    if (!it)
+        return false;
+    g->need = dkv_plan_item_tokens(it, s->prompt[request], s->B);
+    g->n_tb = cdiv64(g->need, s->bt);
+    g->n_chain = it->n_kv_blocks < g->n_tb ? it->n_kv_blocks : g->n_tb;
+    return true;
 }
 
 /* bk_xfers_before: the plan's bytes less the form's plan share raw, then the form, rebuilt. */

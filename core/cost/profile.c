@@ -436,15 +436,13 @@ static double interp(const ptab *t, size_t lo, size_t hi, int j, const double *x
 static double nearest_width(const ptab *t, const double *k, const bool *same, double (*w)(const double *),
                             double want, double *best_keys);
 
-/* Seconds at keys k[] (exact) and axes x[]; NAN when the group or the range is missing. */
-static double lookup(const dkv_profile *p, dkv_prof_tab id, const double *k, const double *x)
+/* The rows [*lo, *hi) of key group k[] (the index sorts by the keys, then the axes), narrowed one
+ * key at a time; false when the group is not measured. */
+static bool key_group(const ptab *t, const double *k, size_t *lo, size_t *hi)
 {
-    if (!dkv_profile_has(p, id))
-        return NAN;
-    const ptab *t = &p->t[id];
-    size_t lo = 0, hi = t->n;
-    for (uint32_t c = 0; c < t->nk; c++) {   /* narrow to the key group, one key at a time */
-        size_t a = lo, b = hi;
+    *lo = 0, *hi = t->n;
+    for (uint32_t c = 0; c < t->nk; c++) {
+        size_t a = *lo, b = *hi;
         while (a < b) {
             size_t mid = a + (b - a) / 2;
             if (t->key[mid * t->nk + c] < k[c])
@@ -453,12 +451,24 @@ static double lookup(const dkv_profile *p, dkv_prof_tab id, const double *k, con
                 b = mid;
         }
         size_t e = a;
-        while (e < hi && t->key[e * t->nk + c] == k[c])
+        while (e < *hi && t->key[e * t->nk + c] == k[c])
             e++;
         if (e == a)
-            return NAN;
-        lo = a, hi = e;
+            return false;
+        *lo = a, *hi = e;
     }
+    return true;
+}
+
+/* Seconds at keys k[] (exact) and axes x[]; NAN when the group or the range is missing. */
+static double lookup(const dkv_profile *p, dkv_prof_tab id, const double *k, const double *x)
+{
+    if (!dkv_profile_has(p, id))
+        return NAN;
+    const ptab *t = &p->t[id];
+    size_t lo, hi;
+    if (!key_group(t, k, &lo, &hi))
+        return NAN;
     for (uint32_t j = 0; j < t->na; j++)
         if (!(x[j] > 0))
             return NAN;
@@ -583,28 +593,6 @@ static double sort_work(double keys)
     return P / SEL_SORT_THREADS * lg * (lg + 1) / 2 / 55.0;
 }
 
-/* kv_gather's rows [*lo, *hi) of key group k[] (rows, heads, kv_heads, head_dim), keys ascending
- * (the index sorts by the keys, then the axis); false when the group is not measured. */
-static bool keys_eq(const ptab *t, size_t i, const double *k)
-{
-    for (uint32_t c = 0; c < t->nk; c++)
-        if (t->key[i * t->nk + c] != k[c])
-            return false;
-    return true;
-}
-
-static bool sel_group(const ptab *t, const double *k, size_t *lo, size_t *hi)
-{
-    size_t i = 0;
-    while (i < t->n && !keys_eq(t, i, k))
-        i++;
-    *lo = i;
-    while (i < t->n && keys_eq(t, i, k))
-        i++;
-    *hi = i;
-    return *hi > *lo;
-}
-
 /* The measured configuration for a head configuration the profile lacks (another model's): the same
  * block rows and head_dim, the same kv_heads where measured (the number of selection sets: it fixes
  * the launch structure, kv_heads score GEMMs under GQA, the column sums', top-k's and pack's grids),
@@ -699,7 +687,7 @@ double dkv_profile_select(const dkv_profile *p, double rows, double keys, double
     const ptab *t = &p->t[DKV_PT_KV_GATHER];
     double key[4] = {rows, heads, kv_heads, head_dim};
     size_t lo, hi;
-    if (!sel_group(t, key, &lo, &hi) && !(sel_nearest(t, key) && sel_group(t, key, &lo, &hi)))
+    if (!key_group(t, key, &lo, &hi) && !(sel_nearest(t, key) && key_group(t, key, &lo, &hi)))
         return NAN;
     return sel_lookup(t, lo, hi, keys);
 }

@@ -54,3 +54,22 @@ uint64_t dkv_plan_offload_bytes(const dkv_step_plan *plan, uint32_t request)
             n += plan->xfers[k].pcie_bytes;
     return n;
 }
+
+const dkv_step_item *dkv_plan_item(const dkv_step_plan *plan, uint32_t request)
+{
+    for (uint32_t i = 0; i < plan->n_items; i++)
+        if (plan->items[i].request == request)
+            return &plan->items[i];
+    return NULL;
+}
+
+uint32_t dkv_plan_item_tokens(const dkv_step_item *it, uint32_t prompt_tokens, uint32_t block_len)
+{
+    uint32_t a = it->kv_tokens, w = it->kv_write_tokens;
+    if (it->phase == DKV_STEP_REFRESH)
+        return w;
+    if (w == 0)
+        return it->kv_cached_tokens;
+    uint32_t s_b = prompt_tokens + it->block * block_len;
+    return a > s_b + w ? a : s_b + w;
+}

@@ -243,5 +243,12 @@ const char *dkv_backend_name(const dkv_backend *b);
 /* Bytes the plan offloads raw (DKV_XFER_OFFLOAD orders) for one request: a COMPRESS order's range
  * is the blocks before them (cpu/cpu_step.c, cuda/arena.c). */
 uint64_t dkv_plan_offload_bytes(const dkv_step_plan *plan, uint32_t request);
+/* The plan's item of a request; NULL when the request has none in the step. */
+const dkv_step_item *dkv_plan_item(const dkv_step_plan *plan, uint32_t request);
+/* The canvas tokens an item's block table covers (the CUDA backend's plan_item rule): a Refresh its
+ * written rows; a dual Reuse (writes in place) up to the end of its block or its attended keys,
+ * whichever is later; otherwise its cached keys.  prompt_tokens: the request's; block_len: the
+ * decode configuration's. */
+uint32_t dkv_plan_item_tokens(const dkv_step_item *it, uint32_t prompt_tokens, uint32_t block_len);
 
 #endif

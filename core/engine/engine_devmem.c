@@ -35,36 +35,17 @@ void eng_devmem_begin(eng *e, const dkv_backend_setup *bs)
     e->dm_form = calloc(n ? n : 1, sizeof *e->dm_form);   /* NULL: fetched forms not followed */
 }
 
-/* The positions an item's block table covers (cuda/backend_fwd.c's plan_item). */
-static uint32_t need_tokens(const eng *e, const dkv_step_item *it)
-{
-    uint32_t w = it->kv_write_tokens, a = it->kv_tokens;
-    if (it->phase == DKV_STEP_REFRESH)
-        return w;
-    if (w == 0)
-        return it->kv_cached_tokens;
-    const dkv_request *q = dkv_workload_get(e->c.workload, it->request);
-    uint32_t s_b = q->prompt_tokens + it->block * e->c.decode.block_len;
-    return a > s_b + w ? a : s_b + w;
-}
-
-static const dkv_step_item *item_of(const dkv_step_plan *p, uint32_t request)
-{
-    for (uint32_t i = 0; i < p->n_items; i++)
-        if (p->items[i].request == request)
-            return &p->items[i];
-    return NULL;
-}
-
 /* A COMPRESS order as cuda/arena.c's compress() sizes it: the gather, the compressor, and the
  * low-rank form it stores (when not larger than the raw blocks), which a later fetch reads. */
 static void compress(eng *e, const dkv_step_plan *p, const dkv_xfer *xf)
 {
-    const dkv_step_item *it = item_of(p, xf->request);
+    const dkv_step_item *it = dkv_plan_item(p, xf->request);
     uint32_t bt = e->dm_block_tokens, D = e->m->head_dim, batch = dkv_devmem_kv_vectors(e->m);
     if (!it || !bt)
         return;
-    uint32_t need = need_tokens(e, it), n_tb = cdiv32(need, bt), n_chain = it->n_kv_blocks < n_tb ? it->n_kv_blocks : n_tb;
+    uint32_t need = dkv_plan_item_tokens(it, dkv_workload_get(e->c.workload, it->request)->prompt_tokens,
+                                         e->c.decode.block_len);
+    uint32_t n_tb = cdiv32(need, bt), n_chain = it->n_kv_blocks < n_tb ? it->n_kv_blocks : n_tb;
     /* the backend's rule (core/model/devmem.h), the held rows included */
     dkv_devmem_range g = dkv_devmem_compress_range(n_chain, dkv_plan_offload_bytes(p, xf->request), xf->device_bytes,
                                                    xf->pcie_bytes, e->dm_block_bytes, bt, e->dm.c.max_L, need, D);
