@@ -39,6 +39,7 @@ dkv_cuda_backend_options dkv_cuda_backend_options_default(void)
     o.attn_streams = 4;
     o.class_timing = true;
     o.kernel_records = true;
+    o.warm_gemms = true;
     return o;
 }
 
@@ -52,6 +53,30 @@ void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r)
 }
 
 /* ------------------------------------------------------------------ set-up */
+
+/* Loads the kernels cuBLASLt picks for the model's GEMMs (the fused q|k|v with its bias, o += , gate|up,
+ * down += , the LM head's fp32 logits) at every warm-up row count (dkv_cuda_gemm_warm), with layer 0's
+ * weights and a scratch buffer of at most 1 GiB or a quarter of the free memory, freed before the first
+ * step.  docs/COST_MODEL.md "Cold shapes". */
+static dkv_status warm_gemms(dkv_cuda_backend *b, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    const dkv_cuda_layer *Ly = &b->w->layers[0];
+    uint32_t C = m->hidden, F = m->ffn, QD = m->n_heads * m->head_dim, QKV = QD + 2 * m->n_kv_heads * m->head_dim;
+    uint32_t T = 8192, R = b->logit_chunk;
+    dkv_gemm_warm_shape s[] = {
+        {Ly->wqkv, Ly->bqkv, C, QKV, T, 0.0f, 0}, {Ly->wo, NULL, QD, C, T, 1.0f, 0},
+        {Ly->wgu, NULL, C, 2 * F, T, 0.0f, 0},    {Ly->wdown, NULL, F, C, T, 1.0f, 0},
+        {b->w->lm_head, NULL, C, m->vocab, R, 0.0f, 1},
+    };
+    size_t fr = 0, tot = 0;
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess)
+        return dkv_err_set(err, DKV_EIO, "cuda backend: cudaMemGetInfo failed (GEMM warm-up)");
+    size_t cap = (size_t)1 << 30;
+    cap = fr / 4 < cap ? fr / 4 : cap;
+    uint32_t n_run = 0;
+    return dkv_cuda_gemm_warm(b->ctx, s, sizeof s / sizeof s[0], cap, &n_run, err);
+}
 
 /* The setup's loaded weights (uploaded as bf16), or seeded random ones. */
 static dkv_status load_weights(dkv_cuda_backend *b, const dkv_ref_weights *rw, dkv_err *err)
@@ -275,6 +300,8 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     STEP(bk_scratch_init(b, err));
     STEP(bk_scratch_reserve(b, b->max_L, b->dec.block_len, err));
     STEP(bk_arena_init(b, err));
+    if (b->o.warm_gemms)
+        STEP(warm_gemms(b, err));
 #undef STEP
     if (b->o.poison && ((b->arena_borrowed ? cudaSuccess : cudaMemset(b->arena, 0xff, b->arena_bytes)) != cudaSuccess ||
                         cudaMemset(b->act_mem, 0xff, b->cap_bytes_act) != cudaSuccess ||

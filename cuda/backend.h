@@ -198,6 +198,9 @@ typedef struct dkv_cuda_backend_options {
     uint32_t            attn_streams;    /* streams for per-item Reuse attention (4; 1 = serial) */
     bool                class_timing;    /* events around each kernel class (true) */
     bool                kernel_records;  /* emit dkv_kernel_records through setup.on_kernel (true) */
+    bool                warm_gemms;      /* at begin, run every GEMM class of the model once per warm-up row
+                                            count (dkv_cuda_gemm_warm: cuBLASLt's kernels loaded before the
+                                            first timed step; plans still made at first use) (true) */
     bool                poison;          /* tests: fill the arena and the activations with 0xFF (bf16
                                             NaN) at begin, and each host-tier slot when a request takes
                                             it, so a read of unwritten KV shows (false) */

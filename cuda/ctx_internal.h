@@ -7,8 +7,10 @@
 
 #include "cuda/dkv_cuda.h"
 
-/* One cached cuBLASLt plan (descriptors + the heuristic's algorithm) per GEMM shape. */
+/* One cached cuBLASLt plan (descriptors + the heuristic's algorithm) per GEMM shape; a slot of the
+ * context's open-addressing table (used 0: empty). */
 typedef struct dkv_gemm_plan {
+    int                    used;
     uint32_t               T, K, N;
     int                    f32_out, has_bias, accumulate;
     cublasLtMatmulDesc_t   op;
@@ -16,7 +18,12 @@ typedef struct dkv_gemm_plan {
     cublasLtMatmulAlgo_t   algo;
 } dkv_gemm_plan;
 
-#define DKV_GEMM_PLANS 64
+/* Slots of the plan table (a power of two).  A run's shapes (4 GEMM classes and the LM head at every
+ * row count a step has) fill up to DKV_GEMM_PLANS_MAX of them; then the table starts over.  Until
+ * 2026-12-01 (session 13) it held 64 plans, which a run of arrivals over time overflowed: every
+ * shape was planned again, a cost the simulator's first-use model (warm for the process) did not see. */
+#define DKV_GEMM_PLANS 2048
+#define DKV_GEMM_PLANS_MAX 1536
 
 struct dkv_cuda_ctx {
     int              device;

@@ -123,6 +123,31 @@ dkv_status dkv_cuda_gemm(dkv_cuda_ctx *ctx, dkv_bf16 *y, const dkv_bf16 *x, cons
 dkv_status dkv_cuda_gemm_f32(dkv_cuda_ctx *ctx, float *y, const dkv_bf16 *x, const dkv_bf16 *w, uint32_t T,
                              uint32_t K, uint32_t N, dkv_err *err);
 
+/* One GEMM shape to warm: y (T, N) = x (T, K) w^T (+ bias) (+ beta y), as dkv_cuda_gemm (f32_out 0)
+ * or dkv_cuda_gemm_f32 (f32_out 1) runs it, at every warm-up row count up to max_T. */
+typedef struct dkv_gemm_warm_shape {
+    const dkv_bf16 *w, *bias;   /* w (N, K); bias (N) or NULL */
+    uint32_t        K, N, max_T;
+    float           beta;       /* 0 or 1 */
+    int             f32_out;
+} dkv_gemm_warm_shape;
+
+/* The warm-up's row counts up to max_T (at most 8,192): 8, 16, 24, 32, then every 16 to 512, every 64
+ * to 2,048, every 256 to 8,192.  Writes at most cap of them to rows; returns how many it wrote. */
+uint32_t dkv_cuda_gemm_warm_rows(uint32_t max_T, uint32_t *rows, uint32_t cap);
+
+/* Runs every shape once at each warm-up row count, on one scratch buffer of at most max_bytes that
+ * it allocates and frees (a row count whose operands do not fit is left out), so that the cuBLASLt
+ * kernels those shapes pick are loaded (CUDA loads a kernel lazily, at its first launch: 2.5-7 ms
+ * each on the H200) before a timed step; then it drops the plans, so that a run's first use of a
+ * shape still pays its plan (the heuristic query, what the simulator charges as first_use.gemm_s).
+ * *n_run: the GEMMs run.  Synchronises the context's stream.     docs/COST_MODEL.md "Cold shapes" */
+dkv_status dkv_cuda_gemm_warm(dkv_cuda_ctx *ctx, const dkv_gemm_warm_shape *s, uint32_t n, size_t max_bytes,
+                              uint32_t *n_run, dkv_err *err);
+
+/* Plans the context holds now (tests). */
+uint32_t dkv_cuda_gemm_plans(const dkv_cuda_ctx *ctx);
+
 /* Which kernel a GEMM runs on.  AUTO (what dkv_cuda_gemm does) and CUBLASLT: cuBLASLt.  SKINNY:
  * a weight-streaming tensor-core kernel for T <= 32 rows with 16-byte aligned x and w, K up to
  * 12288 (K split over a thread-block cluster of up to 8 CTAs); correct, but slower than

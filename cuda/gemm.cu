@@ -38,15 +38,21 @@ namespace cg = cooperative_groups;
 
 void dkv_gemm_plans_free(dkv_cuda_ctx *ctx)
 {
-    for (uint32_t i = 0; i < ctx->n_plans; i++) {
+    for (uint32_t i = 0; i < DKV_GEMM_PLANS && ctx->n_plans > 0; i++) {
         dkv_gemm_plan *p = &ctx->plans[i];
+        if (!p->used)
+            continue;
         cublasLtMatrixLayoutDestroy(p->a);
         cublasLtMatrixLayoutDestroy(p->b);
         cublasLtMatrixLayoutDestroy(p->c);
         cublasLtMatmulDescDestroy(p->op);
+        p->used = 0;
+        ctx->n_plans--;
     }
     ctx->n_plans = 0;
 }
+
+extern "C" uint32_t dkv_cuda_gemm_plans(const dkv_cuda_ctx *ctx) { return ctx ? ctx->n_plans : 0; }
 
 static dkv_status make_plan(dkv_cuda_ctx *ctx, dkv_gemm_plan *p, dkv_err *err)
 {
@@ -78,20 +84,34 @@ static dkv_status make_plan(dkv_cuda_ctx *ctx, dkv_gemm_plan *p, dkv_err *err)
     return DKV_OK;
 }
 
+static uint32_t plan_slot(uint32_t T, uint32_t K, uint32_t N, int f32_out, int has_bias, int accumulate)
+{
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a over the key */
+    uint32_t key[4] = {T, K, N, (uint32_t)(f32_out | has_bias << 1 | accumulate << 2)};
+    for (int i = 0; i < 4; i++)
+        h = (h ^ key[i]) * 1099511628211ull;
+    return (uint32_t)(h ^ h >> 29) & (DKV_GEMM_PLANS - 1);
+}
+
 static dkv_status get_plan(dkv_cuda_ctx *ctx, uint32_t T, uint32_t K, uint32_t N, int f32_out, int has_bias,
                            int accumulate, dkv_gemm_plan **out, dkv_err *err)
 {
-    for (uint32_t i = 0; i < ctx->n_plans; i++) {
+    uint32_t i = plan_slot(T, K, N, f32_out, has_bias, accumulate);
+    for (;; i = (i + 1) & (DKV_GEMM_PLANS - 1)) {   /* linear probing; the table is never full */
         dkv_gemm_plan *p = &ctx->plans[i];
+        if (!p->used)
+            break;
         if (p->T == T && p->K == K && p->N == N && p->f32_out == f32_out && p->has_bias == has_bias &&
             p->accumulate == accumulate) {
             *out = p;
             return DKV_OK;
         }
     }
-    if (ctx->n_plans == DKV_GEMM_PLANS)   /* full: start over (shapes of a run are few) */
+    if (ctx->n_plans >= DKV_GEMM_PLANS_MAX) {   /* full: start over */
         dkv_gemm_plans_free(ctx);
-    dkv_gemm_plan *p = &ctx->plans[ctx->n_plans];
+        i = plan_slot(T, K, N, f32_out, has_bias, accumulate);
+    }
+    dkv_gemm_plan *p = &ctx->plans[i];
     memset(p, 0, sizeof *p);
     p->T = T, p->K = K, p->N = N, p->f32_out = f32_out, p->has_bias = has_bias, p->accumulate = accumulate;
     dkv_status st = make_plan(ctx, p, err);
@@ -100,8 +120,10 @@ static dkv_status get_plan(dkv_cuda_ctx *ctx, uint32_t T, uint32_t K, uint32_t N
         if (p->b) cublasLtMatrixLayoutDestroy(p->b);
         if (p->c) cublasLtMatrixLayoutDestroy(p->c);
         if (p->op) cublasLtMatmulDescDestroy(p->op);
+        memset(p, 0, sizeof *p);
         return st;
     }
+    p->used = 1;
     ctx->n_plans++;
     *out = p;
     return DKV_OK;
@@ -412,4 +434,62 @@ extern "C" dkv_status dkv_cuda_gemm_swiglu(dkv_cuda_ctx *ctx, dkv_bf16 *y, const
     p.y = y, p.x = gu, p.w = w, p.T = T, p.K = F, p.N = N, p.ldx = 2 * F, p.ldy = N, p.up_off = F;
     p.accumulate = beta != 0.0f;
     return launch_skinny<false, true>(p, 0, ctx->stream, err);
+}
+
+/* ------------------------------------------------------------------ warm-up (dkv_cuda_gemm_warm) */
+
+extern "C" uint32_t dkv_cuda_gemm_warm_rows(uint32_t max_T, uint32_t *rows, uint32_t cap)
+{
+    uint32_t n = 0;
+    for (uint32_t T = 8; T <= max_T && T <= 8192; T += T < 32 ? 8 : T < 512 ? 16 : T < 2048 ? 64 : 256)
+        if (n < cap)
+            rows[n++] = T;
+    return n;
+}
+
+static size_t warm_bytes(const dkv_gemm_warm_shape *s, uint32_t T)
+{
+    return ((size_t)T * s->K * 2 + 255) / 256 * 256 + (size_t)T * s->N * (s->f32_out ? 4 : 2);
+}
+
+extern "C" dkv_status dkv_cuda_gemm_warm(dkv_cuda_ctx *ctx, const dkv_gemm_warm_shape *s, uint32_t n, size_t max_bytes,
+                                         uint32_t *n_run, dkv_err *err)
+{
+    const char *fn = "dkv_cuda_gemm_warm";
+    DKV_ARG(ctx && (s || n == 0) && n_run, fn);
+    *n_run = 0;
+    uint32_t rows[128], nr = 0;
+    size_t need = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        DKV_ARG(s[i].w && s[i].K > 0 && s[i].N > 0 && s[i].K % 8 == 0 && (s[i].f32_out || s[i].N % 8 == 0), fn);
+        DKV_ARG(s[i].beta == 0.0f || s[i].beta == 1.0f, fn);
+        uint32_t m = dkv_cuda_gemm_warm_rows(s[i].max_T, rows, 128);
+        for (uint32_t j = 0; j < m; j++)   /* the largest buffer a row count within max_bytes needs */
+            if (warm_bytes(&s[i], rows[j]) <= max_bytes && warm_bytes(&s[i], rows[j]) > need)
+                need = warm_bytes(&s[i], rows[j]);
+    }
+    if (need == 0)
+        return DKV_OK;
+    char *buf = NULL;
+    DKV_CU(cudaMalloc(&buf, need));
+    DKV_CU(cudaMemsetAsync(buf, 0x3c, need, ctx->stream));   /* finite bf16 values (1.2e-2), not zeros */
+    dkv_status st = DKV_OK;
+    for (uint32_t i = 0; i < n && st == DKV_OK; i++) {
+        nr = dkv_cuda_gemm_warm_rows(s[i].max_T, rows, 128);
+        for (uint32_t j = 0; j < nr && st == DKV_OK; j++) {
+            uint32_t T = rows[j];
+            if (warm_bytes(&s[i], T) > need)
+                break;
+            const dkv_bf16 *x = (const dkv_bf16 *)buf;
+            void *y = buf + ((size_t)T * s[i].K * 2 + 255) / 256 * 256;
+            st = launch_gemm(ctx, y, s[i].f32_out, x, s[i].w, s[i].bias, T, s[i].K, s[i].N, s[i].beta, err);
+            *n_run += st == DKV_OK;
+        }
+    }
+    cudaError_t e = cudaStreamSynchronize(ctx->stream);
+    cudaFree(buf);
+    if (st == DKV_OK && e != cudaSuccess)
+        st = dkv_err_set(err, DKV_EIO, "%s: %s", fn, cudaGetErrorString(e));
+    dkv_gemm_plans_free(ctx);   /* the kernels stay loaded; a run's first use of a shape plans it again */
+    return st;
 }

@@ -29,6 +29,8 @@ local HELP = {
   warmup = "warm-up before the points: true (once), each (every point first), false (nil: true)",
   class_timing = "the real half's CUDA events around every kernel class: true (per-class times; each event costs the "
     .. "step ~2-3 us, docs/COMPARE.md) or false (step and run times uninstrumented, per-class times NaN)",
+  warm_gemms = "the real half's GEMM warm-up at begin (dkv.execute's warm_gemms): true (cuBLASLt's kernels loaded before "
+    .. "the first step; docs/COST_MODEL.md \"Cold shapes\") or false (each new row count loads its kernels in its step)",
 }
 function M.param(k, d, help)
   return dkv.param(k, d, help or HELP[k] or error("hw.param: '" .. tostring(k) .. "' needs a help text", 2))
@@ -46,6 +48,15 @@ function M.class_timing()
   return v == "true"
 end
 M.class_timing()   -- a mistyped value is an error in every mode, not only with a device
+M.param("warm_gemms", "true")
+
+-- dkv.execute's warm_gemms from -D warm_gemms (true | false; anything else is an error).
+function M.warm_gemms()
+  local v = tostring(M.param("warm_gemms", "true"))
+  if v ~= "true" and v ~= "false" then error("hw: -D warm_gemms must be true or false, got '" .. v .. "'", 0) end
+  return v == "true"
+end
+M.warm_gemms()
 
 -- "sim", "both" (sim + real) or "real" (-D half=real, with a device).  Probes once: dkv.execute raises "no CUDA device (...)" before
 -- it parses its argument when there is no usable GPU; with one, the empty table fails on a
@@ -227,6 +238,7 @@ function M.pair(study, point, cfg, opts, on_device)
       if k ~= "allow_refusal" and k ~= "sim_only" and k ~= "sim_patch" and k ~= "real_first" then eopts[k] = v end
     end
     if eopts.class_timing == nil then eopts.class_timing = M.class_timing() end
+    if eopts.warm_gemms == nil and (eopts.backend or "cuda") == "cuda" then eopts.warm_gemms = M.warm_gemms() end
     M.warmup(cfg, eopts)
     local ok, r, dev = pcall(dkv.execute, cfg, eopts)
     if not ok then

@@ -34,6 +34,7 @@ typedef struct lexec {
     int      layout;           /* -1: cfg.policies.layout.layout; 0 layer-major; 1 t-major */
     uint32_t attn_streams, max_logit_rows;
     bool     class_timing;
+    bool     warm_gemms;       /* opts.warm_gemms: cuda/dkv_cuda.h dkv_cuda_gemm_warm at begin (true) */
     double   staging_bytes, host_bytes;   /* < 0: automatic */
     char   **weights;
     uint32_t n_weights;
@@ -104,13 +105,14 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
 {
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
                                        "class_timing", "staging_bytes", "host_bytes", "outputs", "backend",
-                                       "targets", "clock", "start_at", "follow", "bf16_activations", NULL};
+                                       "targets", "clock", "start_at", "follow", "bf16_activations", "warm_gemms",
+                                       NULL};
     static const char *const backends[] = {"cuda", "cpu", NULL};
     static const char *const clocks[] = {"steps", "real", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
     const char *p = "opts";
     x->device = 0, x->seed = -1, x->layout = -1, x->attn_streams = 4, x->max_logit_rows = 1024;
-    x->class_timing = true, x->staging_bytes = -1, x->host_bytes = -1;
+    x->class_timing = true, x->warm_gemms = true, x->staging_bytes = -1, x->host_bytes = -1;
     if (lua_isnoneornil(L, idx))
         return;
     dkv_lconf_check_table(L, idx, p);
@@ -150,6 +152,12 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->bf16_act = dkv_lconf_boolean(L, idx, p, "bf16_activations", false, 0);
     if (x->bf16_act && !x->cpu)
         dkv_lconf_error(L, p, "bf16_activations", "emulates the CUDA backend's bf16 activations on backend = 'cpu'");
+    lua_getfield(L, idx, "warm_gemms");
+    bool warm_given = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    x->warm_gemms = dkv_lconf_boolean(L, idx, p, "warm_gemms", true, 0);
+    if (x->cpu && warm_given)
+        dkv_lconf_error(L, p, "warm_gemms", "is for backend = 'cuda' (it loads cuBLASLt's kernels before the first step)");
     lua_getfield(L, idx, "weights");
     if (lua_isstring(L, -1)) {
         x->weights = calloc(1, sizeof *x->weights);
@@ -242,6 +250,7 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     o.max_logit_rows = x->max_logit_rows;
     o.attn_streams = x->attn_streams;
     o.class_timing = x->class_timing;
+    o.warm_gemms = x->warm_gemms;
     o.kernel_records = s->record_kernels;
     o.report = &x->rep;
     if (x->outputs) { /* synchronises after every step: use for agreement runs, not for timing */

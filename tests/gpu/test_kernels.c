@@ -5,10 +5,19 @@
  * Prints "SKIP: ..." and exits 77 without a usable GPU; exits 1 when any check fails. */
 #include "gpu_check.h"
 
+#include <time.h>
+
 #include "ref/ref.h"
 
 static dkv_cuda_ctx *ctx;
 static cudaStream_t st;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static void test_fill_random(dkv_rng *r)
 {
@@ -135,6 +144,81 @@ static void test_gemm(dkv_rng *r)
         free(got), free(x), free(w), free(b), free(y0), free(ref);
         cudaFree(dx), cudaFree(dw), cudaFree(db), cudaFree(dy);
     }
+}
+
+/* The plan table keeps every shape of a run (it held 64 until session 13 and started over), a
+ * lookup after many shapes still finds its own plan, and the warm-up runs each shape at every
+ * warm-up row count, leaves no plan behind and stays within its byte cap.  Prints (does not
+ * assert) the first call of a new shape without and after the warm-up: the lazy kernel load. */
+static void test_gemm_plans_warm(dkv_rng *r)
+{
+    enum { K = 256, N = 264, NT = 100 };
+    float *x = rand_bf16_values((size_t)NT * K, 1, 0, r), *w = rand_bf16_values((size_t)N * K, 1 / sqrtf(K), 0, r);
+    dkv_bf16 *dx = upload_bf16(x, (size_t)NT * K), *dw = upload_bf16(w, (size_t)N * K);
+    dkv_bf16 *dy = dev_alloc((size_t)NT * N * 2);
+    uint32_t p0 = dkv_cuda_gemm_plans(ctx);
+    for (uint32_t T = 1; T <= NT; T++)
+        OK(dkv_cuda_gemm(ctx, dy, dx, dw, NULL, T, K, N, 0.0f, &err));
+    uint32_t p1 = dkv_cuda_gemm_plans(ctx);
+    char msg[160];
+    snprintf(msg, sizeof msg, "%u plans before, %u after %d new shapes", p0, p1, NT);
+    check_true("gemm plans: every shape of a run kept", p1 == p0 + NT, msg);
+    poison(dy, (size_t)NT * N * 2);
+    OK(dkv_cuda_gemm(ctx, dy, dx, dw, NULL, 37, K, N, 0.0f, &err));
+    float *got = download_bf16(dy, (size_t)37 * N), *ref = malloc((size_t)37 * N * 4);
+    dkv_ref_matmul(ref, x, w, NULL, 37, K, N);
+    check("gemm 37x256x264 after 100 plans", got, ref, (size_t)37 * N, 1e-2, 1e-2);
+    free(got), free(ref);
+
+    uint32_t rows[128];
+    uint32_t n600 = dkv_cuda_gemm_warm_rows(600, rows, 128), n8k = dkv_cuda_gemm_warm_rows(100000, rows, 128);
+    snprintf(msg, sizeof msg, "%u rows up to 600 (want 35: 8-32 by 8, 48-512 by 16, 576), %u up to 8,192 (want 82), "
+             "first %u last %u", n600, n8k, rows[0], rows[n8k - 1]);
+    check_true("gemm warm-up rows", n600 == 35 && n8k == 82 && rows[0] == 8 && rows[n8k - 1] == 8192, msg);
+    dkv_gemm_warm_shape sh[2] = {{dw, NULL, K, N, 600, 0.0f, 0}, {dw, NULL, K, N, 100, 1.0f, 1}};
+    uint32_t n_run = 0;
+    OK(dkv_cuda_gemm_warm(ctx, sh, 2, (size_t)64 << 20, &n_run, &err));
+    uint32_t n100 = dkv_cuda_gemm_warm_rows(100, rows, 128);
+    snprintf(msg, sizeof msg, "%u GEMMs run (want %u), %u plans left", n_run, n600 + n100, dkv_cuda_gemm_plans(ctx));
+    check_true("gemm warm-up: every row count run, plans dropped", n_run == n600 + n100 && dkv_cuda_gemm_plans(ctx) == 0,
+               msg);
+    /* a cap of 100 rows of x (K x 2 bytes) and y: row counts above about 100 are left out */
+    size_t cap = (size_t)100 * K * 2 + 256 + (size_t)100 * N * 2;
+    OK(dkv_cuda_gemm_warm(ctx, sh, 1, cap, &n_run, &err));
+    uint32_t n_fit = 0;
+    dkv_cuda_gemm_warm_rows(600, rows, 128);
+    for (uint32_t i = 0; i < n600; i++)
+        n_fit += rows[i] <= 100;
+    snprintf(msg, sizeof msg, "%u GEMMs run within %zu bytes (want %u)", n_run, cap, n_fit);
+    check_true("gemm warm-up: the byte cap holds", n_run == n_fit, msg);
+    dkv_gemm_warm_shape bad = {NULL, NULL, K, N, 64, 0.0f, 0};
+    dkv_status s = dkv_cuda_gemm_warm(ctx, &bad, 1, cap, &n_run, &err);
+    check_true("gemm warm-up refuses a NULL weight", s == DKV_EINVAL && strstr(err.msg, "dkv_cuda_gemm_warm"), err.msg);
+    free(x), free(w);
+    cudaFree(dx), cudaFree(dw), cudaFree(dy);
+
+    /* The first call of a new shape, LLaDA-8B's q|k|v at 200 rows (not a warm-up row count): on a fresh
+     * (K, N), then on another (K, N) after its warm-up (same kernels as far as cuBLASLt picks them). */
+    enum { K2 = 4096, N2a = 12288, N2b = 12544, T2 = 200 };
+    dkv_bf16 *bx = dev_alloc((size_t)T2 * K2 * 2), *bw = dev_alloc((size_t)N2b * K2 * 2), *by = dev_alloc((size_t)T2 * N2b * 2);
+    CK(cudaMemset(bx, 0x3c, (size_t)T2 * K2 * 2));
+    CK(cudaMemset(bw, 0x3c, (size_t)N2b * K2 * 2));
+    double t_cold, t_warm;
+    CK(cudaDeviceSynchronize());
+    double t0 = now_s();
+    OK(dkv_cuda_gemm(ctx, by, bx, bw, NULL, T2, K2, N2a, 0.0f, &err));
+    CK(cudaDeviceSynchronize());
+    t_cold = now_s() - t0;
+    dkv_gemm_warm_shape wb = {bw, NULL, K2, N2b, 4096, 0.0f, 0};
+    OK(dkv_cuda_gemm_warm(ctx, &wb, 1, (size_t)256 << 20, &n_run, &err));
+    t0 = now_s();
+    OK(dkv_cuda_gemm(ctx, by, bx, bw, NULL, T2, K2, N2b, 0.0f, &err));
+    CK(cudaDeviceSynchronize());
+    t_warm = now_s() - t0;
+    printf("INFO gemm first call %ux%ux%u: %.3f ms on a fresh shape; %ux%ux%u after its warm-up (%u GEMMs): %.3f ms\n",
+           (unsigned)T2, (unsigned)K2, (unsigned)N2a, t_cold * 1e3, (unsigned)T2, (unsigned)K2, (unsigned)N2b, n_run,
+           t_warm * 1e3);
+    cudaFree(bx), cudaFree(bw), cudaFree(by);
 }
 
 /* The skinny (T <= 32) weight-streaming kernel forced, against the reference and against the
@@ -292,6 +376,7 @@ int main(void)
     test_rope(&r);
     test_swiglu(&r);
     test_gemm(&r);
+    test_gemm_plans_warm(&r);
     test_gemm_skinny(&r);
     test_gemm_swiglu(&r);
     test_lm_head(&r);

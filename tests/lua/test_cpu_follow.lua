@@ -84,6 +84,10 @@ fails("needs outputs = true", dkv.execute, {model = "tiny-dllm", gpu = "h200", w
       {backend = "cpu", weights = W, follow = a.outputs})
 fails("bf16_activations", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
       {weights = W, bf16_activations = true})
+fails("warm_gemms", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {backend = "cpu", weights = W, warm_gemms = false})
+fails("warm_gemms", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {backend = "cpu", weights = W, warm_gemms = "yes"})
 
 -- 5. selection replay (docs/CPU.md "Selection replay"): a sparse leader's outputs carry its kept
 -- key sets; a follower keeps them and reports, per set, whether its own top-k differs
