@@ -29,4 +29,34 @@ if $PY scripts/sel_align_check.py datasets/profiles/h200-20261201g.lua --dkv "$D
     fail "a profile without unaligned rows was accepted"
 fi
 grep -q "no unaligned rows beside an aligned partner" "$T/err.txt" || fail "unclear refusal: $(cat "$T/err.txt")"
+
+# scripts/sel_align_ncu.py on a made-up CSV in bench_sel_align --ncu's launch order (NOT measured): an
+# unaligned key count's GEMM kernel named apart, its times summed per call, the points counted
+$PY - "$T/ncu.csv" <<'PYEOF'
+import sys
+rows, kid = [], 0
+def emit(name, ns):
+    global kid
+    rows.append('"%d","1","bench","h","%s(args)","1","7","Command line profiler metrics","gpu__time_duration.sum","nsecond","%.0f"' % (kid, name, ns))
+    kid += 1
+emit("fill_random_kernel", 1000)
+for G in (1, 4):
+    for keys in (832, 833, 834, 836, 840, 848, 1264, 1280, 1281):
+        slow = keys % 4 != 0
+        gemm = "sm80_gemm_align1" if slow else "nvjet_sm90_tst"
+        for call in range(3):   # dkv_bk_scores, alone, padded
+            for g in range(G):
+                emit(gemm if call < 2 else "nvjet_sm90_tst", (9000 if slow and call < 2 else 4000) / G)
+            if call == 0:
+                emit("row_stats_kernel", 1500)
+                emit("col_sum_kernel", 2000)
+        emit("topk_kernel", 9000)
+open(sys.argv[1], "w").write("==PROF== Connected\n" + '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value"\n' + "\n".join(rows) + "\n")
+PYEOF
+$PY scripts/sel_align_ncu.py "$T/ncu.csv" > "$T/ncu.txt" || fail "sel_align_ncu.py failed: $(cat "$T/ncu.txt")"
+grep -q "^28/4   833  scores-GEMM    9.00  alone    9.00  pad8    4.00" "$T/ncu.txt" || fail "sel_align_ncu.py: $(head -5 "$T/ncu.txt")"
+grep -q "kernels: sm80_gemm_align1 | pad8: nvjet_sm90_tst" "$T/ncu.txt" || fail "sel_align_ncu.py: kernel names"
+head -n 20 "$T/ncu.csv" > "$T/short.csv"
+if $PY scripts/sel_align_ncu.py "$T/short.csv" > /dev/null 2> "$T/err2.txt"; then fail "a short CSV was accepted"; fi
+grep -q "points (topk_kernel launches), want 18" "$T/err2.txt" || fail "unclear refusal: $(cat "$T/err2.txt")"
 echo "test_sel_align: ok"
