@@ -261,13 +261,32 @@ static dkv_status sel_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
     return dkv_bk_pack_paged(&pool, a->table, rep % POOL_LAYERS, k, v, QKV, a->sel, a->keep, a->shared, P->st, err);
 }
 
+/* The selection's key counts: multiples of 256 (3,328: 13 x 256) and, since session 13, the alignment
+ * anchors (multiples of 32 off the powers of two, so that anchor + 16 sorts as many slots as the
+ * anchor) each followed by anchor + 1, 2, 4, 8, 16: one row of every alignment class of the key count
+ * beside its aligned partner (docs/COST_MODEL.md "Unaligned key counts").  --quick: 512, 2048, and
+ * 768 with 769 and 772.  Into L (at most SEL_MAX_KEYS); the count. */
+#define SEL_MAX_KEYS 40
+static uint32_t sel_keys(const prof_ctx *P, uint32_t *L)
+{
+    static const uint32_t base[] = {256, 512, 1024, 2048, 3328, 4096}, anchors[] = {384, 768, 1536, 3072};
+    static const uint32_t offs[] = {0, 1, 2, 4, 8, 16}, qbase[] = {512, 2048}, qoffs[] = {0, 1, 4};
+    bool q = P->o->quick;
+    uint32_t n = 0, nb = q ? 2 : 6, na = q ? 1 : 4, no = q ? 3 : 6;
+    for (uint32_t i = 0; i < nb; i++)
+        L[n++] = q ? qbase[i] : base[i];
+    for (uint32_t a = 0; a < na; a++)
+        for (uint32_t o = 0; o < no; o++)
+            L[n++] = (q ? 768 : anchors[a]) + (q ? qoffs[o] : offs[o]);
+    return n;
+}
+
 dkv_status pr_sec_select(prof_ctx *P, dkv_err *err)
 {
     static const char *const fields[] = {"rows", "keys", "keep", "heads", "kv_heads", "head_dim"};
-    static const uint32_t Ls[] = {256, 512, 1024, 2048, 3328, 4096}, Lq[] = {512, 2048};
+    uint32_t L[SEL_MAX_KEYS];
     heads hs[8];
-    uint32_t nh = head_cfgs(P, hs), nL = P->o->quick ? 2 : 6;
-    const uint32_t *L = P->o->quick ? Lq : Ls;
+    uint32_t nh = head_cfgs(P, hs), nL = sel_keys(P, L);
     for (uint32_t c = 0; c < nh; c++)
         for (uint32_t i = 0; i < nL; i++) {
             heads h = hs[c];

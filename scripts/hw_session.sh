@@ -81,6 +81,9 @@ build() {
     nvcc -O3 -arch=sm_90 cuda/bench/bwcurve.cu -o "$HB/bwcurve" || exit 1
     scons -Q -j2 variant=hw mode=release cuda=yes "$B/tests/gpu/test_multi_instances" >/dev/null || exit 1
     cp "$B/tests/gpu/test_multi_instances" "$HB/" || exit 1
+    # issue 9 (session 13): the selection's parts at unaligned key counts (docs/COST_MODEL.md "Unaligned key counts")
+    scons -Q -j2 variant=hw mode=release cuda=yes "$B/tests/gpu/bench_sel_align" >/dev/null || exit 1
+    cp "$B/tests/gpu/bench_sel_align" "$HB/" || exit 1
     # (in a git worktree .git is a file: .hwbin stays untracked there and travels as such, or by carry)
     [ -d .git ] && { grep -qx '/.hwbin/' .git/info/exclude 2>/dev/null || echo '/.hwbin/' >> .git/info/exclude; }
     echo "== ldd $HB/dkv (static: hdf5, lua, sz, aec, z)"

@@ -1,13 +1,12 @@
 /* profile.c - a measured GPU profile: tables, checks, and lookups (log-space; GEMMs linear) (see profile.h). */
 #include "cost/profile.h"
+#include "cost/profile_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_KEYS 4
-#define MAX_AXES 3
 
 /* What each table serves: exact keys, interpolated axes (innermost first), fields kept but not
  * used by the lookup. */
@@ -42,30 +41,6 @@ static const tspec specs[DKV_PT_N] = {
     [DKV_PT_DECOMPRESS] = {"decompress", {"cols", "rank"}, {"rows"}, {NULL}, false, true},
     [DKV_PT_COPY_ALONE] = {"copy.alone", {"dir"}, {"bytes"}, {NULL}, true, true},
     [DKV_PT_COPY_CONTENDED] = {"copy.contended", {"dir"}, {"bytes"}, {NULL}, true, true},
-};
-
-/* A table, indexed: rows sorted by (keys, outermost axis .. innermost axis). */
-typedef struct ptab {
-    bool     present;
-    bool     lin;            /* specs[].lin */
-    bool     affine;         /* interpolated in (x, t), not (log x, log t): gemm_affine() */
-    int      warm_col;       /* the warm_s column (absolute), -1: none; used when specs[].warm */
-    int      stream_col;     /* the stream_s column (absolute), -1: none (needs warm_col) */
-    uint32_t n_fields, n_extra, width;
-    char     fields[DKV_PROF_FIELDS][24];
-    double  *raw;            /* n x width as given */
-    size_t   n;
-    uint32_t nk, na;
-    int      key_col[MAX_KEYS], axis_col[MAX_AXES];
-    double  *key;            /* n x nk, sorted */
-    double  *ax;             /* n x na: the axis values (not logs), sorted */
-    double  *lax;            /* their logs */
-    double  *sec, *lsec;     /* seconds per call and its log */
-} ptab;
-
-struct dkv_profile {
-    dkv_profile_info info;
-    ptab t[DKV_PT_N];
 };
 
 /* "kernels.qkv", "copy.alone": how an error names a table */
@@ -438,7 +413,7 @@ static double nearest_width(const ptab *t, const double *k, const bool *same, do
 
 /* The rows [*lo, *hi) of key group k[] (the index sorts by the keys, then the axes), narrowed one
  * key at a time; false when the group is not measured. */
-static bool key_group(const ptab *t, const double *k, size_t *lo, size_t *hi)
+bool dkv_prof_key_group(const ptab *t, const double *k, size_t *lo, size_t *hi)
 {
     *lo = 0, *hi = t->n;
     for (uint32_t c = 0; c < t->nk; c++) {
@@ -467,7 +442,7 @@ static double lookup(const dkv_profile *p, dkv_prof_tab id, const double *k, con
         return NAN;
     const ptab *t = &p->t[id];
     size_t lo, hi;
-    if (!key_group(t, k, &lo, &hi))
+    if (!dkv_prof_key_group(t, k, &lo, &hi))
         return NAN;
     for (uint32_t j = 0; j < t->na; j++)
         if (!(x[j] > 0))
@@ -575,121 +550,6 @@ double dkv_profile_kv_store(const dkv_profile *p, double rows, double heads, dou
         return NAN;
     ax[0] = rows * want / w;
     return lookup(p, DKV_PT_KV_STORE, ref, ax);
-}
-
-/* ---- the sparse selection (kv_gather: dkv_bk_scores, dkv_cuda_topk, dkv_bk_pack_paged) */
-
-/* The top-k (cuda/topk.cu) sorts P = max(1024, 2^ceil(log2 keys)) slots per set with a bitonic
- * network of 1024 threads: (P / 1024) log2 P (log2 P + 1) / 2 compare-exchange rounds per thread,
- * here in units of P = 1024's 55.  The work is a step function of the keys: it doubles and more at
- * each power of two, where the rest of the selection grows in proportion to the keys. */
-#define SEL_SORT_THREADS 1024.0
-static double sort_work(double keys)
-{
-    double P = SEL_SORT_THREADS;
-    while (P < keys)
-        P *= 2;
-    double lg = log2(P);
-    return P / SEL_SORT_THREADS * lg * (lg + 1) / 2 / 55.0;
-}
-
-/* The measured configuration for a head configuration the profile lacks (another model's): the same
- * block rows and head_dim, the same kv_heads where measured (the number of selection sets: it fixes
- * the launch structure, kv_heads score GEMMs under GQA, the column sums', top-k's and pack's grids),
- * else the nearest in log kv_heads; then the nearest query heads in log.  Its keys into k[]. */
-static bool sel_nearest(const ptab *t, double *k)
-{
-    double b1 = INFINITY, b2 = INFINITY, best[4];
-    for (size_t i = 0; i < t->n; i++) {
-        const double *g = t->key + i * t->nk;
-        if (g[0] != k[0] || g[3] != k[3] || !(g[1] > 0 && g[2] > 0))
-            continue;
-        double d1 = fabs(log(g[2] / k[2])), d2 = fabs(log(g[1] / k[1]));
-        if (d1 < b1 || (d1 == b1 && d2 < b2))
-            b1 = d1, b2 = d2, memcpy(best, g, sizeof best);
-    }
-    if (!isfinite(b1))
-        return false;
-    memcpy(k, best, sizeof best);
-    return true;
-}
-
-/* The sort's seconds per unit of sort_work in rows [lo, hi): least squares of t = A + B keys +
- * C sort_work(keys) (the rest of the selection: fixed launches plus work in proportion to the keys).
- * 0 where the rows cannot separate it: fewer than 4 rows, a singular system (one sort width), C <= 0,
- * or a row left with no time of its own (t <= C sort_work). */
-static double sel_sort_s(const ptab *t, size_t lo, size_t hi)
-{
-    if (hi - lo < 4)
-        return 0;
-    double M[3][4] = {{0}};   /* the normal equations, augmented */
-    for (size_t i = lo; i < hi; i++) {
-        double x[3] = {1, t->ax[i * t->na], sort_work(t->ax[i * t->na])};
-        for (int r = 0; r < 3; r++) {
-            for (int c = 0; c < 3; c++)
-                M[r][c] += x[r] * x[c];
-            M[r][3] += x[r] * t->sec[i];
-        }
-    }
-    double scale = M[0][0] * M[1][1] * M[2][2];
-    for (int c = 0; c < 3; c++) {   /* Gauss-Jordan with partial pivoting */
-        int piv = c;
-        for (int r = c + 1; r < 3; r++)
-            if (fabs(M[r][c]) > fabs(M[piv][c]))
-                piv = r;
-        for (int j = 0; j < 4; j++) {
-            double tmp = M[c][j];
-            M[c][j] = M[piv][j], M[piv][j] = tmp;
-        }
-        if (!(fabs(M[c][c]) > 0))
-            return 0;
-        for (int r = 0; r < 3; r++)
-            if (r != c) {
-                double f = M[r][c] / M[c][c];
-                for (int j = c; j < 4; j++)
-                    M[r][j] -= f * M[c][j];
-            }
-    }
-    if (!(fabs(M[0][0] * M[1][1] * M[2][2]) > 1e-12 * scale))
-        return 0;   /* one sort width: the sort is not separable from the fixed part */
-    double C = M[2][3] / M[2][2];
-    if (!(C > 0))
-        return 0;
-    for (size_t i = lo; i < hi; i++)
-        if (!(t->sec[i] > C * sort_work(t->ax[i * t->na])))
-            return 0;
-    return C;
-}
-
-/* Seconds of one selection of `keys` in rows [lo, hi): the time less the sort, interpolated in
- * (log keys, log t) between the two rows around `keys`, plus the sort at keys' own width; a measured
- * row's own time; NAN outside the rows' keys. */
-static double sel_lookup(const ptab *t, size_t lo, size_t hi, double keys)
-{
-    if (!(keys >= t->ax[lo * t->na] && keys <= t->ax[(hi - 1) * t->na]))
-        return NAN;
-    size_t i = lo;
-    while (t->ax[i * t->na] < keys)
-        i++;
-    if (t->ax[i * t->na] == keys)
-        return t->sec[i];
-    double C = sel_sort_s(t, lo, hi), k0 = t->ax[(i - 1) * t->na], k1 = t->ax[i * t->na];
-    double r0 = t->sec[i - 1] - C * sort_work(k0), r1 = t->sec[i] - C * sort_work(k1);
-    double w = log(keys / k0) / log(k1 / k0);
-    return exp(log(r0) + w * (log(r1) - log(r0))) + C * sort_work(keys);
-}
-
-double dkv_profile_select(const dkv_profile *p, double rows, double keys, double heads, double kv_heads,
-                          double head_dim)
-{
-    if (!dkv_profile_has(p, DKV_PT_KV_GATHER))
-        return NAN;
-    const ptab *t = &p->t[DKV_PT_KV_GATHER];
-    double key[4] = {rows, heads, kv_heads, head_dim};
-    size_t lo, hi;
-    if (!key_group(t, key, &lo, &hi) && !(sel_nearest(t, key) && key_group(t, key, &lo, &hi)))
-        return NAN;
-    return sel_lookup(t, lo, hi, keys);
 }
 
 double dkv_profile_elementwise(const dkv_profile *p, double kind, double rows, double cols)
