@@ -57,7 +57,7 @@ void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r)
 /* Loads the kernels cuBLASLt picks for the model's GEMMs (the fused q|k|v with its bias, o += , gate|up,
  * down += , the LM head's fp32 logits) at every warm-up row count (dkv_cuda_gemm_warm), with layer 0's
  * weights and a scratch buffer of at most 1 GiB or a quarter of the free memory, freed before the first
- * step.  docs/COST_MODEL.md "Cold shapes". */
+ * step; then 0.2 s idle.  docs/COST_MODEL.md "Cold shapes". */
 static dkv_status warm_gemms(dkv_cuda_backend *b, dkv_err *err)
 {
     const dkv_model *m = &b->m;
@@ -75,7 +75,14 @@ static dkv_status warm_gemms(dkv_cuda_backend *b, dkv_err *err)
     size_t cap = (size_t)1 << 30;
     cap = fr / 4 < cap ? fr / 4 : cap;
     uint32_t n_run = 0;
-    return dkv_cuda_gemm_warm(b->ctx, s, sizeof s / sizeof s[0], cap, &n_run, err);
+    DKV_TRY(dkv_cuda_gemm_warm(b->ctx, s, sizeof s / sizeof s[0], cap, &n_run, err));
+    /* Idle before the first step: the GPU's clocks stay lowered for ~50 ms after heavy GEMMs (device call 26,
+     * 32-step blocks: Reuse steps 4-5 % slower until ~50 ms after their Refresh), and the warm-up's large-row
+     * GEMMs are ~0.2 s of them; without this pause call 27's first steps ran 7-12 % slower than with no
+     * warm-up on the same GPU.  4x the measured hold. */
+    struct timespec idle = {0, 200 * 1000 * 1000};
+    nanosleep(&idle, NULL);
+    return DKV_OK;
 }
 
 /* The setup's loaded weights (uploaded as bf16), or seeded random ones. */
