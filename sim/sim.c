@@ -29,6 +29,7 @@ typedef struct sim_state {
     dkv_sim_warm  own;          /* the run's shapes when no shared set is given */
     dkv_sim_warm *warm;         /* the set in use: &own or the options' shared one */
     sim_lr        lr;           /* the low-rank forms on the host (sim_lowrank.c) */
+    double        hold_until_s; /* engine clock until which the GPU's clocks are held low (profile hold) */
 } sim_state;
 
 _Static_assert(DKV_KCLASS_N <= DKV_GPU_KCLASS_MAX, "dkv_gpu.kclass must cover every kernel class");
@@ -449,6 +450,10 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     rates_init(g, &o, &r);
     double t_layer[DKV_KCLASS_N], t_once[DKV_KCLASS_N], roof;
     class_times(m, g, &r, plan, cs, t_layer, t_once, &roof);
+    const dkv_profile_info *hin = g->profile ? dkv_profile_get_info(g->profile) : NULL;
+    if (st && hin && hin->hold_slowdown > 0 && plan->start_s < st->hold_until_s)
+        for (int c = 0; c < DKV_KCLASS_N; c++)   /* inside the clocks' hold after a heavy step */
+            t_layer[c] *= 1 + hin->hold_slowdown, t_once[c] *= 1 + hin->hold_slowdown;
     double compute = t_once[DKV_KCLASS_LM_HEAD] + t_once[DKV_KCLASS_COMPRESS] + t_once[DKV_KCLASS_REORDER] +
                      t_once[DKV_KCLASS_ELEMENTWISE];
     for (int c = 0; c < DKV_KCLASS_N; c++)
@@ -488,6 +493,8 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     }
     out->compute_s = compute;
     out->stall_s = out->time_s - compute;
+    if (st && hin && hin->hold_slowdown > 0 && compute >= hin->hold_after_s)
+        st->hold_until_s = plan->start_s + out->time_s + hin->hold_window_s;
     out->flops = tot.flops;
     out->hbm_read_bytes = tot.hbm_read_bytes;
     out->hbm_write_bytes = tot.hbm_write_bytes;
@@ -534,6 +541,7 @@ static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     free(c->st.own.seen);
     c->st.own.seen = NULL, c->st.own.n_seen = c->st.own.cap_seen = 0;
     c->st.backlog_s = c->st.cmp_copy_s = 0;
+    c->st.hold_until_s = -HUGE_VAL;
     dkv_status rc = sim_lr_begin(&c->st.lr, s, err);
     if (rc != DKV_OK)
         return rc;

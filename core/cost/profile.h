@@ -69,6 +69,10 @@ typedef struct dkv_profile_info {
     double host_base_s, host_per_item_s;           /* planning per step: serial host time */
     double host_per_launch_s, host_per_gemm_launch_s;   /* enqueue per launch: overlaps the GPU */
     double host_resume_s, host_handover_s;   /* GPU idle between two steps of one thread / two threads (0: none) */
+    /* hold (PROFILE_FORMAT.md "hold"; absent: all 0, no hold): a step that starts within hold_window_s
+     * of the end of a step whose kernels took at least hold_after_s runs its kernels hold_slowdown
+     * slower (x (1 + hold_slowdown)); docs/COST_MODEL.md "After a Refresh: the clocks' hold" */
+    double hold_after_s, hold_window_s, hold_slowdown;
     /* memory (PROFILE_FORMAT.md "memory"; absent: has_memory false): device memory a CUDA backend
      * process holds besides dkv's own allocations, bytes */
     bool   has_memory;

@@ -107,6 +107,9 @@ typedef struct dkv_step_plan {
     uint32_t max_logit_rows;   /* logit chunk size (rows per LM-head pass); 0 = unchunked */
     uint32_t n_weight_streams; /* distinct weight copies read this step (instances in a merged
                                   plan without shared weights); 0 or 1 = one */
+    double   start_s;          /* the engine's clock when the step starts (its steps clock: the step
+                                  record's start_s); a backend that models the GPU's state over time
+                                  reads it (sim/: the clocks' hold after heavy steps) */
 } dkv_step_plan;
 
 /* Kernel classes a backend reports per-kernel records for. */

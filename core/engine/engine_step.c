@@ -593,7 +593,7 @@ dkv_status eng_run_round(eng *e, size_t from, uint32_t inst_tag, uint32_t n_inst
     dkv_step_plan plan = {.step_index = e->step_index, .instance = inst_tag, .items = e->items,
                           .n_items = (uint32_t)n, .xfers = e->xfers, .n_xfers = (uint32_t)nx,
                           .max_logit_rows = c->logit.max_num_logits,
-                          .n_weight_streams = c->shared_weights ? 1 : n_inst_round};
+                          .n_weight_streams = c->shared_weights ? 1 : n_inst_round, .start_s = e->now};
     dkv_step_cost cost;
     round_wall w;
     DKV_TRY(round_call_backend(e, &plan, &cost, &w, err));

@@ -284,6 +284,16 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
         dkv_lconf_string(L, -1, sp, "note", "", 0);
         lua_pop(L, 1);
     }
+    if (dkv_lconf_subtable(L, top, file, "hold", 0)) {   /* the clocks' hold after heavy steps */
+        static const char *const okeys[] = {"after_s", "window_s", "slowdown", "note", NULL};
+        dkv_lconf_path(sp, sizeof sp, file, "hold");
+        dkv_lconf_check_keys(L, lua_gettop(L), sp, okeys);
+        dkv_lconf_string(L, -1, sp, "note", "", 0);
+        in->hold_after_s = dkv_lconf_number(L, -1, sp, "after_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        in->hold_window_s = dkv_lconf_number(L, -1, sp, "window_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        in->hold_slowdown = dkv_lconf_number(L, -1, sp, "slowdown", 0, 0, 10, DKV_LCONF_REQUIRED);
+        lua_pop(L, 1);
+    }
     if (dkv_lconf_subtable(L, top, file, "host", 0)) {
         dkv_lconf_path(sp, sizeof sp, file, "host");
         dkv_lconf_check_keys(L, lua_gettop(L), sp, hkeys);
@@ -309,7 +319,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
 static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
-                                       "memory", "complete", "incomplete", NULL};
+                                       "hold", "memory", "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);

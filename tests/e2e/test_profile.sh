@@ -85,4 +85,36 @@ assert(b.peak_device_bytes == b.peak_weights_bytes + b.device_arena_bytes + b.de
 LUA
 ln -sf "$ROOT/datasets/profiles/h200-standin.lua" "$T/root/datasets/profiles/h200-standin.lua"
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run y.lua) || fail "the memory table does not reach peak_device_bytes"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory table is checked and used"
+# the hold table (optional; docs/COST_MODEL.md "After a Refresh: the clocks' hold"): checked field by field;
+# a step starting within window_s of the end of a step of >= after_s kernel time costs x (1 + slowdown)
+hold() { sed '$d' datasets/profiles/h200-standin.lua; printf '  hold = {%s},\n}\n' "$1"; }
+hold 'after_s = 0.02, window_s = 0.05, slowdwn = 0.03' >"$T/root/datasets/profiles/p9.lua"
+check p9 "unknown field 'slowdwn' (did you mean 'slowdown'?)"
+hold 'after_s = 0.02, window_s = 0.05' >"$T/root/datasets/profiles/p10.lua"
+check p10 "hold.slowdown"
+hold 'after_s = 0.02, window_s = -1, slowdown = 0.03' >"$T/root/datasets/profiles/p11.lua"
+check p11 "hold.window_s"
+hold 'after_s = 0.004, window_s = 0.02, slowdown = 0.25' >"$T/root/datasets/profiles/p12.lua"
+cat >"$T/root/z.lua" <<'LUA'
+local dkv = require "dkv"
+local function run(profile)
+  return dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = profile}, sim = {first_use = false},
+    workload = {kind = "fixed", n = 2, prompt = 1024, gen = 64}, decode = {cache = "dual", block_len = 32, steps = 8}}:steps()
+end
+local a, b = run("p12"), run("h200-standin")
+assert(#a.start_s == #b.start_s and #a.start_s > 8, "same plans")
+local until_s, held, free = -math.huge, 0, 0
+for j = 1, #a.start_s do
+  local r = a.compute_s[j] / b.compute_s[j]
+  if a.start_s[j] < until_s then
+    assert(math.abs(r - 1.25) < 1e-9, string.format("step %d inside the hold: x %.9g, want 1.25", j, r)); held = held + 1
+  else
+    assert(math.abs(r - 1) < 1e-9, string.format("step %d after the hold: x %.9g, want 1", j, r)); free = free + 1
+  end
+  if a.compute_s[j] >= 0.004 then until_s = a.start_s[j] + a.time_s[j] + 0.02 end
+end
+assert(held > 0 and free > 0, string.format("steps held %d, free %d: both kinds", held, free))
+print(string.format("hold: %d steps held, %d free", held, free))
+LUA
+(cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run z.lua) || fail "the hold table is not applied as documented"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory and hold tables are checked and used"
