@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""class_errors.py - per kernel class, the measured time of a run taken with class events
+(dkv.execute class_timing = true) against its simulated twin, over the paired steps, Refresh and
+Reuse steps apart (docs/COST_MODEL.md "Attention of batched Reuse steps").
+
+    /usr/bin/python3 scripts/class_errors.py RUNS.h5 POINT [POINT...] [--event-s 1.5e-6]
+
+RUNS.h5 holds POINT:real and POINT:sim runs with kernels tables (hw_validate.lua writes them; device
+call 29: datasets/hw/2026-12-01/call29/hw_h5.tgz and x.tgz).  Each class's measured time is less
+--event-s per launch (the class event's cost, docs/COMPARE.md "Instrumented and uninstrumented steps").
+Steps pair by index when their Refresh / Reuse counts and query rows agree; others are left out.
+Prints, per point and step kind, measured / simulated ms and the error (simulated / measured - 1).
+"""
+import argparse
+import sys
+
+import h5py
+
+CLASSES = ["qkv", "attn", "o", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("h5")
+    ap.add_argument("points", nargs="+", help="run names without :real / :sim, e.g. val:w1:dual")
+    ap.add_argument("--event-s", type=float, default=1.5e-6)
+    a = ap.parse_args()
+    try:
+        f = h5py.File(a.h5, "r")
+    except OSError as e:
+        sys.exit("class_errors: %s: %s" % (a.h5, e))
+    for p in a.points:
+        try:
+            rk, sk = f["runs/%s:real/kernels" % p][()], f["runs/%s:sim/kernels" % p][()]
+            rs, ss = f["runs/%s:real/steps" % p][()], f["runs/%s:sim/steps" % p][()]
+        except KeyError:
+            sys.exit("class_errors: %s: no runs %s:real and %s:sim with kernels and steps" % (a.h5, p, p))
+        acc = {}
+        for i in range(min(len(rs), len(ss))):
+            x, y = rs[i], ss[i]
+            if (x["n_refresh"], x["n_reuse"], x["q_tokens"]) != (y["n_refresh"], y["n_reuse"], y["q_tokens"]):
+                continue
+            kind = "Refresh" if x["n_reuse"] == 0 else "Reuse" if x["n_refresh"] == 0 else "mixed"
+            for c in range(len(CLASSES)):
+                m = rk[(rk["step_index"] == x["index"]) & (rk["kind"] == c)]
+                s = sk[(sk["step_index"] == y["index"]) & (sk["kind"] == c)]
+                t = acc.setdefault((kind, c), [0.0, 0.0])
+                t[0] += m["time_s"].sum() - a.event_s * m["n_launches"].sum()
+                t[1] += s["time_s"].sum()
+        print(p)
+        for kind in ("Refresh", "Reuse", "mixed"):
+            cells = ["%s %.2f / %.2f (%+.0f %%)" % (CLASSES[c], 1e3 * m, 1e3 * s, 100 * (s / m - 1))
+                     for (k, c), (m, s) in sorted(acc.items()) if k == kind and m > 0]
+            if cells:
+                print("  %-7s %s" % (kind, ", ".join(cells)))
+
+
+if __name__ == "__main__":
+    main()
