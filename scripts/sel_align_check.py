@@ -122,6 +122,9 @@ def standin(base_path, out_path):
     s, e = kv_gather_block(text, base_path)
     fields, extra, rows = parse_block(text[s:e], base_path)
     ki, keep = fields.index("keys"), fields.index("keep") if "keep" in fields else None
+    if any(int(r[ki]) % 32 for r in rows):
+        die("%s: its kv_gather table already has rows off the multiples of 32; a stand-in adds its own: give "
+            "--base a profile without them (e.g. datasets/profiles/h200-20261201g.lua)" % base_path)
     tcols = [len(fields)] + [len(fields) + 2 + i for i in range(len(extra))]
     out = list(rows)
     for key, byk in sorted(groups(fields, rows).items()):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_sel_align.sh - scripts/sel_align_check.py (the selection at unaligned key counts, issue 9 session
-# 13) on a STAND-IN profile: the shipped profile's kv_gather rows plus hand-made rows at anchor + 1, 2,
+# 13) on a STAND-IN profile: profile g's kv_gather rows (g has no unaligned rows; the shipped h does) plus hand-made rows at anchor + 1, 2,
 # 4, 8, 16 (odd counts 17 % slower).  The re-simulation under the merged profile must carry that factor
 # through dkv_profile_select into hw_select_keys's kv_gather per selection (833 keys 17 % over 832,
 # 840 keys not), and a profile without unaligned rows is refused by name.
@@ -10,9 +10,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cd "$ROOT"
 PY=/usr/bin/python3
 
-$PY scripts/sel_align_check.py --standin "$T/standin_sel.lua" > /dev/null
+G=datasets/profiles/h200-20261201g.lua
+$PY scripts/sel_align_check.py --standin "$T/standin_sel.lua" --base $G > /dev/null
 grep -q "measured = false" "$T/standin_sel.lua" || fail "the stand-in does not say measured = false"
-$PY scripts/sel_align_check.py "$T/standin_sel.lua" --dkv "$DKV" -o "$T/chk" > "$T/chk.txt" ||
+$PY scripts/sel_align_check.py "$T/standin_sel.lua" --base $G --dkv "$DKV" -o "$T/chk" > "$T/chk.txt" ||
     fail "sel_align_check.py failed on the stand-in: $(cat "$T/chk.txt")"
 grep -q "^STAND-IN DATA" "$T/chk.txt" || fail "no STAND-IN banner"
 grep -q "keys   768: +1 1.170  +2 1.150  +4 1.050" "$T/chk.txt" || fail "the isolated ratios are not the stand-in's"
@@ -24,11 +25,15 @@ for m in llada-8b dream-7b; do
         fail "$m: simulated excess at 833 / 840 keys $x / $y %, want 17 / 0 (the stand-in's factors)"
 done
 grep -q "^criterion: .*: \(PASS\|FAIL\)$" "$T/chk.txt" || fail "no verdict line"
-# a profile without unaligned rows (the shipped one) is refused, saying why
-if $PY scripts/sel_align_check.py datasets/profiles/h200-20261201g.lua --dkv "$DKV" -o "$T/chk2" 2> "$T/err.txt" > /dev/null; then
+# a profile without unaligned rows (g) is refused, saying why; a stand-in on a base that has them too
+if $PY scripts/sel_align_check.py $G --base $G --dkv "$DKV" -o "$T/chk2" 2> "$T/err.txt" > /dev/null; then
     fail "a profile without unaligned rows was accepted"
 fi
 grep -q "no unaligned rows beside an aligned partner" "$T/err.txt" || fail "unclear refusal: $(cat "$T/err.txt")"
+if $PY scripts/sel_align_check.py --standin "$T/standin2.lua" --base datasets/profiles/h200-20261201h.lua 2> "$T/err2.txt"; then
+    fail "a stand-in on a base with unaligned rows was made"
+fi
+grep -q "already has rows off the multiples of 32" "$T/err2.txt" || fail "unclear refusal: $(cat "$T/err2.txt")"
 
 # scripts/sel_align_ncu.py on a made-up CSV in bench_sel_align --ncu's launch order (NOT measured): an
 # unaligned key count's GEMM kernel named apart, its times summed per call, the points counted
