@@ -87,12 +87,21 @@ void dkv_cost_step_free(dkv_cost_step *cs);   /* accepts NULL */
  * kv_cached_tokens > kv_tokens, a transfer of unknown kind (DKV_EINVAL), no memory. */
 dkv_status dkv_cost_count(const dkv_model *m, const dkv_step_plan *plan, dkv_cost_step *cs, dkv_err *err);
 
+/* The L2 replay's kernels of one counted layer and the step's end, in launch order (a
+ * diagnostic: per kernel what dkv_cost_count_hw charges, to set beside Nsight Compute's rows). */
+#define DKV_COST_L2_TRACE_MAX 64
+typedef struct dkv_cost_l2_trace {
+    uint32_t n;   /* kernels recorded (at most DKV_COST_L2_TRACE_MAX; more are dropped) */
+    struct { dkv_kernel_class kind; double rd, wr; } k[DKV_COST_L2_TRACE_MAX];
+} dkv_cost_l2_trace;
+
 /* The GPU's L2 between kernels (dkv_cost_count_hw). */
 typedef struct dkv_cost_hw {
     double   l2_bytes;   /* L2 capacity; 0: no L2 model (every operand from HBM, every write to HBM) */
     uint32_t l2_partitions;   /* halves each caching what their SMs read (0 = 1): the model's capacity is
                                  l2_bytes / l2_partitions (the forward's operands are read from both) */
     uint32_t n_sms;      /* streaming multiprocessors: output tiles per GEMM wave */
+    dkv_cost_l2_trace *trace;   /* NULL, or receives the counted layer's and the step end's kernels */
 } dkv_cost_hw;
 
 /* How cuBLAS runs a GEMM out[M x N] = in[M x K] W on n_sms SMs, as the L2 replay models it
@@ -104,6 +113,13 @@ typedef struct dkv_cost_hw {
  * are streamed once per group (`groups` times), a group's input rows once per column wave
  * (`col_waves` per group) unless they stay in L2. */
 #define DKV_COST_GEMM_GROUP_ROWS 1152.0
+
+/* The L2 replay's bound on dirty lines (cost_l2.c, docs/COST_MODEL.md "Writes per class"): at most
+ * this fraction of hw->l2_bytes is dirty; past it the oldest dirty lines are written to HBM (they
+ * stay, clean), charged to the kernel that wrote past it.  Measured on the fit point val:w2:sparse
+ * (device call 3): the RoPE kernel at 2,112 rows writes 34.6 MB in place and keeps 21.1 MB of
+ * them in L2 (Nsight Compute's writes of that layer's kernels, chained); 60 MiB / 3 = 21.0 MB. */
+#define DKV_COST_L2_DIRTY_FRAC (1.0 / 3.0)
 
 typedef struct dkv_cost_gemm_plan {
     double tile_rows;               /* token rows per tile */

@@ -9,7 +9,10 @@
  * not resident; a write lands in L2 dirty (whole 32-byte sectors: no fetch), replacing the
  * buffer's older lines in place; lines pushed out of the LRU end that are dirty are written to
  * HBM and charged to the kernel that pushed them (what Nsight Compute's dram__bytes_write.sum
- * of that kernel counts when caches are not flushed between kernels).  Weights and KV written in
+ * of that kernel counts when caches are not flushed between kernels), and so are the oldest dirty
+ * lines past DKV_COST_L2_DIRTY_FRAC of the L2 (they stay, clean).  A kernel that walks its rows
+ * (norms, RoPE and the store, SwiGLU, attention) reads and writes as it goes: its reads count
+ * in turn, then the lines it read and wrote enter the L2 interleaved (walk()).  Weights and KV written in
  * earlier layers or steps are streamed: never resident when read (their last use is a whole
  * forward ago), they occupy L2 and push older lines out.
  *
@@ -72,6 +75,7 @@ typedef struct {
     ent e[MAX_ENT];   /* e[0]: least recently used */
     int n;
     double cap, tot;
+    double dcap;      /* dirty bytes the L2 keeps at most (DKV_COST_L2_DIRTY_FRAC) */
     double rd, wr;    /* the current kernel's HBM bytes */
     unsigned ep;      /* current kernel */
     double n_sms;
@@ -83,9 +87,22 @@ static void drop(l2m *s, int i)
     s->n--;
 }
 
+/* Dirty lines past dcap are written to HBM, the oldest first; they stay, clean. */
+static void clean_oldest(l2m *s)
+{
+    double dirty = 0;
+    for (int i = 0; i < s->n; i++)
+        dirty += s->e[i].dirty;
+    for (int i = 0; i < s->n && dirty > s->dcap; i++) {
+        double t = fmin(dirty - s->dcap, s->e[i].dirty);
+        s->e[i].dirty -= t, s->wr += t, dirty -= t;
+    }
+}
+
 /* Lines past the capacity leave from the LRU end; their dirty share goes to HBM. */
 static void evict(l2m *s)
 {
+    clean_oldest(s);
     while (s->tot > s->cap * (1 + 1e-12) && s->n > 1) {
         ent *x = &s->e[0];
         double take = fmin(s->tot - s->cap, x->res), dd = x->res > 0 ? x->dirty * take / x->res : 0;
@@ -120,29 +137,57 @@ static void stream(l2m *s, double bytes)
     push(s, B_STREAM, fmin(bytes, s->cap), 0, 0);
 }
 
-/* Reads bytes of buffer key: the resident part hits, the rest comes from HBM (counted unless
- * the caller counted it: all_miss); the buffer becomes the most recent. */
-static void rd_as(l2m *s, int key, double bytes, bool all_miss)
+/* Takes every entry of buffer key out of the L2: its resident and dirty bytes and the latest
+ * kernel that wrote it. */
+static void take(l2m *s, int key, double *res, double *dirty, unsigned *wep)
 {
-    if (bytes <= 0)
-        return;
-    double r = 0, d = 0;
-    unsigned wep = 0;
+    *res = *dirty = 0, *wep = 0;
     for (int i = s->n - 1; i >= 0; i--)
         if (s->e[i].key == key) {
-            r += s->e[i].res, d += s->e[i].dirty;
-            wep = s->e[i].wep > wep ? s->e[i].wep : wep;
+            *res += s->e[i].res, *dirty += s->e[i].dirty;
+            *wep = s->e[i].wep > *wep ? s->e[i].wep : *wep;
             s->tot -= s->e[i].res;
             drop(s, i);
         }
-    s->rd += all_miss ? bytes : fmax(0, bytes - r);
+}
+
+/* Reads bytes of buffer key: the resident part hits, the rest comes from HBM; the buffer becomes
+ * the most recent. */
+static void rd(l2m *s, int key, double bytes)
+{
+    if (bytes <= 0)
+        return;
+    double r, d;
+    unsigned wep;
+    take(s, key, &r, &d, &wep);
+    s->rd += fmax(0, bytes - r);
     double nr = fmin(fmax(r, bytes), s->cap);
     push(s, key, nr, fmin(d, nr), wep);
 }
 
-static void rd(l2m *s, int key, double bytes)
+/* A GEMM's read of bytes of its input (a row group's rows): the resident part hits, the rest
+ * comes from HBM (counted unless the caller counted it: all_miss, the rows were pushed out).
+ * Only these rows become the most recent: the buffer's other resident lines (other groups' rows;
+ * all of them when the rows were pushed out) go to the LRU end, where the GEMM's weight stream
+ * pushes them out, dirty ones to HBM, during this GEMM. */
+static void rd_rows(l2m *s, int key, double bytes, bool all_miss)
 {
-    rd_as(s, key, bytes, false);
+    if (bytes <= 0)
+        return;
+    double r, d;
+    unsigned wep;
+    take(s, key, &r, &d, &wep);
+    s->rd += all_miss ? bytes : fmax(0, bytes - r);
+    double old = all_miss ? r : fmax(0, r - bytes), dold = r > 0 ? d * old / r : 0;
+    if (old > 0 && s->n < MAX_ENT) {
+        memmove(&s->e[1], &s->e[0], (size_t)s->n * sizeof s->e[0]);
+        s->e[0] = (ent){key, old, dold, wep};
+        s->n++, s->tot += old;
+    } else if (old > 0) {   /* no room for the entry (a bound, never reached): they leave now */
+        s->wr += dold;
+    }
+    double nr = all_miss ? fmin(bytes, s->cap) : fmin(fmax(r, bytes), s->cap) - old;
+    push(s, key, nr, fmin(d - dold, nr), wep);
 }
 
 /* Writes bytes of buffer key: they replace up to bytes of the buffer's lines written by earlier
@@ -169,6 +214,61 @@ static void wr(l2m *s, int key, double bytes)
     if (bytes > s->cap)
         s->wr += bytes - s->cap;
     push(s, key, fmin(bytes, s->cap), fmin(bytes, s->cap), s->ep);
+}
+
+/* Merges the entries of buffer key into one at the place of its most recent. */
+static void coalesce(l2m *s, int key)
+{
+    int last = -1;
+    for (int i = s->n - 1; i >= 0; i--) {
+        if (s->e[i].key != key)
+            continue;
+        if (last < 0) {
+            last = i;
+            continue;
+        }
+        ent x = s->e[i];
+        drop(s, i), last--;
+        s->e[last].res += x.res, s->e[last].dirty += x.dirty;
+        s->e[last].wep = x.wep > s->e[last].wep ? x.wep : s->e[last].wep;
+    }
+}
+
+typedef struct { int key; double bytes; } acc;
+
+/* A kernel that walks its rows (the attention its heads) once, reading and writing each as it
+ * goes: the norms, RoPE and the KV store, the SwiGLU, the attention, the selection's pack.  Its
+ * reads count in turn as rd() (a buffer's resident part hits, what an earlier read pushed out
+ * misses), then streamed bytes; then the lines it read (each buffer's bytes, as far as the L2
+ * holds them) and the lines it writes enter the L2 in ROW_SLICES alternating slices, so what it
+ * keeps at its end is its last rows' reads and writes in proportion, and its own dirty lines that
+ * the rest pushed out went to HBM during it (one write after all the reads keeps all of it). */
+#define ROW_SLICES 8
+#define WALK_MAX 4
+static void walk(l2m *s, const acc *r, int nr, double streamed, const acc *w, int nw)
+{
+    double res[WALK_MAX], dirty[WALK_MAX];
+    unsigned wep[WALK_MAX];
+    for (int j = 0; j < nr; j++)
+        rd(s, r[j].key, r[j].bytes);
+    stream(s, streamed);
+    for (int j = 0; j < nr; j++) {
+        res[j] = dirty[j] = 0, wep[j] = 0;
+        if (r[j].bytes <= 0)
+            continue;
+        take(s, r[j].key, &res[j], &dirty[j], &wep[j]);
+        res[j] = fmin(fmax(res[j], r[j].bytes), s->cap), dirty[j] = fmin(dirty[j], res[j]);
+    }
+    for (int c = 0; c < ROW_SLICES; c++) {
+        for (int j = 0; j < nr; j++)
+            push(s, r[j].key, res[j] / ROW_SLICES, dirty[j] / ROW_SLICES, wep[j]);
+        for (int j = 0; j < nw; j++)
+            wr(s, w[j].key, w[j].bytes / ROW_SLICES);
+    }
+    for (int j = 0; j < nr; j++)
+        coalesce(s, r[j].key);
+    for (int j = 0; j < nw; j++)
+        coalesce(s, w[j].key);
 }
 
 /* The QKV GEMM's output as three buffers (q, k, v columns, in proportion fq, fk, 1 - fq - fk),
@@ -230,10 +330,10 @@ static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b,
              * others miss on a sweep */
             double miss = 0;
             if (c0 == 0) {
-                rd_as(s, in, slab, g0 > 0 && spill);
+                rd_rows(s, in, slab, g0 > 0 && spill);
                 miss = ((ng - 1) * spill + ng * (nc - 1) * sweep) * slab;
             } else {
-                rd_as(s, in, slab, sweep);
+                rd_rows(s, in, slab, sweep);
                 miss = (ng * nc - 1) * sweep * slab;
             }
             s->rd += miss;
@@ -248,19 +348,27 @@ static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b,
 typedef struct {
     l2m s;
     dkv_cost_class *cls;   /* where the current kernel's bytes go (NULL: warm-up, dropped) */
+    int kind;              /* its class */
+    dkv_cost_l2_trace *trace;
 } run;
 
-static void kbegin(run *r, dkv_cost_class *c)
+static void kbegin(run *r, dkv_cost_class *c, int kind)
 {
     r->s.ep++;
     r->s.rd = r->s.wr = 0;
-    r->cls = c;
+    r->cls = c, r->kind = kind;
 }
 
 static void kend(run *r)
 {
-    if (r->cls)
-        r->cls->rd += r->s.rd, r->cls->wr += r->s.wr;
+    if (!r->cls)
+        return;
+    r->cls->rd += r->s.rd, r->cls->wr += r->s.wr;
+    dkv_cost_l2_trace *t = r->trace;
+    if (t && t->n < DKV_COST_L2_TRACE_MAX) {
+        t->k[t->n].kind = (dkv_kernel_class)r->kind, t->k[t->n].rd = r->s.rd, t->k[t->n].wr = r->s.wr;
+        t->n++;
+    }
 }
 
 /* One layer of cuda/backend_fwd.c's bk_forward; out[c] receives class c's bytes (NULL: none). */
@@ -271,8 +379,9 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
     const double wb = dkv_dtype_bytes(m->weight_dtype), hq = (double)m->n_heads * m->head_dim;
     const double hkv = (double)m->n_kv_heads * m->head_dim, qkv = hq + 2 * hkv;
     l2m *s = &r->s;
-#define K(c) kbegin(r, out ? &out[c] : NULL)
-    K(DKV_KCLASS_ELEMENTWISE), rd(s, B_X, Q * d * ab), stream(s, d * wb), wr(s, B_H, Q * d * ab), kend(r);
+#define K(c) kbegin(r, out ? &out[c] : NULL, c)
+    const acc xin[] = {{B_X, Q * d * ab}}, hout[] = {{B_H, Q * d * ab}};
+    K(DKV_KCLASS_ELEMENTWISE), walk(s, xin, 1, d * wb, hout, 1), kend(r);
     K(DKV_KCLASS_QKV), gemm(s, B_H, Q * d * ab, streams * d * qkv * wb, -1, 0, B_QKV, Q * qkv * ab, Q, qkv, d), kend(r);
     split_qkv(s, hq / qkv, hkv / qkv);
     const double qb = Q * hq * ab, kb1 = Q * hkv * ab;   /* the step's q, and its k (or v) */
@@ -286,11 +395,13 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
         else if (it->kv_write_tokens)
             stored += it->kv_write_tokens * 2 * hkv * kb;
     }
-    if (cs->any_store)   /* fused RoPE + store: q rotated in place, the rows' K/V into the pool */
-        K(DKV_KCLASS_KV_STORE), rd(s, B_Q, qb), rd(s, B_K, kb1), rd(s, B_V, kb1), wr(s, B_Q, qb), wr(s, B_KVNEW, stored),
-            kend(r);
-    else
-        K(DKV_KCLASS_ELEMENTWISE), rd(s, B_Q, qb), rd(s, B_K, kb1), wr(s, B_Q, qb), wr(s, B_K, kb1), kend(r);
+    /* RoPE rotates q and k in place (every row); fused with the store it also writes the stored
+     * rows' K and V into the pool (cuda/fused_rope_store.cu; rows not kept go to the one discard
+     * block, rewritten in L2) */
+    const acc qk[] = {{B_Q, qb}, {B_K, kb1}, {B_V, cs->any_store ? kb1 : 0}};
+    const acc qkst[] = {{B_Q, qb}, {B_K, kb1}, {B_KVNEW, stored}};
+    K(cs->any_store ? DKV_KCLASS_KV_STORE : DKV_KCLASS_ELEMENTWISE), walk(s, qk, 3, 0, qkst, cs->any_store ? 3 : 2),
+        kend(r);
     for (uint32_t i = 0; select && i < plan->n_items; i++) {   /* scores, row stats, col sums, top-k, pack */
         const dkv_step_item *it = &plan->items[i];
         if (!(it->kv_write_tokens && it->kv_select_rows))
@@ -301,14 +412,12 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
         K(DKV_KCLASS_KV_GATHER), rd(s, B_SC, sc), wr(s, B_ST, H * rows * 8.0), kend(r);
         K(DKV_KCLASS_KV_GATHER), rd(s, B_SC, sc), rd(s, B_ST, H * rows * 8.0), wr(s, B_COL, Hk * q * 4.0), kend(r);
         K(DKV_KCLASS_KV_GATHER), rd(s, B_COL, Hk * q * 4.0), wr(s, B_SEL, Hk * keep * 4.0), kend(r);
-        K(DKV_KCLASS_KV_GATHER), rd(s, B_SEL, Hk * keep * 4.0), rd(s, B_K, kvb / 2), rd(s, B_V, kvb / 2),
-            wr(s, B_KVNEW, kvb), kend(r);
+        const acc pin[] = {{B_SEL, Hk * keep * 4.0}, {B_K, kvb / 2}, {B_V, kvb / 2}}, pout[] = {{B_KVNEW, kvb}};
+        K(DKV_KCLASS_KV_GATHER), walk(s, pin, 3, 0, pout, 1), kend(r);
     }
     /* attention: queries and the item's own K/V (computed this layer: from the QKV buffer, or for
      * dual's in-place store from the pool rows just written, in L2 either way) and cached K/V from
-     * the pool (written in earlier steps: streamed), output written */
-    K(DKV_KCLASS_ATTN);
-    rd(s, B_Q, qb);
+     * the pool (written in earlier steps: streamed), output written head by head */
     double own = 0, cached = 0;
     for (uint32_t i = 0; i < plan->n_items; i++) {
         const dkv_step_item *it = &plan->items[i];
@@ -316,11 +425,13 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
         own += (double)(it->kv_tokens - it->kv_cached_tokens) * 2 * hkv * ab;
         cached += it->kv_cached_tokens * 2 * hkv * kb;
     }
-    rd(s, B_K, own / 2), rd(s, B_V, own / 2), stream(s, cached), wr(s, B_ATT, Q * hq * ab), kend(r);
+    const acc ain[] = {{B_Q, qb}, {B_K, own / 2}, {B_V, own / 2}}, aout[] = {{B_ATT, Q * hq * ab}};
+    K(DKV_KCLASS_ATTN), walk(s, ain, 3, cached, aout, 1), kend(r);
     K(DKV_KCLASS_O), gemm(s, B_ATT, Q * hq * ab, streams * hq * d * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d, hq), kend(r);
-    K(DKV_KCLASS_ELEMENTWISE), rd(s, B_X, Q * d * ab), stream(s, d * wb), wr(s, B_H, Q * d * ab), kend(r);
+    K(DKV_KCLASS_ELEMENTWISE), walk(s, xin, 1, d * wb, hout, 1), kend(r);
     K(DKV_KCLASS_FFN), gemm(s, B_H, Q * d * ab, streams * 2 * d * f * wb, -1, 0, B_GU, 2 * Q * f * ab, Q, 2 * f, d), kend(r);
-    K(DKV_KCLASS_ELEMENTWISE), rd(s, B_GU, 2 * Q * f * ab), wr(s, B_FF, Q * f * ab), kend(r);
+    const acc gin[] = {{B_GU, 2 * Q * f * ab}}, fout[] = {{B_FF, Q * f * ab}};
+    K(DKV_KCLASS_ELEMENTWISE), walk(s, gin, 1, 0, fout, 1), kend(r);
     K(DKV_KCLASS_FFN), gemm(s, B_FF, Q * f * ab, streams * d * f * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d, f), kend(r);
 #undef K
 }
@@ -338,17 +449,19 @@ static void tail(run *r, const dkv_model *m, const dkv_step_plan *plan, const dk
     for (uint32_t i = 0; i < plan->n_items; i++)
         if (plan->items[i].logit_rows) {
             double rr = plan->items[i].logit_rows;
-            kbegin(r, head), rd(s, B_X, rr * d * ab), stream(s, d * wb), wr(s, B_H, rr * d * ab), kend(r);
+            kbegin(r, head, DKV_KCLASS_LM_HEAD), rd(s, B_X, rr * d * ab), stream(s, d * wb), wr(s, B_H, rr * d * ab);
+            kend(r);
         }
     double C = plan->max_logit_rows ? plan->max_logit_rows : R;
     for (double done = 0; done < R; done += C) {
         double c = fmin(C, R - done);
-        kbegin(r, head);
+        kbegin(r, head, DKV_KCLASS_LM_HEAD);
         gemm(s, B_H, c * d * ab, cs->weight_streams * V * d * wb, -1, 0, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES, c, V, d);
         kend(r);
-        kbegin(r, head), rd(s, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES), wr(s, B_ARG, c * 8.0), kend(r);
+        kbegin(r, head, DKV_KCLASS_LM_HEAD), rd(s, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES), wr(s, B_ARG, c * 8.0);
+        kend(r);
     }
-    kbegin(r, el), rd(s, B_ARG, R * 8.0), kend(r);
+    kbegin(r, el, DKV_KCLASS_ELEMENTWISE), rd(s, B_ARG, R * 8.0), kend(r);
 }
 
 void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_hw *hw, dkv_cost_step *cs)
@@ -359,17 +472,20 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
     if (!hw || hw->l2_bytes <= 0 || plan->n_items == 0)
         return;
     double parts = hw->l2_partitions ? hw->l2_partitions : 1;
-    run r = {.s = {.cap = hw->l2_bytes / parts, .n_sms = hw->n_sms ? hw->n_sms : 1}};
+    run r = {.s = {.cap = hw->l2_bytes / parts, .dcap = hw->l2_bytes * DKV_COST_L2_DIRTY_FRAC,
+                   .n_sms = hw->n_sms ? hw->n_sms : 1}};
     dkv_cost_class lay[DKV_KCLASS_N], once[DKV_KCLASS_N];
     memset(lay, 0, sizeof lay), memset(once, 0, sizeof once);
     const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);
     tail(&r, m, plan, cs, NULL, NULL);   /* the previous step's end */
-    kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE]), kend(&r);   /* reset: a few bytes */
-    kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE]);
+    kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE], DKV_KCLASS_ELEMENTWISE), kend(&r);   /* reset: a few bytes */
+    kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE], DKV_KCLASS_ELEMENTWISE);
     stream(&r.s, Q * d * dkv_dtype_bytes(m->weight_dtype)), wr(&r.s, B_X, Q * d * ab);   /* embeddings */
     kend(&r);
     layer(&r, m, plan, cs, cs->weight_streams, NULL);
     layer(&r, m, plan, cs, cs->weight_streams, NULL);
+    if ((r.trace = hw->trace) != NULL)
+        r.trace->n = 0;
     layer(&r, m, plan, cs, cs->weight_streams, lay);
     tail(&r, m, plan, cs, &once[DKV_KCLASS_LM_HEAD], &once[DKV_KCLASS_ELEMENTWISE]);
     double seg[DKV_KCLASS_N] = {0};   /* per layer: the class's HBM segments (timed at their run length) */

@@ -165,6 +165,125 @@ static void test_l2_gemm_waves_push_their_output_out(void **state)
     dkv_cost_step_free(&cs);
 }
 
+/* A small model (weights of a few MB) for the L2 rules below, on an L2 of one partition. */
+static dkv_model tiny(void)
+{
+    dkv_model m = {.name = "tiny", .n_layers = 2, .hidden = 512, .ffn = 1536, .n_heads = 8, .n_kv_heads = 8,
+                   .head_dim = 64, .vocab = 512, .mask_id = 511, .max_len = 4096, .rope_theta = 10000,
+                   .weight_dtype = DKV_DTYPE_BF16, .kv_dtype = DKV_DTYPE_BF16, .act_dtype = DKV_DTYPE_BF16};
+    return m;
+}
+
+/* The fused RoPE + KV store (cuda/fused_rope_store.cu) rotates q and k in place and writes the
+ * rows' K and V into the pool: four row-sized writes.  With an L2 of 1 kB nothing stays, so the
+ * class writes all four (a count without the in-place k has three). */
+static void test_l2_store_writes_rotated_k_in_place(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it = {.q_tokens = 288, .kv_tokens = 288, .kv_write_tokens = 288, .logit_rows = 32};
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_cost_hw small = {.l2_bytes = 1000, .l2_partitions = 1, .n_sms = 132};
+    assert_int_equal(dkv_cost_count_hw(&m, &small, &p, &cs, NULL), DKV_OK);
+    const double row = 288.0 * 4096 * 2;   /* q, k, K or V of the step's rows */
+    assert_true(fabs(cs.layer[DKV_KCLASS_KV_STORE].wr - 4 * row) <= 2000);
+    dkv_cost_step_free(&cs);
+}
+
+/* The L2 keeps at most DKV_COST_L2_DIRTY_FRAC of itself dirty (the oldest past it go to HBM and
+ * stay, clean).  The tiny model's Refresh of 1,024 rows on an L2 of 64 MB (one partition) fits:
+ * only weights come from HBM (as with an L2 holding everything); but a layer writes ~26 MB of
+ * distinct buffers (x, h, qkv, att, gate|up, ff, split-K partials), more than 64 / 3 MB, so some
+ * of it reaches HBM (without the bound: nothing). */
+static void test_l2_dirty_lines_are_bounded(void **state)
+{
+    (void)state;
+    dkv_model m = tiny();
+    dkv_step_item it = {.q_tokens = 1024, .kv_tokens = 1024, .logit_rows = 32};
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_cost_hw l2 = {.l2_bytes = 64e6, .l2_partitions = 1, .n_sms = 132};
+    assert_int_equal(dkv_cost_count_hw(&m, &l2, &p, &cs, NULL), DKV_OK);
+    const double d = 512, f = 1536;
+    assert_true(rel(cs.layer[DKV_KCLASS_QKV].rd, d * 3 * d * 2) < 1e-12);
+    assert_true(rel(cs.layer[DKV_KCLASS_O].rd, d * d * 2) < 1e-12);
+    assert_true(rel(cs.layer[DKV_KCLASS_FFN].rd, 3 * d * f * 2) < 1e-12);
+    double wr = 0;
+    for (int k = 0; k < DKV_KCLASS_N; k++)
+        wr += cs.layer[k].wr;
+    assert_true(wr > 1e6);
+    dkv_cost_step_free(&cs);
+}
+
+/* A kernel that walks its rows keeps, of what it read and wrote, its last rows' share: the SwiGLU
+ * reads gate|up (G = 6.3 MB at 1,024 rows of the tiny model) and writes ff (F = 3.1 MB) row by
+ * row, so on an L2 of C = 6 MB (G + F > C > F) it ends holding C F / (C + F) of ff (its read
+ * lines are at most C), not all of it (to within one of the replay's ROW_SLICES = 8 slices of ff).
+ * The down projection (split-K: 24 tiles) then reads the residual x (pushed out by gate+up: 1 MB,
+ * evicting as much of gate|up), then ff: its misses are F - C F / (C + F) (less up to F / 8); the
+ * gate+up GEMM finds its input h in L2, the split-K partials (10.5 MB) miss beyond C.  FFN reads:
+ * weights + x + those ff misses + partials - C.  (A SwiGLU writing ff after reading gate|up keeps
+ * all of ff: no ff misses.) */
+static void test_l2_rows_kernel_keeps_its_last_rows(void **state)
+{
+    (void)state;
+    dkv_model m = tiny();
+    dkv_step_item it = {.q_tokens = 1024, .kv_tokens = 1024, .logit_rows = 32};
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    const double C = 6e6;
+    dkv_cost_hw l2 = {.l2_bytes = C, .l2_partitions = 1, .n_sms = 132};
+    assert_int_equal(dkv_cost_count_hw(&m, &l2, &p, &cs, NULL), DKV_OK);
+    const double d = 512, f = 1536, Q = 1024, F = Q * f * 2, x = Q * d * 2, ws = 5 * Q * d * 4;
+    double want = 3 * d * f * 2 + x + (F - C * F / (C + F)) + (ws - C);
+    assert_true(cs.layer[DKV_KCLASS_FFN].rd <= want * (1 + 1e-12));
+    assert_true(cs.layer[DKV_KCLASS_FFN].rd >= want - F / 8);
+    dkv_cost_step_free(&cs);
+}
+
+/* A large-M GEMM's row group reads its own rows: the input's other rows stay as old as they were,
+ * so its weight stream pushes them out (dirty ones to HBM) during the GEMM.  LLaDA-8B's Refresh of
+ * 2 x 1,056 rows (all stored) on the H200, kernels of a layer (dkv_cost_hw.trace): the attention
+ * leaves part of its output (17.3 MB) dirty; the O projection (2 row groups, its operands beyond
+ * the L2) writes it back with its own output, and the norm after it, which reads the residual and
+ * writes h (17.3 MB; the L2 holds 31.5), has nothing dirty of the attention left to push out: it
+ * writes under a quarter of h (had the second group's read refreshed the whole input, the
+ * attention's output would stay dirty through the GEMM and the norm would write ~11 MB of it). */
+static void test_l2_gemm_group_leaves_other_rows_old(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it[2] = {{.q_tokens = 1056, .kv_tokens = 1056, .kv_write_tokens = 1056, .logit_rows = 32},
+                           {.q_tokens = 1056, .kv_tokens = 1056, .kv_write_tokens = 1056, .logit_rows = 32}};
+    dkv_step_plan p = {.items = it, .n_items = 2};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_cost_l2_trace tr;
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .trace = &tr};
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+    /* norm, qkv, store, attention, O, norm, gate+up, SwiGLU, down; then the step's end */
+    static const dkv_kernel_class want[] = {DKV_KCLASS_ELEMENTWISE, DKV_KCLASS_QKV, DKV_KCLASS_KV_STORE,
+                                            DKV_KCLASS_ATTN, DKV_KCLASS_O, DKV_KCLASS_ELEMENTWISE,
+                                            DKV_KCLASS_FFN, DKV_KCLASS_ELEMENTWISE, DKV_KCLASS_FFN};
+    assert_true(tr.n > 9);
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(tr.k[i].kind, want[i]);
+    const double h = 2112.0 * 4096 * 2;
+    double sum = 0;
+    for (uint32_t i = 0; i < 9; i++)
+        sum += tr.k[i].wr;
+    assert_true(rel(sum, cs.layer[DKV_KCLASS_QKV].wr + cs.layer[DKV_KCLASS_KV_STORE].wr + cs.layer[DKV_KCLASS_ATTN].wr +
+                             cs.layer[DKV_KCLASS_O].wr + cs.layer[DKV_KCLASS_FFN].wr +
+                             cs.layer[DKV_KCLASS_ELEMENTWISE].wr) < 1e-12);
+    assert_true(tr.k[5].wr < 0.25 * h);
+    assert_true(tr.k[4].wr > h);   /* the O projection: its output and the attention's leftovers */
+    dkv_cost_step_free(&cs);
+}
+
 /* How the replay tiles a GEMM (dkv_cost_gemm_tiles, 132 SMs): split-K for few tiles; one group
  * up to DKV_COST_GEMM_GROUP_ROWS rows, its waves the tiles over the SMs rounded; larger M in groups
  * of 1152 rows (6 row tiles of 192) across 132 / 6 = 22 column tiles, so LLaDA-8B's gate+up at
@@ -344,6 +463,10 @@ int main(void)
         cmocka_unit_test(test_l2_off_is_the_cold_count),
         cmocka_unit_test(test_l2_holding_everything_reads_only_weights_and_cache),
         cmocka_unit_test(test_l2_gemm_waves_push_their_output_out),
+        cmocka_unit_test(test_l2_store_writes_rotated_k_in_place),
+        cmocka_unit_test(test_l2_dirty_lines_are_bounded),
+        cmocka_unit_test(test_l2_rows_kernel_keeps_its_last_rows),
+        cmocka_unit_test(test_l2_gemm_group_leaves_other_rows_old),
         cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
         cmocka_unit_test(test_segments_cover_the_traffic),
