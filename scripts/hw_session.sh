@@ -231,11 +231,13 @@ device() {
                 if [ "$l" -lt 40 ]; then status_line "ncu $p" skip 0 "deadline: ${l}s left"; continue; fi
                 [ "$lim" -gt $((l - 15)) ] && lim=$((l - 15))
                 t0=$SECONDS
+                # no GEMM warm-up (warm_gemms=false): its ~400 cuBLAS launches would enter the profile, and
+                # dkv ncu-import classes cuBLAS GEMMs by launch order
                 timeout -k 10 "$lim" "$NCU" --csv --clock-control none --cache-control "${NCU_CACHE:-all}" \
                     --target-processes all \
                     --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
                     --log-file "$W/ncu/ncu_$tag.csv" \
-                    "$DKV" run experiments/hw_validate.lua -D backend=cuda -D half=real -D warmup=false \
+                    "$DKV" run experiments/hw_validate.lua -D backend=cuda -D half=real -D warmup=false -D warm_gemms=false \
                     -D point="$p" -o "$W/ncu/prof_$tag.h5" > "$W/logs/ncu_$tag.log" 2>&1; r=$?
                 status_line "ncu $p" "$r" $((SECONDS - t0)) \
                     "$(grep -c dram__bytes_read "$W/ncu/ncu_$tag.csv" 2>/dev/null) kernels$( [ $r = 124 ] && echo ", timeout ${lim}s")"
