@@ -44,15 +44,20 @@ static dkv_status one(prof_ctx *P, const char *table, const char *note, gemm_arg
     return pr_case(P, pr_measure(P, t, f, 1, gemm_est(&g), gemm_call, &g, err), err);
 }
 
+/* The class tables' rows: pr_rows, then (not --quick) 12,288, 16,384 and 24,576: a Refresh or mixed step of
+ * several long prompts has more than 8,192 rows (the held-out mc:dual,long up to 20,395), where the
+ * simulator used to extrapolate linearly from 8,192 (session 13, docs/COST_MODEL.md "Large steps"). */
+static const uint32_t big_rows[] = {12288, 16384, 24576};
+
 dkv_status pr_sec_gemm(prof_ctx *P, dkv_err *err)
 {
     const uint32_t *rows;
-    uint32_t nr = pr_rows(P, &rows);
+    uint32_t nr = pr_rows(P, &rows), nb = P->o->quick ? 0 : (uint32_t)(sizeof big_rows / sizeof big_rows[0]);
     for (uint32_t mi = 0; mi < P->o->n_models; mi++) {
         const dkv_model *m = &P->o->models[mi];
         uint32_t C = m->hidden, QD = m->n_heads * m->head_dim, QKV = QD + 2 * m->n_kv_heads * m->head_dim, F = m->ffn;
-        for (uint32_t i = 0; i < nr; i++) {
-            uint32_t T = rows[i];
+        for (uint32_t i = 0; i < nr + nb; i++) {
+            uint32_t T = i < nr ? rows[i] : big_rows[i - nr];
             PR_TRY(one(P, "qkv", "dkv_cuda_gemm (x w^T + bias), the fused q|k|v projection", (gemm_arg){T, C, QKV, 0, m->qkv_bias},
                        err));
             PR_TRY(one(P, "o", "dkv_cuda_gemm with beta 1 (the residual add fused)", (gemm_arg){T, QD, C, 1, false}, err));
