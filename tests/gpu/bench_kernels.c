@@ -14,31 +14,7 @@ static dkv_cuda_ctx *ctx;
 static cudaStream_t st;
 static int reps = 15, warm = 3;
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-#define TIME_US(out, ...)                                        \
-    do {                                                         \
-        float t_[64];                                            \
-        cudaEvent_t a_, b_;                                      \
-        CK(cudaEventCreate(&a_));                                \
-        CK(cudaEventCreate(&b_));                                \
-        for (int w_ = 0; w_ < warm; w_++) { __VA_ARGS__; }       \
-        for (int r_ = 0; r_ < reps; r_++) {                      \
-            CK(cudaEventRecord(a_, st));                         \
-            __VA_ARGS__;                                         \
-            CK(cudaEventRecord(b_, st));                         \
-            CK(cudaEventSynchronize(b_));                        \
-            CK(cudaEventElapsedTime(&t_[r_], a_, b_));           \
-        }                                                        \
-        qsort(t_, reps, sizeof(float), cmp_float);               \
-        (out) = reps ? t_[reps / 2] * 1e3f : 0.0f;               \
-        cudaEventDestroy(a_);                                    \
-        cudaEventDestroy(b_);                                    \
-    } while (0)
+#include "bench_time.h"
 
 int main(int argc, char **argv)
 {

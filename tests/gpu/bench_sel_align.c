@@ -20,31 +20,7 @@
 static cudaStream_t st;
 static int reps = 25, warm = 5;
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-#define TIME_US(out, ...)                                        \
-    do {                                                         \
-        float t_[64];                                            \
-        cudaEvent_t a_, b_;                                      \
-        CK(cudaEventCreate(&a_));                                \
-        CK(cudaEventCreate(&b_));                                \
-        for (int w_ = 0; w_ < warm; w_++) { __VA_ARGS__; }       \
-        for (int r_ = 0; r_ < reps; r_++) {                      \
-            CK(cudaEventRecord(a_, st));                         \
-            __VA_ARGS__;                                         \
-            CK(cudaEventRecord(b_, st));                         \
-            CK(cudaEventSynchronize(b_));                        \
-            CK(cudaEventElapsedTime(&t_[r_], a_, b_));           \
-        }                                                        \
-        qsort(t_, reps, sizeof(float), cmp_float);               \
-        (out) = reps ? t_[reps / 2] * 1e3f : 0.0f;               \
-        cudaEventDestroy(a_);                                    \
-        cudaEventDestroy(b_);                                    \
-    } while (0)
+#include "bench_time.h"
 
 /* The score GEMM(s) of cuda/backend_scores.cu scores_rows, C's leading dimension ldc (>= Tk). */
 static void score_gemm(cublasHandle_t h, const dkv_bf16 *q, uint32_t ldq, uint32_t Tq, const dkv_bf16 *k,
