@@ -14,15 +14,12 @@ void sim_profile_times(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan
 /* One launch group of the batched attention (cuda/attention.cu): items of at most SIM_ATTN_SMALL_Q
  * queries, or the larger ones, of one attention mode. */
 #define SIM_ATTN_SMALL_Q 32
-#define SIM_ATTN_LIST 128   /* items a group lists for the launch-order rule (more: the aggregate rule) */
 typedef struct sim_attn_grp {
     double rows;    /* query rows of the group's items */
     double qa;      /* sum of q x keys */
     double amax;    /* the largest item's keys */
     double tiles;   /* query tiles (32 rows in the small group, 64 in the other) */
     double cached;  /* query rows of items that also read the pool (prefix Reuse, in the larger group) */
-    uint32_t n;     /* items listed in key[] and nt[] in the plan's order (0: not listed, the aggregate rule) */
-    double key[SIM_ATTN_LIST], nt[SIM_ATTN_LIST];   /* per listed item: keys, query tiles */
 } sim_attn_grp;
 
 /* Seconds of one group per layer (sim_profile.c: the profile's uniform batch at the mean keys,

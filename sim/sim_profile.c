@@ -4,7 +4,6 @@
 #include "sim/sim_internal.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 #include "cost/profile.h"
 
@@ -51,74 +50,7 @@ static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu 
  *
  * c(a) is the time of a CTA of a / S keys, from the profile: a single Reuse item of a · S1 / S keys
  * (S1 its own split count, so its CTAs take the same keys), A(32, a · S1 / S); where that is outside
- * the profile, c(a) ∝ a.  Uniform items (a_max = ā) give the profile's value exactly.
- *
- * Since session 13, a group whose items are listed (x->n > 0) and whose CTAs fill at most two waves
- * is stretched by the launch order instead (docs/COST_MODEL.md "Large steps"): the GPU starts CTAs in
- * blockIdx order (x = tile · S + split fastest, then the head), the first `slots` at once, each later
- * one on the slot that frees first.  With N <= 2 slots every later CTA gets a slot of its own, so the
- * makespan is the larger of the longest first-wave CTA and, over the later CTAs in order, the k-th
- * shortest first-wave CTA plus the k-th later one; the uniform batch's is ceil(N / slots) c(ā).  The
- * group costs A(tile rows, ā) times their ratio, a CTA of item i taking c(ā) + (c(a_max) - c(ā)) (a_i -
- * ā) / (a_max - ā) (the line through the two measured points).  More waves: the rule above. */
-/* One run of the launch order: cnt CTAs of duration d. */
-typedef struct lo_run { double d, cnt; } lo_run;
-
-static int lo_cmp(const void *a, const void *b)
-{
-    double x = ((const lo_run *)a)->d, y = ((const lo_run *)b)->d;
-    return (x > y) - (x < y);
-}
-
-/* The two-wave launch-order ratio of the comment below (NAN: items not listed, uniform, or more than
- * two waves). */
-static double launch_order_ratio(const sim_attn_grp *x, double H, double S, double slots, double abar, double cbar,
-                                 double cmax)
-{
-    if (x->n == 0 || x->amax <= abar)
-        return NAN;
-    double N = 0;
-    for (uint32_t i = 0; i < x->n; i++)
-        N += H * x->nt[i] * S;
-    if (N > 2 * slots)
-        return NAN;
-    lo_run run[SIM_ATTN_LIST], sorted[SIM_ATTN_LIST];   /* per item: its CTAs' time, how many in the first wave */
-    double left = slots, longest = 0, worst = 0;
-    for (uint32_t i = 0; i < x->n; i++)
-        run[i] = (lo_run){cbar + (cmax - cbar) * (x->key[i] - abar) / (x->amax - abar), 0};
-    for (double h = 0; h < H && left > 0; h++)   /* the first `slots` CTAs: head after head, item by item */
-        for (uint32_t i = 0; i < x->n && left > 0; i++) {
-            double c = fmin(x->nt[i] * S, left);
-            run[i].cnt += c, left -= c;
-        }
-    for (uint32_t i = 0; i < x->n; i++) {
-        longest = run[i].cnt > 0 ? fmax(longest, run[i].d) : longest;
-        sorted[i] = run[i];
-    }
-    if (N <= slots)
-        return longest / cbar;
-    qsort(sorted, x->n, sizeof sorted[0], lo_cmp);   /* the first wave's slots in the order they free up */
-    uint32_t k = 0;
-    double used = 0, skip = slots;
-    for (double h = 0; h < H; h++)   /* the later CTAs in order, each on the next slot to free up */
-        for (uint32_t i = 0; i < x->n; i++) {
-            double c = x->nt[i] * S, sk = fmin(skip, c);
-            c -= sk, skip -= sk;
-            while (c > 0 && k < x->n) {
-                if (sorted[k].cnt <= 0) {   /* an item with no CTA in the first wave frees no slot */
-                    k++;
-                    continue;
-                }
-                double take = fmin(c, sorted[k].cnt - used);
-                worst = fmax(worst, sorted[k].d + run[i].d);
-                c -= take, used += take;
-                if (used >= sorted[k].cnt)
-                    k++, used = 0;
-            }
-        }
-    return fmax(longest, worst) / (2 * cbar);
-}
-
+ * the profile, c(a) ∝ a.  Uniform items (a_max = ā) give the profile's value exactly. */
 double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const sim_attn_grp *x, int md,
                       bool big)
 {
@@ -142,12 +74,7 @@ double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g
     S = fmin(fmin(S, 8), ceil(x->amax / 16));
     double W = ceil(S * base / slots), S1 = fmin(fmin(ceil(target / H), 8), ceil(x->amax / 16));
     double cmax = attn_mode(p, m, g, tile, x->amax * S1 / S, md), cbar = attn_mode(p, m, g, tile, abar * S1 / S, md);
-    if (isnan(cmax) || isnan(cbar) || cbar <= 0)
-        cmax = x->amax, cbar = abar;   /* c(a) proportional to a */
-    double lo = big ? NAN : launch_order_ratio(x, H, S, slots, abar, cbar, cmax);   /* Reuse items: where it was checked */
-    if (!isnan(lo))
-        return t * lo;
-    double r = cmax / cbar;
+    double r = isnan(cmax) || isnan(cbar) || cbar <= 0 ? x->amax / abar : cmax / cbar;
     return r > W ? t * r / W : t;
 }
 
@@ -164,17 +91,10 @@ static double attention(const dkv_profile *p, const dkv_model *m, const dkv_gpu 
         x->rows += it->q_tokens;
         x->qa += (double)it->q_tokens * it->kv_tokens;
         x->amax = fmax(x->amax, it->kv_tokens);
-        double nt = ceil((double)it->q_tokens / (big ? 64 : 32));
-        x->tiles += nt;
+        x->tiles += ceil((double)it->q_tokens / (big ? 64 : 32));
         if (it->kv_tokens > it->q_tokens)
             x->cached += it->q_tokens;
-        if (x->n < SIM_ATTN_LIST)   /* the launch-order rule's list, in the plan's (the kernel's) order */
-            x->key[x->n] = it->kv_tokens, x->nt[x->n] = nt;
-        x->n++;
     }
-    for (int md = 0; md < 3; md++)
-        for (int b = 0; b < 2; b++)
-            grp[md][b].n = grp[md][b].n <= SIM_ATTN_LIST ? grp[md][b].n : 0;   /* too many: the aggregate rule */
     for (int md = 0; md < 3; md++)
         for (int b = 0; b < 2; b++)
             t += sim_attn_group(p, m, g, &grp[md][b], md, b == 1);

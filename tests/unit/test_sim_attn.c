@@ -1,7 +1,6 @@
 /* test_sim_attn.c - sim/sim_profile.c's batched attention of unequal items (sim_attn_group): the
  * profile's uniform batch at the mean keys, stretched by the longest item's critical path only while
- * the GPU has room (one wave), by the launch order when the items are listed and fill two waves, and
- * exactly the profile's value for equal items. */
+ * the GPU has room (one wave), and exactly the profile's value for equal items. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -163,56 +162,6 @@ static void test_partial_tiles_cost_whole_tiles(void **state)
     dkv_profile_free(p);
 }
 
-/* The launch-order rule (two waves, listed items; docs/COST_MODEL.md "Large steps"): against a plain list
- * scheduler written here (each CTA, in blockIdx order, on the slot free first), with a time linear in
- * the keys so that a CTA's time is proportional to its item's keys.  8 Reuse items of 32 heads: 2
- * splits, 512 CTAs on 396 slots. */
-static double brute_makespan(const double *key, int n, int H, int S, int slots)
-{
-    double end[1024] = {0}, ms = 0;
-    for (int h = 0; h < H; h++)
-        for (int i = 0; i < n; i++)
-            for (int sp = 0; sp < S; sp++) {
-                int best = 0;
-                for (int k = 1; k < slots; k++)
-                    best = end[k] < end[best] ? k : best;
-                end[best] += key[i] / S;
-                ms = end[best] > ms ? end[best] : ms;
-            }
-    return ms;
-}
-
-static void test_launch_order_two_waves(void **state)
-{
-    (void)state;
-    dkv_model m;
-    dkv_gpu g;
-    setup_mg(&m, &g);
-    dkv_profile *p = attn_profile(0, 1e-10);
-    static const double orders[3][8] = {{2119, 2173, 2445, 2483, 2512, 2716, 2724, 3009},
-                                        {3009, 2724, 2716, 2512, 2483, 2445, 2173, 2119},
-                                        {1000, 1000, 1000, 1000, 1000, 1000, 1000, 6000}};
-    for (int o = 0; o < 3; o++) {
-        sim_attn_grp x = {.n = 8};
-        double qa = 0, amax = 0;
-        for (int i = 0; i < 8; i++) {
-            x.key[i] = orders[o][i], x.nt[i] = 1, qa += 32 * orders[o][i];
-            amax = fmax(amax, orders[o][i]);
-        }
-        x.rows = 256, x.qa = qa, x.amax = amax, x.tiles = 8;
-        double abar = qa / 256, base = dkv_profile_attn(p, 256, abar, 32, 32, 128, 0);
-        double want = base * brute_makespan(orders[o], 8, 32, 2, 396) / (2 * abar / 2);
-        double t = sim_attn_group(p, &m, &g, &x, 0, false);
-        assert_true(fabs(t - want) <= 1e-9 * want);
-        assert_true(t > base);   /* unequal items cost more than their mean here */
-        /* not listed: the aggregate rule, which the two waves hide (amax / abar < 2) or stretch */
-        x.n = 0;
-        double t0 = sim_attn_group(p, &m, &g, &x, 0, false);
-        assert_true(o == 2 ? t0 > base : fabs(t0 - base) <= 1e-12 * base);
-    }
-    dkv_profile_free(p);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,7 +170,6 @@ int main(void)
         cmocka_unit_test(test_full_gpu_is_work_bound),
         cmocka_unit_test(test_prefix_items_mode3),
         cmocka_unit_test(test_partial_tiles_cost_whole_tiles),
-        cmocka_unit_test(test_launch_order_two_waves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
