@@ -36,20 +36,21 @@ namespace cg = cooperative_groups;
                                #call, (int)s_);                                                    \
     } while (0)
 
+/* Destroys the descriptors a plan holds (any of them may be unset) and empties its slot. */
+static void plan_destroy(dkv_gemm_plan *p)
+{
+    if (p->a) cublasLtMatrixLayoutDestroy(p->a);
+    if (p->b) cublasLtMatrixLayoutDestroy(p->b);
+    if (p->c) cublasLtMatrixLayoutDestroy(p->c);
+    if (p->op) cublasLtMatmulDescDestroy(p->op);
+    memset(p, 0, sizeof *p);
+}
+
 void dkv_gemm_plans_free(dkv_cuda_ctx *ctx)
 {
-    for (uint32_t i = 0; i < DKV_GEMM_PLANS && ctx->n_plans > 0; i++) {
-        dkv_gemm_plan *p = &ctx->plans[i];
-        if (!p->used)
-            continue;
-        cublasLtMatrixLayoutDestroy(p->a);
-        cublasLtMatrixLayoutDestroy(p->b);
-        cublasLtMatrixLayoutDestroy(p->c);
-        cublasLtMatmulDescDestroy(p->op);
-        p->used = 0;
-        ctx->n_plans--;
-    }
-    ctx->n_plans = 0;
+    for (uint32_t i = 0; i < DKV_GEMM_PLANS && ctx->n_plans > 0; i++)
+        if (ctx->plans[i].used)
+            plan_destroy(&ctx->plans[i]), ctx->n_plans--;
 }
 
 extern "C" uint32_t dkv_cuda_gemm_plans(const dkv_cuda_ctx *ctx) { return ctx ? ctx->n_plans : 0; }
@@ -116,11 +117,7 @@ static dkv_status get_plan(dkv_cuda_ctx *ctx, uint32_t T, uint32_t K, uint32_t N
     p->T = T, p->K = K, p->N = N, p->f32_out = f32_out, p->has_bias = has_bias, p->accumulate = accumulate;
     dkv_status st = make_plan(ctx, p, err);
     if (st != DKV_OK) {
-        if (p->a) cublasLtMatrixLayoutDestroy(p->a);
-        if (p->b) cublasLtMatrixLayoutDestroy(p->b);
-        if (p->c) cublasLtMatrixLayoutDestroy(p->c);
-        if (p->op) cublasLtMatmulDescDestroy(p->op);
-        memset(p, 0, sizeof *p);
+        plan_destroy(p);
         return st;
     }
     p->used = 1;
@@ -447,9 +444,12 @@ extern "C" uint32_t dkv_cuda_gemm_warm_rows(uint32_t max_T, uint32_t *rows, uint
     return n;
 }
 
+/* The warm-up's scratch for one call: x (T x K bf16, 256-aligned so that y starts aligned), then y. */
+static size_t warm_x_bytes(const dkv_gemm_warm_shape *s, uint32_t T) { return ((size_t)T * s->K * 2 + 255) / 256 * 256; }
+
 static size_t warm_bytes(const dkv_gemm_warm_shape *s, uint32_t T)
 {
-    return ((size_t)T * s->K * 2 + 255) / 256 * 256 + (size_t)T * s->N * (s->f32_out ? 4 : 2);
+    return warm_x_bytes(s, T) + (size_t)T * s->N * (s->f32_out ? 4 : 2);
 }
 
 extern "C" dkv_status dkv_cuda_gemm_warm(dkv_cuda_ctx *ctx, const dkv_gemm_warm_shape *s, uint32_t n, size_t max_bytes,
@@ -481,7 +481,7 @@ extern "C" dkv_status dkv_cuda_gemm_warm(dkv_cuda_ctx *ctx, const dkv_gemm_warm_
             if (warm_bytes(&s[i], T) > need)
                 break;
             const dkv_bf16 *x = (const dkv_bf16 *)buf;
-            void *y = buf + ((size_t)T * s[i].K * 2 + 255) / 256 * 256;
+            void *y = buf + warm_x_bytes(&s[i], T);
             st = launch_gemm(ctx, y, s[i].f32_out, x, s[i].w, s[i].bias, T, s[i].K, s[i].N, s[i].beta, err);
             *n_run += st == DKV_OK;
         }

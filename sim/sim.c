@@ -450,10 +450,10 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     rates_init(g, &o, &r);
     double t_layer[DKV_KCLASS_N], t_once[DKV_KCLASS_N], roof;
     class_times(m, g, &r, plan, cs, t_layer, t_once, &roof);
-    const dkv_profile_info *hin = g->profile ? dkv_profile_get_info(g->profile) : NULL;
-    if (st && hin && hin->hold_slowdown > 0 && plan->start_s < st->hold_until_s)
+    const dkv_profile_info *in = g->profile ? dkv_profile_get_info(g->profile) : NULL;
+    if (st && in && in->hold_slowdown > 0 && plan->start_s < st->hold_until_s)
         for (int c = 0; c < DKV_KCLASS_N; c++)   /* inside the clocks' hold after a heavy step */
-            t_layer[c] *= 1 + hin->hold_slowdown, t_once[c] *= 1 + hin->hold_slowdown;
+            t_layer[c] *= 1 + in->hold_slowdown, t_once[c] *= 1 + in->hold_slowdown;
     double compute = t_once[DKV_KCLASS_LM_HEAD] + t_once[DKV_KCLASS_COMPRESS] + t_once[DKV_KCLASS_REORDER] +
                      t_once[DKV_KCLASS_ELEMENTWISE];
     for (int c = 0; c < DKV_KCLASS_N; c++)
@@ -463,7 +463,6 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     dkv_cost_step_totals(cs, &tot);
     double busy = compute;   /* the GPU's span: the kernels, or the host's enqueue when that is longer */
     if (g->profile) {
-        const dkv_profile_info *in = dkv_profile_get_info(g->profile);
         if (o.first_use)
             compute += first_use(m, g, plan, cs, st);
         double gemms = cs->n_layers * (cs->layer[DKV_KCLASS_QKV].launches + cs->layer[DKV_KCLASS_O].launches +
@@ -493,8 +492,8 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     }
     out->compute_s = compute;
     out->stall_s = out->time_s - compute;
-    if (st && hin && hin->hold_slowdown > 0 && compute >= hin->hold_after_s)
-        st->hold_until_s = plan->start_s + out->time_s + hin->hold_window_s;
+    if (st && in && in->hold_slowdown > 0 && compute >= in->hold_after_s)
+        st->hold_until_s = plan->start_s + out->time_s + in->hold_window_s;
     out->flops = tot.flops;
     out->hbm_read_bytes = tot.hbm_read_bytes;
     out->hbm_write_bytes = tot.hbm_write_bytes;

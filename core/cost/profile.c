@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* What each table serves: exact keys, interpolated axes (innermost first), fields kept but not
  * used by the lookup. */
 typedef struct tspec {

@@ -46,9 +46,9 @@ static bool sel_nearest(const ptab *t, double *k)
 static double sel_keys(const ptab *t, size_t i) { return t->ax[i * t->na]; }
 
 /* The alignment class of a key count: the largest power of two up to SEL_ALIGN that divides it (1 for
- * an odd count; SEL_ALIGN for a multiple of it or a count that is not whole).  The score GEMM's fp32
- * output and the column sums' reads have `keys` floats a row (cuda/backend_scores.cu), so the class
- * is the alignment of those rows in units of 4 bytes. */
+ * an odd count; SEL_ALIGN for a multiple of it or a count that is not whole).  cuBLAS picks the score
+ * GEMM's kernel by the key count's alignment (measured in device call 27: an old cutlass kernel at odd
+ * counts, another at 2 and 4 mod 8, nvjet from multiples of 8; docs/COST_MODEL.md "Unaligned key counts"). */
 #define SEL_ALIGN 32.0
 static double align_class(double keys)
 {
