@@ -480,10 +480,47 @@ double dkv_profile_gemm(const dkv_profile *p, dkv_prof_tab cls, double m, double
     return s;
 }
 
+/* Refresh-like attention (q_rows >= kv_tokens: q_rows / kv_tokens items attending their own rows)
+ * between two measured key counts a0 < a < a1: each bracket's rows at the same item count q / a
+ * (at a0: q a0 / a rows; its own Refresh rows, q >= a0), then log-linear in a.  The generic lookup
+ * would interpolate at the same q_rows, which at a1 > q falls among a1's Reuse-like rows (items of
+ * 32 queries reading a1 keys each: another kernel configuration) -- a single item of 3,104 tokens
+ * came out 57 % above its measured time (docs/COST_MODEL.md "Refresh attention between key counts"). */
+static double attn_refresh(const dkv_profile *p, const double *key, double q, double a)
+{
+    const ptab *t = &p->t[DKV_PT_ATTN];
+    size_t lo, hi;
+    if (!dkv_prof_key_group(t, key, &lo, &hi))
+        return NAN;
+    double a0 = -INFINITY, a1 = INFINITY;   /* the nearest measured key counts with Refresh rows */
+    for (size_t i = lo; i < hi; i++) {
+        double qi = t->ax[i * t->na], ai = t->ax[i * t->na + 1];
+        if (qi < ai)
+            continue;
+        if (ai <= a && ai > a0)
+            a0 = ai;
+        if (ai >= a && ai < a1)
+            a1 = ai;
+    }
+    if (!isfinite(a0) || !isfinite(a1))
+        return NAN;   /* outside the measured key counts */
+    double r = q / a, x0[2] = {r * a0, a0}, t0 = lookup(p, DKV_PT_ATTN, key, x0);
+    if (a1 == a0)
+        return t0;
+    double x1[2] = {r * a1, a1}, t1 = lookup(p, DKV_PT_ATTN, key, x1);
+    if (!(t0 > 0 && t1 > 0))
+        return NAN;
+    return exp(log(t0) + log(a / a0) / log(a1 / a0) * (log(t1) - log(t0)));
+}
+
 double dkv_profile_attn(const dkv_profile *p, double q_rows, double kv_tokens, double heads, double kv_heads,
                         double head_dim, double mode)
 {
     double key[4] = {heads, kv_heads, head_dim, mode}, ax[2] = {q_rows, kv_tokens};
+    if (!dkv_profile_has(p, DKV_PT_ATTN))
+        return NAN;
+    if (q_rows >= kv_tokens && kv_tokens > 0)
+        return attn_refresh(p, key, q_rows, kv_tokens);
     return lookup(p, DKV_PT_ATTN, key, ax);
 }
 

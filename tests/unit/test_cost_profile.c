@@ -153,6 +153,52 @@ static void test_attention_and_copy(void **state)
     dkv_profile_free(p);
 }
 
+/* Refresh-like attention (q_rows >= kv_tokens) between two measured key counts: the items at the
+ * same count q / a in each bracket, then log-linear in a.  The profile's grid has Refresh rows on
+ * and above the diagonal (t = c1 (q / a) a^2: items of a keys, quadratic) and Reuse-like rows below
+ * it (items of 32 queries, a different kernel configuration: t = c2 q a); one item of 1,500 keys lies
+ * between a = 1,024 and 2,048, and the lookup at the same q_rows (the rule before) took 2,048's Reuse
+ * rows (+90 % here; a measured 3,104-token item came out +57 %). */
+static double refresh_law(double q, double a) { return 1e-10 * (q / a) * a * a; }
+
+static void test_attention_refresh_between_keys(void **state)
+{
+    (void)state;
+    static const char *const F[] = {"q_rows", "kv_tokens", "heads", "kv_heads", "head_dim", "mode"};
+    static const double as[] = {512, 1024, 2048, 4096}, rs[] = {1, 1.5, 2, 3, 4}, qs[] = {32, 64, 256, 1024};
+    double rows[4 * (5 + 4) * 8];
+    size_t r = 0;
+    for (int j = 0; j < 4; j++) {
+        for (int i = 0; i < 5; i++, r++) {   /* Refresh-like: q = r a */
+            double *x = rows + r * 8;
+            x[0] = rs[i] * as[j], x[1] = as[j], x[2] = 32, x[3] = 32, x[4] = 128, x[5] = 0;
+            x[6] = refresh_law(x[0], as[j]), x[7] = 1;
+        }
+        for (int i = 0; i < 4; i++)
+            if (qs[i] < as[j]) {   /* Reuse-like: items of 32 queries, 4x the time per q a */
+                double *x = rows + r++ * 8;
+                x[0] = qs[i], x[1] = as[j], x[2] = 32, x[3] = 32, x[4] = 128, x[5] = 0;
+                x[6] = 4e-10 * qs[i] * as[j], x[7] = 1;
+            }
+    }
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_ATTN, F, 6, 0, rows, r, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    /* a power law in a at a fixed item count: log-linear in a reproduces it exactly */
+    static const double cases[][2] = {{1500, 1500}, {3104, 3104}, {2250, 1500}, {3000, 1500}, {700, 600}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        double q = cases[c][0], a = cases[c][1], want = refresh_law(q, a), t = dkv_profile_attn(p, q, a, 32, 32, 128, 0);
+        assert_true(fabs(t / want - 1) < 1e-9);
+    }
+    assert_true(dkv_profile_attn(p, 3072, 2048, 32, 32, 128, 0) == refresh_law(3072, 2048));   /* a measured row */
+    assert_true(isnan(dkv_profile_attn(p, 5000, 5000, 32, 32, 128, 0)));   /* beyond the key counts */
+    assert_true(isnan(dkv_profile_attn(p, 400, 400, 32, 32, 128, 0)));
+    /* Reuse-like lookups keep the generic rule (exact at a grid point) */
+    assert_true(dkv_profile_attn(p, 256, 2048, 32, 32, 128, 0) == 4e-10 * 256 * 2048);
+    dkv_profile_free(p);
+}
+
 /* Another model's widths: elementwise and kv_store at the rows that move the same bytes in the
  * nearest measured width. */
 static void test_width_transfer(void **state)
@@ -447,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_gemm_terms_everywhere),
         cmocka_unit_test(test_roofline_between),
         cmocka_unit_test(test_attention_and_copy),
+        cmocka_unit_test(test_attention_refresh_between_keys),
         cmocka_unit_test(test_width_transfer),
         cmocka_unit_test(test_select_sort_width),
         cmocka_unit_test(test_select_other_heads),
