@@ -326,31 +326,68 @@ static __global__ void __launch_bounds__(NW * 32) flash_kernel(attn_params p)
     cl.sync();   /* the others' shared memory stays alive until every CTA has read it */
 }
 
+/* The launch configuration of a flash kernel: block, shared memory and a cluster of `splits` CTAs
+ * (at[] holds the cluster attribute cfg points to); the kernel's shared-memory limit set once. */
+template <int D, int NW, int ST, bool BATCH>
+static dkv_status flash_config(uint32_t splits, cudaLaunchConfig_t *cfg, cudaLaunchAttribute *at, dkv_err *err)
+{
+    using SM = fa_smem<D, NW, ST>;
+    static bool attr = false;
+    if (!attr) {
+        DKV_CU(cudaFuncSetAttribute(flash_kernel<D, NW, ST, BATCH>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)SM::bytes));
+        attr = true;
+    }
+    *cfg = cudaLaunchConfig_t{};
+    cfg->blockDim = dim3(NW * 32);
+    cfg->dynamicSmemBytes = SM::bytes;
+    at[0].id = cudaLaunchAttributeClusterDimension;
+    at[0].val.clusterDim.x = splits;
+    at[0].val.clusterDim.y = 1;
+    at[0].val.clusterDim.z = 1;
+    cfg->attrs = at;
+    cfg->numAttrs = 1;
+    return DKV_OK;
+}
+
 /* grid.x: the splits (x the batch's query tiles when BATCH, n_tiles of them) */
 template <int D, int NW, int ST, bool BATCH = false>
 static dkv_status launch_flash(const attn_params &p, cudaStream_t s, dkv_err *err, uint32_t n_tiles = 0)
 {
     using SM = fa_smem<D, NW, ST>;
-    void (*kern)(attn_params) = flash_kernel<D, NW, ST, BATCH>;
-    static bool attr = false;
-    if (!attr) {
-        DKV_CU(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)SM::bytes));
-        attr = true;
-    }
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = BATCH ? dim3(p.n_splits * n_tiles, p.H, 1) : dim3(p.n_splits, p.H, (p.Tq + SM::QM - 1) / SM::QM);
-    cfg.blockDim = dim3(NW * 32);
-    cfg.dynamicSmemBytes = SM::bytes;
-    cfg.stream = s;
+    cudaLaunchConfig_t cfg;
     cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeClusterDimension;
-    at[0].val.clusterDim.x = p.n_splits;
-    at[0].val.clusterDim.y = 1;
-    at[0].val.clusterDim.z = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    DKV_CU(cudaLaunchKernelEx(&cfg, kern, p));
+    DKV_TRY((flash_config<D, NW, ST, BATCH>(p.n_splits, &cfg, at, err)));
+    cfg.gridDim = BATCH ? dim3(p.n_splits * n_tiles, p.H, 1) : dim3(p.n_splits, p.H, (p.Tq + SM::QM - 1) / SM::QM);
+    cfg.stream = s;
+    DKV_CU(cudaLaunchKernelEx(&cfg, flash_kernel<D, NW, ST, BATCH>, p));
     return dkv_launch_check("flash_kernel", err);
+}
+
+/* The batched kernel's clusters of `splits` CTAs resident at once on this GPU (one wave). */
+template <int D, int NW, int ST>
+static dkv_status flash_clusters(uint32_t splits, uint32_t *clusters, dkv_err *err)
+{
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute at[1];
+    DKV_TRY((flash_config<D, NW, ST, true>(splits, &cfg, at, err)));
+    cfg.gridDim = dim3(splits * 4096, 1, 1);   /* more clusters than fit: the query reads the limit */
+    int n = 0;
+    DKV_CU(cudaOccupancyMaxActiveClusters(&n, (const void *)flash_kernel<D, NW, ST, true>, &cfg));
+    *clusters = n > 0 ? (uint32_t)n : 0;
+    return DKV_OK;
+}
+
+extern "C" dkv_status dkv_cuda_attention_clusters(uint32_t head_dim, int group, uint32_t splits, uint32_t *clusters,
+                                                  dkv_err *err)
+{
+    const char *fn = "dkv_cuda_attention_clusters";
+    DKV_ARG(clusters && (head_dim == 128 || head_dim == 64) && (group == 0 || group == 1), fn);
+    DKV_ARG(splits >= 1 && splits <= MAX_SPLITS, fn);
+    if (head_dim == 128)
+        return group == 0 ? flash_clusters<128, 2, 3>(splits, clusters, err)
+                          : flash_clusters<128, 4, 2>(splits, clusters, err);
+    return group == 0 ? flash_clusters<64, 2, 3>(splits, clusters, err) : flash_clusters<64, 4, 2>(splits, clusters, err);
 }
 
 /* Queries per CTA: 32 (two warps) for a Reuse block, 64 (four warps) otherwise. */

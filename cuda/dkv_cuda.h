@@ -344,6 +344,12 @@ typedef struct dkv_cuda_attn_batch_args {
     const void     *meta;               /* device copy of its metadata, 16-byte aligned */
 } dkv_cuda_attn_batch_args;
 
+/* How many clusters of `splits` CTAs (1..8) of dkv_cuda_attention_batch's kernel fit on this GPU at
+ * once (cudaOccupancyMaxActiveClusters): group 0 is the launch of items of <= 32 queries, group 1 the
+ * other; head_dim 64 or 128.  A launch of more clusters runs in waves (docs/COST_MODEL.md). */
+dkv_status dkv_cuda_attention_clusters(uint32_t head_dim, int group, uint32_t splits, uint32_t *clusters,
+                                       dkv_err *err);
+
 /* Attention of every item of the batch (one or two launches on s).     ref: dkv_ref_attention */
 dkv_status dkv_cuda_attention_batch(const dkv_cuda_attn_batch_args *a, cudaStream_t s, dkv_err *err);
 

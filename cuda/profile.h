@@ -83,6 +83,9 @@ typedef struct dkv_prof {
     double            host_launch_s, host_gemm_launch_s;   /* host enqueue time per launch (elementwise, GEMM) */
     double            host_resume_s, host_handover_s;      /* GPU idle between two steps of one thread / of two
                                                               threads handing the GPU over (profile_host.c) */
+    /* the batched attention kernel's clusters resident at once (cudaOccupancyMaxActiveClusters;
+     * PROFILE_FORMAT.md "attn_waves"): [head_dim 64 / 128][launch group][splits - 1]; 0: not measured */
+    uint32_t attn_clusters[2][2][8];
     /* memory (profile_mem.c, cudaMemGetInfo; PROFILE_FORMAT.md "memory"), measured at set-up */
     bool     mem_measured;
     double   mem_total_bytes, mem_context_bytes, mem_libraries_bytes, mem_blas_handle_bytes,

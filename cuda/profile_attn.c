@@ -166,11 +166,37 @@ static uint32_t attn_rows(const prof_ctx *P, const uint32_t **rows)
     return (uint32_t)(sizeof full / sizeof full[0]);
 }
 
+/* Clusters of each split count (1-8) that fit on the GPU at once, per launch group, for the head
+ * sizes measured: a launch of more runs in waves, which the simulator needs for head counts the
+ * profile does not hold (docs/COST_MODEL.md "Attention of another head configuration"). */
+static dkv_status attn_waves(prof_ctx *P, const heads *hs, uint32_t nh, dkv_err *err)
+{
+    for (uint32_t c = 0; c < nh; c++) {
+        uint32_t d = hs[c].D == 128;
+        if (P->p->attn_clusters[d][0][0] > 0)
+            continue;   /* this head size is done */
+        for (int g = 0; g < 2 && !P->dry; g++)
+            for (uint32_t s = 1; s <= 8; s++)
+                PR_TRY(dkv_cuda_attention_clusters(hs[c].D, g, s, &P->p->attn_clusters[d][g][s - 1], err));
+        if (!P->dry)
+            pr_say(P, "profile: attn: head_dim %u: clusters at once by splits 1-8: %u %u %u %u %u %u %u %u "
+                      "(32-query items), %u %u %u %u %u %u %u %u (others)", hs[c].D,
+                   P->p->attn_clusters[d][0][0], P->p->attn_clusters[d][0][1], P->p->attn_clusters[d][0][2],
+                   P->p->attn_clusters[d][0][3], P->p->attn_clusters[d][0][4], P->p->attn_clusters[d][0][5],
+                   P->p->attn_clusters[d][0][6], P->p->attn_clusters[d][0][7], P->p->attn_clusters[d][1][0],
+                   P->p->attn_clusters[d][1][1], P->p->attn_clusters[d][1][2], P->p->attn_clusters[d][1][3],
+                   P->p->attn_clusters[d][1][4], P->p->attn_clusters[d][1][5], P->p->attn_clusters[d][1][6],
+                   P->p->attn_clusters[d][1][7]);
+    }
+    return DKV_OK;
+}
+
 dkv_status pr_sec_attn(prof_ctx *P, dkv_err *err)
 {
     static const uint32_t Ks[] = {128, 256, 512, 1024, 2048, 4096}, Kq[] = {256, 2048};
     heads hs[8];
     uint32_t nh = head_cfgs(P, hs), nK = P->o->quick ? 2 : 6;
+    PR_TRY(attn_waves(P, hs, nh, err));
     const uint32_t *K = P->o->quick ? Kq : Ks, *rows;
     uint32_t nr = attn_rows(P, &rows);
     for (uint32_t c = 0; c < nh; c++)

@@ -22,6 +22,14 @@ typedef struct sim_attn_grp {
     double cached;  /* query rows of items that also read the pool (prefix Reuse, in the larger group) */
 } sim_attn_grp;
 
+/* A launch's geometry for attention of a head configuration the profile lacks (sim_profile.c). */
+typedef struct sim_attn_geo {
+    double tiles;       /* query tiles */
+    double amax;        /* the longest item's keys (the split count's floor of 16 keys a split) */
+    double tile_rows;   /* 32 (group 0) or 64 */
+    int    group;       /* the kernel's launch group: 0 items of <= 32 queries, 1 the others */
+} sim_attn_geo;
+
 /* Seconds of one group per layer (sim_profile.c: the profile's uniform batch at the mean keys,
  * stretched by the longest item's critical path); NAN where the profile does not cover it. */
 struct dkv_profile;

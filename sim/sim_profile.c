@@ -23,9 +23,52 @@ static double attn_roof(const dkv_gpu *g, double q, double a, double H, double H
     return tf > tb ? tf : tb;
 }
 
+/* The kernel's key splits for a launch of `base` (heads x query tiles) clusters whose longest item
+ * reads amax keys (cuda/attention.cu, dkv_cuda_attn_batch_plan): enough CTAs to fill the GPU (2 per
+ * SM), at most a cluster's 8, at least 16 keys each. */
+static double attn_splits(const dkv_gpu *g, double base, double amax)
+{
+    double target = 2.0 * g->n_sms, S = base >= target ? 1 : ceil(target / base);
+    S = fmin(fmin(S, 8), ceil(amax / 16));
+    return S < 1 ? 1 : S;
+}
+
+/* Attention of a head configuration the profile lacks, from the nearest measured one (rh query
+ * heads) by the kernel's launch geometry (docs/COST_MODEL.md "Attention of another head
+ * configuration"): a launch of H x tiles clusters of S CTAs (S key splits) runs in W waves of the
+ * clusters the GPU holds at once (the profile's attn_waves), and the same S (the same keys per CTA)
+ * in the same W costs the same whatever the head count.  So the reference is the measured launch of
+ * n tiles of rh heads with the target's S and W, n nearest to the target's clusters; NAN when the
+ * profile has no wave counts or no such n (the caller rescales by the rooflines). */
+static double attn_waves(const dkv_profile *p, const dkv_gpu *g, const sim_attn_geo *x, double H, double rh,
+                         double rk, double D, double a, int md)
+{
+    const dkv_profile_info *in = dkv_profile_get_info(p);
+    if (!x || !in || g->n_sms == 0 || (D != 64 && D != 128) || x->tiles <= 0)
+        return NAN;
+    const double *cl = in->attn_clusters[D == 128][x->group];
+    double S = attn_splits(g, H * x->tiles, x->amax);
+    if (!(cl[(int)S - 1] > 0))
+        return NAN;
+    double W = ceil(H * x->tiles / cl[(int)S - 1]), best = INFINITY, bn = 0;
+    for (double n = 1; n <= 4 * x->tiles + 64; n++) {
+        double Sn = attn_splits(g, rh * n, x->amax);
+        if (Sn != S || ceil(rh * n / cl[(int)Sn - 1]) != W)
+            continue;
+        double d = fabs(rh * n - H * x->tiles);
+        if (d < best)
+            best = d, bn = n;
+    }
+    if (bn == 0)
+        return NAN;
+    return dkv_profile_attn(p, bn * x->tile_rows, a, rh, rk, D, md);
+}
+
 /* One mode's attention; a head configuration the profile lacks (another model's) is the nearest
- * measured one scaled by the ratio of their rooflines. */
-static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, double q, double a, int md)
+ * measured one: for a Reuse-like launch (x given, q < a) by the launch geometry (attn_waves), else
+ * scaled by the ratio of their rooflines. */
+static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, double q, double a, int md,
+                        const sim_attn_geo *x)
 {
     double H = m->n_heads, Hk = m->n_kv_heads, D = m->head_dim;
     double t = dkv_profile_attn(p, q, a, H, Hk, D, md);
@@ -33,7 +76,10 @@ static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu 
         return t;
     double rh, rk;
     t = dkv_profile_attn_nearest(p, q, a, H, Hk, D, md, &rh, &rk);
-    return isnan(t) ? t : t * attn_roof(g, q, a, H, Hk, D) / attn_roof(g, q, a, rh, rk, D);
+    if (isnan(t))
+        return t;
+    double w = q < a ? attn_waves(p, g, x, H, rh, rk, D, a, md) : NAN;
+    return isnan(w) ? t * attn_roof(g, q, a, H, Hk, D) / attn_roof(g, q, a, rh, rk, D) : w;
 }
 
 /* Attention (cuda/attention.cu, dkv_cuda_attention_batch): the items of at most 32 queries (Reuse
@@ -60,20 +106,22 @@ double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g
     /* the larger group's items that read the pool (prefix Reuse) run as 64-row tiles with a cache:
      * the profile's mode 3 where it has it and they are most of the group's rows (one launch) */
     double tile = 32, t = NAN;
+    sim_attn_geo geo = {.tiles = x->tiles, .amax = x->amax, .tile_rows = big ? 64 : 32, .group = big};
     if (big && md == DKV_ATTN_DENSE && x->cached * 2 > x->rows) {
-        t = attn_mode(p, m, g, rows, abar, SIM_ATTN_MODE_PREFIX);
+        t = attn_mode(p, m, g, rows, abar, SIM_ATTN_MODE_PREFIX, &geo);
         if (!isnan(t))
             md = SIM_ATTN_MODE_PREFIX, tile = 64;
     }
     if (isnan(t))
-        t = attn_mode(p, m, g, rows, abar, md);
+        t = attn_mode(p, m, g, rows, abar, md, &geo);
     if (isnan(t) || x->amax <= abar * (1 + 1e-9) || g->n_sms == 0)
         return t;
     double H = m->n_heads, target = 2.0 * g->n_sms, slots = 3.0 * g->n_sms;
-    double base = H * x->tiles, S = base >= target ? 1 : ceil(target / base);
-    S = fmin(fmin(S, 8), ceil(x->amax / 16));
+    double base = H * x->tiles, S = attn_splits(g, base, x->amax);
     double W = ceil(S * base / slots), S1 = fmin(fmin(ceil(target / H), 8), ceil(x->amax / 16));
-    double cmax = attn_mode(p, m, g, tile, x->amax * S1 / S, md), cbar = attn_mode(p, m, g, tile, abar * S1 / S, md);
+    sim_attn_geo one = {.tiles = 1, .amax = x->amax, .tile_rows = tile, .group = big};
+    double cmax = attn_mode(p, m, g, tile, x->amax * S1 / S, md, &one),
+           cbar = attn_mode(p, m, g, tile, abar * S1 / S, md, &one);
     double r = isnan(cmax) || isnan(cbar) || cbar <= 0 ? x->amax / abar : cmax / cbar;
     return r > W ? t * r / W : t;
 }

@@ -46,6 +46,28 @@ static void write_memory(FILE *f, const dkv_prof *p)
             p->mem_blas_handle_again_bytes, p->mem_first_launch_bytes);
 }
 
+/* The attention kernel's clusters resident at once (cuda/profile_attn.c): written when measured. */
+static void write_attn_waves(FILE *f, const dkv_prof *p)
+{
+    bool any = false;
+    for (int d = 0; d < 2; d++)
+        for (int g = 0; g < 2; g++) {
+            if (p->attn_clusters[d][g][0] == 0)
+                continue;
+            if (!any)
+                fputs("  -- clusters of dkv_cuda_attention_batch's kernel resident at once (cudaOccupancyMaxActiveClusters), for\n"
+                      "  -- 1..8 key splits (a cluster's CTAs); group 0: the launch of items of <= 32 queries, 1: the others\n"
+                      "  attn_waves = {\n", f);
+            any = true;
+            fprintf(f, "    {head_dim = %d, group = %d, clusters = {", d ? 128 : 64, g);
+            for (int s = 0; s < 8; s++)
+                fprintf(f, "%s%u", s ? ", " : "", p->attn_clusters[d][g][s]);
+            fputs("}},\n", f);
+        }
+    if (any)
+        fputs("  },\n", f);
+}
+
 /* first_use group: 0 GEMMs (qkv, o, ffn, gemm, lm_head), 1 attention, 2 the rest */
 static int group(const char *t)
 {
@@ -181,6 +203,7 @@ void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_met
     fputs("  },\n", f);
     write_copy(f, p);
     write_first_use(f, p);
+    write_attn_waves(f, p);
     fputs("  -- host enqueue seconds per launch (host clock, the stream held by a spin kernel): an elementwise kernel\n"
           "  -- (per_launch_s) and a cuBLASLt GEMM with its plan cached (per_gemm_launch_s).  base_s and per_item_s\n"
           "  -- (engine planning per step and per item) are not measured here: the backend's per-step host records\n"

@@ -73,6 +73,10 @@ typedef struct dkv_profile_info {
      * of the end of a step whose kernels took at least hold_after_s runs its kernels hold_slowdown
      * slower (x (1 + hold_slowdown)); docs/COST_MODEL.md "After a Refresh: the clocks' hold" */
     double hold_after_s, hold_window_s, hold_slowdown;
+    /* attn_waves (PROFILE_FORMAT.md "attn_waves"; absent: 0): clusters of the batched attention kernel
+     * resident at once, [head_dim 64 / 128][launch group: 0 items of <= 32 queries, 1 the others]
+     * [key splits - 1]; the simulator's rule for head configurations the profile does not hold */
+    double attn_clusters[2][2][8];
     /* memory (PROFILE_FORMAT.md "memory"; absent: has_memory false): device memory a CUDA backend
      * process holds besides dkv's own allocations, bytes */
     bool   has_memory;

@@ -244,6 +244,51 @@ static void read_memory(lua_State *L, int top, const char *file, dkv_profile_inf
     lua_pop(L, 1);
 }
 
+/* attn_waves: {{head_dim = 64 | 128, group = 0 | 1, clusters = {8 counts}}, ...}, each pair once. */
+static void read_attn_waves(lua_State *L, int top, const char *file, dkv_profile_info *in)
+{
+    if (!dkv_lconf_subtable(L, top, file, "attn_waves", 0))
+        return;
+    char ap[300];
+    dkv_lconf_path(ap, sizeof ap, file, "attn_waves");
+    int a = lua_gettop(L);
+    dkv_lconf_check_keys_array(L, a, ap, NULL, true);
+    static const char *const keys[] = {"head_dim", "group", "clusters", NULL};
+    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, a); i++) {
+        char ep[340];
+        snprintf(ep, sizeof ep, "%s[%lld]", ap, (long long)i);
+        lua_rawgeti(L, a, i);
+        int e = lua_gettop(L);
+        dkv_lconf_check_table(L, e, ep);
+        dkv_lconf_check_keys(L, e, ep, keys);
+        int64_t d = dkv_lconf_integer(L, e, ep, "head_dim", 0, 64, 128, DKV_LCONF_REQUIRED);
+        if (d != 64 && d != 128)
+            dkv_lconf_error(L, ep, "head_dim", "must be 64 or 128 (the kernel's head sizes), got %lld", (long long)d);
+        int64_t g = dkv_lconf_integer(L, e, ep, "group", 0, 0, 1, DKV_LCONF_REQUIRED);
+        double *c = in->attn_clusters[d == 128][g];
+        if (c[0] > 0)
+            dkv_lconf_error(L, ep, NULL, "head_dim %lld, group %lld is given twice", (long long)d, (long long)g);
+        char cp[360];
+        dkv_lconf_path(cp, sizeof cp, ep, "clusters");
+        dkv_lconf_subtable(L, e, ep, "clusters", DKV_LCONF_REQUIRED);
+        dkv_lconf_check_keys_array(L, lua_gettop(L), cp, NULL, true);
+        if (lua_rawlen(L, -1) != 8)
+            dkv_lconf_error(L, cp, NULL, "expected 8 counts (1..8 key splits), got %zu", (size_t)lua_rawlen(L, -1));
+        for (int s = 0; s < 8; s++) {
+            lua_rawgeti(L, -1, s + 1);
+            int isnum = 0;
+            lua_Integer v = lua_tointegerx(L, -1, &isnum);
+            if (!isnum || v < 1 || v > 1000000)
+                dkv_lconf_error(L, cp, NULL, "count %d: expected an integer in [1, 1000000], got %s", s + 1,
+                                lua_isnumber(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
+            c[s] = (double)v;
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 2);
+    }
+    lua_pop(L, 1);
+}
+
 /* provenance, first_use, host, memory: the scalar parts of the file. */
 static void read_info(lua_State *L, int top, const char *file, dkv_profile_info *in)
 {
@@ -263,6 +308,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     in->measured = dkv_lconf_boolean(L, p, pp, "measured", false, DKV_LCONF_REQUIRED);
     lua_pop(L, 1);
     read_memory(L, top, file, in);
+    read_attn_waves(L, top, file, in);
     static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
                                         "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
     static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "resume_s",
@@ -319,7 +365,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
 static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
-                                       "hold", "memory", "complete", "incomplete", NULL};
+                                       "hold", "memory", "attn_waves", "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);

@@ -117,4 +117,16 @@ assert(held > 0 and free > 0, string.format("steps held %d, free %d: both kinds"
 print(string.format("hold: %d steps held, %d free", held, free))
 LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run z.lua) || fail "the hold table is not applied as documented"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory and hold tables are checked and used"
+# attn_waves (optional; docs/PROFILE_FORMAT.md "attn_waves"): checked entry by entry
+waves() { sed '$d' datasets/profiles/h200-standin.lua; printf '  attn_waves = {%s},\n}\n' "$1"; }
+waves '{head_dim = 128, group = 0, clusters = {396, 198, 124, 92, 69, 62, 47}}' >"$T/root/datasets/profiles/p13.lua"
+check p13 "attn_waves\[1\].clusters: expected 8 counts"
+waves '{head_dim = 96, group = 0, clusters = {1, 1, 1, 1, 1, 1, 1, 1}}' >"$T/root/datasets/profiles/p14.lua"
+check p14 "attn_waves\[1\].head_dim"
+waves '{head_dim = 128, group = 0, clusters = {1, 1, 1, 1, 1, 1, 1, 1}}, {head_dim = 128, group = 0, clusters = {2, 2, 2, 2, 2, 2, 2, 2}}' >"$T/root/datasets/profiles/p15.lua"
+check p15 "attn_waves\[2\]: head_dim 128, group 0 is given twice"
+waves '{head_dim = 128, grup = 0, clusters = {1, 1, 1, 1, 1, 1, 1, 1}}' >"$T/root/datasets/profiles/p16.lua"
+check p16 "unknown field 'grup' (did you mean 'group'?)"
+waves '{head_dim = 128, group = 1, clusters = {396, 198, 124, 92, 0, 62, 47, 45}}' >"$T/root/datasets/profiles/p17.lua"
+check p17 "attn_waves\[1\].clusters: count 5"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold and attn_waves tables are checked and used"

@@ -503,6 +503,29 @@ static void test_attention_batch_args(void)
                err.msg);
 }
 
+/* The batched kernel's clusters resident at once (the simulator's waves, docs/COST_MODEL.md): every split
+ * count has some; a cluster of S CTAs needs S resident CTAs, so S x clusters(S) <= clusters(1); bad
+ * arguments are refused. */
+static void test_attention_clusters(void)
+{
+    for (uint32_t d = 64; d <= 128; d += 64)
+        for (int g = 0; g < 2; g++) {
+            uint32_t c[9] = {0};
+            bool ok = true;
+            for (uint32_t s = 1; s <= 8; s++)
+                ok &= dkv_cuda_attention_clusters(d, g, s, &c[s], &err) == DKV_OK && c[s] > 0 && s * c[s] <= c[1];
+            char name[96];
+            snprintf(name, sizeof name, "attention clusters D%u group %d: %u %u %u %u %u %u %u %u", d, g, c[1], c[2],
+                     c[3], c[4], c[5], c[6], c[7], c[8]);
+            check_true(name, ok, ok ? "" : err.msg);
+        }
+    uint32_t c = 0;
+    check_true("attention clusters refuse 9 splits", dkv_cuda_attention_clusters(128, 0, 9, &c, &err) == DKV_EINVAL,
+               err.msg);
+    check_true("attention clusters refuse head_dim 96", dkv_cuda_attention_clusters(96, 0, 1, &c, &err) == DKV_EINVAL,
+               err.msg);
+}
+
 int main(void)
 {
     skip_without_gpu();
@@ -535,6 +558,7 @@ int main(void)
                                          {32, 600, 32}, {32, 768, 0}, {32, 97, 32}, {32, 640, 0}};
     test_attention_batch(DKV_KV_LAYER_MAJOR, 32, 8, 128, reuse32, 9, &r);   /* 288 CTAs: 1 split, no cluster */
     test_attention_batch_args();
+    test_attention_clusters();
     test_rope_kv_store(DKV_KV_LAYER_MAJOR, &r);
     test_rope_kv_store(DKV_KV_TOKEN_MAJOR, &r);
     test_attention_dense(150, 4, 2, 128, 2, &r);   /* flash, GQA */

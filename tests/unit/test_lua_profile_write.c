@@ -67,6 +67,9 @@ static void fill(dkv_prof *p, dkv_prof_table *gemm, dkv_prof_table *attn, dkv_pr
     p->mem_total_bytes = 150109880320.0, p->mem_context_bytes = 559939584.0, p->mem_libraries_bytes = 71303168.0;
     p->mem_blas_handle_bytes = 35651584.0, p->mem_blas_handle_again_bytes = 35651584.0;
     p->mem_first_launch_bytes = 4194304.0;
+    static const uint32_t cl[8] = {396, 198, 124, 92, 69, 62, 47, 45};
+    memcpy(p->attn_clusters[1][0], cl, sizeof cl);   /* head_dim 128 only: 64 is not written */
+    memcpy(p->attn_clusters[1][1], cl, sizeof cl);
 }
 
 static void test_write_and_load(void **state)
@@ -146,6 +149,12 @@ static void test_write_and_load(void **state)
     assert_float_equal(num(L, "P.memory.blas_handle_bytes"), 35651584.0, 0);
     assert_float_equal(num(L, "P.memory.first_launch_bytes"), 4194304.0, 0);
     assert_string_equal(str(L, "P.memory.method"), "cudaMemGetInfo");
+    /* the attention kernel's clusters at once: one entry per measured head size and group */
+    assert_int_equal((int)num(L, "#P.attn_waves"), 2);
+    assert_int_equal((int)num(L, "P.attn_waves[1].head_dim"), 128);
+    assert_int_equal((int)num(L, "P.attn_waves[2].group"), 1);
+    assert_int_equal((int)num(L, "#P.attn_waves[2].clusters"), 8);
+    assert_int_equal((int)num(L, "P.attn_waves[2].clusters[3]"), 124);
     lua_close(L);
     assert_int_equal(test_tmpdir_remove(dir), 0);
 }

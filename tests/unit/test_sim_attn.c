@@ -162,6 +162,68 @@ static void test_partial_tiles_cost_whole_tiles(void **state)
     dkv_profile_free(p);
 }
 
+/* A head configuration the profile lacks (another model's: 28 query heads against the profile's 32, both
+ * with 4 KV heads): with the profile's attn_waves, a Reuse launch costs the reference's launch of the same
+ * key splits S and waves W (docs/COST_MODEL.md "Attention of another head configuration").  A synthetic
+ * kernel whose time is W x (a CTA's fixed part + its keys) is then reproduced exactly at every item count
+ * whose (S, W) the 32-head launches also reach; 3 items (S = 4, which 32 x n heads never give) and a
+ * profile without attn_waves keep the roofline rescaling, here 80 % off at 4 items. */
+static const double CL[8] = {396, 198, 124, 92, 69, 62, 47, 45};   /* device call 34's H200 */
+
+static double kernel_law(double H, double n, double a)
+{
+    double base = H * n, S = base >= 264 ? 1 : ceil(264 / base);
+    S = fmin(fmin(S, 8), ceil(a / 16));
+    return ceil(base / CL[(int)S - 1]) * (2e-6 + 1e-8 * ceil(a / S));
+}
+
+static dkv_profile *waves_profile(bool with_waves)
+{
+    static const char *const F[] = {"q_rows", "kv_tokens", "heads", "kv_heads", "head_dim", "mode"};
+    static const double as[] = {512, 1024, 2048};
+    static double rows[3 * 16 * 8];
+    size_t r = 0;
+    for (int j = 0; j < 3; j++)
+        for (double n = 1; n <= 16; n++, r++) {
+            double *x = rows + r * 8;
+            x[0] = 32 * n, x[1] = as[j], x[2] = 32, x[3] = 4, x[4] = 128, x[5] = 0;
+            x[6] = kernel_law(32, n, as[j]), x[7] = 1;
+        }
+    dkv_profile_info in = {.name = "waves"};
+    if (with_waves)
+        memcpy(in.attn_clusters[1][0], CL, sizeof CL);
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(&in, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_ATTN, F, 6, 0, rows, r, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    return p;
+}
+
+static void test_other_heads_by_waves(void **state)
+{
+    (void)state;
+    dkv_model m;
+    dkv_gpu g;
+    setup_mg(&m, &g);
+    m.n_heads = 28, m.n_kv_heads = 4;
+    dkv_profile *p = waves_profile(true), *p0 = waves_profile(false);
+    static const double ns[] = {1, 2, 4, 5, 6, 7, 8, 9, 10, 12, 16};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        sim_attn_grp x = reuse(ns[i], 1024, 1024);
+        double t = sim_attn_group(p, &m, &g, &x, 0, false), want = kernel_law(28, ns[i], 1024);
+        assert_true(fabs(t / want - 1) < 1e-9);
+    }
+    /* 4 items: one wave of 112 clusters of 3 (28 heads) where 32 heads need two (128 > 124) */
+    sim_attn_grp x4 = reuse(4, 1024, 1024);
+    double w4 = kernel_law(28, 4, 1024), r4 = sim_attn_group(p0, &m, &g, &x4, 0, false);
+    assert_true(r4 > 1.5 * w4);   /* the roofline rescaling of the 32-head launch (two waves) */
+    sim_attn_grp x3 = reuse(3, 1024, 1024);   /* S = 4: no 32-head launch has it */
+    assert_true(fabs(sim_attn_group(p, &m, &g, &x3, 0, false) - sim_attn_group(p0, &m, &g, &x3, 0, false)) <=
+                1e-12 * kernel_law(28, 3, 1024));
+    dkv_profile_free(p);
+    dkv_profile_free(p0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_full_gpu_is_work_bound),
         cmocka_unit_test(test_prefix_items_mode3),
         cmocka_unit_test(test_partial_tiles_cost_whole_tiles),
+        cmocka_unit_test(test_other_heads_by_waves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
