@@ -130,6 +130,7 @@ typedef struct dkv_prof_opts {
     uint64_t         seed;
     int              device;
     bool             l2_warm;  /* no L2 flush before the timed calls (the method before 2026-12-02) */
+    uint32_t         min_rows; /* gemm, gemm_grid: only shapes of at least this many rows (0: all) */
     /* progress: a line per section and every few seconds (may be NULL) */
     void (*progress)(void *user, const char *line);
     /* after each section (may be NULL): the caller can write what is measured so far */

@@ -37,7 +37,7 @@ static bool fits(const prof_ctx *P, const gemm_arg *g)
 
 static dkv_status one(prof_ctx *P, const char *table, const char *note, gemm_arg g, dkv_err *err)
 {
-    if (!fits(P, &g) || !pr_want(P, gemm_est(&g)))
+    if (g.T < P->o->min_rows || !fits(P, &g) || !pr_want(P, gemm_est(&g)))
         return DKV_OK;
     dkv_prof_table *t = pr_table(P, table, mnk, 3, note);
     double f[3] = {g.T, g.N, g.K};
@@ -77,14 +77,16 @@ dkv_status pr_sec_gemm_grid(prof_ctx *P, dkv_err *err)
                           ks[] = {2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
     static const uint32_t nq[] = {2048, 16384}, kq[] = {2048, 8192};
     const uint32_t *rows;
-    uint32_t nr = pr_rows(P, &rows);
+    uint32_t nr = pr_rows(P, &rows), nb = P->o->quick ? 0 : (uint32_t)(sizeof big_rows / sizeof big_rows[0]);
     const uint32_t *N = P->o->quick ? nq : ns, *K = P->o->quick ? kq : ks;
     uint32_t nn = P->o->quick ? 2 : 11, nk = P->o->quick ? 2 : 9;
+    /* the rows above 8,192 too (session 14): another model's large Refresh steps are looked up here, and
+     * beyond the largest row the lookup extrapolates in proportion (2-9 % high for the class tables) */
     for (uint32_t a = 0; a < nn; a++)
         for (uint32_t b = 0; b < nk; b++)
-            for (uint32_t i = 0; i < nr; i++)
+            for (uint32_t i = 0; i < nr + nb; i++)
                 PR_TRY(one(P, "gemm", "dkv_cuda_gemm (beta 0, no bias) over a generic grid: shapes of other models",
-                           (gemm_arg){rows[i], K[b], N[a], 0, false}, err));
+                           (gemm_arg){i < nr ? rows[i] : big_rows[i - nr], K[b], N[a], 0, false}, err));
     return DKV_OK;
 }
 

@@ -48,6 +48,8 @@ static void usage(FILE *f)
           "                       median without it (warm_s).  warm: no flush (profiles before 2026-12-02)\n"
           "  --name NAME          the profile's name (default <gpu>-<date>)\n"
           "  --root DIR           project root for the model presets (default .)\n"
+          "  --min-rows N         the GEMM sections (gemm, gemm_grid) measure only shapes of at least N\n"
+          "                       rows (default 0: all): new rows for an existing profile, merged by hand\n"
           "  --estimate           print the grid's estimated time (H200 ceilings) and exit; no GPU needed\n"
           "\n"
           "exit status: 0 written complete, 1 error or incomplete (the file holds what was measured),\n"
@@ -60,6 +62,7 @@ typedef struct opts {
     int         n_models, device, quick, estimate, l2_warm;
     double      deadline;
     long        repeats, warmup;
+    double      min_rows;
 } opts;
 
 static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
@@ -111,6 +114,10 @@ static int parse(int argc, char **argv, opts *o)
                 return 0;
             } else
                 o->models[o->n_models++] = v;
+            i++;
+        } else if (strcmp(a, "--min-rows") == 0) {
+            if (!parse_num(a, v, 0, 1 << 20, &o->min_rows))
+                return 0;
             i++;
         } else if (strcmp(a, "--deadline") == 0 || strcmp(a, "--repeats") == 0 || strcmp(a, "--warmup") == 0 ||
                    strcmp(a, "--device") == 0) {
@@ -204,7 +211,8 @@ int dkv_cmd_profile(int argc, char **argv)
     dkv_cli_profile_args a = {.out = o.out, .name = o.name, .grid = o.grid, .models = ms, .model_names = o.models,
                               .n_models = (uint32_t)o.n_models, .quick = o.quick, .estimate = o.estimate,
                               .deadline = o.deadline, .repeats = (uint32_t)o.repeats, .warmup = (uint32_t)o.warmup,
-                              .device = o.device, .l2_warm = o.l2_warm, .argc = argc, .argv = argv};
+                              .device = o.device, .l2_warm = o.l2_warm, .min_rows = (uint32_t)o.min_rows,
+                              .argc = argc, .argv = argv};
     return dkv_cli_profile_main(&a);
 #endif
 }

@@ -14,6 +14,7 @@ typedef struct dkv_cli_profile_args {
     const char *const *model_names;
     uint32_t          n_models;
     int               quick, estimate, device, l2_warm;
+    uint32_t          min_rows;   /* GEMM sections: shapes of at least this many rows (0: all) */
     double            deadline;
     uint32_t          repeats, warmup;
     int               argc;

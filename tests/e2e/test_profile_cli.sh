@@ -19,6 +19,11 @@ if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --e
         || fail "bad --model"
     [ "$(code "$DKV" profile -o "$T/p.lua" --repeats 2)" = 2 ] && grep -q "\-\-repeats needs a number in \[3, 62\]" "$T/err" \
         || fail "bad --repeats"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --min-rows x)" = 2 ] && grep -q "\-\-min-rows needs a number" "$T/err" \
+        || fail "bad --min-rows"
+    # --min-rows keeps only the GEMM shapes of that many rows: gemm_grid's 12,288-24,576 rows (3 of its 21 row counts)
+    [ "$(code "$DKV" profile --estimate --grid gemm_grid --min-rows 12288)" = 0 ] || fail "min-rows estimate"
+    grep -q "252 shapes" "$T/out" || fail "min-rows 12288: $(cat "$T/out")"
     [ "$(code "$DKV" profile --estimate)" = 0 ] || fail "estimate: $(cat "$T/err")"
     est=$(sed -n 's/^dkv profile: estimated \([0-9]*\) s at .*/\1/p' "$T/out")
     [ -n "$est" ] && [ "$est" -gt 5 ] && [ "$est" -le 300 ] || fail "default grid estimate $est s (budget 300 s)"
