@@ -238,22 +238,17 @@ dkv_status dkv_profile_table_stream(dkv_profile *p, dkv_prof_tab id, uint32_t ex
 bool dkv_profile_uses_warm(dkv_prof_tab id) { return (unsigned)id < DKV_PT_N && specs[id].warm; }
 
 /* Seconds per call of one row (docs/COST_MODEL.md "Which column"): the warm or flushed column by
- * specs[].warm; with stream_s, less the row's own event overhead warm_s - stream_s (a step runs its
- * kernels back to back, without events between them), so a warm table is costed from stream_s itself.
- * A flushed row whose overhead is as large as its time (noise) keeps stream_s. */
+ * specs[].warm.  A warm table with stream_s is costed from it (its calls back to back, without the
+ * events' drain: a step runs its kernels back to back).  A flushed table keeps its flushed median:
+ * the overlap stream_s shows is that of identical calls whose operands the previous call left in the
+ * L2, which a kernel that starts from HBM in a step does not get (session 14: the median less that
+ * overlap, the rule since call 11, put the in-step attention and O projection 10-16 % short). */
 static double row_seconds(const ptab *t, const tspec *s, const double *row)
 {
     double flushed = row[t->n_fields];
-    if (t->warm_col < 0)
+    if (t->warm_col < 0 || !s->warm)
         return flushed;
-    double warm = row[t->warm_col];
-    if (t->stream_col < 0)
-        return s->warm ? warm : flushed;
-    double stream = row[t->stream_col];
-    if (s->warm)
-        return stream;
-    double v = flushed - (warm - stream);
-    return v > stream ? v : stream;
+    return t->stream_col < 0 ? row[t->warm_col] : row[t->stream_col];
 }
 
 /* ------------------------------------------------------------------ index */
