@@ -33,13 +33,15 @@ static double attn_splits(const dkv_gpu *g, double base, double amax)
     return S < 1 ? 1 : S;
 }
 
-/* Attention of a head configuration the profile lacks, from the nearest measured one (rh query
- * heads) by the kernel's launch geometry (docs/COST_MODEL.md "Attention of another head
+/* A Reuse launch by the kernel's launch geometry (docs/COST_MODEL.md "Attention of another head
  * configuration"): a launch of H x tiles clusters of S CTAs (S key splits) runs in W waves of the
  * clusters the GPU holds at once (the profile's attn_waves), and the same S (the same keys per CTA)
- * in the same W costs the same whatever the head count.  So the reference is the measured launch of
- * n tiles of rh heads with the target's S and W, n nearest to the target's clusters; NAN when the
- * profile has no wave counts or no such n (the caller rescales by the rooflines). */
+ * in the same W costs the same whatever the head count or the item count.  So the reference is the
+ * measured Reuse launch (its rows below its keys) of n tiles of the measured configuration's rh heads
+ * with the target's S and W, n nearest to the target's clusters; NAN when the profile has no wave
+ * counts or no such n.  Used for a head configuration the profile lacks (rh the nearest measured) and
+ * for a Reuse launch whose rows reach its keys, which no profile row can hold (rh = H; "Reuse launches
+ * of many short items"). */
 static double attn_waves(const dkv_profile *p, const dkv_gpu *g, const sim_attn_geo *x, double H, double rh,
                          double rk, double D, double a, int md)
 {
@@ -53,7 +55,7 @@ static double attn_waves(const dkv_profile *p, const dkv_gpu *g, const sim_attn_
     double W = ceil(H * x->tiles / cl[(int)S - 1]), best = INFINITY, bn = 0;
     for (double n = 1; n <= 4 * x->tiles + 64; n++) {
         double Sn = attn_splits(g, rh * n, x->amax);
-        if (Sn != S || ceil(rh * n / cl[(int)Sn - 1]) != W)
+        if (Sn != S || ceil(rh * n / cl[(int)Sn - 1]) != W || n * x->tile_rows >= a)
             continue;
         double d = fabs(rh * n - H * x->tiles);
         if (d < best)
@@ -64,21 +66,26 @@ static double attn_waves(const dkv_profile *p, const dkv_gpu *g, const sim_attn_
     return dkv_profile_attn(p, bn * x->tile_rows, a, rh, rk, D, md);
 }
 
-/* One mode's attention; a head configuration the profile lacks (another model's) is the nearest
- * measured one: for a Reuse-like launch (x given, q < a) by the launch geometry (attn_waves), else
- * scaled by the ratio of their rooflines. */
+/* One mode's attention.  A Reuse launch (x given: the small group's items, prefix items, or any launch
+ * whose rows are below its keys) whose rows reach its keys is costed by the launch geometry: the
+ * profile's rows with q_rows >= kv_tokens are Refresh-like items, another kernel configuration.  A head
+ * configuration the profile lacks (another model's) is the nearest measured one: for a Reuse launch by
+ * the launch geometry, else scaled by the ratio of their rooflines. */
 static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, double q, double a, int md,
                         const sim_attn_geo *x)
 {
     double H = m->n_heads, Hk = m->n_kv_heads, D = m->head_dim;
+    bool reuse = x && (x->group == 0 || md == SIM_ATTN_MODE_PREFIX || q < a);
     double t = dkv_profile_attn(p, q, a, H, Hk, D, md);
-    if (!isnan(t))
-        return t;
+    if (!isnan(t)) {
+        double w = reuse && q >= a ? attn_waves(p, g, x, H, H, Hk, D, a, md) : NAN;
+        return isnan(w) ? t : w;
+    }
     double rh, rk;
     t = dkv_profile_attn_nearest(p, q, a, H, Hk, D, md, &rh, &rk);
     if (isnan(t))
         return t;
-    double w = q < a ? attn_waves(p, g, x, H, rh, rk, D, a, md) : NAN;
+    double w = reuse ? attn_waves(p, g, x, H, rh, rk, D, a, md) : NAN;
     return isnan(w) ? t * attn_roof(g, q, a, H, Hk, D) / attn_roof(g, q, a, rh, rk, D) : w;
 }
 

@@ -181,14 +181,17 @@ static dkv_profile *waves_profile(bool with_waves)
 {
     static const char *const F[] = {"q_rows", "kv_tokens", "heads", "kv_heads", "head_dim", "mode"};
     static const double as[] = {512, 1024, 2048};
-    static double rows[3 * 16 * 8];
+    static double rows[3 * 17 * 8];
     size_t r = 0;
-    for (int j = 0; j < 3; j++)
-        for (double n = 1; n <= 16; n++, r++) {
+    for (int j = 0; j < 3; j++) {
+        for (double n = 1; n <= 16 && 32 * n < as[j]; n++, r++) {   /* Reuse-like rows: q_rows < kv_tokens */
             double *x = rows + r * 8;
             x[0] = 32 * n, x[1] = as[j], x[2] = 32, x[3] = 4, x[4] = 128, x[5] = 0;
             x[6] = kernel_law(32, n, as[j]), x[7] = 1;
         }
+        double *x = rows + r++ * 8;   /* one Refresh-like row (an item of as[j] own keys): another kernel */
+        x[0] = as[j], x[1] = as[j], x[2] = 32, x[3] = 4, x[4] = 128, x[5] = 0, x[6] = 1e-3, x[7] = 1;
+    }
     dkv_profile_info in = {.name = "waves"};
     if (with_waves)
         memcpy(in.attn_clusters[1][0], CL, sizeof CL);
@@ -224,6 +227,29 @@ static void test_other_heads_by_waves(void **state)
     dkv_profile_free(p0);
 }
 
+/* A Reuse launch whose query rows reach its keys (16 items of 32 queries over 512 keys) has no row of its
+ * own: the profile's rows with q_rows >= kv_tokens are Refresh-like items.  With attn_waves it is the
+ * measured Reuse launch of the same key splits and waves (15 items: one split, two waves), exactly the
+ * synthetic kernel's time; without, the Refresh-like row as before (docs/COST_MODEL.md "Reuse launches
+ * of many short items"). */
+static void test_reuse_rows_reach_keys(void **state)
+{
+    (void)state;
+    dkv_model m;
+    dkv_gpu g;
+    setup_mg(&m, &g);
+    m.n_heads = 32, m.n_kv_heads = 4;
+    dkv_profile *p = waves_profile(true), *p0 = waves_profile(false);
+    sim_attn_grp x = reuse(16, 512, 512);
+    double want = kernel_law(32, 16, 512), t = sim_attn_group(p, &m, &g, &x, 0, false);
+    assert_true(fabs(t / want - 1) < 1e-9);
+    assert_true(sim_attn_group(p0, &m, &g, &x, 0, false) == 1e-3);   /* the Refresh-like row */
+    sim_attn_grp y = reuse(8, 1024, 1024);   /* rows below the keys: the profile's own row, unchanged */
+    assert_true(sim_attn_group(p, &m, &g, &y, 0, false) == kernel_law(32, 8, 1024));
+    dkv_profile_free(p);
+    dkv_profile_free(p0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_prefix_items_mode3),
         cmocka_unit_test(test_partial_tiles_cost_whole_tiles),
         cmocka_unit_test(test_other_heads_by_waves),
+        cmocka_unit_test(test_reuse_rows_reach_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,61 @@
+#!/usr/bin/python3
+"""attn_geom_loo.py - leave-one-out of the launch-geometry rule on a profile's own attention rows
+(docs/COST_MODEL.md "Reuse launches of many short items"):
+
+    /usr/bin/python3 scripts/attn_geom_loo.py datasets/profiles/h200-20261201k.lua
+
+Every Reuse-like row (mode 0, q_rows < kv_tokens, whole 32-query items) is predicted by another measured
+item count of the same head configuration and key count whose launch has the same key splits S and waves
+W (W = ceil(heads x items / attn_waves[S])), the one whose cluster count is nearest, as sim/sim_profile.c
+does for a Reuse launch the profile cannot hold.  Prints how many rows had such a neighbour, the mean
+|error| and bias of the prediction, and the largest misses.  Needs the profile's attn_waves (head_dim 128,
+group 0).
+"""
+import math
+import re
+import sys
+
+N_SMS = 132   # datasets/presets/gpu/h200.lua
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    text = open(sys.argv[1]).read()
+    m = re.search(r"\n    attn = \{(.*?)\n    \},", text, re.S)
+    w = re.search(r"head_dim = 128, group = 0, clusters = \{([\d, ]+)\}", text)
+    if not m or not w:
+        sys.exit("attn_geom_loo: %s: needs kernels.attn and attn_waves (head_dim 128, group 0)" % sys.argv[1])
+    cl = [int(x) for x in w.group(1).split(",")]
+    rows = {}
+    for r in re.finditer(r"\{([-0-9.e+, ]+)\}", m.group(1)):
+        v = [float(x) for x in r.group(1).split(",")]
+        if len(v) >= 7 and v[5] == 0 and v[0] < v[1] and v[0] % 32 == 0:
+            rows[(v[2], v[3], int(v[0] // 32), v[1])] = v[6]   # heads, kv_heads, items, keys -> seconds
+
+    def geom(h, n, a):
+        base = h * n
+        s = 1 if base >= 2 * N_SMS else math.ceil(2 * N_SMS / base)
+        s = max(1, min(s, 8, math.ceil(a / 16)))
+        return s, math.ceil(base / cl[s - 1])
+
+    errs = []
+    for (h, hk, n, a), t in rows.items():
+        g = geom(h, n, a)
+        cands = [(abs(n2 - n), n2) for (h2, hk2, n2, a2) in rows
+                 if (h2, hk2, a2) == (h, hk, a) and n2 != n and geom(h, n2, a) == g]
+        if cands:
+            n2 = min(cands)[1]
+            errs.append((rows[(h, hk, n2, a)] / t - 1, h, hk, n, n2, a, g))
+    if not errs:
+        sys.exit("attn_geom_loo: no row has a neighbour with the same splits and waves")
+    e = [x[0] for x in errs]
+    print("rows predicted %d of %d; mean |error| %.1f %%, bias %+.1f %%, within 5 %%: %d" % (
+        len(e), len(rows), 100 * sum(map(abs, e)) / len(e), 100 * sum(e) / len(e), sum(abs(x) <= 0.05 for x in e)))
+    for x in sorted(errs, key=lambda x: -abs(x[0]))[:6]:
+        print("  %g/%g heads: %d items from %d at %g keys (S %d, W %d): %+.1f %%" % (x[1], x[2], x[3], x[4], x[5],
+                                                                                   x[6][0], x[6][1], 100 * x[0]))
+
+
+if __name__ == "__main__":
+    main()
