@@ -123,9 +123,9 @@ double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g
         t = attn_mode(p, m, g, rows, abar, md, &geo);
     if (isnan(t) || x->amax <= abar * (1 + 1e-9) || g->n_sms == 0)
         return t;
-    double H = m->n_heads, target = 2.0 * g->n_sms, slots = 3.0 * g->n_sms;
+    double H = m->n_heads, slots = 3.0 * g->n_sms;
     double base = H * x->tiles, S = attn_splits(g, base, x->amax);
-    double W = ceil(S * base / slots), S1 = fmin(fmin(ceil(target / H), 8), ceil(x->amax / 16));
+    double W = ceil(S * base / slots), S1 = attn_splits(g, H, x->amax);   /* one item's splits */
     sim_attn_geo one = {.tiles = 1, .amax = x->amax, .tile_rows = tile, .group = big};
     double cmax = attn_mode(p, m, g, tile, x->amax * S1 / S, md, &one),
            cbar = attn_mode(p, m, g, tile, abar * S1 / S, md, &one);
