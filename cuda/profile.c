@@ -176,8 +176,9 @@ static dkv_status add_row(dkv_prof_table *t, const dkv_prof_row *r, dkv_err *err
 
 /* R calls of fn, each between two events (after an L2 flush outside them when flush), enqueued
  * behind a spin kernel; their seconds into s (sorted). */
+/* With mhz: the median SM clock sampled while the calls run (NAN: none sampled). */
 static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg, uint32_t *rep, bool flush,
-                        uint32_t launches, double *s, dkv_err *err)
+                        uint32_t launches, double *s, double *mhz, dkv_err *err)
 {
     uint32_t R = P->o->repeats;
     PR_TRY(pr_events(P, 2 * R, err));
@@ -188,6 +189,20 @@ static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg,
         PR_CU(cudaEventRecord(P->ev[2 * r], P->st));
         PR_TRY(fn(P, arg, (*rep)++, err));
         PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));
+    }
+    if (mhz) {   /* poll the stream, sampling the clock about every 0.2 ms until the calls are done */
+        double c[256];
+        uint32_t n = 0;
+        cudaError_t q;
+        while ((q = cudaStreamQuery(P->st)) == cudaErrorNotReady) {
+            double v = pr_clock_mhz(P);
+            if (n < 256 && !isnan(v))
+                c[n++] = v;
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+        PR_CU(q);
+        *mhz = n ? (qsort(c, n, sizeof *c, cmp_d), median(c, n)) : NAN;
     }
     PR_CU(cudaStreamSynchronize(P->st));
     for (uint32_t r = 0; r < R; r++) {
@@ -249,9 +264,10 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     if (!s)
         return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
     bool flush = P->flush != NULL;
-    dkv_status st = timed(P, t->name, fn, arg, &rep, flush, launches, s, err);
+    double mhz = NAN;
+    dkv_status st = timed(P, t->name, fn, arg, &rep, flush, launches, s, P->nvml_dev ? &mhz : NULL, err);
     if (st == DKV_OK && flush)
-        st = timed(P, t->name, fn, arg, &rep, false, launches, s + R, err);
+        st = timed(P, t->name, fn, arg, &rep, false, launches, s + R, NULL, err);
     double stream = NAN;
     if (st == DKV_OK && flush)
         st = timed_stream(P, t->name, fn, arg, &rep, launches, &stream, err);
@@ -270,6 +286,7 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     row.stream_s = stream;
     row.first_s = first - median(warm, PR_FIRST_REPS);
     row.launches = launches;
+    row.sm_mhz = mhz;
     free(s);
     P->sec_rows++;
     return add_row(t, &row, err);
@@ -343,6 +360,7 @@ static dkv_status setup(prof_ctx *P, dkv_err *err)
     PR_TRY(dkv_cuda_ctx_new(P->o->device, &P->ctx, err));
     P->st = dkv_cuda_ctx_stream(P->ctx);
     PR_TRY(pr_mem_setup(P, err));
+    pr_clock_open(P, P->o->device);
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, P->st) != CUBLAS_STATUS_SUCCESS)
         return dkv_err_set(err, DKV_EIO, "dkv profile: cublasCreate failed");
@@ -370,6 +388,7 @@ static dkv_status setup(prof_ctx *P, dkv_err *err)
 
 static void teardown(prof_ctx *P)
 {
+    pr_clock_close(P);
     for (uint32_t i = 0; i < P->n_ev; i++)
         cudaEventDestroy(P->ev[i]);
     free(P->ev);

@@ -54,6 +54,7 @@ typedef struct dkv_prof_row {
     double   stream_s;                 /* with the L2 flush: `repeats` calls back to back between one pair
                                           of events, per call (no event between calls); else NAN */
     uint32_t launches;                 /* kernel launches one call makes */
+    double   sm_mhz;                   /* median SM clock while the flushed calls ran (NVML; NAN: not sampled) */
     double   x[2];                     /* the table's extra values (dkv_prof_table.extra) */
 } dkv_prof_row;
 

@@ -1,6 +1,7 @@
 /* profile_lua.c - the profile file's text (docs/PROFILE_FORMAT.md) from a dkv_prof: what dkv profile
  * writes (core/cli/profile_write.c).  Pure formatting, no CUDA: tests/unit/test_lua_profile_write.c
  * loads what it writes. */
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,9 @@ static void write_first_use(FILE *f, const dkv_prof *p)
 
 static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int warm)
 {
+    bool clk = false;   /* the SM clock was sampled for some row (cuda/profile_clock.c) */
+    for (size_t r = 0; r < t->n; r++)
+        clk |= isfinite(t->rows[r].sm_mhz) && t->rows[r].sm_mhz > 0;
     fprintf(f, "    %s = {\n      note = ", t->name);
     lstr(f, t->note);
     fputs(",\n      fields = {", f);
@@ -115,6 +119,8 @@ static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int war
         fputs(", \"warm_s\", \"stream_s\"", f);
     for (int i = 0; i < 2 && t->extra[i]; i++)
         fprintf(f, ", \"%s\"", t->extra[i]);
+    if (clk)
+        fputs(", \"sm_mhz\"", f);
     fputs("},\n      rows = {\n", f);
     for (int m = 0; m <= (mode_copy ? 2 : 0); m++) {
         if (m)
@@ -133,6 +139,8 @@ static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int war
                 fprintf(f, ", %.6g, %.6g", w->warm_s, w->stream_s);
             for (int i = 0; i < 2 && t->extra[i]; i++)
                 fprintf(f, ", %.6g", w->x[i]);
+            if (clk)
+                fprintf(f, ", %.0f", isfinite(w->sm_mhz) && w->sm_mhz > 0 ? w->sm_mhz : 0.0);
             fputs("},\n", f);
         }
     }
