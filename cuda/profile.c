@@ -202,7 +202,7 @@ static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg,
             nanosleep(&ts, NULL);
         }
         PR_CU(q);
-        *mhz = n ? (qsort(c, n, sizeof *c, cmp_d), median(c, n)) : NAN;
+        *mhz = n ? median(c, n) : NAN;
     }
     PR_CU(cudaStreamSynchronize(P->st));
     for (uint32_t r = 0; r < R; r++) {

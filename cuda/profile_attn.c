@@ -3,6 +3,7 @@
  * RoPE + KV store (dkv_cuda_rope_kv_store_at) and the sparse selection (scores, top-k, pack: the
  * backend's 5 launches per selecting item).  Pool: block_tokens 32, the backend's default layout
  * (t-major), 4 layers (the layer rotates with the repeat, so repeats read other memory). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,22 +172,19 @@ static uint32_t attn_rows(const prof_ctx *P, const uint32_t **rows)
  * profile does not hold (docs/COST_MODEL.md "Attention of another head configuration"). */
 static dkv_status attn_waves(prof_ctx *P, const heads *hs, uint32_t nh, dkv_err *err)
 {
-    for (uint32_t c = 0; c < nh; c++) {
+    for (uint32_t c = 0; c < nh && !P->dry; c++) {
         uint32_t d = hs[c].D == 128;
         if (P->p->attn_clusters[d][0][0] > 0)
             continue;   /* this head size is done */
-        for (int g = 0; g < 2 && !P->dry; g++)
-            for (uint32_t s = 1; s <= 8; s++)
-                PR_TRY(dkv_cuda_attention_clusters(hs[c].D, g, s, &P->p->attn_clusters[d][g][s - 1], err));
-        if (!P->dry)
-            pr_say(P, "profile: attn: head_dim %u: clusters at once by splits 1-8: %u %u %u %u %u %u %u %u "
-                      "(32-query items), %u %u %u %u %u %u %u %u (others)", hs[c].D,
-                   P->p->attn_clusters[d][0][0], P->p->attn_clusters[d][0][1], P->p->attn_clusters[d][0][2],
-                   P->p->attn_clusters[d][0][3], P->p->attn_clusters[d][0][4], P->p->attn_clusters[d][0][5],
-                   P->p->attn_clusters[d][0][6], P->p->attn_clusters[d][0][7], P->p->attn_clusters[d][1][0],
-                   P->p->attn_clusters[d][1][1], P->p->attn_clusters[d][1][2], P->p->attn_clusters[d][1][3],
-                   P->p->attn_clusters[d][1][4], P->p->attn_clusters[d][1][5], P->p->attn_clusters[d][1][6],
-                   P->p->attn_clusters[d][1][7]);
+        char list[2][96];
+        for (int g = 0; g < 2; g++)
+            for (uint32_t s = 1, o = 0; s <= 8; s++) {
+                uint32_t *n = &P->p->attn_clusters[d][g][s - 1];
+                PR_TRY(dkv_cuda_attention_clusters(hs[c].D, g, s, n, err));
+                o += (uint32_t)snprintf(list[g] + o, sizeof list[g] - o, "%s%u", s > 1 ? " " : "", *n);
+            }
+        pr_say(P, "profile: attn: head_dim %u: clusters at once by splits 1-8: %s (32-query items), %s (others)",
+               hs[c].D, list[0], list[1]);
     }
     return DKV_OK;
 }

@@ -12,32 +12,26 @@ does for a Reuse launch the profile cannot hold.  Prints how many rows had such 
 group 0).
 """
 import math
-import re
+import os
 import sys
 
-N_SMS = 132   # datasets/presets/gpu/h200.lua
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from attn_waves_check import load, splits  # noqa: E402  (the profile reader and the kernel's split rule)
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    text = open(sys.argv[1]).read()
-    m = re.search(r"\n    attn = \{(.*?)\n    \},", text, re.S)
-    w = re.search(r"head_dim = 128, group = 0, clusters = \{([\d, ]+)\}", text)
-    if not m or not w:
-        sys.exit("attn_geom_loo: %s: needs kernels.attn and attn_waves (head_dim 128, group 0)" % sys.argv[1])
-    cl = [int(x) for x in w.group(1).split(",")]
-    rows = {}
-    for r in re.finditer(r"\{([-0-9.e+, ]+)\}", m.group(1)):
-        v = [float(x) for x in r.group(1).split(",")]
-        if len(v) >= 7 and v[5] == 0 and v[0] < v[1] and v[0] % 32 == 0:
-            rows[(v[2], v[3], int(v[0] // 32), v[1])] = v[6]   # heads, kv_heads, items, keys -> seconds
+    table, waves = load(sys.argv[1], lambda sec, warm, stream: sec)
+    if (128, 0) not in waves:
+        sys.exit("attn_geom_loo: %s: needs attn_waves for head_dim 128, group 0" % sys.argv[1])
+    cl = waves[(128, 0)]
+    rows = {(h, hk, int(q // 32), a): t for (h, hk, d, md, q, a), t in table.items()
+            if md == 0 and q < a and q % 32 == 0}   # heads, kv_heads, items, keys -> seconds
 
     def geom(h, n, a):
-        base = h * n
-        s = 1 if base >= 2 * N_SMS else math.ceil(2 * N_SMS / base)
-        s = max(1, min(s, 8, math.ceil(a / 16)))
-        return s, math.ceil(base / cl[s - 1])
+        s = splits(h * n, a)
+        return s, math.ceil(h * n / cl[s - 1])
 
     errs = []
     for (h, hk, n, a), t in rows.items():

@@ -10,7 +10,9 @@ is predicted from the reference's rows of the same run, as sim/sim_profile.c doe
   roofline: the reference at the same q_rows, times the ratio of the two rooflines (the rule before);
   waves:    the reference's launch with the target's key splits S and waves W (W = ceil(clusters /
             attn_waves[S])), its tile count nearest the target's clusters (the rule since session 14).
-Each row's costed value is the simulator's: max(stream_s, seconds - (warm_s - stream_s)).  Prints the
+Each row's value is max(stream_s, seconds - (warm_s - stream_s)), the column the simulator costed attention
+from when this check was made (session 14 then costed the flushed tables from their median: docs/COST_MODEL.md
+"Flushed tables without the back-to-back correction").  Prints the
 mean |error| and bias of each rule per mode, and the rows where they differ most.  Needs the profile's
 attn_waves (dkv profile since session 14; device call 34: datasets/hw/2026-12-01/call34/profile_attn_h24.lua).
 """
@@ -22,7 +24,13 @@ import sys
 N_SMS, FLOPS, BW = 132, 790e12, 4292e9   # datasets/presets/gpu/h200.lua
 
 
-def load(path):
+def costed(sec, warm, stream):
+    return max(stream, sec - (warm - stream))
+
+
+def load(path, value=costed):
+    """the profile's attention rows {(heads, kv_heads, head_dim, mode, q_rows, kv_tokens): value(seconds,
+    warm_s, stream_s)} and its attn_waves {(head_dim, group): clusters by splits 1-8}"""
     text = open(path).read()
     m = re.search(r"\n    attn = \{(.*?)\n    \},", text, re.S)
     if not m:
@@ -33,7 +41,7 @@ def load(path):
         if len(v) < 13:
             continue
         q, a, h, hk, d, md, sec, _, _, _, _, warm, stream = v[:13]
-        rows[(h, hk, d, md, q, a)] = max(stream, sec - (warm - stream))
+        rows[(h, hk, d, md, q, a)] = value(sec, warm, stream)
     w = re.search(r"attn_waves = \{(.*?)\n  \},", text, re.S)
     if not w:
         sys.exit("attn_waves_check: %s: no attn_waves (a profile from before session 14)" % path)

@@ -487,15 +487,21 @@ static double attn_refresh(const dkv_profile *p, const double *key, double q, do
     size_t lo, hi;
     if (!dkv_prof_key_group(t, key, &lo, &hi))
         return NAN;
-    double a0 = -INFINITY, a1 = INFINITY;   /* the nearest measured key counts with Refresh rows */
-    for (size_t i = lo; i < hi; i++) {
-        double qi = t->ax[i * t->na], ai = t->ax[i * t->na + 1];
-        if (qi < ai)
-            continue;
-        if (ai <= a && ai > a0)
-            a0 = ai;
-        if (ai >= a && ai < a1)
-            a1 = ai;
+    /* the nearest measured key counts with Refresh rows at or below / above a: the group's rows sort by
+     * kv_tokens, then q_rows, so a key count has Refresh rows when its block's last q_rows reaches it */
+    double a0 = -INFINITY, a1 = INFINITY;
+    for (size_t e = upper(t, lo, hi, 1, a); e > lo && !isfinite(a0);) {
+        double ab = t->ax[(e - 1) * t->na + 1];
+        if (t->ax[(e - 1) * t->na] >= ab)
+            a0 = ab;
+        e = lower(t, lo, e, 1, ab);
+    }
+    for (size_t b = lower(t, lo, hi, 1, a); b < hi && !isfinite(a1);) {
+        double ab = t->ax[b * t->na + 1];
+        size_t e = upper(t, b, hi, 1, ab);
+        if (t->ax[(e - 1) * t->na] >= ab)
+            a1 = ab;
+        b = e;
     }
     if (!isfinite(a0) || !isfinite(a1))
         return NAN;   /* outside the measured key counts */

@@ -62,7 +62,10 @@ check p4 "unknown field 'kv_stor' (did you mean 'kv_store'?)"
 sed '0,/{32, 12288, 4096, /s//{32, 12288, /' datasets/profiles/h200-standin.lua >"$T/root/datasets/profiles/p5.lua"
 check p5 "p5.lua.kernels.qkv.rows\[1\]: expected 5 numbers"
 # the memory table (optional): checked field by field; loaded, it completes peak_device_bytes
-mem() { sed '$d' datasets/profiles/h200-standin.lua; printf '  memory = {total_bytes = 1.5e11, context_bytes = %s, libraries_bytes = 7e7,\n    blas_handle_bytes = 3.5e7, first_launch_bytes = 4e6, method = "cudaMemGetInfo" },\n}\n' "$1"; }
+# graft TABLE BODY: the stand-in profile with one more top-level table
+graft() { sed '$d' datasets/profiles/h200-standin.lua; printf '  %s = {%s},\n}\n' "$1" "$2"; }
+mem() { graft memory "total_bytes = 1.5e11, context_bytes = $1, libraries_bytes = 7e7, blas_handle_bytes = 3.5e7,
+    first_launch_bytes = 4e6, method = \"cudaMemGetInfo\""; }
 mem -5 >"$T/root/datasets/profiles/p6.lua"
 check p6 "memory.context_bytes"
 mem 5.6e8 | sed 's/libraries_bytes/librarie_bytes/' >"$T/root/datasets/profiles/p7.lua"
@@ -87,7 +90,7 @@ ln -sf "$ROOT/datasets/profiles/h200-standin.lua" "$T/root/datasets/profiles/h20
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run y.lua) || fail "the memory table does not reach peak_device_bytes"
 # the hold table (optional; docs/COST_MODEL.md "After a Refresh: the clocks' hold"): checked field by field;
 # a step starting within window_s of the end of a step of >= after_s kernel time costs x (1 + slowdown)
-hold() { sed '$d' datasets/profiles/h200-standin.lua; printf '  hold = {%s},\n}\n' "$1"; }
+hold() { graft hold "$1"; }
 hold 'after_s = 0.02, window_s = 0.05, slowdwn = 0.03' >"$T/root/datasets/profiles/p9.lua"
 check p9 "unknown field 'slowdwn' (did you mean 'slowdown'?)"
 hold 'after_s = 0.02, window_s = 0.05' >"$T/root/datasets/profiles/p10.lua"
@@ -118,7 +121,7 @@ print(string.format("hold: %d steps held, %d free", held, free))
 LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run z.lua) || fail "the hold table is not applied as documented"
 # attn_waves (optional; docs/PROFILE_FORMAT.md "attn_waves"): checked entry by entry
-waves() { sed '$d' datasets/profiles/h200-standin.lua; printf '  attn_waves = {%s},\n}\n' "$1"; }
+waves() { graft attn_waves "$1"; }
 waves '{head_dim = 128, group = 0, clusters = {396, 198, 124, 92, 69, 62, 47}}' >"$T/root/datasets/profiles/p13.lua"
 check p13 "attn_waves\[1\].clusters: expected 8 counts"
 waves '{head_dim = 96, group = 0, clusters = {1, 1, 1, 1, 1, 1, 1, 1}}' >"$T/root/datasets/profiles/p14.lua"

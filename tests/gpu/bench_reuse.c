@@ -15,36 +15,20 @@
 #include "ref/ref.h"
 
 #include "bench_fused.h"
+#include "bench_time.h"
 
 static dkv_cuda_ctx *ctx;
 static cudaStream_t st;
 static int reps = 15;
 
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
+static int warm = 3;   /* bench_time.h: untimed calls before the timed ones */
 
 /* Median of reps timings (ms) of body, after 3 warm-ups; events on the compute stream. */
-#define TIME_MS(out, ...)                                                     \
-    do {                                                                      \
-        float t_[64];                                                         \
-        cudaEvent_t a_, b_;                                                   \
-        CK(cudaEventCreate(&a_));                                             \
-        CK(cudaEventCreate(&b_));                                             \
-        for (int w_ = 0; w_ < 3; w_++) { __VA_ARGS__; }                            \
-        for (int r_ = 0; r_ < reps; r_++) {                                   \
-            CK(cudaEventRecord(a_, st));                                      \
-            __VA_ARGS__;                                                      \
-            CK(cudaEventRecord(b_, st));                                      \
-            CK(cudaEventSynchronize(b_));                                     \
-            CK(cudaEventElapsedTime(&t_[r_], a_, b_));                        \
-        }                                                                     \
-        qsort(t_, reps, sizeof(float), cmp_float);                            \
-        (out) = t_[reps / 2];                                                 \
-        cudaEventDestroy(a_);                                                 \
-        cudaEventDestroy(b_);                                                 \
+#define TIME_MS(out, ...)                 \
+    do {                                  \
+        float us_;                        \
+        TIME_US(us_, __VA_ARGS__);        \
+        (out) = us_ * 1e-3f;              \
     } while (0)
 
 static dkv_model llada8b(void)
