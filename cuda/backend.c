@@ -192,6 +192,8 @@ static void teardown(dkv_cuda_backend *b)
     b->w_borrowed = false;
     dkv_cuda_ctx_free(b->ctx);
     b->ctx = NULL;
+    dkv_cuda_clock_close(b->clock);
+    b->clock = NULL;
     b->st = b->cp = NULL;
     free(b->rq);
     b->rq = NULL;
@@ -286,6 +288,8 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     b->st = dkv_cuda_ctx_stream(b->ctx);
     b->cp = dkv_cuda_ctx_copy_stream(b->ctx);
     b->begun = true;
+    if (b->o.sm_clock && (b->clock = dkv_cuda_clock_open(b->o.device)) != NULL)
+        STEP(dkv_cuda_clock_sample(b->clock, 1e-3, err));
     STEP(setup_requests(b, err));
     if (b->o.share_weights) {   /* another instance's weights, read-only */
         const dkv_cuda_backend *own = b->o.share_from ? b->o.share_from->ctx : NULL;
@@ -610,6 +614,8 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     out->time_s = wall;
     out->host_enqueue_s = w.t_enq - w.t0;
     out->host_wait_s = w.t_wait + w.t_block;
+    double mhz = dkv_cuda_clock_mean(b->clock, w.t0, w.t0 + wall);
+    out->sm_mhz = isnan(mhz) ? 0 : mhz;
     out->compute_s = span - stall > 0 ? span - stall : 0;
     out->pcie_s = pcie;
     out->stall_s = stall + w.t_block;

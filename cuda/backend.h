@@ -197,6 +197,9 @@ typedef struct dkv_cuda_backend_options {
                                             (dkv_cuda_attention_batch: 1-2 launches per layer) (false) */
     uint32_t            attn_streams;    /* streams for per-item Reuse attention (4; 1 = serial) */
     bool                class_timing;    /* events around each kernel class (true) */
+    bool                sm_clock;        /* sample the SM clock every millisecond on a thread (NVML,
+                                            cuda/clock.h) and record each step's mean (dkv_step_cost
+                                            sm_mhz); without NVML nothing is recorded (false) */
     bool                kernel_records;  /* emit dkv_kernel_records through setup.on_kernel (true) */
     bool                warm_gemms;      /* at begin, run every GEMM class of the model once per warm-up row
                                             count (dkv_cuda_gemm_warm: cuBLASLt's kernels loaded before the

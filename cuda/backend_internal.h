@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "cuda/backend.h"
+#include "cuda/clock.h"
 #include "cuda/dkv_cuda.h"
 #include "cuda/lowrank.h"
 #include "model/devmem.h"
@@ -114,6 +115,7 @@ typedef struct dkv_cuda_backend {
     char         desc[160];
 
     dkv_cuda_ctx     *ctx;
+    dkv_cuda_clock   *clock;                /* options.sm_clock: the sampled SM clock (NULL: none) */
     cudaStream_t      st, cp;               /* compute, copy */
     dkv_cuda_weights *w;
     uint64_t          kvbpt;                /* KV bytes per token, all layers, as the device pool holds

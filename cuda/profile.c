@@ -195,7 +195,7 @@ static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg,
         uint32_t n = 0;
         cudaError_t q;
         while ((q = cudaStreamQuery(P->st)) == cudaErrorNotReady) {
-            double v = pr_clock_mhz(P);
+            double v = dkv_cuda_clock_mhz(P->clock);
             if (n < 256 && !isnan(v))
                 c[n++] = v;
             struct timespec ts = {0, 200000};
@@ -265,7 +265,7 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
         return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
     bool flush = P->flush != NULL;
     double mhz = NAN;
-    dkv_status st = timed(P, t->name, fn, arg, &rep, flush, launches, s, P->nvml_dev ? &mhz : NULL, err);
+    dkv_status st = timed(P, t->name, fn, arg, &rep, flush, launches, s, P->clock ? &mhz : NULL, err);
     if (st == DKV_OK && flush)
         st = timed(P, t->name, fn, arg, &rep, false, launches, s + R, NULL, err);
     double stream = NAN;
@@ -360,7 +360,8 @@ static dkv_status setup(prof_ctx *P, dkv_err *err)
     PR_TRY(dkv_cuda_ctx_new(P->o->device, &P->ctx, err));
     P->st = dkv_cuda_ctx_stream(P->ctx);
     PR_TRY(pr_mem_setup(P, err));
-    pr_clock_open(P, P->o->device);
+    if ((P->clock = dkv_cuda_clock_open(P->o->device)) != NULL)
+        pr_say(P, "profile: SM clock sampled beside the timed calls (NVML)");
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, P->st) != CUBLAS_STATUS_SUCCESS)
         return dkv_err_set(err, DKV_EIO, "dkv profile: cublasCreate failed");
@@ -388,7 +389,8 @@ static dkv_status setup(prof_ctx *P, dkv_err *err)
 
 static void teardown(prof_ctx *P)
 {
-    pr_clock_close(P);
+    dkv_cuda_clock_close(P->clock);
+    P->clock = NULL;
     for (uint32_t i = 0; i < P->n_ev; i++)
         cudaEventDestroy(P->ev[i]);
     free(P->ev);

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "cuda/clock.h"
 #include "cuda/dkv_cuda.h"
 #include "cuda/profile.h"
 
@@ -48,9 +49,7 @@ typedef struct prof_ctx {
     char         *aux;              /* PR_AUX_BYTES of small device arrays (tables, positions, scores) */
     char         *flush;            /* the L2 flush's buffer (NULL: o->l2_warm) */
     size_t        flush_bytes;
-    void         *nvml_lib, *nvml_dev;          /* profile_clock.c (NULL: no clock recorded) */
-    int         (*nvml_clock)(void *dev, int type, unsigned int *mhz);
-    int         (*nvml_shutdown)(void);
+    dkv_cuda_clock *clock;          /* the SM clock beside the rows (cuda/clock.h; NULL: not recorded) */
 } prof_ctx;
 
 #define PR_AUX_BYTES ((size_t)256 << 20)
@@ -79,11 +78,6 @@ void  *pr_in(prof_ctx *P, size_t bytes, uint32_t rep, uint32_t slot);
 /* A shape's outcome: DKV_EINVAL or DKV_ENOMEM (an entry refused the shape, an allocation failed) is
  * logged, counted in p->n_skipped and turned into DKV_OK so the grid goes on; anything else passes. */
 dkv_status pr_case(prof_ctx *P, dkv_status st, dkv_err *err);
-/* The SM clock (profile_clock.c): open once at set-up (nothing when NVML is not there), the current
- * clock in MHz (NAN without), close at tear-down. */
-void   pr_clock_open(prof_ctx *P, int device);
-double pr_clock_mhz(prof_ctx *P);
-void   pr_clock_close(prof_ctx *P);
 /* At least n timing events in P->ev. */
 dkv_status pr_events(prof_ctx *P, uint32_t n, dkv_err *err);
 /* Device scratch of bytes: cudaMalloc'd once per call site by the caller, or this pool. */

@@ -31,6 +31,8 @@ local HELP = {
     .. "step ~2-3 us, docs/COMPARE.md) or false (step and run times uninstrumented, per-class times NaN)",
   warm_gemms = "the real half's GEMM warm-up at begin (dkv.execute's warm_gemms): true (cuBLASLt's kernels loaded before "
     .. "the first step; docs/COST_MODEL.md \"Cold shapes\") or false (each new row count loads its kernels in its step)",
+  sm_clock = "the real half's SM clock (dkv.execute's sm_clock): true (each step's mean SM clock, NVML sampled every "
+    .. "millisecond on a thread, in the steps' sm_mhz) or false (not sampled: sm_mhz 0)",
 }
 function M.param(k, d, help)
   return dkv.param(k, d, help or HELP[k] or error("hw.param: '" .. tostring(k) .. "' needs a help text", 2))
@@ -39,24 +41,21 @@ M.param("backend", "auto")
 M.param("standin", nil)
 M.param("half", "both")
 M.param("warmup", nil)
-M.param("class_timing", "true")
-
--- dkv.execute's class_timing from -D class_timing (true | false; anything else is an error).
-function M.class_timing()
-  local v = tostring(M.param("class_timing", "true"))
-  if v ~= "true" and v ~= "false" then error("hw: -D class_timing must be true or false, got '" .. v .. "'", 0) end
-  return v == "true"
+-- A true | false parameter of the real half (-D name=...); anything else is an error, checked when
+-- the library is required, so a mistyped value fails in every mode, not only with a device.
+local function bool_param(k, d)
+  M.param(k, d)
+  local function get()
+    local v = tostring(M.param(k, d))
+    if v ~= "true" and v ~= "false" then error("hw: -D " .. k .. " must be true or false, got '" .. v .. "'", 0) end
+    return v == "true"
+  end
+  get()
+  return get
 end
-M.class_timing()   -- a mistyped value is an error in every mode, not only with a device
-M.param("warm_gemms", "true")
-
--- dkv.execute's warm_gemms from -D warm_gemms (true | false; anything else is an error).
-function M.warm_gemms()
-  local v = tostring(M.param("warm_gemms", "true"))
-  if v ~= "true" and v ~= "false" then error("hw: -D warm_gemms must be true or false, got '" .. v .. "'", 0) end
-  return v == "true"
-end
-M.warm_gemms()
+M.class_timing = bool_param("class_timing", "true")   -- dkv.execute's class_timing
+M.warm_gemms = bool_param("warm_gemms", "true")       -- dkv.execute's warm_gemms
+M.sm_clock = bool_param("sm_clock", "true")           -- dkv.execute's sm_clock
 
 -- "sim", "both" (sim + real) or "real" (-D half=real, with a device).  Probes once: dkv.execute raises "no CUDA device (...)" before
 -- it parses its argument when there is no usable GPU; with one, the empty table fails on a
@@ -238,7 +237,10 @@ function M.pair(study, point, cfg, opts, on_device)
       if k ~= "allow_refusal" and k ~= "sim_only" and k ~= "sim_patch" and k ~= "real_first" then eopts[k] = v end
     end
     if eopts.class_timing == nil then eopts.class_timing = M.class_timing() end
-    if eopts.warm_gemms == nil and (eopts.backend or "cuda") == "cuda" then eopts.warm_gemms = M.warm_gemms() end
+    if (eopts.backend or "cuda") == "cuda" then
+      if eopts.warm_gemms == nil then eopts.warm_gemms = M.warm_gemms() end
+      if eopts.sm_clock == nil then eopts.sm_clock = M.sm_clock() end
+    end
     M.warmup(cfg, eopts)
     local ok, r, dev = pcall(dkv.execute, cfg, eopts)
     if not ok then

@@ -18,8 +18,9 @@ import numpy as np
 # provenance attributes, HDF5_SCHEMA.md; wall_s: the engine's measured wall time)
 VOLATILE_NAMES = {'git_commit', 'dkv_version', 'host', 'start_time', 'end_time', 'wall_s'}
 # columns of compound datasets that are measured host (CPU) wall time of each step, on every
-# backend, simulator included (HDF5_SCHEMA.md, steps: host_plan_s, host_enqueue_s, host_wait_s)
-VOLATILE_FIELDS = {'host_plan_s', 'host_enqueue_s', 'host_wait_s'}
+# backend, simulator included (HDF5_SCHEMA.md, steps: host_plan_s, host_enqueue_s, host_wait_s), and
+# the sampled SM clock of an executed step (sm_mhz)
+VOLATILE_FIELDS = {'host_plan_s', 'host_enqueue_s', 'host_wait_s', 'sm_mhz'}
 
 
 class _Volatile:

@@ -34,6 +34,7 @@ typedef struct lexec {
     int      layout;           /* -1: cfg.policies.layout.layout; 0 layer-major; 1 t-major */
     uint32_t attn_streams, max_logit_rows;
     bool     class_timing;
+    bool     sm_clock;         /* opts.sm_clock: each step's mean SM clock (cuda/clock.h) (false) */
     bool     warm_gemms;       /* opts.warm_gemms: cuda/dkv_cuda.h dkv_cuda_gemm_warm at begin (true) */
     double   staging_bytes, host_bytes;   /* < 0: automatic */
     char   **weights;
@@ -106,7 +107,7 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
                                        "class_timing", "staging_bytes", "host_bytes", "outputs", "backend",
                                        "targets", "clock", "start_at", "follow", "bf16_activations", "warm_gemms",
-                                       NULL};
+                                       "sm_clock", NULL};
     static const char *const backends[] = {"cuda", "cpu", NULL};
     static const char *const clocks[] = {"steps", "real", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
@@ -158,6 +159,9 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->warm_gemms = dkv_lconf_boolean(L, idx, p, "warm_gemms", true, 0);
     if (x->cpu && warm_given)
         dkv_lconf_error(L, p, "warm_gemms", "is for backend = 'cuda' (it loads cuBLASLt's kernels before the first step)");
+    x->sm_clock = dkv_lconf_boolean(L, idx, p, "sm_clock", false, 0);
+    if (x->cpu && x->sm_clock)
+        dkv_lconf_error(L, p, "sm_clock", "is for backend = 'cuda' (the GPU's SM clock, read through NVML)");
     lua_getfield(L, idx, "weights");
     if (lua_isstring(L, -1)) {
         x->weights = calloc(1, sizeof *x->weights);
@@ -251,6 +255,7 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     o.attn_streams = x->attn_streams;
     o.class_timing = x->class_timing;
     o.warm_gemms = x->warm_gemms;
+    o.sm_clock = x->sm_clock;
     o.kernel_records = s->record_kernels;
     o.report = &x->rep;
     if (x->outputs) { /* synchronises after every step: use for agreement runs, not for timing */

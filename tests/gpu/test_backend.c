@@ -22,6 +22,7 @@
  * NaN) at begin.  A progressive-offload
  * run checks that the copies move the bytes the engine ordered and that the low-rank projection
  * reports a finite error.  Prints "SKIP: ..." and exits 77 without a usable GPU. */
+#include <time.h>
 #include <unistd.h>
 
 #include "gpu_check.h"
@@ -213,6 +214,41 @@ static void on_item(void *user, const dkv_cuda_item_report *rp)
 
 static const char *g_weight_file;   /* when set, run_mode loads the weights from it (core/io safetensors) */
 static bool g_per_item;             /* when set, run_mode's backend runs attention per item (not batched) */
+static bool g_sm_clock;             /* when set, run_mode's backend samples the SM clock (options.sm_clock) */
+
+/* options.sm_clock: where NVML reads the clock, every step of 3 ms or more has its mean (sampled every
+ * millisecond), every recorded mean is a plausible clock, and the sampler agrees with a direct read;
+ * without NVML nothing is recorded. */
+static void check_step_clocks(const dkv_engine_result *res)
+{
+    dkv_cuda_clock *c = dkv_cuda_clock_open(0);
+    size_t n = 0, with = 0, long_without = 0, odd = 0;
+    const dkv_step_record *st = dkv_engine_result_steps(res, &n);
+    for (size_t i = 0; i < n; i++) {
+        with += st[i].sm_mhz > 0;
+        long_without += st[i].time_s >= 3e-3 && !(st[i].sm_mhz > 0);
+        odd += st[i].sm_mhz != 0 && !(st[i].sm_mhz >= 100 && st[i].sm_mhz <= 5000);
+    }
+    char line[200];
+    if (!c) {
+        snprintf(line, sizeof line, "no NVML: %zu of %zu steps have a clock (0 expected)", with, n);
+        check_true("  SM clock (options.sm_clock)", with == 0, line);
+        return;
+    }
+    double now = dkv_cuda_clock_mhz(c);
+    dkv_err e = {0};
+    bool started = dkv_cuda_clock_sample(c, 1e-3, &e) == DKV_OK;
+    struct timespec a, b, gap = {0, 30000000};
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    nanosleep(&gap, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double mean = dkv_cuda_clock_mean(c, a.tv_sec + a.tv_nsec * 1e-9, b.tv_sec + b.tv_nsec * 1e-9);
+    dkv_cuda_clock_close(c);
+    snprintf(line, sizeof line, "%zu of %zu steps have a clock, %zu of 3 ms or more without, %zu implausible; "
+             "sampler over 30 ms idle %.0f MHz, read directly %.0f", with, n, long_without, odd, mean, now);
+    check_true("  SM clock (options.sm_clock)", started && with > 0 && long_without == 0 && odd == 0 &&
+                                                    mean >= 100 && mean <= 5000 && now >= 100 && now <= 5000, line);
+}
 
 static void run_mode(const char *name, dkv_cache_mode mode, dkv_cache_mode emode, bool shared, dkv_logit_mode lg,
                      dkv_layout layout, dkv_ref_weights *rw, const dkv_model *m, const dkv_gpu *g)
@@ -245,6 +281,7 @@ static void run_mode(const char *name, dkv_cache_mode mode, dkv_cache_mode emode
     dkv_cuda_backend_options o = backend_options_for(&c);
     o.poison = true, o.attn_streams = 2, o.on_item = on_item, o.on_item_user = &r;
     o.attn_per_item = g_per_item;
+    o.sm_clock = g_sm_clock;
     c.weights = rw;
     dkv_ref_weights *loaded = NULL;
     if (g_weight_file) { /* the same weights, written as a LLaDA-named safetensors file and read back (core/io) */
@@ -287,6 +324,8 @@ static void run_mode(const char *name, dkv_cache_mode mode, dkv_cache_mode emode
                  r.kv_rows, r.kv_checked, r.kv_max_abs);
         check_true("  KV at the plan's block ids", r.kv_checked > 0 && !r.kv_bad, line);
     }
+    if (g_sm_clock)
+        check_step_clocks(res);
     dkv_engine_result_free(res);
     dkv_backend_free(&be);
     dkv_ref_weights_free(loaded);
@@ -414,7 +453,9 @@ int main(void)
     argument_errors(&m, &g);
     check_scores(16, 150, 4, 2, 64, &rng);
     check_scores(32, 768, 8, 8, 128, &rng);
+    g_sm_clock = true;   /* one run with the step clock sampled */
     run_mode("none", DKV_CACHE_NONE, DKV_CACHE_NONE, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m, &g);
+    g_sm_clock = false;
     run_mode("prefix", DKV_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_BLOCK, DKV_LAYOUT_TMAJOR, rw, &m, &g);
     run_mode("prefix, logits of all rows", DKV_CACHE_PREFIX, DKV_CACHE_PREFIX, false, DKV_LOGITS_ALL,
              DKV_LAYOUT_LAYER_MAJOR, rw, &m, &g);

@@ -88,6 +88,10 @@ fails("warm_gemms", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = 
       {backend = "cpu", weights = W, warm_gemms = false})
 fails("warm_gemms", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
       {backend = "cpu", weights = W, warm_gemms = "yes"})
+fails("sm_clock", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {backend = "cpu", weights = W, sm_clock = true})
+fails("sm_clock", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {backend = "cpu", weights = W, sm_clock = "on"})
 
 -- 5. selection replay (docs/CPU.md "Selection replay"): a sparse leader's outputs carry its kept
 -- key sets; a follower keeps them and reports, per set, whether its own top-k differs

@@ -141,7 +141,7 @@ static void test_budget_and_phase_counts(void **state)
            waits for nothing */
         assert_true(st[i].host_plan_s >= 0 && st[i].host_plan_s < 10);
         plan_sum += st[i].host_plan_s;
-        assert_true(st[i].host_enqueue_s == 0 && st[i].host_wait_s == 0);
+        assert_true(st[i].host_enqueue_s == 0 && st[i].host_wait_s == 0 && st[i].sm_mhz == 0);
         assert_true(st[i].budget_tokens <= 200 || st[i].n_items == 1);
         assert_true(st[i].q_tokens <= 200);
         if (st[i].n_items > max_items)

@@ -1,4 +1,4 @@
-/* test_util.c - status messages and the seeded RNG. */
+/* test_util.c - status messages, the seeded RNG and the ring of timestamped samples. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,9 +6,11 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/rng.h"
+#include "util/samples.h"
 #include "util/status.h"
 
 static void test_err_set_and_prefix(void **state)
@@ -94,6 +96,35 @@ static void test_rng_moments(void **state)
     assert_true(fabs(gv - 16.0) < 1.0);
 }
 
+/* A window's mean is the mean of exactly the samples inside it (ends included); none gives NAN; after
+ * the ring wraps, the newest half is still read and older samples are not. */
+static void test_samples_window(void **state)
+{
+    (void)state;
+    dkv_samples *s = malloc(sizeof *s);
+    assert_non_null(s);
+    dkv_samples_init(s);
+    uint32_t c = 99;
+    assert_true(isnan(dkv_samples_mean(s, 0, 1, &c)));
+    assert_int_equal(c, 0);
+    for (int i = 0; i < 10; i++)   /* t = 0.0 .. 0.9, v = 1000 + 10 i */
+        dkv_samples_push(s, 0.1 * i, 1000 + 10 * i);
+    assert_true(fabs(dkv_samples_mean(s, 0.25, 0.55, &c) - 1040) < 1e-9);   /* i = 3, 4, 5 */
+    assert_int_equal(c, 3);
+    assert_true(fabs(dkv_samples_mean(s, -1, 0.0, &c) - 1000) < 1e-9);     /* the first, at an end */
+    assert_int_equal(c, 1);
+    assert_true(isnan(dkv_samples_mean(s, 0.91, 2, &c)));                  /* after the last */
+    assert_true(isnan(dkv_samples_mean(s, 0.31, 0.39, NULL)));             /* between two */
+    for (uint32_t i = 10; i < 3 * DKV_SAMPLES_CAP + 5; i++)
+        dkv_samples_push(s, 0.1 * i, i % 2 ? 1500 : 1900);
+    double last = 0.1 * (3 * DKV_SAMPLES_CAP + 4);
+    assert_true(fabs(dkv_samples_mean(s, last - 0.35, last + 1, &c) - 1700) < 1e-9);   /* 4 newest */
+    assert_int_equal(c, 4);
+    dkv_samples_mean(s, -1, last + 1, &c);   /* everything asked: the newest half is what is read */
+    assert_int_equal(c, DKV_SAMPLES_CAP / 2);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +132,7 @@ int main(void)
         cmocka_unit_test(test_text_escape),
         cmocka_unit_test(test_rng_reproducible),
         cmocka_unit_test(test_rng_moments),
+        cmocka_unit_test(test_samples_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
