@@ -70,6 +70,9 @@ bool pr_want(prof_ctx *P, double call_s)
         double rep = o->l2_warm ? o->repeats : 3.0 * o->repeats;   /* flushed, warm, back to back */
         double fl = o->l2_warm ? 0 : o->repeats * (PR_FLUSH_MIN / PR_PEAK_BW + PR_LAUNCH_S);
         P->est[P->sec] += (1 + PR_FIRST_REPS + o->warmup + rep) * call_s + fl + 2.5e-3 + spin_s(P, 1);
+        if (o->states)   /* the idle gaps, the heaters and 2 x PR_STATE_REPS calls */
+            P->est[P->sec] += PR_COOL_IDLE_S + PR_STATE_REPS * PR_COOL_GAP_S + (PR_HEAT_FIRST + PR_STATE_REPS) *
+                              PR_HEATER_S + 2 * PR_STATE_REPS * (call_s + PR_FLUSH_MIN / PR_PEAK_BW + 1e-4);
         P->sec_cases++;
         return false;
     }
@@ -240,6 +243,54 @@ static dkv_status timed_stream(prof_ctx *P, const char *table, prof_call fn, voi
     return DKV_OK;
 }
 
+/* A heater: the GEMM of 8,192 rows of LLaDA-8B's q|k|v projection (~1.4 ms power-capped) on the slab. */
+static dkv_status heater(prof_ctx *P, dkv_err *err)
+{
+    const dkv_bf16 *x = (const dkv_bf16 *)P->slab, *w = (const dkv_bf16 *)(P->slab + ((size_t)64 << 20));
+    return dkv_cuda_gemm(P->ctx, (dkv_bf16 *)P->out, x, w, NULL, 8192, 4096, 12288, 0.0f, err);
+}
+
+/* The row's calls in two power states (opts.states; docs/COST_MODEL.md "Clock sensitivity"): cool, each
+ * call after PR_COOL_GAP_S of idle GPU (PR_COOL_IDLE_S before the first); hot, each call right after a
+ * heater GEMM (PR_HEAT_FIRST of them before the first).  Each call is flushed as the row's own and timed
+ * between two events, the clock read after its synchronisation (NVML's reading follows the clock within
+ * milliseconds; the states are steady).  Medians into row. */
+static dkv_status states(prof_ctx *P, const char *table, prof_call fn, void *arg, uint32_t *rep, dkv_prof_row *row,
+                         dkv_err *err)
+{
+    double t[2][PR_STATE_REPS], c[2][PR_STATE_REPS];
+    PR_TRY(pr_events(P, 2, err));
+    for (int hot = 0; hot < 2; hot++) {
+        struct timespec idle = {0, (long)(PR_COOL_IDLE_S * 1e9)}, gap = {0, (long)(PR_COOL_GAP_S * 1e9)};
+        if (!hot)
+            nanosleep(&idle, NULL);
+        for (int i = 0; hot && i < PR_HEAT_FIRST; i++)
+            PR_TRY(heater(P, err));
+        for (int r = 0; r < PR_STATE_REPS; r++) {
+            if (hot)
+                PR_TRY(heater(P, err));
+            else
+                nanosleep(&gap, NULL);
+            if (P->flush)
+                PR_TRY(dkv_prof_flush(P->st, P->flush, P->flush_bytes, P->flush + P->flush_bytes, err));
+            PR_CU(cudaEventRecord(P->ev[0], P->st));
+            PR_TRY(fn(P, arg, (*rep)++, err));
+            PR_CU(cudaEventRecord(P->ev[1], P->st));
+            PR_CU(cudaStreamSynchronize(P->st));
+            c[hot][r] = dkv_cuda_clock_mhz(P->clock);
+            float ms = 0;
+            cudaError_t e = cudaEventElapsedTime(&ms, P->ev[0], P->ev[1]);
+            if (e != cudaSuccess)
+                return dkv_err_set(err, DKV_EIO, "dkv profile: table %s: cudaEventElapsedTime: %s", table,
+                                   cudaGetErrorString(e));
+            t[hot][r] = 1e-3 * ms;
+        }
+    }
+    row->cool_s = median(t[0], PR_STATE_REPS), row->cool_mhz = median(c[0], PR_STATE_REPS);
+    row->hot_s = median(t[1], PR_STATE_REPS), row->hot_mhz = median(c[1], PR_STATE_REPS);
+    return DKV_OK;
+}
+
 dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t launches, double call_s,
                       prof_call fn, void *arg, dkv_err *err)
 {
@@ -277,6 +328,11 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     }
     dkv_prof_row row;
     memset(&row, 0, sizeof row);
+    row.cool_s = row.cool_mhz = row.hot_s = row.hot_mhz = NAN;
+    if (P->o->states && P->clock && (st = states(P, t->name, fn, arg, &rep, &row, err)) != DKV_OK) {
+        free(s);
+        return st;
+    }
     for (uint32_t i = 0; i < t->n_fields; i++)
         row.f[i] = f[i];
     row.median_s = median(s, R);

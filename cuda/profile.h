@@ -55,6 +55,10 @@ typedef struct dkv_prof_row {
                                           of events, per call (no event between calls); else NAN */
     uint32_t launches;                 /* kernel launches one call makes */
     double   sm_mhz;                   /* median SM clock while the flushed calls ran (NVML; NAN: not sampled) */
+    /* opts.states (NAN otherwise): the call in two power states, each flushed and event-timed, the clock
+       read after each (docs/COST_MODEL.md "Clock sensitivity"): cool, after an idle GPU (the clock at its
+       maximum); hot, right after a heater GEMM (the clock power-capped).  Medians. */
+    double   cool_s, cool_mhz, hot_s, hot_mhz;
     double   x[2];                     /* the table's extra values (dkv_prof_table.extra) */
 } dkv_prof_row;
 
@@ -132,6 +136,7 @@ typedef struct dkv_prof_opts {
     int              device;
     bool             l2_warm;  /* no L2 flush before the timed calls (the method before 2026-12-02) */
     uint32_t         min_rows; /* gemm, gemm_grid: only shapes of at least this many rows (0: all) */
+    bool             states;   /* also time every row cool and hot (dkv_prof_row.cool_s ...; needs NVML) */
     /* progress: a line per section and every few seconds (may be NULL) */
     void (*progress)(void *user, const char *line);
     /* after each section (may be NULL): the caller can write what is measured so far */

@@ -50,6 +50,10 @@ static void usage(FILE *f)
           "  --root DIR           project root for the model presets (default .)\n"
           "  --min-rows N         the GEMM sections (gemm, gemm_grid) measure only shapes of at least N\n"
           "                       rows (default 0: all): new rows for an existing profile, merged by hand\n"
+          "  --states             also time every shape in two power states (cool: after an idle GPU;\n"
+          "                       hot: right after a heater GEMM) with the SM clock read after each call\n"
+          "                       (columns cool_s, cool_mhz, hot_s, hot_mhz; needs NVML): each kernel's clock\n"
+          "                       sensitivity (docs/COST_MODEL.md \"Clock sensitivity\"); ~0.35 s more a shape\n"
           "  --estimate           print the grid's estimated time (H200 ceilings) and exit; no GPU needed\n"
           "\n"
           "exit status: 0 written complete, 1 error or incomplete (the file holds what was measured),\n"
@@ -59,7 +63,7 @@ static void usage(FILE *f)
 
 typedef struct opts {
     const char *out, *name, *root, *models[MAX_MODELS], *grid;
-    int         n_models, device, quick, estimate, l2_warm;
+    int         n_models, device, quick, estimate, l2_warm, states;
     double      deadline;
     long        repeats, warmup;
     double      min_rows;
@@ -92,6 +96,8 @@ static int parse(int argc, char **argv, opts *o)
             o->quick = 1;
         } else if (strcmp(a, "--estimate") == 0) {
             o->estimate = 1;
+        } else if (strcmp(a, "--states") == 0) {
+            o->states = 1;
         } else if (strcmp(a, "--l2") == 0) {
             if (!v || (strcmp(v, "flush") != 0 && strcmp(v, "warm") != 0)) {
                 fprintf(stderr, "dkv profile: --l2 needs 'flush' or 'warm', got '%s'\n", v ? v : "");
@@ -212,6 +218,7 @@ int dkv_cmd_profile(int argc, char **argv)
                               .n_models = (uint32_t)o.n_models, .quick = o.quick, .estimate = o.estimate,
                               .deadline = o.deadline, .repeats = (uint32_t)o.repeats, .warmup = (uint32_t)o.warmup,
                               .device = o.device, .l2_warm = o.l2_warm, .min_rows = (uint32_t)o.min_rows,
+                              .states = o.states != 0,
                               .argc = argc, .argv = argv};
     return dkv_cli_profile_main(&a);
 #endif

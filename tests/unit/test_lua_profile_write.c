@@ -50,7 +50,9 @@ static void fill(dkv_prof *p, dkv_prof_table *gemm, dkv_prof_table *attn, dkv_pr
     gr[0] = (dkv_prof_row){.f = {32, 12288, 4096}, .median_s = 2.5e-5, .p10_s = 2.4e-5, .p90_s = 2.7e-5,
                            .first_s = 3e-3, .launches = 1};
     gr[1] = (dkv_prof_row){.f = {512, 12288, 4096}, .median_s = 1e-4, .p10_s = 9e-5, .p90_s = 1.1e-4,
-                           .first_s = 1e-3, .launches = 1};
+                           .first_s = 1e-3, .launches = 1, .cool_s = 9.5e-5, .cool_mhz = 1980, .hot_s = 1.2e-4,
+                           .hot_mhz = 1515};   /* --states; gr[0] without (NAN) */
+    gr[0].cool_s = gr[0].cool_mhz = gr[0].hot_s = gr[0].hot_mhz = NAN;
     *attn = (dkv_prof_table){.name = "attn", .n_fields = 6, .note = "attn", .rows = ar, .n = 1, .cap = 1};
     memcpy(attn->fields, af, sizeof af);
     attn->extra[0] = "items";
@@ -111,9 +113,16 @@ static void test_write_and_load(void **state)
     assert_int_equal((int)num(L, "P.provenance.repeats"), 20);
     assert_string_equal(str(L, "P.kernels.qkv.note"), "a \"note\"\nline");
     assert_string_equal(str(L, "table.concat(P.kernels.qkv.fields, ',')"), "m,n,k");
-    assert_string_equal(str(L, "table.concat(P.kernels.qkv.extra, ',')"), "p10_s,p90_s,first_s");
+    /* the two power states (--states) after the other extras; a row measured without them has zeros */
+    assert_string_equal(str(L, "table.concat(P.kernels.qkv.extra, ',')"),
+                        "p10_s,p90_s,first_s,cool_s,cool_mhz,hot_s,hot_mhz");
     assert_int_equal((int)num(L, "#P.kernels.qkv.rows"), 2);
-    assert_int_equal((int)num(L, "#P.kernels.qkv.rows[2]"), 3 + 2 + 3);
+    assert_int_equal((int)num(L, "#P.kernels.qkv.rows[2]"), 3 + 2 + 3 + 4);
+    assert_float_equal(num(L, "P.kernels.qkv.rows[2][9]"), 9.5e-5, 1e-12);
+    assert_float_equal(num(L, "P.kernels.qkv.rows[2][10]"), 1980, 0);
+    assert_float_equal(num(L, "P.kernels.qkv.rows[2][11]"), 1.2e-4, 1e-12);
+    assert_float_equal(num(L, "P.kernels.qkv.rows[2][12]"), 1515, 0);
+    assert_float_equal(num(L, "P.kernels.qkv.rows[1][9]"), 0, 0);
     assert_float_equal(num(L, "P.kernels.qkv.rows[2][1]"), 512, 0);
     assert_float_equal(num(L, "P.kernels.qkv.rows[2][4]"), 1e-4, 1e-12);
     assert_float_equal(num(L, "P.kernels.qkv.rows[2][5]"), 1, 0);
