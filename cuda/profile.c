@@ -71,7 +71,7 @@ bool pr_want(prof_ctx *P, double call_s)
         double fl = o->l2_warm ? 0 : o->repeats * (PR_FLUSH_MIN / PR_PEAK_BW + PR_LAUNCH_S);
         P->est[P->sec] += (1 + PR_FIRST_REPS + o->warmup + rep) * call_s + fl + 2.5e-3 + spin_s(P, 1);
         if (o->states)   /* the idle gaps, the heaters and 2 x PR_STATE_REPS calls */
-            P->est[P->sec] += PR_COOL_IDLE_S + PR_STATE_REPS * PR_COOL_GAP_S + (PR_HEAT_FIRST + PR_STATE_REPS) *
+            P->est[P->sec] += PR_COOL_LEAD_S + PR_STATE_REPS * PR_COOL_GAP_S + (PR_HEAT_FIRST + PR_STATE_REPS) *
                               PR_HEATER_S + 2 * PR_STATE_REPS * (call_s + PR_FLUSH_MIN / PR_PEAK_BW + 1e-4);
         P->sec_cases++;
         return false;
@@ -250,44 +250,55 @@ static dkv_status heater(prof_ctx *P, dkv_err *err)
     return dkv_cuda_gemm(P->ctx, (dkv_bf16 *)P->out, x, w, NULL, 8192, 4096, 12288, 0.0f, err);
 }
 
-/* The row's calls in two power states (opts.states; docs/COST_MODEL.md "Clock sensitivity"): cool, each
- * call after PR_COOL_GAP_S of idle GPU (PR_COOL_IDLE_S before the first); hot, each call right after a
- * heater GEMM (PR_HEAT_FIRST of them before the first).  Each call is flushed as the row's own and timed
- * between two events, the clock read after its synchronisation (NVML's reading follows the clock within
- * milliseconds; the states are steady).  Medians into row. */
+/* The row's calls in two power states (opts.states; docs/COST_MODEL.md "Clock sensitivity"), each a
+ * steady stream of work on the GPU: cool, each call after a one-thread spin of PR_COOL_GAP_S (the GPU
+ * awake but drawing little: the clock at its maximum; PR_COOL_LEAD_S of spin before the first); hot,
+ * each call right after a heater GEMM (PR_HEAT_FIRST of them before the first: the clock power-capped).
+ * Each call is flushed as the row's own and timed between two events; the clock is sampled about every
+ * 0.2 ms while the state's work runs (after the GPU goes idle NVML reads the maximum at once, and an
+ * idle GPU wakes slowly: neither is a state a step runs in).  Medians into row. */
 static dkv_status states(prof_ctx *P, const char *table, prof_call fn, void *arg, uint32_t *rep, dkv_prof_row *row,
                          dkv_err *err)
 {
-    double t[2][PR_STATE_REPS], c[2][PR_STATE_REPS];
-    PR_TRY(pr_events(P, 2, err));
+    double t[2][PR_STATE_REPS], mhz[2];
+    PR_TRY(pr_events(P, 2 * PR_STATE_REPS, err));
     for (int hot = 0; hot < 2; hot++) {
-        struct timespec idle = {0, (long)(PR_COOL_IDLE_S * 1e9)}, gap = {0, (long)(PR_COOL_GAP_S * 1e9)};
-        if (!hot)
-            nanosleep(&idle, NULL);
-        for (int i = 0; hot && i < PR_HEAT_FIRST; i++)
-            PR_TRY(heater(P, err));
-        for (int r = 0; r < PR_STATE_REPS; r++) {
-            if (hot)
+        if (hot)
+            for (int i = 0; i < PR_HEAT_FIRST; i++)
                 PR_TRY(heater(P, err));
-            else
-                nanosleep(&gap, NULL);
+        else
+            PR_TRY(dkv_prof_spin(P->st, PR_COOL_LEAD_S, err));
+        for (int r = 0; r < PR_STATE_REPS; r++) {
+            PR_TRY(hot ? heater(P, err) : dkv_prof_spin(P->st, PR_COOL_GAP_S, err));
             if (P->flush)
                 PR_TRY(dkv_prof_flush(P->st, P->flush, P->flush_bytes, P->flush + P->flush_bytes, err));
-            PR_CU(cudaEventRecord(P->ev[0], P->st));
+            PR_CU(cudaEventRecord(P->ev[2 * r], P->st));
             PR_TRY(fn(P, arg, (*rep)++, err));
-            PR_CU(cudaEventRecord(P->ev[1], P->st));
-            PR_CU(cudaStreamSynchronize(P->st));
-            c[hot][r] = dkv_cuda_clock_mhz(P->clock);
+            PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));
+        }
+        double c[1024];
+        uint32_t n = 0;
+        cudaError_t q;
+        while ((q = cudaStreamQuery(P->st)) == cudaErrorNotReady) {
+            double v = dkv_cuda_clock_mhz(P->clock);
+            if (n < 1024 && !isnan(v))
+                c[n++] = v;
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+        PR_CU(q);
+        mhz[hot] = n ? median(c, n) : NAN;
+        for (int r = 0; r < PR_STATE_REPS; r++) {
             float ms = 0;
-            cudaError_t e = cudaEventElapsedTime(&ms, P->ev[0], P->ev[1]);
+            cudaError_t e = cudaEventElapsedTime(&ms, P->ev[2 * r], P->ev[2 * r + 1]);
             if (e != cudaSuccess)
                 return dkv_err_set(err, DKV_EIO, "dkv profile: table %s: cudaEventElapsedTime: %s", table,
                                    cudaGetErrorString(e));
             t[hot][r] = 1e-3 * ms;
         }
     }
-    row->cool_s = median(t[0], PR_STATE_REPS), row->cool_mhz = median(c[0], PR_STATE_REPS);
-    row->hot_s = median(t[1], PR_STATE_REPS), row->hot_mhz = median(c[1], PR_STATE_REPS);
+    row->cool_s = median(t[0], PR_STATE_REPS), row->cool_mhz = mhz[0];
+    row->hot_s = median(t[1], PR_STATE_REPS), row->hot_mhz = mhz[1];
     return DKV_OK;
 }
 

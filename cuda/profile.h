@@ -56,8 +56,9 @@ typedef struct dkv_prof_row {
     uint32_t launches;                 /* kernel launches one call makes */
     double   sm_mhz;                   /* median SM clock while the flushed calls ran (NVML; NAN: not sampled) */
     /* opts.states (NAN otherwise): the call in two power states, each flushed and event-timed, the clock
-       read after each (docs/COST_MODEL.md "Clock sensitivity"): cool, after an idle GPU (the clock at its
-       maximum); hot, right after a heater GEMM (the clock power-capped).  Medians. */
+       sampled while the state's work runs (docs/COST_MODEL.md "Clock sensitivity"): cool, each call after
+       a one-thread spin (the GPU awake, the clock at its maximum); hot, each right after a heater GEMM
+       (the clock power-capped).  Medians. */
     double   cool_s, cool_mhz, hot_s, hot_mhz;
     double   x[2];                     /* the table's extra values (dkv_prof_table.extra) */
 } dkv_prof_row;

@@ -22,9 +22,9 @@ extern "C" {
 #define PR_OUT_BYTES  ((size_t)3 << 29)   /* outputs */
 #define PR_POOL_BYTES ((size_t)6 << 30)
 /* opts.states (profile.c states()) */
-#define PR_STATE_REPS  7       /* calls per state */
-#define PR_COOL_IDLE_S 0.06    /* idle before the first cool call */
-#define PR_COOL_GAP_S  0.025   /* idle before each cool call */
+#define PR_STATE_REPS  9       /* calls per state */
+#define PR_COOL_LEAD_S 0.03    /* spin before the first cool call */
+#define PR_COOL_GAP_S  1.5e-3  /* spin before each cool call */
 #define PR_HEAT_FIRST  50      /* heaters before the first hot call */
 #define PR_HEATER_S    1.5e-3  /* one heater GEMM (8,192 x 12,288 x 4,096), for the estimate */
 #define PR_FLUSH_MIN  ((size_t)128 << 20) /* the L2 flush reads at least this (and twice the L2) */   /* the KV pool of the attention, store and selection sections */
