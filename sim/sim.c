@@ -30,6 +30,7 @@ typedef struct sim_state {
     dkv_sim_warm *warm;         /* the set in use: &own or the options' shared one */
     sim_lr        lr;           /* the low-rank forms on the host (sim_lowrank.c) */
     double        hold_until_s; /* engine clock until which the GPU's clocks are held low (profile hold) */
+    sim_clock     clk;          /* the recent steps' work, for the clock the next one runs at (profile clock) */
 } sim_state;
 
 _Static_assert(DKV_KCLASS_N <= DKV_GPU_KCLASS_MAX, "dkv_gpu.kclass must cover every kernel class");
@@ -451,6 +452,9 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     double t_layer[DKV_KCLASS_N], t_once[DKV_KCLASS_N], roof;
     class_times(m, g, &r, plan, cs, t_layer, t_once, &roof);
     const dkv_profile_info *in = g->profile ? dkv_profile_get_info(g->profile) : NULL;
+    double settle_mhz = 0, run_mhz = 0;   /* the step's clock (profile clock block; needs the run's state) */
+    if (st)
+        sim_clock_apply(&st->clk, in, m, plan, cs, t_layer, t_once, &settle_mhz, &run_mhz);
     if (st && in && in->hold_slowdown > 0 && plan->start_s < st->hold_until_s)
         for (int c = 0; c < DKV_KCLASS_N; c++)   /* inside the clocks' hold after a heavy step */
             t_layer[c] *= 1 + in->hold_slowdown, t_once[c] *= 1 + in->hold_slowdown;
@@ -494,6 +498,9 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     out->stall_s = out->time_s - compute;
     if (st && in && in->hold_slowdown > 0 && compute >= in->hold_after_s)
         st->hold_until_s = plan->start_s + out->time_s + in->hold_window_s;
+    if (st)
+        sim_clock_push(&st->clk, plan->start_s, out->time_s, settle_mhz);
+    out->sm_mhz = run_mhz;
     out->flops = tot.flops;
     out->hbm_read_bytes = tot.hbm_read_bytes;
     out->hbm_write_bytes = tot.hbm_write_bytes;
@@ -541,6 +548,7 @@ static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     c->st.own.seen = NULL, c->st.own.n_seen = c->st.own.cap_seen = 0;
     c->st.backlog_s = c->st.cmp_copy_s = 0;
     c->st.hold_until_s = -HUGE_VAL;
+    c->st.clk.n = 0;
     dkv_status rc = sim_lr_begin(&c->st.lr, s, err);
     if (rc != DKV_OK)
         return rc;

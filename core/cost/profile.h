@@ -57,6 +57,8 @@ enum { DKV_PROF_EW_RMSNORM = 0, DKV_PROF_EW_ROPE, DKV_PROF_EW_SWIGLU, DKV_PROF_E
 
 typedef struct dkv_profile dkv_profile;
 
+#define DKV_PROFILE_CLOCK_PTS 32   /* points of a GEMM class's clock by rows (dkv_profile_info.clock_*) */
+
 typedef struct dkv_profile_info {
     char   name[64];
     char   gpu[128];
@@ -77,6 +79,17 @@ typedef struct dkv_profile_info {
      * resident at once, [head_dim 64 / 128][launch group: 0 items of <= 32 queries, 1 the others]
      * [key splits - 1]; the simulator's rule for head configurations the profile does not hold */
     double attn_clusters[2][2][8];
+    /* clock (PROFILE_FORMAT.md "clock"; absent: clock_max_mhz 0, no clock model): the SM clock a step runs at,
+     * predicted from the work before it, and each class's time at that clock (docs/COST_MODEL.md "The step's
+     * clock"): the clock the rows of each GEMM class ran at by rows (clock_rows / clock_mhz, [qkv, o, ffn,
+     * lm_head], clock_n points each; attention and the rest at clock_max_mhz), the sensitivities (a time
+     * scales as clock^-sens: the GEMMs' from 0 at clock_gemm_lo_rows to clock_gemm_sens at
+     * clock_gemm_hi_rows, log-linear in rows; attention's in steps without / with a Refresh item) and the
+     * window of work the clock follows ([start - lag - window, end - lag]). */
+    double   clock_max_mhz, clock_lag_s, clock_window_s;
+    double   clock_gemm_lo_rows, clock_gemm_hi_rows, clock_gemm_sens, clock_reuse_sens, clock_refresh_sens;
+    uint32_t clock_n[4];
+    double   clock_rows[4][DKV_PROFILE_CLOCK_PTS], clock_mhz[4][DKV_PROFILE_CLOCK_PTS];
     /* memory (PROFILE_FORMAT.md "memory"; absent: has_memory false): device memory a CUDA backend
      * process holds besides dkv's own allocations, bytes */
     bool   has_memory;

@@ -289,6 +289,87 @@ static void read_attn_waves(lua_State *L, int top, const char *file, dkv_profile
     lua_pop(L, 1);
 }
 
+/* An array of 1..DKV_PROFILE_CLOCK_PTS numbers at t[key] (on the stack: index t) into v, each in [lo, hi]
+ * and, with increasing, above the one before; returns the count. */
+static uint32_t read_points(lua_State *L, int t, const char *path, const char *key, double lo, double hi,
+                            bool increasing, double *v)
+{
+    char p[400];
+    dkv_lconf_path(p, sizeof p, path, key);
+    dkv_lconf_subtable(L, t, path, key, DKV_LCONF_REQUIRED);
+    int a = lua_gettop(L);
+    dkv_lconf_check_keys_array(L, a, p, NULL, true);
+    size_t n = lua_rawlen(L, a);
+    if (n < 1 || n > DKV_PROFILE_CLOCK_PTS)
+        dkv_lconf_error(L, p, NULL, "expected 1 to %d numbers, got %zu", DKV_PROFILE_CLOCK_PTS, n);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, a, (lua_Integer)i + 1);
+        int ok = 0;
+        double x = lua_tonumberx(L, -1, &ok);
+        if (!ok || !(x >= lo && x <= hi) || (increasing && i > 0 && !(x > v[i - 1])))
+            dkv_lconf_error(L, p, NULL, "value %zu: expected a number in [%g, %g]%s, got %s", i + 1, lo, hi,
+                            increasing ? " above the one before" : "",
+                            lua_isnumber(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
+        v[i] = x;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return (uint32_t)n;
+}
+
+/* clock (PROFILE_FORMAT.md "clock"): every field required when the block is given. */
+static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info *in)
+{
+    if (!dkv_lconf_subtable(L, top, file, "clock", 0))
+        return;
+    static const char *const keys[] = {"note", "max_mhz", "lag_s", "window_s", "gemm_sens", "attn_sens", "gemm_mhz",
+                                       NULL};
+    static const char *const gkeys[] = {"lo_rows", "hi_rows", "sens", NULL}, *const akeys[] = {"reuse", "refresh", NULL};
+    static const char *const ckeys[] = {"qkv", "o", "ffn", "lm_head", NULL}, *const pkeys[] = {"rows", "mhz", NULL};
+    char cp[300], sp[340];
+    dkv_lconf_path(cp, sizeof cp, file, "clock");
+    int c = lua_gettop(L);
+    dkv_lconf_check_keys(L, c, cp, keys);
+    dkv_lconf_string(L, c, cp, "note", "", 0);
+    in->clock_max_mhz = dkv_lconf_number(L, c, cp, "max_mhz", 0, 1, 100000, DKV_LCONF_REQUIRED);
+    in->clock_lag_s = dkv_lconf_number(L, c, cp, "lag_s", 0, 0, 10, DKV_LCONF_REQUIRED);
+    in->clock_window_s = dkv_lconf_number(L, c, cp, "window_s", 0, 0, 10, DKV_LCONF_REQUIRED);
+    dkv_lconf_path(sp, sizeof sp, cp, "gemm_sens");
+    dkv_lconf_subtable(L, c, cp, "gemm_sens", DKV_LCONF_REQUIRED);
+    dkv_lconf_check_keys(L, lua_gettop(L), sp, gkeys);
+    in->clock_gemm_lo_rows = dkv_lconf_number(L, -1, sp, "lo_rows", 0, 1, 1e9, DKV_LCONF_REQUIRED);
+    in->clock_gemm_hi_rows = dkv_lconf_number(L, -1, sp, "hi_rows", 0, 1, 1e9, DKV_LCONF_REQUIRED);
+    if (!(in->clock_gemm_hi_rows > in->clock_gemm_lo_rows))
+        dkv_lconf_error(L, sp, "hi_rows", "must be above lo_rows (%g), got %g", in->clock_gemm_lo_rows,
+                        in->clock_gemm_hi_rows);
+    in->clock_gemm_sens = dkv_lconf_number(L, -1, sp, "sens", 0, 0, 2, DKV_LCONF_REQUIRED);
+    lua_pop(L, 1);
+    dkv_lconf_path(sp, sizeof sp, cp, "attn_sens");
+    dkv_lconf_subtable(L, c, cp, "attn_sens", DKV_LCONF_REQUIRED);
+    dkv_lconf_check_keys(L, lua_gettop(L), sp, akeys);
+    in->clock_reuse_sens = dkv_lconf_number(L, -1, sp, "reuse", 0, 0, 2, DKV_LCONF_REQUIRED);
+    in->clock_refresh_sens = dkv_lconf_number(L, -1, sp, "refresh", 0, 0, 2, DKV_LCONF_REQUIRED);
+    lua_pop(L, 1);
+    dkv_lconf_path(sp, sizeof sp, cp, "gemm_mhz");
+    dkv_lconf_subtable(L, c, cp, "gemm_mhz", DKV_LCONF_REQUIRED);
+    int g = lua_gettop(L);
+    dkv_lconf_check_keys(L, g, sp, ckeys);
+    for (int k = 0; k < 4; k++) {
+        char kp[380];
+        dkv_lconf_path(kp, sizeof kp, sp, ckeys[k]);
+        dkv_lconf_subtable(L, g, sp, ckeys[k], DKV_LCONF_REQUIRED);
+        int e = lua_gettop(L);
+        dkv_lconf_check_keys(L, e, kp, pkeys);
+        uint32_t nr = read_points(L, e, kp, "rows", 1, 1e9, true, in->clock_rows[k]);
+        uint32_t nm = read_points(L, e, kp, "mhz", 1, in->clock_max_mhz, false, in->clock_mhz[k]);
+        if (nr != nm)
+            dkv_lconf_error(L, kp, "mhz", "has %u values for %u rows", nm, nr);
+        in->clock_n[k] = nr;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+}
+
 /* provenance, first_use, host, memory: the scalar parts of the file. */
 static void read_info(lua_State *L, int top, const char *file, dkv_profile_info *in)
 {
@@ -309,6 +390,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     lua_pop(L, 1);
     read_memory(L, top, file, in);
     read_attn_waves(L, top, file, in);
+    read_clock(L, top, file, in);
     static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
                                         "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
     static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "resume_s",
@@ -365,7 +447,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
 static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
-                                       "hold", "memory", "attn_waves", "complete", "incomplete", NULL};
+                                       "hold", "memory", "attn_waves", "clock", "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);

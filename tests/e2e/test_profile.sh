@@ -132,4 +132,56 @@ waves '{head_dim = 128, grup = 0, clusters = {1, 1, 1, 1, 1, 1, 1, 1}}' >"$T/roo
 check p16 "unknown field 'grup' (did you mean 'group'?)"
 waves '{head_dim = 128, group = 1, clusters = {396, 198, 124, 92, 0, 62, 47, 45}}' >"$T/root/datasets/profiles/p17.lua"
 check p17 "attn_waves\[1\].clusters: count 5"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold and attn_waves tables are checked and used"
+# the clock block (optional; docs/COST_MODEL.md "The step's clock"): checked field by field; applied as documented
+clk() {   # BODY: max_mhz, lag_s, window_s, gemm_sens, attn_sens given; $1 the gemm_mhz table
+    graft clock "max_mhz = 2000, lag_s = 0, window_s = 0, gemm_sens = {lo_rows = 1, hi_rows = 2, sens = 1},
+    attn_sens = {reuse = 0, refresh = 0}, gemm_mhz = {$1}"; }
+flat() { for k in qkv o ffn lm_head; do printf '%s = {rows = {16, 65536}, mhz = {%s, %s}}, ' "$k" "$1" "$1"; done; }
+clk "$(flat 1000 | sed 's/lm_head/lm_hed/')" >"$T/root/datasets/profiles/p18.lua"
+check p18 "unknown field 'lm_hed' (did you mean 'lm_head'?)"
+clk "$(flat 1000 | sed 's/rows = {16, 65536}/rows = {65536, 16}/')" >"$T/root/datasets/profiles/p19.lua"
+check p19 "clock.gemm_mhz.qkv.rows: value 2: expected a number in \[1, 1e+09\] above the one before"
+clk "$(flat 1000 | sed '0,/mhz = {1000, 1000}/s//mhz = {1000}/')" >"$T/root/datasets/profiles/p20.lua"
+check p20 "clock.gemm_mhz.qkv.mhz: has 1 values for 2 rows"
+clk "$(flat 2500)" >"$T/root/datasets/profiles/p21.lua"
+check p21 "clock.gemm_mhz.qkv.mhz: value 1: expected a number in \[1, 2000\]"
+clk "$(flat 1000)" | sed 's/window_s = 0, //' >"$T/root/datasets/profiles/p22.lua"
+check p22 "clock.window_s"
+clk "$(flat 2000)" >"$T/root/datasets/profiles/p23.lua"
+clk "$(flat 1000)" >"$T/root/datasets/profiles/p24.lua"
+clk "$(flat 1000)" | sed 's/window_s = 0,/window_s = 10,/' >"$T/root/datasets/profiles/p25.lua"
+cat >"$T/root/c.lua" <<'LUA'
+local dkv = require "dkv"
+local function run(profile)
+  return dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = profile}, sim = {first_use = false},
+    workload = {kind = "fixed", n = 4, prompt = 2048, gen = 64}, decode = {cache = "dual", block_len = 32, steps = 8}}:steps()
+end
+local base, same, slow = run("h200-standin"), run("p23"), run("p24")
+assert(#base.start_s == #same.start_s and #base.start_s == #slow.start_s and #base.start_s > 8, "same plans")
+-- every row at the maximum: nothing moves, and the simulated step reports the maximum as its clock
+for j = 1, #base.start_s do
+  assert(math.abs(same.compute_s[j] / base.compute_s[j] - 1) < 1e-12, string.format("step %d moved with every row at the maximum", j))
+  assert(math.abs(same.sm_mhz[j] - 2000) < 1e-9, string.format("step %d: clock %g, want 2000", j, same.sm_mhz[j]))
+end
+-- GEMM rows at 1,000 MHz, sensitivity 1, no lag or window: the step runs at its own settle clock f =
+-- (1000 Tg + 2000 Tr) / (Tg + Tr), so Tg = (2000 - f) / 1000 x T, and its GEMMs take Tg x 1000 / f
+local moved = 0
+for j = 1, #base.start_s do
+  local T, f = base.compute_s[j], slow.sm_mhz[j]
+  local tg = (2000 - f) / 1000 * T
+  local want = tg * 1000 / f + (T - tg)
+  assert(f > 1000 and f < 2000, string.format("step %d: clock %g between the rows' 1000 and 2000", j, f))
+  assert(math.abs(slow.compute_s[j] / want - 1) < 1e-9, string.format("step %d: %.9g s, want %.9g", j, slow.compute_s[j], want))
+  if slow.compute_s[j] < T * (1 - 1e-6) then moved = moved + 1 end
+end
+assert(moved == #base.start_s, "every step's GEMMs ran faster than their rows")
+-- a window of 10 s: the first step's clock is mostly the idle GPU's before it (the maximum); later steps'
+-- fall as their window fills with work
+local long = run("p25")
+assert(long.sm_mhz[1] > slow.sm_mhz[1] + 500, string.format("step 1 with a 10 s window: %g MHz", long.sm_mhz[1]))
+assert(long.sm_mhz[#base.start_s] < long.sm_mhz[1], "the clock falls as the window fills with work")
+print(string.format("clock: %d steps, e.g. step 1 at %.0f MHz: %.3f -> %.3f ms", #base.start_s, slow.sm_mhz[1],
+                    1e3 * base.compute_s[1], 1e3 * slow.compute_s[1]))
+LUA
+(cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run c.lua) || fail "the clock block is not applied as documented"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves and clock tables are checked and used"

@@ -1,0 +1,220 @@
+#!/usr/bin/python3
+"""clock_model.py - the inputs of the simulator's clock model (docs/COST_MODEL.md "The step's clock"; the
+profile's `clock` block, docs/PROFILE_FORMAT.md), each from a measurement:
+
+    /usr/bin/python3 scripts/clock_model.py rows PROFILE.lua[.xz]      # the GEMM classes' row clocks by rows
+    /usr/bin/python3 scripts/clock_model.py states STATES.lua...       # each kernel's sensitivity (dkv profile --states)
+    /usr/bin/python3 scripts/clock_model.py window RES PROFILE.lua[.xz] # the clock's lag and window (per-step clocks)
+    /usr/bin/python3 scripts/clock_model.py block PROFILE.lua[.xz] [--lag S --window S --gemm LO HI SENS --attn R F]
+
+rows:   the median `sm_mhz` of each GEMM class table's rows (qkv, o, ffn, lm_head) by m (a profile written
+        with the per-row clock, dkv profile since session 14: datasets/hw/2026-12-01/call39/profile.lua.xz).
+states: per table and row, t_hot / t_cool and the sensitivity s = ln(t_hot / t_cool) / ln(f_cool / f_hot)
+        with f_cool = 1,980 MHz (the cool state keeps the GPU awake on a one-thread spin: the maximum) and
+        f_hot = 1,515 MHz (back-to-back GEMMs, the heater's state: docs/COST_MODEL.md "Clocks by kind of
+        work", device call 37); the states' own NVML readings are not used (NVML's value moves in steps of
+        tens of milliseconds).  Then medians by kind.
+window: RES is a post result (scripts/hw_session.sh post) of a run set recorded with sm_clock; each step's
+        settle clock (its simulated classes' row clocks, weighted by time) averaged over [start - lag -
+        window, end - lag] of the simulated timeline (idle at the maximum) against the measured sm_mhz:
+        mean |error| over a grid of lag and window.
+block:  the Lua `clock` block (paste before the profile's closing brace).
+"""
+import argparse
+import lzma
+import math
+import re
+import sys
+
+import numpy as np
+
+FMAX, F_COOL, F_HOT = 1980.0, 1980.0, 1515.0
+GEMM_TABLES = ("qkv", "o", "ffn", "lm_head")
+
+
+def text(path):
+    return lzma.open(path, "rt").read() if path.endswith(".xz") else open(path).read()
+
+
+def tables(path):
+    """{name: [(fields, seconds, {extra: value})]} of a profile's kernels tables"""
+    out = {}
+    for m in re.finditer(r"\n    (\w+) = \{\n(.*?)\n      rows = \{(.*?)\n      \},", text(path), re.S):
+        head = m.group(2)
+        fl, ex = re.search(r"fields = \{([^}]*)\}", head), re.search(r"extra = \{([^}]*)\}", head)
+        if not fl or not ex:
+            continue
+        nf = len(fl.group(1).split(","))
+        names = [e.strip().strip('"') for e in ex.group(1).split(",")]
+        rows = []
+        for r in re.finditer(r"\{([-0-9.e+, ]+)\}", m.group(3)):
+            v = [float(x) for x in r.group(1).split(",")]
+            rows.append((v[:nf], v[nf], dict(zip(names, v[nf + 2:]))))
+        out[m.group(1)] = rows
+    return out
+
+
+def row_clocks(path):
+    """{table: (rows, median sm_mhz at each)} for the GEMM class tables"""
+    t = tables(path)
+    out = {}
+    for name in GEMM_TABLES:
+        by = {}
+        for f, _, x in t.get(name, []):
+            if x.get("sm_mhz", 0) > 0:
+                by.setdefault(f[0], []).append(x["sm_mhz"])
+        if not by:
+            sys.exit("clock_model: %s: table %s has no sm_mhz column (a profile from before session 14?)" % (path, name))
+        ms = sorted(by)
+        out[name] = (ms, [float(np.median(by[m])) for m in ms])
+    return out
+
+
+def interp(points, m):
+    ms, fs = points
+    if m <= ms[0]:
+        return fs[0]
+    for i in range(1, len(ms)):
+        if m <= ms[i]:
+            return fs[i - 1] + (fs[i] - fs[i - 1]) * math.log(m / ms[i - 1]) / math.log(ms[i] / ms[i - 1])
+    return fs[-1]
+
+
+def cmd_rows(a):
+    for name, (ms, fs) in row_clocks(a.profile).items():
+        print("%-8s " % name + "  ".join("%d:%.0f" % (m, f) for m, f in zip(ms, fs)))
+
+
+def sens(x):
+    if not (x.get("cool_s", 0) > 0 and x.get("hot_s", 0) > 0):
+        return None
+    return math.log(x["hot_s"] / x["cool_s"]) / math.log(F_COOL / F_HOT)
+
+
+def cmd_states(a):
+    kinds = {}
+    for path in a.states:
+        for name, rows in tables(path).items():
+            for f, _, x in rows:
+                s = sens(x)
+                if s is None:
+                    continue
+                if name in GEMM_TABLES:
+                    k = "gemm m<=1024" if f[0] <= 1024 else "gemm m=1536-4096" if f[0] <= 4096 else "gemm m>=6144"
+                elif name == "attn":
+                    if f[5] in (1, 2):
+                        continue   # copies of mode 0 (the writer's sparse modes)
+                    k = "attn Refresh-like (q >= keys)" if f[0] >= f[1] and f[5] == 0 else "attn Reuse (q < keys)"
+                else:
+                    k = name
+                kinds.setdefault(k, []).append(s)
+                if a.verbose:
+                    print("%-12s %-28s cool %9.2f us  hot %9.2f us  s %+.2f" % (name, [int(v) for v in f],
+                                                                             1e6 * x["cool_s"], 1e6 * x["hot_s"], s))
+    print("sensitivity s = ln(t_hot / t_cool) / ln(%.0f / %.0f), by kind: median (quartiles), rows" % (F_COOL, F_HOT))
+    for k in sorted(kinds):
+        v = np.array(kinds[k])
+        print("  %-32s %+.2f (%+.2f .. %+.2f)  %d" % (k, np.median(v), np.percentile(v, 25), np.percentile(v, 75), len(v)))
+
+
+def settle_steps(ss, sk, clocks):
+    """per simulated step: (start, length, settle clock)"""
+    by = {}
+    for r in sk:
+        by.setdefault(int(r["step_index"]), []).append(r)
+    out = []
+    for y in ss:
+        q = y["q_tokens"]
+        num = den = 0.0
+        for r in by.get(int(y["index"]), []):
+            c, t = int(r["kind"]), float(r["time_s"])
+            f = interp(clocks[("qkv", None, "o", "ffn")[c]], q) if c in (0, 2, 3) else \
+                interp(clocks["lm_head"], y["logit_rows"]) if c == 4 else FMAX
+            num, den = num + t * f, den + t
+        out.append((float(y["start_s"]), float(y["time_s"]), num / den if den else FMAX))
+    return out
+
+
+def predict(seq, lag, win):
+    pred = []
+    for k, (s0, d0, _) in enumerate(seq):
+        a, b = s0 - lag - win, s0 + d0 - lag
+        if b <= a:
+            b = a + 1e-6
+        num = cov = 0.0
+        for s, d, f in seq[:k + 1]:
+            lo, hi = max(a, s), min(b, s + d)
+            if hi > lo:
+                num, cov = num + (hi - lo) * f, cov + hi - lo
+        pred.append((num + (b - a - cov) * FMAX) / (b - a))
+    return pred
+
+
+def cmd_window(a):
+    import h5py
+    clocks = row_clocks(a.profile)
+    runs = []
+    for f in ("heldout", "val"):
+        R, S = h5py.File("%s/h5/%s.h5" % (a.res, f), "r"), h5py.File("%s/sim/%s.h5" % (a.res, f), "r")
+        for k in R["runs"]:
+            if not k.endswith(":real"):
+                continue
+            p = k[:-5]
+            rs, ss = R["runs/%s:real/steps" % p][()], S["runs/%s:sim/steps" % p][()]
+            seq = settle_steps(ss, S["runs/%s:sim/kernels" % p][()], clocks)
+            ok = [(x["n_refresh"], x["n_reuse"], x["q_tokens"]) == (y["n_refresh"], y["n_reuse"], y["q_tokens"])
+                  and x["sm_mhz"] > 0 for x, y in zip(rs, ss)]
+            runs.append((seq, [float(x["sm_mhz"]) for x in rs], ok))
+    if not any(any(o) for _, _, o in runs):
+        sys.exit("clock_model: %s: no executed step has a clock (recorded without sm_clock?)" % a.res)
+    print("mean |predicted - measured| step clock, MHz (rows: lag s, columns: window s)")
+    wins = (0.0, 0.02, 0.05, 0.1, 0.2, 0.4)
+    print("lag   " + "".join("%7.2f" % w for w in wins))
+    for lag in (0.0, 0.01, 0.02, 0.05, 0.1):
+        e = []
+        for w in wins:
+            err = []
+            for seq, meas, ok in runs:
+                pr = predict(seq, lag, w)
+                err += [abs(p - m) for p, m, o in zip(pr, meas, ok) if o]
+            e.append(np.mean(err))
+        print("%.2f  " % lag + "".join("%7.0f" % x for x in e))
+    err = [abs(FMAX - m) for _, meas, ok in runs for m, o in zip(meas, ok) if o]
+    print("(the maximum for every step: %.0f)" % np.mean(err))
+
+
+def cmd_block(a):
+    clocks = row_clocks(a.profile)
+    print("  -- the SM clock a step runs at and its classes' times at that clock (docs/COST_MODEL.md \"The step's clock\",\n"
+          "  -- scripts/clock_model.py): GEMM rows' clocks from %s; sensitivities from dkv profile --states;\n"
+          "  -- lag and window fitted on per-step clocks (dkv.execute sm_clock)" % a.profile.split("/")[-2])
+    print("  clock = {\n    max_mhz = %.0f, lag_s = %g, window_s = %g," % (FMAX, a.lag, a.window))
+    print("    gemm_sens = {lo_rows = %g, hi_rows = %g, sens = %g}," % tuple(a.gemm))
+    print("    attn_sens = {reuse = %g, refresh = %g}," % tuple(a.attn))
+    print("    gemm_mhz = {")
+    for name in GEMM_TABLES:
+        ms, fs = clocks[name]
+        print("      %s = {rows = {%s},\n        mhz = {%s}}," % (name, ", ".join("%d" % m for m in ms),
+                                                               ", ".join("%.0f" % f for f in fs)))
+    print("    },\n  },")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__[__doc__.index("\n"):])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("rows"); p.add_argument("profile"); p.set_defaults(fn=cmd_rows)
+    p = sub.add_parser("states"); p.add_argument("states", nargs="+"); p.add_argument("-v", "--verbose", action="store_true")
+    p.set_defaults(fn=cmd_states)
+    p = sub.add_parser("window"); p.add_argument("res"); p.add_argument("profile"); p.set_defaults(fn=cmd_window)
+    p = sub.add_parser("block"); p.add_argument("profile")
+    p.add_argument("--lag", type=float, default=0.05); p.add_argument("--window", type=float, default=0.1)
+    p.add_argument("--gemm", type=float, nargs=3, default=[2048, 6144, 0.5], metavar=("LO", "HI", "SENS"))
+    p.add_argument("--attn", type=float, nargs=2, default=[0.45, 0.65], metavar=("REUSE", "REFRESH"))
+    p.set_defaults(fn=cmd_block)
+    a = ap.parse_args()
+    a.fn(a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+/* sim_clock.c - the SM clock a step runs at and its classes' times at that clock (docs/COST_MODEL.md
+ * "The step's clock"; the profile's clock block, PROFILE_FORMAT.md).
+ *
+ * The profile times each kernel class at the clock its own repeated calls settle to: the large GEMMs
+ * power-capped (~1,500 MHz), the attention at the maximum.  A step mixes them, and the GPU's clock
+ * follows the recent work with a lag.  So each step's work gets a settle clock, the time-weighted mean
+ * of its classes' row clocks; the step runs at the mean settle clock over a window of the recent steps
+ * (idle time at the maximum); and a class measured at clock f_row runs t x (f_row / f)^sens at f. */
+#include "sim/sim_internal.h"
+
+#include <math.h>
+
+#include "cost/profile.h"
+
+/* The clock the rows of GEMM class k (0 qkv, 1 o, 2 ffn, 3 lm_head) ran at, at m rows: log-linear
+ * between the points, the end points' beyond them. */
+static double row_mhz(const dkv_profile_info *in, int k, double m)
+{
+    uint32_t n = in->clock_n[k];
+    const double *r = in->clock_rows[k], *f = in->clock_mhz[k];
+    if (n == 0)
+        return in->clock_max_mhz;
+    if (m <= r[0])
+        return f[0];
+    for (uint32_t i = 1; i < n; i++)
+        if (m <= r[i])
+            return f[i - 1] + (f[i] - f[i - 1]) * log(m / r[i - 1]) / log(r[i] / r[i - 1]);
+    return f[n - 1];
+}
+
+/* The GEMMs' sensitivity at m rows: 0 up to lo_rows, sens from hi_rows, log-linear between. */
+static double gemm_sens(const dkv_profile_info *in, double m)
+{
+    if (m <= in->clock_gemm_lo_rows)
+        return 0;
+    if (m >= in->clock_gemm_hi_rows)
+        return in->clock_gemm_sens;
+    return in->clock_gemm_sens * log(m / in->clock_gemm_lo_rows) / log(in->clock_gemm_hi_rows / in->clock_gemm_lo_rows);
+}
+
+void sim_clock_push(sim_clock *c, double start_s, double len_s, double settle_mhz)
+{
+    if (!(settle_mhz > 0))
+        return;
+    uint32_t i = c->n % SIM_CLOCK_STEPS;
+    c->start[i] = start_s, c->len[i] = len_s, c->mhz[i] = settle_mhz;
+    c->n++;
+}
+
+/* The mean settle clock over [a, b]: the recorded steps' overlap with it, the step being costed
+ * (from `start`, `len` long, settling to `own`), idle time at the maximum. */
+static double window_mhz(const sim_clock *c, double top, double a, double b, double start, double len, double own)
+{
+    double num = 0, cov = 0;
+    uint32_t k = c->n < SIM_CLOCK_STEPS ? c->n : SIM_CLOCK_STEPS;
+    for (uint32_t j = 0; j <= k; j++) {
+        double s, l, f;
+        if (j == k)
+            s = start, l = len, f = own;
+        else {
+            uint32_t i = (c->n - 1 - j) % SIM_CLOCK_STEPS;   /* newest first */
+            s = c->start[i], l = c->len[i], f = c->mhz[i];
+        }
+        double lo = fmax(a, s), hi = fmin(b, s + l);
+        if (hi > lo)
+            num += (hi - lo) * f, cov += hi - lo;
+    }
+    double w = b - a;
+    return w > 0 ? (num + (w - (cov < w ? cov : w)) * top) / (cov > w ? cov : w) : own;
+}
+
+void sim_clock_apply(const sim_clock *c, const dkv_profile_info *in, const dkv_model *m, const dkv_step_plan *plan,
+                     const dkv_cost_step *cs, double t_layer[DKV_KCLASS_N], double t_once[DKV_KCLASS_N],
+                     double *settle_mhz, double *run_mhz)
+{
+    *settle_mhz = *run_mhz = 0;
+    if (!in || !(in->clock_max_mhz > 0) || !c)
+        return;
+    (void)m;
+    const double L = cs->n_layers, top = in->clock_max_mhz;
+    double q = 0;
+    bool refresh = false;
+    for (uint32_t i = 0; i < plan->n_items; i++)
+        q += plan->items[i].q_tokens, refresh |= plan->items[i].phase == DKV_STEP_REFRESH;
+    double rows = cs->logit_rows;
+    /* each class's row clock and sensitivity (the rest: the maximum, insensitive) */
+    double f[DKV_KCLASS_N], s[DKV_KCLASS_N];
+    for (int k = 0; k < DKV_KCLASS_N; k++)
+        f[k] = top, s[k] = 0;
+    f[DKV_KCLASS_QKV] = row_mhz(in, 0, q), f[DKV_KCLASS_O] = row_mhz(in, 1, q), f[DKV_KCLASS_FFN] = row_mhz(in, 2, q);
+    f[DKV_KCLASS_LM_HEAD] = row_mhz(in, 3, rows);
+    s[DKV_KCLASS_QKV] = s[DKV_KCLASS_O] = s[DKV_KCLASS_FFN] = gemm_sens(in, q);
+    s[DKV_KCLASS_LM_HEAD] = gemm_sens(in, rows);
+    s[DKV_KCLASS_ATTN] = refresh ? in->clock_refresh_sens : in->clock_reuse_sens;
+    /* the step's settle clock: its classes' row clocks weighted by their time */
+    double num = 0, den = 0;
+    for (int k = 0; k < DKV_KCLASS_N; k++) {
+        double t = (isnan(t_layer[k]) ? 0 : L * t_layer[k]) + (isnan(t_once[k]) ? 0 : t_once[k]);
+        num += t * f[k], den += t;
+    }
+    if (!(den > 0))
+        return;
+    double own = num / den, start = plan->start_s;
+    double run = window_mhz(c, top, start - in->clock_lag_s - in->clock_window_s, start + den - in->clock_lag_s,
+                            start, den, own);
+    for (int k = 0; k < DKV_KCLASS_N; k++) {
+        if (s[k] == 0)
+            continue;
+        double x = pow(f[k] / run, s[k]);
+        if (!isnan(t_layer[k]))
+            t_layer[k] *= x;
+        if (!isnan(t_once[k]))
+            t_once[k] *= x;
+    }
+    *settle_mhz = own, *run_mhz = run;
+}
