@@ -5,10 +5,12 @@
 
 tests/claims_pins.txt has one pin per line (tab-separated; '#' starts a comment):
 
-    ROW <tab> COMMAND <tab> REGEX <tab> QUOTED [<tab> SCALE]
+    ROW <tab> COMMAND <tab> REGEX <tab> QUOTED [<tab> SCALE [<tab> COUNT]]
 
 ROW is the ledger row ("1a", "8", ...): the line of docs/CLAIMS.md starting with "| ROW |" must contain
-QUOTED, the figure as the ledger writes it ("57.71", "+9.5 %", "2.46×").  COMMAND is what follows
+QUOTED, the figure as the ledger writes it ("57.71", "+9.5 %", "2.46×"), COUNT times (default 1): a row
+that states one figure twice gives COUNT 2 and --update rewrites both; a quote found another number of
+times fails (it could pass on another figure that reads the same, and --update would rewrite that one).  COMMAND is what follows
 `dkv run` (an experiment and its -D options; run once per distinct command, output cached; under
 tests/run.sh, $DKV_RUN_CACHE set, through tests/run_cached.sh: a run another test made is reused).  REGEX is
 searched in the command's printed output (Python re, MULTILINE); its first group, times SCALE (default
@@ -67,13 +69,17 @@ def load_pins(path):
             f = raw.split('\t')
             if len(f) == 4:
                 f.append('1')
-            if len(f) != 5:
-                sys.exit('%s:%d: expected 4 or 5 tab-separated fields (row, command, regex, quoted[, scale]), '
-                         'got %d' % (path, n, len(f)))
+            if len(f) == 5:
+                f.append('1')
+            if len(f) != 6:
+                sys.exit('%s:%d: expected 4 to 6 tab-separated fields (row, command, regex, quoted[, scale[, '
+                         'count]]), got %d' % (path, n, len(f)))
             try:
                 re.compile(f[2])
                 parse_quoted(f[3])
                 float(f[4])
+                if not f[5].isdigit() or int(f[5]) < 1:
+                    raise ValueError('count %r: expected a positive integer' % f[5])
             except (re.error, ValueError) as e:
                 sys.exit('%s:%d: %s' % (path, n, e))
             pins.append((n, f, raw))
@@ -108,7 +114,7 @@ def main():
         if f is None or (only and f[0] != only):
             new_pins.append(raw)
             continue
-        row, cmd, rx, quoted, scale = f
+        row, cmd, rx, quoted, scale, count = f[0], f[1], f[2], f[3], f[4], int(f[5])
         if 'AZURE' in cmd and not have_trace:
             skipped += 1
             new_pins.append(raw)
@@ -141,13 +147,20 @@ def main():
             failed += 1
             new_pins.append(raw)
             continue
+        if lines[li].count(quoted) != count:   # which one is pinned? a figure quoted twice is pinned twice
+            print('FAIL %s (pins line %d): %r occurs %d times in docs/CLAIMS.md row %s, the pin says %d: quote more '
+                  'of its context, or give the count when every occurrence is this figure'
+                  % (row, n, quoted, lines[li].count(quoted), row, count))
+            failed += 1
+            new_pins.append(raw)
+            continue
         # within 1 %, or within half a unit of the quoted figure's last digit (0.03 % quotes 0.028)
         digits = qm.group(0).split('.')
         tol = max(0.01 * abs(want), 0.5 * 10 ** -(len(digits[1]) if len(digits) > 1 else 0))
         ok = abs(got - want) <= tol
         if update and not ok:
             nq = fmt_like(quoted, got)
-            lines[li] = lines[li].replace(quoted, nq, 1)
+            lines[li] = lines[li].replace(quoted, nq, count)
             print('UPDATE %s: %s -> %s' % (row, quoted, nq))
             # an earlier pin of the row whose quote held this one ("758 → 357 s" and "→ 357 s") follows
             for i, p in enumerate(new_pins):
@@ -155,7 +168,8 @@ def main():
                 if len(g) >= 4 and g[0] == row and quoted in g[3] and g[3] not in lines[li]:
                     g[3] = g[3].replace(quoted, nq, 1)
                     new_pins[i] = '\t'.join(g)
-            new_pins.append('\t'.join([row, f[1], rx, nq] + ([scale] if scale != '1' else [])))
+            new_pins.append('\t'.join([row, f[1], rx, nq] + ([scale, str(count)] if count != 1 else
+                                                               [scale] if scale != '1' else [])))
             passed += 1
             continue
         new_pins.append(raw)

@@ -26,7 +26,7 @@ for i, l in enumerate(pins):
         v = float(s.replace(",", "")) * 1.05
         q2 = q[:m.start()] + ("+" if s.startswith("+") else "") + "%.*f" % (dec, v) + q[m.end():]
         assert q in claims and q2 != q
-        claims = claims.replace(q, q2, 1)
+        claims = claims.replace(q, q2, int(f[5]) if len(f) > 5 else 1)   # every occurrence the pin counts
         f[3] = q2
         pins[i] = "\t".join(f)
         open(sys.argv[3], "w").write(q2)
@@ -40,4 +40,11 @@ if $PY scripts/claims_pins.py "$DKV" --only 3 --claims "$T/claims.md" --pins "$T
     cat "$T/bad.txt"; fail "a wrong figure passed"
 fi
 grep -q -F "CLAIMS.md quotes $(cat "$T/wrong.txt")" "$T/bad.txt" || { cat "$T/bad.txt"; fail "the wrong figure was not named"; }
+# a quote that occurs more often in its row than its pin counts is refused (it could pass on another figure
+# that reads the same): row 3's first pin, a figure the row states twice, with its count taken away
+awk -F'\t' 'BEGIN { OFS = "\t" } $1 == "3" && !done { NF = 4; done = 1 } { print }' tests/claims_pins.txt >"$T/pins1.txt"
+if $PY scripts/claims_pins.py "$DKV" --only 3 --pins "$T/pins1.txt" >"$T/amb.txt"; then
+    cat "$T/amb.txt"; fail "an ambiguous quote passed"
+fi
+grep -q "occurs 2 times in docs/CLAIMS.md row 3, the pin says 1" "$T/amb.txt" || { cat "$T/amb.txt"; fail "the ambiguous quote was not named"; }
 echo "ok: CLAIMS.md figures pinned"
