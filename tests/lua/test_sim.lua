@@ -110,12 +110,13 @@ do
   assert(not ok and tostring(err):find("sim.first_use", 1, true), tostring(err))
 end
 
--- The low-rank compressor's first call costs what the profile measured for it: h200-20261201g has no
+-- The low-rank compressor's first call costs what the profile measured for it: h200-20261201k has no
 -- first_use.compress_s, so the loader takes the largest first_s of kernels.compress (0.141333 s,
--- not first_use.other_s): the only class the offload adds.
+-- not first_use.other_s): the only class the offload adds.  On k, not the shipped l: l's clock model
+-- couples each step to the ones before it through their start times, which the cold cost moves.
 do
   local function t(off, fu)
-    local c = {model = "llada-8b", gpu = "h200", workload = {kind = "fixed", n = 2, interval_s = 0, prompt = 512, gen = 64},
+    local c = {model = "llada-8b", gpu = {base = "h200", profile = "h200-20261201k"}, workload = {kind = "fixed", n = 2, interval_s = 0, prompt = 512, gen = 64},
                decode = {cache = "dual", block_len = 32, steps = 8}, sim = {first_use = fu},
                policies = off and {offload = {mode = "progressive", t1 = 1 / 3, t2 = 2 / 3, lowrank_ratio = 0.3}} or nil}
     return dkv.simulate(c).summary.sim_time_s
