@@ -180,6 +180,39 @@ static dkv_status add_row(dkv_prof_table *t, const dkv_prof_row *r, dkv_err *err
 /* R calls of fn, each between two events (after an L2 flush outside them when flush), enqueued
  * behind a spin kernel; their seconds into s (sorted). */
 /* With mhz: the median SM clock sampled while the calls run (NAN: none sampled). */
+/* Polls P->st until its work is done, sampling the SM clock about every 0.2 ms: the median into *mhz
+ * (NAN when no sample). */
+static dkv_status poll_clock(prof_ctx *P, double *mhz, dkv_err *err)
+{
+    double c[1024];
+    uint32_t n = 0;
+    cudaError_t q;
+    while ((q = cudaStreamQuery(P->st)) == cudaErrorNotReady) {
+        double v = dkv_cuda_clock_mhz(P->clock);
+        if (n < 1024 && !isnan(v))
+            c[n++] = v;
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    PR_CU(q);
+    *mhz = n ? median(c, n) : NAN;
+    return DKV_OK;
+}
+
+/* Seconds between the event pairs P->ev[2 r], P->ev[2 r + 1] of n calls, into s (the stream is done). */
+static dkv_status elapsed(prof_ctx *P, const char *table, uint32_t n, double *s, dkv_err *err)
+{
+    for (uint32_t r = 0; r < n; r++) {
+        float ms = 0;
+        cudaError_t e = cudaEventElapsedTime(&ms, P->ev[2 * r], P->ev[2 * r + 1]);
+        if (e != cudaSuccess)
+            return dkv_err_set(err, DKV_EIO, "dkv profile: table %s: cudaEventElapsedTime: %s", table,
+                               cudaGetErrorString(e));
+        s[r] = 1e-3 * ms;
+    }
+    return DKV_OK;
+}
+
 static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg, uint32_t *rep, bool flush,
                         uint32_t launches, double *s, double *mhz, dkv_err *err)
 {
@@ -193,29 +226,10 @@ static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg,
         PR_TRY(fn(P, arg, (*rep)++, err));
         PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));
     }
-    if (mhz) {   /* poll the stream, sampling the clock about every 0.2 ms until the calls are done */
-        double c[256];
-        uint32_t n = 0;
-        cudaError_t q;
-        while ((q = cudaStreamQuery(P->st)) == cudaErrorNotReady) {
-            double v = dkv_cuda_clock_mhz(P->clock);
-            if (n < 256 && !isnan(v))
-                c[n++] = v;
-            struct timespec ts = {0, 200000};
-            nanosleep(&ts, NULL);
-        }
-        PR_CU(q);
-        *mhz = n ? median(c, n) : NAN;
-    }
+    if (mhz)
+        PR_TRY(poll_clock(P, mhz, err));
     PR_CU(cudaStreamSynchronize(P->st));
-    for (uint32_t r = 0; r < R; r++) {
-        float ms = 0;
-        cudaError_t e = cudaEventElapsedTime(&ms, P->ev[2 * r], P->ev[2 * r + 1]);
-        if (e != cudaSuccess)
-            return dkv_err_set(err, DKV_EIO, "dkv profile: table %s: cudaEventElapsedTime: %s", table,
-                               cudaGetErrorString(e));
-        s[r] = 1e-3 * ms;
-    }
+    PR_TRY(elapsed(P, table, R, s, err));
     qsort(s, R, sizeof *s, cmp_d);
     return DKV_OK;
 }
@@ -276,26 +290,8 @@ static dkv_status states(prof_ctx *P, const char *table, prof_call fn, void *arg
             PR_TRY(fn(P, arg, (*rep)++, err));
             PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));
         }
-        double c[1024];
-        uint32_t n = 0;
-        cudaError_t q;
-        while ((q = cudaStreamQuery(P->st)) == cudaErrorNotReady) {
-            double v = dkv_cuda_clock_mhz(P->clock);
-            if (n < 1024 && !isnan(v))
-                c[n++] = v;
-            struct timespec ts = {0, 200000};
-            nanosleep(&ts, NULL);
-        }
-        PR_CU(q);
-        mhz[hot] = n ? median(c, n) : NAN;
-        for (int r = 0; r < PR_STATE_REPS; r++) {
-            float ms = 0;
-            cudaError_t e = cudaEventElapsedTime(&ms, P->ev[2 * r], P->ev[2 * r + 1]);
-            if (e != cudaSuccess)
-                return dkv_err_set(err, DKV_EIO, "dkv profile: table %s: cudaEventElapsedTime: %s", table,
-                                   cudaGetErrorString(e));
-            t[hot][r] = 1e-3 * ms;
-        }
+        PR_TRY(poll_clock(P, &mhz[hot], err));
+        PR_TRY(elapsed(P, table, PR_STATE_REPS, t[hot], err));
     }
     row->cool_s = median(t[0], PR_STATE_REPS), row->cool_mhz = mhz[0];
     row->hot_s = median(t[1], PR_STATE_REPS), row->hot_mhz = mhz[1];
