@@ -454,7 +454,7 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     const dkv_profile_info *in = g->profile ? dkv_profile_get_info(g->profile) : NULL;
     double settle_mhz = 0, run_mhz = 0;   /* the step's clock (profile clock block; needs the run's state) */
     if (st)
-        sim_clock_apply(&st->clk, in, m, plan, cs, t_layer, t_once, &settle_mhz, &run_mhz);
+        sim_clock_apply(&st->clk, in, plan, cs, t_layer, t_once, &settle_mhz, &run_mhz);
     if (st && in && in->hold_slowdown > 0 && plan->start_s < st->hold_until_s)
         for (int c = 0; c < DKV_KCLASS_N; c++)   /* inside the clocks' hold after a heavy step */
             t_layer[c] *= 1 + in->hold_slowdown, t_once[c] *= 1 + in->hold_slowdown;

@@ -69,14 +69,12 @@ static double window_mhz(const sim_clock *c, double top, double a, double b, dou
     return w > 0 ? (num + (w - (cov < w ? cov : w)) * top) / (cov > w ? cov : w) : own;
 }
 
-void sim_clock_apply(const sim_clock *c, const dkv_profile_info *in, const dkv_model *m, const dkv_step_plan *plan,
-                     const dkv_cost_step *cs, double t_layer[DKV_KCLASS_N], double t_once[DKV_KCLASS_N],
-                     double *settle_mhz, double *run_mhz)
+void sim_clock_apply(const sim_clock *c, const dkv_profile_info *in, const dkv_step_plan *plan, const dkv_cost_step *cs,
+                     double t_layer[DKV_KCLASS_N], double t_once[DKV_KCLASS_N], double *settle_mhz, double *run_mhz)
 {
     *settle_mhz = *run_mhz = 0;
     if (!in || !(in->clock_max_mhz > 0) || !c)
         return;
-    (void)m;
     const double L = cs->n_layers, top = in->clock_max_mhz;
     double q = 0;
     bool refresh = false;

@@ -53,7 +53,7 @@ typedef struct sim_clock {
  * steps' settle clocks, idle time at the maximum) and each GEMM and attention class's time at it, in
  * t_layer / t_once (NAN entries are left).  Without the block nothing changes and *settle_mhz is 0. */
 struct dkv_profile_info;
-void sim_clock_apply(const sim_clock *c, const struct dkv_profile_info *in, const dkv_model *m,
+void sim_clock_apply(const sim_clock *c, const struct dkv_profile_info *in,
                      const dkv_step_plan *plan, const dkv_cost_step *cs, double t_layer[DKV_KCLASS_N],
                      double t_once[DKV_KCLASS_N], double *settle_mhz, double *run_mhz);
 /* Records a step that started at start_s and took len_s, its work settling to settle_mhz (0: nothing). */
