@@ -211,9 +211,10 @@ typedef struct dkv_step_cost {
        simulator): enqueueing the step's work, and waiting for it to finish */
     double   host_enqueue_s;   /* run_step entry to the last launch/copy issued */
     double   host_wait_s;      /* blocked in synchronisation (the step's end event, blocking copies) */
-    double   sm_mhz;           /* mean SM clock over the step, MHz, sampled by an executing backend
-                                  (the CUDA backend's options.sm_clock); 0: not sampled, and from
-                                  the simulator */
+    double   sm_mhz;           /* SM clock of the step, MHz: executed, the mean sampled over the step
+                                  (the CUDA backend's options.sm_clock; 0: not sampled); simulated,
+                                  the clock the simulator runs it at (the profile's clock block,
+                                  sim/sim_clock.c; 0 without one) */
     /* simulator only (0 from an executing backend): */
     double   roofline_s;       /* of compute_s, seconds costed by the roofline (no measured profile
                                   covered the class or shape; all of compute_s without a profile) */

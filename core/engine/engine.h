@@ -327,7 +327,7 @@ typedef struct dkv_step_record {
      * time_s of an executed step = host_enqueue_s + host_wait_s + the backend's remaining host work
      * (+ alloc_s); host_plan_s is outside time_s. */
     double   host_plan_s, host_enqueue_s, host_wait_s;
-    double   sm_mhz;   /* mean SM clock over the step (dkv_step_cost's; 0: not sampled) */
+    double   sm_mhz;   /* SM clock of the step (dkv_step_cost's: sampled or simulated; 0: none) */
 } dkv_step_record;
 
 /* Memory by tag at a moment (allocated bytes of both managers, per tag; host = offloaded). */
