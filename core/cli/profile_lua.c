@@ -85,6 +85,7 @@ static void write_first_use(FILE *f, const dkv_prof *p)
     fputs("  -- extra seconds of a shape's first call over a warm call (host clock, synchronised): the median over\n"
           "  -- the group's shapes; _max_s the largest (the very first call of the process carries context set-up)\n"
           "  first_use = {", f);
+    bool any = false;   /* a group written: the next one after a comma (a --grid run may lack the first ones) */
     for (int g = 0; g < 3; g++) {
         size_t n = 0;
         for (uint32_t i = 0; i < p->n_tables; i++)
@@ -96,8 +97,9 @@ static void write_first_use(FILE *f, const dkv_prof *p)
                 v[k++] = p->tables[i].rows[r].first_s;
         if (v && k) {
             qsort(v, k, sizeof *v, cmp_d);
-            fprintf(f, "%s%s_s = %.6g, %s_max_s = %.6g, %s_shapes = %zu", g ? ", " : "", names[g],
+            fprintf(f, "%s%s_s = %.6g, %s_max_s = %.6g, %s_shapes = %zu", any ? ", " : "", names[g],
                     k % 2 ? v[k / 2] : 0.5 * (v[k / 2 - 1] + v[k / 2]), names[g], v[k - 1], names[g], k);
+            any = true;
         }
         free(v);
     }

@@ -171,8 +171,44 @@ static void test_write_and_load(void **state)
     assert_int_equal(test_tmpdir_remove(dir), 0);
 }
 
+/* A --grid run without GEMM or attention tables (e.g. --grid kv_store, device call 25's compress run):
+ * first_use holds the other group alone and the file is still Lua (it had "{, other_s = ...}"). */
+static void test_first_use_other_only(void **state)
+{
+    (void)state;
+    dkv_prof p;
+    dkv_prof_table g, a;
+    dkv_prof_row gr[2], ar[1];
+    fill(&p, &g, &a, gr, ar);
+    static const char *const sf[] = {"rows", "heads", "kv_heads", "head_dim"};
+    dkv_prof_row sr = {.f = {32, 32, 32, 128}, .median_s = 1.5e-5, .p10_s = 1.4e-5, .p90_s = 1.6e-5,
+                       .first_s = 4e-6, .launches = 1};
+    dkv_prof_table st = {.name = "kv_store", .n_fields = 4, .note = "store", .rows = &sr, .n = 1, .cap = 1};
+    memcpy(st.fields, sf, sizeof sf);
+    p.tables[0] = st, p.n_tables = 1;
+    p.complete = true;
+    char dir[TEST_TMPDIR_LEN], path[TEST_TMPDIR_LEN + 16];
+    assert_int_equal(test_tmpdir_make(dir, "profile"), 0);
+    snprintf(path, sizeof path, "%s/p.lua", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    static const char *const models[] = {"llada-8b"};
+    dkv_cli_profile_meta m = {.name = "test-20261202", .date = "2026-12-02T02:00:00Z", .command = "dkv profile",
+                              .models = models, .n_models = 1};
+    dkv_cli_profile_write(f, &p, &m);
+    assert_int_equal(fclose(f), 0);
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    if (luaL_dofile(L, path) != LUA_OK)
+        fail_msg("%s", lua_tostring(L, -1));
+    assert_float_equal(num(L, "P.first_use.other_s"), 4e-6, 1e-15);
+    assert_true(num(L, "P.first_use.gemm_s == nil and 1 or 0") == 1);
+    lua_close(L);
+    assert_int_equal(test_tmpdir_remove(dir), 0);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_write_and_load)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_write_and_load), cmocka_unit_test(test_first_use_other_only)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
