@@ -9,6 +9,7 @@
 
 #include "cuda/backend_internal.h"
 #include "cost/cost.h"
+#include "util/mono.h"
 #include "util/rng.h"
 
 
@@ -21,9 +22,7 @@ void bk_alloc_note(dkv_cuda_backend *b, int64_t delta)
 
 double bk_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    return dkv_mono_s();
 }
 
 dkv_cuda_backend_options dkv_cuda_backend_options_default(void)

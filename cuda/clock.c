@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "util/mono.h"
 #include "util/samples.h"
 
 typedef int (*nvml_void_fn)(void);
@@ -35,13 +36,6 @@ static void sym(void *lib, const char *name, void *fn, size_t size)
 {
     void *p = dlsym(lib, name);
     memcpy(fn, &p, size);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 dkv_cuda_clock *dkv_cuda_clock_open(int device)
@@ -91,7 +85,7 @@ static void *sampler(void *arg)
     while (!atomic_load(&c->stop)) {
         double v = dkv_cuda_clock_mhz(c);
         if (!isnan(v))
-            dkv_samples_push(&c->ring, now(), v);
+            dkv_samples_push(&c->ring, dkv_mono_s(), v);
         nanosleep(&gap, NULL);
     }
     return NULL;

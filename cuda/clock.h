@@ -14,9 +14,9 @@ dkv_cuda_clock *dkv_cuda_clock_open(int device);
 /* The current SM clock in MHz; NAN when it cannot be read. */
 double dkv_cuda_clock_mhz(dkv_cuda_clock *c);
 /* Starts a thread reading the clock every period_s seconds into a ring (util/samples.h), each
- * sample at the CLOCK_MONOTONIC time it was read. */
+ * sample at the time it was read (util/mono.h, the clock of the backends' step times). */
 dkv_status dkv_cuda_clock_sample(dkv_cuda_clock *c, double period_s, dkv_err *err);
-/* The mean of the samples read in [t0, t1] (CLOCK_MONOTONIC seconds); NAN when none. */
+/* The mean of the samples read in [t0, t1] (dkv_mono_s seconds); NAN when none. */
 double dkv_cuda_clock_mean(const dkv_cuda_clock *c, double t0, double t1);
 /* Stops the thread (if any) and closes NVML; NULL is a no-op. */
 void dkv_cuda_clock_close(dkv_cuda_clock *c);

@@ -10,6 +10,7 @@
 #include <cublas_v2.h>
 
 #include "cuda/profile_internal.h"
+#include "util/mono.h"
 
 static const char *const sec_names[DKV_PROF_S_N] = {"gemm", "lm_head", "attn", "kv_store", "elementwise",
                                                      "select", "gemm_grid", "compress", "copy", "host",
@@ -33,9 +34,7 @@ dkv_prof_opts dkv_prof_opts_default(void)
 
 double pr_now(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    return dkv_mono_s();
 }
 
 void pr_say(prof_ctx *P, const char *fmt, ...)

@@ -20,7 +20,7 @@ import tempfile
 import h5py
 import numpy as np
 
-CLASSES = ["qkv", "attn", "o_proj", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress"]
+from ncu_bytes import CLASSES   # dkv's kernel classes in ncu_classes' kind order (scripts/ncu_bytes.py)
 
 
 def classes(dkv, d, point):

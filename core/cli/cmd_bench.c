@@ -3,11 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/commands.h"
 #include "mem/mem.h"
 #include "mem/mem_replay.h"
+#include "util/mono.h"
 #include "util/rng.h"
 
 static void bench_usage(FILE *out)
@@ -89,13 +89,6 @@ static bev *generate(uint64_t n, uint32_t live_max, uint64_t seed, bool kv, uint
     return ev;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The loop without a manager: the same events, branches and calls (to stubs that do
  * nothing), so its rate is the bench's own ceiling; reported as manager "empty". */
 static __attribute__((noinline)) dkv_status empty_acquire(void *ctx, uint64_t bytes, dkv_mem_id *id)
@@ -118,7 +111,7 @@ static __attribute__((noinline)) dkv_status empty_time(void *ctx, double t)
 static double empty_loop(bool replay, const bev *ev, uint64_t n, dkv_mem_id *ids)
 {
     uint64_t failures = 0;
-    double t0 = now_s();
+    double t0 = dkv_mono_s();
     if (!replay) {
         for (uint64_t i = 0; i < n; i++) {
             if (ev[i].bytes) {
@@ -137,7 +130,7 @@ static double empty_loop(bool replay, const bev *ev, uint64_t n, dkv_mem_id *ids
                 empty_release(ids, ev[i].id);
         }
     }
-    double dt = now_s() - t0;
+    double dt = dkv_mono_s() - t0;
     return failures ? 0 : (double)n / dt;
 }
 
@@ -174,7 +167,7 @@ static int run_one(int kind, bool replay, const bev *ev, uint64_t n, uint32_t li
     }
     dkv_mem_owner who = {.tag = DKV_MEM_TAG_KV};
     uint64_t failures = 0;
-    double t0 = now_s();
+    double t0 = dkv_mono_s();
     if (!replay) {
         for (uint64_t i = 0; i < n; i++) {
             if (ev[i].bytes) {
@@ -193,7 +186,7 @@ static int run_one(int kind, bool replay, const bev *ev, uint64_t n, uint32_t li
                 dkv_mem_replay_free(rp, ev[i].id, NULL);
         }
     }
-    double dt = now_s() - t0;
+    double dt = dkv_mono_s() - t0;
     *rate = (double)n / dt;
     dkv_mem_stats_get(m, st);
     dkv_mem_replay_free_handle(rp);

@@ -2,15 +2,9 @@
 #include "cli/progress.h"
 
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "util/mono.h"
 
 void dkv_cli_progress_init(dkv_cli_progress *p, bool quiet)
 {
@@ -77,7 +71,7 @@ void dkv_cli_progress_cb(void *ud, const char *label, double done, double total)
     bool finished = total > 0 && done >= total;
     bool inner = strcmp(label, "simulate") == 0;
     dkv_cli_bar *b = inner ? &p->inner : &p->outer;
-    double t = now_s();
+    double t = dkv_mono_s();
     bool changed_bar = !b->on || strncmp(b->label, label, sizeof b->label - 1) != 0;
     if (!finished && !changed_bar && t - p->last_draw_s < 0.1) {
         b->done = done, b->total = total;   /* drawn at the next redraw */

@@ -5,9 +5,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "util/interrupt.h"
+#include "util/mono.h"
 
 /* ---------------------------------------------------------------- names */
 
@@ -422,9 +422,7 @@ static dkv_status eng_setup(eng *e, const dkv_engine_config *cfg, dkv_err *err)
 
 double eng_wall_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return dkv_mono_s();
 }
 
 /* Timeslice instances (engine.h's multi-instance rules): instance i, waiting when the holder of the

@@ -19,6 +19,7 @@
 #include "lua/lconf.h"
 #include "lua/lua_modules.h"
 #include "cpu/backend.h"
+#include "util/mono.h"
 
 #ifdef DKV_HAVE_CUDA
 #include "cuda/backend.h"
@@ -282,9 +283,7 @@ static void rc_nop(void *u) { (void)u; }
 static double rc_clock(void *u)
 {
     lexec *x = u;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    double now = dkv_mono_s();
     if (x->t0 == 0) {   /* the first reading, after the backend's begin, is the run's start ... */
         x->t0 = now;
         if (x->start_at > 0) {   /* ... or start_at (Unix time), common to separate processes */

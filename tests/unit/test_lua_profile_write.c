@@ -74,6 +74,24 @@ static void fill(dkv_prof *p, dkv_prof_table *gemm, dkv_prof_table *attn, dkv_pr
     memcpy(p->attn_clusters[1][1], cl, sizeof cl);
 }
 
+/* Writes p as dkv profile does into a fresh folder (dir) and loads it back: the state, the profile on its
+ * stack (the test's failure names a file that is not Lua). */
+static lua_State *write_and_load(const dkv_prof *p, const dkv_cli_profile_meta *m, char dir[TEST_TMPDIR_LEN])
+{
+    char path[TEST_TMPDIR_LEN + 16];
+    assert_int_equal(test_tmpdir_make(dir, "profile"), 0);
+    snprintf(path, sizeof path, "%s/p.lua", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    dkv_cli_profile_write(f, p, m);
+    assert_int_equal(fclose(f), 0);
+    lua_State *L = luaL_newstate();
+    luaL_openlibs(L);
+    if (luaL_dofile(L, path) != LUA_OK)
+        fail_msg("%s", lua_tostring(L, -1));
+    return L;
+}
+
 static void test_write_and_load(void **state)
 {
     (void)state;
@@ -83,22 +101,11 @@ static void test_write_and_load(void **state)
     fill(&p, &g, &a, gr, ar);
     p.complete = false;
     snprintf(p.incomplete, sizeof p.incomplete, "deadline 300 s reached in section attn");
-    char dir[TEST_TMPDIR_LEN], path[TEST_TMPDIR_LEN + 16];
-    assert_int_equal(test_tmpdir_make(dir, "profile"), 0);
-    snprintf(path, sizeof path, "%s/p.lua", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
+    char dir[TEST_TMPDIR_LEN];
     static const char *const models[] = {"llada-8b"};
     dkv_cli_profile_meta m = {.name = "test-20261201", .date = "2026-12-01T12:00:00Z",
                               .command = "dkv profile -o \"x.lua\"", .models = models, .n_models = 1};
-    dkv_cli_profile_write(f, &p, &m);
-    assert_int_equal(fclose(f), 0);
-
-    lua_State *L = luaL_newstate();
-    luaL_openlibs(L);
-    int rc = luaL_dofile(L, path);
-    if (rc != LUA_OK)
-        fail_msg("%s", lua_tostring(L, -1));
+    lua_State *L = write_and_load(&p, &m, dir);
     assert_true(lua_istable(L, -1));
     assert_int_equal((int)num(L, "P.format"), 1);
     assert_string_equal(str(L, "P.name"), "test-20261201");
@@ -187,20 +194,11 @@ static void test_first_use_other_only(void **state)
     memcpy(st.fields, sf, sizeof sf);
     p.tables[0] = st, p.n_tables = 1;
     p.complete = true;
-    char dir[TEST_TMPDIR_LEN], path[TEST_TMPDIR_LEN + 16];
-    assert_int_equal(test_tmpdir_make(dir, "profile"), 0);
-    snprintf(path, sizeof path, "%s/p.lua", dir);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
+    char dir[TEST_TMPDIR_LEN];
     static const char *const models[] = {"llada-8b"};
     dkv_cli_profile_meta m = {.name = "test-20261202", .date = "2026-12-02T02:00:00Z", .command = "dkv profile",
                               .models = models, .n_models = 1};
-    dkv_cli_profile_write(f, &p, &m);
-    assert_int_equal(fclose(f), 0);
-    lua_State *L = luaL_newstate();
-    luaL_openlibs(L);
-    if (luaL_dofile(L, path) != LUA_OK)
-        fail_msg("%s", lua_tostring(L, -1));
+    lua_State *L = write_and_load(&p, &m, dir);
     assert_float_equal(num(L, "P.first_use.other_s"), 4e-6, 1e-15);
     assert_true(num(L, "P.first_use.gemm_s == nil and 1 or 0") == 1);
     lua_close(L);
