@@ -25,6 +25,16 @@ typedef struct dkv_gemm_plan {
 #define DKV_GEMM_PLANS 2048
 #define DKV_GEMM_PLANS_MAX 1536
 
+/* An algorithm the warm-up's heuristic chose at a warm-up row count (core/model/gemm_warm.h), kept for
+ * the context's life: a shape of T rows plans with its bucket's algorithm (gemm.cu, make_plan).  The
+ * warm-up of a model's 5 GEMMs at 82 row counts fills 410 of them. */
+typedef struct dkv_gemm_warm_algo {
+    uint32_t             T, K, N;
+    int                  flags;   /* f32_out | has_bias << 1 | accumulate << 2 */
+    cublasLtMatmulAlgo_t algo;
+} dkv_gemm_warm_algo;
+#define DKV_GEMM_WARM_ALGOS 1024
+
 struct dkv_cuda_ctx {
     int              device;
     cudaStream_t     stream;        /* compute */
@@ -35,6 +45,9 @@ struct dkv_cuda_ctx {
     size_t           lt_ws_bytes;
     dkv_gemm_plan    plans[DKV_GEMM_PLANS];
     uint32_t         n_plans;
+    dkv_gemm_warm_algo warm[DKV_GEMM_WARM_ALGOS];   /* the warm-up's algorithms, in the order run */
+    uint32_t         n_warm;
+    uint32_t         n_bucket_plans;                /* plans made with a bucket's algorithm (tests) */
 };
 
 void dkv_gemm_plans_free(dkv_cuda_ctx *ctx);   /* gemm.cu */

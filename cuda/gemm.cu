@@ -16,15 +16,19 @@
  *   SwiGLU of the FFN fused into the down projection).
  * - cuBLASLt (AUTO, dkv_cuda_gemm, dkv_cuda_gemm_f32): row-major y (T, N) is column-major y^T (N, T); w (N, K) row-major
  *   is column-major (K, N), so y^T = op_T(w_cm) * x_cm with m = N, n = T, k = K.  Plans
- *   (descriptors and the heuristic's algorithm) are cached per shape in the context.  The
- *   heuristic's first algorithm is used: timing its 8 candidates per shape (tried on the H200,
- *   2026-11-29) gained nothing measurable at T = 32, and two nvjet kernels it picked were flagged
- *   by compute-sanitizer racecheck (inside cuBLASLt). */
+ *   (descriptors and an algorithm) are cached per shape in the context.  The algorithm is the
+ *   heuristic's first: timing its 8 candidates per shape (tried on the H200, 2026-11-29) gained
+ *   nothing measurable at T = 32, and two nvjet kernels it picked were flagged by compute-sanitizer
+ *   racecheck (inside cuBLASLt).  After the warm-up (dkv_cuda_gemm_warm) a shape of T rows takes
+ *   the algorithm the heuristic chose at its bucket, the least warm-up row count >= T
+ *   (core/model/gemm_warm.h), when cublasLtMatmulAlgoCheck accepts it for T: no heuristic query and
+ *   no kernel that the warm-up did not load (docs/COST_MODEL.md "Cold shapes"). */
 #include <cooperative_groups.h>
 
 #include "cuda/common.cuh"
 #include "cuda/ctx_internal.h"
 #include "cuda/fused_mma.cuh"
+#include "model/gemm_warm.h"
 
 namespace cg = cooperative_groups;
 
@@ -55,6 +59,30 @@ void dkv_gemm_plans_free(dkv_cuda_ctx *ctx)
 
 extern "C" uint32_t dkv_cuda_gemm_plans(const dkv_cuda_ctx *ctx) { return ctx ? ctx->n_plans : 0; }
 
+static int plan_flags(const dkv_gemm_plan *p) { return p->f32_out | p->has_bias << 1 | p->accumulate << 2; }
+
+/* The warm-up's algorithm of p's bucket (core/model/gemm_warm.h) into p->algo, when the warm-up ran
+ * the bucket and cuBLASLt accepts the algorithm for p's own row count within the workspace. */
+static bool bucket_algo(const dkv_cuda_ctx *ctx, dkv_gemm_plan *p)
+{
+    uint32_t Tb = dkv_gemm_warm_bucket(p->T);
+    if (Tb == 0)
+        return false;
+    for (uint32_t i = 0; i < ctx->n_warm; i++) {
+        const dkv_gemm_warm_algo *w = &ctx->warm[i];
+        if (w->T != Tb || w->K != p->K || w->N != p->N || w->flags != plan_flags(p))
+            continue;
+        cublasLtMatmulHeuristicResult_t chk;
+        memset(&chk, 0, sizeof chk);
+        if (cublasLtMatmulAlgoCheck(ctx->lt, p->op, p->a, p->b, p->c, p->c, &w->algo, &chk) != CUBLAS_STATUS_SUCCESS ||
+            chk.workspaceSize > ctx->lt_ws_bytes)
+            return false;
+        p->algo = w->algo;
+        return true;
+    }
+    return false;
+}
+
 static dkv_status make_plan(dkv_cuda_ctx *ctx, dkv_gemm_plan *p, dkv_err *err)
 {
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -70,6 +98,10 @@ static dkv_status make_plan(dkv_cuda_ctx *ctx, dkv_gemm_plan *p, dkv_err *err)
     LT(cublasLtMatrixLayoutCreate(&p->a, CUDA_R_16BF, p->K, p->N, p->K));
     LT(cublasLtMatrixLayoutCreate(&p->b, CUDA_R_16BF, p->K, p->T, p->K));
     LT(cublasLtMatrixLayoutCreate(&p->c, p->f32_out ? CUDA_R_32F : CUDA_R_16BF, p->N, p->T, p->N));
+    if (bucket_algo(ctx, p)) {
+        ctx->n_bucket_plans++;
+        return DKV_OK;
+    }
     cublasLtMatmulPreference_t pref;
     LT(cublasLtMatmulPreferenceCreate(&pref));
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx->lt_ws_bytes,
@@ -437,11 +469,20 @@ extern "C" dkv_status dkv_cuda_gemm_swiglu(dkv_cuda_ctx *ctx, dkv_bf16 *y, const
 
 extern "C" uint32_t dkv_cuda_gemm_warm_rows(uint32_t max_T, uint32_t *rows, uint32_t cap)
 {
-    uint32_t n = 0;
-    for (uint32_t T = 8; T <= max_T && T <= 8192; T += T < 32 ? 8 : T < 512 ? 16 : T < 2048 ? 64 : 256)
-        if (n < cap)
-            rows[n++] = T;
-    return n;
+    return dkv_gemm_warm_rows(max_T, rows, cap);
+}
+
+extern "C" uint32_t dkv_cuda_gemm_bucket_plans(const dkv_cuda_ctx *ctx) { return ctx ? ctx->n_bucket_plans : 0; }
+
+/* Keeps the algorithm of the plan the warm-up just ran (its heuristic's, at a warm-up row count). */
+static void keep_warm_algo(dkv_cuda_ctx *ctx, const dkv_gemm_plan *p)
+{
+    for (uint32_t i = 0; i < ctx->n_warm; i++)
+        if (ctx->warm[i].T == p->T && ctx->warm[i].K == p->K && ctx->warm[i].N == p->N &&
+            ctx->warm[i].flags == plan_flags(p))
+            return;
+    if (ctx->n_warm < DKV_GEMM_WARM_ALGOS)
+        ctx->warm[ctx->n_warm++] = (dkv_gemm_warm_algo){p->T, p->K, p->N, plan_flags(p), p->algo};
 }
 
 /* The warm-up's scratch for one call: x (T x K bf16, 256-aligned so that y starts aligned), then y. */
@@ -483,6 +524,11 @@ extern "C" dkv_status dkv_cuda_gemm_warm(dkv_cuda_ctx *ctx, const dkv_gemm_warm_
             const dkv_bf16 *x = (const dkv_bf16 *)buf;
             void *y = buf + warm_x_bytes(&s[i], T);
             st = launch_gemm(ctx, y, s[i].f32_out, x, s[i].w, s[i].bias, T, s[i].K, s[i].N, s[i].beta, err);
+            dkv_gemm_plan *p;
+            if (st == DKV_OK &&
+                (st = get_plan(ctx, T, s[i].K, s[i].N, s[i].f32_out, s[i].bias != NULL, s[i].beta != 0.0f, &p, err)) ==
+                    DKV_OK)
+                keep_warm_algo(ctx, p);
             *n_run += st == DKV_OK;
         }
     }
@@ -490,6 +536,7 @@ extern "C" dkv_status dkv_cuda_gemm_warm(dkv_cuda_ctx *ctx, const dkv_gemm_warm_
     cudaFree(buf);
     if (st == DKV_OK && e != cudaSuccess)
         st = dkv_err_set(err, DKV_EIO, "%s: %s", fn, cudaGetErrorString(e));
-    dkv_gemm_plans_free(ctx);   /* the kernels stay loaded; a run's first use of a shape plans it again */
+    dkv_gemm_plans_free(ctx);   /* the kernels stay loaded and their algorithms kept (ctx->warm): a run's
+                                   first use of a shape plans it again with its bucket's algorithm */
     return st;
 }

@@ -173,6 +173,7 @@ end
 local function sim_cold_as_real(cfg)
   local c = with_own(cfg, "sim")
   if c.sim.first_use == nil then c.sim.first_use = "process" end
+  if c.sim.warm_gemms == nil then c.sim.warm_gemms = M.warm_gemms() end   -- as the real half's backend
   if c.sim.first_use ~= "process" then return c end
   local mode = warmup_mode()
   local w = mode == "each" and c or (mode and not M._sim_warm) and warmup_cfg(c) or nil

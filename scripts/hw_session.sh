@@ -368,16 +368,24 @@ standin() {
 
 warm_args() {   # H5 [NAME]: "-D NAME=<value>" when its :real runs were executed with one (NAME default warmup:
                 #   hw_lib's warm-up, which the re-simulation must follow: docs/COST_MODEL.md "Cold shapes";
-                #   model: hw_validate.lua -D model=dream-7b), else nothing
+                #   model: hw_validate.lua -D model=dream-7b; warm_gemms: also false for runs recorded before
+                #   the backend planned with its warm-up's bucket algorithms, 2026-12-02T03:30Z, whose new GEMM
+                #   shapes asked the heuristic: "Bucket algorithms"), else nothing
     $PY - "$1" "${2:-warmup}" <<'PYEOF'
 import sys, h5py
 runs, key = h5py.File(sys.argv[1], "r")["runs"], sys.argv[2]
+BUCKETS_SINCE = "2026-12-02T03:30:00Z"
 modes = set()
 for n in runs:
     if n.endswith(":real"):
         d = runs[n].attrs.get("defines", b"")
         d = d.decode() if isinstance(d, bytes) else str(d)
-        modes.add(next((l.split("=", 1)[1] for l in d.splitlines() if l.startswith(key + "=")), ""))
+        v = next((l.split("=", 1)[1] for l in d.splitlines() if l.startswith(key + "=")), "")
+        t = runs[n].attrs.get("start_time", b"")
+        t = t.decode() if isinstance(t, bytes) else str(t)
+        if key == "warm_gemms" and v == "" and t and t < BUCKETS_SINCE:
+            v = "false"
+        modes.add(v)
 if len(modes) > 1:
     sys.exit("%s: the :real runs disagree on -D %s (%s)" % (sys.argv[1], key, sorted(modes)))
 if modes and next(iter(modes)):
@@ -458,6 +466,8 @@ PYEOF
         wa=$(warm_args "$f") || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
         [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
         wa=$(warm_args "$f" model) || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
+        [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
+        wa=$(warm_args "$f" warm_gemms) || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
         [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
         "$DKV" run "$script" -D backend=sim "${sargs[@]}" -o "$R/sim/$x.h5" > "$R/sim/$x.log" 2>&1 \
             || echo "re-simulation of $x failed (sim/$x.log)" | tee -a "$log"
@@ -679,7 +689,7 @@ import_profile() {   # RES pairs.txt preset-dir post.log
         | tee -a "$log"
     if [ -f "$R/h5/heldout.h5" ]; then
         local wh=()
-        mapfile -t wh < <(warm_args "$R/h5/heldout.h5")
+        mapfile -t wh < <(warm_args "$R/h5/heldout.h5"; warm_args "$R/h5/heldout.h5" warm_gemms)
         if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured "${wh[@]}" \
                 -o "$R/h5prof/heldout.h5" > "$R/heldout_prof.log" 2>&1; then
             local i=0 n
@@ -698,7 +708,7 @@ import_profile() {   # RES pairs.txt preset-dir post.log
     fi
     if [ -f "$R/h5/val.h5" ]; then   # the in-sample validation points under the profile too (cmp/profval_*.h5)
         local wv=()
-        mapfile -t wv < <(warm_args "$R/h5/val.h5"; warm_args "$R/h5/val.h5" model)
+        mapfile -t wv < <(warm_args "$R/h5/val.h5"; warm_args "$R/h5/val.h5" model; warm_args "$R/h5/val.h5" warm_gemms)
         if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu=h200-measured "${wv[@]}" \
                 -o "$R/h5prof/val.h5" > "$R/val_prof.log" 2>&1; then
             local j=0 m

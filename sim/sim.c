@@ -2,6 +2,7 @@
 #include "sim/sim_internal.h"
 
 #include "cost/profile.h"
+#include "model/gemm_warm.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -11,7 +12,7 @@
 dkv_sim_options dkv_sim_options_default(void)
 {
     dkv_sim_options o = {.launch_overhead_s = -1.0, .gemm_eff = 1.0, .attn_eff = 1.0, .kernel_records = false,
-                         .copy_model = DKV_SIM_COPY_OVERLAP, .first_use = true};
+                         .copy_model = DKV_SIM_COPY_OVERLAP, .first_use = true, .warm_gemms = true};
     return o;
 }
 
@@ -384,19 +385,29 @@ static uint64_t model_tag(const dkv_model *m)
 
 static uint64_t shape_key(int c, uint64_t a, uint64_t tag) { return (uint64_t)c << 56 | (a & 0xffffffff) << 24 | tag; }
 
-/* Seconds of first uses this step: a new GEMM shape (class, rows), a new attention mode, the
- * first kernel of any other class; the low-rank compressor's first call costs what the profile
- * measured for it (first_compress_s: its module and workspace set-up), else other_s. */
-static double first_use(const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan, const dkv_cost_step *cs,
-                        sim_state *st)
+/* true when a GEMM of `rows` rows is a first use: a shape new to the run (or process), outside the
+ * backend's GEMM warm-up when it warms (core/model/gemm_warm.h: such a shape takes its bucket's
+ * algorithm, no plan to pay) */
+static bool gemm_first(sim_state *st, const dkv_sim_options *o, int c, uint64_t rows, uint64_t tag)
+{
+    if (o->warm_gemms && rows <= DKV_GEMM_WARM_MAX_ROWS)
+        return false;
+    return seen_insert(st, shape_key(c, rows, tag));
+}
+
+/* Seconds of first uses this step: a new GEMM shape (class, rows) outside the warm-up's range, a
+ * new attention mode, the first kernel of any other class; the low-rank compressor's first call
+ * costs what the profile measured for it (first_compress_s: its module and workspace set-up), else
+ * other_s. */
+static double first_use(const dkv_model *m, const dkv_gpu *g, const dkv_sim_options *o, const dkv_step_plan *plan,
+                        const dkv_cost_step *cs, sim_state *st)
 {
     const dkv_profile_info *in = dkv_profile_get_info(g->profile);
     double t = 0, s = cs->weight_streams;
     uint64_t Q = (uint64_t)(cs->q_rows / s), tag = model_tag(m);
     if (plan->n_items) {
-        t += in->first_gemm_s * (seen_insert(st, shape_key(DKV_KCLASS_QKV, Q, tag)) +
-                                 seen_insert(st, shape_key(DKV_KCLASS_O, Q, tag)) +
-                                 2 * seen_insert(st, shape_key(DKV_KCLASS_FFN, Q, tag)));
+        t += in->first_gemm_s * (gemm_first(st, o, DKV_KCLASS_QKV, Q, tag) + gemm_first(st, o, DKV_KCLASS_O, Q, tag) +
+                                 2 * gemm_first(st, o, DKV_KCLASS_FFN, Q, tag));
         for (uint32_t i = 0; i < plan->n_items; i++)
             t += in->first_attn_s * seen_insert(st, shape_key(DKV_KCLASS_ATTN, plan->items[i].attn, tag));
     }
@@ -404,9 +415,9 @@ static double first_use(const dkv_model *m, const dkv_gpu *g, const dkv_step_pla
         double C = plan->max_logit_rows ? plan->max_logit_rows : cs->logit_rows;
         double rem = cs->logit_rows - floor(cs->logit_rows / C) * C;
         if (cs->logit_rows >= C)
-            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)C, tag));
+            t += in->first_gemm_s * gemm_first(st, o, DKV_KCLASS_LM_HEAD, (uint64_t)C, tag);
         if (rem > 0)
-            t += in->first_gemm_s * seen_insert(st, shape_key(DKV_KCLASS_LM_HEAD, (uint64_t)rem, tag));
+            t += in->first_gemm_s * gemm_first(st, o, DKV_KCLASS_LM_HEAD, (uint64_t)rem, tag);
     }
     static const int other[] = {DKV_KCLASS_KV_STORE, DKV_KCLASS_KV_GATHER, DKV_KCLASS_ELEMENTWISE,
                                 DKV_KCLASS_COMPRESS, DKV_KCLASS_REORDER};
@@ -468,7 +479,7 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     double busy = compute;   /* the GPU's span: the kernels, or the host's enqueue when that is longer */
     if (g->profile) {
         if (o.first_use)
-            compute += first_use(m, g, plan, cs, st);
+            compute += first_use(m, g, &o, plan, cs, st);
         double gemms = cs->n_layers * (cs->layer[DKV_KCLASS_QKV].launches + cs->layer[DKV_KCLASS_O].launches +
                                        cs->layer[DKV_KCLASS_FFN].launches) + cs->logit_chunks;
         double enqueue = in->host_per_launch_s * ((double)tot.launches - gemms) + in->host_per_gemm_launch_s * gemms;

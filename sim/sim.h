@@ -52,8 +52,11 @@ typedef struct dkv_sim_options {
     double attn_eff;          /* fraction of flops_bf16 attention reaches (default 1.0; 0 -> 1.0) */
     bool   kernel_records;    /* emit per-kernel-class records per step through setup.on_kernel */
     dkv_sim_copy_model copy_model;   /* default DKV_SIM_COPY_OVERLAP (Lua: STREAM for a profiled GPU) */
-    bool   first_use;         /* charge the profile's first-use cost of each new shape (the CUDA
-                                 backend does not warm its shapes); default true */
+    bool   first_use;         /* charge the profile's first-use cost of each new shape; default true */
+    bool   warm_gemms;        /* with first_use: the CUDA backend's GEMM warm-up (dkv.execute's
+                                 warm_gemms, default true there too) ran, so a GEMM shape of at most
+                                 DKV_GEMM_WARM_MAX_ROWS rows (core/model/gemm_warm.h) has no first use:
+                                 the backend plans it with its warm bucket's algorithm; default true */
     struct dkv_sim_warm *warm;   /* with first_use: the shapes already warm, shared by the runs that
                                  use it (they run one after another in one process, as hw_lib's
                                  points do on the GPU); each run adds its own.  NULL (default):

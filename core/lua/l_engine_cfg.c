@@ -480,7 +480,8 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     parse_policies(&root, s, &logit, &ret, &rt);
     parse_instances(&root, s);
 
-    static const char *const sk[] = {"launch_overhead_s", "gemm_eff", "attn_eff", "copy_model", "first_use", NULL};
+    static const char *const sk[] = {"launch_overhead_s", "gemm_eff", "attn_eff", "copy_model", "first_use",
+                                     "warm_gemms", NULL};
     dkv_err err = {0};
     pt q;
     pt_sub(&root, "sim", &q, sk);
@@ -499,6 +500,7 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     s->so.copy_model = (dkv_sim_copy_model)genum(&q, "copy_model", &dkv_sim_copy_model_names,
                                                  s->gpu.profile ? DKV_SIM_COPY_STREAM : DKV_SIM_COPY_OVERLAP);
     parse_first_use(&q, &s->so);
+    s->so.warm_gemms = gbool(&q, "warm_gemms", true);
 
     static const char *const ck[] = {"steps", "memory_every", "kernels", "trace", NULL};
     pt_sub(&root, "record", &q, ck);

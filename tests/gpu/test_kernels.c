@@ -150,6 +150,59 @@ static void test_gemm(dkv_rng *r)
  * lookup after many shapes still finds its own plan, and the warm-up runs each shape at every
  * warm-up row count, leaves no plan behind and stays within its byte cap.  Prints (does not
  * assert) the first call of a new shape without and after the warm-up: the lazy kernel load. */
+/* Mean seconds of n calls of y = x w^T (T x K by N x K) on c, after one untimed call. */
+static double gemm_call_s(dkv_cuda_ctx *c, dkv_bf16 *y, const dkv_bf16 *x, const dkv_bf16 *w, uint32_t T, uint32_t K,
+                          uint32_t N, int n)
+{
+    OK(dkv_cuda_gemm(c, y, x, w, NULL, T, K, N, 0.0f, &err));
+    CK(cudaDeviceSynchronize());
+    double t0 = now_s();
+    for (int i = 0; i < n; i++)
+        OK(dkv_cuda_gemm(c, y, x, w, NULL, T, K, N, 0.0f, &err));
+    CK(cudaDeviceSynchronize());
+    return (now_s() - t0) / n;
+}
+
+/* Prints (does not assert) LLaDA-8B's q|k|v and gate|up at row counts off the warm-up grid: the
+ * first call after the warm-up (its bucket's algorithm: no heuristic, no kernel load), then the
+ * time per call back to back with the bucket's algorithm and with the heuristic's own (a second
+ * context, no warm-up).  docs/COST_MODEL.md "Cold shapes". */
+static void gemm_bucket_times(void)
+{
+    enum { K = 4096, TMAX = 4000 };
+    static const uint32_t Ns[2] = {12288, 24576}, Ts[5] = {200, 612, 969, 1713, 3466};
+    dkv_cuda_ctx *c2 = NULL;
+    OK(dkv_cuda_ctx_new(0, &c2, &err));
+    dkv_bf16 *x = dev_alloc((size_t)TMAX * K * 2), *w = dev_alloc((size_t)Ns[1] * K * 2);
+    dkv_bf16 *y = dev_alloc((size_t)TMAX * Ns[1] * 2);
+    CK(cudaMemset(x, 0x3c, (size_t)TMAX * K * 2));
+    CK(cudaMemset(w, 0x3c, (size_t)Ns[1] * K * 2));
+    for (int j = 0; j < 2; j++) {
+        uint32_t n_run = 0;
+        dkv_gemm_warm_shape ws = {w, NULL, K, Ns[j], TMAX, 0.0f, 0};
+        OK(dkv_cuda_gemm_warm(ctx, &ws, 1, (size_t)1 << 30, &n_run, &err));
+        for (int i = 0; i < 5; i++) {
+            CK(cudaDeviceSynchronize());
+            double t0 = now_s();
+            OK(dkv_cuda_gemm(ctx, y, x, w, NULL, Ts[i], K, Ns[j], 0.0f, &err));
+            CK(cudaDeviceSynchronize());
+            double first = now_s() - t0;
+            double tb = gemm_call_s(ctx, y, x, w, Ts[i], K, Ns[j], 50);
+            CK(cudaDeviceSynchronize());
+            t0 = now_s();
+            OK(dkv_cuda_gemm(c2, y, x, w, NULL, Ts[i], K, Ns[j], 0.0f, &err));
+            CK(cudaDeviceSynchronize());
+            double first_h = now_s() - t0;
+            double th = gemm_call_s(c2, y, x, w, Ts[i], K, Ns[j], 50);
+            printf("INFO gemm %ux%ux%u: first call after the warm-up %.3f ms (heuristic, cold context %.3f ms); "
+                   "per call: bucket algorithm %.1f us, heuristic's %.1f us (%+.1f %%)\n", (unsigned)Ts[i], (unsigned)K,
+                   (unsigned)Ns[j], first * 1e3, first_h * 1e3, tb * 1e6, th * 1e6, (tb / th - 1) * 100);
+        }
+    }
+    cudaFree(x), cudaFree(w), cudaFree(y);
+    dkv_cuda_ctx_free(c2);
+}
+
 static void test_gemm_plans_warm(dkv_rng *r)
 {
     enum { K = 256, N = 264, NT = 100 };
@@ -182,6 +235,25 @@ static void test_gemm_plans_warm(dkv_rng *r)
     snprintf(msg, sizeof msg, "%u GEMMs run (want %u), %u plans left", n_run, n600 + n100, dkv_cuda_gemm_plans(ctx));
     check_true("gemm warm-up: every row count run, plans dropped", n_run == n600 + n100 && dkv_cuda_gemm_plans(ctx) == 0,
                msg);
+    /* after the warm-up a shape plans with its bucket's algorithm (37 rows: the 48-row count's) and
+     * computes the same product; a (K, N) the warm-up did not run asks the heuristic */
+    uint32_t b0 = dkv_cuda_gemm_bucket_plans(ctx);
+    poison(dy, (size_t)NT * N * 2);
+    OK(dkv_cuda_gemm(ctx, dy, dx, dw, NULL, 37, K, N, 0.0f, &err));
+    uint32_t b1 = dkv_cuda_gemm_bucket_plans(ctx);
+    OK(dkv_cuda_gemm(ctx, dy, dx, dw, NULL, 37, K, N - 8, 0.0f, &err));
+    uint32_t b2 = dkv_cuda_gemm_bucket_plans(ctx);
+    snprintf(msg, sizeof msg, "bucket plans %u -> %u (37 rows of a warm shape) -> %u (an unwarmed N)", b0, b1, b2);
+    check_true("gemm after the warm-up: a bucket's algorithm, only for a warm shape", b1 == b0 + 1 && b2 == b1, msg);
+    got = download_bf16(dy, (size_t)37 * (N - 8)), ref = malloc((size_t)37 * (N - 8) * 4);
+    dkv_ref_matmul(ref, x, w, NULL, 37, K, N - 8);
+    check("gemm 37x256x256 (heuristic)", got, ref, (size_t)37 * (N - 8), 1e-2, 1e-2);
+    free(got), free(ref);
+    OK(dkv_cuda_gemm(ctx, dy, dx, dw, NULL, 37, K, N, 0.0f, &err));
+    got = download_bf16(dy, (size_t)37 * N), ref = malloc((size_t)37 * N * 4);
+    dkv_ref_matmul(ref, x, w, NULL, 37, K, N);
+    check("gemm 37x256x264 with the 48-row bucket's algorithm", got, ref, (size_t)37 * N, 1e-2, 1e-2);
+    free(got), free(ref);
     /* a cap of 100 rows of x (K x 2 bytes) and y: row counts above about 100 are left out */
     size_t cap = (size_t)100 * K * 2 + 256 + (size_t)100 * N * 2;
     OK(dkv_cuda_gemm_warm(ctx, sh, 1, cap, &n_run, &err));
@@ -219,6 +291,7 @@ static void test_gemm_plans_warm(dkv_rng *r)
            (unsigned)T2, (unsigned)K2, (unsigned)N2a, t_cold * 1e3, (unsigned)T2, (unsigned)K2, (unsigned)N2b, n_run,
            t_warm * 1e3);
     cudaFree(bx), cudaFree(bw), cudaFree(by);
+    gemm_bucket_times();
 }
 
 /* The skinny (T <= 32) weight-streaming kernel forced, against the reference and against the

@@ -110,6 +110,33 @@ do
   assert(not ok and tostring(err):find("sim.first_use", 1, true), tostring(err))
 end
 
+-- sim.warm_gemms (default true, as dkv.execute's warm_gemms): after the CUDA backend's GEMM warm-up a
+-- shape of at most 8,192 rows (core/model/gemm_warm.h) plans with its bucket's algorithm, so it has no
+-- first use; false charges first_use.gemm_s (h200-20261201k: 0.000319822 s) for each new GEMM shape
+-- (q|k|v, o, the FFN's two, the LM head's chunks), and a shape above 8,192 rows is charged either way.
+-- On k: no clock model, so the charges add exactly.
+do
+  local GEMM_S = 0.000319822
+  local function t(prompt, warm, fu, n)
+    local c = {model = "llada-8b", gpu = {base = "h200", profile = "h200-20261201k"},
+               workload = {kind = "fixed", n = n or 1, interval_s = 0, prompt = prompt, gen = 32},
+               decode = {cache = "dual", block_len = 32, steps = 8}, sim = {first_use = fu, warm_gemms = warm}}
+    local r = dkv.simulate(c)
+    assert(r.config.sim.warm_gemms == warm, "the resolved config records sim.warm_gemms")
+    return r.summary.sim_time_s
+  end
+  local n = (t(512, false, "run") - t(512, true, "run")) / GEMM_S
+  assert(n >= 8 and math.abs(n - math.floor(n + 0.5)) < 1e-6,
+         string.format("warm_gemms=false: %.6f GEMM first uses more (want a whole number >= 8)", n))
+  -- three prompts of 3,000 at t = 0: a first Refresh step of 9,096 rows
+  local big = (t(3000, true, "run", 3) - t(3000, true, false, 3)) / GEMM_S
+  local big_cold = (t(3000, false, "run", 3) - t(3000, false, false, 3)) / GEMM_S
+  assert(big >= 4 - 1e-6 and big < big_cold - 1,
+         string.format("a 9,096-row shape is a first use even after the warm-up (%.3f of %.3f charges)", big, big_cold))
+  local ok, err = pcall(t, 512, 1, "run")
+  assert(not ok and tostring(err):find("sim.warm_gemms", 1, true) and tostring(err):find("boolean", 1, true), tostring(err))
+end
+
 -- The low-rank compressor's first call costs what the profile measured for it: h200-20261201k has no
 -- first_use.compress_s, so the loader takes the largest first_s of kernels.compress (0.141333 s,
 -- not first_use.other_s): the only class the offload adds.  On k, not the shipped l: l's clock model

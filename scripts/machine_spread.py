@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""machine_spread.py - how much the H200 machines differ on the same held-out runs, against the
+simulator's own error (docs/BENCHMARKS.md "Held-out validation (issue 9), session 16").
+
+    /usr/bin/python3 scripts/machine_spread.py RES [RES...]
+
+Each RES is a post result of one run set (scripts/hw_session.sh post datasets/hw/<date>/callN, RES/h5 and
+RES/sim), e.g. /tmp/p28 /tmp/p36 ... /tmp/p46.  Prints, per held-out point: its real steps after the
+first, summed, on every machine (s); the real-against-real mean |step difference| over every pair of
+machines (steps paired by index where both plans agree: min / median / max, %); then per run set the
+simulator's mean signed step error (bias) on the held-out and the in-sample points (the mean over
+points of each point's mean error over its paired steps, %)."""
+import itertools
+import os
+import statistics as st
+import sys
+
+import h5py
+
+
+def steps(path):
+    out = {}
+    if not os.path.exists(path):
+        return out
+    runs = h5py.File(path, "r")["runs"]
+    for k in runs:
+        if "steps" in runs[k]:
+            out[k] = runs[k]["steps"][()]
+    return out
+
+
+def same(a, b):
+    return (a["n_refresh"], a["n_reuse"], a["q_tokens"]) == (b["n_refresh"], b["n_reuse"], b["q_tokens"])
+
+
+def paired(r, s):
+    return [s[i]["time_s"] / r[i]["time_s"] - 1 for i in range(min(len(r), len(s))) if same(r[i], s[i])]
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) > 1 else 2)
+    sets = []
+    for res in sys.argv[1:]:
+        real = steps("%s/h5/heldout.h5" % res)
+        if not real:
+            sys.exit("machine_spread: %s/h5/heldout.h5: missing or no runs (a post result?)" % res)
+        sets.append((os.path.basename(res.rstrip("/")), res, real))
+    points = sorted({k[:-5] for _, _, real in sets for k in real if k.endswith(":real")})
+    print("point: real steps after the first, summed, per run set (s) | real vs real mean |diff| over pairs min / median / max")
+    for p in points:
+        tot = ["%s %.3f" % (n, sum(real[p + ":real"]["time_s"][1:])) for n, _, real in sets if p + ":real" in real]
+        diffs = []
+        for (_, _, a), (_, _, b) in itertools.combinations(sets, 2):
+            if p + ":real" in a and p + ":real" in b:
+                e = paired(a[p + ":real"], b[p + ":real"])
+                if e:
+                    diffs.append(100 * st.mean(abs(x) for x in e))
+        spread = "%.1f / %.1f / %.1f %%" % (min(diffs), st.median(diffs), max(diffs)) if diffs else "-"
+        print("%-26s %s | %s" % (p, ", ".join(tot), spread))
+    print("\nrun set: simulator's mean step bias, held-out / in-sample (%)")
+    for n, res, real in sets:
+        line = n
+        for f in ("heldout", "val"):
+            r, s = steps("%s/h5/%s.h5" % (res, f)), steps("%s/sim/%s.h5" % (res, f))
+            b = [st.mean(paired(r[k], s[k[:-5] + ":sim"])) * 100 for k in r
+                 if k.endswith(":real") and k[:-5] + ":sim" in s and paired(r[k], s[k[:-5] + ":sim"])]
+            line += "  %s %s" % (f, "%+.2f" % st.mean(b) if b else "-")
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
