@@ -53,10 +53,10 @@ void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r)
 
 /* ------------------------------------------------------------------ set-up */
 
-/* Loads the kernels cuBLASLt picks for the model's GEMMs (the fused q|k|v with its bias, o += , gate|up,
- * down += , the LM head's fp32 logits) at every warm-up row count (dkv_cuda_gemm_warm), with layer 0's
- * weights and a scratch buffer of at most 1 GiB or a quarter of the free memory, freed before the first
- * step; then 0.2 s idle.  docs/COST_MODEL.md "Cold shapes". */
+/* Keeps the algorithm cuBLASLt's heuristic picks for the model's GEMMs (the fused q|k|v with its bias,
+ * o += , gate|up, down += , the LM head's fp32 logits) at every warm-up row count and loads their kernels
+ * (dkv_cuda_gemm_warm), with layer 0's weights and a scratch buffer of at most 1 GiB or a quarter of the
+ * free memory, freed before the first step; then 0.2 s idle.  docs/COST_MODEL.md "Cold shapes". */
 static dkv_status warm_gemms(dkv_cuda_backend *b, dkv_err *err)
 {
     const dkv_model *m = &b->m;

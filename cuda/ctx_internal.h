@@ -27,13 +27,12 @@ typedef struct dkv_gemm_plan {
 
 /* An algorithm the warm-up's heuristic chose at a warm-up row count (core/model/gemm_warm.h), kept for
  * the context's life: a shape of T rows plans with its bucket's algorithm (gemm.cu, make_plan).  The
- * warm-up of a model's 5 GEMMs at 82 row counts fills 410 of them. */
+ * warm-up of a model's 5 GEMMs at 1,024 row counts keeps 5,120 of them. */
 typedef struct dkv_gemm_warm_algo {
     uint32_t             T, K, N;
     int                  flags;   /* f32_out | has_bias << 1 | accumulate << 2 */
     cublasLtMatmulAlgo_t algo;
 } dkv_gemm_warm_algo;
-#define DKV_GEMM_WARM_ALGOS 1024
 
 struct dkv_cuda_ctx {
     int              device;
@@ -45,8 +44,8 @@ struct dkv_cuda_ctx {
     size_t           lt_ws_bytes;
     dkv_gemm_plan    plans[DKV_GEMM_PLANS];
     uint32_t         n_plans;
-    dkv_gemm_warm_algo warm[DKV_GEMM_WARM_ALGOS];   /* the warm-up's algorithms, in the order run */
-    uint32_t         n_warm;
+    dkv_gemm_warm_algo *warm;                       /* the warm-up's algorithms (malloc'd), in the order asked */
+    uint32_t         n_warm, cap_warm;
     uint32_t         n_bucket_plans;                /* plans made with a bucket's algorithm (tests) */
 };
 

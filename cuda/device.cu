@@ -79,6 +79,7 @@ extern "C" void dkv_cuda_ctx_free(dkv_cuda_ctx *c)
     if (c->copy)
         cudaStreamSynchronize(c->copy);
     dkv_gemm_plans_free(c);
+    free(c->warm);
     if (c->lt)
         cublasLtDestroy(c->lt);
     if (c->blas)

@@ -132,26 +132,27 @@ typedef struct dkv_gemm_warm_shape {
     int             f32_out;
 } dkv_gemm_warm_shape;
 
-/* The warm-up's row counts up to max_T (at most 8,192): 8, 16, 24, 32, then every 16 to 512, every 64
- * to 2,048, every 256 to 8,192 (core/model/gemm_warm.h).  Writes at most cap of them to rows; returns
- * how many it wrote. */
+/* The warm-up's row counts up to max_T (at most 8,192): every multiple of 8 (core/model/gemm_warm.h).
+ * Writes at most cap of them to rows; returns how many it wrote. */
 uint32_t dkv_cuda_gemm_warm_rows(uint32_t max_T, uint32_t *rows, uint32_t cap);
 
-/* Runs every shape once at each warm-up row count, on one scratch buffer of at most max_bytes that
- * it allocates and frees (a row count whose operands do not fit is left out), so that the cuBLASLt
- * kernels those shapes pick are loaded (CUDA loads a kernel lazily, at its first launch: 2.5-7 ms
- * each on the H200) before a timed step, and keeps the algorithm the heuristic chose at each; then it
- * drops the plans.  From then on a shape of T <= 8,192 rows plans with the algorithm of its bucket
- * (the least warm-up row count >= T; no heuristic query, no kernel the warm-up did not load; the
- * heuristic's own choice where cuBLASLt refuses the bucket's for T).  *n_run: the GEMMs run.
- * Synchronises the context's stream.     docs/COST_MODEL.md "Cold shapes" */
+/* For every shape, asks cuBLASLt's heuristic at each warm-up row count and keeps the algorithm it
+ * chose there (for the context's life), and runs each distinct algorithm of the shape once, at the
+ * first row count that chose it, on one scratch buffer of at most max_bytes that it allocates and frees
+ * (a row count whose operands do not fit is left out), so that its kernel is loaded (CUDA loads a kernel
+ * lazily, at its first launch: 2.5-7 ms each on the H200) before a timed step; then it drops the plans.
+ * From then on a shape of T <= 8,192 rows plans with the algorithm of its bucket (T rounded up to a
+ * multiple of 8; no heuristic query, no kernel the warm-up did not load; the heuristic's own choice
+ * where cuBLASLt refuses the bucket's for T).  *n_run: the GEMMs run.  Synchronises the context's stream.
+ * docs/COST_MODEL.md "Cold shapes", "Bucket algorithms" */
 dkv_status dkv_cuda_gemm_warm(dkv_cuda_ctx *ctx, const dkv_gemm_warm_shape *s, uint32_t n, size_t max_bytes,
                               uint32_t *n_run, dkv_err *err);
 
 /* Plans the context holds now (tests). */
 uint32_t dkv_cuda_gemm_plans(const dkv_cuda_ctx *ctx);
-/* Plans made so far with a bucket's algorithm from the warm-up (tests). */
+/* Plans made so far with a bucket's algorithm from the warm-up, and algorithms the warm-up kept (tests). */
 uint32_t dkv_cuda_gemm_bucket_plans(const dkv_cuda_ctx *ctx);
+uint32_t dkv_cuda_gemm_warm_algos(const dkv_cuda_ctx *ctx);
 
 /* Which kernel a GEMM runs on.  AUTO (what dkv_cuda_gemm does) and CUBLASLT: cuBLASLt.  SKINNY:
  * a weight-streaming tensor-core kernel for T <= 32 rows with 16-byte aligned x and w, K up to

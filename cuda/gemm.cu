@@ -63,24 +63,21 @@ static int plan_flags(const dkv_gemm_plan *p) { return p->f32_out | p->has_bias 
 
 /* The warm-up's algorithm of p's bucket (core/model/gemm_warm.h) into p->algo, when the warm-up ran
  * the bucket and cuBLASLt accepts the algorithm for p's own row count within the workspace. */
+static const dkv_gemm_warm_algo *find_warm(const dkv_cuda_ctx *ctx, uint32_t T, uint32_t K, uint32_t N, int flags);
+
 static bool bucket_algo(const dkv_cuda_ctx *ctx, dkv_gemm_plan *p)
 {
     uint32_t Tb = dkv_gemm_warm_bucket(p->T);
-    if (Tb == 0)
+    const dkv_gemm_warm_algo *w = Tb ? find_warm(ctx, Tb, p->K, p->N, plan_flags(p)) : NULL;
+    if (!w)
         return false;
-    for (uint32_t i = 0; i < ctx->n_warm; i++) {
-        const dkv_gemm_warm_algo *w = &ctx->warm[i];
-        if (w->T != Tb || w->K != p->K || w->N != p->N || w->flags != plan_flags(p))
-            continue;
-        cublasLtMatmulHeuristicResult_t chk;
-        memset(&chk, 0, sizeof chk);
-        if (cublasLtMatmulAlgoCheck(ctx->lt, p->op, p->a, p->b, p->c, p->c, &w->algo, &chk) != CUBLAS_STATUS_SUCCESS ||
-            chk.workspaceSize > ctx->lt_ws_bytes)
-            return false;
-        p->algo = w->algo;
-        return true;
-    }
-    return false;
+    cublasLtMatmulHeuristicResult_t chk;
+    memset(&chk, 0, sizeof chk);
+    if (cublasLtMatmulAlgoCheck(ctx->lt, p->op, p->a, p->b, p->c, p->c, &w->algo, &chk) != CUBLAS_STATUS_SUCCESS ||
+        chk.workspaceSize > ctx->lt_ws_bytes)
+        return false;
+    p->algo = w->algo;
+    return true;
 }
 
 static dkv_status make_plan(dkv_cuda_ctx *ctx, dkv_gemm_plan *p, dkv_err *err)
@@ -474,15 +471,31 @@ extern "C" uint32_t dkv_cuda_gemm_warm_rows(uint32_t max_T, uint32_t *rows, uint
 
 extern "C" uint32_t dkv_cuda_gemm_bucket_plans(const dkv_cuda_ctx *ctx) { return ctx ? ctx->n_bucket_plans : 0; }
 
-/* Keeps the algorithm of the plan the warm-up just ran (its heuristic's, at a warm-up row count). */
-static void keep_warm_algo(dkv_cuda_ctx *ctx, const dkv_gemm_plan *p)
+extern "C" uint32_t dkv_cuda_gemm_warm_algos(const dkv_cuda_ctx *ctx) { return ctx ? ctx->n_warm : 0; }
+
+static const dkv_gemm_warm_algo *find_warm(const dkv_cuda_ctx *ctx, uint32_t T, uint32_t K, uint32_t N, int flags)
 {
     for (uint32_t i = 0; i < ctx->n_warm; i++)
-        if (ctx->warm[i].T == p->T && ctx->warm[i].K == p->K && ctx->warm[i].N == p->N &&
-            ctx->warm[i].flags == plan_flags(p))
-            return;
-    if (ctx->n_warm < DKV_GEMM_WARM_ALGOS)
-        ctx->warm[ctx->n_warm++] = (dkv_gemm_warm_algo){p->T, p->K, p->N, plan_flags(p), p->algo};
+        if (ctx->warm[i].T == T && ctx->warm[i].K == K && ctx->warm[i].N == N && ctx->warm[i].flags == flags)
+            return &ctx->warm[i];
+    return NULL;
+}
+
+/* Keeps the algorithm of a plan the warm-up made at a warm-up row count (its heuristic's); false when out
+ * of host memory. */
+static bool keep_warm_algo(dkv_cuda_ctx *ctx, const dkv_gemm_plan *p)
+{
+    if (find_warm(ctx, p->T, p->K, p->N, plan_flags(p)))
+        return true;
+    if (ctx->n_warm == ctx->cap_warm) {
+        uint32_t cap = ctx->cap_warm ? 2 * ctx->cap_warm : 1024;
+        dkv_gemm_warm_algo *w = (dkv_gemm_warm_algo *)realloc(ctx->warm, cap * sizeof *w);
+        if (!w)
+            return false;
+        ctx->warm = w, ctx->cap_warm = cap;
+    }
+    ctx->warm[ctx->n_warm++] = (dkv_gemm_warm_algo){p->T, p->K, p->N, plan_flags(p), p->algo};
+    return true;
 }
 
 /* The warm-up's scratch for one call: x (T x K bf16, 256-aligned so that y starts aligned), then y. */
@@ -499,12 +512,12 @@ extern "C" dkv_status dkv_cuda_gemm_warm(dkv_cuda_ctx *ctx, const dkv_gemm_warm_
     const char *fn = "dkv_cuda_gemm_warm";
     DKV_ARG(ctx && (s || n == 0) && n_run, fn);
     *n_run = 0;
-    uint32_t rows[128], nr = 0;
+    uint32_t rows[DKV_GEMM_WARM_N], nr = 0;
     size_t need = 0;
     for (uint32_t i = 0; i < n; i++) {
         DKV_ARG(s[i].w && s[i].K > 0 && s[i].N > 0 && s[i].K % 8 == 0 && (s[i].f32_out || s[i].N % 8 == 0), fn);
         DKV_ARG(s[i].beta == 0.0f || s[i].beta == 1.0f, fn);
-        uint32_t m = dkv_cuda_gemm_warm_rows(s[i].max_T, rows, 128);
+        uint32_t m = dkv_gemm_warm_rows(s[i].max_T, rows, DKV_GEMM_WARM_N);
         for (uint32_t j = 0; j < m; j++)   /* the largest buffer a row count within max_bytes needs */
             if (warm_bytes(&s[i], rows[j]) <= max_bytes && warm_bytes(&s[i], rows[j]) > need)
                 need = warm_bytes(&s[i], rows[j]);
@@ -515,20 +528,32 @@ extern "C" dkv_status dkv_cuda_gemm_warm(dkv_cuda_ctx *ctx, const dkv_gemm_warm_
     DKV_CU(cudaMalloc(&buf, need));
     DKV_CU(cudaMemsetAsync(buf, 0x3c, need, ctx->stream));   /* finite bf16 values (1.2e-2), not zeros */
     dkv_status st = DKV_OK;
+    cublasLtMatmulAlgo_t ran[256];   /* the algorithms run for the shape at hand (each once) */
     for (uint32_t i = 0; i < n && st == DKV_OK; i++) {
-        nr = dkv_cuda_gemm_warm_rows(s[i].max_T, rows, 128);
+        uint32_t n_ran = 0;
+        nr = dkv_gemm_warm_rows(s[i].max_T, rows, DKV_GEMM_WARM_N);
         for (uint32_t j = 0; j < nr && st == DKV_OK; j++) {
             uint32_t T = rows[j];
             if (warm_bytes(&s[i], T) > need)
                 break;
-            const dkv_bf16 *x = (const dkv_bf16 *)buf;
+            dkv_gemm_plan *p;   /* the heuristic's algorithm at T (or the one an earlier warm-up kept) */
+            st = get_plan(ctx, T, s[i].K, s[i].N, s[i].f32_out, s[i].bias != NULL, s[i].beta != 0.0f, &p, err);
+            if (st != DKV_OK)
+                break;
+            if (!keep_warm_algo(ctx, p)) {
+                st = dkv_err_set(err, DKV_ENOMEM, "%s: out of host memory", fn);
+                break;
+            }
+            bool seen = false;
+            for (uint32_t k = 0; k < n_ran && !seen; k++)
+                seen = memcmp(&ran[k], &p->algo, sizeof p->algo) == 0;
+            if (seen)
+                continue;
+            if (n_ran < sizeof ran / sizeof ran[0])
+                ran[n_ran++] = p->algo;
+            const dkv_bf16 *x = (const dkv_bf16 *)buf;   /* the first row count of an algorithm runs it */
             void *y = buf + warm_x_bytes(&s[i], T);
             st = launch_gemm(ctx, y, s[i].f32_out, x, s[i].w, s[i].bias, T, s[i].K, s[i].N, s[i].beta, err);
-            dkv_gemm_plan *p;
-            if (st == DKV_OK &&
-                (st = get_plan(ctx, T, s[i].K, s[i].N, s[i].f32_out, s[i].bias != NULL, s[i].beta != 0.0f, &p, err)) ==
-                    DKV_OK)
-                keep_warm_algo(ctx, p);
             *n_run += st == DKV_OK;
         }
     }

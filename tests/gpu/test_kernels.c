@@ -180,7 +180,10 @@ static void gemm_bucket_times(void)
     for (int j = 0; j < 2; j++) {
         uint32_t n_run = 0;
         dkv_gemm_warm_shape ws = {w, NULL, K, Ns[j], TMAX, 0.0f, 0};
+        double tw = now_s();
         OK(dkv_cuda_gemm_warm(ctx, &ws, 1, (size_t)1 << 30, &n_run, &err));
+        printf("INFO gemm warm-up %ux%u to %u rows: %.3f s, %u GEMMs run (distinct algorithms)\n", (unsigned)K,
+               (unsigned)Ns[j], (unsigned)TMAX, now_s() - tw, n_run);
         for (int i = 0; i < 5; i++) {
             CK(cudaDeviceSynchronize());
             double t0 = now_s();
@@ -223,19 +226,20 @@ static void test_gemm_plans_warm(dkv_rng *r)
     check("gemm 37x256x264 after 100 plans", got, ref, (size_t)37 * N, 1e-2, 1e-2);
     free(got), free(ref);
 
-    uint32_t rows[128];
-    uint32_t n600 = dkv_cuda_gemm_warm_rows(600, rows, 128), n8k = dkv_cuda_gemm_warm_rows(100000, rows, 128);
-    snprintf(msg, sizeof msg, "%u rows up to 600 (want 35: 8-32 by 8, 48-512 by 16, 576), %u up to 8,192 (want 82), "
+    uint32_t rows[1024];
+    uint32_t n600 = dkv_cuda_gemm_warm_rows(600, rows, 1024), n8k = dkv_cuda_gemm_warm_rows(100000, rows, 1024);
+    snprintf(msg, sizeof msg, "%u rows up to 600 (want 75: every multiple of 8), %u up to 8,192 (want 1,024), "
              "first %u last %u", n600, n8k, rows[0], rows[n8k - 1]);
-    check_true("gemm warm-up rows", n600 == 35 && n8k == 82 && rows[0] == 8 && rows[n8k - 1] == 8192, msg);
+    check_true("gemm warm-up rows", n600 == 75 && n8k == 1024 && rows[0] == 8 && rows[n8k - 1] == 8192, msg);
     dkv_gemm_warm_shape sh[2] = {{dw, NULL, K, N, 600, 0.0f, 0}, {dw, NULL, K, N, 100, 1.0f, 1}};
-    uint32_t n_run = 0;
+    uint32_t n_run = 0, a0 = dkv_cuda_gemm_warm_algos(ctx);
     OK(dkv_cuda_gemm_warm(ctx, sh, 2, (size_t)64 << 20, &n_run, &err));
-    uint32_t n100 = dkv_cuda_gemm_warm_rows(100, rows, 128);
-    snprintf(msg, sizeof msg, "%u GEMMs run (want %u), %u plans left", n_run, n600 + n100, dkv_cuda_gemm_plans(ctx));
-    check_true("gemm warm-up: every row count run, plans dropped", n_run == n600 + n100 && dkv_cuda_gemm_plans(ctx) == 0,
-               msg);
-    /* after the warm-up a shape plans with its bucket's algorithm (37 rows: the 48-row count's) and
+    uint32_t n100 = dkv_cuda_gemm_warm_rows(100, rows, 1024), a1 = dkv_cuda_gemm_warm_algos(ctx);
+    snprintf(msg, sizeof msg, "%u algorithms kept (want %u: one per row count and shape), %u GEMMs run (each "
+             "distinct algorithm once), %u plans left", a1 - a0, n600 + n100, n_run, dkv_cuda_gemm_plans(ctx));
+    check_true("gemm warm-up: every row count's algorithm kept, each run once, plans dropped",
+               a1 - a0 == n600 + n100 && n_run >= 2 && n_run <= n600 + n100 && dkv_cuda_gemm_plans(ctx) == 0, msg);
+    /* after the warm-up a shape plans with its bucket's algorithm (37 rows: the 40-row count's) and
      * computes the same product; a (K, N) the warm-up did not run asks the heuristic */
     uint32_t b0 = dkv_cuda_gemm_bucket_plans(ctx);
     poison(dy, (size_t)NT * N * 2);
@@ -252,17 +256,21 @@ static void test_gemm_plans_warm(dkv_rng *r)
     OK(dkv_cuda_gemm(ctx, dy, dx, dw, NULL, 37, K, N, 0.0f, &err));
     got = download_bf16(dy, (size_t)37 * N), ref = malloc((size_t)37 * N * 4);
     dkv_ref_matmul(ref, x, w, NULL, 37, K, N);
-    check("gemm 37x256x264 with the 48-row bucket's algorithm", got, ref, (size_t)37 * N, 1e-2, 1e-2);
+    check("gemm 37x256x264 with the 40-row bucket's algorithm", got, ref, (size_t)37 * N, 1e-2, 1e-2);
     free(got), free(ref);
     /* a cap of 100 rows of x (K x 2 bytes) and y: row counts above about 100 are left out */
     size_t cap = (size_t)100 * K * 2 + 256 + (size_t)100 * N * 2;
-    OK(dkv_cuda_gemm_warm(ctx, sh, 1, cap, &n_run, &err));
+    dkv_cuda_ctx *c3 = NULL;   /* a fresh context: nothing kept yet */
+    OK(dkv_cuda_ctx_new(0, &c3, &err));
+    OK(dkv_cuda_gemm_warm(c3, sh, 1, cap, &n_run, &err));
     uint32_t n_fit = 0;
-    dkv_cuda_gemm_warm_rows(600, rows, 128);
+    dkv_cuda_gemm_warm_rows(600, rows, 1024);
     for (uint32_t i = 0; i < n600; i++)
         n_fit += rows[i] <= 100;
-    snprintf(msg, sizeof msg, "%u GEMMs run within %zu bytes (want %u)", n_run, cap, n_fit);
-    check_true("gemm warm-up: the byte cap holds", n_run == n_fit, msg);
+    snprintf(msg, sizeof msg, "%u algorithms kept within %zu bytes (want %u: the row counts up to 100)",
+             dkv_cuda_gemm_warm_algos(c3), cap, n_fit);
+    check_true("gemm warm-up: the byte cap holds", dkv_cuda_gemm_warm_algos(c3) == n_fit && n_run >= 1, msg);
+    dkv_cuda_ctx_free(c3);
     dkv_gemm_warm_shape bad = {NULL, NULL, K, N, 64, 0.0f, 0};
     dkv_status s = dkv_cuda_gemm_warm(ctx, &bad, 1, cap, &n_run, &err);
     check_true("gemm warm-up refuses a NULL weight", s == DKV_EINVAL && strstr(err.msg, "dkv_cuda_gemm_warm"), err.msg);

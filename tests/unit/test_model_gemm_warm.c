@@ -12,31 +12,29 @@
 static void test_rows(void **state)
 {
     (void)state;
-    uint32_t r[128];
-    assert_int_equal(dkv_gemm_warm_rows(100000, r, 128), 82);
-    assert_int_equal(r[0], 8);
-    assert_int_equal(r[3], 32);
-    assert_int_equal(r[4], 48);     /* by 16 from 32 */
-    assert_int_equal(r[34], 576);   /* by 64 from 512 */
-    assert_int_equal(r[81], 8192);
-    for (int i = 1; i < 82; i++)
-        assert_true(r[i] > r[i - 1]);
-    assert_int_equal(dkv_gemm_warm_rows(600, r, 128), 35);
-    assert_int_equal(dkv_gemm_warm_rows(7, r, 128), 0);
+    static uint32_t r[DKV_GEMM_WARM_N + 8];
+    assert_int_equal(DKV_GEMM_WARM_N, 1024);
+    assert_int_equal(dkv_gemm_warm_rows(100000, r, DKV_GEMM_WARM_N + 8), 1024);
+    for (uint32_t i = 0; i < 1024; i++)
+        assert_int_equal(r[i], 8 * (i + 1));   /* every multiple of 8, 8 to 8,192 */
+    assert_int_equal(dkv_gemm_warm_rows(600, r, 1024), 75);
+    assert_int_equal(r[74], 600);
+    assert_int_equal(dkv_gemm_warm_rows(7, r, 1024), 0);
     assert_int_equal(dkv_gemm_warm_rows(100000, r, 10), 10);   /* at most cap */
-    assert_int_equal(r[9], 128);
+    assert_int_equal(r[9], 80);
 }
 
 static void test_bucket(void **state)
 {
     (void)state;
-    static const uint32_t in[][2] = {{1, 8},       {8, 8},       {9, 16},      {32, 32},     {33, 48},
-                                     {200, 208},   {512, 512},   {513, 576},   {969, 1024},  {2048, 2048},
-                                     {2049, 2304}, {3466, 3584}, {8191, 8192}, {8192, 8192}, {8193, 0}};
+    static const uint32_t in[][2] = {{1, 8},       {8, 8},       {9, 16},      {32, 32},     {33, 40},
+                                     {200, 200},   {401, 408},   {513, 520},   {969, 976},   {2048, 2048},
+                                     {2049, 2056}, {3466, 3472}, {8191, 8192}, {8192, 8192}, {8193, 0}};
     for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
         assert_int_equal(dkv_gemm_warm_bucket(in[i][0]), in[i][1]);
     /* every bucket is a warm-up row count, the least one >= T */
-    uint32_t r[128], n = dkv_gemm_warm_rows(DKV_GEMM_WARM_MAX_ROWS, r, 128);
+    static uint32_t r[DKV_GEMM_WARM_N];
+    uint32_t n = dkv_gemm_warm_rows(DKV_GEMM_WARM_MAX_ROWS, r, DKV_GEMM_WARM_N);
     for (uint32_t T = 1, j = 0; T <= DKV_GEMM_WARM_MAX_ROWS; T++) {
         while (r[j] < T)
             j++;
