@@ -84,6 +84,24 @@ static dkv_status warm_gemms(dkv_cuda_backend *b, dkv_err *err)
     return DKV_OK;
 }
 
+/* The sparse cache's selection scores (dkv_bk_scores: cuBLAS's strided batched GEMM, which picks and
+ * lazily loads a kernel per shape) at every key count up to the run's longest canvas, block_len query
+ * rows, on the activations' q|k|v rows (any values): device call 49 measured the per-head selection's
+ * first use of a key count at 2-4 ms (az:sparse_head's kv_gather 6.38 ms at its first selecting step
+ * against 2.36 ms with every shape used before; docs/COST_MODEL.md "Cold shapes").  Only when the cache
+ * selects (DKV_CACHE_SPARSE). */
+static dkv_status warm_scores(dkv_cuda_backend *b, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    uint32_t D = m->head_dim, H = m->n_heads, Hkv = m->n_kv_heads, QD = H * D, QKV = QD + 2 * Hkv * D;
+    uint32_t B = b->dec.block_len;
+    for (uint32_t Tk = 1; Tk <= b->max_L; Tk++)
+        DKV_TRY(dkv_bk_scores(b->blas, b->score, b->qkv, QKV, B, b->qkv + QD, QKV, Tk, H, Hkv, D, b->score_ws,
+                              b->score_ws_bytes, b->st, err));
+    DKV_CU(cudaStreamSynchronize(b->st));
+    return DKV_OK;
+}
+
 /* The setup's loaded weights (uploaded as bf16), or seeded random ones. */
 static dkv_status load_weights(dkv_cuda_backend *b, const dkv_ref_weights *rw, dkv_err *err)
 {
@@ -310,6 +328,8 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     STEP(bk_scratch_init(b, err));
     STEP(bk_scratch_reserve(b, b->max_L, b->dec.block_len, err));
     STEP(bk_arena_init(b, err));
+    if (b->o.warm_gemms && b->dec.cache == DKV_CACHE_SPARSE)
+        STEP(warm_scores(b, err));   /* before warm_gemms: its idle follows all the warm-up's work */
     if (b->o.warm_gemms)
         STEP(warm_gemms(b, err));
 #undef STEP
