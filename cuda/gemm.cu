@@ -61,10 +61,10 @@ extern "C" uint32_t dkv_cuda_gemm_plans(const dkv_cuda_ctx *ctx) { return ctx ? 
 
 static int plan_flags(const dkv_gemm_plan *p) { return p->f32_out | p->has_bias << 1 | p->accumulate << 2; }
 
-/* The warm-up's algorithm of p's bucket (core/model/gemm_warm.h) into p->algo, when the warm-up ran
- * the bucket and cuBLASLt accepts the algorithm for p's own row count within the workspace. */
 static const dkv_gemm_warm_algo *find_warm(const dkv_cuda_ctx *ctx, uint32_t T, uint32_t K, uint32_t N, int flags);
 
+/* The warm-up's algorithm of p's bucket (core/model/gemm_warm.h) into p->algo, when the warm-up ran
+ * the bucket and cuBLASLt accepts the algorithm for p's own row count within the workspace. */
 static bool bucket_algo(const dkv_cuda_ctx *ctx, dkv_gemm_plan *p)
 {
     uint32_t Tb = dkv_gemm_warm_bucket(p->T);
@@ -473,6 +473,7 @@ extern "C" uint32_t dkv_cuda_gemm_bucket_plans(const dkv_cuda_ctx *ctx) { return
 
 extern "C" uint32_t dkv_cuda_gemm_warm_algos(const dkv_cuda_ctx *ctx) { return ctx ? ctx->n_warm : 0; }
 
+/* The algorithm the warm-up kept for (T, K, N, flags), or NULL. */
 static const dkv_gemm_warm_algo *find_warm(const dkv_cuda_ctx *ctx, uint32_t T, uint32_t K, uint32_t N, int flags)
 {
     for (uint32_t i = 0; i < ctx->n_warm; i++)
