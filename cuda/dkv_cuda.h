@@ -132,11 +132,8 @@ typedef struct dkv_gemm_warm_shape {
     int             f32_out;
 } dkv_gemm_warm_shape;
 
-/* The warm-up's row counts up to max_T (at most 8,192): every multiple of 8 (core/model/gemm_warm.h).
- * Writes at most cap of them to rows; returns how many it wrote. */
-uint32_t dkv_cuda_gemm_warm_rows(uint32_t max_T, uint32_t *rows, uint32_t cap);
-
-/* For every shape, asks cuBLASLt's heuristic at each warm-up row count and keeps the algorithm it
+/* For every shape, asks cuBLASLt's heuristic at each warm-up row count (core/model/gemm_warm.h,
+ * dkv_gemm_warm_rows: every multiple of 8 to 8,192) and keeps the algorithm it
  * chose there (for the context's life), and runs each distinct algorithm of the shape once, at the
  * first row count that chose it, on one scratch buffer of at most max_bytes that it allocates and frees
  * (a row count whose operands do not fit is left out), so that its kernel is loaded (CUDA loads a kernel

@@ -464,11 +464,6 @@ extern "C" dkv_status dkv_cuda_gemm_swiglu(dkv_cuda_ctx *ctx, dkv_bf16 *y, const
 
 /* ------------------------------------------------------------------ warm-up (dkv_cuda_gemm_warm) */
 
-extern "C" uint32_t dkv_cuda_gemm_warm_rows(uint32_t max_T, uint32_t *rows, uint32_t cap)
-{
-    return dkv_gemm_warm_rows(max_T, rows, cap);
-}
-
 extern "C" uint32_t dkv_cuda_gemm_bucket_plans(const dkv_cuda_ctx *ctx) { return ctx ? ctx->n_bucket_plans : 0; }
 
 extern "C" uint32_t dkv_cuda_gemm_warm_algos(const dkv_cuda_ctx *ctx) { return ctx ? ctx->n_warm : 0; }

@@ -10,12 +10,15 @@ RES is a post result (scripts/hw_session.sh post) of a run set recorded with cla
 RES/sim/heldout.h5 their re-simulated :sim twins.  The points run one after another in one process, so
 a row count is new only at its first step in the process (the points in experiments/hw_heldout_points.lua
 order); steps whose plans differ between the halves are left out.  Each class's measured time is less
---event-s per launch (the class event's cost).  Prints, per point, every new row count (g: a warm-up
-row count, core/model/gemm_warm.h) with the excess in ms, then the mean excess on and off the grid."""
+--event-s per launch (the class event's cost).  Prints, per point, every new row count (g: a row count
+of the warm-up grid the backend had until session 16's grid of 8, by 8 to 32, 16 to 512, 64 to 2,048 and
+256 to 8,192: the grid of calls 27-46) with the excess in ms, then the mean excess on and off that grid."""
 import argparse
 import sys
 
 import h5py
+
+from machine_spread import same
 
 CL = ["qkv", "attn", "o", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress"]
 ORDER = ["ho:az:dual", "ho:az:prefix", "ho:az:sparse_head", "ho:az:sparse_shared", "ho:az:none",
@@ -24,7 +27,7 @@ ORDER = ["ho:az:dual", "ho:az:prefix", "ho:az:sparse_head", "ho:az:sparse_shared
 
 
 def warm_rows():
-    """core/model/gemm_warm.h: 8 to 32 by 8, to 512 by 16, to 2,048 by 64, to 8,192 by 256"""
+    """the warm-up grid of calls 27-46: 8 to 32 by 8, to 512 by 16, to 2,048 by 64, to 8,192 by 256"""
     out, t = set(), 8
     while t <= 8192:
         out.add(t)
@@ -57,7 +60,7 @@ def main():
             if not new or i >= len(ss):
                 continue
             y = ss[i]
-            if (x["n_refresh"], x["n_reuse"], x["q_tokens"]) != (y["n_refresh"], y["n_reuse"], y["q_tokens"]):
+            if not same(x, y):
                 continue
             real = {CL[int(r["kind"])]: r["time_s"] - a.event_s * r["n_launches"] for r in rk[rk["step_index"] == i]}
             sim = {CL[int(r["kind"])]: r["time_s"] for r in sk[sk["step_index"] == i]}

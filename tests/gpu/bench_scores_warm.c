@@ -9,17 +9,12 @@
  * Host clock around synchronised calls.  Prints one line per configuration; no assertion: a benchmark.
  * Prints "SKIP: ..." and exits 77 without a GPU. */
 #include <cublas_v2.h>
-#include <time.h>
 
 #include "cuda/backend_internal.h"
 #include "gpu_check.h"
+#include "util/mono.h"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
+#include "bench_time.h"   /* cmp_float */
 
 typedef struct sc {
     cublasHandle_t h;
@@ -34,29 +29,24 @@ static double call_s(sc *c, uint32_t Tk)
 {
     dkv_err e = {0};
     CK(cudaStreamSynchronize(c->st));
-    double t0 = now_s();
+    double t0 = dkv_mono_s();
     if (dkv_bk_scores(c->h, c->score, c->qkv, c->QKV, 32, c->qkv + c->H * c->D, c->QKV, Tk, c->H, c->Hkv, c->D, c->ws,
                       c->ws_bytes, c->st, &e) != DKV_OK) {
         fprintf(stderr, "bench_scores_warm: %s\n", e.msg);
         exit(1);
     }
     CK(cudaStreamSynchronize(c->st));
-    return now_s() - t0;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    return dkv_mono_s() - t0;
 }
 
 /* The first call at Tk less the median of 5 more, ms. */
 static double excess_ms(sc *c, uint32_t Tk)
 {
-    double first = call_s(c, Tk), t[5];
+    double first = call_s(c, Tk);
+    float t[5];
     for (int i = 0; i < 5; i++)
-        t[i] = call_s(c, Tk);
-    qsort(t, 5, sizeof t[0], cmp_d);
+        t[i] = (float)call_s(c, Tk);
+    qsort(t, 5, sizeof t[0], cmp_float);
     return (first - t[2]) * 1e3;
 }
 
@@ -86,10 +76,10 @@ int main(void)
             ex_cold[i] = excess_ms(&c, cold[i]);
             s_cold += ex_cold[i], m_cold = ex_cold[i] > m_cold ? ex_cold[i] : m_cold;
         }
-        double t0 = now_s();
+        double t0 = dkv_mono_s();
         for (uint32_t Tk = 1; Tk <= LMAX; Tk++)
             call_s(&c, Tk);
-        double warm = now_s() - t0;
+        double warm = dkv_mono_s() - t0;
         for (int i = 0; i < 8; i++) {
             ex_after[i] = excess_ms(&c, after[i]);
             s_after += ex_after[i], m_after = ex_after[i] > m_after ? ex_after[i] : m_after;

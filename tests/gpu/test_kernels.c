@@ -7,6 +7,7 @@
 
 #include <time.h>
 
+#include "model/gemm_warm.h"
 #include "ref/ref.h"
 
 static dkv_cuda_ctx *ctx;
@@ -227,14 +228,14 @@ static void test_gemm_plans_warm(dkv_rng *r)
     free(got), free(ref);
 
     uint32_t rows[1024];
-    uint32_t n600 = dkv_cuda_gemm_warm_rows(600, rows, 1024), n8k = dkv_cuda_gemm_warm_rows(100000, rows, 1024);
+    uint32_t n600 = dkv_gemm_warm_rows(600, rows, 1024), n8k = dkv_gemm_warm_rows(100000, rows, 1024);
     snprintf(msg, sizeof msg, "%u rows up to 600 (want 75: every multiple of 8), %u up to 8,192 (want 1,024), "
              "first %u last %u", n600, n8k, rows[0], rows[n8k - 1]);
     check_true("gemm warm-up rows", n600 == 75 && n8k == 1024 && rows[0] == 8 && rows[n8k - 1] == 8192, msg);
     dkv_gemm_warm_shape sh[2] = {{dw, NULL, K, N, 600, 0.0f, 0}, {dw, NULL, K, N, 100, 1.0f, 1}};
     uint32_t n_run = 0, a0 = dkv_cuda_gemm_warm_algos(ctx);
     OK(dkv_cuda_gemm_warm(ctx, sh, 2, (size_t)64 << 20, &n_run, &err));
-    uint32_t n100 = dkv_cuda_gemm_warm_rows(100, rows, 1024), a1 = dkv_cuda_gemm_warm_algos(ctx);
+    uint32_t n100 = dkv_gemm_warm_rows(100, rows, 1024), a1 = dkv_cuda_gemm_warm_algos(ctx);
     snprintf(msg, sizeof msg, "%u algorithms kept (want %u: one per row count and shape), %u GEMMs run (each "
              "distinct algorithm once), %u plans left", a1 - a0, n600 + n100, n_run, dkv_cuda_gemm_plans(ctx));
     check_true("gemm warm-up: every row count's algorithm kept, each run once, plans dropped",
@@ -264,7 +265,7 @@ static void test_gemm_plans_warm(dkv_rng *r)
     OK(dkv_cuda_ctx_new(0, &c3, &err));
     OK(dkv_cuda_gemm_warm(c3, sh, 1, cap, &n_run, &err));
     uint32_t n_fit = 0;
-    dkv_cuda_gemm_warm_rows(600, rows, 1024);
+    dkv_gemm_warm_rows(600, rows, 1024);
     for (uint32_t i = 0; i < n600; i++)
         n_fit += rows[i] <= 100;
     snprintf(msg, sizeof msg, "%u algorithms kept within %zu bytes (want %u: the row counts up to 100)",
