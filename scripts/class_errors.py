@@ -3,13 +3,14 @@
 (dkv.execute class_timing = true) against its simulated twin, over the paired steps, Refresh and
 Reuse steps apart (docs/COST_MODEL.md "Attention of batched Reuse steps").
 
-    /usr/bin/python3 scripts/class_errors.py RUNS.h5 POINT [POINT...] [--event-s 1.5e-6]
+    /usr/bin/python3 scripts/class_errors.py RUNS.h5 POINT [POINT...] [--event-s 1.5e-6] [--sim SIM.h5]
 
 RUNS.h5 holds POINT:real and POINT:sim runs with kernels tables (hw_validate.lua writes them; device
 call 29: datasets/hw/2026-12-01/call29/hw_h5.tgz and x.tgz).  Each class's measured time is less
 --event-s per launch (the class event's cost, docs/COMPARE.md "Instrumented and uninstrumented steps").
 Steps pair by index when their Refresh / Reuse counts and query rows agree; others are left out.
-Prints, per point and step kind, measured / simulated ms and the error (simulated / measured - 1).
+--sim takes the :sim runs from SIM.h5 instead (a post's re-simulation, RES/sim/heldout.h5 of
+`hw_session.sh post` on the class-event run's directory).  Prints, per point and step kind, measured / simulated ms and the error (simulated / measured - 1).
 """
 import argparse
 import sys
@@ -24,17 +25,20 @@ def main():
     ap.add_argument("h5")
     ap.add_argument("points", nargs="+", help="run names without :real / :sim, e.g. val:w1:dual")
     ap.add_argument("--event-s", type=float, default=1.5e-6)
+    ap.add_argument("--sim", help="the file to take the :sim runs from (default: RUNS.h5)")
     a = ap.parse_args()
     try:
         f = h5py.File(a.h5, "r")
+        g = h5py.File(a.sim, "r") if a.sim else f
     except OSError as e:
-        sys.exit("class_errors: %s: %s" % (a.h5, e))
+        sys.exit("class_errors: %s" % e)
     for p in a.points:
         try:
-            rk, sk = f["runs/%s:real/kernels" % p][()], f["runs/%s:sim/kernels" % p][()]
-            rs, ss = f["runs/%s:real/steps" % p][()], f["runs/%s:sim/steps" % p][()]
+            rk, sk = f["runs/%s:real/kernels" % p][()], g["runs/%s:sim/kernels" % p][()]
+            rs, ss = f["runs/%s:real/steps" % p][()], g["runs/%s:sim/steps" % p][()]
         except KeyError:
-            sys.exit("class_errors: %s: no runs %s:real and %s:sim with kernels and steps" % (a.h5, p, p))
+            sys.exit("class_errors: %s%s: no runs %s:real and %s:sim with kernels and steps"
+                     % (a.h5, " / " + a.sim if a.sim else "", p, p))
         acc = {}
         for i in range(min(len(rs), len(ss))):
             x, y = rs[i], ss[i]

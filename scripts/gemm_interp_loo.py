@@ -10,7 +10,9 @@
    the rest, in the column the simulator costs with (core/cost/profile.c, row_seconds); and every
    interior m of the exact-shape class tables (qkv, o, ffn, lm_head).  Dropping a value doubles the
    grid's spacing, so the errors are larger than at the grid's own spacing; they rank the rules.
-2. A check, not a selection: Dream-7B's exact GEMM rows of device call 5 (`dkv profile --model
+2. A check, not a selection: Dream-7B's exact GEMM rows (--dream FILE: a profile of the shipped method
+   without a grid of its own, device call 55's dream_gemm.lua: each row in the simulator's column against
+   the profile's grid at the same shape; otherwise) of device call 5 (`dkv profile --model
    dream-7b`, warm method: one event pair per call, no L2 flush) against the grid of the same run and
    against the profile's grid in its warm_s column (the same method, another run); the run-to-run spread
    of the two runs on the grid shapes both hold; and the exact class rows against the grid at the same
@@ -18,7 +20,7 @@
 
 3. --write-dream-profile: the profile with Dream's exact call-5 rows added to qkv, o, ffn and lm_head
    (warm_s = call 5's seconds, stream_s = that less the same class's median warm_s - stream_s at the
-   same m), a diagnostic for `PROFILE=OUT.lua hw_session.sh post` (what exact Dream GEMM rows would
+   same m; a file of the profile's own method: its rows as measured), a diagnostic for `PROFILE=OUT.lua hw_session.sh post` (what exact Dream GEMM rows would
    change), not a profile to ship: two runs, two methods.
 
 Rules: "log" piecewise linear in (log x, log t) (dkv before 2026-12-01 session 12), "affine" in (x, t)
@@ -68,10 +70,18 @@ def column(tab, name, col):
             warm, st = r[ix["warm_s"]], r[ix["stream_s"]] if "stream_s" in ix else None
             if st is None:
                 t = warm if name in ("qkv", "ffn", "lm_head") else t
-            else:
-                t = st if name in ("qkv", "ffn", "lm_head") else max(t - (warm - st), st)
+            elif name in ("qkv", "ffn", "lm_head"):   # stream_s + the table's drain (session 17)
+                t = st + drain(tab)
+            # a flushed table keeps its median (session 14)
         out[tuple(r[:3])] = t
     return out
+
+
+def drain(tab):
+    """The table's median warm_s - stream_s, at least 0 (profile.c table_drain)."""
+    fields, extra, rows = tab
+    iw, ist = len(fields) + 2 + extra.index("warm_s"), len(fields) + 2 + extra.index("stream_s")
+    return max(statistics.median(r[iw] - r[ist] for r in rows), 0.0)
 
 
 def interp1(xs, ys, x, rule):
@@ -91,6 +101,8 @@ def grid_interp(G, axes, q, rule, work=None):
     """t at q = (m, n, k) from a tensor grid G over axes, axis by axis (m innermost, then k, then n, as
     profile.c); work: interpolate t / work(m, n, k) instead (rule applies to it)."""
     def val(key):
+        if key not in G:   # a grid with shapes missing (profile l's largest m): no value there
+            return float("nan")
         return G[key] / work(*key) if work else G[key]
 
     def along(level, fixed):   # level 2: n, 1: k, 0: m
@@ -144,7 +156,11 @@ def loo_grid(G, drop, rule, work):
     for ii in itertools.product(*idx):
         q = tuple(axes[j][ii[j]] for j in range(3))
         sub = [[v for v in axes[j] if not (j in drop and v == q[j])] for j in range(3)]
-        errs.append((q, grid_interp(G, sub, q, rule, work) / G[q] - 1))
+        if q not in G:
+            continue
+        e = grid_interp(G, sub, q, rule, work) / G[q] - 1
+        if not math.isnan(e):   # a neighbour the grid lacks
+            errs.append((q, e))
     return errs
 
 
@@ -162,7 +178,47 @@ def loo_class(P, rule):
     return errs
 
 
+def dream_exact_check(P, D):
+    """Dream's exact class rows measured by the shipped profile's method (device call 55: flushed, warm_s,
+    stream_s; no grid of their own) against the profile's generic grid at the same shapes, each in the
+    column the simulator costs with: what the lookup of an unprofiled model's GEMMs costs it."""
+    print("\n## Check: Dream-7B's exact rows (flushed method) against the profile's grid, costed columns\n")
+    G = column(P["gemm"], "gemm", "costed")
+    axes = [sorted({q[j] for q in G}) for j in range(3)]
+    print("(the LM head: the nearest measured width in proportion to n k, as profile.c looks it up)\n")
+    print("| table (n, k) | rows | lookup / exact - 1: mean | m <= 256 | 256 < m <= 1536 | m > 1536 | largest |e| |")
+    print("|---|---|---|---|---|---|---|")
+    L = column(P["lm_head"], "lm_head", "costed")
+
+    def lm_head(q):   # profile.c: the nearest measured (n, k) by n k, in proportion to n k
+        ref = min({x[1:] for x in L}, key=lambda nk: abs(math.log(nk[0] * nk[1] / (q[1] * q[2]))))
+        ms = sorted(x[0] for x in L if x[1:] == ref)
+        return interp1(ms, [L[(m,) + ref] for m in ms], q[0], "affine") * q[1] * q[2] / (ref[0] * ref[1])
+    for name in ("qkv", "o", "ffn", "lm_head"):
+        if name not in D:
+            continue
+        T = column(D[name], name, "costed")
+        for nk in sorted({q[1:] for q in T}):
+            if name == "lm_head" and nk in {x[1:] for x in L}:
+                continue   # a width the profile holds: not a lookup
+            look = lm_head if name == "lm_head" else (lambda q: grid_interp(G, axes, q, "affine"))
+            e = {q[0]: look(q) / T[q] - 1 for q in T if q[1:] == nk}
+            e = {m: x for m, x in e.items() if not math.isnan(x)}
+            if not e:
+                print("| %s %d, %d | 0 | outside the lookup's range | | | | |" % (name, nk[0], nk[1]))
+                continue
+
+            def band(lo, hi):
+                v = [x for m, x in e.items() if lo < m <= hi]
+                return "%+.1f %%" % (100 * statistics.mean(v)) if v else "-"
+            print("| %s %d, %d | %d | %+.1f %% | %s | %s | %s | %.1f %% |" % (
+                name, nk[0], nk[1], len(e), 100 * statistics.mean(e.values()), band(0, 256), band(256, 1536),
+                band(1536, 1e9), 100 * max(abs(x) for x in e.values())))
+
+
 def dream_check(P, D):
+    if "gemm" not in D:
+        return dream_exact_check(P, D)
     print("\n## Check: Dream-7B's exact rows (call 5) against the grid\n")
     g5 = column(D["gemm"], "gemm", "seconds")
     g11 = column(P["gemm"], "gemm", "warm")
@@ -210,8 +266,13 @@ def write_dream_profile(text, P, D, path):
             fields, extra, rows = P[cur]
             iw, ist = len(fields) + 2 + extra.index("warm_s"), len(fields) + 2 + extra.index("stream_s")
             have = {tuple(r[1:3]) for r in rows}
-            for r in D[cur][2]:
+            dfields, dextra, drows = D[cur]
+            same = dextra[:len(extra)] == extra   # the same method (call 55): its own columns, as measured
+            for r in drows:
                 if tuple(r[1:3]) in have:
+                    continue
+                if same:
+                    out.append("        {%s}," % ", ".join("%.9g" % v for v in r[:len(fields) + 2 + len(extra)]))
                     continue
                 o = [x[iw] - x[ist] for x in rows if x[0] == r[0]]
                 st = max(r[3] - (statistics.median(o) if o else 0), 0.5 * r[3])

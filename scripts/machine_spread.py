@@ -9,13 +9,18 @@ RES/sim), e.g. /tmp/p28 /tmp/p36 ... /tmp/p46.  Prints, per held-out point: its 
 first, summed, on every machine (s); the real-against-real mean |step difference| over every pair of
 machines (steps paired by index where both plans agree: min / median / max, %); then per run set the
 simulator's mean signed step error (bias) on the held-out and the in-sample points (the mean over
-points of each point's mean error over its paired steps, %)."""
+points of each point's mean error over its paired steps, %); then per held-out point its real request
+latency p50 and p99 on every machine (numpy's linear percentile over the run's requests), their largest
+over smallest, and whether one prediction can be within issue 9's 8 % of every machine at all: some x with
+|x / r - 1| <= 0.08 for every machine's r exists only when max r / min r <= 1.08 / 0.92 (1.174); where it
+does, the band of such x."""
 import itertools
 import os
 import statistics as st
 import sys
 
 import h5py
+import numpy as np
 
 
 def steps(path):
@@ -68,6 +73,30 @@ def main():
                  if k.endswith(":real") and k[:-5] + ":sim" in s and paired(r[k], s[k[:-5] + ":sim"])]
             line += "  %s %s" % (f, "%+.2f" % st.mean(b) if b else "-")
         print(line)
+    tol = 0.08
+    print("\npoint: real request latency p50 / p99 over the machines: min .. max (s), max / min; "
+          "a prediction within %.0f %% of every machine: its band, or none" % (100 * tol))
+    for p in points:
+        cells = []
+        for q in (50, 99):
+            v = [lat(res, p, q) for _, res, real in sets if p + ":real" in real]
+            v = [x for x in v if x is not None]
+            if not v:
+                cells.append("p%d -" % q)
+                continue
+            lo, hi = min(v), max(v)
+            band = "%.3f..%.3f" % (hi / (1 + tol), lo / (1 - tol)) if hi / (1 + tol) <= lo / (1 - tol) else "none"
+            cells.append("p%d %.3f..%.3f x%.3f %s" % (q, lo, hi, hi / lo, band))
+        print("%-26s %s" % (p, " | ".join(cells)))
+
+
+def lat(res, point, q):
+    """The q-th percentile of the real run's request latencies, or None without requests."""
+    runs = h5py.File("%s/h5/heldout.h5" % res, "r")["runs"]
+    k = point + ":real"
+    if k not in runs or "requests" not in runs[k]:
+        return None
+    return float(np.percentile(runs[k]["requests"]["latency_s"][()], q))
 
 
 if __name__ == "__main__":

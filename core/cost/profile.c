@@ -24,14 +24,18 @@ typedef struct tspec {
                     the flushed median stays for operands that fit in the L2 but are evicted between
                     uses in a step (o weights, attention's cached KV, compression, the generic grid's
                     small shapes).  docs/COST_MODEL.md "Which column" */
+    bool drain;  /* with warm_s and stream_s: costed from stream_s plus the table's drain, the median
+                    over its rows of warm_s - stream_s (>= 0).  Copies of one GEMM back to back hide
+                    that per-call time; a step's GEMM after another kernel does not (session 17:
+                    docs/COST_MODEL.md "The GEMMs' drain") */
 } tspec;
 
 static const tspec specs[DKV_PT_N] = {
-    [DKV_PT_QKV] = {"qkv", {"n", "k"}, {"m"}, {NULL}, false, true, true},
+    [DKV_PT_QKV] = {"qkv", {"n", "k"}, {"m"}, {NULL}, false, true, true, true},
     [DKV_PT_O] = {"o", {"n", "k"}, {"m"}, {NULL}, false, true},
-    [DKV_PT_FFN] = {"ffn", {"n", "k"}, {"m"}, {NULL}, false, true, true},
+    [DKV_PT_FFN] = {"ffn", {"n", "k"}, {"m"}, {NULL}, false, true, true, true},
     [DKV_PT_GEMM] = {"gemm", {NULL}, {"m", "k", "n"}, {NULL}, false, true},
-    [DKV_PT_LM_HEAD] = {"lm_head", {"n", "k"}, {"m"}, {NULL}, false, true, true},
+    [DKV_PT_LM_HEAD] = {"lm_head", {"n", "k"}, {"m"}, {NULL}, false, true, true, true},
     [DKV_PT_ATTN] = {"attn", {"heads", "kv_heads", "head_dim", "mode"}, {"q_rows", "kv_tokens"}, {NULL}, false, true},
     [DKV_PT_KV_STORE] = {"kv_store", {"heads", "kv_heads", "head_dim"}, {"rows"}, {NULL}, false, true, true},
     [DKV_PT_KV_GATHER] = {"kv_gather", {"rows", "heads", "kv_heads", "head_dim"}, {"keys"}, {"keep"}, false, false, true},
@@ -243,12 +247,38 @@ bool dkv_profile_uses_warm(dkv_prof_tab id) { return (unsigned)id < DKV_PT_N && 
  * the overlap stream_s shows is that of identical calls whose operands the previous call left in the
  * L2, which a kernel that starts from HBM in a step does not get (session 14: the median less that
  * overlap, the rule since call 11, put the in-step attention and O projection 10-16 % short). */
-static double row_seconds(const ptab *t, const tspec *s, const double *row)
+static double row_seconds(const ptab *t, const tspec *s, const double *row, double drain)
 {
     double flushed = row[t->n_fields];
     if (t->warm_col < 0 || !s->warm)
         return flushed;
-    return t->stream_col < 0 ? row[t->warm_col] : row[t->stream_col];
+    return t->stream_col < 0 ? row[t->warm_col] : row[t->stream_col] + drain;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* A drain table's per-call drain (specs[].drain): the median over its rows of warm_s - stream_s, at
+ * least 0; 0 for other tables and tables without both columns. */
+static dkv_status table_drain(const ptab *t, const tspec *s, const char *where, dkv_prof_tab id, double *out,
+                              dkv_err *err)
+{
+    *out = 0;
+    if (!s->drain || t->warm_col < 0 || t->stream_col < 0 || t->n == 0)
+        return DKV_OK;
+    double *d = malloc(t->n * sizeof *d);
+    if (!d)
+        return dkv_err_set(err, DKV_ENOMEM, "%s: %s: out of host memory", where, label(id));
+    for (size_t r = 0; r < t->n; r++)
+        d[r] = t->raw[r * t->width + t->warm_col] - t->raw[r * t->width + t->stream_col];
+    qsort(d, t->n, sizeof *d, cmp_double);
+    double med = t->n % 2 ? d[t->n / 2] : 0.5 * (d[t->n / 2 - 1] + d[t->n / 2]);
+    free(d);
+    *out = med > 0 ? med : 0;
+    return DKV_OK;
 }
 
 /* ------------------------------------------------------------------ index */
@@ -299,6 +329,11 @@ static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err
         free(ord);
         return dkv_err_set(err, DKV_ENOMEM, "%s: %s: out of host memory", where, label(id));
     }
+    dkv_status st = table_drain(t, s, where, id, &t->drain_s, err);
+    if (st != DKV_OK) {
+        free(ord);
+        return st;
+    }
     for (size_t i = 0; i < n; i++)
         ord[i] = i;
     g_sort_tab = t;
@@ -323,7 +358,7 @@ static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err
             t->ax[i * t->na + k] = v;
             t->lax[i * t->na + k] = log(v);
         }
-        t->sec[i] = row_seconds(t, s, row);
+        t->sec[i] = row_seconds(t, s, row, t->drain_s);
         t->lsec[i] = log(t->sec[i]);
     }
     free(ord);

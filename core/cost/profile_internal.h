@@ -16,6 +16,7 @@ typedef struct ptab {
     bool     affine;         /* interpolated in (x, t), not (log x, log t): gemm_affine() */
     int      warm_col;       /* the warm_s column (absolute), -1: none; used when specs[].warm */
     int      stream_col;     /* the stream_s column (absolute), -1: none (needs warm_col) */
+    double   drain_s;        /* specs[].drain: added to stream_s (tab_index), else 0 */
     uint32_t n_fields, n_extra, width;
     char     fields[DKV_PROF_FIELDS][24];
     double  *raw;            /* n x width as given */

@@ -442,8 +442,9 @@ static void test_warm_column(void **state)
 }
 
 /* The stream column (PROFILE_FORMAT.md, docs/COST_MODEL.md "Which column"): with stream_s a warm table is
- * costed from it, a flushed table from its flushed median (since session 14; before, the median less the
- * row's overhead warm_s - stream_s); stream_s without warm_s, or not > 0, is refused. */
+ * costed from it (a GEMM table plus its drain, below), a flushed table from its flushed median (since
+ * session 14; before, the median less the row's overhead warm_s - stream_s); stream_s without warm_s, or
+ * not > 0, is refused. */
 static void test_stream_column(void **state)
 {
     (void)state;
@@ -463,8 +464,9 @@ static void test_stream_column(void **state)
         assert_int_equal(dkv_profile_table_stream(p, id, 2, "t.lua", NULL), DKV_OK);
     }
     assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
-    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 32, 12288, 4096) - 31e-6) < 1e-15);   /* stream_s */
-    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 64, 12288, 4096) - 32e-6) < 1e-15);
+    /* stream_s + the drain: the median of warm_s - stream_s over the table's rows, (2 + 3) / 2 us */
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 32, 12288, 4096) - 33.5e-6) < 1e-15);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 64, 12288, 4096) - 34.5e-6) < 1e-15);
     assert_true(fabs(dkv_profile_gemm(p, DKV_PT_O, 32, 4096, 4096) - 16e-6) < 1e-15);     /* the median */
     assert_true(fabs(dkv_profile_gemm(p, DKV_PT_O, 64, 4096, 4096) - 17e-6) < 1e-15);
     dkv_profile_free(p);
@@ -474,6 +476,48 @@ static void test_stream_column(void **state)
     assert_int_equal(dkv_profile_table_warm(p, DKV_PT_QKV, 1, "t.lua", NULL), DKV_OK);
     assert_int_equal(dkv_profile_table_stream(p, DKV_PT_QKV, 2, "t.lua", &e), DKV_EINVAL);
     assert_non_null(strstr(e.msg, "kernels.qkv.rows[1]: stream_s must be > 0"));
+    dkv_profile_free(p);
+}
+
+/* The GEMMs' drain (docs/COST_MODEL.md "The GEMMs' drain"): a q|k|v, FFN or LM-head table with warm_s and
+ * stream_s is costed from stream_s plus the median over its rows of warm_s - stream_s (never below 0); an
+ * elementwise table (warm, with stream_s) from stream_s alone; a table without stream_s from warm_s. */
+static void test_gemm_drain(void **state)
+{
+    (void)state;
+    /* m, n, k, median, launches, p10, warm_s, stream_s: drains 1, 4, 2 us -> median 2 us */
+    double f[3 * 8] = {32,  14336, 4096, 50e-6, 1, 49e-6, 52e-6, 51e-6, 64, 14336, 4096, 51e-6, 1, 50e-6, 57e-6, 53e-6,
+                       128, 14336, 4096, 52e-6, 1, 51e-6, 56e-6, 54e-6};
+    /* drains -1, -3 us -> 0: never below stream_s */
+    double l[2 * 8] = {32, 126464, 4096, 90e-6, 1, 89e-6, 91e-6, 92e-6, 64, 126464, 4096, 95e-6, 1, 94e-6, 94e-6, 97e-6};
+    /* kind, rows, cols, median, launches, p10, warm_s, stream_s: elementwise has no drain */
+    double e[2 * 8] = {0, 32, 4096, 5e-6, 1, 4e-6, 8e-6, 3e-6, 0, 64, 4096, 6e-6, 1, 5e-6, 9e-6, 4e-6};
+    static const char *const ew[] = {"kind", "rows", "cols"};
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_FFN, MNK, 3, 3, f, 3, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_LM_HEAD, MNK, 3, 3, l, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_ELEMENTWISE, ew, 3, 3, e, 2, "t.lua", NULL), DKV_OK);
+    dkv_prof_tab ids[] = {DKV_PT_FFN, DKV_PT_LM_HEAD, DKV_PT_ELEMENTWISE};
+    for (int t = 0; t < 3; t++) {
+        assert_int_equal(dkv_profile_table_warm(p, ids[t], 1, "t.lua", NULL), DKV_OK);
+        assert_int_equal(dkv_profile_table_stream(p, ids[t], 2, "t.lua", NULL), DKV_OK);
+    }
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_FFN, 32, 14336, 4096) - 53e-6) < 1e-15);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_FFN, 64, 14336, 4096) - 55e-6) < 1e-15);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_FFN, 128, 14336, 4096) - 56e-6) < 1e-15);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_LM_HEAD, 32, 126464, 4096) - 92e-6) < 1e-15);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_LM_HEAD, 64, 126464, 4096) - 97e-6) < 1e-15);
+    assert_true(fabs(dkv_profile_elementwise(p, 0, 32, 4096) - 3e-6) < 1e-15);
+    assert_true(fabs(dkv_profile_elementwise(p, 0, 64, 4096) - 4e-6) < 1e-15);
+    dkv_profile_free(p);
+    /* warm_s alone (a profile before the stream column): warm_s, no drain */
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_FFN, MNK, 3, 3, f, 3, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_warm(p, DKV_PT_FFN, 1, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_FFN, 64, 14336, 4096) - 57e-6) < 1e-15);
     dkv_profile_free(p);
 }
 
@@ -493,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_bad_tables),
         cmocka_unit_test(test_warm_column),
         cmocka_unit_test(test_stream_column),
+        cmocka_unit_test(test_gemm_drain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Device call 55 (session 17): (a) Dream-7B's own GEMM shapes (q|k|v, O, FFN, LM head), which the shipped
+# profile does not contain (Dream is the model validated from a profile without its exact shapes): measured
+# here only to read the generic grid's interpolation error at those shapes (scripts/gemm_interp_loo.py --dream),
+# not merged into any profile; (b) another fresh run set: the 9 in-sample and the 11 held-out points
+# (sm_clock on, no class events) on a machine the GEMM drain rule (docs/COST_MODEL.md "The GEMMs' drain") has
+# never seen.
+# The backend is session 16's final one (commit 7f3637e's cuda/; unchanged since): .hwbin of call 50/52 (dkv
+# and its libraries only); the simulated half is re-simulated by `post` with this commit's dkv.
+# here:  the tiny model and call 7's hw_h5_multi.tgz moved out of the tree for the call (the 64 MiB carry)
+# there: run(command="bash datasets/hw/2026-12-02/call55/command.sh", carry=[".hwbin"])
+# post:  DKV=$PWD/build/release/dkv RES=/tmp/X bash scripts/hw_session.sh post datasets/hw/2026-12-02/call55
+set -u
+unxz_all() { for f in "$@"; do [ -f "$f" ] || continue
+    if command -v xz > /dev/null; then xz -d -f "$f"
+    else python3 -c "import lzma,sys; open(sys.argv[1][:-3],'wb').write(lzma.open(sys.argv[1]).read())" "$f" && rm -f "$f"; fi; done; }
+unxz_all .hwbin/dkv.xz .hwbin/lib/*.xz
+chmod +x .hwbin/dkv
+export LD_LIBRARY_PATH="$PWD/.hwbin/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,serial,driver_version,clocks.max.sm,power.limit --format=csv,noheader > "$OUT/device.txt"
+X=$OUT/x; mkdir -p "$X"
+t0=$SECONDS
+timeout 120 .hwbin/dkv profile -o "$OUT/dream_gemm.lua" --model dream-7b --grid gemm,lm_head --deadline 90 > "$X/profile.log" 2>&1
+echo "dream gemm profile exit $? $((SECONDS - t0)) s"
+tail -3 "$X/profile.log"
+STEPS="validate heldout" DEADLINE=200 bash scripts/hw_session.sh device > "$X/b.log" 2>&1
+echo "validate/heldout done $((SECONDS - t0)) s"
+cat "$OUT/table.txt" 2> /dev/null | tail -28 | cut -c1-110
+cd "$OUT" && tar czf x.tgz x && rm -rf x
