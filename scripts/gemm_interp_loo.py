@@ -61,6 +61,7 @@ def column(tab, name, col):
     fields, extra, rows = tab
     nf = len(fields)
     ix = {e: nf + 2 + i for i, e in enumerate(extra)}
+    dr = drain(tab) if col == "costed" and name in ("qkv", "ffn", "lm_head") and "stream_s" in ix else 0.0
     out = {}
     for r in rows:
         t = r[nf]
@@ -71,7 +72,7 @@ def column(tab, name, col):
             if st is None:
                 t = warm if name in ("qkv", "ffn", "lm_head") else t
             elif name in ("qkv", "ffn", "lm_head"):   # stream_s + the table's drain (session 17)
-                t = st + drain(tab)
+                t = st + dr
             # a flushed table keeps its median (session 14)
         out[tuple(r[:3])] = t
     return out

@@ -74,13 +74,13 @@ def main():
             line += "  %s %s" % (f, "%+.2f" % st.mean(b) if b else "-")
         print(line)
     tol = 0.08
+    lats = {res: latencies("%s/h5/heldout.h5" % res) for _, res, _ in sets}
     print("\npoint: real request latency p50 / p99 over the machines: min .. max (s), max / min; "
           "a prediction within %.0f %% of every machine: its band, or none" % (100 * tol))
     for p in points:
         cells = []
         for q in (50, 99):
-            v = [lat(res, p, q) for _, res, real in sets if p + ":real" in real]
-            v = [x for x in v if x is not None]
+            v = [float(np.percentile(lats[res][p + ":real"], q)) for _, res, _ in sets if p + ":real" in lats[res]]
             if not v:
                 cells.append("p%d -" % q)
                 continue
@@ -90,13 +90,10 @@ def main():
         print("%-26s %s" % (p, " | ".join(cells)))
 
 
-def lat(res, point, q):
-    """The q-th percentile of the real run's request latencies, or None without requests."""
-    runs = h5py.File("%s/h5/heldout.h5" % res, "r")["runs"]
-    k = point + ":real"
-    if k not in runs or "requests" not in runs[k]:
-        return None
-    return float(np.percentile(runs[k]["requests"]["latency_s"][()], q))
+def latencies(path):
+    """{run: its request latencies (s)} of the runs in path that have requests."""
+    runs = h5py.File(path, "r")["runs"]
+    return {k: runs[k]["requests"]["latency_s"][()] for k in runs if "requests" in runs[k]}
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 /* profile.c - a measured GPU profile: tables, checks, and lookups (log-space; GEMMs linear) (see profile.h). */
 #include "cost/profile.h"
 #include "cost/profile_internal.h"
+#include "engine/engine.h"   /* dkv_percentile */
 
 #include <math.h>
 #include <stdio.h>
@@ -247,18 +248,12 @@ bool dkv_profile_uses_warm(dkv_prof_tab id) { return (unsigned)id < DKV_PT_N && 
  * the overlap stream_s shows is that of identical calls whose operands the previous call left in the
  * L2, which a kernel that starts from HBM in a step does not get (session 14: the median less that
  * overlap, the rule since call 11, put the in-step attention and O projection 10-16 % short). */
-static double row_seconds(const ptab *t, const tspec *s, const double *row, double drain)
+static double row_seconds(const ptab *t, const tspec *s, const double *row)
 {
     double flushed = row[t->n_fields];
     if (t->warm_col < 0 || !s->warm)
         return flushed;
-    return t->stream_col < 0 ? row[t->warm_col] : row[t->stream_col] + drain;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    return t->stream_col < 0 ? row[t->warm_col] : row[t->stream_col] + t->drain_s;
 }
 
 /* A drain table's per-call drain (specs[].drain): the median over its rows of warm_s - stream_s, at
@@ -274,8 +269,7 @@ static dkv_status table_drain(const ptab *t, const tspec *s, const char *where, 
         return dkv_err_set(err, DKV_ENOMEM, "%s: %s: out of host memory", where, label(id));
     for (size_t r = 0; r < t->n; r++)
         d[r] = t->raw[r * t->width + t->warm_col] - t->raw[r * t->width + t->stream_col];
-    qsort(d, t->n, sizeof *d, cmp_double);
-    double med = t->n % 2 ? d[t->n / 2] : 0.5 * (d[t->n / 2 - 1] + d[t->n / 2]);
+    double med = dkv_percentile(d, t->n, 50);
     free(d);
     *out = med > 0 ? med : 0;
     return DKV_OK;
@@ -358,7 +352,7 @@ static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err
             t->ax[i * t->na + k] = v;
             t->lax[i * t->na + k] = log(v);
         }
-        t->sec[i] = row_seconds(t, s, row, t->drain_s);
+        t->sec[i] = row_seconds(t, s, row);
         t->lsec[i] = log(t->sec[i]);
     }
     free(ord);
