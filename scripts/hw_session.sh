@@ -79,6 +79,7 @@ build() {
         | grep -v -E "/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|libresolv|ld-linux[^/]*)\.so|cuda|cublas" \
         | while read -r l; do cp -L "$l" "$HB/lib/"; done
     nvcc -O3 -arch=sm_90 cuda/bench/bwcurve.cu -o "$HB/bwcurve" || exit 1
+    nvcc -O3 -arch=sm_90 cuda/bench/l2probe.cu -o "$HB/l2probe" || exit 1   # under ncu: docs/COST_MODEL.md
     scons -Q -j2 variant=hw mode=release cuda=yes "$B/tests/gpu/test_multi_instances" >/dev/null || exit 1
     cp "$B/tests/gpu/test_multi_instances" "$HB/" || exit 1
     # issue 9 (session 13): the selection's parts at unaligned key counts (docs/COST_MODEL.md "Unaligned key counts")

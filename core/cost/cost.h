@@ -111,7 +111,8 @@ typedef struct dkv_cost_hw {
  * (splits 0) the persistent grid walks the output in super-tiles of group_rows row tiles (at most
  * DKV_COST_GEMM_GROUP_ROWS token rows) x group_cols = n_sms / group_rows column tiles: the weights
  * are streamed once per group (`groups` times), a group's input rows once per column wave
- * (`col_waves` per group) unless they stay in L2. */
+ * (`col_waves` per group) unless they stay in L2.  One group runs round(tiles / n_sms) column waves,
+ * one wave at most 64 token rows when tiles of 384 weight rows fit the SMs (cuBLAS widens them). */
 #define DKV_COST_GEMM_GROUP_ROWS 1152.0
 
 /* The L2 replay's bound on dirty lines (cost_l2.c, docs/COST_MODEL.md "Writes per class"): at most

@@ -33,9 +33,10 @@
 /* cuBLAS's GEMM tiles (docs/COST_MODEL.md "HBM bytes with an L2", from the kernel names Nsight
  * Compute recorded, nvjet_sm90_tst_<weight rows>x<token rows>_...): token rows per tile 32 or 64
  * for up to 64 rows, else the rows split evenly into tiles of at most 192 (multiples of 16);
- * 128 weight rows per tile (the commonest choice; 64-320 were seen). */
+ * 128 weight rows per tile (the commonest choice; 64-384 were seen), up to TILE_W_WIDE at few rows. */
 #define TILE_W 128.0
 #define TILE_T_MAX 192.0
+#define TILE_W_WIDE 384.0
 #define GEMM_CHUNKS 8.0
 #define MAX_ENT 96
 
@@ -64,6 +65,11 @@ void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, dkv_cost_ge
     g->groups = ceil(g->tiles_m / g->group_rows);
     double per = floor(n_sms / g->group_rows);
     g->col_waves = g->groups > 1 ? ceil(g->tiles_n / per) : fmax(1, floor(tiles / n_sms + 0.5));
+    /* at most 64 token rows cuBLAS widens the weight tiles, up to TILE_W_WIDE rows, to run one wave
+     * when that fits the SMs (Dream-7B's gate|up at 32 and 64 rows: 384 x 32 and 320 x 64 tiles, 99 and
+     * 119 of them; not the LM head: 330 tiles of 384 rows exceed the SMs) */
+    if (M <= 64 && g->groups == 1 && ceil(N / TILE_W_WIDE) * g->tiles_m <= n_sms)
+        g->col_waves = 1;
     g->group_cols = g->tiles_n / g->col_waves;
 }
 

@@ -315,6 +315,17 @@ static void test_gemm_tiles(void **state)
     dkv_cost_gemm_tiles(1100, 4096, 4096, 132, &g);   /* 6 tiles of 184 rows: one group */
     assert_true(g.tiles_m == 6 && g.groups == 1);
     assert_true(g.group_rows * g.tile_rows <= DKV_COST_GEMM_GROUP_ROWS);
+    /* at most 64 rows cuBLAS widens the weight tiles to run one wave (Nsight Compute, device call 56:
+     * Dream-7B's gate|up, n = 37,888, 384 x 32 tiles at 32 rows, 320 x 64 at 64), not at 128 rows
+     * (144 x 128, two waves) nor for the LM head (126,464 wide: 330 tiles of 384 exceed the SMs) */
+    dkv_cost_gemm_tiles(32, 37888, 3584, 132, &g);
+    assert_true(g.splits == 0 && g.groups == 1 && g.col_waves == 1);
+    dkv_cost_gemm_tiles(64, 37888, 3584, 132, &g);
+    assert_true(g.col_waves == 1);
+    dkv_cost_gemm_tiles(128, 37888, 3584, 132, &g);
+    assert_true(g.col_waves == 2);
+    dkv_cost_gemm_tiles(32, 126464, 4096, 132, &g);
+    assert_true(g.col_waves == 7);
 }
 
 /* Large M (docs/COST_MODEL.md "Large-M GEMMs"): gate+up at 2,112 rows on the H200 (31.5 MB per L2

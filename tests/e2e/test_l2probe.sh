@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# test_l2probe.sh - scripts/l2probe.py (what the L2 keeps between kernels, from cuda/bench/l2probe.cu under
+# Nsight Compute; docs/COST_MODEL.md "What the L2 keeps between kernels") without a GPU: stand-in manifests
+# and ncu CSVs made from a model L2 must be fitted back to that model (sets of 16 ways over 40 MB; one LRU
+# over 31.5 MB), bad inputs are refused naming file and line, and device call 56's recorded files parse.
+set -euo pipefail
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$ROOT"
+PY=/usr/bin/python3
+
+$PY scripts/l2probe.py standin "$T/m16.txt" "$T/n16.csv" --cap 40 --assoc 16
+$PY scripts/l2probe.py "$T/m16.txt" "$T/n16.csv" -o "$T/t16.md" > "$T/o16.txt" || fail "l2probe.py on the 16-way stand-in"
+cmp -s "$T/t16.md" "$T/o16.txt" || fail "-o and stdout differ"
+grep -q "^Criterion: none (a measurement)" "$T/o16.txt" || fail "no criterion line first"
+n=$(grep -c "^| \(clean\|dirty\), [12] CTA(s), [28] MB | 16 ways | 40.0 | 0.000 |$" "$T/o16.txt" || true)
+[ "$n" = 8 ] || fail "16-way stand-in: $n of 8 curves fitted back to 16 ways over 40 MB: $(grep ways "$T/o16.txt")"
+$PY scripts/l2probe.py standin "$T/mL.txt" "$T/nL.csv" --cap 31.5
+$PY scripts/l2probe.py "$T/mL.txt" "$T/nL.csv" > "$T/oL.txt"
+n=$(grep -c "| one LRU | \(30.0\|31.5\) | 0.000 |$" "$T/oL.txt" || true)
+[ "$n" = 8 ] || fail "LRU stand-in: $n of 8 curves fitted back to one LRU: $(grep -i lru "$T/oL.txt")"
+# one LRU of 31.5 MB: an 8 MB probe behind a 28 MB stream keeps (31.5 - 28) / 8 = 0.438, a 2 MB one all
+grep -q "^| 28 | 1.000 | 0.438 | 1.000 | 0.438 | 1.000 (0.000) | 0.438 (0.562) |" "$T/oL.txt" ||
+    fail "LRU stand-in: the 28 MB row is not the model's: $(grep '^| 28 ' "$T/oL.txt")"
+
+# bad inputs: named by file and line, exit 1, nothing half-written
+head -n 6 "$T/n16.csv" > "$T/short.csv"
+if $PY scripts/l2probe.py "$T/m16.txt" "$T/short.csv" -o "$T/never.md" 2> "$T/e1"; then fail "a short CSV was accepted"; fi
+grep -q "short.csv has 2 l2probe kernels, .*m16.txt lists [0-9]* launches" "$T/e1" || fail "short CSV: $(cat "$T/e1")"
+[ ! -e "$T/never.md" ] || fail "-o written despite the error"
+sed '3s/^k \([0-9]*\) .*/k \1 w 0 dirty x 0 1/' "$T/m16.txt" > "$T/badm.txt"
+if $PY scripts/l2probe.py "$T/badm.txt" "$T/n16.csv" 2> "$T/e2"; then fail "a bad manifest line was accepted"; fi
+grep -q "badm.txt:3: a number field does not parse" "$T/e2" || fail "bad manifest: $(cat "$T/e2")"
+sed 's/"write_kernel/"read_kernel/' "$T/n16.csv" > "$T/swap.csv"
+if $PY scripts/l2probe.py "$T/m16.txt" "$T/swap.csv" 2> "$T/e3"; then fail "swapped kernel names were accepted"; fi
+grep -q "m16.txt:[0-9]*: launch [0-9]* is write_kernel, ncu's row (.*swap.csv:[0-9]*) is read_kernel" "$T/e3" ||
+    fail "swapped kernels: $(cat "$T/e3")"
+if $PY scripts/l2probe.py standin "$T/x.txt" "$T/x.csv" --cap 40 --asoc 16 2> "$T/e4"; then fail "a misspelt option was accepted"; fi
+grep -q "unknown option --asoc" "$T/e4" || fail "misspelt option: $(cat "$T/e4")"
+
+# the recorded run (device call 56): every curve, the bound and the rows tables
+D=datasets/hw/2026-12-02/call56
+$PY scripts/l2probe.py $D/l2probe.txt $D/l2probe.csv > "$T/o56.txt" || fail "call 56's files do not parse"
+[ "$(grep -c "^| \(clean\|dirty\), [12] CTA(s)" "$T/o56.txt")" = 8 ] || fail "call 56: not 8 curves"
+grep -q "^| 64 | 34.5[0-9] | 0.00 | 28.4[0-9] |$" "$T/o56.txt" || fail "call 56: the bound row at 64 MB moved"
+echo ok
