@@ -448,11 +448,16 @@ bool dkv_prof_key_group(const ptab *t, const double *k, size_t *lo, size_t *hi)
             else
                 b = mid;
         }
-        size_t e = a;
-        while (e < *hi && t->key[e * t->nk + c] == k[c])
-            e++;
-        if (e == a)
+        if (a == *hi || t->key[a * t->nk + c] != k[c])
             return false;
+        size_t e = *hi;   /* the group's end: the first row past a whose key exceeds k[c] (binary, not a walk) */
+        for (size_t f = a + 1; f < e;) {
+            size_t mid = f + (e - f) / 2;
+            if (t->key[mid * t->nk + c] > k[c])
+                e = mid;
+            else
+                f = mid + 1;
+        }
         *lo = a, *hi = e;
     }
     return true;
@@ -561,8 +566,10 @@ double dkv_profile_attn_nearest(const dkv_profile *p, double q_rows, double kv_t
         return NAN;
     const ptab *t = &p->t[DKV_PT_ATTN];   /* keys: heads, kv_heads, head_dim, mode */
     double best = INFINITY, bh = 0, bk = 0;
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0, lo, hi; i < t->n; i = hi) {   /* a key group at a time (rows sort by the keys) */
         const double *k = t->key + i * t->nk;
+        if (!dkv_prof_key_group(t, k, &lo, &hi))
+            return NAN;   /* not reached: row i's own keys */
         if (k[2] != head_dim || k[3] != mode || !(k[0] > 0 && k[1] > 0))
             continue;
         double d = fabs(log(k[0] / heads)) + fabs(log(k[1] / kv_heads));
