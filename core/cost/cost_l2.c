@@ -73,7 +73,7 @@ void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, dkv_cost_ge
     g->group_cols = g->tiles_n / g->col_waves;
 }
 
-enum { B_STREAM = 0, B_X, B_H, B_QKV, B_Q, B_K, B_V, B_ATT, B_GU, B_FF, B_KVNEW, B_SC, B_ST, B_COL, B_SEL, B_LOGITS, B_ARG, B_SPLITK };
+enum { B_STREAM = 0, B_X, B_H, B_QKV, B_Q, B_K, B_V, B_ATT, B_GU, B_FF, B_KVNEW, B_SC, B_ST, B_COL, B_SEL, B_LOGITS, B_ARG, B_SPLITK, B_WGT };   /* B_WGT + i: a GEMM's weight slice i, during the GEMM */
 
 typedef struct { int key; double res, dirty; unsigned wep; } ent;
 
@@ -349,12 +349,19 @@ static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b,
                 miss = (ng * nc - 1) * sweep * slab;
             }
             s->rd += miss;
-            /* every group streams the weights, unless nothing spills: then the first group's are
-             * still in L2 */
-            stream(s, w_b * fb * (spill ? ng : g0 == 0));
+            /* every group reads the weights: a later group's read of a column chunk finds what is
+             * left of that chunk in L2 (the last chunks of a GEMM whose weights are near C); merged
+             * groups (more than GEMM_CHUNKS) stream theirs, unless nothing spills */
+            if (gs == 1)
+                rd(s, B_WGT + (int)(c0 / cs), w_b * fb);
+            else
+                stream(s, w_b * fb * (spill ? ng : g0 == 0));
             wr(s, out, out_b * rows / g.tiles_m * fb);
         }
     }
+    for (int i = 0; i < s->n; i++)   /* to the kernels after, the weights are streamed lines */
+        if (s->e[i].key >= B_WGT)
+            s->e[i].key = B_STREAM;
 }
 
 typedef struct {

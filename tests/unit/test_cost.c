@@ -363,6 +363,33 @@ static void test_l2_large_m_groups_reread_weights_and_input(void **state)
     dkv_cost_step_free(&a), dkv_cost_step_free(&b);
 }
 
+/* A later row group's weight read finds what is left of the weights in L2 (session 18: Dream-7B's O
+ * projection at 2,112 rows, 25.7 MB of weights, read 1.6 x its weights on the H200 where the replay read
+ * them twice).  A model of hidden 2,048 (O weights 8.4 MB) at 2 x 1,056 rows: 2 row groups whose
+ * operands exceed C together (the input rows of the second group miss), but the 8.4 MB of weights are
+ * still in L2 for the second group: the O projection reads them about once, not twice. */
+static void test_l2_later_group_rereads_resident_weights(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    m.hidden = 2048, m.n_heads = 16, m.n_kv_heads = 16, m.ffn = 6144;
+    dkv_step_item it[2] = {{.q_tokens = 1056, .kv_tokens = 1056, .logit_rows = 32},
+                           {.q_tokens = 1056, .kv_tokens = 1056, .logit_rows = 32}};
+    dkv_step_plan p = {.items = it, .n_items = 2};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132};
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+    dkv_cost_gemm_plan g;
+    dkv_cost_gemm_tiles(2112, 2048, 2048, 132, &g);
+    assert_true(g.groups == 2 && g.splits == 0);
+    const double W = 2048.0 * 2048 * 2, x = 2112.0 * 2048 * 2;   /* weights; input = residual = output */
+    assert_true(W + 3 * x > h200.l2_bytes / 2);                      /* the operands exceed C: a spill */
+    assert_true(cs.layer[DKV_KCLASS_O].rd >= W + x);
+    assert_true(cs.layer[DKV_KCLASS_O].rd < 1.25 * W + 2 * x);   /* twice the weights: 2 W + 1.45 x */
+    dkv_cost_step_free(&cs);
+}
+
 /* Attention and the store: the streaming bytes and the segments add up to the bytes read and
  * written, segment by segment in item order, at the item's run length. */
 static void test_segments_cover_the_traffic(void **state)
@@ -480,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_l2_gemm_group_leaves_other_rows_old),
         cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
+        cmocka_unit_test(test_l2_later_group_rereads_resident_weights),
         cmocka_unit_test(test_segments_cover_the_traffic),
         cmocka_unit_test(test_xfers_and_totals),
         cmocka_unit_test(test_bad_input),

@@ -4,6 +4,8 @@
 # l2_variants.patch applied (environment variables X_CAP (MB), X_ASSOC (ways), X_DFRAC (dirty share of
 # l2_bytes), X_GCAP (MB, the GEMMs' spill / sweep conditions), X_SPLIT (64-row tiles for the split-K
 # decision up to 128 rows); none set: the shipped replay):
+# The patch is against commit 7654c34's core/cost/cost_l2.c (later commits change that file: check out
+# 7654c34 first, `git checkout 7654c34`, to reproduce l2_variants.txt):
 #   git apply datasets/hw/2026-12-02/call56/l2_variants.patch && scons -j2 mode=release
 #   bash datasets/hw/2026-12-02/call56/l2_variants.sh /tmp/l2v        # ~2 min
 #   git apply -R datasets/hw/2026-12-02/call56/l2_variants.patch && scons -j2 mode=release
