@@ -122,6 +122,14 @@ typedef struct dkv_cost_hw {
  * them in L2 (Nsight Compute's writes of that layer's kernels, chained); 60 MiB / 3 = 21.0 MB. */
 #define DKV_COST_L2_DIRTY_FRAC (1.0 / 3.0)
 
+/* The share of the replay's L2 capacity that a GEMM weight line read by one CTA takes (a GEMM of one
+ * row tile: every weight tile has one reader), against the operands the replay's C was read from
+ * (activations read by every CTA column).  Measured on the H200 (cuda/bench/l2probe.cu, device call
+ * 56, docs/COST_MODEL.md "What the L2 keeps between kernels"): a probe survives 41.25 MB of a stream
+ * read by one CTA per line (the mean of four fitted capacities, 39.0-42.5 MB), where the replay's
+ * C is 31.5 MB: 31.5 / 41.25. */
+#define DKV_COST_L2_ONE_READER 0.76
+
 typedef struct dkv_cost_gemm_plan {
     double tile_rows;               /* token rows per tile */
     double tiles_m, tiles_n;        /* row tiles (tokens), column tiles (weight rows) */

@@ -149,6 +149,22 @@ static void stream(l2m *s, double bytes)
     push(s, B_STREAM, fmin(bytes, s->cap), 0, 0);
 }
 
+/* Reads bytes of a GEMM's weights that take foot x bytes of the L2 (DKV_COST_L2_ONE_READER when one
+ * CTA reads each line, 1 otherwise): key B_STREAM streams them (all from HBM); a weight slice key
+ * (B_WGT + i) finds what is left of the slice in L2 first. */
+static void take(l2m *s, int key, double *res, double *dirty, unsigned *wep);
+static void wread(l2m *s, int key, double bytes, double foot)
+{
+    if (bytes <= 0)
+        return;
+    double r = 0, d;
+    unsigned wep;
+    if (key != B_STREAM)
+        take(s, key, &r, &d, &wep);
+    s->rd += fmax(0, bytes - r / foot);
+    push(s, key, fmin(fmax(r, bytes * foot), s->cap), 0, 0);
+}
+
 /* Takes every entry of buffer key out of the L2: its resident and dirty bytes and the latest
  * kernel that wrote it. */
 static void take(l2m *s, int key, double *res, double *dirty, unsigned *wep)
@@ -316,9 +332,12 @@ static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b,
     dkv_cost_gemm_plan g;
     dkv_cost_gemm_tiles(M, N, K, s->n_sms, &g);
     rd(s, res, res_b);
+    /* with one row tile each weight line is read by one CTA: it takes less of the L2 than the
+     * operands every CTA reads (docs/COST_MODEL.md "What the L2 keeps between kernels") */
+    const double foot = g.tiles_m == 1 ? DKV_COST_L2_ONE_READER : 1;
     if (g.splits > 0) {
         double ws = g.splits * M * N * 4.0;
-        rd(s, in, in_b), stream(s, w_b), wr(s, B_SPLITK, ws);
+        rd(s, in, in_b), wread(s, B_STREAM, w_b, foot), wr(s, B_SPLITK, ws);
         rd(s, B_SPLITK, ws), wr(s, out, out_b);
         return;
     }
@@ -353,7 +372,7 @@ static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b,
              * left of that chunk in L2 (the last chunks of a GEMM whose weights are near C); merged
              * groups (more than GEMM_CHUNKS) stream theirs, unless nothing spills */
             if (gs == 1)
-                rd(s, B_WGT + (int)(c0 / cs), w_b * fb);
+                wread(s, B_WGT + (int)(c0 / cs), w_b * fb, foot);
             else
                 stream(s, w_b * fb * (spill ? ng : g0 == 0));
             wr(s, out, out_b * rows / g.tiles_m * fb);

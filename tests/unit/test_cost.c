@@ -390,6 +390,31 @@ static void test_l2_later_group_rereads_resident_weights(void **state)
     dkv_cost_step_free(&cs);
 }
 
+/* Weights read by one CTA a line take DKV_COST_L2_ONE_READER of their bytes in the L2 (docs/COST_MODEL.md
+ * "What the L2 keeps between kernels").  Dream-7B's Reuse step at 32 rows: the q|k|v GEMM's 33 MB of
+ * weights (one row tile) take 25 MB, so the dirty lines the layer before left (the down projection's
+ * partials, the residual, the norm's output: 2.3 MB) survive it and go to HBM during the O projection,
+ * after 59 MB of weights (Nsight Compute, device call 56: 0.50 MB per layer during q|k|v, 1.35 during
+ * O); taking their full bytes, the replay charged them all to q|k|v and none to O. */
+static void test_l2_one_reader_weights(void **state)
+{
+    (void)state;
+    dkv_model m = dream();
+    dkv_step_item it = {.q_tokens = 32, .kv_tokens = 288, .kv_cached_tokens = 256, .logit_rows = 32};
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_cost_l2_trace tr;
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .trace = &tr};
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+    assert_true(tr.n > 5 && tr.k[1].kind == DKV_KCLASS_QKV && tr.k[4].kind == DKV_KCLASS_O);
+    const double W = 3584.0 * (3584 + 2 * 512) * 2, C = h200.l2_bytes / 2;
+    assert_true(W > C && DKV_COST_L2_ONE_READER * W < C);
+    assert_true(tr.k[1].wr < 0.1e6);   /* full bytes: 2.3 MB */
+    assert_true(tr.k[4].wr > 1.5e6);   /* full bytes: 0 */
+    dkv_cost_step_free(&cs);
+}
+
 /* Attention and the store: the streaming bytes and the segments add up to the bytes read and
  * written, segment by segment in item order, at the item's run length. */
 static void test_segments_cover_the_traffic(void **state)
@@ -508,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
         cmocka_unit_test(test_l2_later_group_rereads_resident_weights),
+        cmocka_unit_test(test_l2_one_reader_weights),
         cmocka_unit_test(test_segments_cover_the_traffic),
         cmocka_unit_test(test_xfers_and_totals),
         cmocka_unit_test(test_bad_input),
