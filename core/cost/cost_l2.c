@@ -16,7 +16,9 @@
  * earlier layers or steps are streamed: never resident when read (their last use is a whole
  * forward ago), they occupy L2 and push older lines out.
  *
- * A GEMM runs in waves of n_sms output tiles: each wave streams its share of the weights,
+ * A GEMM runs in waves of n_sms output tiles: each wave reads its share of the weights (a GEMM of
+ * one row tile has one CTA reading each weight line, and such lines take DKV_COST_L2_ONE_READER of
+ * their bytes in the L2; a later row group re-reads what is left of them),
  * touches the whole input (its tiles of every row block), and writes its share of the output at
  * the end (the epilogue), so a GEMM whose weight stream after a wave exceeds the L2 pushes its
  * own earlier output out (the SwiGLU then reads it from HBM); a GEMM of few tiles splits K and
@@ -149,22 +151,6 @@ static void stream(l2m *s, double bytes)
     push(s, B_STREAM, fmin(bytes, s->cap), 0, 0);
 }
 
-/* Reads bytes of a GEMM's weights that take foot x bytes of the L2 (DKV_COST_L2_ONE_READER when one
- * CTA reads each line, 1 otherwise): key B_STREAM streams them (all from HBM); a weight slice key
- * (B_WGT + i) finds what is left of the slice in L2 first. */
-static void take(l2m *s, int key, double *res, double *dirty, unsigned *wep);
-static void wread(l2m *s, int key, double bytes, double foot)
-{
-    if (bytes <= 0)
-        return;
-    double r = 0, d;
-    unsigned wep;
-    if (key != B_STREAM)
-        take(s, key, &r, &d, &wep);
-    s->rd += fmax(0, bytes - r / foot);
-    push(s, key, fmin(fmax(r, bytes * foot), s->cap), 0, 0);
-}
-
 /* Takes every entry of buffer key out of the L2: its resident and dirty bytes and the latest
  * kernel that wrote it. */
 static void take(l2m *s, int key, double *res, double *dirty, unsigned *wep)
@@ -177,6 +163,21 @@ static void take(l2m *s, int key, double *res, double *dirty, unsigned *wep)
             s->tot -= s->e[i].res;
             drop(s, i);
         }
+}
+
+/* Reads bytes of a GEMM's weights that take foot x bytes of the L2 (DKV_COST_L2_ONE_READER when one
+ * CTA reads each line, 1 otherwise): key B_STREAM streams them (all from HBM); a weight slice key
+ * (B_WGT + i) finds what is left of the slice in L2 first. */
+static void wread(l2m *s, int key, double bytes, double foot)
+{
+    if (bytes <= 0)
+        return;
+    double r = 0, d;
+    unsigned wep;
+    if (key != B_STREAM)
+        take(s, key, &r, &d, &wep);
+    s->rd += fmax(0, bytes - r / foot);
+    push(s, key, fmin(fmax(r, bytes * foot), s->cap), 0, 0);
 }
 
 /* Reads bytes of buffer key: the resident part hits, the rest comes from HBM; the buffer becomes
