@@ -17,7 +17,8 @@ Prints (markdown):
     lines fall at random (a line survives while fewer than A of the stream's lines fell into its set:
     Poisson with mean A S / C), A in 1..64, C in 8..100 MB; the RMS error of the fit;
   - bound: D MB written, the write kernel's own DRAM writes (what the L2 would not keep dirty);
-  - rows: D MB of x written, then a kernel reading x and writing y row by row: its DRAM writes.
+  - rows: D MB of x written, then a kernel reading x and writing y row by row: its DRAM writes;
+  - inplace: D MB of x written, then a kernel rewriting x in place row by row (as the RoPE): its DRAM writes.
 
 `standin` writes MANIFEST and NCU.csv from a model L2 (one LRU, or A ways) instead of a GPU, to test this
 script (tests/e2e/test_hw_scripts.sh): the fit must recover the model it was made with.
@@ -30,7 +31,7 @@ MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 KERNEL_OF = {"flush": "read_kernel", "w": None, "r": "read_kernel", "h": "read_kernel", "t": "tiny_kernel",
-             "rw": "rows_kernel"}
+             "rw": "rows_kernel", "ip": "inplace_kernel"}
 STREAMS = [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 56, 64, 80, 100, 128]
 
 
@@ -100,7 +101,7 @@ def read_ncu(path):
 
 def pair(man, ncu, mpath, npath):
     kern = [k for k in ncu if k["name"].split("(")[0].split()[-1] in
-            ("read_kernel", "write_kernel", "rows_kernel", "tiny_kernel")]
+            ("read_kernel", "write_kernel", "rows_kernel", "tiny_kernel", "inplace_kernel")]
     if len(kern) != len(man):
         die("%s has %d l2probe kernels, %s lists %d launches" % (npath, len(kern), mpath, len(man)))
     for m, k in zip(man, kern):
@@ -205,7 +206,9 @@ def report(man):
     for kind, title, cols in (("bound", "bound: write D MB, then a one-block kernel, then flush",
                                ("w", "t", "flush")),
                               ("rows", "rows: write D MB of x, read x and write y row by row, flush",
-                               ("w", "rw", "flush"))):
+                               ("w", "rw", "flush")),
+                              ("inplace", "inplace: write D MB of x, rewrite x in place row by row, flush",
+                               ("w", "ip", "flush"))):
         tr = {}
         for m in man:
             if m["kind"] in (kind, kind + "_h") and not (m["kind"] == kind and m["role"] == "flush"):

@@ -122,13 +122,13 @@ typedef struct dkv_cost_hw {
  * them in L2 (Nsight Compute's writes of that layer's kernels, chained); 60 MiB / 3 = 21.0 MB. */
 #define DKV_COST_L2_DIRTY_FRAC (1.0 / 3.0)
 
-/* The share of the replay's L2 capacity that a GEMM weight line read by one CTA takes (a GEMM of one
- * row tile: every weight tile has one reader), against the operands the replay's C was read from
- * (activations read by every CTA column).  Measured on the H200 (cuda/bench/l2probe.cu, device call
- * 56, docs/COST_MODEL.md "What the L2 keeps between kernels"): a probe survives 41.25 MB of a stream
- * read by one CTA per line (the mean of four fitted capacities, 39.0-42.5 MB), where the replay's
- * C is 31.5 MB: 31.5 / 41.25. */
-#define DKV_COST_L2_ONE_READER 0.76
+/* The share of the L2 that a GEMM weight line read by one CTA takes (a GEMM of one row tile: every
+ * weight tile has one reader), against the operands the replay's capacity C stands for (lines read
+ * by many CTAs: a GEMM's input, read by every CTA column).  Measured on the H200 (cuda/bench/l2probe.cu
+ * under Nsight Compute, device calls 56 and 58, docs/COST_MODEL.md "What the L2 keeps between
+ * kernels"): a probe survives 41.4 MB of a stream read by one CTA a line (the mean of eight fitted
+ * capacities, 39.0-43.0 MB) and 30.0 MB of one read by 4, 16 or 64 CTAs a line (29.5-30.5): 30.0 / 41.4. */
+#define DKV_COST_L2_ONE_READER 0.725
 
 typedef struct dkv_cost_gemm_plan {
     double tile_rows;               /* token rows per tile */

@@ -20,6 +20,9 @@
 //            what the L2 would not keep dirty.
 //   rows     write D bytes of x, then a kernel that reads x and writes D bytes of y row by row (as a norm
 //            does), then flush.
+//   (since call 58) survive with clean 8 MB probes and streams read by 4, 16, 64 CTAs a line; inplace:
+//            write D bytes of x, then a kernel that rewrites x in place row by row (as the RoPE does),
+//            then flush.
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -58,6 +61,17 @@ __global__ void rows_kernel(const uint4 *__restrict__ x, uint4 *__restrict__ y, 
         for (size_t e = r0 + threadIdx.x; e < r0 + row && e < n_vec; e += blockDim.x) {
             uint4 v = x[e];
             y[e] = make_uint4(v.y, v.z, v.w, v.x ^ 1u);
+        }
+}
+
+// Reads x and rewrites it in place, a CTA per 16 KiB row in turn (as the RoPE rotates q and k).
+__global__ void inplace_kernel(uint4 *__restrict__ x, size_t n_vec)
+{
+    const size_t row = 1024;   // 16 KiB
+    for (size_t r0 = (size_t)blockIdx.x * row; r0 < n_vec; r0 += (size_t)gridDim.x * row)
+        for (size_t e = r0 + threadIdx.x; e < r0 + row && e < n_vec; e += blockDim.x) {
+            uint4 v = x[e];
+            x[e] = make_uint4(v.y, v.z, v.w, v.x ^ 1u);
         }
 }
 
@@ -153,6 +167,28 @@ int main(int argc, char **argv)
         rows_kernel<<<grid_, BLOCK>>>(probe_, probe2_, (size_t)(d * MB) / 16);
         CK(cudaGetLastError());
         flush(trial, "rows_h", d, 0, 1);
+        trial++;
+    }
+    // session 18, call 58: streams read by more CTAs a line (a GEMM's input is read by every CTA column),
+    // clean 8 MB probes only; and a probe rewritten in place row by row after it was written
+    const int many[] = {4, 16, 64};
+    for (int copies : many)
+        for (double s : streams) {
+            flush(trial, "clean", 8, s, copies);
+            rd(probe_, 8, 1, "w", trial, "clean", 8, s);
+            if (s > 0)
+                rd(stream_, s, copies, "r", trial, "clean", 8, s);
+            rd(probe_, 8, 1, "h", trial, "clean", 8, s);
+            trial++;
+        }
+    const double inplace[] = {8, 17.3, 24, 34.6, 48};
+    for (double d : inplace) {
+        flush(trial, "inplace", d, 0, 1);
+        wr(probe_, d, "w", trial, "inplace", d, 0, 1);
+        manifest("ip", trial, "inplace", d, 0, 1);
+        inplace_kernel<<<grid_, BLOCK>>>(probe_, (size_t)(d * MB) / 16);
+        CK(cudaGetLastError());
+        flush(trial, "inplace_h", d, 0, 1);
         trial++;
     }
     flush(trial, "end", 0, 0, 1);

@@ -2,7 +2,7 @@
 # test_l2probe.sh - scripts/l2probe.py (what the L2 keeps between kernels, from cuda/bench/l2probe.cu under
 # Nsight Compute; docs/COST_MODEL.md "What the L2 keeps between kernels") without a GPU: stand-in manifests
 # and ncu CSVs made from a model L2 must be fitted back to that model (sets of 16 ways over 40 MB; one LRU
-# over 31.5 MB), bad inputs are refused naming file and line, and device call 56's recorded files parse.
+# over 31.5 MB), bad inputs are refused naming file and line, and device calls 56's and 58's recorded files parse.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -43,4 +43,12 @@ D=datasets/hw/2026-12-02/call56
 $PY scripts/l2probe.py $D/l2probe.txt $D/l2probe.csv > "$T/o56.txt" || fail "call 56's files do not parse"
 [ "$(grep -c "^| \(clean\|dirty\), [12] CTA(s)" "$T/o56.txt")" = 8 ] || fail "call 56: not 8 curves"
 grep -q "^| 64 | 34.5[0-9] | 0.00 | 28.4[0-9] |$" "$T/o56.txt" || fail "call 56: the bound row at 64 MB moved"
+# device call 58: streams read by 4-64 CTAs a line (one LRU of about 30 MB) and the in-place rewrite
+D=datasets/hw/2026-12-02/call58
+$PY scripts/l2probe.py $D/l2probe.txt $D/l2probe.csv > "$T/o58.txt" || fail "call 58's files do not parse"
+for c in 4 16 64; do
+    grep -q "^| clean, $c CTA(s), 8 MB | one LRU | \(29\|30\|31\)\.[05] |" "$T/o58.txt" ||
+        fail "call 58: the $c-CTA curve is not one LRU of 29-31 MB: $(grep "$c CTA(s)" "$T/o58.txt")"
+done
+grep -q "^| 34.6 | 4.9[0-9] | 26.0[0-9] | 28.2[0-9] |$" "$T/o58.txt" || fail "call 58: the in-place row at 34.6 MB moved"
 echo ok
