@@ -197,10 +197,8 @@ def report(man):
     L.append("\n(dirty cells: survived (the stream's own DRAM writes / D).)\n")
     L.append("| curve | best model | C MB | RMS of survival |")
     L.append("|---|---|---|---|")
-    fits = {}
     for k in keys:
         rms, assoc, cap = fit(sv[k], k[2])
-        fits[k] = (assoc, cap, rms)
         L.append("| %s, %d CTA(s), %g MB | %s | %.1f | %.3f |" % (k[0], k[1], k[2], "one LRU" if assoc is None else
                                                               "%d ways" % assoc, cap, rms))
     for kind, title, cols in (("bound", "bound: write D MB, then a one-block kernel, then flush",
@@ -222,7 +220,7 @@ def report(man):
             row = tr[t]
             L.append("| %g | %s |" % (row["w"]["d"], " | ".join("%.2f" % row[c]["wr"] if c in row else ""
                                                               for c in cols)))
-    return "\n".join(L) + "\n", fits
+    return "\n".join(L) + "\n"
 
 
 def standin(mpath, npath, cap, assoc):
@@ -291,7 +289,7 @@ def main(argv):
     if len(a) != 2:
         die("usage: l2probe.py MANIFEST.txt NCU.csv [-o TABLE.md]")
     man = pair(read_manifest(a[0]), read_ncu(a[1]), a[0], a[1])
-    text, _ = report(man)
+    text = report(man)
     sys.stdout.write(text)
     if out:
         with open(out, "w") as f:

@@ -142,15 +142,6 @@ static void push(l2m *s, int key, double res, double dirty, unsigned wep)
     evict(s);
 }
 
-/* Reads bytes of a streamed operand (weights, KV of other layers): all from HBM. */
-static void stream(l2m *s, double bytes)
-{
-    if (bytes <= 0)
-        return;
-    s->rd += bytes;
-    push(s, B_STREAM, fmin(bytes, s->cap), 0, 0);
-}
-
 /* Takes every entry of buffer key out of the L2: its resident and dirty bytes and the latest
  * kernel that wrote it. */
 static void take(l2m *s, int key, double *res, double *dirty, unsigned *wep)
@@ -179,6 +170,9 @@ static void wread(l2m *s, int key, double bytes, double foot)
     s->rd += fmax(0, bytes - r / foot);
     push(s, key, fmin(fmax(r, bytes * foot), s->cap), 0, 0);
 }
+
+/* Reads bytes of a streamed operand (weights, KV of other layers): all from HBM. */
+static void stream(l2m *s, double bytes) { wread(s, B_STREAM, bytes, 1); }
 
 /* Reads bytes of buffer key: the resident part hits, the rest comes from HBM; the buffer becomes
  * the most recent. */
