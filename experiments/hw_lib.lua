@@ -31,6 +31,8 @@ local HELP = {
     .. "step ~2-3 us, docs/COMPARE.md) or false (step and run times uninstrumented, per-class times NaN)",
   warm_gemms = "the real half's GEMM warm-up at begin (dkv.execute's warm_gemms): true (cuBLASLt's kernels loaded before "
     .. "the first step; docs/COST_MODEL.md \"Cold shapes\") or false (each new row count loads its kernels in its step)",
+  kernel_scale = "the simulated half's sim.kernel_scale: the machine calibration (docs/COST_MODEL.md \"Machine "
+    .. "calibration\"), every kernel time x this number > 0 (1: the profile as measured)",
   sm_clock = "the real half's SM clock (dkv.execute's sm_clock): true (each step's mean SM clock, NVML sampled every "
     .. "millisecond on a thread, in the steps' sm_mhz) or false (not sampled: sm_mhz 0)",
 }
@@ -56,6 +58,17 @@ end
 M.class_timing = bool_param("class_timing", "true")   -- dkv.execute's class_timing
 M.warm_gemms = bool_param("warm_gemms", "true")       -- dkv.execute's warm_gemms
 M.sm_clock = bool_param("sm_clock", "true")           -- dkv.execute's sm_clock
+-- The simulated half's machine calibration (-D kernel_scale=x, x > 0), checked when required.
+M.param("kernel_scale", "1")
+function M.kernel_scale()
+  local s = tostring(M.param("kernel_scale", "1"))
+  local v = tonumber(s)
+  if not v or v <= 0 or v ~= v or v == math.huge then
+    error("hw: -D kernel_scale must be a number > 0, got '" .. s .. "'", 0)
+  end
+  return v
+end
+M.kernel_scale()
 
 -- "sim", "both" (sim + real) or "real" (-D half=real, with a device).  Probes once: dkv.execute raises "no CUDA device (...)" before
 -- it parses its argument when there is no usable GPU; with one, the empty table fails on a
@@ -174,6 +187,7 @@ local function sim_cold_as_real(cfg)
   local c = with_own(cfg, "sim")
   if c.sim.first_use == nil then c.sim.first_use = "process" end
   if c.sim.warm_gemms == nil then c.sim.warm_gemms = M.warm_gemms() end   -- as the real half's backend
+  if c.sim.kernel_scale == nil and M.kernel_scale() ~= 1 then c.sim.kernel_scale = M.kernel_scale() end
   if c.sim.first_use ~= "process" then return c end
   local mode = warmup_mode()
   local w = mode == "each" and c or (mode and not M._sim_warm) and warmup_cfg(c) or nil

@@ -10,7 +10,10 @@
 #                                          # out first); ncu-import, dkv compare with issue 6's
 #                                          # tolerances, dkv calibrate on the fit set, the validation
 #                                          # points re-simulated under the fitted preset and compared
-#                                          # again, $RES/summary.md (RES default results/hw-<date>)
+#                                          # again, the held-out points re-simulated with the machine
+#                                          # calibration of the same call's in-sample points
+#                                          # (scripts/machine_calibrate.py, cmp/mach_*.h5),
+#                                          # $RES/summary.md (RES default results/hw-<date>)
 #                                          # PROFILE=FILE.lua: re-simulate the held-out and validation
 #                                          # points under that profile instead of a folder's profile.lua
 #   bash scripts/hw_session.sh standin DIR # here: DIR gets what `device` returns, made by
@@ -483,6 +486,9 @@ for fn in sys.argv[1:]:
             print(fn, n[:-5], 1 if "ncu_classes" in runs[n] else 0)
 PYEOF
     compare_list "$list" "$R/cmp" "" >> "$log"
+    # 2a. issue 9: the machine calibration (docs/COST_MODEL.md "Machine calibration"): the held-out
+    #     points re-simulated with the kernel scale of this machine's in-sample points (cmp/mach_*.h5)
+    machine_cal "$R" "$list" "$log"
     # 2b. issue 9: HBM bytes per kernel class, counted (this dkv's core/cost, through the
     #     re-simulated twins) against Nsight Compute, reads and writes apart (ncu_bytes.md)
     if [ -f "$R/sim/val.h5" ] && $PY - "$R/h5/val.h5" <<'PYEOF'
@@ -728,6 +734,33 @@ import_profile() {   # RES pairs.txt preset-dir post.log
     fi
 }
 
+machine_cal() {   # RES pairs.txt post.log: h5mach/heldout.h5, cmp/mach_NNN.h5, machine_cal.txt
+    local R=$1 list=$2 log=$3 s f n i=0 wa sargs=()
+    [ -f "$R/h5/heldout.h5" ] && [ -f "$R/h5/val.h5" ] || return 0
+    s=$($PY scripts/machine_calibrate.py "$R" --scale 2>> "$log") \
+        || { echo "machine calibration: none (post.log)" | tee -a "$log"; return 0; }
+    $PY scripts/machine_calibrate.py "$R" > "$R/machine_cal.txt"
+    echo "machine calibration: kernel_scale $s (machine_cal.txt)" | tee -a "$log"
+    for k in warmup model warm_gemms; do
+        wa=$(warm_args "$R/h5/heldout.h5" $k) || { echo "machine calibration: $wa" | tee -a "$log"; return 0; }
+        [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
+    done
+    mkdir -p "$R/h5mach"
+    if ! "$DKV" run experiments/hw_validate.lua -D set=heldout -D backend=sim -D kernel_scale="$s" "${sargs[@]}" \
+            -o "$R/h5mach/heldout.h5" > "$R/h5mach/heldout.log" 2>&1; then
+        echo "machine calibration: the held-out re-simulation failed (h5mach/heldout.log)" | tee -a "$log"
+        return 0
+    fi
+    while read -r f n _; do
+        [[ "$f" == */heldout.h5 ]] || continue
+        i=$((i + 1))
+        echo "== compare $n (heldout.h5 against the machine-calibrated re-simulation, kernel_scale $s)"
+        "$DKV" compare "$f" "$R/h5mach/heldout.h5" --real-run "$n:real" --sim-run "$n:sim" "${TOLS[@]}" \
+            -o "$R/cmp/mach_$(printf %03d $i).h5" 2>&1
+        echo "== exit $?"
+    done < "$list" >> "$log"
+}
+
 compare_list() {   # pairs.txt outdir calibration-preset|""
     local f n has i=0 extra cal=$3 sim tagc
     while read -r f n has; do
@@ -769,7 +802,8 @@ def sim_dev(s):
 rows = []
 for fn in sorted(glob.glob(R + "/cmp/*.h5")):
     tag = os.path.basename(fn)
-    src = "profile" if tag.startswith("prof") else "calibrated" if tag.startswith("cal_") else "shipped h200"
+    src = ("profile" if tag.startswith("prof") else "calibrated" if tag.startswith("cal_") else
+           "machine-calibrated h200" if tag.startswith("mach_") else "shipped h200")
     f = h5py.File(fn, "r")
     for rn in f["runs"]:
         r = f["runs"][rn]
@@ -778,7 +812,7 @@ for fn in sorted(glob.glob(R + "/cmp/*.h5")):
         if not real.startswith("ho:") and not (real.startswith("val:") and src != "calibrated"):
             continue
         hf = "/heldout.h5" if real.startswith("ho:") else "/val.h5"
-        simfile = R + ("/h5prof" if src == "profile" else "/sim") + hf
+        simfile = R + {"profile": "/h5prof", "machine-calibrated h200": "/h5mach"}.get(src, "/sim") + hf
         q = {x["quantity"].decode(): x for x in r["compare_quantities"][()]}
         def g(name, stat):
             x = q.get(name)
@@ -795,8 +829,9 @@ if rows:
     stand = os.path.exists(R + "/status.txt") and "STAND-IN" in open(R + "/status.txt").read()
     print("## Held-out validation (issue 9), and the in-sample validation points (val:*)%s\n" % (" -- STAND-IN DATA, NOT HARDWARE" if stand else ""))
     print("Every held-out point (experiments/hw_heldout_points.lua), under each simulated half: the shipped h200 "
-          "preset re-simulated by this dkv, and the preset naming the measured profile (h200-measured) where the "
-          "simulator reads profiles.  Targets (issue 9): step latency mean |error| <= 5 %, request latency p50 and "
+          "preset re-simulated by this dkv, the same with this machine's kernel scale from its in-sample points "
+          "(machine-calibrated h200: docs/COST_MODEL.md \"Machine calibration\", machine_cal.txt), and the preset "
+          "naming the measured profile (h200-measured) where the simulator reads profiles.  Targets (issue 9): step latency mean |error| <= 5 %, request latency p50 and "
           "p99 <= 8 %, tokens/s <= 5 %, peak device memory <= 2 % against cudaMemGetInfo (measured: total - least "
           "free over the run; simulated: peak_device_bytes = the profile's fixed terms + weights + the whole KV arena + "
           "the backend's counted buffers (core/model/devmem.h), marked partial where the profile has no memory "
@@ -846,8 +881,8 @@ import sys, glob, os, h5py
 R = sys.argv[1]
 rows = []
 for fn in sorted(glob.glob(R + "/cmp/*.h5")):
-    if os.path.basename(fn).startswith("profval_"):
-        continue   # the validation points under the profile: in the held-out section's table
+    if os.path.basename(fn).startswith(("profval_", "mach_")):
+        continue   # the validation points under the profile, the machine calibration: in the held-out section's table
     f = h5py.File(fn)
     for rn in f["runs"]:
         r = f["runs"][rn]

@@ -12,7 +12,8 @@
 dkv_sim_options dkv_sim_options_default(void)
 {
     dkv_sim_options o = {.launch_overhead_s = -1.0, .gemm_eff = 1.0, .attn_eff = 1.0, .kernel_records = false,
-                         .copy_model = DKV_SIM_COPY_OVERLAP, .first_use = true, .warm_gemms = true};
+                         .copy_model = DKV_SIM_COPY_OVERLAP, .first_use = true, .warm_gemms = true,
+                         .kernel_scale = 1.0};
     return o;
 }
 
@@ -469,6 +470,9 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     if (st && in && in->hold_slowdown > 0 && plan->start_s < st->hold_until_s)
         for (int c = 0; c < DKV_KCLASS_N; c++)   /* inside the clocks' hold after a heavy step */
             t_layer[c] *= 1 + in->hold_slowdown, t_once[c] *= 1 + in->hold_slowdown;
+    if (o.kernel_scale > 0 && o.kernel_scale != 1)   /* the machine calibration (sim.h) */
+        for (int c = 0; c < DKV_KCLASS_N; c++)
+            t_layer[c] *= o.kernel_scale, t_once[c] *= o.kernel_scale;
     double compute = t_once[DKV_KCLASS_LM_HEAD] + t_once[DKV_KCLASS_COMPRESS] + t_once[DKV_KCLASS_REORDER] +
                      t_once[DKV_KCLASS_ELEMENTWISE];
     for (int c = 0; c < DKV_KCLASS_N; c++)

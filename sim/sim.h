@@ -61,6 +61,11 @@ typedef struct dkv_sim_options {
                                  use it (they run one after another in one process, as hw_lib's
                                  points do on the GPU); each run adds its own.  NULL (default):
                                  every run starts cold, like a fresh process */
+    double kernel_scale;      /* the GPU at hand's kernel times over the profile's (or the roofline's):
+                                 every kernel class's time is multiplied by it; first use, host time and
+                                 copies are not.  A machine calibration (docs/COST_MODEL.md "Machine
+                                 calibration": 1 / (1 + the in-sample step bias on this machine));
+                                 default 1; 0 -> 1 */
 } dkv_sim_options;
 
 /* A set of warm shapes (first-use costs, docs/COST_MODEL.md "Cold shapes"): GEMM (class, rows),

@@ -13,6 +13,15 @@ PY=/usr/bin/python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 cd "$ROOT"
 
+# hw_lib's -D kernel_scale (the simulated half's machine calibration): anything but a number > 0 is an
+# error when the library is required, before any run
+for bad in 0 -1 fast nan; do
+    if "$DKV" run experiments/hw_validate.lua -D backend=sim -D kernel_scale=$bad -o "$T/ks.h5" > /dev/null 2> "$T/ks.err"; then
+        fail "-D kernel_scale=$bad accepted"
+    fi
+    grep -q "kernel_scale must be a number > 0, got '$bad'" "$T/ks.err" || fail "-D kernel_scale=$bad: $(cat "$T/ks.err")"
+done
+
 runs() {   # file -> sorted run names, one a line
     $PY -c 'import sys, h5py; print("\n".join(sorted(h5py.File(sys.argv[1])["runs"])))' "$1"
 }
@@ -177,8 +186,26 @@ for f in hw_h5.tgz ncu.tgz logs.tgz table.txt; do [ -f "$T/dev/$f" ] || fail "st
 DKV="$DKV" RES="$T/res" bash scripts/hw_session.sh post "$T/dev" >"$T/post.txt" 2>&1 || { tail -n 30 "$T/post.txt"; fail "post"; }
 S="$T/res/summary.md"
 grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
-# 61 pairs (24 of them issue 11's multi-instance points) + 9 calibrated + the 11 held-out and the 9 validation points re-simulated under the stand-in profile (the simulator reads profiles)
-[ "$(grep -c "== compare " "$T/res/post.log")" = 90 ] || fail "61 pairs (24 multi-instance) + 9 calibrated + 11 + 9 profiled: $(grep -c "== compare " "$T/res/post.log")"
+# 61 pairs (24 of them issue 11's multi-instance points) + 9 calibrated + the 11 held-out and the 9 validation points re-simulated under the stand-in profile (the simulator reads profiles) + the 11 held-out under the machine calibration
+[ "$(grep -c "== compare " "$T/res/post.log")" = 101 ] || fail "61 pairs (24 multi-instance) + 9 calibrated + 11 + 9 profiled + 11 machine-calibrated: $(grep -c "== compare " "$T/res/post.log")"
+# issue 9: the machine calibration (docs/COST_MODEL.md "Machine calibration"): the scale from the nine
+# in-sample points only, the held-out points re-simulated with it (each sim run records it), 11 rows
+grep -q "^mean bias over 9 in-sample points: .*; kernel_scale = 1 / (1 + b) = [0-9.]*$" "$T/res/machine_cal.txt" \
+    || fail "machine_cal.txt: $(cat "$T/res/machine_cal.txt")"
+KS=$($PY scripts/machine_calibrate.py "$T/res" --scale)
+$PY - "$T/res/h5mach/heldout.h5" "$KS" <<'PYEOF' || fail "h5mach: kernel_scale $KS not in every sim run's config"
+import re, sys, h5py
+runs, ks = h5py.File(sys.argv[1], "r")["runs"], float(sys.argv[2])
+sims = [n for n in runs if n.endswith(":sim")]
+assert len(sims) == 11, sims
+for n in sims:
+    c = runs[n].attrs["config"]   # the resolved configuration, as Lua
+    m = re.search(r"\bkernel_scale = ([-+0-9.e]+)", c.decode() if isinstance(c, bytes) else str(c))
+    assert m and abs(float(m.group(1)) - ks) < 1e-6 * ks and ks != 1, (n, m and m.group(1), ks)
+PYEOF
+[ "$(grep -c '^| [a-z:_,+=0-9]* | machine-calibrated h200 | ' "$S")" = 11 ] || fail "11 machine-calibrated rows"
+$PY scripts/machine_calibrate.py "$T" > /dev/null 2> "$T/e" && fail "machine_calibrate.py without cmp/"
+grep -q "no cmp/ folder" "$T/e" || fail "machine_calibrate.py's error: $(cat "$T/e")"
 # issue 9: the held-out points (every one reported, each target a PASS/MISS column) and the profile imported
 ROW='^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS)'
 [ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c -v '^| val:')" = 11 ] \

@@ -137,6 +137,32 @@ do
   assert(not ok and tostring(err):find("sim.warm_gemms", 1, true) and tostring(err):find("boolean", 1, true), tostring(err))
 end
 
+-- sim.kernel_scale (default 1; the machine calibration, docs/COST_MODEL.md "Machine calibration"):
+-- every kernel time x the scale.  One request, no copies, no first use, profile k (no clock model):
+-- the steps' compute scales exactly, and the run is longer by that alone (host time unscaled); 0, negatives, above 10 and
+-- non-numbers are errors naming sim.kernel_scale.
+do
+  local function r(ks)
+    return dkv.simulate({model = "llada-8b", gpu = {base = "h200", profile = "h200-20261201k"},
+                         workload = {kind = "fixed", n = 1, interval_s = 0, prompt = 512, gen = 32},
+                         decode = {cache = "dual", block_len = 32, steps = 8},
+                         sim = {first_use = false, kernel_scale = ks}, record = {steps = true}})
+  end
+  local one, more = r(nil), r(1.1)
+  assert(one.config.sim.kernel_scale == 1 and more.config.sim.kernel_scale == 1.1, "the resolved config records it")
+  local s1, s2 = one:steps(), more:steps()
+  local c1, c2 = 0, 0
+  for i = 1, #s1.compute_s do c1, c2 = c1 + s1.compute_s[i], c2 + s2.compute_s[i] end
+  assert(#s1.compute_s == #s2.compute_s and #s1.compute_s > 0, "the same plans")
+  assert(math.abs(c2 / c1 - 1.1) < 1e-9, string.format("compute x %.9f, want x 1.1", c2 / c1))
+  local dt = more.summary.sim_time_s - one.summary.sim_time_s
+  assert(math.abs(dt - (c2 - c1)) < 1e-9, string.format("the run is longer by the kernels' tenth only (%.9f, %.9f)", dt, c2 - c1))
+  for _, bad in ipairs({0, -1, 11, "fast"}) do
+    local ok, err = pcall(r, bad)
+    assert(not ok and tostring(err):find("sim.kernel_scale", 1, true), tostring(err))
+  end
+end
+
 -- The low-rank compressor's first call costs what the profile measured for it: h200-20261201k has no
 -- first_use.compress_s, so the loader takes the largest first_s of kernels.compress (0.141333 s,
 -- not first_use.other_s): the only class the offload adds.  On k, not the shipped l: l's clock model

@@ -323,6 +323,43 @@ static void test_warm_set(void **state)
     dkv_profile_free(p0);
 }
 
+/* sim.kernel_scale (the machine calibration, docs/COST_MODEL.md "Machine calibration") multiplies every
+ * kernel class's time and nothing else: a step without copies or first use takes exactly scale x its
+ * compute; the first-use charge (the driver's, not the kernels') stays as it was. */
+static void test_kernel_scale(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_gpu g = h200();
+    dkv_profile *p = profile(0);
+    g.profile = p;
+    dkv_sim_options o = dkv_sim_options_default();
+    assert_true(o.kernel_scale == 1.0);
+    o.warm_gemms = false;   /* the GEMM shapes' first use charged, to see it unscaled */
+    dkv_step_item it = reuse_item(800, 32);
+    dkv_step_plan plan = {.items = &it, .n_items = 1};
+    dkv_step_cost a, b;
+    o.first_use = false;
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &plan, &a, NULL, NULL, NULL), DKV_OK);
+    o.kernel_scale = 1.25;
+    assert_int_equal(dkv_sim_cost_plan(&m, &g, &o, &plan, &b, NULL, NULL, NULL), DKV_OK);
+    assert_true(a.compute_s > 0);
+    assert_true(fabs(b.compute_s - 1.25 * a.compute_s) < 1e-12 * a.compute_s);
+    assert_true(fabs(b.time_s - 1.25 * a.time_s) < 1e-12 * a.time_s);
+    assert_true(b.host_s == a.host_s && b.hbm_read_bytes == a.hbm_read_bytes && b.flops == a.flops);
+    /* with first use: the scaled run is longer by the kernels' quarter only */
+    o.first_use = true;
+    o.kernel_scale = 1;
+    double cold1 = run_once(&m, &g, &o, &plan);
+    o.kernel_scale = 1.25;
+    double cold125 = run_once(&m, &g, &o, &plan);
+    assert_true(cold1 > a.time_s + 5e-3 - 1e-12);   /* five GEMM shapes' first use, 1 ms each, at least */
+    assert_true(fabs((cold125 - cold1) - 0.25 * a.time_s) < 1e-12);
+    o.kernel_scale = 0;   /* 0: unset, as 1 */
+    assert_true(fabs(run_once(&m, &g, &o, &plan) - cold1) < 1e-15);
+    dkv_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -330,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_lowrank_form_fetched_and_rebuilt),
         cmocka_unit_test(test_rebuild_from_profile),
         cmocka_unit_test(test_warm_set),
+        cmocka_unit_test(test_kernel_scale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

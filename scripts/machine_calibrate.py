@@ -1,0 +1,65 @@
+#!/usr/bin/python3
+"""machine_calibrate.py - the machine calibration of one run set (docs/COST_MODEL.md "Machine calibration"):
+the kernel-time scale that brings the simulator's mean step bias on this machine's in-sample validation
+points (val:*, the fit set's workloads) to zero, for re-simulating its other runs (sim.kernel_scale,
+hw_lib's -D kernel_scale).
+
+    /usr/bin/python3 scripts/machine_calibrate.py RES [--scale]
+
+RES is a post result (scripts/hw_session.sh post): its cmp/NNN.h5 are `dkv compare` results of each real
+run against its re-simulation under the shipped preset.  Prints each val:* point's mean signed step error
+(dkv compare's step.time_s bias), their mean b (points weighted equally) and the scale 1 / (1 + b); with
+--scale, the scale alone.  The held-out points (ho:*) are never read.  Exits 2 on a RES without at least
+one val:* comparison with paired steps, naming what is missing."""
+import glob
+import os
+import sys
+
+import h5py
+
+
+def val_biases(res):
+    out = []
+    for fn in sorted(glob.glob(os.path.join(res, "cmp", "[0-9][0-9][0-9].h5"))):
+        with h5py.File(fn, "r") as f:
+            for rn in f["runs"]:
+                r = f["runs"][rn]
+                real = r["params"].attrs["real_run"]
+                real = real.decode() if isinstance(real, bytes) else str(real)
+                if not real.startswith("val:"):
+                    continue
+                q = {x["quantity"].decode(): x for x in r["compare_quantities"][()]}
+                x = q.get("step.time_s")
+                if x is not None and x["n"] > 0:
+                    out.append((real[:-5] if real.endswith(":real") else real, int(x["n"]), float(x["bias"])))
+    return out
+
+
+def main(argv):
+    args = [a for a in argv if not a.startswith("--")]
+    flags = [a for a in argv if a.startswith("--")]
+    if len(args) != 1 or any(f not in ("--scale", "--help") for f in flags) or "--help" in flags:
+        print(__doc__.strip(), file=sys.stderr if "--help" not in flags else sys.stdout)
+        return 0 if "--help" in flags else 2
+    res = args[0]
+    if not os.path.isdir(os.path.join(res, "cmp")):
+        print("machine_calibrate.py: %s: no cmp/ folder (a scripts/hw_session.sh post result?)" % res, file=sys.stderr)
+        return 2
+    pts = val_biases(res)
+    if not pts:
+        print("machine_calibrate.py: %s/cmp: no val:* comparison with paired steps (the in-sample points calibrate "
+              "the machine)" % res, file=sys.stderr)
+        return 2
+    b = sum(p[2] for p in pts) / len(pts)
+    scale = 1 / (1 + b)
+    if "--scale" in flags:
+        print("%.6f" % scale)
+        return 0
+    for name, n, bias in pts:
+        print("%-16s %3d steps  bias %+.2f %%" % (name, n, 100 * bias))
+    print("mean bias over %d in-sample points: %+.2f %%; kernel_scale = 1 / (1 + b) = %.6f" % (len(pts), 100 * b, scale))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

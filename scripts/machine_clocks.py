@@ -1,0 +1,72 @@
+#!/usr/bin/python3
+"""machine_clocks.py - why H200 machines differ on the same run: each run set's measured SM clocks against
+the simulated ones (docs/COST_MODEL.md "Machine calibration").
+
+    /usr/bin/python3 scripts/machine_clocks.py [--point NAME] RES [RES...]
+
+Each RES is a post result (scripts/hw_session.sh post datasets/hw/<date>/callN): RES/h5/heldout.h5 (the real
+runs, with dkv.execute's per-step sm_mhz) and RES/sim/heldout.h5 (their re-simulations).  Steps are paired by
+index where both plans agree (refresh and reuse item counts, query rows), the first step left out.  Prints
+per RES: over the held-out points, the mean of (measured - simulated) step clock (MHz) and the mean signed
+step error (sim - real) / real (points weighted equally); and for --point (default az:none) its Refresh
+steps of more than 2,048 query rows: their number, mean measured clock and mean measured step time."""
+import os
+import sys
+
+import h5py
+import numpy as np
+
+
+def steps(path):
+    with h5py.File(path, "r") as f:
+        return {k: f["runs"][k]["steps"][()] for k in f["runs"] if "steps" in f["runs"][k]}
+
+
+def paired(r, s):
+    n = min(len(r), len(s))
+    return np.array([i for i in range(1, n) if (r["n_refresh"][i], r["n_reuse"][i], r["q_tokens"][i]) ==
+                     (s["n_refresh"][i], s["n_reuse"][i], s["q_tokens"][i])], dtype=int)
+
+
+def main(argv):
+    point = "az:none"
+    if argv[:1] == ["--point"] and len(argv) > 1:
+        point, argv = argv[1], argv[2:]
+    if not argv or any(a.startswith("-") for a in argv):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    for res in argv:
+        rp, sp = os.path.join(res, "h5", "heldout.h5"), os.path.join(res, "sim", "heldout.h5")
+        for p in (rp, sp):
+            if not os.path.exists(p):
+                print("machine_clocks.py: %s: no such file (a hw_session.sh post result with held-out points?)" % p,
+                      file=sys.stderr)
+                return 2
+        R, S = steps(rp), steps(sp)
+        dclk, bias, big = [], [], None
+        for k in sorted(R):
+            if not k.endswith(":real") or k[:-5] + ":sim" not in S:
+                continue
+            r, s = R[k], S[k[:-5] + ":sim"]
+            m = paired(r, s)
+            if len(m) == 0:
+                continue
+            dclk.append(float(np.mean(r["sm_mhz"][m] - s["sm_mhz"][m])))
+            bias.append(float(np.mean((s["time_s"][m] - r["time_s"][m]) / r["time_s"][m])))
+            if k == "ho:%s:real" % point:
+                sel = m[(r["n_refresh"][m] > 0) & (r["q_tokens"][m] > 2048)]
+                big = (len(sel), float(np.mean(r["sm_mhz"][sel])) if len(sel) else 0,
+                       float(np.mean(r["time_s"][sel])) if len(sel) else 0)
+        if not dclk:
+            print("machine_clocks.py: %s: no held-out point with paired steps" % res, file=sys.stderr)
+            return 2
+        line = "%s: %d held-out points, measured - simulated clock %+.0f MHz, step bias %+.2f %%" % (
+            res, len(dclk), np.mean(dclk), 100 * np.mean(bias))
+        if big:
+            line += "; %s Refresh > 2,048 rows: %d steps, %.0f MHz, %.1f ms" % (point, big[0], big[1], 1e3 * big[2])
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
