@@ -1,0 +1,112 @@
+// gemm_algo.cu - which kernel configuration cuBLASLt's heuristic picks for the backend's GEMM shapes, for
+// core/cost's L2 replay (cost_l2.c's dkv_cost_gemm_tiles guesses tiles and split-K from a rule;
+// docs/COST_MODEL.md "GEMM configurations from cuBLASLt").  For every shape it builds the descriptors
+// exactly as cuda/gemm.cu's make_plan does (bf16 in and out, fp32 compute, y^T = op_T(w) x with
+// m = N, n = T rows, k = K; the bias epilogue where the class has one), asks the heuristic for its
+// first algorithm within the backend's 32 MiB workspace, prints the algorithm's configuration
+// attributes, and runs it once, so that Nsight Compute's kernel names and grids can be set beside them:
+//   nvcc -O3 -arch=sm_90 cuda/bench/gemm_algo.cu -lcublasLt -o gemm_algo
+//   ./gemm_algo > gemm_algo.txt
+//   ncu --csv --metrics launch__grid_size,launch__block_size --log-file gemm_algo.csv ./gemm_algo > /dev/null
+// stdout: one line per shape, "g <model> <class> <T> <N> <K> <bias> algo <id> tile <id> splitk <n>
+// reduction <scheme> swizzle <n> custom <n> stages <id> inner <id> cluster <id> ws <bytes> waves <x>",
+// in launch order (a shape's GEMM is one kernel, or two with a split-K reduction).
+#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "CUDA %s at line %d\n", cudaGetErrorString(e_), __LINE__); exit(1); } } while (0)
+#define LT(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { fprintf(stderr, "cuBLASLt status %d at line %d\n", (int)s_, __LINE__); exit(1); } } while (0)
+
+struct cls { const char *model, *name; int N, K, bias; };
+// LLaDA-8B: hidden 4,096, 32 heads of 128 (MHA), FFN 12,288; Dream-7B: hidden 3,584, 28 heads and 4 KV
+// heads of 128 (q|k|v with a bias), FFN 18,944 (core/model's presets)
+static const cls CLASSES[] = {
+    {"llada-8b", "qkv", 12288, 4096, 0}, {"llada-8b", "o", 4096, 4096, 0},
+    {"llada-8b", "gate_up", 24576, 4096, 0}, {"llada-8b", "down", 4096, 12288, 0},
+    {"dream-7b", "qkv", 4608, 3584, 1}, {"dream-7b", "o", 3584, 3584, 0},
+    {"dream-7b", "gate_up", 37888, 3584, 0}, {"dream-7b", "down", 3584, 18944, 0},
+};
+static const int ROWS[] = {16, 32, 48, 64, 96, 128, 160, 192, 224, 256, 288, 320, 384, 512, 640, 768, 1024, 1664, 2112};
+
+template <typename T> static T attr(const cublasLtMatmulAlgo_t *a, cublasLtMatmulAlgoConfigAttributes_t k)
+{
+    T v = 0;
+    size_t got = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(a, k, &v, sizeof v, &got) != CUBLAS_STATUS_SUCCESS)
+        return (T)-1;
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    cublasLtHandle_t lt;
+    LT(cublasLtCreate(&lt));
+    size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 2112;
+    void *ws, *w, *x, *y, *bias;
+    CK(cudaMalloc(&ws, ws_bytes));
+    CK(cudaMalloc(&w, maxN * maxK * 2));
+    CK(cudaMalloc(&x, maxT * maxK * 2));
+    CK(cudaMalloc(&y, maxT * maxN * 2));
+    CK(cudaMalloc(&bias, maxN * 2));
+    CK(cudaMemset(w, 0, maxN * maxK * 2));
+    CK(cudaMemset(x, 0, maxT * maxK * 2));
+    CK(cudaMemset(bias, 0, maxN * 2));
+    const float one = 1, zero = 0;
+    for (const cls &c : CLASSES)
+        for (int T : ROWS) {
+            cublasLtMatmulDesc_t op;
+            cublasLtMatrixLayout_t a, b, cc;
+            cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+            LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+            LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+            LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+            if (c.bias) {
+                cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
+                cudaDataType_t bt = CUDA_R_16BF;
+                LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+                LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+                LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+            }
+            LT(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, c.K, c.N, c.K));
+            LT(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, c.K, T, c.K));
+            LT(cublasLtMatrixLayoutCreate(&cc, CUDA_R_16BF, c.N, T, c.N));
+            cublasLtMatmulPreference_t pref;
+            LT(cublasLtMatmulPreferenceCreate(&pref));
+            LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+            cublasLtMatmulHeuristicResult_t r;
+            memset(&r, 0, sizeof r);
+            int n = 0;
+            LT(cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, cc, cc, pref, 1, &r, &n));
+            if (n == 0) {
+                fprintf(stderr, "no algorithm for %s %s T=%d\n", c.model, c.name, T);
+                return 1;
+            }
+            const cublasLtMatmulAlgo_t *al = &r.algo;
+            printf("g %s %s %d %d %d %d algo %d tile %u splitk %u reduction %u swizzle %u custom %u stages %u inner %u "
+                   "cluster %u ws %zu waves %.3f\n",
+                   c.model, c.name, T, c.N, c.K, c.bias, attr<int>(al, CUBLASLT_ALGO_CONFIG_ID),
+                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_TILE_ID), attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
+                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
+                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+                   (uint32_t)attr<uint16_t>(al, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID),
+                   (uint32_t)attr<uint16_t>(al, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID), r.workspaceSize,
+                   r.wavesCount);
+            fflush(stdout);
+            LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &zero, y, cc, y, cc, al, ws, ws_bytes, 0));
+            CK(cudaDeviceSynchronize());
+            cublasLtMatmulPreferenceDestroy(pref);
+            cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
+            cublasLtMatmulDescDestroy(op);
+        }
+    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias);
+    cublasLtDestroy(lt);
+    return 0;
+}

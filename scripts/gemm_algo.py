@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""gemm_algo.py - the kernel configuration cuBLASLt's heuristic picks for the backend's GEMM shapes, from
+cuda/bench/gemm_algo.cu: its algorithm attributes beside the kernels Nsight Compute recorded
+(docs/COST_MODEL.md "GEMM configurations from cuBLASLt").
+
+    /usr/bin/python3 scripts/gemm_algo.py MANIFEST.txt NCU.csv
+
+MANIFEST.txt: gemm_algo's stdout ("g <model> <class> <T> <N> <K> <bias> algo <id> tile <id> splitk <n>
+reduction <s> swizzle <n> custom <n> stages <id> inner <id> cluster <id> ws <bytes> waves <x>", one line per
+shape, in launch order); NCU.csv: `ncu --csv --metrics launch__grid_size,...` over the same program (one
+GEMM kernel per shape, then cuBLASLt's splitKreduce_kernel where it splits K; the memsets before are
+skipped).  Prints one row per shape: the attributes, the kernel's tile from its name
+(nvjet_sm90_<kind>_<weight rows>x<token rows>_...), its grid and CTAs, the output tiles
+(ceil(N / weight rows) x ceil(T / token rows)), and the K splits those imply (CTAs / tiles, where the
+kernel is a split-K one); then whether the attributes' split-K count matches the kernels'.  Exits 1 with
+file:line on input it cannot pair."""
+import csv
+import math
+import re
+import sys
+
+FIELDS = ("algo", "tile", "splitk", "reduction", "swizzle", "custom", "stages", "inner", "cluster", "ws", "waves")
+
+
+def die(msg):
+    sys.stderr.write("gemm_algo.py: %s\n" % msg)
+    sys.exit(1)
+
+
+def read_manifest(path):
+    out = []
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    for i, l in enumerate(lines, 1):
+        if not l.startswith("g "):
+            continue
+        f = l.split()
+        if len(f) != 7 + 2 * len(FIELDS) or [f[7 + 2 * j] for j in range(len(FIELDS))] != list(FIELDS):
+            die("%s:%d: expected 'g model class T N K bias' and %d named fields, got %r" % (path, i, len(FIELDS), l))
+        try:
+            d = {"model": f[1], "cls": f[2], "T": int(f[3]), "N": int(f[4]), "K": int(f[5]), "bias": int(f[6]),
+                 "line": i}
+            for j, k in enumerate(FIELDS):
+                d[k] = float(f[8 + 2 * j]) if k == "waves" else int(f[8 + 2 * j])
+        except ValueError:
+            die("%s:%d: a number field does not parse: %r" % (path, i, l))
+        out.append(d)
+    if not out:
+        die("%s: no 'g ...' lines (gemm_algo's stdout?)" % path)
+    return out
+
+
+def read_kernels(path):
+    """Nsight Compute's rows, one per kernel launch: (name, grid tuple, csv line)."""
+    try:
+        text = open(path).read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    start = next((i for i, l in enumerate(text) if l.startswith('"ID"')), None)
+    if start is None:
+        die("%s: no CSV header (\"ID\",...): not an ncu --csv log" % path)
+    ks = {}
+    for n, row in enumerate(csv.DictReader(text[start:]), start + 2):
+        try:
+            k = int(row["ID"])
+            g = tuple(int(x) for x in row["Grid Size"].strip("()").split(","))
+        except (KeyError, ValueError, TypeError):
+            die("%s:%d: no kernel ID or grid size" % (path, n))
+        ks.setdefault(k, (row["Kernel Name"], g, n))
+    return [ks[k] for k in sorted(ks)]
+
+
+def tile_of(name):
+    m = re.search(r"nvjet_sm90_[a-z]+_(\d+)x(\d+)_", name)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def pair(shapes, kernels, kpath):
+    ks = [k for k in kernels if "memset" not in k[0].lower() and "fill" not in k[0].lower()]
+    i = 0
+    for s in shapes:
+        if i >= len(ks):
+            die("%s: %d kernels for %d shapes: ran out at %s %s T=%d (manifest line %d)"
+                % (kpath, len(ks), len(shapes), s["model"], s["cls"], s["T"], s["line"]))
+        name, grid, line = ks[i]
+        if "splitKreduce" in name:
+            die("%s:%d: a split-K reduction where %s %s T=%d's GEMM should be" % (kpath, line, s["model"], s["cls"], s["T"]))
+        s["kernel"], s["grid"], s["kline"] = name, grid, line
+        i += 1
+        s["reduce"] = None
+        if i < len(ks) and "splitKreduce" in ks[i][0]:
+            s["reduce"] = ks[i][1]
+            i += 1
+    if i != len(ks):
+        die("%s: %d kernels left over after the %d shapes (first at line %d)" % (kpath, len(ks) - i, len(shapes), ks[i][2]))
+
+
+def main(argv):
+    if len(argv) != 2 or argv[0] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    shapes = read_manifest(argv[0])
+    pair(shapes, read_kernels(argv[1]), argv[1])
+    print("| model | class | rows | N | K | algo | tile id | splitk | reduction | kernel tile (w x t) | grid | CTAs |"
+          " output tiles | K splits (kernels) | reduce grid |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    agree = total = 0
+    for s in shapes:
+        t = tile_of(s["kernel"])
+        ctas = math.prod(s["grid"])
+        tiles = math.ceil(s["N"] / t[0]) * math.ceil(s["T"] / t[1]) if t else None
+        split_k = "splitK" in s["kernel"] or s["reduce"] is not None
+        ksplits = round(ctas / tiles) if (t and split_k) else 1
+        s["ksplits"] = ksplits
+        total += 1
+        agree += (s["splitk"] if s["splitk"] > 0 else 1) == ksplits
+        print("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %s | %s | %d | %s | %d | %s |" % (
+            s["model"], s["cls"], s["T"], s["N"], s["K"], s["algo"], s["tile"], s["splitk"], s["reduction"],
+            "%dx%d" % t if t else s["kernel"][:40], "x".join(map(str, s["grid"])), ctas,
+            tiles if tiles is not None else "-", ksplits, "x".join(map(str, s["reduce"])) if s["reduce"] else "-"))
+    print("\nsplit-K count: the heuristic's attribute (0 or 1: none) equals the kernels' (CTAs / output tiles) "
+          "for %d of %d shapes" % (agree, total))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
