@@ -9,7 +9,9 @@
 #        the call (64 MiB carry); .hwbin/gemm_algo.xz built with
 #        nvcc -O3 -arch=sm_90 cuda/bench/gemm_algo.cu -lcublasLt
 # there: run(command="bash datasets/hw/2026-12-02/call64/command.sh", carry=[".hwbin"])
-# post:  /usr/bin/python3 scripts/gemm_algo.py datasets/hw/2026-12-02/call64/gemm_algo.txt datasets/hw/2026-12-02/call64/gemm_algo.csv
+# post:  gzip -dc datasets/hw/2026-12-02/call64/gemm_algo.csv.gz > /tmp/g.csv && /usr/bin/python3 scripts/gemm_algo.py datasets/hw/2026-12-02/call64/gemm_algo.txt /tmp/g.csv
+#        (gemm_algo_ncu.txt, the manifest of the run under Nsight Compute, was identical to gemm_algo.txt: not kept;
+#        the CSV is kept gzipped)
 set -u
 if command -v xz > /dev/null; then xz -d -f .hwbin/gemm_algo.xz
 else python3 -c "import lzma; open('.hwbin/gemm_algo','wb').write(lzma.open('.hwbin/gemm_algo.xz').read())" && rm -f .hwbin/gemm_algo.xz; fi

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# test_gemm_algo.sh - scripts/gemm_algo.py (cuBLASLt's heuristic choice beside the kernels Nsight Compute
+# recorded; cuda/bench/gemm_algo.cu, docs/COST_MODEL.md "GEMM configurations from cuBLASLt") without a GPU:
+# device call 64's recorded files pair shape by shape (152 shapes, split-K attribute = kernels' splits on
+# every one, known rows), and bad inputs are refused naming file and line.
+set -euo pipefail
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$ROOT"
+PY=/usr/bin/python3
+D=datasets/hw/2026-12-02/call64
+gzip -dc "$D/gemm_algo.csv.gz" > "$T/g.csv"
+$PY scripts/gemm_algo.py "$D/gemm_algo.txt" "$T/g.csv" > "$T/o.md" || fail "call 64's files"
+grep -q "for 152 of 152 shapes$" "$T/o.md" || fail "split-K agreement: $(tail -n 1 "$T/o.md")"
+# LLaDA-8B's down projection at 128 rows: 128 x 64 tiles, 64 of them on 128 CTAs, 2 K splits; Dream-7B's:
+# 112 x 128, 32 tiles, 4 splits (the two shapes the replay's rule cannot both get)
+grep -q "^| llada-8b | down | 128 | 4096 | 12288 | 66 | 18 | 2 | 2 | 128x64 | 2x64x1 | 128 | 64 | 2 | 128x4x1 |$" "$T/o.md" \
+    || fail "llada down 128: $(grep '| llada-8b | down | 128 |' "$T/o.md")"
+grep -q "^| dream-7b | down | 128 | 3584 | 18944 | 66 | 165 | 4 | 2 | 112x128 | 2x64x1 | 128 | 32 | 4 | 112x8x1 |$" "$T/o.md" \
+    || fail "dream down 128: $(grep '| dream-7b | down | 128 |' "$T/o.md")"
+# bad inputs: file:line, exit 1
+head -n 40 "$T/g.csv" > "$T/short.csv"
+if $PY scripts/gemm_algo.py "$D/gemm_algo.txt" "$T/short.csv" > /dev/null 2> "$T/e1"; then fail "a short CSV was accepted"; fi
+grep -q "short.csv: [0-9]* kernels for 152 shapes: ran out at llada-8b" "$T/e1" || fail "short CSV: $(cat "$T/e1")"
+sed '3s/splitk 1/splitk one/' "$D/gemm_algo.txt" > "$T/bad.txt"
+if $PY scripts/gemm_algo.py "$T/bad.txt" "$T/g.csv" > /dev/null 2> "$T/e2"; then fail "a bad manifest was accepted"; fi
+grep -q "bad.txt:3: a number field does not parse" "$T/e2" || fail "bad manifest: $(cat "$T/e2")"
+if $PY scripts/gemm_algo.py "$D/gemm_algo.txt" "$T/missing.csv" > /dev/null 2> "$T/e3"; then fail "a missing CSV was accepted"; fi
+grep -q "missing.csv: No such file" "$T/e3" || fail "missing CSV: $(cat "$T/e3")"
+echo ok
