@@ -11,6 +11,11 @@
 // stdout: one line per shape, "g <model> <class> <T> <N> <K> <bias> algo <id> tile <id> splitk <n>
 // reduction <scheme> swizzle <n> custom <n> stages <id> inner <id> cluster <id> ws <bytes> waves <x>",
 // in launch order (a shape's GEMM is one kernel, or two with a split-K reduction).
+//   ./gemm_algo splitk > gemm_splitk.txt
+// asks the heuristic only (nothing runs), at every row count the backend's GEMM warm-up plans with (8, 16,
+// ..., 8,192: core/model/gemm_warm.h; a run's shape of T rows takes its bucket's algorithm), one line
+// each, "s <model> <class> <N> <K> <bias> <T> <splitk> <tile id>": what scripts/gemm_splitk.py turns
+// into a profile's gemm_splitk block (docs/PROFILE_FORMAT.md).
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -42,11 +47,66 @@ template <typename T> static T attr(const cublasLtMatmulAlgo_t *a, cublasLtMatmu
     return v;
 }
 
+// The heuristic's first algorithm for class c at T rows, with cuda/gemm.cu's descriptors (the caller
+// destroys *op, *a, *b, *cc).
+static void choose(cublasLtHandle_t lt, const cls &c, int T, size_t ws_bytes, void *bias, cublasLtMatmulDesc_t *op,
+                   cublasLtMatrixLayout_t *a, cublasLtMatrixLayout_t *b, cublasLtMatrixLayout_t *cc,
+                   cublasLtMatmulHeuristicResult_t *r)
+{
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LT(cublasLtMatmulDescCreate(op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    LT(cublasLtMatmulDescSetAttribute(*op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT(cublasLtMatmulDescSetAttribute(*op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    if (c.bias) {
+        cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
+        cudaDataType_t bt = CUDA_R_16BF;
+        LT(cublasLtMatmulDescSetAttribute(*op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+        LT(cublasLtMatmulDescSetAttribute(*op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        LT(cublasLtMatmulDescSetAttribute(*op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    LT(cublasLtMatrixLayoutCreate(a, CUDA_R_16BF, c.K, c.N, c.K));
+    LT(cublasLtMatrixLayoutCreate(b, CUDA_R_16BF, c.K, T, c.K));
+    LT(cublasLtMatrixLayoutCreate(cc, CUDA_R_16BF, c.N, T, c.N));
+    cublasLtMatmulPreference_t pref;
+    LT(cublasLtMatmulPreferenceCreate(&pref));
+    LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+    memset(r, 0, sizeof *r);
+    int n = 0;
+    LT(cublasLtMatmulAlgoGetHeuristic(lt, *op, *a, *b, *cc, *cc, pref, 1, r, &n));
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (n == 0) {
+        fprintf(stderr, "no algorithm for %s %s T=%d\n", c.model, c.name, T);
+        exit(1);
+    }
+}
+
 int main(int argc, char **argv)
 {
-    (void)argc, (void)argv;
     cublasLtHandle_t lt;
     LT(cublasLtCreate(&lt));
+    if (argc > 1 && strcmp(argv[1], "splitk") == 0) {   // the heuristic's split-K at every warm-up row count
+        void *bias;
+        CK(cudaMalloc(&bias, 37888 * 2));
+        for (const cls &c : CLASSES)
+            for (int T = 8; T <= 8192; T += 8) {
+                cublasLtMatmulDesc_t op;
+                cublasLtMatrixLayout_t a, b, cc;
+                cublasLtMatmulHeuristicResult_t r;
+                choose(lt, c, T, (size_t)32 << 20, bias, &op, &a, &b, &cc, &r);
+                printf("s %s %s %d %d %d %d %u %u\n", c.model, c.name, c.N, c.K, c.bias, T,
+                       attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                       attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID));
+                cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
+                cublasLtMatmulDescDestroy(op);
+            }
+        cudaFree(bias);
+        cublasLtDestroy(lt);
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "usage: gemm_algo [splitk]\n");
+        return 2;
+    }
     size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 2112;
     void *ws, *w, *x, *y, *bias;
     CK(cudaMalloc(&ws, ws_bytes));
@@ -62,31 +122,8 @@ int main(int argc, char **argv)
         for (int T : ROWS) {
             cublasLtMatmulDesc_t op;
             cublasLtMatrixLayout_t a, b, cc;
-            cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-            LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-            LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-            LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-            if (c.bias) {
-                cublasLtEpilogue_t ep = CUBLASLT_EPILOGUE_BIAS;
-                cudaDataType_t bt = CUDA_R_16BF;
-                LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
-                LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
-                LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-            }
-            LT(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, c.K, c.N, c.K));
-            LT(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, c.K, T, c.K));
-            LT(cublasLtMatrixLayoutCreate(&cc, CUDA_R_16BF, c.N, T, c.N));
-            cublasLtMatmulPreference_t pref;
-            LT(cublasLtMatmulPreferenceCreate(&pref));
-            LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
             cublasLtMatmulHeuristicResult_t r;
-            memset(&r, 0, sizeof r);
-            int n = 0;
-            LT(cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, cc, cc, pref, 1, &r, &n));
-            if (n == 0) {
-                fprintf(stderr, "no algorithm for %s %s T=%d\n", c.model, c.name, T);
-                return 1;
-            }
+            choose(lt, c, T, ws_bytes, bias, &op, &a, &b, &cc, &r);
             const cublasLtMatmulAlgo_t *al = &r.algo;
             printf("g %s %s %d %d %d %d algo %d tile %u splitk %u reduction %u swizzle %u custom %u stages %u inner %u "
                    "cluster %u ws %zu waves %.3f\n",
@@ -102,7 +139,6 @@ int main(int argc, char **argv)
             fflush(stdout);
             LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &zero, y, cc, y, cc, al, ws, ws_bytes, 0));
             CK(cudaDeviceSynchronize());
-            cublasLtMatmulPreferenceDestroy(pref);
             cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
             cublasLtMatmulDescDestroy(op);
         }
