@@ -488,7 +488,7 @@ static dkv_status report_items(dkv_cuda_backend *b, const dkv_step_plan *plan, c
  * through the run's GPU preset's L2, as its simulated twin counts them. */
 static dkv_status bk_count(const dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_cost_step *cs, dkv_err *err)
 {
-    dkv_cost_hw hw = {.l2_bytes = b->g.l2_bytes, .l2_partitions = b->g.l2_partitions, .n_sms = b->g.n_sms};
+    dkv_cost_hw hw = dkv_cost_hw_of(&b->g);
     dkv_cost_step_init(cs);
     return dkv_cost_count_hw(&b->m, &hw, plan, cs, err);
 }

@@ -455,7 +455,7 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     memset(out, 0, sizeof *out);
     if (!m || !g || !plan)
         return dkv_err_set(err, DKV_EINVAL, "sim: model, gpu and plan are required");
-    dkv_cost_hw hw = {.l2_bytes = g->l2_bytes, .l2_partitions = g->l2_partitions, .n_sms = g->n_sms};
+    dkv_cost_hw hw = dkv_cost_hw_of(g);
     dkv_status rc = dkv_cost_count_hw(m, &hw, plan, cs, err);
     if (rc != DKV_OK)
         return rc;

@@ -102,7 +102,12 @@ typedef struct dkv_cost_hw {
                                  l2_bytes / l2_partitions (the forward's operands are read from both) */
     uint32_t n_sms;      /* streaming multiprocessors: output tiles per GEMM wave */
     dkv_cost_l2_trace *trace;   /* NULL, or receives the counted layer's and the step end's kernels */
+    const struct dkv_profile_info *profile;   /* NULL, or a measured profile whose gemm_splitk block gives the
+                                                 GEMMs' K splits (dkv_profile_gemm_splitk; else the rule) */
 } dkv_cost_hw;
+
+/* The replay's hardware for GPU preset g: its L2, SMs and measured profile (the GEMMs' K splits). */
+dkv_cost_hw dkv_cost_hw_of(const dkv_gpu *g);
 
 /* How cuBLAS runs a GEMM out[M x N] = in[M x K] W on n_sms SMs, as the L2 replay models it
  * (cost_l2.c, docs/COST_MODEL.md "Large-M GEMMs"): tiles of tile_rows token rows x 128 weight rows;
@@ -138,7 +143,9 @@ typedef struct dkv_cost_gemm_plan {
     double groups, col_waves;       /* row groups; column waves per group */
 } dkv_cost_gemm_plan;
 
-void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, dkv_cost_gemm_plan *g);
+/* splitk: cuBLASLt's K splits for the shape where known (a profile's gemm_splitk block: 1 none, > 1 that
+ * many, with the rule's tiles; docs/COST_MODEL.md "GEMM configurations from cuBLASLt"), 0: the rule's. */
+void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, double splitk, dkv_cost_gemm_plan *g);
 
 /* dkv_cost_count, then the HBM bytes read and written per kernel class (rd / wr) replaced by
  * those of the forward replayed through hw's L2 (cost_l2.c, docs/COST_MODEL.md "HBM bytes with

@@ -28,6 +28,7 @@
  * is counted (the weight streams flush everything older, so the state repeats); the step's start
  * (reset, embeddings) runs after the previous step's LM head of the same plan. */
 #include "cost/cost.h"
+#include "cost/profile.h"
 
 #include <math.h>
 #include <string.h>
@@ -42,7 +43,14 @@
 #define GEMM_CHUNKS 8.0
 #define MAX_ENT 96
 
-void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, dkv_cost_gemm_plan *g)
+dkv_cost_hw dkv_cost_hw_of(const dkv_gpu *g)
+{
+    dkv_cost_hw hw = {.l2_bytes = g->l2_bytes, .l2_partitions = g->l2_partitions, .n_sms = g->n_sms,
+                      .profile = g->profile ? dkv_profile_get_info(g->profile) : NULL};
+    return hw;
+}
+
+void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, double splitk, dkv_cost_gemm_plan *g)
 {
     memset(g, 0, sizeof *g);
     g->tile_rows = M <= 32 ? 32 : M <= 64 ? 64 : ceil(M / ceil(M / TILE_T_MAX) / 16) * 16;
@@ -53,10 +61,11 @@ void dkv_cost_gemm_tiles(double M, double N, double K, double n_sms, dkv_cost_ge
     /* few tiles: a K-heavy GEMM (K >= 2 N: the down projection) splits K over the SMs; others
      * narrow the tiles (down to 64 weight x 32 token rows) and split K only when even those are
      * at most n_sms / 2 (the O projection at 32 rows: 64 tiles, 2 splits; at 64-288 rows 128
-     * tiles, no split) */
+     * tiles, no split).  Where cuBLASLt's own count is known (splitk >= 1) it decides instead: the
+     * rule gets the count wrong at some shapes (LLaDA-8B's down projection at 128 rows: 4 against 2) */
     double narrow = ceil(N / 64) * ceil(M / 32), few = K >= 2 * N ? tiles : narrow;
-    if (few <= n_sms / 2) {
-        g->splits = floor(n_sms / few), g->groups = g->col_waves = 1;
+    if (splitk >= 1 ? splitk > 1 : few <= n_sms / 2) {
+        g->splits = splitk >= 1 ? splitk : floor(n_sms / few), g->groups = g->col_waves = 1;
         g->group_rows = g->tiles_m, g->group_cols = g->tiles_n;
         return;
     }
@@ -89,6 +98,7 @@ typedef struct {
     double rd, wr;    /* the current kernel's HBM bytes */
     unsigned ep;      /* current kernel */
     double n_sms;
+    const dkv_profile_info *prof;   /* the GEMMs' K splits (gemm_splitk), or NULL */
 } l2m;
 
 static void drop(l2m *s, int i)
@@ -325,7 +335,7 @@ static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b,
                  double N, double K)
 {
     dkv_cost_gemm_plan g;
-    dkv_cost_gemm_tiles(M, N, K, s->n_sms, &g);
+    dkv_cost_gemm_tiles(M, N, K, s->n_sms, dkv_profile_gemm_splitk(s->prof, M, N, K), &g);
     rd(s, res, res_b);
     /* with one row tile each weight line is read by one CTA: it takes less of the L2 than the
      * operands every CTA reads (docs/COST_MODEL.md "What the L2 keeps between kernels") */
@@ -506,7 +516,7 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
         return;
     double parts = hw->l2_partitions ? hw->l2_partitions : 1;
     run r = {.s = {.cap = hw->l2_bytes / parts, .dcap = hw->l2_bytes * DKV_COST_L2_DIRTY_FRAC,
-                   .n_sms = hw->n_sms ? hw->n_sms : 1}};
+                   .n_sms = hw->n_sms ? hw->n_sms : 1, .prof = hw->profile}};
     dkv_cost_class lay[DKV_KCLASS_N], once[DKV_KCLASS_N];
     memset(lay, 0, sizeof lay), memset(once, 0, sizeof once);
     const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);

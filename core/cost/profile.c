@@ -1,7 +1,9 @@
 /* profile.c - a measured GPU profile: tables, checks, and lookups (log-space; GEMMs linear) (see profile.h). */
 #include "cost/profile.h"
+
 #include "cost/profile_internal.h"
 #include "engine/engine.h"   /* dkv_percentile */
+#include "model/gemm_warm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -120,6 +122,22 @@ void dkv_profile_free(dkv_profile *p)
 }
 
 const dkv_profile_info *dkv_profile_get_info(const dkv_profile *p) { return &p->info; }
+
+double dkv_profile_gemm_splitk(const dkv_profile_info *in, double M, double N, double K)
+{
+    if (!in || !(M >= 1) || M > DKV_GEMM_WARM_MAX_ROWS)
+        return 0;
+    double b = dkv_gemm_warm_bucket((uint32_t)ceil(M));
+    for (uint32_t i = 0; i < in->splitk_n; i++) {
+        if (in->splitk_nk[i][0] != N || in->splitk_nk[i][1] != K)
+            continue;
+        double v = 0;
+        for (uint32_t j = 0; j < in->splitk_pts[i] && in->splitk_rows[i][j] <= b; j++)
+            v = in->splitk_val[i][j];
+        return v;
+    }
+    return 0;
+}
 
 bool dkv_profile_has(const dkv_profile *p, dkv_prof_tab t)
 {

@@ -58,6 +58,8 @@ enum { DKV_PROF_EW_RMSNORM = 0, DKV_PROF_EW_ROPE, DKV_PROF_EW_SWIGLU, DKV_PROF_E
 typedef struct dkv_profile dkv_profile;
 
 #define DKV_PROFILE_CLOCK_PTS 32   /* points of a GEMM class's clock by rows (dkv_profile_info.clock_*) */
+#define DKV_PROFILE_SPLITK_SHAPES 16   /* GEMM shapes of a gemm_splitk block (dkv_profile_info.splitk_*) */
+#define DKV_PROFILE_SPLITK_PTS 64      /* change points of one shape's split-K by rows */
 
 typedef struct dkv_profile_info {
     char   name[64];
@@ -94,7 +96,21 @@ typedef struct dkv_profile_info {
      * process holds besides dkv's own allocations, bytes */
     bool   has_memory;
     double mem_context_bytes, mem_libraries_bytes, mem_blas_handle_bytes, mem_first_launch_bytes;
+    /* gemm_splitk (PROFILE_FORMAT.md "gemm_splitk"; absent: splitk_n 0): the K splits cuBLASLt's heuristic
+     * gives GEMM shape i (splitk_nk[i]: its weight rows N and K) by the warm-up bucket of its token rows:
+     * splitk_val[i][j] from splitk_rows[i][j] rows up to the next point (1: no split); docs/COST_MODEL.md
+     * "GEMM configurations from cuBLASLt" */
+    uint32_t splitk_n, splitk_pts[DKV_PROFILE_SPLITK_SHAPES];
+    double   splitk_nk[DKV_PROFILE_SPLITK_SHAPES][2];
+    double   splitk_rows[DKV_PROFILE_SPLITK_SHAPES][DKV_PROFILE_SPLITK_PTS];
+    double   splitk_val[DKV_PROFILE_SPLITK_SHAPES][DKV_PROFILE_SPLITK_PTS];
 } dkv_profile_info;
+
+/* The K splits of a GEMM of M token rows, N weight rows and inner dimension K from in's gemm_splitk
+ * block: the value at M's warm-up bucket (M rounded up to a multiple of 8, as the CUDA backend plans it;
+ * core/model/gemm_warm.h); 0 when in is NULL, the block lacks the shape, or M is above the warm-up's
+ * range (the caller's rule then). */
+double dkv_profile_gemm_splitk(const dkv_profile_info *in, double M, double N, double K);
 
 /* Table id's extra column `extra` (0-based among the extras) is warm_s, the same calls without the L2
  * flush (PROFILE_FORMAT.md): the tables whose operands are L2-hot or larger than the L2 in a real

@@ -11,6 +11,7 @@
 
 #include "lua/dkv_lua.h"
 #include "lua/lconf.h"
+#include "model/gemm_warm.h"
 
 #define PROF_META "dkv.profile"
 #define PROF_CACHE "dkv.profiles"
@@ -289,10 +290,10 @@ static void read_attn_waves(lua_State *L, int top, const char *file, dkv_profile
     lua_pop(L, 1);
 }
 
-/* An array of 1..DKV_PROFILE_CLOCK_PTS numbers at t[key] (on the stack: index t) into v, each in [lo, hi]
- * and, with increasing, above the one before; returns the count. */
+/* An array of 1..max numbers at t[key] (on the stack: index t) into v, each in [lo, hi] and, with
+ * increasing, above the one before; returns the count. */
 static uint32_t read_points(lua_State *L, int t, const char *path, const char *key, double lo, double hi,
-                            bool increasing, double *v)
+                            bool increasing, uint32_t max, double *v)
 {
     char p[400];
     dkv_lconf_path(p, sizeof p, path, key);
@@ -300,8 +301,8 @@ static uint32_t read_points(lua_State *L, int t, const char *path, const char *k
     int a = lua_gettop(L);
     dkv_lconf_check_keys_array(L, a, p, NULL, true);
     size_t n = lua_rawlen(L, a);
-    if (n < 1 || n > DKV_PROFILE_CLOCK_PTS)
-        dkv_lconf_error(L, p, NULL, "expected 1 to %d numbers, got %zu", DKV_PROFILE_CLOCK_PTS, n);
+    if (n < 1 || n > max)
+        dkv_lconf_error(L, p, NULL, "expected 1 to %u numbers, got %zu", max, n);
     for (size_t i = 0; i < n; i++) {
         lua_rawgeti(L, a, (lua_Integer)i + 1);
         int ok = 0;
@@ -360,14 +361,61 @@ static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info
         dkv_lconf_subtable(L, g, sp, ckeys[k], DKV_LCONF_REQUIRED);
         int e = lua_gettop(L);
         dkv_lconf_check_keys(L, e, kp, pkeys);
-        uint32_t nr = read_points(L, e, kp, "rows", 1, 1e9, true, in->clock_rows[k]);
-        uint32_t nm = read_points(L, e, kp, "mhz", 1, in->clock_max_mhz, false, in->clock_mhz[k]);
+        uint32_t nr = read_points(L, e, kp, "rows", 1, 1e9, true, DKV_PROFILE_CLOCK_PTS, in->clock_rows[k]);
+        uint32_t nm = read_points(L, e, kp, "mhz", 1, in->clock_max_mhz, false, DKV_PROFILE_CLOCK_PTS, in->clock_mhz[k]);
         if (nr != nm)
             dkv_lconf_error(L, kp, "mhz", "has %u values for %u rows", nm, nr);
         in->clock_n[k] = nr;
         lua_pop(L, 1);
     }
     lua_pop(L, 2);
+}
+
+/* gemm_splitk (PROFILE_FORMAT.md "gemm_splitk"): an array of GEMM shapes, each {n, k, rows, splitk} (and
+ * optional model / class names); a shape given twice, rows not starting at 8 or not increasing, and counts
+ * outside 1..64 are errors. */
+static void read_gemm_splitk(lua_State *L, int top, const char *file, dkv_profile_info *in)
+{
+    if (!dkv_lconf_subtable(L, top, file, "gemm_splitk", 0))
+        return;
+    char ap[300];
+    dkv_lconf_path(ap, sizeof ap, file, "gemm_splitk");
+    int a = lua_gettop(L);
+    dkv_lconf_check_keys_array(L, a, ap, NULL, true);
+    size_t n = lua_rawlen(L, a);
+    if (n < 1 || n > DKV_PROFILE_SPLITK_SHAPES)
+        dkv_lconf_error(L, ap, NULL, "expected 1 to %d GEMM shapes, got %zu", DKV_PROFILE_SPLITK_SHAPES, n);
+    static const char *const keys[] = {"model", "class", "n", "k", "rows", "splitk", NULL};
+    for (size_t i = 0; i < n; i++) {
+        char ep[340];
+        snprintf(ep, sizeof ep, "%s[%zu]", ap, i + 1);
+        lua_rawgeti(L, a, (lua_Integer)i + 1);
+        int e = lua_gettop(L);
+        dkv_lconf_check_table(L, e, ep);
+        dkv_lconf_check_keys(L, e, ep, keys);
+        dkv_lconf_string(L, e, ep, "model", "", 0);
+        dkv_lconf_string(L, e, ep, "class", "", 0);
+        double N = (double)dkv_lconf_integer(L, e, ep, "n", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
+        double K = (double)dkv_lconf_integer(L, e, ep, "k", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
+        for (size_t j = 0; j < i; j++)
+            if (in->splitk_nk[j][0] == N && in->splitk_nk[j][1] == K)
+                dkv_lconf_error(L, ep, NULL, "n %g, k %g is given twice (also entry %zu)", N, K, j + 1);
+        in->splitk_nk[i][0] = N, in->splitk_nk[i][1] = K;
+        uint32_t nr = read_points(L, e, ep, "rows", 8, DKV_GEMM_WARM_MAX_ROWS, true, DKV_PROFILE_SPLITK_PTS,
+                                  in->splitk_rows[i]);
+        uint32_t nv = read_points(L, e, ep, "splitk", 1, 64, false, DKV_PROFILE_SPLITK_PTS, in->splitk_val[i]);
+        if (nr != nv)
+            dkv_lconf_error(L, ep, "splitk", "has %u values for %u rows", nv, nr);
+        if (in->splitk_rows[i][0] != 8)
+            dkv_lconf_error(L, ep, "rows", "must start at 8 (the first warm-up row count), got %g", in->splitk_rows[i][0]);
+        for (uint32_t j = 0; j < nv; j++)
+            if (in->splitk_val[i][j] != floor(in->splitk_val[i][j]))
+                dkv_lconf_error(L, ep, "splitk", "value %u: expected a whole number, got %g", j + 1, in->splitk_val[i][j]);
+        in->splitk_pts[i] = nr;
+        lua_pop(L, 1);
+    }
+    in->splitk_n = (uint32_t)n;
+    lua_pop(L, 1);
 }
 
 /* provenance, first_use, host, memory: the scalar parts of the file. */
@@ -391,6 +439,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     read_memory(L, top, file, in);
     read_attn_waves(L, top, file, in);
     read_clock(L, top, file, in);
+    read_gemm_splitk(L, top, file, in);
     static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
                                         "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
     static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "resume_s",
@@ -447,7 +496,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
 static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
-                                       "hold", "memory", "attn_waves", "clock", "complete", "incomplete", NULL};
+                                       "hold", "memory", "attn_waves", "clock", "gemm_splitk", "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);

@@ -27,4 +27,20 @@ if $PY scripts/gemm_algo.py "$T/bad.txt" "$T/g.csv" > /dev/null 2> "$T/e2"; then
 grep -q "bad.txt:3: a number field does not parse" "$T/e2" || fail "bad manifest: $(cat "$T/e2")"
 if $PY scripts/gemm_algo.py "$D/gemm_algo.txt" "$T/missing.csv" > /dev/null 2> "$T/e3"; then fail "a missing CSV was accepted"; fi
 grep -q "missing.csv: No such file" "$T/e3" || fail "missing CSV: $(cat "$T/e3")"
+# scripts/gemm_splitk.py: device call 65's split counts (every warm-up row count) into the profile block;
+# the shipped profile h200-20261202m is exactly l plus that block
+S=datasets/hw/2026-12-02/call65/gemm_splitk.txt.xz
+$PY scripts/gemm_splitk.py "$S" > "$T/block.lua" || fail "gemm_splitk.py on call 65"
+grep -q '^    {model = "llada-8b", class = "down", n = 4096, k = 12288,$' "$T/block.lua" || fail "no llada down entry"
+# LLaDA-8B's down projection: 3 splits from 64 rows, 2 from 104 (the 128 rows of w3's Reuse steps), 1 from 584
+grep -A1 'class = "down", n = 4096' "$T/block.lua" | grep -q "rows = {8, 16, 64, 72, 80, 88, 96, 104, 192," || fail "llada down rows: $(grep -A1 'class = "down", n = 4096' "$T/block.lua")"
+$PY scripts/gemm_splitk.py "$S" --profile datasets/profiles/h200-20261202l.lua --name h200-20261202m -o "$T/m.lua"
+cmp -s "$T/m.lua" datasets/profiles/h200-20261202m.lua || fail "h200-20261202m.lua is not l plus call 65's block"
+if $PY scripts/gemm_splitk.py "$S" --profile datasets/profiles/h200-20261202m.lua --name x -o "$T/x.lua" 2> "$T/e4"; then
+    fail "a profile with a gemm_splitk block was accepted"; fi
+grep -q "already has a gemm_splitk block" "$T/e4" || fail "second block: $(cat "$T/e4")"
+[ ! -e "$T/x.lua" ] || fail "-o written despite the error"
+printf 's llada-8b down 4096 12288 0 8 4 16\ns llada-8b down 4096 12288 0 8 3 16\n' > "$T/dup.txt"
+if $PY scripts/gemm_splitk.py "$T/dup.txt" > /dev/null 2> "$T/e5"; then fail "a repeated row count was accepted"; fi
+grep -q "dup.txt:2: row count 8 not above the shape's previous 8" "$T/e5" || fail "repeated row: $(cat "$T/e5")"
 echo ok

@@ -184,4 +184,48 @@ print(string.format("clock: %d steps, e.g. step 1 at %.0f MHz: %.3f -> %.3f ms",
                     1e3 * base.compute_s[1], 1e3 * slow.compute_s[1]))
 LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run c.lua) || fail "the clock block is not applied as documented"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves and clock tables are checked and used"
+# gemm_splitk (optional; docs/PROFILE_FORMAT.md "gemm_splitk"): checked entry by entry; applied, it moves
+# the HBM bytes of the GEMMs whose split count it changes
+sk() { graft gemm_splitk "$1"; }
+sk '{n = 4096, k = 12288, rows = {16}, splitk = {1}}' >"$T/root/datasets/profiles/p26.lua"
+check p26 "gemm_splitk\[1\].rows: must start at 8"
+sk '{n = 4096, k = 12288, rows = {8, 64}, splitk = {4}}' >"$T/root/datasets/profiles/p27.lua"
+check p27 "gemm_splitk\[1\].splitk: has 1 values for 2 rows"
+sk '{n = 4096, k = 12288, rows = {8}, splitk = {1}}, {n = 4096, k = 12288, rows = {8}, splitk = {2}}' >"$T/root/datasets/profiles/p28.lua"
+check p28 "gemm_splitk\[2\]: n 4096, k 12288 is given twice"
+sk '{n = 4096, k = 12288, rows = {8}, splitk = {2.5}}' >"$T/root/datasets/profiles/p29.lua"
+check p29 "gemm_splitk\[1\].splitk: value 1: expected a whole number"
+sk '{n = 4096, k = 12288, rows = {8, 8}, splitk = {2, 1}}' >"$T/root/datasets/profiles/p30.lua"
+check p30 "gemm_splitk\[1\].rows: value 2"
+sk '{n = 4096, k = 12288, row = {8}, splitk = {2}}' >"$T/root/datasets/profiles/p31.lua"
+check p31 "unknown field 'row' (did you mean 'rows'?)"
+# LLaDA-8B's down projection (n 4,096, k 12,288) at 128 rows: the rule splits K 4 ways; 2 (cuBLASLt's
+# count there) writes half the fp32 partials; 1 none
+sk '{n = 4096, k = 12288, rows = {8}, splitk = {2}}' >"$T/root/datasets/profiles/p32.lua"
+sk '{n = 4096, k = 12288, rows = {8}, splitk = {1}}' >"$T/root/datasets/profiles/p33.lua"
+cat >"$T/root/k.lua" <<'LUA'
+local dkv = require "dkv"
+local function run(profile)
+  local r = dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = profile}, sim = {first_use = false},
+    workload = {kind = "fixed", n = 4, prompt = 512, gen = 32}, decode = {cache = "dual", block_len = 32, steps = 8}}
+  return r:steps(), r.summary
+end
+local b, bs = run("h200-standin")
+local two, ts = run("p32")
+local one, os_ = run("p33")
+assert(bs.n_steps == ts.n_steps and bs.n_steps == os_.n_steps, "the same plans")
+local moved = 0
+for j = 1, #b.q_tokens do
+  if b.q_tokens[j] == 128 then   -- the Reuse steps: 4 items of 32 rows
+    assert(two.hbm_write_bytes[j] < b.hbm_write_bytes[j] and one.hbm_write_bytes[j] < two.hbm_write_bytes[j],
+           string.format("step %d: writes %g (rule) %g (2 splits) %g (none)", j, b.hbm_write_bytes[j],
+                         two.hbm_write_bytes[j], one.hbm_write_bytes[j]))
+    moved = moved + 1
+  end
+end
+assert(moved > 0, "no step of 128 rows")
+print(string.format("gemm_splitk: %d steps of 128 rows, writes %.1f -> %.1f -> %.1f MB", moved, b.hbm_write_bytes[#b.q_tokens] / 1e6,
+                    two.hbm_write_bytes[#b.q_tokens] / 1e6, one.hbm_write_bytes[#b.q_tokens] / 1e6))
+LUA
+(cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run k.lua) || fail "the gemm_splitk block is not applied as documented"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock and gemm_splitk tables are checked and used"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cost/cost.h"
+#include "cost/profile.h"
 
 static dkv_model llada(void)
 {
@@ -295,37 +296,66 @@ static void test_gemm_tiles(void **state)
     /* split-K as cuBLAS chose it at val:w1:dual / w2:sparse: the O projection (K = N) at 32 rows
      * over 64 tiles of 64 x 32 (2 splits), not at 64 rows (128 such tiles); the down projection
      * (K = 3 N) over its 32 tiles of 128 weight rows (4 splits) */
-    dkv_cost_gemm_tiles(32, 4096, 4096, 132, &g);
+    dkv_cost_gemm_tiles(32, 4096, 4096, 132, 0, &g);
     assert_true(g.tile_rows == 32 && g.tiles_m == 1 && g.tiles_n == 32 && g.splits == 2);
-    dkv_cost_gemm_tiles(64, 4096, 4096, 132, &g);
+    dkv_cost_gemm_tiles(64, 4096, 4096, 132, 0, &g);
     assert_true(g.splits == 0 && g.groups == 1 && g.col_waves == 1);
-    dkv_cost_gemm_tiles(32, 4096, 12288, 132, &g);
+    dkv_cost_gemm_tiles(32, 4096, 12288, 132, 0, &g);
     assert_true(g.splits == 4);
-    dkv_cost_gemm_tiles(288, 4096, 12288, 132, &g);   /* 32 x 2 tiles of 144 rows */
+    dkv_cost_gemm_tiles(288, 4096, 12288, 132, 0, &g);   /* 32 x 2 tiles of 144 rows */
     assert_true(g.splits == 2);
-    dkv_cost_gemm_tiles(288, 12288, 4096, 132, &g);   /* 2 x 96 tiles, one group, round(192 / 132) waves */
+    dkv_cost_gemm_tiles(288, 12288, 4096, 132, 0, &g);   /* 2 x 96 tiles, one group, round(192 / 132) waves */
     assert_true(g.tile_rows == 144 && g.tiles_m == 2 && g.splits == 0 && g.groups == 1 && g.col_waves == 1);
-    dkv_cost_gemm_tiles(2112, 24576, 4096, 132, &g);
+    dkv_cost_gemm_tiles(2112, 24576, 4096, 132, 0, &g);
     assert_true(g.tile_rows == 192 && g.tiles_m == 11 && g.tiles_n == 192 && g.splits == 0);
     assert_true(g.group_rows == 6 && g.groups == 2 && g.col_waves == 9);
     assert_true(rel(g.group_cols, 192.0 / 9) < 1e-12);
-    dkv_cost_gemm_tiles(1664, 4096, 4096, 132, &g);   /* 9 row tiles of 192 (184.9 rounded up to 16) */
+    dkv_cost_gemm_tiles(1664, 4096, 4096, 132, 0, &g);   /* 9 row tiles of 192 (184.9 rounded up to 16) */
     assert_true(g.tile_rows == 192 && g.tiles_m == 9 && g.groups == 2 && g.col_waves == 2);
     /* the group is in rows: smaller tiles, more of them per group, still at most 1152 rows */
-    dkv_cost_gemm_tiles(1100, 4096, 4096, 132, &g);   /* 6 tiles of 184 rows: one group */
+    dkv_cost_gemm_tiles(1100, 4096, 4096, 132, 0, &g);   /* 6 tiles of 184 rows: one group */
     assert_true(g.tiles_m == 6 && g.groups == 1);
     assert_true(g.group_rows * g.tile_rows <= DKV_COST_GEMM_GROUP_ROWS);
     /* at most 64 rows cuBLAS widens the weight tiles to run one wave (Nsight Compute, device call 56:
      * Dream-7B's gate|up, n = 37,888, 384 x 32 tiles at 32 rows, 320 x 64 at 64), not at 128 rows
      * (144 x 128, two waves) nor for the LM head (126,464 wide: 330 tiles of 384 exceed the SMs) */
-    dkv_cost_gemm_tiles(32, 37888, 3584, 132, &g);
+    dkv_cost_gemm_tiles(32, 37888, 3584, 132, 0, &g);
     assert_true(g.splits == 0 && g.groups == 1 && g.col_waves == 1);
-    dkv_cost_gemm_tiles(64, 37888, 3584, 132, &g);
+    dkv_cost_gemm_tiles(64, 37888, 3584, 132, 0, &g);
     assert_true(g.col_waves == 1);
-    dkv_cost_gemm_tiles(128, 37888, 3584, 132, &g);
+    dkv_cost_gemm_tiles(128, 37888, 3584, 132, 0, &g);
     assert_true(g.col_waves == 2);
-    dkv_cost_gemm_tiles(32, 126464, 4096, 132, &g);
+    dkv_cost_gemm_tiles(32, 126464, 4096, 132, 0, &g);
     assert_true(g.col_waves == 7);
+}
+
+/* cuBLASLt's own K splits where a profile's gemm_splitk block knows them (device call 64: LLaDA-8B's down
+ * projection at 128 rows runs 2 splits where the rule says 4; at 64 rows 3); 1 means none, even where the
+ * rule would split; the lookup takes the row count's warm-up bucket (a multiple of 8), and knows nothing of
+ * other shapes or beyond 8,192 rows (0: the rule). */
+static void test_gemm_splitk(void **state)
+{
+    (void)state;
+    dkv_cost_gemm_plan g;
+    dkv_cost_gemm_tiles(128, 4096, 12288, 132, 0, &g);
+    assert_true(g.splits == 4);
+    dkv_cost_gemm_tiles(128, 4096, 12288, 132, 2, &g);
+    assert_true(g.splits == 2 && g.tiles_m == 1 && g.tiles_n == 32 && g.groups == 1 && g.col_waves == 1);
+    dkv_cost_gemm_tiles(32, 4096, 12288, 132, 1, &g);
+    assert_true(g.splits == 0 && g.groups >= 1 && g.col_waves >= 1);
+    static dkv_profile_info in;   /* large: not on the stack */
+    memset(&in, 0, sizeof in);
+    in.splitk_n = 1, in.splitk_nk[0][0] = 4096, in.splitk_nk[0][1] = 12288, in.splitk_pts[0] = 4;
+    const double rows[] = {8, 64, 72, 104}, val[] = {4, 3, 4, 2};
+    memcpy(in.splitk_rows[0], rows, sizeof rows), memcpy(in.splitk_val[0], val, sizeof val);
+    assert_true(dkv_profile_gemm_splitk(&in, 32, 4096, 12288) == 4);
+    assert_true(dkv_profile_gemm_splitk(&in, 64, 4096, 12288) == 3);
+    assert_true(dkv_profile_gemm_splitk(&in, 65, 4096, 12288) == 4);     /* bucket 72 */
+    assert_true(dkv_profile_gemm_splitk(&in, 97, 4096, 12288) == 2);     /* bucket 104 */
+    assert_true(dkv_profile_gemm_splitk(&in, 8192, 4096, 12288) == 2);
+    assert_true(dkv_profile_gemm_splitk(&in, 8193, 4096, 12288) == 0);   /* beyond the warm-up */
+    assert_true(dkv_profile_gemm_splitk(&in, 64, 4096, 4096) == 0);      /* another shape */
+    assert_true(dkv_profile_gemm_splitk(NULL, 64, 4096, 12288) == 0);
 }
 
 /* Large M (docs/COST_MODEL.md "Large-M GEMMs"): gate+up at 2,112 rows on the H200 (31.5 MB per L2
@@ -381,7 +411,7 @@ static void test_l2_later_group_rereads_resident_weights(void **state)
     dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132};
     assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
     dkv_cost_gemm_plan g;
-    dkv_cost_gemm_tiles(2112, 2048, 2048, 132, &g);
+    dkv_cost_gemm_tiles(2112, 2048, 2048, 132, 0, &g);
     assert_true(g.groups == 2 && g.splits == 0);
     const double W = 2048.0 * 2048 * 2, x = 2112.0 * 2048 * 2;   /* weights; input = residual = output */
     assert_true(W + 3 * x > h200.l2_bytes / 2);                      /* the operands exceed C: a spill */
@@ -531,6 +561,7 @@ int main(void)
         cmocka_unit_test(test_l2_rows_kernel_keeps_its_last_rows),
         cmocka_unit_test(test_l2_gemm_group_leaves_other_rows_old),
         cmocka_unit_test(test_gemm_tiles),
+        cmocka_unit_test(test_gemm_splitk),
         cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
         cmocka_unit_test(test_l2_later_group_rereads_resident_weights),
         cmocka_unit_test(test_l2_one_reader_weights),

@@ -1,0 +1,50 @@
+#!/usr/bin/python3
+"""ncu_cells.py - the HBM-bytes-per-class score of one or more ncu_bytes.md tables (scripts/ncu_bytes.py,
+scripts/ncu_model_bytes.sh): over every point's class rows (the "all" rows left out), the cells whose
+counted bytes are within 5 % of Nsight Compute's (a cell of 0 against 0 counts as within), reads and writes
+apart, and the mean |error| over the cells of more than 10 MB measured, each capped at 50 %
+(docs/COST_MODEL.md "HBM bytes with an L2"; the score of datasets/hw/2026-12-02/call56/l2_variants.sh).
+
+    /usr/bin/python3 scripts/ncu_cells.py NCU_BYTES.md [NCU_BYTES.md...]
+
+Exits 1 naming the file when a table has no class rows."""
+import re
+import sys
+
+
+def cells(path):
+    out, pt = [], None
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        sys.exit("ncu_cells.py: %s: %s" % (path, e.strerror))
+    for l in lines:
+        m = re.match(r"#+ val:(\S+)", l)
+        if m:
+            pt = m.group(1)
+            continue
+        c = [x.strip() for x in l.strip().strip("|").split("|")]
+        if pt and l.startswith("| ") and not c[0].startswith("**") and len(c) >= 9 and c[4] in ("PASS", "MISS"):
+            out.append([float(c[i]) for i in (1, 2, 5, 6)])
+    if not out:
+        sys.exit("ncu_cells.py: %s: no class rows under a '#### val:<point>' heading (an ncu_bytes.md?)" % path)
+    return out
+
+
+def stat(cs, i, j):
+    e = [min(0.5, abs(x[i] - x[j]) / x[j]) for x in cs if x[j] > 0.01]
+    n = sum(1 for x in cs if (x[j] > 0 and abs(x[i] - x[j]) / x[j] <= 0.05) or (x[j] == 0 and x[i] == 0))
+    return "%d / %d within 5 %%, mean %.1f %%" % (n, len(cs), 100 * sum(e) / len(e) if e else 0)
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    cs = [c for p in argv for c in cells(p)]
+    print("reads %s | writes %s" % (stat(cs, 0, 1), stat(cs, 2, 3)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
