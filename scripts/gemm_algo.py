@@ -4,6 +4,7 @@ cuda/bench/gemm_algo.cu: its algorithm attributes beside the kernels Nsight Comp
 (docs/COST_MODEL.md "GEMM configurations from cuBLASLt").
 
     /usr/bin/python3 scripts/gemm_algo.py MANIFEST.txt NCU.csv
+    /usr/bin/python3 scripts/gemm_algo.py wb WB.txt WB.csv
 
 MANIFEST.txt: gemm_algo's stdout ("g <model> <class> <T> <N> <K> <bias> algo <id> tile <id> splitk <n>
 reduction <s> swizzle <n> custom <n> stages <id> inner <id> cluster <id> ws <bytes> waves <x>", one line per
@@ -13,7 +14,13 @@ skipped).  Prints one row per shape: the attributes, the kernel's tile from its 
 (nvjet_sm90_<kind>_<weight rows>x<token rows>_...), its grid and CTAs, the output tiles
 (ceil(N / weight rows) x ceil(T / token rows)), and the K splits those imply (CTAs / tiles, where the
 kernel is a split-K one); then whether the attributes' split-K count matches the kernels'.  Exits 1 with
-file:line on input it cannot pair."""
+file:line on input it cannot pair.
+
+wb: `gemm_algo wb` under `ncu --cache-control none` (dram__bytes_read.sum, dram__bytes_write.sum): per trial
+("w <model> <class> <T> <N> <K> <splitk> <partial bytes> <output bytes>", each run twice) the kernels
+between two flush_kernel rows are its GEMM's; prints the GEMM kernel's and the reduction's DRAM writes and
+the second flush's (the dirty lines the GEMM left), in MB, beside the fp32 partials and the output the
+replay assumes stay dirty."""
 import csv
 import math
 import re
@@ -97,7 +104,78 @@ def pair(shapes, kernels, kpath):
         die("%s: %d kernels left over after the %d shapes (first at line %d)" % (kpath, len(ks) - i, len(shapes), ks[i][2]))
 
 
+def read_metrics(path):
+    """Nsight Compute's rows with DRAM bytes: [(name, read bytes, write bytes, csv line)] in launch order."""
+    try:
+        text = open(path).read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    start = next((i for i, l in enumerate(text) if l.startswith('"ID"')), None)
+    if start is None:
+        die("%s: no CSV header (\"ID\",...): not an ncu --csv log" % path)
+    units = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+    ks = {}
+    for n, row in enumerate(csv.DictReader(text[start:]), start + 2):
+        try:
+            k = int(row["ID"])
+            d = ks.setdefault(k, {"name": row["Kernel Name"], "line": n})
+            if row["Metric Name"] in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+                d[row["Metric Name"]] = float(row["Metric Value"].replace(",", "")) * units[row["Metric Unit"]]
+        except (KeyError, ValueError, TypeError):
+            die("%s:%d: a row without a kernel ID, metric or known unit" % (path, n))
+    return [ks[k] for k in sorted(ks)]
+
+
+def write_back(argv):
+    trials = []
+    try:
+        lines = open(argv[0]).read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (argv[0], e.strerror))
+    for i, l in enumerate(lines, 1):
+        if l.startswith("w "):
+            f = l.split()
+            if len(f) != 9:
+                die("%s:%d: expected 'w model class T N K splitk partial_bytes output_bytes', got %r" % (argv[0], i, l))
+            try:
+                trials.append((f[1], f[2], int(f[3]), int(f[6]), float(f[7]), float(f[8])))
+            except ValueError:
+                die("%s:%d: a number field does not parse: %r" % (argv[0], i, l))
+    if not trials:
+        die("%s: no 'w ...' lines (gemm_algo wb's stdout?)" % argv[0])
+    ks = [k for k in read_metrics(argv[1]) if "memset" not in k["name"].lower()]
+    groups, cur, nflush = [], None, 0
+    for k in ks:
+        if k["name"].startswith("flush_kernel"):
+            nflush += 1
+            if cur is not None:
+                cur["after"] = k
+                groups.append(cur)
+                cur = None
+            else:
+                cur = {"kernels": []}
+            continue
+        if cur is None:
+            die("%s:%d: kernel %s outside a flush pair" % (argv[1], k["line"], k["name"][:40]))
+        cur["kernels"].append(k)
+    if len(groups) != len(trials):
+        die("%s: %d flush pairs for %d trials" % (argv[1], len(groups), len(trials)))
+    print("| model | class | rows | splits | fp32 partials MB | output MB | GEMM kernel writes MB | reduction writes MB |"
+          " left dirty MB (the flush's writes) | left dirty / (partials + output) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (model, cl, T, sk, part, out), g in zip(trials, groups):
+        gem = [k for k in g["kernels"] if "splitKreduce" not in k["name"]]
+        red = [k for k in g["kernels"] if "splitKreduce" in k["name"]]
+        w = lambda ks_: sum(k.get("dram__bytes_write.sum", 0) for k in ks_) / 1e6
+        left = g["after"].get("dram__bytes_write.sum", 0) / 1e6
+        print("| %s | %s | %d | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |" % (
+            model, cl, T, sk, part / 1e6, out / 1e6, w(gem), w(red), left, left / ((part + out) / 1e6)))
+    return 0
+
+
 def main(argv):
+    if argv[:1] == ["wb"] and len(argv) == 3:
+        return write_back(argv[1:])
     if len(argv) != 2 or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2

@@ -16,6 +16,12 @@
 // ..., 8,192: core/model/gemm_warm.h; a run's shape of T rows takes its bucket's algorithm), one line
 // each, "s <model> <class> <N> <K> <bias> <T> <splitk> <tile id>": what scripts/gemm_splitk.py turns
 // into a profile's gemm_splitk block (docs/PROFILE_FORMAT.md).
+//   ncu --csv --cache-control none --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+//       --log-file wb.csv ./gemm_algo wb > wb.txt
+// what a split GEMM leaves dirty: for a few shapes, each twice, flush the L2 (read 256 MiB), run the GEMM
+// (its kernel and the split-K reduction), flush again: the second flush's DRAM writes are the dirty lines the
+// GEMM left (its fp32 partials, its output) that survived; stdout "w <model> <class> <T> <N> <K> <splitk>
+// <partial bytes> <output bytes>" before each trial (the kernels between two flush kernels are its GEMM's).
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -80,10 +86,71 @@ static void choose(cublasLtHandle_t lt, const cls &c, int T, size_t ws_bytes, vo
     }
 }
 
+__global__ void flush_kernel(const uint4 *p, size_t n, unsigned *sink)
+{
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = p[i];
+        acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+    }
+    if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u)
+        *sink = acc.x;
+}
+
+// The dirty lines a split GEMM leaves (see the top): the trials of `gemm_algo wb`.
+static int write_back(cublasLtHandle_t lt)
+{
+    struct trial { int cls, T; } trials[] = {
+        {3, 64}, {3, 128}, {3, 288}, {3, 32}, {1, 32},   // LLaDA-8B down at 64 (3 splits), 128 (2), 288 (2), 32 (4); O at 32 (2)
+        {7, 64}, {7, 128}, {7, 288}, {7, 32}, {5, 32},   // Dream-7B down at 64 (3), 128 (4), 288 (3), 32 (4); O at 32 (2)
+        {0, 128}, {4, 288},                              // no split: LLaDA-8B q|k|v at 128, Dream-7B q|k|v at 288
+    };
+    size_t ws_bytes = (size_t)32 << 20, maxN = 12288, maxK = 18944, maxT = 288, fl = (size_t)256 << 20;
+    void *ws, *w, *x, *y, *bias, *f;
+    unsigned *sink;
+    CK(cudaMalloc(&ws, ws_bytes));
+    CK(cudaMalloc(&w, maxN * maxK * 2));
+    CK(cudaMalloc(&x, maxT * maxK * 2));
+    CK(cudaMalloc(&y, maxT * maxN * 2));
+    CK(cudaMalloc(&bias, maxN * 2));
+    CK(cudaMalloc(&f, fl));
+    CK(cudaMalloc((void **)&sink, 4));
+    CK(cudaMemset(w, 0x3c, maxN * maxK * 2));   // bf16 0x3c3c ~ 0.0115: nothing the L2 could compress
+    CK(cudaMemset(x, 0x3c, maxT * maxK * 2));
+    CK(cudaMemset(f, 1, fl));
+    CK(cudaMemset(bias, 0, maxN * 2));
+    const float one = 1, zero = 0;
+    for (int rep = 0; rep < 2; rep++)
+        for (const trial &t : trials) {
+            const cls &c = CLASSES[t.cls];
+            cublasLtMatmulDesc_t op;
+            cublasLtMatrixLayout_t a, b, cc;
+            cublasLtMatmulHeuristicResult_t r;
+            choose(lt, c, t.T, ws_bytes, bias, &op, &a, &b, &cc, &r);
+            unsigned sk = attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
+            printf("w %s %s %d %d %d %u %.0f %.0f\n", c.model, c.name, t.T, c.N, c.K, sk,
+                   (sk > 1 ? sk : 0) * (double)t.T * c.N * 4, (double)t.T * c.N * 2);
+            fflush(stdout);
+            flush_kernel<<<264, 512>>>((const uint4 *)f, fl / 16, sink);
+            LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &zero, y, cc, y, cc, &r.algo, ws, ws_bytes, 0));
+            flush_kernel<<<264, 512>>>((const uint4 *)f, fl / 16, sink);
+            CK(cudaDeviceSynchronize());
+            cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
+            cublasLtMatmulDescDestroy(op);
+        }
+    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias), cudaFree(f), cudaFree(sink);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     cublasLtHandle_t lt;
     LT(cublasLtCreate(&lt));
+    if (argc > 1 && strcmp(argv[1], "wb") == 0) {
+        int rc = write_back(lt);
+        cublasLtDestroy(lt);
+        return rc;
+    }
     if (argc > 1 && strcmp(argv[1], "splitk") == 0) {   // the heuristic's split-K at every warm-up row count
         void *bias;
         CK(cudaMalloc(&bias, 37888 * 2));
@@ -104,7 +171,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "usage: gemm_algo [splitk]\n");
+        fprintf(stderr, "usage: gemm_algo [splitk | wb]\n");
         return 2;
     }
     size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 2112;
