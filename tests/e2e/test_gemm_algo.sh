@@ -43,4 +43,13 @@ grep -q "already has a gemm_splitk block" "$T/e4" || fail "second block: $(cat "
 printf 's llada-8b down 4096 12288 0 8 4 16\ns llada-8b down 4096 12288 0 8 3 16\n' > "$T/dup.txt"
 if $PY scripts/gemm_splitk.py "$T/dup.txt" > /dev/null 2> "$T/e5"; then fail "a repeated row count was accepted"; fi
 grep -q "dup.txt:2: row count 8 not above the shape's previous 8" "$T/e5" || fail "repeated row: $(cat "$T/e5")"
+# gemm_algo.py wb: device call 66's trials (12 shapes, each twice) pair with Nsight Compute's rows; a split
+# GEMM leaves its partials and output dirty (LLaDA-8B's down at 128 rows, 2 splits: 5.36 of 5.24 MB)
+W=datasets/hw/2026-12-02/call66
+$PY scripts/gemm_algo.py wb "$W/wb.txt" "$W/wb.csv" > "$T/wb.md" || fail "call 66's files"
+[ "$(grep -c '^| \(llada-8b\|dream-7b\) | ' "$T/wb.md")" = 24 ] || fail "24 trials: $(cat "$T/wb.md")"
+grep -q "^| llada-8b | down | 128 | 2 | 4.19 | 1.05 | 0.14 | 0.00 | 5.36 | 1.02 |$" "$T/wb.md" || fail "llada down 128: $(grep '| down | 128 |' "$T/wb.md")"
+grep -v flush_kernel "$W/wb.csv" > "$T/noflush.csv"
+if $PY scripts/gemm_algo.py wb "$W/wb.txt" "$T/noflush.csv" > /dev/null 2> "$T/e6"; then fail "a CSV without flushes was accepted"; fi
+grep -q "outside a flush pair" "$T/e6" || fail "no flushes: $(cat "$T/e6")"
 echo ok
