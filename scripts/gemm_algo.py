@@ -59,8 +59,12 @@ def read_manifest(path):
     return out
 
 
+UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+
+
 def read_kernels(path):
-    """Nsight Compute's rows, one per kernel launch: (name, grid tuple, csv line)."""
+    """Nsight Compute's rows, one dict per kernel launch in launch order: name, grid (a tuple), line (the CSV
+    line of its first row) and any DRAM byte metrics it has (dram__bytes_read.sum, dram__bytes_write.sum)."""
     try:
         text = open(path).read().splitlines()
     except OSError as e:
@@ -72,10 +76,12 @@ def read_kernels(path):
     for n, row in enumerate(csv.DictReader(text[start:]), start + 2):
         try:
             k = int(row["ID"])
-            g = tuple(int(x) for x in row["Grid Size"].strip("()").split(","))
-        except (KeyError, ValueError, TypeError):
-            die("%s:%d: no kernel ID or grid size" % (path, n))
-        ks.setdefault(k, (row["Kernel Name"], g, n))
+            d = ks.setdefault(k, {"name": row["Kernel Name"], "line": n,
+                                  "grid": tuple(int(x) for x in row["Grid Size"].strip("()").split(","))})
+            if row["Metric Name"] in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+                d[row["Metric Name"]] = float(row["Metric Value"].replace(",", "")) * UNITS[row["Metric Unit"]]
+        except (KeyError, ValueError, TypeError, AttributeError):
+            die("%s:%d: a row without a kernel ID, grid size, metric or known unit" % (path, n))
     return [ks[k] for k in sorted(ks)]
 
 
@@ -85,7 +91,8 @@ def tile_of(name):
 
 
 def pair(shapes, kernels, kpath):
-    ks = [k for k in kernels if "memset" not in k[0].lower() and "fill" not in k[0].lower()]
+    ks = [(k["name"], k["grid"], k["line"]) for k in kernels
+          if "memset" not in k["name"].lower() and "fill" not in k["name"].lower()]
     i = 0
     for s in shapes:
         if i >= len(ks):
@@ -102,28 +109,6 @@ def pair(shapes, kernels, kpath):
             i += 1
     if i != len(ks):
         die("%s: %d kernels left over after the %d shapes (first at line %d)" % (kpath, len(ks) - i, len(shapes), ks[i][2]))
-
-
-def read_metrics(path):
-    """Nsight Compute's rows with DRAM bytes: [(name, read bytes, write bytes, csv line)] in launch order."""
-    try:
-        text = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
-    start = next((i for i, l in enumerate(text) if l.startswith('"ID"')), None)
-    if start is None:
-        die("%s: no CSV header (\"ID\",...): not an ncu --csv log" % path)
-    units = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
-    ks = {}
-    for n, row in enumerate(csv.DictReader(text[start:]), start + 2):
-        try:
-            k = int(row["ID"])
-            d = ks.setdefault(k, {"name": row["Kernel Name"], "line": n})
-            if row["Metric Name"] in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
-                d[row["Metric Name"]] = float(row["Metric Value"].replace(",", "")) * units[row["Metric Unit"]]
-        except (KeyError, ValueError, TypeError):
-            die("%s:%d: a row without a kernel ID, metric or known unit" % (path, n))
-    return [ks[k] for k in sorted(ks)]
 
 
 def write_back(argv):
@@ -143,7 +128,7 @@ def write_back(argv):
                 die("%s:%d: a number field does not parse: %r" % (argv[0], i, l))
     if not trials:
         die("%s: no 'w ...' lines (gemm_algo wb's stdout?)" % argv[0])
-    ks = [k for k in read_metrics(argv[1]) if "memset" not in k["name"].lower()]
+    ks = [k for k in read_kernels(argv[1]) if "memset" not in k["name"].lower()]
     groups, cur, nflush = [], None, 0
     for k in ks:
         if k["name"].startswith("flush_kernel"):

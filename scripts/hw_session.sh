@@ -699,15 +699,7 @@ import_profile() {   # RES pairs.txt preset-dir post.log
         mapfile -t wh < <(warm_args "$R/h5/heldout.h5"; warm_args "$R/h5/heldout.h5" warm_gemms)
         if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured "${wh[@]}" \
                 -o "$R/h5prof/heldout.h5" > "$R/heldout_prof.log" 2>&1; then
-            local i=0 n
-            while read -r f n _; do
-                [[ "$f" == */heldout.h5 ]] || continue
-                i=$((i + 1))
-                echo "== compare $n (heldout.h5 against the profile's re-simulation)"
-                "$DKV" compare "$f" "$R/h5prof/heldout.h5" --real-run "$n:real" --sim-run "$n:sim" "${TOLS[@]}" \
-                    -o "$R/cmp/prof_$(printf %03d $i).h5" 2>&1
-                echo "== exit $?"
-            done < "$list" >> "$log"
+            compare_file "$list" heldout.h5 "$R/h5prof/heldout.h5" "$R/cmp/prof_" "the profile's re-simulation" >> "$log"
         else
             echo "held-out points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/heldout_prof.log" | cut -c1-200))" \
                 | tee -a "$log"
@@ -718,15 +710,7 @@ import_profile() {   # RES pairs.txt preset-dir post.log
         mapfile -t wv < <(warm_args "$R/h5/val.h5"; warm_args "$R/h5/val.h5" model; warm_args "$R/h5/val.h5" warm_gemms)
         if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu=h200-measured "${wv[@]}" \
                 -o "$R/h5prof/val.h5" > "$R/val_prof.log" 2>&1; then
-            local j=0 m
-            while read -r f m _; do
-                [[ "$f" == */val.h5 ]] || continue
-                j=$((j + 1))
-                echo "== compare $m (val.h5 against the profile's re-simulation)"
-                "$DKV" compare "$f" "$R/h5prof/val.h5" --real-run "$m:real" --sim-run "$m:sim" "${TOLS[@]}" \
-                    -o "$R/cmp/profval_$(printf %03d $j).h5" 2>&1
-                echo "== exit $?"
-            done < "$list" >> "$log"
+            compare_file "$list" val.h5 "$R/h5prof/val.h5" "$R/cmp/profval_" "the profile's re-simulation" >> "$log"
         else
             echo "validation points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/val_prof.log" | cut -c1-200))" \
                 | tee -a "$log"
@@ -735,7 +719,7 @@ import_profile() {   # RES pairs.txt preset-dir post.log
 }
 
 machine_cal() {   # RES pairs.txt post.log: h5mach/heldout.h5, cmp/mach_NNN.h5, machine_cal.txt
-    local R=$1 list=$2 log=$3 s f n i=0 wa sargs=()
+    local R=$1 list=$2 log=$3 s wa sargs=()
     [ -f "$R/h5/heldout.h5" ] && [ -f "$R/h5/val.h5" ] || return 0
     s=$($PY scripts/machine_calibrate.py "$R" --scale 2>> "$log") \
         || { echo "machine calibration: none (post.log)" | tee -a "$log"; return 0; }
@@ -751,14 +735,19 @@ machine_cal() {   # RES pairs.txt post.log: h5mach/heldout.h5, cmp/mach_NNN.h5, 
         echo "machine calibration: the held-out re-simulation failed (h5mach/heldout.log)" | tee -a "$log"
         return 0
     fi
+    compare_file "$list" heldout.h5 "$R/h5mach/heldout.h5" "$R/cmp/mach_" \
+        "the machine-calibrated re-simulation, kernel_scale $s" >> "$log"
+}
+
+compare_file() {   # pairs.txt NAME.h5 SIM.h5 OUT-PREFIX WHAT: each pair of NAME.h5 against SIM.h5's twin
+    local f n i=0
     while read -r f n _; do
-        [[ "$f" == */heldout.h5 ]] || continue
+        [[ "$f" == */"$2" ]] || continue
         i=$((i + 1))
-        echo "== compare $n (heldout.h5 against the machine-calibrated re-simulation, kernel_scale $s)"
-        "$DKV" compare "$f" "$R/h5mach/heldout.h5" --real-run "$n:real" --sim-run "$n:sim" "${TOLS[@]}" \
-            -o "$R/cmp/mach_$(printf %03d $i).h5" 2>&1
+        echo "== compare $n ($2 against $5)"
+        "$DKV" compare "$f" "$3" --real-run "$n:real" --sim-run "$n:sim" "${TOLS[@]}" -o "$4$(printf %03d $i).h5" 2>&1
         echo "== exit $?"
-    done < "$list" >> "$log"
+    done < "$1"
 }
 
 compare_list() {   # pairs.txt outdir calibration-preset|""
