@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # readers.sh - a diagnostic of docs/COMPARE.md "The next hardware session" (session 19, not shipped): the L2
 # replay's weight footprint by the CTAs that read each weight line, with the tiles cuBLASLt reports (device
-# call 64), instead of the one-reader rule on the rule's tiles.  readers.patch (against commit c069e2d's
+# call 64), instead of the one-reader rule on the rule's tiles.  readers.patch (against commit 7ac2fd2's
 # core/cost/cost_l2.c) reads a table "N K M tile_w tile_t splits" from $X_GCFG; X_FOOT_ALL=1: footprint
 # 30 / C(readers), C = 41.4 MB (1 reader), 37.0 (2), 33.5 (3: interpolated, not measured), 30 (4 or more);
 # without it: the one-reader rule (0.725 at 1 reader) on the measured tiles.
