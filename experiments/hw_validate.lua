@@ -18,6 +18,9 @@
 --   w1  1 request  x (256 + 32)
 --   w2  2 requests x (1024 + 32)
 --   w3  4 requests x (384 + 32)
+-- and, only when named by -D point (not among the 9): w5 and w6, 5 and 6 requests x (256 + 32) (Reuse
+-- steps of 160 and 192 rows, where cuBLASLt's split-K differs from the replay's old rule: session 19's
+-- held-out check of the profile's gemm_splitk block, device call 67).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -42,6 +45,8 @@ local workloads = {
   {"w1", 1, 256, 32},
   {"w2", 2, 1024, 32},
   {"w3", 4, 384, 32},
+  {"w5", 5, 256, 32, named = true},   -- only when -D point names them
+  {"w6", 6, 256, 32, named = true},
 }
 local caches = {
   {"prefix", nil},
@@ -88,7 +93,7 @@ end
 for _, w in ipairs(workloads) do
   for _, c in ipairs(caches) do
     local point = w[1] .. ":" .. c[1]
-    if not only or only == point then
+    if (not only and not w.named) or only == point then
       local cfg = {model = model, gpu = gpu, seed = 1,
         workload = {kind = "fixed", n = w[2], interval_s = 0, prompt = w[3], gen = w[4]},
         decode = {cache = c[1], block_len = 32, steps = steps},
