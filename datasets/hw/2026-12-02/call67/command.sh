@@ -19,6 +19,9 @@ unxz_all() { for f in "$@"; do [ -f "$f" ] || continue
 unxz_all .hwbin/dkv.xz .hwbin/lib/*.xz
 chmod +x .hwbin/dkv
 export LD_LIBRARY_PATH="$PWD/.hwbin/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+# the .hwbin dkv predates the gemm_splitk block and refuses profile m (unknown field): its real runs name l
+# (the preset's profile only sets the real half's counted bytes, which Nsight Compute's replace here)
+sed -i 's/profile = "h200-20261202m"/profile = "h200-20261202l"/' datasets/presets/gpu/h200.lua
 nvidia-smi --query-gpu=name,serial,driver_version,clocks.max.sm,power.limit --format=csv,noheader > "$OUT/device.txt"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda-*/bin/ncu 2>/dev/null | head -1)
 echo "ncu: ${NCU:-none}"
