@@ -16,6 +16,13 @@ for p in w1:dual w2:sparse w3:dual; do
 done
 awk '/^### val:w1:dual/ {f = 1} f && /^\| qkv \|/ {print; exit}' "$M" | grep -q "| 3.7027 |" ||
     fail "w1:dual qkv's measured read is not the CSV's: $(grep '^| qkv' "$M" | head -1)"
+# scripts/ncu_cells.py scores the table; scripts/ncu_gemm_reads.py reads the same runs: the Refresh steps of
+# w1:dual (288 rows), w2:sparse (2,112) and w3:dual (1,664), each class counted / measured over the weights
+/usr/bin/python3 scripts/ncu_cells.py "$M" | grep -q "^reads [0-9]* / 21 within 5 %, mean [0-9.]* % | writes [0-9]* / 21 within 5 %" ||
+    fail "ncu_cells.py: $(/usr/bin/python3 scripts/ncu_cells.py "$M" 2>&1)"
+/usr/bin/python3 scripts/ncu_gemm_reads.py dream-7b "$T/o/real.h5" "$T/o/sim.h5" > "$T/gr.txt" || fail "ncu_gemm_reads.py"
+for r in 288 1664 2112; do grep -q "rows:  qkv [0-9.]* / [0-9.]*   o_proj" <(grep " $r rows" "$T/gr.txt") || fail "no $r-row Refresh: $(cat "$T/gr.txt")"; done
+if /usr/bin/python3 scripts/ncu_gemm_reads.py gpt-2 "$T/o/real.h5" "$T/o/sim.h5" 2> /dev/null; then fail "an unknown model was accepted"; fi
 if DKV="$DKV" bash scripts/ncu_model_bytes.sh "$T/ncu_dream" dream-7b "$T/o" 2> "$T/e1"; then fail "existing OUT_DIR"; fi
 grep -q "exists: give a new OUT_DIR" "$T/e1" || fail "OUT_DIR message: $(cat "$T/e1")"
 rm "$T/ncu_dream/prof_w3_dual.h5"

@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""ncu_gemm_reads.py - the GEMM classes' HBM reads of every Refresh step, counted and measured, as multiples
+of the layers' weight bytes (docs/COST_MODEL.md "GEMM configurations from cuBLASLt": where the large-M
+re-read model does and does not carry).
+
+    /usr/bin/python3 scripts/ncu_gemm_reads.py MODEL REAL.h5 SIM.h5
+
+REAL.h5: runs val:<point>:real with Nsight Compute's kernels imported (dkv ncu-import: ncu_kernels,
+ncu_classes), e.g. scripts/ncu_model_bytes.sh's OUT/real.h5 or hw_session.sh post's h5/val.h5; SIM.h5: their
+:sim twins (OUT/sim.h5, sim/val.h5).  MODEL: llada-8b or dream-7b (the weight bytes per layer: q|k|v, O, the
+FFN's three matrices).  Steps are split at the reset kernel that starts each; prints per Refresh step its
+query rows and, per class, counted / measured reads over the weights (input rows and residuals included,
+so 1.0 is not "each weight read once")."""
+import sys
+
+import h5py
+
+W = {"llada-8b": (32, {"qkv": 12288 * 4096, "o_proj": 4096 * 4096, "ffn": 24576 * 4096 + 4096 * 12288}),
+     "dream-7b": (28, {"qkv": 4608 * 3584, "o_proj": 3584 * 3584, "ffn": 37888 * 3584 + 3584 * 18944})}
+
+
+def main(argv):
+    if len(argv) != 3 or argv[0] not in W:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    layers, wb = W[argv[0]]
+    try:
+        R, S = h5py.File(argv[1], "r")["runs"], h5py.File(argv[2], "r")["runs"]
+    except OSError as e:
+        sys.exit("ncu_gemm_reads.py: %s" % e)
+    n = 0
+    for k in sorted(R):
+        if not k.endswith(":real") or "ncu_kernels" not in R[k] or k[:-5] + ":sim" not in S:
+            continue
+        r, s = R[k], S[k[:-5] + ":sim"]
+        st, nk, sk = r["steps"][()], r["ncu_kernels"][()], s["kernels"][()]
+        names = [x.decode() for x in nk["name"]]
+        starts = [i for i, x in enumerate(names)
+                  if x.startswith("reset_kernel") and (i == 0 or not names[i - 1].startswith("reset_kernel"))]
+        if len(starts) < len(st):
+            sys.exit("ncu_gemm_reads.py: %s: %d step starts (reset_kernel) for %d steps" % (k, len(starts), len(st)))
+        bounds = starts[-len(st):] + [len(nk)]
+        kind = {x.decode(): int(y) for y, x in zip(r["ncu_classes"][()]["kind"], r["ncu_classes"][()]["name"])}
+        for j in range(len(st)):
+            if st["n_refresh"][j] == 0:
+                continue
+            seg = nk[bounds[j]:bounds[j + 1]]
+            cols = []
+            for c in ("qkv", "o_proj", "ffn"):
+                w = 2.0 * wb[c] * layers
+                meas = seg["read_bytes"][seg["kind"] == kind[c]].sum() / w
+                cnt = sk["read_bytes"][(sk["step_index"] == st["index"][j]) & (sk["kind"] == kind[c])].sum() / w
+                cols.append("%s %.2f / %.2f" % (c, cnt, meas))
+            print("%-16s step %d  %5d rows:  %s" % (k[:-5], j, st["q_tokens"][j], "   ".join(cols)))
+            n += 1
+    if n == 0:
+        sys.exit("ncu_gemm_reads.py: no Refresh step with Nsight Compute's kernels in %s" % argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
