@@ -397,6 +397,15 @@ if modes and next(iter(modes)):
 PYEOF
 }
 
+warm_all() {    # H5: warm_args for warmup, model and warm_gemms, their lines together; fails as warm_args does
+    local k wa
+    for k in warmup model warm_gemms; do
+        wa=$(warm_args "$1" $k) || { echo "$wa"; return 1; }
+        [ -n "$wa" ] && echo "$wa"
+    done
+    return 0
+}
+
 pick_dkv() {
     local d
     for d in build/hw-release/dkv build/hw-debug/dkv "$HB/dkv"; do
@@ -467,11 +476,7 @@ PYEOF
         [ "$x" = heldout ] && script=experiments/hw_validate.lua && sargs=(-D set=heldout)
         [ -f "$script" ] || continue
         local wa
-        wa=$(warm_args "$f") || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
-        [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
-        wa=$(warm_args "$f" model) || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
-        [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
-        wa=$(warm_args "$f" warm_gemms) || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
+        wa=$(warm_all "$f") || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
         [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
         "$DKV" run "$script" -D backend=sim "${sargs[@]}" -o "$R/sim/$x.h5" > "$R/sim/$x.log" 2>&1 \
             || echo "re-simulation of $x failed (sim/$x.log)" | tee -a "$log"
@@ -721,14 +726,12 @@ import_profile() {   # RES pairs.txt preset-dir post.log
 machine_cal() {   # RES pairs.txt post.log: h5mach/heldout.h5, cmp/mach_NNN.h5, machine_cal.txt
     local R=$1 list=$2 log=$3 s wa sargs=()
     [ -f "$R/h5/heldout.h5" ] && [ -f "$R/h5/val.h5" ] || return 0
-    s=$($PY scripts/machine_calibrate.py "$R" --scale 2>> "$log") \
+    $PY scripts/machine_calibrate.py "$R" > "$R/machine_cal.txt" 2>> "$log" \
         || { echo "machine calibration: none (post.log)" | tee -a "$log"; return 0; }
-    $PY scripts/machine_calibrate.py "$R" > "$R/machine_cal.txt"
+    s=$(sed -n 's/.*kernel_scale = 1 \/ (1 + b) = //p' "$R/machine_cal.txt")
     echo "machine calibration: kernel_scale $s (machine_cal.txt)" | tee -a "$log"
-    for k in warmup model warm_gemms; do
-        wa=$(warm_args "$R/h5/heldout.h5" $k) || { echo "machine calibration: $wa" | tee -a "$log"; return 0; }
-        [ -n "$wa" ] && mapfile -t -O "${#sargs[@]}" sargs <<< "$wa"
-    done
+    wa=$(warm_all "$R/h5/heldout.h5") || { echo "machine calibration: $wa" | tee -a "$log"; return 0; }
+    [ -n "$wa" ] && mapfile -t sargs <<< "$wa"
     mkdir -p "$R/h5mach"
     if ! "$DKV" run experiments/hw_validate.lua -D set=heldout -D backend=sim -D kernel_scale="$s" "${sargs[@]}" \
             -o "$R/h5mach/heldout.h5" > "$R/h5mach/heldout.log" 2>&1; then

@@ -13,19 +13,14 @@ steps of more than 2,048 query rows: their number, mean measured clock and mean 
 import os
 import sys
 
-import h5py
 import numpy as np
 
-
-def steps(path):
-    with h5py.File(path, "r") as f:
-        return {k: f["runs"][k]["steps"][()] for k in f["runs"] if "steps" in f["runs"][k]}
+from machine_spread import same, steps
 
 
 def paired(r, s):
-    n = min(len(r), len(s))
-    return np.array([i for i in range(1, n) if (r["n_refresh"][i], r["n_reuse"][i], r["q_tokens"][i]) ==
-                     (s["n_refresh"][i], s["n_reuse"][i], s["q_tokens"][i])], dtype=int)
+    """Indices of the steps after the first whose plans agree (machine_spread.py's same())."""
+    return np.array([i for i in range(1, min(len(r), len(s))) if same(r[i], s[i])], dtype=int)
 
 
 def main(argv):
