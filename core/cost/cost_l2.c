@@ -22,7 +22,8 @@
  * touches the whole input (its tiles of every row block), and writes its share of the output at
  * the end (the epilogue), so a GEMM whose weight stream after a wave exceeds the L2 pushes its
  * own earlier output out (the SwiGLU then reads it from HBM); a GEMM of few tiles splits K and
- * writes fp32 partials (gemm()).
+ * writes fp32 partials (gemm_replay()).  Where the profile's gemm_reads block measured the GEMM's
+ * shape alone at its warm-up bucket, its reads take the measurement's correction (gemm_measured()).
  *
  * Layers are identical: the layer is replayed three times after the step's start and the third
  * is counted (the weight streams flush everything older, so the state repeats); the step's start
@@ -88,6 +89,10 @@ enum { B_STREAM = 0, B_X, B_H, B_QKV, B_Q, B_K, B_V, B_ATT, B_GU, B_FF, B_KVNEW,
 
 typedef struct { int key; double res, dirty; unsigned wep; } ent;
 
+#define READS_CACHE 8
+
+typedef struct { double b, n, k, delta; } reads_fix;   /* a gemm_measured correction: bucket rows, N, K */
+
 typedef struct {
     ent e[MAX_ENT];   /* e[0]: least recently used */
     int n;
@@ -98,7 +103,10 @@ typedef struct {
     double rd, wr;    /* the current kernel's HBM bytes */
     unsigned ep;      /* current kernel */
     double n_sms;
-    const dkv_profile_info *prof;   /* the GEMMs' K splits (gemm_splitk), or NULL */
+    const dkv_profile_info *prof;   /* the GEMMs' K splits (gemm_splitk) and reads (gemm_reads), or NULL */
+    bool measured;    /* a GEMM the profile's gemm_reads holds takes its measured reads (gemm_measured) */
+    reads_fix rc[READS_CACHE];   /* gemm_measured's corrections this step */
+    int nrc;
 } l2m;
 
 static void drop(l2m *s, int i)
@@ -331,8 +339,8 @@ static void split_qkv(l2m *s, double fq, double fk)
  * as many column tiles as there are CTAs; every group streams the weights once more, every
  * column wave of a group reads the group's input rows; the output share is written at the end of
  * each column wave (the epilogue). */
-static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b, int out, double out_b, double M,
-                 double N, double K)
+static void gemm_replay(l2m *s, int in, double in_b, double w_b, int res, double res_b, int out, double out_b,
+                        double M, double N, double K)
 {
     dkv_cost_gemm_plan g;
     dkv_cost_gemm_tiles(M, N, K, s->n_sms, dkv_profile_gemm_splitk(s->prof, M, N, K), &g);
@@ -386,6 +394,42 @@ static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b,
     for (int i = 0; i < s->n; i++)   /* to the kernels after, the weights are streamed lines */
         if (s->e[i].key >= B_WGT)
             s->e[i].key = B_STREAM;
+}
+
+/* The correction of a GEMM's reads from the profile's gemm_reads (docs/COST_MODEL.md "Large-M GEMM reads,
+ * measured"): what the GEMM read measured alone at its warm-up bucket b rows (L2 flushed, the input just
+ * written, the residual cold), less what the replay counts for that measurement (an empty L2, the input of
+ * b rows written, then gemm_replay at b rows).  The replay carries the context (what the kernels before
+ * left resident), the measurement the traversal (how often cuBLAS's tiles re-read the weights and the
+ * input); 0 without a measurement. */
+static double gemm_measured(l2m *s, int in, double in_b, double w_b, int res, double res_b, int out, double out_b,
+                            double M, double N, double K)
+{
+    double b, meas = s->measured ? dkv_profile_gemm_reads(s->prof, M, N, K, &b) : 0;
+    if (!(meas > 0))
+        return 0;
+    for (int i = 0; i < s->nrc; i++)
+        if (s->rc[i].b == b && s->rc[i].n == N && s->rc[i].k == K)
+            return s->rc[i].delta;
+    l2m t = {.cap = s->cap, .dcap = s->dcap, .n_sms = s->n_sms, .prof = s->prof, .ep = 1};
+    const double f = b / M;
+    wr(&t, in, in_b * f);
+    t.ep = 2, t.rd = t.wr = 0;
+    gemm_replay(&t, in, in_b * f, w_b, res, res_b * f, out, out_b * f, b, N, K);
+    double delta = meas - t.rd;
+    if (s->nrc < READS_CACHE)
+        s->rc[s->nrc++] = (reads_fix){b, N, K, delta};
+    return delta;
+}
+
+/* A GEMM: the replay's bytes, its reads corrected by the profile's measurement where it holds the shape. */
+static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b, int out, double out_b, double M,
+                 double N, double K)
+{
+    double rd0 = s->rd;
+    gemm_replay(s, in, in_b, w_b, res, res_b, out, out_b, M, N, K);
+    double delta = gemm_measured(s, in, in_b, w_b, res, res_b, out, out_b, M, N, K);
+    s->rd = rd0 + fmax(0, s->rd - rd0 + delta);
 }
 
 typedef struct {
@@ -515,8 +559,11 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
     if (!hw || hw->l2_bytes <= 0 || plan->n_items == 0)
         return;
     double parts = hw->l2_partitions ? hw->l2_partitions : 1;
+    /* the gemm_reads measurements are of one weight copy: steps that stream several (instances without
+     * shared weights) keep the replay's count */
     run r = {.s = {.cap = hw->l2_bytes / parts, .dcap = hw->l2_bytes * DKV_COST_L2_DIRTY_FRAC,
-                   .n_sms = hw->n_sms ? hw->n_sms : 1, .prof = hw->profile}};
+                   .n_sms = hw->n_sms ? hw->n_sms : 1, .prof = hw->profile,
+                   .measured = hw->profile && hw->profile->reads_n > 0 && cs->weight_streams <= 1}};
     dkv_cost_class lay[DKV_KCLASS_N], once[DKV_KCLASS_N];
     memset(lay, 0, sizeof lay), memset(once, 0, sizeof once);
     const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);

@@ -139,6 +139,23 @@ double dkv_profile_gemm_splitk(const dkv_profile_info *in, double M, double N, d
     return 0;
 }
 
+double dkv_profile_gemm_reads(const dkv_profile_info *in, double M, double N, double K, double *bucket)
+{
+    *bucket = 0;
+    if (!in || !(M >= 1) || M > DKV_GEMM_WARM_MAX_ROWS)
+        return 0;
+    uint32_t b = dkv_gemm_warm_bucket((uint32_t)ceil(M)), j = b / DKV_GEMM_WARM_STEP - 1;
+    for (uint32_t i = 0; i < in->reads_n; i++) {
+        if (in->reads_nk[i][0] != N || in->reads_nk[i][1] != K)
+            continue;
+        if (j >= DKV_PROFILE_READS_PTS || !(in->reads_bytes[i][j] > 0))
+            return 0;
+        *bucket = b;
+        return in->reads_bytes[i][j];
+    }
+    return 0;
+}
+
 bool dkv_profile_has(const dkv_profile *p, dkv_prof_tab t)
 {
     return p && (unsigned)t < DKV_PT_N && p->t[t].present && p->t[t].n > 0;

@@ -60,6 +60,8 @@ typedef struct dkv_profile dkv_profile;
 #define DKV_PROFILE_CLOCK_PTS 32   /* points of a GEMM class's clock by rows (dkv_profile_info.clock_*) */
 #define DKV_PROFILE_SPLITK_SHAPES 16   /* GEMM shapes of a gemm_splitk block (dkv_profile_info.splitk_*) */
 #define DKV_PROFILE_SPLITK_PTS 64      /* change points of one shape's split-K by rows */
+#define DKV_PROFILE_READS_SHAPES 8     /* GEMM shapes of a gemm_reads block (dkv_profile_info.reads_*) */
+#define DKV_PROFILE_READS_PTS 1024     /* its row counts: the warm-up buckets 8, 16, ..., 8,192 (gemm_warm.h) */
 
 typedef struct dkv_profile_info {
     char   name[64];
@@ -104,6 +106,12 @@ typedef struct dkv_profile_info {
     double   splitk_nk[DKV_PROFILE_SPLITK_SHAPES][2];
     double   splitk_rows[DKV_PROFILE_SPLITK_SHAPES][DKV_PROFILE_SPLITK_PTS];
     double   splitk_val[DKV_PROFILE_SPLITK_SHAPES][DKV_PROFILE_SPLITK_PTS];
+    /* gemm_reads (PROFILE_FORMAT.md "gemm_reads"; absent: reads_n 0): the HBM bytes GEMM shape i
+     * (reads_nk[i]: N, K) read at warm-up bucket 8 (j + 1) rows, measured alone as the forward meets it
+     * (reads_bytes[i][j]; 0: not measured); docs/COST_MODEL.md "Large-M GEMM reads, measured" */
+    uint32_t reads_n;
+    double   reads_nk[DKV_PROFILE_READS_SHAPES][2];
+    float    reads_bytes[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
 } dkv_profile_info;
 
 /* The K splits of a GEMM of M token rows, N weight rows and inner dimension K from in's gemm_splitk
@@ -111,6 +119,11 @@ typedef struct dkv_profile_info {
  * core/model/gemm_warm.h); 0 when in is NULL, the block lacks the shape, or M is above the warm-up's
  * range (the caller's rule then). */
 double dkv_profile_gemm_splitk(const dkv_profile_info *in, double M, double N, double K);
+
+/* The HBM bytes a GEMM of M token rows, N weight rows and inner dimension K read when measured alone at
+ * M's warm-up bucket (in's gemm_reads block), and that bucket's rows in *bucket; 0 (and *bucket 0) when
+ * in is NULL, the block lacks the shape or that bucket, or M is above the warm-up's range. */
+double dkv_profile_gemm_reads(const dkv_profile_info *in, double M, double N, double K, double *bucket);
 
 /* Table id's extra column `extra` (0-based among the extras) is warm_s, the same calls without the L2
  * flush (PROFILE_FORMAT.md): the tables whose operands are L2-hot or larger than the L2 in a real

@@ -418,6 +418,55 @@ static void read_gemm_splitk(lua_State *L, int top, const char *file, dkv_profil
     lua_pop(L, 1);
 }
 
+/* gemm_reads (PROFILE_FORMAT.md "gemm_reads"): an array of GEMM shapes, each {n, k, beta, rows, read} (and
+ * optional model / class names); a shape given twice, rows that are not increasing warm-up row counts
+ * (multiples of 8 up to 8,192), a beta other than 0 or 1, and reads not above 0 are errors. */
+static void read_gemm_reads(lua_State *L, int top, const char *file, dkv_profile_info *in)
+{
+    if (!dkv_lconf_subtable(L, top, file, "gemm_reads", 0))
+        return;
+    char ap[300];
+    dkv_lconf_path(ap, sizeof ap, file, "gemm_reads");
+    int a = lua_gettop(L);
+    dkv_lconf_check_keys_array(L, a, ap, NULL, true);
+    size_t n = lua_rawlen(L, a);
+    if (n < 1 || n > DKV_PROFILE_READS_SHAPES)
+        dkv_lconf_error(L, ap, NULL, "expected 1 to %d GEMM shapes, got %zu", DKV_PROFILE_READS_SHAPES, n);
+    static const char *const keys[] = {"model", "class", "n", "k", "beta", "rows", "read", NULL};
+    double rows[DKV_PROFILE_READS_PTS], rd[DKV_PROFILE_READS_PTS];
+    for (size_t i = 0; i < n; i++) {
+        char ep[340];
+        snprintf(ep, sizeof ep, "%s[%zu]", ap, i + 1);
+        lua_rawgeti(L, a, (lua_Integer)i + 1);
+        int e = lua_gettop(L);
+        dkv_lconf_check_table(L, e, ep);
+        dkv_lconf_check_keys(L, e, ep, keys);
+        dkv_lconf_string(L, e, ep, "model", "", 0);
+        dkv_lconf_string(L, e, ep, "class", "", 0);
+        double N = (double)dkv_lconf_integer(L, e, ep, "n", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
+        double K = (double)dkv_lconf_integer(L, e, ep, "k", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
+        dkv_lconf_integer(L, e, ep, "beta", 0, 0, 1, DKV_LCONF_REQUIRED);
+        for (size_t j = 0; j < i; j++)
+            if (in->reads_nk[j][0] == N && in->reads_nk[j][1] == K)
+                dkv_lconf_error(L, ep, NULL, "n %g, k %g is given twice (also entry %zu)", N, K, j + 1);
+        in->reads_nk[i][0] = N, in->reads_nk[i][1] = K;
+        uint32_t nr = read_points(L, e, ep, "rows", DKV_GEMM_WARM_STEP, DKV_GEMM_WARM_MAX_ROWS, true,
+                                  DKV_PROFILE_READS_PTS, rows);
+        uint32_t nv = read_points(L, e, ep, "read", 1, 1e13, false, DKV_PROFILE_READS_PTS, rd);
+        if (nr != nv)
+            dkv_lconf_error(L, ep, "read", "has %u values for %u rows", nv, nr);
+        for (uint32_t j = 0; j < nr; j++) {
+            if (fmod(rows[j], DKV_GEMM_WARM_STEP) != 0)
+                dkv_lconf_error(L, ep, "rows", "value %u: %g is not a warm-up row count (a multiple of %u)", j + 1,
+                                rows[j], DKV_GEMM_WARM_STEP);
+            in->reads_bytes[i][(uint32_t)rows[j] / DKV_GEMM_WARM_STEP - 1] = (float)rd[j];
+        }
+        lua_pop(L, 1);
+    }
+    in->reads_n = (uint32_t)n;
+    lua_pop(L, 1);
+}
+
 /* provenance, first_use, host, memory: the scalar parts of the file. */
 static void read_info(lua_State *L, int top, const char *file, dkv_profile_info *in)
 {
@@ -440,6 +489,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     read_attn_waves(L, top, file, in);
     read_clock(L, top, file, in);
     read_gemm_splitk(L, top, file, in);
+    read_gemm_reads(L, top, file, in);
     static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
                                         "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
     static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "resume_s",
@@ -496,7 +546,8 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
 static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
-                                       "hold", "memory", "attn_waves", "clock", "gemm_splitk", "complete", "incomplete", NULL};
+                                       "hold", "memory", "attn_waves", "clock", "gemm_splitk", "gemm_reads",
+                                       "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);

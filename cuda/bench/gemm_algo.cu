@@ -22,6 +22,22 @@
 // (its kernel and the split-K reduction), flush again: the second flush's DRAM writes are the dirty lines the
 // GEMM left (its fp32 partials, its output) that survived; stdout "w <model> <class> <T> <N> <K> <splitk>
 // <partial bytes> <output bytes>" before each trial (the kernels between two flush kernels are its GEMM's).
+//   ncu --csv --cache-control none --clock-control none --kernel-name regex:"nvjet|splitKreduce" \
+//       --metrics dram__bytes_read.sum,dram__bytes_write.sum --log-file reads_C.csv ./gemm_algo reads C > reads_C.txt
+// a GEMM's HBM bytes as the backend's forward meets it, at every warm-up row count (8-8,192 by 8) of class C
+// (0-7, CLASSES' order): flush the L2 (read 256 MiB), write the input rows (so they are resident and dirty,
+// as the norm / attention / SwiGLU before it leaves them), run the GEMM with the backend's beta (1 for the O
+// and down projections: they add into the residual stream, which the forward last touched a GEMM earlier:
+// not resident).  stdout "r <model> <class> <T> <N> <K> <bias> <beta> <splitk> <tile id> <input bytes>
+// <weight bytes> <output bytes>" before each trial; only cuBLASLt's kernels are profiled (flush_kernel and
+// fill_kernel are not), so each trial is one nvjet kernel, then its splitKreduce_kernel where it splits K
+// (scripts/gemm_reads.py pairs them and writes the profile's gemm_reads block).
+//   ncu ... (as reads) --log-file pre.csv ./gemm_algo pre > pre.txt
+// whether the way the input was written matters: a few shapes, each three times after each of three
+// preparations of its input rows - 0 written alone (as in reads), 1 written by a walk that reads twice their
+// bytes from another buffer row by row (the SwiGLU before the down projection), 2 the same reading three times
+// (the attention before the O projection); stdout "p <model> <class> <T> <prep> <rep> <splitk> <tile id>"
+// before each trial (scripts/gemm_reads.py pre).
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -97,6 +113,123 @@ __global__ void flush_kernel(const uint4 *p, size_t n, unsigned *sink)
         *sink = acc.x;
 }
 
+__global__ void fill_kernel(uint4 *p, size_t n)
+{
+    const uint4 v = make_uint4(0x3c3c3c3cu, 0x3c3c3c3cu, 0x3c3c3c3cu, 0x3c3c3c3cu);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = v;
+}
+
+// Writes rows x width bf16 of dst, reading ratio x width of src per row first (16-byte vectors; width % 8 == 0):
+// the access pattern of the SwiGLU (ratio 2) or, roughly, the attention (ratio 3) before a GEMM.
+__global__ void walk_kernel(const uint4 *src, uint4 *dst, size_t rows, size_t width, int ratio)
+{
+    const size_t w = width / 8, n = rows * w;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        size_t r = i / w, c = i % w;
+        uint4 acc = src[r * w * ratio + c];
+        for (int k = 1; k < ratio; k++) {
+            uint4 v = src[r * w * ratio + k * w + c];
+            acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+        }
+        dst[i] = acc;
+    }
+}
+
+// The trials of `gemm_algo pre` (see the top).
+static int prepared(cublasLtHandle_t lt)
+{
+    struct trial { int cls, T; } trials[] = {
+        {3, 1440}, {3, 1600}, {3, 1664}, {3, 1728}, {3, 2112},   // LLaDA-8B down (144 x 128 tiles at 1,600 / 1,664)
+        {1, 1440}, {1, 1664}, {1, 1728}, {1, 2112},              // LLaDA-8B O
+        {5, 1664}, {5, 2112}, {7, 1664}, {7, 2112},              // Dream-7B O and down
+        {0, 1664}, {2, 1664},                                    // LLaDA-8B q|k|v and gate|up (no preparation dependence expected)
+    };
+    size_t ws_bytes = (size_t)32 << 20, maxN = 24576, maxK = 18944, maxT = 2112, fl = (size_t)256 << 20;
+    void *ws, *w, *x, *y, *bias, *f, *src;
+    unsigned *sink;
+    CK(cudaMalloc(&ws, ws_bytes));
+    CK(cudaMalloc(&w, maxN * maxK * 2));
+    CK(cudaMalloc(&x, maxT * maxK * 2));
+    CK(cudaMalloc(&src, 3 * maxT * maxK * 2));
+    CK(cudaMalloc(&y, maxT * maxN * 2));
+    CK(cudaMalloc(&bias, maxN * 2));
+    CK(cudaMalloc(&f, fl));
+    CK(cudaMalloc((void **)&sink, 4));
+    CK(cudaMemset(w, 0x3c, maxN * maxK * 2));
+    CK(cudaMemset(src, 0x3c, 3 * maxT * maxK * 2));
+    CK(cudaMemset(y, 0, maxT * maxN * 2));
+    CK(cudaMemset(f, 1, fl));
+    CK(cudaMemset(bias, 0, maxN * 2));
+    const float one = 1;
+    for (const trial &t : trials) {
+        const cls &c = CLASSES[t.cls];
+        const bool acc = strcmp(c.name, "o") == 0 || strcmp(c.name, "down") == 0;
+        const float beta = acc ? 1.0f : 0.0f;
+        cublasLtMatmulDesc_t op;
+        cublasLtMatrixLayout_t a, b, cc;
+        cublasLtMatmulHeuristicResult_t r;
+        choose(lt, c, t.T, ws_bytes, bias, &op, &a, &b, &cc, &r);
+        for (int prep = 0; prep < 3; prep++)
+            for (int rep = 0; rep < 3; rep++) {
+                printf("p %s %s %d %d %d %u %u\n", c.model, c.name, t.T, prep, rep,
+                       attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM), attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID));
+                fflush(stdout);
+                flush_kernel<<<264, 512>>>((const uint4 *)f, fl / 16, sink);
+                if (prep == 0)
+                    fill_kernel<<<264, 512>>>((uint4 *)x, (size_t)t.T * c.K * 2 / 16);
+                else
+                    walk_kernel<<<264, 512>>>((const uint4 *)src, (uint4 *)x, t.T, c.K, prep + 1);
+                LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &beta, y, cc, y, cc, &r.algo, ws, ws_bytes, 0));
+                CK(cudaDeviceSynchronize());
+            }
+        cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
+        cublasLtMatmulDescDestroy(op);
+    }
+    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(src), cudaFree(y), cudaFree(bias), cudaFree(f), cudaFree(sink);
+    return 0;
+}
+
+// A GEMM's HBM bytes at every warm-up row count of class ci (see the top): the trials of `gemm_algo reads C`.
+static int reads(cublasLtHandle_t lt, int ci)
+{
+    const cls &c = CLASSES[ci];
+    const bool acc = strcmp(c.name, "o") == 0 || strcmp(c.name, "down") == 0;
+    size_t ws_bytes = (size_t)32 << 20, maxT = 8192, fl = (size_t)256 << 20;
+    void *ws, *w, *x, *y, *bias, *f;
+    unsigned *sink;
+    CK(cudaMalloc(&ws, ws_bytes));
+    CK(cudaMalloc(&w, (size_t)c.N * c.K * 2));
+    CK(cudaMalloc(&x, maxT * c.K * 2));
+    CK(cudaMalloc(&y, maxT * c.N * 2));
+    CK(cudaMalloc(&bias, (size_t)c.N * 2));
+    CK(cudaMalloc(&f, fl));
+    CK(cudaMalloc((void **)&sink, 4));
+    CK(cudaMemset(w, 0x3c, (size_t)c.N * c.K * 2));   // bf16 0x3c3c ~ 0.0115, as in wb
+    CK(cudaMemset(y, 0, maxT * c.N * 2));
+    CK(cudaMemset(f, 1, fl));
+    CK(cudaMemset(bias, 0, (size_t)c.N * 2));
+    const float one = 1, beta = acc ? 1.0f : 0.0f;
+    for (int T = 8; T <= (int)maxT; T += 8) {
+        cublasLtMatmulDesc_t op;
+        cublasLtMatrixLayout_t a, b, cc;
+        cublasLtMatmulHeuristicResult_t r;
+        choose(lt, c, T, ws_bytes, bias, &op, &a, &b, &cc, &r);
+        printf("r %s %s %d %d %d %d %d %u %u %.0f %.0f %.0f\n", c.model, c.name, T, c.N, c.K, c.bias, acc ? 1 : 0,
+               attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM), attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+               (double)T * c.K * 2, (double)c.N * c.K * 2, (double)T * c.N * 2);
+        fflush(stdout);
+        flush_kernel<<<264, 512>>>((const uint4 *)f, fl / 16, sink);
+        fill_kernel<<<264, 512>>>((uint4 *)x, (size_t)T * c.K * 2 / 16);
+        LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &beta, y, cc, y, cc, &r.algo, ws, ws_bytes, 0));
+        CK(cudaDeviceSynchronize());
+        cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
+        cublasLtMatmulDescDestroy(op);
+    }
+    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias), cudaFree(f), cudaFree(sink);
+    return 0;
+}
+
 // The dirty lines a split GEMM leaves (see the top): the trials of `gemm_algo wb`.
 static int write_back(cublasLtHandle_t lt)
 {
@@ -151,6 +284,22 @@ int main(int argc, char **argv)
         cublasLtDestroy(lt);
         return rc;
     }
+    if (argc == 3 && strcmp(argv[1], "reads") == 0) {
+        char *end;
+        long ci = strtol(argv[2], &end, 10);
+        if (*end || ci < 0 || ci >= (long)(sizeof CLASSES / sizeof CLASSES[0])) {
+            fprintf(stderr, "gemm_algo reads: class %s: expected 0..%d\n", argv[2], (int)(sizeof CLASSES / sizeof CLASSES[0]) - 1);
+            return 2;
+        }
+        int rc = reads(lt, (int)ci);
+        cublasLtDestroy(lt);
+        return rc;
+    }
+    if (argc == 2 && strcmp(argv[1], "pre") == 0) {
+        int rc = prepared(lt);
+        cublasLtDestroy(lt);
+        return rc;
+    }
     if (argc > 1 && strcmp(argv[1], "splitk") == 0) {   // the heuristic's split-K at every warm-up row count
         void *bias;
         CK(cudaMalloc(&bias, 37888 * 2));
@@ -171,7 +320,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "usage: gemm_algo [splitk | wb]\n");
+        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | pre]\n");
         return 2;
     }
     size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 2112;

@@ -2,7 +2,9 @@
 # test_gemm_algo.sh - scripts/gemm_algo.py (cuBLASLt's heuristic choice beside the kernels Nsight Compute
 # recorded; cuda/bench/gemm_algo.cu, docs/COST_MODEL.md "GEMM configurations from cuBLASLt") without a GPU:
 # device call 64's recorded files pair shape by shape (152 shapes, split-K attribute = kernels' splits on
-# every one, known rows), and bad inputs are refused naming file and line.
+# every one, known rows), and bad inputs are refused naming file and line; scripts/gemm_splitk.py and
+# scripts/gemm_reads.py write the profile blocks of calls 65 and 68 (h200-20261202m and n are exactly their
+# base plus the block).
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -52,4 +54,47 @@ grep -q "^| llada-8b | down | 128 | 2 | 4.19 | 1.05 | 0.14 | 0.00 | 5.36 | 1.02 
 grep -v flush_kernel "$W/wb.csv" > "$T/noflush.csv"
 if $PY scripts/gemm_algo.py wb "$W/wb.txt" "$T/noflush.csv" > /dev/null 2> "$T/e6"; then fail "a CSV without flushes was accepted"; fi
 grep -q "outside a flush pair" "$T/e6" || fail "no flushes: $(cat "$T/e6")"
+# scripts/gemm_reads.py: device call 68's GEMM reads (8 classes x 1,024 warm-up row counts; classes 0-1 as
+# plain files, 2-7 packed in reads.tgz) pair with Nsight Compute's kernels; LLaDA-8B's q|k|v reads 1.414 x
+# its weights at 1,440 rows (128 x 288 tiles) and 3.021 x at 1,664 (320 x 128); n is exactly m plus the block
+R=datasets/hw/2026-12-02/call68
+$PY scripts/gemm_reads.py "$R" > "$T/reads.md" || fail "gemm_reads.py on call 68"
+grep -q "^8 classes, 8192 trials (row counts 8 to 8192)$" "$T/reads.md" || fail "call 68 trials: $(tail -n 1 "$T/reads.md")"
+grep -q "^| llada-8b | qkv | 1440 | 421 | 128x288 | 142.3 | 100.7 | 1.414 |" "$T/reads.md" || fail "qkv 1440: $(grep '| llada-8b | qkv | 1440 |' "$T/reads.md")"
+grep -q "^| llada-8b | qkv | 1664 | 248 | 320x128 | 304.1 | 100.7 | 3.021 |" "$T/reads.md" || fail "qkv 1664: $(grep '| llada-8b | qkv | 1664 |' "$T/reads.md")"
+$PY scripts/gemm_reads.py "$R" --profile datasets/profiles/h200-20261202m.lua --name h200-20261202n -o "$T/n.lua"
+cmp -s "$T/n.lua" datasets/profiles/h200-20261202n.lua || fail "h200-20261202n.lua is not m plus call 68's block"
+if $PY scripts/gemm_reads.py "$R" --profile datasets/profiles/h200-20261202n.lua --name x -o "$T/x2.lua" 2> "$T/e7"; then
+    fail "a profile with a gemm_reads block was accepted"; fi
+grep -q "already has a gemm_reads block" "$T/e7" || fail "second reads block: $(cat "$T/e7")"
+[ ! -e "$T/x2.lua" ] || fail "-o written despite the error"
+# a cut run keeps its completed trials; a kernel that is not cuBLAS's GEMM where one should be, a row count
+# out of order and a malformed line are refused by file:line
+mkdir -p "$T/r1" "$T/r2" "$T/r3"
+cp "$R/reads_0.txt" "$T/r1/"
+gzip -dc "$R/reads_0.csv.gz" > "$T/reads_0.csv"
+head -n 1005 "$T/reads_0.csv" > "$T/r1/reads_0.csv"
+$PY scripts/gemm_reads.py "$T/r1" > "$T/r1.md" || fail "a cut run was refused"
+grep -q "^1 classes, 500 trials (row counts 8 to 4000)$" "$T/r1.md" || fail "cut run: $(tail -n 1 "$T/r1.md")"
+sed '19,20s/nvjet_sm90/other_sm90/' "$T/reads_0.csv" > "$T/r2/reads_0.csv"
+cp "$R/reads_0.txt" "$T/r2/"
+if $PY scripts/gemm_reads.py "$T/r2" > /dev/null 2> "$T/e8"; then fail "a foreign kernel was accepted"; fi
+grep -q "r2/reads_0.csv:[0-9]*: kernel other_sm90" "$T/e8" || fail "foreign kernel: $(cat "$T/e8")"
+cp "$T/reads_0.csv" "$T/r3/reads_0.csv"
+sed '3s/^r llada-8b qkv 24 /r llada-8b qkv 8 /' "$R/reads_0.txt" > "$T/r3/reads_0.txt"
+if $PY scripts/gemm_reads.py "$T/r3" > /dev/null 2> "$T/e9"; then fail "rows out of order were accepted"; fi
+grep -q "r3/reads_0.txt:3: row count 8 after 16" "$T/e9" || fail "rows out of order: $(cat "$T/e9")"
+sed '2s/ 0 0 1 / 0 zero 1 /' "$R/reads_0.txt" > "$T/r3/reads_0.txt"
+if $PY scripts/gemm_reads.py "$T/r3" > /dev/null 2> "$T/e10"; then fail "a malformed line was accepted"; fi
+grep -q "r3/reads_0.txt:2: a number field does not parse" "$T/e10" || fail "malformed: $(cat "$T/e10")"
+# gemm_reads.py pre: device call 69's 135 trials (15 shapes x 3 preparations x 3) pair with their kernels;
+# LLaDA-8B's q|k|v at 1,664 rows repeats call 68's 304.1 MB when its input was written alone
+$PY scripts/gemm_reads.py pre datasets/hw/2026-12-02/call69/pre.txt datasets/hw/2026-12-02/call69/pre.csv.gz > "$T/pre.md" ||
+    fail "gemm_reads.py pre on call 69"
+[ "$(grep -c '^| \(llada-8b\|dream-7b\) | ' "$T/pre.md")" = 15 ] || fail "15 shapes: $(cat "$T/pre.md")"
+grep -q "^| llada-8b | qkv | 1664 | 304.1 / 304.1 / 304.1 | " "$T/pre.md" || fail "qkv 1664: $(grep '| qkv |' "$T/pre.md")"
+head -n 20 datasets/hw/2026-12-02/call69/pre.txt > "$T/pre_short.txt"
+if $PY scripts/gemm_reads.py pre "$T/pre_short.txt" datasets/hw/2026-12-02/call69/pre.csv.gz > /dev/null 2> "$T/e11"; then
+    fail "kernels left over were accepted"; fi
+grep -q "kernels left over after 20 trials" "$T/e11" || fail "left over: $(cat "$T/e11")"
 echo ok

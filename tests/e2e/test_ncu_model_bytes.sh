@@ -2,7 +2,8 @@
 # test_ncu_model_bytes.sh - scripts/ncu_model_bytes.sh on device call 56's Nsight Compute profiles of three
 # Dream-7B validation points (datasets/hw/2026-12-02/call56/ncu_dream.tgz): the table has every point and
 # its criterion, and the classes' measured bytes are the CSVs' (w1:dual's qkv: 3.7027 GB read); a CSV
-# without its profiled run, or an OUT_DIR that exists, is refused.
+# without its profiled run, or an OUT_DIR that exists, is refused; scripts/ncu_gemm_reads.py and
+# scripts/gemm_reads.py check read the runs it writes.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -23,6 +24,16 @@ awk '/^### val:w1:dual/ {f = 1} f && /^\| qkv \|/ {print; exit}' "$M" | grep -q 
 /usr/bin/python3 scripts/ncu_gemm_reads.py dream-7b "$T/o/real.h5" "$T/o/sim.h5" > "$T/gr.txt" || fail "ncu_gemm_reads.py"
 for r in 288 1664 2112; do grep -q "rows:  qkv [0-9.]* / [0-9.]*   o_proj" <(grep " $r rows" "$T/gr.txt") || fail "no $r-row Refresh: $(cat "$T/gr.txt")"; done
 if /usr/bin/python3 scripts/ncu_gemm_reads.py gpt-2 "$T/o/real.h5" "$T/o/sim.h5" 2> /dev/null; then fail "an unknown model was accepted"; fi
+# scripts/gemm_reads.py check: device call 68's GEMMs measured alone beside the same runs' Refresh-step GEMMs
+# (medians over the 28 layers): Dream-7B's gate|up at 1,664 rows 875.0 MB alone, 875.4 in the forward
+/usr/bin/python3 scripts/gemm_reads.py check datasets/hw/2026-12-02/call68 dream-7b "$T/o/real.h5" > "$T/chk.md" ||
+    fail "gemm_reads.py check"
+grep -q "^| val:w3:dual | 0 | 1664 | gate_up | 875.0 | 875.4 | 1.001 |$" "$T/chk.md" || fail "gate_up 1664: $(grep gate_up "$T/chk.md")"
+[ "$(grep -c '^| val:' "$T/chk.md")" = 16 ] || fail "16 GEMMs of four Refresh steps: $(cat "$T/chk.md")"
+grep -q "^[0-9]* of 16 within 5 %$" "$T/chk.md" || fail "check's verdict: $(tail -n 1 "$T/chk.md")"
+if /usr/bin/python3 scripts/gemm_reads.py check datasets/hw/2026-12-02/call68 gpt-2 "$T/o/real.h5" 2> "$T/e0"; then
+    fail "check with an unknown model was accepted"; fi
+grep -q "check needs DIR, MODEL (llada-8b or dream-7b)" "$T/e0" || fail "check's message: $(cat "$T/e0")"
 if DKV="$DKV" bash scripts/ncu_model_bytes.sh "$T/ncu_dream" dream-7b "$T/o" 2> "$T/e1"; then fail "existing OUT_DIR"; fi
 grep -q "exists: give a new OUT_DIR" "$T/e1" || fail "OUT_DIR message: $(cat "$T/e1")"
 rm "$T/ncu_dream/prof_w3_dual.h5"

@@ -228,4 +228,51 @@ print(string.format("gemm_splitk: %d steps of 128 rows, writes %.1f -> %.1f -> %
                     two.hbm_write_bytes[#b.q_tokens] / 1e6, one.hbm_write_bytes[#b.q_tokens] / 1e6))
 LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run k.lua) || fail "the gemm_splitk block is not applied as documented"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock and gemm_splitk tables are checked and used"
+# gemm_reads (optional; docs/PROFILE_FORMAT.md "gemm_reads"): checked entry by entry; applied, a GEMM's
+# counted reads move with the measurement one for one (the correction is measured - counted alone), in every
+# layer, at every step whose rows the block holds, and nowhere else
+gr() { graft gemm_reads "$1"; }
+gr '{n = 12288, k = 4096, beta = 0, rows = {8, 12}, read = {1e8, 1e8}}' >"$T/root/datasets/profiles/p34.lua"
+check p34 "gemm_reads\[1\].rows: value 2: 12 is not a warm-up row count (a multiple of 8)"
+gr '{n = 12288, k = 4096, beta = 0, rows = {8, 16}, read = {1e8}}' >"$T/root/datasets/profiles/p35.lua"
+check p35 "gemm_reads\[1\].read: has 1 values for 2 rows"
+gr '{n = 12288, k = 4096, beta = 0, rows = {8}, read = {1e8}}, {n = 12288, k = 4096, beta = 0, rows = {8}, read = {1e8}}' >"$T/root/datasets/profiles/p36.lua"
+check p36 "gemm_reads\[2\]: n 12288, k 4096 is given twice"
+gr '{n = 12288, k = 4096, beta = 2, rows = {8}, read = {1e8}}' >"$T/root/datasets/profiles/p37.lua"
+check p37 "gemm_reads\[1\].beta"
+gr '{n = 12288, k = 4096, beta = 0, rows = {8}, read = {0}}' >"$T/root/datasets/profiles/p38.lua"
+check p38 "gemm_reads\[1\].read: value 1: expected a number in \[1, 1e+13\]"
+gr '{n = 12288, k = 4096, beta = 0, rows = {8, 8200}, read = {1e8, 1e8}}' >"$T/root/datasets/profiles/p39.lua"
+check p39 "gemm_reads\[1\].rows: value 2: expected a number in \[8, 8192\]"
+gr '{n = 12288, k = 4096, beta = 0, rows = {8}, reads = {1e8}}' >"$T/root/datasets/profiles/p40.lua"
+check p40 "unknown field 'reads' (did you mean 'read'?)"
+# LLaDA-8B's q|k|v (n 12,288, k 4,096) measured at 2.0e8 and 3.0e8 bytes at every bucket up to 1,024 rows:
+# each step up to 1,024 rows reads 32 layers x 1e8 more in the second, the bigger steps the same
+rows=$(seq -s ', ' 8 8 1024); reads() { seq -s ', ' 8 8 1024 | sed "s/[0-9][0-9]*/$1/g"; }
+gr "{model = \"llada-8b\", class = \"qkv\", n = 12288, k = 4096, beta = 0, rows = {$rows}, read = {$(reads 2e8)}}" >"$T/root/datasets/profiles/p41.lua"
+gr "{model = \"llada-8b\", class = \"qkv\", n = 12288, k = 4096, beta = 0, rows = {$rows}, read = {$(reads 3e8)}}" >"$T/root/datasets/profiles/p42.lua"
+cat >"$T/root/r.lua" <<'LUA'
+local dkv = require "dkv"
+local function run(profile)
+  return dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = profile}, sim = {first_use = false},
+    workload = {kind = "fixed", n = 4, prompt = 256, gen = 32}, decode = {cache = "dual", block_len = 32, steps = 8}}:steps()
+end
+local b, lo, hi = run("h200-standin"), run("p41"), run("p42")
+assert(#b.q_tokens == #lo.q_tokens and #b.q_tokens == #hi.q_tokens, "the same plans")
+local moved, big = 0, 0
+for j = 1, #b.q_tokens do
+  local d = hi.hbm_read_bytes[j] - lo.hbm_read_bytes[j]
+  if b.q_tokens[j] <= 1024 then
+    assert(math.abs(d - 32 * 1e8) < 1e3, string.format("step %d (%d rows): %g bytes apart, want 3.2e9", j, b.q_tokens[j], d))
+    assert(lo.hbm_read_bytes[j] ~= b.hbm_read_bytes[j], string.format("step %d: the block changed nothing", j))
+    moved = moved + 1
+  else
+    assert(d == 0 and lo.hbm_read_bytes[j] == b.hbm_read_bytes[j], string.format("step %d (%d rows) moved", j, b.q_tokens[j]))
+    big = big + 1
+  end
+end
+assert(moved > 0 and big > 0, string.format("%d steps in the block's rows, %d above", moved, big))
+print(string.format("gemm_reads: %d steps moved one for one with the measurement, %d above its rows unchanged", moved, big))
+LUA
+(cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run r.lua) || fail "the gemm_reads block is not applied as documented"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock, gemm_splitk and gemm_reads tables are checked and used"

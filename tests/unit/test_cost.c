@@ -358,6 +358,27 @@ static void test_gemm_splitk(void **state)
     assert_true(dkv_profile_gemm_splitk(NULL, 64, 4096, 12288) == 0);
 }
 
+/* A profile's gemm_reads: the measured bytes at the row count's warm-up bucket (a multiple of 8) and that
+ * bucket; nothing (0, bucket 0) for a bucket the block lacks, another shape, beyond 8,192 rows, no profile. */
+static void test_gemm_reads_lookup(void **state)
+{
+    (void)state;
+    static dkv_profile_info in;   /* large: not on the stack */
+    memset(&in, 0, sizeof in);
+    in.reads_n = 1, in.reads_nk[0][0] = 12288, in.reads_nk[0][1] = 4096;
+    in.reads_bytes[0][1440 / 8 - 1] = 142.3e6f, in.reads_bytes[0][1664 / 8 - 1] = 304.1e6f;
+    in.reads_bytes[0][8192 / 8 - 1] = 918.7e6f;
+    double b;
+    assert_true(fabs(dkv_profile_gemm_reads(&in, 1440, 12288, 4096, &b) - 142.3e6) < 16 && b == 1440);
+    assert_true(fabs(dkv_profile_gemm_reads(&in, 1433, 12288, 4096, &b) - 142.3e6) < 16 && b == 1440);
+    assert_true(fabs(dkv_profile_gemm_reads(&in, 1657, 12288, 4096, &b) - 304.1e6) < 32 && b == 1664);
+    assert_true(dkv_profile_gemm_reads(&in, 8192, 12288, 4096, &b) > 9e8 && b == 8192);
+    assert_true(dkv_profile_gemm_reads(&in, 1448, 12288, 4096, &b) == 0 && b == 0);    /* not measured */
+    assert_true(dkv_profile_gemm_reads(&in, 8193, 12288, 4096, &b) == 0 && b == 0);    /* beyond the warm-up */
+    assert_true(dkv_profile_gemm_reads(&in, 1440, 4096, 4096, &b) == 0 && b == 0);     /* another shape */
+    assert_true(dkv_profile_gemm_reads(NULL, 1440, 12288, 4096, &b) == 0 && b == 0);
+}
+
 /* Large M (docs/COST_MODEL.md "Large-M GEMMs"): gate+up at 2,112 rows on the H200 (31.5 MB per L2
  * half) is 2 row groups (6 and 5 row tiles of 11) x 9 column waves.  Its operands (201 MB of
  * weights) do not fit, so each group streams the weights (2 x 201 MB) and every column wave of a
@@ -562,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_l2_gemm_group_leaves_other_rows_old),
         cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_gemm_splitk),
+        cmocka_unit_test(test_gemm_reads_lookup),
         cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
         cmocka_unit_test(test_l2_later_group_rereads_resident_weights),
         cmocka_unit_test(test_l2_one_reader_weights),

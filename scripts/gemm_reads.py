@@ -1,0 +1,318 @@
+#!/usr/bin/python3
+"""gemm_reads.py - a profile's gemm_reads block (docs/PROFILE_FORMAT.md "gemm_reads"; docs/COST_MODEL.md
+"Large-M GEMM reads, measured") from cuda/bench/gemm_algo's reads mode under Nsight Compute.
+
+    /usr/bin/python3 scripts/gemm_reads.py DIR                                   # the table
+    /usr/bin/python3 scripts/gemm_reads.py DIR --block                           # the block alone
+    /usr/bin/python3 scripts/gemm_reads.py DIR --profile IN.lua --name NAME -o OUT.lua
+    /usr/bin/python3 scripts/gemm_reads.py pre PRE.txt PRE.csv[.gz]              # preparations of the input
+    /usr/bin/python3 scripts/gemm_reads.py check DIR MODEL REAL.h5 [REAL.h5 ...]  # alone against the forward
+
+DIR holds reads_C.txt (`gemm_algo reads C`'s stdout: "r <model> <class> <T> <N> <K> <bias> <beta> <splitk>
+<tile id> <input bytes> <weight bytes> <output bytes>" before each trial, T = 8, 16, ..., 8,192) and
+reads_C.csv[.gz] (in DIR, or packed in DIR/reads.tgz; `ncu --csv --kernel-name regex:"nvjet|splitKreduce" --metrics
+dram__bytes_read.sum,dram__bytes_write.sum` over the same program) for C = 0..7.  Each trial is one nvjet
+kernel, then cuBLASLt's splitKreduce_kernel where it splits K; a trial's HBM reads are its kernels' sum.
+A class whose run was cut keeps the trials that completed; a class missing is left out.
+
+The table: per class, at a few row counts, the measured reads over the weight bytes and the tile id.
+--block prints the profile block: per GEMM shape, its row counts and measured read bytes (rounded to 4 KB).
+With --profile, OUT.lua is IN.lua with its name line set to NAME, the block added before its last closing
+brace and a provenance line on top; an IN.lua that already has a gemm_reads block is refused.  Exits 1
+naming file:line on a line it cannot read, kernels that do not pair with trials, or row counts out of order.
+
+pre: `gemm_algo pre` under the same ncu command ("p <model> <class> <T> <prep> <rep> <splitk> <tile id>"
+before each trial): per shape, the HBM reads of each trial by the preparation of its input rows (0 written
+alone, as the block's measurements; 1 by a walk reading twice their bytes, as the SwiGLU; 2 reading three
+times, as the attention), three trials each.
+
+check: per Refresh step of each val:<point>:real run in REAL.h5 (runs with Nsight Compute's kernels imported,
+as scripts/ncu_gemm_reads.py reads them) of MODEL (llada-8b, dream-7b), each GEMM's reads in the forward (the
+median over the layers of its cuBLAS kernel's dram__bytes_read.sum: q|k|v, O, then the FFN's gate|up and down
+in turn) beside DIR's measurement alone at the step's warm-up bucket, and how many agree within 5 %."""
+import gzip
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemm_algo  # noqa: E402  (read_kernels: Nsight Compute's CSV)
+
+SHOW = (288, 1024, 1440, 1664, 1728, 2112, 3072, 4096, 8192)
+
+
+def die(msg):
+    sys.stderr.write("gemm_reads.py: %s\n" % msg)
+    sys.exit(1)
+
+
+def trials(path):
+    out = []
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    for i, l in enumerate(lines, 1):
+        if not l.startswith("r "):
+            continue
+        f = l.split()
+        if len(f) != 13:
+            die("%s:%d: expected 'r model class T N K bias beta splitk tile in_bytes w_bytes out_bytes', got %r" % (path, i, l))
+        try:
+            d = {"model": f[1], "class": f[2], "T": int(f[3]), "N": int(f[4]), "K": int(f[5]), "bias": int(f[6]),
+                 "beta": int(f[7]), "splitk": int(f[8]), "tile": int(f[9]), "in": float(f[10]), "w": float(f[11]),
+                 "out": float(f[12]), "line": i}
+        except ValueError:
+            die("%s:%d: a number field does not parse: %r" % (path, i, l))
+        if out and (d["T"] <= out[-1]["T"] or (d["N"], d["K"]) != (out[-1]["N"], out[-1]["K"])):
+            die("%s:%d: row count %d after %d, or another shape, in one class's run" % (path, i, d["T"], out[-1]["T"]))
+        if not out and d["T"] != 8:
+            die("%s:%d: the first row count is %d, not 8" % (path, i, d["T"]))
+        out.append(d)
+    return out
+
+
+def kernels(path):
+    """gemm_algo.read_kernels on a CSV that may be gzipped (read through a temporary plain copy)."""
+    if not path.endswith(".gz"):
+        return gemm_algo.read_kernels(path)
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as t:
+        try:
+            t.write(gzip.open(path, "rt").read())
+        except (OSError, EOFError) as e:
+            os.unlink(t.name)
+            die("%s: %s" % (path, e))
+    try:
+        return gemm_algo.read_kernels(t.name)
+    finally:
+        os.unlink(t.name)
+
+
+def measure(d):
+    """Every class of DIR: its trials with 'rd' and 'wr' (HBM bytes of its kernels), those ncu completed.  A
+    class's files are read from DIR, else from DIR/reads.tgz (the packed output of a run)."""
+    import tarfile
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        if os.path.exists(os.path.join(d, "reads.tgz")):
+            try:
+                with tarfile.open(os.path.join(d, "reads.tgz")) as t:
+                    for m in t.getmembers():
+                        if m.isfile() and re.fullmatch(r"reads_\d\.(txt|csv|csv\.gz|err)", m.name):
+                            t.extract(m, tmp)
+            except (OSError, tarfile.TarError) as e:
+                die("%s: %s" % (os.path.join(d, "reads.tgz"), e))
+        return measure_dirs(d, tmp)
+
+
+def measure_dirs(d, packed):
+    classes = []
+    for c in range(8):
+        tp = os.path.join(d, "reads_%d.txt" % c)
+        if not os.path.exists(tp):
+            tp = os.path.join(packed, "reads_%d.txt" % c)
+        cp = next((p for p in (tp[:-4] + ".csv.gz", tp[:-4] + ".csv") if os.path.exists(p)), None)
+        if not os.path.exists(tp) or cp is None:
+            continue
+        ts, ks = trials(tp), kernels(cp)
+        i = 0
+        for t in ts:
+            if i >= len(ks):
+                break
+            if not ks[i]["name"].startswith("nvjet"):
+                die("%s:%d: kernel %s where trial %s %s T=%d's GEMM (nvjet) should be" % (
+                    cp, ks[i]["line"], ks[i]["name"][:40], t["model"], t["class"], t["T"]))
+            group = [ks[i]]
+            i += 1
+            while i < len(ks) and "splitKreduce" in ks[i]["name"]:
+                group.append(ks[i])
+                i += 1
+            if any("dram__bytes_read.sum" not in k for k in group):
+                die("%s:%d: a kernel without dram__bytes_read.sum" % (cp, group[0]["line"]))
+            t["rd"] = sum(k["dram__bytes_read.sum"] for k in group)
+            t["wr"] = sum(k.get("dram__bytes_write.sum", 0) for k in group)
+            t["kernel"] = group[0]["name"]
+        if i != len(ks):
+            die("%s: %d kernels left over after %d trials (first at line %d)" % (cp, len(ks) - i, len(ts), ks[i]["line"]))
+        done = [t for t in ts if "rd" in t]
+        if done:
+            classes.append(done)
+    if not classes:
+        die("%s: no reads_C.txt with its reads_C.csv[.gz] (gemm_algo reads under ncu)" % d)
+    return classes
+
+
+def pre(argv):
+    if len(argv) != 2:
+        die("pre needs PRE.txt and PRE.csv[.gz] (see --help)")
+    ts = []
+    try:
+        lines = open(argv[0]).read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (argv[0], e.strerror))
+    for i, l in enumerate(lines, 1):
+        if not l.startswith("p "):
+            continue
+        f = l.split()
+        if len(f) != 8:
+            die("%s:%d: expected 'p model class T prep rep splitk tile', got %r" % (argv[0], i, l))
+        try:
+            ts.append({"model": f[1], "class": f[2], "T": int(f[3]), "prep": int(f[4]), "rep": int(f[5]), "line": i})
+        except ValueError:
+            die("%s:%d: a number field does not parse: %r" % (argv[0], i, l))
+    if not ts:
+        die("%s: no 'p ...' lines (gemm_algo pre's stdout?)" % argv[0])
+    ks, i = kernels(argv[1]), 0
+    for t in ts:
+        if i >= len(ks) or not ks[i]["name"].startswith("nvjet"):
+            die("%s: no GEMM kernel (nvjet) for trial %s %s T=%d (%s:%d)" % (argv[1], t["model"], t["class"], t["T"],
+                                                                            argv[0], t["line"]))
+        t["rd"] = ks[i].get("dram__bytes_read.sum", 0)
+        i += 1
+        while i < len(ks) and "splitKreduce" in ks[i]["name"]:
+            t["rd"] += ks[i].get("dram__bytes_read.sum", 0)
+            i += 1
+    if i != len(ks):
+        die("%s: %d kernels left over after %d trials" % (argv[1], len(ks) - i, len(ts)))
+    shapes = {}
+    for t in ts:
+        shapes.setdefault((t["model"], t["class"], t["T"]), {}).setdefault(t["prep"], []).append(t["rd"] / 1e6)
+    print("| model | class | rows | input written alone, MB | by a 2x read walk (SwiGLU), MB | by a 3x read walk, MB |")
+    print("|---|---|---|---|---|---|")
+    for (m, c, T), by in shapes.items():
+        print("| %s | %s | %d | %s |" % (m, c, T, " | ".join(" / ".join("%.1f" % x for x in by.get(p, [])) or "-"
+                                                            for p in range(3))))
+    return 0
+
+
+def check(argv):
+    if len(argv) < 3 or argv[1] not in ("llada-8b", "dream-7b"):
+        die("check needs DIR, MODEL (llada-8b or dream-7b) and REAL.h5 (see --help)")
+    import statistics
+    import h5py
+    alone = {(t["class"], t["T"]): t["rd"] for ts in measure(argv[0].rstrip("/")) if ts[0]["model"] == argv[1] for t in ts}
+    print("| point | step | rows | GEMM | alone MB | forward MB (median of layers) | forward / alone |")
+    print("|---|---|---|---|---|---|---|")
+    n = ok = 0
+    for path in argv[2:]:
+        try:
+            R = h5py.File(path, "r")["runs"]
+        except OSError as e:
+            die("%s: %s" % (path, e))
+        for k in sorted(R):
+            if not k.endswith(":real") or "ncu_kernels" not in R[k]:
+                continue
+            st, nk = R[k]["steps"][()], R[k]["ncu_kernels"][()]
+            names = [x.decode() for x in nk["name"]]
+            kind = {x.decode(): int(y) for y, x in zip(R[k]["ncu_classes"][()]["kind"], R[k]["ncu_classes"][()]["name"])}
+            starts = [i for i, x in enumerate(names)
+                      if x.startswith("reset_kernel") and (i == 0 or not names[i - 1].startswith("reset_kernel"))]
+            if len(starts) < len(st):
+                die("%s: %s: %d step starts (reset_kernel) for %d steps" % (path, k, len(starts), len(st)))
+            bounds = starts[-len(st):] + [len(nk)]
+            for j in range(len(st)):
+                if st["n_refresh"][j] == 0:
+                    continue
+                T = int(st["q_tokens"][j])
+                b = -(-T // 8) * 8
+                seq = range(bounds[j], bounds[j + 1])
+                g = {c: [nk["read_bytes"][i] for i in seq if names[i].startswith("nvjet") and nk["kind"][i] == kind[c]]
+                     for c in ("qkv", "o_proj", "ffn")}
+                per = {"qkv": g["qkv"], "o": g["o_proj"], "gate_up": g["ffn"][0::2], "down": g["ffn"][1::2]}
+                for c in ("qkv", "o", "gate_up", "down"):
+                    if not per[c] or (c, b) not in alone:
+                        continue
+                    f, a = statistics.median(per[c]), alone[(c, b)]
+                    n += 1
+                    ok += abs(f / a - 1) <= 0.05
+                    print("| %s | %d | %d | %s | %.1f | %.1f | %.3f |" % (k[:-5], j, T, c, a / 1e6, f / 1e6, f / a))
+    if n == 0:
+        die("no Refresh step GEMM with a measurement alone in %s" % " ".join(argv[2:]))
+    print("\n%d of %d within 5 %%" % (ok, n))
+    return 0
+
+
+def block(classes, src):
+    out = ["  -- each GEMM shape's HBM reads at every warm-up row count as the forward meets it, measured alone",
+           "  -- (cuda/bench/gemm_algo.cu reads under Nsight Compute, %s): L2 flushed, the input just written," % src,
+           "  -- the residual cold; `read` in bytes; docs/COST_MODEL.md \"Large-M GEMM reads, measured\"",
+           "  gemm_reads = {"]
+    for ts in classes:
+        t0 = ts[0]
+        out.append('    {model = "%s", class = "%s", n = %d, k = %d, beta = %d,' % (t0["model"], t0["class"], t0["N"],
+                                                                                 t0["K"], t0["beta"]))
+        out.append("      rows = {%s}," % ", ".join(str(t["T"]) for t in ts))
+        out.append("      read = {%s}}," % ", ".join("%d" % (round(t["rd"] / 4096) * 4096) for t in ts))
+    out.append("  },")
+    return "\n".join(out) + "\n"
+
+
+def table(classes):
+    print("| model | class | rows | tile id | kernel tile | measured reads MB | weights MB | reads / weights |"
+          " writes MB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for ts in classes:
+        for t in ts:
+            if t["T"] in SHOW:
+                m = re.search(r"nvjet_sm90_[a-z]+_(\d+x\d+)_", t["kernel"])
+                print("| %s | %s | %d | %d | %s | %.1f | %.1f | %.3f | %.1f |" % (
+                    t["model"], t["class"], t["T"], t["tile"], m.group(1) if m else "-", t["rd"] / 1e6, t["w"] / 1e6,
+                    t["rd"] / t["w"], t["wr"] / 1e6))
+    print("\n%d classes, %d trials (row counts 8 to %d)" % (len(classes), sum(len(ts) for ts in classes),
+                                                          max(ts[-1]["T"] for ts in classes)))
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] == "pre":
+        return pre(argv[1:])
+    if argv[0] == "check":
+        return check(argv[1:])
+    src, rest = argv[0].rstrip("/"), argv[1:]
+    opts = {}
+    while rest:
+        if rest[0] == "--block":
+            opts["--block"] = True
+            rest = rest[1:]
+            continue
+        if rest[0] not in ("--profile", "--name", "-o") or len(rest) < 2:
+            die("unknown or incomplete option %r (see --help)" % rest[0])
+        opts[rest[0]] = rest[1]
+        rest = rest[2:]
+    classes = measure(src)
+    if "--profile" not in opts:
+        if opts.get("--block"):
+            sys.stdout.write(block(classes, src))
+        else:
+            table(classes)
+        return 0
+    if set(opts) != {"--profile", "--name", "-o"}:
+        die("--profile, --name and -o go together")
+    try:
+        base = open(opts["--profile"]).read()
+    except OSError as e:
+        die("%s: %s" % (opts["--profile"], e.strerror))
+    if re.search(r"(?m)^  gemm_reads = \{", base):
+        die("%s already has a gemm_reads block" % opts["--profile"])
+    m = re.search(r'(?m)^  name = "([^"]*)",$', base)
+    if not m:
+        die("%s: no top-level name = \"...\" line (a dkv profile?)" % opts["--profile"])
+    old = os.path.basename(opts["--profile"])
+    old = old[:-4] if old.endswith(".lua") else old
+    base = base[:m.start()] + '  name = "%s",' % opts["--name"] + base[m.end():]
+    i = base.rstrip().rfind("}")
+    out = ("-- Provenance: %s (its header below) plus the `gemm_reads` block from %s (docs/PROFILE_FORMAT.md "
+           "\"gemm_reads\"; written by `/usr/bin/python3 scripts/gemm_reads.py %s --profile %s --name %s -o ...`); "
+           "no row added or replaced.\n" % (old, src, src, opts["--profile"], opts["--name"]) + base[:i]
+           + block(classes, src) + base[i:])
+    tmp = opts["-o"] + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(out)
+    os.replace(tmp, opts["-o"])
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
