@@ -37,6 +37,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gemm_algo  # noqa: E402  (read_kernels: Nsight Compute's CSV)
+import profile_graft  # noqa: E402
 
 SHOW = (288, 1024, 1440, 1664, 1728, 2112, 3072, 4096, 8192)
 
@@ -291,28 +292,10 @@ def main(argv):
         return 0
     if set(opts) != {"--profile", "--name", "-o"}:
         die("--profile, --name and -o go together")
-    try:
-        base = open(opts["--profile"]).read()
-    except OSError as e:
-        die("%s: %s" % (opts["--profile"], e.strerror))
-    if re.search(r"(?m)^  gemm_reads = \{", base):
-        die("%s already has a gemm_reads block" % opts["--profile"])
-    m = re.search(r'(?m)^  name = "([^"]*)",$', base)
-    if not m:
-        die("%s: no top-level name = \"...\" line (a dkv profile?)" % opts["--profile"])
-    old = os.path.basename(opts["--profile"])
-    old = old[:-4] if old.endswith(".lua") else old
-    base = base[:m.start()] + '  name = "%s",' % opts["--name"] + base[m.end():]
-    i = base.rstrip().rfind("}")
-    out = ("-- Provenance: %s (its header below) plus the `gemm_reads` block from %s (docs/PROFILE_FORMAT.md "
-           "\"gemm_reads\"; written by `/usr/bin/python3 scripts/gemm_reads.py %s --profile %s --name %s -o ...`); "
-           "no row added or replaced.\n" % (old, src, src, opts["--profile"], opts["--name"]) + base[:i]
-           + block(classes, src) + base[i:])
-    tmp = opts["-o"] + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(out)
-    os.replace(tmp, opts["-o"])
+    profile_graft.graft(die, "gemm_reads", block(classes, src), src, "gemm_reads.py", opts["--profile"], opts["--name"],
+                        opts["-o"])
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

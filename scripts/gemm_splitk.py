@@ -13,8 +13,10 @@ already has a gemm_splitk block is refused.  Exits 1 naming file:line on a line 
 out of order, or a shape whose row counts do not start at 8."""
 import lzma
 import os
-import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import profile_graft  # noqa: E402
 
 
 def die(msg):
@@ -84,26 +86,7 @@ def main(argv):
         return 0
     if set(opts) != {"--profile", "--name", "-o"}:
         die("--profile, --name and -o go together")
-    try:
-        base = open(opts["--profile"]).read()
-    except OSError as e:
-        die("%s: %s" % (opts["--profile"], e.strerror))
-    if re.search(r"(?m)^  gemm_splitk = \{", base):
-        die("%s already has a gemm_splitk block" % opts["--profile"])
-    m = re.search(r'(?m)^  name = "([^"]*)",$', base)
-    if not m:
-        die("%s: no top-level name = \"...\" line (a dkv profile?)" % opts["--profile"])
-    old = os.path.basename(opts["--profile"])
-    old = old[:-4] if old.endswith(".lua") else old
-    base = base[:m.start()] + '  name = "%s",' % opts["--name"] + base[m.end():]
-    i = base.rstrip().rfind("}")
-    out = ("-- Provenance: %s (its header below) plus the `gemm_splitk` block from %s (docs/PROFILE_FORMAT.md "
-           "\"gemm_splitk\"; written by `/usr/bin/python3 scripts/gemm_splitk.py %s --profile %s --name %s -o ...`); "
-           "no row added or replaced.\n" % (old, src, src, opts["--profile"], opts["--name"]) + base[:i] + text + base[i:])
-    tmp = opts["-o"] + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(out)
-    os.replace(tmp, opts["-o"])
+    profile_graft.graft(die, "gemm_splitk", text, src, "gemm_splitk.py", opts["--profile"], opts["--name"], opts["-o"])
     return 0
 
 

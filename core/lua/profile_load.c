@@ -371,36 +371,54 @@ static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info
     lua_pop(L, 2);
 }
 
+/* A block of GEMM shapes (gemm_splitk, gemm_reads): pushes the array and returns its length, 1 to max (an
+ * error otherwise); 0, nothing pushed, when the block is absent.  Its path goes to ap. */
+static size_t shape_array(lua_State *L, int top, const char *file, const char *key, size_t max, char *ap, size_t apn)
+{
+    if (!dkv_lconf_subtable(L, top, file, key, 0))
+        return 0;
+    dkv_lconf_path(ap, apn, file, key);
+    dkv_lconf_check_keys_array(L, lua_gettop(L), ap, NULL, true);
+    size_t n = lua_rawlen(L, -1);
+    if (n < 1 || n > max)
+        dkv_lconf_error(L, ap, NULL, "expected 1 to %zu GEMM shapes, got %zu", max, n);
+    return n;
+}
+
+/* Entry i of the shape array at index a (path ap): pushes it, checks its keys, reads its optional model /
+ * class names and its n and k into nk[i] (a shape given twice is an error); returns its index, its path in ep. */
+static int shape_entry(lua_State *L, int a, const char *ap, size_t i, const char *const *keys, double (*nk)[2],
+                       char *ep, size_t epn)
+{
+    snprintf(ep, epn, "%s[%zu]", ap, i + 1);
+    lua_rawgeti(L, a, (lua_Integer)i + 1);
+    int e = lua_gettop(L);
+    dkv_lconf_check_table(L, e, ep);
+    dkv_lconf_check_keys(L, e, ep, keys);
+    dkv_lconf_string(L, e, ep, "model", "", 0);
+    dkv_lconf_string(L, e, ep, "class", "", 0);
+    double N = (double)dkv_lconf_integer(L, e, ep, "n", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
+    double K = (double)dkv_lconf_integer(L, e, ep, "k", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
+    for (size_t j = 0; j < i; j++)
+        if (nk[j][0] == N && nk[j][1] == K)
+            dkv_lconf_error(L, ep, NULL, "n %g, k %g is given twice (also entry %zu)", N, K, j + 1);
+    nk[i][0] = N, nk[i][1] = K;
+    return e;
+}
+
 /* gemm_splitk (PROFILE_FORMAT.md "gemm_splitk"): an array of GEMM shapes, each {n, k, rows, splitk} (and
  * optional model / class names); a shape given twice, rows not starting at 8 or not increasing, and counts
  * outside 1..64 are errors. */
 static void read_gemm_splitk(lua_State *L, int top, const char *file, dkv_profile_info *in)
 {
-    if (!dkv_lconf_subtable(L, top, file, "gemm_splitk", 0))
+    char ap[300], ep[340];
+    size_t n = shape_array(L, top, file, "gemm_splitk", DKV_PROFILE_SPLITK_SHAPES, ap, sizeof ap);
+    if (n == 0)
         return;
-    char ap[300];
-    dkv_lconf_path(ap, sizeof ap, file, "gemm_splitk");
     int a = lua_gettop(L);
-    dkv_lconf_check_keys_array(L, a, ap, NULL, true);
-    size_t n = lua_rawlen(L, a);
-    if (n < 1 || n > DKV_PROFILE_SPLITK_SHAPES)
-        dkv_lconf_error(L, ap, NULL, "expected 1 to %d GEMM shapes, got %zu", DKV_PROFILE_SPLITK_SHAPES, n);
     static const char *const keys[] = {"model", "class", "n", "k", "rows", "splitk", NULL};
     for (size_t i = 0; i < n; i++) {
-        char ep[340];
-        snprintf(ep, sizeof ep, "%s[%zu]", ap, i + 1);
-        lua_rawgeti(L, a, (lua_Integer)i + 1);
-        int e = lua_gettop(L);
-        dkv_lconf_check_table(L, e, ep);
-        dkv_lconf_check_keys(L, e, ep, keys);
-        dkv_lconf_string(L, e, ep, "model", "", 0);
-        dkv_lconf_string(L, e, ep, "class", "", 0);
-        double N = (double)dkv_lconf_integer(L, e, ep, "n", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
-        double K = (double)dkv_lconf_integer(L, e, ep, "k", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
-        for (size_t j = 0; j < i; j++)
-            if (in->splitk_nk[j][0] == N && in->splitk_nk[j][1] == K)
-                dkv_lconf_error(L, ep, NULL, "n %g, k %g is given twice (also entry %zu)", N, K, j + 1);
-        in->splitk_nk[i][0] = N, in->splitk_nk[i][1] = K;
+        int e = shape_entry(L, a, ap, i, keys, in->splitk_nk, ep, sizeof ep);
         uint32_t nr = read_points(L, e, ep, "rows", 8, DKV_GEMM_WARM_MAX_ROWS, true, DKV_PROFILE_SPLITK_PTS,
                                   in->splitk_rows[i]);
         uint32_t nv = read_points(L, e, ep, "splitk", 1, 64, false, DKV_PROFILE_SPLITK_PTS, in->splitk_val[i]);
@@ -423,33 +441,16 @@ static void read_gemm_splitk(lua_State *L, int top, const char *file, dkv_profil
  * (multiples of 8 up to 8,192), a beta other than 0 or 1, and reads not above 0 are errors. */
 static void read_gemm_reads(lua_State *L, int top, const char *file, dkv_profile_info *in)
 {
-    if (!dkv_lconf_subtable(L, top, file, "gemm_reads", 0))
+    char ap[300], ep[340];
+    size_t n = shape_array(L, top, file, "gemm_reads", DKV_PROFILE_READS_SHAPES, ap, sizeof ap);
+    if (n == 0)
         return;
-    char ap[300];
-    dkv_lconf_path(ap, sizeof ap, file, "gemm_reads");
     int a = lua_gettop(L);
-    dkv_lconf_check_keys_array(L, a, ap, NULL, true);
-    size_t n = lua_rawlen(L, a);
-    if (n < 1 || n > DKV_PROFILE_READS_SHAPES)
-        dkv_lconf_error(L, ap, NULL, "expected 1 to %d GEMM shapes, got %zu", DKV_PROFILE_READS_SHAPES, n);
     static const char *const keys[] = {"model", "class", "n", "k", "beta", "rows", "read", NULL};
     double rows[DKV_PROFILE_READS_PTS], rd[DKV_PROFILE_READS_PTS];
     for (size_t i = 0; i < n; i++) {
-        char ep[340];
-        snprintf(ep, sizeof ep, "%s[%zu]", ap, i + 1);
-        lua_rawgeti(L, a, (lua_Integer)i + 1);
-        int e = lua_gettop(L);
-        dkv_lconf_check_table(L, e, ep);
-        dkv_lconf_check_keys(L, e, ep, keys);
-        dkv_lconf_string(L, e, ep, "model", "", 0);
-        dkv_lconf_string(L, e, ep, "class", "", 0);
-        double N = (double)dkv_lconf_integer(L, e, ep, "n", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
-        double K = (double)dkv_lconf_integer(L, e, ep, "k", 0, 1, 1 << 24, DKV_LCONF_REQUIRED);
+        int e = shape_entry(L, a, ap, i, keys, in->reads_nk, ep, sizeof ep);
         dkv_lconf_integer(L, e, ep, "beta", 0, 0, 1, DKV_LCONF_REQUIRED);
-        for (size_t j = 0; j < i; j++)
-            if (in->reads_nk[j][0] == N && in->reads_nk[j][1] == K)
-                dkv_lconf_error(L, ep, NULL, "n %g, k %g is given twice (also entry %zu)", N, K, j + 1);
-        in->reads_nk[i][0] = N, in->reads_nk[i][1] = K;
         uint32_t nr = read_points(L, e, ep, "rows", DKV_GEMM_WARM_STEP, DKV_GEMM_WARM_MAX_ROWS, true,
                                   DKV_PROFILE_READS_PTS, rows);
         uint32_t nv = read_points(L, e, ep, "read", 1, 1e13, false, DKV_PROFILE_READS_PTS, rd);
