@@ -20,7 +20,9 @@
 --   w3  4 requests x (384 + 32)
 -- and, only when named by -D point (not among the 9): w5 and w6, 5 and 6 requests x (256 + 32) (Reuse
 -- steps of 160 and 192 rows, where cuBLASLt's split-K differs from the replay's old rule: session 19's
--- held-out check of the profile's gemm_splitk block, device call 67).
+-- held-out check of the profile's gemm_splitk block, device call 67); w7 and w8, 3 requests x (768 + 32) and 2
+-- x (1504 + 32) (Refresh steps of 2,400 and 3,072 rows: session 20's held-out check of the profile's
+-- gemm_reads block at row counts no Nsight Compute run had seen, device call 70).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -47,6 +49,8 @@ local workloads = {
   {"w3", 4, 384, 32},
   {"w5", 5, 256, 32, named = true},   -- only when -D point names them
   {"w6", 6, 256, 32, named = true},
+  {"w7", 3, 768, 32, named = true},
+  {"w8", 2, 1504, 32, named = true},
 }
 local caches = {
   {"prefix", nil},
