@@ -19,7 +19,7 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 for c in none base; do
     t0=$SECONDS
     timeout -k 5 200 "$NCU" --csv --clock-control $c --cache-control none --target-processes all \
-        --kernel-name regex:"nvjet|splitKreduce" --metrics dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second \
+        --kernel-name regex:"nvjet|splitKreduce" --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
         --log-file "$OUT/pre_$c.csv" .hwbin/gemm_algo pre > "$OUT/pre_$c.txt" 2> "$OUT/pre_$c.err"
     echo "pre clock $c exit $? $((SECONDS - t0)) s, $(grep -c '^p ' "$OUT/pre_$c.txt") trials"
     head -3 "$OUT/pre_$c.err"
