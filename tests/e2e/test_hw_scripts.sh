@@ -204,6 +204,14 @@ for n in sims:
     assert m and abs(float(m.group(1)) - ks) < 1e-6 * ks and ks != 1, (n, m and m.group(1), ks)
 PYEOF
 [ "$(grep -c '^| [a-z:_,+=0-9]* | machine-calibrated h200 | ' "$S")" = 11 ] || fail "11 machine-calibrated rows"
+# scripts/machine_clocks.py (the mechanism behind machine_calibrate's scale): over the 11 held-out points
+# the measured step clock against the simulated one, and az:none's big Refresh steps; a RES without the
+# held-out runs is refused with its path
+$PY scripts/machine_clocks.py "$T/res" > "$T/mc.txt" || fail "machine_clocks.py on the stand-in post"
+grep -Eq "^$T/res: 11 held-out points, measured - simulated clock [-+][0-9]+ MHz, step bias [-+][0-9.]+ %" "$T/mc.txt" \
+    || fail "machine_clocks.py: $(cat "$T/mc.txt")"
+$PY scripts/machine_clocks.py "$T/dev" > /dev/null 2> "$T/e" && fail "machine_clocks.py without h5/heldout.h5"
+grep -q "$T/dev/h5/heldout.h5: no such file" "$T/e" || fail "machine_clocks.py's error: $(cat "$T/e")"
 $PY scripts/machine_calibrate.py "$T" > /dev/null 2> "$T/e" && fail "machine_calibrate.py without cmp/"
 grep -q "no cmp/ folder" "$T/e" || fail "machine_calibrate.py's error: $(cat "$T/e")"
 # issue 9: the held-out points (every one reported, each target a PASS/MISS column) and the profile imported
