@@ -3,8 +3,8 @@
 # recorded; cuda/bench/gemm_algo.cu, docs/COST_MODEL.md "GEMM configurations from cuBLASLt") without a GPU:
 # device call 64's recorded files pair shape by shape (152 shapes, split-K attribute = kernels' splits on
 # every one, known rows), and bad inputs are refused naming file and line; scripts/gemm_splitk.py and
-# scripts/gemm_reads.py write the profile blocks of calls 65 and 68 (h200-20261202m and n are exactly their
-# base plus the block).
+# scripts/gemm_reads.py write the profile blocks of calls 65, 68 and 72 (h200-20261202m, n and o are exactly
+# their base plus the block).
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -64,6 +64,13 @@ grep -q "^| llada-8b | qkv | 1440 | 421 | 128x288 | 142.3 | 100.7 | 1.414 |" "$T
 grep -q "^| llada-8b | qkv | 1664 | 248 | 320x128 | 304.1 | 100.7 | 3.021 |" "$T/reads.md" || fail "qkv 1664: $(grep '| llada-8b | qkv | 1664 |' "$T/reads.md")"
 $PY scripts/gemm_reads.py "$R" --profile datasets/profiles/h200-20261202m.lua --name h200-20261202n -o "$T/n.lua"
 cmp -s "$T/n.lua" datasets/profiles/h200-20261202n.lua || fail "h200-20261202n.lua is not m plus call 68's block"
+# call 72 (the same at base clocks, all classes packed in one reads.tgz): the shipped o is m plus its block;
+# LLaDA-8B's down projection at 1,664 rows (144 x 128 tiles) reads 291.2 MB at base where call 68 read 423.9
+$PY scripts/gemm_reads.py datasets/hw/2026-12-02/call72 > "$T/reads72.md" || fail "gemm_reads.py on call 72"
+grep -q "^8 classes, 8192 trials (row counts 8 to 8192)$" "$T/reads72.md" || fail "call 72 trials: $(tail -n 1 "$T/reads72.md")"
+grep -q "^| llada-8b | down | 1664 | 184 | 144x128 | 291.2 | 100.7 |" "$T/reads72.md" || fail "down 1664: $(grep '| llada-8b | down | 1664 |' "$T/reads72.md")"
+$PY scripts/gemm_reads.py datasets/hw/2026-12-02/call72 --profile datasets/profiles/h200-20261202m.lua --name h200-20261202o -o "$T/o.lua"
+cmp -s "$T/o.lua" datasets/profiles/h200-20261202o.lua || fail "h200-20261202o.lua is not m plus call 72's block"
 if $PY scripts/gemm_reads.py "$R" --profile datasets/profiles/h200-20261202n.lua --name x -o "$T/x2.lua" 2> "$T/e7"; then
     fail "a profile with a gemm_reads block was accepted"; fi
 grep -q "already has a gemm_reads block" "$T/e7" || fail "second reads block: $(cat "$T/e7")"

@@ -18,7 +18,7 @@ nvidia-smi --query-gpu=name,serial,driver_version,clocks.max.sm,power.limit --fo
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda-*/bin/ncu 2>/dev/null | head -1)
 start=$SECONDS
 for c in 0 1 2 3 4 5 6 7; do
-    left=$((380 - (SECONDS - start)))
+    left=$((300 - (SECONDS - start)))
     if [ "$left" -lt 30 ]; then echo "class $c: skipped, ${left} s left"; continue; fi
     lim=$(( left < 80 ? left : 80 ))
     t0=$SECONDS
