@@ -10,7 +10,8 @@
 
 DIR holds reads_C.txt (`gemm_algo reads C`'s stdout: "r <model> <class> <T> <N> <K> <bias> <beta> <splitk>
 <tile id> <input bytes> <weight bytes> <output bytes>" before each trial, T = 8, 16, ..., 8,192) and
-reads_C.csv[.gz] (in DIR, or packed in DIR/reads.tgz; `ncu --csv --kernel-name regex:"nvjet|splitKreduce" --metrics
+reads_C.csv[.gz] (in DIR, or packed in DIR/reads.tgz; `ncu --csv --clock-control base --cache-control none
+--kernel-name regex:"nvjet|splitKreduce" --metrics
 dram__bytes_read.sum,dram__bytes_write.sum` over the same program) for C = 0..7.  Each trial is one nvjet
 kernel, then cuBLASLt's splitKreduce_kernel where it splits K; a trial's HBM reads are its kernels' sum.
 A class whose run was cut keeps the trials that completed; a class missing is left out.
