@@ -25,9 +25,10 @@
 //   ncu --csv --cache-control none --clock-control base --kernel-name regex:"nvjet|splitKreduce" \
 //       --metrics dram__bytes_read.sum,dram__bytes_write.sum --log-file reads_C.csv ./gemm_algo reads C > reads_C.txt
 // a GEMM's HBM bytes as the backend's forward meets it, at every warm-up row count (8-8,192 by 8) of class C
-// (0-7, CLASSES' order), under Nsight Compute with the SM clock locked to base (the clock the forward's GEMMs run
-// at under load; at boost some kernels' reads differ: device call 71): flush the L2 (read 256 MiB), write the input rows (so they are resident and dirty,
-// as the norm / attention / SwiGLU before it leaves them), run the GEMM with the backend's beta (1 for the O
+// (0-7, CLASSES' order), under Nsight Compute with the SM clock locked to base (the clock the forward's GEMMs
+// run at under load; at boost some kernels' reads differ: device call 71): flush the L2 (read 256 MiB), write
+// the input rows (so they are resident and dirty, as the norm / attention / SwiGLU before it leaves them),
+// run the GEMM with the backend's beta (1 for the O
 // and down projections: they add into the residual stream, which the forward last touched a GEMM earlier:
 // not resident).  stdout "r <model> <class> <T> <N> <K> <bias> <beta> <splitk> <tile id> <input bytes>
 // <weight bytes> <output bytes>" before each trial; only cuBLASLt's kernels are profiled (flush_kernel and
