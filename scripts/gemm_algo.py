@@ -22,6 +22,7 @@ between two flush_kernel rows are its GEMM's; prints the GEMM kernel's and the r
 the second flush's (the dirty lines the GEMM left), in MB, beside the fp32 partials and the output the
 replay assumes stay dirty."""
 import csv
+import gzip
 import math
 import re
 import sys
@@ -64,11 +65,12 @@ UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB":
 
 def read_kernels(path):
     """Nsight Compute's rows, one dict per kernel launch in launch order: name, grid (a tuple), line (the CSV
-    line of its first row) and any DRAM byte metrics it has (dram__bytes_read.sum, dram__bytes_write.sum)."""
+    line of its first row) and any DRAM byte metrics it has (dram__bytes_read.sum, dram__bytes_write.sum).
+    A path ending in .gz is read through gzip."""
     try:
-        text = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
+        text = (gzip.open(path, "rt") if path.endswith(".gz") else open(path)).read().splitlines()
+    except (OSError, EOFError) as e:
+        die("%s: %s" % (path, getattr(e, "strerror", None) or e))
     start = next((i for i, l in enumerate(text) if l.startswith('"ID"')), None)
     if start is None:
         die("%s: no CSV header (\"ID\",...): not an ncu --csv log" % path)

@@ -31,7 +31,6 @@ check: per Refresh step of each val:<point>:real run in REAL.h5 (runs with Nsigh
 as scripts/ncu_gemm_reads.py reads them) of MODEL (llada-8b, dream-7b), each GEMM's reads in the forward (the
 median over the layers of its cuBLAS kernel's dram__bytes_read.sum: q|k|v, O, then the FFN's gate|up and down
 in turn) beside DIR's measurement alone at the step's warm-up bucket, and how many agree within 5 %."""
-import gzip
 import os
 import re
 import sys
@@ -74,21 +73,15 @@ def trials(path):
     return out
 
 
-def kernels(path):
-    """gemm_algo.read_kernels on a CSV that may be gzipped (read through a temporary plain copy)."""
-    if not path.endswith(".gz"):
-        return gemm_algo.read_kernels(path)
-    import tempfile
-    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as t:
-        try:
-            t.write(gzip.open(path, "rt").read())
-        except (OSError, EOFError) as e:
-            os.unlink(t.name)
-            die("%s: %s" % (path, e))
-    try:
-        return gemm_algo.read_kernels(t.name)
-    finally:
-        os.unlink(t.name)
+def take_gemm(ks, i):
+    """One trial's kernels from ks[i] on: its cuBLAS GEMM (nvjet) and any splitKreduce_kernel after it, and the
+    index after them; (None, i) when ks[i] is not a GEMM (or there is none)."""
+    if i >= len(ks) or not ks[i]["name"].startswith("nvjet"):
+        return None, i
+    j = i + 1
+    while j < len(ks) and "splitKreduce" in ks[j]["name"]:
+        j += 1
+    return ks[i:j], j
 
 
 def measure(d):
@@ -117,19 +110,15 @@ def measure_dirs(d, packed):
         cp = next((p for p in (tp[:-4] + ".csv.gz", tp[:-4] + ".csv") if os.path.exists(p)), None)
         if not os.path.exists(tp) or cp is None:
             continue
-        ts, ks = trials(tp), kernels(cp)
+        ts, ks = trials(tp), gemm_algo.read_kernels(cp)
         i = 0
         for t in ts:
             if i >= len(ks):
                 break
-            if not ks[i]["name"].startswith("nvjet"):
+            group, i = take_gemm(ks, i)
+            if group is None:
                 die("%s:%d: kernel %s where trial %s %s T=%d's GEMM (nvjet) should be" % (
                     cp, ks[i]["line"], ks[i]["name"][:40], t["model"], t["class"], t["T"]))
-            group = [ks[i]]
-            i += 1
-            while i < len(ks) and "splitKreduce" in ks[i]["name"]:
-                group.append(ks[i])
-                i += 1
             if any("dram__bytes_read.sum" not in k for k in group):
                 die("%s:%d: a kernel without dram__bytes_read.sum" % (cp, group[0]["line"]))
             t["rd"] = sum(k["dram__bytes_read.sum"] for k in group)
@@ -165,16 +154,13 @@ def pre(argv):
             die("%s:%d: a number field does not parse: %r" % (argv[0], i, l))
     if not ts:
         die("%s: no 'p ...' lines (gemm_algo pre's stdout?)" % argv[0])
-    ks, i = kernels(argv[1]), 0
+    ks, i = gemm_algo.read_kernels(argv[1]), 0
     for t in ts:
-        if i >= len(ks) or not ks[i]["name"].startswith("nvjet"):
+        group, i = take_gemm(ks, i)
+        if group is None:
             die("%s: no GEMM kernel (nvjet) for trial %s %s T=%d (%s:%d)" % (argv[1], t["model"], t["class"], t["T"],
                                                                             argv[0], t["line"]))
-        t["rd"] = ks[i].get("dram__bytes_read.sum", 0)
-        i += 1
-        while i < len(ks) and "splitKreduce" in ks[i]["name"]:
-            t["rd"] += ks[i].get("dram__bytes_read.sum", 0)
-            i += 1
+        t["rd"] = sum(k.get("dram__bytes_read.sum", 0) for k in group)
     if i != len(ks):
         die("%s: %d kernels left over after %d trials" % (argv[1], len(ks) - i, len(ts)))
     shapes = {}
@@ -193,6 +179,7 @@ def check(argv):
         die("check needs DIR, MODEL (llada-8b or dream-7b) and REAL.h5 (see --help)")
     import statistics
     import h5py
+    import ncu_gemm_reads
     alone = {(t["class"], t["T"]): t["rd"] for ts in measure(argv[0].rstrip("/")) if ts[0]["model"] == argv[1] for t in ts}
     print("| point | step | rows | GEMM | alone MB | forward MB (median of layers) | forward / alone |")
     print("|---|---|---|---|---|---|---|")
@@ -207,18 +194,11 @@ def check(argv):
                 continue
             st, nk = R[k]["steps"][()], R[k]["ncu_kernels"][()]
             names = [x.decode() for x in nk["name"]]
-            kind = {x.decode(): int(y) for y, x in zip(R[k]["ncu_classes"][()]["kind"], R[k]["ncu_classes"][()]["name"])}
-            starts = [i for i, x in enumerate(names)
-                      if x.startswith("reset_kernel") and (i == 0 or not names[i - 1].startswith("reset_kernel"))]
-            if len(starts) < len(st):
-                die("%s: %s: %d step starts (reset_kernel) for %d steps" % (path, k, len(starts), len(st)))
-            bounds = starts[-len(st):] + [len(nk)]
-            for j in range(len(st)):
-                if st["n_refresh"][j] == 0:
-                    continue
+            steps, kind = ncu_gemm_reads.refresh_steps(R[k], "%s: %s" % (path, k), die)
+            for j, lo, hi in steps:
                 T = int(st["q_tokens"][j])
                 b = -(-T // 8) * 8
-                seq = range(bounds[j], bounds[j + 1])
+                seq = range(lo, hi)
                 g = {c: [nk["read_bytes"][i] for i in seq if names[i].startswith("nvjet") and nk["kind"][i] == kind[c]]
                      for c in ("qkv", "o_proj", "ffn")}
                 per = {"qkv": g["qkv"], "o": g["o_proj"], "gate_up": g["ffn"][0::2], "down": g["ffn"][1::2]}

@@ -19,6 +19,21 @@ W = {"llada-8b": (32, {"qkv": 12288 * 4096, "o_proj": 4096 * 4096, "ffn": 24576 
      "dream-7b": (28, {"qkv": 4608 * 3584, "o_proj": 3584 * 3584, "ffn": 37888 * 3584 + 3584 * 18944})}
 
 
+def refresh_steps(r, where, die):
+    """The Refresh steps of run r (a val:<point>:real group with Nsight Compute's kernels imported): a list of
+    (step index j, its first kernel, the kernel after its last), split at the reset kernel that starts each
+    step, and the class name -> kind map of ncu_classes; die(message) when the steps cannot be found."""
+    st, nk = r["steps"][()], r["ncu_kernels"][()]
+    names = [x.decode() for x in nk["name"]]
+    starts = [i for i, x in enumerate(names)
+              if x.startswith("reset_kernel") and (i == 0 or not names[i - 1].startswith("reset_kernel"))]
+    if len(starts) < len(st):
+        die("%s: %d step starts (reset_kernel) for %d steps" % (where, len(starts), len(st)))
+    bounds = starts[-len(st):] + [len(nk)]
+    kind = {x.decode(): int(y) for y, x in zip(r["ncu_classes"][()]["kind"], r["ncu_classes"][()]["name"])}
+    return [(j, bounds[j], bounds[j + 1]) for j in range(len(st)) if st["n_refresh"][j] != 0], kind
+
+
 def main(argv):
     if len(argv) != 3 or argv[0] not in W:
         print(__doc__.strip(), file=sys.stderr)
@@ -34,17 +49,9 @@ def main(argv):
             continue
         r, s = R[k], S[k[:-5] + ":sim"]
         st, nk, sk = r["steps"][()], r["ncu_kernels"][()], s["kernels"][()]
-        names = [x.decode() for x in nk["name"]]
-        starts = [i for i, x in enumerate(names)
-                  if x.startswith("reset_kernel") and (i == 0 or not names[i - 1].startswith("reset_kernel"))]
-        if len(starts) < len(st):
-            sys.exit("ncu_gemm_reads.py: %s: %d step starts (reset_kernel) for %d steps" % (k, len(starts), len(st)))
-        bounds = starts[-len(st):] + [len(nk)]
-        kind = {x.decode(): int(y) for y, x in zip(r["ncu_classes"][()]["kind"], r["ncu_classes"][()]["name"])}
-        for j in range(len(st)):
-            if st["n_refresh"][j] == 0:
-                continue
-            seg = nk[bounds[j]:bounds[j + 1]]
+        steps, kind = refresh_steps(r, k, lambda m: sys.exit("ncu_gemm_reads.py: " + m))
+        for j, lo, hi in steps:
+            seg = nk[lo:hi]
             cols = []
             for c in ("qkv", "o_proj", "ffn"):
                 w = 2.0 * wb[c] * layers
