@@ -192,19 +192,23 @@ static void wread(l2m *s, int key, double bytes, double foot)
 /* Reads bytes of a streamed operand (weights, KV of other layers): all from HBM. */
 static void stream(l2m *s, double bytes) { wread(s, B_STREAM, bytes, 1); }
 
-/* Reads bytes of buffer key: the resident part hits, the rest comes from HBM; the buffer becomes
- * the most recent. */
-static void rd(l2m *s, int key, double bytes)
+/* Reads bytes of buffer key, tot bytes in all (tot <= bytes: the whole buffer): of a whole buffer the
+ * resident part hits, of a part of one (a request's rows, the rows a selection keeps) the resident
+ * share res / tot of it; the rest comes from HBM; the buffer becomes the most recent. */
+static void rd_of(l2m *s, int key, double bytes, double tot)
 {
     if (bytes <= 0)
         return;
     double r, d;
     unsigned wep;
     take(s, key, &r, &d, &wep);
-    s->rd += fmax(0, bytes - r);
-    double nr = fmin(fmax(r, bytes), s->cap);
+    double hit = tot > bytes ? bytes * fmin(1, r / tot) : fmin(r, bytes);
+    s->rd += bytes - hit;
+    double nr = fmin(tot > bytes ? fmin(tot, r + bytes - hit) : fmax(r, bytes), s->cap);
     push(s, key, nr, fmin(d, nr), wep);
 }
+
+static void rd(l2m *s, int key, double bytes) { rd_of(s, key, bytes, 0); }
 
 /* A GEMM's read of bytes of its input (a row group's rows): the resident part hits, the rest
  * comes from HBM (counted unless the caller counted it: all_miss, the rows were pushed out).
@@ -275,7 +279,7 @@ static void coalesce(l2m *s, int key)
     }
 }
 
-typedef struct { int key; double bytes; } acc;
+typedef struct { int key; double bytes, tot; } acc;   /* tot: the buffer's bytes when bytes are a part of it (rd_of) */
 
 /* A kernel that walks its rows (the attention its heads) once, reading and writing each as it
  * goes: the norms, RoPE and the KV store, the SwiGLU, the attention, the selection's pack.  Its
@@ -291,7 +295,7 @@ static void walk(l2m *s, const acc *r, int nr, double streamed, const acc *w, in
     double res[WALK_MAX], dirty[WALK_MAX];
     unsigned wep[WALK_MAX];
     for (int j = 0; j < nr; j++)
-        rd(s, r[j].key, r[j].bytes);
+        rd_of(s, r[j].key, r[j].bytes, r[j].tot);
     stream(s, streamed);
     for (int j = 0; j < nr; j++) {
         res[j] = dirty[j] = 0, wep[j] = 0;
@@ -310,6 +314,37 @@ static void walk(l2m *s, const acc *r, int nr, double streamed, const acc *w, in
         coalesce(s, r[j].key);
     for (int j = 0; j < nw; j++)
         coalesce(s, w[j].key);
+}
+
+/* The attention's walk: the flash kernel reads its inputs head by head, across the rows the kernels
+ * before wrote row by row, so a line resident at the kernel's start hits only if it is still there at
+ * its head's turn.  Lines entering (misses, streamed bytes, writes: T bytes over the walk, evenly)
+ * first replace the J bytes of the L2 that are not the walk's inputs; after that the L2 replaces lines
+ * as if at random, so a resident input line survives E more bytes entering with probability
+ * exp(-E / C).  With R of the B read bytes resident at the start: dE/dx = T - R exp(-E / C) over
+ * what is left of the walk after the first x1 = J / (T - R), solved in closed form; the
+ * reads are the bytes entering less the writes.  The walk's own count (every resident byte hits)
+ * is raised to that. */
+static void walk_heads(l2m *s, const acc *r, int nr, double streamed, const acc *w, int nw)
+{
+    double B = 0, R = 0, W = 0, rd0 = s->rd, tot = s->tot;
+    for (int j = 0; j < nr; j++) {
+        double res = 0;
+        for (int i = 0; i < s->n; i++)
+            res += s->e[i].key == r[j].key ? s->e[i].res : 0;
+        B += r[j].bytes, R += r[j].tot > r[j].bytes ? r[j].bytes * fmin(1, res / r[j].tot) : fmin(res, r[j].bytes);
+    }
+    for (int j = 0; j < nw; j++)
+        W += w[j].bytes;
+    walk(s, r, nr, streamed, w, nw);
+    const double C = s->cap, T = B + streamed + W, J = fmax(0, fmax(tot, C) - R);
+    if (R <= 0 || T <= R)
+        return;
+    const double x1 = J / (T - R);   /* the part of the walk whose entering lines replace the J bytes */
+    if (x1 >= 1)
+        return;
+    double E = C * log(R / T + (1 - R / T) * exp(fmin(T * (1 - x1) / C, 600)));
+    s->rd = fmax(s->rd, rd0 + (B - R + streamed) * x1 + E - W * (1 - x1));
 }
 
 /* The QKV GEMM's output as three buffers (q, k, v columns, in proportion fq, fk, 1 - fq - fk),
@@ -467,7 +502,7 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
     const double hkv = (double)m->n_kv_heads * m->head_dim, qkv = hq + 2 * hkv;
     l2m *s = &r->s;
 #define K(c) kbegin(r, out ? &out[c] : NULL, c)
-    const acc xin[] = {{B_X, Q * d * ab}}, hout[] = {{B_H, Q * d * ab}};
+    const acc xin[] = {{B_X, Q * d * ab, 0}}, hout[] = {{B_H, Q * d * ab, 0}};
     K(DKV_KCLASS_ELEMENTWISE), walk(s, xin, 1, d * wb, hout, 1), kend(r);
     K(DKV_KCLASS_QKV), gemm(s, B_H, Q * d * ab, streams * d * qkv * wb, -1, 0, B_QKV, Q * qkv * ab, Q, qkv, d), kend(r);
     split_qkv(s, hq / qkv, hkv / qkv);
@@ -485,8 +520,8 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
     /* RoPE rotates q and k in place (every row); fused with the store it also writes the stored
      * rows' K and V into the pool (cuda/fused_rope_store.cu; rows not kept go to the one discard
      * block, rewritten in L2) */
-    const acc qk[] = {{B_Q, qb}, {B_K, kb1}, {B_V, cs->any_store ? kb1 : 0}};
-    const acc qkst[] = {{B_Q, qb}, {B_K, kb1}, {B_KVNEW, stored}};
+    const acc qk[] = {{B_Q, qb, 0}, {B_K, kb1, 0}, {B_V, cs->any_store ? kb1 : 0, 0}};
+    const acc qkst[] = {{B_Q, qb, 0}, {B_K, kb1, 0}, {B_KVNEW, stored, 0}};
     K(cs->any_store ? DKV_KCLASS_KV_STORE : DKV_KCLASS_ELEMENTWISE), walk(s, qk, 3, 0, qkst, cs->any_store ? 3 : 2),
         kend(r);
     for (uint32_t i = 0; select && i < plan->n_items; i++) {   /* scores, row stats, col sums, top-k, pack */
@@ -495,11 +530,12 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
             continue;
         double q = it->q_tokens, rows = it->kv_select_rows, keep = it->kv_write_tokens, H = m->n_heads;
         double Hk = m->n_kv_heads, sc = H * rows * q * 4.0, kvb = keep * 2 * hkv * ab;
-        K(DKV_KCLASS_KV_GATHER), rd(s, B_Q, rows * hq * ab), rd(s, B_K, q * hkv * ab), wr(s, B_SC, sc), kend(r);
+        K(DKV_KCLASS_KV_GATHER), rd_of(s, B_Q, rows * hq * ab, qb), rd_of(s, B_K, q * hkv * ab, kb1), wr(s, B_SC, sc);
+        kend(r);
         K(DKV_KCLASS_KV_GATHER), rd(s, B_SC, sc), wr(s, B_ST, H * rows * 8.0), kend(r);
         K(DKV_KCLASS_KV_GATHER), rd(s, B_SC, sc), rd(s, B_ST, H * rows * 8.0), wr(s, B_COL, Hk * q * 4.0), kend(r);
         K(DKV_KCLASS_KV_GATHER), rd(s, B_COL, Hk * q * 4.0), wr(s, B_SEL, Hk * keep * 4.0), kend(r);
-        const acc pin[] = {{B_SEL, Hk * keep * 4.0}, {B_K, kvb / 2}, {B_V, kvb / 2}}, pout[] = {{B_KVNEW, kvb}};
+        const acc pin[] = {{B_SEL, Hk * keep * 4.0, 0}, {B_K, kvb / 2, kb1}, {B_V, kvb / 2, kb1}}, pout[] = {{B_KVNEW, kvb, 0}};
         K(DKV_KCLASS_KV_GATHER), walk(s, pin, 3, 0, pout, 1), kend(r);
     }
     /* attention: queries and the item's own K/V (computed this layer: from the QKV buffer, or for
@@ -512,12 +548,12 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
         own += (double)(it->kv_tokens - it->kv_cached_tokens) * 2 * hkv * ab;
         cached += it->kv_cached_tokens * 2 * hkv * kb;
     }
-    const acc ain[] = {{B_Q, qb}, {B_K, own / 2}, {B_V, own / 2}}, aout[] = {{B_ATT, Q * hq * ab}};
-    K(DKV_KCLASS_ATTN), walk(s, ain, 3, cached, aout, 1), kend(r);
+    const acc ain[] = {{B_Q, qb, 0}, {B_K, own / 2, 0}, {B_V, own / 2, 0}}, aout[] = {{B_ATT, Q * hq * ab, 0}};
+    K(DKV_KCLASS_ATTN), walk_heads(s, ain, 3, cached, aout, 1), kend(r);
     K(DKV_KCLASS_O), gemm(s, B_ATT, Q * hq * ab, streams * hq * d * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d, hq), kend(r);
     K(DKV_KCLASS_ELEMENTWISE), walk(s, xin, 1, d * wb, hout, 1), kend(r);
     K(DKV_KCLASS_FFN), gemm(s, B_H, Q * d * ab, streams * 2 * d * f * wb, -1, 0, B_GU, 2 * Q * f * ab, Q, 2 * f, d), kend(r);
-    const acc gin[] = {{B_GU, 2 * Q * f * ab}}, fout[] = {{B_FF, Q * f * ab}};
+    const acc gin[] = {{B_GU, 2 * Q * f * ab, 0}}, fout[] = {{B_FF, Q * f * ab, 0}};
     K(DKV_KCLASS_ELEMENTWISE), walk(s, gin, 1, 0, fout, 1), kend(r);
     K(DKV_KCLASS_FFN), gemm(s, B_FF, Q * f * ab, streams * d * f * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d, f), kend(r);
 #undef K

@@ -285,6 +285,78 @@ static void test_l2_gemm_group_leaves_other_rows_old(void **state)
     dkv_cost_step_free(&cs);
 }
 
+/* The attention walks heads across rows the RoPE wrote row by row, so the inputs resident at its start are
+ * replaced as it goes (docs/COST_MODEL.md "The attention's walk across heads").  LLaDA-8B's Refresh of 1,664
+ * rows without a store (a sparse request's dense step) on the H200 (C = 31.5 MB): the RoPE leaves the L2
+ * holding almost only the attention's inputs (q and k, 27.3 MB, and some of v: the replay keeps 28.2 MB of
+ * them and 3.3 MB of other lines), so of the B = 40.9 MB read R is about C and J about 0; with its output
+ * W = 13.6 MB entering too (T = B + W), the reads are then C ln(R / T + (1 - R / T) exp(T / C)) - W = 20.6 MB
+ * per layer (the replay: 21.1, within 5 %; Nsight Compute measured 21.1 at val:w3:sparse, device call 9),
+ * where counting every resident byte as a hit gives about B - C = 9.4 MB (the replay before: 12.7).  Dream-7B's
+ * inputs at the same rows (B = 15.3 MB with its 4 KV heads) fit beside its output: the lines entering replace
+ * other lines first, so it reads only what the kernels before did not leave, 1.4 MB per layer (Nsight
+ * Compute: 1.6 at Dream's val:w3:sparse); replacing its inputs from the start would make it 2.9. */
+static void test_l2_attention_walks_heads(void **state)
+{
+    (void)state;
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132};
+    const double C = 60.0 * 1048576 / 2, Q = 1664;
+    for (int mi = 0; mi < 2; mi++) {
+        dkv_model m = mi ? dream() : llada();
+        dkv_step_item it = {.q_tokens = (uint32_t)Q, .kv_tokens = (uint32_t)Q, .logit_rows = 32};
+        dkv_step_plan p = {.items = &it, .n_items = 1};
+        dkv_cost_step cs;
+        dkv_cost_step_init(&cs);
+        dkv_cost_l2_trace tr;
+        h200.trace = &tr;
+        assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+        /* norm, qkv, RoPE (no store), attention */
+        assert_true(tr.n > 3 && tr.k[2].kind == DKV_KCLASS_ELEMENTWISE && tr.k[3].kind == DKV_KCLASS_ATTN);
+        const double hq = (double)m.n_heads * m.head_dim, hkv = (double)m.n_kv_heads * m.head_dim;
+        const double B = Q * (hq + 2 * hkv) * 2, W = Q * hq * 2, T = B + W;
+        if (mi == 0) {
+            double want = C * log(C / T + (1 - C / T) * exp(T / C)) - W;
+            assert_true(rel(tr.k[3].rd, want) < 0.05);
+            assert_true(tr.k[3].rd > 2 * (B - C));
+        } else {
+            assert_true(tr.k[3].rd < 0.1 * B);
+        }
+        assert_true(rel(cs.layer[DKV_KCLASS_ATTN].rd, tr.k[3].rd) < 1e-12);
+        dkv_cost_step_free(&cs);
+    }
+}
+
+/* A read of a part of a buffer (the selection's pack: the kept rows of each request's K and V) hits the
+ * buffer's resident share, not its first bytes.  LLaDA-8B, 4 requests of 416 rows, each selecting 208 rows
+ * to keep (val:w3:sparse's selecting step) on the H200: after the RoPE the L2 holds all of q and k but under
+ * a third of v (13.6 MB), so each pack misses about two thirds of the 1.7 MB of V it reads (and the scores
+ * and selection scratch hit): more than half of that, where a first-bytes hit count had none (a resident v
+ * of 4.2 MB covers 1.7 MB).  Nsight Compute measured 1.36-1.58 MB read per pack. */
+static void test_l2_part_of_a_buffer_hits_its_share(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it[4];
+    for (int i = 0; i < 4; i++)
+        it[i] = (dkv_step_item){.q_tokens = 416, .kv_tokens = 416, .kv_write_tokens = 208, .kv_select_rows = 32,
+                                .logit_rows = 32};
+    dkv_step_plan p = {.items = it, .n_items = 4};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_cost_l2_trace tr;
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .trace = &tr};
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+    const double v_keep = 208.0 * 4096 * 2;
+    int packs = 0;
+    for (uint32_t i = 0; i + 1 < tr.n; i++)   /* scores, row stats, col sums, top-k, pack: the pack is the 5th */
+        if (tr.k[i].kind == DKV_KCLASS_KV_GATHER && (++packs) % 5 == 0) {
+            assert_true(tr.k[i].rd > 0.5 * v_keep);
+            assert_true(tr.k[i].rd < 2 * v_keep);
+        }
+    assert_int_equal(packs, 20);
+    dkv_cost_step_free(&cs);
+}
+
 /* How the replay tiles a GEMM (dkv_cost_gemm_tiles, 132 SMs): split-K for few tiles; one group
  * up to DKV_COST_GEMM_GROUP_ROWS rows, its waves the tiles over the SMs rounded; larger M in groups
  * of 1152 rows (6 row tiles of 192) across 132 / 6 = 22 column tiles, so LLaDA-8B's gate+up at
@@ -581,6 +653,8 @@ int main(void)
         cmocka_unit_test(test_l2_dirty_lines_are_bounded),
         cmocka_unit_test(test_l2_rows_kernel_keeps_its_last_rows),
         cmocka_unit_test(test_l2_gemm_group_leaves_other_rows_old),
+        cmocka_unit_test(test_l2_attention_walks_heads),
+        cmocka_unit_test(test_l2_part_of_a_buffer_hits_its_share),
         cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_gemm_splitk),
         cmocka_unit_test(test_gemm_reads_lookup),
