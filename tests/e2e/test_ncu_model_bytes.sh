@@ -3,7 +3,7 @@
 # Dream-7B validation points (datasets/hw/2026-12-02/call56/ncu_dream.tgz): the table has every point and
 # its criterion, and the classes' measured bytes are the CSVs' (w1:dual's qkv: 3.7027 GB read); a CSV
 # without its profiled run, or an OUT_DIR that exists, is refused; scripts/ncu_gemm_reads.py and
-# scripts/gemm_reads.py check read the runs it writes.
+# scripts/gemm_reads.py check read the runs it writes; scripts/ncu_score.sh scores a recorded set.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -39,4 +39,14 @@ grep -q "exists: give a new OUT_DIR" "$T/e1" || fail "OUT_DIR message: $(cat "$T
 rm "$T/ncu_dream/prof_w3_dual.h5"
 if DKV="$DKV" bash scripts/ncu_model_bytes.sh "$T/ncu_dream" dream-7b "$T/o2" 2> "$T/e2"; then fail "CSV without its run"; fi
 grep -q "ncu_w3_dual.csv has no prof_w3_dual.h5 beside it" "$T/e2" || fail "missing run message: $(cat "$T/e2")"
+# scripts/ncu_score.sh: one line per model of device call 73's held-out set, each scored over its 4 x 7 cells
+DKV="$DKV" bash scripts/ncu_score.sh "$T/sc" c73 > "$T/sc.txt" || fail "ncu_score.sh c73"
+for m in llada-8b dream-7b; do
+    grep -q "^call 73 $m *reads [0-9]* / 28 within 5 %, mean [0-9.]* % | writes [0-9]* / 28 within 5 %" "$T/sc.txt" ||
+        fail "ncu_score.sh: no $m line: $(cat "$T/sc.txt")"
+done
+if DKV="$DKV" bash scripts/ncu_score.sh "$T/sc2" c99 2> "$T/e3"; then fail "an unknown set was accepted"; fi
+grep -q "unknown set 'c99'" "$T/e3" || fail "unknown set message: $(cat "$T/e3")"
+if DKV="$DKV" bash scripts/ncu_score.sh "$T/sc" dream 2> "$T/e4"; then fail "ncu_score.sh: existing OUT_DIR"; fi
+grep -q "exists: give a new OUT_DIR" "$T/e4" || fail "ncu_score.sh OUT_DIR message: $(cat "$T/e4")"
 echo ok

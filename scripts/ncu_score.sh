@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# ncu_score.sh - issue 9's HBM-bytes-per-class score over every Nsight Compute run set the project recorded:
+# for each set, the dkv at hand counts the bytes of the same plans and scripts/ncu_cells.py prints how many
+# class cells are within 5 % of Nsight Compute (reads and writes apart) and the mean |error|
+# (docs/COST_MODEL.md "HBM bytes with an L2"; the tables behind each line are OUT_DIR/<set>/ncu_bytes.md).
+#
+#   DKV=build/release/dkv bash scripts/ncu_score.sh OUT_DIR [SET...]
+#
+# SET (default: all, in this order):
+#   llada     LLaDA-8B's nine validation points (device calls 3, 9 and 30 against call 7's runs; in-sample)
+#   dream     Dream-7B's nine (calls 56, 57 and 59)
+#   c67       call 67: w5:dual, w6:dual of both models (held out, session 19)
+#   c70       call 70: w7:dual, w8:dual of both models (held out, session 20)
+#   c73       call 73: w7/w8 sparse and prefix of both models (held out, session 21)
+# OUT_DIR must not exist.  About 30 s for all sets on 2 cores.
+set -euo pipefail
+usage() { sed -n '2,15p' "$0" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+case $1 in -h|--help) sed -n '2,15p' "$0"; exit 0 ;; esac
+O=$1; shift
+DKV=${DKV:-build/release/dkv}
+HW=datasets/hw
+[ -e "$O" ] && { echo "ncu_score: $O exists: give a new OUT_DIR" >&2; exit 2; }
+[ -x "$DKV" ] || { echo "ncu_score: no dkv at $DKV (set DKV=)" >&2; exit 2; }
+sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(llada dream c67 c70 c73)
+for s in "${sets[@]}"; do
+    case $s in llada|dream|c67|c70|c73) ;; *) echo "ncu_score: unknown set '$s' (llada, dream, c67, c70, c73)" >&2; exit 2 ;; esac
+done
+mkdir -p "$O"
+cells() { printf '%-18s %s\n' "$1" "$(/usr/bin/python3 scripts/ncu_cells.py "$2")"; }
+# TAG LABEL MODEL TGZ...: unpack the tgz files (each a folder of ncu_*.csv and prof_*.h5) into one folder, count
+held() {
+    local dir=$O/$1 name=$2 model=$3; shift 3
+    mkdir -p "$dir/in"
+    for t in "$@"; do
+        [ -f "$t" ] || { echo "ncu_score: missing $t" >&2; exit 1; }
+        rm -rf "$dir/x" && mkdir -p "$dir/x" && tar xzf "$t" -C "$dir/x" && cp "$dir"/x/*/* "$dir/in/"
+    done
+    DKV=$DKV bash scripts/ncu_model_bytes.sh "$dir/in" "$model" "$dir/out" > "$dir/log" 2>&1 ||
+        { echo "ncu_score: $name: scripts/ncu_model_bytes.sh failed ($dir/log)" >&2; exit 1; }
+    cells "$name" "$dir/out/ncu_bytes.md"
+}
+for s in "${sets[@]}"; do
+    case $s in
+    llada)
+        DKV=$DKV RES="$O/llada/post" bash scripts/hw_session.sh post $HW/2026-12-01/call7 $HW/2026-12-01/call3 \
+            $HW/2026-12-01/call9 $HW/2026-12-01/call30 > "$O/llada.log" 2>&1 ||
+            { echo "ncu_score: llada: hw_session.sh post failed ($O/llada.log)" >&2; exit 1; }
+        "$DKV" run experiments/hw_validate.lua -D backend=sim -o "$O/llada/sim.h5" > /dev/null
+        /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null
+        cells "llada-8b (9 pts)" "$O/llada/ncu_bytes.md" ;;
+    dream) held dream "dream-7b (9 pts)" dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;
+    c67|c70|c73)
+        held "${s}_llada" "call ${s#c} llada-8b" llada-8b $HW/2026-12-02/call${s#c}/ncu_llada.tgz
+        held "${s}_dream" "call ${s#c} dream-7b" dream-7b $HW/2026-12-02/call${s#c}/ncu_dream.tgz ;;
+    esac
+done
