@@ -40,6 +40,13 @@
 // bytes from another buffer row by row (the SwiGLU before the down projection), 2 the same reading three times
 // (the attention before the O projection); stdout "p <model> <class> <T> <prep> <rep> <splitk> <tile id>"
 // before each trial (scripts/gemm_reads.py pre).
+//   ncu --csv --cache-control none --clock-control base --kernel-name regex:"nvjet|splitKreduce|readout_kernel" \
+//       --metrics dram__bytes_read.sum,dram__bytes_write.sum --log-file left_C.csv ./gemm_algo left C [STEP] > left_C.txt
+// what a GEMM leaves of its output in L2 for the row walk after it (the norm after O and down, the RoPE after
+// q|k|v, the SwiGLU after gate|up): each trial as in reads (every STEP rows, default 64, to 8,192), then
+// readout_kernel reads the output once in row order; its DRAM reads are the output not left in L2.  stdout
+// "l <model> <class> <T> <N> <K> <bias> <beta> <splitk> <tile id> <input bytes> <weight bytes> <output bytes>"
+// before each trial: the nvjet kernel, its splitKreduce_kernel where it splits K, then readout_kernel.
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -138,6 +145,19 @@ __global__ void walk_kernel(const uint4 *src, uint4 *dst, size_t rows, size_t wi
     }
 }
 
+// Reads n 16-byte vectors of p once, in address order across the grid (a row walk's order): the GEMM output's
+// lines not in L2 are its DRAM reads (`gemm_algo left`).
+__global__ void readout_kernel(const uint4 *p, size_t n, unsigned *sink)
+{
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        uint4 v = p[i];
+        acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+    }
+    if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u)
+        *sink = acc.x;
+}
+
 // The trials of `gemm_algo pre` (see the top).
 static int prepared(cublasLtHandle_t lt)
 {
@@ -192,8 +212,9 @@ static int prepared(cublasLtHandle_t lt)
     return 0;
 }
 
-// A GEMM's HBM bytes at every warm-up row count of class ci (see the top): the trials of `gemm_algo reads C`.
-static int reads(cublasLtHandle_t lt, int ci)
+// A GEMM's HBM bytes at every warm-up row count of class ci (see the top): the trials of `gemm_algo reads C`;
+// with left (`gemm_algo left C STEP`) every step rows, each GEMM followed by readout_kernel over its output.
+static int reads(cublasLtHandle_t lt, int ci, int step, bool left)
 {
     const cls &c = CLASSES[ci];
     const bool acc = strcmp(c.name, "o") == 0 || strcmp(c.name, "down") == 0;
@@ -212,18 +233,20 @@ static int reads(cublasLtHandle_t lt, int ci)
     CK(cudaMemset(f, 1, fl));
     CK(cudaMemset(bias, 0, (size_t)c.N * 2));
     const float one = 1, beta = acc ? 1.0f : 0.0f;
-    for (int T = 8; T <= (int)maxT; T += 8) {
+    for (int T = step; T <= (int)maxT; T += step) {
         cublasLtMatmulDesc_t op;
         cublasLtMatrixLayout_t a, b, cc;
         cublasLtMatmulHeuristicResult_t r;
         choose(lt, c, T, ws_bytes, bias, &op, &a, &b, &cc, &r);
-        printf("r %s %s %d %d %d %d %d %u %u %.0f %.0f %.0f\n", c.model, c.name, T, c.N, c.K, c.bias, acc ? 1 : 0,
+        printf("%c %s %s %d %d %d %d %d %u %u %.0f %.0f %.0f\n", left ? 'l' : 'r', c.model, c.name, T, c.N, c.K, c.bias, acc ? 1 : 0,
                attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM), attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
                (double)T * c.K * 2, (double)c.N * c.K * 2, (double)T * c.N * 2);
         fflush(stdout);
         flush_kernel<<<264, 512>>>((const uint4 *)f, fl / 16, sink);
         fill_kernel<<<264, 512>>>((uint4 *)x, (size_t)T * c.K * 2 / 16);
         LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &beta, y, cc, y, cc, &r.algo, ws, ws_bytes, 0));
+        if (left)
+            readout_kernel<<<264, 512>>>((const uint4 *)y, (size_t)T * c.N * 2 / 16, sink);
         CK(cudaDeviceSynchronize());
         cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
         cublasLtMatmulDescDestroy(op);
@@ -286,14 +309,20 @@ int main(int argc, char **argv)
         cublasLtDestroy(lt);
         return rc;
     }
-    if (argc == 3 && strcmp(argv[1], "reads") == 0) {
+    const bool left = argc > 1 && strcmp(argv[1], "left") == 0;
+    if ((argc == 3 && strcmp(argv[1], "reads") == 0) || (left && (argc == 3 || argc == 4))) {
         char *end;
-        long ci = strtol(argv[2], &end, 10);
+        long ci = strtol(argv[2], &end, 10), step = left ? 64 : 8;
         if (*end || ci < 0 || ci >= (long)(sizeof CLASSES / sizeof CLASSES[0])) {
-            fprintf(stderr, "gemm_algo reads: class %s: expected 0..%d\n", argv[2], (int)(sizeof CLASSES / sizeof CLASSES[0]) - 1);
+            fprintf(stderr, "gemm_algo %s: class %s: expected 0..%d\n", argv[1], argv[2],
+                    (int)(sizeof CLASSES / sizeof CLASSES[0]) - 1);
             return 2;
         }
-        int rc = reads(lt, (int)ci);
+        if (argc == 4 && ((step = strtol(argv[3], &end, 10)) < 8 || step % 8 || *end)) {
+            fprintf(stderr, "gemm_algo left: step %s: expected a multiple of 8 rows\n", argv[3]);
+            return 2;
+        }
+        int rc = reads(lt, (int)ci, (int)step, left);
         cublasLtDestroy(lt);
         return rc;
     }
@@ -322,7 +351,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | pre]\n");
+        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | left CLASS [STEP] | pre]\n");
         return 2;
     }
     size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 2112;
