@@ -7,6 +7,7 @@
     /usr/bin/python3 scripts/gemm_reads.py DIR --profile IN.lua --name NAME -o OUT.lua
     /usr/bin/python3 scripts/gemm_reads.py pre PRE.txt PRE.csv[.gz]              # preparations of the input
     /usr/bin/python3 scripts/gemm_reads.py check DIR MODEL REAL.h5 [REAL.h5 ...]  # alone against the forward
+    /usr/bin/python3 scripts/gemm_reads.py left DIR [--block | --profile IN.lua --name NAME -o OUT.lua]
 
 DIR holds reads_C.txt (`gemm_algo reads C`'s stdout: "r <model> <class> <T> <N> <K> <bias> <beta> <splitk>
 <tile id> <input bytes> <weight bytes> <output bytes>" before each trial, T = 8, 16, ..., 8,192) and
@@ -26,6 +27,12 @@ pre: `gemm_algo pre` under the same ncu command ("p <model> <class> <T> <prep> <
 before each trial): per shape, the HBM reads of each trial by the preparation of its input rows (0 written
 alone, as the block's measurements; 1 by a walk reading twice their bytes, as the SwiGLU; 2 reading three
 times, as the attention), three trials each.
+
+left: the same from `gemm_algo left C STEP` (left_C.txt, "l ..." lines as above, T = STEP, 2 STEP, ...;
+left_C.csv[.gz], or DIR/left.tgz; kernel regex "nvjet|splitKreduce|readout_kernel"): each trial is the GEMM's
+kernels, then readout_kernel; what the GEMM left of its output in L2 is the output bytes less readout_kernel's
+HBM reads (at least 0).  The table, the profile's gemm_left block (docs/PROFILE_FORMAT.md "gemm_left"), or
+IN.lua with the block added.
 
 check: per Refresh step of each val:<point>:real run in REAL.h5 (runs with Nsight Compute's kernels imported,
 as scripts/ncu_gemm_reads.py reads them) of MODEL (llada-8b, dream-7b), each GEMM's reads in the forward (the
@@ -47,18 +54,19 @@ def die(msg):
     sys.exit(1)
 
 
-def trials(path):
+def trials(path, letter="r"):
     out = []
     try:
         lines = open(path).read().splitlines()
     except OSError as e:
         die("%s: %s" % (path, e.strerror))
     for i, l in enumerate(lines, 1):
-        if not l.startswith("r "):
+        if not l.startswith(letter + " "):
             continue
         f = l.split()
         if len(f) != 13:
-            die("%s:%d: expected 'r model class T N K bias beta splitk tile in_bytes w_bytes out_bytes', got %r" % (path, i, l))
+            die("%s:%d: expected '%s model class T N K bias beta splitk tile in_bytes w_bytes out_bytes', got %r" % (
+                path, i, letter, l))
         try:
             d = {"model": f[1], "class": f[2], "T": int(f[3]), "N": int(f[4]), "K": int(f[5]), "bias": int(f[6]),
                  "beta": int(f[7]), "splitk": int(f[8]), "tile": int(f[9]), "in": float(f[10]), "w": float(f[11]),
@@ -67,8 +75,8 @@ def trials(path):
             die("%s:%d: a number field does not parse: %r" % (path, i, l))
         if out and (d["T"] <= out[-1]["T"] or (d["N"], d["K"]) != (out[-1]["N"], out[-1]["K"])):
             die("%s:%d: row count %d after %d, or another shape, in one class's run" % (path, i, d["T"], out[-1]["T"]))
-        if not out and d["T"] != 8:
-            die("%s:%d: the first row count is %d, not 8" % (path, i, d["T"]))
+        if not out and (d["T"] != 8 if letter == "r" else d["T"] % 8 != 0):
+            die("%s:%d: the first row count is %d, not %s" % (path, i, d["T"], "8" if letter == "r" else "a multiple of 8"))
         out.append(d)
     return out
 
@@ -84,33 +92,35 @@ def take_gemm(ks, i):
     return ks[i:j], j
 
 
-def measure(d):
-    """Every class of DIR: its trials with 'rd' and 'wr' (HBM bytes of its kernels), those ncu completed.  A
-    class's files are read from DIR, else from DIR/reads.tgz (the packed output of a run)."""
+def measure(d, kind="reads"):
+    """Every class of DIR: its trials with 'rd' and 'wr' (HBM bytes of its kernels), those ncu completed, and for
+    kind "left" 'ro' (the readout kernel's HBM reads).  A class's files (KIND_C.txt, KIND_C.csv[.gz]) are read
+    from DIR, else from DIR/KIND.tgz (the packed output of a run)."""
     import tarfile
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
-        if os.path.exists(os.path.join(d, "reads.tgz")):
+        tgz = os.path.join(d, kind + ".tgz")
+        if os.path.exists(tgz):
             try:
-                with tarfile.open(os.path.join(d, "reads.tgz")) as t:
+                with tarfile.open(tgz) as t:
                     for m in t.getmembers():
-                        if m.isfile() and re.fullmatch(r"reads_\d\.(txt|csv|csv\.gz|err)", m.name):
+                        if m.isfile() and re.fullmatch(kind + r"_\d\.(txt|csv|csv\.gz|err)", m.name):
                             t.extract(m, tmp)
             except (OSError, tarfile.TarError) as e:
-                die("%s: %s" % (os.path.join(d, "reads.tgz"), e))
-        return measure_dirs(d, tmp)
+                die("%s: %s" % (tgz, e))
+        return measure_dirs(d, tmp, kind)
 
 
-def measure_dirs(d, packed):
+def measure_dirs(d, packed, kind):
     classes = []
     for c in range(8):
-        tp = os.path.join(d, "reads_%d.txt" % c)
+        tp = os.path.join(d, "%s_%d.txt" % (kind, c))
         if not os.path.exists(tp):
-            tp = os.path.join(packed, "reads_%d.txt" % c)
+            tp = os.path.join(packed, "%s_%d.txt" % (kind, c))
         cp = next((p for p in (tp[:-4] + ".csv.gz", tp[:-4] + ".csv") if os.path.exists(p)), None)
         if not os.path.exists(tp) or cp is None:
             continue
-        ts, ks = trials(tp), gemm_algo.read_kernels(cp)
+        ts, ks = trials(tp, "l" if kind == "left" else "r"), gemm_algo.read_kernels(cp)
         i = 0
         for t in ts:
             if i >= len(ks):
@@ -124,13 +134,22 @@ def measure_dirs(d, packed):
             t["rd"] = sum(k["dram__bytes_read.sum"] for k in group)
             t["wr"] = sum(k.get("dram__bytes_write.sum", 0) for k in group)
             t["kernel"] = group[0]["name"]
+            if kind == "left":
+                if i >= len(ks):
+                    del t["rd"]   # cut before its readout: not a trial
+                    break
+                if not ks[i]["name"].startswith("readout_kernel") or "dram__bytes_read.sum" not in ks[i]:
+                    die("%s:%d: kernel %s where trial %s %s T=%d's readout_kernel should be" % (
+                        cp, ks[i]["line"], ks[i]["name"][:40], t["model"], t["class"], t["T"]))
+                t["ro"] = ks[i]["dram__bytes_read.sum"]
+                i += 1
         if i != len(ks):
             die("%s: %d kernels left over after %d trials (first at line %d)" % (cp, len(ks) - i, len(ts), ks[i]["line"]))
         done = [t for t in ts if "rd" in t]
         if done:
             classes.append(done)
     if not classes:
-        die("%s: no reads_C.txt with its reads_C.csv[.gz] (gemm_algo reads under ncu)" % d)
+        die("%s: no %s_C.txt with its %s_C.csv[.gz] (gemm_algo %s under ncu)" % (d, kind, kind, kind))
     return classes
 
 
@@ -230,6 +249,39 @@ def block(classes, src):
     return "\n".join(out) + "\n"
 
 
+def left_bytes(t):
+    """What trial t's GEMM left of its output in L2: the output less the readout's HBM reads, at least 0."""
+    return max(0.0, t["out"] - t["ro"])
+
+
+def block_left(classes, src):
+    out = ["  -- what each GEMM shape leaves of its output in L2 for the row walk after it, measured alone every 16",
+           "  -- rows (cuda/bench/gemm_algo.cu left under Nsight Compute, %s): its output less the HBM reads of" % src,
+           "  -- one read of it in row order; `left` in bytes; docs/COST_MODEL.md \"What a GEMM leaves of its output\"",
+           "  gemm_left = {"]
+    for ts in classes:
+        t0 = ts[0]
+        out.append('    {model = "%s", class = "%s", n = %d, k = %d, beta = %d,' % (t0["model"], t0["class"], t0["N"],
+                                                                                 t0["K"], t0["beta"]))
+        out.append("      rows = {%s}," % ", ".join(str(t["T"]) for t in ts))
+        out.append("      left = {%s}}," % ", ".join("%d" % (round(left_bytes(t) / 4096) * 4096) for t in ts))
+    out.append("  },")
+    return "\n".join(out) + "\n"
+
+
+def table_left(classes):
+    print("| model | class | rows | output MB | left in L2 MB | left / output |")
+    print("|---|---|---|---|---|---|")
+    for ts in classes:
+        for t in ts:
+            if t["T"] in SHOW:
+                print("| %s | %s | %d | %.1f | %.1f | %.3f |" % (t["model"], t["class"], t["T"], t["out"] / 1e6,
+                                                              left_bytes(t) / 1e6, left_bytes(t) / t["out"]))
+    print("\n%d classes, %d trials (row counts %d to %d)" % (len(classes), sum(len(ts) for ts in classes),
+                                                            min(ts[0]["T"] for ts in classes),
+                                                            max(ts[-1]["T"] for ts in classes)))
+
+
 def table(classes):
     print("| model | class | rows | tile id | kernel tile | measured reads MB | weights MB | reads / weights |"
           " writes MB |")
@@ -253,6 +305,11 @@ def main(argv):
         return pre(argv[1:])
     if argv[0] == "check":
         return check(argv[1:])
+    kind = "reads"
+    if argv[0] == "left":
+        kind, argv = "left", argv[1:]
+        if not argv:
+            die("left needs DIR (see --help)")
     src, rest = argv[0].rstrip("/"), argv[1:]
     opts = {}
     while rest:
@@ -264,16 +321,18 @@ def main(argv):
             die("unknown or incomplete option %r (see --help)" % rest[0])
         opts[rest[0]] = rest[1]
         rest = rest[2:]
-    classes = measure(src)
+    classes = measure(src, kind)
+    blk = block_left if kind == "left" else block
     if "--profile" not in opts:
         if opts.get("--block"):
-            sys.stdout.write(block(classes, src))
+            sys.stdout.write(blk(classes, src))
         else:
-            table(classes)
+            (table_left if kind == "left" else table)(classes)
         return 0
     if set(opts) != {"--profile", "--name", "-o"}:
         die("--profile, --name and -o go together")
-    profile_graft.graft(die, "gemm_reads", block(classes, src), src, "gemm_reads.py", opts["--profile"], opts["--name"],
+    profile_graft.graft(die, "gemm_left" if kind == "left" else "gemm_reads", blk(classes, src),
+                        ("left " if kind == "left" else "") + src, "gemm_reads.py", opts["--profile"], opts["--name"],
                         opts["-o"])
     return 0
 

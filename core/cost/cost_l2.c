@@ -105,6 +105,7 @@ typedef struct {
     double n_sms;
     const dkv_profile_info *prof;   /* the GEMMs' K splits (gemm_splitk) and reads (gemm_reads), or NULL */
     bool measured;    /* a GEMM the profile's gemm_reads holds takes its measured reads (gemm_measured) */
+    bool left;        /* a GEMM the profile's gemm_left holds leaves its measured output in L2 (gemm_left) */
     reads_fix rc[READS_CACHE];   /* gemm_measured's corrections this step */
     int nrc;
 } l2m;
@@ -457,7 +458,29 @@ static double gemm_measured(l2m *s, int in, double in_b, double w_b, int res, do
     return delta;
 }
 
-/* A GEMM: the replay's bytes, its reads corrected by the profile's measurement where it holds the shape. */
+/* What the GEMM leaves of its output (out_b bytes of buffer out) in L2, from the profile's gemm_left
+ * (docs/COST_MODEL.md "What a GEMM leaves of its output"): the measurement alone at the nearest row count R,
+ * scaled by M / R below it, at most the output and C.  The output's resident part becomes that.  Lines the
+ * replay pushed out during the GEMM but the GPU kept stay clean (the GPU wrote them back during the GEMM all
+ * the same: its O projection at 2,400 rows writes back the whole residual it leaves 7.6 MB of); lines the
+ * replay kept but the GPU did not go now, their dirty share to HBM. */
+static void gemm_left(l2m *s, int out, double out_b, double M, double N, double K)
+{
+    double R, left = s->left ? dkv_profile_gemm_left(s->prof, M, N, K, &R) : -1;
+    if (left < 0)
+        return;
+    double L = fmin(fmin(out_b, s->cap), left * fmin(1, M / R)), r, d;
+    unsigned wep;
+    take(s, out, &r, &d, &wep);
+    if (L < r) {
+        double gone = d * (r - L) / r;
+        s->wr += gone, d -= gone;
+    }
+    push(s, out, L, fmin(d, L), wep ? wep : s->ep);
+}
+
+/* A GEMM: the replay's bytes, its reads corrected by the profile's measurement where it holds the shape, and
+ * what it leaves of its output in L2 the measured part where the profile holds that. */
 static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b, int out, double out_b, double M,
                  double N, double K)
 {
@@ -465,6 +488,7 @@ static void gemm(l2m *s, int in, double in_b, double w_b, int res, double res_b,
     gemm_replay(s, in, in_b, w_b, res, res_b, out, out_b, M, N, K);
     double delta = gemm_measured(s, in, in_b, w_b, res, res_b, out, out_b, M, N, K);
     s->rd = rd0 + fmax(0, s->rd - rd0 + delta);
+    gemm_left(s, out, out_b, M, N, K);
 }
 
 typedef struct {
@@ -595,11 +619,12 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
     if (!hw || hw->l2_bytes <= 0 || plan->n_items == 0)
         return;
     double parts = hw->l2_partitions ? hw->l2_partitions : 1;
-    /* the gemm_reads measurements are of one weight copy: steps that stream several (instances without
-     * shared weights) keep the replay's count */
+    /* the gemm_reads and gemm_left measurements are of one weight copy: steps that stream several (instances
+     * without shared weights) keep the replay's count */
     run r = {.s = {.cap = hw->l2_bytes / parts, .dcap = hw->l2_bytes * DKV_COST_L2_DIRTY_FRAC,
                    .n_sms = hw->n_sms ? hw->n_sms : 1, .prof = hw->profile,
-                   .measured = hw->profile && hw->profile->reads_n > 0 && cs->weight_streams <= 1}};
+                   .measured = hw->profile && hw->profile->reads_n > 0 && cs->weight_streams <= 1,
+                   .left = hw->profile && hw->profile->left_n > 0 && cs->weight_streams <= 1}};
     dkv_cost_class lay[DKV_KCLASS_N], once[DKV_KCLASS_N];
     memset(lay, 0, sizeof lay), memset(once, 0, sizeof once);
     const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);

@@ -156,6 +156,28 @@ double dkv_profile_gemm_reads(const dkv_profile_info *in, double M, double N, do
     return 0;
 }
 
+double dkv_profile_gemm_left(const dkv_profile_info *in, double M, double N, double K, double *rows)
+{
+    *rows = 0;
+    if (!in || !(M >= 1) || M > DKV_GEMM_WARM_MAX_ROWS)
+        return -1;
+    int j = (int)(dkv_gemm_warm_bucket((uint32_t)ceil(M)) / DKV_GEMM_WARM_STEP) - 1;
+    for (uint32_t i = 0; i < in->left_n; i++) {
+        if (in->left_nk[i][0] != N || in->left_nk[i][1] != K)
+            continue;
+        for (int d = 0; d <= (int)(DKV_PROFILE_LEFT_NEAR / DKV_GEMM_WARM_STEP); d++)
+            for (int s = 1; s >= -1; s -= 2) {   /* j + d before j - d */
+                int x = j + s * d;
+                if (x >= 0 && x < (int)DKV_PROFILE_READS_PTS && in->left_has[i][x]) {
+                    *rows = (double)(x + 1) * DKV_GEMM_WARM_STEP;
+                    return in->left_bytes[i][x];
+                }
+            }
+        return -1;
+    }
+    return -1;
+}
+
 bool dkv_profile_has(const dkv_profile *p, dkv_prof_tab t)
 {
     return p && (unsigned)t < DKV_PT_N && p->t[t].present && p->t[t].n > 0;

@@ -112,6 +112,13 @@ typedef struct dkv_profile_info {
     uint32_t reads_n;
     double   reads_nk[DKV_PROFILE_READS_SHAPES][2];
     float    reads_bytes[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
+    /* gemm_left (PROFILE_FORMAT.md "gemm_left"; absent: left_n 0): the bytes of its output GEMM shape i
+     * (left_nk[i]: N, K) of 8 (j + 1) rows leaves in L2 for the row walk after it, measured alone
+     * (left_bytes[i][j], where left_has[i][j]); docs/COST_MODEL.md "What a GEMM leaves of its output" */
+    uint32_t left_n;
+    double   left_nk[DKV_PROFILE_READS_SHAPES][2];
+    float    left_bytes[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
+    uint8_t  left_has[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
 } dkv_profile_info;
 
 /* The K splits of a GEMM of M token rows, N weight rows and inner dimension K from in's gemm_splitk
@@ -124,6 +131,13 @@ double dkv_profile_gemm_splitk(const dkv_profile_info *in, double M, double N, d
  * M's warm-up bucket (in's gemm_reads block), and that bucket's rows in *bucket; 0 (and *bucket 0) when
  * in is NULL, the block lacks the shape or that bucket, or M is above the warm-up's range. */
 double dkv_profile_gemm_reads(const dkv_profile_info *in, double M, double N, double K, double *bucket);
+
+/* What a GEMM of M token rows, N weight rows and inner dimension K leaves of its output in L2, measured alone
+ * (in's gemm_left block) at the measured row count nearest M's warm-up bucket, at most DKV_PROFILE_LEFT_NEAR
+ * rows away (the larger of two as near), whose rows go to *rows; -1 (and *rows 0) when in is NULL, the block
+ * lacks the shape or a row count that near, or M is above the warm-up's range. */
+#define DKV_PROFILE_LEFT_NEAR 64
+double dkv_profile_gemm_left(const dkv_profile_info *in, double M, double N, double K, double *rows);
 
 /* Table id's extra column `extra` (0-based among the extras) is warm_s, the same calls without the L2
  * flush (PROFILE_FORMAT.md): the tables whose operands are L2-hot or larger than the L2 in a real

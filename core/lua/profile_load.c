@@ -371,7 +371,7 @@ static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info
     lua_pop(L, 2);
 }
 
-/* A block of GEMM shapes (gemm_splitk, gemm_reads): pushes the array and returns its length, 1 to max (an
+/* A block of GEMM shapes (gemm_splitk, gemm_reads, gemm_left): pushes the array and returns its length, 1 to max (an
  * error otherwise); 0, nothing pushed, when the block is absent.  Its path goes to ap. */
 static size_t shape_array(lua_State *L, int top, const char *file, const char *key, size_t max, char *ap, size_t apn)
 {
@@ -436,36 +436,43 @@ static void read_gemm_splitk(lua_State *L, int top, const char *file, dkv_profil
     lua_pop(L, 1);
 }
 
-/* gemm_reads (PROFILE_FORMAT.md "gemm_reads"): an array of GEMM shapes, each {n, k, beta, rows, read} (and
- * optional model / class names); a shape given twice, rows that are not increasing warm-up row counts
- * (multiples of 8 up to 8,192), a beta other than 0 or 1, and reads not above 0 are errors. */
-static void read_gemm_reads(lua_State *L, int top, const char *file, dkv_profile_info *in)
+/* gemm_reads and gemm_left (PROFILE_FORMAT.md "gemm_reads", "gemm_left"): an array of GEMM shapes, each {n, k,
+ * beta, rows, VALUE} (and optional model / class names; VALUE "read" or "left"); a shape given twice, rows that
+ * are not increasing warm-up row counts (multiples of 8 up to 8,192), a beta other than 0 or 1, and values
+ * outside [lo, 1e13] are errors.  Into nk and bytes (by bucket), has (when not NULL) marking the buckets given;
+ * returns the number of shapes. */
+static uint32_t read_gemm_by_rows(lua_State *L, int top, const char *file, const char *key, const char *value,
+                                  double lo, double (*nk)[2], float (*bytes)[DKV_PROFILE_READS_PTS],
+                                  uint8_t (*has)[DKV_PROFILE_READS_PTS])
 {
     char ap[300], ep[340];
-    size_t n = shape_array(L, top, file, "gemm_reads", DKV_PROFILE_READS_SHAPES, ap, sizeof ap);
+    size_t n = shape_array(L, top, file, key, DKV_PROFILE_READS_SHAPES, ap, sizeof ap);
     if (n == 0)
-        return;
+        return 0;
     int a = lua_gettop(L);
-    static const char *const keys[] = {"model", "class", "n", "k", "beta", "rows", "read", NULL};
-    double rows[DKV_PROFILE_READS_PTS], rd[DKV_PROFILE_READS_PTS];
+    const char *const keys[] = {"model", "class", "n", "k", "beta", "rows", value, NULL};
+    double rows[DKV_PROFILE_READS_PTS], v[DKV_PROFILE_READS_PTS];
     for (size_t i = 0; i < n; i++) {
-        int e = shape_entry(L, a, ap, i, keys, in->reads_nk, ep, sizeof ep);
+        int e = shape_entry(L, a, ap, i, keys, nk, ep, sizeof ep);
         dkv_lconf_integer(L, e, ep, "beta", 0, 0, 1, DKV_LCONF_REQUIRED);
         uint32_t nr = read_points(L, e, ep, "rows", DKV_GEMM_WARM_STEP, DKV_GEMM_WARM_MAX_ROWS, true,
                                   DKV_PROFILE_READS_PTS, rows);
-        uint32_t nv = read_points(L, e, ep, "read", 1, 1e13, false, DKV_PROFILE_READS_PTS, rd);
+        uint32_t nv = read_points(L, e, ep, value, lo, 1e13, false, DKV_PROFILE_READS_PTS, v);
         if (nr != nv)
-            dkv_lconf_error(L, ep, "read", "has %u values for %u rows", nv, nr);
+            dkv_lconf_error(L, ep, value, "has %u values for %u rows", nv, nr);
         for (uint32_t j = 0; j < nr; j++) {
             if (fmod(rows[j], DKV_GEMM_WARM_STEP) != 0)
                 dkv_lconf_error(L, ep, "rows", "value %u: %g is not a warm-up row count (a multiple of %u)", j + 1,
                                 rows[j], DKV_GEMM_WARM_STEP);
-            in->reads_bytes[i][(uint32_t)rows[j] / DKV_GEMM_WARM_STEP - 1] = (float)rd[j];
+            uint32_t b = (uint32_t)rows[j] / DKV_GEMM_WARM_STEP - 1;
+            bytes[i][b] = (float)v[j];
+            if (has)
+                has[i][b] = 1;
         }
         lua_pop(L, 1);
     }
-    in->reads_n = (uint32_t)n;
     lua_pop(L, 1);
+    return (uint32_t)n;
 }
 
 /* provenance, first_use, host, memory: the scalar parts of the file. */
@@ -490,7 +497,8 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     read_attn_waves(L, top, file, in);
     read_clock(L, top, file, in);
     read_gemm_splitk(L, top, file, in);
-    read_gemm_reads(L, top, file, in);
+    in->reads_n = read_gemm_by_rows(L, top, file, "gemm_reads", "read", 1, in->reads_nk, in->reads_bytes, NULL);
+    in->left_n = read_gemm_by_rows(L, top, file, "gemm_left", "left", 0, in->left_nk, in->left_bytes, in->left_has);
     static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
                                         "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
     static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "resume_s",
@@ -547,19 +555,20 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
 static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
-                                       "hold", "memory", "attn_waves", "clock", "gemm_splitk", "gemm_reads",
+                                       "hold", "memory", "attn_waves", "clock", "gemm_splitk", "gemm_reads", "gemm_left",
                                        "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);
-    dkv_profile_info in;
-    memset(&in, 0, sizeof in);
-    in.first_compress_s = -1;
-    read_info(L, top, file, &in);
-    if (in.first_compress_s < 0)   /* first_use.compress_s not given (or no first_use) */
-        in.first_compress_s = compress_first_s(L, top);
+    /* large (the GEMM blocks by bucket): a Lua userdata, not the C stack, freed by the GC on an error */
+    dkv_profile_info *in = lua_newuserdatauv(L, sizeof *in, 0);
+    memset(in, 0, sizeof *in);
+    in->first_compress_s = -1;
+    read_info(L, top, file, in);
+    if (in->first_compress_s < 0)   /* first_use.compress_s not given (or no first_use) */
+        in->first_compress_s = compress_first_s(L, top);
     dkv_err err = {0};
-    if (dkv_profile_new(&in, &box->p, &err) != DKV_OK)
+    if (dkv_profile_new(in, &box->p, &err) != DKV_OK)
         luaL_error(L, "%s: %s", file, err.msg);
     read_kernels(L, top, file, box->p);
     read_copy(L, top, file, box->p);

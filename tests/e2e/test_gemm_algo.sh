@@ -75,6 +75,23 @@ if $PY scripts/gemm_reads.py "$R" --profile datasets/profiles/h200-20261202n.lua
     fail "a profile with a gemm_reads block was accepted"; fi
 grep -q "already has a gemm_reads block" "$T/e7" || fail "second reads block: $(cat "$T/e7")"
 [ ! -e "$T/x2.lua" ] || fail "-o written despite the error"
+# gemm_reads.py left: device call 74 (what each GEMM leaves of its output in L2, every 16 rows; left.tgz) pairs
+# each GEMM with its readout_kernel; LLaDA-8B's O projection at 2,112 rows leaves 7.6 of its 17.3 MB, its
+# gate|up none of 103.8; the shipped p is o plus the block
+$PY scripts/gemm_reads.py left datasets/hw/2026-12-02/call74 > "$T/left.md" || fail "gemm_reads.py left on call 74"
+grep -q "^8 classes, 4096 trials (row counts 16 to 8192)$" "$T/left.md" || fail "call 74 trials: $(tail -n 1 "$T/left.md")"
+grep -q "^| llada-8b | o | 2112 | 17.3 | 7.6 | 0.438 |$" "$T/left.md" || fail "o 2112: $(grep '| llada-8b | o | 2112 |' "$T/left.md")"
+grep -q "^| llada-8b | gate_up | 2112 | 103.8 | 0.0 | 0.000 |$" "$T/left.md" || fail "gate_up 2112: $(grep '| llada-8b | gate_up | 2112 |' "$T/left.md")"
+$PY scripts/gemm_reads.py left datasets/hw/2026-12-02/call74 --profile datasets/profiles/h200-20261202o.lua --name h200-20261202p -o "$T/p.lua"
+cmp -s "$T/p.lua" datasets/profiles/h200-20261202p.lua || fail "h200-20261202p.lua is not o plus call 74's block"
+if $PY scripts/gemm_reads.py left datasets/hw/2026-12-02/call74 --profile datasets/profiles/h200-20261202p.lua --name x -o "$T/x3.lua" 2> "$T/e12"; then
+    fail "a profile with a gemm_left block was accepted"; fi
+grep -q "already has a gemm_left block" "$T/e12" || fail "second left block: $(cat "$T/e12")"
+mkdir -p "$T/l1" && tar xzf datasets/hw/2026-12-02/call74/left.tgz -C "$T/l1" left_1.txt left_1.csv.gz
+gzip -dc "$T/l1/left_1.csv.gz" | sed '0,/readout_kernel/s/readout_kernel/flush_kernel/' > "$T/l1/left_1.csv" && rm "$T/l1/left_1.csv.gz"
+if $PY scripts/gemm_reads.py left "$T/l1" > /dev/null 2> "$T/e13"; then fail "a trial without its readout was accepted"; fi
+grep -q "l1/left_1.csv:[0-9]*: kernel flush_kernel.* where trial llada-8b o T=16.s readout_kernel should be" "$T/e13" ||
+    fail "no readout: $(cat "$T/e13")"
 # a cut run keeps its completed trials; a kernel that is not cuBLAS's GEMM where one should be, a row count
 # out of order and a malformed line are refused by file:line
 mkdir -p "$T/r1" "$T/r2" "$T/r3"

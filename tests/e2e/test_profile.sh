@@ -275,4 +275,42 @@ assert(moved > 0 and big > 0, string.format("%d steps in the block's rows, %d ab
 print(string.format("gemm_reads: %d steps moved one for one with the measurement, %d above its rows unchanged", moved, big))
 LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run r.lua) || fail "the gemm_reads block is not applied as documented"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock, gemm_splitk and gemm_reads tables are checked and used"
+# gemm_left (optional; docs/PROFILE_FORMAT.md "gemm_left"): checked entry by entry; applied, what the O and
+# down projections leave of the residual decides what the norms after them read: left 0 at every row count
+# makes every step the block reaches (up to 1,024 + 64 rows) read more than left = the whole output, and the
+# bigger steps read the same
+gl() { graft gemm_left "$1"; }
+gl '{n = 4096, k = 4096, beta = 1, rows = {8}, left = {-1}}' >"$T/root/datasets/profiles/p43.lua"
+check p43 "gemm_left\[1\].left: value 1: expected a number in \[0, 1e+13\]"
+gl '{n = 4096, k = 4096, beta = 1, rows = {8, 20}, left = {0, 0}}' >"$T/root/datasets/profiles/p44.lua"
+check p44 "gemm_left\[1\].rows: value 2: 20 is not a warm-up row count (a multiple of 8)"
+gl '{n = 4096, k = 4096, beta = 1, rows = {8}, left = {0}}, {n = 4096, k = 4096, beta = 1, rows = {8}, left = {0}}' >"$T/root/datasets/profiles/p45.lua"
+check p45 "gemm_left\[2\]: n 4096, k 4096 is given twice"
+gl '{n = 4096, k = 4096, beta = 1, rows = {8}, lefts = {0}}' >"$T/root/datasets/profiles/p46.lua"
+check p46 "unknown field 'lefts' (did you mean 'left'?)"
+lrows=$(seq -s ', ' 16 16 1024); lvals() { seq -s ', ' 16 16 1024 | sed "s/[0-9][0-9]*/$1/g"; }
+gl "{n = 4096, k = 4096, beta = 1, rows = {$lrows}, left = {$(lvals 0)}}, {n = 4096, k = 12288, beta = 1, rows = {$lrows}, left = {$(lvals 0)}}" >"$T/root/datasets/profiles/p47.lua"
+gl "{n = 4096, k = 4096, beta = 1, rows = {$lrows}, left = {$(lvals 1e13)}}, {n = 4096, k = 12288, beta = 1, rows = {$lrows}, left = {$(lvals 1e13)}}" >"$T/root/datasets/profiles/p48.lua"
+cat >"$T/root/l.lua" <<'LUA'
+local dkv = require "dkv"
+local function run(profile)
+  return dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = profile}, sim = {first_use = false},
+    workload = {kind = "fixed", n = 4, prompt = 256, gen = 32}, decode = {cache = "dual", block_len = 32, steps = 8}}:steps()
+end
+local none, all = run("p47"), run("p48")
+local more, big = 0, 0
+for j = 1, #none.q_tokens do
+  if none.q_tokens[j] <= 1024 + 64 then
+    assert(none.hbm_read_bytes[j] > all.hbm_read_bytes[j] + 1e6,
+           string.format("step %d (%d rows): left 0 reads %g, left all %g", j, none.q_tokens[j], none.hbm_read_bytes[j], all.hbm_read_bytes[j]))
+    more = more + 1
+  else
+    assert(none.hbm_read_bytes[j] == all.hbm_read_bytes[j], string.format("step %d (%d rows) moved", j, none.q_tokens[j]))
+    big = big + 1
+  end
+end
+assert(more > 0 and big > 0, string.format("%d steps in the block's reach, %d above", more, big))
+print(string.format("gemm_left: %d steps read more when the projections leave nothing, %d beyond the block unchanged", more, big))
+LUA
+(cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run l.lua) || fail "the gemm_left block is not applied as documented"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock, gemm_splitk, gemm_reads and gemm_left tables are checked and used"

@@ -451,6 +451,30 @@ static void test_gemm_reads_lookup(void **state)
     assert_true(dkv_profile_gemm_reads(NULL, 1440, 12288, 4096, &b) == 0 && b == 0);
 }
 
+/* dkv_profile_gemm_left: the measurement at the row count nearest M's warm-up bucket (the larger of two as
+ * near), at most DKV_PROFILE_LEFT_NEAR rows away; 0 is a measurement (a GEMM that leaves nothing), -1 none. */
+static void test_gemm_left_lookup(void **state)
+{
+    (void)state;
+    static dkv_profile_info in;   /* large: not on the stack */
+    memset(&in, 0, sizeof in);
+    in.left_n = 1, in.left_nk[0][0] = 4096, in.left_nk[0][1] = 4096;
+    const int rows[] = {2384, 2400, 2416, 4096};
+    const float left[] = {8.1e6f, 8.8e6f, 8.6e6f, 0};
+    for (int i = 0; i < 4; i++)
+        in.left_bytes[0][rows[i] / 8 - 1] = left[i], in.left_has[0][rows[i] / 8 - 1] = 1;
+    double R;
+    assert_true(fabs(dkv_profile_gemm_left(&in, 2400, 4096, 4096, &R) - 8.8e6) < 1 && R == 2400);
+    assert_true(fabs(dkv_profile_gemm_left(&in, 2393, 4096, 4096, &R) - 8.8e6) < 1 && R == 2400);   /* bucket 2400 */
+    assert_true(fabs(dkv_profile_gemm_left(&in, 2408, 4096, 4096, &R) - 8.6e6) < 1 && R == 2416);   /* 2400 and 2416 as near */
+    assert_true(fabs(dkv_profile_gemm_left(&in, 2480, 4096, 4096, &R) - 8.6e6) < 1 && R == 2416);   /* 64 rows away */
+    assert_true(dkv_profile_gemm_left(&in, 2488, 4096, 4096, &R) == -1 && R == 0);                  /* 72 rows away */
+    assert_true(dkv_profile_gemm_left(&in, 4096, 4096, 4096, &R) == 0 && R == 4096);                /* measured 0 */
+    assert_true(dkv_profile_gemm_left(&in, 8193, 4096, 4096, &R) == -1 && R == 0);                  /* beyond the warm-up */
+    assert_true(dkv_profile_gemm_left(&in, 2400, 4096, 12288, &R) == -1 && R == 0);                 /* another shape */
+    assert_true(dkv_profile_gemm_left(NULL, 2400, 4096, 4096, &R) == -1 && R == 0);
+}
+
 /* Large M (docs/COST_MODEL.md "Large-M GEMMs"): gate+up at 2,112 rows on the H200 (31.5 MB per L2
  * half) is 2 row groups (6 and 5 row tiles of 11) x 9 column waves.  Its operands (201 MB of
  * weights) do not fit, so each group streams the weights (2 x 201 MB) and every column wave of a
@@ -658,6 +682,7 @@ int main(void)
         cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_gemm_splitk),
         cmocka_unit_test(test_gemm_reads_lookup),
+        cmocka_unit_test(test_gemm_left_lookup),
         cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
         cmocka_unit_test(test_l2_later_group_rereads_resident_weights),
         cmocka_unit_test(test_l2_one_reader_weights),

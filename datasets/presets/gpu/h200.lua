@@ -6,7 +6,7 @@ return {
   source = "measured on the project's H200 (ANCHORS.md): 139.8 GiB visible, copy 4292 GB/s, "
         .. "bf16 GEMM ~790 TFLOP/s, PCIe pinned 55.5/55.3 GB/s (101.4 both ways), pageable 8.8/15.5 GB/s, "
         .. "cudaMalloc ~35 us, cudaFree ~38 us; FP32 67 TFLOP/s, 132 SMs, 60 MiB L2 from the NVIDIA datasheet; "
-        .. "kernel times from the measured profile h200-20261202o (h200-20261202m plus the GEMMs' HBM reads measured alone at every warm-up row count with the SM clock at base, device call 72, which only the HBM byte replay reads; m is h200-20261202l plus the GEMMs' split-K counts cuBLASLt gives, device call 65, which only the HBM byte replay reads; l is h200-20261201k plus the clock model of docs/COST_MODEL.md \"The step's clock\": row clocks of call 39, sensitivities of call 42, lag and window from call 40; k is dkv profile with the L2 flush, back-to-back column, prefix-Reuse attention rows and every Reuse item count to 16, 2026-12-01, call 24, plus the low-rank rebuild measured in call 25, the selection at unaligned key counts measured in call 27 and the q|k|v, o and FFN rows above 8,192 measured in call 32 the attention kernel's clusters resident at once measured in call 34 and the generic GEMM grid's rows above 8,192 measured in call 35), the roofline only "
+        .. "kernel times from the measured profile h200-20261202p (h200-20261202o plus what each GEMM leaves of its output in L2, measured alone every 16 rows, device call 74, which only the HBM byte replay reads; o is h200-20261202m plus the GEMMs' HBM reads measured alone at every warm-up row count with the SM clock at base, device call 72, which only the HBM byte replay reads; m is h200-20261202l plus the GEMMs' split-K counts cuBLASLt gives, device call 65, which only the HBM byte replay reads; l is h200-20261201k plus the clock model of docs/COST_MODEL.md \"The step's clock\": row clocks of call 39, sensitivities of call 42, lag and window from call 40; k is dkv profile with the L2 flush, back-to-back column, prefix-Reuse attention rows and every Reuse item count to 16, 2026-12-01, call 24, plus the low-rank rebuild measured in call 25, the selection at unaligned key counts measured in call 27 and the q|k|v, o and FFN rows above 8,192 measured in call 32 the attention kernel's clusters resident at once measured in call 34 and the generic GEMM grid's rows above 8,192 measured in call 35), the roofline only "
         .. "where it has no table (reorder) or a shape falls outside it; launch overhead 5.44 us (elementwise "
         .. "launches, dkv calibrate on the 2026-11-29 session) and bw_curve (cuda/bench/bwcurve, 2026-12-01, "
         .. "datasets/hw/2026-12-01/call3/bwcurve.txt) measured; cost is an assumption; dLLM-Serve has no H200 "
@@ -36,5 +36,5 @@ return {
   -- Used where a class falls back to the roofline; the profile's attention already includes it.
   bw_curve = {{16, 0.143}, {32, 0.287}, {64, 0.574}, {128, 0.923}, {256, 0.965}, {2048, 1.0}},
   -- Measured kernel times (docs/PROFILE_FORMAT.md, docs/COST_MODEL.md).
-  profile = "h200-20261202o",
+  profile = "h200-20261202p",
 }
