@@ -285,10 +285,12 @@ typedef struct { int key; double bytes, tot; } acc;   /* tot: the buffer's bytes
 /* A kernel that walks its rows (the attention its heads) once, reading and writing each as it
  * goes: the norms, RoPE and the KV store, the SwiGLU, the attention, the selection's pack.  Its
  * reads count in turn as rd() (a buffer's resident part hits, what an earlier read pushed out
- * misses), then streamed bytes; then the lines it read (each buffer's bytes, as far as the L2
- * holds them) and the lines it writes enter the L2 in ROW_SLICES alternating slices, so what it
- * keeps at its end is its last rows' reads and writes in proportion, and its own dirty lines that
- * the rest pushed out went to HBM during it (one write after all the reads keeps all of it). */
+ * misses), then streamed bytes; then the lines it read (each buffer's bytes) and the lines it
+ * writes enter the L2 in ROW_SLICES alternating slices, so what it keeps at its end is its last rows'
+ * reads and writes in proportion to their bytes, and its own dirty lines that the rest pushed out
+ * went to HBM during it (one write after all the reads keeps all of it).  (Before session 21 a read
+ * entered as at most C bytes, so a walk reading more than C, the SwiGLU of a large Refresh, kept
+ * twice the share of its output it does: docs/COST_MODEL.md "What a GEMM leaves of its output".) */
 #define ROW_SLICES 8
 #define WALK_MAX 4
 static void walk(l2m *s, const acc *r, int nr, double streamed, const acc *w, int nw)
@@ -303,7 +305,7 @@ static void walk(l2m *s, const acc *r, int nr, double streamed, const acc *w, in
         if (r[j].bytes <= 0)
             continue;
         take(s, r[j].key, &res[j], &dirty[j], &wep[j]);
-        res[j] = fmin(fmax(res[j], r[j].bytes), s->cap), dirty[j] = fmin(dirty[j], res[j]);
+        res[j] = fmax(res[j], r[j].bytes), dirty[j] = fmin(dirty[j], res[j]);
     }
     for (int c = 0; c < ROW_SLICES; c++) {
         for (int j = 0; j < nr; j++)

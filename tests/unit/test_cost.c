@@ -221,10 +221,11 @@ static void test_l2_dirty_lines_are_bounded(void **state)
 
 /* A kernel that walks its rows keeps, of what it read and wrote, its last rows' share: the SwiGLU
  * reads gate|up (G = 6.3 MB at 1,024 rows of the tiny model) and writes ff (F = 3.1 MB) row by
- * row, so on an L2 of C = 6 MB (G + F > C > F) it ends holding C F / (C + F) of ff (its read
- * lines are at most C), not all of it (to within one of the replay's ROW_SLICES = 8 slices of ff).
+ * row, so on an L2 of C = 6 MB (G + F > C > F) it ends holding C F / (G + F) of ff (its reads and
+ * writes in proportion to their bytes), not all of it (to within one of the replay's ROW_SLICES = 8
+ * slices of ff).
  * The down projection (split-K: 24 tiles) then reads the residual x (pushed out by gate+up: 1 MB,
- * evicting as much of gate|up), then ff: its misses are F - C F / (C + F) (less up to F / 8); the
+ * evicting as much of gate|up), then ff: its misses are F - C F / (G + F) (less up to F / 8); the
  * gate+up GEMM finds its input h in L2, the split-K partials (10.5 MB) miss beyond C.  FFN reads:
  * weights + x + those ff misses + partials - C.  (A SwiGLU writing ff after reading gate|up keeps
  * all of ff: no ff misses.) */
@@ -239,8 +240,8 @@ static void test_l2_rows_kernel_keeps_its_last_rows(void **state)
     const double C = 6e6;
     dkv_cost_hw l2 = {.l2_bytes = C, .l2_partitions = 1, .n_sms = 132};
     assert_int_equal(dkv_cost_count_hw(&m, &l2, &p, &cs, NULL), DKV_OK);
-    const double d = 512, f = 1536, Q = 1024, F = Q * f * 2, x = Q * d * 2, ws = 5 * Q * d * 4;
-    double want = 3 * d * f * 2 + x + (F - C * F / (C + F)) + (ws - C);
+    const double d = 512, f = 1536, Q = 1024, F = Q * f * 2, G = 2 * F, x = Q * d * 2, ws = 5 * Q * d * 4;
+    double want = 3 * d * f * 2 + x + (F - C * F / (G + F)) + (ws - C);
     assert_true(cs.layer[DKV_KCLASS_FFN].rd <= want * (1 + 1e-12));
     assert_true(cs.layer[DKV_KCLASS_FFN].rd >= want - F / 8);
     dkv_cost_step_free(&cs);
@@ -324,6 +325,29 @@ static void test_l2_attention_walks_heads(void **state)
         assert_true(rel(cs.layer[DKV_KCLASS_ATTN].rd, tr.k[3].rd) < 1e-12);
         dkv_cost_step_free(&cs);
     }
+}
+
+/* A walk that reads more than the L2 holds keeps its reads and writes in proportion to their bytes: LLaDA-8B's
+ * SwiGLU at 2,400 rows on the H200 (C = 31.5 MB) reads gate|up, G = 118 MB, and writes ff, F = 59 MB, so it
+ * ends holding C F / (G + F) = 10.5 MB of ff and writes the rest back during the walk: F - 10.5 = 48.5 MB
+ * (Nsight Compute: 49.2 MB per layer at val:w7:prefix, device call 73); with its reads entering as at most C
+ * (the replay before session 21) it kept 21 MB dirty (the dirty bound) and wrote 38. */
+static void test_l2_streaming_walk_writes_back_its_output(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    dkv_step_item it = {.q_tokens = 2400, .kv_tokens = 2400, .logit_rows = 32};
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    dkv_cost_l2_trace tr;
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .trace = &tr};
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+    /* norm, qkv, RoPE, attention, O, norm, gate+up, SwiGLU */
+    assert_true(tr.n > 7 && tr.k[6].kind == DKV_KCLASS_FFN && tr.k[7].kind == DKV_KCLASS_ELEMENTWISE);
+    const double C = 60.0 * 1048576 / 2, F = 2400.0 * 12288 * 2, G = 2 * F;
+    assert_true(rel(tr.k[7].wr, F - C * F / (G + F)) < 0.05);
+    dkv_cost_step_free(&cs);
 }
 
 /* A read of a part of a buffer (the selection's pack: the kept rows of each request's K and V) hits the
@@ -679,6 +703,7 @@ int main(void)
         cmocka_unit_test(test_l2_gemm_group_leaves_other_rows_old),
         cmocka_unit_test(test_l2_attention_walks_heads),
         cmocka_unit_test(test_l2_part_of_a_buffer_hits_its_share),
+        cmocka_unit_test(test_l2_streaming_walk_writes_back_its_output),
         cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_gemm_splitk),
         cmocka_unit_test(test_gemm_reads_lookup),
