@@ -234,19 +234,25 @@ def check(argv):
     return 0
 
 
-def block(classes, src):
-    out = ["  -- each GEMM shape's HBM reads at every warm-up row count as the forward meets it, measured alone",
-           "  -- (cuda/bench/gemm_algo.cu reads under Nsight Compute, %s): L2 flushed, the input just written," % src,
-           "  -- the residual cold; `read` in bytes; docs/COST_MODEL.md \"Large-M GEMM reads, measured\"",
-           "  gemm_reads = {"]
+def shape_block(classes, key, value, comment, bytes_of):
+    """A profile block of GEMM shapes by row count: `key = {{model, class, n, k, beta, rows, VALUE}, ...},` after
+    the comment lines, each value bytes_of(trial) rounded to 4 KB."""
+    out = ["  -- " + c for c in comment] + ["  %s = {" % key]
     for ts in classes:
         t0 = ts[0]
         out.append('    {model = "%s", class = "%s", n = %d, k = %d, beta = %d,' % (t0["model"], t0["class"], t0["N"],
                                                                                  t0["K"], t0["beta"]))
         out.append("      rows = {%s}," % ", ".join(str(t["T"]) for t in ts))
-        out.append("      read = {%s}}," % ", ".join("%d" % (round(t["rd"] / 4096) * 4096) for t in ts))
+        out.append("      %s = {%s}}," % (value, ", ".join("%d" % (round(bytes_of(t) / 4096) * 4096) for t in ts)))
     out.append("  },")
     return "\n".join(out) + "\n"
+
+
+def block(classes, src):
+    return shape_block(classes, "gemm_reads", "read", [
+        "each GEMM shape's HBM reads at every warm-up row count as the forward meets it, measured alone",
+        "(cuda/bench/gemm_algo.cu reads under Nsight Compute, %s): L2 flushed, the input just written," % src,
+        "the residual cold; `read` in bytes; docs/COST_MODEL.md \"Large-M GEMM reads, measured\""], lambda t: t["rd"])
 
 
 def left_bytes(t):
@@ -255,18 +261,11 @@ def left_bytes(t):
 
 
 def block_left(classes, src):
-    out = ["  -- what each GEMM shape leaves of its output in L2 for the row walk after it, measured alone every 16",
-           "  -- rows (cuda/bench/gemm_algo.cu left under Nsight Compute, %s): its output less the HBM reads of" % src,
-           "  -- one read of it in row order; `left` in bytes; docs/COST_MODEL.md \"What a GEMM leaves of its output\"",
-           "  gemm_left = {"]
-    for ts in classes:
-        t0 = ts[0]
-        out.append('    {model = "%s", class = "%s", n = %d, k = %d, beta = %d,' % (t0["model"], t0["class"], t0["N"],
-                                                                                 t0["K"], t0["beta"]))
-        out.append("      rows = {%s}," % ", ".join(str(t["T"]) for t in ts))
-        out.append("      left = {%s}}," % ", ".join("%d" % (round(left_bytes(t) / 4096) * 4096) for t in ts))
-    out.append("  },")
-    return "\n".join(out) + "\n"
+    return shape_block(classes, "gemm_left", "left", [
+        "what each GEMM shape leaves of its output in L2 for the row walk after it, measured alone every 16",
+        "rows (cuda/bench/gemm_algo.cu left under Nsight Compute, %s): its output less the HBM reads of" % src,
+        "one read of it in row order; `left` in bytes; docs/COST_MODEL.md \"What a GEMM leaves of its output\""],
+        left_bytes)
 
 
 def table_left(classes):

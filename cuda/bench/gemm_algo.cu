@@ -111,7 +111,8 @@ static void choose(cublasLtHandle_t lt, const cls &c, int T, size_t ws_bytes, vo
     }
 }
 
-__global__ void flush_kernel(const uint4 *p, size_t n, unsigned *sink)
+// Reads n 16-byte vectors of p once, in address order across the grid (a row walk's order).
+static __device__ void read_all(const uint4 *p, size_t n, unsigned *sink)
 {
     uint4 acc = make_uint4(0, 0, 0, 0);
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -121,6 +122,8 @@ __global__ void flush_kernel(const uint4 *p, size_t n, unsigned *sink)
     if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u)
         *sink = acc.x;
 }
+
+__global__ void flush_kernel(const uint4 *p, size_t n, unsigned *sink) { read_all(p, n, sink); }
 
 __global__ void fill_kernel(uint4 *p, size_t n)
 {
@@ -145,18 +148,9 @@ __global__ void walk_kernel(const uint4 *src, uint4 *dst, size_t rows, size_t wi
     }
 }
 
-// Reads n 16-byte vectors of p once, in address order across the grid (a row walk's order): the GEMM output's
-// lines not in L2 are its DRAM reads (`gemm_algo left`).
-__global__ void readout_kernel(const uint4 *p, size_t n, unsigned *sink)
-{
-    uint4 acc = make_uint4(0, 0, 0, 0);
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        uint4 v = p[i];
-        acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
-    }
-    if ((acc.x ^ acc.y ^ acc.z ^ acc.w) == 0x9e3779b9u)
-        *sink = acc.x;
-}
+// The GEMM output read once in row order: its lines not in L2 are its DRAM reads (`gemm_algo left`; a kernel of
+// its own name, so that Nsight Compute's filter takes it and not the flushes).
+__global__ void readout_kernel(const uint4 *p, size_t n, unsigned *sink) { read_all(p, n, sink); }
 
 // The trials of `gemm_algo pre` (see the top).
 static int prepared(cublasLtHandle_t lt)
