@@ -463,9 +463,10 @@ static double gemm_measured(l2m *s, int in, double in_b, double w_b, int res, do
 /* What the GEMM leaves of its output (out_b bytes of buffer out) in L2, from the profile's gemm_left
  * (docs/COST_MODEL.md "What a GEMM leaves of its output"): the measurement alone at the nearest row count R,
  * scaled by M / R below it, at most the output and C.  The output's resident part becomes that.  Lines the
- * replay pushed out during the GEMM but the GPU kept stay clean (the GPU wrote them back during the GEMM all
- * the same: its O projection at 2,400 rows writes back the whole residual it leaves 7.6 MB of); lines the
- * replay kept but the GPU did not go now, their dirty share to HBM. */
+ * replay pushed out during the GEMM but the GPU kept stay clean, their write-back counted (in the forward the
+ * O projection at 2,400 rows writes back as much as its input and output together, Dream-7B's 35.4 MB of
+ * 17.2 + 17.2, though alone it leaves its kept lines dirty: kept dirty here, the writes are worse,
+ * docs/COST_MODEL.md); lines the replay kept but the GPU did not go now, their dirty share to HBM. */
 static void gemm_left(l2m *s, int out, double out_b, double M, double N, double K)
 {
     double R, left = s->left ? dkv_profile_gemm_left(s->prof, M, N, K, &R) : -1;
