@@ -5,6 +5,7 @@ cuda/bench/gemm_algo.cu: its algorithm attributes beside the kernels Nsight Comp
 
     /usr/bin/python3 scripts/gemm_algo.py MANIFEST.txt NCU.csv
     /usr/bin/python3 scripts/gemm_algo.py wb WB.txt WB.csv
+    /usr/bin/python3 scripts/gemm_algo.py walks WALKS.txt WALKS.csv[.gz]
 
 MANIFEST.txt: gemm_algo's stdout ("g <model> <class> <T> <N> <K> <bias> algo <id> tile <id> splitk <n>
 reduction <s> swizzle <n> custom <n> stages <id> inner <id> cluster <id> ws <bytes> waves <x>", one line per
@@ -113,6 +114,61 @@ def pair(shapes, kernels, kpath):
         die("%s: %d kernels left over after the %d shapes (first at line %d)" % (kpath, len(ks) - i, len(shapes), ks[i][2]))
 
 
+def flush_groups(path, n):
+    """The kernels of NCU CSV path between flush_kernel pairs (memsets skipped): n groups, each {"kernels": [...],
+    "after": the closing flush}; dies naming file:line on a kernel outside a pair or a count other than n."""
+    ks = [k for k in read_kernels(path) if "memset" not in k["name"].lower()]
+    groups, cur = [], None
+    for k in ks:
+        if k["name"].startswith("flush_kernel"):
+            if cur is not None:
+                cur["after"] = k
+                groups.append(cur)
+                cur = None
+            else:
+                cur = {"kernels": []}
+            continue
+        if cur is None:
+            die("%s:%d: kernel %s outside a flush pair" % (path, k["line"], k["name"][:40]))
+        cur["kernels"].append(k)
+    if len(groups) != n:
+        die("%s: %d flush pairs for %d trials" % (path, len(groups), n))
+    return groups
+
+
+def walks(argv):
+    trials = []
+    try:
+        lines = open(argv[0]).read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (argv[0], e.strerror))
+    for i, l in enumerate(lines, 1):
+        if l.startswith("k "):
+            f = l.split()
+            try:
+                if len(f) != 3:
+                    raise ValueError
+                trials.append((float(f[1]), int(f[2])))
+            except ValueError:
+                die("%s:%d: expected 'k output_bytes ratio', got %r" % (argv[0], i, l))
+    if not trials:
+        die("%s: no 'k ...' lines (gemm_algo walks' stdout?)" % argv[0])
+    groups = flush_groups(argv[1], len(trials))
+    C, D = 31.5e6, 21.0e6
+    print("| output MB | read / output | walk reads MB | walk writes MB | left dirty MB (the flush's writes) |"
+          " replay keeps dirty MB |")
+    print("|---|---|---|---|---|---|")
+    for (F, ratio), g in zip(trials, groups):
+        w = [k for k in g["kernels"] if k["name"].startswith("walk_kernel")]
+        if len(w) != 1:
+            die("%s:%d: %d walk_kernel rows in a trial, not 1" % (argv[1], g["after"]["line"], len(w)))
+        keep = min(F, D, C * F / (ratio * F + F)) if F * (ratio + 1) > C else min(F, D)
+        print("| %.1f | %d | %.1f | %.1f | %.1f | %.1f |" % (
+            F / 1e6, ratio, w[0].get("dram__bytes_read.sum", 0) / 1e6, w[0].get("dram__bytes_write.sum", 0) / 1e6,
+            g["after"].get("dram__bytes_write.sum", 0) / 1e6, keep / 1e6))
+    return 0
+
+
 def write_back(argv):
     trials = []
     try:
@@ -130,23 +186,7 @@ def write_back(argv):
                 die("%s:%d: a number field does not parse: %r" % (argv[0], i, l))
     if not trials:
         die("%s: no 'w ...' lines (gemm_algo wb's stdout?)" % argv[0])
-    ks = [k for k in read_kernels(argv[1]) if "memset" not in k["name"].lower()]
-    groups, cur, nflush = [], None, 0
-    for k in ks:
-        if k["name"].startswith("flush_kernel"):
-            nflush += 1
-            if cur is not None:
-                cur["after"] = k
-                groups.append(cur)
-                cur = None
-            else:
-                cur = {"kernels": []}
-            continue
-        if cur is None:
-            die("%s:%d: kernel %s outside a flush pair" % (argv[1], k["line"], k["name"][:40]))
-        cur["kernels"].append(k)
-    if len(groups) != len(trials):
-        die("%s: %d flush pairs for %d trials" % (argv[1], len(groups), len(trials)))
+    groups = flush_groups(argv[1], len(trials))
     print("| model | class | rows | splits | fp32 partials MB | output MB | GEMM kernel writes MB | reduction writes MB |"
           " left dirty MB (the flush's writes) | left dirty / (partials + output) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -163,6 +203,8 @@ def write_back(argv):
 def main(argv):
     if argv[:1] == ["wb"] and len(argv) == 3:
         return write_back(argv[1:])
+    if argv[:1] == ["walks"] and len(argv) == 3:
+        return walks(argv[1:])
     if len(argv) != 2 or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2

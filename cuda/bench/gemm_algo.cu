@@ -47,6 +47,12 @@
 // readout_kernel reads the output once in row order; its DRAM reads are the output not left in L2.  stdout
 // "l <model> <class> <T> <N> <K> <bias> <beta> <splitk> <tile id> <input bytes> <weight bytes> <output bytes>"
 // before each trial: the nvjet kernel, its splitKreduce_kernel where it splits K, then readout_kernel.
+//   ncu --csv --cache-control none --clock-control base --kernel-name regex:"walk_kernel|flush_kernel" \
+//       --metrics dram__bytes_read.sum,dram__bytes_write.sum --log-file walks.csv ./gemm_algo walks > walks.txt
+// what a row walk keeps dirty of what it writes (the norms, the SwiGLU, ...): for outputs of 4 to 192 MB and
+// 1-3 times as many bytes read per row, flush the L2, walk (read a cold source, write the output row by row),
+// flush again: the walk's DRAM writes are what it wrote back during itself, the second flush's what it left
+// dirty.  stdout "k <output bytes> <ratio>" before each trial (scripts/gemm_algo.py walks).
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -151,6 +157,34 @@ __global__ void walk_kernel(const uint4 *src, uint4 *dst, size_t rows, size_t wi
 // The GEMM output read once in row order: its lines not in L2 are its DRAM reads (`gemm_algo left`; a kernel of
 // its own name, so that Nsight Compute's filter takes it and not the flushes).
 __global__ void readout_kernel(const uint4 *p, size_t n, unsigned *sink) { read_all(p, n, sink); }
+
+// The trials of `gemm_algo walks` (see the top).
+static int walks(void)
+{
+    const size_t width = 4096, maxF = (size_t)192 << 20, fl = (size_t)256 << 20;
+    const int sizes_mb[] = {4, 8, 12, 16, 20, 24, 28, 32, 40, 48, 64, 96, 128, 192};
+    void *src, *dst, *f;
+    unsigned *sink;
+    CK(cudaMalloc(&src, 3 * maxF));
+    CK(cudaMalloc(&dst, maxF));
+    CK(cudaMalloc(&f, fl));
+    CK(cudaMalloc((void **)&sink, 4));
+    CK(cudaMemset(src, 0x3c, 3 * maxF));
+    CK(cudaMemset(dst, 0, maxF));
+    CK(cudaMemset(f, 1, fl));
+    for (int ratio = 1; ratio <= 3; ratio++)
+        for (int mb : sizes_mb) {
+            const size_t F = (size_t)mb << 20, rows = F / (width * 2);
+            printf("k %zu %d\n", F, ratio);
+            fflush(stdout);
+            flush_kernel<<<264, 512>>>((const uint4 *)f, fl / 16, sink);
+            walk_kernel<<<264, 512>>>((const uint4 *)src, (uint4 *)dst, rows, width, ratio);
+            flush_kernel<<<264, 512>>>((const uint4 *)f, fl / 16, sink);
+            CK(cudaDeviceSynchronize());
+        }
+    cudaFree(src), cudaFree(dst), cudaFree(f), cudaFree(sink);
+    return 0;
+}
 
 // The trials of `gemm_algo pre` (see the top).
 static int prepared(cublasLtHandle_t lt)
@@ -320,6 +354,11 @@ int main(int argc, char **argv)
         cublasLtDestroy(lt);
         return rc;
     }
+    if (argc == 2 && strcmp(argv[1], "walks") == 0) {
+        int rc = walks();
+        cublasLtDestroy(lt);
+        return rc;
+    }
     if (argc == 2 && strcmp(argv[1], "pre") == 0) {
         int rc = prepared(lt);
         cublasLtDestroy(lt);
@@ -345,7 +384,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | left CLASS [STEP] | pre]\n");
+        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | left CLASS [STEP] | pre | walks]\n");
         return 2;
     }
     size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 2112;
