@@ -92,6 +92,16 @@ gzip -dc "$T/l1/left_1.csv.gz" | sed '0,/readout_kernel/s/readout_kernel/flush_k
 if $PY scripts/gemm_reads.py left "$T/l1" > /dev/null 2> "$T/e13"; then fail "a trial without its readout was accepted"; fi
 grep -q "l1/left_1.csv:[0-9]*: kernel flush_kernel.* where trial llada-8b o T=16.s readout_kernel should be" "$T/e13" ||
     fail "no readout: $(cat "$T/e13")"
+# gemm_algo.py walks: device call 76 (42 walks between flushes): a walk writing 67.1 MB while reading twice that
+# writes 50.8 MB back during itself and leaves 15.9 dirty, where the replay's end state keeps 10.5; a kernel
+# outside a flush pair is refused by file:line
+W76=datasets/hw/2026-12-02/call76
+$PY scripts/gemm_algo.py walks "$W76/walks.txt" "$W76/walks.csv.gz" > "$T/walks.md" || fail "gemm_algo.py walks on call 76"
+[ "$(grep -c '^| [0-9]' "$T/walks.md")" = 42 ] || fail "42 walks: $(cat "$T/walks.md")"
+grep -q "^| 67.1 | 2 | 134.2 | 50.8 | 15.9 | 10.5 |$" "$T/walks.md" || fail "walk 67.1 x 2: $(grep '^| 67.1 | 2 ' "$T/walks.md")"
+gzip -dc "$W76/walks.csv.gz" | sed '0,/flush_kernel/s/flush_kernel/other_kernel/' > "$T/walks_bad.csv"
+if $PY scripts/gemm_algo.py walks "$W76/walks.txt" "$T/walks_bad.csv" > /dev/null 2> "$T/e14"; then fail "a broken flush pair was accepted"; fi
+grep -q "walks_bad.csv:[0-9]*: kernel .* outside a flush pair\|walks_bad.csv: [0-9]* flush pairs for 42 trials" "$T/e14" || fail "walks: $(cat "$T/e14")"
 # a cut run keeps its completed trials; a kernel that is not cuBLAS's GEMM where one should be, a row count
 # out of order and a malformed line are refused by file:line
 mkdir -p "$T/r1" "$T/r2" "$T/r3"
