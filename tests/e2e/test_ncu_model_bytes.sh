@@ -39,6 +39,15 @@ grep -q "exists: give a new OUT_DIR" "$T/e1" || fail "OUT_DIR message: $(cat "$T
 rm "$T/ncu_dream/prof_w3_dual.h5"
 if DKV="$DKV" bash scripts/ncu_model_bytes.sh "$T/ncu_dream" dream-7b "$T/o2" 2> "$T/e2"; then fail "CSV without its run"; fi
 grep -q "ncu_w3_dual.csv has no prof_w3_dual.h5 beside it" "$T/e2" || fail "missing run message: $(cat "$T/e2")"
+# scripts/ncu_steps.py: the same runs step by step (w3:dual's Refresh of 1,664 rows and its Reuse steps), one class
+# kept; an unknown class and a point without runs are refused
+/usr/bin/python3 scripts/ncu_steps.py "$T/o/real.h5" "$T/o/sim.h5" --point w3:dual --class qkv > "$T/steps.txt" || fail "ncu_steps.py"
+grep -q "^w3:dual 0 R 1664 | qkv [0-9]*/[0-9]* ([-+][0-9]*%) w [0-9]*/[0-9]* ([-+][0-9]*%)$" "$T/steps.txt" || fail "ncu_steps.py: $(cat "$T/steps.txt")"
+[ "$(grep -c '^w3:dual [0-9] U 128 | qkv ' "$T/steps.txt")" = 3 ] || fail "three Reuse steps: $(cat "$T/steps.txt")"
+if /usr/bin/python3 scripts/ncu_steps.py "$T/o/real.h5" "$T/o/sim.h5" --class mlp 2> "$T/e5"; then fail "an unknown class was accepted"; fi
+grep -q "unknown class 'mlp'" "$T/e5" || fail "unknown class message: $(cat "$T/e5")"
+if /usr/bin/python3 scripts/ncu_steps.py "$T/o/real.h5" "$T/o/sim.h5" --point w9:dual 2> "$T/e6"; then fail "an absent point was accepted"; fi
+grep -q "no run with Nsight Compute's kernels at point w9:dual" "$T/e6" || fail "absent point: $(cat "$T/e6")"
 # scripts/ncu_score.sh: one line per model of device call 73's held-out set, each scored over its 4 x 7 cells
 DKV="$DKV" bash scripts/ncu_score.sh "$T/sc" c73 > "$T/sc.txt" || fail "ncu_score.sh c73"
 for m in llada-8b dream-7b; do
