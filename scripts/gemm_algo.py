@@ -136,23 +136,31 @@ def flush_groups(path, n):
     return groups
 
 
-def walks(argv):
+def trial_lines(path, letter, fields, parse, mode):
+    """The trials of a gemm_algo stdout at path: parse(fields) of each line starting with LETTER, which must have
+    as many fields as the space-separated FIELDS (its format, for the message); dies naming file:line on a line
+    that does not parse, and on none at all (MODE names the gemm_algo run)."""
     trials = []
     try:
-        lines = open(argv[0]).read().splitlines()
+        lines = open(path).read().splitlines()
     except OSError as e:
-        die("%s: %s" % (argv[0], e.strerror))
+        die("%s: %s" % (path, e.strerror))
     for i, l in enumerate(lines, 1):
-        if l.startswith("k "):
+        if l.startswith(letter + " "):
             f = l.split()
+            if len(f) != len(fields.split()) + 1:
+                die("%s:%d: expected '%s %s', got %r" % (path, i, letter, fields, l))
             try:
-                if len(f) != 3:
-                    raise ValueError
-                trials.append((float(f[1]), int(f[2])))
+                trials.append(parse(f))
             except ValueError:
-                die("%s:%d: expected 'k output_bytes ratio', got %r" % (argv[0], i, l))
+                die("%s:%d: a number field does not parse: %r" % (path, i, l))
     if not trials:
-        die("%s: no 'k ...' lines (gemm_algo walks' stdout?)" % argv[0])
+        die("%s: no '%s ...' lines (gemm_algo %s's stdout?)" % (path, letter, mode))
+    return trials
+
+
+def walks(argv):
+    trials = trial_lines(argv[0], "k", "output_bytes ratio", lambda f: (float(f[1]), int(f[2])), "walks")
     groups = flush_groups(argv[1], len(trials))
     C, D = 31.5e6, 21.0e6
     print("| output MB | read / output | walk reads MB | walk writes MB | left dirty MB (the flush's writes) |"
@@ -162,7 +170,7 @@ def walks(argv):
         w = [k for k in g["kernels"] if k["name"].startswith("walk_kernel")]
         if len(w) != 1:
             die("%s:%d: %d walk_kernel rows in a trial, not 1" % (argv[1], g["after"]["line"], len(w)))
-        keep = min(F, D, C * F / (ratio * F + F)) if F * (ratio + 1) > C else min(F, D)
+        keep = min(F, D, C / (ratio + 1))   # C F / (ratio F + F), at most F and the dirty bound
         print("| %.1f | %d | %.1f | %.1f | %.1f | %.1f |" % (
             F / 1e6, ratio, w[0].get("dram__bytes_read.sum", 0) / 1e6, w[0].get("dram__bytes_write.sum", 0) / 1e6,
             g["after"].get("dram__bytes_write.sum", 0) / 1e6, keep / 1e6))
@@ -170,22 +178,8 @@ def walks(argv):
 
 
 def write_back(argv):
-    trials = []
-    try:
-        lines = open(argv[0]).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (argv[0], e.strerror))
-    for i, l in enumerate(lines, 1):
-        if l.startswith("w "):
-            f = l.split()
-            if len(f) != 9:
-                die("%s:%d: expected 'w model class T N K splitk partial_bytes output_bytes', got %r" % (argv[0], i, l))
-            try:
-                trials.append((f[1], f[2], int(f[3]), int(f[6]), float(f[7]), float(f[8])))
-            except ValueError:
-                die("%s:%d: a number field does not parse: %r" % (argv[0], i, l))
-    if not trials:
-        die("%s: no 'w ...' lines (gemm_algo wb's stdout?)" % argv[0])
+    trials = trial_lines(argv[0], "w", "model class T N K splitk partial_bytes output_bytes",
+                         lambda f: (f[1], f[2], int(f[3]), int(f[6]), float(f[7]), float(f[8])), "wb")
     groups = flush_groups(argv[1], len(trials))
     print("| model | class | rows | splits | fp32 partials MB | output MB | GEMM kernel writes MB | reduction writes MB |"
           " left dirty MB (the flush's writes) | left dirty / (partials + output) |")

@@ -19,17 +19,23 @@ W = {"llada-8b": (32, {"qkv": 12288 * 4096, "o_proj": 4096 * 4096, "ffn": 24576 
      "dream-7b": (28, {"qkv": 4608 * 3584, "o_proj": 3584 * 3584, "ffn": 37888 * 3584 + 3584 * 18944})}
 
 
-def refresh_steps(r, where, die):
-    """The Refresh steps of run r (a val:<point>:real group with Nsight Compute's kernels imported): a list of
-    (step index j, its first kernel, the kernel after its last), split at the reset kernel that starts each
-    step, and the class name -> kind map of ncu_classes; die(message) when the steps cannot be found."""
+def step_bounds(r, where, die):
+    """Where each step of run r (a val:<point>:real group with Nsight Compute's kernels imported) starts among
+    its kernels, split at the reset kernel that starts each step: a list one longer than the steps (the last
+    the kernel count); die(message) when the steps cannot be found."""
     st, nk = r["steps"][()], r["ncu_kernels"][()]
     names = [x.decode() for x in nk["name"]]
     starts = [i for i, x in enumerate(names)
               if x.startswith("reset_kernel") and (i == 0 or not names[i - 1].startswith("reset_kernel"))]
     if len(starts) < len(st):
         die("%s: %d step starts (reset_kernel) for %d steps" % (where, len(starts), len(st)))
-    bounds = starts[-len(st):] + [len(nk)]
+    return starts[-len(st):] + [len(nk)]
+
+
+def refresh_steps(r, where, die):
+    """The Refresh steps of run r: a list of (step index j, its first kernel, the kernel after its last)
+    (step_bounds), and the class name -> kind map of ncu_classes."""
+    st, bounds = r["steps"][()], step_bounds(r, where, die)
     kind = {x.decode(): int(y) for y, x in zip(r["ncu_classes"][()]["kind"], r["ncu_classes"][()]["name"])}
     return [(j, bounds[j], bounds[j + 1]) for j in range(len(st)) if st["n_refresh"][j] != 0], kind
 

@@ -12,9 +12,13 @@ each.  One line per step: the point, the step, R (Refresh) or U (Reuse), its que
 "counted/measured MB (error)" for reads and "w counted/measured" for writes.  --point and --class keep one
 point or one class (qkv, attn, o_proj, ffn, lm_head, kv_store, kv_gather, elementwise).  Exits 1 naming the
 file on runs it cannot pair."""
+import os
 import sys
 
 import h5py
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncu_gemm_reads  # noqa: E402  (step_bounds: the steps among the kernels)
 
 CLASSES = {"qkv": 0, "attn": 1, "o_proj": 2, "ffn": 3, "lm_head": 4, "kv_store": 5, "kv_gather": 6, "elementwise": 8}
 
@@ -56,11 +60,7 @@ def main(argv):
             die("%s: %s has no %s in %s" % (argv[0], key, key[:-5] + ":sim", argv[1]))
         r, s = R[key], S[key[:-5] + ":sim"]
         nk, st, sk = r["ncu_kernels"][()], r["steps"][()], s["kernels"][()]
-        kn = [x.decode() for x in nk["name"]]
-        starts = [i for i, x in enumerate(kn) if x.startswith("reset_kernel") and (i == 0 or not kn[i - 1].startswith("reset_kernel"))]
-        if len(starts) < len(st):
-            die("%s: %s: %d step starts (reset_kernel) for %d steps" % (argv[0], key, len(starts), len(st)))
-        bounds = starts[-len(st):] + [len(nk)]
+        bounds = ncu_gemm_reads.step_bounds(r, "%s: %s" % (argv[0], key), die)
         for j in range(len(st)):
             real, sim = {}, {}
             for i in range(bounds[j], bounds[j + 1]):
