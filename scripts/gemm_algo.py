@@ -6,6 +6,7 @@ cuda/bench/gemm_algo.cu: its algorithm attributes beside the kernels Nsight Comp
     /usr/bin/python3 scripts/gemm_algo.py MANIFEST.txt NCU.csv
     /usr/bin/python3 scripts/gemm_algo.py wb WB.txt WB.csv
     /usr/bin/python3 scripts/gemm_algo.py walks WALKS.txt WALKS.csv[.gz]
+    /usr/bin/python3 scripts/gemm_algo.py clock BASE.txt BASE.csv[.gz] FREE.txt FREE.csv[.gz]
 
 MANIFEST.txt: gemm_algo's stdout ("g <model> <class> <T> <N> <K> <bias> algo <id> tile <id> splitk <n>
 reduction <s> swizzle <n> custom <n> stages <id> inner <id> cluster <id> ws <bytes> waves <x>", one line per
@@ -21,7 +22,15 @@ wb: `gemm_algo wb` under `ncu --cache-control none` (dram__bytes_read.sum, dram_
 ("w <model> <class> <T> <N> <K> <splitk> <partial bytes> <output bytes>", each run twice) the kernels
 between two flush_kernel rows are its GEMM's; prints the GEMM kernel's and the reduction's DRAM writes and
 the second flush's (the dirty lines the GEMM left), in MB, beside the fp32 partials and the output the
-replay assumes stay dirty."""
+replay assumes stay dirty.
+
+clock: `gemm_algo clock` under `ncu --clock-control base` (BASE) and `--clock-control none` (FREE), metrics
+gpu__time_duration.sum and sm__cycles_elapsed.avg.per_second (each launch's clock); per shape ("c <model>
+<class> <T> <N> <K> <bias> <reps>", then reps launches of its GEMM kernel and, where it splits K, its
+splitKreduce_kernel) the median time and clock at each, and the sensitivity s = ln(t_base / t_free) /
+ln(f_free / f_base): 1 for a time that scales with the clock, 0 for one that does not (the simulator's clock
+model, docs/COST_MODEL.md "The step's clock"); then the medians by rows.  Both runs must list the same
+shapes."""
 import csv
 import gzip
 import math
@@ -61,12 +70,15 @@ def read_manifest(path):
     return out
 
 
-UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9,
+         "ns": 1e-9, "nsecond": 1e-9, "us": 1e-6, "usecond": 1e-6, "ms": 1e-3, "msecond": 1e-3,
+         "hz": 1.0, "Khz": 1e3, "Mhz": 1e6, "Ghz": 1e9, "cycle/second": 1.0}
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second")
 
 
 def read_kernels(path):
     """Nsight Compute's rows, one dict per kernel launch in launch order: name, grid (a tuple), line (the CSV
-    line of its first row) and any DRAM byte metrics it has (dram__bytes_read.sum, dram__bytes_write.sum).
+    line of its first row) and any of METRICS it has (DRAM bytes; its time in seconds; its SM clock in Hz).
     A path ending in .gz is read through gzip."""
     try:
         text = (gzip.open(path, "rt") if path.endswith(".gz") else open(path)).read().splitlines()
@@ -81,7 +93,7 @@ def read_kernels(path):
             k = int(row["ID"])
             d = ks.setdefault(k, {"name": row["Kernel Name"], "line": n,
                                   "grid": tuple(int(x) for x in row["Grid Size"].strip("()").split(","))})
-            if row["Metric Name"] in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+            if row["Metric Name"] in METRICS:
                 d[row["Metric Name"]] = float(row["Metric Value"].replace(",", "")) * UNITS[row["Metric Unit"]]
         except (KeyError, ValueError, TypeError, AttributeError):
             die("%s:%d: a row without a kernel ID, grid size, metric or known unit" % (path, n))
@@ -193,12 +205,85 @@ def write_back(argv):
             model, cl, T, sk, part / 1e6, out / 1e6, w(gem), w(red), left, left / ((part + out) / 1e6)))
     return 0
 
+def clock_run(txt, csvp):
+    """[(model, class, T, [(seconds, Hz) per launch])] of one clock run: each shape's reps launches, a GEMM kernel
+    and the splitKreduce_kernel after it where there is one (their times summed, the clock time-weighted)"""
+    trials = trial_lines(txt, "c", "model class T N K bias reps", lambda f: (f[1], f[2], int(f[3]), int(f[7])), "clock")
+    ks = [k for k in read_kernels(csvp) if "memset" not in k["name"].lower()]
+    out, i = [], 0
+    for model, cl, T, reps in trials:
+        runs = []
+        for _ in range(reps):
+            if i >= len(ks):
+                die("%s: %d kernels: ran out at %s %s T=%d" % (csvp, len(ks), model, cl, T))
+            grp = [ks[i]]
+            if "splitKreduce" in ks[i]["name"]:
+                die("%s:%d: a split-K reduction where %s %s T=%d's GEMM should be" % (csvp, ks[i]["line"], model, cl, T))
+            i += 1
+            if i < len(ks) and "splitKreduce" in ks[i]["name"]:
+                grp.append(ks[i])
+                i += 1
+            for k in grp:
+                if "gpu__time_duration.sum" not in k or "sm__cycles_elapsed.avg.per_second" not in k:
+                    die("%s:%d: a kernel without gpu__time_duration.sum and sm__cycles_elapsed.avg.per_second"
+                        % (csvp, k["line"]))
+            t = sum(k["gpu__time_duration.sum"] for k in grp)
+            runs.append((t, sum(k["gpu__time_duration.sum"] * k["sm__cycles_elapsed.avg.per_second"] for k in grp) / t))
+        out.append((model, cl, T, runs))
+    if i != len(ks):
+        die("%s: %d kernels left over after the %d shapes (first at line %d)" % (csvp, len(ks) - i, len(trials), ks[i]["line"]))
+    return out
+
+
+def median(v):
+    v = sorted(v)
+    return 0.5 * (v[(len(v) - 1) // 2] + v[len(v) // 2])
+
+
+CLOCK_BINS = ((0, 256), (257, 1024), (1025, 2048), (2049, 4096), (4097, 1 << 30))
+
+
+def clock(argv):
+    base, free = clock_run(argv[0], argv[1]), clock_run(argv[2], argv[3])
+    if [b[:3] for b in base] != [f[:3] for f in free]:
+        die("%s and %s: the two runs list different shapes" % (argv[0], argv[2]))
+    print("| model | class | rows | base us | base MHz | free us | free MHz | sensitivity |")
+    print("|---|---|---|---|---|---|---|---|")
+    rows = []
+    for (model, cl, T, rb), (_, _, _, rf) in zip(base, free):
+        tb, fb = median([r[0] for r in rb]), median([r[1] for r in rb])
+        tf, ff = median([r[0] for r in rf]), median([r[1] for r in rf])
+        sens = math.log(tb / tf) / math.log(ff / fb) if ff > fb * 1.01 else float("nan")
+        rows.append((model, cl, T, sens))
+        print("| %s | %s | %d | %.1f | %.0f | %.1f | %.0f | %+.2f |" % (model, cl, T, tb * 1e6, fb / 1e6, tf * 1e6,
+                                                                      ff / 1e6, sens))
+    print("\nmedian sensitivity by rows (all classes of both models; quartiles):")
+    for lo, hi in CLOCK_BINS:
+        v = sorted(s for _, _, T, s in rows if lo <= T <= hi and s == s)
+        if v:
+            q = lambda f: v[min(len(v) - 1, int(f * (len(v) - 1) + 0.5))]
+            print("  rows %5d-%-5s %+.2f (%+.2f .. %+.2f) %d shapes" % (lo, hi if hi < 1 << 30 else "", median(v),
+                                                                    q(0.25), q(0.75), len(v)))
+    # the profile clock block's gemm_sens form (sim/sim_clock.c: 0 up to lo_rows, sens from hi_rows, log-linear
+    # between) fitted to every shape by least squares: lo_rows and hi_rows among the measured row counts
+    pts = [(T, s) for _, _, T, s in rows if s == s]
+    grid = sorted({T for T, _ in pts})
+    def form(T, lo, hi, sv):
+        return 0.0 if T <= lo else sv if T >= hi else sv * math.log(T / lo) / math.log(hi / lo)
+    best = min((sum((form(T, lo, hi, sv / 100) - x) ** 2 for T, x in pts), lo, hi, sv / 100)
+               for lo in grid for hi in grid if hi > lo for sv in range(50, 101))
+    print("\ngemm_sens fitted (least squares over the %d shapes): lo_rows = %d, hi_rows = %d, sens = %.2f "
+          "(rms residual %.3f)" % (len(pts), best[1], best[2], best[3], math.sqrt(best[0] / len(pts))))
+    return 0
+
 
 def main(argv):
     if argv[:1] == ["wb"] and len(argv) == 3:
         return write_back(argv[1:])
     if argv[:1] == ["walks"] and len(argv) == 3:
         return walks(argv[1:])
+    if argv[:1] == ["clock"] and len(argv) == 5:
+        return clock(argv[1:])
     if len(argv) != 2 or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2

@@ -53,6 +53,15 @@
 // 1-3 times as many bytes read per row, flush the L2, walk (read a cold source, write the output row by row),
 // flush again: the walk's DRAM writes are what it wrote back during itself, the second flush's what it left
 // dirty.  stdout "k <output bytes> <ratio>" before each trial (scripts/gemm_algo.py walks).
+//   ncu --csv --clock-control base --kernel-name regex:"nvjet|splitKreduce" \
+//       --metrics gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second --log-file clock_base.csv ./gemm_algo clock > clock_base.txt
+//   (the same with --clock-control none: clock_free.*)
+// how a GEMM's time follows the SM clock: every class at 16-8,192 rows (CLOCK_ROWS), the operands filled with
+// a nonzero constant, each GEMM run CLOCK_REPS times; Nsight Compute flushes the caches before each launch
+// (its default) and times it at the base clock, then with the clock free (the boost the GPU runs at between
+// launches); each launch's sm__cycles_elapsed.avg.per_second is the clock it ran at.  stdout "c <model>
+// <class> <T> <N> <K> <bias> <reps>" before each shape's launches (scripts/gemm_algo.py clock: each shape's
+// sensitivity s = ln(t_base / t_free) / ln(f_free / f_base), the sim's clock model's input).
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -328,6 +337,43 @@ static int write_back(cublasLtHandle_t lt)
     return 0;
 }
 
+static const int CLOCK_ROWS[] = {16, 32, 64, 128, 192, 256, 384, 512, 640, 768, 1024, 1280, 1536, 2048, 2560, 3072, 4096, 6144, 8192};
+#define CLOCK_REPS 3
+
+// The clock mode (see the top): each class at CLOCK_ROWS, CLOCK_REPS launches of the heuristic's algorithm.
+static int clock_sens(cublasLtHandle_t lt)
+{
+    size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 8192;
+    void *ws, *w, *x, *y, *bias;
+    CK(cudaMalloc(&ws, ws_bytes));
+    CK(cudaMalloc(&w, maxN * maxK * 2));
+    CK(cudaMalloc(&x, maxT * maxK * 2));
+    CK(cudaMalloc(&y, maxT * maxN * 2));
+    CK(cudaMalloc(&bias, maxN * 2));
+    fill_kernel<<<1024, 256>>>((uint4 *)w, maxN * maxK * 2 / 16);
+    fill_kernel<<<1024, 256>>>((uint4 *)x, maxT * maxK * 2 / 16);
+    CK(cudaMemset(bias, 0, maxN * 2));
+    CK(cudaDeviceSynchronize());
+    const float one = 1, zero = 0;
+    for (const cls &c : CLASSES)
+        for (int T : CLOCK_ROWS) {
+            cublasLtMatmulDesc_t op;
+            cublasLtMatrixLayout_t a, b, cc;
+            cublasLtMatmulHeuristicResult_t r;
+            choose(lt, c, T, ws_bytes, bias, &op, &a, &b, &cc, &r);
+            printf("c %s %s %d %d %d %d %d\n", c.model, c.name, T, c.N, c.K, c.bias, CLOCK_REPS);
+            fflush(stdout);
+            for (int i = 0; i < CLOCK_REPS; i++) {
+                LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &zero, y, cc, y, cc, &r.algo, ws, ws_bytes, 0));
+                CK(cudaDeviceSynchronize());
+            }
+            cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
+            cublasLtMatmulDescDestroy(op);
+        }
+    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     cublasLtHandle_t lt;
@@ -359,6 +405,11 @@ int main(int argc, char **argv)
         cublasLtDestroy(lt);
         return rc;
     }
+    if (argc == 2 && strcmp(argv[1], "clock") == 0) {
+        int rc = clock_sens(lt);
+        cublasLtDestroy(lt);
+        return rc;
+    }
     if (argc == 2 && strcmp(argv[1], "pre") == 0) {
         int rc = prepared(lt);
         cublasLtDestroy(lt);
@@ -384,7 +435,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | left CLASS [STEP] | pre | walks]\n");
+        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | left CLASS [STEP] | pre | walks | clock]\n");
         return 2;
     }
     size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 2112;

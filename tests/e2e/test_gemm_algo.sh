@@ -4,7 +4,7 @@
 # device call 64's recorded files pair shape by shape (152 shapes, split-K attribute = kernels' splits on
 # every one, known rows), and bad inputs are refused naming file and line; scripts/gemm_splitk.py and
 # scripts/gemm_reads.py write the profile blocks of calls 65, 68 and 72 (h200-20261202m, n and o are exactly
-# their base plus the block).
+# their base plus the block); device call 77's clock runs give each shape's clock sensitivity (gemm_algo.py clock).
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -131,4 +131,30 @@ head -n 20 datasets/hw/2026-12-02/call69/pre.txt > "$T/pre_short.txt"
 if $PY scripts/gemm_reads.py pre "$T/pre_short.txt" datasets/hw/2026-12-02/call69/pre.csv.gz > /dev/null 2> "$T/e11"; then
     fail "kernels left over were accepted"; fi
 grep -q "kernels left over after 20 trials" "$T/e11" || fail "left over: $(cat "$T/e11")"
+# gemm_algo.py clock: device call 77's two runs (152 shapes, 3 launches each, at the base clock and free) pair
+# with their kernels; LLaDA-8B's q|k|v at 1,024 rows runs 156.6 us at 1,347 MHz and 120.8 at 1,765: its time
+# follows the clock (sensitivity 0.96), at 32 rows it hardly does (0.08); the medians by rows and the clock
+# block's fitted gemm_sens; runs that list other shapes, a kernel without the clock metric and leftover
+# kernels are refused naming the file
+C=datasets/hw/2026-12-02/call77
+$PY scripts/gemm_algo.py clock "$C/clock_base.txt" "$C/clock_base.csv.gz" "$C/clock_free.txt" "$C/clock_free.csv.gz" \
+    > "$T/clock.md" || fail "gemm_algo.py clock on call 77"
+[ "$(grep -c '^| \(llada-8b\|dream-7b\) | ' "$T/clock.md")" = 152 ] || fail "152 shapes: $(head -5 "$T/clock.md")"
+grep -q "^| llada-8b | qkv | 1024 | 156.6 | 1347 | 120.8 | 1765 | +0.96 |$" "$T/clock.md" || fail "qkv 1024: $(grep '| llada-8b | qkv | 1024 |' "$T/clock.md")"
+grep -q "^| llada-8b | qkv | 32 | 29.3 | 1368 | 28.6 | 1829 | +0.08 |$" "$T/clock.md" || fail "qkv 32: $(grep '| llada-8b | qkv | 32 |' "$T/clock.md")"
+grep -q "^  rows   257-1024  +0.94 (+0.90 .. +0.96) 40 shapes$" "$T/clock.md" || fail "257-1024 median: $(grep 'rows ' "$T/clock.md")"
+grep -q "^gemm_sens fitted (least squares over the 152 shapes): lo_rows = 64, hi_rows = 768, sens = 0.96 " "$T/clock.md" ||
+    fail "fitted form: $(tail -1 "$T/clock.md")"
+head -n 20 "$C/clock_free.txt" > "$T/clock_short.txt"
+if $PY scripts/gemm_algo.py clock "$C/clock_base.txt" "$C/clock_base.csv.gz" "$T/clock_short.txt" "$C/clock_free.csv.gz" \
+    > /dev/null 2> "$T/e12"; then fail "a run with kernels left over was accepted"; fi
+grep -q "clock_free.csv.gz: 441 kernels left over after the 20 shapes (first at line 131)" "$T/e12" || fail "left over: $(cat "$T/e12")"
+gzip -dc "$C/clock_base.csv.gz" | grep -v 'sm__cycles_elapsed' > "$T/noclk.csv"
+if $PY scripts/gemm_algo.py clock "$C/clock_base.txt" "$T/noclk.csv" "$C/clock_free.txt" "$C/clock_free.csv.gz" \
+    > /dev/null 2> "$T/e13"; then fail "a run without the clock metric was accepted"; fi
+grep -q "noclk.csv:[0-9]*: a kernel without gpu__time_duration.sum and sm__cycles_elapsed" "$T/e13" || fail "no clock: $(cat "$T/e13")"
+sed 's/^c llada-8b qkv 16 /c llada-8b qkv 24 /' "$C/clock_free.txt" > "$T/clock_other.txt"
+if $PY scripts/gemm_algo.py clock "$C/clock_base.txt" "$C/clock_base.csv.gz" "$T/clock_other.txt" "$C/clock_free.csv.gz" \
+    > /dev/null 2> "$T/e14"; then fail "runs of other shapes were accepted"; fi
+grep -q "the two runs list different shapes" "$T/e14" || fail "other shapes: $(cat "$T/e14")"
 echo ok

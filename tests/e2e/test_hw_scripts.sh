@@ -210,6 +210,21 @@ PYEOF
 $PY scripts/machine_clocks.py "$T/res" > "$T/mc.txt" || fail "machine_clocks.py on the stand-in post"
 grep -Eq "^$T/res: 11 held-out points, measured - simulated clock [-+][0-9]+ MHz, step bias [-+][0-9.]+ %" "$T/mc.txt" \
     || fail "machine_clocks.py: $(cat "$T/mc.txt")"
+# --kinds: the same pairs by point, kind of step and rows (a row per bin, the clocks and the mean step error)
+$PY scripts/machine_clocks.py --kinds "$T/res" > "$T/mk.md" || fail "machine_clocks.py --kinds on the stand-in post"
+head -n 1 "$T/mk.md" | grep -q "^| point | kind | rows | steps | measured MHz | simulated MHz | step error | per RES |$" \
+    || fail "--kinds header: $(head -n 1 "$T/mk.md")"
+grep -Eq "^\| az:dual \| [RUM] \| (<=|>)[0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [-+][0-9.]+ % \| [-+][0-9.]+ \|$" "$T/mk.md" \
+    || fail "--kinds rows: $(cat "$T/mk.md")"
+# scripts/summary_counts.py: the targets' passes per simulated variant over the stand-in summary's point rows
+$PY scripts/summary_counts.py "$T/res" > "$T/sc.txt" || fail "summary_counts.py on the stand-in post"
+grep -Eq "^shipped h200 +step [0-9]+, p50 [0-9]+, p99 [0-9]+, tok/s [0-9]+, mem [0-9]+ \(of 20 point rows\)$" "$T/sc.txt" \
+    || fail "summary_counts.py: $(head -n 3 "$T/sc.txt")"
+grep -Eq "^\| az:none \| .*[0-9.]+ %, [0-9]+ / 1 \|$" "$T/sc.txt" || fail "summary_counts.py per point: $(cat "$T/sc.txt")"
+$PY scripts/summary_counts.py "$T/dev" > /dev/null 2> "$T/e" && fail "summary_counts.py without summary.md"
+grep -q "$T/dev/summary.md: No such file" "$T/e" || fail "summary_counts.py's error: $(cat "$T/e")"
+$PY scripts/machine_clocks.py --kinds "$T/dev" > /dev/null 2> "$T/e" && fail "--kinds without h5/heldout.h5"
+grep -q "$T/dev/h5/heldout.h5: no such file" "$T/e" || fail "--kinds' error: $(cat "$T/e")"
 $PY scripts/machine_clocks.py "$T/dev" > /dev/null 2> "$T/e" && fail "machine_clocks.py without h5/heldout.h5"
 grep -q "$T/dev/h5/heldout.h5: no such file" "$T/e" || fail "machine_clocks.py's error: $(cat "$T/e")"
 $PY scripts/machine_calibrate.py "$T" > /dev/null 2> "$T/e" && fail "machine_calibrate.py without cmp/"
