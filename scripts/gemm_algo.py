@@ -36,6 +36,7 @@ import gzip
 import math
 import re
 import sys
+from statistics import median
 
 FIELDS = ("algo", "tile", "splitk", "reduction", "swizzle", "custom", "stages", "inner", "cluster", "ws", "waves")
 
@@ -233,11 +234,6 @@ def clock_run(txt, csvp):
     if i != len(ks):
         die("%s: %d kernels left over after the %d shapes (first at line %d)" % (csvp, len(ks) - i, len(trials), ks[i]["line"]))
     return out
-
-
-def median(v):
-    v = sorted(v)
-    return 0.5 * (v[(len(v) - 1) // 2] + v[len(v) // 2])
 
 
 CLOCK_BINS = ((0, 256), (257, 1024), (1025, 2048), (2049, 4096), (4097, 1 << 30))

@@ -29,6 +29,18 @@ def paired(r, s):
     """Indices of the steps after the first whose plans agree (machine_spread.py's same())."""
     return np.array([i for i in range(1, min(len(r), len(s))) if same(r[i], s[i])], dtype=int)
 
+def heldout(res):
+    """The real and simulated held-out runs' steps of post result RES (machine_spread.py's steps()), or None after
+    naming the missing file"""
+    rp, sp = os.path.join(res, "h5", "heldout.h5"), os.path.join(res, "sim", "heldout.h5")
+    for p in (rp, sp):
+        if not os.path.exists(p):
+            print("machine_clocks.py: %s: no such file (a hw_session.sh post result with held-out points?)" % p,
+                  file=sys.stderr)
+            return None
+    return steps(rp), steps(sp)
+
+
 BINS = ((64, "<=64"), (256, "<=256"), (1024, "<=1024"), (2048, "<=2048"), (float("inf"), ">2048"))
 
 
@@ -36,13 +48,10 @@ def kinds(argv):
     """--kinds: the table by point, kind of step and rows over every RES"""
     acc = {}
     for ri, res in enumerate(argv):
-        rp, sp = os.path.join(res, "h5", "heldout.h5"), os.path.join(res, "sim", "heldout.h5")
-        for p in (rp, sp):
-            if not os.path.exists(p):
-                print("machine_clocks.py: %s: no such file (a hw_session.sh post result with held-out points?)" % p,
-                      file=sys.stderr)
-                return 2
-        R, S = steps(rp), steps(sp)
+        pair = heldout(res)
+        if pair is None:
+            return 2
+        R, S = pair
         for k in sorted(R):
             if not k.endswith(":real") or k[:-5] + ":sim" not in S:
                 continue
@@ -76,13 +85,10 @@ def main(argv):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     for res in argv:
-        rp, sp = os.path.join(res, "h5", "heldout.h5"), os.path.join(res, "sim", "heldout.h5")
-        for p in (rp, sp):
-            if not os.path.exists(p):
-                print("machine_clocks.py: %s: no such file (a hw_session.sh post result with held-out points?)" % p,
-                      file=sys.stderr)
-                return 2
-        R, S = steps(rp), steps(sp)
+        pair = heldout(res)
+        if pair is None:
+            return 2
+        R, S = pair
         dclk, bias, big = [], [], None
         for k in sorted(R):
             if not k.endswith(":real") or k[:-5] + ":sim" not in S:

@@ -337,40 +337,60 @@ static int write_back(cublasLtHandle_t lt)
     return 0;
 }
 
+// The operands of one GEMM at up to maxT rows of the largest class (w: N x K weights, x: maxT x K input,
+// y: maxT x N output, bias, the backend's 32 MiB workspace); nonzero: w and x hold a nonzero constant (the clock
+// mode: the kernels draw power as on real data), else zeros.
+struct operands { size_t ws_bytes; void *ws, *w, *x, *y, *bias; };
+static operands alloc_operands(size_t maxT, bool nonzero)
+{
+    const size_t maxN = 37888, maxK = 18944;
+    operands o = {(size_t)32 << 20, NULL, NULL, NULL, NULL, NULL};
+    CK(cudaMalloc(&o.ws, o.ws_bytes));
+    CK(cudaMalloc(&o.w, maxN * maxK * 2));
+    CK(cudaMalloc(&o.x, maxT * maxK * 2));
+    CK(cudaMalloc(&o.y, maxT * maxN * 2));
+    CK(cudaMalloc(&o.bias, maxN * 2));
+    if (nonzero) {
+        fill_kernel<<<1024, 256>>>((uint4 *)o.w, maxN * maxK * 2 / 16);
+        fill_kernel<<<1024, 256>>>((uint4 *)o.x, maxT * maxK * 2 / 16);
+    } else {
+        CK(cudaMemset(o.w, 0, maxN * maxK * 2));
+        CK(cudaMemset(o.x, 0, maxT * maxK * 2));
+    }
+    CK(cudaMemset(o.bias, 0, maxN * 2));
+    CK(cudaDeviceSynchronize());
+    return o;
+}
+
+static void free_operands(operands *o)
+{
+    cudaFree(o->ws), cudaFree(o->w), cudaFree(o->x), cudaFree(o->y), cudaFree(o->bias);
+}
+
 static const int CLOCK_ROWS[] = {16, 32, 64, 128, 192, 256, 384, 512, 640, 768, 1024, 1280, 1536, 2048, 2560, 3072, 4096, 6144, 8192};
 #define CLOCK_REPS 3
 
 // The clock mode (see the top): each class at CLOCK_ROWS, CLOCK_REPS launches of the heuristic's algorithm.
 static int clock_sens(cublasLtHandle_t lt)
 {
-    size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 8192;
-    void *ws, *w, *x, *y, *bias;
-    CK(cudaMalloc(&ws, ws_bytes));
-    CK(cudaMalloc(&w, maxN * maxK * 2));
-    CK(cudaMalloc(&x, maxT * maxK * 2));
-    CK(cudaMalloc(&y, maxT * maxN * 2));
-    CK(cudaMalloc(&bias, maxN * 2));
-    fill_kernel<<<1024, 256>>>((uint4 *)w, maxN * maxK * 2 / 16);
-    fill_kernel<<<1024, 256>>>((uint4 *)x, maxT * maxK * 2 / 16);
-    CK(cudaMemset(bias, 0, maxN * 2));
-    CK(cudaDeviceSynchronize());
+    operands o = alloc_operands(8192, true);
     const float one = 1, zero = 0;
     for (const cls &c : CLASSES)
         for (int T : CLOCK_ROWS) {
             cublasLtMatmulDesc_t op;
             cublasLtMatrixLayout_t a, b, cc;
             cublasLtMatmulHeuristicResult_t r;
-            choose(lt, c, T, ws_bytes, bias, &op, &a, &b, &cc, &r);
+            choose(lt, c, T, o.ws_bytes, o.bias, &op, &a, &b, &cc, &r);
             printf("c %s %s %d %d %d %d %d\n", c.model, c.name, T, c.N, c.K, c.bias, CLOCK_REPS);
             fflush(stdout);
             for (int i = 0; i < CLOCK_REPS; i++) {
-                LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &zero, y, cc, y, cc, &r.algo, ws, ws_bytes, 0));
+                LT(cublasLtMatmul(lt, op, &one, o.w, a, o.x, b, &zero, o.y, cc, o.y, cc, &r.algo, o.ws, o.ws_bytes, 0));
                 CK(cudaDeviceSynchronize());
             }
             cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
             cublasLtMatmulDescDestroy(op);
         }
-    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias);
+    free_operands(&o);
     return 0;
 }
 
@@ -438,23 +458,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | left CLASS [STEP] | pre | walks | clock]\n");
         return 2;
     }
-    size_t ws_bytes = (size_t)32 << 20, maxN = 37888, maxK = 18944, maxT = 2112;
-    void *ws, *w, *x, *y, *bias;
-    CK(cudaMalloc(&ws, ws_bytes));
-    CK(cudaMalloc(&w, maxN * maxK * 2));
-    CK(cudaMalloc(&x, maxT * maxK * 2));
-    CK(cudaMalloc(&y, maxT * maxN * 2));
-    CK(cudaMalloc(&bias, maxN * 2));
-    CK(cudaMemset(w, 0, maxN * maxK * 2));
-    CK(cudaMemset(x, 0, maxT * maxK * 2));
-    CK(cudaMemset(bias, 0, maxN * 2));
+    operands o = alloc_operands(2112, false);
     const float one = 1, zero = 0;
     for (const cls &c : CLASSES)
         for (int T : ROWS) {
             cublasLtMatmulDesc_t op;
             cublasLtMatrixLayout_t a, b, cc;
             cublasLtMatmulHeuristicResult_t r;
-            choose(lt, c, T, ws_bytes, bias, &op, &a, &b, &cc, &r);
+            choose(lt, c, T, o.ws_bytes, o.bias, &op, &a, &b, &cc, &r);
             const cublasLtMatmulAlgo_t *al = &r.algo;
             printf("g %s %s %d %d %d %d algo %d tile %u splitk %u reduction %u swizzle %u custom %u stages %u inner %u "
                    "cluster %u ws %zu waves %.3f\n",
@@ -468,12 +479,12 @@ int main(int argc, char **argv)
                    (uint32_t)attr<uint16_t>(al, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID), r.workspaceSize,
                    r.wavesCount);
             fflush(stdout);
-            LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &zero, y, cc, y, cc, al, ws, ws_bytes, 0));
+            LT(cublasLtMatmul(lt, op, &one, o.w, a, o.x, b, &zero, o.y, cc, o.y, cc, al, o.ws, o.ws_bytes, 0));
             CK(cudaDeviceSynchronize());
             cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
             cublasLtMatmulDescDestroy(op);
         }
-    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias);
+    free_operands(&o);
     cublasLtDestroy(lt);
     return 0;
 }
