@@ -11,11 +11,19 @@ call 29: datasets/hw/2026-12-01/call29/hw_h5.tgz and x.tgz).  Each class's measu
 Steps pair by index when their Refresh / Reuse counts and query rows agree; others are left out.
 --sim takes the :sim runs from SIM.h5 instead (a post's re-simulation, RES/sim/heldout.h5 of
 `hw_session.sh post` on the class-event run's directory).  Prints, per point and step kind, measured / simulated ms and the error (simulated / measured - 1).
+
+--clock (runs recorded with sm_clock as well): pooled over the POINTs, per class and query rows (up to 64, 256,
+1,024, 2,048, more), the paired steps after the first, their mean measured step clock (NVML, MHz), the
+time-weighted mean measured / simulated time, and the time-weighted least-squares slope of ln(measured / simulated)
+on ln(1980 / measured clock): how far a class's time follows the step clock NVML reports (docs/COST_MODEL.md "The
+clock that follows the work"; a sensitivity measured at known clocks, call 77, is 0.94-0.98 for GEMMs above 256 rows).
 """
 import argparse
+import math
 import sys
 
 import h5py
+import numpy as np
 
 CLASSES = ["qkv", "attn", "o", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress"]
 
@@ -26,12 +34,14 @@ def main():
     ap.add_argument("points", nargs="+", help="run names without :real / :sim, e.g. val:w1:dual")
     ap.add_argument("--event-s", type=float, default=1.5e-6)
     ap.add_argument("--sim", help="the file to take the :sim runs from (default: RUNS.h5)")
+    ap.add_argument("--clock", action="store_true", help="each class's time against the measured step clock")
     a = ap.parse_args()
     try:
         f = h5py.File(a.h5, "r")
         g = h5py.File(a.sim, "r") if a.sim else f
     except OSError as e:
         sys.exit("class_errors: %s" % e)
+    pooled = {}   # --clock: (class, rows bin) -> [(measured MHz, measured / simulated, measured s)]
     for p in a.points:
         try:
             rk, sk = f["runs/%s:real/kernels" % p][()], g["runs/%s:sim/kernels" % p][()]
@@ -40,7 +50,7 @@ def main():
             sys.exit("class_errors: %s%s: no runs %s:real and %s:sim with kernels and steps"
                      % (a.h5, " / " + a.sim if a.sim else "", p, p))
         acc = {}
-        for i in range(min(len(rs), len(ss))):
+        for i in range(1 if a.clock else 0, min(len(rs), len(ss))):
             x, y = rs[i], ss[i]
             if (x["n_refresh"], x["n_reuse"], x["q_tokens"]) != (y["n_refresh"], y["n_reuse"], y["q_tokens"]):
                 continue
@@ -48,15 +58,41 @@ def main():
             for c in range(len(CLASSES)):
                 m = rk[(rk["step_index"] == x["index"]) & (rk["kind"] == c)]
                 s = sk[(sk["step_index"] == y["index"]) & (sk["kind"] == c)]
+                if a.clock:
+                    tm, ts = m["time_s"].sum() - a.event_s * m["n_launches"].sum(), s["time_s"].sum()
+                    if x["sm_mhz"] > 0 and tm > 0 and ts > 0:
+                        rows = next(j for j, top in enumerate(BINS) if x["q_tokens"] <= top)
+                        pooled.setdefault((c, rows), []).append((float(x["sm_mhz"]), tm / ts, tm))
+                    continue
                 t = acc.setdefault((kind, c), [0.0, 0.0])
                 t[0] += m["time_s"].sum() - a.event_s * m["n_launches"].sum()
                 t[1] += s["time_s"].sum()
+        if a.clock:
+            continue
         print(p)
         for kind in ("Refresh", "Reuse", "mixed"):
             cells = ["%s %.2f / %.2f (%+.0f %%)" % (CLASSES[c], 1e3 * m, 1e3 * s, 100 * (s / m - 1))
                      for (k, c), (m, s) in sorted(acc.items()) if k == kind and m > 0]
             if cells:
                 print("  %-7s %s" % (kind, ", ".join(cells)))
+
+    if a.clock:
+        if not pooled:
+            sys.exit("class_errors: %s: no paired step with a measured clock (recorded without sm_clock?)" % a.h5)
+        print("class        rows     steps  MHz   meas/sim  slope")
+        for (c, j), v in sorted(pooled.items()):
+            v = np.array(v)
+            if len(v) < 5:
+                continue
+            x, y, w = np.log(1980 / v[:, 0]), np.log(v[:, 1]), v[:, 2]
+            sw = np.sqrt(w)
+            slope = np.linalg.lstsq(np.vstack([x, np.ones_like(x)]).T * sw[:, None], y * sw, rcond=None)[0][0]
+            print("%-12s %-8s %5d  %4.0f  %.3f     %+.2f" % (CLASSES[c], BIN_NAMES[j], len(v), np.average(v[:, 0], weights=w),
+                                                         math.exp(np.average(y, weights=w)), slope))
+
+
+BINS = (64, 256, 1024, 2048, float("inf"))
+BIN_NAMES = ("<=64", "<=256", "<=1024", "<=2048", ">2048")
 
 
 if __name__ == "__main__":

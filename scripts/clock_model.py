@@ -5,6 +5,7 @@ profile's `clock` block, docs/PROFILE_FORMAT.md), each from a measurement:
     /usr/bin/python3 scripts/clock_model.py rows PROFILE.lua[.xz]      # the GEMM classes' row clocks by rows
     /usr/bin/python3 scripts/clock_model.py states STATES.lua...       # each kernel's sensitivity (dkv profile --states)
     /usr/bin/python3 scripts/clock_model.py window RES PROFILE.lua[.xz] # the clock's lag and window (per-step clocks)
+    /usr/bin/python3 scripts/clock_model.py follow PROFILE.lua[.xz] RES... [--check RES...]  # the follow form's time constants
     /usr/bin/python3 scripts/clock_model.py block PROFILE.lua[.xz] [--lag S --window S --gemm LO HI SENS --attn R F]
 
 rows:   the median `sm_mhz` of each GEMM class table's rows (qkv, o, ffn, lm_head) by m (a profile written
@@ -18,11 +19,23 @@ window: RES is a post result (scripts/hw_session.sh post) of a run set recorded 
         settle clock (its simulated classes' row clocks, weighted by time) averaged over [start - lag -
         window, end - lag] of the simulated timeline (idle at the maximum) against the measured sm_mhz:
         mean |error| over a grid of lag and window.
-block:  the Lua `clock` block (paste before the profile's closing brace).
+follow: the follow form (docs/COST_MODEL.md "The clock that follows the work"): on the *measured* timeline of
+        each RES's real runs (val and heldout), the clock follows each step's settle clock (its simulated
+        classes' row clocks, weighted by time; idle time at the maximum) as a first-order lag, time constant
+        down_s while falling and up_s while rising, from the maximum at the run's start; each step's
+        prediction is the mean over the step.  Prints, against the measured sm_mhz of every step after the
+        first: the window form at the shipped lag 0.05 s and window 0.1 s, then the follow form over a grid
+        of down_s and up_s: mean |error|, its mean weighted by step time, and the mean signed error (MHz,
+        predicted - measured), overall and by kind of step (R: Refresh items only, U: Reuse only, M: both);
+        the grid's best by time-weighted |error| last.  --check RES...: the same numbers for other run sets
+        (not used in choosing).
+block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
+        form instead of --lag and --window.
 """
 import argparse
 import lzma
 import math
+import os
 import re
 import sys
 
@@ -183,20 +196,173 @@ def cmd_window(a):
     print("(the maximum for every step: %.0f)" % np.mean(err))
 
 
-def cmd_block(a):
+def measured_steps(res, clocks):
+    """Per real run of post result RES (val and heldout) with per-step clocks: start, length, measured clock, settle
+    clock, kind and whether the step counts (after the first, with a clock); the settle clock from the simulated
+    step of the same index where the plans agree, else one with the same kind and query rows, else the nearest
+    query rows of the same kind."""
+    import h5py
+    out = []
+    for f in ("val", "heldout"):
+        rp, sp = "%s/h5/%s.h5" % (res, f), "%s/sim/%s.h5" % (res, f)
+        try:
+            R, S = h5py.File(rp, "r"), h5py.File(sp, "r")
+        except OSError:
+            continue
+        for k in R["runs"]:
+            p = k[:-5]
+            if not k.endswith(":real") or p + ":sim" not in S["runs"]:
+                continue
+            rs, ss = R["runs/%s:real/steps" % p][()], S["runs/%s:sim/steps" % p][()]
+            if len(ss) == 0 or not (rs["sm_mhz"] > 0).any():
+                continue
+            seq = settle_steps(ss, S["runs/%s:sim/kernels" % p][()], clocks)
+            plan = lambda y: (int(y["n_refresh"]) > 0, int(y["n_reuse"]) > 0, int(y["q_tokens"]))
+            by = {}
+            for j, y in enumerate(ss):
+                by.setdefault(plan(y), j)
+            steps = []
+            for i, x in enumerate(rs):
+                same = i < len(ss) and all(x[f] == ss[i][f] for f in ("n_refresh", "n_reuse", "q_tokens"))
+                j = i if same else by.get(plan(x))
+                if j is None:
+                    j = min(range(len(ss)), key=lambda jj: ((ss[jj]["n_refresh"] > 0) != (x["n_refresh"] > 0),
+                                                           abs(int(ss[jj]["q_tokens"]) - int(x["q_tokens"]))))
+                kind = "M" if x["n_refresh"] and x["n_reuse"] else "R" if x["n_refresh"] else "U"
+                steps.append((float(x["start_s"]), float(x["time_s"]), float(x["sm_mhz"]), seq[j][2], kind,
+                              i > 0 and x["sm_mhz"] > 0))
+            out.append(steps)
+    if not out:
+        sys.exit("clock_model: %s: no real run with per-step clocks (recorded without sm_clock?)" % res)
+    return out
+
+
+def follow_predict(steps, down, up):
+    """The follow form's clock over each step (sim/sim_clock.c's follow(), exactly)"""
+    def go(x, u, dt):
+        tau = down if u < x else up
+        if dt <= 0:
+            return x, x
+        e = math.exp(-dt / tau)
+        return u + (x - u) * e, u + (x - u) * tau / dt * (1 - e)
+    x, at, pred = FMAX, None, []
+    for start, dur, _, settle, _, _ in steps:
+        if at is not None:
+            x, _ = go(x, FMAX, start - at)
+        x, mean = go(x, settle, dur)
+        at = start + dur
+        pred.append(mean)
+    return pred
+
+
+def window_predict(steps, lag, win):
+    return predict([(s, d, f) for s, d, _, f, _, _ in steps], lag, win)
+
+
+def clock_errors(runs, fn):
+    """mean |error|, mean |error| weighted by step time, mean error, and the mean error by kind"""
+    e, w, kinds = [], [], {}
+    for steps in runs:
+        for (_, dur, meas, _, kind, ok), p in zip(steps, fn(steps)):
+            if ok:
+                e.append(p - meas), w.append(dur)
+                kinds.setdefault(kind, []).append(p - meas)
+    e, w = np.array(e), np.array(w)
+    return np.mean(np.abs(e)), np.sum(np.abs(e) * w) / np.sum(w), np.mean(e), {k: np.mean(v) for k, v in kinds.items()}
+
+
+def show(label, r):
+    print("%-32s %5.0f %5.0f %+6.0f   %s" % (label, r[0], r[1], r[2], "  ".join("%s %+.0f" % (k, r[3][k]) for k in sorted(r[3]))))
+
+
+def cmd_follow(a):
     clocks = row_clocks(a.profile)
-    print("  -- the SM clock a step runs at and its classes' times at that clock (docs/COST_MODEL.md \"The step's clock\",\n"
-          "  -- scripts/clock_model.py): GEMM rows' clocks from %s; sensitivities from dkv profile --states;\n"
-          "  -- lag and window fitted on per-step clocks (dkv.execute sm_clock)" % a.profile.split("/")[-2])
-    print("  clock = {\n    max_mhz = %.0f, lag_s = %g, window_s = %g," % (FMAX, a.lag, a.window))
-    print("    gemm_sens = {lo_rows = %g, hi_rows = %g, sens = %g}," % tuple(a.gemm))
-    print("    attn_sens = {reuse = %g, refresh = %g}," % tuple(a.attn))
-    print("    gemm_mhz = {")
+    runs_of, fit = {}, []
+    for res in a.res:
+        got = measured_steps(res, clocks)
+        runs_of[res] = len(got)
+        fit += got
+    print("predicted - measured step clock, MHz, over %d runs of %d run sets: mean |e|, time-weighted |e|, mean e, "
+          "mean e by kind" % (len(fit), len(a.res)))
+    show("window lag 0.05 window 0.1", clock_errors(fit, lambda s: window_predict(s, 0.05, 0.1)))
+    best = None
+    for down in (0.02, 0.04, 0.06, 0.1, 0.15):
+        for up in (0.2, 0.4, 0.6, 0.8, 1.2):
+            r = clock_errors(fit, lambda s: follow_predict(s, down, up))
+            show("follow down %.2f up %.2f" % (down, up), r)
+            if best is None or r[1] < best[0][1]:
+                best = (r, down, up)
+    print("best (time-weighted |e|): down_s %g, up_s %g" % (best[1], best[2]))
+    for label, fn in (("window", lambda s: window_predict(s, 0.05, 0.1)), ("best", lambda s: follow_predict(s, best[1], best[2]))):
+        per = [[p - m for (_, _, m, _, _, ok), p in zip(steps, fn(steps)) if ok] for steps in fit]
+        by = {}
+        for res, n in zip([r for r in a.res for _ in range(runs_of[r])], per):
+            by.setdefault(res, []).extend(n)
+        left = np.concatenate([np.abs(np.array(v) - np.mean(v)) for v in by.values() if v])
+        print("%s: mean |e| once each run set's own mean e is removed: %.0f MHz" % (label, np.mean(left)))
+    if a.check:
+        chk = [s for res in a.check for s in measured_steps(res, clocks)]
+        print("check, %d runs of %d run sets (not used in choosing):" % (len(chk), len(a.check)))
+        show("window lag 0.05 window 0.1", clock_errors(chk, lambda s: window_predict(s, 0.05, 0.1)))
+        show("follow down %g up %g" % (best[1], best[2]), clock_errors(chk, lambda s: follow_predict(s, best[1], best[2])))
+
+
+def block_text(a):
+    """The Lua `clock` block: its comment lines, `clock = {` ... `},`"""
+    clocks = row_clocks(a.profile)
+    src = a.profile.split("/")[-2]
+    src = re.sub(r"^call(\d+)$", r"device call \1", src)
+    fit = ("the follow form's time constants fitted on per-step clocks (clock_model.py follow)" if a.follow else
+           "lag and window fitted on per-step clocks (dkv.execute sm_clock)")
+    out = ["  -- the SM clock a step runs at and its classes' times at that clock (docs/COST_MODEL.md \"The step's clock\",",
+           "  -- scripts/clock_model.py): GEMM rows' clocks from %s; sensitivities from dkv profile --states;" % src,
+           "  -- " + fit]
+    if a.follow:
+        out.append("  clock = {\n    max_mhz = %.0f, follow = {down_s = %g, up_s = %g}," % (FMAX, a.follow[0], a.follow[1]))
+    else:
+        out.append("  clock = {\n    max_mhz = %.0f, lag_s = %g, window_s = %g," % (FMAX, a.lag, a.window))
+    out.append("    gemm_sens = {lo_rows = %g, hi_rows = %g, sens = %g}," % tuple(a.gemm))
+    out.append("    attn_sens = {reuse = %g, refresh = %g}," % tuple(a.attn))
+    out.append("    gemm_mhz = {")
     for name in GEMM_TABLES:
         ms, fs = clocks[name]
-        print("      %s = {rows = {%s},\n        mhz = {%s}}," % (name, ", ".join("%d" % m for m in ms),
-                                                               ", ".join("%.0f" % f for f in fs)))
-    print("    },\n  },")
+        out.append("      %s = {rows = {%s},\n        mhz = {%s}}," % (name, ", ".join("%d" % m for m in ms),
+                                                                   ", ".join("%.0f" % f for f in fs)))
+    out.append("    },\n  },")
+    return "\n".join(out) + "\n"
+
+
+def cmd_block(a):
+    text = block_text(a)
+    if not a.into:
+        sys.stdout.write(text)
+        return
+    if not a.name or not a.out:
+        sys.exit("clock_model: block --into needs --name and -o")
+    try:
+        base = open(a.into).read()
+    except OSError as e:
+        sys.exit("clock_model: %s: %s" % (a.into, e.strerror))
+    m = re.search(r"(?ms)^  -- the SM clock a step runs at.*?^  clock = \{\n.*?^  \},\n", base)
+    if not m:
+        sys.exit("clock_model: %s: no clock block to replace (a profile from before session 15?)" % a.into)
+    n = re.search(r'(?m)^  name = "([^"]*)",$', base)
+    if not n:
+        sys.exit("clock_model: %s: no top-level name = \"...\" line (a dkv profile?)" % a.into)
+    old = os.path.basename(a.into)
+    old = old[:-4] if old.endswith(".lua") else old
+    base = base[:m.start()] + text + base[m.end():]
+    base = re.sub(r'(?m)^  name = "[^"]*",$', '  name = "%s",' % a.name, base, count=1)
+    form = "follow = {down_s = %g, up_s = %g}" % tuple(a.follow) if a.follow else "lag_s = %g, window_s = %g" % (a.lag, a.window)
+    a.argv_form = (["--follow %g %g" % tuple(a.follow)] if a.follow else ["--lag %g --window %g" % (a.lag, a.window)]) + \
+        ["--gemm %g %g %g" % tuple(a.gemm), "--attn %g %g" % tuple(a.attn)]
+    head = ("-- Provenance: %s (its header below) with its `clock` block replaced: %s (docs/PROFILE_FORMAT.md \"clock\"; "
+            "written by `/usr/bin/python3 scripts/clock_model.py block %s %s --into %s --name %s -o ...`); no row added or "
+            "replaced.\n" % (old, form, a.profile, " ".join(a.argv_form), a.into, a.name))
+    tmp = a.out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(head + base)
+    os.replace(tmp, a.out)
 
 
 def main():
@@ -207,7 +373,12 @@ def main():
     p = sub.add_parser("states"); p.add_argument("states", nargs="+"); p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(fn=cmd_states)
     p = sub.add_parser("window"); p.add_argument("res"); p.add_argument("profile"); p.set_defaults(fn=cmd_window)
+    p = sub.add_parser("follow"); p.add_argument("profile"); p.add_argument("res", nargs="+")
+    p.add_argument("--check", nargs="+", metavar="RES"); p.set_defaults(fn=cmd_follow)
     p = sub.add_parser("block"); p.add_argument("profile")
+    p.add_argument("--follow", type=float, nargs=2, metavar=("DOWN", "UP"))
+    p.add_argument("--into", metavar="PROFILE", help="write PROFILE with its clock block replaced (with --name, -o)")
+    p.add_argument("--name"); p.add_argument("-o", dest="out")
     p.add_argument("--lag", type=float, default=0.05); p.add_argument("--window", type=float, default=0.1)
     p.add_argument("--gemm", type=float, nargs=3, default=[2048, 6144, 0.5], metavar=("LO", "HI", "SENS"))
     p.add_argument("--attn", type=float, nargs=2, default=[0.45, 0.65], metavar=("REUSE", "REFRESH"))

@@ -514,7 +514,7 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     if (st && in && in->hold_slowdown > 0 && compute >= in->hold_after_s)
         st->hold_until_s = plan->start_s + out->time_s + in->hold_window_s;
     if (st)
-        sim_clock_push(&st->clk, plan->start_s, out->time_s, settle_mhz);
+        sim_clock_push(&st->clk, in, plan->start_s, out->time_s, settle_mhz);
     out->sm_mhz = run_mhz;
     out->flops = tot.flops;
     out->hbm_read_bytes = tot.hbm_read_bytes;

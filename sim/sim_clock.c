@@ -5,7 +5,9 @@
  * power-capped (~1,500 MHz), the attention at the maximum.  A step mixes them, and the GPU's clock
  * follows the recent work with a lag.  So each step's work gets a settle clock, the time-weighted mean
  * of its classes' row clocks; the step runs at the mean settle clock over a window of the recent steps
- * (idle time at the maximum); and a class measured at clock f_row runs t x (f_row / f)^sens at f. */
+ * (idle time at the maximum; the window form) or at the mean over the step of a clock that follows the
+ * settle clocks as a first-order lag, quick to fall and slow to rise (the follow form); and a class
+ * measured at clock f_row runs t x (f_row / f)^sens at f. */
 #include "sim/sim_internal.h"
 
 #include <math.h>
@@ -38,10 +40,38 @@ static double gemm_sens(const dkv_profile_info *in, double m)
     return in->clock_gemm_sens * log(m / in->clock_gemm_lo_rows) / log(in->clock_gemm_hi_rows / in->clock_gemm_lo_rows);
 }
 
-void sim_clock_push(sim_clock *c, double start_s, double len_s, double settle_mhz)
+/* The follow form: a clock at x moving toward u for dt seconds (time constant down_s while falling,
+ * up_s while rising): where it ends, and (*mean) its mean over the dt. */
+static double follow(const dkv_profile_info *in, double x, double u, double dt, double *mean)
+{
+    double tau = u < x ? in->clock_down_s : in->clock_up_s;
+    if (!(dt > 0)) {
+        if (mean)
+            *mean = x;
+        return x;
+    }
+    double e = exp(-dt / tau);
+    if (mean)
+        *mean = u + (x - u) * tau / dt * (1 - e);
+    return u + (x - u) * e;
+}
+
+/* The follow form's clock at time t: the clock at the last step's end, idle (toward the maximum) since. */
+static double follow_at(const sim_clock *c, const dkv_profile_info *in, double t)
+{
+    if (c->n == 0)
+        return in->clock_max_mhz;
+    return follow(in, c->x_mhz, in->clock_max_mhz, t - c->at_s, NULL);
+}
+
+void sim_clock_push(sim_clock *c, const dkv_profile_info *in, double start_s, double len_s, double settle_mhz)
 {
     if (!(settle_mhz > 0))
         return;
+    if (in->clock_down_s > 0) {
+        c->x_mhz = follow(in, follow_at(c, in, start_s), settle_mhz, len_s, NULL);
+        c->at_s = start_s + len_s;
+    }
     uint32_t i = c->n % SIM_CLOCK_STEPS;
     c->start[i] = start_s, c->len[i] = len_s, c->mhz[i] = settle_mhz;
     c->n++;
@@ -98,9 +128,12 @@ void sim_clock_apply(const sim_clock *c, const dkv_profile_info *in, const dkv_s
     }
     if (!(den > 0))
         return;
-    double own = num / den, start = plan->start_s;
-    double run = window_mhz(c, top, start - in->clock_lag_s - in->clock_window_s, start + den - in->clock_lag_s,
-                            start, den, own);
+    double own = num / den, start = plan->start_s, run;
+    if (in->clock_down_s > 0)
+        follow(in, follow_at(c, in, start), own, den, &run);
+    else
+        run = window_mhz(c, top, start - in->clock_lag_s - in->clock_window_s, start + den - in->clock_lag_s, start,
+                         den, own);
     for (int k = 0; k < DKV_KCLASS_N; k++) {
         if (s[k] == 0)
             continue;

@@ -41,23 +41,28 @@ double sim_attn_group(const struct dkv_profile *p, const dkv_model *m, const dkv
 #define SIM_ATTN_MODE_PREFIX 3
 
 /* The SM clock a step runs at (sim_clock.c; docs/COST_MODEL.md "The step's clock"): the recent steps'
- * start, length and the clock their work settles to, newest last. */
+ * start, length and the clock their work settles to, newest last (the window form); the followed clock
+ * at the end of the last step (the follow form). */
 #define SIM_CLOCK_STEPS 64
 typedef struct sim_clock {
     double   start[SIM_CLOCK_STEPS], len[SIM_CLOCK_STEPS], mhz[SIM_CLOCK_STEPS];
-    uint32_t n;   /* steps pushed (the ring holds the last SIM_CLOCK_STEPS) */
+    uint32_t n;      /* steps pushed (the ring holds the last SIM_CLOCK_STEPS) */
+    double   at_s;   /* follow form: the time of the last step's end (n > 0) */
+    double   x_mhz;  /* follow form: the clock then */
 } sim_clock;
 
 /* With the profile's clock block (info->clock_max_mhz > 0): the clock the step's own work settles to
- * (*settle_mhz, for sim_clock_push), the clock it runs at (the mean over the window of the recent
- * steps' settle clocks, idle time at the maximum) and each GEMM and attention class's time at it, in
- * t_layer / t_once (NAN entries are left).  Without the block nothing changes and *settle_mhz is 0. */
+ * (*settle_mhz, for sim_clock_push), the clock it runs at (window form: the mean over the window of the
+ * recent steps' settle clocks, idle time at the maximum; follow form: the mean over the step of a clock
+ * that follows the settle clocks with the block's time constants) and each GEMM and attention class's
+ * time at it, in t_layer / t_once (NAN entries are left).  Without the block nothing changes and
+ * *settle_mhz is 0. */
 struct dkv_profile_info;
 void sim_clock_apply(const sim_clock *c, const struct dkv_profile_info *in,
                      const dkv_step_plan *plan, const dkv_cost_step *cs, double t_layer[DKV_KCLASS_N],
                      double t_once[DKV_KCLASS_N], double *settle_mhz, double *run_mhz);
 /* Records a step that started at start_s and took len_s, its work settling to settle_mhz (0: nothing). */
-void sim_clock_push(sim_clock *c, double start_s, double len_s, double settle_mhz);
+void sim_clock_push(sim_clock *c, const struct dkv_profile_info *in, double start_s, double len_s, double settle_mhz);
 
 /* The low-rank forms of progressive offload as the CUDA backend moves them (sim_lowrank.c). */
 typedef struct sim_lr_req {

@@ -89,8 +89,11 @@ typedef struct dkv_profile_info {
      * lm_head], clock_n points each; attention and the rest at clock_max_mhz), the sensitivities (a time
      * scales as clock^-sens: the GEMMs' from 0 at clock_gemm_lo_rows to clock_gemm_sens at
      * clock_gemm_hi_rows, log-linear in rows; attention's in steps without / with a Refresh item) and the
-     * window of work the clock follows ([start - lag - window, end - lag]). */
-    double   clock_max_mhz, clock_lag_s, clock_window_s;
+     * clock the step runs at: either the mean settle clock of the work in [start - lag - window, end - lag]
+     * (the window form) or, when clock_down_s > 0, a clock that follows the settle clocks (idle time: the
+     * maximum) as a first-order lag with time constant clock_down_s while falling and clock_up_s while
+     * rising (the follow form; lag and window then 0). */
+    double   clock_max_mhz, clock_lag_s, clock_window_s, clock_down_s, clock_up_s;
     double   clock_gemm_lo_rows, clock_gemm_hi_rows, clock_gemm_sens, clock_reuse_sens, clock_refresh_sens;
     uint32_t clock_n[4];
     double   clock_rows[4][DKV_PROFILE_CLOCK_PTS], clock_mhz[4][DKV_PROFILE_CLOCK_PTS];

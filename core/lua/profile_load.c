@@ -323,9 +323,10 @@ static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info
 {
     if (!dkv_lconf_subtable(L, top, file, "clock", 0))
         return;
-    static const char *const keys[] = {"note", "max_mhz", "lag_s", "window_s", "gemm_sens", "attn_sens", "gemm_mhz",
-                                       NULL};
+    static const char *const keys[] = {"note", "max_mhz", "lag_s", "window_s", "follow", "gemm_sens", "attn_sens",
+                                       "gemm_mhz", NULL};
     static const char *const gkeys[] = {"lo_rows", "hi_rows", "sens", NULL}, *const akeys[] = {"reuse", "refresh", NULL};
+    static const char *const fkeys[] = {"down_s", "up_s", NULL};
     static const char *const ckeys[] = {"qkv", "o", "ffn", "lm_head", NULL}, *const pkeys[] = {"rows", "mhz", NULL};
     char cp[300], sp[340];
     dkv_lconf_path(cp, sizeof cp, file, "clock");
@@ -333,8 +334,28 @@ static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info
     dkv_lconf_check_keys(L, c, cp, keys);
     dkv_lconf_string(L, c, cp, "note", "", 0);
     in->clock_max_mhz = dkv_lconf_number(L, c, cp, "max_mhz", 0, 1, 100000, DKV_LCONF_REQUIRED);
-    in->clock_lag_s = dkv_lconf_number(L, c, cp, "lag_s", 0, 0, 10, DKV_LCONF_REQUIRED);
-    in->clock_window_s = dkv_lconf_number(L, c, cp, "window_s", 0, 0, 10, DKV_LCONF_REQUIRED);
+    /* the clock the step runs at: the window form (lag_s, window_s) or the follow form, one of them */
+    lua_getfield(L, c, "follow");
+    bool follows = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (follows) {
+        for (int k = 0; k < 2; k++) {
+            const char *w = k ? "window_s" : "lag_s";
+            lua_getfield(L, c, w);
+            if (!lua_isnil(L, -1))
+                dkv_lconf_error(L, cp, w, "cannot take effect beside follow (the window form or the follow form, not both)");
+            lua_pop(L, 1);
+        }
+        dkv_lconf_path(sp, sizeof sp, cp, "follow");
+        dkv_lconf_subtable(L, c, cp, "follow", DKV_LCONF_REQUIRED);
+        dkv_lconf_check_keys(L, lua_gettop(L), sp, fkeys);
+        in->clock_down_s = dkv_lconf_number(L, -1, sp, "down_s", 0, 0, 100, DKV_LCONF_REQUIRED | DKV_LCONF_LO_OPEN);
+        in->clock_up_s = dkv_lconf_number(L, -1, sp, "up_s", 0, 0, 100, DKV_LCONF_REQUIRED | DKV_LCONF_LO_OPEN);
+        lua_pop(L, 1);
+    } else {
+        in->clock_lag_s = dkv_lconf_number(L, c, cp, "lag_s", 0, 0, 10, DKV_LCONF_REQUIRED);
+        in->clock_window_s = dkv_lconf_number(L, c, cp, "window_s", 0, 0, 10, DKV_LCONF_REQUIRED);
+    }
     dkv_lconf_path(sp, sizeof sp, cp, "gemm_sens");
     dkv_lconf_subtable(L, c, cp, "gemm_sens", DKV_LCONF_REQUIRED);
     dkv_lconf_check_keys(L, lua_gettop(L), sp, gkeys);

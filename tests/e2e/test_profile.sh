@@ -150,6 +150,17 @@ check p22 "clock.window_s"
 clk "$(flat 2000)" >"$T/root/datasets/profiles/p23.lua"
 clk "$(flat 1000)" >"$T/root/datasets/profiles/p24.lua"
 clk "$(flat 1000)" | sed 's/window_s = 0,/window_s = 10,/' >"$T/root/datasets/profiles/p25.lua"
+# the follow form (docs/COST_MODEL.md "The clock that follows the work"): one form or the other, every field checked
+clk "$(flat 1000)" | sed 's/lag_s = 0, /follow = {down_s = 0.01, up_s = 0.1}, /' >"$T/root/datasets/profiles/p34.lua"
+check p34 "clock.window_s: cannot take effect beside follow"
+clk "$(flat 1000)" | sed 's/lag_s = 0, window_s = 0, /follow = {down_s = 0.01}, /' >"$T/root/datasets/profiles/p35.lua"
+check p35 "clock.follow.up_s"
+clk "$(flat 1000)" | sed 's/lag_s = 0, window_s = 0, /follow = {down_s = 0, up_s = 0.1}, /' >"$T/root/datasets/profiles/p36.lua"
+check p36 "clock.follow.down_s"
+clk "$(flat 1000)" | sed 's/lag_s = 0, window_s = 0, /follow = {down_s = 0.01, up = 0.1}, /' >"$T/root/datasets/profiles/p37.lua"
+check p37 "clock.follow: unknown field 'up' (did you mean 'up_s'?)"
+clk "$(flat 1000)" | sed 's/lag_s = 0, window_s = 0, /follow = {down_s = 1e-10, up_s = 1e-10}, /' >"$T/root/datasets/profiles/p38.lua"
+clk "$(flat 1000)" | sed 's/lag_s = 0, window_s = 0, /follow = {down_s = 0.004, up_s = 0.05}, /' >"$T/root/datasets/profiles/p39.lua"
 cat >"$T/root/c.lua" <<'LUA'
 local dkv = require "dkv"
 local function run(profile)
@@ -180,6 +191,35 @@ assert(moved == #base.start_s, "every step's GEMMs ran faster than their rows")
 local long = run("p25")
 assert(long.sm_mhz[1] > slow.sm_mhz[1] + 500, string.format("step 1 with a 10 s window: %g MHz", long.sm_mhz[1]))
 assert(long.sm_mhz[#base.start_s] < long.sm_mhz[1], "the clock falls as the window fills with work")
+-- the follow form with time constants far below a step: each step runs at its own settle clock, as with
+-- no lag or window
+local quick = run("p38")
+for j = 1, #base.start_s do
+  assert(math.abs(quick.sm_mhz[j] / slow.sm_mhz[j] - 1) < 1e-6, string.format("step %d: quick follow %g MHz, settle %g",
+         j, quick.sm_mhz[j], slow.sm_mhz[j]))
+end
+-- time constants of a few steps: each step's clock is the mean over its kernel time T of a clock moving from
+-- where the last step left it (idle time toward the maximum) to the step's settle clock, 4 ms falling and
+-- 50 ms rising; the clock at a step's end is carried over its GPU time (compute and stall; the allocator's
+-- time and the gap to the next step are idle, toward the maximum)
+local fol = run("p39")
+local function go(x, u, dt)
+  local tau = u < x and 0.004 or 0.05
+  if dt <= 0 then return x, x end
+  local e = math.exp(-dt / tau)
+  return u + (x - u) * e, u + (x - u) * tau / dt * (1 - e)
+end
+local x, at, lagged = 2000, nil, 0
+for j = 1, #base.start_s do
+  if at then x = go(x, 2000, fol.start_s[j] - at) end
+  local own, T = quick.sm_mhz[j], base.compute_s[j]
+  local _, mean = go(x, own, T)
+  assert(math.abs(fol.sm_mhz[j] / mean - 1) < 1e-7, string.format("step %d: follow %.6g MHz, want %.6g", j, fol.sm_mhz[j], mean))
+  if math.abs(mean - own) > 1 then lagged = lagged + 1 end
+  x = go(x, own, fol.compute_s[j] + fol.stall_s[j])
+  at = fol.start_s[j] + fol.compute_s[j] + fol.stall_s[j]
+end
+assert(lagged > 0, "some step's clock lags its settle clock")
 print(string.format("clock: %d steps, e.g. step 1 at %.0f MHz: %.3f -> %.3f ms", #base.start_s, slow.sm_mhz[1],
                     1e3 * base.compute_s[1], 1e3 * slow.compute_s[1]))
 LUA
