@@ -200,6 +200,11 @@ typedef struct dkv_cuda_backend_options {
     bool                sm_clock;        /* sample the SM clock every millisecond on a thread (NVML,
                                             cuda/clock.h) and record each step's mean (dkv_step_cost
                                             sm_mhz); without NVML nothing is recorded (false) */
+    bool                clock_probe;     /* read every SM's cycle counter and the global timer in a small
+                                            kernel at each end of a step, and record the SMs' mean clock
+                                            over the step (dkv_step_cost sm_probe_mhz; docs/COST_MODEL.md
+                                            "The clock that follows the work"); adds two launches of a
+                                            few microseconds to each step (false) */
     bool                kernel_records;  /* emit dkv_kernel_records through setup.on_kernel (true) */
     bool                warm_gemms;      /* at begin, run every GEMM class of the model once per warm-up row
                                             count (dkv_cuda_gemm_warm: cuBLASLt's kernels loaded before the

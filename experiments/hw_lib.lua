@@ -35,6 +35,8 @@ local HELP = {
     .. "calibration\"), every kernel time x this number > 0 (1: the profile as measured)",
   sm_clock = "the real half's SM clock (dkv.execute's sm_clock): true (each step's mean SM clock, NVML sampled every "
     .. "millisecond on a thread, in the steps' sm_mhz) or false (not sampled: sm_mhz 0)",
+  clock_probe = "the real half's clock probe (dkv.execute's clock_probe): true (each step's SM clock from every SM's "
+    .. "cycle counter against the global timer, two small launches a step, in the steps' sm_probe_mhz) or false (0)",
 }
 function M.param(k, d, help)
   return dkv.param(k, d, help or HELP[k] or error("hw.param: '" .. tostring(k) .. "' needs a help text", 2))
@@ -58,6 +60,7 @@ end
 M.class_timing = bool_param("class_timing", "true")   -- dkv.execute's class_timing
 M.warm_gemms = bool_param("warm_gemms", "true")       -- dkv.execute's warm_gemms
 M.sm_clock = bool_param("sm_clock", "true")           -- dkv.execute's sm_clock
+M.clock_probe = bool_param("clock_probe", "false")    -- dkv.execute's clock_probe
 -- The simulated half's machine calibration (-D kernel_scale=x, x > 0), checked when required.
 M.param("kernel_scale", "1")
 function M.kernel_scale()
@@ -255,6 +258,7 @@ function M.pair(study, point, cfg, opts, on_device)
     if (eopts.backend or "cuda") == "cuda" then
       if eopts.warm_gemms == nil then eopts.warm_gemms = M.warm_gemms() end
       if eopts.sm_clock == nil then eopts.sm_clock = M.sm_clock() end
+      if eopts.clock_probe == nil then eopts.clock_probe = M.clock_probe() end
     end
     M.warmup(cfg, eopts)
     local ok, r, dev = pcall(dkv.execute, cfg, eopts)

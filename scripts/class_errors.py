@@ -15,7 +15,8 @@ Steps pair by index when their Refresh / Reuse counts and query rows agree; othe
 --clock (runs recorded with sm_clock as well): pooled over the POINTs, per class and query rows (up to 64, 256,
 1,024, 2,048, more), the paired steps after the first, their mean measured step clock (NVML, MHz), the
 time-weighted mean measured / simulated time, and the time-weighted least-squares slope of ln(measured / simulated)
-on ln(1980 / measured clock): how far a class's time follows the step clock NVML reports (docs/COST_MODEL.md "The
+on ln(1980 / measured clock): how far a class's time follows the step clock NVML reports (--probe: the clock
+probe's, dkv.execute clock_probe, the SMs' own cycle counters) (docs/COST_MODEL.md "The
 clock that follows the work"; a sensitivity measured at known clocks, call 77, is 0.94-0.98 for GEMMs above 256 rows).
 """
 import argparse
@@ -35,6 +36,7 @@ def main():
     ap.add_argument("--event-s", type=float, default=1.5e-6)
     ap.add_argument("--sim", help="the file to take the :sim runs from (default: RUNS.h5)")
     ap.add_argument("--clock", action="store_true", help="each class's time against the measured step clock")
+    ap.add_argument("--probe", action="store_true", help="with --clock: the clock probe's sm_probe_mhz instead of NVML's sm_mhz")
     a = ap.parse_args()
     try:
         f = h5py.File(a.h5, "r")
@@ -60,9 +62,10 @@ def main():
                 s = sk[(sk["step_index"] == y["index"]) & (sk["kind"] == c)]
                 if a.clock:
                     tm, ts = m["time_s"].sum() - a.event_s * m["n_launches"].sum(), s["time_s"].sum()
-                    if x["sm_mhz"] > 0 and tm > 0 and ts > 0:
+                    f = float(x["sm_probe_mhz"] if a.probe else x["sm_mhz"])
+                    if f > 0 and tm > 0 and ts > 0:
                         rows = next(j for j, top in enumerate(BINS) if x["q_tokens"] <= top)
-                        pooled.setdefault((c, rows), []).append((float(x["sm_mhz"]), tm / ts, tm))
+                        pooled.setdefault((c, rows), []).append((f, tm / ts, tm))
                     continue
                 t = acc.setdefault((kind, c), [0.0, 0.0])
                 t[0] += m["time_s"].sum() - a.event_s * m["n_launches"].sum()

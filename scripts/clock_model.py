@@ -28,7 +28,8 @@ follow: the follow form (docs/COST_MODEL.md "The clock that follows the work"): 
         of down_s and up_s: mean |error|, its mean weighted by step time, and the mean signed error (MHz,
         predicted - measured), overall and by kind of step (R: Refresh items only, U: Reuse only, M: both);
         the grid's best by time-weighted |error| last.  --check RES...: the same numbers for other run sets
-        (not used in choosing).
+        (not used in choosing).  --probe: against the clock probe's sm_probe_mhz (the SMs' cycle counters over
+        the step, dkv.execute clock_probe) instead of NVML's sm_mhz.
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -196,7 +197,7 @@ def cmd_window(a):
     print("(the maximum for every step: %.0f)" % np.mean(err))
 
 
-def measured_steps(res, clocks):
+def measured_steps(res, clocks, field="sm_mhz"):
     """Per real run of post result RES (val and heldout) with per-step clocks: start, length, measured clock, settle
     clock, kind and whether the step counts (after the first, with a clock); the settle clock from the simulated
     step of the same index where the plans agree, else one with the same kind and query rows, else the nearest
@@ -214,7 +215,7 @@ def measured_steps(res, clocks):
             if not k.endswith(":real") or p + ":sim" not in S["runs"]:
                 continue
             rs, ss = R["runs/%s:real/steps" % p][()], S["runs/%s:sim/steps" % p][()]
-            if len(ss) == 0 or not (rs["sm_mhz"] > 0).any():
+            if len(ss) == 0 or field not in rs.dtype.names or not (rs[field] > 0).any():
                 continue
             seq = settle_steps(ss, S["runs/%s:sim/kernels" % p][()], clocks)
             plan = lambda y: (int(y["n_refresh"]) > 0, int(y["n_reuse"]) > 0, int(y["q_tokens"]))
@@ -229,11 +230,11 @@ def measured_steps(res, clocks):
                     j = min(range(len(ss)), key=lambda jj: ((ss[jj]["n_refresh"] > 0) != (x["n_refresh"] > 0),
                                                            abs(int(ss[jj]["q_tokens"]) - int(x["q_tokens"]))))
                 kind = "M" if x["n_refresh"] and x["n_reuse"] else "R" if x["n_refresh"] else "U"
-                steps.append((float(x["start_s"]), float(x["time_s"]), float(x["sm_mhz"]), seq[j][2], kind,
-                              i > 0 and x["sm_mhz"] > 0))
+                steps.append((float(x["start_s"]), float(x["time_s"]), float(x[field]), seq[j][2], kind,
+                              i > 0 and x[field] > 0))
             out.append(steps)
     if not out:
-        sys.exit("clock_model: %s: no real run with per-step clocks (recorded without sm_clock?)" % res)
+        sys.exit("clock_model: %s: no real run with per-step clocks in %s (recorded without sm_clock or clock_probe?)" % (res, field))
     return out
 
 
@@ -279,7 +280,7 @@ def cmd_follow(a):
     clocks = row_clocks(a.profile)
     runs_of, fit = {}, []
     for res in a.res:
-        got = measured_steps(res, clocks)
+        got = measured_steps(res, clocks, a.field)
         runs_of[res] = len(got)
         fit += got
     print("predicted - measured step clock, MHz, over %d runs of %d run sets: mean |e|, time-weighted |e|, mean e, "
@@ -301,7 +302,7 @@ def cmd_follow(a):
         left = np.concatenate([np.abs(np.array(v) - np.mean(v)) for v in by.values() if v])
         print("%s: mean |e| once each run set's own mean e is removed: %.0f MHz" % (label, np.mean(left)))
     if a.check:
-        chk = [s for res in a.check for s in measured_steps(res, clocks)]
+        chk = [s for res in a.check for s in measured_steps(res, clocks, a.field)]
         print("check, %d runs of %d run sets (not used in choosing):" % (len(chk), len(a.check)))
         show("window lag 0.05 window 0.1", clock_errors(chk, lambda s: window_predict(s, 0.05, 0.1)))
         show("follow down %g up %g" % (best[1], best[2]), clock_errors(chk, lambda s: follow_predict(s, best[1], best[2])))
@@ -374,7 +375,10 @@ def main():
     p.set_defaults(fn=cmd_states)
     p = sub.add_parser("window"); p.add_argument("res"); p.add_argument("profile"); p.set_defaults(fn=cmd_window)
     p = sub.add_parser("follow"); p.add_argument("profile"); p.add_argument("res", nargs="+")
-    p.add_argument("--check", nargs="+", metavar="RES"); p.set_defaults(fn=cmd_follow)
+    p.add_argument("--check", nargs="+", metavar="RES")
+    p.add_argument("--probe", dest="field", action="store_const", const="sm_probe_mhz", default="sm_mhz",
+                   help="score against the clock probe's sm_probe_mhz (dkv.execute clock_probe) instead of NVML's sm_mhz")
+    p.set_defaults(fn=cmd_follow)
     p = sub.add_parser("block"); p.add_argument("profile")
     p.add_argument("--follow", type=float, nargs=2, metavar=("DOWN", "UP"))
     p.add_argument("--into", metavar="PROFILE", help="write PROFILE with its clock block replaced (with --name, -o)")

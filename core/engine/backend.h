@@ -215,6 +215,9 @@ typedef struct dkv_step_cost {
                                   (the CUDA backend's options.sm_clock; 0: not sampled); simulated,
                                   the clock the simulator runs it at (the profile's clock block,
                                   sim/sim_clock.c; 0 without one) */
+    double   sm_probe_mhz;     /* executed with the CUDA backend's options.clock_probe: the SMs' mean clock
+                                  over the step, from their cycle counters against the global timer
+                                  (0: not probed; the simulator leaves it 0) */
     /* simulator only (0 from an executing backend): */
     double   roofline_s;       /* of compute_s, seconds costed by the roofline (no measured profile
                                   covered the class or shape; all of compute_s without a profile) */

@@ -328,6 +328,7 @@ typedef struct dkv_step_record {
      * (+ alloc_s); host_plan_s is outside time_s. */
     double   host_plan_s, host_enqueue_s, host_wait_s;
     double   sm_mhz;   /* SM clock of the step (dkv_step_cost's: sampled or simulated; 0: none) */
+    double   sm_probe_mhz;   /* the SMs' mean clock over the step from their cycle counters (dkv_step_cost's; 0: none) */
 } dkv_step_record;
 
 /* Memory by tag at a moment (allocated bytes of both managers, per tag; host = offloaded). */

@@ -573,6 +573,7 @@ static dkv_step_record round_record(const eng *e, uint32_t inst_tag, size_t n, c
                            .pcie_h2d_bytes = cost->pcie_h2d_bytes, .pcie_d2h_bytes = cost->pcie_d2h_bytes,
                            .flops = cost->flops, .flops_util = cost->flops_util, .bw_util = cost->bw_util,
                            .host_enqueue_s = cost->host_enqueue_s, .sm_mhz = cost->sm_mhz,
+                           .sm_probe_mhz = cost->sm_probe_mhz,
                            .host_wait_s = cost->host_wait_s + (hk ? w->call1 - w->ret : 0)};
     for (uint32_t i = 0; i < e->ni; i++) {
         rec.n_waiting += (uint32_t)e->in[i].wq_len;

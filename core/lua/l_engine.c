@@ -153,6 +153,7 @@ static const dkv_h5_field step_fields[] = {
     F(dkv_step_record, host_enqueue_s, DKV_H5_F64, "s", "host: backend enqueue (measured; 0 simulated)"),
     F(dkv_step_record, host_wait_s, DKV_H5_F64, "s", "host: backend waits (measured; 0 simulated)"),
     F(dkv_step_record, sm_mhz, DKV_H5_F64, "MHz", "SM clock of the step (executed: sampled mean; simulated: the clock model's; 0: none)"),
+    F(dkv_step_record, sm_probe_mhz, DKV_H5_F64, "MHz", "SMs' mean clock over the step from their cycle counters (executed with clock_probe; 0: none)"),
 };
 static const dkv_h5_field mem_fields[] = {
     F(dkv_mem_record, time_s, DKV_H5_F64, "s", "time of the sample (end of a step)"),

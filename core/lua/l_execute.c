@@ -36,6 +36,7 @@ typedef struct lexec {
     uint32_t attn_streams, max_logit_rows;
     bool     class_timing;
     bool     sm_clock;         /* opts.sm_clock: each step's mean SM clock (cuda/clock.h) (false) */
+    bool     clock_probe;      /* opts.clock_probe: each step's SM clock from the SMs' cycle counters (false) */
     bool     warm_gemms;       /* opts.warm_gemms: cuda/dkv_cuda.h dkv_cuda_gemm_warm at begin (true) */
     double   staging_bytes, host_bytes;   /* < 0: automatic */
     char   **weights;
@@ -108,7 +109,7 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
                                        "class_timing", "staging_bytes", "host_bytes", "outputs", "backend",
                                        "targets", "clock", "start_at", "follow", "bf16_activations", "warm_gemms",
-                                       "sm_clock", NULL};
+                                       "sm_clock", "clock_probe", NULL};
     static const char *const backends[] = {"cuda", "cpu", NULL};
     static const char *const clocks[] = {"steps", "real", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
@@ -163,6 +164,9 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->sm_clock = dkv_lconf_boolean(L, idx, p, "sm_clock", false, 0);
     if (x->cpu && x->sm_clock)
         dkv_lconf_error(L, p, "sm_clock", "is for backend = 'cuda' (the GPU's SM clock, read through NVML)");
+    x->clock_probe = dkv_lconf_boolean(L, idx, p, "clock_probe", false, 0);
+    if (x->cpu && x->clock_probe)
+        dkv_lconf_error(L, p, "clock_probe", "is for backend = 'cuda' (the GPU's SMs' cycle counters)");
     lua_getfield(L, idx, "weights");
     if (lua_isstring(L, -1)) {
         x->weights = calloc(1, sizeof *x->weights);
@@ -257,6 +261,7 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     o.class_timing = x->class_timing;
     o.warm_gemms = x->warm_gemms;
     o.sm_clock = x->sm_clock;
+    o.clock_probe = x->clock_probe;
     o.kernel_records = s->record_kernels;
     o.report = &x->rep;
     if (x->outputs) { /* synchronises after every step: use for agreement runs, not for timing */

@@ -64,5 +64,5 @@ grep -Eq "^window lag 0.05 window 0.1 +[1-9][0-9]* " "$T/f.txt" || fail "the win
 # a run set without per-step clocks is refused
 mkdir -p "$T/none"
 if $PY scripts/clock_model.py follow $C39 "$T/none" 2> "$T/e"; then fail "follow without runs was accepted"; fi
-grep -q "$T/none: no real run with per-step clocks" "$T/e" || fail "follow's error: $(cat "$T/e")"
+grep -q "$T/none: no real run with per-step clocks in sm_mhz" "$T/e" || fail "follow's error: $(cat "$T/e")"
 echo "ok: q regenerates from p, follow recovers its generating time constants, mistakes are refused"

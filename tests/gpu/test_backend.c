@@ -22,6 +22,7 @@
  * NaN) at begin.  A progressive-offload
  * run checks that the copies move the bytes the engine ordered and that the low-rank projection
  * reports a finite error.  Prints "SKIP: ..." and exits 77 without a usable GPU. */
+#include <math.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -250,6 +251,24 @@ static void check_step_clocks(const dkv_engine_result *res)
                                                     mean >= 100 && mean <= 5000 && now >= 100 && now <= 5000, line);
 }
 
+/* options.clock_probe (on with sm_clock): every step has the SMs' mean clock from their cycle counters, a plausible
+ * clock, and over the steps of 3 ms or more it is within 15 % of NVML's mean where NVML reads one. */
+static void check_probe_clocks(const dkv_engine_result *res)
+{
+    size_t n = 0, odd = 0, both = 0;
+    double sp = 0, sn = 0;
+    const dkv_step_record *st = dkv_engine_result_steps(res, &n);
+    for (size_t i = 0; i < n; i++) {
+        odd += !(st[i].sm_probe_mhz >= 100 && st[i].sm_probe_mhz <= 5000);
+        if (st[i].time_s >= 3e-3 && st[i].sm_mhz > 0)
+            sp += st[i].sm_probe_mhz, sn += st[i].sm_mhz, both++;
+    }
+    char line[200];
+    snprintf(line, sizeof line, "%zu of %zu steps without a plausible probe clock; over %zu steps of 3 ms or more "
+             "probe %.0f MHz, NVML %.0f", odd, n, both, both ? sp / both : 0, both ? sn / both : 0);
+    check_true("  SM clock probe (options.clock_probe)", n > 0 && odd == 0 && (!both || fabs(sp / sn - 1) < 0.15), line);
+}
+
 static void run_mode(const char *name, dkv_cache_mode mode, dkv_cache_mode emode, bool shared, dkv_logit_mode lg,
                      dkv_layout layout, dkv_ref_weights *rw, const dkv_model *m, const dkv_gpu *g)
 {
@@ -282,6 +301,7 @@ static void run_mode(const char *name, dkv_cache_mode mode, dkv_cache_mode emode
     o.poison = true, o.attn_streams = 2, o.on_item = on_item, o.on_item_user = &r;
     o.attn_per_item = g_per_item;
     o.sm_clock = g_sm_clock;
+    o.clock_probe = g_sm_clock;
     c.weights = rw;
     dkv_ref_weights *loaded = NULL;
     if (g_weight_file) { /* the same weights, written as a LLaDA-named safetensors file and read back (core/io) */
@@ -324,8 +344,10 @@ static void run_mode(const char *name, dkv_cache_mode mode, dkv_cache_mode emode
                  r.kv_rows, r.kv_checked, r.kv_max_abs);
         check_true("  KV at the plan's block ids", r.kv_checked > 0 && !r.kv_bad, line);
     }
-    if (g_sm_clock)
+    if (g_sm_clock) {
         check_step_clocks(res);
+        check_probe_clocks(res);
+    }
     dkv_engine_result_free(res);
     dkv_backend_free(&be);
     dkv_ref_weights_free(loaded);

@@ -92,6 +92,10 @@ fails("sm_clock", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {p
       {backend = "cpu", weights = W, sm_clock = true})
 fails("sm_clock", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
       {backend = "cpu", weights = W, sm_clock = "on"})
+fails("clock_probe", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {backend = "cpu", weights = W, clock_probe = true})
+fails("clock_probe", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {backend = "cpu", weights = W, clock_probe = 1})
 
 -- 5. selection replay (docs/CPU.md "Selection replay"): a sparse leader's outputs carry its kept
 -- key sets; a follower keeps them and reports, per set, whether its own top-k differs
