@@ -62,10 +62,10 @@ def main():
                 s = sk[(sk["step_index"] == y["index"]) & (sk["kind"] == c)]
                 if a.clock:
                     tm, ts = m["time_s"].sum() - a.event_s * m["n_launches"].sum(), s["time_s"].sum()
-                    f = float(x["sm_probe_mhz"] if a.probe else x["sm_mhz"])
-                    if f > 0 and tm > 0 and ts > 0:
+                    mhz = float(x["sm_probe_mhz"] if a.probe else x["sm_mhz"])
+                    if mhz > 0 and tm > 0 and ts > 0:
                         rows = next(j for j, top in enumerate(BINS) if x["q_tokens"] <= top)
-                        pooled.setdefault((c, rows), []).append((f, tm / ts, tm))
+                        pooled.setdefault((c, rows), []).append((mhz, tm / ts, tm))
                     continue
                 t = acc.setdefault((kind, c), [0.0, 0.0])
                 t[0] += m["time_s"].sum() - a.event_s * m["n_launches"].sum()
