@@ -2,7 +2,8 @@
 # test_clock_model.sh - scripts/clock_model.py's follow and block --into (docs/COST_MODEL.md "The clock that follows
 # the work"): the shipped profile h200-20261202q is p with the block --into writes, byte for byte; follow finds the
 # time constants that generated a run set's clocks (a synthetic post result whose measured clocks are the follow
-# form's own, computed here independently from the closed form); mistakes are refused naming what is wrong.
+# form's own, computed here independently from the closed form); class_errors.py --clock recovers known slopes on
+# NVML's and the probe's clock; mistakes are refused naming what is wrong.
 set -euo pipefail
 : "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -66,3 +67,43 @@ mkdir -p "$T/none"
 if $PY scripts/clock_model.py follow $C39 "$T/none" 2> "$T/e"; then fail "follow without runs was accepted"; fi
 grep -q "$T/none: no real run with per-step clocks in sm_mhz" "$T/e" || fail "follow's error: $(cat "$T/e")"
 echo "ok: q regenerates from p, follow recovers its generating time constants, mistakes are refused"
+
+# class_errors.py --clock: a synthetic class-event run whose q|k|v time is the simulated one x (1980 / f)^0.8 at the
+# step's NVML clock f, with the probe clock g = 1980 (f / 1980)^1.6 (so the same time is x (1980 / g)^0.5): the
+# slope it prints is exactly 0.80 on NVML's clock and 0.50 with --probe; a run without clocks is refused
+$PY - "$T/ce.h5" <<'PYEOF'
+import sys
+import h5py, numpy as np
+sdt = np.dtype([("index", "u8"), ("n_refresh", "u4"), ("n_reuse", "u4"), ("q_tokens", "u8"), ("sm_mhz", "f8"),
+                ("sm_probe_mhz", "f8")])
+kdt = np.dtype([("step_index", "u8"), ("kind", "u4"), ("n_launches", "u4"), ("time_s", "f8")])
+rng = np.random.default_rng(1)
+f = rng.uniform(1400, 1980, 40)
+g = 1980 * (f / 1980) ** 1.6
+steps = [(i, 1, 0, 512, f[i], g[i]) for i in range(40)]
+sim = [(i, 0, 0, 1e-3) for i in range(40)]
+real = [(i, 0, 0, 1e-3 * (1980 / f[i]) ** 0.8) for i in range(40)]
+with h5py.File(sys.argv[1], "w") as h:
+    h.create_dataset("runs/p:real/steps", data=np.array(steps, dtype=sdt))
+    h.create_dataset("runs/p:sim/steps", data=np.array(steps, dtype=sdt))
+    h.create_dataset("runs/p:real/kernels", data=np.array(real, dtype=kdt))
+    h.create_dataset("runs/p:sim/kernels", data=np.array(sim, dtype=kdt))
+PYEOF
+$PY scripts/class_errors.py "$T/ce.h5" p --clock --event-s 0 > "$T/ce.txt" || fail "class_errors --clock: $(cat "$T/ce.txt")"
+$PY scripts/class_errors.py "$T/ce.h5" p --clock --probe --event-s 0 > "$T/cp.txt" || fail "class_errors --clock --probe"
+grep -Eq "^qkv +<=1024 +39 .* \+0\.80$" "$T/ce.txt" || fail "class_errors --clock's slope: $(cat "$T/ce.txt")"
+grep -Eq "^qkv +<=1024 +39 .* \+0\.50$" "$T/cp.txt" || fail "class_errors --clock --probe's slope: $(cat "$T/cp.txt")"
+$PY - "$T/ce.h5" "$T/ce0.h5" <<'PYEOF'
+import sys
+import h5py
+with h5py.File(sys.argv[1], "r") as a, h5py.File(sys.argv[2], "w") as b:
+    for k in ("steps", "kernels"):
+        for r in ("real", "sim"):
+            d = a["runs/p:%s/%s" % (r, k)][()]
+            if k == "steps":
+                d["sm_mhz"] = 0
+            b.create_dataset("runs/p:%s/%s" % (r, k), data=d)
+PYEOF
+if $PY scripts/class_errors.py "$T/ce0.h5" p --clock 2> "$T/e"; then fail "class_errors --clock without clocks was accepted"; fi
+grep -q "no paired step with a measured clock" "$T/e" || fail "class_errors --clock's error: $(cat "$T/e")"
+echo "ok: class_errors --clock recovers the slopes on either clock and refuses a run without clocks"
