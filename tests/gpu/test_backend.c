@@ -252,7 +252,9 @@ static void check_step_clocks(const dkv_engine_result *res)
 }
 
 /* options.clock_probe (on with sm_clock): every step has the SMs' mean clock from their cycle counters, a plausible
- * clock, and over the steps of 3 ms or more it is within 15 % of NVML's mean where NVML reads one. */
+ * clock, and over the steps of 3 ms or more its mean is between 25 % below and 5 % above NVML's where NVML reads
+ * one (device call 79: the probe reads 8-13 % below NVML on average, docs/COST_MODEL.md "The clock that follows
+ * the work"; a probe that counted nothing or counted twice would fall outside). */
 static void check_probe_clocks(const dkv_engine_result *res)
 {
     size_t n = 0, odd = 0, both = 0;
@@ -266,7 +268,8 @@ static void check_probe_clocks(const dkv_engine_result *res)
     char line[200];
     snprintf(line, sizeof line, "%zu of %zu steps without a plausible probe clock; over %zu steps of 3 ms or more "
              "probe %.0f MHz, NVML %.0f", odd, n, both, both ? sp / both : 0, both ? sn / both : 0);
-    check_true("  SM clock probe (options.clock_probe)", n > 0 && odd == 0 && (!both || fabs(sp / sn - 1) < 0.15), line);
+    check_true("  SM clock probe (options.clock_probe)", n > 0 && odd == 0 && (!both || (sp / sn > 0.75 && sp / sn < 1.05)),
+               line);
 }
 
 static void run_mode(const char *name, dkv_cache_mode mode, dkv_cache_mode emode, bool shared, dkv_logit_mode lg,
