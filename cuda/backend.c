@@ -314,7 +314,7 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
         int sms = 0;
         void *h = NULL, *d = NULL;
         if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, b->o.device) != cudaSuccess || sms <= 0 ||
-            sms > BK_PROBE_SMS || cudaHostAlloc(&h, 4 * BK_PROBE_SMS * sizeof *b->probe, cudaHostAllocMapped) != cudaSuccess) {
+            sms > BK_PROBE_SMS || cudaHostAlloc(&h, BK_PROBE_BYTES, cudaHostAllocMapped) != cudaSuccess) {
             teardown(b);
             return dkv_err_set(err, DKV_EIO, "cuda backend: clock_probe: no mapped host memory for %d multiprocessors", sms);
         }
@@ -527,7 +527,7 @@ static dkv_status step_execute(dkv_cuda_backend *b, const dkv_step_plan *plan, u
         DKV_TRY(debug_items(b, plan, &before, err));
     dkv_status st = DKV_OK;
     if (b->probe) {   /* the step's start: every SM's cycle counter and the global timer */
-        memset(b->probe, 0, 4 * BK_PROBE_SMS * sizeof *b->probe);
+        memset(b->probe, 0, BK_PROBE_BYTES);
         st = dkv_bk_clock_probe(b->d_probe, BK_PROBE_SMS, 2 * b->n_sms, b->st, err);
     }
     bk_mark(b, (dkv_kernel_class)DKV_BK_STALL);

@@ -104,6 +104,7 @@ typedef struct bk_copy {
 
 #define BK_COPIES 64
 #define BK_PROBE_SMS 512   /* SM ids the clock probe has slots for */
+#define BK_PROBE_BYTES (4 * BK_PROBE_SMS * sizeof(unsigned long long))   /* both probes' slots */
 
 typedef struct dkv_cuda_backend {
     dkv_cuda_backend_options o;

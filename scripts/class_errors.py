@@ -26,6 +26,8 @@ import sys
 import h5py
 import numpy as np
 
+from machine_clocks import BINS   # the query-row bins of machine_clocks.py --kinds
+
 CLASSES = ["qkv", "attn", "o", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress"]
 
 
@@ -64,7 +66,7 @@ def main():
                     tm, ts = m["time_s"].sum() - a.event_s * m["n_launches"].sum(), s["time_s"].sum()
                     mhz = float(x["sm_probe_mhz"] if a.probe else x["sm_mhz"])
                     if mhz > 0 and tm > 0 and ts > 0:
-                        rows = next(j for j, top in enumerate(BINS) if x["q_tokens"] <= top)
+                        rows = next(j for j, (top, _) in enumerate(BINS) if x["q_tokens"] <= top)
                         pooled.setdefault((c, rows), []).append((mhz, tm / ts, tm))
                     continue
                 t = acc.setdefault((kind, c), [0.0, 0.0])
@@ -90,12 +92,8 @@ def main():
             x, y, w = np.log(1980 / v[:, 0]), np.log(v[:, 1]), v[:, 2]
             sw = np.sqrt(w)
             slope = np.linalg.lstsq(np.vstack([x, np.ones_like(x)]).T * sw[:, None], y * sw, rcond=None)[0][0]
-            print("%-12s %-8s %5d  %4.0f  %.3f     %+.2f" % (CLASSES[c], BIN_NAMES[j], len(v), np.average(v[:, 0], weights=w),
+            print("%-12s %-8s %5d  %4.0f  %.3f     %+.2f" % (CLASSES[c], BINS[j][1], len(v), np.average(v[:, 0], weights=w),
                                                          math.exp(np.average(y, weights=w)), slope))
-
-
-BINS = (64, 256, 1024, 2048, float("inf"))
-BIN_NAMES = ("<=64", "<=256", "<=1024", "<=2048", ">2048")
 
 
 if __name__ == "__main__":

@@ -36,11 +36,12 @@ block:  the Lua `clock` block (paste before the profile's closing brace); --foll
 import argparse
 import lzma
 import math
-import os
 import re
 import sys
 
 import numpy as np
+
+from profile_graft import base_name, renamed
 
 FMAX, F_COOL, F_HOT = 1980.0, 1980.0, 1515.0
 GEMM_TABLES = ("qkv", "o", "ffn", "lm_head")
@@ -278,14 +279,12 @@ def show(label, r):
 
 def cmd_follow(a):
     clocks = row_clocks(a.profile)
-    runs_of, fit = {}, []
-    for res in a.res:
-        got = measured_steps(res, clocks, a.field)
-        runs_of[res] = len(got)
-        fit += got
+    by_res = [measured_steps(res, clocks, a.field) for res in a.res]
+    fit = [steps for runs in by_res for steps in runs]
+    window = lambda s: window_predict(s, 0.05, 0.1)
     print("predicted - measured step clock, MHz, over %d runs of %d run sets: mean |e|, time-weighted |e|, mean e, "
           "mean e by kind" % (len(fit), len(a.res)))
-    show("window lag 0.05 window 0.1", clock_errors(fit, lambda s: window_predict(s, 0.05, 0.1)))
+    show("window lag 0.05 window 0.1", clock_errors(fit, window))
     best = None
     for down in (0.02, 0.04, 0.06, 0.1, 0.15):
         for up in (0.2, 0.4, 0.6, 0.8, 1.2):
@@ -294,17 +293,14 @@ def cmd_follow(a):
             if best is None or r[1] < best[0][1]:
                 best = (r, down, up)
     print("best (time-weighted |e|): down_s %g, up_s %g" % (best[1], best[2]))
-    for label, fn in (("window", lambda s: window_predict(s, 0.05, 0.1)), ("best", lambda s: follow_predict(s, best[1], best[2]))):
-        per = [[p - m for (_, _, m, _, _, ok), p in zip(steps, fn(steps)) if ok] for steps in fit]
-        by = {}
-        for res, n in zip([r for r in a.res for _ in range(runs_of[r])], per):
-            by.setdefault(res, []).extend(n)
-        left = np.concatenate([np.abs(np.array(v) - np.mean(v)) for v in by.values() if v])
+    for label, fn in (("window", window), ("best", lambda s: follow_predict(s, best[1], best[2]))):
+        per = [[p - m for steps in runs for (_, _, m, _, _, ok), p in zip(steps, fn(steps)) if ok] for runs in by_res]
+        left = np.concatenate([np.abs(np.array(v) - np.mean(v)) for v in per if v])
         print("%s: mean |e| once each run set's own mean e is removed: %.0f MHz" % (label, np.mean(left)))
     if a.check:
         chk = [s for res in a.check for s in measured_steps(res, clocks, a.field)]
         print("check, %d runs of %d run sets (not used in choosing):" % (len(chk), len(a.check)))
-        show("window lag 0.05 window 0.1", clock_errors(chk, lambda s: window_predict(s, 0.05, 0.1)))
+        show("window lag 0.05 window 0.1", clock_errors(chk, window))
         show("follow down %g up %g" % (best[1], best[2]), clock_errors(chk, lambda s: follow_predict(s, best[1], best[2])))
 
 
@@ -347,23 +343,14 @@ def cmd_block(a):
     m = re.search(r"(?ms)^  -- the SM clock a step runs at.*?^  clock = \{\n.*?^  \},\n", base)
     if not m:
         sys.exit("clock_model: %s: no clock block to replace (a profile from before session 15?)" % a.into)
-    n = re.search(r'(?m)^  name = "([^"]*)",$', base)
-    if not n:
-        sys.exit("clock_model: %s: no top-level name = \"...\" line (a dkv profile?)" % a.into)
-    old = os.path.basename(a.into)
-    old = old[:-4] if old.endswith(".lua") else old
     base = base[:m.start()] + text + base[m.end():]
-    base = re.sub(r'(?m)^  name = "[^"]*",$', '  name = "%s",' % a.name, base, count=1)
     form = "follow = {down_s = %g, up_s = %g}" % tuple(a.follow) if a.follow else "lag_s = %g, window_s = %g" % (a.lag, a.window)
-    a.argv_form = (["--follow %g %g" % tuple(a.follow)] if a.follow else ["--lag %g --window %g" % (a.lag, a.window)]) + \
+    argv = (["--follow %g %g" % tuple(a.follow)] if a.follow else ["--lag %g --window %g" % (a.lag, a.window)]) + \
         ["--gemm %g %g %g" % tuple(a.gemm), "--attn %g %g" % tuple(a.attn)]
     head = ("-- Provenance: %s (its header below) with its `clock` block replaced: %s (docs/PROFILE_FORMAT.md \"clock\"; "
             "written by `/usr/bin/python3 scripts/clock_model.py block %s %s --into %s --name %s -o ...`); no row added or "
-            "replaced.\n" % (old, form, a.profile, " ".join(a.argv_form), a.into, a.name))
-    tmp = a.out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(head + base)
-    os.replace(tmp, a.out)
+            "replaced.\n" % (base_name(a.into), form, a.profile, " ".join(argv), a.into, a.name))
+    renamed(lambda msg: sys.exit("clock_model: " + msg), base, a.into, a.name, head, a.out)
 
 
 def main():

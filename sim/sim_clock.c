@@ -68,9 +68,11 @@ void sim_clock_push(sim_clock *c, const dkv_profile_info *in, double start_s, do
 {
     if (!(settle_mhz > 0))
         return;
-    if (in->clock_down_s > 0) {
+    if (in->clock_down_s > 0) {   /* the follow form keeps only where the clock is: no ring */
         c->x_mhz = follow(in, follow_at(c, in, start_s), settle_mhz, len_s, NULL);
         c->at_s = start_s + len_s;
+        c->n++;
+        return;
     }
     uint32_t i = c->n % SIM_CLOCK_STEPS;
     c->start[i] = start_s, c->len[i] = len_s, c->mhz[i] = settle_mhz;

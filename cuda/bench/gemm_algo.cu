@@ -370,26 +370,36 @@ static void free_operands(operands *o)
 static const int CLOCK_ROWS[] = {16, 32, 64, 128, 192, 256, 384, 512, 640, 768, 1024, 1280, 1536, 2048, 2560, 3072, 4096, 6144, 8192};
 #define CLOCK_REPS 3
 
-// The clock mode (see the top): each class at CLOCK_ROWS, CLOCK_REPS launches of the heuristic's algorithm.
-static int clock_sens(cublasLtHandle_t lt)
+// Every class at each of the rows: the heuristic's algorithm, line(c, T, r) printed (and flushed) before reps
+// launches of it on o, each synchronised.  The default and clock modes.
+template <size_t R, class Line>
+static void each_shape(cublasLtHandle_t lt, const operands &o, const int (&rows)[R], int reps, Line line)
 {
-    operands o = alloc_operands(8192, true);
     const float one = 1, zero = 0;
     for (const cls &c : CLASSES)
-        for (int T : CLOCK_ROWS) {
+        for (int T : rows) {
             cublasLtMatmulDesc_t op;
             cublasLtMatrixLayout_t a, b, cc;
             cublasLtMatmulHeuristicResult_t r;
             choose(lt, c, T, o.ws_bytes, o.bias, &op, &a, &b, &cc, &r);
-            printf("c %s %s %d %d %d %d %d\n", c.model, c.name, T, c.N, c.K, c.bias, CLOCK_REPS);
+            line(c, T, r);
             fflush(stdout);
-            for (int i = 0; i < CLOCK_REPS; i++) {
+            for (int i = 0; i < reps; i++) {
                 LT(cublasLtMatmul(lt, op, &one, o.w, a, o.x, b, &zero, o.y, cc, o.y, cc, &r.algo, o.ws, o.ws_bytes, 0));
                 CK(cudaDeviceSynchronize());
             }
             cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
             cublasLtMatmulDescDestroy(op);
         }
+}
+
+// The clock mode (see the top): each class at CLOCK_ROWS, CLOCK_REPS launches of the heuristic's algorithm.
+static int clock_sens(cublasLtHandle_t lt)
+{
+    operands o = alloc_operands(8192, true);
+    each_shape(lt, o, CLOCK_ROWS, CLOCK_REPS, [](const cls &c, int T, const cublasLtMatmulHeuristicResult_t &) {
+        printf("c %s %s %d %d %d %d %d\n", c.model, c.name, T, c.N, c.K, c.bias, CLOCK_REPS);
+    });
     free_operands(&o);
     return 0;
 }
@@ -459,31 +469,19 @@ int main(int argc, char **argv)
         return 2;
     }
     operands o = alloc_operands(2112, false);
-    const float one = 1, zero = 0;
-    for (const cls &c : CLASSES)
-        for (int T : ROWS) {
-            cublasLtMatmulDesc_t op;
-            cublasLtMatrixLayout_t a, b, cc;
-            cublasLtMatmulHeuristicResult_t r;
-            choose(lt, c, T, o.ws_bytes, o.bias, &op, &a, &b, &cc, &r);
-            const cublasLtMatmulAlgo_t *al = &r.algo;
-            printf("g %s %s %d %d %d %d algo %d tile %u splitk %u reduction %u swizzle %u custom %u stages %u inner %u "
-                   "cluster %u ws %zu waves %.3f\n",
-                   c.model, c.name, T, c.N, c.K, c.bias, attr<int>(al, CUBLASLT_ALGO_CONFIG_ID),
-                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_TILE_ID), attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
-                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
-                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
-                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
-                   attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_STAGES_ID),
-                   (uint32_t)attr<uint16_t>(al, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID),
-                   (uint32_t)attr<uint16_t>(al, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID), r.workspaceSize,
-                   r.wavesCount);
-            fflush(stdout);
-            LT(cublasLtMatmul(lt, op, &one, o.w, a, o.x, b, &zero, o.y, cc, o.y, cc, al, o.ws, o.ws_bytes, 0));
-            CK(cudaDeviceSynchronize());
-            cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
-            cublasLtMatmulDescDestroy(op);
-        }
+    each_shape(lt, o, ROWS, 1, [](const cls &c, int T, const cublasLtMatmulHeuristicResult_t &r) {
+        const cublasLtMatmulAlgo_t *al = &r.algo;
+        printf("g %s %s %d %d %d %d algo %d tile %u splitk %u reduction %u swizzle %u custom %u stages %u inner %u "
+               "cluster %u ws %zu waves %.3f\n",
+               c.model, c.name, T, c.N, c.K, c.bias, attr<int>(al, CUBLASLT_ALGO_CONFIG_ID),
+               attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_TILE_ID), attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+               attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME),
+               attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING),
+               attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION),
+               attr<uint32_t>(al, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+               (uint32_t)attr<uint16_t>(al, CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID),
+               (uint32_t)attr<uint16_t>(al, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID), r.workspaceSize, r.wavesCount);
+    });
     free_operands(&o);
     cublasLtDestroy(lt);
     return 0;
