@@ -22,7 +22,9 @@
 -- steps of 160 and 192 rows, where cuBLASLt's split-K differs from the replay's old rule: session 19's
 -- held-out check of the profile's gemm_splitk block, device call 67); w7 and w8, 3 requests x (768 + 32) and 2
 -- x (1504 + 32) (Refresh steps of 2,400 and 3,072 rows: session 20's held-out check of the profile's
--- gemm_reads block at row counts no Nsight Compute run had seen, device call 70).
+-- gemm_reads block at row counts no Nsight Compute run had seen, device call 70); w9 and w10, 2 x (1760 + 32)
+-- and 4 x (288 + 32) (Refresh steps of 3,584 and 1,280 rows: session 24's held-out check of the walk after a
+-- GEMM, device call 81).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -51,6 +53,8 @@ local workloads = {
   {"w6", 6, 256, 32, named = true},
   {"w7", 3, 768, 32, named = true},
   {"w8", 2, 1504, 32, named = true},
+  {"w9", 2, 1760, 32, named = true},
+  {"w10", 4, 288, 32, named = true},
 }
 local caches = {
   {"prefix", nil},

@@ -106,6 +106,8 @@ typedef struct {
     const dkv_profile_info *prof;   /* the GEMMs' K splits (gemm_splitk) and reads (gemm_reads), or NULL */
     bool measured;    /* a GEMM the profile's gemm_reads holds takes its measured reads (gemm_measured) */
     bool left;        /* a GEMM the profile's gemm_left holds leaves its measured output in L2 (gemm_left) */
+    int tail;         /* the buffer whose resident part gemm_left made its last rows (-1: none) */
+    unsigned tail_ep; /* ... in kernel tail_ep (the row walk of kernel tail_ep + 1 meets it: walk_to_tail) */
     reads_fix rc[READS_CACHE];   /* gemm_measured's corrections this step */
     int nrc;
 } l2m;
@@ -293,10 +295,62 @@ typedef struct { int key; double bytes, tot; } acc;   /* tot: the buffer's bytes
  * twice the share of its output it does: docs/COST_MODEL.md "What a GEMM leaves of its output".) */
 #define ROW_SLICES 8
 #define WALK_MAX 4
+
+/* Whether buffer key is (a part of) the buffer gemm_left left, and one the walk reads whole. */
+static bool of_tail(const l2m *s, int key, const acc *r, int nr)
+{
+    if (key != s->tail && !(s->tail == B_QKV && (key == B_Q || key == B_K || key == B_V)))
+        return false;
+    for (int j = 0; j < nr; j++)
+        if (r[j].key == key && r[j].bytes > 0 && r[j].tot <= r[j].bytes)
+            return true;
+    return false;
+}
+
+/* What a GEMM left of its output (gemm_left) is its last rows, the lines it wrote last, and the row walk right
+ * after it reaches them last: by then the walk's own lines have entered, E = (Y - R) rho bytes for the Y - R bytes
+ * of rows it read before them (rho: the bytes entering per byte read: its reads, streamed bytes and writes to
+ * other buffers).  In an LRU they push out every older line first, then the left rows, oldest first; a row walk's
+ * lines and the GEMM's output lines have one reader (writer) each and take DKV_COST_L2_ONE_READER of their bytes,
+ * so the left rows start to go once E + R exceeds C / DKV_COST_L2_ONE_READER.  What goes leaves now (its dirty
+ * share to HBM, in this walk), before the walk's reads count.  (LLaDA-8B's RoPE-store at 1,664 rows finds 0.6 MB
+ * of the 8.8 its q|k|v GEMM leaves: it writes K and V to new lines beside its reads, rho = 1.67, E = 53.5 MB;
+ * Dream-7B's, rho = 1.22, finds all of it at every row count measured; docs/COST_MODEL.md "The walk after a
+ * GEMM".) */
+static void walk_to_tail(l2m *s, const acc *r, int nr, double streamed, const acc *w, int nw)
+{
+    if (s->tail < 0 || s->ep != s->tail_ep + 1)
+        return;
+    double Y = 0, read = 0, fresh = streamed, R = 0;
+    for (int j = 0; j < nr; j++) {
+        read += r[j].bytes;
+        if (of_tail(s, r[j].key, r, nr))
+            Y += r[j].bytes;
+    }
+    for (int j = 0; j < nw; j++) {
+        bool inplace = false;
+        for (int i = 0; i < nr; i++)
+            inplace = inplace || r[i].key == w[j].key;
+        fresh += inplace ? 0 : w[j].bytes;
+    }
+    for (int i = 0; i < s->n; i++)
+        R += of_tail(s, s->e[i].key, r, nr) ? s->e[i].res : 0;
+    double E = Y > 0 && R > 0 ? (Y - fmin(R, Y)) * (read + fresh) / read : 0;
+    double f = R > 0 ? fmin(1, fmax(0, E - (s->cap / DKV_COST_L2_ONE_READER - fmin(R, Y))) / R) : 0;
+    for (int i = 0; i < s->n && f > 0; i++)
+        if (of_tail(s, s->e[i].key, r, nr)) {
+            ent *x = &s->e[i];
+            double gone = x->res * f, dg = x->dirty * f;
+            s->wr += dg, x->dirty -= dg, x->res -= gone, s->tot -= gone;
+        }
+    s->tail = -1;
+}
+
 static void walk(l2m *s, const acc *r, int nr, double streamed, const acc *w, int nw)
 {
     double res[WALK_MAX], dirty[WALK_MAX];
     unsigned wep[WALK_MAX];
+    walk_to_tail(s, r, nr, streamed, w, nw);
     for (int j = 0; j < nr; j++)
         rd_of(s, r[j].key, r[j].bytes, r[j].tot);
     stream(s, streamed);
@@ -449,7 +503,7 @@ static double gemm_measured(l2m *s, int in, double in_b, double w_b, int res, do
     for (int i = 0; i < s->nrc; i++)
         if (s->rc[i].b == b && s->rc[i].n == N && s->rc[i].k == K)
             return s->rc[i].delta;
-    l2m t = {.cap = s->cap, .dcap = s->dcap, .n_sms = s->n_sms, .prof = s->prof, .ep = 1};
+    l2m t = {.cap = s->cap, .dcap = s->dcap, .n_sms = s->n_sms, .prof = s->prof, .ep = 1, .tail = -1};
     const double f = b / M;
     wr(&t, in, in_b * f);
     t.ep = 2, t.rd = t.wr = 0;
@@ -480,6 +534,7 @@ static void gemm_left(l2m *s, int out, double out_b, double M, double N, double 
         s->wr += gone, d -= gone;
     }
     push(s, out, L, fmin(d, L), wep ? wep : s->ep);
+    s->tail = out, s->tail_ep = s->ep;
 }
 
 /* A GEMM: the replay's bytes, its reads corrected by the profile's measurement where it holds the shape, and
@@ -627,7 +682,7 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
     run r = {.s = {.cap = hw->l2_bytes / parts, .dcap = hw->l2_bytes * DKV_COST_L2_DIRTY_FRAC,
                    .n_sms = hw->n_sms ? hw->n_sms : 1, .prof = hw->profile,
                    .measured = hw->profile && hw->profile->reads_n > 0 && cs->weight_streams <= 1,
-                   .left = hw->profile && hw->profile->left_n > 0 && cs->weight_streams <= 1}};
+                   .left = hw->profile && hw->profile->left_n > 0 && cs->weight_streams <= 1, .tail = -1}};
     dkv_cost_class lay[DKV_KCLASS_N], once[DKV_KCLASS_N];
     memset(lay, 0, sizeof lay), memset(once, 0, sizeof once);
     const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);

@@ -499,6 +499,62 @@ static void test_gemm_left_lookup(void **state)
     assert_true(dkv_profile_gemm_left(NULL, 2400, 4096, 4096, &R) == -1 && R == 0);
 }
 
+/* The row walk right after a GEMM reaches what the GEMM left of its output (its last rows) last, after its own
+ * lines have entered (core/cost/cost_l2.c walk_to_tail; docs/COST_MODEL.md "The walk after a GEMM").  The fused
+ * RoPE-store of one Refresh item reads the whole q|k|v output and writes K and V to the pool:
+ * - LLaDA-8B at 1,664 rows: its q|k|v GEMM leaves 8.8 MB (gemm_left); before the walk reaches them it has taken
+ *   in (40.9 - 8.8) x (40.9 + 27.3) / 40.9 = 53.5 MB, more than C / DKV_COST_L2_ONE_READER - 8.8, so they are
+ *   gone: the store reads all 40.9 MB (the GPU: 40.2; the replay before: 32.1);
+ * - at 1,280 rows, leaving 6 MB, part of them survives: E = (31.5 - 6) x 5 / 3 = 42.4 MB, 5.0 MB of the 6 gone;
+ * - Dream-7B at 1,664 rows (GQA: K and V are 2 of 15 MB) leaves 7.0 MB and finds all of it (the GPU: 6.8).
+ * Without a gemm_left block nothing changes: the store finds what the replay's own GEMM left. */
+static void test_l2_walk_reaches_what_the_gemm_left_last(void **state)
+{
+    (void)state;
+    static dkv_profile_info in;   /* large: not on the stack */
+    memset(&in, 0, sizeof in);
+    in.left_n = 2;
+    in.left_nk[0][0] = 12288, in.left_nk[0][1] = 4096;   /* LLaDA-8B q|k|v */
+    in.left_nk[1][0] = 4608, in.left_nk[1][1] = 3584;    /* Dream-7B q|k|v */
+    in.left_bytes[0][1664 / 8 - 1] = 8.8e6f, in.left_has[0][1664 / 8 - 1] = 1;
+    in.left_bytes[0][1280 / 8 - 1] = 6.0e6f, in.left_has[0][1280 / 8 - 1] = 1;
+    in.left_bytes[1][1664 / 8 - 1] = 7.0e6f, in.left_has[1][1664 / 8 - 1] = 1;
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .profile = &in};
+    const double C1 = 60.0 * 1048576 / 2 / DKV_COST_L2_ONE_READER;
+    const struct { dkv_model m; uint32_t rows; double left, found; } cases[] = {
+        {llada(), 1664, 8.8e6, 0},
+        {llada(), 1280, 6.0e6, -1},   /* -1: partly, from the rule */
+        {dream(), 1664, 7.0e6, 7.0e6},
+    };
+    for (int i = 0; i < 3; i++) {
+        const dkv_model *m = &cases[i].m;
+        const double R = cases[i].rows, hkv = (double)m->n_kv_heads * m->head_dim;
+        const double Y = R * ((double)m->n_heads * m->head_dim + 2 * hkv) * 2, kv = R * 2 * hkv * 2;
+        const double L = (float)cases[i].left;
+        double found = cases[i].found >= 0 ? cases[i].found : L - fmax(0, (Y - L) * (Y + kv) / Y - (C1 - L));
+        dkv_step_item it = {.q_tokens = cases[i].rows, .kv_tokens = cases[i].rows, .kv_write_tokens = cases[i].rows,
+                            .logit_rows = 32};
+        dkv_step_plan p = {.items = &it, .n_items = 1};
+        dkv_cost_step cs;
+        dkv_cost_step_init(&cs);
+        assert_int_equal(dkv_cost_count_hw(m, &h200, &p, &cs, NULL), DKV_OK);
+        if (i == 1)
+            assert_true(found > 0.5e6 && found < 1.5e6);
+        assert_true(rel(cs.layer[DKV_KCLASS_KV_STORE].rd, Y - (cases[i].found >= 0 ? cases[i].found : found)) < 1e-6);
+        dkv_cost_step_free(&cs);
+    }
+    /* without the block the replay's own GEMM decides what is resident, and the store finds more than nothing */
+    dkv_model m = llada();
+    dkv_step_item it = {.q_tokens = 288, .kv_tokens = 288, .kv_write_tokens = 288, .logit_rows = 32};
+    dkv_step_plan p = {.items = &it, .n_items = 1};
+    dkv_cost_step cs;
+    dkv_cost_step_init(&cs);
+    h200.profile = NULL;
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+    assert_true(cs.layer[DKV_KCLASS_KV_STORE].rd < 0.5 * 288.0 * 12288 * 2);
+    dkv_cost_step_free(&cs);
+}
+
 /* Large M (docs/COST_MODEL.md "Large-M GEMMs"): gate+up at 2,112 rows on the H200 (31.5 MB per L2
  * half) is 2 row groups (6 and 5 row tiles of 11) x 9 column waves.  Its operands (201 MB of
  * weights) do not fit, so each group streams the weights (2 x 201 MB) and every column wave of a
@@ -708,6 +764,7 @@ int main(void)
         cmocka_unit_test(test_gemm_splitk),
         cmocka_unit_test(test_gemm_reads_lookup),
         cmocka_unit_test(test_gemm_left_lookup),
+        cmocka_unit_test(test_l2_walk_reaches_what_the_gemm_left_last),
         cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
         cmocka_unit_test(test_l2_later_group_rereads_resident_weights),
         cmocka_unit_test(test_l2_one_reader_weights),
