@@ -4,6 +4,9 @@
 # (288 + 32): Refresh steps of 3,584 and 1,280 rows, then Reuse steps), for LLaDA-8B and Dream-7B: the held-out
 # check, recorded after the commit that added it, of session 24's walk after a GEMM (docs/COST_MODEL.md "The walk
 # after a GEMM": the row walk right after a GEMM reaches what the GEMM left of its output last, after its own lines).
+# First, on the same fresh machine, the nine in-sample and eleven held-out validation points with the clock probe
+# (as call 79): one more machine for the step targets (post: DKV=build/release/dkv RES=/tmp/s81 bash
+# scripts/hw_session.sh post datasets/hw/2026-12-02/call81).
 # .hwbin built by `bash scripts/hw_session.sh build` at that commit (dkv and its libraries, xz'd).
 # here:  datasets/hw moved out of the tree for the call (64 MiB carry)
 # there: run(command="bash datasets/hw/2026-12-02/call81/command.sh", carry=[".hwbin"])
@@ -20,10 +23,13 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 echo "ncu: ${NCU:-none}"
 M="--csv --clock-control none --cache-control none --target-processes all --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum"
 X=$OUT/x; mkdir -p "$X" "$OUT/ncu_llada" "$OUT/ncu_dream"
+VALIDATE_ARGS="-D clock_probe=true" HELDOUT_ARGS="-D clock_probe=true" STEPS="validate heldout" DEADLINE=150 \
+    bash scripts/hw_session.sh device > "$X/b.log" 2>&1
+echo "validate/heldout done $SECONDS s"
 for mp in llada-8b:ncu_llada:w10:dual dream-7b:ncu_dream:w10:dual llada-8b:ncu_llada:w9:dual dream-7b:ncu_dream:w9:dual \
           llada-8b:ncu_llada:w10:prefix dream-7b:ncu_dream:w10:prefix llada-8b:ncu_llada:w9:prefix dream-7b:ncu_dream:w9:prefix; do
     model=${mp%%:*}; rest=${mp#*:}; dir=${rest%%:*}; p=${rest#*:}
-    left=$((570 - SECONDS)); [ $left -lt 50 ] && { echo "ncu $model $p: skipped, ${left}s left"; continue; }
+    left=$((575 - SECONDS)); [ $left -lt 50 ] && { echo "ncu $model $p: skipped, ${left}s left"; continue; }
     lim=$((left - 15)); [ $lim -gt 120 ] && lim=120
     tag=${p/:/_}; t1=$SECONDS
     timeout -k 10 $lim "$NCU" $M --log-file "$OUT/$dir/ncu_$tag.csv" \
