@@ -662,9 +662,10 @@ static void tail(run *r, const dkv_model *m, const dkv_step_plan *plan, const dk
         double c = fmin(C, R - done);
         kbegin(r, head, DKV_KCLASS_LM_HEAD);
         gemm(s, B_H, c * d * ab, cs->weight_streams * V * d * wb, -1, 0, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES, c, V, d);
+        s->tail = B_LOGITS, s->tail_ep = s->ep;
         kend(r);
-        kbegin(r, head, DKV_KCLASS_LM_HEAD), rd(s, B_LOGITS, c * V * DKV_COST_LOGIT_BYTES), wr(s, B_ARG, c * 8.0);
-        kend(r);
+        const acc lin[] = {{B_LOGITS, c * V * DKV_COST_LOGIT_BYTES, 0}}, aout[] = {{B_ARG, c * 8.0, 0}};
+        kbegin(r, head, DKV_KCLASS_LM_HEAD), walk(s, lin, 1, 0, aout, 1), kend(r);
     }
     kbegin(r, el, DKV_KCLASS_ELEMENTWISE), rd(s, B_ARG, R * 8.0), kend(r);
 }

@@ -221,6 +221,25 @@ $PY scripts/summary_counts.py "$T/res" > "$T/sc.txt" || fail "summary_counts.py 
 grep -Eq "^shipped h200 +step [0-9]+, p50 [0-9]+, p99 [0-9]+, tok/s [0-9]+, mem [0-9]+ \(of 20 point rows\)$" "$T/sc.txt" \
     || fail "summary_counts.py: $(head -n 3 "$T/sc.txt")"
 grep -Eq "^\| az:none \| .*[0-9.]+ %, [0-9]+ / 1 \|$" "$T/sc.txt" || fail "summary_counts.py per point: $(cat "$T/sc.txt")"
+# --attainable: p50 errors +9 % and -9 % on two RES (measured values 1 / 1.09 and 1 / 0.91 of the simulated: max / min
+# 1.198 > 1.08 / 0.92) leave no single value passing on both; +9 % and +7 % do (x = 0.92 / 0.93 .. 1.08 / 1.09 of the
+# simulated value); a point passing everywhere is not listed
+mkdir -p "$T/att/a" "$T/att/b"
+for r in a:+9.0:+9.0 b:-9.0:+7.0; do
+    IFS=: read -r d e1 e2 <<< "$r"
+    { echo "| az:dual | shipped h200 | 10 | 3.0% | PASS | ${e1}% | MISS | +1.0% | PASS | +0.0% | PASS | +0.0% | PASS |"
+      echo "| az:none | shipped h200 | 10 | 3.0% | PASS | ${e2}% | MISS | +1.0% | PASS | +0.0% | PASS | +0.0% | PASS |"
+      echo "| az:prefix | shipped h200 | 10 | 3.0% | PASS | +1.0% | PASS | +1.0% | PASS | +0.0% | PASS | +0.0% | PASS |"
+    } > "$T/att/$d/summary.md"
+done
+$PY scripts/summary_counts.py --attainable "$T/att/a" "$T/att/b" > "$T/att.txt" || fail "--attainable"
+grep -Eq '^\| shipped h200 \| az:dual \| p50 \| 2 \| 0 \| 1 \| .* \| 1\.198 \| 1\.174 \|$' "$T/att.txt" \
+    || fail "--attainable: no single value for az:dual: $(cat "$T/att.txt")"
+grep -Eq '^\| shipped h200 \| az:none \| p50 \| 2 \| 1 \| 2 \| 0\.860-0\.991 \| 1\.019 \| 1\.174 \|$' "$T/att.txt" \
+    || fail "--attainable: one value for az:none: $(cat "$T/att.txt")"
+grep -q "^| shipped h200 | az:prefix |" "$T/att.txt" && fail "--attainable listed a point passing everywhere"
+$PY scripts/summary_counts.py --attainable > /dev/null 2> "$T/e" && fail "--attainable without RES"
+grep -q "needs at least one RES" "$T/e" || fail "--attainable's error: $(cat "$T/e")"
 $PY scripts/summary_counts.py "$T/dev" > /dev/null 2> "$T/e" && fail "summary_counts.py without summary.md"
 grep -q "$T/dev/summary.md: No such file" "$T/e" || fail "summary_counts.py's error: $(cat "$T/e")"
 $PY scripts/machine_clocks.py --kinds "$T/dev" > /dev/null 2> "$T/e" && fail "--kinds without h5/heldout.h5"

@@ -555,6 +555,42 @@ static void test_l2_walk_reaches_what_the_gemm_left_last(void **state)
     dkv_cost_step_free(&cs);
 }
 
+/* The LM head's argmax walks the fp32 logits row by row right after the GEMM that wrote them, so it reaches what the
+ * GEMM left of them last too (docs/COST_MODEL.md "The walk after a GEMM"; device calls 3 and 9: LLaDA-8B's argmax at
+ * 128 rows reads 63 of the 64.7 MB of logits from HBM and writes back 20 MB, at 64 rows it finds 8 of 32.4 MB and
+ * writes back under 2).  On the H200 with LLaDA-8B: at 128 logit rows (64.7 MB, past C / DKV_COST_L2_ONE_READER)
+ * the argmax reads all of them and writes back the GEMM's dirty rest; at 32 rows (16.2 MB) it finds what the GEMM
+ * left and writes nothing back.  (A plain read, as before, found the resident part at any size.) */
+static void test_l2_argmax_walks_the_logits(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    const uint32_t rows[] = {128, 32};
+    for (int i = 0; i < 2; i++) {
+        dkv_step_item it = {.q_tokens = rows[i], .kv_tokens = rows[i], .logit_rows = rows[i]};
+        dkv_step_plan p = {.items = &it, .n_items = 1};
+        dkv_cost_step cs;
+        dkv_cost_step_init(&cs);
+        dkv_cost_l2_trace tr;
+        dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .trace = &tr};
+        assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+        int a = -1;   /* the argmax: the last LM-head kernel of the step's end */
+        for (uint32_t k = 0; k < tr.n; k++)
+            if (tr.k[k].kind == DKV_KCLASS_LM_HEAD)
+                a = (int)k;
+        assert_true(a > 0 && tr.k[a - 1].kind == DKV_KCLASS_LM_HEAD);
+        const double logits = rows[i] * m.vocab * DKV_COST_LOGIT_BYTES;
+        if (i == 0) {
+            assert_true(rel(tr.k[a].rd, logits) < 1e-9);
+            assert_true(tr.k[a].wr > 5e6);
+        } else {
+            assert_true(tr.k[a].rd < 0.9 * logits);
+            assert_true(tr.k[a].wr < 1e3);
+        }
+        dkv_cost_step_free(&cs);
+    }
+}
+
 /* Large M (docs/COST_MODEL.md "Large-M GEMMs"): gate+up at 2,112 rows on the H200 (31.5 MB per L2
  * half) is 2 row groups (6 and 5 row tiles of 11) x 9 column waves.  Its operands (201 MB of
  * weights) do not fit, so each group streams the weights (2 x 201 MB) and every column wave of a
@@ -765,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_gemm_reads_lookup),
         cmocka_unit_test(test_gemm_left_lookup),
         cmocka_unit_test(test_l2_walk_reaches_what_the_gemm_left_last),
+        cmocka_unit_test(test_l2_argmax_walks_the_logits),
         cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
         cmocka_unit_test(test_l2_later_group_rereads_resident_weights),
         cmocka_unit_test(test_l2_one_reader_weights),
