@@ -16,10 +16,15 @@ simulator does not know the machine), so the measured values are 1 / (1 + e) of 
 iff |x (1 + e_i) - 1| <= tol (not for the machine-calibrated variant, simulated per RES).  Prints the points where the best x passes on fewer RES than there are (the target
 cannot be met there by any single prediction: the machines' own spread, max / min of the measured values, exceeds
 (1 + tol) / (1 - tol)), or where it passes on more RES than the simulated value does, with that best x relative to
-the simulated one.  The step target is a mean over paired steps, not one value, and is left out."""
+the simulated one.  The step target is a mean over paired steps, not one value: for it, where a RES has its
+comparisons (pairs.txt and cmp/NNN.h5, the shipped preset's), the same question for one factor c per point applied
+to every simulated step (mean over the steps of the same plan of |c (1 + e) - 1| <= 5 %): a bound for simulators
+that move a point's steps together, not for every simulator."""
 import os
 import re
 import sys
+
+STEP_TOL = 0.05
 
 ROW = re.compile(r"^\| ([^|]+) \| ([a-z][a-z0-9 -]*) \| (\d+) \| ([-0-9.]+)% \| (PASS|MISS) \| ([-+0-9.]+)% \| (PASS|MISS) \| "
                  r"([-+0-9.]+)% \| (PASS|MISS) \| ([-+0-9.]+)% \| (PASS|MISS) \| ([-+0-9.]+)% \| (PASS|MISS)")
@@ -73,7 +78,64 @@ def main(argv):
         print("| %s | %s |" % (p, " | ".join(cells)))
     if attainable:
         print_attainable(errs)
+        steps = step_errors(argv)
+        if steps is None:
+            return 2
+        print_step_attainable(steps)
     return 0
+
+
+def step_errors(res_list):
+    """point -> [per RES: the relative errors sim / real - 1 of its steps of the same plan], from each RES's
+    pairs.txt and cmp/NNN.h5 (the shipped preset's comparisons); RES without them are left out.  None on a
+    broken RES (the error printed)."""
+    try:
+        import h5py
+    except ImportError:
+        print("summary_counts.py: --attainable's step part needs python3-h5py (/usr/bin/python3)", file=sys.stderr)
+        return None
+    out = {}
+    for res in res_list:
+        pairs = os.path.join(res, "pairs.txt")
+        if not os.path.exists(pairs):
+            continue
+        for i, line in enumerate(open(pairs).read().splitlines()):
+            f = line.split()
+            if len(f) < 2:
+                continue
+            point, path = f[1], os.path.join(res, "cmp", "%03d.h5" % (i + 1))
+            try:
+                with h5py.File(path, "r") as h:
+                    st = h["runs/compare:%s:real/compare_steps" % point][:]
+            except (OSError, KeyError) as e:
+                print("summary_counts.py: %s: point %s: %s" % (path, point, e), file=sys.stderr)
+                return None
+            same = st["same_plan"] == 1
+            e = [s / r - 1 for s, r in zip(st["sim_time_s"][same], st["real_time_s"][same]) if r > 0]
+            if e:
+                out.setdefault(point.split(":", 1)[1] if point.startswith("ho:") else point, []).append(e)
+    return out
+
+
+def print_step_attainable(steps):
+    if not steps:
+        return
+    print("\nStep latency, one factor c per point on every simulated step (mean |error| <= 5 % over its paired steps):")
+    print("| point | RES | passes now | best with one c | its c | per-RES bias, min .. max |")
+    print("|---|---|---|---|---|---|")
+    grid = [0.85 + 0.0005 * i for i in range(601)]
+    for p in sorted(steps):
+        es = steps[p]
+        ok = lambda c: sum(sum(abs(c * (1 + e) - 1) for e in r) / len(r) <= STEP_TOL + 1e-12 for r in es)
+        now = ok(1.0)
+        counts = [(ok(c), c) for c in grid]
+        best = max(n for n, _ in counts)
+        if best == len(es) and now == best:
+            continue
+        cs = [c for n, c in counts if n == best]
+        bias = [sum(r) / len(r) for r in es]
+        print("| %s | %d | %d | %d | %.4f-%.4f | %+.1f .. %+.1f %% |" % (
+            p, len(es), now, best, min(cs), max(cs), 100 * min(bias), 100 * max(bias)))
 
 
 TARGETS = (("p50", 0.08), ("p99", 0.08), ("tok/s", 0.05), ("mem", 0.02))

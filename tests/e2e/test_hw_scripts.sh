@@ -238,6 +238,23 @@ grep -Eq '^\| shipped h200 \| az:dual \| p50 \| 2 \| 0 \| 1 \| .* \| 1\.198 \| 1
 grep -Eq '^\| shipped h200 \| az:none \| p50 \| 2 \| 1 \| 2 \| 0\.860-0\.991 \| 1\.019 \| 1\.174 \|$' "$T/att.txt" \
     || fail "--attainable: one value for az:none: $(cat "$T/att.txt")"
 grep -q "^| shipped h200 | az:prefix |" "$T/att.txt" && fail "--attainable listed a point passing everywhere"
+# the step part: a RES with its comparisons (pairs.txt, cmp/001.h5) whose az:none steps are all 6 % short passes
+# now on none, and with one factor c in [0.95 / 0.94, 1.05 / 0.94] on all
+mkdir -p "$T/att/a/cmp"
+echo "$T/att/a/h5/heldout.h5 ho:az:none 0" > "$T/att/a/pairs.txt"
+$PY - "$T/att/a/cmp/001.h5" <<'PYEOF' || fail "writing a synthetic comparison"
+import sys, h5py, numpy as np
+dt = np.dtype([("index", "<u8"), ("same_plan", "u1"), ("real_time_s", "<f8"), ("sim_time_s", "<f8")])
+st = np.array([(i, 1, 0.1 * (i + 1), 0.094 * (i + 1)) for i in range(5)], dtype=dt)
+with h5py.File(sys.argv[1], "w") as f:
+    f.create_dataset("runs/compare:ho:az:none:real/compare_steps", data=st)
+PYEOF
+$PY scripts/summary_counts.py --attainable "$T/att/a" > "$T/att2.txt" || fail "--attainable with comparisons"
+grep -Eq '^\| az:none \| 1 \| 0 \| 1 \| 1\.0110-1\.1170 \| -6\.0 \.\. -6\.0 % \|$' "$T/att2.txt" \
+    || fail "--attainable's step part: $(cat "$T/att2.txt")"
+echo "$T/att/a/h5/heldout.h5 ho:az:dual 0" > "$T/att/a/pairs.txt"
+$PY scripts/summary_counts.py --attainable "$T/att/a" > /dev/null 2> "$T/e" && fail "--attainable: a comparison missing"
+grep -q "point ho:az:dual" "$T/e" || fail "--attainable's error for a missing comparison: $(cat "$T/e")"
 $PY scripts/summary_counts.py --attainable > /dev/null 2> "$T/e" && fail "--attainable without RES"
 grep -q "needs at least one RES" "$T/e" || fail "--attainable's error: $(cat "$T/e")"
 $PY scripts/summary_counts.py "$T/dev" > /dev/null 2> "$T/e" && fail "summary_counts.py without summary.md"
