@@ -307,8 +307,9 @@ static bool of_tail(const l2m *s, int key, const acc *r, int nr)
     return false;
 }
 
-/* What a GEMM left of its output (gemm_left) is its last rows, the lines it wrote last, and the row walk right
- * after it reaches them last: by then the walk's own lines have entered, E = (Y - R) rho bytes for the Y - R bytes
+/* What a GEMM left of its output (gemm_left) is its last rows, the lines it wrote last.  A row walk right after it
+ * that goes through the rows in order (one block a row: the RoPE-store, the norms, the LM head's argmax) reaches
+ * them last: by then the walk's own lines have entered, E = (Y - R) rho bytes for the Y - R bytes
  * of rows it read before them (rho: the bytes entering per byte read: its reads, streamed bytes and writes to
  * other buffers).  In an LRU they push out every older line first, then the left rows, oldest first; a row walk's
  * lines and the GEMM's output lines have one reader (writer) each and take DKV_COST_L2_ONE_READER of their bytes,
@@ -316,7 +317,23 @@ static bool of_tail(const l2m *s, int key, const acc *r, int nr)
  * share to HBM, in this walk), before the walk's reads count.  (LLaDA-8B's RoPE-store at 1,664 rows finds 0.6 MB
  * of the 8.8 its q|k|v GEMM leaves: it writes K and V to new lines beside its reads, rho = 1.67, E = 53.5 MB;
  * Dream-7B's, rho = 1.22, finds all of it at every row count measured; docs/COST_MODEL.md "The walk after a
- * GEMM".) */
+ * GEMM".)  The SwiGLU after gate|up does not go in row order: its grid-stride loop (cuda/swiglu.cu, at most 4,096
+ * blocks) has each block take a vector of every 8 Mi elements, so it meets the left rows evenly through its run,
+ * and finds those it meets before its own lines push them out (tail_kept's spread form: LLaDA-8B at 1,280 rows
+ * 4.0 of 8.7 MB, the GPU 5.2; at 3,072 rows 1.8 of 10.1, the GPU 3.4). */
+static double tail_kept(double Y, double R, double rho, double C1, bool spread)
+{
+    double T = (Y - R) * rho;   /* the walk's entering bytes */
+    if (!spread)                /* the left rows met last, after T */
+        return fmax(0, fmin(R, C1 - T));
+    if (T <= 0 || C1 - R >= T)  /* every left line still there when met */
+        return R;
+    /* met evenly through the walk: until x0 nothing older than the left lines is left to push out; after it the
+     * lines not met yet go, the oldest first, at the rate the walk's lines enter, all by x0 + dx */
+    double x0 = fmax(0, (C1 - R) / T), dx = fmin(1 - x0, R * (1 - x0) / T);
+    return R * x0 + R * dx / 2;
+}
+
 static void walk_to_tail(l2m *s, const acc *r, int nr, double streamed, const acc *w, int nw)
 {
     if (s->tail < 0 || s->ep != s->tail_ep + 1)
@@ -335,8 +352,8 @@ static void walk_to_tail(l2m *s, const acc *r, int nr, double streamed, const ac
     }
     for (int i = 0; i < s->n; i++)
         R += of_tail(s, s->e[i].key, r, nr) ? s->e[i].res : 0;
-    double E = Y > 0 && R > 0 ? (Y - fmin(R, Y)) * (read + fresh) / read : 0;
-    double f = R > 0 ? fmin(1, fmax(0, E - (s->cap / DKV_COST_L2_ONE_READER - fmin(R, Y))) / R) : 0;
+    double f = Y > 0 && R > 0 ? 1 - tail_kept(Y, fmin(R, Y), (read + fresh) / read, s->cap / DKV_COST_L2_ONE_READER,
+                                                  s->tail == B_GU) / fmin(R, Y) : 0;
     for (int i = 0; i < s->n && f > 0; i++)
         if (of_tail(s, s->e[i].key, r, nr)) {
             ent *x = &s->e[i];

@@ -507,6 +507,7 @@ static void test_gemm_left_lookup(void **state)
  *   gone: the store reads all 40.9 MB (the GPU: 40.2; the replay before: 32.1);
  * - at 1,280 rows, leaving 6 MB, part of them survives: E = (31.5 - 6) x 5 / 3 = 42.4 MB, 5.0 MB of the 6 gone;
  * - Dream-7B at 1,664 rows (GQA: K and V are 2 of 15 MB) leaves 7.0 MB and finds all of it (the GPU: 6.8).
+ * The SwiGLU, whose loop meets the left rows evenly, finds part of them (below).
  * Without a gemm_left block nothing changes: the store finds what the replay's own GEMM left. */
 static void test_l2_walk_reaches_what_the_gemm_left_last(void **state)
 {
@@ -541,6 +542,28 @@ static void test_l2_walk_reaches_what_the_gemm_left_last(void **state)
         if (i == 1)
             assert_true(found > 0.5e6 && found < 1.5e6);
         assert_true(rel(cs.layer[DKV_KCLASS_KV_STORE].rd, Y - (cases[i].found >= 0 ? cases[i].found : found)) < 1e-6);
+        dkv_cost_step_free(&cs);
+    }
+    /* the SwiGLU's grid-stride loop meets gate|up's left rows evenly through its run (tail_kept's spread form):
+     * LLaDA-8B at 1,280 rows, 8.7 MB left of 62.9: it finds R x0 + R dx / 2 of them (about 4 MB), where a walk in row
+     * order would find none */
+    {
+        in.left_n = 3, in.left_nk[2][0] = 24576, in.left_nk[2][1] = 4096;
+        in.left_bytes[2][1280 / 8 - 1] = 8.7e6f, in.left_has[2][1280 / 8 - 1] = 1;
+        dkv_model m = llada();
+        dkv_step_item it = {.q_tokens = 1280, .kv_tokens = 1280, .kv_write_tokens = 1280, .logit_rows = 32};
+        dkv_step_plan p = {.items = &it, .n_items = 1};
+        dkv_cost_step cs;
+        dkv_cost_step_init(&cs);
+        dkv_cost_l2_trace tr;
+        h200.trace = &tr;
+        assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+        h200.trace = NULL;
+        assert_true(tr.n > 7 && tr.k[6].kind == DKV_KCLASS_FFN && tr.k[7].kind == DKV_KCLASS_ELEMENTWISE);
+        const double Y = 2 * 1280.0 * 12288 * 2, R = (float)8.7e6, T = (Y - R) * 1.5, x0 = (C1 - R) / T;
+        const double dx = fmin(1 - x0, R * (1 - x0) / T), found = R * x0 + R * dx / 2;
+        assert_true(found > 3e6 && found < 5e6);
+        assert_true(rel(tr.k[7].rd, Y - found) < 1e-6);
         dkv_cost_step_free(&cs);
     }
     /* without the block the replay's own GEMM decides what is resident, and the store finds more than nothing */
