@@ -24,7 +24,8 @@
 -- x (1504 + 32) (Refresh steps of 2,400 and 3,072 rows: session 20's held-out check of the profile's
 -- gemm_reads block at row counts no Nsight Compute run had seen, device call 70); w9 and w10, 2 x (1760 + 32)
 -- and 4 x (288 + 32) (Refresh steps of 3,584 and 1,280 rows: session 24's held-out check of the walk after a
--- GEMM, device call 81).
+-- GEMM, device call 81); w11 and w12, 4 x (304 + 32) and 2 x (1632 + 32) (1,344 and 3,328 rows: the check of the
+-- session's three replay changes after their commits, device call 82).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -55,6 +56,8 @@ local workloads = {
   {"w8", 2, 1504, 32, named = true},
   {"w9", 2, 1760, 32, named = true},
   {"w10", 4, 288, 32, named = true},
+  {"w11", 4, 304, 32, named = true},
+  {"w12", 2, 1632, 32, named = true},
 }
 local caches = {
   {"prefix", nil},
