@@ -106,8 +106,9 @@ typedef struct {
     const dkv_profile_info *prof;   /* the GEMMs' K splits (gemm_splitk) and reads (gemm_reads), or NULL */
     bool measured;    /* a GEMM the profile's gemm_reads holds takes its measured reads (gemm_measured) */
     bool left;        /* a GEMM the profile's gemm_left holds leaves its measured output in L2 (gemm_left) */
-    int tail;         /* the buffer whose resident part gemm_left made its last rows (-1: none) */
-    unsigned tail_ep; /* ... in kernel tail_ep (the row walk of kernel tail_ep + 1 meets it: walk_to_tail) */
+    int tail;         /* the buffer a GEMM just wrote whose resident part is its last rows (-1: none): the part
+                         gemm_left measured, or the LM head's logits */
+    unsigned tail_ep; /* ... the GEMM's kernel (the walk of kernel tail_ep + 1 meets it: walk_to_tail) */
     reads_fix rc[READS_CACHE];   /* gemm_measured's corrections this step */
     int nrc;
 } l2m;
@@ -352,8 +353,9 @@ static void walk_to_tail(l2m *s, const acc *r, int nr, double streamed, const ac
     }
     for (int i = 0; i < s->n; i++)
         R += of_tail(s, s->e[i].key, r, nr) ? s->e[i].res : 0;
+    const bool spread = s->tail == B_GU;   /* the SwiGLU's grid-stride loop; the other walks go row by row */
     double f = Y > 0 && R > 0 ? 1 - tail_kept(Y, fmin(R, Y), (read + fresh) / read, s->cap / DKV_COST_L2_ONE_READER,
-                                                  s->tail == B_GU) / fmin(R, Y) : 0;
+                                                  spread) / fmin(R, Y) : 0;
     for (int i = 0; i < s->n && f > 0; i++)
         if (of_tail(s, s->e[i].key, r, nr)) {
             ent *x = &s->e[i];
