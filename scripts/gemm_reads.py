@@ -8,6 +8,7 @@
     /usr/bin/python3 scripts/gemm_reads.py pre PRE.txt PRE.csv[.gz]              # preparations of the input
     /usr/bin/python3 scripts/gemm_reads.py check DIR MODEL REAL.h5 [REAL.h5 ...]  # alone against the forward
     /usr/bin/python3 scripts/gemm_reads.py left DIR [--block | --profile IN.lua --name NAME -o OUT.lua]
+    /usr/bin/python3 scripts/gemm_reads.py store DIR                             # what the store finds
 
 DIR holds reads_C.txt (`gemm_algo reads C`'s stdout: "r <model> <class> <T> <N> <K> <bias> <beta> <splitk>
 <tile id> <input bytes> <weight bytes> <output bytes>" before each trial, T = 8, 16, ..., 8,192) and
@@ -33,6 +34,12 @@ left_C.csv[.gz], or DIR/left.tgz; kernel regex "nvjet|splitKreduce|readout_kerne
 kernels, then readout_kernel; what the GEMM left of its output in L2 is the output bytes less readout_kernel's
 HBM reads (at least 0).  The table, the profile's gemm_left block (docs/PROFILE_FORMAT.md "gemm_left"), or
 IN.lua with the block added.
+
+store: from `gemm_algo store C STEP` (store_C.txt, "t ..." lines, C a q|k|v class, T = STEP, ... 4,096;
+store_C.csv[.gz], or DIR/store.tgz; kernel regex "nvjet|splitKreduce|store_walk_kernel"): each trial is the q|k|v
+GEMM's kernels, then store_walk_kernel, the fused RoPE-store's memory walk; what the store finds of the GEMM's output
+in L2 is the output less the walk's HBM reads (at least 0).  The table only (docs/COST_MODEL.md "The walk after a
+GEMM").
 
 check: per Refresh step of each val:<point>:real run in REAL.h5 (runs with Nsight Compute's kernels imported,
 as scripts/ncu_gemm_reads.py reads them) of MODEL (llada-8b, dream-7b), each GEMM's reads in the forward (the
@@ -94,7 +101,7 @@ def take_gemm(ks, i):
 
 def measure(d, kind="reads"):
     """Every class of DIR: its trials with 'rd' and 'wr' (HBM bytes of its kernels), those ncu completed, and for
-    kind "left" 'ro' (the readout kernel's HBM reads).  A class's files (KIND_C.txt, KIND_C.csv[.gz]) are read
+    kind "left" 'ro' (the readout kernel's HBM reads; for "store", the store walk's).  A class's files (KIND_C.txt, KIND_C.csv[.gz]) are read
     from DIR, else from DIR/KIND.tgz (the packed output of a run)."""
     import tarfile
     import tempfile
@@ -120,7 +127,8 @@ def measure_dirs(d, packed, kind):
         cp = next((p for p in (tp[:-4] + ".csv.gz", tp[:-4] + ".csv") if os.path.exists(p)), None)
         if not os.path.exists(tp) or cp is None:
             continue
-        ts, ks = trials(tp, "l" if kind == "left" else "r"), gemm_algo.read_kernels(cp)
+        ts, ks = trials(tp, {"left": "l", "store": "t"}.get(kind, "r")), gemm_algo.read_kernels(cp)
+        after = {"left": "readout_kernel", "store": "store_walk_kernel"}.get(kind)
         i = 0
         for t in ts:
             if i >= len(ks):
@@ -134,13 +142,13 @@ def measure_dirs(d, packed, kind):
             t["rd"] = sum(k["dram__bytes_read.sum"] for k in group)
             t["wr"] = sum(k.get("dram__bytes_write.sum", 0) for k in group)
             t["kernel"] = group[0]["name"]
-            if kind == "left":
+            if after:
                 if i >= len(ks):
                     del t["rd"]   # cut before its readout: not a trial
                     break
-                if not ks[i]["name"].startswith("readout_kernel") or "dram__bytes_read.sum" not in ks[i]:
-                    die("%s:%d: kernel %s where trial %s %s T=%d's readout_kernel should be" % (
-                        cp, ks[i]["line"], ks[i]["name"][:40], t["model"], t["class"], t["T"]))
+                if not ks[i]["name"].startswith(after) or "dram__bytes_read.sum" not in ks[i]:
+                    die("%s:%d: kernel %s where trial %s %s T=%d's %s should be" % (
+                        cp, ks[i]["line"], ks[i]["name"][:40], t["model"], t["class"], t["T"], after))
                 t["ro"] = ks[i]["dram__bytes_read.sum"]
                 i += 1
         if i != len(ks):
@@ -281,6 +289,16 @@ def table_left(classes):
                                                             max(ts[-1]["T"] for ts in classes)))
 
 
+def table_store(classes):
+    print("| model | rows | q\\|k\\|v output MB | the store finds MB | finds / output |")
+    print("|---|---|---|---|---|")
+    for ts in classes:
+        for t in ts:
+            print("| %s | %d | %.1f | %.1f | %.3f |" % (t["model"], t["T"], t["out"] / 1e6, left_bytes(t) / 1e6,
+                                                      left_bytes(t) / t["out"]))
+    print("\n%d classes, %d trials" % (len(classes), sum(len(ts) for ts in classes)))
+
+
 def table(classes):
     print("| model | class | rows | tile id | kernel tile | measured reads MB | weights MB | reads / weights |"
           " writes MB |")
@@ -305,10 +323,12 @@ def main(argv):
     if argv[0] == "check":
         return check(argv[1:])
     kind = "reads"
-    if argv[0] == "left":
-        kind, argv = "left", argv[1:]
+    if argv[0] in ("left", "store"):
+        kind, argv = argv[0], argv[1:]
         if not argv:
-            die("left needs DIR (see --help)")
+            die("%s needs DIR (see --help)" % kind)
+        if kind == "store" and len(argv) > 1:
+            die("store takes DIR only (see --help)")
     src, rest = argv[0].rstrip("/"), argv[1:]
     opts = {}
     while rest:
@@ -321,6 +341,9 @@ def main(argv):
         opts[rest[0]] = rest[1]
         rest = rest[2:]
     classes = measure(src, kind)
+    if kind == "store":
+        table_store(classes)
+        return 0
     blk = block_left if kind == "left" else block
     if "--profile" not in opts:
         if opts.get("--block"):

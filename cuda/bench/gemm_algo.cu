@@ -47,6 +47,11 @@
 // readout_kernel reads the output once in row order; its DRAM reads are the output not left in L2.  stdout
 // "l <model> <class> <T> <N> <K> <bias> <beta> <splitk> <tile id> <input bytes> <weight bytes> <output bytes>"
 // before each trial: the nvjet kernel, its splitKreduce_kernel where it splits K, then readout_kernel.
+//   ncu ... (as left, with store_walk_kernel in the filter) --log-file store_C.csv ./gemm_algo store C [STEP] > store_C.txt
+// what the fused RoPE-store finds of what the q|k|v GEMM (class C: 0 or 4) leaves: each trial as in left (every STEP
+// rows, default 64, to 4,096), then store_walk_kernel, the store's memory walk (a row's q|k|v read, q and k written in
+// place, k and v written to a pool row elsewhere): its DRAM reads are the output it did not find in L2.  stdout as
+// left's, "t ..." (docs/COST_MODEL.md "The walk after a GEMM").
 //   ncu --csv --cache-control none --clock-control base --kernel-name regex:"walk_kernel|flush_kernel" \
 //       --metrics dram__bytes_read.sum,dram__bytes_write.sum --log-file walks.csv ./gemm_algo walks > walks.txt
 // what a row walk keeps dirty of what it writes (the norms, the SwiGLU, ...): for outputs of 4 to 192 MB and
@@ -167,6 +172,23 @@ __global__ void walk_kernel(const uint4 *src, uint4 *dst, size_t rows, size_t wi
 // its own name, so that Nsight Compute's filter takes it and not the flushes).
 __global__ void readout_kernel(const uint4 *p, size_t n, unsigned *sink) { read_all(p, n, sink); }
 
+// The fused RoPE-store's memory walk after the q|k|v GEMM (`gemm_algo store`; cuda/fused_rope_store.cu: one block of
+// 256 threads a row): read the row's q|k|v (w 16-byte vectors), write its q and k back in place (the first wqk) and
+// its k and v (the last wkv) into a pool row elsewhere.
+__global__ void store_walk_kernel(uint4 *qkv, uint4 *pool, size_t w, size_t wqk, size_t wkv)
+{
+    uint4 *row = qkv + blockIdx.x * w, *dst = pool + blockIdx.x * wkv;
+    for (size_t c = threadIdx.x; c < w; c += blockDim.x) {
+        uint4 v = row[c];
+        if (c >= w - wkv)
+            dst[c - (w - wkv)] = v;
+        if (c < wqk) {
+            v.x ^= 1u;
+            row[c] = v;
+        }
+    }
+}
+
 // The trials of `gemm_algo walks` (see the top).
 static int walks(void)
 {
@@ -249,14 +271,16 @@ static int prepared(cublasLtHandle_t lt)
     return 0;
 }
 
-// A GEMM's HBM bytes at every warm-up row count of class ci (see the top): the trials of `gemm_algo reads C`;
-// with left (`gemm_algo left C STEP`) every step rows, each GEMM followed by readout_kernel over its output.
-static int reads(cublasLtHandle_t lt, int ci, int step, bool left)
+// A GEMM's HBM bytes at every warm-up row count of class ci (see the top): the trials of `gemm_algo reads C` (mode
+// 'r'); with left (`gemm_algo left C STEP`, mode 'l') every step rows, each GEMM followed by readout_kernel over its
+// output; with store (`gemm_algo store C STEP`, mode 't', a q|k|v class) by store_walk_kernel instead, to 4,096 rows.
+static int reads(cublasLtHandle_t lt, int ci, int step, char mode)
 {
     const cls &c = CLASSES[ci];
     const bool acc = strcmp(c.name, "o") == 0 || strcmp(c.name, "down") == 0;
-    size_t ws_bytes = (size_t)32 << 20, maxT = 8192, fl = (size_t)256 << 20;
-    void *ws, *w, *x, *y, *bias, *f;
+    size_t ws_bytes = (size_t)32 << 20, maxT = mode == 't' ? 4096 : 8192, fl = (size_t)256 << 20;
+    const size_t hkv = (size_t)(c.N - c.K) / 2;   /* a q|k|v class: N = K (q) + 2 hkv (k, v) */
+    void *ws, *w, *x, *y, *bias, *f, *pool = NULL;
     unsigned *sink;
     CK(cudaMalloc(&ws, ws_bytes));
     CK(cudaMalloc(&w, (size_t)c.N * c.K * 2));
@@ -265,6 +289,8 @@ static int reads(cublasLtHandle_t lt, int ci, int step, bool left)
     CK(cudaMalloc(&bias, (size_t)c.N * 2));
     CK(cudaMalloc(&f, fl));
     CK(cudaMalloc((void **)&sink, 4));
+    if (mode == 't')
+        CK(cudaMalloc(&pool, maxT * 2 * hkv * 2));
     CK(cudaMemset(w, 0x3c, (size_t)c.N * c.K * 2));   // bf16 0x3c3c ~ 0.0115, as in wb
     CK(cudaMemset(y, 0, maxT * c.N * 2));
     CK(cudaMemset(f, 1, fl));
@@ -275,20 +301,22 @@ static int reads(cublasLtHandle_t lt, int ci, int step, bool left)
         cublasLtMatrixLayout_t a, b, cc;
         cublasLtMatmulHeuristicResult_t r;
         choose(lt, c, T, ws_bytes, bias, &op, &a, &b, &cc, &r);
-        printf("%c %s %s %d %d %d %d %d %u %u %.0f %.0f %.0f\n", left ? 'l' : 'r', c.model, c.name, T, c.N, c.K, c.bias, acc ? 1 : 0,
+        printf("%c %s %s %d %d %d %d %d %u %u %.0f %.0f %.0f\n", mode, c.model, c.name, T, c.N, c.K, c.bias, acc ? 1 : 0,
                attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM), attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
                (double)T * c.K * 2, (double)c.N * c.K * 2, (double)T * c.N * 2);
         fflush(stdout);
         flush_kernel<<<264, 512>>>((const uint4 *)f, fl / 16, sink);
         fill_kernel<<<264, 512>>>((uint4 *)x, (size_t)T * c.K * 2 / 16);
         LT(cublasLtMatmul(lt, op, &one, w, a, x, b, &beta, y, cc, y, cc, &r.algo, ws, ws_bytes, 0));
-        if (left)
+        if (mode == 'l')
             readout_kernel<<<264, 512>>>((const uint4 *)y, (size_t)T * c.N * 2 / 16, sink);
+        else if (mode == 't')
+            store_walk_kernel<<<T, 256>>>((uint4 *)y, (uint4 *)pool, (size_t)c.N / 8, (c.K + hkv) / 8, 2 * hkv / 8);
         CK(cudaDeviceSynchronize());
         cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
         cublasLtMatmulDescDestroy(op);
     }
-    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias), cudaFree(f), cudaFree(sink);
+    cudaFree(ws), cudaFree(w), cudaFree(x), cudaFree(y), cudaFree(bias), cudaFree(f), cudaFree(sink), cudaFree(pool);
     return 0;
 }
 
@@ -413,20 +441,25 @@ int main(int argc, char **argv)
         cublasLtDestroy(lt);
         return rc;
     }
-    const bool left = argc > 1 && strcmp(argv[1], "left") == 0;
-    if ((argc == 3 && strcmp(argv[1], "reads") == 0) || (left && (argc == 3 || argc == 4))) {
+    const bool left = argc > 1 && strcmp(argv[1], "left") == 0, store = argc > 1 && strcmp(argv[1], "store") == 0;
+    if ((argc == 3 && strcmp(argv[1], "reads") == 0) || ((left || store) && (argc == 3 || argc == 4))) {
         char *end;
-        long ci = strtol(argv[2], &end, 10), step = left ? 64 : 8;
+        long ci = strtol(argv[2], &end, 10), step = left || store ? 64 : 8;
         if (*end || ci < 0 || ci >= (long)(sizeof CLASSES / sizeof CLASSES[0])) {
             fprintf(stderr, "gemm_algo %s: class %s: expected 0..%d\n", argv[1], argv[2],
                     (int)(sizeof CLASSES / sizeof CLASSES[0]) - 1);
             return 2;
         }
-        if (argc == 4 && ((step = strtol(argv[3], &end, 10)) < 8 || step % 8 || *end)) {
-            fprintf(stderr, "gemm_algo left: step %s: expected a multiple of 8 rows\n", argv[3]);
+        if (store && strcmp(CLASSES[ci].name, "qkv") != 0) {
+            fprintf(stderr, "gemm_algo store: class %s is %s %s: expected a q|k|v class\n", argv[2],
+                    CLASSES[ci].model, CLASSES[ci].name);
             return 2;
         }
-        int rc = reads(lt, (int)ci, (int)step, left);
+        if (argc == 4 && ((step = strtol(argv[3], &end, 10)) < 8 || step % 8 || *end)) {
+            fprintf(stderr, "gemm_algo %s: step %s: expected a multiple of 8 rows\n", argv[1], argv[3]);
+            return 2;
+        }
+        int rc = reads(lt, (int)ci, (int)step, store ? 't' : left ? 'l' : 'r');
         cublasLtDestroy(lt);
         return rc;
     }
@@ -465,7 +498,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | left CLASS [STEP] | pre | walks | clock]\n");
+        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | left CLASS [STEP] | store CLASS [STEP] | pre | walks | clock]\n");
         return 2;
     }
     operands o = alloc_operands(2112, false);
