@@ -92,6 +92,21 @@ gzip -dc "$T/l1/left_1.csv.gz" | sed '0,/readout_kernel/s/readout_kernel/flush_k
 if $PY scripts/gemm_reads.py left "$T/l1" > /dev/null 2> "$T/e13"; then fail "a trial without its readout was accepted"; fi
 grep -q "l1/left_1.csv:[0-9]*: kernel flush_kernel.* where trial llada-8b o T=16.s readout_kernel should be" "$T/e13" ||
     fail "no readout: $(cat "$T/e13")"
+# gemm_reads.py store pairs "t" trials with store_walk_kernel as left pairs "l" with readout_kernel: call 74's q|k|v
+# run renamed so (the store finds what the readout found: LLaDA-8B at 1,664 rows 8.8 of 40.9 MB); the readout's
+# name where the store walk should be, and options after DIR, are refused
+mkdir -p "$T/s1" && tar xzf datasets/hw/2026-12-02/call74/left.tgz -C "$T/s1" left_0.txt left_0.csv.gz
+sed 's/^l /t /' "$T/s1/left_0.txt" > "$T/s1/store_0.txt"
+gzip -dc "$T/s1/left_0.csv.gz" | sed 's/readout_kernel/store_walk_kernel/' | gzip > "$T/s1/store_0.csv.gz"
+$PY scripts/gemm_reads.py store "$T/s1" > "$T/store.md" || fail "gemm_reads.py store"
+grep -q "^| llada-8b | 1664 | 40.9 | 8.8 | 0.216 |$" "$T/store.md" || fail "store 1664: $(grep '| 1664 |' "$T/store.md")"
+grep -q "^1 classes, 512 trials$" "$T/store.md" || fail "store trials: $(tail -n 1 "$T/store.md")"
+gzip -dc "$T/s1/left_0.csv.gz" | gzip > "$T/s1/store_0.csv.gz"
+if $PY scripts/gemm_reads.py store "$T/s1" > /dev/null 2> "$T/e14"; then fail "a trial without its store walk was accepted"; fi
+grep -q "kernel readout_kernel.* where trial llada-8b qkv T=16.s store_walk_kernel should be" "$T/e14" ||
+    fail "no store walk: $(cat "$T/e14")"
+if $PY scripts/gemm_reads.py store "$T/s1" --block > /dev/null 2> "$T/e15"; then fail "store accepted --block"; fi
+grep -q "store takes DIR only" "$T/e15" || fail "store options: $(cat "$T/e15")"
 # gemm_algo.py walks: device call 76 (42 walks between flushes): a walk writing 67.1 MB while reading twice that
 # writes 50.8 MB back during itself and leaves 15.9 dirty, where the replay's end state keeps 10.5; a kernel
 # outside a flush pair is refused by file:line
