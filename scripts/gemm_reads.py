@@ -8,7 +8,7 @@
     /usr/bin/python3 scripts/gemm_reads.py pre PRE.txt PRE.csv[.gz]              # preparations of the input
     /usr/bin/python3 scripts/gemm_reads.py check DIR MODEL REAL.h5 [REAL.h5 ...]  # alone against the forward
     /usr/bin/python3 scripts/gemm_reads.py left DIR [--block | --profile IN.lua --name NAME -o OUT.lua]
-    /usr/bin/python3 scripts/gemm_reads.py store DIR                             # what the store finds
+    /usr/bin/python3 scripts/gemm_reads.py store DIR [--block | --profile IN.lua --name NAME -o OUT.lua]
 
 DIR holds reads_C.txt (`gemm_algo reads C`'s stdout: "r <model> <class> <T> <N> <K> <bias> <beta> <splitk>
 <tile id> <input bytes> <weight bytes> <output bytes>" before each trial, T = 8, 16, ..., 8,192) and
@@ -38,8 +38,8 @@ IN.lua with the block added.
 store: from `gemm_algo store C STEP` (store_C.txt, "t ..." lines, C a q|k|v class, T = STEP, ... 4,096;
 store_C.csv[.gz], or DIR/store.tgz; kernel regex "nvjet|splitKreduce|store_walk_kernel"): each trial is the q|k|v
 GEMM's kernels, then store_walk_kernel, the fused RoPE-store's memory walk; what the store finds of the GEMM's output
-in L2 is the output less the walk's HBM reads (at least 0).  The table only (docs/COST_MODEL.md "The walk after a
-GEMM").
+in L2 is the output less the walk's HBM reads (at least 0).  The table, the profile's gemm_store block
+(docs/PROFILE_FORMAT.md "gemm_store"; docs/COST_MODEL.md "The walk after a GEMM"), or IN.lua with the block added.
 
 check: per Refresh step of each val:<point>:real run in REAL.h5 (runs with Nsight Compute's kernels imported,
 as scripts/ncu_gemm_reads.py reads them) of MODEL (llada-8b, dream-7b), each GEMM's reads in the forward (the
@@ -289,6 +289,13 @@ def table_left(classes):
                                                             max(ts[-1]["T"] for ts in classes)))
 
 
+def block_store(classes, src):
+    return shape_block(classes, "gemm_store", "found", [
+        "what the fused RoPE-store's row walk finds in L2 of the q|k|v GEMM's output right before it, measured alone",
+        "(cuda/bench/gemm_algo.cu store under Nsight Compute, %s): the output less the HBM reads of the" % src,
+        "store's walk; `found` in bytes; docs/COST_MODEL.md \"The walk after a GEMM\""], left_bytes)
+
+
 def table_store(classes):
     print("| model | rows | q\\|k\\|v output MB | the store finds MB | finds / output |")
     print("|---|---|---|---|---|")
@@ -327,8 +334,6 @@ def main(argv):
         kind, argv = argv[0], argv[1:]
         if not argv:
             die("%s needs DIR (see --help)" % kind)
-        if kind == "store" and len(argv) > 1:
-            die("store takes DIR only (see --help)")
     src, rest = argv[0].rstrip("/"), argv[1:]
     opts = {}
     while rest:
@@ -341,21 +346,18 @@ def main(argv):
         opts[rest[0]] = rest[1]
         rest = rest[2:]
     classes = measure(src, kind)
-    if kind == "store":
-        table_store(classes)
-        return 0
-    blk = block_left if kind == "left" else block
+    blk, tab, key = {"left": (block_left, table_left, "gemm_left"), "store": (block_store, table_store, "gemm_store"),
+                     "reads": (block, table, "gemm_reads")}[kind]
     if "--profile" not in opts:
         if opts.get("--block"):
             sys.stdout.write(blk(classes, src))
         else:
-            (table_left if kind == "left" else table)(classes)
+            tab(classes)
         return 0
     if set(opts) != {"--profile", "--name", "-o"}:
         die("--profile, --name and -o go together")
-    profile_graft.graft(die, "gemm_left" if kind == "left" else "gemm_reads", blk(classes, src),
-                        ("left " if kind == "left" else "") + src, "gemm_reads.py", opts["--profile"], opts["--name"],
-                        opts["-o"])
+    profile_graft.graft(die, key, blk(classes, src), ("" if kind == "reads" else kind + " ") + src, "gemm_reads.py",
+                        opts["--profile"], opts["--name"], opts["-o"])
     return 0
 
 

@@ -109,6 +109,7 @@ typedef struct {
     int tail;         /* the buffer a GEMM just wrote whose resident part is its last rows (-1: none): the part
                          gemm_left measured, or the LM head's logits */
     unsigned tail_ep; /* ... the GEMM's kernel (the walk of kernel tail_ep + 1 meets it: walk_to_tail) */
+    double tail_mnk[3];   /* ... and its shape, M, N, K (the store's measurement: gemm_store) */
     reads_fix rc[READS_CACHE];   /* gemm_measured's corrections this step */
     int nrc;
 } l2m;
@@ -335,6 +336,23 @@ static double tail_kept(double Y, double R, double rho, double C1, bool spread)
     return R * x0 + R * dx / 2;
 }
 
+/* What the RoPE-store's walk finds of what the q|k|v GEMM before it left, measured alone (the profile's gemm_store,
+ * docs/COST_MODEL.md "The walk after a GEMM"): the measurement at the nearest row count R, scaled by M / R below it;
+ * -1 (tail_kept's rule) when the profile lacks it or the walk is not the one measured.  The measured walk reads the
+ * Y bytes of q|k|v and writes every row's k and v to new lines, Y (N - K) / N bytes (N = K + 2 hkv); a walk counts
+ * as it when it writes 85-105 % of that fresh: a Refresh step's store of every row, or under prefix caching of the
+ * prompt's rows (4 x (304 + 32) tokens: 90 %); not a RoPE without a store, nor a store into an 8-bit pool (50 %).
+ * The GPU's retention there is no LRU edge: LLaDA-8B's store finds 3.4-6.0 MB of the 6.5-8.6 its GEMM leaves at
+ * 1,344-1,536 rows, where the rule finds at most 1.2. */
+static double store_found(const l2m *s, double Y, double fresh)
+{
+    double R, M = s->tail_mnk[0], N = s->tail_mnk[1], K = s->tail_mnk[2], x = fresh / (Y * (N - K) / N);
+    if (s->tail != B_QKV || !(Y > 0) || !(N > K) || x < 0.85 || x > 1.05)
+        return -1;
+    double v = dkv_profile_gemm_store(s->prof, M, N, K, &R);
+    return v < 0 ? -1 : v * fmin(1, M / R);
+}
+
 static void walk_to_tail(l2m *s, const acc *r, int nr, double streamed, const acc *w, int nw)
 {
     if (s->tail < 0 || s->ep != s->tail_ep + 1)
@@ -354,8 +372,12 @@ static void walk_to_tail(l2m *s, const acc *r, int nr, double streamed, const ac
     for (int i = 0; i < s->n; i++)
         R += of_tail(s, s->e[i].key, r, nr) ? s->e[i].res : 0;
     const bool spread = s->tail == B_GU;   /* the SwiGLU's grid-stride loop; the other walks go row by row */
-    double f = Y > 0 && R > 0 ? 1 - tail_kept(Y, fmin(R, Y), (read + fresh) / read, s->cap / DKV_COST_L2_ONE_READER,
-                                                  spread) / fmin(R, Y) : 0;
+    double kept = Y > 0 && R > 0 ? tail_kept(Y, fmin(R, Y), (read + fresh) / read, s->cap / DKV_COST_L2_ONE_READER,
+                                             spread) : 0;
+    double found = store_found(s, Y, fresh);
+    if (found >= 0 && Y > 0 && R > 0)
+        kept = fmin(fmin(R, Y), found);
+    double f = Y > 0 && R > 0 ? 1 - kept / fmin(R, Y) : 0;
     for (int i = 0; i < s->n && f > 0; i++)
         if (of_tail(s, s->e[i].key, r, nr)) {
             ent *x = &s->e[i];
@@ -554,6 +576,7 @@ static void gemm_left(l2m *s, int out, double out_b, double M, double N, double 
     }
     push(s, out, L, fmin(d, L), wep ? wep : s->ep);
     s->tail = out, s->tail_ep = s->ep;
+    s->tail_mnk[0] = M, s->tail_mnk[1] = N, s->tail_mnk[2] = K;
 }
 
 /* A GEMM: the replay's bytes, its reads corrected by the profile's measurement where it holds the shape, and

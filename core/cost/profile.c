@@ -156,26 +156,41 @@ double dkv_profile_gemm_reads(const dkv_profile_info *in, double M, double N, do
     return 0;
 }
 
-double dkv_profile_gemm_left(const dkv_profile_info *in, double M, double N, double K, double *rows)
+/* The measurement of shape (N, K) in a block by rows (gemm_left, gemm_store) at the row count nearest M's warm-up
+ * bucket, at most DKV_PROFILE_LEFT_NEAR rows away (the larger of two as near); -1 when there is none. */
+static double nearest_rows(uint32_t n, const double (*nk)[2], const float (*bytes)[DKV_PROFILE_READS_PTS],
+                           const uint8_t (*has)[DKV_PROFILE_READS_PTS], double M, double N, double K, double *rows)
 {
     *rows = 0;
-    if (!in || !(M >= 1) || M > DKV_GEMM_WARM_MAX_ROWS)
+    if (!(M >= 1) || M > DKV_GEMM_WARM_MAX_ROWS)
         return -1;
     int j = (int)(dkv_gemm_warm_bucket((uint32_t)ceil(M)) / DKV_GEMM_WARM_STEP) - 1;
-    for (uint32_t i = 0; i < in->left_n; i++) {
-        if (in->left_nk[i][0] != N || in->left_nk[i][1] != K)
+    for (uint32_t i = 0; i < n; i++) {
+        if (nk[i][0] != N || nk[i][1] != K)
             continue;
         for (int d = 0; d <= (int)(DKV_PROFILE_LEFT_NEAR / DKV_GEMM_WARM_STEP); d++)
             for (int s = 1; s >= -1; s -= 2) {   /* j + d before j - d */
                 int x = j + s * d;
-                if (x >= 0 && x < (int)DKV_PROFILE_READS_PTS && in->left_has[i][x]) {
+                if (x >= 0 && x < (int)DKV_PROFILE_READS_PTS && has[i][x]) {
                     *rows = (double)(x + 1) * DKV_GEMM_WARM_STEP;
-                    return in->left_bytes[i][x];
+                    return bytes[i][x];
                 }
             }
         return -1;
     }
     return -1;
+}
+
+double dkv_profile_gemm_left(const dkv_profile_info *in, double M, double N, double K, double *rows)
+{
+    *rows = 0;
+    return in ? nearest_rows(in->left_n, in->left_nk, in->left_bytes, in->left_has, M, N, K, rows) : -1;
+}
+
+double dkv_profile_gemm_store(const dkv_profile_info *in, double M, double N, double K, double *rows)
+{
+    *rows = 0;
+    return in ? nearest_rows(in->store_n, in->store_nk, in->store_bytes, in->store_has, M, N, K, rows) : -1;
 }
 
 bool dkv_profile_has(const dkv_profile *p, dkv_prof_tab t)

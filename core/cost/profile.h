@@ -122,6 +122,13 @@ typedef struct dkv_profile_info {
     double   left_nk[DKV_PROFILE_READS_SHAPES][2];
     float    left_bytes[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
     uint8_t  left_has[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
+    /* gemm_store (PROFILE_FORMAT.md "gemm_store"; absent: store_n 0): the bytes of its output q|k|v GEMM shape i
+     * (store_nk[i]: N, K) of 8 (j + 1) rows that the fused RoPE-store's row walk right after it finds in L2,
+     * measured alone (store_bytes[i][j], where store_has[i][j]); docs/COST_MODEL.md "The walk after a GEMM" */
+    uint32_t store_n;
+    double   store_nk[DKV_PROFILE_READS_SHAPES][2];
+    float    store_bytes[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
+    uint8_t  store_has[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
 } dkv_profile_info;
 
 /* The K splits of a GEMM of M token rows, N weight rows and inner dimension K from in's gemm_splitk
@@ -141,6 +148,11 @@ double dkv_profile_gemm_reads(const dkv_profile_info *in, double M, double N, do
  * lacks the shape or a row count that near, or M is above the warm-up's range. */
 #define DKV_PROFILE_LEFT_NEAR 64
 double dkv_profile_gemm_left(const dkv_profile_info *in, double M, double N, double K, double *rows);
+
+/* What the fused RoPE-store's row walk right after a q|k|v GEMM of M token rows, N weight rows and inner dimension
+ * K finds of the GEMM's output in L2, measured alone (in's gemm_store block), looked up as dkv_profile_gemm_left
+ * looks up its block; -1 (and *rows 0) when there is none that near. */
+double dkv_profile_gemm_store(const dkv_profile_info *in, double M, double N, double K, double *rows);
 
 /* Table id's extra column `extra` (0-based among the extras) is warm_s, the same calls without the L2
  * flush (PROFILE_FORMAT.md): the tables whose operands are L2-hot or larger than the L2 in a real

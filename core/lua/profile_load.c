@@ -392,7 +392,7 @@ static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info
     lua_pop(L, 2);
 }
 
-/* A block of GEMM shapes (gemm_splitk, gemm_reads, gemm_left): pushes the array and returns its length, 1 to max (an
+/* A block of GEMM shapes (gemm_splitk, gemm_reads, gemm_left, gemm_store): pushes the array and returns its length, 1 to max (an
  * error otherwise); 0, nothing pushed, when the block is absent.  Its path goes to ap. */
 static size_t shape_array(lua_State *L, int top, const char *file, const char *key, size_t max, char *ap, size_t apn)
 {
@@ -457,8 +457,8 @@ static void read_gemm_splitk(lua_State *L, int top, const char *file, dkv_profil
     lua_pop(L, 1);
 }
 
-/* gemm_reads and gemm_left (PROFILE_FORMAT.md "gemm_reads", "gemm_left"): an array of GEMM shapes, each {n, k,
- * beta, rows, VALUE} (and optional model / class names; VALUE "read" or "left"); a shape given twice, rows that
+/* gemm_reads, gemm_left and gemm_store (PROFILE_FORMAT.md): an array of GEMM shapes, each {n, k, beta, rows,
+ * VALUE} (and optional model / class names; VALUE "read", "left" or "found"); a shape given twice, rows that
  * are not increasing warm-up row counts (multiples of 8 up to 8,192), a beta other than 0 or 1, and values
  * outside [lo, 1e13] are errors.  Into nk and bytes (by bucket), has (when not NULL) marking the buckets given;
  * returns the number of shapes. */
@@ -520,6 +520,8 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     read_gemm_splitk(L, top, file, in);
     in->reads_n = read_gemm_by_rows(L, top, file, "gemm_reads", "read", 1, in->reads_nk, in->reads_bytes, NULL);
     in->left_n = read_gemm_by_rows(L, top, file, "gemm_left", "left", 0, in->left_nk, in->left_bytes, in->left_has);
+    in->store_n = read_gemm_by_rows(L, top, file, "gemm_store", "found", 0, in->store_nk, in->store_bytes,
+                                    in->store_has);
     static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
                                         "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
     static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "resume_s",
@@ -577,7 +579,7 @@ static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
                                        "hold", "memory", "attn_waves", "clock", "gemm_splitk", "gemm_reads", "gemm_left",
-                                       "complete", "incomplete", NULL};
+                                       "gemm_store", "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);

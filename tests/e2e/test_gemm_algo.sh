@@ -94,7 +94,7 @@ grep -q "l1/left_1.csv:[0-9]*: kernel flush_kernel.* where trial llada-8b o T=16
     fail "no readout: $(cat "$T/e13")"
 # gemm_reads.py store pairs "t" trials with store_walk_kernel as left pairs "l" with readout_kernel: call 74's q|k|v
 # run renamed so (the store finds what the readout found: LLaDA-8B at 1,664 rows 8.8 of 40.9 MB); the readout's
-# name where the store walk should be, and options after DIR, are refused
+# name where the store walk should be is refused
 mkdir -p "$T/s1" && tar xzf datasets/hw/2026-12-02/call74/left.tgz -C "$T/s1" left_0.txt left_0.csv.gz
 sed 's/^l /t /' "$T/s1/left_0.txt" > "$T/s1/store_0.txt"
 gzip -dc "$T/s1/left_0.csv.gz" | sed 's/readout_kernel/store_walk_kernel/' | gzip > "$T/s1/store_0.csv.gz"
@@ -105,8 +105,18 @@ gzip -dc "$T/s1/left_0.csv.gz" | gzip > "$T/s1/store_0.csv.gz"
 if $PY scripts/gemm_reads.py store "$T/s1" > /dev/null 2> "$T/e14"; then fail "a trial without its store walk was accepted"; fi
 grep -q "kernel readout_kernel.* where trial llada-8b qkv T=16.s store_walk_kernel should be" "$T/e14" ||
     fail "no store walk: $(cat "$T/e14")"
-if $PY scripts/gemm_reads.py store "$T/s1" --block > /dev/null 2> "$T/e15"; then fail "store accepted --block"; fi
-grep -q "store takes DIR only" "$T/e15" || fail "store options: $(cat "$T/e15")"
+# call 83 (the store's own walk after q|k|v, every 32 rows to 4,096): LLaDA-8B's store at 1,344 rows finds 6.0 of the
+# 33.0 MB; the shipped r is q plus its gemm_store block; a second block is refused
+S=datasets/hw/2026-12-02/call83
+$PY scripts/gemm_reads.py store "$S" > "$T/store83.md" || fail "gemm_reads.py store on call 83"
+grep -q "^2 classes, 256 trials$" "$T/store83.md" || fail "call 83 trials: $(tail -n 1 "$T/store83.md")"
+grep -q "^| llada-8b | 1344 | 33.0 | 6.0 | 0.182 |$" "$T/store83.md" || fail "store 1344: $(grep '| llada-8b | 1344 |' "$T/store83.md")"
+$PY scripts/gemm_reads.py store "$S" --block | grep -q "^  gemm_store = {$" || fail "store --block has no gemm_store block"
+$PY scripts/gemm_reads.py store "$S" --profile datasets/profiles/h200-20261202q.lua --name h200-20261203r -o "$T/r.lua"
+cmp -s "$T/r.lua" datasets/profiles/h200-20261203r.lua || fail "h200-20261203r.lua is not q plus call 83's block"
+if $PY scripts/gemm_reads.py store "$S" --profile datasets/profiles/h200-20261203r.lua --name x -o "$T/x4.lua" 2> "$T/e15"; then
+    fail "a profile with a gemm_store block was accepted"; fi
+grep -q "already has a gemm_store block" "$T/e15" || fail "second store block: $(cat "$T/e15")"
 # gemm_algo.py walks: device call 76 (42 walks between flushes): a walk writing 67.1 MB while reading twice that
 # writes 50.8 MB back during itself and leaves 15.9 dirty, where the replay's end state keeps 10.5; a kernel
 # outside a flush pair is refused by file:line

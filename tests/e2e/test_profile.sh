@@ -353,4 +353,38 @@ assert(more > 0 and big > 0, string.format("%d steps in the block's reach, %d ab
 print(string.format("gemm_left: %d steps read more when the projections leave nothing, %d beyond the block unchanged", more, big))
 LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run l.lua) || fail "the gemm_left block is not applied as documented"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock, gemm_splitk, gemm_reads and gemm_left tables are checked and used"
+# gemm_store (optional; docs/PROFILE_FORMAT.md "gemm_store"): checked as gemm_left; applied, what the RoPE-store finds
+# after the q|k|v GEMM (which leaves all its output here): found 0 makes each Refresh step (4 x 288 rows, every
+# row's K and V stored) read more than found = all, by the q|k|v output of each of its 32 layers (28.3 MB)
+gs() { graft gemm_store "$1"; }
+gs '{n = 12288, k = 4096, beta = 0, rows = {8}, found = {-1}}' >"$T/root/datasets/profiles/p49.lua"
+check p49 "gemm_store\[1\].found: value 1: expected a number in \[0, 1e+13\]"
+gs '{n = 12288, k = 4096, beta = 0, rows = {8}, found = {0}}, {n = 12288, k = 4096, beta = 0, rows = {8}, found = {0}}' >"$T/root/datasets/profiles/p50.lua"
+check p50 "gemm_store\[2\]: n 12288, k 4096 is given twice"
+srows=$(seq -s ', ' 16 16 2048); svals() { seq -s ', ' 16 16 2048 | sed "s/[0-9][0-9]*/$1/g"; }
+i=0; for v in 0 1e13; do i=$((i + 1))
+    { sed '$d' datasets/profiles/h200-standin.lua
+      printf '  gemm_left = {{n = 12288, k = 4096, beta = 0, rows = {%s}, left = {%s}}},\n' "$srows" "$(svals 1e13)"
+      printf '  gemm_store = {{n = 12288, k = 4096, beta = 0, rows = {%s}, found = {%s}}},\n}\n' "$srows" "$(svals "$v")"
+    } > "$T/root/datasets/profiles/s$i.lua"; done
+cat >"$T/root/s.lua" <<'LUA'
+local dkv = require "dkv"
+local function run(profile)
+  return dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = profile}, sim = {first_use = false},
+    workload = {kind = "fixed", n = 4, prompt = 256, gen = 32}, decode = {cache = "dual", block_len = 32, steps = 8}}:steps()
+end
+local none, all = run("s1"), run("s2")
+local refresh = 0
+for j = 1, #none.q_tokens do
+  local d = none.hbm_read_bytes[j] - all.hbm_read_bytes[j]
+  assert(d >= 0, string.format("step %d: found 0 reads %g bytes less", j, -d))
+  if none.q_tokens[j] == 4 * 288 then
+    assert(math.abs(d / (32 * 1152 * 12288 * 2) - 1) < 1e-3, string.format("step %d: %g bytes apart, want 32 x 28.3 MB", j, d))
+    refresh = refresh + 1
+  end
+end
+assert(refresh > 0, "no Refresh step of 1,152 rows")
+print(string.format("gemm_store: %d Refresh steps read the q|k|v output once more a layer when the store finds nothing", refresh))
+LUA
+(cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run s.lua) || fail "the gemm_store block is not applied as documented"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock, gemm_splitk, gemm_reads, gemm_left and gemm_store tables are checked and used"

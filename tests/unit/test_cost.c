@@ -578,6 +578,61 @@ static void test_l2_walk_reaches_what_the_gemm_left_last(void **state)
     dkv_cost_step_free(&cs);
 }
 
+/* The RoPE-store after the q|k|v GEMM finds what the profile's gemm_store measured (core/cost/cost_l2.c store_found;
+ * docs/COST_MODEL.md "The walk after a GEMM"), scaled by M / R below its row count R, in place of the rule, where
+ * the walk is the one measured (it writes 85-105 % of every row's k and v to new lines).  LLaDA-8B at 1,344 rows:
+ * its GEMM leaves 7.7 MB, the rule finds 1.2 of them, the measurement (device call 83) 6.0: the store reads 27.0 MB
+ * of its 33.0.  At 1,336 rows (bucket 1,336, nearest measurement 1,344) 6.0 x 1,336 / 1,344.  A store into an 8-bit
+ * pool (half the fresh bytes) and a row count with no measurement within 64 rows keep the rule; so does a profile
+ * without the block.  dkv_profile_gemm_store looks up as dkv_profile_gemm_left does. */
+static void test_l2_store_finds_what_gemm_store_measured(void **state)
+{
+    (void)state;
+    static dkv_profile_info in;   /* large: not on the stack */
+    memset(&in, 0, sizeof in);
+    in.left_n = 1, in.left_nk[0][0] = 12288, in.left_nk[0][1] = 4096;   /* LLaDA-8B q|k|v */
+    in.store_nk[0][0] = 12288, in.store_nk[0][1] = 4096;
+    const int lrows[] = {1336, 1344, 1536};
+    for (int i = 0; i < 3; i++)
+        in.left_bytes[0][lrows[i] / 8 - 1] = 7.7e6f, in.left_has[0][lrows[i] / 8 - 1] = 1;
+    in.store_bytes[0][1344 / 8 - 1] = 6.0e6f, in.store_has[0][1344 / 8 - 1] = 1;
+    double R;
+    assert_true(dkv_profile_gemm_store(&in, 1344, 12288, 4096, &R) == -1 && R == 0);   /* store_n 0: no block */
+    in.store_n = 1;
+    assert_true(fabs(dkv_profile_gemm_store(&in, 1344, 12288, 4096, &R) - 6.0e6) < 1 && R == 1344);
+    assert_true(fabs(dkv_profile_gemm_store(&in, 1300, 12288, 4096, &R) - 6.0e6) < 1 && R == 1344);
+    assert_true(dkv_profile_gemm_store(&in, 1536, 12288, 4096, &R) == -1 && R == 0);   /* 192 rows away */
+    assert_true(dkv_profile_gemm_store(&in, 1344, 4608, 3584, &R) == -1 && R == 0);    /* another shape */
+    assert_true(dkv_profile_gemm_store(NULL, 1344, 12288, 4096, &R) == -1 && R == 0);
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .profile = &in};
+    const double C1 = 60.0 * 1048576 / 2 / DKV_COST_L2_ONE_READER, L = (float)7.7e6;
+    const struct { uint32_t rows; bool fp8, measured; double found; } cases[] = {
+        {1344, false, true, 6.0e6}, {1336, false, true, 6.0e6 * 1336 / 1344}, {1344, true, false, 0},
+        {1536, false, false, 0},
+    };
+    for (int pass = 0; pass < 2; pass++) {   /* with the block, then without it: the rule everywhere */
+        in.store_n = pass == 0 ? 1 : 0;
+        for (int i = 0; i < 4; i++) {
+            dkv_model m = llada();
+            if (cases[i].fp8)
+                m.kv_dtype = DKV_DTYPE_FP8;
+            const double M = cases[i].rows, Y = M * 12288 * 2, fresh = M * 8192 * (cases[i].fp8 ? 1 : 2);
+            const double rule = fmax(0, fmin(L, C1 - (Y - L) * (Y + fresh) / Y));
+            const double found = pass == 0 && cases[i].measured ? cases[i].found : rule;
+            dkv_step_item it = {.q_tokens = cases[i].rows, .kv_tokens = cases[i].rows,
+                                .kv_write_tokens = cases[i].rows, .logit_rows = 32};
+            dkv_step_plan p = {.items = &it, .n_items = 1};
+            dkv_cost_step cs;
+            dkv_cost_step_init(&cs);
+            assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+            if (cases[i].rows == 1344 && !cases[i].fp8)
+                assert_true(rule < 1.5e6);   /* the rule finds far less than the measurement */
+            assert_true(rel(cs.layer[DKV_KCLASS_KV_STORE].rd, Y - found) < 1e-6);
+            dkv_cost_step_free(&cs);
+        }
+    }
+}
+
 /* The LM head's argmax walks the fp32 logits row by row right after the GEMM that wrote them, so it reaches what the
  * GEMM left of them last too (docs/COST_MODEL.md "The walk after a GEMM"; device calls 3 and 9: LLaDA-8B's argmax at
  * 128 rows reads 63 of the 64.7 MB of logits from HBM and writes back 20 MB, at 64 rows it finds 8 of 32.4 MB and
@@ -824,6 +879,7 @@ int main(void)
         cmocka_unit_test(test_gemm_reads_lookup),
         cmocka_unit_test(test_gemm_left_lookup),
         cmocka_unit_test(test_l2_walk_reaches_what_the_gemm_left_last),
+        cmocka_unit_test(test_l2_store_finds_what_gemm_store_measured),
         cmocka_unit_test(test_l2_argmax_walks_the_logits),
         cmocka_unit_test(test_l2_large_m_groups_reread_weights_and_input),
         cmocka_unit_test(test_l2_later_group_rereads_resident_weights),
