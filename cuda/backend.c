@@ -211,9 +211,8 @@ static void teardown(dkv_cuda_backend *b)
     b->ctx = NULL;
     dkv_cuda_clock_close(b->clock);
     b->clock = NULL;
-    if (b->probe)
-        cudaFreeHost(b->probe);
-    b->probe = b->d_probe = NULL;
+    dkv_sm_probe_close(b->probe);
+    b->probe = NULL;
     b->st = b->cp = NULL;
     free(b->rq);
     b->rq = NULL;
@@ -310,21 +309,8 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     b->begun = true;
     if (b->o.sm_clock && (b->clock = dkv_cuda_clock_open(b->o.device)) != NULL)
         STEP(dkv_cuda_clock_sample(b->clock, 1e-3, err));
-    if (b->o.clock_probe) {   /* two sets of per-SM slots the probe kernel writes straight into host memory */
-        int sms = 0;
-        void *h = NULL, *d = NULL;
-        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, b->o.device) != cudaSuccess || sms <= 0 ||
-            sms > BK_PROBE_SMS || cudaHostAlloc(&h, BK_PROBE_BYTES, cudaHostAllocMapped) != cudaSuccess) {
-            teardown(b);
-            return dkv_err_set(err, DKV_EIO, "cuda backend: clock_probe: no mapped host memory for %d multiprocessors", sms);
-        }
-        b->probe = h;
-        if (cudaHostGetDevicePointer(&d, h, 0) != cudaSuccess) {
-            teardown(b);
-            return dkv_err_set(err, DKV_EIO, "cuda backend: clock_probe: cudaHostGetDevicePointer failed");
-        }
-        b->d_probe = d, b->n_sms = (uint32_t)sms;
-    }
+    if (b->o.clock_probe)
+        STEP(dkv_sm_probe_open(b->o.device, &b->probe, err));
     STEP(setup_requests(b, err));
     if (b->o.share_weights) {   /* another instance's weights, read-only */
         const dkv_cuda_backend *own = b->o.share_from ? b->o.share_from->ctx : NULL;
@@ -526,15 +512,13 @@ static dkv_status step_execute(dkv_cuda_backend *b, const dkv_step_plan *plan, u
     if (b->o.on_item)
         DKV_TRY(debug_items(b, plan, &before, err));
     dkv_status st = DKV_OK;
-    if (b->probe) {   /* the step's start: every SM's cycle counter and the global timer */
-        memset(b->probe, 0, BK_PROBE_BYTES);
-        st = dkv_bk_clock_probe(b->d_probe, BK_PROBE_SMS, 2 * b->n_sms, b->st, err);
-    }
+    if (b->probe)   /* the step's start: every SM's cycle counter and the global timer */
+        st = dkv_sm_probe_mark(b->probe, false, b->st, err);
     bk_mark(b, (dkv_kernel_class)DKV_BK_STALL);
     if (st == DKV_OK && (st = bk_xfers_before(b, plan, err)) == DKV_OK && (st = bk_forward(b, plan, T, R, err)) == DKV_OK)
         st = bk_xfers_device(b, plan, err);
     if (b->probe && st == DKV_OK)   /* and its end */
-        st = dkv_bk_clock_probe(b->d_probe + 2 * BK_PROBE_SMS, BK_PROBE_SMS, 2 * b->n_sms, b->st, err);
+        st = dkv_sm_probe_mark(b->probe, true, b->st, err);
     bk_mark(b, DKV_KCLASS_N);
     if (st == DKV_OK && b->ev_fail)
         st = dkv_err_set(err, DKV_EIO, "cuda backend: recording timing events failed (more than %d segments?)",
@@ -564,21 +548,6 @@ static dkv_status step_execute(dkv_cuda_backend *b, const dkv_step_plan *plan, u
         st = bk_report_entropy(b, plan, err);
     free(before);
     return st;
-}
-
-/* options.clock_probe: the mean over the SMs that both probes reached of cycles / nanoseconds between them, MHz;
- * 0 when none did. */
-static double probe_mhz(const dkv_cuda_backend *b)
-{
-    const volatile unsigned long long *a = b->probe, *z = b->probe + 2 * BK_PROBE_SMS;
-    double sum = 0;
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < BK_PROBE_SMS; i++) {
-        unsigned long long c0 = a[2 * i], t0 = a[2 * i + 1], c1 = z[2 * i], t1 = z[2 * i + 1];
-        if (t0 && t1 && t1 > t0 && c1 > c0)
-            sum += (double)(c1 - c0) * 1e3 / (double)(t1 - t0), n++;
-    }
-    return n ? sum / n : 0;
 }
 
 /* Measured: the time of each kernel class (segments between the events, at cls[]), the span from
@@ -674,7 +643,7 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     out->host_wait_s = w.t_wait + w.t_block;
     double mhz = dkv_cuda_clock_mean(b->clock, w.t0, w.t0 + wall);
     out->sm_mhz = isnan(mhz) ? 0 : mhz;
-    out->sm_probe_mhz = b->probe ? probe_mhz(b) : 0;
+    out->sm_probe_mhz = b->probe ? dkv_sm_probe_mhz(b->probe) : 0;
     out->compute_s = span - stall > 0 ? span - stall : 0;
     out->pcie_s = pcie;
     out->stall_s = stall + w.t_block;

@@ -11,6 +11,7 @@
 #include "cuda/clock.h"
 #include "cuda/dkv_cuda.h"
 #include "cuda/lowrank.h"
+#include "cuda/sm_probe.h"
 #include "model/devmem.h"
 
 #ifdef __cplusplus
@@ -42,10 +43,6 @@ dkv_status dkv_bk_pack_paged(const dkv_cuda_kv_pool *pool, const uint32_t *table
  * dequantized, e4m3 * scale), or with raw the pool's elements as stored (FP8: the e4m3 bytes). */
 dkv_status dkv_bk_gather(void *out, const dkv_cuda_kv_pool *pool, const uint32_t *ids, uint32_t n_tokens, bool raw,
                          cudaStream_t s, dkv_err *err);
-/* Writes each SM's cycle counter and the global timer (ns) into slots[2 smid], slots[2 smid + 1] from n_blocks
- * one-warp blocks (options.clock_probe: one launch at each end of a step). */
-dkv_status dkv_bk_clock_probe(unsigned long long *slots, uint32_t n_slots, uint32_t n_blocks, cudaStream_t s,
-                              dkv_err *err);
 /* backend_scores.cu: score (Hkv, Tk) = attention mass of each key from the Tq queries, summed
  * over the queries and the heads of each KV group (dkv_ref_attention_scores), through cuBLAS
  * (blas: a cublasHandle_t; its stream is set to s).  ws: dkv_bk_scores_workspace_bytes. */
@@ -103,8 +100,6 @@ typedef struct bk_copy {
 } bk_copy;
 
 #define BK_COPIES 64
-#define BK_PROBE_SMS 512   /* SM ids the clock probe has slots for */
-#define BK_PROBE_BYTES (4 * BK_PROBE_SMS * sizeof(unsigned long long))   /* both probes' slots */
 
 typedef struct dkv_cuda_backend {
     dkv_cuda_backend_options o;
@@ -122,10 +117,7 @@ typedef struct dkv_cuda_backend {
 
     dkv_cuda_ctx     *ctx;
     dkv_cuda_clock   *clock;                /* options.sm_clock: the sampled SM clock (NULL: none) */
-    unsigned long long *probe;              /* options.clock_probe: 2 x BK_PROBE_SMS x (clock64, globaltimer),
-                                               the step's start then its end (mapped pinned host memory) */
-    unsigned long long *d_probe;            /* the same, as the device writes it */
-    uint32_t          n_sms;                /* multiprocessors (the probe's blocks: 2 x n_sms) */
+    dkv_sm_probe     *probe;                /* options.clock_probe: the SMs' clock over each step (NULL: none) */
     cudaStream_t      st, cp;               /* compute, copy */
     dkv_cuda_weights *w;
     uint64_t          kvbpt;                /* KV bytes per token, all layers, as the device pool holds

@@ -145,27 +145,3 @@ extern "C" dkv_status dkv_bk_gather(void *out, const dkv_cuda_kv_pool *pool, con
     return dkv_launch_check("gather_kernel", err);
 }
 
-/* ------------------------------------------------------------------ SM clock probe */
-
-/* Each block's first thread writes its SM's cycle counter and the global nanosecond timer into the SM's
- * slot: slots[2 smid] = %clock64, slots[2 smid + 1] = %globaltimer (n_slots SMs; a block on a higher SM id
- * writes nothing).  Two probes around a step give each SM's mean clock over it (options.clock_probe). */
-static __global__ void clock_probe_kernel(unsigned long long *slots, uint32_t n_slots)
-{
-    if (threadIdx.x != 0)
-        return;
-    unsigned int sm;
-    unsigned long long t;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    unsigned long long c = clock64();
-    if (sm < n_slots)
-        slots[2 * sm] = c, slots[2 * sm + 1] = t;
-}
-
-extern "C" dkv_status dkv_bk_clock_probe(unsigned long long *slots, uint32_t n_slots, uint32_t n_blocks, cudaStream_t s,
-                                         dkv_err *err)
-{
-    clock_probe_kernel<<<n_blocks, 32, 0, s>>>(slots, n_slots);
-    return dkv_launch_check("clock_probe_kernel", err);
-}

@@ -176,9 +176,6 @@ static dkv_status add_row(dkv_prof_table *t, const dkv_prof_row *r, dkv_err *err
     return DKV_OK;
 }
 
-/* R calls of fn, each between two events (after an L2 flush outside them when flush), enqueued
- * behind a spin kernel; their seconds into s (sorted). */
-/* With mhz: the median SM clock sampled while the calls run (NAN: none sampled). */
 /* Polls P->st until its work is done, sampling the SM clock about every 0.2 ms: the median into *mhz
  * (NAN when no sample). */
 static dkv_status poll_clock(prof_ctx *P, double *mhz, dkv_err *err)
@@ -212,12 +209,18 @@ static dkv_status elapsed(prof_ctx *P, const char *table, uint32_t n, double *s,
     return DKV_OK;
 }
 
+/* R calls of fn, each between two events (after an L2 flush outside them when flush), enqueued
+ * behind a spin kernel; their seconds into s (sorted).  With mhz: the median SM clock sampled while the calls run
+ * (NAN: none sampled).  With P->probe: the SMs' mean clock from the first call (its flush) to the last into *probe
+ * (NAN without). */
 static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg, uint32_t *rep, bool flush,
-                        uint32_t launches, double *s, double *mhz, dkv_err *err)
+                        uint32_t launches, double *s, double *mhz, double *probe, dkv_err *err)
 {
     uint32_t R = P->o->repeats;
     PR_TRY(pr_events(P, 2 * R, err));
     PR_TRY(dkv_prof_spin(P->st, spin_s(P, launches + (flush ? 4 : 0)), err));
+    if (P->probe)
+        PR_TRY(dkv_sm_probe_mark(P->probe, false, P->st, err));
     for (uint32_t r = 0; r < R; r++) {
         if (flush)
             PR_TRY(dkv_prof_flush(P->st, P->flush, P->flush_bytes, P->flush + P->flush_bytes, err));
@@ -225,9 +228,13 @@ static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg,
         PR_TRY(fn(P, arg, (*rep)++, err));
         PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));
     }
+    if (P->probe)
+        PR_TRY(dkv_sm_probe_mark(P->probe, true, P->st, err));
     if (mhz)
         PR_TRY(poll_clock(P, mhz, err));
     PR_CU(cudaStreamSynchronize(P->st));
+    double pm = P->probe ? dkv_sm_probe_mhz(P->probe) : 0;
+    *probe = pm > 0 ? pm : NAN;
     PR_TRY(elapsed(P, table, R, s, err));
     qsort(s, R, sizeof *s, cmp_d);
     return DKV_OK;
@@ -321,10 +328,10 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     if (!s)
         return dkv_err_set(err, DKV_ENOMEM, "dkv profile: out of host memory");
     bool flush = P->flush != NULL;
-    double mhz = NAN;
-    dkv_status st = timed(P, t->name, fn, arg, &rep, flush, launches, s, P->clock ? &mhz : NULL, err);
+    double mhz = NAN, probe = NAN, warm_probe = NAN;
+    dkv_status st = timed(P, t->name, fn, arg, &rep, flush, launches, s, P->clock ? &mhz : NULL, &probe, err);
     if (st == DKV_OK && flush)
-        st = timed(P, t->name, fn, arg, &rep, false, launches, s + R, NULL, err);
+        st = timed(P, t->name, fn, arg, &rep, false, launches, s + R, NULL, &warm_probe, err);
     double stream = NAN;
     if (st == DKV_OK && flush)
         st = timed_stream(P, t->name, fn, arg, &rep, launches, &stream, err);
@@ -349,6 +356,7 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     row.first_s = first - median(warm, PR_FIRST_REPS);
     row.launches = launches;
     row.sm_mhz = mhz;
+    row.probe_mhz = probe, row.warm_probe_mhz = warm_probe;
     free(s);
     P->sec_rows++;
     return add_row(t, &row, err);
@@ -424,6 +432,10 @@ static dkv_status setup(prof_ctx *P, dkv_err *err)
     PR_TRY(pr_mem_setup(P, err));
     if ((P->clock = dkv_cuda_clock_open(P->o->device)) != NULL)
         pr_say(P, "profile: SM clock sampled beside the timed calls (NVML)");
+    if (P->o->probe) {
+        PR_TRY(dkv_sm_probe_open(P->o->device, &P->probe, err));
+        pr_say(P, "profile: the SMs' own clock over each row's timed calls (--probe)");
+    }
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasSetStream(h, P->st) != CUBLAS_STATUS_SUCCESS)
         return dkv_err_set(err, DKV_EIO, "dkv profile: cublasCreate failed");
@@ -453,6 +465,8 @@ static void teardown(prof_ctx *P)
 {
     dkv_cuda_clock_close(P->clock);
     P->clock = NULL;
+    dkv_sm_probe_close(P->probe);
+    P->probe = NULL;
     for (uint32_t i = 0; i < P->n_ev; i++)
         cudaEventDestroy(P->ev[i]);
     free(P->ev);

@@ -55,6 +55,8 @@ typedef struct dkv_prof_row {
                                           of events, per call (no event between calls); else NAN */
     uint32_t launches;                 /* kernel launches one call makes */
     double   sm_mhz;                   /* median SM clock while the flushed calls ran (NVML; NAN: not sampled) */
+    double   probe_mhz, warm_probe_mhz;  /* opts.probe: the SMs' mean clock over the flushed calls (their flushes
+                                          with them) and over the warm ones, from their cycle counters; NAN: none */
     /* opts.states (NAN otherwise): the call in two power states, each flushed and event-timed, the clock
        sampled while the state's work runs (docs/COST_MODEL.md "Clock sensitivity"): cool, each call after
        a one-thread spin (the GPU awake, the clock at its maximum); hot, each right after a heater GEMM
@@ -138,6 +140,7 @@ typedef struct dkv_prof_opts {
     bool             l2_warm;  /* no L2 flush before the timed calls (the method before 2026-12-02) */
     uint32_t         min_rows; /* gemm, gemm_grid: only shapes of at least this many rows (0: all) */
     bool             states;   /* also time every row cool and hot (dkv_prof_row.cool_s ...; needs NVML) */
+    bool             probe;    /* the SMs' own clock over each row's timed calls (dkv_prof_row.probe_mhz; cuda/sm_probe.h) */
     /* progress: a line per section and every few seconds (may be NULL) */
     void (*progress)(void *user, const char *line);
     /* after each section (may be NULL): the caller can write what is measured so far */

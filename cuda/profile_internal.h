@@ -8,6 +8,7 @@
 #include "cuda/clock.h"
 #include "cuda/dkv_cuda.h"
 #include "cuda/profile.h"
+#include "cuda/sm_probe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +57,7 @@ typedef struct prof_ctx {
     char         *flush;            /* the L2 flush's buffer (NULL: o->l2_warm) */
     size_t        flush_bytes;
     dkv_cuda_clock *clock;          /* the SM clock beside the rows (cuda/clock.h; NULL: not recorded) */
+    dkv_sm_probe  *probe;           /* opts.probe: the SMs' own clock over each row's timed calls (NULL: none) */
 } prof_ctx;
 
 #define PR_AUX_BYTES ((size_t)256 << 20)

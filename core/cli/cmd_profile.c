@@ -55,6 +55,9 @@ static void usage(FILE *f)
           "                       sampled while they run\n"
           "                       (columns cool_s, cool_mhz, hot_s, hot_mhz; needs NVML): each kernel's clock\n"
           "                       sensitivity (docs/COST_MODEL.md \"Clock sensitivity\"); ~0.15 s more a shape\n"
+          "  --probe              also read the SMs' own clock (their cycle counters against the global\n"
+          "                       timer) over each shape's timed calls: columns probe_mhz (the flushed calls)\n"
+          "                       and warm_probe_mhz (docs/COST_MODEL.md \"The clock that follows the work\")\n"
           "  --estimate           print the grid's estimated time (H200 ceilings) and exit; no GPU needed\n"
           "\n"
           "exit status: 0 written complete, 1 error or incomplete (the file holds what was measured),\n"
@@ -64,7 +67,7 @@ static void usage(FILE *f)
 
 typedef struct opts {
     const char *out, *name, *root, *models[MAX_MODELS], *grid;
-    int         n_models, device, quick, estimate, l2_warm, states;
+    int         n_models, device, quick, estimate, l2_warm, states, probe;
     double      deadline;
     long        repeats, warmup;
     double      min_rows;
@@ -99,6 +102,8 @@ static int parse(int argc, char **argv, opts *o)
             o->estimate = 1;
         } else if (strcmp(a, "--states") == 0) {
             o->states = 1;
+        } else if (strcmp(a, "--probe") == 0) {
+            o->probe = 1;
         } else if (strcmp(a, "--l2") == 0) {
             if (!v || (strcmp(v, "flush") != 0 && strcmp(v, "warm") != 0)) {
                 fprintf(stderr, "dkv profile: --l2 needs 'flush' or 'warm', got '%s'\n", v ? v : "");
@@ -219,7 +224,7 @@ int dkv_cmd_profile(int argc, char **argv)
                               .n_models = (uint32_t)o.n_models, .quick = o.quick, .estimate = o.estimate,
                               .deadline = o.deadline, .repeats = (uint32_t)o.repeats, .warmup = (uint32_t)o.warmup,
                               .device = o.device, .l2_warm = o.l2_warm, .min_rows = (uint32_t)o.min_rows,
-                              .states = o.states != 0,
+                              .states = o.states != 0, .probe = o.probe != 0,
                               .argc = argc, .argv = argv};
     return dkv_cli_profile_main(&a);
 #endif

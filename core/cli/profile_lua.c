@@ -108,9 +108,11 @@ static void write_first_use(FILE *f, const dkv_prof *p)
 
 static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int warm)
 {
-    bool clk = false, hs = false;   /* the SM clock was sampled for some row (cuda/clock.c); --states */
+    bool clk = false, hs = false, pr = false;   /* the SM clock was sampled for some row (cuda/clock.c); --states;
+                                                   --probe (cuda/sm_probe.h) */
     for (size_t r = 0; r < t->n; r++) {
         clk |= isfinite(t->rows[r].sm_mhz) && t->rows[r].sm_mhz > 0;
+        pr |= isfinite(t->rows[r].probe_mhz) && t->rows[r].probe_mhz > 0;
         hs |= t->rows[r].cool_s > 0 && t->rows[r].hot_s > 0;   /* NAN or 0: not measured */
     }
     fprintf(f, "    %s = {\n      note = ", t->name);
@@ -125,6 +127,8 @@ static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int war
         fprintf(f, ", \"%s\"", t->extra[i]);
     if (clk)
         fputs(", \"sm_mhz\"", f);
+    if (pr)
+        fputs(warm ? ", \"probe_mhz\", \"warm_probe_mhz\"" : ", \"probe_mhz\"", f);
     if (hs)
         fputs(", \"cool_s\", \"cool_mhz\", \"hot_s\", \"hot_mhz\"", f);
     fputs("},\n      rows = {\n", f);
@@ -147,6 +151,10 @@ static void write_table(FILE *f, const dkv_prof_table *t, int mode_copy, int war
                 fprintf(f, ", %.6g", w->x[i]);
             if (clk)
                 fprintf(f, ", %.0f", isfinite(w->sm_mhz) && w->sm_mhz > 0 ? w->sm_mhz : 0.0);
+            if (pr)   /* 0: not measured */
+                fprintf(f, ", %.1f", isfinite(w->probe_mhz) && w->probe_mhz > 0 ? w->probe_mhz : 0.0);
+            if (pr && warm)
+                fprintf(f, ", %.1f", isfinite(w->warm_probe_mhz) && w->warm_probe_mhz > 0 ? w->warm_probe_mhz : 0.0);
             if (hs) {   /* 0: a row measured without the states */
                 bool ok = w->cool_s > 0 && w->hot_s > 0 && w->cool_mhz > 0 && w->hot_mhz > 0;
                 fprintf(f, ", %.6g, %.0f, %.6g, %.0f", ok ? w->cool_s : 0.0, ok ? w->cool_mhz : 0.0,

@@ -74,6 +74,7 @@ int dkv_cli_profile_main(const dkv_cli_profile_args *a)
     o.repeats = a->repeats, o.warmup = a->warmup, o.device = a->device, o.l2_warm = a->l2_warm != 0;
     o.min_rows = a->min_rows;
     o.states = a->states;
+    o.probe = a->probe;
     size_t shapes = 0;
     double est[DKV_PROF_S_N], total = dkv_prof_estimate(&o, est, &shapes);
     fprintf(a->estimate ? stdout : stderr,

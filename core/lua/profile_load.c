@@ -151,9 +151,9 @@ static void read_kernels(lua_State *L, int top, const char *file, dkv_profile *p
         dkv_lconf_path(tp, sizeof tp, kp, names[i]);
         dkv_lconf_check_keys(L, t, tp, tkeys);
         dkv_lconf_string(L, t, tp, "note", "", 0);
-        const char *fields[DKV_PROF_FIELDS], *extra[8];
+        const char *fields[DKV_PROF_FIELDS], *extra[16];
         uint32_t nf = read_names(L, t, tp, "fields", fields, DKV_PROF_FIELDS, true);
-        uint32_t ne = read_names(L, t, tp, "extra", extra, 8, false);
+        uint32_t ne = read_names(L, t, tp, "extra", extra, 16, false);
         add_table(L, pr, (dkv_prof_tab)i, t, tp, file, fields, nf, ne, "rows");
         for (uint32_t e = 0; e < ne; e++) {
             dkv_err err = {0};

@@ -57,7 +57,7 @@ static void fill(dkv_prof *p, dkv_prof_table *gemm, dkv_prof_table *attn, dkv_pr
     memcpy(attn->fields, af, sizeof af);
     attn->extra[0] = "items";
     ar[0] = (dkv_prof_row){.f = {256, 1024, 32, 32, 128, 0}, .median_s = 4e-5, .p10_s = 3.9e-5, .p90_s = 4.2e-5,
-                           .first_s = 2e-4, .launches = 1, .x = {8}, .sm_mhz = 1980};
+                           .first_s = 2e-4, .launches = 1, .x = {8}, .sm_mhz = 1980, .probe_mhz = 1702.5};
     p->tables[0] = *gemm, p->tables[1] = *attn, p->n_tables = 2;
     p->copy[0] = (dkv_prof_copy_row){0, 4096, 1e-5, 1.2e-5};
     p->copy[1] = (dkv_prof_copy_row){1, 268435456, 5e-3, 6e-3};
@@ -134,18 +134,21 @@ static void test_write_and_load(void **state)
     assert_float_equal(num(L, "P.kernels.qkv.rows[2][4]"), 1e-4, 1e-12);
     assert_float_equal(num(L, "P.kernels.qkv.rows[2][5]"), 1, 0);
     assert_float_equal(num(L, "P.kernels.qkv.rows[1][8]"), 3e-3, 1e-12);
-    /* attention: the mode-0 row and its copies as modes 1 and 2, each with the items extra and the SM
-     * clock sampled beside its calls (a table none of whose rows has one, qkv above, has no such column) */
-    assert_string_equal(str(L, "table.concat(P.kernels.attn.extra, ',')"), "p10_s,p90_s,first_s,items,sm_mhz");
+    /* attention: the mode-0 row and its copies as modes 1 and 2, each with the items extra, the SM clock sampled
+     * beside its calls and the probe's clock over them (--probe; a table none of whose rows has one, qkv above, has
+     * no such column; without the L2 flush no warm_probe_mhz) */
+    assert_string_equal(str(L, "table.concat(P.kernels.attn.extra, ',')"), "p10_s,p90_s,first_s,items,sm_mhz,probe_mhz");
     assert_int_equal((int)num(L, "#P.kernels.attn.rows"), 3);
     for (int i = 1; i <= 3; i++) {
         char e[64];
         snprintf(e, sizeof e, "P.kernels.attn.rows[%d][6]", i);
         assert_float_equal(num(L, e), i - 1, 0);
         snprintf(e, sizeof e, "#P.kernels.attn.rows[%d]", i);
-        assert_int_equal((int)num(L, e), 6 + 2 + 3 + 1 + 1);
+        assert_int_equal((int)num(L, e), 6 + 2 + 3 + 1 + 1 + 1);
         snprintf(e, sizeof e, "P.kernels.attn.rows[%d][13]", i);
         assert_float_equal(num(L, e), 1980, 0);
+        snprintf(e, sizeof e, "P.kernels.attn.rows[%d][14]", i);
+        assert_float_equal(num(L, e), 1702.5, 0);
         snprintf(e, sizeof e, "P.kernels.attn.rows[%d][7]", i);
         assert_float_equal(num(L, e), 4e-5, 1e-12);
     }
