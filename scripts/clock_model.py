@@ -10,6 +10,10 @@ profile's `clock` block, docs/PROFILE_FORMAT.md), each from a measurement:
 
 rows:   the median `sm_mhz` of each GEMM class table's rows (qkv, o, ffn, lm_head) by m (a profile written
         with the per-row clock, dkv profile since session 14: datasets/hw/2026-12-01/call39/profile.lua.xz).
+        --probe-rows (rows, window, follow, block): the rows' `probe_mhz` instead, the SMs' own clock over the row's
+        flushed calls (dkv profile --probe, since session 25: datasets/hw/2026-12-03/call84/profile.lua.xz).
+        --k K[,K...]: only the rows of shapes with those inner dimensions (call 84 timed Dream-7B's shapes right after
+        LLaDA-8B's largest, and its first rows ran at the clock those left: 1,440 MHz at 16 rows against 1,909).
 states: per table and row, t_hot / t_cool and the sensitivity s = ln(t_hot / t_cool) / ln(f_cool / f_hot)
         with f_cool = 1,980 MHz (the cool state keeps the GPU awake on a one-thread spin: the maximum) and
         f_hot = 1,515 MHz (back-to-back GEMMs, the heater's state: docs/COST_MODEL.md "Clocks by kind of
@@ -30,6 +34,13 @@ follow: the follow form (docs/COST_MODEL.md "The clock that follows the work"): 
         the grid's best by time-weighted |error| last.  --check RES...: the same numbers for other run sets
         (not used in choosing).  --probe: against the clock probe's sm_probe_mhz (the SMs' cycle counters over
         the step, dkv.execute clock_probe) instead of NVML's sm_mhz.
+oracle: SHIPPED.lua PROFILE.lua RES... [--gemm LO HI SENS, default 64 768 0.96: call 77's measurement]: how far
+        the steps would be with the right clock, a bound for any clock predictor.  Each simulated step's GEMM times
+        are moved from the clock the simulator ran them at (SHIPPED's clock block: its row clocks and sensitivity) to
+        the step's measured probe clock (sm_probe_mhz), scaled by (row clock / step clock)^sens with PROFILE's row
+        clocks (--probe-rows --k: the probe's, the same scale).  Per point the mean |error| of the paired steps after
+        the first, as simulated and so.  Runs recorded with clock_probe only.  --follow DOWN UP: the follow form's
+        clock over the measured timeline (settle clocks: PROFILE's row clocks) in place of the measured one.
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -69,17 +80,24 @@ def tables(path):
     return out
 
 
+ROW_FIELD = "sm_mhz"   # --probe-rows: "probe_mhz" (dkv profile --probe, the SMs' cycle counters)
+ROW_K = None           # --k: only the rows of GEMM shapes with these inner dimensions (one model's shapes)
+
+
 def row_clocks(path):
-    """{table: (rows, median sm_mhz at each)} for the GEMM class tables"""
+    """{table: (rows, median row clock at each)} for the GEMM class tables: NVML's sm_mhz, or with --probe-rows the
+    probe's probe_mhz"""
     t = tables(path)
     out = {}
     for name in GEMM_TABLES:
         by = {}
         for f, _, x in t.get(name, []):
-            if x.get("sm_mhz", 0) > 0:
-                by.setdefault(f[0], []).append(x["sm_mhz"])
+            if x.get(ROW_FIELD, 0) > 0 and (ROW_K is None or int(f[2]) in ROW_K):
+                by.setdefault(f[0], []).append(x[ROW_FIELD])
         if not by:
-            sys.exit("clock_model: %s: table %s has no sm_mhz column (a profile from before session 14?)" % (path, name))
+            sys.exit("clock_model: %s: table %s has no %s column (%s)" % (
+                path, name, ROW_FIELD, "a profile from before session 14?" if ROW_FIELD == "sm_mhz"
+                else "written without dkv profile --probe?"))
         ms = sorted(by)
         out[name] = (ms, [float(np.median(by[m])) for m in ms])
     return out
@@ -198,13 +216,14 @@ def cmd_window(a):
     print("(the maximum for every step: %.0f)" % np.mean(err))
 
 
-def measured_steps(res, clocks, field="sm_mhz"):
+def measured_steps(res, clocks, field="sm_mhz", keys=False):
     """Per real run of post result RES (val and heldout) with per-step clocks: start, length, measured clock, settle
     clock, kind and whether the step counts (after the first, with a clock); the settle clock from the simulated
     step of the same index where the plans agree, else one with the same kind and query rows, else the nearest
     query rows of the same kind."""
     import h5py
     out = []
+    measured_steps.keys = []   # with keys: (file, point) of each run, in order
     for f in ("val", "heldout"):
         rp, sp = "%s/h5/%s.h5" % (res, f), "%s/sim/%s.h5" % (res, f)
         try:
@@ -234,6 +253,7 @@ def measured_steps(res, clocks, field="sm_mhz"):
                 steps.append((float(x["start_s"]), float(x["time_s"]), float(x[field]), seq[j][2], kind,
                               i > 0 and x[field] > 0))
             out.append(steps)
+            measured_steps.keys.append((f, p))
     if not out:
         sys.exit("clock_model: %s: no real run with per-step clocks in %s (recorded without sm_clock or clock_probe?)" % (res, field))
     return out
@@ -304,6 +324,83 @@ def cmd_follow(a):
         show("follow down %g up %g" % (best[1], best[2]), clock_errors(chk, lambda s: follow_predict(s, best[1], best[2])))
 
 
+def shipped_clock(path):
+    """The `clock` block of profile PATH: ({table: (rows, mhz)}, (lo_rows, hi_rows, sens))"""
+    t = text(path)
+    m = re.search(r"gemm_sens = \{lo_rows = ([0-9.e+]+), hi_rows = ([0-9.e+]+), sens = ([0-9.e+]+)\}", t)
+    if not m:
+        sys.exit("clock_model: %s: no clock block with gemm_sens (a profile from before session 15?)" % path)
+    rows = {}
+    for name in GEMM_TABLES:
+        r = re.search(r"\n      %s = \{rows = \{([^}]*)\},\s*mhz = \{([^}]*)\}\}" % name, t)
+        if not r:
+            sys.exit("clock_model: %s: its clock block has no gemm_mhz.%s" % (path, name))
+        rows[name] = ([float(v) for v in r.group(1).split(",")], [float(v) for v in r.group(2).split(",")])
+    return rows, tuple(float(v) for v in m.groups())
+
+
+def ramp(m, lo, hi, s):
+    """A GEMM's sensitivity at m rows in the clock block's form: 0 up to lo, s from hi, log-linear between"""
+    return 0.0 if m <= lo else s if m >= hi else s * math.log(m / lo) / math.log(hi / lo)
+
+
+def cmd_oracle(a):
+    """Each simulated step's GEMM times (q|k|v, O, FFN, LM head) moved from the clock the simulator ran them at to the
+    step's measured probe clock: t_table = t_sim / (f_row / f_sim)^s_shipped (the shipped block's row clocks and
+    sensitivity), then t = t_table (g_row / g)^SENS with g_row the row's own probe clock (PROFILE's probe_mhz) and g
+    the step's sm_probe_mhz.  Per point, the mean |error| of the paired steps after the first, as simulated and so."""
+    import h5py
+    rows0, (lo0, hi0, s0) = shipped_clock(a.shipped)
+    rows1 = row_clocks(a.profile)
+    per = {}
+    pred = {}   # --follow: (res, file, point) -> the follow form's clock of each real step
+    if a.follow:
+        for res in a.res:
+            for steps, key in zip(measured_steps(res, rows1, "sm_probe_mhz", keys=True), measured_steps.keys):
+                pred[(res,) + key] = follow_predict(steps, *a.follow)
+    for res in a.res:
+        for f in ("val", "heldout"):
+            try:
+                R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/sim/%s.h5" % (res, f), "r")
+            except OSError:
+                continue
+            for k in R["runs"]:
+                p = k[:-5]
+                if not k.endswith(":real") or p + ":sim" not in S["runs"]:
+                    continue
+                rs, ss, sk = R["runs/%s:real/steps" % p][()], S["runs/%s:sim/steps" % p][()], S["runs/%s:sim/kernels" % p][()]
+                if "sm_probe_mhz" not in rs.dtype.names:
+                    continue
+                by = {}
+                for r in sk:
+                    by.setdefault(int(r["step_index"]), []).append((int(r["kind"]), float(r["time_s"])))
+                for i in range(1, min(len(rs), len(ss))):
+                    x, y = rs[i], ss[i]
+                    if (x["n_refresh"], x["n_reuse"], x["q_tokens"]) != (y["n_refresh"], y["n_reuse"], y["q_tokens"]) \
+                            or not (x["sm_probe_mhz"] > 0 and y["sm_mhz"] > 0):
+                        continue
+                    t, g = float(y["time_s"]), float(x["sm_probe_mhz"])
+                    if a.follow:
+                        g = pred[(res, f, p)][i]
+                    for c, tc in by.get(int(y["index"]), []):
+                        if c not in (0, 2, 3, 4):
+                            continue
+                        name, m = ("qkv", None, "o", "ffn", "lm_head")[c], float(y["logit_rows"] if c == 4 else y["q_tokens"])
+                        t0 = tc / (interp(rows0[name], m) / float(y["sm_mhz"])) ** ramp(m, lo0, hi0, s0)
+                        t += t0 * (interp(rows1[name], m) / g) ** ramp(m, *a.gemm) - tc
+                    e = per.setdefault(p, ([], []))
+                    e[0].append(abs(float(y["time_s"]) / float(x["time_s"]) - 1)), e[1].append(abs(t / float(x["time_s"]) - 1))
+    if not per:
+        sys.exit("clock_model: no paired steps with a probe clock in %s (recorded without clock_probe?)" % " ".join(a.res))
+    print("mean step |error| over the paired steps after the first, as simulated -> each GEMM at the step's %s "
+          "probe clock (sensitivity %g from %g to %g rows)" % (
+              "follow form's (down_s %g, up_s %g)" % tuple(a.follow) if a.follow else "measured", a.gemm[2], a.gemm[0], a.gemm[1]))
+    for p in sorted(per):
+        print("%-30s %5.2f %% -> %5.2f %%  (%d steps)" % (p, 100 * np.mean(per[p][0]), 100 * np.mean(per[p][1]), len(per[p][0])))
+    print("mean over %d points: %.2f %% -> %.2f %%" % (len(per), 100 * np.mean([np.mean(v[0]) for v in per.values()]),
+                                                       100 * np.mean([np.mean(v[1]) for v in per.values()])))
+
+
 def block_text(a):
     """The Lua `clock` block: its comment lines, `clock = {` ... `},`"""
     clocks = row_clocks(a.profile)
@@ -366,6 +463,11 @@ def main():
     p.add_argument("--probe", dest="field", action="store_const", const="sm_probe_mhz", default="sm_mhz",
                    help="score against the clock probe's sm_probe_mhz (dkv.execute clock_probe) instead of NVML's sm_mhz")
     p.set_defaults(fn=cmd_follow)
+    p = sub.add_parser("oracle"); p.add_argument("shipped"); p.add_argument("profile"); p.add_argument("res", nargs="+")
+    p.add_argument("--gemm", type=float, nargs=3, default=[64, 768, 0.96], metavar=("LO", "HI", "SENS"))
+    p.add_argument("--follow", type=float, nargs=2, metavar=("DOWN", "UP"),
+                   help="the follow form's clock (settle: the rows' clocks) in place of the measured one")
+    p.set_defaults(fn=cmd_oracle)
     p = sub.add_parser("block"); p.add_argument("profile")
     p.add_argument("--follow", type=float, nargs=2, metavar=("DOWN", "UP"))
     p.add_argument("--into", metavar="PROFILE", help="write PROFILE with its clock block replaced (with --name, -o)")
@@ -374,7 +476,19 @@ def main():
     p.add_argument("--gemm", type=float, nargs=3, default=[2048, 6144, 0.5], metavar=("LO", "HI", "SENS"))
     p.add_argument("--attn", type=float, nargs=2, default=[0.45, 0.65], metavar=("REUSE", "REFRESH"))
     p.set_defaults(fn=cmd_block)
+    for q in (sub.choices["rows"], sub.choices["window"], sub.choices["follow"], sub.choices["block"], sub.choices["oracle"]):
+        q.add_argument("--probe-rows", action="store_true",
+                       help="the rows' clocks from the probe's probe_mhz column (dkv profile --probe) instead of NVML's sm_mhz")
+        q.add_argument("--k", help="only rows of GEMM shapes with these inner dimensions, K[,K...] (one model's shapes: "
+                                   "LLaDA-8B 4096,12288)")
     a = ap.parse_args()
+    global ROW_FIELD, ROW_K
+    ROW_FIELD = "probe_mhz" if getattr(a, "probe_rows", False) else "sm_mhz"
+    if getattr(a, "k", None):
+        try:
+            ROW_K = {int(v) for v in a.k.split(",")}
+        except ValueError:
+            sys.exit("clock_model: --k %r: expected whole numbers separated by commas" % a.k)
     a.fn(a)
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# test_clock_model.sh - scripts/clock_model.py's follow and block --into (docs/COST_MODEL.md "The clock that follows
-# the work"): the shipped profile h200-20261202q is p with the block --into writes, byte for byte; follow finds the
+# test_clock_model.sh - scripts/clock_model.py's follow, block --into, rows --probe-rows and oracle (docs/COST_MODEL.md
+# "The clock that follows the work"): the profile h200-20261202q is p with the block --into writes, byte for byte; follow finds the
 # time constants that generated a run set's clocks (a synthetic post result whose measured clocks are the follow
 # form's own, computed here independently from the closed form); class_errors.py --clock recovers known slopes on
 # NVML's and the probe's clock; mistakes are refused naming what is wrong.
@@ -24,6 +24,18 @@ if $PY scripts/clock_model.py block $C39 --into datasets/profiles/h200-standin.l
     fail "block --into a profile without a clock block was accepted"; fi
 grep -q "h200-standin.lua: no clock block to replace" "$T/e" || fail "block --into's error: $(cat "$T/e")"
 [ ! -e "$T/x.lua" ] || fail "a refused block --into wrote its output"
+
+# rows --probe-rows (dkv profile --probe's probe_mhz, device call 84): LLaDA-8B's q|k|v at 1,024 rows ran at 1,688 MHz
+# by the probe (NVML read 1,980); with --k only LLaDA-8B's shapes count at 16 rows (Dream-7B's, timed right after
+# LLaDA's largest, ran at 1,440 and pull the median to 1,675); a profile without the column, and a bad --k, refused
+C84=datasets/hw/2026-12-03/call84/profile.lua.xz
+$PY scripts/clock_model.py rows --probe-rows --k 4096,12288 $C84 > "$T/pr.txt" || fail "rows --probe-rows"
+grep -Eq "^qkv +16:1910 .* 1024:1688 " "$T/pr.txt" || fail "rows --probe-rows --k: $(head -n 1 "$T/pr.txt")"
+$PY scripts/clock_model.py rows --probe-rows $C84 | grep -Eq "^qkv +16:1675 " || fail "rows --probe-rows without --k"
+if $PY scripts/clock_model.py rows --probe-rows $C39 2> "$T/e"; then fail "--probe-rows on a profile without probe_mhz"; fi
+grep -q "table qkv has no probe_mhz column (written without dkv profile --probe?)" "$T/e" || fail "--probe-rows: $(cat "$T/e")"
+if $PY scripts/clock_model.py rows --k 4096,x $C84 2> "$T/e"; then fail "a bad --k was accepted"; fi
+grep -q "expected whole numbers" "$T/e" || fail "--k: $(cat "$T/e")"
 
 # follow: a synthetic post result.  Steps of 8,192 query rows (q|k|v's row clock in call 39: 1,215 MHz) and of 32
 # (1,980), with idle gaps; the measured clock of each step is the follow form's mean at down 0.06 s, up 0.6 s
@@ -66,7 +78,34 @@ grep -Eq "^window lag 0.05 window 0.1 +[1-9][0-9]* " "$T/f.txt" || fail "the win
 mkdir -p "$T/none"
 if $PY scripts/clock_model.py follow $C39 "$T/none" 2> "$T/e"; then fail "follow without runs was accepted"; fi
 grep -q "$T/none: no real run with per-step clocks in sm_mhz" "$T/e" || fail "follow's error: $(cat "$T/e")"
-echo "ok: q regenerates from p, follow recovers its generating time constants, mistakes are refused"
+# oracle: a synthetic post result whose q|k|v steps of 1,024 rows took the simulated 1 ms (the shipped block has no
+# sensitivity there) times (1,687.8 / g)^0.96 at probe clocks g of 1,500-1,900 MHz: moved to the measured probe clock
+# with call 84's row clocks and call 77's sensitivity, their error is 0; as simulated, 2.4-11.8 %
+$PY - "$T/ores" <<'PYEOF'
+import os, sys
+import h5py, numpy as np
+res = sys.argv[1]
+os.makedirs(res + "/h5"); os.makedirs(res + "/sim")
+sdt = [("index", "u8"), ("start_s", "f8"), ("time_s", "f8"), ("n_refresh", "u4"), ("n_reuse", "u4"), ("q_tokens", "u8"),
+       ("logit_rows", "u8"), ("sm_mhz", "f8")]
+real, sim, kern = [], [], []
+for i, g in enumerate((1980, 1500, 1600, 1700, 1800, 1900)):
+    real.append((i, i * 0.01, 1e-3 * (1687.8 / g) ** 0.96, 1, 0, 1024, 0, 1980, g))
+    sim.append((i, i * 0.01, 1e-3, 1, 0, 1024, 0, 1980)); kern.append((i, 0, 1e-3))
+with h5py.File(res + "/h5/val.h5", "w") as f:
+    f.create_dataset("runs/val:o:real/steps", data=np.array(real, dtype=sdt + [("sm_probe_mhz", "f8")]))
+with h5py.File(res + "/sim/val.h5", "w") as f:
+    f.create_dataset("runs/val:o:sim/steps", data=np.array(sim, dtype=sdt))
+    f.create_dataset("runs/val:o:sim/kernels", data=np.array(kern, dtype=[("step_index", "u8"), ("kind", "u4"), ("time_s", "f8")]))
+PYEOF
+$PY scripts/clock_model.py oracle --probe-rows --k 4096,12288 datasets/profiles/h200-20261203r.lua $C84 "$T/ores" > "$T/o.txt" ||
+    fail "oracle on the synthetic run set: $(cat "$T/o.txt")"
+grep -Eq "^val:o +[0-9.]+ % ->  0.00 %  \(5 steps\)$" "$T/o.txt" || fail "oracle is not exact: $(cat "$T/o.txt")"
+if $PY scripts/clock_model.py oracle --probe-rows datasets/profiles/h200-20261203r.lua $C84 "$T/res" 2> "$T/e"; then
+    fail "oracle without probe clocks was accepted"; fi
+grep -q "no paired steps with a probe clock" "$T/e" || fail "oracle without probe clocks: $(cat "$T/e")"
+
+echo "ok: q regenerates from p, follow recovers its generating time constants, rows and oracle read the probe's clocks, mistakes are refused"
 
 # class_errors.py --clock: a synthetic class-event run whose q|k|v time is the simulated one x (1980 / f)^0.8 at the
 # step's NVML clock f, with the probe clock g = 1980 (f / 1980)^1.6 (so the same time is x (1980 / g)^0.5): the
