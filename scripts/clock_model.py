@@ -41,6 +41,14 @@ oracle: SHIPPED.lua PROFILE.lua RES... [--gemm LO HI SENS, default 64 768 0.96: 
         clocks (--probe-rows --k: the probe's, the same scale).  Per point the mean |error| of the paired steps after
         the first, as simulated and so.  Runs recorded with clock_probe only.  --follow DOWN UP: the follow form's
         clock over the measured timeline (settle clocks: PROFILE's row clocks) in place of the measured one.
+settle: RES... [--check RES...]: the clocks sustained work settles at, on the probe's scale, and the follow form's
+        time constants, fitted on the step probe clocks of RES (runs recorded with clock_probe): each simulated step's
+        settle clock is its GEMM classes' (by rows, log-linear between 64, 256, 1,024, 4,096 and 16,384 rows) and its
+        other classes' (one value) weighted by their simulated time; the clock follows it (down_s falling, up_s
+        rising, toward the maximum while idle) from the maximum at the run's start; coordinate descent over a grid,
+        four passes, minimising the time-weighted |error| (settle clocks at most the maximum).  Prints the block's
+        --settle and --follow arguments.  (A row's few milliseconds after a spin do not settle: docs/COST_MODEL.md
+        "The clock on the probe's scale".)
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -116,6 +124,9 @@ def interp(points, m):
 def cmd_rows(a):
     for name, (ms, fs) in row_clocks(a.profile).items():
         print("%-8s " % name + "  ".join("%d:%.0f" % (m, f) for m, f in zip(ms, fs)))
+    v = [x[ROW_FIELD] for _, _, x in tables(a.profile).get("attn", []) if x.get(ROW_FIELD, 0) > 0]
+    if v:
+        print("attn     median %.0f over %d rows" % (np.median(v), len(v)))
 
 
 def sens(x):
@@ -401,6 +412,112 @@ def cmd_oracle(a):
                                                        100 * np.mean([np.mean(v[1]) for v in per.values()])))
 
 
+SETTLE_KNOTS = (64, 128, 256, 512, 1024, 2048, 4096, 16384)
+FIRST = False   # settle --first: each run's first step counts too
+
+
+def settle_runs(res):
+    """Per simulated run of post result RES (val and heldout): its steps on the simulated timeline, each (start,
+    length, query rows, logit rows, GEMM seconds (q|k|v, O, FFN), LM-head seconds, other seconds, measured probe
+    clock, counts): the step counts when it pairs with the real step of the same index (plans agree) and that one
+    has a probe clock, after the first"""
+    import h5py
+    out = []
+    for f in ("val", "heldout"):
+        try:
+            R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/sim/%s.h5" % (res, f), "r")
+        except OSError:
+            continue
+        for k in R["runs"]:
+            p = k[:-5]
+            if not k.endswith(":real") or p + ":sim" not in S["runs"]:
+                continue
+            rs, ss, sk = R["runs/%s:real/steps" % p][()], S["runs/%s:sim/steps" % p][()], S["runs/%s:sim/kernels" % p][()]
+            if "sm_probe_mhz" not in rs.dtype.names:
+                continue
+            by = {}
+            for r in sk:
+                by.setdefault(int(r["step_index"]), {})[int(r["kind"])] = float(r["time_s"])
+            steps = []
+            for i, y in enumerate(ss):
+                t = by.get(int(y["index"]), {})
+                same = i < len(rs) and all(rs[i][c] == y[c] for c in ("n_refresh", "n_reuse", "q_tokens"))
+                meas = float(rs[i]["sm_probe_mhz"]) if same else 0.0
+                steps.append((float(y["start_s"]), float(y["time_s"]), float(y["q_tokens"]), float(y["logit_rows"]),
+                              sum(v for c, v in t.items() if c in (0, 2, 3)), t.get(4, 0.0),
+                              sum(v for c, v in t.items() if c not in (0, 2, 3, 4)), meas, (i > 0 or FIRST) and meas > 0))
+            out.append(steps)
+    if not out:
+        sys.exit("clock_model: %s: no real run with probe clocks (recorded without clock_probe?)" % res)
+    return out
+
+
+def settle_predict(steps, P):
+    """The follow form's clock over each simulated step with the settle clocks P (GEMMs by rows, the rest one value)"""
+    x, at, out = FMAX, None, []
+    for start, dur, q, lr, gt, lt, ot, _, _ in steps:
+        den = gt + lt + ot
+        g = lambda m: interp((SETTLE_KNOTS, P["g"]), m)
+        settle = (gt * g(q) + lt * g(lr) + ot * P["o"]) / den if den > 0 else FMAX
+        if at is not None and start > at:
+            x = FMAX + (x - FMAX) * math.exp(-(start - at) / P["u"])
+        tau = P["d"] if settle < x else P["u"]
+        mean = settle + (x - settle) * tau / dur * (1 - math.exp(-dur / tau)) if dur > 0 else x
+        x = settle + (x - settle) * math.exp(-dur / tau) if dur > 0 else x
+        at = start + dur
+        out.append(mean)
+    return out
+
+
+def settle_errors(runs, P):
+    e, w = [], []
+    for steps in runs:
+        for s, p in zip(steps, settle_predict(steps, P)):
+            if s[8]:
+                e.append(p - s[7]), w.append(s[1])
+    e, w = np.array(e), np.array(w)
+    return np.sum(np.abs(e) * w) / np.sum(w), np.mean(np.abs(e)), np.mean(e)
+
+
+def cmd_settle(a):
+    """Fits the settle clocks and the follow form's time constants on probe step clocks"""
+    fit = [s for res in a.res for s in settle_runs(res)]
+    chk = [s for res in (a.check or []) for s in settle_runs(res)]
+    P = {"g": [interp(((64, 256, 1024, 4096, 16384), (1900.0, 1850.0, 1650.0, 1450.0, 1350.0)), k) for k in SETTLE_KNOTS],
+         "o": 1900.0, "d": 0.02, "u": 1.2}
+    if a.start:
+        try:
+            P = {"g": [float(v) for v in a.start[0].split(",")], "o": float(a.start[1]), "d": float(a.start[2]),
+                 "u": float(a.start[3])}
+        except ValueError:
+            sys.exit("clock_model: settle --start: expected MHZ,... OTHER DOWN UP as numbers, got %s" % " ".join(a.start))
+        if len(P["g"]) != len(SETTLE_KNOTS):
+            sys.exit("clock_model: settle --start: %d clocks for the %d row counts %s" % (
+                len(P["g"]), len(SETTLE_KNOTS), ",".join("%d" % k for k in SETTLE_KNOTS)))
+    best = settle_errors(fit, P)[0 if a.weight == "time" else 1]
+    print("start: fit %.1f %.1f %+.1f" % settle_errors(fit, P))
+    grids = {"d": [0.002, 0.005, 0.01, 0.02, 0.05, 0.1], "u": [0.05, 0.1, 0.2, 0.3, 0.6, 1.2, 2, 3, 5],
+             "o": [float(v) for v in range(1500, 1981, 20)]}
+    print("settle clocks (MHz at %s rows; other classes), follow down_s, up_s: time-weighted |e|, |e|, mean e (MHz) "
+          "against the probe's step clocks" % ", ".join("%d" % k for k in SETTLE_KNOTS))
+    for it in range(4):
+        for key in ["o", "d", "u"] + ["g%d" % i for i in range(len(SETTLE_KNOTS))]:
+            cands = grids[key] if key in grids else [min(FMAX, P["g"][int(key[1])] + dv) for dv in range(-200, 201, 10)]
+            for c in cands:
+                Q = {"g": list(P["g"]), "o": P["o"], "d": P["d"], "u": P["u"]}
+                if key[0] == "g":
+                    Q["g"][int(key[1])] = c
+                else:
+                    Q[key] = c
+                v = settle_errors(fit, Q)[0 if a.weight == "time" else 1]
+                if v < best:
+                    best, P = v, Q
+        print("pass %d: fit %.1f %.1f %+.1f%s" % ((it + 1,) + settle_errors(fit, P) + (
+            "  check %.1f %.1f %+.1f" % settle_errors(chk, P) if chk else "",)))
+    print("best: --settle %s %s %g --follow %g %g" % (",".join("%d" % k for k in SETTLE_KNOTS),
+                                                       ",".join("%.0f" % v for v in P["g"]), P["o"], P["d"], P["u"]))
+
+
 def block_text(a):
     """The Lua `clock` block: its comment lines, `clock = {` ... `},`"""
     clocks = row_clocks(a.profile)
@@ -411,6 +528,11 @@ def block_text(a):
     out = ["  -- the SM clock a step runs at and its classes' times at that clock (docs/COST_MODEL.md \"The step's clock\",",
            "  -- scripts/clock_model.py): GEMM rows' clocks from %s; sensitivities from dkv profile --states;" % src,
            "  -- " + fit]
+    if a.settle:   # the probe's scale (docs/COST_MODEL.md "The clock on the probe's scale")
+        out = ["  -- the SM clock a step runs at and its classes' times at that clock, on the SMs' own clock (docs/COST_MODEL.md",
+               "  -- \"The clock on the probe's scale\", scripts/clock_model.py): GEMM rows' clocks from %s's %s;" % (src, ROW_FIELD),
+               "  -- the GEMMs' sensitivity measured at two clocks (device call 77); settle clocks and the follow form's time",
+               "  -- constants fitted on the step probe clocks (clock_model.py settle)"]
     if a.follow:
         out.append("  clock = {\n    max_mhz = %.0f, follow = {down_s = %g, up_s = %g}," % (FMAX, a.follow[0], a.follow[1]))
     else:
@@ -422,7 +544,13 @@ def block_text(a):
         ms, fs = clocks[name]
         out.append("      %s = {rows = {%s},\n        mhz = {%s}}," % (name, ", ".join("%d" % m for m in ms),
                                                                    ", ".join("%.0f" % f for f in fs)))
-    out.append("    },\n  },")
+    out.append("    },")
+    if a.attn_mhz:
+        out.append("    attn_mhz = %g," % a.attn_mhz)
+    if a.settle:
+        out.append("    settle = {rows = {%s}, mhz = {%s}, other_mhz = %s}," % (
+            a.settle[0].replace(",", ", "), a.settle[1].replace(",", ", "), a.settle[2]))
+    out.append("  },")
     return "\n".join(out) + "\n"
 
 
@@ -443,7 +571,10 @@ def cmd_block(a):
     base = base[:m.start()] + text + base[m.end():]
     form = "follow = {down_s = %g, up_s = %g}" % tuple(a.follow) if a.follow else "lag_s = %g, window_s = %g" % (a.lag, a.window)
     argv = (["--follow %g %g" % tuple(a.follow)] if a.follow else ["--lag %g --window %g" % (a.lag, a.window)]) + \
-        ["--gemm %g %g %g" % tuple(a.gemm), "--attn %g %g" % tuple(a.attn)]
+        ["--gemm %g %g %g" % tuple(a.gemm), "--attn %g %g" % tuple(a.attn)] + \
+        (["--settle %s %s %s" % tuple(a.settle)] if a.settle else []) + \
+        (["--attn-mhz %g" % a.attn_mhz] if a.attn_mhz else []) + \
+        (["--probe-rows"] if ROW_FIELD == "probe_mhz" else []) + (["--k %s" % a.k] if a.k else [])
     head = ("-- Provenance: %s (its header below) with its `clock` block replaced: %s (docs/PROFILE_FORMAT.md \"clock\"; "
             "written by `/usr/bin/python3 scripts/clock_model.py block %s %s --into %s --name %s -o ...`); no row added or "
             "replaced.\n" % (base_name(a.into), form, a.profile, " ".join(argv), a.into, a.name))
@@ -475,14 +606,26 @@ def main():
     p.add_argument("--lag", type=float, default=0.05); p.add_argument("--window", type=float, default=0.1)
     p.add_argument("--gemm", type=float, nargs=3, default=[2048, 6144, 0.5], metavar=("LO", "HI", "SENS"))
     p.add_argument("--attn", type=float, nargs=2, default=[0.45, 0.65], metavar=("REUSE", "REFRESH"))
+    p.add_argument("--attn-mhz", type=float, help="the clock the attention rows ran at (clock_model.py rows prints "
+                                                 "their median); default: max_mhz")
+    p.add_argument("--settle", nargs=3, metavar=("ROWS", "MHZ", "OTHER"),
+                   help="the settle clocks (clock_model.py settle): GEMMs' at ROWS (comma-separated), the rest's OTHER")
     p.set_defaults(fn=cmd_block)
+    p = sub.add_parser("settle"); p.add_argument("res", nargs="+"); p.add_argument("--check", nargs="+", metavar="RES")
+    p.add_argument("--first", action="store_true", help="each run's first step counts too (the GPU idle before it)")
+    p.add_argument("--start", nargs=4, metavar=("MHZ", "OTHER", "DOWN", "UP"),
+                   help="the descent's starting point (MHZ: one clock per row count, comma-separated)")
+    p.add_argument("--weight", choices=("time", "step"), default="time",
+                   help="minimise the |error| weighted by step time (default) or per step")
+    p.set_defaults(fn=cmd_settle)
     for q in (sub.choices["rows"], sub.choices["window"], sub.choices["follow"], sub.choices["block"], sub.choices["oracle"]):
         q.add_argument("--probe-rows", action="store_true",
                        help="the rows' clocks from the probe's probe_mhz column (dkv profile --probe) instead of NVML's sm_mhz")
         q.add_argument("--k", help="only rows of GEMM shapes with these inner dimensions, K[,K...] (one model's shapes: "
                                    "LLaDA-8B 4096,12288)")
     a = ap.parse_args()
-    global ROW_FIELD, ROW_K
+    global ROW_FIELD, ROW_K, FIRST
+    FIRST = getattr(a, "first", False)
     ROW_FIELD = "probe_mhz" if getattr(a, "probe_rows", False) else "sm_mhz"
     if getattr(a, "k", None):
         try:

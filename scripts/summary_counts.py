@@ -2,13 +2,17 @@
 """summary_counts.py - the held-out and in-sample targets of several hw_session.sh post results, summed per simulated
 variant (issue 9: step latency mean |error| <= 5 %, p50 and p99 <= 8 %, tokens/s <= 5 %, memory <= 2 %).
 
-    /usr/bin/python3 scripts/summary_counts.py [--attainable] RES [RES...]
+    /usr/bin/python3 scripts/summary_counts.py [--attainable | --per-set] RES [RES...]
 
 Each RES is a post result (scripts/hw_session.sh post, with PROFILE=FILE.lua for a "profile" variant): its
 summary.md's per-point rows ("| point | variant | steps | step | PASS/MISS | p50 | ... |", held-out points and
 val:* alike).  Prints, per variant, the passes of each target over every point row of every RES, then per point
 the mean step |error| of each variant and its step passes (how docs/COST_MODEL.md compares a profile variant
 against the shipped preset over the ten fresh machines).  Exits 2 naming the file where a RES has no such rows.
+
+--per-set: per RES, each variant's mean step |error| over its in-sample (val:*) and its held-out point rows, and
+how much the other variants move it against the shipped preset's (the project's in-sample rule: no RES's in-sample
+mean worse by more than 0.1 point).
 
 --attainable: for every point and run-level target (p50, p99, tokens/s, memory) of each variant, whether ONE
 predicted value could pass on every RES at all.  The simulated value of a point is the same on every RES (the
@@ -34,12 +38,14 @@ def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
-    attainable = argv[0] == "--attainable"
-    if attainable:
+    attainable, per_set = argv[0] == "--attainable", argv[0] == "--per-set"
+    if attainable or per_set:
         argv = argv[1:]
         if not argv:
-            print("summary_counts.py: --attainable needs at least one RES", file=sys.stderr)
+            print("summary_counts.py: %s needs at least one RES" % ("--attainable" if attainable else "--per-set"),
+                  file=sys.stderr)
             return 2
+    by_set = {}   # RES -> variant -> {"in": [step |e|], "out": [step |e|]}
     rows = {}   # variant -> point -> [(step |e|, passes of 5)]
     errs = {}   # variant -> point -> [[p50, p99, tok/s, mem error]] (fractions)
     for res in argv:
@@ -57,6 +63,8 @@ def main(argv):
                     (float(m.group(4)), [m.group(i) == "PASS" for i in (5, 7, 9, 11, 13)]))
                 errs.setdefault(m.group(2), {}).setdefault(m.group(1), []).append(
                     [float(m.group(i)) / 100 for i in (6, 8, 10, 12)])
+                by_set.setdefault(res, {}).setdefault(m.group(2), {"in": [], "out": []})[
+                    "in" if m.group(1).startswith("val:") else "out"].append(float(m.group(4)))
                 n += 1
         if n == 0:
             print("summary_counts.py: %s: no per-point target rows (a hw_session.sh post summary?)" % path,
@@ -76,6 +84,8 @@ def main(argv):
             x = rows[v].get(p, [])
             cells.append("%.2f %%, %d / %d" % (sum(e for e, _ in x) / len(x), sum(ok[0] for _, ok in x), len(x)) if x else "-")
         print("| %s | %s |" % (p, " | ".join(cells)))
+    if per_set:
+        print_per_set(by_set)
     if attainable:
         print_attainable(errs)
         steps = step_errors(argv)
@@ -83,6 +93,35 @@ def main(argv):
             return 2
         print_step_attainable(steps)
     return 0
+
+
+def print_per_set(by_set):
+    mean = lambda v: sum(v) / len(v) if v else float("nan")
+    pc = lambda x: "-" if x != x else "%.2f %%" % x
+    dp = lambda x: "-" if x != x else "%+.2f" % x
+    vs = sorted({v for r in by_set.values() for v in r})
+    base = "shipped h200" if "shipped h200" in vs else vs[0]
+    print("\nPer RES, mean step |error| over the in-sample / held-out point rows (and the change against %s):" % base)
+    print("| RES | " + " | ".join("%s: in-sample | held out" % v for v in vs) + " |")
+    print("|---|" + "---|---|" * len(vs))
+    worse = {v: 0 for v in vs}
+    for res in by_set:
+        cells = []
+        b = by_set[res].get(base, {"in": [], "out": []})
+        for v in vs:
+            x = by_set[res].get(v)
+            if not x:
+                cells.append("- | -")
+                continue
+            di, do = mean(x["in"]) - mean(b["in"]), mean(x["out"]) - mean(b["out"])
+            worse[v] += di > 0.1 + 1e-9
+            cells.append("%s%s | %s%s" % (pc(mean(x["in"])), "" if v == base else " (%s)" % dp(di), pc(mean(x["out"])),
+                                           "" if v == base else " (%s)" % dp(do)))
+        print("| %s | %s |" % (res, " | ".join(cells)))
+    for v in vs:
+        if v != base:
+            print("%s: in-sample mean worse than %s's by more than 0.1 point on %d of %d RES" % (v, base, worse[v],
+                                                                                              len(by_set)))
 
 
 def step_errors(res_list):

@@ -14,20 +14,23 @@
 
 #include "cost/profile.h"
 
-/* The clock the rows of GEMM class k (0 qkv, 1 o, 2 ffn, 3 lm_head) ran at, at m rows: log-linear
- * between the points, the end points' beyond them. */
-static double row_mhz(const dkv_profile_info *in, int k, double m)
+/* A clock by rows: log-linear between the n points (r, f), the end points' beyond them; top without points. */
+static double by_rows(uint32_t n, const double *r, const double *f, double m, double top)
 {
-    uint32_t n = in->clock_n[k];
-    const double *r = in->clock_rows[k], *f = in->clock_mhz[k];
     if (n == 0)
-        return in->clock_max_mhz;
+        return top;
     if (m <= r[0])
         return f[0];
     for (uint32_t i = 1; i < n; i++)
         if (m <= r[i])
             return f[i - 1] + (f[i] - f[i - 1]) * log(m / r[i - 1]) / log(r[i] / r[i - 1]);
     return f[n - 1];
+}
+
+/* The clock the rows of GEMM class k (0 qkv, 1 o, 2 ffn, 3 lm_head) ran at, at m rows. */
+static double row_mhz(const dkv_profile_info *in, int k, double m)
+{
+    return by_rows(in->clock_n[k], in->clock_rows[k], in->clock_mhz[k], m, in->clock_max_mhz);
 }
 
 /* The GEMMs' sensitivity at m rows: 0 up to lo_rows, sens from hi_rows, log-linear between. */
@@ -122,11 +125,23 @@ void sim_clock_apply(const sim_clock *c, const dkv_profile_info *in, const dkv_s
     s[DKV_KCLASS_QKV] = s[DKV_KCLASS_O] = s[DKV_KCLASS_FFN] = gemm_sens(in, q);
     s[DKV_KCLASS_LM_HEAD] = gemm_sens(in, rows);
     s[DKV_KCLASS_ATTN] = refresh ? in->clock_refresh_sens : in->clock_reuse_sens;
-    /* the step's settle clock: its classes' row clocks weighted by their time */
+    if (in->clock_attn_mhz > 0)   /* the attention rows' own clock (clock.attn_mhz), else the maximum */
+        f[DKV_KCLASS_ATTN] = in->clock_attn_mhz;
+    /* the step's settle clock: its classes' settle clocks weighted by their time (without a settle block the
+     * row clocks; with one, the GEMM classes' by rows and every other class's one value) */
+    double u[DKV_KCLASS_N];
+    for (int k = 0; k < DKV_KCLASS_N; k++)
+        u[k] = in->clock_settle_n ? in->clock_settle_other_mhz : f[k];
+    if (in->clock_settle_n) {
+        const uint32_t n = in->clock_settle_n;
+        const double *sr = in->clock_settle_rows, *sf = in->clock_settle_mhz;
+        u[DKV_KCLASS_QKV] = u[DKV_KCLASS_O] = u[DKV_KCLASS_FFN] = by_rows(n, sr, sf, q, top);
+        u[DKV_KCLASS_LM_HEAD] = by_rows(n, sr, sf, rows, top);
+    }
     double num = 0, den = 0;
     for (int k = 0; k < DKV_KCLASS_N; k++) {
         double t = (isnan(t_layer[k]) ? 0 : L * t_layer[k]) + (isnan(t_once[k]) ? 0 : t_once[k]);
-        num += t * f[k], den += t;
+        num += t * u[k], den += t;
     }
     if (!(den > 0))
         return;

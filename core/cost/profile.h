@@ -97,6 +97,12 @@ typedef struct dkv_profile_info {
     double   clock_gemm_lo_rows, clock_gemm_hi_rows, clock_gemm_sens, clock_reuse_sens, clock_refresh_sens;
     uint32_t clock_n[4];
     double   clock_rows[4][DKV_PROFILE_CLOCK_PTS], clock_mhz[4][DKV_PROFILE_CLOCK_PTS];
+    /* clock.settle (optional; absent: settle_n 0, each class settles at its row clock): the clock sustained work
+     * settles at, for the GEMM classes by rows (settle_rows / settle_mhz, log-linear between), every other class at
+     * settle_other_mhz (docs/COST_MODEL.md "The clock on the probe's scale") */
+    uint32_t clock_settle_n;
+    double   clock_settle_rows[DKV_PROFILE_CLOCK_PTS], clock_settle_mhz[DKV_PROFILE_CLOCK_PTS], clock_settle_other_mhz;
+    double   clock_attn_mhz;   /* clock.attn_mhz (optional; 0: max_mhz): the clock the attention rows ran at */
     /* memory (PROFILE_FORMAT.md "memory"; absent: has_memory false): device memory a CUDA backend
      * process holds besides dkv's own allocations, bytes */
     bool   has_memory;

@@ -324,7 +324,8 @@ static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info
     if (!dkv_lconf_subtable(L, top, file, "clock", 0))
         return;
     static const char *const keys[] = {"note", "max_mhz", "lag_s", "window_s", "follow", "gemm_sens", "attn_sens",
-                                       "gemm_mhz", NULL};
+                                       "gemm_mhz", "settle", "attn_mhz", NULL};
+    static const char *const skeys[] = {"rows", "mhz", "other_mhz", NULL};
     static const char *const gkeys[] = {"lo_rows", "hi_rows", "sens", NULL}, *const akeys[] = {"reuse", "refresh", NULL};
     static const char *const fkeys[] = {"down_s", "up_s", NULL};
     static const char *const ckeys[] = {"qkv", "o", "ffn", "lm_head", NULL}, *const pkeys[] = {"rows", "mhz", NULL};
@@ -389,7 +390,24 @@ static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info
         in->clock_n[k] = nr;
         lua_pop(L, 1);
     }
-    lua_pop(L, 2);
+    lua_pop(L, 1);
+    in->clock_attn_mhz = dkv_lconf_number(L, c, cp, "attn_mhz", 0, 1, in->clock_max_mhz, 0);
+    /* settle (optional): the clocks sustained work settles at, apart from the rows' own */
+    if (dkv_lconf_subtable(L, c, cp, "settle", 0)) {
+        dkv_lconf_path(sp, sizeof sp, cp, "settle");
+        int e = lua_gettop(L);
+        dkv_lconf_check_keys(L, e, sp, skeys);
+        uint32_t nr = read_points(L, e, sp, "rows", 1, 1e9, true, DKV_PROFILE_CLOCK_PTS, in->clock_settle_rows);
+        uint32_t nm = read_points(L, e, sp, "mhz", 1, in->clock_max_mhz, false, DKV_PROFILE_CLOCK_PTS,
+                                  in->clock_settle_mhz);
+        if (nr != nm)
+            dkv_lconf_error(L, sp, "mhz", "has %u values for %u rows", nm, nr);
+        in->clock_settle_n = nr;
+        in->clock_settle_other_mhz = dkv_lconf_number(L, e, sp, "other_mhz", 0, 1, in->clock_max_mhz,
+                                                      DKV_LCONF_REQUIRED);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
 }
 
 /* A block of GEMM shapes (gemm_splitk, gemm_reads, gemm_left, gemm_store): pushes the array and returns its length, 1 to max (an

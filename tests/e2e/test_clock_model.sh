@@ -16,6 +16,12 @@ $PY scripts/clock_model.py block $C39 --follow 0.1 1.2 --into datasets/profiles/
     --name h200-20261202q -o "$T/q.lua"
 cmp -s "$T/q.lua" datasets/profiles/h200-20261202q.lua || fail "h200-20261202q.lua is not p with block --follow 0.1 1.2"
 [ ! -e "$T/q.lua.tmp" ] || fail "block --into left its temporary file"
+# the shipped s regenerates from r: the clock block on the probe's scale (docs/COST_MODEL.md "The clock on the probe's
+# scale")
+$PY scripts/clock_model.py block --probe-rows --k 4096,12288 datasets/hw/2026-12-03/call84/profile.lua.xz --follow 0.002 0.1 \
+    --gemm 64 768 0.96 --attn 0.45 0.65 --attn-mhz 1856 --settle 64,128,256,512,1024,2048,4096,16384 \
+    1980,1980,1810,1720,1660,1420,1290,1200 1900 --into datasets/profiles/h200-20261203r.lua --name h200-20261203s -o "$T/s.lua"
+cmp -s "$T/s.lua" datasets/profiles/h200-20261203s.lua || fail "h200-20261203s.lua is not r with the probe-scale block"
 # without --name / -o, or into a profile without a clock block: refused, nothing written
 if $PY scripts/clock_model.py block $C39 --follow 0.1 1.2 --into datasets/profiles/h200-20261202p.lua -o "$T/x.lua" 2> "$T/e"; then
     fail "block --into without --name was accepted"; fi
@@ -31,7 +37,9 @@ grep -q "h200-standin.lua: no clock block to replace" "$T/e" || fail "block --in
 C84=datasets/hw/2026-12-03/call84/profile.lua.xz
 $PY scripts/clock_model.py rows --probe-rows --k 4096,12288 $C84 > "$T/pr.txt" || fail "rows --probe-rows"
 grep -Eq "^qkv +16:1910 .* 1024:1688 " "$T/pr.txt" || fail "rows --probe-rows --k: $(head -n 1 "$T/pr.txt")"
-$PY scripts/clock_model.py rows --probe-rows $C84 | grep -Eq "^qkv +16:1675 " || fail "rows --probe-rows without --k"
+$PY scripts/clock_model.py rows --probe-rows $C84 > "$T/pr2.txt" || fail "rows --probe-rows without --k"
+grep -Eq "^qkv +16:1675 " "$T/pr2.txt" || fail "rows --probe-rows without --k: $(head -n 1 "$T/pr2.txt")"
+grep -q "^attn     median 1856 over 2616 rows$" "$T/pr2.txt" || fail "rows: the attention rows' median: $(tail -n 1 "$T/pr2.txt")"
 if $PY scripts/clock_model.py rows --probe-rows $C39 2> "$T/e"; then fail "--probe-rows on a profile without probe_mhz"; fi
 grep -q "table qkv has no probe_mhz column (written without dkv profile --probe?)" "$T/e" || fail "--probe-rows: $(cat "$T/e")"
 if $PY scripts/clock_model.py rows --k 4096,x $C84 2> "$T/e"; then fail "a bad --k was accepted"; fi
@@ -105,7 +113,60 @@ if $PY scripts/clock_model.py oracle --probe-rows datasets/profiles/h200-2026120
     fail "oracle without probe clocks was accepted"; fi
 grep -q "no paired steps with a probe clock" "$T/e" || fail "oracle without probe clocks: $(cat "$T/e")"
 
-echo "ok: q regenerates from p, follow recovers its generating time constants, rows and oracle read the probe's clocks, mistakes are refused"
+# settle: a synthetic post result whose probe clocks are the settle form's own (computed here independently) at
+# GEMM settle clocks 1,900 .. 1,350 MHz by rows, the rest at 1,800, down_s 0.005, up_s 0.3: started there, the fit's
+# error is 0 and it stays; started at its default, it falls at every pass, below half its start
+$PY - "$T/sres" <<'PYEOF'
+import math, os, sys
+import h5py, numpy as np
+res = sys.argv[1]
+os.makedirs(res + "/h5"); os.makedirs(res + "/sim")
+K, G = (64, 128, 256, 512, 1024, 2048, 4096, 16384), None
+def interp(ms, fs, m):
+    if m <= ms[0]: return fs[0]
+    for i in range(1, len(ms)):
+        if m <= ms[i]: return fs[i - 1] + (fs[i] - fs[i - 1]) * math.log(m / ms[i - 1]) / math.log(ms[i] / ms[i - 1])
+    return fs[-1]
+G = [interp((64, 256, 1024, 4096, 16384), (1900.0, 1850.0, 1650.0, 1450.0, 1350.0), k) for k in K]
+O, D, U, TOP = 1800.0, 0.005, 0.3, 1980.0
+plan = [(4096, 0.06, 0.5), (32, 0.01, 0.3), (32, 0.01, 0.3), (1024, 0.03, 0.7), (128, 0.012, 0.4)] * 4
+sdt = [("index", "u8"), ("start_s", "f8"), ("time_s", "f8"), ("n_refresh", "u4"), ("n_reuse", "u4"), ("q_tokens", "u8"),
+       ("logit_rows", "u8"), ("sm_mhz", "f8")]
+real, sim, kern = [], [], []
+x, t, at = TOP, 0.0, None
+for i, (q, d, share) in enumerate(plan):
+    if at is not None:
+        t += 0.015
+        x = TOP + (x - TOP) * math.exp(-(t - at) / U)
+    u = share * interp(K, G, q) + (1 - share) * O
+    tau = D if u < x else U
+    mean = u + (x - u) * tau / d * (1 - math.exp(-d / tau))
+    x = u + (x - u) * math.exp(-d / tau)
+    real.append((i, t, d, 1, 0, q, 0, 1980, mean)); sim.append((i, t, d, 1, 0, q, 0, 1980))
+    kern += [(i, 0, share * d), (i, 1, (1 - share) * d)]
+    t += d; at = t
+with h5py.File(res + "/h5/val.h5", "w") as f:
+    f.create_dataset("runs/val:s:real/steps", data=np.array(real, dtype=sdt + [("sm_probe_mhz", "f8")]))
+with h5py.File(res + "/sim/val.h5", "w") as f:
+    f.create_dataset("runs/val:s:sim/steps", data=np.array(sim, dtype=sdt))
+    f.create_dataset("runs/val:s:sim/kernels", data=np.array(kern, dtype=[("step_index", "u8"), ("kind", "u4"), ("time_s", "f8")]))
+PYEOF
+$PY scripts/clock_model.py settle --first --weight step --start 1900,1875,1850,1750,1650,1550,1450,1350 1800 0.005 0.3 \
+    "$T/sres" > "$T/st.txt" || fail "settle: $(cat "$T/st.txt")"
+grep -Eq "^start: fit 0\.0 0\.0 [-+]0\.0$" "$T/st.txt" || fail "settle's form is not its generator's: $(cat "$T/st.txt")"
+grep -q -- "--settle 64,128,256,512,1024,2048,4096,16384 1900,1875,1850,1750,1650,1550,1450,1350 1800 --follow 0.005 0.3$" \
+    "$T/st.txt" || fail "settle moved off its generator: $(tail -n 1 "$T/st.txt")"
+# from the default start the descent lowers the error at every pass
+$PY scripts/clock_model.py settle --first --weight step "$T/sres" > "$T/st2.txt" || fail "settle: $(cat "$T/st2.txt")"
+$PY - "$T/st2.txt" <<'PYEOF' || fail "settle's passes: $(cat "$T/st2.txt")"
+import re, sys
+e = [float(m.group(1)) for m in re.finditer(r"^(?:start|pass \d): fit [0-9.]+ ([0-9.]+)", open(sys.argv[1]).read(), re.M)]
+assert len(e) == 5 and all(b <= a for a, b in zip(e, e[1:])) and e[-1] < e[0] / 2, e
+PYEOF
+if $PY scripts/clock_model.py settle "$T/res" 2> "$T/e"; then fail "settle without probe clocks was accepted"; fi
+grep -q "no real run with probe clocks" "$T/e" || fail "settle without probe clocks: $(cat "$T/e")"
+
+echo "ok: q regenerates from p, follow recovers its generating time constants, rows and oracle read the probe's clocks, settle holds its generator and its descent lowers the error, mistakes are refused"
 
 # class_errors.py --clock: a synthetic class-event run whose q|k|v time is the simulated one x (1980 / f)^0.8 at the
 # step's NVML clock f, with the probe clock g = 1980 (f / 1980)^1.6 (so the same time is x (1980 / g)^0.5): the

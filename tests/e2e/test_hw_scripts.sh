@@ -257,6 +257,21 @@ $PY scripts/summary_counts.py --attainable "$T/att/a" > /dev/null 2> "$T/e" && f
 grep -q "point ho:az:dual" "$T/e" || fail "--attainable's error for a missing comparison: $(cat "$T/e")"
 $PY scripts/summary_counts.py --attainable > /dev/null 2> "$T/e" && fail "--attainable without RES"
 grep -q "needs at least one RES" "$T/e" || fail "--attainable's error: $(cat "$T/e")"
+# --per-set: per RES, a variant's in-sample and held-out means against the shipped preset's; a RES whose in-sample mean
+# is 0.20 point worse counts against the in-sample rule, one 0.10 point worse does not
+mkdir -p "$T/ps/a" "$T/ps/b"
+for r in a:2.20 b:2.10; do
+    IFS=: read -r d e <<< "$r"
+    { echo "| val:w1:dual | shipped h200 | 4 | 2.00% | PASS | +1.0% | PASS | +1.0% | PASS | +0.0% | PASS | +0.0% | PASS |"
+      echo "| val:w1:dual | profile | 4 | ${e}% | PASS | +1.0% | PASS | +1.0% | PASS | +0.0% | PASS | +0.0% | PASS |"
+      echo "| az:dual | shipped h200 | 10 | 3.00% | PASS | +1.0% | PASS | +1.0% | PASS | +0.0% | PASS | +0.0% | PASS |"
+      echo "| az:dual | profile | 10 | 2.50% | PASS | +1.0% | PASS | +1.0% | PASS | +0.0% | PASS | +0.0% | PASS |"
+    } > "$T/ps/$d/summary.md"
+done
+$PY scripts/summary_counts.py --per-set "$T/ps/a" "$T/ps/b" > "$T/ps.txt" || fail "--per-set"
+grep -Fq "| $T/ps/a | 2.20 % (+0.20) | 2.50 % (-0.50) | 2.00 % | 3.00 % |" "$T/ps.txt" || fail "--per-set's row: $(cat "$T/ps.txt")"
+grep -q "^profile: in-sample mean worse than shipped h200's by more than 0.1 point on 1 of 2 RES$" "$T/ps.txt" \
+    || fail "--per-set's count: $(tail -n 2 "$T/ps.txt")"
 $PY scripts/summary_counts.py "$T/dev" > /dev/null 2> "$T/e" && fail "summary_counts.py without summary.md"
 grep -q "$T/dev/summary.md: No such file" "$T/e" || fail "summary_counts.py's error: $(cat "$T/e")"
 $PY scripts/machine_clocks.py --kinds "$T/dev" > /dev/null 2> "$T/e" && fail "--kinds without h5/heldout.h5"

@@ -161,6 +161,24 @@ clk "$(flat 1000)" | sed 's/lag_s = 0, window_s = 0, /follow = {down_s = 0.01, u
 check p37 "clock.follow: unknown field 'up' (did you mean 'up_s'?)"
 clk "$(flat 1000)" | sed 's/lag_s = 0, window_s = 0, /follow = {down_s = 1e-10, up_s = 1e-10}, /' >"$T/root/datasets/profiles/p38.lua"
 clk "$(flat 1000)" | sed 's/lag_s = 0, window_s = 0, /follow = {down_s = 0.004, up_s = 0.05}, /' >"$T/root/datasets/profiles/p39.lua"
+# settle (optional; docs/COST_MODEL.md "The clock on the probe's scale"): the clocks sustained work settles at,
+# apart from the rows' own; checked as gemm_mhz, other_mhz required and at most the maximum
+stl() { clk "$(flat 2000)}, settle = {$1"; }
+stl 'rows = {16, 65536}, mhz = {1000}, other_mhz = 2000' >"$T/root/datasets/profiles/p51.lua"
+check p51 "clock.settle.mhz: has 1 values for 2 rows"
+stl 'rows = {16, 65536}, mhz = {1000, 1000}' >"$T/root/datasets/profiles/p52.lua"
+check p52 "clock.settle.other_mhz"
+stl 'rows = {16, 65536}, mhz = {1000, 1000}, other_mhz = 2500' >"$T/root/datasets/profiles/p53.lua"
+check p53 "clock.settle.other_mhz: must be in \[1, 2000\] (got 2500)"
+stl 'rows = {16, 65536}, mhz = {1000, 1000}, other_mhz = 2000' >"$T/root/datasets/profiles/p54.lua"
+# attn_mhz (optional): the clock the attention rows ran at, at most the maximum; with attention's sensitivity 1 and
+# every step at the maximum, attention rows at 1,000 MHz take half their table time
+clk "$(flat 2000)}, attn_mhz = {2500" | sed 's/, attn_mhz = {2500}/, attn_mhz = 2500/' >"$T/root/datasets/profiles/p55.lua"
+check p55 "clock.attn_mhz: must be in \[1, 2000\] (got 2500)"
+clk "$(flat 2000)" | sed 's/attn_sens = {reuse = 0, refresh = 0}/attn_sens = {reuse = 1, refresh = 1}/' >"$T/root/datasets/profiles/p56.lua"
+sed 's/attn_sens = {reuse = 1, refresh = 1}/attn_sens = {reuse = 1, refresh = 1}, attn_mhz = 1000/' \
+    "$T/root/datasets/profiles/p56.lua" >"$T/root/datasets/profiles/p57.lua"
+grep -q "attn_mhz = 1000" "$T/root/datasets/profiles/p57.lua" || fail "p57 has no attn_mhz"
 cat >"$T/root/c.lua" <<'LUA'
 local dkv = require "dkv"
 local function run(profile)
@@ -220,6 +238,21 @@ for j = 1, #base.start_s do
   at = fol.start_s[j] + fol.compute_s[j] + fol.stall_s[j]
 end
 assert(lagged > 0, "some step's clock lags its settle clock")
+-- a settle block: the GEMMs settle at 1,000 MHz, the rest at 2,000, while every row ran at 2,000: each step runs
+-- at the clock p24's rows gave it, and its GEMMs take Tg x 2000 / f (slower than their rows, where p24's were faster)
+local st = run("p54")
+for j = 1, #base.start_s do
+  local T, f = base.compute_s[j], slow.sm_mhz[j]
+  local tg = (2000 - f) / 1000 * T
+  assert(math.abs(st.sm_mhz[j] / f - 1) < 1e-9, string.format("step %d: settle block's clock %g, want %g", j, st.sm_mhz[j], f))
+  assert(math.abs(st.compute_s[j] / (tg * 2000 / f + (T - tg)) - 1) < 1e-9, string.format("step %d: %.9g s with the settle block", j, st.compute_s[j]))
+  assert(st.compute_s[j] > T * (1 + 1e-6), string.format("step %d did not slow down", j))
+end
+local a1, a2 = run("p56"), run("p57")
+for j = 1, #base.start_s do
+  assert(math.abs(a1.compute_s[j] / base.compute_s[j] - 1) < 1e-12, string.format("step %d moved at the maximum", j))
+  assert(a2.compute_s[j] < a1.compute_s[j] * (1 - 1e-3), string.format("step %d: attention rows at 1,000 MHz did not shorten it", j))
+end
 print(string.format("clock: %d steps, e.g. step 1 at %.0f MHz: %.3f -> %.3f ms", #base.start_s, slow.sm_mhz[1],
                     1e3 * base.compute_s[1], 1e3 * slow.compute_s[1]))
 LUA
