@@ -355,6 +355,24 @@ def ramp(m, lo, hi, s):
     return 0.0 if m <= lo else s if m >= hi else s * math.log(m / lo) / math.log(hi / lo)
 
 
+def probe_runs(res):
+    """(file, point, real steps, simulated steps, simulated kernels) of each run of post result RES (val and heldout)
+    recorded with the step probe (sm_probe_mhz) and simulated"""
+    import h5py
+    for f in ("val", "heldout"):
+        try:
+            R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/sim/%s.h5" % (res, f), "r")
+        except OSError:
+            continue
+        for k in R["runs"]:
+            p = k[:-5]
+            if not k.endswith(":real") or p + ":sim" not in S["runs"]:
+                continue
+            rs = R["runs/%s:real/steps" % p][()]
+            if "sm_probe_mhz" in rs.dtype.names:
+                yield f, p, rs, S["runs/%s:sim/steps" % p][()], S["runs/%s:sim/kernels" % p][()]
+
+
 def cmd_oracle(a):
     """Each simulated step's GEMM times (q|k|v, O, FFN, LM head) moved from the clock the simulator ran them at to the
     step's measured probe clock: t_table = t_sim / (f_row / f_sim)^s_shipped (the shipped block's row clocks and
@@ -370,37 +388,26 @@ def cmd_oracle(a):
             for steps, key in zip(measured_steps(res, rows1, "sm_probe_mhz", keys=True), measured_steps.keys):
                 pred[(res,) + key] = follow_predict(steps, *a.follow)
     for res in a.res:
-        for f in ("val", "heldout"):
-            try:
-                R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/sim/%s.h5" % (res, f), "r")
-            except OSError:
-                continue
-            for k in R["runs"]:
-                p = k[:-5]
-                if not k.endswith(":real") or p + ":sim" not in S["runs"]:
+        for f, p, rs, ss, sk in probe_runs(res):
+            by = {}
+            for r in sk:
+                by.setdefault(int(r["step_index"]), []).append((int(r["kind"]), float(r["time_s"])))
+            for i in range(1, min(len(rs), len(ss))):
+                x, y = rs[i], ss[i]
+                if (x["n_refresh"], x["n_reuse"], x["q_tokens"]) != (y["n_refresh"], y["n_reuse"], y["q_tokens"]) \
+                        or not (x["sm_probe_mhz"] > 0 and y["sm_mhz"] > 0):
                     continue
-                rs, ss, sk = R["runs/%s:real/steps" % p][()], S["runs/%s:sim/steps" % p][()], S["runs/%s:sim/kernels" % p][()]
-                if "sm_probe_mhz" not in rs.dtype.names:
-                    continue
-                by = {}
-                for r in sk:
-                    by.setdefault(int(r["step_index"]), []).append((int(r["kind"]), float(r["time_s"])))
-                for i in range(1, min(len(rs), len(ss))):
-                    x, y = rs[i], ss[i]
-                    if (x["n_refresh"], x["n_reuse"], x["q_tokens"]) != (y["n_refresh"], y["n_reuse"], y["q_tokens"]) \
-                            or not (x["sm_probe_mhz"] > 0 and y["sm_mhz"] > 0):
+                t, g = float(y["time_s"]), float(x["sm_probe_mhz"])
+                if a.follow:
+                    g = pred[(res, f, p)][i]
+                for c, tc in by.get(int(y["index"]), []):
+                    if c not in (0, 2, 3, 4):
                         continue
-                    t, g = float(y["time_s"]), float(x["sm_probe_mhz"])
-                    if a.follow:
-                        g = pred[(res, f, p)][i]
-                    for c, tc in by.get(int(y["index"]), []):
-                        if c not in (0, 2, 3, 4):
-                            continue
-                        name, m = ("qkv", None, "o", "ffn", "lm_head")[c], float(y["logit_rows"] if c == 4 else y["q_tokens"])
-                        t0 = tc / (interp(rows0[name], m) / float(y["sm_mhz"])) ** ramp(m, lo0, hi0, s0)
-                        t += t0 * (interp(rows1[name], m) / g) ** ramp(m, *a.gemm) - tc
-                    e = per.setdefault(p, ([], []))
-                    e[0].append(abs(float(y["time_s"]) / float(x["time_s"]) - 1)), e[1].append(abs(t / float(x["time_s"]) - 1))
+                    name, m = ("qkv", None, "o", "ffn", "lm_head")[c], float(y["logit_rows"] if c == 4 else y["q_tokens"])
+                    t0 = tc / (interp(rows0[name], m) / float(y["sm_mhz"])) ** ramp(m, lo0, hi0, s0)
+                    t += t0 * (interp(rows1[name], m) / g) ** ramp(m, *a.gemm) - tc
+                e = per.setdefault(p, ([], []))
+                e[0].append(abs(float(y["time_s"]) / float(x["time_s"]) - 1)), e[1].append(abs(t / float(x["time_s"]) - 1))
     if not per:
         sys.exit("clock_model: no paired steps with a probe clock in %s (recorded without clock_probe?)" % " ".join(a.res))
     print("mean step |error| over the paired steps after the first, as simulated -> each GEMM at the step's %s "
@@ -421,32 +428,20 @@ def settle_runs(res):
     length, query rows, logit rows, GEMM seconds (q|k|v, O, FFN), LM-head seconds, other seconds, measured probe
     clock, counts): the step counts when it pairs with the real step of the same index (plans agree) and that one
     has a probe clock, after the first"""
-    import h5py
     out = []
-    for f in ("val", "heldout"):
-        try:
-            R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/sim/%s.h5" % (res, f), "r")
-        except OSError:
-            continue
-        for k in R["runs"]:
-            p = k[:-5]
-            if not k.endswith(":real") or p + ":sim" not in S["runs"]:
-                continue
-            rs, ss, sk = R["runs/%s:real/steps" % p][()], S["runs/%s:sim/steps" % p][()], S["runs/%s:sim/kernels" % p][()]
-            if "sm_probe_mhz" not in rs.dtype.names:
-                continue
-            by = {}
-            for r in sk:
-                by.setdefault(int(r["step_index"]), {})[int(r["kind"])] = float(r["time_s"])
-            steps = []
-            for i, y in enumerate(ss):
-                t = by.get(int(y["index"]), {})
-                same = i < len(rs) and all(rs[i][c] == y[c] for c in ("n_refresh", "n_reuse", "q_tokens"))
-                meas = float(rs[i]["sm_probe_mhz"]) if same else 0.0
-                steps.append((float(y["start_s"]), float(y["time_s"]), float(y["q_tokens"]), float(y["logit_rows"]),
-                              sum(v for c, v in t.items() if c in (0, 2, 3)), t.get(4, 0.0),
-                              sum(v for c, v in t.items() if c not in (0, 2, 3, 4)), meas, (i > 0 or FIRST) and meas > 0))
-            out.append(steps)
+    for _, _, rs, ss, sk in probe_runs(res):
+        by = {}
+        for r in sk:
+            by.setdefault(int(r["step_index"]), {})[int(r["kind"])] = float(r["time_s"])
+        steps = []
+        for i, y in enumerate(ss):
+            t = by.get(int(y["index"]), {})
+            same = i < len(rs) and all(rs[i][c] == y[c] for c in ("n_refresh", "n_reuse", "q_tokens"))
+            meas = float(rs[i]["sm_probe_mhz"]) if same else 0.0
+            steps.append((float(y["start_s"]), float(y["time_s"]), float(y["q_tokens"]), float(y["logit_rows"]),
+                          sum(v for c, v in t.items() if c in (0, 2, 3)), t.get(4, 0.0),
+                          sum(v for c, v in t.items() if c not in (0, 2, 3, 4)), meas, (i > 0 or FIRST) and meas > 0))
+        out.append(steps)
     if not out:
         sys.exit("clock_model: %s: no real run with probe clocks (recorded without clock_probe?)" % res)
     return out
