@@ -7,7 +7,10 @@
  * of its classes' row clocks; the step runs at the mean settle clock over a window of the recent steps
  * (idle time at the maximum; the window form) or at the mean over the step of a clock that follows the
  * settle clocks as a first-order lag, quick to fall and slow to rise (the follow form); and a class
- * measured at clock f_row runs t x (f_row / f)^sens at f. */
+ * measured at clock f_row runs t x (f_row / f)^sens at f.  Since session 25 the clocks can be the SMs' own
+ * (docs/COST_MODEL.md "The clock on the probe's scale"): the attention rows' clock apart from the maximum
+ * (clock.attn_mhz), and settle clocks apart from the rows' (clock.settle: a row's few milliseconds do not reach
+ * the clock that seconds of the same work settle at). */
 #include "sim/sim_internal.h"
 
 #include <math.h>
