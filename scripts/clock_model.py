@@ -231,10 +231,9 @@ def measured_steps(res, clocks, field="sm_mhz", keys=False):
     """Per real run of post result RES (val and heldout) with per-step clocks: start, length, measured clock, settle
     clock, kind and whether the step counts (after the first, with a clock); the settle clock from the simulated
     step of the same index where the plans agree, else one with the same kind and query rows, else the nearest
-    query rows of the same kind."""
+    query rows of the same kind.  With keys, each run as ((file, point), steps)."""
     import h5py
     out = []
-    measured_steps.keys = []   # with keys: (file, point) of each run, in order
     for f in ("val", "heldout"):
         rp, sp = "%s/h5/%s.h5" % (res, f), "%s/sim/%s.h5" % (res, f)
         try:
@@ -263,26 +262,29 @@ def measured_steps(res, clocks, field="sm_mhz", keys=False):
                 kind = "M" if x["n_refresh"] and x["n_reuse"] else "R" if x["n_refresh"] else "U"
                 steps.append((float(x["start_s"]), float(x["time_s"]), float(x[field]), seq[j][2], kind,
                               i > 0 and x[field] > 0))
-            out.append(steps)
-            measured_steps.keys.append((f, p))
+            out.append(((f, p), steps) if keys else steps)
     if not out:
         sys.exit("clock_model: %s: no real run with per-step clocks in %s (recorded without sm_clock or clock_probe?)" % (res, field))
     return out
 
 
+def lag(x, u, dt, down, up):
+    """A clock at x moving toward u for dt seconds, time constant down while falling and up while rising (sim/sim_clock.c's
+    follow(), exactly): where it ends, and its mean over the dt"""
+    tau = down if u < x else up
+    if dt <= 0:
+        return x, x
+    e = math.exp(-dt / tau)
+    return u + (x - u) * e, u + (x - u) * tau / dt * (1 - e)
+
+
 def follow_predict(steps, down, up):
     """The follow form's clock over each step (sim/sim_clock.c's follow(), exactly)"""
-    def go(x, u, dt):
-        tau = down if u < x else up
-        if dt <= 0:
-            return x, x
-        e = math.exp(-dt / tau)
-        return u + (x - u) * e, u + (x - u) * tau / dt * (1 - e)
     x, at, pred = FMAX, None, []
     for start, dur, _, settle, _, _ in steps:
         if at is not None:
-            x, _ = go(x, FMAX, start - at)
-        x, mean = go(x, settle, dur)
+            x, _ = lag(x, FMAX, start - at, down, up)
+        x, mean = lag(x, settle, dur, down, up)
         at = start + dur
         pred.append(mean)
     return pred
@@ -378,14 +380,13 @@ def cmd_oracle(a):
     step's measured probe clock: t_table = t_sim / (f_row / f_sim)^s_shipped (the shipped block's row clocks and
     sensitivity), then t = t_table (g_row / g)^SENS with g_row the row's own probe clock (PROFILE's probe_mhz) and g
     the step's sm_probe_mhz.  Per point, the mean |error| of the paired steps after the first, as simulated and so."""
-    import h5py
     rows0, (lo0, hi0, s0) = shipped_clock(a.shipped)
     rows1 = row_clocks(a.profile)
     per = {}
     pred = {}   # --follow: (res, file, point) -> the follow form's clock of each real step
     if a.follow:
         for res in a.res:
-            for steps, key in zip(measured_steps(res, rows1, "sm_probe_mhz", keys=True), measured_steps.keys):
+            for key, steps in measured_steps(res, rows1, "sm_probe_mhz", keys=True):
                 pred[(res,) + key] = follow_predict(steps, *a.follow)
     for res in a.res:
         for f, p, rs, ss, sk in probe_runs(res):
@@ -449,16 +450,14 @@ def settle_runs(res):
 
 def settle_predict(steps, P):
     """The follow form's clock over each simulated step with the settle clocks P (GEMMs by rows, the rest one value)"""
+    g = lambda m: interp((SETTLE_KNOTS, P["g"]), m)
     x, at, out = FMAX, None, []
     for start, dur, q, lr, gt, lt, ot, _, _ in steps:
         den = gt + lt + ot
-        g = lambda m: interp((SETTLE_KNOTS, P["g"]), m)
         settle = (gt * g(q) + lt * g(lr) + ot * P["o"]) / den if den > 0 else FMAX
-        if at is not None and start > at:
-            x = FMAX + (x - FMAX) * math.exp(-(start - at) / P["u"])
-        tau = P["d"] if settle < x else P["u"]
-        mean = settle + (x - settle) * tau / dur * (1 - math.exp(-dur / tau)) if dur > 0 else x
-        x = settle + (x - settle) * math.exp(-dur / tau) if dur > 0 else x
+        if at is not None:
+            x, _ = lag(x, FMAX, start - at, P["d"], P["u"])
+        x, mean = lag(x, settle, dur, P["d"], P["u"])
         at = start + dur
         out.append(mean)
     return out
@@ -489,7 +488,8 @@ def cmd_settle(a):
         if len(P["g"]) != len(SETTLE_KNOTS):
             sys.exit("clock_model: settle --start: %d clocks for the %d row counts %s" % (
                 len(P["g"]), len(SETTLE_KNOTS), ",".join("%d" % k for k in SETTLE_KNOTS)))
-    best = settle_errors(fit, P)[0 if a.weight == "time" else 1]
+    objective = lambda Q: settle_errors(fit, Q)[0 if a.weight == "time" else 1]
+    best = objective(P)
     print("start: fit %.1f %.1f %+.1f" % settle_errors(fit, P))
     grids = {"d": [0.002, 0.005, 0.01, 0.02, 0.05, 0.1], "u": [0.05, 0.1, 0.2, 0.3, 0.6, 1.2, 2, 3, 5],
              "o": [float(v) for v in range(1500, 1981, 20)]}
@@ -504,7 +504,7 @@ def cmd_settle(a):
                     Q["g"][int(key[1])] = c
                 else:
                     Q[key] = c
-                v = settle_errors(fit, Q)[0 if a.weight == "time" else 1]
+                v = objective(Q)
                 if v < best:
                     best, P = v, Q
         print("pass %d: fit %.1f %.1f %+.1f%s" % ((it + 1,) + settle_errors(fit, P) + (
@@ -520,10 +520,11 @@ def block_text(a):
     src = re.sub(r"^call(\d+)$", r"device call \1", src)
     fit = ("the follow form's time constants fitted on per-step clocks (clock_model.py follow)" if a.follow else
            "lag and window fitted on per-step clocks (dkv.execute sm_clock)")
-    out = ["  -- the SM clock a step runs at and its classes' times at that clock (docs/COST_MODEL.md \"The step's clock\",",
-           "  -- scripts/clock_model.py): GEMM rows' clocks from %s; sensitivities from dkv profile --states;" % src,
-           "  -- " + fit]
-    if a.settle:   # the probe's scale (docs/COST_MODEL.md "The clock on the probe's scale")
+    if not a.settle:
+        out = ["  -- the SM clock a step runs at and its classes' times at that clock (docs/COST_MODEL.md \"The step's clock\",",
+               "  -- scripts/clock_model.py): GEMM rows' clocks from %s; sensitivities from dkv profile --states;" % src,
+               "  -- " + fit]
+    else:   # the probe's scale (docs/COST_MODEL.md "The clock on the probe's scale")
         out = ["  -- the SM clock a step runs at and its classes' times at that clock, on the SMs' own clock (docs/COST_MODEL.md",
                "  -- \"The clock on the probe's scale\", scripts/clock_model.py): GEMM rows' clocks from %s's %s;" % (src, ROW_FIELD),
                "  -- the GEMMs' sensitivity measured at two clocks (device call 77); settle clocks and the follow form's time",
