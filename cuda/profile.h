@@ -82,11 +82,33 @@ typedef struct dkv_prof_copy_row {
     double   bytes, alone_s, contended_s;
 } dkv_prof_copy_row;
 
+/* A sustained run (opts.sustain_s, the `sustained` section; docs/COST_MODEL.md "Settle clocks measured"): one
+ * shape's call back to back for about sustain_s seconds after a light spin (the GPU awake at its maximum clock), the
+ * SMs' own clock (cuda/sm_probe.h) read over each of DKV_PROF_SUSTAIN_WIN equal windows of it, in order: the
+ * clock that seconds of this work settle at (the last windows) and how it got there (the first). */
+#define DKV_PROF_SUSTAIN_WIN 4
+#define DKV_PROF_SUSTAIN_MAX 64
+typedef struct dkv_prof_sustained {
+    uint32_t model;                       /* index into opts.models */
+    uint32_t kind;                        /* DKV_PROF_SUSTAIN_GEMM or DKV_PROF_SUSTAIN_ATTN */
+    double   rows, keys;                  /* rows of the step (the GEMMs' M; the attention's query rows); keys: the
+                                             attention's cached or own keys per item (0 for the GEMMs) */
+    uint32_t calls;                       /* calls back to back */
+    double   call_s;                      /* seconds per call over the whole run (two events) */
+    double   nvml_mhz;                    /* median NVML SM clock while it ran (0: not sampled) */
+    double   mhz[DKV_PROF_SUSTAIN_WIN];   /* the SMs' clock over each window (0: the probe read nothing) */
+} dkv_prof_sustained;
+enum { DKV_PROF_SUSTAIN_GEMM = 0, /* the layer's four GEMMs in the forward's order: q|k|v, o, gate|up, down */
+       DKV_PROF_SUSTAIN_ATTN = 1  /* dkv_cuda_attention_batch as the attention section's row of (rows, keys) */ };
+
 typedef struct dkv_prof {
     dkv_prof_table    tables[DKV_PROF_MAX_TABLES];
     uint32_t          n_tables;
     dkv_prof_copy_row copy[32];
     uint32_t          n_copy;
+    dkv_prof_sustained sustained[DKV_PROF_SUSTAIN_MAX];
+    uint32_t          n_sustained;
+    double            sustain_s;                          /* opts.sustain_s of the run (0: no sustained section) */
     double            compute_alone_s, compute_beside_s;   /* the contention GEMM loop, alone / with copies */
     double            host_launch_s, host_gemm_launch_s;   /* host enqueue time per launch (elementwise, GEMM) */
     double            host_resume_s, host_handover_s;      /* GPU idle between two steps of one thread / of two
@@ -124,6 +146,7 @@ enum {
     DKV_PROF_S_COPY,         /* copy engine alone and beside compute */
     DKV_PROF_S_HOST,         /* host enqueue per launch */
     DKV_PROF_S_MEMORY,       /* device memory besides dkv's own allocations (profile_mem.c) */
+    DKV_PROF_S_SUSTAINED,    /* sustained runs (dkv_prof_sustained): only with opts.sustain_s > 0 */
     DKV_PROF_S_N
 };
 const char *dkv_prof_section_name(int s);   /* "gemm", "lm_head", ... "host" */
@@ -141,6 +164,8 @@ typedef struct dkv_prof_opts {
     uint32_t         min_rows; /* gemm, gemm_grid: only shapes of at least this many rows (0: all) */
     bool             states;   /* also time every row cool and hot (dkv_prof_row.cool_s ...; needs NVML) */
     bool             probe;    /* the SMs' own clock over each row's timed calls (dkv_prof_row.probe_mhz; cuda/sm_probe.h) */
+    double           sustain_s;  /* > 0: the sustained section runs (in `sections` or with all), this many seconds a
+                                    shape (dkv_prof_sustained); 0: it does not */
     /* progress: a line per section and every few seconds (may be NULL) */
     void (*progress)(void *user, const char *line);
     /* after each section (may be NULL): the caller can write what is measured so far */

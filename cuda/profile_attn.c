@@ -98,15 +98,22 @@ static const char *const attn_fields[] = {"q_rows", "kv_tokens", "heads", "kv_he
  * ceil(Q / 64) items of 64 queries attending K - 64 cached keys from the pool and their own 64 rows,
  * as prefix-cache Reuse items (the block and the generated suffix after it) run: the kernel's second
  * launch group, 64-row tiles, with a cache. */
-static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, bool prefix, dkv_err *err)
+static uint32_t attn_items(uint32_t Q, uint32_t K, bool prefix)
+{
+    return prefix ? (Q + 63) / 64 : !prefix && Q >= K ? Q / K : (Q + 31) / 32;
+}
+
+static bool attn_fits(const prof_ctx *P, heads h, uint32_t Q, uint32_t K)
+{
+    uint32_t QKV = (h.H + 2 * h.Hkv) * h.D;
+    return (size_t)(Q + K) * QKV * 2 <= P->slab_bytes / 2 && (size_t)Q * h.H * h.D * 2 <= P->out_bytes;
+}
+
+/* The items, block table and metadata of attn_case's step into *a (the pool and aux areas) */
+static dkv_status attn_prepare(prof_ctx *P, heads h, uint32_t Q, uint32_t K, bool prefix, attn_arg *ap, dkv_err *err)
 {
     bool refresh = !prefix && Q >= K;
-    uint32_t n = prefix ? (Q + 63) / 64 : refresh ? Q / K : (Q + 31) / 32, q = prefix ? 64 : refresh ? K : 32;
-    double fl = 4.0 * Q * (double)K * h.H * h.D, by = 2.0 * ((double)Q * h.H * h.D * 2 + (double)n * K * h.Hkv * h.D * 2);
-    double e = pr_est(fl, by, 2);
-    uint32_t QKV = (h.H + 2 * h.Hkv) * h.D;
-    if ((size_t)(Q + K) * QKV * 2 > P->slab_bytes / 2 || (size_t)Q * h.H * h.D * 2 > P->out_bytes || !pr_want(P, e))
-        return DKV_OK;
+    uint32_t n = attn_items(Q, K, prefix), q = prefix ? 64 : refresh ? K : 32;
     PR_TRY(pr_pool(P, err));
     uint32_t nb = refresh ? 0 : (K + BT - 1) / BT;   /* prefix items read K - 64 <= K cached keys */
     attn_arg a = {.h = h, .rows = Q + K};
@@ -138,6 +145,19 @@ static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, bool p
     if (st != DKV_OK)
         return st;
     a.meta = P->aux + off, a.table = table;
+    *ap = a;
+    return DKV_OK;
+}
+
+static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, bool prefix, dkv_err *err)
+{
+    uint32_t n = attn_items(Q, K, prefix);
+    double fl = 4.0 * Q * (double)K * h.H * h.D, by = 2.0 * ((double)Q * h.H * h.D * 2 + (double)n * K * h.Hkv * h.D * 2);
+    double e = pr_est(fl, by, 2);
+    if (!attn_fits(P, h, Q, K) || !pr_want(P, e))
+        return DKV_OK;
+    attn_arg a;
+    PR_TRY(attn_prepare(P, h, Q, K, prefix, &a, err));
     uint32_t launches = (a.b.n_tiles[0] > 0) + (a.b.n_tiles[1] > 0);
     double f[6] = {Q, K, h.H, h.Hkv, h.D, prefix ? 3 : 0};
     dkv_prof_table *t = pr_table(P, "attn", attn_fields, 6,
@@ -151,6 +171,19 @@ static dkv_status attn_case(prof_ctx *P, heads h, uint32_t Q, uint32_t K, bool p
     PR_TRY(pr_measure(P, t, f, launches, e, attn_call, &a, err));
     t->rows[t->n - 1].x[0] = n;
     return DKV_OK;
+}
+
+dkv_status pr_attn_sustain(prof_ctx *P, uint32_t mi, uint32_t Q, uint32_t K, dkv_err *err)
+{
+    const dkv_model *m = &P->o->models[mi];
+    heads h = {m->n_heads, m->n_kv_heads, m->head_dim};
+    if (!attn_fits(P, h, Q, K))
+        return DKV_OK;
+    attn_arg a;
+    memset(&a, 0, sizeof a);
+    if (!P->dry)
+        PR_TRY(attn_prepare(P, h, Q, K, false, &a, err));
+    return pr_sustain(P, mi, DKV_PROF_SUSTAIN_ATTN, Q, K, attn_call, &a, err);
 }
 
 /* The attention rows: the common grid plus every Reuse-like item count from 1 to 16 and 20, 28

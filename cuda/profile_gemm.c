@@ -125,3 +125,47 @@ dkv_status pr_sec_lm_head(prof_ctx *P, dkv_err *err)
         }
     return DKV_OK;
 }
+
+/* ---- sustained runs (opts.sustain_s): the clock seconds of one shape's work settle at */
+
+typedef struct layer_arg {
+    gemm_arg g[4];
+} layer_arg;
+
+/* One layer's four GEMMs in the forward's order: q|k|v, o (beta 1), gate|up, down (beta 1). */
+static dkv_status layer_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
+{
+    layer_arg *l = arg;
+    for (int i = 0; i < 4; i++)
+        PR_TRY(gemm_call(P, &l->g[i], rep, err));
+    return DKV_OK;
+}
+
+/* Each model's layer GEMMs at 64 to 16,384 rows (--quick: 512 and 4,096), then its attention as a dual Reuse step of
+ * 256 query rows and a Refresh of 2,048 against 2,048 keys (--quick: the Reuse step): the settle clocks of
+ * sim/sim_clock.c's clock.settle (the GEMMs by rows) and other_mhz, measured (docs/COST_MODEL.md "Settle clocks
+ * measured"). */
+dkv_status pr_sec_sustained(prof_ctx *P, dkv_err *err)
+{
+    static const uint32_t full[] = {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}, quick[] = {512, 4096};
+    const uint32_t *rows = P->o->quick ? quick : full;
+    uint32_t nr = P->o->quick ? 2 : (uint32_t)(sizeof full / sizeof full[0]);
+    for (uint32_t mi = 0; mi < P->o->n_models; mi++) {
+        const dkv_model *m = &P->o->models[mi];
+        uint32_t C = m->hidden, QD = m->n_heads * m->head_dim, QKV = QD + 2 * m->n_kv_heads * m->head_dim, F = m->ffn;
+        for (uint32_t i = 0; i < nr; i++) {
+            uint32_t T = rows[i];
+            layer_arg l = {{{T, C, QKV, 0, m->qkv_bias}, {T, QD, C, 1, false}, {T, C, 2 * F, 0, false},
+                            {T, F, C, 1, false}}};
+            bool ok = true;
+            for (int k = 0; k < 4; k++)
+                ok &= fits(P, &l.g[k]);
+            if (ok)
+                PR_TRY(pr_case(P, pr_sustain(P, mi, DKV_PROF_SUSTAIN_GEMM, T, 0, layer_call, &l, err), err));
+        }
+        PR_TRY(pr_case(P, pr_attn_sustain(P, mi, 256, 2048, err), err));
+        if (!P->o->quick)
+            PR_TRY(pr_case(P, pr_attn_sustain(P, mi, 2048, 2048, err), err));
+    }
+    return DKV_OK;
+}

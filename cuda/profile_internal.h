@@ -58,6 +58,7 @@ typedef struct prof_ctx {
     size_t        flush_bytes;
     dkv_cuda_clock *clock;          /* the SM clock beside the rows (cuda/clock.h; NULL: not recorded) */
     dkv_sm_probe  *probe;           /* opts.probe: the SMs' own clock over each row's timed calls (NULL: none) */
+    dkv_sm_probe  *sprobe[DKV_PROF_SUSTAIN_WIN];   /* pr_sustain's windows (opened on first use) */
 } prof_ctx;
 
 #define PR_AUX_BYTES ((size_t)256 << 20)
@@ -80,6 +81,11 @@ dkv_prof_table *pr_table(prof_ctx *P, const char *name, const char *const *field
 /* Measures fn as profile.h says and appends a row with the field values f. */
 dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t launches, double call_s,
                       prof_call fn, void *arg, dkv_err *err);
+/* A sustained run of fn (profile.h's dkv_prof_sustained): 3 untimed calls, 8 timed back to back for the calls a
+ * window takes, a lead spin, then the windows, each between two probe marks; appends p->sustained.  Dry: adds the
+ * run's time to the estimate.  After the deadline: nothing. */
+dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, double keys, prof_call fn, void *arg,
+                      dkv_err *err);
 /* An input region of bytes inside the slab for repeat rep and operand slot (256-byte aligned;
  * successive repeats land elsewhere while the slab holds several copies). */
 void  *pr_in(prof_ctx *P, size_t bytes, uint32_t rep, uint32_t slot);
@@ -108,6 +114,9 @@ dkv_status pr_sec_compress(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_copy(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_host(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_memory(prof_ctx *P, dkv_err *err);
+dkv_status pr_sec_sustained(prof_ctx *P, dkv_err *err);
+/* profile_attn.c: a sustained run (pr_sustain) of model mi's attention as the attention section's row (Q, K) */
+dkv_status pr_attn_sustain(prof_ctx *P, uint32_t mi, uint32_t Q, uint32_t K, dkv_err *err);
 /* profile_host.c: p->host_resume_s and p->host_handover_s (the host section) */
 dkv_status pr_host_handover(prof_ctx *P, dkv_err *err);
 /* profile_mem.c: the context right after cudaFree(0); then, right after dkv_cuda_ctx_new, the

@@ -41,7 +41,7 @@ oracle: SHIPPED.lua PROFILE.lua RES... [--gemm LO HI SENS, default 64 768 0.96: 
         clocks (--probe-rows --k: the probe's, the same scale).  Per point the mean |error| of the paired steps after
         the first, as simulated and so.  Runs recorded with clock_probe only.  --follow DOWN UP: the follow form's
         clock over the measured timeline (settle clocks: PROFILE's row clocks) in place of the measured one.
-settle: RES... [--check RES...]: the clocks sustained work settles at, on the probe's scale, and the follow form's
+settle: RES... [--check RES...] [--free KEYS]: the clocks sustained work settles at, on the probe's scale, and the follow form's
         time constants, fitted on the step probe clocks of RES (runs recorded with clock_probe): each simulated step's
         settle clock is its GEMM classes' (by rows, log-linear between 64, 256, 1,024, 4,096 and 16,384 rows) and its
         other classes' (one value) weighted by their simulated time; the clock follows it (down_s falling, up_s
@@ -49,6 +49,12 @@ settle: RES... [--check RES...]: the clocks sustained work settles at, on the pr
         four passes, minimising the time-weighted |error| (settle clocks at most the maximum).  Prints the block's
         --settle and --follow arguments.  (A row's few milliseconds after a spin do not settle: docs/COST_MODEL.md
         "The clock on the probe's scale".)
+sustained: PROFILE [--last N]: the sustained runs of a profile written with `dkv profile --sustain` (block
+        `sustained`; docs/COST_MODEL.md "Settle clocks measured"): per model, kind and rows the SMs' clock over each
+        window, then the settle clocks they measure: a run's mean over its last N windows (default 2); the GEMMs' by
+        rows (the models' mean where both were run), the attention runs' median as the other classes' clock.  Prints
+        the block's --settle arguments; nothing fitted.  settle --free d,u then fits only the follow form's time
+        constants with those settle clocks (--start).
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -495,8 +501,15 @@ def cmd_settle(a):
              "o": [float(v) for v in range(1500, 1981, 20)]}
     print("settle clocks (MHz at %s rows; other classes), follow down_s, up_s: time-weighted |e|, |e|, mean e (MHz) "
           "against the probe's step clocks" % ", ".join("%d" % k for k in SETTLE_KNOTS))
+    keys = ["o", "d", "u"] + ["g%d" % i for i in range(len(SETTLE_KNOTS))]
+    if a.free:
+        free = a.free.split(",")
+        bad = [k for k in free if k not in ("o", "d", "u", "g")]
+        if bad:
+            sys.exit("clock_model: settle --free: unknown key(s) %s (o, d, u, g)" % ",".join(bad))
+        keys = [k for k in keys if k in free or (k[0] == "g" and "g" in free)]
     for it in range(4):
-        for key in ["o", "d", "u"] + ["g%d" % i for i in range(len(SETTLE_KNOTS))]:
+        for key in keys:
             cands = grids[key] if key in grids else [min(FMAX, P["g"][int(key[1])] + dv) for dv in range(-200, 201, 10)]
             for c in cands:
                 Q = {"g": list(P["g"]), "o": P["o"], "d": P["d"], "u": P["u"]}
@@ -511,6 +524,45 @@ def cmd_settle(a):
             "  check %.1f %.1f %+.1f" % settle_errors(chk, P) if chk else "",)))
     print("best: --settle %s %s %g --follow %g %g" % (",".join("%d" % k for k in SETTLE_KNOTS),
                                                        ",".join("%.0f" % v for v in P["g"]), P["o"], P["d"], P["u"]))
+
+
+def sustained_runs(path):
+    """[(model, kind, rows, keys, calls, call_s, nvml_mhz, [mhz per window])] of a profile's sustained block"""
+    t = text(path)
+    m = re.search(r"\n  sustained = \{\n(.*?)\n  \},", t, re.S)
+    if not m:
+        sys.exit("clock_model: %s: no sustained block (a profile written with dkv profile --sustain has one)" % path)
+    out = []
+    for r in re.finditer(r'\{model = "([^"]*)", kind = "(\w+)", rows = ([\d.e+-]+), keys = ([\d.e+-]+), calls = (\d+), '
+                         r'call_s = ([\d.e+-]+), nvml_mhz = ([\d.e+-]+), mhz = \{([^}]*)\}\}', m.group(1)):
+        out.append((r.group(1), r.group(2), float(r.group(3)), float(r.group(4)), int(r.group(5)), float(r.group(6)),
+                    float(r.group(7)), [float(v) for v in r.group(8).split(",")]))
+    if not out:
+        sys.exit("clock_model: %s: the sustained block has no runs" % path)
+    return out
+
+
+def cmd_sustained(a):
+    runs = sustained_runs(a.profile)
+    W = len(runs[0][7])
+    if not 1 <= a.last <= W:
+        sys.exit("clock_model: sustained --last %d: the runs have %d windows" % (a.last, W))
+    print("model       kind  rows   keys    calls  ms/call  NVML  SM clock by window (MHz)  settle (last %d)" % a.last)
+    gemm, other = {}, []
+    for model, kind, rows, keys, calls, cs, nv, mhz in runs:
+        settle = float(np.mean(mhz[-a.last:]))
+        print("%-11s %-4s %6d %6d %8d %8.3f %5.0f  %-24s  %5.0f" % (
+            model, kind, rows, keys, calls, 1e3 * cs, nv, " ".join("%5.0f" % v for v in mhz), settle))
+        if kind == "gemm":
+            gemm.setdefault(rows, []).append(settle)
+        else:
+            other.append(settle)
+    rows = sorted(gemm)
+    mhz = [min(FMAX, float(np.mean(gemm[r]))) for r in rows]
+    o = min(FMAX, float(np.median(other))) if other else FMAX
+    print("settle: GEMMs %s; other classes %.0f (median of %d attention runs)" % (
+        ", ".join("%d: %.0f" % (r, f) for r, f in zip(rows, mhz)), o, len(other)))
+    print("best: --settle %s %s %.0f" % (",".join("%d" % r for r in rows), ",".join("%.0f" % f for f in mhz), o))
 
 
 def block_text(a):
@@ -578,6 +630,7 @@ def cmd_block(a):
 
 
 def main():
+    global ROW_FIELD, ROW_K, FIRST, SETTLE_KNOTS
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__[__doc__.index("\n"):])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -613,14 +666,27 @@ def main():
                    help="the descent's starting point (MHZ: one clock per row count, comma-separated)")
     p.add_argument("--weight", choices=("time", "step"), default="time",
                    help="minimise the |error| weighted by step time (default) or per step")
+    p.add_argument("--knots", help="the GEMM settle clocks' row counts, comma-separated (default %s)" %
+                   ",".join("%d" % k for k in SETTLE_KNOTS))
+    p.add_argument("--free", help="the keys the descent may move, comma-separated: o (the other classes' clock), d, u "
+                                  "(the follow form's time constants), g (the GEMMs' settle clocks); default all")
     p.set_defaults(fn=cmd_settle)
+    p = sub.add_parser("sustained"); p.add_argument("profile")
+    p.add_argument("--last", type=int, default=2, help="windows at the run's end a settle clock is the mean of")
+    p.set_defaults(fn=cmd_sustained)
     for q in (sub.choices["rows"], sub.choices["window"], sub.choices["follow"], sub.choices["block"], sub.choices["oracle"]):
         q.add_argument("--probe-rows", action="store_true",
                        help="the rows' clocks from the probe's probe_mhz column (dkv profile --probe) instead of NVML's sm_mhz")
         q.add_argument("--k", help="only rows of GEMM shapes with these inner dimensions, K[,K...] (one model's shapes: "
                                    "LLaDA-8B 4096,12288)")
     a = ap.parse_args()
-    global ROW_FIELD, ROW_K, FIRST
+    if getattr(a, "knots", None):
+        try:
+            SETTLE_KNOTS = tuple(int(v) for v in a.knots.split(","))
+        except ValueError:
+            sys.exit("clock_model: --knots %r: expected whole numbers separated by commas" % a.knots)
+        if list(SETTLE_KNOTS) != sorted(set(SETTLE_KNOTS)) or SETTLE_KNOTS[0] < 1:
+            sys.exit("clock_model: --knots %r: expected increasing row counts" % a.knots)
     FIRST = getattr(a, "first", False)
     ROW_FIELD = "probe_mhz" if getattr(a, "probe_rows", False) else "sm_mhz"
     if getattr(a, "k", None):

@@ -3,6 +3,7 @@
  * The file is rewritten after every section, so a run cut short (deadline, error, kill) still
  * leaves what it measured, marked complete = false. */
 #include <errno.h>
+#include <stdbool.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <stdio.h>
@@ -37,7 +38,8 @@ static void usage(FILE *f)
           "                       other models are predicted from the generic GEMM grid\n"
           "  --quick              a small grid (seconds), for a first check\n"
           "  --grid LIST          sections to run, comma-separated (default all): gemm, lm_head, attn,\n"
-          "                       kv_store, elementwise, select, gemm_grid, compress, copy, host, memory\n"
+          "                       kv_store, elementwise, select, gemm_grid, compress, copy, host, memory,\n"
+          "                       sustained (only with --sustain; all leaves it out without it)\n"
           "  --deadline SECONDS   stop measuring after this many seconds (default 480); what was\n"
           "                       measured is written with complete = false\n"
           "  --repeats N          timed calls per shape (default 20; median, p10, p90)\n"
@@ -58,6 +60,11 @@ static void usage(FILE *f)
           "  --probe              also read the SMs' own clock (their cycle counters against the global\n"
           "                       timer) over each shape's timed calls: columns probe_mhz (the flushed calls)\n"
           "                       and warm_probe_mhz (docs/COST_MODEL.md \"The clock that follows the work\")\n"
+          "  --sustain SECONDS    also the sustained section: each model's layer GEMMs at 64 to 16,384 rows and\n"
+          "                       its attention, each back to back for SECONDS (0.2 to 60; 2 is a good choice)\n"
+          "                       after a light spin, the SMs' own clock read over four windows of it: the\n"
+          "                       clock seconds of that work settle at (block `sustained`;\n"
+          "                       docs/COST_MODEL.md \"Settle clocks measured\")\n"
           "  --estimate           print the grid's estimated time (H200 ceilings) and exit; no GPU needed\n"
           "\n"
           "exit status: 0 written complete, 1 error or incomplete (the file holds what was measured),\n"
@@ -70,7 +77,7 @@ typedef struct opts {
     int         n_models, device, quick, estimate, l2_warm, states, probe;
     double      deadline;
     long        repeats, warmup;
-    double      min_rows;
+    double      min_rows, sustain;
 } opts;
 
 static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
@@ -127,6 +134,10 @@ static int parse(int argc, char **argv, opts *o)
             } else
                 o->models[o->n_models++] = v;
             i++;
+        } else if (strcmp(a, "--sustain") == 0) {
+            if (!parse_num(a, v, 0.2, 60, &o->sustain))
+                return 0;
+            i++;
         } else if (strcmp(a, "--min-rows") == 0) {
             if (!parse_num(a, v, 0, 1 << 20, &o->min_rows))
                 return 0;
@@ -156,6 +167,20 @@ static int parse(int argc, char **argv, opts *o)
     }
     if (o->n_models == 0)
         o->models[o->n_models++] = "llada-8b";
+    if (o->grid) {   /* a setting that cannot take effect is an error, not a silent default */
+        char g[520];
+        snprintf(g, sizeof g, ",%s,", o->grid);
+        bool named = strstr(g, ",sustained,") != NULL;
+        if (named && !(o->sustain > 0)) {
+            fprintf(stderr, "dkv profile: --grid names sustained: give --sustain SECONDS too\n");
+            return 0;
+        }
+        if (!named && o->sustain > 0) {
+            fprintf(stderr, "dkv profile: --sustain: --grid '%s' leaves the sustained section out (add sustained)\n",
+                    o->grid);
+            return 0;
+        }
+    }
     return 1;
 }
 
@@ -224,7 +249,7 @@ int dkv_cmd_profile(int argc, char **argv)
                               .n_models = (uint32_t)o.n_models, .quick = o.quick, .estimate = o.estimate,
                               .deadline = o.deadline, .repeats = (uint32_t)o.repeats, .warmup = (uint32_t)o.warmup,
                               .device = o.device, .l2_warm = o.l2_warm, .min_rows = (uint32_t)o.min_rows,
-                              .states = o.states != 0, .probe = o.probe != 0,
+                              .states = o.states != 0, .probe = o.probe != 0, .sustain_s = o.sustain,
                               .argc = argc, .argv = argv};
     return dkv_cli_profile_main(&a);
 #endif

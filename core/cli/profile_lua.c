@@ -187,6 +187,32 @@ static void write_copy(FILE *f, const dkv_prof *p)
     fputs("  },\n", f);
 }
 
+/* sustained (dkv profile --sustain): one record a shape; model by name */
+static void write_sustained(FILE *f, const dkv_prof *p, const dkv_cli_profile_meta *w)
+{
+    if (!(p->sustain_s > 0))
+        return;
+    fprintf(f, "  -- sustained runs (--sustain): each shape's call back to back for about `seconds` after a light spin (the GPU\n"
+               "  -- awake at its maximum clock); mhz: the SMs' own clock over each of `windows` equal windows of it, in\n"
+               "  -- order; nvml_mhz: NVML's median while it ran (0: not sampled).  kind gemm: the layer's q|k|v, o, gate|up\n"
+               "  -- and down GEMMs at `rows` rows; attn: dkv_cuda_attention_batch of `rows` query rows against `keys` keys\n"
+               "  -- (the attention section's rows).  Not costed: scripts/clock_model.py sustained writes clock.settle\n"
+               "  -- from it (docs/COST_MODEL.md \"Settle clocks measured\")\n"
+               "  sustained = {\n    seconds = %.6g, windows = %d,\n    runs = {\n", p->sustain_s, DKV_PROF_SUSTAIN_WIN);
+    for (uint32_t i = 0; i < p->n_sustained; i++) {
+        const dkv_prof_sustained *r = &p->sustained[i];
+        fputs("      {model = ", f);
+        lstr(f, r->model < w->n_models ? w->models[r->model] : "?");
+        fprintf(f, ", kind = \"%s\", rows = %.0f, keys = %.0f, calls = %u, call_s = %.6g, nvml_mhz = %.0f, mhz = {",
+                r->kind == DKV_PROF_SUSTAIN_GEMM ? "gemm" : "attn", r->rows, r->keys, r->calls, r->call_s,
+                isfinite(r->nvml_mhz) ? r->nvml_mhz : 0.0);
+        for (int k = 0; k < DKV_PROF_SUSTAIN_WIN; k++)
+            fprintf(f, "%s%.1f", k ? ", " : "", isfinite(r->mhz[k]) ? r->mhz[k] : 0.0);
+        fputs("}},\n", f);
+    }
+    fputs("    },\n  },\n", f);
+}
+
 void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_meta *w)
 {
     fprintf(f, "-- A GPU profile written by `dkv profile` (docs/PROFILE_FORMAT.md, docs/GPU.md \"dkv profile\").\n"
@@ -243,6 +269,7 @@ void dkv_cli_profile_write(FILE *f, const dkv_prof *p, const dkv_cli_profile_met
                 p->host_handover_s);
     fputs("},\n", f);
     write_memory(f, p);
+    write_sustained(f, p, w);
     fputs("}\n", f);
 }
 

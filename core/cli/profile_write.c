@@ -57,7 +57,7 @@ static int parse_grid(const char *g, uint32_t *mask)
                 k = i;
         if (k < 0) {
             fprintf(stderr, "dkv profile: --grid: unknown section '%s' (gemm, lm_head, attn, kv_store, elementwise, "
-                            "select, gemm_grid, compress, copy, host, memory)\n", s);
+                            "select, gemm_grid, compress, copy, host, memory, sustained)\n", s);
             return 0;
         }
         *mask |= 1u << k;
@@ -75,6 +75,7 @@ int dkv_cli_profile_main(const dkv_cli_profile_args *a)
     o.min_rows = a->min_rows;
     o.states = a->states;
     o.probe = a->probe;
+    o.sustain_s = a->sustain_s;
     size_t shapes = 0;
     double est[DKV_PROF_S_N], total = dkv_prof_estimate(&o, est, &shapes);
     fprintf(a->estimate ? stdout : stderr,

@@ -17,6 +17,7 @@ typedef struct dkv_cli_profile_args {
     uint32_t          min_rows;   /* GEMM sections: shapes of at least this many rows (0: all) */
     bool              states;     /* --states: every shape also timed cool and hot (dkv_prof_opts.states) */
     bool              probe;      /* --probe: the SMs' own clock over each row's timed calls (dkv_prof_opts.probe) */
+    double            sustain_s;  /* --sustain: seconds a sustained shape (dkv_prof_opts.sustain_s; 0: none) */
     double            deadline;
     uint32_t          repeats, warmup;
     int               argc;

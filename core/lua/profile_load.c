@@ -592,12 +592,54 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     }
 }
 
+/* sustained (optional; `dkv profile --sustain`): checked, not costed (scripts/clock_model.py sustained reads it). */
+static void read_sustained(lua_State *L, int top, const char *file)
+{
+    static const char *const keys[] = {"seconds", "windows", "runs", NULL};
+    static const char *const rkeys[] = {"model", "kind", "rows", "keys", "calls", "call_s", "nvml_mhz", "mhz", NULL};
+    if (!dkv_lconf_subtable(L, top, file, "sustained", 0))
+        return;
+    char sp[300], rp[340];
+    dkv_lconf_path(sp, sizeof sp, file, "sustained");
+    int s = lua_gettop(L);
+    dkv_lconf_check_keys(L, s, sp, keys);
+    dkv_lconf_number(L, s, sp, "seconds", 0, 0.01, 3600, DKV_LCONF_REQUIRED);
+    int64_t w = dkv_lconf_integer(L, s, sp, "windows", 0, 1, 64, DKV_LCONF_REQUIRED);
+    dkv_lconf_path(rp, sizeof rp, sp, "runs");
+    dkv_lconf_subtable(L, s, sp, "runs", DKV_LCONF_REQUIRED);
+    int a = lua_gettop(L);
+    dkv_lconf_check_keys_array(L, a, rp, NULL, true);
+    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, a); i++) {
+        char ep[380];
+        snprintf(ep, sizeof ep, "%s[%lld]", rp, (long long)i);
+        lua_rawgeti(L, a, i);
+        int e = lua_gettop(L);
+        dkv_lconf_check_table(L, e, ep);
+        dkv_lconf_check_keys(L, e, ep, rkeys);
+        if (!*dkv_lconf_string(L, e, ep, "model", "", DKV_LCONF_REQUIRED))
+            dkv_lconf_error(L, ep, "model", "must name the model");
+        const char *k = dkv_lconf_string(L, e, ep, "kind", "", DKV_LCONF_REQUIRED);
+        if (strcmp(k, "gemm") != 0 && strcmp(k, "attn") != 0)
+            dkv_lconf_error(L, ep, "kind", "must be \"gemm\" or \"attn\", got \"%s\"", k);
+        dkv_lconf_number(L, e, ep, "rows", 0, 1, 1e7, DKV_LCONF_REQUIRED);
+        dkv_lconf_number(L, e, ep, "keys", 0, 0, 1e8, DKV_LCONF_REQUIRED);
+        dkv_lconf_integer(L, e, ep, "calls", 0, 1, INT64_C(1) << 40, DKV_LCONF_REQUIRED);
+        dkv_lconf_number(L, e, ep, "call_s", 0, 1e-9, 3600, DKV_LCONF_REQUIRED);
+        dkv_lconf_number(L, e, ep, "nvml_mhz", 0, 0, 1e5, DKV_LCONF_REQUIRED);
+        double mhz[64];
+        if (read_points(L, e, ep, "mhz", 0, 1e5, false, 64, mhz) != (uint32_t)w)
+            dkv_lconf_error(L, ep, "mhz", "expected %lld values (sustained.windows)", (long long)w);
+        lua_pop(L, 1);
+    }
+    lua_settop(L, s - 1);
+}
+
 /* Parses the table at top (from file) into a new profile; raises on any error. */
 static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box)
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
                                        "hold", "memory", "attn_waves", "clock", "gemm_splitk", "gemm_reads", "gemm_left",
-                                       "gemm_store", "complete", "incomplete", NULL};
+                                       "gemm_store", "sustained", "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);
@@ -613,6 +655,7 @@ static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box
         luaL_error(L, "%s: %s", file, err.msg);
     read_kernels(L, top, file, box->p);
     read_copy(L, top, file, box->p);
+    read_sustained(L, top, file);
     if (dkv_profile_finish(box->p, file, &err) != DKV_OK)
         luaL_error(L, "%s", err.msg);
     return box->p;

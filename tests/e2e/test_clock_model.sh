@@ -163,6 +163,18 @@ import re, sys
 e = [float(m.group(1)) for m in re.finditer(r"^(?:start|pass \d): fit [0-9.]+ ([0-9.]+)", open(sys.argv[1]).read(), re.M)]
 assert len(e) == 5 and all(b <= a for a, b in zip(e, e[1:])) and e[-1] < e[0] / 2, e
 PYEOF
+# --free d,u: only the follow form's constants move (the settle clocks given by --start stay, off the generator's);
+# --knots: the settle clocks at other row counts (here the generator's own, at 4,096 and 16,384 only past 2,048)
+$PY scripts/clock_model.py settle --first --weight step --free d,u --start 1900,1875,1850,1750,1650,1550,1450,1300 1780 0.02 1.2 \
+    "$T/sres" > "$T/st3.txt" || fail "settle --free: $(cat "$T/st3.txt")"
+grep -Eq -- "--settle 64,128,256,512,1024,2048,4096,16384 1900,1875,1850,1750,1650,1550,1450,1300 1780 --follow [0-9.]+ [0-9.]+$" \
+    "$T/st3.txt" || fail "settle --free d,u moved a settle clock: $(tail -n 1 "$T/st3.txt")"
+! grep -q -- "--follow 0.02 1.2$" "$T/st3.txt" || fail "settle --free d,u did not move the time constants"
+$PY scripts/clock_model.py settle --first --weight step --knots 64,128,256,512,1024,2048,4096,16384 --free d \
+    --start 1900,1875,1850,1750,1650,1550,1450,1350 1800 0.005 0.3 "$T/sres" > "$T/st4.txt" || fail "settle --knots"
+grep -Eq "^start: fit 0\.0 0\.0 [-+]0\.0$" "$T/st4.txt" || fail "settle --knots at the default row counts is not the generator"
+if $PY scripts/clock_model.py settle --free d,x "$T/sres" 2> "$T/e"; then fail "settle --free x was accepted"; fi
+grep -q "unknown key(s) x" "$T/e" || fail "settle --free's error: $(cat "$T/e")"
 if $PY scripts/clock_model.py settle "$T/res" 2> "$T/e"; then fail "settle without probe clocks was accepted"; fi
 grep -q "no real run with probe clocks" "$T/e" || fail "settle without probe clocks: $(cat "$T/e")"
 
@@ -207,3 +219,34 @@ PYEOF
 if $PY scripts/class_errors.py "$T/ce0.h5" p --clock 2> "$T/e"; then fail "class_errors --clock without clocks was accepted"; fi
 grep -q "no paired step with a measured clock" "$T/e" || fail "class_errors --clock's error: $(cat "$T/e")"
 echo "ok: class_errors --clock recovers the slopes on either clock and refuses a run without clocks"
+
+# sustained (dkv profile --sustain's block): per run its windows and settle clock (the mean of the last N windows);
+# the GEMMs' settle clocks by rows are the models' mean, the other classes' the attention runs' median; a profile
+# without the block and a --last beyond the windows are refused
+cat > "$T/sus.lua" <<'LUA'
+return {
+  format = 1,
+  sustained = {
+    seconds = 2, windows = 4,
+    runs = {
+      {model = "llada-8b", kind = "gemm", rows = 64, keys = 0, calls = 9000, call_s = 0.000222, nvml_mhz = 1980, mhz = {1980.0, 1960.0, 1950.0, 1950.0}},
+      {model = "llada-8b", kind = "gemm", rows = 4096, keys = 0, calls = 400, call_s = 0.005, nvml_mhz = 1500, mhz = {1700.0, 1400.0, 1310.0, 1290.0}},
+      {model = "dream-7b", kind = "gemm", rows = 4096, keys = 0, calls = 450, call_s = 0.0044, nvml_mhz = 1520, mhz = {1720.0, 1420.0, 1330.0, 1330.0}},
+      {model = "llada-8b", kind = "attn", rows = 256, keys = 2048, calls = 40000, call_s = 5e-05, nvml_mhz = 1980, mhz = {1980.0, 1900.0, 1880.0, 1900.0}},
+      {model = "dream-7b", kind = "attn", rows = 256, keys = 2048, calls = 40000, call_s = 5e-05, nvml_mhz = 1980, mhz = {1980.0, 1800.0, 1820.0, 1820.0}},
+      {model = "dream-7b", kind = "attn", rows = 2048, keys = 2048, calls = 4000, call_s = 5e-04, nvml_mhz = 1980, mhz = {1980.0, 1700.0, 1700.0, 1700.0}},
+    },
+  },
+}
+LUA
+$PY scripts/clock_model.py sustained "$T/sus.lua" > "$T/sus.txt" || fail "clock_model sustained: $(cat "$T/sus.txt")"
+grep -q "^best: --settle 64,4096 1950,1315 1820$" "$T/sus.txt" || fail "clock_model sustained's settle clocks: $(cat "$T/sus.txt")"
+grep -Eq "^llada-8b +gemm +4096 .* 1300$" "$T/sus.txt" || fail "clock_model sustained's per-run settle: $(cat "$T/sus.txt")"
+$PY scripts/clock_model.py sustained "$T/sus.lua" --last 1 | grep -q "^best: --settle 64,4096 1950,1310 1820$" ||
+    fail "clock_model sustained --last 1"
+if $PY scripts/clock_model.py sustained "$T/sus.lua" --last 5 2> "$T/e"; then fail "--last 5 of 4 windows was accepted"; fi
+grep -q "the runs have 4 windows" "$T/e" || fail "clock_model sustained --last's error: $(cat "$T/e")"
+echo 'return {format = 1}' > "$T/nosus.lua"
+if $PY scripts/clock_model.py sustained "$T/nosus.lua" 2> "$T/e"; then fail "a profile without a sustained block was accepted"; fi
+grep -q "no sustained block" "$T/e" || fail "clock_model sustained's error: $(cat "$T/e")"
+echo "ok: clock_model sustained reads the block, takes the last windows' mean and the models' mean by rows"

@@ -420,4 +420,23 @@ assert(refresh > 0, "no Refresh step of 1,152 rows")
 print(string.format("gemm_store: %d Refresh steps read the q|k|v output once more a layer when the store finds nothing", refresh))
 LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run s.lua) || fail "the gemm_store block is not applied as documented"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock, gemm_splitk, gemm_reads, gemm_left and gemm_store tables are checked and used"
+# sustained (optional; dkv profile --sustain, docs/PROFILE_FORMAT.md "sustained"): checked, not costed
+su() { graft sustained "seconds = 2, windows = 4, runs = {$1}"; }
+run1='{model = "llada-8b", kind = "gemm", rows = 4096, keys = 0, calls = 812, call_s = 0.00246, nvml_mhz = 1530, mhz = {1702.5, 1410, 1390.2, 1388}}'
+su "${run1/\"gemm\"/\"gemn\"}" >"$T/root/datasets/profiles/p60.lua"
+check p60 'sustained.runs\[1\].kind: must be "gemm" or "attn", got "gemn"'
+su "${run1/1390.2, 1388/1390.2}" >"$T/root/datasets/profiles/p61.lua"
+check p61 "sustained.runs\[1\].mhz: expected 4 values (sustained.windows)"
+su "${run1/calls = 812/calls = 0}" >"$T/root/datasets/profiles/p62.lua"
+check p62 "sustained.runs\[1\].calls"
+su "${run1/nvml_mhz/nvml_mhzz}" >"$T/root/datasets/profiles/p63.lua"
+check p63 "unknown field 'nvml_mhzz'"
+su "$run1, ${run1/\"gemm\", rows = 4096, keys = 0/\"attn\", rows = 256, keys = 2048}" >"$T/root/datasets/profiles/p64.lua"
+cp datasets/profiles/h200-standin.lua "$T/root/datasets/profiles/p65.lua"
+for q in p64 p65; do
+    printf 'local dkv = require "dkv"\nlocal r = dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = "%s"}, workload = {kind = "fixed", n = 4, prompt = 512, gen = 64}}\nprint(string.format("%%.9e %%.9e", r.summary.throughput_rps, r.summary.latency_p99_s))\n' "$q" >"$T/root/$q.lua"
+    (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run "$q.lua" -o "$T/$q.h5" >"$T/$q.out" 2>&1) || { cat "$T/$q.out"; fail "profile $q (a sustained block) was refused"; }
+done
+cmp -s <(grep -E '^[0-9]' "$T/p64.out") <(grep -E '^[0-9]' "$T/p65.out") && grep -qE '^[0-9]' "$T/p64.out" ||
+    fail "a sustained block changed the simulation ($(cat "$T/p64.out") vs $(cat "$T/p65.out"))"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock, gemm_splitk, gemm_reads, gemm_left and gemm_store tables are checked and used, the sustained block checked and not costed"

@@ -24,6 +24,18 @@ if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --e
     # --min-rows keeps only the GEMM shapes of that many rows: gemm_grid's 12,288-24,576 rows (3 of its 21 row counts)
     [ "$(code "$DKV" profile --estimate --grid gemm_grid --min-rows 12288)" = 0 ] || fail "min-rows estimate"
     grep -q "252 shapes" "$T/out" || fail "min-rows 12288: $(cat "$T/out")"
+    # the sustained section: only with --sustain SECONDS, which a --grid without it refuses (it could not take effect);
+    # all sections leave it out without --sustain, include it with; each shape costs its seconds + a 0.3 s lead
+    [ "$(code "$DKV" profile -o "$T/p.lua" --grid sustained)" = 2 ] && grep -q "give --sustain SECONDS too" "$T/err" \
+        || fail "--grid sustained without --sustain: $(cat "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --grid gemm --sustain 2)" = 2 ] && grep -q "leaves the sustained section out" "$T/err" \
+        || fail "--sustain with a --grid without it: $(cat "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --sustain 0.1)" = 2 ] && grep -q "\-\-sustain needs a number in \[0.2, 60\]" "$T/err" \
+        || fail "bad --sustain: $(cat "$T/err")"
+    [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --quick)" = 0 ] || fail "sustained estimate: $(cat "$T/err")"
+    grep -q "(quick grid, 3 shapes, 20 repeats): sustained 6.9$" "$T/out" || fail "sustained --quick estimate: $(cat "$T/out")"
+    ! grep -q "sustained" <<<"$(code "$DKV" profile --estimate; cat "$T/out")" || fail "all sections ran sustained without --sustain"
+    grep -q " sustained [0-9.]*$" <<<"$(code "$DKV" profile --estimate --sustain 2; cat "$T/out")" || fail "--sustain: not in all"
     [ "$(code "$DKV" profile --estimate)" = 0 ] || fail "estimate: $(cat "$T/err")"
     est=$(sed -n 's/^dkv profile: estimated \([0-9]*\) s at .*/\1/p' "$T/out")
     [ -n "$est" ] && [ "$est" -gt 5 ] && [ "$est" -le 300 ] || fail "default grid estimate $est s (budget 300 s)"

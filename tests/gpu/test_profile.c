@@ -2,8 +2,9 @@
  * quick grid: every section runs without an error or a skipped shape, every table has rows whose
  * statistics are ordered (0 < p10 <= median <= p90) and plausible against the GPU's own limits
  * (a GEMM no faster than 2 PFLOP/s, no table's call under 1 us), larger GEMMs take longer,
- * copies take longer for more bytes, the host enqueue figures are positive, and a deadline of 0 s
- * stops the run at once with complete = false.  Prints "SKIP: ..." and exits 77 without a GPU. */
+ * copies take longer for more bytes, the host enqueue figures are positive, the sustained section runs only when
+ * asked and then gives every shape its windows' clocks, and a deadline of 0 s stops the run at once with
+ * complete = false.  Prints "SKIP: ..." and exits 77 without a GPU. */
 #include "gpu_check.h"
 
 #include "cuda/profile.h"
@@ -76,7 +77,29 @@ int main(void)
     expect(p->compute_alone_s > 0 && p->compute_beside_s > 0, "copy: the load's GEMM alone and beside copies");
     expect(p->host_launch_s > 0 && p->host_gemm_launch_s > 0, "host: enqueue per launch");
     expect(strlen(p->gpu) > 0 && p->driver > 0 && p->runtime > 0, "provenance: GPU, driver, runtime");
+    expect(p->n_sustained == 0 && p->sustain_s == 0, "sustained: not run without sustain_s");
     printf("profile --quick: %.1f s measured, %.1f s estimated (%s)\n", p->wall_s, p->est_s, desc);
+    dkv_prof_free(p);
+    /* the sustained section alone (dkv profile --grid sustained --sustain 0.4 --quick): the layer GEMMs at 512 and
+     * 4,096 rows, then the attention; each run lasts about sustain_s of GPU time and reads a clock in every window */
+    dkv_prof_opts so = o;
+    so.sections = 1u << DKV_PROF_S_SUSTAINED, so.sustain_s = 0.4;
+    OK(dkv_prof_run(&so, &p, &err));
+    int runs_ok = p->complete && p->n_sustained == 3 && p->n_tables == 0;
+    for (uint32_t i = 0; runs_ok && i < p->n_sustained; i++) {
+        const dkv_prof_sustained *r = &p->sustained[i];
+        double gpu_s = r->calls * r->call_s;
+        runs_ok &= r->calls >= 4 && gpu_s > 0.25 * so.sustain_s && gpu_s < 4 * so.sustain_s;
+        for (int w = 0; w < DKV_PROF_SUSTAIN_WIN; w++)
+            runs_ok &= r->mhz[w] > 100 && r->mhz[w] < 5000;
+        printf("sustained %s rows %.0f: %u calls of %.3g ms, SM clock %.0f %.0f %.0f %.0f MHz\n",
+               r->kind == DKV_PROF_SUSTAIN_GEMM ? "gemm" : "attn", r->rows, r->calls, 1e3 * r->call_s, r->mhz[0],
+               r->mhz[1], r->mhz[2], r->mhz[3]);
+    }
+    expect(runs_ok, "sustained: 3 runs, each about sustain_s of GPU time with a clock in every window");
+    expect(p->n_sustained == 3 && p->sustained[0].kind == DKV_PROF_SUSTAIN_GEMM && p->sustained[2].kind == DKV_PROF_SUSTAIN_ATTN &&
+               p->sustained[1].call_s > p->sustained[0].call_s,
+           "sustained: the GEMMs at 4,096 rows take longer a call than at 512, then the attention");
     dkv_prof_free(p);
     /* a deadline already passed: nothing measured, incomplete, not an error */
     o.deadline_s = 1e-9;

@@ -208,8 +208,55 @@ static void test_first_use_other_only(void **state)
     assert_int_equal(test_tmpdir_remove(dir), 0);
 }
 
+/* dkv profile --sustain: the sustained block, one record a run, its windows' clocks in order; a run without it
+ * writes no block (test_write_and_load's file has none) */
+static void test_sustained(void **state)
+{
+    (void)state;
+    dkv_prof p;
+    dkv_prof_table g, a;
+    dkv_prof_row gr[2], ar[1];
+    fill(&p, &g, &a, gr, ar);
+    p.complete = true;
+    p.sustain_s = 2;
+    p.sustained[0] = (dkv_prof_sustained){.model = 1, .kind = DKV_PROF_SUSTAIN_GEMM, .rows = 4096, .calls = 812,
+                                          .call_s = 2.46e-3, .nvml_mhz = 1530, .mhz = {1702.5, 1410, 1390.25, 1388}};
+    p.sustained[1] = (dkv_prof_sustained){.model = 0, .kind = DKV_PROF_SUSTAIN_ATTN, .rows = 256, .keys = 2048,
+                                          .calls = 40000, .call_s = 5e-5, .nvml_mhz = NAN, .mhz = {1980, 1900, 1890, 0}};
+    p.n_sustained = 2;
+    char dir[TEST_TMPDIR_LEN];
+    static const char *const models[] = {"llada-8b", "dream-7b"};
+    dkv_cli_profile_meta m = {.name = "test-20261203", .date = "2026-12-03T10:00:00Z", .command = "dkv profile",
+                              .models = models, .n_models = 2};
+    lua_State *L = write_and_load(&p, &m, dir);
+    assert_float_equal(num(L, "P.sustained.seconds"), 2, 0);
+    assert_int_equal((int)num(L, "P.sustained.windows"), DKV_PROF_SUSTAIN_WIN);
+    assert_int_equal((int)num(L, "#P.sustained.runs"), 2);
+    assert_string_equal(str(L, "P.sustained.runs[1].model"), "dream-7b");
+    assert_string_equal(str(L, "P.sustained.runs[1].kind"), "gemm");
+    assert_float_equal(num(L, "P.sustained.runs[1].rows"), 4096, 0);
+    assert_float_equal(num(L, "P.sustained.runs[1].keys"), 0, 0);
+    assert_int_equal((int)num(L, "P.sustained.runs[1].calls"), 812);
+    assert_float_equal(num(L, "P.sustained.runs[1].call_s"), 2.46e-3, 1e-12);
+    assert_float_equal(num(L, "P.sustained.runs[1].nvml_mhz"), 1530, 0);
+    assert_string_equal(str(L, "table.concat(P.sustained.runs[1].mhz, ',')"), "1702.5,1410.0,1390.2,1388.0");
+    assert_string_equal(str(L, "P.sustained.runs[2].model"), "llada-8b");
+    assert_string_equal(str(L, "P.sustained.runs[2].kind"), "attn");
+    assert_float_equal(num(L, "P.sustained.runs[2].keys"), 2048, 0);
+    assert_float_equal(num(L, "P.sustained.runs[2].nvml_mhz"), 0, 0);   /* not sampled */
+    assert_float_equal(num(L, "P.sustained.runs[2].mhz[4]"), 0, 0);
+    lua_close(L);
+    assert_int_equal(test_tmpdir_remove(dir), 0);
+    p.sustain_s = 0;   /* no --sustain: no block */
+    L = write_and_load(&p, &m, dir);
+    assert_true(num(L, "P.sustained == nil and 1 or 0") == 1);
+    lua_close(L);
+    assert_int_equal(test_tmpdir_remove(dir), 0);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_write_and_load), cmocka_unit_test(test_first_use_other_only)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_write_and_load), cmocka_unit_test(test_first_use_other_only),
+                                       cmocka_unit_test(test_sustained)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
