@@ -54,7 +54,10 @@ sustained: PROFILE [--last N]: the sustained runs of a profile written with `dkv
         window, then the settle clocks they measure: a run's mean over its last N windows (default 2); the GEMMs' by
         rows (the models' mean where both were run), the attention runs' median as the other classes' clock.  Prints
         the block's --settle arguments; nothing fitted.  settle --free d,u then fits only the follow form's time
-        constants with those settle clocks (--start).
+        constants with those settle clocks (--start).  settle --mean P mixes a step's classes' settle clocks by their
+        power mean of exponent P (default 1, the time-weighted mean; --free p fits it), --gaps counts a step's time
+        outside its kernels as idle (for P < 0), --wide adds slower falls and a quicker rise to the time constants'
+        grid (docs/COST_MODEL.md "Settle clocks measured": forms tried with the measured clocks).
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -427,6 +430,7 @@ def cmd_oracle(a):
 
 
 SETTLE_KNOTS = (64, 128, 256, 512, 1024, 2048, 4096, 16384)
+EXTRA_D, EXTRA_U = [], []   # settle --wide: slower falls and a quicker rise besides the default grid
 FIRST = False   # settle --first: each run's first step counts too
 
 
@@ -460,7 +464,15 @@ def settle_predict(steps, P):
     x, at, out = FMAX, None, []
     for start, dur, q, lr, gt, lt, ot, _, _ in steps:
         den = gt + lt + ot
-        settle = (gt * g(q) + lt * g(lr) + ot * P["o"]) / den if den > 0 else FMAX
+        pw = P.get("p", 1.0)
+        if den <= 0:
+            settle = FMAX
+        elif pw == 1.0:
+            settle = (gt * g(q) + lt * g(lr) + ot * P["o"]) / den
+        else:   # the power mean of the classes' settle clocks (--mean): p = 1 the time-weighted mean above; with --gaps
+            # the step's time outside its kernels counts as idle (no power: an infinite settle clock, for p < 0)
+            tot = max(den, dur) if GAPS and pw < 0 else den
+            settle = min(FMAX, ((gt * g(q) ** pw + lt * g(lr) ** pw + ot * P["o"] ** pw) / tot) ** (1.0 / pw))
         if at is not None:
             x, _ = lag(x, FMAX, start - at, P["d"], P["u"])
         x, mean = lag(x, settle, dur, P["d"], P["u"])
@@ -494,25 +506,27 @@ def cmd_settle(a):
         if len(P["g"]) != len(SETTLE_KNOTS):
             sys.exit("clock_model: settle --start: %d clocks for the %d row counts %s" % (
                 len(P["g"]), len(SETTLE_KNOTS), ",".join("%d" % k for k in SETTLE_KNOTS)))
+    P["p"] = a.mean
     objective = lambda Q: settle_errors(fit, Q)[0 if a.weight == "time" else 1]
     best = objective(P)
     print("start: fit %.1f %.1f %+.1f" % settle_errors(fit, P))
-    grids = {"d": [0.002, 0.005, 0.01, 0.02, 0.05, 0.1], "u": [0.05, 0.1, 0.2, 0.3, 0.6, 1.2, 2, 3, 5],
+    grids = {"p": [1.0, -1.0, -2.0, -3.0, -4.0, -6.0, -9.0],
+             "d": [0.002, 0.005, 0.01, 0.02, 0.05, 0.1] + EXTRA_D, "u": [0.05, 0.1, 0.2, 0.3, 0.6, 1.2, 2, 3, 5] + EXTRA_U,
              "o": [float(v) for v in range(1500, 1981, 20)]}
     print("settle clocks (MHz at %s rows; other classes), follow down_s, up_s: time-weighted |e|, |e|, mean e (MHz) "
           "against the probe's step clocks" % ", ".join("%d" % k for k in SETTLE_KNOTS))
-    keys = ["o", "d", "u"] + ["g%d" % i for i in range(len(SETTLE_KNOTS))]
+    keys = ["o", "d", "u"] + ["g%d" % i for i in range(len(SETTLE_KNOTS))] + (["p"] if a.free and "p" in a.free.split(",") else [])
     if a.free:
-        free = a.free.split(",")
-        bad = [k for k in free if k not in ("o", "d", "u", "g")]
+        free = [] if a.free == "none" else a.free.split(",")   # none: only score the --start point
+        bad = [k for k in free if k not in ("o", "d", "u", "g", "p")]
         if bad:
-            sys.exit("clock_model: settle --free: unknown key(s) %s (o, d, u, g)" % ",".join(bad))
+            sys.exit("clock_model: settle --free: unknown key(s) %s (o, d, u, g, p)" % ",".join(bad))
         keys = [k for k in keys if k in free or (k[0] == "g" and "g" in free)]
     for it in range(4):
         for key in keys:
             cands = grids[key] if key in grids else [min(FMAX, P["g"][int(key[1])] + dv) for dv in range(-200, 201, 10)]
             for c in cands:
-                Q = {"g": list(P["g"]), "o": P["o"], "d": P["d"], "u": P["u"]}
+                Q = {"g": list(P["g"]), "o": P["o"], "d": P["d"], "u": P["u"], "p": P.get("p", 1.0)}
                 if key[0] == "g":
                     Q["g"][int(key[1])] = c
                 else:
@@ -522,8 +536,9 @@ def cmd_settle(a):
                     best, P = v, Q
         print("pass %d: fit %.1f %.1f %+.1f%s" % ((it + 1,) + settle_errors(fit, P) + (
             "  check %.1f %.1f %+.1f" % settle_errors(chk, P) if chk else "",)))
-    print("best: --settle %s %s %g --follow %g %g" % (",".join("%d" % k for k in SETTLE_KNOTS),
-                                                       ",".join("%.0f" % v for v in P["g"]), P["o"], P["d"], P["u"]))
+    print("best: --settle %s %s %g --follow %g %g%s" % (",".join("%d" % k for k in SETTLE_KNOTS),
+                                                         ",".join("%.0f" % v for v in P["g"]), P["o"], P["d"], P["u"],
+                                                         "" if P["p"] == 1.0 else " --mean %g" % P["p"]))
 
 
 def sustained_runs(path):
@@ -630,7 +645,7 @@ def cmd_block(a):
 
 
 def main():
-    global ROW_FIELD, ROW_K, FIRST, SETTLE_KNOTS
+    global ROW_FIELD, ROW_K, FIRST, SETTLE_KNOTS, GAPS, EXTRA_D, EXTRA_U
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__[__doc__.index("\n"):])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -666,10 +681,16 @@ def main():
                    help="the descent's starting point (MHZ: one clock per row count, comma-separated)")
     p.add_argument("--weight", choices=("time", "step"), default="time",
                    help="minimise the |error| weighted by step time (default) or per step")
+    p.add_argument("--mean", type=float, default=1.0,
+                   help="the exponent of the power mean that mixes a step's classes' settle clocks (default 1: the "
+                        "time-weighted mean; --free p fits it)")
+    p.add_argument("--wide", action="store_true", help="the time constants' grid also at down_s 0.2-2 s and up_s 0.02 s")
+    p.add_argument("--gaps", action="store_true", help="with --mean below 0: a step's time outside its kernels is idle")
     p.add_argument("--knots", help="the GEMM settle clocks' row counts, comma-separated (default %s)" %
                    ",".join("%d" % k for k in SETTLE_KNOTS))
     p.add_argument("--free", help="the keys the descent may move, comma-separated: o (the other classes' clock), d, u "
-                                  "(the follow form's time constants), g (the GEMMs' settle clocks); default all")
+                                  "(the follow form's time constants), g (the GEMMs' settle clocks), p (--mean); none: only score --start; "
+                                  "default all but p")
     p.set_defaults(fn=cmd_settle)
     p = sub.add_parser("sustained"); p.add_argument("profile")
     p.add_argument("--last", type=int, default=2, help="windows at the run's end a settle clock is the mean of")
@@ -688,6 +709,9 @@ def main():
         if list(SETTLE_KNOTS) != sorted(set(SETTLE_KNOTS)) or SETTLE_KNOTS[0] < 1:
             sys.exit("clock_model: --knots %r: expected increasing row counts" % a.knots)
     FIRST = getattr(a, "first", False)
+    GAPS = getattr(a, "gaps", False)
+    if getattr(a, "wide", False):
+        EXTRA_D, EXTRA_U = [0.2, 0.5, 1.0, 2.0], [0.02]
     ROW_FIELD = "probe_mhz" if getattr(a, "probe_rows", False) else "sm_mhz"
     if getattr(a, "k", None):
         try:

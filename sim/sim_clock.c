@@ -10,7 +10,8 @@
  * measured at clock f_row runs t x (f_row / f)^sens at f.  Since session 25 the clocks can be the SMs' own
  * (docs/COST_MODEL.md "The clock on the probe's scale"): the attention rows' clock apart from the maximum
  * (clock.attn_mhz), and settle clocks apart from the rows' (clock.settle: a row's few milliseconds do not reach
- * the clock that seconds of the same work settle at). */
+ * the clock a step's work settles at; fitted to whole steps, not the clock of seconds of one kind of work, which
+ * `dkv profile --sustain` measures: docs/COST_MODEL.md "Settle clocks measured"). */
 #include "sim/sim_internal.h"
 
 #include <math.h>

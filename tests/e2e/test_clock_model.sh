@@ -173,6 +173,15 @@ grep -Eq -- "--settle 64,128,256,512,1024,2048,4096,16384 1900,1875,1850,1750,16
 $PY scripts/clock_model.py settle --first --weight step --knots 64,128,256,512,1024,2048,4096,16384 --free d \
     --start 1900,1875,1850,1750,1650,1550,1450,1350 1800 0.005 0.3 "$T/sres" > "$T/st4.txt" || fail "settle --knots"
 grep -Eq "^start: fit 0\.0 0\.0 [-+]0\.0$" "$T/st4.txt" || fail "settle --knots at the default row counts is not the generator"
+# --free none scores the --start point only; --mean -1 --gaps (another mixing form) moves it off the generator's 0
+$PY scripts/clock_model.py settle --first --weight step --free none --start 1900,1875,1850,1750,1650,1550,1450,1350 1800 0.005 0.3 \
+    "$T/sres" > "$T/st5.txt" || fail "settle --free none"
+grep -Eq "^pass 4: fit 0\.0 0\.0 [-+]0\.0$" "$T/st5.txt" && grep -q -- "1800 --follow 0.005 0.3$" "$T/st5.txt" ||
+    fail "settle --free none moved: $(cat "$T/st5.txt")"
+$PY scripts/clock_model.py settle --first --weight step --free none --mean -1 --gaps --start 1900,1875,1850,1750,1650,1550,1450,1350 \
+    1800 0.005 0.3 "$T/sres" > "$T/st6.txt" || fail "settle --mean -1 --gaps"
+! grep -Eq "^start: fit 0\.0 " "$T/st6.txt" && grep -q -- "--mean -1$" "$T/st6.txt" ||
+    fail "settle --mean -1 --gaps did not change the form: $(cat "$T/st6.txt")"
 if $PY scripts/clock_model.py settle --free d,x "$T/sres" 2> "$T/e"; then fail "settle --free x was accepted"; fi
 grep -q "unknown key(s) x" "$T/e" || fail "settle --free's error: $(cat "$T/e")"
 if $PY scripts/clock_model.py settle "$T/res" 2> "$T/e"; then fail "settle without probe clocks was accepted"; fi
@@ -250,3 +259,11 @@ echo 'return {format = 1}' > "$T/nosus.lua"
 if $PY scripts/clock_model.py sustained "$T/nosus.lua" 2> "$T/e"; then fail "a profile without a sustained block was accepted"; fi
 grep -q "no sustained block" "$T/e" || fail "clock_model sustained's error: $(cat "$T/e")"
 echo "ok: clock_model sustained reads the block, takes the last windows' mean and the models' mean by rows"
+# device call 86's runs give the settle clocks docs/COST_MODEL.md "Settle clocks measured" quotes
+for r in "a 1694,1331,1276,1292,1319,1344,1325,1319,1318 1792" "b 1675,1325,1278,1290,1314,1340,1324,1309,1317 1794"; do
+    set -- $r
+    $PY scripts/clock_model.py sustained "datasets/hw/2026-12-03/call86/sustained_$1.lua.xz" > "$T/c86.txt" || fail "call 86 ($1)"
+    grep -q "^best: --settle 64,128,256,512,1024,2048,4096,8192,16384 $2 $3$" "$T/c86.txt" ||
+        fail "call 86 ($1)'s settle clocks moved: $(tail -n 1 "$T/c86.txt")"
+done
+echo "ok: device call 86's sustained runs give the documented settle clocks"
