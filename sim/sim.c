@@ -33,6 +33,7 @@ typedef struct sim_state {
     sim_lr        lr;           /* the low-rank forms on the host (sim_lowrank.c) */
     double        hold_until_s; /* engine clock until which the GPU's clocks are held low (profile hold) */
     sim_clock     clk;          /* the recent steps' work, for the clock the next one runs at (profile clock) */
+    dkv_cost_l2_memo *memo;     /* the L2 replays of the run's step shapes (cost.h; NULL: replay every step) */
 } sim_state;
 
 _Static_assert(DKV_KCLASS_N <= DKV_GPU_KCLASS_MAX, "dkv_gpu.kclass must cover every kernel class");
@@ -456,6 +457,7 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     if (!m || !g || !plan)
         return dkv_err_set(err, DKV_EINVAL, "sim: model, gpu and plan are required");
     dkv_cost_hw hw = dkv_cost_hw_of(g);
+    hw.memo = st ? st->memo : NULL;
     dkv_status rc = dkv_cost_count_hw(m, &hw, plan, cs, err);
     if (rc != DKV_OK)
         return rc;
@@ -564,6 +566,8 @@ static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     c->st.backlog_s = c->st.cmp_copy_s = 0;
     c->st.hold_until_s = -HUGE_VAL;
     c->st.clk.n = 0;
+    dkv_cost_l2_memo_free(c->st.memo);   /* a fresh memo per run (out of memory: none, every step replayed) */
+    c->st.memo = dkv_cost_l2_memo_new();
     dkv_status rc = sim_lr_begin(&c->st.lr, s, err);
     if (rc != DKV_OK)
         return rc;
@@ -598,6 +602,7 @@ static void sim_free(void *ctx)
         dkv_cost_step_free(&c->cs);
         free(c->st.own.seen);
         sim_lr_free(&c->st.lr);
+        dkv_cost_l2_memo_free(c->st.memo);
         pthread_mutex_destroy(&c->st.own.mu);
     }
     free(ctx);

@@ -104,7 +104,17 @@ typedef struct dkv_cost_hw {
     dkv_cost_l2_trace *trace;   /* NULL, or receives the counted layer's and the step end's kernels */
     const struct dkv_profile_info *profile;   /* NULL, or a measured profile whose gemm_splitk block gives the
                                                  GEMMs' K splits (dkv_profile_gemm_splitk; else the rule) */
+    struct dkv_cost_l2_memo *memo;   /* NULL, or the caller's memo of replays (dkv_cost_l2_memo_new): the same
+                                        bytes, without replaying a step whose inputs it has seen (not with trace) */
 } dkv_cost_hw;
+
+/* A memo of the L2 replay's results by its inputs (cost_l2.c): a step of the same rows, items' logit rows,
+ * selections and KV bytes as one seen before gets the stored bytes, bit for bit what the replay gives.  Valid
+ * for one model and hardware at a time (another clears it).  Not thread-safe: one per backend. */
+typedef struct dkv_cost_l2_memo dkv_cost_l2_memo;
+dkv_cost_l2_memo *dkv_cost_l2_memo_new(void);   /* NULL: out of memory (then run without one) */
+void dkv_cost_l2_memo_free(dkv_cost_l2_memo *mm);
+void dkv_cost_l2_memo_stats(const dkv_cost_l2_memo *mm, uint64_t *hits, uint64_t *misses);
 
 /* The replay's hardware for GPU preset g: its L2, SMs and measured profile (the GEMMs' K splits). */
 dkv_cost_hw dkv_cost_hw_of(const dkv_gpu *g);

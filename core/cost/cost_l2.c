@@ -32,6 +32,7 @@
 #include "cost/profile.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* cuBLAS's GEMM tiles (docs/COST_MODEL.md "HBM bytes with an L2", from the kernel names Nsight
@@ -617,9 +618,37 @@ static void kend(run *r)
     }
 }
 
+/* What the replay reads of the step's items besides the per-item rows below: the bytes of K and V stored, of
+ * the items' own K and V, and of the cached K and V the attention streams, and whether a selection runs.  One
+ * place, so that the replay and its memo's key (dkv_cost_l2_bytes) read the same values. */
+typedef struct rin {
+    double stored, own, cached;
+    bool   select;
+} rin;
+
+static void replay_inputs(const dkv_model *m, const dkv_step_plan *plan, rin *in)
+{
+    const double hkv = (double)m->n_kv_heads * m->head_dim, ab = dkv_dtype_bytes(m->act_dtype);
+    memset(in, 0, sizeof *in);
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const dkv_step_item *it = &plan->items[i];
+        double kb = it->kv_dtype_bytes ? it->kv_dtype_bytes : dkv_dtype_bytes(m->kv_dtype);
+        if (it->kv_write_tokens && it->kv_select_rows)
+            in->select = true;
+        else if (it->kv_write_tokens)
+            in->stored += it->kv_write_tokens * 2 * hkv * kb;
+    }
+    for (uint32_t i = 0; i < plan->n_items; i++) {
+        const dkv_step_item *it = &plan->items[i];
+        double kb = it->kv_dtype_bytes ? it->kv_dtype_bytes : dkv_dtype_bytes(m->kv_dtype);
+        in->own += (double)(it->kv_tokens - it->kv_cached_tokens) * 2 * hkv * ab;
+        in->cached += it->kv_cached_tokens * 2 * hkv * kb;
+    }
+}
+
 /* One layer of cuda/backend_fwd.c's bk_forward; out[c] receives class c's bytes (NULL: none). */
-static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_step *cs, double streams,
-                  dkv_cost_class *out)
+static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_step *cs, const rin *in,
+                  double streams, dkv_cost_class *out)
 {
     const double d = m->hidden, f = m->ffn, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);
     const double wb = dkv_dtype_bytes(m->weight_dtype), hq = (double)m->n_heads * m->head_dim;
@@ -631,16 +660,8 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
     K(DKV_KCLASS_QKV), gemm(s, B_H, Q * d * ab, streams * d * qkv * wb, -1, 0, B_QKV, Q * qkv * ab, Q, qkv, d), kend(r);
     split_qkv(s, hq / qkv, hkv / qkv);
     const double qb = Q * hq * ab, kb1 = Q * hkv * ab;   /* the step's q, and its k (or v) */
-    double stored = 0;
-    bool select = false;
-    for (uint32_t i = 0; i < plan->n_items; i++) {
-        const dkv_step_item *it = &plan->items[i];
-        double kb = it->kv_dtype_bytes ? it->kv_dtype_bytes : dkv_dtype_bytes(m->kv_dtype);
-        if (it->kv_write_tokens && it->kv_select_rows)
-            select = true;
-        else if (it->kv_write_tokens)
-            stored += it->kv_write_tokens * 2 * hkv * kb;
-    }
+    const double stored = in->stored;
+    const bool select = in->select;
     /* RoPE rotates q and k in place (every row); fused with the store it also writes the stored
      * rows' K and V into the pool (cuda/fused_rope_store.cu; rows not kept go to the one discard
      * block, rewritten in L2) */
@@ -665,13 +686,7 @@ static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const d
     /* attention: queries and the item's own K/V (computed this layer: from the QKV buffer, or for
      * dual's in-place store from the pool rows just written, in L2 either way) and cached K/V from
      * the pool (written in earlier steps: streamed), output written head by head */
-    double own = 0, cached = 0;
-    for (uint32_t i = 0; i < plan->n_items; i++) {
-        const dkv_step_item *it = &plan->items[i];
-        double kb = it->kv_dtype_bytes ? it->kv_dtype_bytes : dkv_dtype_bytes(m->kv_dtype);
-        own += (double)(it->kv_tokens - it->kv_cached_tokens) * 2 * hkv * ab;
-        cached += it->kv_cached_tokens * 2 * hkv * kb;
-    }
+    const double own = in->own, cached = in->cached;
     const acc ain[] = {{B_Q, qb, 0}, {B_K, own / 2, 0}, {B_V, own / 2, 0}}, aout[] = {{B_ATT, Q * hq * ab, 0}};
     K(DKV_KCLASS_ATTN), walk_heads(s, ain, 3, cached, aout, 1), kend(r);
     K(DKV_KCLASS_O), gemm(s, B_ATT, Q * hq * ab, streams * hq * d * wb, B_X, Q * d * ab, B_X, Q * d * ab, Q, d, hq), kend(r);
@@ -712,11 +727,83 @@ static void tail(run *r, const dkv_model *m, const dkv_step_plan *plan, const dk
     kbegin(r, el, DKV_KCLASS_ELEMENTWISE), rd(s, B_ARG, R * 8.0), kend(r);
 }
 
+/* ---- the memo: a step's replay is a function of the few values below (the model and hardware being the memo's);
+ * runs repeat them step after step (a block's steps have the same shapes), so a hit returns the stored classes'
+ * bytes, the same bits the replay gives. */
+#define MEMO_SLOTS 256
+#define MEMO_KEY 48
+enum { N_MODELLED = 8 };
+static const int modelled[N_MODELLED] = {DKV_KCLASS_QKV, DKV_KCLASS_ATTN,       DKV_KCLASS_O,         DKV_KCLASS_FFN,
+                                         DKV_KCLASS_LM_HEAD, DKV_KCLASS_KV_STORE, DKV_KCLASS_KV_GATHER, DKV_KCLASS_ELEMENTWISE};
+
+typedef struct memo_ent {
+    uint32_t n;                     /* key length (0: empty) */
+    double   key[MEMO_KEY];
+    double   lay[N_MODELLED][2], once[N_MODELLED][2];   /* rd, wr */
+} memo_ent;
+
+struct dkv_cost_l2_memo {
+    const dkv_model *m;             /* what the entries are valid for */
+    const dkv_profile_info *prof;
+    double   l2, parts, sms;
+    uint64_t hits, misses;
+    memo_ent e[MEMO_SLOTS];
+};
+
+dkv_cost_l2_memo *dkv_cost_l2_memo_new(void)
+{
+    return calloc(1, sizeof(dkv_cost_l2_memo));
+}
+
+void dkv_cost_l2_memo_free(dkv_cost_l2_memo *mm)
+{
+    free(mm);
+}
+
+void dkv_cost_l2_memo_stats(const dkv_cost_l2_memo *mm, uint64_t *hits, uint64_t *misses)
+{
+    *hits = mm ? mm->hits : 0, *misses = mm ? mm->misses : 0;
+}
+
+/* The replay's inputs as a key: the step's rows, logit rows, weight streams, store flag, LM-head chunk, the KV
+ * bytes (rin), then each item's logit rows (tail()'s per-item norms) and each selection's rows (layer()'s
+ * selection); 0 when they do not fit (no memo). */
+static uint32_t memo_key(const dkv_step_plan *plan, const dkv_cost_step *cs, const rin *in, double *k)
+{
+    uint32_t n = 0;
+    k[n++] = cs->q_rows, k[n++] = cs->logit_rows, k[n++] = cs->weight_streams, k[n++] = cs->any_store;
+    k[n++] = plan->max_logit_rows, k[n++] = in->stored, k[n++] = in->own, k[n++] = in->cached, k[n++] = in->select;
+    for (uint32_t i = 0; i < plan->n_items; i++)
+        if (plan->items[i].logit_rows) {
+            if (n + 1 > MEMO_KEY)
+                return 0;
+            k[n++] = plan->items[i].logit_rows;
+        }
+    if (n + 1 > MEMO_KEY)
+        return 0;
+    k[n++] = -1;   /* separator: the selections follow */
+    for (uint32_t i = 0; in->select && i < plan->n_items; i++) {
+        const dkv_step_item *it = &plan->items[i];
+        if (!(it->kv_write_tokens && it->kv_select_rows))
+            continue;
+        if (n + 3 > MEMO_KEY)
+            return 0;
+        k[n++] = it->q_tokens, k[n++] = it->kv_select_rows, k[n++] = it->kv_write_tokens;
+    }
+    return n;
+}
+
+static uint32_t memo_slot(const double *k, uint32_t n)
+{
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a over the key's bytes */
+    const unsigned char *b = (const unsigned char *)k;
+    for (size_t i = 0; i < n * sizeof *k; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return (uint32_t)(h % MEMO_SLOTS);
+}
+
 void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_hw *hw, dkv_cost_step *cs)
 {
-    static const int modelled[] = {DKV_KCLASS_QKV,      DKV_KCLASS_ATTN,      DKV_KCLASS_O,
-                                   DKV_KCLASS_FFN,      DKV_KCLASS_LM_HEAD,   DKV_KCLASS_KV_STORE,
-                                   DKV_KCLASS_KV_GATHER, DKV_KCLASS_ELEMENTWISE};
     if (!hw || hw->l2_bytes <= 0 || plan->n_items == 0)
         return;
     double parts = hw->l2_partitions ? hw->l2_partitions : 1;
@@ -728,23 +815,53 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
                    .left = hw->profile && hw->profile->left_n > 0 && cs->weight_streams <= 1, .tail = -1}};
     dkv_cost_class lay[DKV_KCLASS_N], once[DKV_KCLASS_N];
     memset(lay, 0, sizeof lay), memset(once, 0, sizeof once);
-    const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);
-    tail(&r, m, plan, cs, NULL, NULL);   /* the previous step's end */
-    kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE], DKV_KCLASS_ELEMENTWISE), kend(&r);   /* reset: a few bytes */
-    kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE], DKV_KCLASS_ELEMENTWISE);
-    stream(&r.s, Q * d * dkv_dtype_bytes(m->weight_dtype)), wr(&r.s, B_X, Q * d * ab);   /* embeddings */
-    kend(&r);
-    layer(&r, m, plan, cs, cs->weight_streams, NULL);
-    layer(&r, m, plan, cs, cs->weight_streams, NULL);
-    if ((r.trace = hw->trace) != NULL)
-        r.trace->n = 0;
-    layer(&r, m, plan, cs, cs->weight_streams, lay);
-    tail(&r, m, plan, cs, &once[DKV_KCLASS_LM_HEAD], &once[DKV_KCLASS_ELEMENTWISE]);
+    rin in;
+    replay_inputs(m, plan, &in);
+    dkv_cost_l2_memo *mm = hw->trace ? NULL : hw->memo;   /* a trace wants the kernels: replay */
+    double key[MEMO_KEY];
+    uint32_t nk = mm ? memo_key(plan, cs, &in, key) : 0;
+    memo_ent *me = NULL;
+    if (nk) {
+        if (mm->m != m || mm->prof != hw->profile || mm->l2 != hw->l2_bytes || mm->parts != parts || mm->sms != r.s.n_sms) {
+            memset(mm->e, 0, sizeof mm->e);   /* another model or GPU: start over */
+            mm->m = m, mm->prof = hw->profile, mm->l2 = hw->l2_bytes, mm->parts = parts, mm->sms = r.s.n_sms;
+        }
+        me = &mm->e[memo_slot(key, nk)];
+    }
+    if (me && me->n == nk && memcmp(me->key, key, nk * sizeof *key) == 0) {
+        mm->hits++;
+        for (int i = 0; i < N_MODELLED; i++) {
+            int c = modelled[i];
+            lay[c].rd = me->lay[i][0], lay[c].wr = me->lay[i][1], once[c].rd = me->once[i][0], once[c].wr = me->once[i][1];
+        }
+    } else {
+        const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);
+        tail(&r, m, plan, cs, NULL, NULL);   /* the previous step's end */
+        kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE], DKV_KCLASS_ELEMENTWISE), kend(&r);   /* reset: a few bytes */
+        kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE], DKV_KCLASS_ELEMENTWISE);
+        stream(&r.s, Q * d * dkv_dtype_bytes(m->weight_dtype)), wr(&r.s, B_X, Q * d * ab);   /* embeddings */
+        kend(&r);
+        layer(&r, m, plan, cs, &in, cs->weight_streams, NULL);
+        layer(&r, m, plan, cs, &in, cs->weight_streams, NULL);
+        if ((r.trace = hw->trace) != NULL)
+            r.trace->n = 0;
+        layer(&r, m, plan, cs, &in, cs->weight_streams, lay);
+        tail(&r, m, plan, cs, &once[DKV_KCLASS_LM_HEAD], &once[DKV_KCLASS_ELEMENTWISE]);
+        if (me) {
+            mm->misses++;
+            me->n = nk;
+            memcpy(me->key, key, nk * sizeof *key);
+            for (int i = 0; i < N_MODELLED; i++) {
+                int c = modelled[i];
+                me->lay[i][0] = lay[c].rd, me->lay[i][1] = lay[c].wr, me->once[i][0] = once[c].rd, me->once[i][1] = once[c].wr;
+            }
+        }
+    }
     double seg[DKV_KCLASS_N] = {0};   /* per layer: the class's HBM segments (timed at their run length) */
     for (uint32_t i = 0; i < cs->n_segs; i++)
         if (cs->segs[i].via == DKV_COST_VIA_HBM)
             seg[cs->segs[i].kind] += cs->segs[i].bytes;
-    for (size_t i = 0; i < sizeof modelled / sizeof modelled[0]; i++) {
+    for (size_t i = 0; i < N_MODELLED; i++) {
         int c = modelled[i];
         if (c == DKV_KCLASS_LM_HEAD) {
             cs->once[c].rd = once[c].rd, cs->once[c].wr = once[c].wr;

@@ -859,6 +859,79 @@ static void test_bad_input(void **state)
     dkv_cost_step_free(&cs);
 }
 
+/* The replay's memo (dkv_cost_hw.memo): plans that differ in each input the replay reads (rows, an item's cached
+ * keys, the items' logit rows in another order, a selection, fp8 KV, two weight streams, another model) cost,
+ * in an order with repeats, exactly what the replay without a memo gives, class by class; repeats are hits and
+ * only they; a trace replays (no hit). */
+static void test_l2_memo_gives_the_replays_bytes(void **state)
+{
+    (void)state;
+    dkv_model ml = llada(), md = dream();
+    enum { NP = 10 };
+    dkv_step_item it[NP][2];
+    dkv_step_plan p[NP];
+    const dkv_model *pm[NP];
+    for (int i = 0; i < NP; i++) {
+        it[i][0] = REUSE, it[i][1] = (dkv_step_item){.q_tokens = 64, .kv_tokens = 64, .kv_write_tokens = 64, .logit_rows = 16};
+        p[i] = (dkv_step_plan){.items = it[i], .n_items = 1};
+        pm[i] = &ml;
+    }
+    it[1][0].kv_tokens = 2080, it[1][0].kv_cached_tokens = 1024;   /* own and cached bytes */
+    p[2].n_items = 2;                                       /* two items: logit rows 32, 16 */
+    p[3].n_items = 2, it[3][0] = it[2][1], it[3][1] = it[2][0];   /* ... 16, 32: the same sums, another order */
+    it[4][0].kv_select_rows = 32, it[4][0].kv_write_tokens = 64;   /* a selection */
+    it[5][0].kv_dtype_bytes = 1;                            /* fp8 KV */
+    p[6].n_weight_streams = 2;
+    pm[7] = &md;                                            /* another model: the memo starts over */
+    it[8][0] = it[1][0], it[8][0].kv_tokens = 2112;         /* plan 1's cached bytes, more own */
+    it[9][0] = it[4][0], it[9][0].kv_select_rows = 16;      /* plan 4's selection scored by fewer rows */
+    dkv_cost_hw h200 = {.l2_bytes = 50331648, .l2_partitions = 2, .n_sms = 132};
+    dkv_cost_step ref[NP], cs;
+    dkv_cost_step_init(&cs);
+    for (int i = 0; i < NP; i++) {
+        dkv_cost_step_init(&ref[i]);
+        assert_int_equal(dkv_cost_count_hw(pm[i], &h200, &p[i], &ref[i], NULL), DKV_OK);
+    }
+    /* every plan but 3 (plan 2's items in the other order) costs differently from the plan it varies (0; 8 varies
+     * 1, 9 varies 4 in one input only), so a memo that mixed them up would fail below */
+    static const int base[NP] = {0, 0, 0, 2, 0, 0, 0, 0, 1, 4};
+    for (int i = 1; i < NP; i++) {
+        bool differ = i == 3;
+        for (int k = 0, b = base[i]; k < DKV_KCLASS_N; k++)
+            differ |= ref[i].layer[k].rd != ref[b].layer[k].rd || ref[i].layer[k].wr != ref[b].layer[k].wr ||
+                      ref[i].once[k].rd != ref[b].once[k].rd || ref[i].once[k].wr != ref[b].once[k].wr;
+        if (!differ)
+            fail_msg("plan %d costs as plan %d", i, base[i]);
+    }
+    h200.memo = dkv_cost_l2_memo_new();
+    assert_non_null(h200.memo);
+    static const int order[] = {0, 1, 8, 0, 2, 3, 2, 3, 4, 9, 5, 6, 4, 5, 6, 9, 1, 8, 7, 0, 7};
+    const int n = (int)(sizeof order / sizeof order[0]);
+    for (int j = 0; j < n; j++) {
+        int i = order[j];
+        assert_int_equal(dkv_cost_count_hw(pm[i], &h200, &p[i], &cs, NULL), DKV_OK);
+        for (int k = 0; k < DKV_KCLASS_N; k++)
+            assert_true(cs.layer[k].rd == ref[i].layer[k].rd && cs.layer[k].wr == ref[i].layer[k].wr &&
+                        cs.once[k].rd == ref[i].once[k].rd && cs.once[k].wr == ref[i].once[k].wr &&
+                        cs.layer[k].bytes_fast == ref[i].layer[k].bytes_fast);
+    }
+    uint64_t hits, misses;
+    dkv_cost_l2_memo_stats(h200.memo, &hits, &misses);
+    /* misses: the 9 llada plans, dream, llada's 0 again after dream cleared the memo, dream again after that */
+    assert_int_equal(misses, 12);
+    assert_int_equal(hits, (uint64_t)n - 12);
+    dkv_cost_l2_trace tr;
+    h200.trace = &tr;   /* a trace wants the kernels: no memo */
+    assert_int_equal(dkv_cost_count_hw(&ml, &h200, &p[0], &cs, NULL), DKV_OK);
+    dkv_cost_l2_memo_stats(h200.memo, &hits, &misses);
+    assert_int_equal(hits + misses, (uint64_t)n);
+    assert_true(tr.n > 0 && cs.layer[DKV_KCLASS_QKV].rd == ref[0].layer[DKV_KCLASS_QKV].rd);
+    dkv_cost_l2_memo_free(h200.memo);
+    for (int i = 0; i < NP; i++)
+        dkv_cost_step_free(&ref[i]);
+    dkv_cost_step_free(&cs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -887,6 +960,7 @@ int main(void)
         cmocka_unit_test(test_segments_cover_the_traffic),
         cmocka_unit_test(test_xfers_and_totals),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_l2_memo_gives_the_replays_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
