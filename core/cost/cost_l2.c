@@ -29,10 +29,10 @@
  * is counted (the weight streams flush everything older, so the state repeats); the step's start
  * (reset, embeddings) runs after the previous step's LM head of the same plan. */
 #include "cost/cost.h"
+#include "cost/cost_l2_memo.h"
 #include "cost/profile.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* cuBLAS's GEMM tiles (docs/COST_MODEL.md "HBM bytes with an L2", from the kernel names Nsight
@@ -618,15 +618,9 @@ static void kend(run *r)
     }
 }
 
-/* What the replay reads of the step's items besides the per-item rows below: the bytes of K and V stored, of
- * the items' own K and V, and of the cached K and V the attention streams, and whether a selection runs.  One
- * place, so that the replay and its memo's key (dkv_cost_l2_bytes) read the same values. */
-typedef struct rin {
-    double stored, own, cached;
-    bool   select;
-} rin;
-
-static void replay_inputs(const dkv_model *m, const dkv_step_plan *plan, rin *in)
+/* What the replay reads of the step's items besides their rows (cost_l2_memo.h's l2_inputs): one place, so that
+ * the replay and its memo's key read the same values. */
+static void replay_inputs(const dkv_model *m, const dkv_step_plan *plan, l2_inputs *in)
 {
     const double hkv = (double)m->n_kv_heads * m->head_dim, ab = dkv_dtype_bytes(m->act_dtype);
     memset(in, 0, sizeof *in);
@@ -647,7 +641,7 @@ static void replay_inputs(const dkv_model *m, const dkv_step_plan *plan, rin *in
 }
 
 /* One layer of cuda/backend_fwd.c's bk_forward; out[c] receives class c's bytes (NULL: none). */
-static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_step *cs, const rin *in,
+static void layer(run *r, const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_step *cs, const l2_inputs *in,
                   double streams, dkv_cost_class *out)
 {
     const double d = m->hidden, f = m->ffn, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);
@@ -727,81 +721,6 @@ static void tail(run *r, const dkv_model *m, const dkv_step_plan *plan, const dk
     kbegin(r, el, DKV_KCLASS_ELEMENTWISE), rd(s, B_ARG, R * 8.0), kend(r);
 }
 
-/* ---- the memo: a step's replay is a function of the few values below (the model and hardware being the memo's);
- * runs repeat them step after step (a block's steps have the same shapes), so a hit returns the stored classes'
- * bytes, the same bits the replay gives. */
-#define MEMO_SLOTS 256
-#define MEMO_KEY 48
-enum { N_MODELLED = 8 };
-static const int modelled[N_MODELLED] = {DKV_KCLASS_QKV, DKV_KCLASS_ATTN,       DKV_KCLASS_O,         DKV_KCLASS_FFN,
-                                         DKV_KCLASS_LM_HEAD, DKV_KCLASS_KV_STORE, DKV_KCLASS_KV_GATHER, DKV_KCLASS_ELEMENTWISE};
-
-typedef struct memo_ent {
-    uint32_t n;                     /* key length (0: empty) */
-    double   key[MEMO_KEY];
-    double   lay[N_MODELLED][2], once[N_MODELLED][2];   /* rd, wr */
-} memo_ent;
-
-struct dkv_cost_l2_memo {
-    const dkv_model *m;             /* what the entries are valid for */
-    const dkv_profile_info *prof;
-    double   l2, parts, sms;
-    uint64_t hits, misses;
-    memo_ent e[MEMO_SLOTS];
-};
-
-dkv_cost_l2_memo *dkv_cost_l2_memo_new(void)
-{
-    return calloc(1, sizeof(dkv_cost_l2_memo));
-}
-
-void dkv_cost_l2_memo_free(dkv_cost_l2_memo *mm)
-{
-    free(mm);
-}
-
-void dkv_cost_l2_memo_stats(const dkv_cost_l2_memo *mm, uint64_t *hits, uint64_t *misses)
-{
-    *hits = mm ? mm->hits : 0, *misses = mm ? mm->misses : 0;
-}
-
-/* The replay's inputs as a key: the step's rows, logit rows, weight streams, store flag, LM-head chunk, the KV
- * bytes (rin), then each item's logit rows (tail()'s per-item norms) and each selection's rows (layer()'s
- * selection); 0 when they do not fit (no memo). */
-static uint32_t memo_key(const dkv_step_plan *plan, const dkv_cost_step *cs, const rin *in, double *k)
-{
-    uint32_t n = 0;
-    k[n++] = cs->q_rows, k[n++] = cs->logit_rows, k[n++] = cs->weight_streams, k[n++] = cs->any_store;
-    k[n++] = plan->max_logit_rows, k[n++] = in->stored, k[n++] = in->own, k[n++] = in->cached, k[n++] = in->select;
-    for (uint32_t i = 0; i < plan->n_items; i++)
-        if (plan->items[i].logit_rows) {
-            if (n + 1 > MEMO_KEY)
-                return 0;
-            k[n++] = plan->items[i].logit_rows;
-        }
-    if (n + 1 > MEMO_KEY)
-        return 0;
-    k[n++] = -1;   /* separator: the selections follow */
-    for (uint32_t i = 0; in->select && i < plan->n_items; i++) {
-        const dkv_step_item *it = &plan->items[i];
-        if (!(it->kv_write_tokens && it->kv_select_rows))
-            continue;
-        if (n + 3 > MEMO_KEY)
-            return 0;
-        k[n++] = it->q_tokens, k[n++] = it->kv_select_rows, k[n++] = it->kv_write_tokens;
-    }
-    return n;
-}
-
-static uint32_t memo_slot(const double *k, uint32_t n)
-{
-    uint64_t h = 1469598103934665603ull;   /* FNV-1a over the key's bytes */
-    const unsigned char *b = (const unsigned char *)k;
-    for (size_t i = 0; i < n * sizeof *k; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return (uint32_t)(h % MEMO_SLOTS);
-}
-
 void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_cost_hw *hw, dkv_cost_step *cs)
 {
     if (!hw || hw->l2_bytes <= 0 || plan->n_items == 0)
@@ -815,26 +734,13 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
                    .left = hw->profile && hw->profile->left_n > 0 && cs->weight_streams <= 1, .tail = -1}};
     dkv_cost_class lay[DKV_KCLASS_N], once[DKV_KCLASS_N];
     memset(lay, 0, sizeof lay), memset(once, 0, sizeof once);
-    rin in;
+    l2_inputs in;
     replay_inputs(m, plan, &in);
     dkv_cost_l2_memo *mm = hw->trace ? NULL : hw->memo;   /* a trace wants the kernels: replay */
-    double key[MEMO_KEY];
-    uint32_t nk = mm ? memo_key(plan, cs, &in, key) : 0;
-    memo_ent *me = NULL;
-    if (nk) {
-        if (mm->m != m || mm->prof != hw->profile || mm->l2 != hw->l2_bytes || mm->parts != parts || mm->sms != r.s.n_sms) {
-            memset(mm->e, 0, sizeof mm->e);   /* another model or GPU: start over */
-            mm->m = m, mm->prof = hw->profile, mm->l2 = hw->l2_bytes, mm->parts = parts, mm->sms = r.s.n_sms;
-        }
-        me = &mm->e[memo_slot(key, nk)];
-    }
-    if (me && me->n == nk && memcmp(me->key, key, nk * sizeof *key) == 0) {
-        mm->hits++;
-        for (int i = 0; i < N_MODELLED; i++) {
-            int c = modelled[i];
-            lay[c].rd = me->lay[i][0], lay[c].wr = me->lay[i][1], once[c].rd = me->once[i][0], once[c].wr = me->once[i][1];
-        }
-    } else {
+    double key[L2_MEMO_KEY];
+    uint32_t nk = mm ? l2_memo_key(plan, cs, &in, key) : 0;
+    void *slot = NULL;
+    if (!nk || !l2_memo_get(mm, m, hw, parts, r.s.n_sms, key, nk, lay, once, &slot)) {
         const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);
         tail(&r, m, plan, cs, NULL, NULL);   /* the previous step's end */
         kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE], DKV_KCLASS_ELEMENTWISE), kend(&r);   /* reset: a few bytes */
@@ -847,22 +753,15 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
             r.trace->n = 0;
         layer(&r, m, plan, cs, &in, cs->weight_streams, lay);
         tail(&r, m, plan, cs, &once[DKV_KCLASS_LM_HEAD], &once[DKV_KCLASS_ELEMENTWISE]);
-        if (me) {
-            mm->misses++;
-            me->n = nk;
-            memcpy(me->key, key, nk * sizeof *key);
-            for (int i = 0; i < N_MODELLED; i++) {
-                int c = modelled[i];
-                me->lay[i][0] = lay[c].rd, me->lay[i][1] = lay[c].wr, me->once[i][0] = once[c].rd, me->once[i][1] = once[c].wr;
-            }
-        }
+        if (slot)
+            l2_memo_put(mm, slot, key, nk, lay, once);
     }
     double seg[DKV_KCLASS_N] = {0};   /* per layer: the class's HBM segments (timed at their run length) */
     for (uint32_t i = 0; i < cs->n_segs; i++)
         if (cs->segs[i].via == DKV_COST_VIA_HBM)
             seg[cs->segs[i].kind] += cs->segs[i].bytes;
-    for (size_t i = 0; i < N_MODELLED; i++) {
-        int c = modelled[i];
+    for (size_t i = 0; i < L2_MODELLED_N; i++) {
+        int c = l2_modelled[i];
         if (c == DKV_KCLASS_LM_HEAD) {
             cs->once[c].rd = once[c].rd, cs->once[c].wr = once[c].wr;
         } else if (c == DKV_KCLASS_ELEMENTWISE) {
