@@ -29,6 +29,7 @@ dkv_prof_opts dkv_prof_opts_default(void)
     o.repeats = 20;
     o.warmup = 2;
     o.seed = 1;
+    o.sustain_lead_s = 0.3;
     return o;
 }
 
@@ -371,9 +372,12 @@ dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t 
     return add_row(t, &row, err);
 }
 
-/* A sustained run's lead: a one-thread spin (the GPU awake, drawing little: its clock back at the maximum after
- * the shape before) that also lets the host enqueue the run ahead of the GPU. */
-#define PR_SUSTAIN_LEAD_S 0.3
+/* A sustained run's lead (opts.sustain_lead_s): a one-thread spin (the GPU awake, drawing little: its clock back at
+ * the maximum after the shape before) that also lets the host enqueue the run ahead of the GPU. */
+static uint32_t sustain_windows(const dkv_prof_opts *o)
+{
+    return o->sustain_windows ? o->sustain_windows : DKV_PROF_SUSTAIN_WIN;
+}
 
 dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, double keys, prof_call fn, void *arg,
                       dkv_err *err)
@@ -381,7 +385,7 @@ dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, d
     dkv_prof *p = P->p;
     const double S = P->o->sustain_s;
     if (P->dry) {
-        P->est[P->sec] += PR_SUSTAIN_LEAD_S + S + 0.01;
+        P->est[P->sec] += P->o->sustain_lead_s + S + 0.01;
         P->sec_cases++;
         return DKV_OK;
     }
@@ -389,8 +393,11 @@ dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, d
         return DKV_OK;
     if (p->n_sustained == DKV_PROF_SUSTAIN_MAX)
         return dkv_err_set(err, DKV_EINVAL, "dkv profile: more than %d sustained shapes", DKV_PROF_SUSTAIN_MAX);
-    enum { W = DKV_PROF_SUSTAIN_WIN, CAL = 8 };
-    for (int w = 0; w < W; w++)
+    enum { CAL = 8 };
+    const uint32_t W = sustain_windows(P->o);
+    if (W > DKV_PROF_SUSTAIN_MAX_WIN)
+        return dkv_err_set(err, DKV_EINVAL, "dkv profile: %u sustained windows (at most %d)", W, DKV_PROF_SUSTAIN_MAX_WIN);
+    for (uint32_t w = 0; w < W; w++)
         if (!P->sprobe[w])
             PR_TRY(dkv_sm_probe_open(P->o->device, &P->sprobe[w], err));
     uint32_t rep = 0;
@@ -407,9 +414,10 @@ dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, d
     c /= CAL;
     double per_d = c > 0 ? ceil(S / W / c) : 1;
     uint32_t per = per_d < 1 ? 1 : per_d > 1e6 ? 1000000 : (uint32_t)per_d;
-    PR_TRY(dkv_prof_spin(P->st, PR_SUSTAIN_LEAD_S, err));
+    if (P->o->sustain_lead_s > 0)
+        PR_TRY(dkv_prof_spin(P->st, P->o->sustain_lead_s, err));
     PR_CU(cudaEventRecord(P->ev[0], P->st));
-    for (int w = 0; w < W; w++) {
+    for (uint32_t w = 0; w < W; w++) {
         PR_TRY(dkv_sm_probe_mark(P->sprobe[w], false, P->st, err));
         for (uint32_t i = 0; i < per; i++)
             PR_TRY(fn(P, arg, rep++, err));
@@ -425,12 +433,15 @@ dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, d
     dkv_prof_sustained *r = &p->sustained[p->n_sustained++];
     *r = (dkv_prof_sustained){.model = model, .kind = kind, .rows = rows, .keys = keys, .calls = W * per,
                               .call_s = tot / (W * per), .nvml_mhz = isfinite(nvml) ? nvml : 0};
-    for (int w = 0; w < W; w++)
+    for (uint32_t w = 0; w < W; w++)
         r->mhz[w] = dkv_sm_probe_mhz(P->sprobe[w]);
     P->sec_rows++;
-    pr_say(P, "profile: sustained %s %s rows %.0f keys %.0f: %u calls of %.3g ms, SM clock %.0f %.0f %.0f %.0f MHz "
-              "(NVML %.0f)", P->o->models[model].name, kind == DKV_PROF_SUSTAIN_GEMM ? "gemm" : "attn", rows, keys,
-           r->calls, 1e3 * r->call_s, r->mhz[0], r->mhz[1], r->mhz[2], r->mhz[3], r->nvml_mhz);
+    char ws[DKV_PROF_SUSTAIN_MAX_WIN * 6 + 1] = "";
+    for (uint32_t w = 0, n = 0; w < W; w++)
+        n += (uint32_t)snprintf(ws + n, sizeof ws - n, " %.0f", r->mhz[w]);
+    pr_say(P, "profile: sustained %s %s rows %.0f keys %.0f: %u calls of %.3g ms, SM clock%s MHz (NVML %.0f)",
+           P->o->models[model].name, kind == DKV_PROF_SUSTAIN_GEMM ? "gemm" : "attn", rows, keys, r->calls,
+           1e3 * r->call_s, ws, r->nvml_mhz);
     return DKV_OK;
 }
 
@@ -542,7 +553,7 @@ static void teardown(prof_ctx *P)
     P->clock = NULL;
     dkv_sm_probe_close(P->probe);
     P->probe = NULL;
-    for (int w = 0; w < DKV_PROF_SUSTAIN_WIN; w++)
+    for (int w = 0; w < DKV_PROF_SUSTAIN_MAX_WIN; w++)
         dkv_sm_probe_close(P->sprobe[w]), P->sprobe[w] = NULL;
     for (uint32_t i = 0; i < P->n_ev; i++)
         cudaEventDestroy(P->ev[i]);
@@ -575,6 +586,7 @@ dkv_status dkv_prof_run(const dkv_prof_opts *o, dkv_prof **out, dkv_err *err)
     p->est_s = dkv_prof_estimate(o, P.est, NULL);
     p->repeats = o->repeats, p->warmup = o->warmup, p->complete = true;
     p->sustain_s = sec_on(o, DKV_PROF_S_SUSTAINED) ? o->sustain_s : 0;
+    p->sustain_windows = sustain_windows(o), p->sustain_lead_s = o->sustain_lead_s;
     P.t0 = pr_now();
     dkv_status st = setup(&P, err);
     for (int s = 0; st == DKV_OK && s < DKV_PROF_S_N && !P.stopped; s++) {

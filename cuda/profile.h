@@ -84,9 +84,11 @@ typedef struct dkv_prof_copy_row {
 
 /* A sustained run (opts.sustain_s, the `sustained` section; docs/COST_MODEL.md "Settle clocks measured"): one
  * shape's call back to back for about sustain_s seconds after a light spin (the GPU awake at its maximum clock), the
- * SMs' own clock (cuda/sm_probe.h) read over each of DKV_PROF_SUSTAIN_WIN equal windows of it, in order: the
- * clock that seconds of this work settle at (the last windows) and how it got there (the first). */
+ * SMs' own clock (cuda/sm_probe.h) read over each of opts.sustain_windows (default DKV_PROF_SUSTAIN_WIN, at most
+ * DKV_PROF_SUSTAIN_MAX_WIN) equal windows of it, in order: the clock that seconds of this work settle at (the last
+ * windows) and how it got there (the first; with many short windows, the clock's path after the lead). */
 #define DKV_PROF_SUSTAIN_WIN 4
+#define DKV_PROF_SUSTAIN_MAX_WIN 64
 #define DKV_PROF_SUSTAIN_MAX 64
 typedef struct dkv_prof_sustained {
     uint32_t model;                       /* index into opts.models */
@@ -96,7 +98,7 @@ typedef struct dkv_prof_sustained {
     uint32_t calls;                       /* calls back to back */
     double   call_s;                      /* seconds per call over the whole run (two events) */
     double   nvml_mhz;                    /* median NVML SM clock while it ran (0: not sampled) */
-    double   mhz[DKV_PROF_SUSTAIN_WIN];   /* the SMs' clock over each window (0: the probe read nothing) */
+    double   mhz[DKV_PROF_SUSTAIN_MAX_WIN];   /* the SMs' clock over each window (0: the probe read nothing) */
 } dkv_prof_sustained;
 enum { DKV_PROF_SUSTAIN_GEMM = 0, /* the layer's four GEMMs in the forward's order: q|k|v, o, gate|up, down */
        DKV_PROF_SUSTAIN_ATTN = 1  /* dkv_cuda_attention_batch as the attention section's row of (rows, keys) */ };
@@ -109,6 +111,8 @@ typedef struct dkv_prof {
     dkv_prof_sustained sustained[DKV_PROF_SUSTAIN_MAX];
     uint32_t          n_sustained;
     double            sustain_s;                          /* opts.sustain_s of the run (0: no sustained section) */
+    uint32_t          sustain_windows;                    /* ... its windows a run */
+    double            sustain_lead_s;                     /* ... its lead spin */
     double            compute_alone_s, compute_beside_s;   /* the contention GEMM loop, alone / with copies */
     double            host_launch_s, host_gemm_launch_s;   /* host enqueue time per launch (elementwise, GEMM) */
     double            host_resume_s, host_handover_s;      /* GPU idle between two steps of one thread / of two
@@ -166,6 +170,9 @@ typedef struct dkv_prof_opts {
     bool             probe;    /* the SMs' own clock over each row's timed calls (dkv_prof_row.probe_mhz; cuda/sm_probe.h) */
     double           sustain_s;  /* > 0: the sustained section runs (in `sections` or with all), this many seconds a
                                     shape (dkv_prof_sustained); 0: it does not */
+    uint32_t         sustain_windows;   /* windows a sustained run is read over (0: DKV_PROF_SUSTAIN_WIN) */
+    double           sustain_lead_s;    /* the one-thread spin before each sustained run (default 0.3 s; 0: none, the
+                                           run starts at the clock the run before left) */
     /* progress: a line per section and every few seconds (may be NULL) */
     void (*progress)(void *user, const char *line);
     /* after each section (may be NULL): the caller can write what is measured so far */

@@ -58,7 +58,7 @@ typedef struct prof_ctx {
     size_t        flush_bytes;
     dkv_cuda_clock *clock;          /* the SM clock beside the rows (cuda/clock.h; NULL: not recorded) */
     dkv_sm_probe  *probe;           /* opts.probe: the SMs' own clock over each row's timed calls (NULL: none) */
-    dkv_sm_probe  *sprobe[DKV_PROF_SUSTAIN_WIN];   /* pr_sustain's windows (opened on first use) */
+    dkv_sm_probe  *sprobe[DKV_PROF_SUSTAIN_MAX_WIN];   /* pr_sustain's windows (opened on first use) */
 } prof_ctx;
 
 #define PR_AUX_BYTES ((size_t)256 << 20)

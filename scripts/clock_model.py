@@ -58,6 +58,9 @@ sustained: PROFILE [--last N]: the sustained runs of a profile written with `dkv
         power mean of exponent P (default 1, the time-weighted mean; --free p fits it), --gaps counts a step's time
         outside its kernels as idle (for P < 0), --wide adds slower falls and a quicker rise to the time constants'
         grid (docs/COST_MODEL.md "Settle clocks measured": forms tried with the measured clocks).
+path:   PROFILE: the sustained runs read in many short windows (dkv profile --sustain-windows; device call 87): per
+        run the clock's path and the time constant of a first-order lag through it (from the maximum after a lead
+        spin; with --sustain-lead 0 from the run before's last window), toward the run's last quarter.
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -580,6 +583,46 @@ def cmd_sustained(a):
     print("best: --settle %s %s %.0f" % (",".join("%d" % r for r in rows), ",".join("%.0f" % f for f in mhz), o))
 
 
+def path_fit(mhz, dt, x0):
+    """The first-order lag through the windows' means (each dt long) from x0 toward u (the last quarter's mean): the
+    time constant (s) of the least squares over a log grid, and u"""
+    n = len(mhz)
+    u = float(np.mean(mhz[-max(1, n // 4):]))
+    best = None
+    for tau in np.exp(np.linspace(np.log(1e-3), np.log(5.0), 200)):
+        pred, x = [], x0
+        for _ in range(n):
+            x, mean = lag(x, u, dt, tau, tau)
+            pred.append(mean)
+        e = float(np.sum((np.array(pred) - np.array(mhz)) ** 2))
+        if best is None or e < best[0]:
+            best = (e, float(tau))
+    return best[1], u, math.sqrt(best[0] / n)
+
+
+def cmd_path(a):
+    """Each sustained run's clock path and the time constant of a first-order lag through it"""
+    lead = re.search(r"lead_s = ([\d.e+-]+)", text(a.profile))
+    lead = float(lead.group(1)) if lead else 0.3
+    runs = sustained_runs(a.profile)
+    print("lead %g s; per run: window length, the clock's start (the maximum after a lead, else the run before's last "
+          "window), its first windows, settle (the last quarter's mean), the lag's time constant and rms (MHz)" % lead)
+    prev = None
+    taus = {}
+    for model, kind, rows, keys, calls, cs, nv, mhz in runs:
+        dt = calls * cs / len(mhz)
+        x0 = FMAX if lead > 0 or prev is None else prev
+        tau, u, rms = path_fit(mhz, dt, x0)
+        way = "fall" if u < x0 else "rise"
+        taus.setdefault((kind, way), []).append(tau)
+        print("%-9s %-4s %6d %5d  %5.1f ms  from %5.0f: %s  settle %5.0f  %s tau %7.1f ms  rms %4.0f" % (
+            model, kind, rows, keys, 1e3 * dt, x0, " ".join("%4.0f" % v for v in mhz[:6]), u, way, 1e3 * tau, rms))
+        prev = mhz[-1]
+    for (kind, way), v in sorted(taus.items()):
+        print("%s %s: tau median %.1f ms over %d runs (%.1f-%.1f)" % (kind, way, 1e3 * float(np.median(v)), len(v),
+                                                                      1e3 * min(v), 1e3 * max(v)))
+
+
 def block_text(a):
     """The Lua `clock` block: its comment lines, `clock = {` ... `},`"""
     clocks = row_clocks(a.profile)
@@ -692,6 +735,7 @@ def main():
                                   "(the follow form's time constants), g (the GEMMs' settle clocks), p (--mean); none: only score --start; "
                                   "default all but p")
     p.set_defaults(fn=cmd_settle)
+    p = sub.add_parser("path"); p.add_argument("profile"); p.set_defaults(fn=cmd_path)
     p = sub.add_parser("sustained"); p.add_argument("profile")
     p.add_argument("--last", type=int, default=2, help="windows at the run's end a settle clock is the mean of")
     p.set_defaults(fn=cmd_sustained)

@@ -65,6 +65,9 @@ static void usage(FILE *f)
           "                       after a light spin, the SMs' own clock read over four windows of it: the\n"
           "                       clock seconds of that work settle at (block `sustained`;\n"
           "                       docs/COST_MODEL.md \"Settle clocks measured\")\n"
+          "  --sustain-windows N  windows a sustained run is read over (1 to 64, default 4)\n"
+          "  --sustain-lead SECONDS  the spin before each sustained run (0 to 10, default 0.3; 0: the run starts\n"
+          "                       at the clock the run before it left)\n"
           "  --estimate           print the grid's estimated time (H200 ceilings) and exit; no GPU needed\n"
           "\n"
           "exit status: 0 written complete, 1 error or incomplete (the file holds what was measured),\n"
@@ -77,7 +80,7 @@ typedef struct opts {
     int         n_models, device, quick, estimate, l2_warm, states, probe;
     double      deadline;
     long        repeats, warmup;
-    double      min_rows, sustain;
+    double      min_rows, sustain, sustain_windows, sustain_lead;
 } opts;
 
 static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
@@ -96,7 +99,7 @@ static int parse_num(const char *flag, const char *v, double lo, double hi, doub
 static int parse(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->deadline = 480, o->repeats = 20, o->warmup = 2, o->root = ".";
+    o->deadline = 480, o->repeats = 20, o->warmup = 2, o->root = ".", o->sustain_lead = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -134,6 +137,15 @@ static int parse(int argc, char **argv, opts *o)
             } else
                 o->models[o->n_models++] = v;
             i++;
+        } else if (strcmp(a, "--sustain-windows") == 0 || strcmp(a, "--sustain-lead") == 0) {
+            if (!parse_num(a, v, a[10] == 'w' ? 1 : 0, a[10] == 'w' ? 64 : 10,
+                           a[10] == 'w' ? &o->sustain_windows : &o->sustain_lead))
+                return 0;
+            if (a[10] == 'w' && o->sustain_windows != (double)(int)o->sustain_windows) {
+                fprintf(stderr, "dkv profile: --sustain-windows needs a whole number, got '%s'\n", v);
+                return 0;
+            }
+            i++;
         } else if (strcmp(a, "--sustain") == 0) {
             if (!parse_num(a, v, 0.2, 60, &o->sustain))
                 return 0;
@@ -167,6 +179,10 @@ static int parse(int argc, char **argv, opts *o)
     }
     if (o->n_models == 0)
         o->models[o->n_models++] = "llada-8b";
+    if (!(o->sustain > 0) && (o->sustain_windows > 0 || o->sustain_lead >= 0)) {
+        fprintf(stderr, "dkv profile: --sustain-windows and --sustain-lead need --sustain SECONDS\n");
+        return 0;
+    }
     if (o->grid) {   /* a setting that cannot take effect is an error, not a silent default */
         char g[520];
         snprintf(g, sizeof g, ",%s,", o->grid);
@@ -250,6 +266,7 @@ int dkv_cmd_profile(int argc, char **argv)
                               .deadline = o.deadline, .repeats = (uint32_t)o.repeats, .warmup = (uint32_t)o.warmup,
                               .device = o.device, .l2_warm = o.l2_warm, .min_rows = (uint32_t)o.min_rows,
                               .states = o.states != 0, .probe = o.probe != 0, .sustain_s = o.sustain,
+                              .sustain_windows = (uint32_t)o.sustain_windows, .sustain_lead_s = o.sustain_lead,
                               .argc = argc, .argv = argv};
     return dkv_cli_profile_main(&a);
 #endif

@@ -76,6 +76,9 @@ int dkv_cli_profile_main(const dkv_cli_profile_args *a)
     o.states = a->states;
     o.probe = a->probe;
     o.sustain_s = a->sustain_s;
+    o.sustain_windows = a->sustain_windows;
+    if (a->sustain_lead_s >= 0)
+        o.sustain_lead_s = a->sustain_lead_s;
     size_t shapes = 0;
     double est[DKV_PROF_S_N], total = dkv_prof_estimate(&o, est, &shapes);
     fprintf(a->estimate ? stdout : stderr,

@@ -18,6 +18,8 @@ typedef struct dkv_cli_profile_args {
     bool              states;     /* --states: every shape also timed cool and hot (dkv_prof_opts.states) */
     bool              probe;      /* --probe: the SMs' own clock over each row's timed calls (dkv_prof_opts.probe) */
     double            sustain_s;  /* --sustain: seconds a sustained shape (dkv_prof_opts.sustain_s; 0: none) */
+    uint32_t          sustain_windows;   /* --sustain-windows (0: the default) */
+    double            sustain_lead_s;    /* --sustain-lead (< 0: the default) */
     double            deadline;
     uint32_t          repeats, warmup;
     int               argc;

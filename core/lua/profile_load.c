@@ -595,7 +595,7 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
 /* sustained (optional; `dkv profile --sustain`): checked, not costed (scripts/clock_model.py sustained reads it). */
 static void read_sustained(lua_State *L, int top, const char *file)
 {
-    static const char *const keys[] = {"seconds", "windows", "runs", NULL};
+    static const char *const keys[] = {"seconds", "windows", "lead_s", "runs", NULL};
     static const char *const rkeys[] = {"model", "kind", "rows", "keys", "calls", "call_s", "nvml_mhz", "mhz", NULL};
     if (!dkv_lconf_subtable(L, top, file, "sustained", 0))
         return;
@@ -605,6 +605,7 @@ static void read_sustained(lua_State *L, int top, const char *file)
     dkv_lconf_check_keys(L, s, sp, keys);
     dkv_lconf_number(L, s, sp, "seconds", 0, 0.01, 3600, DKV_LCONF_REQUIRED);
     int64_t w = dkv_lconf_integer(L, s, sp, "windows", 0, 1, 64, DKV_LCONF_REQUIRED);
+    dkv_lconf_number(L, s, sp, "lead_s", 0.3, 0, 3600, 0);   /* optional: call 86's runs predate it (0.3 s) */
     dkv_lconf_path(rp, sizeof rp, sp, "runs");
     dkv_lconf_subtable(L, s, sp, "runs", DKV_LCONF_REQUIRED);
     int a = lua_gettop(L);

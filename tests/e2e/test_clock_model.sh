@@ -267,3 +267,29 @@ for r in "a 1694,1331,1276,1292,1319,1344,1325,1319,1318 1792" "b 1675,1325,1278
         fail "call 86 ($1)'s settle clocks moved: $(tail -n 1 "$T/c86.txt")"
 done
 echo "ok: device call 86's sustained runs give the documented settle clocks"
+# path: a run whose windows follow a first-order lag from the maximum (tau 30 ms, 10 ms windows, toward 1,300 MHz)
+# gets its time constant back within 10 % (the settle is the last quarter's mean; a log grid of 200 values);
+# a lead-0 run after it starts from the run before's last window (a rise, tau 80 ms)
+$PY - "$T/path.lua" <<'PYEOF'
+import math, sys
+def path(x0, u, tau, dt, n):
+    out, x = [], x0
+    for _ in range(n):
+        e = math.exp(-dt / tau)
+        out.append(u + (x - u) * tau / dt * (1 - e))
+        x = u + (x - u) * e
+    return out
+fall = path(1980, 1300, 0.030, 0.010, 40)
+rise = path(fall[-1], 1790, 0.080, 0.010, 40)
+row = '      {model = "llada-8b", kind = "%s", rows = %d, keys = %d, calls = 40, call_s = 0.01, nvml_mhz = 0, mhz = {%s}},\n'
+with open(sys.argv[1], "w") as f:
+    f.write("return {\n  sustained = {\n    seconds = 0.4, windows = 40, lead_s = %s,\n    runs = {\n")
+    f.write(row % ("gemm", 1024, 0, ", ".join("%.3f" % v for v in fall)))
+    f.write(row % ("attn", 256, 2048, ", ".join("%.3f" % v for v in rise)))
+    f.write("    },\n  },\n}\n")
+PYEOF
+sed 's/lead_s = %s/lead_s = 0/' "$T/path.lua" > "$T/path0.lua"
+$PY scripts/clock_model.py path "$T/path0.lua" > "$T/path.txt" || fail "clock_model path: $(cat "$T/path.txt")"
+grep -Eq "^llada-8b +gemm +1024 .* fall tau +(2[7-9]|3[0-2])\.[0-9] ms" "$T/path.txt" || fail "path's fall: $(cat "$T/path.txt")"
+grep -Eq "^llada-8b +attn +256 .* rise tau +(7[2-9]|8[0-7])\.[0-9] ms" "$T/path.txt" || fail "path's rise: $(cat "$T/path.txt")"
+echo "ok: clock_model path recovers a fall's and a rise's time constants"

@@ -421,7 +421,7 @@ print(string.format("gemm_store: %d Refresh steps read the q|k|v output once mor
 LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run s.lua) || fail "the gemm_store block is not applied as documented"
 # sustained (optional; dkv profile --sustain, docs/PROFILE_FORMAT.md "sustained"): checked, not costed
-su() { graft sustained "seconds = 2, windows = 4, runs = {$1}"; }
+su() { graft sustained "seconds = 2, windows = 4, lead_s = 0.3, runs = {$1}"; }
 run1='{model = "llada-8b", kind = "gemm", rows = 4096, keys = 0, calls = 812, call_s = 0.00246, nvml_mhz = 1530, mhz = {1702.5, 1410, 1390.2, 1388}}'
 su "${run1/\"gemm\"/\"gemn\"}" >"$T/root/datasets/profiles/p60.lua"
 check p60 'sustained.runs\[1\].kind: must be "gemm" or "attn", got "gemn"'

@@ -32,6 +32,15 @@ if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --e
         || fail "--sustain with a --grid without it: $(cat "$T/err")"
     [ "$(code "$DKV" profile -o "$T/p.lua" --sustain 0.1)" = 2 ] && grep -q "\-\-sustain needs a number in \[0.2, 60\]" "$T/err" \
         || fail "bad --sustain: $(cat "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --sustain-windows 8)" = 2 ] && grep -q "need --sustain SECONDS" "$T/err" \
+        || fail "--sustain-windows without --sustain: $(cat "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --sustain 1 --sustain-windows 65)" = 2 ] && grep -q "needs a number in \[1, 64\]" "$T/err" \
+        || fail "--sustain-windows 65: $(cat "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --sustain 1 --sustain-windows 2.5)" = 2 ] && grep -q "needs a whole number" "$T/err" \
+        || fail "--sustain-windows 2.5: $(cat "$T/err")"
+    # --sustain-lead 0: no spin before a run (the estimate drops 0.3 s a shape)
+    [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --sustain-lead 0 --quick)" = 0 ] && grep -q "sustained 6.0$" "$T/out" \
+        || fail "--sustain-lead 0 estimate: $(cat "$T/out") $(cat "$T/err")"
     [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --quick)" = 0 ] || fail "sustained estimate: $(cat "$T/err")"
     grep -q "(quick grid, 3 shapes, 20 repeats): sustained 6.9$" "$T/out" || fail "sustained --quick estimate: $(cat "$T/out")"
     ! grep -q "sustained" <<<"$(code "$DKV" profile --estimate; cat "$T/out")" || fail "all sections ran sustained without --sustain"

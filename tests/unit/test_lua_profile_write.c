@@ -218,7 +218,7 @@ static void test_sustained(void **state)
     dkv_prof_row gr[2], ar[1];
     fill(&p, &g, &a, gr, ar);
     p.complete = true;
-    p.sustain_s = 2;
+    p.sustain_s = 2, p.sustain_windows = DKV_PROF_SUSTAIN_WIN, p.sustain_lead_s = 0.3;
     p.sustained[0] = (dkv_prof_sustained){.model = 1, .kind = DKV_PROF_SUSTAIN_GEMM, .rows = 4096, .calls = 812,
                                           .call_s = 2.46e-3, .nvml_mhz = 1530, .mhz = {1702.5, 1410, 1390.25, 1388}};
     p.sustained[1] = (dkv_prof_sustained){.model = 0, .kind = DKV_PROF_SUSTAIN_ATTN, .rows = 256, .keys = 2048,
@@ -231,6 +231,7 @@ static void test_sustained(void **state)
     lua_State *L = write_and_load(&p, &m, dir);
     assert_float_equal(num(L, "P.sustained.seconds"), 2, 0);
     assert_int_equal((int)num(L, "P.sustained.windows"), DKV_PROF_SUSTAIN_WIN);
+    assert_float_equal(num(L, "P.sustained.lead_s"), 0.3, 1e-12);
     assert_int_equal((int)num(L, "#P.sustained.runs"), 2);
     assert_string_equal(str(L, "P.sustained.runs[1].model"), "dream-7b");
     assert_string_equal(str(L, "P.sustained.runs[1].kind"), "gemm");
@@ -245,6 +246,15 @@ static void test_sustained(void **state)
     assert_float_equal(num(L, "P.sustained.runs[2].keys"), 2048, 0);
     assert_float_equal(num(L, "P.sustained.runs[2].nvml_mhz"), 0, 0);   /* not sampled */
     assert_float_equal(num(L, "P.sustained.runs[2].mhz[4]"), 0, 0);
+    lua_close(L);
+    assert_int_equal(test_tmpdir_remove(dir), 0);
+    /* --sustain-windows 6 --sustain-lead 0: six values a run */
+    p.sustain_windows = 6, p.sustain_lead_s = 0;
+    p.sustained[0].mhz[4] = 1380, p.sustained[0].mhz[5] = 1381;
+    L = write_and_load(&p, &m, dir);
+    assert_int_equal((int)num(L, "P.sustained.windows"), 6);
+    assert_float_equal(num(L, "P.sustained.lead_s"), 0, 0);
+    assert_string_equal(str(L, "table.concat(P.sustained.runs[1].mhz, ',')"), "1702.5,1410.0,1390.2,1388.0,1380.0,1381.0");
     lua_close(L);
     assert_int_equal(test_tmpdir_remove(dir), 0);
     p.sustain_s = 0;   /* no --sustain: no block */
