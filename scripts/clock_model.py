@@ -61,6 +61,10 @@ sustained: PROFILE [--last N]: the sustained runs of a profile written with `dkv
 path:   PROFILE: the sustained runs read in many short windows (dkv profile --sustain-windows; device call 87): per
         run the clock's path and the time constant of a first-order lag through it (from the maximum after a lead
         spin; with --sustain-lead 0 from the run before's last window), toward the run's last quarter.
+stages: RES... [--check RES...]: the two-stage clock from calls 86 and 87's levels (the GEMMs' first-stage and
+        settled clocks, the attention's, the rise's time constant), scored against the step probe clocks over a grid of
+        the one thing not measured, how the first stage's hold recovers (an integral of the GEMM share leaking with
+        tau_h, the second stage from H); nothing shipped.
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -623,6 +627,63 @@ def cmd_path(a):
                                                                       1e3 * min(v), 1e3 * max(v)))
 
 
+def stages_predict(steps, F1, F2, other, H, tau_h, tau_up, dt=0.001):
+    """The two-stage clock: a leaky integral h of the step's GEMM share (time constant tau_h); while h < H the GEMMs
+    run at their first-stage clock F1(rows), after it at the settled F2(rows); the rest at `other`; a step's clock is
+    the time mix, the clock falls at once and rises with tau_up (idle toward the maximum)"""
+    out, x, h, at = [], FMAX, 0.0, None
+    for start, dur, q, lr, gt, lt, ot, _, _ in steps:
+        if at is not None and start > at:
+            h *= math.exp(-(start - at) / tau_h)
+            x = FMAX + (x - FMAX) * math.exp(-(start - at) / tau_up)
+        den = gt + lt + ot
+        g = (gt + lt) / den if den > 0 else 0.0
+        n = max(1, int(round(dur / dt)))
+        d, acc = dur / n, 0.0
+        for _ in range(n):
+            h += g * d - h * d / tau_h
+            fg = interp(F1, q) if h < H else interp(F2, q)
+            target = g * fg + (1 - g) * other if den > 0 else FMAX
+            x = target if target < x else target + (x - target) * math.exp(-d / tau_up)
+            acc += x
+        out.append(acc / n)
+        at = start + dur
+    return out
+
+
+def cmd_stages(a):
+    """Scores the two-stage clock (measured levels; H and tau_h over a grid) against the step probe clocks"""
+    def pts(spec):
+        try:
+            r, f = spec.split(":")
+            r, f = tuple(float(v) for v in r.split(",")), tuple(float(v) for v in f.split(","))
+        except ValueError:
+            sys.exit("clock_model: stages: %r: expected ROWS:MHZ, comma-separated numbers" % spec)
+        if len(r) != len(f) or list(r) != sorted(set(r)):
+            sys.exit("clock_model: stages: %r: as many clocks as row counts, the rows increasing" % spec)
+        return r, f
+    F1, F2 = pts(a.first), pts(a.settled)
+    fit = [s for res in a.res for s in settle_runs(res)]
+    chk = [s for res in (a.check or []) for s in settle_runs(res)]
+    def score(runs, H, tau_h):
+        e = []
+        for steps in runs:
+            for s, p in zip(steps, stages_predict(steps, F1, F2, a.other, H, tau_h, a.tau_up)):
+                if s[8]:
+                    e.append(p - s[7])
+        e = np.array(e)
+        return float(np.mean(np.abs(e))), float(np.mean(e))
+    print("two stages: per-step |error| and mean error (MHz) against the step probe clocks; hold = the first stage's "
+          "length for GEMMs from rest")
+    for tau_h in a.tau_h:
+        for H in a.hold:
+            if H >= tau_h:
+                continue
+            f, c = score(fit, H, tau_h), score(chk, H, tau_h) if chk else (float("nan"), float("nan"))
+            print("tau_h %.2f H %.3f (hold %3.0f ms): RES |e| %.1f mean %+.1f | check |e| %.1f mean %+.1f" % (
+                tau_h, H, -1e3 * tau_h * math.log(1 - H / tau_h), f[0], f[1], c[0], c[1]))
+
+
 def block_text(a):
     """The Lua `clock` block: its comment lines, `clock = {` ... `},`"""
     clocks = row_clocks(a.profile)
@@ -736,6 +797,17 @@ def main():
                                   "default all but p")
     p.set_defaults(fn=cmd_settle)
     p = sub.add_parser("path"); p.add_argument("profile"); p.set_defaults(fn=cmd_path)
+    p = sub.add_parser("stages"); p.add_argument("res", nargs="+"); p.add_argument("--check", nargs="+", metavar="RES")
+    p.add_argument("--first", default="64,128,256,1024,16384:1820,1775,1600,1600,1595",
+                   help="ROWS:MHZ, the GEMMs' first-stage clocks (default: device call 87's first windows)")
+    p.add_argument("--settled", default="64,128,256,512,1024,2048,4096,8192,16384:"
+                                        "1685,1328,1277,1291,1317,1342,1325,1314,1318",
+                   help="ROWS:MHZ, the GEMMs' settled clocks (default: device call 86)")
+    p.add_argument("--other", type=float, default=1790, help="the other classes' clock (default: the attention's)")
+    p.add_argument("--tau-up", type=float, default=0.035, help="the rise's time constant (call 87: 31-40 ms)")
+    p.add_argument("--tau-h", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.5])
+    p.add_argument("--hold", type=float, nargs="+", default=[0.02, 0.03, 0.04])
+    p.set_defaults(fn=cmd_stages)
     p = sub.add_parser("sustained"); p.add_argument("profile")
     p.add_argument("--last", type=int, default=2, help="windows at the run's end a settle clock is the mean of")
     p.set_defaults(fn=cmd_sustained)

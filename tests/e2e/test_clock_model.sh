@@ -184,6 +184,11 @@ $PY scripts/clock_model.py settle --first --weight step --free none --mean -1 --
     fail "settle --mean -1 --gaps did not change the form: $(cat "$T/st6.txt")"
 if $PY scripts/clock_model.py settle --free d,x "$T/sres" 2> "$T/e"; then fail "settle --free x was accepted"; fi
 grep -q "unknown key(s) x" "$T/e" || fail "settle --free's error: $(cat "$T/e")"
+# stages (the two-stage exploration): one line per (tau_h, H) below tau_h, and a bad level list is refused
+$PY scripts/clock_model.py stages "$T/sres" --tau-h 0.05 0.1 --hold 0.03 0.2 > "$T/sg.txt" || fail "stages: $(cat "$T/sg.txt")"
+[ "$(grep -c "^tau_h " "$T/sg.txt")" = 2 ] || fail "stages' grid: $(cat "$T/sg.txt")"
+if $PY scripts/clock_model.py stages "$T/sres" --first 64,128:1800 2> "$T/e"; then fail "stages --first 64,128:1800 was accepted"; fi
+grep -q "as many clocks as row counts" "$T/e" || fail "stages' error: $(cat "$T/e")"
 if $PY scripts/clock_model.py settle "$T/res" 2> "$T/e"; then fail "settle without probe clocks was accepted"; fi
 grep -q "no real run with probe clocks" "$T/e" || fail "settle without probe clocks: $(cat "$T/e")"
 
