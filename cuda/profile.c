@@ -440,7 +440,7 @@ dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, d
     for (uint32_t w = 0, n = 0; w < W; w++)
         n += (uint32_t)snprintf(ws + n, sizeof ws - n, " %.0f", r->mhz[w]);
     pr_say(P, "profile: sustained %s %s rows %.0f keys %.0f: %u calls of %.3g ms, SM clock%s MHz (NVML %.0f)",
-           P->o->models[model].name, kind == DKV_PROF_SUSTAIN_GEMM ? "gemm" : "attn", rows, keys, r->calls,
+           P->o->models[model].name, dkv_prof_sustain_kind(kind), rows, keys, r->calls,
            1e3 * r->call_s, ws, r->nvml_mhz);
     return DKV_OK;
 }

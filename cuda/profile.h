@@ -92,7 +92,7 @@ typedef struct dkv_prof_copy_row {
 #define DKV_PROF_SUSTAIN_MAX 64
 typedef struct dkv_prof_sustained {
     uint32_t model;                       /* index into opts.models */
-    uint32_t kind;                        /* DKV_PROF_SUSTAIN_GEMM or DKV_PROF_SUSTAIN_ATTN */
+    uint32_t kind;                        /* DKV_PROF_SUSTAIN_GEMM, _ATTN or _LAYER */
     double   rows, keys;                  /* rows of the step (the GEMMs' M; the attention's query rows); keys: the
                                              attention's cached or own keys per item (0 for the GEMMs) */
     uint32_t calls;                       /* calls back to back */
@@ -100,8 +100,10 @@ typedef struct dkv_prof_sustained {
     double   nvml_mhz;                    /* median NVML SM clock while it ran (0: not sampled) */
     double   mhz[DKV_PROF_SUSTAIN_MAX_WIN];   /* the SMs' clock over each window (0: the probe read nothing) */
 } dkv_prof_sustained;
-enum { DKV_PROF_SUSTAIN_GEMM = 0, /* the layer's four GEMMs in the forward's order: q|k|v, o, gate|up, down */
-       DKV_PROF_SUSTAIN_ATTN = 1  /* dkv_cuda_attention_batch as the attention section's row of (rows, keys) */ };
+enum { DKV_PROF_SUSTAIN_GEMM = 0,  /* the layer's four GEMMs in the forward's order: q|k|v, o, gate|up, down */
+       DKV_PROF_SUSTAIN_ATTN = 1,  /* dkv_cuda_attention_batch as the attention section's row of (rows, keys) */
+       DKV_PROF_SUSTAIN_LAYER = 2  /* the layer's kernels in order: rmsnorm, q|k|v, attention (rows, keys), o, rmsnorm,
+                                      gate|up, SwiGLU, down (the RoPE-store left out) */ };
 
 typedef struct dkv_prof {
     dkv_prof_table    tables[DKV_PROF_MAX_TABLES];
@@ -136,6 +138,12 @@ typedef struct dkv_prof {
     bool     complete;
     char     incomplete[256];
 } dkv_prof;
+
+/* "gemm", "attn", "layer" (inline: the profile writer is built without CUDA too) */
+static inline const char *dkv_prof_sustain_kind(uint32_t kind)
+{
+    return kind == DKV_PROF_SUSTAIN_GEMM ? "gemm" : kind == DKV_PROF_SUSTAIN_ATTN ? "attn" : "layer";
+}
 
 /* Sections, in run order; opts.sections is a mask of (1u << DKV_PROF_S_*). */
 enum {

@@ -384,3 +384,40 @@ dkv_status pr_sec_select(prof_ctx *P, dkv_err *err)
         }
     return DKV_OK;
 }
+
+/* ---- a whole layer, sustained: the forward's kernels of one layer in order (cuda/backend_fwd.c: rmsnorm, q|k|v,
+ * attention, o, rmsnorm, gate|up, SwiGLU, down; the RoPE-store left out, a few percent of a layer) at T rows, the
+ * attention as attn_case's step of T query rows against K keys (T < K: Reuse items of 32 queries reading K cached
+ * keys; T >= K: Refresh items of K rows attending their own) */
+typedef struct layer_all_arg {
+    gemm_arg g[4];
+    ew_arg   norm, swiglu;
+    attn_arg a;
+} layer_all_arg;
+
+static dkv_status layer_all_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
+{
+    layer_all_arg *l = arg;
+    PR_TRY(pr_ew_call(P, &l->norm, rep, err));
+    PR_TRY(pr_gemm_call(P, &l->g[0], rep, err));
+    PR_TRY(attn_call(P, &l->a, rep, err));
+    PR_TRY(pr_gemm_call(P, &l->g[1], rep, err));
+    PR_TRY(pr_ew_call(P, &l->norm, rep, err));
+    PR_TRY(pr_gemm_call(P, &l->g[2], rep, err));
+    PR_TRY(pr_ew_call(P, &l->swiglu, rep, err));
+    return pr_gemm_call(P, &l->g[3], rep, err);
+}
+
+dkv_status pr_layer_sustain(prof_ctx *P, uint32_t mi, uint32_t T, uint32_t K, dkv_err *err)
+{
+    const dkv_model *m = &P->o->models[mi];
+    heads h = {m->n_heads, m->n_kv_heads, m->head_dim};
+    uint32_t C = m->hidden, QD = h.H * h.D, QKV = QD + 2 * h.Hkv * h.D, F = m->ffn;
+    layer_all_arg l = {.g = {{T, C, QKV, 0, m->qkv_bias}, {T, QD, C, 1, false}, {T, C, 2 * F, 0, false}, {T, F, C, 1, false}},
+                       .norm = {0, T, C, 0, 0}, .swiglu = {2, T, F, 0, 0}};
+    if (!attn_fits(P, h, T, K) || (size_t)T * 2 * F * 2 > P->out_bytes || (size_t)T * F * 2 > ((size_t)1 << 30))
+        return DKV_OK;
+    if (!P->dry)
+        PR_TRY(attn_prepare(P, h, T, K, false, &l.a, err));
+    return pr_sustain(P, mi, DKV_PROF_SUSTAIN_LAYER, T, K, layer_all_call, &l, err);
+}

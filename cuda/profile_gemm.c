@@ -9,13 +9,7 @@
 
 static const char *const mnk[] = {"m", "n", "k"};
 
-typedef struct gemm_arg {
-    uint32_t T, K, N;
-    float    beta;
-    bool     bias;
-} gemm_arg;
-
-static dkv_status gemm_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
+dkv_status pr_gemm_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
 {
     const gemm_arg *g = arg;
     const dkv_bf16 *x = pr_in(P, (size_t)g->T * g->K * 2, rep, 0), *w = pr_in(P, (size_t)g->N * g->K * 2, rep, 1);
@@ -41,7 +35,7 @@ static dkv_status one(prof_ctx *P, const char *table, const char *note, gemm_arg
         return DKV_OK;
     dkv_prof_table *t = pr_table(P, table, mnk, 3, note);
     double f[3] = {g.T, g.N, g.K};
-    return pr_case(P, pr_measure(P, t, f, 1, gemm_est(&g), gemm_call, &g, err), err);
+    return pr_case(P, pr_measure(P, t, f, 1, gemm_est(&g), pr_gemm_call, &g, err), err);
 }
 
 /* The class tables' rows: pr_rows, then (not --quick) 12,288, 16,384 and 24,576: a Refresh or mixed step of
@@ -137,14 +131,14 @@ static dkv_status layer_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
 {
     layer_arg *l = arg;
     for (int i = 0; i < 4; i++)
-        PR_TRY(gemm_call(P, &l->g[i], rep, err));
+        PR_TRY(pr_gemm_call(P, &l->g[i], rep, err));
     return DKV_OK;
 }
 
 /* Each model's layer GEMMs at 64 to 16,384 rows (--quick: 512 and 4,096), then its attention as a dual Reuse step of
- * 256 query rows and a Refresh of 2,048 against 2,048 keys (--quick: the Reuse step): the settle clocks of
- * sim/sim_clock.c's clock.settle (the GEMMs by rows) and other_mhz, measured (docs/COST_MODEL.md "Settle clocks
- * measured"). */
+ * 256 query rows and a Refresh of 2,048 against 2,048 keys (--quick: the Reuse step), then its whole layer at the
+ * same rows against 1,024 keys (since session 26): the clocks seconds of each settle at (docs/COST_MODEL.md "Settle
+ * clocks measured"). */
 dkv_status pr_sec_sustained(prof_ctx *P, dkv_err *err)
 {
     static const uint32_t full[] = {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}, quick[] = {512, 4096};
@@ -166,6 +160,8 @@ dkv_status pr_sec_sustained(prof_ctx *P, dkv_err *err)
         PR_TRY(pr_case(P, pr_attn_sustain(P, mi, 256, 2048, err), err));
         if (!P->o->quick)
             PR_TRY(pr_case(P, pr_attn_sustain(P, mi, 2048, 2048, err), err));
+        for (uint32_t i = 0; i < nr; i++)   /* the whole layer (Reuse-like below 1,024 rows, Refresh-like from it) */
+            PR_TRY(pr_case(P, pr_layer_sustain(P, mi, rows[i], 1024, err), err));
     }
     return DKV_OK;
 }

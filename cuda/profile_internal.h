@@ -115,6 +115,20 @@ dkv_status pr_sec_copy(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_host(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_memory(prof_ctx *P, dkv_err *err);
 dkv_status pr_sec_sustained(prof_ctx *P, dkv_err *err);
+/* profile_gemm.c: one dkv_cuda_gemm of T x K by N (beta; the bias where the class has one), inputs rotated by rep */
+typedef struct gemm_arg {
+    uint32_t T, K, N;
+    float    beta;
+    bool     bias;
+} gemm_arg;
+dkv_status pr_gemm_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err);
+/* profile_misc.c: one elementwise kernel (kind 0 rmsnorm, 1 rope, 2 swiglu, 3 embedding, 4 unmask) */
+typedef struct ew_arg {
+    uint32_t kind, T, C, heads, hd;
+} ew_arg;
+dkv_status pr_ew_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err);
+/* profile_attn.c: a sustained run of model mi's whole layer at T rows (pr_layer_sustain; kind DKV_PROF_SUSTAIN_LAYER) */
+dkv_status pr_layer_sustain(prof_ctx *P, uint32_t mi, uint32_t T, uint32_t K, dkv_err *err);
 /* profile_attn.c: a sustained run (pr_sustain) of model mi's attention as the attention section's row (Q, K) */
 dkv_status pr_attn_sustain(prof_ctx *P, uint32_t mi, uint32_t Q, uint32_t K, dkv_err *err);
 /* profile_host.c: p->host_resume_s and p->host_handover_s (the host section) */

@@ -12,13 +12,9 @@
  * bookkeeping (dkv_bk_unmask over `rows` items of a 32-token block; reset is the same size).  The
  * residual add has no kernel: the o and down GEMMs fuse it (beta 1). */
 
-typedef struct ew_arg {
-    uint32_t kind, T, C, heads, hd;
-} ew_arg;
-
 #define EW_VOCAB 126464u
 
-static dkv_status ew_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
+dkv_status pr_ew_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
 {
     const ew_arg *a = arg;
     dkv_bf16 *o = (dkv_bf16 *)P->out;
@@ -58,7 +54,7 @@ static dkv_status ew_case(prof_ctx *P, ew_arg a, dkv_err *err)
                                  "dkv_cuda_embedding (rows, hidden), 4 dkv_bk_unmask (rows = items, cols 1); the "
                                  "residual add has no kernel (fused into the o and down GEMMs)");
     double f[3] = {a.kind, a.T, a.C};
-    return pr_case(P, pr_measure(P, t, f, 1, e, ew_call, &a, err), err);
+    return pr_case(P, pr_measure(P, t, f, 1, e, pr_ew_call, &a, err), err);
 }
 
 /* 64 items of a 32-token block for dkv_bk_unmask at aux + 128 MiB: canvases, argmax, conf after them */

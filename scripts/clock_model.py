@@ -570,20 +570,47 @@ def cmd_sustained(a):
     if not 1 <= a.last <= W:
         sys.exit("clock_model: sustained --last %d: the runs have %d windows" % (a.last, W))
     print("model       kind  rows   keys    calls  ms/call  NVML  SM clock by window (MHz)  settle (last %d)" % a.last)
-    gemm, other = {}, []
+    gemm, other, layer = {}, [], {}
     for model, kind, rows, keys, calls, cs, nv, mhz in runs:
         settle = float(np.mean(mhz[-a.last:]))
         print("%-11s %-4s %6d %6d %8d %8.3f %5.0f  %-24s  %5.0f" % (
             model, kind, rows, keys, calls, 1e3 * cs, nv, " ".join("%5.0f" % v for v in mhz), settle))
         if kind == "gemm":
             gemm.setdefault(rows, []).append(settle)
-        else:
+        elif kind == "attn":
             other.append(settle)
+        else:
+            layer.setdefault(rows, []).append(settle)
     rows = sorted(gemm)
     mhz = [min(FMAX, float(np.mean(gemm[r]))) for r in rows]
     o = min(FMAX, float(np.median(other))) if other else FMAX
     print("settle: GEMMs %s; other classes %.0f (median of %d attention runs)" % (
         ", ".join("%d: %.0f" % (r, f) for r, f in zip(rows, mhz)), o, len(other)))
+    if layer:   # the whole layer's settle clock by rows (the models' mean): a step's own mix (docs/COST_MODEL.md)
+        print("layer: %s" % ", ".join("%d: %.0f" % (r, float(np.mean(layer[r]))) for r in sorted(layer)))
+    if layer and a.shipped:   # what the shipped clock block predicts for each layer run at steady state
+        t = text(a.shipped)
+        m = re.search(r"settle = \{rows = \{([^}]*)\}, mhz = \{([^}]*)\}, other_mhz = ([0-9.]+)\}", t)
+        if not m:
+            sys.exit("clock_model: sustained --shipped %s: no clock.settle block" % a.shipped)
+        sr, sf = [float(v) for v in m.group(1).split(",")], [float(v) for v in m.group(2).split(",")]
+        so = float(m.group(3))
+        gcall = {(r[0], r[2]): r[5] for r in runs if r[1] == "gemm"}
+        print("layer runs against %s's settle form (its GEMM settle clock at the rows and other_mhz, weighted by the "
+              "GEMMs' share of the layer's time: the sustained GEMM run's seconds a call over the layer's):" % a.shipped)
+        d = []
+        for model, kind, lr, keys, calls, cs, nv, lm in runs:
+            if kind != "layer" or (model, lr) not in gcall:
+                continue
+            g = min(1.0, gcall[(model, lr)] / cs)
+            pred = g * interp((sr, sf), lr) + (1 - g) * so
+            meas = float(np.mean(lm[-a.last:]))
+            d.append(pred - meas)
+            print("  %-9s %6d rows: GEMM share %.2f, predicted %5.0f, measured %5.0f (%+5.0f)" % (model, lr, g, pred, meas,
+                                                                                         pred - meas))
+        if d:
+            print("  mean |predicted - measured| %.0f MHz over %d runs, mean %+.0f" % (float(np.mean(np.abs(d))), len(d),
+                                                                                   float(np.mean(d))))
     print("best: --settle %s %s %.0f" % (",".join("%d" % r for r in rows), ",".join("%.0f" % f for f in mhz), o))
 
 
@@ -810,6 +837,7 @@ def main():
     p.set_defaults(fn=cmd_stages)
     p = sub.add_parser("sustained"); p.add_argument("profile")
     p.add_argument("--last", type=int, default=2, help="windows at the run's end a settle clock is the mean of")
+    p.add_argument("--shipped", metavar="PROFILE", help="also score PROFILE's clock.settle against the whole-layer runs")
     p.set_defaults(fn=cmd_sustained)
     for q in (sub.choices["rows"], sub.choices["window"], sub.choices["follow"], sub.choices["block"], sub.choices["oracle"]):
         q.add_argument("--probe-rows", action="store_true",

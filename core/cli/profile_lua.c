@@ -195,7 +195,9 @@ static void write_sustained(FILE *f, const dkv_prof *p, const dkv_cli_profile_me
     fprintf(f, "  -- sustained runs (--sustain): each shape's call back to back for about `seconds` after a light spin (the GPU\n"
                "  -- awake at its maximum clock; lead_s 0: none); mhz: the SMs' own clock over each of `windows` equal windows of it, in\n"
                "  -- order; nvml_mhz: NVML's median while it ran (0: not sampled).  kind gemm: the layer's q|k|v, o, gate|up\n"
-               "  -- and down GEMMs at `rows` rows; attn: dkv_cuda_attention_batch of `rows` query rows against `keys` keys\n"
+               "  -- and down GEMMs at `rows` rows; attn: dkv_cuda_attention_batch of `rows` query rows against `keys` keys;\n"
+               "  -- layer: the layer's kernels in order (rmsnorm, q|k|v, attention as attn's, o, rmsnorm, gate|up, SwiGLU,\n"
+               "  -- down; no RoPE-store)\n"
                "  -- (the attention section's rows).  Not costed: scripts/clock_model.py sustained writes clock.settle\n"
                "  -- from it (docs/COST_MODEL.md \"Settle clocks measured\")\n"
                "  sustained = {\n    seconds = %.6g, windows = %u, lead_s = %.6g,\n    runs = {\n", p->sustain_s,
@@ -205,7 +207,7 @@ static void write_sustained(FILE *f, const dkv_prof *p, const dkv_cli_profile_me
         fputs("      {model = ", f);
         lstr(f, r->model < w->n_models ? w->models[r->model] : "?");
         fprintf(f, ", kind = \"%s\", rows = %.0f, keys = %.0f, calls = %u, call_s = %.6g, nvml_mhz = %.0f, mhz = {",
-                r->kind == DKV_PROF_SUSTAIN_GEMM ? "gemm" : "attn", r->rows, r->keys, r->calls, r->call_s,
+                dkv_prof_sustain_kind(r->kind), r->rows, r->keys, r->calls, r->call_s,
                 isfinite(r->nvml_mhz) ? r->nvml_mhz : 0.0);
         for (uint32_t k = 0; k < p->sustain_windows && k < DKV_PROF_SUSTAIN_MAX_WIN; k++)
             fprintf(f, "%s%.1f", k ? ", " : "", isfinite(r->mhz[k]) ? r->mhz[k] : 0.0);

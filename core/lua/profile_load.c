@@ -620,8 +620,8 @@ static void read_sustained(lua_State *L, int top, const char *file)
         if (!*dkv_lconf_string(L, e, ep, "model", "", DKV_LCONF_REQUIRED))
             dkv_lconf_error(L, ep, "model", "must name the model");
         const char *k = dkv_lconf_string(L, e, ep, "kind", "", DKV_LCONF_REQUIRED);
-        if (strcmp(k, "gemm") != 0 && strcmp(k, "attn") != 0)
-            dkv_lconf_error(L, ep, "kind", "must be \"gemm\" or \"attn\", got \"%s\"", k);
+        if (strcmp(k, "gemm") != 0 && strcmp(k, "attn") != 0 && strcmp(k, "layer") != 0)
+            dkv_lconf_error(L, ep, "kind", "must be \"gemm\", \"attn\" or \"layer\", got \"%s\"", k);
         dkv_lconf_number(L, e, ep, "rows", 0, 1, 1e7, DKV_LCONF_REQUIRED);
         dkv_lconf_number(L, e, ep, "keys", 0, 0, 1e8, DKV_LCONF_REQUIRED);
         dkv_lconf_integer(L, e, ep, "calls", 0, 1, INT64_C(1) << 40, DKV_LCONF_REQUIRED);

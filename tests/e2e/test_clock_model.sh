@@ -263,6 +263,17 @@ grep -q "the runs have 4 windows" "$T/e" || fail "clock_model sustained --last's
 echo 'return {format = 1}' > "$T/nosus.lua"
 if $PY scripts/clock_model.py sustained "$T/nosus.lua" 2> "$T/e"; then fail "a profile without a sustained block was accepted"; fi
 grep -q "no sustained block" "$T/e" || fail "clock_model sustained's error: $(cat "$T/e")"
+# a whole-layer run (kind layer) is its own: the GEMMs' and the other classes' settle clocks stay, a "layer:" line
+# adds it, and --shipped scores a clock.settle block against it (GEMM share 0.005 / 0.010 s: 0.5 x 1,290 + 0.5 x 1,900
+# = 1,595 predicted, 1,500 measured)
+sed 's|^    },$|      {model = "llada-8b", kind = "layer", rows = 4096, keys = 1024, calls = 200, call_s = 0.01, nvml_mhz = 1500, mhz = {1700.0, 1520.0, 1500.0, 1500.0}},\n    },|' \
+    "$T/sus.lua" > "$T/sus2.lua"
+printf 'return {\n  clock = {\n    settle = {rows = {64, 4096}, mhz = {1980, 1290}, other_mhz = 1900},\n  },\n}\n' > "$T/shipped.lua"
+$PY scripts/clock_model.py sustained "$T/sus2.lua" --shipped "$T/shipped.lua" > "$T/sus2.txt" || fail "sustained --shipped: $(cat "$T/sus2.txt")"
+grep -q "^best: --settle 64,4096 1950,1315 1820$" "$T/sus2.txt" && grep -q "^layer: 4096: 1500$" "$T/sus2.txt" ||
+    fail "a layer run moved the settle clocks: $(cat "$T/sus2.txt")"
+grep -Eq "llada-8b +4096 rows: GEMM share 0.50, predicted +1595, measured +1500 \( +\+95\)" "$T/sus2.txt" ||
+    fail "sustained --shipped's prediction: $(cat "$T/sus2.txt")"
 echo "ok: clock_model sustained reads the block, takes the last windows' mean and the models' mean by rows"
 # device call 86's runs give the settle clocks docs/COST_MODEL.md "Settle clocks measured" quotes
 for r in "a 1694,1331,1276,1292,1319,1344,1325,1319,1318 1792" "b 1675,1325,1278,1290,1314,1340,1324,1309,1317 1794"; do

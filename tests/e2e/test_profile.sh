@@ -424,7 +424,7 @@ LUA
 su() { graft sustained "seconds = 2, windows = 4, lead_s = 0.3, runs = {$1}"; }
 run1='{model = "llada-8b", kind = "gemm", rows = 4096, keys = 0, calls = 812, call_s = 0.00246, nvml_mhz = 1530, mhz = {1702.5, 1410, 1390.2, 1388}}'
 su "${run1/\"gemm\"/\"gemn\"}" >"$T/root/datasets/profiles/p60.lua"
-check p60 'sustained.runs\[1\].kind: must be "gemm" or "attn", got "gemn"'
+check p60 'sustained.runs\[1\].kind: must be "gemm", "attn" or "layer", got "gemn"'
 su "${run1/1390.2, 1388/1390.2}" >"$T/root/datasets/profiles/p61.lua"
 check p61 "sustained.runs\[1\].mhz: expected 4 values (sustained.windows)"
 su "${run1/calls = 812/calls = 0}" >"$T/root/datasets/profiles/p62.lua"

@@ -26,6 +26,7 @@ if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --e
     grep -q "252 shapes" "$T/out" || fail "min-rows 12288: $(cat "$T/out")"
     # the sustained section: only with --sustain SECONDS, which a --grid without it refuses (it could not take effect);
     # all sections leave it out without --sustain, include it with; each shape costs its seconds + a 0.3 s lead
+    # (--quick: the GEMMs at 512 and 4,096 rows, the attention, the whole layer at 512 and 4,096 rows)
     [ "$(code "$DKV" profile -o "$T/p.lua" --grid sustained)" = 2 ] && grep -q "give --sustain SECONDS too" "$T/err" \
         || fail "--grid sustained without --sustain: $(cat "$T/err")"
     [ "$(code "$DKV" profile -o "$T/p.lua" --grid gemm --sustain 2)" = 2 ] && grep -q "leaves the sustained section out" "$T/err" \
@@ -38,11 +39,11 @@ if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --e
         || fail "--sustain-windows 65: $(cat "$T/err")"
     [ "$(code "$DKV" profile -o "$T/p.lua" --sustain 1 --sustain-windows 2.5)" = 2 ] && grep -q "needs a whole number" "$T/err" \
         || fail "--sustain-windows 2.5: $(cat "$T/err")"
-    # --sustain-lead 0: no spin before a run (the estimate drops 0.3 s a shape)
-    [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --sustain-lead 0 --quick)" = 0 ] && grep -q "sustained 6.0$" "$T/out" \
+    # --sustain-lead 0: no spin before a run (the estimate drops 0.3 s a shape: 11.5 -> 10.0 s)
+    [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --sustain-lead 0 --quick)" = 0 ] && grep -q "sustained 10.0$" "$T/out" \
         || fail "--sustain-lead 0 estimate: $(cat "$T/out") $(cat "$T/err")"
     [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --quick)" = 0 ] || fail "sustained estimate: $(cat "$T/err")"
-    grep -q "(quick grid, 3 shapes, 20 repeats): sustained 6.9$" "$T/out" || fail "sustained --quick estimate: $(cat "$T/out")"
+    grep -q "(quick grid, 5 shapes, 20 repeats): sustained 11.5$" "$T/out" || fail "sustained --quick estimate: $(cat "$T/out")"
     ! grep -q "sustained" <<<"$(code "$DKV" profile --estimate; cat "$T/out")" || fail "all sections ran sustained without --sustain"
     grep -q " sustained [0-9.]*$" <<<"$(code "$DKV" profile --estimate --sustain 2; cat "$T/out")" || fail "--sustain: not in all"
     [ "$(code "$DKV" profile --estimate)" = 0 ] || fail "estimate: $(cat "$T/err")"

@@ -81,11 +81,12 @@ int main(void)
     printf("profile --quick: %.1f s measured, %.1f s estimated (%s)\n", p->wall_s, p->est_s, desc);
     dkv_prof_free(p);
     /* the sustained section alone (dkv profile --grid sustained --sustain 0.4 --quick): the layer GEMMs at 512 and
-     * 4,096 rows, then the attention; each run lasts about sustain_s of GPU time and reads a clock in every window */
+     * 4,096 rows, then the attention, then the whole layer at 512 and 4,096 rows; each run lasts about sustain_s of
+     * GPU time and reads a clock in every window */
     dkv_prof_opts so = o;
     so.sections = 1u << DKV_PROF_S_SUSTAINED, so.sustain_s = 0.4;
     OK(dkv_prof_run(&so, &p, &err));
-    int runs_ok = p->complete && p->n_sustained == 3 && p->n_tables == 0;
+    int runs_ok = p->complete && p->n_sustained == 5 && p->n_tables == 0;
     for (uint32_t i = 0; runs_ok && i < p->n_sustained; i++) {
         const dkv_prof_sustained *r = &p->sustained[i];
         double gpu_s = r->calls * r->call_s;
@@ -93,13 +94,15 @@ int main(void)
         for (int w = 0; w < DKV_PROF_SUSTAIN_WIN; w++)
             runs_ok &= r->mhz[w] > 100 && r->mhz[w] < 5000;
         printf("sustained %s rows %.0f: %u calls of %.3g ms, SM clock %.0f %.0f %.0f %.0f MHz\n",
-               r->kind == DKV_PROF_SUSTAIN_GEMM ? "gemm" : "attn", r->rows, r->calls, 1e3 * r->call_s, r->mhz[0],
+               dkv_prof_sustain_kind(r->kind), r->rows, r->calls, 1e3 * r->call_s, r->mhz[0],
                r->mhz[1], r->mhz[2], r->mhz[3]);
     }
-    expect(runs_ok, "sustained: 3 runs, each about sustain_s of GPU time with a clock in every window");
-    expect(p->n_sustained == 3 && p->sustained[0].kind == DKV_PROF_SUSTAIN_GEMM && p->sustained[2].kind == DKV_PROF_SUSTAIN_ATTN &&
-               p->sustained[1].call_s > p->sustained[0].call_s,
-           "sustained: the GEMMs at 4,096 rows take longer a call than at 512, then the attention");
+    expect(runs_ok, "sustained: 5 runs, each about sustain_s of GPU time with a clock in every window");
+    expect(p->n_sustained == 5 && p->sustained[0].kind == DKV_PROF_SUSTAIN_GEMM && p->sustained[2].kind == DKV_PROF_SUSTAIN_ATTN &&
+               p->sustained[3].kind == DKV_PROF_SUSTAIN_LAYER && p->sustained[1].call_s > p->sustained[0].call_s &&
+               p->sustained[3].call_s > p->sustained[0].call_s && p->sustained[4].call_s > p->sustained[1].call_s,
+           "sustained: the GEMMs at 4,096 rows take longer a call than at 512, then the attention, then the whole layer "
+           "(longer than its GEMMs alone at each row count)");
     dkv_prof_free(p);
     /* a deadline already passed: nothing measured, incomplete, not an error */
     o.deadline_s = 1e-9;

@@ -223,7 +223,9 @@ static void test_sustained(void **state)
                                           .call_s = 2.46e-3, .nvml_mhz = 1530, .mhz = {1702.5, 1410, 1390.25, 1388}};
     p.sustained[1] = (dkv_prof_sustained){.model = 0, .kind = DKV_PROF_SUSTAIN_ATTN, .rows = 256, .keys = 2048,
                                           .calls = 40000, .call_s = 5e-5, .nvml_mhz = NAN, .mhz = {1980, 1900, 1890, 0}};
-    p.n_sustained = 2;
+    p.sustained[2] = (dkv_prof_sustained){.model = 0, .kind = DKV_PROF_SUSTAIN_LAYER, .rows = 512, .keys = 1024,
+                                          .calls = 300, .call_s = 1.3e-3, .nvml_mhz = 1700, .mhz = {1650, 1600, 1590, 1590}};
+    p.n_sustained = 3;
     char dir[TEST_TMPDIR_LEN];
     static const char *const models[] = {"llada-8b", "dream-7b"};
     dkv_cli_profile_meta m = {.name = "test-20261203", .date = "2026-12-03T10:00:00Z", .command = "dkv profile",
@@ -232,7 +234,9 @@ static void test_sustained(void **state)
     assert_float_equal(num(L, "P.sustained.seconds"), 2, 0);
     assert_int_equal((int)num(L, "P.sustained.windows"), DKV_PROF_SUSTAIN_WIN);
     assert_float_equal(num(L, "P.sustained.lead_s"), 0.3, 1e-12);
-    assert_int_equal((int)num(L, "#P.sustained.runs"), 2);
+    assert_int_equal((int)num(L, "#P.sustained.runs"), 3);
+    assert_string_equal(str(L, "P.sustained.runs[3].kind"), "layer");
+    assert_float_equal(num(L, "P.sustained.runs[3].keys"), 1024, 0);
     assert_string_equal(str(L, "P.sustained.runs[1].model"), "dream-7b");
     assert_string_equal(str(L, "P.sustained.runs[1].kind"), "gemm");
     assert_float_equal(num(L, "P.sustained.runs[1].rows"), 4096, 0);
