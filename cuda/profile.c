@@ -437,7 +437,7 @@ dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, d
         r->mhz[w] = dkv_sm_probe_mhz(P->sprobe[w]);
     P->sec_rows++;
     char ws[DKV_PROF_SUSTAIN_MAX_WIN * 6 + 1] = "";
-    for (uint32_t w = 0, n = 0; w < W; w++)
+    for (uint32_t w = 0, n = 0; w < W && n < sizeof ws - 1; w++)   /* stops where a value would not fit */
         n += (uint32_t)snprintf(ws + n, sizeof ws - n, " %.0f", r->mhz[w]);
     pr_say(P, "profile: sustained %s %s rows %.0f keys %.0f: %u calls of %.3g ms, SM clock%s MHz (NVML %.0f)",
            P->o->models[model].name, dkv_prof_sustain_kind(kind), rows, keys, r->calls,
