@@ -379,8 +379,42 @@ static uint32_t sustain_windows(const dkv_prof_opts *o)
     return o->sustain_windows ? o->sustain_windows : DKV_PROF_SUSTAIN_WIN;
 }
 
-dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, double keys, prof_call fn, void *arg,
-                      dkv_err *err)
+/* The duty runs' steps (kind duty): each step's calls between two probe marks and two events, synchronised, the
+ * host idle gap_s after it; the windows' clocks are the means of their steps' own (the idle left out). */
+static dkv_status duty_steps(prof_ctx *P, uint32_t W, uint32_t cycles, uint32_t step_calls, double gap_s,
+                             prof_call fn, void *arg, uint32_t *rep, dkv_prof_sustained *r, dkv_err *err)
+{
+    double sum[DKV_PROF_SUSTAIN_MAX_WIN] = {0}, busy = 0, t0 = pr_now();
+    uint32_t n[DKV_PROF_SUSTAIN_MAX_WIN] = {0};
+    for (uint32_t c = 0; c < cycles; c++) {
+        uint32_t w = (uint32_t)((uint64_t)c * W / cycles);
+        PR_TRY(dkv_sm_probe_mark(P->sprobe[0], false, P->st, err));
+        PR_CU(cudaEventRecord(P->ev[0], P->st));
+        for (uint32_t i = 0; i < step_calls; i++)
+            PR_TRY(fn(P, arg, (*rep)++, err));
+        PR_CU(cudaEventRecord(P->ev[1], P->st));
+        PR_TRY(dkv_sm_probe_mark(P->sprobe[0], true, P->st, err));
+        PR_CU(cudaStreamSynchronize(P->st));
+        double s = 0, f = dkv_sm_probe_mhz(P->sprobe[0]);
+        PR_TRY(elapsed(P, "sustained", 1, &s, err));
+        busy += s;
+        if (f > 0)
+            sum[w] += f, n[w]++;
+        if (gap_s > 0) {
+            struct timespec ts = {(time_t)gap_s, (long)((gap_s - floor(gap_s)) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+    }
+    r->cycle_s = (pr_now() - t0) / cycles;
+    r->call_s = busy / ((double)cycles * step_calls);
+    r->calls = cycles * step_calls;
+    for (uint32_t w = 0; w < W; w++)
+        r->mhz[w] = n[w] ? sum[w] / n[w] : 0;
+    return DKV_OK;
+}
+
+dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, double keys, double gap_s,
+                      uint32_t step_calls, prof_call fn, void *arg, dkv_err *err)
 {
     dkv_prof *p = P->p;
     const double S = P->o->sustain_s;
@@ -412,35 +446,47 @@ dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, d
     double c = 0;
     PR_TRY(elapsed(P, "sustained", 1, &c, err));
     c /= CAL;
-    double per_d = c > 0 ? ceil(S / W / c) : 1;
-    uint32_t per = per_d < 1 ? 1 : per_d > 1e6 ? 1000000 : (uint32_t)per_d;
+    dkv_prof_sustained *r = &p->sustained[p->n_sustained];
+    *r = (dkv_prof_sustained){.model = model, .kind = kind, .rows = rows, .keys = keys, .gap_s = gap_s,
+                              .step_calls = step_calls};
     if (P->o->sustain_lead_s > 0)
         PR_TRY(dkv_prof_spin(P->st, P->o->sustain_lead_s, err));
-    PR_CU(cudaEventRecord(P->ev[0], P->st));
-    for (uint32_t w = 0; w < W; w++) {
-        PR_TRY(dkv_sm_probe_mark(P->sprobe[w], false, P->st, err));
-        for (uint32_t i = 0; i < per; i++)
-            PR_TRY(fn(P, arg, rep++, err));
-        PR_TRY(dkv_sm_probe_mark(P->sprobe[w], true, P->st, err));
+    if (step_calls) {   /* kind duty: steps of step_calls calls, gap_s idle after each, for about S seconds */
+        double cyc = c * step_calls + gap_s;
+        double n_d = cyc > 0 ? ceil(S / cyc) : W;
+        uint32_t cycles = n_d < W ? W : n_d > 1e6 ? 1000000 : (uint32_t)n_d;
+        PR_TRY(duty_steps(P, W, cycles, step_calls, gap_s, fn, arg, &rep, r, err));
+    } else {
+        double per_d = c > 0 ? ceil(S / W / c) : 1;
+        uint32_t per = per_d < 1 ? 1 : per_d > 1e6 ? 1000000 : (uint32_t)per_d;
+        PR_CU(cudaEventRecord(P->ev[0], P->st));
+        for (uint32_t w = 0; w < W; w++) {
+            PR_TRY(dkv_sm_probe_mark(P->sprobe[w], false, P->st, err));
+            for (uint32_t i = 0; i < per; i++)
+                PR_TRY(fn(P, arg, rep++, err));
+            PR_TRY(dkv_sm_probe_mark(P->sprobe[w], true, P->st, err));
+        }
+        PR_CU(cudaEventRecord(P->ev[1], P->st));
+        double nvml = NAN;
+        if (P->clock)
+            PR_TRY(poll_clock(P, &nvml, err));
+        PR_CU(cudaStreamSynchronize(P->st));
+        double tot = 0;
+        PR_TRY(elapsed(P, "sustained", 1, &tot, err));
+        r->calls = W * per, r->call_s = tot / (W * per), r->nvml_mhz = isfinite(nvml) ? nvml : 0;
+        for (uint32_t w = 0; w < W; w++)
+            r->mhz[w] = dkv_sm_probe_mhz(P->sprobe[w]);
     }
-    PR_CU(cudaEventRecord(P->ev[1], P->st));
-    double nvml = NAN;
-    if (P->clock)
-        PR_TRY(poll_clock(P, &nvml, err));
-    PR_CU(cudaStreamSynchronize(P->st));
-    double tot = 0;
-    PR_TRY(elapsed(P, "sustained", 1, &tot, err));
-    dkv_prof_sustained *r = &p->sustained[p->n_sustained++];
-    *r = (dkv_prof_sustained){.model = model, .kind = kind, .rows = rows, .keys = keys, .calls = W * per,
-                              .call_s = tot / (W * per), .nvml_mhz = isfinite(nvml) ? nvml : 0};
-    for (uint32_t w = 0; w < W; w++)
-        r->mhz[w] = dkv_sm_probe_mhz(P->sprobe[w]);
+    p->n_sustained++;
     P->sec_rows++;
     char ws[DKV_PROF_SUSTAIN_MAX_WIN * 6 + 1] = "";
     for (uint32_t w = 0, n = 0; w < W && n < sizeof ws - 1; w++)   /* stops where a value would not fit */
         n += (uint32_t)snprintf(ws + n, sizeof ws - n, " %.0f", r->mhz[w]);
-    pr_say(P, "profile: sustained %s %s rows %.0f keys %.0f: %u calls of %.3g ms, SM clock%s MHz (NVML %.0f)",
-           P->o->models[model].name, dkv_prof_sustain_kind(kind), rows, keys, r->calls,
+    char gs[64] = "";
+    if (step_calls)
+        snprintf(gs, sizeof gs, " gap %.3g ms (cycle %.3g ms)", 1e3 * gap_s, 1e3 * r->cycle_s);
+    pr_say(P, "profile: sustained %s %s rows %.0f keys %.0f%s: %u calls of %.3g ms, SM clock%s MHz (NVML %.0f)",
+           P->o->models[model].name, dkv_prof_sustain_kind(kind), rows, keys, gs, r->calls,
            1e3 * r->call_s, ws, r->nvml_mhz);
     return DKV_OK;
 }
@@ -574,6 +620,13 @@ dkv_status dkv_prof_run(const dkv_prof_opts *o, dkv_prof **out, dkv_err *err)
     *out = NULL;
     if (!o->models || o->n_models == 0 || o->repeats < 3)
         return dkv_err_set(err, DKV_EINVAL, "dkv profile: needs at least one model and 3 repeats");
+    if (o->n_sustain_gaps > DKV_PROF_SUSTAIN_MAX_GAPS)
+        return dkv_err_set(err, DKV_EINVAL, "dkv profile: %u sustained gaps (at most %d)", o->n_sustain_gaps,
+                           DKV_PROF_SUSTAIN_MAX_GAPS);
+    for (uint32_t g = 0; g < o->n_sustain_gaps; g++)
+        if (!(o->sustain_gaps_s[g] >= 0 && o->sustain_gaps_s[g] <= 1))
+            return dkv_err_set(err, DKV_EINVAL, "dkv profile: sustained gap %u is %g s (0 to 1)", g + 1,
+                               o->sustain_gaps_s[g]);
     char desc[256];
     PR_TRY(dkv_cuda_probe(desc, sizeof desc, err));
     dkv_prof *p = calloc(1, sizeof *p);

@@ -90,6 +90,7 @@ typedef struct dkv_prof_copy_row {
 #define DKV_PROF_SUSTAIN_WIN 4
 #define DKV_PROF_SUSTAIN_MAX_WIN 64
 #define DKV_PROF_SUSTAIN_MAX 64
+#define DKV_PROF_SUSTAIN_MAX_GAPS 8
 typedef struct dkv_prof_sustained {
     uint32_t model;                       /* index into opts.models */
     uint32_t kind;                        /* DKV_PROF_SUSTAIN_GEMM, _ATTN or _LAYER */
@@ -99,11 +100,19 @@ typedef struct dkv_prof_sustained {
     double   call_s;                      /* seconds per call over the whole run (two events) */
     double   nvml_mhz;                    /* median NVML SM clock while it ran (0: not sampled) */
     double   mhz[DKV_PROF_SUSTAIN_MAX_WIN];   /* the SMs' clock over each window (0: the probe read nothing) */
+    /* kind duty only (0 otherwise): the host's idle between steps asked for, the calls a step (the model's layers),
+     * and the wall seconds from one step's start to the next's (the step, the synchronisation, the idle) */
+    double   gap_s;
+    uint32_t step_calls;
+    double   cycle_s;
 } dkv_prof_sustained;
 enum { DKV_PROF_SUSTAIN_GEMM = 0,  /* the layer's four GEMMs in the forward's order: q|k|v, o, gate|up, down */
        DKV_PROF_SUSTAIN_ATTN = 1,  /* dkv_cuda_attention_batch as the attention section's row of (rows, keys) */
-       DKV_PROF_SUSTAIN_LAYER = 2  /* the layer's kernels in order: rmsnorm, q|k|v, attention (rows, keys), o, rmsnorm,
-                                      gate|up, SwiGLU, down (the RoPE-store left out) */ };
+       DKV_PROF_SUSTAIN_LAYER = 2, /* the layer's kernels in order: rmsnorm, q|k|v, attention (rows, keys), o, rmsnorm,
+                                      gate|up, SwiGLU, down (the RoPE-store left out) */
+       DKV_PROF_SUSTAIN_DUTY = 3   /* opts.sustain_gaps_s: steps of the model's layer count of layer calls, the host
+                                      idle gap_s after each (synchronised; the SMs' clock read over each step alone):
+                                      the clock against the duty cycle */ };
 
 typedef struct dkv_prof {
     dkv_prof_table    tables[DKV_PROF_MAX_TABLES];
@@ -139,10 +148,13 @@ typedef struct dkv_prof {
     char     incomplete[256];
 } dkv_prof;
 
-/* "gemm", "attn", "layer" (inline: the profile writer is built without CUDA too) */
+/* "gemm", "attn", "layer", "duty" (inline: the profile writer is built without CUDA too) */
 static inline const char *dkv_prof_sustain_kind(uint32_t kind)
 {
-    return kind == DKV_PROF_SUSTAIN_GEMM ? "gemm" : kind == DKV_PROF_SUSTAIN_ATTN ? "attn" : "layer";
+    return kind == DKV_PROF_SUSTAIN_GEMM   ? "gemm"
+           : kind == DKV_PROF_SUSTAIN_ATTN ? "attn"
+           : kind == DKV_PROF_SUSTAIN_DUTY ? "duty"
+                                           : "layer";
 }
 
 /* Sections, in run order; opts.sections is a mask of (1u << DKV_PROF_S_*). */
@@ -181,6 +193,10 @@ typedef struct dkv_prof_opts {
     uint32_t         sustain_windows;   /* windows a sustained run is read over (0: DKV_PROF_SUSTAIN_WIN) */
     double           sustain_lead_s;    /* the one-thread spin before each sustained run (default 0.3 s; 0: none, the
                                            run starts at the clock the run before left) */
+    double           sustain_gaps_s[DKV_PROF_SUSTAIN_MAX_GAPS];   /* n_sustain_gaps > 0: the sustained section runs
+                                           only kind duty, each model's layer at a few row counts, once for each of
+                                           these host idle gaps between steps (seconds, each 0 to 1) */
+    uint32_t         n_sustain_gaps;
     /* progress: a line per section and every few seconds (may be NULL) */
     void (*progress)(void *user, const char *line);
     /* after each section (may be NULL): the caller can write what is measured so far */

@@ -183,7 +183,7 @@ dkv_status pr_attn_sustain(prof_ctx *P, uint32_t mi, uint32_t Q, uint32_t K, dkv
     memset(&a, 0, sizeof a);
     if (!P->dry)
         PR_TRY(attn_prepare(P, h, Q, K, false, &a, err));
-    return pr_sustain(P, mi, DKV_PROF_SUSTAIN_ATTN, Q, K, attn_call, &a, err);
+    return pr_sustain(P, mi, DKV_PROF_SUSTAIN_ATTN, Q, K, 0, 0, attn_call, &a, err);
 }
 
 /* The attention rows: the common grid plus every Reuse-like item count from 1 to 16 and 20, 28
@@ -408,7 +408,7 @@ static dkv_status layer_all_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *
     return pr_gemm_call(P, &l->g[3], rep, err);
 }
 
-dkv_status pr_layer_sustain(prof_ctx *P, uint32_t mi, uint32_t T, uint32_t K, dkv_err *err)
+dkv_status pr_layer_sustain(prof_ctx *P, uint32_t mi, uint32_t T, uint32_t K, double gap_s, dkv_err *err)
 {
     const dkv_model *m = &P->o->models[mi];
     heads h = {m->n_heads, m->n_kv_heads, m->head_dim};
@@ -419,5 +419,7 @@ dkv_status pr_layer_sustain(prof_ctx *P, uint32_t mi, uint32_t T, uint32_t K, dk
         return DKV_OK;
     if (!P->dry)
         PR_TRY(attn_prepare(P, h, T, K, false, &l.a, err));
-    return pr_sustain(P, mi, DKV_PROF_SUSTAIN_LAYER, T, K, layer_all_call, &l, err);
+    if (gap_s >= 0)
+        return pr_sustain(P, mi, DKV_PROF_SUSTAIN_DUTY, T, K, gap_s, m->n_layers, layer_all_call, &l, err);
+    return pr_sustain(P, mi, DKV_PROF_SUSTAIN_LAYER, T, K, 0, 0, layer_all_call, &l, err);
 }

@@ -135,12 +135,29 @@ static dkv_status layer_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err)
     return DKV_OK;
 }
 
+/* With opts.sustain_gaps_s (kind duty, since session 27): each model's forward as steps of its layer count of whole
+ * layers against 1,024 keys at 256, 1,024, 2,048 and 4,096 rows (--quick: 1,024), once for each idle gap between
+ * steps: the clock against the duty cycle (docs/COST_MODEL.md "The clock against the duty cycle"). */
+static dkv_status sec_duty(prof_ctx *P, dkv_err *err)
+{
+    static const uint32_t full[] = {256, 1024, 2048, 4096}, quick[] = {1024};
+    const uint32_t *rows = P->o->quick ? quick : full;
+    uint32_t nr = P->o->quick ? 1 : (uint32_t)(sizeof full / sizeof full[0]);
+    for (uint32_t mi = 0; mi < P->o->n_models; mi++)
+        for (uint32_t i = 0; i < nr; i++)
+            for (uint32_t g = 0; g < P->o->n_sustain_gaps; g++)
+                PR_TRY(pr_case(P, pr_layer_sustain(P, mi, rows[i], 1024, P->o->sustain_gaps_s[g], err), err));
+    return DKV_OK;
+}
+
 /* Each model's layer GEMMs at 64 to 16,384 rows (--quick: 512 and 4,096), then its attention as a dual Reuse step of
  * 256 query rows and a Refresh of 2,048 against 2,048 keys (--quick: the Reuse step), then its whole layer at the
  * same rows against 1,024 keys (since session 26): the clocks seconds of each settle at (docs/COST_MODEL.md "Settle
- * clocks measured"). */
+ * clocks measured").  With opts.sustain_gaps_s the duty runs instead (sec_duty). */
 dkv_status pr_sec_sustained(prof_ctx *P, dkv_err *err)
 {
+    if (P->o->n_sustain_gaps)
+        return sec_duty(P, err);
     static const uint32_t full[] = {64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}, quick[] = {512, 4096};
     const uint32_t *rows = P->o->quick ? quick : full;
     uint32_t nr = P->o->quick ? 2 : (uint32_t)(sizeof full / sizeof full[0]);
@@ -155,13 +172,13 @@ dkv_status pr_sec_sustained(prof_ctx *P, dkv_err *err)
             for (int k = 0; k < 4; k++)
                 ok &= fits(P, &l.g[k]);
             if (ok)
-                PR_TRY(pr_case(P, pr_sustain(P, mi, DKV_PROF_SUSTAIN_GEMM, T, 0, layer_call, &l, err), err));
+                PR_TRY(pr_case(P, pr_sustain(P, mi, DKV_PROF_SUSTAIN_GEMM, T, 0, 0, 0, layer_call, &l, err), err));
         }
         PR_TRY(pr_case(P, pr_attn_sustain(P, mi, 256, 2048, err), err));
         if (!P->o->quick)
             PR_TRY(pr_case(P, pr_attn_sustain(P, mi, 2048, 2048, err), err));
         for (uint32_t i = 0; i < nr; i++)   /* the whole layer (Reuse-like below 1,024 rows, Refresh-like from it) */
-            PR_TRY(pr_case(P, pr_layer_sustain(P, mi, rows[i], 1024, err), err));
+            PR_TRY(pr_case(P, pr_layer_sustain(P, mi, rows[i], 1024, -1, err), err));
     }
     return DKV_OK;
 }

@@ -82,10 +82,11 @@ dkv_prof_table *pr_table(prof_ctx *P, const char *name, const char *const *field
 dkv_status pr_measure(prof_ctx *P, dkv_prof_table *t, const double *f, uint32_t launches, double call_s,
                       prof_call fn, void *arg, dkv_err *err);
 /* A sustained run of fn (profile.h's dkv_prof_sustained): 3 untimed calls, 8 timed back to back for the calls a
- * window takes, a lead spin, then the windows, each between two probe marks; appends p->sustained.  Dry: adds the
- * run's time to the estimate.  After the deadline: nothing. */
-dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, double keys, prof_call fn, void *arg,
-                      dkv_err *err);
+ * window takes, a lead spin, then the windows, each between two probe marks; appends p->sustained.  step_calls > 0
+ * (kind duty): steps of step_calls calls instead, each between its own probe marks and synchronised, the host idle
+ * gap_s seconds after each.  Dry: adds the run's time to the estimate.  After the deadline: nothing. */
+dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, double keys, double gap_s,
+                      uint32_t step_calls, prof_call fn, void *arg, dkv_err *err);
 /* An input region of bytes inside the slab for repeat rep and operand slot (256-byte aligned;
  * successive repeats land elsewhere while the slab holds several copies). */
 void  *pr_in(prof_ctx *P, size_t bytes, uint32_t rep, uint32_t slot);
@@ -127,8 +128,9 @@ typedef struct ew_arg {
     uint32_t kind, T, C, heads, hd;
 } ew_arg;
 dkv_status pr_ew_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err);
-/* profile_attn.c: a sustained run of model mi's whole layer at T rows (pr_layer_sustain; kind DKV_PROF_SUSTAIN_LAYER) */
-dkv_status pr_layer_sustain(prof_ctx *P, uint32_t mi, uint32_t T, uint32_t K, dkv_err *err);
+/* profile_attn.c: a sustained run of model mi's whole layer at T rows (kind DKV_PROF_SUSTAIN_LAYER); gap_s >= 0: kind
+ * DKV_PROF_SUSTAIN_DUTY, steps of the model's layer count of layers with gap_s idle after each */
+dkv_status pr_layer_sustain(prof_ctx *P, uint32_t mi, uint32_t T, uint32_t K, double gap_s, dkv_err *err);
 /* profile_attn.c: a sustained run (pr_sustain) of model mi's attention as the attention section's row (Q, K) */
 dkv_status pr_attn_sustain(prof_ctx *P, uint32_t mi, uint32_t Q, uint32_t K, dkv_err *err);
 /* profile_host.c: p->host_resume_s and p->host_handover_s (the host section) */

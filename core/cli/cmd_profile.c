@@ -20,6 +20,11 @@
 #include "cuda/profile.h"
 #endif
 
+#define MAX_GAPS 8   /* --sustain-gaps values (DKV_PROF_SUSTAIN_MAX_GAPS; cuda/profile.h needs CUDA) */
+#ifdef DKV_HAVE_CUDA
+_Static_assert(MAX_GAPS == DKV_PROF_SUSTAIN_MAX_GAPS, "--sustain-gaps' limit is the profile's");
+#endif
+
 #define MAX_MODELS 4
 
 static void usage(FILE *f)
@@ -68,6 +73,11 @@ static void usage(FILE *f)
           "  --sustain-windows N  windows a sustained run is read over (1 to 64, default 4)\n"
           "  --sustain-lead SECONDS  the spin before each sustained run (0 to 10, default 0.3; 0: the run starts\n"
           "                       at the clock the run before it left)\n"
+          "  --sustain-gaps MS[,MS...]  the sustained section runs, instead, each model's forward as steps (its\n"
+          "                       layer count of whole layers at 256, 1,024, 2,048 and 4,096 rows), the host\n"
+          "                       idle MS milliseconds after each step (0 to 1000; at most 8 values), SECONDS\n"
+          "                       each: the SMs' clock over the steps against the duty cycle (kind duty;\n"
+          "                       docs/COST_MODEL.md \"The clock against the duty cycle\")\n"
           "  --estimate           print the grid's estimated time (H200 ceilings) and exit; no GPU needed\n"
           "\n"
           "exit status: 0 written complete, 1 error or incomplete (the file holds what was measured),\n"
@@ -81,6 +91,8 @@ typedef struct opts {
     double      deadline;
     long        repeats, warmup;
     double      min_rows, sustain, sustain_windows, sustain_lead;
+    double      gaps_s[MAX_GAPS];
+    int         n_gaps;
 } opts;
 
 static int parse_num(const char *flag, const char *v, double lo, double hi, double *out)
@@ -93,6 +105,34 @@ static int parse_num(const char *flag, const char *v, double lo, double hi, doub
         return 0;
     }
     *out = x;
+    return 1;
+}
+
+/* --sustain-gaps MS[,MS...]: 1 to MAX_GAPS numbers in [0, 1000], into seconds */
+static int parse_gaps(const char *v, opts *o)
+{
+    char buf[256], *save = NULL;
+    if (!v || !*v || strlen(v) >= sizeof buf) {
+        fprintf(stderr, "dkv profile: --sustain-gaps needs a comma-separated list of milliseconds, got '%s'\n",
+                v ? v : "");
+        return 0;
+    }
+    snprintf(buf, sizeof buf, "%s", v);
+    o->n_gaps = 0;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        double ms;
+        if (o->n_gaps == MAX_GAPS) {
+            fprintf(stderr, "dkv profile: --sustain-gaps: at most %d gaps, got '%s'\n", MAX_GAPS, v);
+            return 0;
+        }
+        if (!parse_num("--sustain-gaps", t, 0, 1000, &ms))
+            return 0;
+        o->gaps_s[o->n_gaps++] = ms / 1e3;
+    }
+    if (o->n_gaps == 0 || v[strlen(v) - 1] == ',' || v[0] == ',' || strstr(v, ",,")) {
+        fprintf(stderr, "dkv profile: --sustain-gaps: an empty value in '%s'\n", v);
+        return 0;
+    }
     return 1;
 }
 
@@ -146,6 +186,10 @@ static int parse(int argc, char **argv, opts *o)
                 return 0;
             }
             i++;
+        } else if (strcmp(a, "--sustain-gaps") == 0) {
+            if (!parse_gaps(v, o))
+                return 0;
+            i++;
         } else if (strcmp(a, "--sustain") == 0) {
             if (!parse_num(a, v, 0.2, 60, &o->sustain))
                 return 0;
@@ -179,8 +223,8 @@ static int parse(int argc, char **argv, opts *o)
     }
     if (o->n_models == 0)
         o->models[o->n_models++] = "llada-8b";
-    if (!(o->sustain > 0) && (o->sustain_windows > 0 || o->sustain_lead >= 0)) {
-        fprintf(stderr, "dkv profile: --sustain-windows and --sustain-lead need --sustain SECONDS\n");
+    if (!(o->sustain > 0) && (o->sustain_windows > 0 || o->sustain_lead >= 0 || o->n_gaps > 0)) {
+        fprintf(stderr, "dkv profile: --sustain-windows, --sustain-lead and --sustain-gaps need --sustain SECONDS\n");
         return 0;
     }
     if (o->grid) {   /* a setting that cannot take effect is an error, not a silent default */
@@ -267,6 +311,7 @@ int dkv_cmd_profile(int argc, char **argv)
                               .device = o.device, .l2_warm = o.l2_warm, .min_rows = (uint32_t)o.min_rows,
                               .states = o.states != 0, .probe = o.probe != 0, .sustain_s = o.sustain,
                               .sustain_windows = (uint32_t)o.sustain_windows, .sustain_lead_s = o.sustain_lead,
+                              .sustain_gaps_s = o.gaps_s, .n_sustain_gaps = (uint32_t)o.n_gaps,
                               .argc = argc, .argv = argv};
     return dkv_cli_profile_main(&a);
 #endif

@@ -197,7 +197,9 @@ static void write_sustained(FILE *f, const dkv_prof *p, const dkv_cli_profile_me
                "  -- order; nvml_mhz: NVML's median while it ran (0: not sampled).  kind gemm: the layer's q|k|v, o, gate|up\n"
                "  -- and down GEMMs at `rows` rows; attn: dkv_cuda_attention_batch of `rows` query rows against `keys` keys;\n"
                "  -- layer: the layer's kernels in order (rmsnorm, q|k|v, attention as attn's, o, rmsnorm, gate|up, SwiGLU,\n"
-               "  -- down; no RoPE-store)\n"
+               "  -- down; no RoPE-store); duty (--sustain-gaps): steps of step_calls layer calls, the host idle gap_s\n"
+               "  -- after each, cycle_s the wall seconds a step's start to the next's, mhz each window's steps' own\n"
+               "  -- clocks (the idle left out)\n"
                "  -- (the attention section's rows).  Not costed: scripts/clock_model.py sustained writes clock.settle\n"
                "  -- from it (docs/COST_MODEL.md \"Settle clocks measured\")\n"
                "  sustained = {\n    seconds = %.6g, windows = %u, lead_s = %.6g,\n    runs = {\n", p->sustain_s,
@@ -211,7 +213,10 @@ static void write_sustained(FILE *f, const dkv_prof *p, const dkv_cli_profile_me
                 isfinite(r->nvml_mhz) ? r->nvml_mhz : 0.0);
         for (uint32_t k = 0; k < p->sustain_windows && k < DKV_PROF_SUSTAIN_MAX_WIN; k++)
             fprintf(f, "%s%.1f", k ? ", " : "", isfinite(r->mhz[k]) ? r->mhz[k] : 0.0);
-        fputs("}},\n", f);
+        fputc('}', f);
+        if (r->kind == DKV_PROF_SUSTAIN_DUTY)
+            fprintf(f, ", gap_s = %.6g, step_calls = %u, cycle_s = %.6g", r->gap_s, r->step_calls, r->cycle_s);
+        fputs("},\n", f);
     }
     fputs("    },\n  },\n", f);
 }

@@ -79,6 +79,8 @@ int dkv_cli_profile_main(const dkv_cli_profile_args *a)
     o.sustain_windows = a->sustain_windows;
     if (a->sustain_lead_s >= 0)
         o.sustain_lead_s = a->sustain_lead_s;
+    for (uint32_t g = 0; g < a->n_sustain_gaps && g < DKV_PROF_SUSTAIN_MAX_GAPS; g++)
+        o.sustain_gaps_s[o.n_sustain_gaps++] = a->sustain_gaps_s[g];
     size_t shapes = 0;
     double est[DKV_PROF_S_N], total = dkv_prof_estimate(&o, est, &shapes);
     fprintf(a->estimate ? stdout : stderr,

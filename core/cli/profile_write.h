@@ -20,6 +20,8 @@ typedef struct dkv_cli_profile_args {
     double            sustain_s;  /* --sustain: seconds a sustained shape (dkv_prof_opts.sustain_s; 0: none) */
     uint32_t          sustain_windows;   /* --sustain-windows (0: the default) */
     double            sustain_lead_s;    /* --sustain-lead (< 0: the default) */
+    const double     *sustain_gaps_s;    /* --sustain-gaps, seconds (dkv_prof_opts.sustain_gaps_s) */
+    uint32_t          n_sustain_gaps;
     double            deadline;
     uint32_t          repeats, warmup;
     int               argc;

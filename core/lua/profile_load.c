@@ -592,11 +592,33 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     }
 }
 
+/* A sustained run's duty fields (kind duty: required; any other kind: none of them). */
+static void read_duty(lua_State *L, int e, const char *ep, bool duty)
+{
+    static const char *const f[] = {"gap_s", "step_calls", "cycle_s"};
+    if (!duty) {
+        for (int i = 0; i < 3; i++) {
+            lua_getfield(L, e, f[i]);
+            if (!lua_isnil(L, -1))
+                dkv_lconf_error(L, ep, f[i], "only a run of kind \"duty\" has it");
+            lua_pop(L, 1);
+        }
+        return;
+    }
+    double gap = dkv_lconf_number(L, e, ep, "gap_s", 0, 0, 1, DKV_LCONF_REQUIRED);
+    dkv_lconf_integer(L, e, ep, "step_calls", 0, 1, 100000, DKV_LCONF_REQUIRED);
+    double cyc = dkv_lconf_number(L, e, ep, "cycle_s", 0, 1e-9, 3600, DKV_LCONF_REQUIRED);
+    if (cyc < gap)
+        dkv_lconf_error(L, ep, "cycle_s", "%g s is shorter than gap_s %g s (a step's start to the next's holds the "
+                        "gap)", cyc, gap);
+}
+
 /* sustained (optional; `dkv profile --sustain`): checked, not costed (scripts/clock_model.py sustained reads it). */
 static void read_sustained(lua_State *L, int top, const char *file)
 {
     static const char *const keys[] = {"seconds", "windows", "lead_s", "runs", NULL};
-    static const char *const rkeys[] = {"model", "kind", "rows", "keys", "calls", "call_s", "nvml_mhz", "mhz", NULL};
+    static const char *const rkeys[] = {"model", "kind", "rows", "keys", "calls", "call_s", "nvml_mhz", "mhz",
+                                        "gap_s", "step_calls", "cycle_s", NULL};
     if (!dkv_lconf_subtable(L, top, file, "sustained", 0))
         return;
     char sp[300], rp[340];
@@ -620,8 +642,9 @@ static void read_sustained(lua_State *L, int top, const char *file)
         if (!*dkv_lconf_string(L, e, ep, "model", "", DKV_LCONF_REQUIRED))
             dkv_lconf_error(L, ep, "model", "must name the model");
         const char *k = dkv_lconf_string(L, e, ep, "kind", "", DKV_LCONF_REQUIRED);
-        if (strcmp(k, "gemm") != 0 && strcmp(k, "attn") != 0 && strcmp(k, "layer") != 0)
-            dkv_lconf_error(L, ep, "kind", "must be \"gemm\", \"attn\" or \"layer\", got \"%s\"", k);
+        if (strcmp(k, "gemm") != 0 && strcmp(k, "attn") != 0 && strcmp(k, "layer") != 0 && strcmp(k, "duty") != 0)
+            dkv_lconf_error(L, ep, "kind", "must be \"gemm\", \"attn\", \"layer\" or \"duty\", got \"%s\"", k);
+        read_duty(L, e, ep, strcmp(k, "duty") == 0);
         dkv_lconf_number(L, e, ep, "rows", 0, 1, 1e7, DKV_LCONF_REQUIRED);
         dkv_lconf_number(L, e, ep, "keys", 0, 0, 1e8, DKV_LCONF_REQUIRED);
         dkv_lconf_integer(L, e, ep, "calls", 0, 1, INT64_C(1) << 40, DKV_LCONF_REQUIRED);

@@ -424,14 +424,21 @@ LUA
 su() { graft sustained "seconds = 2, windows = 4, lead_s = 0.3, runs = {$1}"; }
 run1='{model = "llada-8b", kind = "gemm", rows = 4096, keys = 0, calls = 812, call_s = 0.00246, nvml_mhz = 1530, mhz = {1702.5, 1410, 1390.2, 1388}}'
 su "${run1/\"gemm\"/\"gemn\"}" >"$T/root/datasets/profiles/p60.lua"
-check p60 'sustained.runs\[1\].kind: must be "gemm", "attn" or "layer", got "gemn"'
+check p60 'sustained.runs\[1\].kind: must be "gemm", "attn", "layer" or "duty", got "gemn"'
+duty='{model = "llada-8b", kind = "duty", rows = 2048, keys = 1024, calls = 640, call_s = 0.0025, nvml_mhz = 0, mhz = {1700, 1650, 1640, 1642}, gap_s = 0.01, step_calls = 32, cycle_s = 0.09}'
+su "${duty/, step_calls = 32/}" >"$T/root/datasets/profiles/p66.lua"
+check p66 "sustained.runs\[1\].step_calls"
+su "${duty/cycle_s = 0.09/cycle_s = 0.005}" >"$T/root/datasets/profiles/p67.lua"
+check p67 "sustained.runs\[1\].cycle_s: 0.005 s is shorter than gap_s 0.01 s"
+su "${run1/\}\}/\}, gap_s = 0.01\}}" >"$T/root/datasets/profiles/p68.lua"
+check p68 'sustained.runs\[1\].gap_s: only a run of kind "duty" has it'
 su "${run1/1390.2, 1388/1390.2}" >"$T/root/datasets/profiles/p61.lua"
 check p61 "sustained.runs\[1\].mhz: expected 4 values (sustained.windows)"
 su "${run1/calls = 812/calls = 0}" >"$T/root/datasets/profiles/p62.lua"
 check p62 "sustained.runs\[1\].calls"
 su "${run1/nvml_mhz/nvml_mhzz}" >"$T/root/datasets/profiles/p63.lua"
 check p63 "unknown field 'nvml_mhzz'"
-su "$run1, ${run1/\"gemm\", rows = 4096, keys = 0/\"attn\", rows = 256, keys = 2048}" >"$T/root/datasets/profiles/p64.lua"
+su "$run1, ${run1/\"gemm\", rows = 4096, keys = 0/\"attn\", rows = 256, keys = 2048}, $duty" >"$T/root/datasets/profiles/p64.lua"
 cp datasets/profiles/h200-standin.lua "$T/root/datasets/profiles/p65.lua"
 for q in p64 p65; do
     printf 'local dkv = require "dkv"\nlocal r = dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = "%s"}, workload = {kind = "fixed", n = 4, prompt = 512, gen = 64}}\nprint(string.format("%%.9e %%.9e", r.summary.throughput_rps, r.summary.latency_p99_s))\n' "$q" >"$T/root/$q.lua"

@@ -39,6 +39,16 @@ if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --e
         || fail "--sustain-windows 65: $(cat "$T/err")"
     [ "$(code "$DKV" profile -o "$T/p.lua" --sustain 1 --sustain-windows 2.5)" = 2 ] && grep -q "needs a whole number" "$T/err" \
         || fail "--sustain-windows 2.5: $(cat "$T/err")"
+    # --sustain-gaps: the duty runs instead (--quick: one row count a model, each gap 2 s + the 0.3 s lead)
+    [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --sustain-gaps 0,5 --quick)" = 0 ] &&
+        grep -q "(quick grid, 2 shapes, 20 repeats): sustained 4.6$" "$T/out" || fail "--sustain-gaps estimate: $(cat "$T/out") $(cat "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --sustain-gaps 5)" = 2 ] && grep -q "need --sustain SECONDS" "$T/err" \
+        || fail "--sustain-gaps without --sustain: $(cat "$T/err")"
+    for bad in "0,,5:an empty value" "5,:an empty value" "1001:needs a number in \[0, 1000\]" "x:needs a number" \
+               "1,2,3,4,5,6,7,8,9:at most 8 gaps"; do
+        [ "$(code "$DKV" profile -o "$T/p.lua" --sustain 1 --sustain-gaps "${bad%%:*}")" = 2 ] && grep -q "${bad#*:}" "$T/err" \
+            || fail "--sustain-gaps ${bad%%:*}: $(cat "$T/err")"
+    done
     # --sustain-lead 0: no spin before a run (the estimate drops 0.3 s a shape: 11.5 -> 10.0 s)
     [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --sustain-lead 0 --quick)" = 0 ] && grep -q "sustained 10.0$" "$T/out" \
         || fail "--sustain-lead 0 estimate: $(cat "$T/out") $(cat "$T/err")"

@@ -3,7 +3,7 @@
  * statistics are ordered (0 < p10 <= median <= p90) and plausible against the GPU's own limits
  * (a GEMM no faster than 2 PFLOP/s, no table's call under 1 us), larger GEMMs take longer,
  * copies take longer for more bytes, the host enqueue figures are positive, the sustained section runs only when
- * asked and then gives every shape its windows' clocks, and a deadline of 0 s stops the run at once with
+ * asked and then gives every shape its windows' clocks (the duty runs: whole steps, each cycle its step and the idle asked), and a deadline of 0 s stops the run at once with
  * complete = false.  Prints "SKIP: ..." and exits 77 without a GPU. */
 #include "gpu_check.h"
 
@@ -103,6 +103,26 @@ int main(void)
                p->sustained[3].call_s > p->sustained[0].call_s && p->sustained[4].call_s > p->sustained[1].call_s,
            "sustained: the GEMMs at 4,096 rows take longer a call than at 512, then the attention, then the whole layer "
            "(longer than its GEMMs alone at each row count)");
+    dkv_prof_free(p);
+    /* the duty runs (--sustain-gaps 0,20 --quick): the whole layer at 1,024 rows in steps of the model's layer count,
+     * no idle then 20 ms idle after each step; a step's start to the next's holds the step's GPU time and the idle */
+    so.sustain_gaps_s[0] = 0, so.sustain_gaps_s[1] = 0.02, so.n_sustain_gaps = 2;
+    OK(dkv_prof_run(&so, &p, &err));
+    int duty_ok = p->complete && p->n_sustained == 2;
+    for (uint32_t i = 0; duty_ok && i < 2; i++) {
+        const dkv_prof_sustained *r = &p->sustained[i];
+        double step_s = r->step_calls * r->call_s;
+        duty_ok &= r->kind == DKV_PROF_SUSTAIN_DUTY && r->step_calls == so.models[0].n_layers && r->rows == 1024 &&
+                   r->gap_s == so.sustain_gaps_s[i] && r->calls % r->step_calls == 0 && step_s > 0 &&
+                   r->cycle_s >= step_s + r->gap_s && r->cycle_s < step_s + r->gap_s + 0.02;
+        for (int w = 0; w < DKV_PROF_SUSTAIN_WIN; w++)
+            duty_ok &= r->mhz[w] > 100 && r->mhz[w] < 5000;
+        printf("sustained duty rows %.0f gap %.0f ms: %u calls of %.3g ms, a step's cycle %.3g ms, SM clock %.0f %.0f "
+               "%.0f %.0f MHz\n", r->rows, 1e3 * r->gap_s, r->calls, 1e3 * r->call_s, 1e3 * r->cycle_s, r->mhz[0],
+               r->mhz[1], r->mhz[2], r->mhz[3]);
+    }
+    expect(duty_ok, "sustained duty: 2 runs of whole steps, each cycle its step's GPU time plus the idle asked "
+                    "(within 20 ms), a clock in every window");
     dkv_prof_free(p);
     /* a deadline already passed: nothing measured, incomplete, not an error */
     o.deadline_s = 1e-9;

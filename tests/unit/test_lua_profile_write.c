@@ -208,8 +208,8 @@ static void test_first_use_other_only(void **state)
     assert_int_equal(test_tmpdir_remove(dir), 0);
 }
 
-/* dkv profile --sustain: the sustained block, one record a run, its windows' clocks in order; a run without it
- * writes no block (test_write_and_load's file has none) */
+/* dkv profile --sustain: the sustained block, one record a run, its windows' clocks in order (a duty run with its
+ * gap, step and cycle); a run without it writes no block (test_write_and_load's file has none) */
 static void test_sustained(void **state)
 {
     (void)state;
@@ -225,7 +225,10 @@ static void test_sustained(void **state)
                                           .calls = 40000, .call_s = 5e-5, .nvml_mhz = NAN, .mhz = {1980, 1900, 1890, 0}};
     p.sustained[2] = (dkv_prof_sustained){.model = 0, .kind = DKV_PROF_SUSTAIN_LAYER, .rows = 512, .keys = 1024,
                                           .calls = 300, .call_s = 1.3e-3, .nvml_mhz = 1700, .mhz = {1650, 1600, 1590, 1590}};
-    p.n_sustained = 3;
+    p.sustained[3] = (dkv_prof_sustained){.model = 0, .kind = DKV_PROF_SUSTAIN_DUTY, .rows = 2048, .keys = 1024,
+                                          .calls = 640, .call_s = 2.5e-3, .mhz = {1700, 1650, 1640, 1642},
+                                          .gap_s = 0.01, .step_calls = 32, .cycle_s = 0.09012};
+    p.n_sustained = 4;
     char dir[TEST_TMPDIR_LEN];
     static const char *const models[] = {"llada-8b", "dream-7b"};
     dkv_cli_profile_meta m = {.name = "test-20261203", .date = "2026-12-03T10:00:00Z", .command = "dkv profile",
@@ -234,8 +237,14 @@ static void test_sustained(void **state)
     assert_float_equal(num(L, "P.sustained.seconds"), 2, 0);
     assert_int_equal((int)num(L, "P.sustained.windows"), DKV_PROF_SUSTAIN_WIN);
     assert_float_equal(num(L, "P.sustained.lead_s"), 0.3, 1e-12);
-    assert_int_equal((int)num(L, "#P.sustained.runs"), 3);
+    assert_int_equal((int)num(L, "#P.sustained.runs"), 4);
     assert_string_equal(str(L, "P.sustained.runs[3].kind"), "layer");
+    assert_true(num(L, "P.sustained.runs[3].gap_s == nil and 1 or 0") == 1);   /* duty fields: kind duty only */
+    assert_string_equal(str(L, "P.sustained.runs[4].kind"), "duty");
+    assert_float_equal(num(L, "P.sustained.runs[4].gap_s"), 0.01, 1e-12);
+    assert_int_equal((int)num(L, "P.sustained.runs[4].step_calls"), 32);
+    assert_float_equal(num(L, "P.sustained.runs[4].cycle_s"), 0.09012, 1e-12);
+    assert_string_equal(str(L, "table.concat(P.sustained.runs[4].mhz, ',')"), "1700.0,1650.0,1640.0,1642.0");
     assert_float_equal(num(L, "P.sustained.runs[3].keys"), 1024, 0);
     assert_string_equal(str(L, "P.sustained.runs[1].model"), "dream-7b");
     assert_string_equal(str(L, "P.sustained.runs[1].kind"), "gemm");
