@@ -384,6 +384,7 @@ static uint32_t sustain_windows(const dkv_prof_opts *o)
 static dkv_status duty_steps(prof_ctx *P, uint32_t W, uint32_t cycles, uint32_t step_calls, double gap_s,
                              prof_call fn, void *arg, uint32_t *rep, dkv_prof_sustained *r, dkv_err *err)
 {
+    PR_CU(cudaStreamSynchronize(P->st));   /* the lead spin done: not in the first cycle (it was, up to device call 89) */
     double sum[DKV_PROF_SUSTAIN_MAX_WIN] = {0}, busy = 0, t0 = pr_now();
     uint32_t n[DKV_PROF_SUSTAIN_MAX_WIN] = {0};
     for (uint32_t c = 0; c < cycles; c++) {

@@ -65,6 +65,15 @@ stages: RES... [--check RES...]: the two-stage clock from calls 86 and 87's leve
         settled clocks, the attention's, the rise's time constant), scored against the step probe clocks over a grid of
         the one thing not measured, how the first stage's hold recovers (an integral of the GEMM share leaking with
         tau_h, the second stage from H); nothing shipped.
+duty:   PROFILE [--last N] [--shipped PROFILE --shares PROFILE]: the duty runs of a profile written with `dkv profile
+        --sustain-gaps` (kind duty; docs/COST_MODEL.md "The clock against the duty cycle", device call 89): per model,
+        rows and host idle gap, the step's GPU time, the idle it had (its cycle less the step), the duty cycle and the
+        SMs' clock over the steps of the last N windows (default 4).  --shipped: what that profile's clock block (its
+        settle form and follow time constants) predicts for each run at steady state, the step settling toward its
+        GEMMs' settle clock at the rows and other_mhz for the rest, weighted by the GEMMs' share of the layer's time
+        from --shares (a profile with the sustained gemm and layer runs at the same rows: call 88's).  Nothing fitted.
+        --lead-in-cycle: the runs' cycle_s holds the lead spin spread over the run's steps (dkv before session 27's
+        fix: device call 89's file); the idle is taken without it.
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -614,6 +623,87 @@ def cmd_sustained(a):
     print("best: --settle %s %s %.0f" % (",".join("%d" % r for r in rows), ",".join("%.0f" % f for f in mhz), o))
 
 
+def duty_runs(path):
+    """[(model, rows, calls, call_s, [mhz per window], gap_s, step_calls, cycle_s)] of a profile's duty runs"""
+    out = []
+    for r in re.finditer(r'\{model = "([^"]*)", kind = "duty", rows = ([\d.e+-]+), keys = [\d.e+-]+, calls = (\d+), '
+                         r'call_s = ([\d.e+-]+), nvml_mhz = [\d.e+-]+, mhz = \{([^}]*)\}, gap_s = ([\d.e+-]+), '
+                         r'step_calls = (\d+), cycle_s = ([\d.e+-]+)\}', text(path)):
+        out.append((r.group(1), float(r.group(2)), int(r.group(3)), float(r.group(4)),
+                    [float(v) for v in r.group(5).split(",")], float(r.group(6)), int(r.group(7)), float(r.group(8))))
+    if not out:
+        sys.exit("clock_model: %s: no duty runs (a profile written with dkv profile --sustain-gaps has them)" % path)
+    return out
+
+
+def steady_follow(u, busy, idle, down, up):
+    """The follow form's mean clock over a step at steady state: busy seconds toward u, then idle seconds toward the
+    maximum, repeated (sim/sim_clock.c's follow(); from the maximum until the start clock repeats)"""
+    x = FMAX
+    for _ in range(10000):
+        end, mean = lag(x, u, busy, down, up)
+        nx = lag(end, FMAX, idle, down, up)[0]
+        if abs(nx - x) < 1e-6:
+            break
+        x = nx
+    return lag(x, u, busy, down, up)[1]
+
+
+def cmd_duty(a):
+    runs = duty_runs(a.profile)
+    lead = re.search(r"lead_s = ([\d.e+-]+)", text(a.profile))
+    lead = float(lead.group(1)) if lead and a.lead_in_cycle else 0.0
+    W = len(runs[0][4])
+    if not 1 <= a.last <= W:
+        sys.exit("clock_model: duty --last %d: the runs have %d windows" % (a.last, W))
+    pred = None
+    if a.shipped:
+        if not a.shares:
+            sys.exit("clock_model: duty --shipped needs --shares PROFILE (the sustained gemm and layer runs)")
+        t = text(a.shipped)
+        m = re.search(r"settle = \{rows = \{([^}]*)\}, mhz = \{([^}]*)\}, other_mhz = ([0-9.]+)\}", t)
+        f = re.search(r"follow = \{down_s = ([0-9.e+-]+), up_s = ([0-9.e+-]+)\}", t)
+        if not m or not f:
+            sys.exit("clock_model: duty --shipped %s: no clock.settle and clock.follow blocks" % a.shipped)
+        sr, sf = [float(v) for v in m.group(1).split(",")], [float(v) for v in m.group(2).split(",")]
+        so, down, up = float(m.group(3)), float(f.group(1)), float(f.group(2))
+        sh = sustained_runs(a.shares)
+        gcall = {(r[0], r[2]): r[5] for r in sh if r[1] == "gemm"}
+        lcall = {(r[0], r[2]): r[5] for r in sh if r[1] == "layer"}
+
+        def pred(model, rows, busy, idle):
+            if (model, rows) not in gcall or (model, rows) not in lcall:
+                sys.exit("clock_model: duty --shares %s: no gemm and layer runs of %s at %d rows" % (a.shares, model,
+                                                                                                   rows))
+            g = min(1.0, gcall[(model, rows)] / lcall[(model, rows)])
+            return steady_follow(g * interp((sr, sf), rows) + (1 - g) * so, busy, idle, down, up)
+    print("model       rows  gap ms  step ms  idle ms  duty  SM clock (last %d windows)%s" % (
+        a.last, "  predicted (%s)  error" % a.shipped if pred else ""))
+    by, err = {}, []
+    for model, rows, total, cs, mhz, gap, calls, cyc in runs:
+        busy = calls * cs
+        cyc -= lead / (total / calls)   # the lead spread over the run's steps (--lead-in-cycle)
+        idle = max(0.0, cyc - busy)
+        meas = float(np.mean(mhz[-a.last:]))
+        by.setdefault((rows, gap), []).append(meas)
+        line = "%-11s %5d %7.1f %8.2f %8.2f %5.2f  %5.0f" % (model, rows, 1e3 * gap, 1e3 * busy, 1e3 * idle,
+                                                          busy / cyc, meas)
+        if pred:
+            p = pred(model, rows, busy, idle)
+            err.append(p - meas)
+            line += "  %5.0f  %+5.0f" % (p, p - meas)
+        print(line)
+    gaps = sorted({g for _, g in by})
+    print("the models' mean clock, MHz, by rows (down) and gap (across, ms): %s" % " ".join("%6.0f" % (1e3 * g)
+                                                                                          for g in gaps))
+    for rows in sorted({r for r, _ in by}):
+        print("  %5d rows %s" % (rows, " ".join("%6.0f" % float(np.mean(by[(rows, g)])) if (rows, g) in by else
+                                                "     -" for g in gaps)))
+    if err:
+        print("predicted - measured: mean |e| %.0f MHz over %d runs, mean %+.0f, max |e| %.0f" % (
+            float(np.mean(np.abs(err))), len(err), float(np.mean(err)), float(np.max(np.abs(err)))))
+
+
 def path_fit(mhz, dt, x0):
     """The first-order lag through the windows' means (each dt long) from x0 toward u (the last quarter's mean): the
     time constant (s) of the least squares over a log grid, and u"""
@@ -839,6 +929,13 @@ def main():
     p.add_argument("--last", type=int, default=2, help="windows at the run's end a settle clock is the mean of")
     p.add_argument("--shipped", metavar="PROFILE", help="also score PROFILE's clock.settle against the whole-layer runs")
     p.set_defaults(fn=cmd_sustained)
+    p = sub.add_parser("duty"); p.add_argument("profile")
+    p.add_argument("--last", type=int, default=4, help="windows at the run's end its clock is the mean of")
+    p.add_argument("--shipped", metavar="PROFILE", help="also what PROFILE's clock block predicts for each run")
+    p.add_argument("--shares", metavar="PROFILE", help="with --shipped: a profile with the sustained gemm and layer "
+                                                       "runs at the duty runs' rows (the GEMMs' share of a layer)")
+    p.add_argument("--lead-in-cycle", action="store_true", help="cycle_s holds the lead spin (call 89's file)")
+    p.set_defaults(fn=cmd_duty)
     for q in (sub.choices["rows"], sub.choices["window"], sub.choices["follow"], sub.choices["block"], sub.choices["oracle"]):
         q.add_argument("--probe-rows", action="store_true",
                        help="the rows' clocks from the probe's probe_mhz column (dkv profile --probe) instead of NVML's sm_mhz")

@@ -283,6 +283,47 @@ for r in "a 1694,1331,1276,1292,1319,1344,1325,1319,1318 1792" "b 1675,1325,1278
         fail "call 86 ($1)'s settle clocks moved: $(tail -n 1 "$T/c86.txt")"
 done
 echo "ok: device call 86's sustained runs give the documented settle clocks"
+# duty (dkv profile --sustain-gaps): per run the step's GPU time, its idle (cycle less step; --lead-in-cycle takes the
+# lead spin spread over the run's steps out: 0.3 s over 10 steps), the duty cycle and the last windows' clock; the
+# models' mean by rows and gap; --shipped's steady state of the follow form (GEMM share 0.005 / 0.010 s from --shares:
+# settle 0.5 x 1,290 + 0.5 x 1,900 = 1,595; no idle: 1,595 exactly; 1 s idle, back at the maximum: 1,595 + 385 x
+# 0.002 / 0.1 = 1,603); --shipped without --shares and a profile without duty runs are refused
+cat > "$T/duty.lua" <<'LUA'
+return {
+  format = 1,
+  sustained = {
+    seconds = 2, windows = 4, lead_s = 0.3,
+    runs = {
+      {model = "llada-8b", kind = "duty", rows = 4096, keys = 1024, calls = 100, call_s = 0.01, nvml_mhz = 0, mhz = {1500.0, 1420.0, 1400.0, 1390.0}, gap_s = 0, step_calls = 10, cycle_s = 0.13},
+      {model = "llada-8b", kind = "duty", rows = 4096, keys = 1024, calls = 100, call_s = 0.01, nvml_mhz = 0, mhz = {1600.0, 1600.0, 1590.0, 1580.0}, gap_s = 1, step_calls = 10, cycle_s = 1.13},
+    },
+  },
+}
+LUA
+printf 'return {\n  clock = {\n    max_mhz = 1980, follow = {down_s = 0.002, up_s = 0.1},\n    settle = {rows = {64, 4096}, mhz = {1980, 1290}, other_mhz = 1900},\n  },\n}\n' > "$T/shipped_f.lua"
+$PY scripts/clock_model.py duty "$T/duty.lua" --last 2 --lead-in-cycle --shipped "$T/shipped_f.lua" --shares "$T/sus2.lua" \
+    > "$T/duty.txt" || fail "clock_model duty: $(cat "$T/duty.txt")"
+grep -Eq "^llada-8b +4096 +0\.0 +100\.00 +0\.00 +1\.00 +1395 +1595 +\+200$" "$T/duty.txt" &&
+    grep -Eq "^llada-8b +4096 +1000\.0 +100\.00 +1000\.00 +0\.09 +1585 +1603 +\+18$" "$T/duty.txt" &&
+    grep -Eq "^ +4096 rows +1395 +1585$" "$T/duty.txt" && grep -q "mean |e| 109 MHz over 2 runs, mean +109, max |e| 200" "$T/duty.txt" ||
+    fail "clock_model duty: $(cat "$T/duty.txt")"
+$PY scripts/clock_model.py duty "$T/duty.lua" > "$T/duty0.txt" && grep -Eq "^llada-8b +4096 +0\.0 +100\.00 +30\.00 +0\.77 +1428$" "$T/duty0.txt" ||
+    fail "clock_model duty without --lead-in-cycle: the idle holds the lead"
+if $PY scripts/clock_model.py duty "$T/duty.lua" --shipped "$T/shipped_f.lua" 2> "$T/e"; then fail "--shipped without --shares"; fi
+grep -q "needs --shares" "$T/e" || fail "duty --shipped's error: $(cat "$T/e")"
+if $PY scripts/clock_model.py duty "$T/sus.lua" 2> "$T/e"; then fail "a profile without duty runs was accepted"; fi
+grep -q "no duty runs" "$T/e" || fail "duty's error: $(cat "$T/e")"
+echo "ok: clock_model duty reads the runs, their idle and clock, and the follow form's steady state"
+# device call 89's duty runs give the table and the score docs/COST_MODEL.md "The clock against the duty cycle" quotes
+$PY scripts/clock_model.py duty datasets/hw/2026-12-03/call89/duty.lua.xz --lead-in-cycle \
+    --shipped datasets/profiles/h200-20261203s.lua --shares datasets/hw/2026-12-03/call88/sustained.lua.xz > "$T/c89.txt" ||
+    fail "call 89: $(cat "$T/c89.txt")"
+for l in "    256 rows   1527   1630   1682   1682   1684" "   1024 rows   1413   1447   1491   1601   1645" \
+         "   2048 rows   1425   1426   1455   1539   1601" "   4096 rows   1396   1400   1409   1455   1510" \
+         "predicted - measured: mean |e| 125 MHz over 40 runs, mean +86, max |e| 322"; do
+    grep -qxF -- "$l" "$T/c89.txt" || fail "call 89's duty table moved: '$l' not in $(cat "$T/c89.txt")"
+done
+echo "ok: device call 89's duty runs give the documented clocks and score"
 # path: a run whose windows follow a first-order lag from the maximum (tau 30 ms, 10 ms windows, toward 1,300 MHz)
 # gets its time constant back within 10 % (the settle is the last quarter's mean; a log grid of 200 values);
 # a lead-0 run after it starts from the run before's last window (a rise, tau 80 ms)
