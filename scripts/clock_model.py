@@ -74,6 +74,10 @@ duty:   PROFILE [--last N] [--shipped PROFILE --shares PROFILE]: the duty runs o
         from --shares (a profile with the sustained gemm and layer runs at the same rows: call 88's).  Nothing fitted.
         --lead-in-cycle: the runs' cycle_s holds the lead spin spread over the run's steps (dkv before session 27's
         fix: device call 89's file); the idle is taken without it.
+steps:  RES [--point NAME]: each probe-recorded run's steps side by side, simulated and measured: the plan's query
+        rows (= where the plans agree, x where they do not), the step's time, its error, the simulator's run clock
+        (sm_mhz of the simulated steps) and the step probe's (docs/COST_MODEL.md "The clock against the duty cycle":
+        az:none's steps).
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -704,6 +708,35 @@ def cmd_duty(a):
             float(np.mean(np.abs(err))), len(err), float(np.mean(err)), float(np.max(np.abs(err)))))
 
 
+def cmd_steps(a):
+    """Each run's paired steps: rows, time and clock, simulated against measured"""
+    n_runs, buckets = 0, {}
+    edges = (128, 384, 768, 1536, 3072)
+    for _, pt, rs, ss, _ in probe_runs(a.res):
+        if a.point and pt != a.point and pt.split(":", 1)[-1] != a.point:
+            continue
+        n_runs += 1
+        print("%s (%d real steps, %d simulated): step, plans, query rows sim/real, ms sim/real, error, clock sim/probe "
+              "(MHz)" % (pt, len(rs), len(ss)))
+        for i in range(min(len(rs), len(ss))):
+            same = all(rs[i][c] == ss[i][c] for c in ("n_refresh", "n_reuse", "q_tokens"))
+            print("  %3d %s %6d %6d %8.2f %8.2f %+6.1f %% %6.0f %6.0f" % (
+                i, "=" if same else "x", ss[i]["q_tokens"], rs[i]["q_tokens"], 1e3 * ss[i]["time_s"], 1e3 * rs[i]["time_s"],
+                100 * (ss[i]["time_s"] / rs[i]["time_s"] - 1), ss[i]["sm_mhz"], rs[i]["sm_probe_mhz"]))
+            if same and i > 0 and rs[i]["sm_probe_mhz"] > 0:
+                b = sum(1 for e in edges if rs[i]["q_tokens"] >= e)
+                buckets.setdefault(b, []).append((float(ss[i]["sm_mhz"]), float(rs[i]["sm_probe_mhz"])))
+    if buckets:
+        print("same-plan steps after each run's first, by query rows: steps, median clock simulated / probe (MHz)")
+        for b in sorted(buckets):
+            v = np.array(buckets[b])
+            lo, hi = ([0] + list(edges))[b], (list(edges) + [None])[b]
+            print("  %5d-%-5s %4d  %5.0f %5.0f" % (lo, hi - 1 if hi else "", len(v), float(np.median(v[:, 0])),
+                                                 float(np.median(v[:, 1]))))
+    if not n_runs:
+        sys.exit("clock_model: %s: no probe-recorded run%s" % (a.res, " of point %s" % a.point if a.point else ""))
+
+
 def path_fit(mhz, dt, x0):
     """The first-order lag through the windows' means (each dt long) from x0 toward u (the last quarter's mean): the
     time constant (s) of the least squares over a log grid, and u"""
@@ -929,6 +962,8 @@ def main():
     p.add_argument("--last", type=int, default=2, help="windows at the run's end a settle clock is the mean of")
     p.add_argument("--shipped", metavar="PROFILE", help="also score PROFILE's clock.settle against the whole-layer runs")
     p.set_defaults(fn=cmd_sustained)
+    p = sub.add_parser("steps"); p.add_argument("res"); p.add_argument("--point", help="only this point (e.g. az:none)")
+    p.set_defaults(fn=cmd_steps)
     p = sub.add_parser("duty"); p.add_argument("profile")
     p.add_argument("--last", type=int, default=4, help="windows at the run's end its clock is the mean of")
     p.add_argument("--shipped", metavar="PROFILE", help="also what PROFILE's clock block predicts for each run")

@@ -109,6 +109,12 @@ PYEOF
 $PY scripts/clock_model.py oracle --probe-rows --k 4096,12288 datasets/profiles/h200-20261203r.lua $C84 "$T/ores" > "$T/o.txt" ||
     fail "oracle on the synthetic run set: $(cat "$T/o.txt")"
 grep -Eq "^val:o +[0-9.]+ % ->  0.00 %  \(5 steps\)$" "$T/o.txt" || fail "oracle is not exact: $(cat "$T/o.txt")"
+# steps: the same run set's steps side by side (step 1: simulated 1 ms against 1.12 ms at probe 1,500 MHz)
+$PY scripts/clock_model.py steps "$T/ores" --point val:o > "$T/st.txt" || fail "steps: $(cat "$T/st.txt")"
+grep -Eq "^    1 = +1024 +1024 +1\.00 +1\.12 +-10\.7 % +1980 +1500$" "$T/st.txt" && [ "$(grep -Ec "^ +[0-9]+ [=x] " "$T/st.txt")" = 6 ] && grep -Eq "^ +768-1535 +5 +1980 +1700$" "$T/st.txt" ||
+    fail "steps' table: $(cat "$T/st.txt")"
+if $PY scripts/clock_model.py steps "$T/ores" --point az:none 2> "$T/e"; then fail "steps of a point not there"; fi
+grep -q "no probe-recorded run of point az:none" "$T/e" || fail "steps' error: $(cat "$T/e")"
 if $PY scripts/clock_model.py oracle --probe-rows datasets/profiles/h200-20261203r.lua $C84 "$T/res" 2> "$T/e"; then
     fail "oracle without probe clocks was accepted"; fi
 grep -q "no paired steps with a probe clock" "$T/e" || fail "oracle without probe clocks: $(cat "$T/e")"
