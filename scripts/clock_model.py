@@ -479,9 +479,12 @@ def settle_runs(res):
 
 
 def settle_predict(steps, P):
-    """The follow form's clock over each simulated step with the settle clocks P (GEMMs by rows, the rest one value)"""
+    """The follow form's clock over each simulated step with the settle clocks P (GEMMs by rows, the rest one value).
+    With P["S"] > 0 (settle --slow) a slow state h rises toward the step's GEMM share while it runs (time constant
+    P["ts"]) and decays while idle (P["tr"]), and the step settles at its settle clock less S x h (h's mean over it)"""
     g = lambda m: interp((SETTLE_KNOTS, P["g"]), m)
-    x, at, out = FMAX, None, []
+    x, at, out, h = FMAX, None, [], 0.0
+    S = P.get("S", 0.0)
     for start, dur, q, lr, gt, lt, ot, _, _ in steps:
         den = gt + lt + ot
         pw = P.get("p", 1.0)
@@ -495,6 +498,13 @@ def settle_predict(steps, P):
             settle = min(FMAX, ((gt * g(q) ** pw + lt * g(lr) ** pw + ot * P["o"] ** pw) / tot) ** (1.0 / pw))
         if at is not None:
             x, _ = lag(x, FMAX, start - at, P["d"], P["u"])
+            if S > 0:
+                h *= math.exp(-max(0.0, start - at) / P["tr"])
+        if S > 0 and dur > 0:
+            share = gt / den if den > 0 else 0.0
+            e = math.exp(-dur / P["ts"])
+            settle -= S * (share + (h - share) * P["ts"] / dur * (1 - e))
+            h = share + (h - share) * e
         x, mean = lag(x, settle, dur, P["d"], P["u"])
         at = start + dur
         out.append(mean)
@@ -527,26 +537,30 @@ def cmd_settle(a):
             sys.exit("clock_model: settle --start: %d clocks for the %d row counts %s" % (
                 len(P["g"]), len(SETTLE_KNOTS), ",".join("%d" % k for k in SETTLE_KNOTS)))
     P["p"] = a.mean
+    if a.slow:   # the slow state's depth and time constants, from none (S = 0: the form above)
+        P.update(S=0.0, ts=0.2, tr=0.01)
     objective = lambda Q: settle_errors(fit, Q)[0 if a.weight == "time" else 1]
     best = objective(P)
     print("start: fit %.1f %.1f %+.1f" % settle_errors(fit, P))
     grids = {"p": [1.0, -1.0, -2.0, -3.0, -4.0, -6.0, -9.0],
              "d": [0.002, 0.005, 0.01, 0.02, 0.05, 0.1] + EXTRA_D, "u": [0.05, 0.1, 0.2, 0.3, 0.6, 1.2, 2, 3, 5] + EXTRA_U,
-             "o": [float(v) for v in range(1500, 1981, 20)]}
+             "o": [float(v) for v in range(1500, 1981, 20)], "S": [0, 50, 100, 150, 200, 250, 300, 400],
+             "ts": [0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0], "tr": [0.001, 0.003, 0.01, 0.03, 0.1, 0.3]}
     print("settle clocks (MHz at %s rows; other classes), follow down_s, up_s: time-weighted |e|, |e|, mean e (MHz) "
           "against the probe's step clocks" % ", ".join("%d" % k for k in SETTLE_KNOTS))
-    keys = ["o", "d", "u"] + ["g%d" % i for i in range(len(SETTLE_KNOTS))] + (["p"] if a.free and "p" in a.free.split(",") else [])
+    keys = (["S", "ts", "tr"] if a.slow else []) + ["o", "d", "u"] + ["g%d" % i for i in range(len(SETTLE_KNOTS))] + (
+        ["p"] if a.free and "p" in a.free.split(",") else [])
     if a.free:
         free = [] if a.free == "none" else a.free.split(",")   # none: only score the --start point
         bad = [k for k in free if k not in ("o", "d", "u", "g", "p")]
         if bad:
             sys.exit("clock_model: settle --free: unknown key(s) %s (o, d, u, g, p)" % ",".join(bad))
-        keys = [k for k in keys if k in free or (k[0] == "g" and "g" in free)]
+        keys = [k for k in keys if k in free or (k[0] == "g" and "g" in free) or k in ("S", "ts", "tr")]
     for it in range(4):
         for key in keys:
             cands = grids[key] if key in grids else [min(FMAX, P["g"][int(key[1])] + dv) for dv in range(-200, 201, 10)]
             for c in cands:
-                Q = {"g": list(P["g"]), "o": P["o"], "d": P["d"], "u": P["u"], "p": P.get("p", 1.0)}
+                Q = dict(P, g=list(P["g"]))
                 if key[0] == "g":
                     Q["g"][int(key[1])] = c
                 else:
@@ -558,7 +572,8 @@ def cmd_settle(a):
             "  check %.1f %.1f %+.1f" % settle_errors(chk, P) if chk else "",)))
     print("best: --settle %s %s %g --follow %g %g%s" % (",".join("%d" % k for k in SETTLE_KNOTS),
                                                          ",".join("%.0f" % v for v in P["g"]), P["o"], P["d"], P["u"],
-                                                         "" if P["p"] == 1.0 else " --mean %g" % P["p"]))
+                                                         "" if P["p"] == 1.0 else " --mean %g" % P["p"]) + (
+        "  (slow: S %g MHz, ts %g s, tr %g s)" % (P["S"], P["ts"], P["tr"]) if a.slow else ""))
 
 
 def sustained_runs(path):
@@ -939,6 +954,8 @@ def main():
                    help="the exponent of the power mean that mixes a step's classes' settle clocks (default 1: the "
                         "time-weighted mean; --free p fits it)")
     p.add_argument("--wide", action="store_true", help="the time constants' grid also at down_s 0.2-2 s and up_s 0.02 s")
+    p.add_argument("--slow", action="store_true", help="also a slow state (depth S, time constants ts busy, tr idle) "
+                                                      "that lowers the settle clock after busy work (session 27)")
     p.add_argument("--gaps", action="store_true", help="with --mean below 0: a step's time outside its kernels is idle")
     p.add_argument("--knots", help="the GEMM settle clocks' row counts, comma-separated (default %s)" %
                    ",".join("%d" % k for k in SETTLE_KNOTS))

@@ -162,6 +162,11 @@ $PY scripts/clock_model.py settle --first --weight step --start 1900,1875,1850,1
 grep -Eq "^start: fit 0\.0 0\.0 [-+]0\.0$" "$T/st.txt" || fail "settle's form is not its generator's: $(cat "$T/st.txt")"
 grep -q -- "--settle 64,128,256,512,1024,2048,4096,16384 1900,1875,1850,1750,1650,1550,1450,1350 1800 --follow 0.005 0.3$" \
     "$T/st.txt" || fail "settle moved off its generator: $(tail -n 1 "$T/st.txt")"
+# --slow adds the slow state from none (S = 0: the same form): on the generator's run set it stays at none, error 0
+$PY scripts/clock_model.py settle --slow --first --weight step --start 1900,1875,1850,1750,1650,1550,1450,1350 1800 0.005 0.3 \
+    "$T/sres" > "$T/sts.txt" || fail "settle --slow: $(cat "$T/sts.txt")"
+grep -Eq "^pass 4: fit 0\.0 0\.0 [-+]0\.0$" "$T/sts.txt" && grep -q "(slow: S 0 MHz, ts 0.2 s, tr 0.01 s)$" "$T/sts.txt" ||
+    fail "settle --slow on a run set without a slow state: $(cat "$T/sts.txt")"
 # from the default start the descent lowers the error at every pass
 $PY scripts/clock_model.py settle --first --weight step "$T/sres" > "$T/st2.txt" || fail "settle: $(cat "$T/st2.txt")"
 $PY - "$T/st2.txt" <<'PYEOF' || fail "settle's passes: $(cat "$T/st2.txt")"
