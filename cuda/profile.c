@@ -419,8 +419,8 @@ dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, d
 {
     dkv_prof *p = P->p;
     const double S = P->o->sustain_s;
-    if (P->dry) {
-        P->est[P->sec] += P->o->sustain_lead_s + S + 0.01;
+    if (P->dry) {   /* a duty run takes at least a step a window, each with its gap */
+        P->est[P->sec] += P->o->sustain_lead_s + fmax(S, step_calls ? sustain_windows(P->o) * gap_s : 0) + 0.01;
         P->sec_cases++;
         return DKV_OK;
     }

@@ -42,6 +42,9 @@ if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --e
     # --sustain-gaps: the duty runs instead (--quick: one row count a model, each gap 2 s + the 0.3 s lead)
     [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --sustain-gaps 0,5 --quick)" = 0 ] &&
         grep -q "(quick grid, 2 shapes, 20 repeats): sustained 4.6$" "$T/out" || fail "--sustain-gaps estimate: $(cat "$T/out") $(cat "$T/err")"
+    # a gap longer than SECONDS over the windows: each window still takes a step and its gap (4 x 1 s + 0.3 s lead)
+    [ "$(code "$DKV" profile --estimate --grid sustained --sustain 2 --sustain-gaps 1000 --quick)" = 0 ] &&
+        grep -q "sustained 4.3$" "$T/out" || fail "--sustain-gaps 1000 estimate: $(cat "$T/out") $(cat "$T/err")"
     [ "$(code "$DKV" profile -o "$T/p.lua" --sustain-gaps 5)" = 2 ] && grep -q "need --sustain SECONDS" "$T/err" \
         || fail "--sustain-gaps without --sustain: $(cat "$T/err")"
     for bad in "0,,5:an empty value" "5,:an empty value" "1001:needs a number in \[0, 1000\]" "x:needs a number" \
