@@ -51,4 +51,20 @@ for c in 4 16 64; do
         fail "call 58: the $c-CTA curve is not one LRU of 29-31 MB: $(grep "$c CTA(s)" "$T/o58.txt")"
 done
 grep -q "^| 34.6 | 4.9[0-9] | 26.0[0-9] | 28.2[0-9] |$" "$T/o58.txt" || fail "call 58: the in-place row at 34.6 MB moved"
+# l2drain.py (cuda/bench/l2drain.cu): a stand-in L2 draining 0.1 MB a microsecond while a kernel runs gives its
+# rows back (8 MB dirty, 0.2 drained by the 3 us writer, 1.0 by a 10 us spin, 6.8 left for the flush; the host's
+# idle drains nothing, with --idle 0.1 MB a microsecond of it: all of it in 1 ms); a run whose kernels do not match its manifest fails
+$PY scripts/l2drain.py standin "$T/dm.txt" "$T/dn.csv" --rate 0.1
+$PY scripts/l2drain.py "$T/dm.txt" "$T/dn.csv" > "$T/d.txt" || fail "l2drain.py on the stand-in: $(cat "$T/d.txt")"
+grep -qxF "| 8 | 10 | 0.200, 3.0 | 1.000, 10.0 | 6.800 |" "$T/d.txt" && grep -qxF "| 8 | 1 | 0.200, 3.0 | - | 7.800 |" "$T/d.txt" ||
+    fail "l2drain.py's rows: $(cat "$T/d.txt")"
+$PY scripts/l2drain.py standin "$T/dm2.txt" "$T/dn2.csv" --rate 0.1 --idle
+$PY scripts/l2drain.py "$T/dm2.txt" "$T/dn2.csv" | grep -qxF "| 8 | 1 | 0.200, 3.0 | - | 0.000 |" ||
+    { $PY scripts/l2drain.py "$T/dm2.txt" "$T/dn2.csv" | grep -A6 "### none"; fail "l2drain.py's stand-in with idle drain"; }
+head -n -3 "$T/dn.csv" > "$T/dn3.csv"
+if $PY scripts/l2drain.py "$T/dm.txt" "$T/dn3.csv" 2> "$T/e"; then fail "l2drain.py took a run a kernel short"; fi
+grep -q "has 256 kernels, .* lists 257 launches" "$T/e" || fail "l2drain.py's count error: $(cat "$T/e")"
+sed 's/spin_kernel/read_kernel/' "$T/dn.csv" > "$T/dn4.csv"
+if $PY scripts/l2drain.py "$T/dm.txt" "$T/dn4.csv" 2> "$T/e"; then fail "l2drain.py took a read for a spin"; fi
+grep -q "launch 2 is spin_kernel, Nsight Compute's row .* is read_kernel" "$T/e" || fail "l2drain.py's name error: $(cat "$T/e")"
 echo ok

@@ -1,0 +1,159 @@
+// l2drain.cu - when the GPU's L2 writes dirty lines back to HBM, for core/cost's L2 replay (cost_l2.c,
+// docs/COST_MODEL.md "When the L2 writes back").  Nsight Compute's per-kernel rows of the forward show short
+// kernels writing back almost nothing while longer ones drain what earlier kernels left dirty; this tells time
+// from traffic.  Meant to run under Nsight Compute with caches left alone between kernels, one row per kernel:
+//   nvcc -O3 -arch=sm_90 cuda/bench/l2drain.cu -o l2drain
+//   ncu --csv --cache-control none --clock-control none \
+//       --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+//       --log-file l2drain.csv ./l2drain > l2drain.txt
+//   /usr/bin/python3 scripts/l2drain.py l2drain.txt l2drain.csv
+// stdout is the manifest: one line per launch, in launch order ("k <n> <role> <trial> <kind> <D MB> <x>"),
+// which scripts/l2drain.py pairs with Nsight Compute's rows.
+//
+// Every trial starts from an L2 flushed by reading a 256 MiB buffer (role flush), writes D MB of a probe
+// buffer dirty (role w: a short kernel), runs the middle kernel (role m), then flushes again (role h: its DRAM
+// writes are the probe's lines still dirty).  Middle kernels, by kind:
+//   spin     every SM spins x microseconds on the global timer, no memory traffic: a drain in time shows as
+//            the spin's DRAM writes growing with x;
+//   spin1    one CTA spins x microseconds (the GPU nearly idle);
+//   read     reads x MB of another buffer (well under the L2): a drain by traffic grows with x;
+//   none     no middle kernel (x 0): the host idles x milliseconds between w and h instead.
+// Then (kind slow) the probe is written by a kernel that writes its D MB over x microseconds (each CTA writes its
+// share, then spins): how much of a kernel's own writes it writes back, by its length.
+#include <cstdio>
+#include <cstdint>
+#include <cstdlib>
+#include <unistd.h>
+#include <cuda_runtime.h>
+#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1);} } while (0)
+
+static const int BLOCK = 256;
+static const size_t MB = 1000000;
+
+__device__ unsigned long long now_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void read_kernel(const uint4 *__restrict__ p, size_t n_vec, unsigned *out)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned acc = 0;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n_vec; e += stride) {
+        uint4 v = p[e];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u)
+        out[0] = acc;
+}
+
+// Writes n_vec 16-byte vectors; with spin_ns > 0 each CTA writes its share, then spins until spin_ns after its
+// start (the writes early in a kernel spin_ns long).
+__global__ void write_kernel(uint4 *__restrict__ p, size_t n_vec, unsigned seed, unsigned long long spin_ns)
+{
+    unsigned long long t0 = now_ns();
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n_vec; e += stride)
+        p[e] = make_uint4((unsigned)e ^ seed, seed, (unsigned)(e >> 32), ~seed);
+    while (spin_ns && now_ns() - t0 < spin_ns)
+        ;
+}
+
+__global__ void spin_kernel(unsigned long long ns, unsigned *out)
+{
+    unsigned long long t0 = now_ns(), n = 0;
+    while (now_ns() - t0 < ns)
+        n++;
+    if (n == 0xffffffffffffull)
+        out[1] = (unsigned)n;
+}
+
+static int n_launch = 0, grid_;
+static uint4 *probe_, *other_, *flush_;
+static unsigned *out_;
+
+static void manifest(const char *role, int trial, const char *kind, double d, double x)
+{
+    printf("k %d %s %d %s %.3f %.3f\n", n_launch++, role, trial, kind, d, x);
+}
+
+static void flush(int trial, const char *kind, double d, double x, const char *role)
+{
+    manifest(role, trial, kind, d, x);
+    read_kernel<<<grid_, BLOCK>>>(flush_, (256ull << 20) / 16, out_);
+    CK(cudaGetLastError());
+}
+
+static void write_probe(int trial, const char *kind, double d, double x, unsigned long long spin_ns)
+{
+    manifest("w", trial, kind, d, x);
+    write_kernel<<<grid_, BLOCK>>>(probe_, (size_t)(d * MB) / 16, (unsigned)trial * 2654435761u, spin_ns);
+    CK(cudaGetLastError());
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) {
+        fprintf(stderr, "usage: l2drain  (no arguments; run under ncu, see the file's head)\n");
+        return 2;
+    }
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    grid_ = prop.multiProcessorCount * 4;
+    printf("# l2drain: %s, %d SMs, L2 %d bytes\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize);
+    CK(cudaMalloc(&probe_, 32 * MB));
+    CK(cudaMalloc(&other_, 32 * MB));
+    CK(cudaMalloc(&flush_, 256ull << 20));
+    CK(cudaMalloc(&out_, 64));
+    CK(cudaMemset(other_, 1, 32 * MB));
+    CK(cudaMemset(flush_, 2, 256ull << 20));
+    CK(cudaMemset(probe_, 3, 32 * MB));
+    CK(cudaDeviceSynchronize());
+    const double ds[] = {1, 8};
+    const double us[] = {2, 5, 10, 20, 50, 100, 200, 500, 1000};
+    const double reads[] = {0.5, 1, 2, 4, 8};
+    const double idle_ms[] = {1, 10, 100};
+    int trial = 0;
+    for (double d : ds) {
+        for (int one = 0; one < 2; one++)
+            for (double x : us) {
+                const char *k = one ? "spin1" : "spin";
+                flush(trial, k, d, x, "flush");
+                write_probe(trial, k, d, x, 0);
+                manifest("m", trial, k, d, x);
+                spin_kernel<<<one ? 1 : grid_, BLOCK>>>((unsigned long long)(x * 1e3), out_);
+                CK(cudaGetLastError());
+                flush(trial, k, d, x, "h");
+                trial++;
+            }
+        for (double x : reads) {
+            flush(trial, "read", d, x, "flush");
+            write_probe(trial, "read", d, x, 0);
+            manifest("m", trial, "read", d, x);
+            read_kernel<<<grid_, BLOCK>>>(other_, (size_t)(x * MB) / 16, out_);
+            CK(cudaGetLastError());
+            flush(trial, "read", d, x, "h");
+            trial++;
+        }
+        for (double x : idle_ms) {
+            flush(trial, "none", d, x, "flush");
+            write_probe(trial, "none", d, x, 0);
+            CK(cudaDeviceSynchronize());
+            usleep((useconds_t)(x * 1e3));
+            flush(trial, "none", d, x, "h");
+            trial++;
+        }
+        for (double x : us) {
+            flush(trial, "slow", d, x, "flush");
+            write_probe(trial, "slow", d, x, (unsigned long long)(x * 1e3));
+            flush(trial, "slow", d, x, "h");
+            trial++;
+        }
+    }
+    flush(trial, "end", 0, 0, "flush");
+    CK(cudaDeviceSynchronize());
+    printf("# %d launches, %d trials\n", n_launch, trial);
+    return 0;
+}

@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""l2drain.py - when the GPU's L2 writes dirty lines back, from cuda/bench/l2drain.cu under Nsight Compute
+(docs/COST_MODEL.md "When the L2 writes back").
+
+    /usr/bin/python3 scripts/l2drain.py MANIFEST.txt NCU.csv
+    /usr/bin/python3 scripts/l2drain.py standin MANIFEST.txt NCU.csv --rate MB_PER_US [--idle]
+
+MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch, in launch order);
+NCU.csv: `ncu --csv --cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum,
+gpu__time_duration.sum per kernel).  Kernels are paired in launch order; a count or name mismatch is an error.
+
+Prints one table per kind, a row per trial: the probe's D MB written dirty (role w: its own DRAM writes and
+duration), the middle kernel (role m: spin / spin1 x microseconds, read x MB; none: the host idled x ms) with its
+DRAM writes and duration, and the flush after (role h: the probe's lines still dirty).  A drain in time shows as the
+middle kernel's writes growing with its duration at no traffic (spin); a drain by traffic as the read's growing
+with x; a drain while idle as the flush's writes falling with the host's idle (none).  Kind slow: the probe written
+by a kernel x microseconds long (its writes first, then a spin): its own writes against its length.
+
+`standin` writes MANIFEST and NCU.csv from a model L2 instead of a GPU, to test this script (tests/e2e/
+test_l2probe.sh): dirty lines drain at MB_PER_US while a kernel runs (none while the GPU idles, unless --idle),
+every kernel of the plan lasting as its x says (spin, slow) or 3 us.
+"""
+import csv
+import sys
+
+MB = 1e6
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
+UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9,
+         "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "ns": 1e-9, "us": 1e-6, "ms": 1e-3}
+KERNEL_OF = {"flush": "read_kernel", "h": "read_kernel", "w": "write_kernel"}
+MIDDLE = {"spin": "spin_kernel", "spin1": "spin_kernel", "read": "read_kernel"}
+KINDS = ("spin", "spin1", "read", "none", "slow")
+
+
+def die(msg):
+    sys.stderr.write("l2drain.py: %s\n" % msg)
+    sys.exit(1)
+
+
+def read_manifest(path):
+    out = []
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    for i, l in enumerate(lines, 1):
+        if not l.startswith("k "):
+            continue
+        f = l.split()
+        if len(f) != 7:
+            die("%s:%d: expected 7 fields (k n role trial kind D_MB x), got %d" % (path, i, len(f)))
+        try:
+            out.append({"n": int(f[1]), "role": f[2], "trial": int(f[3]), "kind": f[4], "d": float(f[5]),
+                        "x": float(f[6]), "line": i})
+        except ValueError:
+            die("%s:%d: a number field does not parse: %r" % (path, i, l))
+        if out[-1]["n"] != len(out) - 1:
+            die("%s:%d: launch %d out of order (expected %d)" % (path, i, out[-1]["n"], len(out) - 1))
+    if not out:
+        die("%s: no launch lines ('k ...'): not l2drain's output?" % path)
+    return out
+
+
+def read_ncu(path):
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
+    if start is None:
+        die("%s: no ncu CSV header (a line starting with \"ID\")" % path)
+    rows, order = {}, []
+    for j, r in enumerate(csv.DictReader(lines[start:]), start + 2):
+        try:
+            k = int(r["ID"])
+        except (KeyError, ValueError, TypeError):
+            die("%s:%d: no kernel ID" % (path, j))
+        if k not in rows:
+            rows[k] = {"name": r.get("Kernel Name", "").split("(")[0].split()[-1], "line": j}
+            order.append(k)
+        m = r.get("Metric Name")
+        if m in METRICS:
+            unit = r.get("Metric Unit", "")
+            if unit not in UNITS:
+                die("%s:%d: unit %r of %s not known" % (path, j, unit, m))
+            try:
+                rows[k][m] = float(r["Metric Value"].replace(",", "")) * UNITS[unit]
+            except ValueError:
+                die("%s:%d: %s value %r does not parse" % (path, j, m, r["Metric Value"]))
+    for k in order:
+        for m in METRICS:
+            if m not in rows[k]:
+                die("%s:%d: kernel %d has no %s" % (path, rows[k]["line"], k, m))
+    return [rows[k] for k in order]
+
+
+def pair(man, ncu, mpath, npath):
+    if len(ncu) != len(man):
+        die("%s has %d kernels, %s lists %d launches" % (npath, len(ncu), mpath, len(man)))
+    for m, k in zip(man, ncu):
+        want = MIDDLE.get(m["kind"]) if m["role"] == "m" else KERNEL_OF.get(m["role"])
+        if want is None:
+            die("%s:%d: role %r of kind %r not known" % (mpath, m["line"], m["role"], m["kind"]))
+        if k["name"] != want:
+            die("%s:%d: launch %d is %s, Nsight Compute's row %d is %s" % (mpath, m["line"], m["n"], want, k["line"],
+                                                                          k["name"]))
+        m.update(rd=k["dram__bytes_read.sum"], wr=k["dram__bytes_write.sum"], t=k["gpu__time_duration.sum"])
+
+
+def report(man):
+    trials = {}
+    for m in man:
+        if m["kind"] in KINDS:
+            trials.setdefault(m["trial"], {})[m["role"]] = m
+    for kind in KINDS:
+        rows = [t for t in trials.values() if t.get("w", t.get("h"))["kind"] == kind]
+        if not rows:
+            continue
+        unit = {"read": "MB read", "none": "ms idle"}.get(kind, "us")
+        print("\n### %s\n" % kind)
+        print("| D MB | x (%s) | w: writes MB, us | m: writes MB, us | h: writes MB (still dirty) |" % unit)
+        print("|---|---|---|---|---|")
+        for t in sorted(rows, key=lambda t: (t["w"]["d"], t["w"]["x"])):
+            w, h, m = t["w"], t["h"], t.get("m")
+            mid = "%.3f, %.1f" % (m["wr"] / MB, m["t"] * 1e6) if m else "-"
+            print("| %g | %g | %.3f, %.1f | %s | %.3f |" % (w["d"], w["x"], w["wr"] / MB, w["t"] * 1e6, mid, h["wr"] / MB))
+
+
+def standin(mpath, npath, rate, idle):
+    """A model run: launches as l2drain.cu makes them; dirty bytes drain at rate MB/us while a kernel runs"""
+    import itertools
+    man, n = [], itertools.count()
+    trial = 0
+    for d in (1, 8):
+        for kind, xs in (("spin", (2, 5, 10, 20, 50, 100, 200, 500, 1000)), ("spin1", (2, 5, 10, 20, 50, 100, 200, 500, 1000)),
+                         ("read", (0.5, 1, 2, 4, 8)), ("none", (1, 10, 100)), ("slow", (2, 5, 10, 20, 50, 100, 200, 500, 1000))):
+            for x in xs:
+                roles = ["flush", "w"] + (["m"] if kind in MIDDLE else []) + ["h"]
+                man += [(next(n), r, trial, kind, d, x) for r in roles]
+                trial += 1
+    man.append((next(n), "flush", trial, "end", 0, 0))
+    rows, dirty = [], 0.0
+    for k, role, tr, kind, d, x in man:
+        name = MIDDLE.get(kind) if role == "m" else KERNEL_OF[role]
+        t = x if (role == "m" and kind in ("spin", "spin1")) or (role == "w" and kind == "slow") else 3.0
+        wr = 0.0
+        if role in ("flush", "h"):
+            wr, dirty = dirty, 0.0
+        elif role == "w":
+            own = min(d, rate * max(0.0, t - 1.0))   # what the writer's own run drains of its writes (written by 1 us)
+            wr, dirty = own, d - own
+        else:
+            wr = min(dirty, rate * t)
+            dirty -= wr
+        if role == "w" and kind == "none" and idle:
+            dirty = max(0.0, dirty - rate * x * 1e3)
+        rows.append((k, name, wr * MB, (d * MB if role == "w" else 0.0), t))
+    with open(mpath, "w") as f:
+        f.write("# l2drain: stand-in, drain %g MB/us%s\n" % (rate, " (also idle)" if idle else ""))
+        for k, role, tr, kind, d, x in man:
+            f.write("k %d %s %d %s %.3f %.3f\n" % (k, role, tr, kind, d, x))
+    with open(npath, "w") as f:
+        f.write('"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n')
+        for k, name, wr, rd, t in rows:
+            f.write('"%d","%s(int)","dram__bytes_read.sum","byte","%.0f"\n' % (k, name, rd))
+            f.write('"%d","%s(int)","dram__bytes_write.sum","byte","%.0f"\n' % (k, name, wr))
+            f.write('"%d","%s(int)","gpu__time_duration.sum","nsecond","%.0f"\n' % (k, name, t * 1e3))
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    if len(argv) >= 4 and argv[1] == "standin":
+        rate, idle = None, "--idle" in argv
+        if "--rate" in argv and argv.index("--rate") + 1 < len(argv):
+            try:
+                rate = float(argv[argv.index("--rate") + 1])
+            except ValueError:
+                pass
+        if rate is None or rate < 0:
+            die("standin needs --rate MB_PER_US (a number >= 0)")
+        standin(argv[2], argv[3], rate, idle)
+        return 0
+    if len(argv) != 3:
+        die("usage: l2drain.py MANIFEST.txt NCU.csv | standin MANIFEST.txt NCU.csv --rate MB_PER_US [--idle]")
+    man, ncu = read_manifest(argv[1]), read_ncu(argv[2])
+    pair(man, ncu, argv[1], argv[2])
+    report(man)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
