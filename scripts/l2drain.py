@@ -20,13 +20,12 @@ by a kernel x microseconds long (its writes first, then a spin): its own writes 
 test_l2probe.sh): dirty lines drain at MB_PER_US while a kernel runs (none while the GPU idles, unless --idle),
 every kernel of the plan lasting as its x says (spin, slow) or 3 us.
 """
-import csv
 import sys
+
+import ncu_rows
 
 MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
-UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9,
-         "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "ns": 1e-9, "us": 1e-6, "ms": 1e-3}
 KERNEL_OF = {"flush": "read_kernel", "h": "read_kernel", "w": "write_kernel"}
 MIDDLE = {"spin": "spin_kernel", "spin1": "spin_kernel", "read": "read_kernel"}
 KINDS = ("spin", "spin1", "read", "none", "slow")
@@ -38,60 +37,14 @@ def die(msg):
 
 
 def read_manifest(path):
-    out = []
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
-    for i, l in enumerate(lines, 1):
-        if not l.startswith("k "):
-            continue
-        f = l.split()
-        if len(f) != 7:
-            die("%s:%d: expected 7 fields (k n role trial kind D_MB x), got %d" % (path, i, len(f)))
-        try:
-            out.append({"n": int(f[1]), "role": f[2], "trial": int(f[3]), "kind": f[4], "d": float(f[5]),
-                        "x": float(f[6]), "line": i})
-        except ValueError:
-            die("%s:%d: a number field does not parse: %r" % (path, i, l))
-        if out[-1]["n"] != len(out) - 1:
-            die("%s:%d: launch %d out of order (expected %d)" % (path, i, out[-1]["n"], len(out) - 1))
-    if not out:
-        die("%s: no launch lines ('k ...'): not l2drain's output?" % path)
-    return out
+    return ncu_rows.read_manifest(path, (("role", str), ("trial", int), ("kind", str), ("d", float), ("x", float)), die, "l2drain")
 
 
 def read_ncu(path):
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
-    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
-    if start is None:
-        die("%s: no ncu CSV header (a line starting with \"ID\")" % path)
-    rows, order = {}, []
-    for j, r in enumerate(csv.DictReader(lines[start:]), start + 2):
-        try:
-            k = int(r["ID"])
-        except (KeyError, ValueError, TypeError):
-            die("%s:%d: no kernel ID" % (path, j))
-        if k not in rows:
-            rows[k] = {"name": r.get("Kernel Name", "").split("(")[0].split()[-1], "line": j}
-            order.append(k)
-        m = r.get("Metric Name")
-        if m in METRICS:
-            unit = r.get("Metric Unit", "")
-            if unit not in UNITS:
-                die("%s:%d: unit %r of %s not known" % (path, j, unit, m))
-            try:
-                rows[k][m] = float(r["Metric Value"].replace(",", "")) * UNITS[unit]
-            except ValueError:
-                die("%s:%d: %s value %r does not parse" % (path, j, m, r["Metric Value"]))
-    for k in order:
-        for m in METRICS:
-            if m not in rows[k]:
-                die("%s:%d: kernel %d has no %s" % (path, rows[k]["line"], k, m))
-    return [rows[k] for k in order]
+    rows = ncu_rows.read_ncu(path, METRICS, die)
+    for r in rows:   # the kernel's bare name: "void spin_kernel(unsigned long long, ...)" -> spin_kernel
+        r["name"] = r["name"].split("(")[0].split()[-1] if r["name"] else ""
+    return rows
 
 
 def pair(man, ncu, mpath, npath):

@@ -27,9 +27,10 @@ import csv
 import math
 import sys
 
+import ncu_rows
+
 MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
-UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9}
 KERNEL_OF = {"flush": "read_kernel", "w": None, "r": "read_kernel", "h": "read_kernel", "t": "tiny_kernel",
              "rw": "rows_kernel", "ip": "inplace_kernel"}
 STREAMS = [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 48, 56, 64, 80, 100, 128]
@@ -41,62 +42,11 @@ def die(msg):
 
 
 def read_manifest(path):
-    out = []
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
-    for i, l in enumerate(lines, 1):
-        if not l.startswith("k "):
-            continue
-        f = l.split()
-        if len(f) != 8:
-            die("%s:%d: expected 8 fields (k n role trial kind probe_MB stream_MB copies), got %d" % (path, i, len(f)))
-        try:
-            out.append({"n": int(f[1]), "role": f[2], "trial": int(f[3]), "kind": f[4], "d": float(f[5]),
-                        "s": float(f[6]), "copies": int(f[7]), "line": i})
-        except ValueError:
-            die("%s:%d: a number field does not parse: %r" % (path, i, l))
-        if out[-1]["n"] != len(out) - 1:
-            die("%s:%d: launch %d out of order (expected %d)" % (path, i, out[-1]["n"], len(out) - 1))
-    if not out:
-        die("%s: no launch lines ('k ...'): not l2probe's output?" % path)
-    return out
+    return ncu_rows.read_manifest(path, (("role", str), ("trial", int), ("kind", str), ("d", float), ("s", float), ("copies", int)), die, "l2probe")
 
 
 def read_ncu(path):
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
-    start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
-    if start is None:
-        die("%s: no ncu CSV header (a line starting with \"ID\")" % path)
-    rows, order = {}, []
-    for j, r in enumerate(csv.DictReader(lines[start:]), start + 2):
-        try:
-            k = int(r["ID"])
-        except (KeyError, ValueError, TypeError):
-            die("%s:%d: no kernel ID" % (path, j))
-        if k not in rows:
-            rows[k] = {"name": r.get("Kernel Name", ""), "line": j}
-            order.append(k)
-        m = r.get("Metric Name")
-        if m in METRICS:
-            unit = r.get("Metric Unit", "byte")
-            if unit not in UNITS:
-                die("%s:%d: unit %r of %s not known" % (path, j, unit, m))
-            try:
-                rows[k][m] = float(r["Metric Value"].replace(",", "")) * UNITS[unit]
-            except ValueError:
-                die("%s:%d: %s value %r does not parse" % (path, j, m, r["Metric Value"]))
-    out = []
-    for k in order:
-        for m in METRICS:
-            if m not in rows[k]:
-                die("%s:%d: kernel %d has no %s" % (path, rows[k]["line"], k, m))
-        out.append(rows[k])
-    return out
+    return ncu_rows.read_ncu(path, METRICS, die)
 
 
 def pair(man, ncu, mpath, npath):
