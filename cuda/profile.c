@@ -432,7 +432,7 @@ dkv_status pr_sustain(prof_ctx *P, uint32_t model, uint32_t kind, double rows, d
     const uint32_t W = sustain_windows(P->o);
     if (W > DKV_PROF_SUSTAIN_MAX_WIN)
         return dkv_err_set(err, DKV_EINVAL, "dkv profile: %u sustained windows (at most %d)", W, DKV_PROF_SUSTAIN_MAX_WIN);
-    for (uint32_t w = 0; w < W; w++)
+    for (uint32_t w = 0; w < (step_calls ? 1 : W); w++)   /* a duty run reads one probe a step */
         if (!P->sprobe[w])
             PR_TRY(dkv_sm_probe_open(P->o->device, &P->sprobe[w], err));
     uint32_t rep = 0;

@@ -412,9 +412,9 @@ dkv_status pr_layer_sustain(prof_ctx *P, uint32_t mi, uint32_t T, uint32_t K, do
 {
     const dkv_model *m = &P->o->models[mi];
     heads h = {m->n_heads, m->n_kv_heads, m->head_dim};
-    uint32_t C = m->hidden, QD = h.H * h.D, QKV = QD + 2 * h.Hkv * h.D, F = m->ffn;
-    layer_all_arg l = {.g = {{T, C, QKV, 0, m->qkv_bias}, {T, QD, C, 1, false}, {T, C, 2 * F, 0, false}, {T, F, C, 1, false}},
-                       .norm = {0, T, C, 0, 0}, .swiglu = {2, T, F, 0, 0}};
+    uint32_t F = m->ffn;
+    layer_all_arg l = {.norm = {0, T, m->hidden, 0, 0}, .swiglu = {2, T, F, 0, 0}};
+    pr_layer_gemms(m, T, l.g);
     if (!attn_fits(P, h, T, K) || (size_t)T * 2 * F * 2 > P->out_bytes || (size_t)T * F * 2 > ((size_t)1 << 30))
         return DKV_OK;
     if (!P->dry)

@@ -122,6 +122,13 @@ dkv_status pr_sec_lm_head(prof_ctx *P, dkv_err *err)
 
 /* ---- sustained runs (opts.sustain_s): the clock seconds of one shape's work settle at */
 
+void pr_layer_gemms(const dkv_model *m, uint32_t T, gemm_arg g[4])
+{
+    uint32_t C = m->hidden, QD = m->n_heads * m->head_dim, QKV = QD + 2 * m->n_kv_heads * m->head_dim, F = m->ffn;
+    g[0] = (gemm_arg){T, C, QKV, 0, m->qkv_bias}, g[1] = (gemm_arg){T, QD, C, 1, false};
+    g[2] = (gemm_arg){T, C, 2 * F, 0, false}, g[3] = (gemm_arg){T, F, C, 1, false};
+}
+
 typedef struct layer_arg {
     gemm_arg g[4];
 } layer_arg;
@@ -162,12 +169,10 @@ dkv_status pr_sec_sustained(prof_ctx *P, dkv_err *err)
     const uint32_t *rows = P->o->quick ? quick : full;
     uint32_t nr = P->o->quick ? 2 : (uint32_t)(sizeof full / sizeof full[0]);
     for (uint32_t mi = 0; mi < P->o->n_models; mi++) {
-        const dkv_model *m = &P->o->models[mi];
-        uint32_t C = m->hidden, QD = m->n_heads * m->head_dim, QKV = QD + 2 * m->n_kv_heads * m->head_dim, F = m->ffn;
         for (uint32_t i = 0; i < nr; i++) {
             uint32_t T = rows[i];
-            layer_arg l = {{{T, C, QKV, 0, m->qkv_bias}, {T, QD, C, 1, false}, {T, C, 2 * F, 0, false},
-                            {T, F, C, 1, false}}};
+            layer_arg l;
+            pr_layer_gemms(&P->o->models[mi], T, l.g);
             bool ok = true;
             for (int k = 0; k < 4; k++)
                 ok &= fits(P, &l.g[k]);

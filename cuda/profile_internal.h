@@ -123,6 +123,9 @@ typedef struct gemm_arg {
     bool     bias;
 } gemm_arg;
 dkv_status pr_gemm_call(prof_ctx *P, void *arg, uint32_t rep, dkv_err *err);
+/* profile_gemm.c: model m's layer GEMMs at T rows, in the forward's order: q|k|v (its bias), o (beta 1), gate|up,
+ * down (beta 1) */
+void pr_layer_gemms(const dkv_model *m, uint32_t T, gemm_arg g[4]);
 /* profile_misc.c: one elementwise kernel (kind 0 rmsnorm, 1 rope, 2 swiglu, 3 embedding, 4 unmask) */
 typedef struct ew_arg {
     uint32_t kind, T, C, heads, hd;

@@ -642,6 +642,12 @@ def cmd_sustained(a):
     print("best: --settle %s %s %.0f" % (",".join("%d" % r for r in rows), ",".join("%.0f" % f for f in mhz), o))
 
 
+def sustained_lead(path):
+    """The sustained block's lead spin, seconds (0.3 where the block predates lead_s: device call 86's files)"""
+    m = re.search(r"lead_s = ([\d.e+-]+)", text(path))
+    return float(m.group(1)) if m else 0.3
+
+
 def duty_runs(path):
     """[(model, rows, calls, call_s, [mhz per window], gap_s, step_calls, cycle_s)] of a profile's duty runs"""
     out = []
@@ -670,8 +676,7 @@ def steady_follow(u, busy, idle, down, up):
 
 def cmd_duty(a):
     runs = duty_runs(a.profile)
-    lead = re.search(r"lead_s = ([\d.e+-]+)", text(a.profile))
-    lead = float(lead.group(1)) if lead and a.lead_in_cycle else 0.0
+    lead = sustained_lead(a.profile) if a.lead_in_cycle else 0.0
     W = len(runs[0][4])
     if not 1 <= a.last <= W:
         sys.exit("clock_model: duty --last %d: the runs have %d windows" % (a.last, W))
@@ -771,8 +776,7 @@ def path_fit(mhz, dt, x0):
 
 def cmd_path(a):
     """Each sustained run's clock path and the time constant of a first-order lag through it"""
-    lead = re.search(r"lead_s = ([\d.e+-]+)", text(a.profile))
-    lead = float(lead.group(1)) if lead else 0.3
+    lead = sustained_lead(a.profile)
     runs = sustained_runs(a.profile)
     print("lead %g s; per run: window length, the clock's start (the maximum after a lead, else the run before's last "
           "window), its first windows, settle (the last quarter's mean), the lag's time constant and rms (MHz)" % lead)
