@@ -186,6 +186,9 @@ typedef struct dkv_prof_opts {
     int              device;
     bool             l2_warm;  /* no L2 flush before the timed calls (the method before 2026-12-02) */
     uint32_t         min_rows; /* gemm, gemm_grid: only shapes of at least this many rows (0: all) */
+    uint32_t         gemm_step; /* gemm: > 0: the class tables at every multiple of this many rows up to 8,192 instead
+                                   of the grid's rows (the staircase between them; docs/COST_MODEL.md "GEMM rows between
+                                   the grid's") */
     bool             states;   /* also time every row cool and hot (dkv_prof_row.cool_s ...; needs NVML) */
     bool             probe;    /* the SMs' own clock over each row's timed calls (dkv_prof_row.probe_mhz; cuda/sm_probe.h) */
     double           sustain_s;  /* > 0: the sustained section runs (in `sections` or with all), this many seconds a

@@ -47,11 +47,14 @@ dkv_status pr_sec_gemm(prof_ctx *P, dkv_err *err)
 {
     const uint32_t *rows;
     uint32_t nr = pr_rows(P, &rows), nb = P->o->quick ? 0 : (uint32_t)(sizeof big_rows / sizeof big_rows[0]);
+    uint32_t step = P->o->gemm_step;
+    if (step)   /* every multiple of step to 8,192 rows (the backend's warm-up range), nothing beyond */
+        nr = 8192 / step, nb = 0;
     for (uint32_t mi = 0; mi < P->o->n_models; mi++) {
         const dkv_model *m = &P->o->models[mi];
         uint32_t C = m->hidden, QD = m->n_heads * m->head_dim, QKV = QD + 2 * m->n_kv_heads * m->head_dim, F = m->ffn;
         for (uint32_t i = 0; i < nr + nb; i++) {
-            uint32_t T = i < nr ? rows[i] : big_rows[i - nr];
+            uint32_t T = step ? (i + 1) * step : i < nr ? rows[i] : big_rows[i - nr];
             PR_TRY(one(P, "qkv", "dkv_cuda_gemm (x w^T + bias), the fused q|k|v projection", (gemm_arg){T, C, QKV, 0, m->qkv_bias},
                        err));
             PR_TRY(one(P, "o", "dkv_cuda_gemm with beta 1 (the residual add fused)", (gemm_arg){T, QD, C, 1, false}, err));

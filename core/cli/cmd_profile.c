@@ -57,6 +57,10 @@ static void usage(FILE *f)
           "  --root DIR           project root for the model presets (default .)\n"
           "  --min-rows N         the GEMM sections (gemm, gemm_grid) measure only shapes of at least N\n"
           "                       rows (default 0: all): new rows for an existing profile, merged by hand\n"
+          "  --gemm-step N        the gemm section times the models' class GEMMs at every multiple of N rows\n"
+          "                       (8 to 8,192, a multiple of 8) up to 8,192 instead of the grid's rows: the\n"
+          "                       staircase between the grid's rows (scripts/gemm_steps.py; docs/COST_MODEL.md\n"
+          "                       \"GEMM rows between the grid's\")\n"
           "  --states             also time every shape in two power states (cool: each call after a\n"
           "                       one-thread spin; hot: each right after a heater GEMM), the SM clock\n"
           "                       sampled while they run\n"
@@ -90,7 +94,7 @@ typedef struct opts {
     int         n_models, device, quick, estimate, l2_warm, states, probe;
     double      deadline;
     long        repeats, warmup;
-    double      min_rows, sustain, sustain_windows, sustain_lead;
+    double      min_rows, gemm_step, sustain, sustain_windows, sustain_lead;
     double      gaps_s[MAX_GAPS];
     int         n_gaps;
 } opts;
@@ -198,6 +202,15 @@ static int parse(int argc, char **argv, opts *o)
             if (!parse_num(a, v, 0, 1 << 20, &o->min_rows))
                 return 0;
             i++;
+        } else if (strcmp(a, "--gemm-step") == 0) {
+            if (!parse_num(a, v, 8, 8192, &o->gemm_step))
+                return 0;
+            if (o->gemm_step != (double)(8 * (int)(o->gemm_step / 8))) {
+                fprintf(stderr, "dkv profile: --gemm-step needs a multiple of 8 rows (the backend's GEMM warm-up "
+                                "grid), got '%s'\n", v);
+                return 0;
+            }
+            i++;
         } else if (strcmp(a, "--deadline") == 0 || strcmp(a, "--repeats") == 0 || strcmp(a, "--warmup") == 0 ||
                    strcmp(a, "--device") == 0) {
             double lo = a[2] == 'r' ? 3 : 0, hi = a[2] == 'd' && a[3] == 'e' && a[4] == 'a' ? 86400 : a[2] == 'r' ? 62 : 64;
@@ -238,6 +251,11 @@ static int parse(int argc, char **argv, opts *o)
         if (!named && o->sustain > 0) {
             fprintf(stderr, "dkv profile: --sustain: --grid '%s' leaves the sustained section out (add sustained)\n",
                     o->grid);
+            return 0;
+        }
+        if (o->gemm_step > 0 && !strstr(g, ",gemm,")) {
+            fprintf(stderr, "dkv profile: --gemm-step changes only the gemm section: --grid '%s' leaves it out "
+                            "(add gemm)\n", o->grid);
             return 0;
         }
     }
@@ -309,6 +327,7 @@ int dkv_cmd_profile(int argc, char **argv)
                               .n_models = (uint32_t)o.n_models, .quick = o.quick, .estimate = o.estimate,
                               .deadline = o.deadline, .repeats = (uint32_t)o.repeats, .warmup = (uint32_t)o.warmup,
                               .device = o.device, .l2_warm = o.l2_warm, .min_rows = (uint32_t)o.min_rows,
+                              .gemm_step = (uint32_t)o.gemm_step,
                               .states = o.states != 0, .probe = o.probe != 0, .sustain_s = o.sustain,
                               .sustain_windows = (uint32_t)o.sustain_windows, .sustain_lead_s = o.sustain_lead,
                               .sustain_gaps_s = o.gaps_s, .n_sustain_gaps = (uint32_t)o.n_gaps,

@@ -73,6 +73,7 @@ int dkv_cli_profile_main(const dkv_cli_profile_args *a)
     o.models = a->models, o.n_models = a->n_models, o.quick = a->quick, o.deadline_s = a->deadline;
     o.repeats = a->repeats, o.warmup = a->warmup, o.device = a->device, o.l2_warm = a->l2_warm != 0;
     o.min_rows = a->min_rows;
+    o.gemm_step = a->gemm_step;
     o.states = a->states;
     o.probe = a->probe;
     o.sustain_s = a->sustain_s;

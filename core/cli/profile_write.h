@@ -15,6 +15,7 @@ typedef struct dkv_cli_profile_args {
     uint32_t          n_models;
     int               quick, estimate, device, l2_warm;
     uint32_t          min_rows;   /* GEMM sections: shapes of at least this many rows (0: all) */
+    uint32_t          gemm_step;  /* --gemm-step: the class GEMMs at every multiple of this many rows (0: the grid) */
     bool              states;     /* --states: every shape also timed cool and hot (dkv_prof_opts.states) */
     bool              probe;      /* --probe: the SMs' own clock over each row's timed calls (dkv_prof_opts.probe) */
     double            sustain_s;  /* --sustain: seconds a sustained shape (dkv_prof_opts.sustain_s; 0: none) */

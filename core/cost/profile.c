@@ -193,6 +193,30 @@ double dkv_profile_gemm_store(const dkv_profile_info *in, double M, double N, do
     return in ? nearest_rows(in->store_n, in->store_nk, in->store_bytes, in->store_has, M, N, K, rows) : -1;
 }
 
+double dkv_profile_gemm_step(const dkv_profile_info *in, double M, double N, double K)
+{
+    if (!in || !(M >= 1) || M > DKV_GEMM_WARM_MAX_ROWS)
+        return 1;
+    int j = (int)(dkv_gemm_warm_bucket((uint32_t)ceil(M)) / DKV_GEMM_WARM_STEP) - 1;
+    for (uint32_t i = 0; i < in->steps_n; i++) {
+        if (in->steps_nk[i][0] != N || in->steps_nk[i][1] != K)
+            continue;
+        const uint8_t *has = in->steps_has[i];
+        const float *r = in->steps_ratio[i];
+        if (has[j])
+            return r[j];
+        int lo = j, hi = j;
+        while (lo >= 0 && !has[lo])
+            lo--;
+        while (hi < (int)DKV_PROFILE_READS_PTS && !has[hi])
+            hi++;
+        if (lo < 0 || hi >= (int)DKV_PROFILE_READS_PTS)
+            return 1;
+        return r[lo] + (r[hi] - r[lo]) * (double)(j - lo) / (double)(hi - lo);
+    }
+    return 1;
+}
+
 bool dkv_profile_has(const dkv_profile *p, dkv_prof_tab t)
 {
     return p && (unsigned)t < DKV_PT_N && p->t[t].present && p->t[t].n > 0;
@@ -570,6 +594,8 @@ double dkv_profile_gemm(const dkv_profile *p, dkv_prof_tab cls, double m, double
         double g[3] = {m, k, n};
         s = lookup(p, DKV_PT_GEMM, NULL, g);
     }
+    if (cls != DKV_PT_LM_HEAD)   /* the staircase between the table's rows, where measured (gemm_steps) */
+        s *= dkv_profile_gemm_step(&p->info, m, n, k);
     if (isnan(s) && cls == DKV_PT_LM_HEAD && dkv_profile_has(p, DKV_PT_LM_HEAD)) {
         /* another vocabulary or width: the nearest measured (n, k) in proportion to n k (the chunk's
          * GEMM and argmax both scale with it) */

@@ -135,6 +135,13 @@ typedef struct dkv_profile_info {
     double   store_nk[DKV_PROFILE_READS_SHAPES][2];
     float    store_bytes[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
     uint8_t  store_has[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
+    /* gemm_steps (PROFILE_FORMAT.md "gemm_steps"; absent: steps_n 0): GEMM shape i's (steps_nk[i]: N, K) time at
+     * 8 (j + 1) rows over the linear interpolation between the class table's rows, measured on a dense sweep
+     * (steps_ratio[i][j], where steps_has[i][j]); docs/COST_MODEL.md "GEMM rows between the grid's" */
+    uint32_t steps_n;
+    double   steps_nk[DKV_PROFILE_READS_SHAPES][2];
+    float    steps_ratio[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
+    uint8_t  steps_has[DKV_PROFILE_READS_SHAPES][DKV_PROFILE_READS_PTS];
 } dkv_profile_info;
 
 /* The K splits of a GEMM of M token rows, N weight rows and inner dimension K from in's gemm_splitk
@@ -159,6 +166,12 @@ double dkv_profile_gemm_left(const dkv_profile_info *in, double M, double N, dou
  * K finds of the GEMM's output in L2, measured alone (in's gemm_store block), looked up as dkv_profile_gemm_left
  * looks up its block; -1 (and *rows 0) when there is none that near. */
 double dkv_profile_gemm_store(const dkv_profile_info *in, double M, double N, double K, double *rows);
+
+/* The factor on the class table's interpolated time of a GEMM of M token rows, N weight rows and inner dimension K
+ * (in's gemm_steps block): the measured ratio at M's warm-up bucket, linear between the two measured row counts
+ * around it; 1 when in is NULL, the block lacks the shape, or the bucket is not between two measured row counts
+ * (docs/COST_MODEL.md "GEMM rows between the grid's"). */
+double dkv_profile_gemm_step(const dkv_profile_info *in, double M, double N, double K);
 
 /* Table id's extra column `extra` (0-based among the extras) is warm_s, the same calls without the L2
  * flush (PROFILE_FORMAT.md): the tables whose operands are L2-hot or larger than the L2 in a real

@@ -410,7 +410,7 @@ static void read_clock(lua_State *L, int top, const char *file, dkv_profile_info
     lua_pop(L, 1);
 }
 
-/* A block of GEMM shapes (gemm_splitk, gemm_reads, gemm_left, gemm_store): pushes the array and returns its length, 1 to max (an
+/* A block of GEMM shapes (gemm_splitk, gemm_reads, gemm_left, gemm_store, gemm_steps): pushes the array and returns its length, 1 to max (an
  * error otherwise); 0, nothing pushed, when the block is absent.  Its path goes to ap. */
 static size_t shape_array(lua_State *L, int top, const char *file, const char *key, size_t max, char *ap, size_t apn)
 {
@@ -475,13 +475,13 @@ static void read_gemm_splitk(lua_State *L, int top, const char *file, dkv_profil
     lua_pop(L, 1);
 }
 
-/* gemm_reads, gemm_left and gemm_store (PROFILE_FORMAT.md): an array of GEMM shapes, each {n, k, beta, rows,
- * VALUE} (and optional model / class names; VALUE "read", "left" or "found"); a shape given twice, rows that
+/* gemm_reads, gemm_left, gemm_store and gemm_steps (PROFILE_FORMAT.md): an array of GEMM shapes, each {n, k, beta, rows,
+ * VALUE} (and optional model / class names; VALUE "read", "left", "found" or "ratio"); a shape given twice, rows that
  * are not increasing warm-up row counts (multiples of 8 up to 8,192), a beta other than 0 or 1, and values
- * outside [lo, 1e13] are errors.  Into nk and bytes (by bucket), has (when not NULL) marking the buckets given;
+ * outside [lo, hi] are errors.  Into nk and bytes (by bucket), has (when not NULL) marking the buckets given;
  * returns the number of shapes. */
 static uint32_t read_gemm_by_rows(lua_State *L, int top, const char *file, const char *key, const char *value,
-                                  double lo, double (*nk)[2], float (*bytes)[DKV_PROFILE_READS_PTS],
+                                  double lo, double hi, double (*nk)[2], float (*bytes)[DKV_PROFILE_READS_PTS],
                                   uint8_t (*has)[DKV_PROFILE_READS_PTS])
 {
     char ap[300], ep[340];
@@ -496,7 +496,7 @@ static uint32_t read_gemm_by_rows(lua_State *L, int top, const char *file, const
         dkv_lconf_integer(L, e, ep, "beta", 0, 0, 1, DKV_LCONF_REQUIRED);
         uint32_t nr = read_points(L, e, ep, "rows", DKV_GEMM_WARM_STEP, DKV_GEMM_WARM_MAX_ROWS, true,
                                   DKV_PROFILE_READS_PTS, rows);
-        uint32_t nv = read_points(L, e, ep, value, lo, 1e13, false, DKV_PROFILE_READS_PTS, v);
+        uint32_t nv = read_points(L, e, ep, value, lo, hi, false, DKV_PROFILE_READS_PTS, v);
         if (nr != nv)
             dkv_lconf_error(L, ep, value, "has %u values for %u rows", nv, nr);
         for (uint32_t j = 0; j < nr; j++) {
@@ -536,10 +536,13 @@ static void read_info(lua_State *L, int top, const char *file, dkv_profile_info 
     read_attn_waves(L, top, file, in);
     read_clock(L, top, file, in);
     read_gemm_splitk(L, top, file, in);
-    in->reads_n = read_gemm_by_rows(L, top, file, "gemm_reads", "read", 1, in->reads_nk, in->reads_bytes, NULL);
-    in->left_n = read_gemm_by_rows(L, top, file, "gemm_left", "left", 0, in->left_nk, in->left_bytes, in->left_has);
-    in->store_n = read_gemm_by_rows(L, top, file, "gemm_store", "found", 0, in->store_nk, in->store_bytes,
+    in->reads_n = read_gemm_by_rows(L, top, file, "gemm_reads", "read", 1, 1e13, in->reads_nk, in->reads_bytes, NULL);
+    in->left_n = read_gemm_by_rows(L, top, file, "gemm_left", "left", 0, 1e13, in->left_nk, in->left_bytes,
+                                   in->left_has);
+    in->store_n = read_gemm_by_rows(L, top, file, "gemm_store", "found", 0, 1e13, in->store_nk, in->store_bytes,
                                     in->store_has);
+    in->steps_n = read_gemm_by_rows(L, top, file, "gemm_steps", "ratio", 0.25, 4, in->steps_nk, in->steps_ratio,
+                                    in->steps_has);
     static const char *const fkeys[] = {"gemm_s", "attn_s", "other_s", "compress_s", "gemm_max_s", "attn_max_s",
                                         "other_max_s", "gemm_shapes", "attn_shapes", "other_shapes", "note", NULL};
     static const char *const hkeys[] = {"base_s", "per_item_s", "per_launch_s", "per_gemm_launch_s", "resume_s",
@@ -663,7 +666,7 @@ static dkv_profile *parse(lua_State *L, int top, const char *file, prof_box *box
 {
     static const char *const keys[] = {"format", "name", "provenance", "kernels", "copy", "first_use", "host",
                                        "hold", "memory", "attn_waves", "clock", "gemm_splitk", "gemm_reads", "gemm_left",
-                                       "gemm_store", "sustained", "complete", "incomplete", NULL};
+                                       "gemm_store", "gemm_steps", "sustained", "complete", "incomplete", NULL};
     dkv_lconf_check_keys(L, top, file, keys);
     dkv_lconf_boolean(L, top, file, "complete", true, 0);     /* a cut run loads with what it measured */
     dkv_lconf_string(L, top, file, "incomplete", "", 0);

@@ -4,7 +4,9 @@
 # device call 64's recorded files pair shape by shape (152 shapes, split-K attribute = kernels' splits on
 # every one, known rows), and bad inputs are refused naming file and line; scripts/gemm_splitk.py and
 # scripts/gemm_reads.py write the profile blocks of calls 65, 68 and 72 (h200-20261202m, n and o are exactly
-# their base plus the block); device call 77's clock runs give each shape's clock sensitivity (gemm_algo.py clock).
+# their base plus the block); device call 77's clock runs give each shape's clock sensitivity (gemm_algo.py clock);
+# scripts/gemm_steps.py turns a dense `dkv profile --gemm-step` sweep into ratios to the class tables' straight
+# lines (a stand-in worked by hand, call 91).
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -182,4 +184,29 @@ sed 's/^c llada-8b qkv 16 /c llada-8b qkv 24 /' "$C/clock_free.txt" > "$T/clock_
 if $PY scripts/gemm_algo.py clock "$C/clock_base.txt" "$C/clock_base.csv.gz" "$T/clock_other.txt" "$C/clock_free.csv.gz" \
     > /dev/null 2> "$T/e14"; then fail "runs of other shapes were accepted"; fi
 grep -q "the two runs list different shapes" "$T/e14" || fail "other shapes: $(cat "$T/e14")"
+# scripts/gemm_steps.py: a dense sweep's ratio to the straight line between the class table's rows.  A stand-in
+# worked by hand: time in proportion to 128-row tiles, ceil(m / 128), the probe clock 1,400 MHz (no clock change),
+# table rows 1,024 and 1,536: 9 tiles from 1,040 rows against the line's 8.125 (1.1077) ... 8.5 at 1,088 (1.0588), 1 at 1,024
+{ printf '  name = "d",\n  kernels = {\n    qkv = {\n      fields = {"m", "n", "k"},\n'
+  printf '      extra = {"probe_mhz"},\n      rows = {\n'
+  for m in $(seq 1024 16 1536); do printf '        {%d, 12288, 4096, %s, 1, 1400},\n' $m "$(( (m + 127) / 128 ))e-5"; done
+  printf '      },\n    },\n  },\n  copy = {\n  },\n}\n'; } > "$T/dense.lua"
+{ printf '  name = "r",\n  kernels = {\n    qkv = {\n      fields = {"m", "n", "k"},\n      rows = {\n'
+  printf '        {1024, 12288, 4096, 1e-4, 1},\n        {1536, 12288, 4096, 2e-4, 1},\n      },\n    },\n  },\n'
+  printf '  copy = {\n  },\n  clock = {gemm_sens = {lo_rows = 64, hi_rows = 768, sens = 0.96}},\n}\n'; } > "$T/rows.lua"
+$PY scripts/gemm_steps.py "$T/dense.lua" --rows-of "$T/rows.lua" --block > "$T/steps.lua" || fail "gemm_steps.py on the stand-in"
+grep -q "rows = {1024, 1040, 1056, 1072, 1088," "$T/steps.lua" || fail "stand-in rows: $(cat "$T/steps.lua")"
+grep -q "ratio = {1.0000, 1.1077, 1.0909, 1.0746, 1.0588," "$T/steps.lua" || fail "stand-in ratios: $(cat "$T/steps.lua")"
+# device call 91's sweep (docs/COST_MODEL.md "GEMM rows between the grid's"): LLaDA-8B's q|k|v at 1,088 rows 6.0 %
+# above the line between 1,024 and 1,536 at one clock; the block holds LLaDA-8B's four shapes only
+S91=datasets/hw/2026-12-03/call91/steps.lua.xz
+$PY scripts/gemm_steps.py "$S91" > "$T/s91.md" || fail "gemm_steps.py on call 91"
+grep -q "^qkv 12288  4096 llada-8b qkv     | yes |   2.0 % | .*1088:1.060 " "$T/s91.md" || fail "call 91 qkv: $(grep 12288 "$T/s91.md")"
+$PY scripts/gemm_steps.py "$S91" --block > "$T/b91.lua"
+[ "$(grep -c '^    {model = "llada-8b"' "$T/b91.lua")" = 4 ] && ! grep -q dream "$T/b91.lua" || fail "call 91 block: $(grep model "$T/b91.lua")"
+if $PY scripts/gemm_steps.py "$S91" --model dream-7b --block > /dev/null 2> "$T/e15"; then fail "Dream-7B without its table was accepted"; fi
+grep -q "has no ffn table rows for 3584 x 18944 (dream-7b)" "$T/e15" || fail "dream block: $(cat "$T/e15")"
+head -c 3000 "$T/dense.lua" | sed '/1040, 12288/d' > "$T/gap.lua"
+if $PY scripts/gemm_steps.py "$T/gap.lua" --rows-of "$T/rows.lua" > /dev/null 2> "$T/e16"; then fail "a sweep with a gap was accepted"; fi
+grep -q "rows not evenly spaced" "$T/e16" || fail "gap: $(cat "$T/e16")"
 echo ok

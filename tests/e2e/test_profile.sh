@@ -420,6 +420,45 @@ assert(refresh > 0, "no Refresh step of 1,152 rows")
 print(string.format("gemm_store: %d Refresh steps read the q|k|v output once more a layer when the store finds nothing", refresh))
 LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run s.lua) || fail "the gemm_store block is not applied as documented"
+# gemm_steps (optional; docs/PROFILE_FORMAT.md "gemm_steps"): checked as gemm_left, ratios in [0.25, 4]; applied, the
+# q|k|v GEMM's time at a measured row count is the interpolated time times the ratio: ratio 2 everywhere to 2,048 rows
+# makes each step of at most 2,048 rows longer than ratio 1 by exactly its q|k|v time (the class's kernel time
+# doubles), and the HBM bytes and the plans do not move
+gt() { graft gemm_steps "$1"; }
+gt '{n = 12288, k = 4096, beta = 0, rows = {8}, ratio = {5}}' >"$T/root/datasets/profiles/p66.lua"
+check p66 "gemm_steps\[1\].ratio: value 1: expected a number in \[0.25, 4\]"
+gt '{n = 12288, k = 4096, beta = 0, rows = {8, 12}, ratio = {1, 1}}' >"$T/root/datasets/profiles/p67.lua"
+check p67 "gemm_steps\[1\].rows: value 2: 12 is not a warm-up row count (a multiple of 8)"
+gt '{n = 12288, k = 4096, beta = 0, rows = {8}, ratios = {1}}' >"$T/root/datasets/profiles/p68.lua"
+check p68 "unknown field 'ratios' (did you mean 'ratio'?)"
+for v in 1 2; do
+    gt "{n = 12288, k = 4096, beta = 0, rows = {$srows}, ratio = {$(svals $v)}}" >"$T/root/datasets/profiles/st$v.lua"; done
+cat >"$T/root/st.lua" <<'LUA'
+local dkv = require "dkv"
+local function run(profile)
+  return dkv.simulate{model = "llada-8b", gpu = {base = "h200", profile = profile}, sim = {first_use = false},
+    workload = {kind = "fixed", n = 4, prompt = 256, gen = 32}, decode = {cache = "dual", block_len = 32, steps = 8},
+    record = {kernels = true}}
+end
+local one, two = run("st1"), run("st2")
+local s1, s2 = one:steps(), two:steps()
+local k1 = one:kernels()
+assert(#s1.q_tokens == #s2.q_tokens, "the same plans")
+local qkv = {}
+for i = 1, #k1.step_index do
+  if k1.class_names[k1.kind[i]] == "qkv" then qkv[k1.step_index[i]] = (qkv[k1.step_index[i]] or 0) + k1.time_s[i] end
+end
+local n = 0
+for j = 1, #s1.q_tokens do
+  assert(s1.q_tokens[j] == s2.q_tokens[j] and s1.hbm_read_bytes[j] == s2.hbm_read_bytes[j], string.format("step %d moved", j))
+  local d, want = s2.time_s[j] - s1.time_s[j], qkv[s1.index[j]]
+  assert(want and want > 0 and math.abs(d / want - 1) < 1e-6,
+         string.format("step %d (%d rows): %g s longer, its q|k|v %s s", j, s1.q_tokens[j], d, tostring(want)))
+  n = n + 1
+end
+print(string.format("gemm_steps: %d steps longer by their q|k|v time at ratio 2", n))
+LUA
+(cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run st.lua) || fail "the gemm_steps block is not applied as documented"
 # sustained (optional; dkv profile --sustain, docs/PROFILE_FORMAT.md "sustained"): checked, not costed
 su() { graft sustained "seconds = 2, windows = 4, lead_s = 0.3, runs = {$1}"; }
 run1='{model = "llada-8b", kind = "gemm", rows = 4096, keys = 0, calls = 812, call_s = 0.00246, nvml_mhz = 1530, mhz = {1702.5, 1410, 1390.2, 1388}}'
@@ -446,4 +485,4 @@ for q in p64 p65; do
 done
 cmp -s <(grep -E '^[0-9]' "$T/p64.out") <(grep -E '^[0-9]' "$T/p65.out") && grep -qE '^[0-9]' "$T/p64.out" ||
     fail "a sustained block changed the simulation ($(cat "$T/p64.out") vs $(cat "$T/p65.out"))"
-echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock, gemm_splitk, gemm_reads, gemm_left and gemm_store tables are checked and used, the sustained block checked and not costed"
+echo "ok: stand-in regenerates, agrees with its roofline, bad profiles are refused, the memory, hold, attn_waves, clock, gemm_splitk, gemm_reads, gemm_left, gemm_store and gemm_steps tables are checked and used, the sustained block checked and not costed"

@@ -24,6 +24,18 @@ if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --e
     # --min-rows keeps only the GEMM shapes of that many rows: gemm_grid's 12,288-24,576 rows (3 of its 21 row counts)
     [ "$(code "$DKV" profile --estimate --grid gemm_grid --min-rows 12288)" = 0 ] || fail "min-rows estimate"
     grep -q "252 shapes" "$T/out" || fail "min-rows 12288: $(cat "$T/out")"
+    # --gemm-step N: the class GEMMs at every multiple of N rows to 8,192 instead of the grid's rows (4 GEMMs a row
+    # count: 512 row counts at 16; with --min-rows 4096 at 64, 4,096-8,192: 65), nothing beyond 8,192
+    [ "$(code "$DKV" profile --estimate --grid gemm --gemm-step 16)" = 0 ] && grep -q "2048 shapes" "$T/out" \
+        || fail "gemm-step 16 estimate: $(cat "$T/out" "$T/err")"
+    [ "$(code "$DKV" profile --estimate --grid gemm --gemm-step 64 --min-rows 4096)" = 0 ] && grep -q "260 shapes" "$T/out" \
+        || fail "gemm-step 64 min-rows 4096: $(cat "$T/out" "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --gemm-step 12)" = 2 ] && grep -q "\-\-gemm-step needs a multiple of 8" "$T/err" \
+        || fail "--gemm-step 12: $(cat "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --gemm-step 0)" = 2 ] && grep -q "\-\-gemm-step needs a number in \[8, 8192\]" "$T/err" \
+        || fail "--gemm-step 0: $(cat "$T/err")"
+    [ "$(code "$DKV" profile -o "$T/p.lua" --gemm-step 16 --grid attn)" = 2 ] && grep -q "leaves it out (add gemm)" "$T/err" \
+        || fail "--gemm-step without the gemm section: $(cat "$T/err")"
     # the sustained section: only with --sustain SECONDS, which a --grid without it refuses (it could not take effect);
     # all sections leave it out without --sustain, include it with; each shape costs its seconds + a 0.3 s lead
     # (--quick: the GEMMs at 512 and 4,096 rows, the attention, the whole layer at 512 and 4,096 rows)

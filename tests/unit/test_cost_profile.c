@@ -97,6 +97,40 @@ static void test_gemm_terms_everywhere(void **state)
     dkv_profile_free(p);
 }
 
+/* gemm_steps: the class table's interpolated time times the measured ratio at M's warm-up bucket, linear between the
+ * measured row counts around it; 1 for other shapes, outside the measured rows, beyond 8,192 rows and for the LM head
+ * (docs/COST_MODEL.md "GEMM rows between the grid's"). */
+static void test_gemm_steps(void **state)
+{
+    (void)state;
+    dkv_profile *p = NULL;
+    dkv_profile_info in = {.name = "t", .measured = false, .steps_n = 1, .steps_nk = {{12288, 4096}}};
+    /* measured every 16 rows from 1,024 to 1,536: 1 at the table's rows, 1.06 at 1,088, 1.02 at 1,104 */
+    for (int r = 1024; r <= 1536; r += 16) {
+        int j = r / 8 - 1;
+        in.steps_has[0][j] = 1;
+        in.steps_ratio[0][j] = r == 1088 ? 1.06f : r == 1104 ? 1.02f : 1.0f;
+    }
+    assert_true(fabs(dkv_profile_gemm_step(&in, 1088, 12288, 4096) - 1.06) < 1e-6);
+    assert_true(fabs(dkv_profile_gemm_step(&in, 1081, 12288, 4096) - 1.06) < 1e-6);   /* bucket 1,088 */
+    assert_true(fabs(dkv_profile_gemm_step(&in, 1096, 12288, 4096) - 1.04) < 1e-6);   /* half way to 1,104 */
+    assert_true(fabs(dkv_profile_gemm_step(&in, 1080, 12288, 4096) - 1.03) < 1e-6);   /* half way from 1,072 */
+    assert_true(dkv_profile_gemm_step(&in, 1088, 4096, 4096) == 1);    /* another shape */
+    assert_true(dkv_profile_gemm_step(&in, 512, 12288, 4096) == 1);    /* below the measured rows */
+    assert_true(dkv_profile_gemm_step(&in, 2048, 12288, 4096) == 1);   /* above them */
+    assert_true(dkv_profile_gemm_step(&in, 9000, 12288, 4096) == 1);   /* beyond the warm-up */
+    assert_true(dkv_profile_gemm_step(NULL, 1088, 12288, 4096) == 1);
+    /* the lookup: the table's straight line times the ratio (the class table and the generic grid alike) */
+    assert_int_equal(dkv_profile_new(&in, &p, NULL), DKV_OK);
+    double q[2 * 5] = {1024, 12288, 4096, 1e-3, 1, 1536, 12288, 4096, 2e-3, 1};
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_QKV, MNK, 3, 0, q, 2, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    double line = 1e-3 + 1e-3 * 64 / 512;
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 1088, 12288, 4096) / (1.06 * line) - 1) < 1e-6);
+    assert_true(fabs(dkv_profile_gemm(p, DKV_PT_QKV, 1024, 12288, 4096) - 1e-3) < 1e-15);
+    dkv_profile_free(p);
+}
+
 /* Between grid points of a roofline: within the bound of log-space interpolation of max(a m, b)
  * on a 2x grid (2^0.25 - 1 = 19 %), never below the smaller neighbour, monotone in m. */
 static void test_roofline_between(void **state)
@@ -526,6 +560,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grid_points_exact),
         cmocka_unit_test(test_gemm_terms_everywhere),
+        cmocka_unit_test(test_gemm_steps),
         cmocka_unit_test(test_roofline_between),
         cmocka_unit_test(test_attention_and_copy),
         cmocka_unit_test(test_attention_refresh_between_keys),

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""gemm_steps.py - the GEMM staircase between a profile's class-table rows (docs/COST_MODEL.md "GEMM rows between
+the grid's"), from a dense sweep: `dkv profile --grid gemm --gemm-step 16 --probe` (every class GEMM of the models
+given at every multiple of 16 rows to 8,192, each row's SM clock read by the probe).
+
+    /usr/bin/python3 scripts/gemm_steps.py DENSE.lua[.xz] [--rows-of PROFILE] [--model M ...]        # the table
+    /usr/bin/python3 scripts/gemm_steps.py DENSE.lua[.xz] [--rows-of PROFILE] [--model M ...] --block
+    /usr/bin/python3 scripts/gemm_steps.py DENSE.lua[.xz] [--rows-of PROFILE] [--model M ...] \\
+        --profile IN.lua --name NAME -o OUT.lua
+
+Each dense row's time is first brought to one clock, t (probe_mhz / 1400)^s (s: the GEMMs' sensitivity of
+PROFILE's clock block, 0 up to lo_rows, sens from hi_rows, log-linear between, as sim/sim_clock.c applies it; no
+probe column: no change).  A shape's ratio at m rows is that time over the straight line between the two rows of
+PROFILE's class table around m (the rows the simulator interpolates between): 1 at those rows, the staircase of
+tiles and waves between them.  The table prints per shape the mean |ratio - 1| from 256 rows, its extremes and the
+ratio at a few row counts real steps had.  --block prints the profile block `gemm_steps` (per shape: model, class,
+n, k, beta, rows, ratio; docs/PROFILE_FORMAT.md "gemm_steps") for the shapes of the models given (default
+llada-8b: the held-out model, Dream-7B, keeps the plain interpolation, as its exact shapes are not in the profile);
+--profile writes IN.lua with the block added (scripts/profile_graft.py).  PROFILE (default the one the shipped h200
+preset names, datasets/profiles/h200-20261203s.lua) must hold the class table of every shape written.  Exits 1
+naming the file on a profile it cannot read, a shape without its table's rows, or a dense sweep with a gap."""
+import argparse
+import lzma
+import math
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import profile_graft  # noqa: E402
+
+CLASS_TABLES = ("qkv", "o", "ffn")
+SHOW = (272, 400, 608, 880, 976, 1088, 1264, 1344, 1712, 2000, 2112, 2464, 2848, 3472, 4432, 5968, 7104)
+REF_MHZ = 1400.0
+MAX_ROWS = 8192
+
+
+def die(msg):
+    sys.exit("gemm_steps: " + msg)
+
+
+def read_text(path):
+    try:
+        return lzma.open(path, "rt").read() if path.endswith(".xz") else open(path).read()
+    except (OSError, lzma.LZMAError) as e:
+        die("%s: %s" % (path, e))
+
+
+def tables(path):
+    """{(table, n, k): {m: {'t': seconds, <extra>: value}}} of the class tables, and the models the file names."""
+    out, cur, extra = {}, None, []
+    text = read_text(path)
+    m = re.search(r'(?m)^    models = \{(.*)\},', text)
+    models = [x.strip().strip('"') for x in m.group(1).split(",")] if m else []
+    for no, line in enumerate(text.splitlines(), 1):
+        h = re.match(r"    (\w+) = \{", line)
+        if h:
+            cur, extra = h.group(1), []
+            continue
+        if line.startswith("  copy = {"):
+            break
+        e = re.match(r"\s+extra = \{(.*)\},", line)
+        if e:
+            extra = [x.strip().strip('"') for x in e.group(1).split(",")]
+            continue
+        r = re.match(r"\s+\{(\d+), (\d+), (\d+), (.*)\},?$", line)
+        if r and cur in CLASS_TABLES:
+            try:
+                v = [float(x) for x in r.group(4).split(",")]
+            except ValueError:
+                die("%s:%d: a row it cannot read" % (path, no))
+            row = dict(zip(["t", "n_calls"] + extra, v))
+            out.setdefault((cur, int(r.group(2)), int(r.group(3))), {})[int(r.group(1))] = row
+    return out, models
+
+
+def sens_of(path):
+    """The GEMMs' sensitivity by rows from PROFILE's clock block (sim/sim_clock.c gemm_sens)."""
+    m = re.search(r"gemm_sens = \{lo_rows = ([\d.]+), hi_rows = ([\d.]+), sens = ([\d.]+)\}", read_text(path))
+    if not m:
+        return lambda rows: 0.0
+    lo, hi, s = (float(x) for x in m.groups())
+    return lambda rows: 0.0 if rows <= lo else s if rows >= hi else s * math.log(rows / lo) / math.log(hi / lo)
+
+
+def ratios(dense, knots, sens):
+    """{m: ratio} at every dense row between the first and last knot (knots: the profile's rows of this shape)."""
+    t = {m: r["t"] * (r["probe_mhz"] / REF_MHZ) ** sens(m) if r.get("probe_mhz", 0) > 0 else r["t"]
+         for m, r in dense.items()}
+    ks = sorted(k for k in knots if k <= MAX_ROWS)
+    missing = [k for k in ks if k not in t]
+    if missing:
+        die("the dense sweep lacks the profile's rows %s (use a --gemm-step that divides them)" % missing[:4])
+    out = {}
+    for a, b in zip(ks, ks[1:]):
+        for m in sorted(x for x in t if a <= x <= b):
+            out[m] = t[m] / (t[a] + (t[b] - t[a]) * (m - a) / (b - a))
+    return out
+
+
+MODEL_OF = {(12288, 4096): ("llada-8b", "qkv"), (4096, 4096): ("llada-8b", "o"), (24576, 4096): ("llada-8b", "gate_up"),
+            (4096, 12288): ("llada-8b", "down"), (4608, 3584): ("dream-7b", "qkv"), (3584, 3584): ("dream-7b", "o"),
+            (37888, 3584): ("dream-7b", "gate_up"), (3584, 18944): ("dream-7b", "down")}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("dense")
+    p.add_argument("--rows-of", default="datasets/profiles/h200-20261203s.lua", metavar="PROFILE")
+    p.add_argument("--model", action="append", help="the shapes of this model in the block (default llada-8b)")
+    p.add_argument("--block", action="store_true")
+    p.add_argument("--profile", metavar="IN.lua")
+    p.add_argument("--name")
+    p.add_argument("-o", dest="out")
+    a = p.parse_args()
+    if a.profile and not (a.name and a.out):
+        die("--profile needs --name and -o")
+    dense, _ = tables(a.dense)
+    if not dense:
+        die("%s: no class-table rows (qkv, o, ffn)" % a.dense)
+    prof, _ = tables(a.rows_of)
+    generic = sorted({m for rows in prof.values() for m in rows})   # the rows of every table (the generic grid's)
+    sens = sens_of(a.rows_of)
+    want = a.model or ["llada-8b"]
+    res = {}
+    for key in sorted(dense):
+        tab, n, k = key
+        steps = sorted(dense[key])
+        if any(y - x != steps[1] - steps[0] for x, y in zip(steps, steps[1:])):
+            die("%s: %s %d x %d: rows not evenly spaced (a cut sweep?)" % (a.dense, tab, n, k))
+        knots = sorted(prof[key]) if key in prof else generic
+        res[key] = (ratios(dense[key], knots, sens), key in prof)
+    if not (a.block or a.profile):
+        print("shape (table n k), model class | own table | mean |r - 1| from 256 rows | min | max | ratio at rows")
+        for key, (r, own) in res.items():
+            big = [v for m, v in r.items() if m >= 256]
+            mc = MODEL_OF.get(key[1:], ("?", "?"))
+            print("%-3s %5d %5d %-8s %-7s | %-3s | %5.1f %% | %.3f | %.3f | %s" % (
+                key[0], key[1], key[2], mc[0], mc[1], "yes" if own else "no",
+                100 * sum(abs(v - 1) for v in big) / len(big), min(big), max(big),
+                " ".join("%d:%.3f" % (m, r[m]) for m in SHOW if m in r)))
+        return
+    parts = []
+    for key, (r, own) in res.items():
+        model, cls = MODEL_OF.get(key[1:], ("", ""))
+        if model not in want:
+            continue
+        if not own:
+            die("%s has no %s table rows for %d x %d (%s): its ratio would not be against its interpolation" % (
+                a.rows_of, key[0], key[1], key[2], model))
+        beta = 1 if cls in ("o", "down") else 0
+        ms = sorted(r)
+        parts.append('    {model = "%s", class = "%s", n = %d, k = %d, beta = %d,\n      rows = {%s},\n      ratio = {%s}},\n'
+                     % (model, cls, key[1], key[2], beta, ", ".join(str(m) for m in ms),
+                        ", ".join("%.4f" % r[m] for m in ms)))
+    if not parts:
+        die("no shape of %s in %s" % (", ".join(want), a.dense))
+    block = ("  -- each GEMM shape's time at every dense row over the straight line between the class table's rows, the\n"
+             "  -- rows' times brought to one clock by the probe (scripts/gemm_steps.py, `dkv profile --gemm-step 16 --probe`);\n"
+             "  -- docs/COST_MODEL.md \"GEMM rows between the grid's\"\n"
+             "  gemm_steps = {\n" + "".join(parts) + "  },\n")
+    if a.block:
+        sys.stdout.write(block)
+        return
+    profile_graft.graft(die, "gemm_steps", block, a.dense, "gemm_steps.py", a.profile, a.name, a.out)
+
+
+if __name__ == "__main__":
+    main()
