@@ -78,6 +78,11 @@ steps:  RES [--point NAME]: each probe-recorded run's steps side by side, simula
         rows (= where the plans agree, x where they do not), the step's time, its error, the simulator's run clock
         (sm_mhz of the simulated steps) and the step probe's (docs/COST_MODEL.md "The clock against the duty cycle":
         az:none's steps).
+plans:  RES [RES...] --point NAME [--sim DIR]: where a point's simulated plans first leave the measured ones, per
+        post result: the first step whose query rows or admissions differ, its start on each side (ms) and rows, or
+        "same"; then how many RES agree throughout.  The measured run from RES/h5, the simulated from RES/sim (the
+        shipped preset's re-simulation) or RES/DIR (h5prof: the PROFILE= variant).  An arrival between the two
+        starts decides such a step (docs/BENCHMARKS.md "session 28": az:none's step 3).
 block:  the Lua `clock` block (paste before the profile's closing brace); --follow DOWN UP writes the follow
         form instead of --lag and --window.
 """
@@ -757,6 +762,33 @@ def cmd_steps(a):
         sys.exit("clock_model: %s: no probe-recorded run%s" % (a.res, " of point %s" % a.point if a.point else ""))
 
 
+def cmd_plans(a):
+    """Where a point's simulated plans first leave the measured ones, per post result"""
+    import h5py
+    same = n = 0
+    for res in a.res:
+        f = "val" if a.point.startswith("val:") else "heldout"
+        name = a.point if a.point.startswith(("val:", "ho:")) else "ho:" + a.point
+        try:
+            R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/%s/%s.h5" % (res, a.sim, f), "r")
+        except OSError as e:
+            sys.exit("clock_model: %s: %s" % (res, e))
+        if name + ":real" not in R["runs"] or name + ":sim" not in S["runs"]:
+            sys.exit("clock_model: %s: no run pair %s in h5/%s.h5 and %s/%s.h5" % (res, name, f, a.sim, f))
+        rs, ss = R["runs/%s:real/steps" % name][()], S["runs/%s:sim/steps" % name][()]
+        n += 1
+        k = next((i for i in range(min(len(rs), len(ss))) if rs[i]["q_tokens"] != ss[i]["q_tokens"]
+                  or rs[i]["n_admitted"] != ss[i]["n_admitted"]), None)
+        if k is None:
+            same += 1
+            print("%s: same" % res)
+        else:
+            print("%s: step %d: measured at %.2f ms, %d rows, %d admitted; simulated at %.2f ms, %d rows, %d admitted" % (
+                res, k, 1e3 * rs[k]["start_s"], rs[k]["q_tokens"], rs[k]["n_admitted"], 1e3 * ss[k]["start_s"],
+                ss[k]["q_tokens"], ss[k]["n_admitted"]))
+    print("%s: plans the same throughout on %d of %d" % (name, same, n))
+
+
 def path_fit(mhz, dt, x0):
     """The first-order lag through the windows' means (each dt long) from x0 toward u (the last quarter's mean): the
     time constant (s) of the least squares over a log grid, and u"""
@@ -985,6 +1017,9 @@ def main():
     p.set_defaults(fn=cmd_sustained)
     p = sub.add_parser("steps"); p.add_argument("res"); p.add_argument("--point", help="only this point (e.g. az:none)")
     p.set_defaults(fn=cmd_steps)
+    p = sub.add_parser("plans"); p.add_argument("res", nargs="+"); p.add_argument("--point", required=True)
+    p.add_argument("--sim", default="sim", help="the simulated results' folder in RES (sim, or h5prof)")
+    p.set_defaults(fn=cmd_plans)
     p = sub.add_parser("duty"); p.add_argument("profile")
     p.add_argument("--last", type=int, default=4, help="windows at the run's end its clock is the mean of")
     p.add_argument("--shipped", metavar="PROFILE", help="also what PROFILE's clock block predicts for each run")

@@ -16,8 +16,8 @@ tiles and waves between them.  The table prints per shape the mean |ratio - 1| f
 ratio at a few row counts real steps had.  --block prints the profile block `gemm_steps` (per shape: model, class,
 n, k, beta, rows, ratio; docs/PROFILE_FORMAT.md "gemm_steps") for the shapes of the models given (default
 llada-8b: the held-out model, Dream-7B, keeps the plain interpolation, as its exact shapes are not in the profile);
---profile writes IN.lua with the block added (scripts/profile_graft.py).  PROFILE (default the one the shipped h200
-preset names, datasets/profiles/h200-20261203s.lua) must hold the class table of every shape written.  Exits 1
+--profile writes IN.lua with the block added (scripts/profile_graft.py).  PROFILE (default datasets/profiles/h200-20261203s.lua,
+whose class tables the shipped h200-20261203t keeps) must hold the class table of every shape written.  Exits 1
 naming the file on a profile it cannot read, a shape without its table's rows, or a dense sweep with a gap."""
 import argparse
 import lzma

@@ -140,6 +140,35 @@ static int parse_gaps(const char *v, opts *o)
     return 1;
 }
 
+/* A setting that cannot take effect is an error, not a silent default: 1 when every option given can, else 0 (said). */
+static int settings_take_effect(const opts *o)
+{
+    if (!(o->sustain > 0) && (o->sustain_windows > 0 || o->sustain_lead >= 0 || o->n_gaps > 0)) {
+        fprintf(stderr, "dkv profile: --sustain-windows, --sustain-lead and --sustain-gaps need --sustain SECONDS\n");
+        return 0;
+    }
+    if (o->grid) {
+        char g[520];
+        snprintf(g, sizeof g, ",%s,", o->grid);
+        bool named = strstr(g, ",sustained,") != NULL;
+        if (named && !(o->sustain > 0)) {
+            fprintf(stderr, "dkv profile: --grid names sustained: give --sustain SECONDS too\n");
+            return 0;
+        }
+        if (!named && o->sustain > 0) {
+            fprintf(stderr, "dkv profile: --sustain: --grid '%s' leaves the sustained section out (add sustained)\n",
+                    o->grid);
+            return 0;
+        }
+        if (o->gemm_step > 0 && !strstr(g, ",gemm,")) {
+            fprintf(stderr, "dkv profile: --gemm-step changes only the gemm section: --grid '%s' leaves it out "
+                            "(add gemm)\n", o->grid);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int parse(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -236,30 +265,7 @@ static int parse(int argc, char **argv, opts *o)
     }
     if (o->n_models == 0)
         o->models[o->n_models++] = "llada-8b";
-    if (!(o->sustain > 0) && (o->sustain_windows > 0 || o->sustain_lead >= 0 || o->n_gaps > 0)) {
-        fprintf(stderr, "dkv profile: --sustain-windows, --sustain-lead and --sustain-gaps need --sustain SECONDS\n");
-        return 0;
-    }
-    if (o->grid) {   /* a setting that cannot take effect is an error, not a silent default */
-        char g[520];
-        snprintf(g, sizeof g, ",%s,", o->grid);
-        bool named = strstr(g, ",sustained,") != NULL;
-        if (named && !(o->sustain > 0)) {
-            fprintf(stderr, "dkv profile: --grid names sustained: give --sustain SECONDS too\n");
-            return 0;
-        }
-        if (!named && o->sustain > 0) {
-            fprintf(stderr, "dkv profile: --sustain: --grid '%s' leaves the sustained section out (add sustained)\n",
-                    o->grid);
-            return 0;
-        }
-        if (o->gemm_step > 0 && !strstr(g, ",gemm,")) {
-            fprintf(stderr, "dkv profile: --gemm-step changes only the gemm section: --grid '%s' leaves it out "
-                            "(add gemm)\n", o->grid);
-            return 0;
-        }
-    }
-    return 1;
+    return settings_take_effect(o);
 }
 
 #ifdef DKV_HAVE_CUDA

@@ -115,6 +115,28 @@ grep -Eq "^    1 = +1024 +1024 +1\.00 +1\.12 +-10\.7 % +1980 +1500$" "$T/st.txt"
     fail "steps' table: $(cat "$T/st.txt")"
 if $PY scripts/clock_model.py steps "$T/ores" --point az:none 2> "$T/e"; then fail "steps of a point not there"; fi
 grep -q "no probe-recorded run of point az:none" "$T/e" || fail "steps' error: $(cat "$T/e")"
+# plans: where the simulated plans first leave the measured ones (two post results: the same plans; an arrival the
+# simulated step 2 starts before, 80.0 ms against 85.0, so it admits one request where the GPU admitted two)
+$PY - "$T/pl" <<'PYEOF'
+import os, sys
+import h5py, numpy as np
+dt = [("start_s", "f8"), ("q_tokens", "u8"), ("n_admitted", "u4")]
+for r, sim2 in (("a", (0.085, 2856, 2)), ("b", (0.080, 2176, 1))):
+    d = sys.argv[1] + r
+    os.makedirs(d + "/h5"); os.makedirs(d + "/sim")
+    real = [(0.0, 1088, 1), (0.028, 1088, 0), (0.085, 2856, 2), (0.16, 5962, 3)]
+    sim = real[:2] + [sim2] + real[3:]
+    with h5py.File(d + "/h5/heldout.h5", "w") as f:
+        f.create_dataset("runs/ho:az:none:real/steps", data=np.array(real, dtype=dt))
+    with h5py.File(d + "/sim/heldout.h5", "w") as f:
+        f.create_dataset("runs/ho:az:none:sim/steps", data=np.array(sim, dtype=dt))
+PYEOF
+$PY scripts/clock_model.py plans "$T/pla" "$T/plb" --point az:none > "$T/pl.txt" || fail "plans: $(cat "$T/pl.txt")"
+grep -q "^$T/pla: same$" "$T/pl.txt" &&
+    grep -q "^$T/plb: step 2: measured at 85.00 ms, 2856 rows, 2 admitted; simulated at 80.00 ms, 2176 rows, 1 admitted$" "$T/pl.txt" &&
+    grep -q "^ho:az:none: plans the same throughout on 1 of 2$" "$T/pl.txt" || fail "plans' lines: $(cat "$T/pl.txt")"
+if $PY scripts/clock_model.py plans "$T/pla" --point az:dual 2> "$T/e"; then fail "plans of a point not there"; fi
+grep -q "no run pair ho:az:dual in h5/heldout.h5 and sim/heldout.h5" "$T/e" || fail "plans' error: $(cat "$T/e")"
 if $PY scripts/clock_model.py oracle --probe-rows datasets/profiles/h200-20261203r.lua $C84 "$T/res" 2> "$T/e"; then
     fail "oracle without probe clocks was accepted"; fi
 grep -q "no paired steps with a probe clock" "$T/e" || fail "oracle without probe clocks: $(cat "$T/e")"

@@ -45,7 +45,7 @@ assert(not ok and err:find("gpu.kclass.ffn.launch_s: required field is missing",
 ok, err = pcall(dkv.preset.gpu, {base = "h200", hbm_bw = 3e12})
 assert(not ok and err:find("gpu.hbm_bw: overrides the roofline of a preset whose measured profile", 1, true), err)
 assert(dkv.preset.gpu{base = "h200", hbm_bw = 3e12, profile = ""}.hbm_bw == 3e12)
-assert(dkv.preset.gpu("h200").profile == "h200-20261203s")
+assert(dkv.preset.gpu("h200").profile == "h200-20261203t")
 do
   local cfg = {model = "llada-8b", gpu = {base = "h200", profile = ""}, decode = {cache = "dual", block_len = 32},
                workload = {kind = "fixed", n = 2, interval_s = 0, prompt = 512, gen = 64}}
