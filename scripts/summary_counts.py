@@ -2,7 +2,7 @@
 """summary_counts.py - the held-out and in-sample targets of several hw_session.sh post results, summed per simulated
 variant (issue 9: step latency mean |error| <= 5 %, p50 and p99 <= 8 %, tokens/s <= 5 %, memory <= 2 %).
 
-    /usr/bin/python3 scripts/summary_counts.py [--attainable | --per-set] RES [RES...]
+    /usr/bin/python3 scripts/summary_counts.py [--attainable | --per-set | --by-plans] RES [RES...]
 
 Each RES is a post result (scripts/hw_session.sh post, with PROFILE=FILE.lua for a "profile" variant): its
 summary.md's per-point rows ("| point | variant | steps | step | PASS/MISS | p50 | ... |", held-out points and
@@ -13,6 +13,12 @@ against the shipped preset over the ten fresh machines).  Exits 2 naming the fil
 --per-set: per RES, each variant's mean step |error| over its in-sample (val:*) and its held-out point rows, and
 how much the other variants move it against the shipped preset's (the project's in-sample rule: no RES's in-sample
 mean worse by more than 0.1 point).
+
+--by-plans: the held-out step target split by whether a point's simulated plans stayed the measured ones throughout
+(every paired step of its comparison the same plan: `dkv compare`'s same_plan, from RES's pairs.txt and cmp/NNN.h5 for
+the shipped preset, cmp/prof_NNN.h5 for a PROFILE= variant, cmp/mach_NNN.h5 for the machine-calibrated one) or parted
+(an arrival between the two halves' starts of a step admits a request on one side only; docs/BENCHMARKS.md "session
+28"): per variant, point rows, step passes, mean and largest step |error| of each kind.
 
 --attainable: for every point and run-level target (p50, p99, tokens/s, memory) of each variant, whether ONE
 predicted value could pass on every RES at all.  The simulated value of a point is the same on every RES (the
@@ -38,13 +44,15 @@ def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
-    attainable, per_set = argv[0] == "--attainable", argv[0] == "--per-set"
-    if attainable or per_set:
+    attainable, per_set, by_plans = argv[0] == "--attainable", argv[0] == "--per-set", argv[0] == "--by-plans"
+    if attainable or per_set or by_plans:
         argv = argv[1:]
         if not argv:
-            print("summary_counts.py: %s needs at least one RES" % ("--attainable" if attainable else "--per-set"),
+            print("summary_counts.py: %s needs at least one RES" % ("--attainable" if attainable else
+                                                                     "--per-set" if per_set else "--by-plans"),
                   file=sys.stderr)
             return 2
+    by_point = {}   # (RES, variant, point) -> (step |e|, step passes), held-out rows only
     by_set = {}   # RES -> variant -> {"in": [step |e|], "out": [step |e|]}
     rows = {}   # variant -> point -> [(step |e|, passes of 5)]
     errs = {}   # variant -> point -> [[p50, p99, tok/s, mem error]] (fractions)
@@ -65,6 +73,8 @@ def main(argv):
                     [float(m.group(i)) / 100 for i in (6, 8, 10, 12)])
                 by_set.setdefault(res, {}).setdefault(m.group(2), {"in": [], "out": []})[
                     "in" if m.group(1).startswith("val:") else "out"].append(float(m.group(4)))
+                if not m.group(1).startswith("val:"):
+                    by_point[(res, m.group(2), m.group(1))] = (float(m.group(4)), m.group(5) == "PASS")
                 n += 1
         if n == 0:
             print("summary_counts.py: %s: no per-point target rows (a hw_session.sh post summary?)" % path,
@@ -86,6 +96,8 @@ def main(argv):
         print("| %s | %s |" % (p, " | ".join(cells)))
     if per_set:
         print_per_set(by_set)
+    if by_plans:
+        return print_by_plans(argv, by_point)
     if attainable:
         print_attainable(errs)
         steps = step_errors(argv)
@@ -122,6 +134,61 @@ def print_per_set(by_set):
         if v != base:
             print("%s: in-sample mean worse than %s's by more than 0.1 point on %d of %d RES" % (v, base, worse[v],
                                                                                               len(by_set)))
+
+
+def plans_parted(res):
+    """{(variant, point): True where the point's plans parted, False where they stayed the same} from RES's comparisons
+    (pairs.txt: cmp/NNN.h5 by line for the shipped preset; the held-out lines' own count for cmp/prof_NNN.h5 and
+    cmp/mach_NNN.h5).  Raises OSError / KeyError on a comparison file that is there but unreadable."""
+    import h5py
+    out, k = {}, 0
+    pairs = os.path.join(res, "pairs.txt")
+    if not os.path.exists(pairs):
+        return out
+    for i, line in enumerate(open(pairs).read().splitlines()):
+        f = line.split()
+        if len(f) < 2 or not f[0].endswith("/heldout.h5"):
+            continue
+        k += 1
+        point = f[1]
+        for variant, name in (("shipped h200", "%03d.h5" % (i + 1)), ("profile", "prof_%03d.h5" % k),
+                              ("machine-calibrated h200", "mach_%03d.h5" % k)):
+            path = os.path.join(res, "cmp", name)
+            if not os.path.exists(path):
+                continue
+            with h5py.File(path, "r") as h:
+                st = h["runs/compare:%s:real/compare_steps" % point][:]
+            out[(variant, point[3:] if point.startswith("ho:") else point)] = bool((st["same_plan"] != 1).any())
+    return out
+
+
+def print_by_plans(res_list, by_point):
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        print("summary_counts.py: --by-plans needs python3-h5py (/usr/bin/python3)", file=sys.stderr)
+        return 2
+    kinds = {}   # variant -> parted -> [(|e|, pass)]
+    for res in res_list:
+        try:
+            parted = plans_parted(res)
+        except (OSError, KeyError) as e:
+            print("summary_counts.py: %s: a comparison file: %s" % (res, e), file=sys.stderr)
+            return 2
+        for (r, v, p), x in by_point.items():
+            if r == res and (v, p) in parted:
+                kinds.setdefault(v, {}).setdefault(parted[(v, p)], []).append(x)
+    print("\nHeld-out step target by whether the point's plans stayed the measured ones (dkv compare's same_plan):")
+    print("| variant | plans | point rows | step passes | mean step |e| | largest |")
+    print("|---|---|---|---|---|---|")
+    for v in sorted(kinds):
+        for parted in (False, True):
+            x = kinds[v].get(parted, [])
+            if x:
+                print("| %s | %s | %d | %d | %.2f %% | %.1f %% |" % (v, "parted" if parted else "the same throughout", len(x),
+                                                                     sum(ok for _, ok in x),
+                                                                     sum(e for e, _ in x) / len(x), max(e for e, _ in x)))
+    return 0
 
 
 def step_errors(res_list):

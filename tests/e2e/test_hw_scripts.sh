@@ -272,6 +272,23 @@ $PY scripts/summary_counts.py --per-set "$T/ps/a" "$T/ps/b" > "$T/ps.txt" || fai
 grep -Fq "| $T/ps/a | 2.20 % (+0.20) | 2.50 % (-0.50) | 2.00 % | 3.00 % |" "$T/ps.txt" || fail "--per-set's row: $(cat "$T/ps.txt")"
 grep -q "^profile: in-sample mean worse than shipped h200's by more than 0.1 point on 1 of 2 RES$" "$T/ps.txt" \
     || fail "--per-set's count: $(tail -n 2 "$T/ps.txt")"
+# --by-plans: az:none's plans the same throughout under the shipped preset (cmp/001.h5), parted under the profile
+# (cmp/prof_001.h5: its third step another plan); the shipped row passes at 3.0 %, the profile's misses at 5.5 %
+mkdir -p "$T/bp/cmp"
+echo "$T/bp/h5/heldout.h5 ho:az:none 0" > "$T/bp/pairs.txt"
+{ echo "| az:none | shipped h200 | 5 | 3.0% | PASS | +1.0% | PASS | +1.0% | PASS | +0.0% | PASS | +0.0% | PASS |"
+  echo "| az:none | profile | 5 | 5.5% | MISS | +1.0% | PASS | +1.0% | PASS | +0.0% | PASS | +0.0% | PASS |"; } > "$T/bp/summary.md"
+$PY - "$T/bp/cmp" <<'PYEOF' || fail "writing synthetic comparisons"
+import sys, h5py, numpy as np
+dt = np.dtype([("index", "<u8"), ("same_plan", "u1"), ("real_time_s", "<f8"), ("sim_time_s", "<f8")])
+for name, bad in (("001.h5", -1), ("prof_001.h5", 2)):
+    st = np.array([(i, 0 if i == bad else 1, 0.1, 0.1) for i in range(5)], dtype=dt)
+    with h5py.File(sys.argv[1] + "/" + name, "w") as f:
+        f.create_dataset("runs/compare:ho:az:none:real/compare_steps", data=st)
+PYEOF
+$PY scripts/summary_counts.py --by-plans "$T/bp" > "$T/bp.txt" || fail "--by-plans: $(cat "$T/bp.txt")"
+grep -q "^| shipped h200 | the same throughout | 1 | 1 | 3.00 % | 3.0 % |$" "$T/bp.txt" &&
+    grep -q "^| profile | parted | 1 | 0 | 5.50 % | 5.5 % |$" "$T/bp.txt" || fail "--by-plans' rows: $(cat "$T/bp.txt")"
 $PY scripts/summary_counts.py "$T/dev" > /dev/null 2> "$T/e" && fail "summary_counts.py without summary.md"
 grep -q "$T/dev/summary.md: No such file" "$T/e" || fail "summary_counts.py's error: $(cat "$T/e")"
 $PY scripts/machine_clocks.py --kinds "$T/dev" > /dev/null 2> "$T/e" && fail "--kinds without h5/heldout.h5"
