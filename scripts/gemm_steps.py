@@ -18,7 +18,20 @@ n, k, beta, rows, ratio; docs/PROFILE_FORMAT.md "gemm_steps") for the shapes of 
 llada-8b: the held-out model, Dream-7B, keeps the plain interpolation, as its exact shapes are not in the profile);
 --profile writes IN.lua with the block added (scripts/profile_graft.py).  PROFILE (default datasets/profiles/h200-20261203s.lua,
 whose class tables the shipped h200-20261203t keeps) must hold the class table of every shape written.  Exits 1
-naming the file on a profile it cannot read, a shape without its table's rows, or a dense sweep with a gap."""
+naming the file on a profile it cannot read, a shape without its table's rows, or a dense sweep with a gap.
+
+    /usr/bin/python3 scripts/gemm_steps.py rule READS_DIR [--rows-of PROFILE] [--model M ...] [--sms N] \\
+        [--check DENSE.lua[.xz] | --block | --profile IN.lua --name NAME -o OUT.lua]
+
+rule: the staircase without timing anything, from the kernel configuration cuBLASLt runs at each warm-up row count
+(READS_DIR: a `cuda/bench/gemm_algo.cu reads` run under Nsight Compute, device call 72: its kernel names give the
+tile, nvjet_sm90_tst_<weight rows>x<token rows>_..., its manifest the K splits): a GEMM of T rows runs
+ceil(tiles / SMS) waves of SMS tiles (tiles = ceil(N / w) ceil(T / t) splits, SMS default 132, the H200's), each
+tile w t K / splits multiply-adds, so its work is that of its waves, and its ratio at T is that work over the
+straight line between the class table's rows (or the generic grid's, for a shape without a table) around T.
+--check prints, per shape the dense sweep holds, how far the rule's ratios are from the measured ones (from 256
+rows); --block and --profile as above, for the models given (default dream-7b: the shapes whose times the profile
+does not hold).  Exits 1 naming the file on a run without the models' shapes or a kernel name without a tile."""
 import argparse
 import lzma
 import math
@@ -103,16 +116,121 @@ MODEL_OF = {(12288, 4096): ("llada-8b", "qkv"), (4096, 4096): ("llada-8b", "o"),
             (37888, 3584): ("dream-7b", "gate_up"), (3584, 18944): ("dream-7b", "down")}
 
 
+def rule_work(reads_dir, sms):
+    """{(n, k): {T: the work of T rows' waves}} from a gemm_algo reads run (scripts/gemm_reads.py measure)."""
+    import gemm_reads
+    out = {}
+    for cls in gemm_reads.measure(reads_dir):
+        for t in cls:
+            m = re.search(r"nvjet_sm90_[a-z]+_(\d+)x(\d+)_", t["kernel"])
+            if not m:
+                die("%s: %s %s T=%d: kernel %s has no tile in its name" % (reads_dir, t["model"], t["class"], t["T"],
+                                                                          t["kernel"][:60]))
+            w, tt, sk = int(m.group(1)), int(m.group(2)), max(1, t["splitk"])
+            tiles = math.ceil(t["N"] / w) * math.ceil(t["T"] / tt) * sk
+            out.setdefault((t["N"], t["K"]), {})[t["T"]] = math.ceil(tiles / sms) * sms * w * tt * t["K"] / sk
+    return out
+
+
+def rule_ratios(work, knots):
+    """{T: the rule's ratio} at every row count of work between the first and last knot it holds."""
+    ks = [k for k in sorted(knots) if k in work]
+    out = {}
+    for a, b in zip(ks, ks[1:]):
+        for m in sorted(x for x in work if a <= x <= b):
+            out[m] = work[m] / (work[a] + (work[b] - work[a]) * (m - a) / (b - a))
+    return out
+
+
+def entry(model, cls, nk, r):
+    """One shape's entry of the block (its ratios at the rows r holds)."""
+    ms = sorted(r)
+    return ('    {model = "%s", class = "%s", n = %d, k = %d, beta = %d,\n      rows = {%s},\n      ratio = {%s}},\n'
+            % (model, cls, nk[0], nk[1], 1 if cls in ("o", "down") else 0, ", ".join(str(m) for m in ms),
+               ", ".join("%.4f" % r[m] for m in ms)))
+
+
+def rule_parts(work, prof, generic, want, src):
+    """The block's entries from the rule for the shapes of the models in want."""
+    tab_of = {"qkv": "qkv", "o": "o", "gate_up": "ffn", "down": "ffn"}
+    parts = []
+    for nk, (model, cls) in sorted(MODEL_OF.items()):
+        if model not in want or nk not in work:
+            continue
+        key = (tab_of[cls], nk[0], nk[1])
+        parts.append(entry(model, cls, nk, rule_ratios(work[nk], sorted(prof[key]) if key in prof else generic)))
+    if not parts:
+        die("no shape of %s in %s" % (", ".join(want), src))
+    return parts
+
+
+def rule_main(argv):
+    p = argparse.ArgumentParser(prog="gemm_steps.py rule")
+    p.add_argument("reads_dir")
+    p.add_argument("--rows-of", default="datasets/profiles/h200-20261203s.lua", metavar="PROFILE")
+    p.add_argument("--model", action="append", help="the shapes of this model in the block (default dream-7b)")
+    p.add_argument("--sms", type=int, default=132)
+    p.add_argument("--check", metavar="DENSE")
+    p.add_argument("--block", action="store_true")
+    p.add_argument("--profile", metavar="IN.lua")
+    p.add_argument("--name")
+    p.add_argument("-o", dest="out")
+    a = p.parse_args(argv)
+    if a.profile and not (a.name and a.out):
+        die("--profile needs --name and -o")
+    if a.sms < 1:
+        die("--sms must be at least 1")
+    work = rule_work(a.reads_dir, a.sms)
+    prof, _ = tables(a.rows_of)
+    generic = sorted({m for rows in prof.values() for m in rows})
+    if a.check:
+        dense, _ = tables(a.check)
+        sens = sens_of(a.rows_of)
+        print("shape, model class | measured mean |r - 1| from 256 rows | mean |r - rule| | correlation")
+        for key in sorted(dense):
+            if key[1:] not in work:
+                continue
+            knots = sorted(prof[key]) if key in prof else generic
+            meas, rule = ratios(dense[key], knots, sens), rule_ratios(work[key[1:]], knots)
+            ms = [m for m in meas if m in rule and m >= 256]
+            if len(ms) < 3:
+                continue
+            x, y = [rule[m] for m in ms], [meas[m] for m in ms]
+            mx, my = sum(x) / len(x), sum(y) / len(y)
+            cov = sum((u - mx) * (v - my) for u, v in zip(x, y))
+            sx, sy = math.sqrt(sum((u - mx) ** 2 for u in x)), math.sqrt(sum((v - my) ** 2 for v in y))
+            mc = MODEL_OF.get(key[1:], ("?", "?"))
+            print("%-3s %5d %5d %-8s %-7s | %5.2f %% | %5.2f %% | %.2f" % (
+                key[0], key[1], key[2], mc[0], mc[1], 100 * sum(abs(v - 1) for v in y) / len(y),
+                100 * sum(abs(u - v) for u, v in zip(x, y)) / len(y), cov / (sx * sy) if sx > 0 and sy > 0 else float("nan")))
+        return
+    parts = rule_parts(work, prof, generic, a.model or ["dream-7b"], a.reads_dir)
+    block = ("  -- each GEMM shape's time at every warm-up row count over the straight line between the table's rows: from the\n"
+             "  -- kernel's waves (cuBLASLt's tile and K splits, scripts/gemm_steps.py rule %s; no timing);\n"
+             "  -- docs/COST_MODEL.md \"GEMM rows between the grid's\"\n  gemm_steps = {\n" % a.reads_dir
+             + "".join(parts) + "  },\n")
+    if a.block:
+        sys.stdout.write(block)
+        return
+    profile_graft.graft(die, "gemm_steps", block, a.reads_dir, "gemm_steps.py rule", a.profile, a.name, a.out)
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "rule":
+        return rule_main(sys.argv[2:])
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dense")
     p.add_argument("--rows-of", default="datasets/profiles/h200-20261203s.lua", metavar="PROFILE")
     p.add_argument("--model", action="append", help="the shapes of this model in the block (default llada-8b)")
+    p.add_argument("--rule", metavar="READS_DIR", help="also the rule's ratios (see rule) for --rule-model's shapes")
+    p.add_argument("--rule-model", action="append", help="with --rule: this model's shapes from the rule (default dream-7b)")
     p.add_argument("--block", action="store_true")
     p.add_argument("--profile", metavar="IN.lua")
     p.add_argument("--name")
     p.add_argument("-o", dest="out")
     a = p.parse_args()
+    if a.rule_model and not a.rule:
+        die("--rule-model needs --rule READS_DIR")
     if a.profile and not (a.name and a.out):
         die("--profile needs --name and -o")
     dense, _ = tables(a.dense)
@@ -148,17 +266,21 @@ def main():
         if not own:
             die("%s has no %s table rows for %d x %d (%s): its ratio would not be against its interpolation" % (
                 a.rows_of, key[0], key[1], key[2], model))
-        beta = 1 if cls in ("o", "down") else 0
-        ms = sorted(r)
-        parts.append('    {model = "%s", class = "%s", n = %d, k = %d, beta = %d,\n      rows = {%s},\n      ratio = {%s}},\n'
-                     % (model, cls, key[1], key[2], beta, ", ".join(str(m) for m in ms),
-                        ", ".join("%.4f" % r[m] for m in ms)))
+        parts.append(entry(model, cls, key[1:], r))
     if not parts:
         die("no shape of %s in %s" % (", ".join(want), a.dense))
+    ruled = ""
+    if a.rule:
+        rm = a.rule_model or ["dream-7b"]
+        if set(rm) & set(want):
+            die("a model's shapes from both the sweep and the rule: %s" % ", ".join(sorted(set(rm) & set(want))))
+        parts += rule_parts(rule_work(a.rule, 132), prof, generic, rm, a.rule)
+        ruled = ("\n  -- and %s's from the kernels' waves (cuBLASLt's tile and K splits in %s; no timing: scripts/gemm_steps.py rule)"
+                 % (", ".join(rm), a.rule))
     block = ("  -- each GEMM shape's time at every dense row over the straight line between the class table's rows, the\n"
-             "  -- rows' times brought to one clock by the probe (scripts/gemm_steps.py, `dkv profile --gemm-step 16 --probe`);\n"
+             "  -- rows' times brought to one clock by the probe (scripts/gemm_steps.py, `dkv profile --gemm-step 16 --probe`)%s;\n"
              "  -- docs/COST_MODEL.md \"GEMM rows between the grid's\"\n"
-             "  gemm_steps = {\n" + "".join(parts) + "  },\n")
+             "  gemm_steps = {\n" % ruled + "".join(parts) + "  },\n")
     if a.block:
         sys.stdout.write(block)
         return

@@ -209,4 +209,17 @@ grep -q "has no ffn table rows for 3584 x 18944 (dream-7b)" "$T/e15" || fail "dr
 head -c 3000 "$T/dense.lua" | sed '/1040, 12288/d' > "$T/gap.lua"
 if $PY scripts/gemm_steps.py "$T/gap.lua" --rows-of "$T/rows.lua" > /dev/null 2> "$T/e16"; then fail "a sweep with a gap was accepted"; fi
 grep -q "rows not evenly spaced" "$T/e16" || fail "gap: $(cat "$T/e16")"
+# gemm_steps.py rule: the staircase from the kernels' waves (call 72's tiles and K splits, no timing) against call 91's
+# sweep: LLaDA-8B's q|k|v 1.96 % from the line, 0.53 % from the rule; the block from both (LLaDA-8B measured, Dream-7B
+# by the rule) keeps t's LLaDA-8B entries; a model from both sources is refused
+$PY scripts/gemm_steps.py rule datasets/hw/2026-12-02/call72 --check "$S91" > "$T/rule.md" || fail "rule --check: $(cat "$T/rule.md")"
+grep -q "^qkv 12288  4096 llada-8b qkv     |  1.96 % |  0.53 % | 0.88$" "$T/rule.md" || fail "rule qkv: $(cat "$T/rule.md")"
+[ "$(grep -c "dream-7b" "$T/rule.md")" = 4 ] || fail "rule's Dream-7B rows: $(cat "$T/rule.md")"
+$PY scripts/gemm_steps.py "$S91" --rule datasets/hw/2026-12-02/call72 --block > "$T/b2.lua" || fail "--rule block"
+[ "$(grep -c '^    {model = "dream-7b"' "$T/b2.lua")" = 4 ] || fail "--rule block's Dream-7B entries: $(grep model "$T/b2.lua")"
+grep -A2 '"llada-8b", class = "qkv"' "$T/b91.lua" > "$T/q1" && grep -A2 '"llada-8b", class = "qkv"' "$T/b2.lua" > "$T/q2" &&
+    cmp -s "$T/q1" "$T/q2" || fail "--rule changed the measured entries"
+if $PY scripts/gemm_steps.py "$S91" --rule datasets/hw/2026-12-02/call72 --rule-model llada-8b --block > /dev/null 2> "$T/e17"
+    then fail "a model from both sources was accepted"; fi
+grep -q "from both the sweep and the rule: llada-8b" "$T/e17" || fail "both sources: $(cat "$T/e17")"
 echo ok
