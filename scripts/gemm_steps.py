@@ -31,7 +31,16 @@ tile w t K / splits multiply-adds, so its work is that of its waves, and its rat
 straight line between the class table's rows (or the generic grid's, for a shape without a table) around T.
 --check prints, per shape the dense sweep holds, how far the rule's ratios are from the measured ones (from 256
 rows); --block and --profile as above, for the models given (default dream-7b: the shapes whose times the profile
-does not hold).  Exits 1 naming the file on a run without the models' shapes or a kernel name without a tile."""
+does not hold).  Exits 1 naming the file on a run without the models' shapes or a kernel name without a tile.
+
+    /usr/bin/python3 scripts/gemm_steps.py lookup DENSE.lua[.xz] [--profile PROFILE]
+
+lookup: how well PROFILE (default the shipped datasets/profiles/h200-20261203t.lua) costs each shape of the dense
+sweep at its table rows (256 to 8,192): the measured time over the profile's (its class table where it holds the
+shape, else its generic `gemm` grid, piecewise linear in n and k between the grid's corners, as core/cost/profile.c
+interpolates), the profile's time first moved from its row clock (clock.gemm_mhz of the class) to the row's probe
+clock with the GEMMs' sensitivity (sim/sim_clock.c).  A model timed by its own table reads near 1 (the machines'
+spread); an unprofiled model's shapes show the grid's error."""
 import argparse
 import lzma
 import math
@@ -164,6 +173,74 @@ def rule_parts(work, prof, generic, want, src):
     return parts
 
 
+def grid_rows(text):
+    """{(m, n, k): seconds} of a profile's generic gemm table."""
+    out, cur = {}, None
+    for line in text.splitlines():
+        h = re.match(r"    (\w+) = \{", line)
+        if h:
+            cur = h.group(1)
+            continue
+        if line.startswith("  copy = {"):
+            break
+        r = re.match(r"\s+\{(\d+), (\d+), (\d+), ([\d.e+-]+),", line)
+        if r and cur == "gemm":
+            out[(int(r.group(1)), int(r.group(2)), int(r.group(3)))] = float(r.group(4))
+    return out
+
+
+def between(xs, x):
+    """[(knot, weight)] of x between the sorted knots xs (piecewise linear); [] outside them."""
+    if not xs or x < xs[0] or x > xs[-1]:
+        return []
+    i = next(j for j, v in enumerate(xs) if v >= x)
+    if xs[i] == x:
+        return [(x, 1.0)]
+    w = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+    return [(xs[i - 1], 1 - w), (xs[i], w)]
+
+
+def lookup_main(argv):
+    p = argparse.ArgumentParser(prog="gemm_steps.py lookup")
+    p.add_argument("dense")
+    p.add_argument("--profile", default="datasets/profiles/h200-20261203t.lua")
+    a = p.parse_args(argv)
+    text = read_text(a.profile)
+    own, _ = tables(a.profile)
+    grid = grid_rows(text)
+    ns, ks = sorted({x[1] for x in grid}), sorted({x[2] for x in grid})
+    sens = sens_of(a.profile)
+    clocks = {}
+    for cls in CLASS_TABLES:
+        m = re.search(r"      %s = \{rows = \{([^}]*)\},\s*mhz = \{([^}]*)\}" % cls, text)
+        if m:
+            clocks[cls] = ([float(x) for x in m.group(1).split(",")], [float(x) for x in m.group(2).split(",")])
+    dense, _ = tables(a.dense)
+    print("shape (table n k), model class | source | measured / profiled time at the profile's rows")
+    for key in sorted(dense):
+        tab, n, k = key
+        cells = []
+        for m in (256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192):
+            r = dense[key].get(m)
+            if not r or "probe_mhz" not in r:
+                continue
+            if key in own and m in own[key]:
+                t = own[key][m]["t"]
+            else:
+                wn, wk = between(ns, n), between(ks, k)
+                if not wn or not wk or any((m, x, y) not in grid for x, _ in wn for y, _ in wk):
+                    continue
+                t = sum(u * v * grid[(m, x, y)] for x, u in wn for y, v in wk)
+            if tab in clocks:
+                f = sum(w * y for (_, w), y in zip(between(clocks[tab][0], m), [
+                    clocks[tab][1][clocks[tab][0].index(x)] for x, _ in between(clocks[tab][0], m)]))
+                t *= (f / r["probe_mhz"]) ** sens(m) if f > 0 else 1
+            cells.append("%d:%.3f" % (m, r["t"] / t))
+        mc = MODEL_OF.get(key[1:], ("?", "?"))
+        print("%-3s %5d %5d %-8s %-7s | %-5s | %s" % (tab, n, k, mc[0], mc[1], "table" if key in own else "grid",
+                                                     " ".join(cells)))
+
+
 def rule_main(argv):
     p = argparse.ArgumentParser(prog="gemm_steps.py rule")
     p.add_argument("reads_dir")
@@ -218,6 +295,8 @@ def rule_main(argv):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "rule":
         return rule_main(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "lookup":
+        return lookup_main(sys.argv[2:])
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("dense")
     p.add_argument("--rows-of", default="datasets/profiles/h200-20261203s.lua", metavar="PROFILE")

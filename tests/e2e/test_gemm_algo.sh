@@ -222,4 +222,9 @@ grep -A2 '"llada-8b", class = "qkv"' "$T/b91.lua" > "$T/q1" && grep -A2 '"llada-
 if $PY scripts/gemm_steps.py "$S91" --rule datasets/hw/2026-12-02/call72 --rule-model llada-8b --block > /dev/null 2> "$T/e17"
     then fail "a model from both sources was accepted"; fi
 grep -q "from both the sweep and the rule: llada-8b" "$T/e17" || fail "both sources: $(cat "$T/e17")"
+# gemm_steps.py lookup: call 91's rows against the shipped profile's lookup at the same clock: LLaDA-8B's from its class
+# tables (q|k|v at 1,024 rows 0.987), Dream-7B's from the generic grid (gate|up at 1,024 rows 0.874: the grid 14 % slow)
+$PY scripts/gemm_steps.py lookup "$S91" > "$T/lk.md" || fail "lookup: $(cat "$T/lk.md")"
+grep -q "^qkv 12288  4096 llada-8b qkv     | table | .* 1024:0.987 " "$T/lk.md" &&
+    grep -q "^ffn 37888  3584 dream-7b gate_up | grid  | .* 1024:0.874 " "$T/lk.md" || fail "lookup's rows: $(cat "$T/lk.md")"
 echo ok
