@@ -16,6 +16,10 @@
 // ..., 8,192: core/model/gemm_warm.h; a run's shape of T rows takes its bucket's algorithm), one line
 // each, "s <model> <class> <N> <K> <bias> <T> <splitk> <tile id>": what scripts/gemm_splitk.py turns
 // into a profile's gemm_splitk block (docs/PROFILE_FORMAT.md).
+//   ./gemm_algo grid > gemm_grid.txt
+// the same question at the generic GEMM grid's (n, k) corners (cuda/profile_gemm.c's gemm_grid section: beta 0, no bias) at
+// every warm-up row count and 12,288, 16,384, 24,576 rows, "q <N> <K> <T> <splitk> <tile id>" (the tile id is
+// cuBLASLt's cublasLtMatmulTile_t: <weight rows>x<token rows>, as the kernel names; scripts/gemm_steps.py).
 //   ncu --csv --cache-control none --clock-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
 //       --log-file wb.csv ./gemm_algo wb > wb.txt
 // what a split GEMM leaves dirty: for a few shapes, each twice, flush the L2 (read 256 MiB), run the GEMM
@@ -497,8 +501,30 @@ int main(int argc, char **argv)
         cublasLtDestroy(lt);
         return 0;
     }
+    if (argc == 2 && strcmp(argv[1], "grid") == 0) {   // the heuristic's configuration at the generic grid's corners
+        // n and k of `dkv profile`'s gemm_grid section (cuda/profile_gemm.c), beta 0, no bias; every warm-up row count
+        // and the grid's rows above it
+        static const int ns[] = {2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152, 65536},
+                         ks[] = {2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768}, big[] = {12288, 16384, 24576};
+        for (int N : ns)
+            for (int K : ks)
+                for (int i = 0; i < 1024 + 3; i++) {
+                    int T = i < 1024 ? 8 * (i + 1) : big[i - 1024];
+                    cls c = {"grid", "gemm", N, K, 0};
+                    cublasLtMatmulDesc_t op;
+                    cublasLtMatrixLayout_t a, b, cc;
+                    cublasLtMatmulHeuristicResult_t r;
+                    choose(lt, c, T, (size_t)32 << 20, NULL, &op, &a, &b, &cc, &r);
+                    printf("q %d %d %d %u %u\n", N, K, T, attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM),
+                           attr<uint32_t>(&r.algo, CUBLASLT_ALGO_CONFIG_TILE_ID));
+                    cublasLtMatrixLayoutDestroy(a), cublasLtMatrixLayoutDestroy(b), cublasLtMatrixLayoutDestroy(cc);
+                    cublasLtMatmulDescDestroy(op);
+                }
+        cublasLtDestroy(lt);
+        return 0;
+    }
     if (argc > 1) {
-        fprintf(stderr, "usage: gemm_algo [splitk | wb | reads CLASS | left CLASS [STEP] | store CLASS [STEP] | pre | walks | clock]\n");
+        fprintf(stderr, "usage: gemm_algo [splitk | grid | wb | reads CLASS | left CLASS [STEP] | store CLASS [STEP] | pre | walks | clock]\n");
         return 2;
     }
     operands o = alloc_operands(2112, false);
