@@ -33,14 +33,18 @@ straight line between the class table's rows (or the generic grid's, for a shape
 rows); --block and --profile as above, for the models given (default dream-7b: the shapes whose times the profile
 does not hold).  Exits 1 naming the file on a run without the models' shapes or a kernel name without a tile.
 
-    /usr/bin/python3 scripts/gemm_steps.py lookup DENSE.lua[.xz] [--profile PROFILE]
+    /usr/bin/python3 scripts/gemm_steps.py lookup DENSE.lua[.xz] [--profile PROFILE] [--waves GRID.txt[.xz] SPLITK.txt[.xz]]
 
 lookup: how well PROFILE (default the shipped datasets/profiles/h200-20261203t.lua) costs each shape of the dense
 sweep at its table rows (256 to 8,192): the measured time over the profile's (its class table where it holds the
 shape, else its generic `gemm` grid, piecewise linear in n and k between the grid's corners, as core/cost/profile.c
 interpolates), the profile's time first moved from its row clock (clock.gemm_mhz of the class) to the row's probe
 clock with the GEMMs' sensitivity (sim/sim_clock.c).  A model timed by its own table reads near 1 (the machines'
-spread); an unprofiled model's shapes show the grid's error."""
+spread); an unprofiled model's shapes show the grid's error.  --waves: beside each grid-costed value, what the wave
+rule (rule, above) says the grid's lookup should miss by: the work of the shape's waves over the same bilinear
+interpolation of its corners' (cuBLASLt's tile and K splits from `gemm_algo grid`, GRID, and `gemm_algo splitk`,
+SPLITK; the tile ids are cublasLtMatmulTile_t's <weight rows>x<token rows>, TILE_DIMS below), and the mean |error| of
+the grid-costed cells before and after dividing by it."""
 import argparse
 import lzma
 import math
@@ -173,6 +177,51 @@ def rule_parts(work, prof, generic, want, src):
     return parts
 
 
+# cublasLtMatmulTile_t ids (cublasLt.h) of the tiles cuBLASLt chose for the shapes recorded (device calls 65 and 93):
+# id -> (weight rows, token rows); the same dims as the kernels' names (nvjet_sm90_tst_<w>x<t>_...) on 8,192 of 8,192
+# of call 72's trials
+TILE_DIMS = {}
+
+
+def tile_dims():
+    """The id -> dims map, from cublasLt.h where the CUDA toolkit is installed."""
+    if not TILE_DIMS:
+        for path in ("/usr/local/cuda/include/cublasLt.h", "/usr/include/cublasLt.h"):
+            if os.path.exists(path):
+                for line in open(path):
+                    m = re.match(r"\s*CUBLASLT_MATMUL_TILE_(\d+)x(\d+) = (\d+),", line)
+                    if m:
+                        TILE_DIMS[int(m.group(3))] = (int(m.group(1)), int(m.group(2)))
+                break
+    if not TILE_DIMS:
+        die("--waves needs cublasLt.h (the CUDA toolkit) for the tile ids")
+    return TILE_DIMS
+
+
+def configs(grid_txt, splitk_txt):
+    """{(n, k, T): (splits, tile id)} from gemm_algo grid ("q N K T splitk tile") and splitk ("s model class N K bias
+    T splitk tile") outputs."""
+    out = {}
+    for path, tag in ((grid_txt, "q"), (splitk_txt, "s")):
+        for no, line in enumerate(read_text(path).splitlines(), 1):
+            f = line.split()
+            if not f or f[0] != tag:
+                continue
+            try:
+                v = [int(x) for x in (f[1:6] if tag == "q" else f[3:5] + f[6:9])]
+            except ValueError:
+                die("%s:%d: a number field does not parse" % (path, no))
+            out[(v[0], v[1], v[2])] = (max(1, v[3]), v[4])
+    return out
+
+
+def wave_work(cfg, dims, m, n, k, sms=132):
+    sk, tid = cfg[(n, k, m)]
+    w, t = dims[tid]
+    tiles = math.ceil(n / w) * math.ceil(m / t) * sk
+    return math.ceil(tiles / sms) * sms * w * t * k / sk
+
+
 def grid_rows(text):
     """{(m, n, k): seconds} of a profile's generic gemm table."""
     out, cur = {}, None
@@ -204,7 +253,11 @@ def lookup_main(argv):
     p = argparse.ArgumentParser(prog="gemm_steps.py lookup")
     p.add_argument("dense")
     p.add_argument("--profile", default="datasets/profiles/h200-20261203t.lua")
+    p.add_argument("--waves", nargs=2, metavar=("GRID", "SPLITK"))
     a = p.parse_args(argv)
+    cfg = configs(*a.waves) if a.waves else None
+    dims = tile_dims() if cfg else None
+    before, after = [], []
     text = read_text(a.profile)
     own, _ = tables(a.profile)
     grid = grid_rows(text)
@@ -231,14 +284,28 @@ def lookup_main(argv):
                 if not wn or not wk or any((m, x, y) not in grid for x, _ in wn for y, _ in wk):
                     continue
                 t = sum(u * v * grid[(m, x, y)] for x, u in wn for y, v in wk)
+                if cfg:
+                    try:
+                        rule = wave_work(cfg, dims, m, n, k) / sum(u * v * wave_work(cfg, dims, m, x, y) for x, u in wn
+                                                                   for y, v in wk)
+                    except KeyError as e:
+                        die("--waves: no configuration for (n, k, rows) %s" % (e,))
             if tab in clocks:
                 f = sum(w * y for (_, w), y in zip(between(clocks[tab][0], m), [
                     clocks[tab][1][clocks[tab][0].index(x)] for x, _ in between(clocks[tab][0], m)]))
                 t *= (f / r["probe_mhz"]) ** sens(m) if f > 0 else 1
-            cells.append("%d:%.3f" % (m, r["t"] / t))
+            if cfg and key not in own:
+                before.append(abs(r["t"] / t - 1))
+                after.append(abs(r["t"] / t / rule - 1))
+                cells.append("%d:%.3f/%.3f" % (m, r["t"] / t, rule))
+            else:
+                cells.append("%d:%.3f" % (m, r["t"] / t))
         mc = MODEL_OF.get(key[1:], ("?", "?"))
         print("%-3s %5d %5d %-8s %-7s | %-5s | %s" % (tab, n, k, mc[0], mc[1], "table" if key in own else "grid",
                                                      " ".join(cells)))
+    if before:
+        print("grid-costed cells (measured / profiled, then / the wave rule's ratio): mean |error| %.1f %% -> %.1f %% over %d"
+              % (100 * sum(before) / len(before), 100 * sum(after) / len(after), len(before)))
 
 
 def rule_main(argv):
