@@ -257,6 +257,11 @@ def lookup_main(argv):
     a = p.parse_args(argv)
     cfg = configs(*a.waves) if a.waves else None
     dims = tile_dims() if cfg else None
+    if cfg:
+        unknown = sorted({tid for _, tid in cfg.values()} - set(dims))
+        if unknown:
+            die("--waves: cublasLt.h has no tile for ids %s (a CUDA toolkit older than the configurations')"
+                % unknown[:5])
     before, after = [], []
     text = read_text(a.profile)
     own, _ = tables(a.profile)
