@@ -78,6 +78,9 @@ steps:  RES [--point NAME]: each probe-recorded run's steps side by side, simula
         rows (= where the plans agree, x where they do not), the step's time, its error, the simulator's run clock
         (sm_mhz of the simulated steps) and the step probe's (docs/COST_MODEL.md "The clock against the duty cycle":
         az:none's steps).
+first:  RES [RES...] [--sim DIR]: each point's first step (from an idle GPU) over the probe-recorded post results: its
+        rows, the mean simulated clock (sm_mhz), the mean probe clock and the mean time error, where the plans agree
+        (RES/sim or RES/DIR as in plans).
 plans:  RES [RES...] --point NAME [--sim DIR]: where a point's simulated plans first leave the measured ones, per
         post result: the first step whose query rows or admissions differ, its start on each side (ms) and rows, or
         "same"; then how many RES agree throughout.  The measured run from RES/h5, the simulated from RES/sim (the
@@ -762,6 +765,34 @@ def cmd_steps(a):
         sys.exit("clock_model: %s: no probe-recorded run%s" % (a.res, " of point %s" % a.point if a.point else ""))
 
 
+def cmd_first(a):
+    """Each point's first step over the probe-recorded post results: rows, clocks and time error"""
+    import h5py
+    per = {}
+    for res in a.res:
+        for f in ("val", "heldout"):
+            try:
+                R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/%s/%s.h5" % (res, a.sim, f), "r")
+            except OSError:
+                continue
+            for k in R["runs"]:
+                p = k[:-5]
+                if not k.endswith(":real") or p + ":sim" not in S["runs"]:
+                    continue
+                rs, ss = R["runs/%s" % k]["steps"][()], S["runs/%s:sim" % p]["steps"][()]
+                if "sm_probe_mhz" not in rs.dtype.names or not len(rs) or not len(ss) or rs[0]["q_tokens"] != ss[0]["q_tokens"]:
+                    continue
+                per.setdefault(p, []).append((int(rs[0]["q_tokens"]), float(ss[0]["sm_mhz"]), float(rs[0]["sm_probe_mhz"]),
+                                              float(ss[0]["time_s"] / rs[0]["time_s"] - 1)))
+    if not per:
+        sys.exit("clock_model: no probe-recorded first steps in %s" % " ".join(a.res))
+    print("point | rows | RES | clock simulated / probe (MHz) | time error")
+    for p in sorted(per):
+        v = per[p]
+        print("%-28s %6d %3d  %5.0f / %5.0f  %+5.1f %%" % (p, v[0][0], len(v), np.mean([x[1] for x in v]),
+                                                         np.mean([x[2] for x in v]), 100 * np.mean([x[3] for x in v])))
+
+
 def cmd_plans(a):
     """Where a point's simulated plans first leave the measured ones, per post result"""
     import h5py
@@ -1017,6 +1048,9 @@ def main():
     p.set_defaults(fn=cmd_sustained)
     p = sub.add_parser("steps"); p.add_argument("res"); p.add_argument("--point", help="only this point (e.g. az:none)")
     p.set_defaults(fn=cmd_steps)
+    p = sub.add_parser("first"); p.add_argument("res", nargs="+")
+    p.add_argument("--sim", default="sim", help="the simulated results' folder in RES (sim, or h5prof)")
+    p.set_defaults(fn=cmd_first)
     p = sub.add_parser("plans"); p.add_argument("res", nargs="+"); p.add_argument("--point", required=True)
     p.add_argument("--sim", default="sim", help="the simulated results' folder in RES (sim, or h5prof)")
     p.set_defaults(fn=cmd_plans)

@@ -135,6 +135,12 @@ $PY scripts/clock_model.py plans "$T/pla" "$T/plb" --point az:none > "$T/pl.txt"
 grep -q "^$T/pla: same$" "$T/pl.txt" &&
     grep -q "^$T/plb: step 2: measured at 85.00 ms, 2856 rows, 2 admitted; simulated at 80.00 ms, 2176 rows, 1 admitted$" "$T/pl.txt" &&
     grep -q "^ho:az:none: plans the same throughout on 1 of 2$" "$T/pl.txt" || fail "plans' lines: $(cat "$T/pl.txt")"
+# first: the run set of "oracle" above (its first step: 1,024 rows, simulated 1,980 MHz, probe 1,980, 1 ms against
+# 1 ms x (1,687.8 / 1,980)^0.96: +16.6 %)
+$PY scripts/clock_model.py first "$T/ores" > "$T/fs.txt" || fail "first: $(cat "$T/fs.txt")"
+grep -Eq "^val:o +1024 +1 +1980 / +1980 +\+16\.6 %$" "$T/fs.txt" || fail "first's row: $(cat "$T/fs.txt")"
+if $PY scripts/clock_model.py first "$T/pla" 2> "$T/e"; then fail "first without probe-recorded runs"; fi
+grep -q "no probe-recorded first steps" "$T/e" || fail "first's error: $(cat "$T/e")"
 if $PY scripts/clock_model.py plans "$T/pla" --point az:dual 2> "$T/e"; then fail "plans of a point not there"; fi
 grep -q "no run pair ho:az:dual in h5/heldout.h5 and sim/heldout.h5" "$T/e" || fail "plans' error: $(cat "$T/e")"
 if $PY scripts/clock_model.py oracle --probe-rows datasets/profiles/h200-20261203r.lua $C84 "$T/res" 2> "$T/e"; then
