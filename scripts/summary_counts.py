@@ -163,15 +163,13 @@ def plans_parted(res):
 
 
 def print_by_plans(res_list, by_point):
-    try:
-        import h5py  # noqa: F401
-    except ImportError:
-        print("summary_counts.py: --by-plans needs python3-h5py (/usr/bin/python3)", file=sys.stderr)
-        return 2
     kinds = {}   # variant -> parted -> [(|e|, pass)]
     for res in res_list:
         try:
             parted = plans_parted(res)
+        except ImportError:
+            print("summary_counts.py: --by-plans needs python3-h5py (/usr/bin/python3)", file=sys.stderr)
+            return 2
         except (OSError, KeyError) as e:
             print("summary_counts.py: %s: a comparison file: %s" % (res, e), file=sys.stderr)
             return 2
