@@ -12,6 +12,10 @@ Steps pair by index when their Refresh / Reuse counts and query rows agree; othe
 --sim takes the :sim runs from SIM.h5 instead (a post's re-simulation, RES/sim/heldout.h5 of
 `hw_session.sh post` on the class-event run's directory).  Prints, per point and step kind, measured / simulated ms and the error (simulated / measured - 1).
 
+--steps N: also each of the first N paired steps apart (its rows, the measured probe clock where recorded, the
+simulated clock, each class's measured / simulated ms and error): a run's first steps, which a sum over its steps
+hides (docs/COST_MODEL.md "GEMM rows between the grid's": az:none's first step).
+
 --clock (runs recorded with sm_clock as well): pooled over the POINTs, per class and query rows (up to 64, 256,
 1,024, 2,048, more), the paired steps after the first, their mean measured step clock (NVML, MHz), the
 time-weighted mean measured / simulated time, and the time-weighted least-squares slope of ln(measured / simulated)
@@ -39,7 +43,10 @@ def main():
     ap.add_argument("--sim", help="the file to take the :sim runs from (default: RUNS.h5)")
     ap.add_argument("--clock", action="store_true", help="each class's time against the measured step clock")
     ap.add_argument("--probe", action="store_true", help="with --clock: the clock probe's sm_probe_mhz instead of NVML's sm_mhz")
+    ap.add_argument("--steps", type=int, default=0, metavar="N", help="also the first N paired steps one by one")
     a = ap.parse_args()
+    if a.steps < 0:
+        sys.exit("class_errors: --steps must be at least 0")
     try:
         f = h5py.File(a.h5, "r")
         g = h5py.File(a.sim, "r") if a.sim else f
@@ -53,12 +60,24 @@ def main():
         except KeyError:
             sys.exit("class_errors: %s%s: no runs %s:real and %s:sim with kernels and steps"
                      % (a.h5, " / " + a.sim if a.sim else "", p, p))
-        acc = {}
+        acc, shown, lines = {}, 0, []
         for i in range(1 if a.clock else 0, min(len(rs), len(ss))):
             x, y = rs[i], ss[i]
             if (x["n_refresh"], x["n_reuse"], x["q_tokens"]) != (y["n_refresh"], y["n_reuse"], y["q_tokens"]):
                 continue
             kind = "Refresh" if x["n_reuse"] == 0 else "Reuse" if x["n_refresh"] == 0 else "mixed"
+            if shown < a.steps and not a.clock:
+                shown += 1
+                cells = []
+                for c in range(len(CLASSES)):
+                    m = rk[(rk["step_index"] == x["index"]) & (rk["kind"] == c)]
+                    s = sk[(sk["step_index"] == y["index"]) & (sk["kind"] == c)]
+                    tm, ts = m["time_s"].sum() - a.event_s * m["n_launches"].sum(), s["time_s"].sum()
+                    if tm > 0:
+                        cells.append("%s %.3f / %.3f (%+.1f %%)" % (CLASSES[c], 1e3 * tm, 1e3 * ts, 100 * (ts / tm - 1)))
+                probe = x["sm_probe_mhz"] if "sm_probe_mhz" in x.dtype.names else float("nan")
+                lines.append("  step %d, %d rows, clock measured %.0f (probe) / simulated %.0f MHz: %s" % (
+                    i, x["q_tokens"], probe, y["sm_mhz"], ", ".join(cells)))
             for c in range(len(CLASSES)):
                 m = rk[(rk["step_index"] == x["index"]) & (rk["kind"] == c)]
                 s = sk[(sk["step_index"] == y["index"]) & (sk["kind"] == c)]
@@ -75,6 +94,8 @@ def main():
         if a.clock:
             continue
         print(p)
+        for line in lines:
+            print(line)
         for kind in ("Refresh", "Reuse", "mixed"):
             cells = ["%s %.2f / %.2f (%+.0f %%)" % (CLASSES[c], 1e3 * m, 1e3 * s, 100 * (s / m - 1))
                      for (k, c), (m, s) in sorted(acc.items()) if k == kind and m > 0]

@@ -258,6 +258,16 @@ $PY scripts/class_errors.py "$T/ce.h5" p --clock --event-s 0 > "$T/ce.txt" || fa
 $PY scripts/class_errors.py "$T/ce.h5" p --clock --probe --event-s 0 > "$T/cp.txt" || fail "class_errors --clock --probe"
 grep -Eq "^qkv +<=1024 +39 .* \+0\.80$" "$T/ce.txt" || fail "class_errors --clock's slope: $(cat "$T/ce.txt")"
 grep -Eq "^qkv +<=1024 +39 .* \+0\.50$" "$T/cp.txt" || fail "class_errors --clock --probe's slope: $(cat "$T/cp.txt")"
+# --steps 1: the first paired step apart (step 0: simulated 1 ms against 1 ms x (1980 / f0)^0.8)
+$PY scripts/class_errors.py "$T/ce.h5" p --event-s 0 --steps 1 > "$T/cs.txt" || fail "class_errors --steps: $(cat "$T/cs.txt")"
+$PY - "$T/cs.txt" "$T/ce.h5" <<'PYEOF' || fail "class_errors --steps' row: $(cat "$T/cs.txt")"
+import re, sys
+import h5py
+f0 = float(h5py.File(sys.argv[2], "r")["runs/p:real/steps"]["sm_mhz"][0])
+want = "qkv %.3f / 1.000 (%+.1f %%)" % ((1980 / f0) ** 0.8, 100 * (1 / (1980 / f0) ** 0.8 - 1))
+rows = [l for l in open(sys.argv[1]) if l.startswith("  step ")]
+assert len(rows) == 1 and rows[0].startswith("  step 0, 512 rows") and want in rows[0], (rows, want)
+PYEOF
 $PY - "$T/ce.h5" "$T/ce0.h5" <<'PYEOF'
 import sys
 import h5py
