@@ -66,31 +66,28 @@ def main():
             if (x["n_refresh"], x["n_reuse"], x["q_tokens"]) != (y["n_refresh"], y["n_reuse"], y["q_tokens"]):
                 continue
             kind = "Refresh" if x["n_reuse"] == 0 else "Reuse" if x["n_refresh"] == 0 else "mixed"
-            if shown < a.steps and not a.clock:
-                shown += 1
-                cells = []
-                for c in range(len(CLASSES)):
-                    m = rk[(rk["step_index"] == x["index"]) & (rk["kind"] == c)]
-                    s = sk[(sk["step_index"] == y["index"]) & (sk["kind"] == c)]
-                    tm, ts = m["time_s"].sum() - a.event_s * m["n_launches"].sum(), s["time_s"].sum()
-                    if tm > 0:
-                        cells.append("%s %.3f / %.3f (%+.1f %%)" % (CLASSES[c], 1e3 * tm, 1e3 * ts, 100 * (ts / tm - 1)))
-                probe = x["sm_probe_mhz"] if "sm_probe_mhz" in x.dtype.names else float("nan")
-                lines.append("  step %d, %d rows, clock measured %.0f (probe) / simulated %.0f MHz: %s" % (
-                    i, x["q_tokens"], probe, y["sm_mhz"], ", ".join(cells)))
+            show = shown < a.steps and not a.clock
+            shown += show
+            cells = []
             for c in range(len(CLASSES)):
                 m = rk[(rk["step_index"] == x["index"]) & (rk["kind"] == c)]
                 s = sk[(sk["step_index"] == y["index"]) & (sk["kind"] == c)]
+                tm, ts = m["time_s"].sum() - a.event_s * m["n_launches"].sum(), s["time_s"].sum()
                 if a.clock:
-                    tm, ts = m["time_s"].sum() - a.event_s * m["n_launches"].sum(), s["time_s"].sum()
                     mhz = float(x["sm_probe_mhz"] if a.probe else x["sm_mhz"])
                     if mhz > 0 and tm > 0 and ts > 0:
                         rows = next(j for j, (top, _) in enumerate(BINS) if x["q_tokens"] <= top)
                         pooled.setdefault((c, rows), []).append((mhz, tm / ts, tm))
                     continue
+                if show and tm > 0:
+                    cells.append("%s %.3f / %.3f (%+.1f %%)" % (CLASSES[c], 1e3 * tm, 1e3 * ts, 100 * (ts / tm - 1)))
                 t = acc.setdefault((kind, c), [0.0, 0.0])
-                t[0] += m["time_s"].sum() - a.event_s * m["n_launches"].sum()
-                t[1] += s["time_s"].sum()
+                t[0] += tm
+                t[1] += ts
+            if show:
+                probe = x["sm_probe_mhz"] if "sm_probe_mhz" in x.dtype.names else float("nan")
+                lines.append("  step %d, %d rows, clock measured %.0f (probe) / simulated %.0f MHz: %s" % (
+                    i, x["q_tokens"], probe, y["sm_mhz"], ", ".join(cells)))
         if a.clock:
             continue
         print(p)

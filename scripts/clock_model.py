@@ -394,13 +394,13 @@ def ramp(m, lo, hi, s):
     return 0.0 if m <= lo else s if m >= hi else s * math.log(m / lo) / math.log(hi / lo)
 
 
-def probe_runs(res):
+def probe_runs(res, sim="sim"):
     """(file, point, real steps, simulated steps, simulated kernels) of each run of post result RES (val and heldout)
-    recorded with the step probe (sm_probe_mhz) and simulated"""
+    recorded with the step probe (sm_probe_mhz) and simulated (RES/SIM: sim, the shipped preset's, or h5prof)"""
     import h5py
     for f in ("val", "heldout"):
         try:
-            R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/sim/%s.h5" % (res, f), "r")
+            R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/%s/%s.h5" % (res, sim, f), "r")
         except OSError:
             continue
         for k in R["runs"]:
@@ -767,23 +767,13 @@ def cmd_steps(a):
 
 def cmd_first(a):
     """Each point's first step over the probe-recorded post results: rows, clocks and time error"""
-    import h5py
     per = {}
     for res in a.res:
-        for f in ("val", "heldout"):
-            try:
-                R, S = h5py.File("%s/h5/%s.h5" % (res, f), "r"), h5py.File("%s/%s/%s.h5" % (res, a.sim, f), "r")
-            except OSError:
+        for _, p, rs, ss, _ in probe_runs(res, a.sim):
+            if not len(rs) or not len(ss) or rs[0]["q_tokens"] != ss[0]["q_tokens"]:
                 continue
-            for k in R["runs"]:
-                p = k[:-5]
-                if not k.endswith(":real") or p + ":sim" not in S["runs"]:
-                    continue
-                rs, ss = R["runs/%s" % k]["steps"][()], S["runs/%s:sim" % p]["steps"][()]
-                if "sm_probe_mhz" not in rs.dtype.names or not len(rs) or not len(ss) or rs[0]["q_tokens"] != ss[0]["q_tokens"]:
-                    continue
-                per.setdefault(p, []).append((int(rs[0]["q_tokens"]), float(ss[0]["sm_mhz"]), float(rs[0]["sm_probe_mhz"]),
-                                              float(ss[0]["time_s"] / rs[0]["time_s"] - 1)))
+            per.setdefault(p, []).append((int(rs[0]["q_tokens"]), float(ss[0]["sm_mhz"]), float(rs[0]["sm_probe_mhz"]),
+                                          float(ss[0]["time_s"] / rs[0]["time_s"] - 1)))
     if not per:
         sys.exit("clock_model: no probe-recorded first steps in %s" % " ".join(a.res))
     print("point | rows | RES | clock simulated / probe (MHz) | time error")

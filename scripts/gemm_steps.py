@@ -46,6 +46,7 @@ interpolation of its corners' (cuBLASLt's tile and K splits from `gemm_algo grid
 SPLITK; the tile ids are cublasLtMatmulTile_t's <weight rows>x<token rows>, TILE_DIMS below), and the mean |error| of
 the grid-costed cells before and after dividing by it."""
 import argparse
+import functools
 import lzma
 import math
 import os
@@ -65,6 +66,7 @@ def die(msg):
     sys.exit("gemm_steps: " + msg)
 
 
+@functools.lru_cache(maxsize=None)   # a profile is read by several of the helpers below: once
 def read_text(path):
     try:
         return lzma.open(path, "rt").read() if path.endswith(".xz") else open(path).read()
@@ -72,8 +74,9 @@ def read_text(path):
         die("%s: %s" % (path, e))
 
 
-def tables(path):
-    """{(table, n, k): {m: {'t': seconds, <extra>: value}}} of the class tables, and the models the file names."""
+def tables(path, names=CLASS_TABLES):
+    """{(table, n, k): {m: {'t': seconds, <extra>: value}}} of the tables named (the class tables by default), and the
+    models the file names."""
     out, cur, extra = {}, None, []
     text = read_text(path)
     m = re.search(r'(?m)^    models = \{(.*)\},', text)
@@ -90,7 +93,7 @@ def tables(path):
             extra = [x.strip().strip('"') for x in e.group(1).split(",")]
             continue
         r = re.match(r"\s+\{(\d+), (\d+), (\d+), (.*)\},?$", line)
-        if r and cur in CLASS_TABLES:
+        if r and cur in names:
             try:
                 v = [float(x) for x in r.group(4).split(",")]
             except ValueError:
@@ -109,6 +112,16 @@ def sens_of(path):
     return lambda rows: 0.0 if rows <= lo else s if rows >= hi else s * math.log(rows / lo) / math.log(hi / lo)
 
 
+def over_line(v, ks):
+    """{m: v[m] over the straight line through v at the two knots around m} for every m of v between the first and
+    the last of the sorted knots ks (each a key of v)."""
+    out = {}
+    for a, b in zip(ks, ks[1:]):
+        for m in sorted(x for x in v if a <= x <= b):
+            out[m] = v[m] / (v[a] + (v[b] - v[a]) * (m - a) / (b - a))
+    return out
+
+
 def ratios(dense, knots, sens):
     """{m: ratio} at every dense row between the first and last knot (knots: the profile's rows of this shape)."""
     t = {m: r["t"] * (r["probe_mhz"] / REF_MHZ) ** sens(m) if r.get("probe_mhz", 0) > 0 else r["t"]
@@ -117,11 +130,7 @@ def ratios(dense, knots, sens):
     missing = [k for k in ks if k not in t]
     if missing:
         die("the dense sweep lacks the profile's rows %s (use a --gemm-step that divides them)" % missing[:4])
-    out = {}
-    for a, b in zip(ks, ks[1:]):
-        for m in sorted(x for x in t if a <= x <= b):
-            out[m] = t[m] / (t[a] + (t[b] - t[a]) * (m - a) / (b - a))
-    return out
+    return over_line(t, ks)
 
 
 MODEL_OF = {(12288, 4096): ("llada-8b", "qkv"), (4096, 4096): ("llada-8b", "o"), (24576, 4096): ("llada-8b", "gate_up"),
@@ -129,30 +138,33 @@ MODEL_OF = {(12288, 4096): ("llada-8b", "qkv"), (4096, 4096): ("llada-8b", "o"),
             (37888, 3584): ("dream-7b", "gate_up"), (3584, 18944): ("dream-7b", "down")}
 
 
+def waves_work(n, k, rows, tile, splits, sms):
+    """The multiply-adds of a GEMM's whole waves: ceil(tiles / sms) waves of sms tiles of w x t x k / splits, tiles =
+    ceil(n / w) ceil(rows / t) splits (tile: w weight rows x t token rows)."""
+    w, t = tile
+    tiles = math.ceil(n / w) * math.ceil(rows / t) * splits
+    return math.ceil(tiles / sms) * sms * w * t * k / splits
+
+
 def rule_work(reads_dir, sms):
     """{(n, k): {T: the work of T rows' waves}} from a gemm_algo reads run (scripts/gemm_reads.py measure)."""
+    import gemm_algo
     import gemm_reads
     out = {}
     for cls in gemm_reads.measure(reads_dir):
         for t in cls:
-            m = re.search(r"nvjet_sm90_[a-z]+_(\d+)x(\d+)_", t["kernel"])
-            if not m:
+            tile = gemm_algo.tile_of(t["kernel"])
+            if not tile:
                 die("%s: %s %s T=%d: kernel %s has no tile in its name" % (reads_dir, t["model"], t["class"], t["T"],
                                                                           t["kernel"][:60]))
-            w, tt, sk = int(m.group(1)), int(m.group(2)), max(1, t["splitk"])
-            tiles = math.ceil(t["N"] / w) * math.ceil(t["T"] / tt) * sk
-            out.setdefault((t["N"], t["K"]), {})[t["T"]] = math.ceil(tiles / sms) * sms * w * tt * t["K"] / sk
+            out.setdefault((t["N"], t["K"]), {})[t["T"]] = waves_work(t["N"], t["K"], t["T"], tile, max(1, t["splitk"]),
+                                                                      sms)
     return out
 
 
 def rule_ratios(work, knots):
     """{T: the rule's ratio} at every row count of work between the first and last knot it holds."""
-    ks = [k for k in sorted(knots) if k in work]
-    out = {}
-    for a, b in zip(ks, ks[1:]):
-        for m in sorted(x for x in work if a <= x <= b):
-            out[m] = work[m] / (work[a] + (work[b] - work[a]) * (m - a) / (b - a))
-    return out
+    return over_line(work, [k for k in sorted(knots) if k in work])
 
 
 def entry(model, cls, nk, r):
@@ -217,25 +229,7 @@ def configs(grid_txt, splitk_txt):
 
 def wave_work(cfg, dims, m, n, k, sms=132):
     sk, tid = cfg[(n, k, m)]
-    w, t = dims[tid]
-    tiles = math.ceil(n / w) * math.ceil(m / t) * sk
-    return math.ceil(tiles / sms) * sms * w * t * k / sk
-
-
-def grid_rows(text):
-    """{(m, n, k): seconds} of a profile's generic gemm table."""
-    out, cur = {}, None
-    for line in text.splitlines():
-        h = re.match(r"    (\w+) = \{", line)
-        if h:
-            cur = h.group(1)
-            continue
-        if line.startswith("  copy = {"):
-            break
-        r = re.match(r"\s+\{(\d+), (\d+), (\d+), ([\d.e+-]+),", line)
-        if r and cur == "gemm":
-            out[(int(r.group(1)), int(r.group(2)), int(r.group(3)))] = float(r.group(4))
-    return out
+    return waves_work(n, k, m, dims[tid], sk, sms)
 
 
 def between(xs, x):
@@ -265,7 +259,7 @@ def lookup_main(argv):
     before, after = [], []
     text = read_text(a.profile)
     own, _ = tables(a.profile)
-    grid = grid_rows(text)
+    grid = {(m, n, k): r["t"] for (_, n, k), rows in tables(a.profile, ("gemm",))[0].items() for m, r in rows.items()}
     ns, ks = sorted({x[1] for x in grid}), sorted({x[2] for x in grid})
     sens = sens_of(a.profile)
     clocks = {}
@@ -296,8 +290,8 @@ def lookup_main(argv):
                     except KeyError as e:
                         die("--waves: no configuration for (n, k, rows) %s" % (e,))
             if tab in clocks:
-                f = sum(w * y for (_, w), y in zip(between(clocks[tab][0], m), [
-                    clocks[tab][1][clocks[tab][0].index(x)] for x, _ in between(clocks[tab][0], m)]))
+                xs, ys = clocks[tab]
+                f = sum(w * ys[xs.index(x)] for x, w in between(xs, m))
                 t *= (f / r["probe_mhz"]) ** sens(m) if f > 0 else 1
             if cfg and key not in own:
                 before.append(abs(r["t"] / t - 1))

@@ -136,11 +136,17 @@ def print_per_set(by_set):
                                                                                               len(by_set)))
 
 
+def compare_steps(path, point):
+    """The per-step table `dkv compare` wrote for point into path (raises OSError / KeyError)."""
+    import h5py
+    with h5py.File(path, "r") as h:
+        return h["runs/compare:%s:real/compare_steps" % point][:]
+
+
 def plans_parted(res):
     """{(variant, point): True where the point's plans parted, False where they stayed the same} from RES's comparisons
     (pairs.txt: cmp/NNN.h5 by line for the shipped preset; the held-out lines' own count for cmp/prof_NNN.h5 and
     cmp/mach_NNN.h5).  Raises OSError / KeyError on a comparison file that is there but unreadable."""
-    import h5py
     out, k = {}, 0
     pairs = os.path.join(res, "pairs.txt")
     if not os.path.exists(pairs):
@@ -156,8 +162,7 @@ def plans_parted(res):
             path = os.path.join(res, "cmp", name)
             if not os.path.exists(path):
                 continue
-            with h5py.File(path, "r") as h:
-                st = h["runs/compare:%s:real/compare_steps" % point][:]
+            st = compare_steps(path, point)
             out[(variant, point[3:] if point.startswith("ho:") else point)] = bool((st["same_plan"] != 1).any())
     return out
 
@@ -193,9 +198,8 @@ def step_errors(res_list):
     """point -> [per RES: the relative errors sim / real - 1 of its steps of the same plan], from each RES's
     pairs.txt and cmp/NNN.h5 (the shipped preset's comparisons); RES without them are left out.  None on a
     broken RES (the error printed)."""
-    try:
-        import h5py
-    except ImportError:
+    import importlib.util
+    if importlib.util.find_spec("h5py") is None:
         print("summary_counts.py: --attainable's step part needs python3-h5py (/usr/bin/python3)", file=sys.stderr)
         return None
     out = {}
@@ -209,8 +213,7 @@ def step_errors(res_list):
                 continue
             point, path = f[1], os.path.join(res, "cmp", "%03d.h5" % (i + 1))
             try:
-                with h5py.File(path, "r") as h:
-                    st = h["runs/compare:%s:real/compare_steps" % point][:]
+                st = compare_steps(path, point)
             except (OSError, KeyError) as e:
                 print("summary_counts.py: %s: point %s: %s" % (path, point, e), file=sys.stderr)
                 return None

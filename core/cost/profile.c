@@ -195,7 +195,8 @@ double dkv_profile_gemm_store(const dkv_profile_info *in, double M, double N, do
 
 double dkv_profile_gemm_step(const dkv_profile_info *in, double M, double N, double K)
 {
-    if (!in || !(M >= 1) || M > DKV_GEMM_WARM_MAX_ROWS)
+    /* every GEMM lookup asks: a profile without the block answers first */
+    if (!in || in->steps_n == 0 || !(M >= 1) || M > DKV_GEMM_WARM_MAX_ROWS)
         return 1;
     int j = (int)(dkv_gemm_warm_bucket((uint32_t)ceil(M)) / DKV_GEMM_WARM_STEP) - 1;
     for (uint32_t i = 0; i < in->steps_n; i++) {
