@@ -3,6 +3,7 @@
 #include "analysis/compare_impl.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,8 +297,18 @@ static double col(const side *s, int c, size_t row)
 /* Two steps are the same plan when their batches (items, query rows, logit rows) and their
  * transfer orders (PCIe bytes each way) agree: a step of the same batch that fetches or offloads
  * other blocks is another plan (arrivals over time can shift an admission by one step, and the
- * copies of every later step with it). */
-static bool same_plan(const side *a, size_t ra, const side *b, size_t rb)
+ * copies of every later step with it).  A step also waits for the copies the step before it left
+ * on the copy stream (the backend's offloads run past the kernels that precede them; the
+ * simulator carries them as its copy backlog, sim/sim.c stream_times), so the previous steps'
+ * copies (oa, ob: their rows in a and b, SIZE_MAX where a side has none) must agree too. */
+static bool copies_of(const side *s, size_t row, double *h2d, double *d2h)
+{
+    *h2d = row != SIZE_MAX && s->sc[SC_H2D] ? s->sc[SC_H2D][row] : 0;
+    *d2h = row != SIZE_MAX && s->sc[SC_D2H] ? s->sc[SC_D2H][row] : 0;
+    return s->sc[SC_H2D] || s->sc[SC_D2H];
+}
+
+static bool same_plan(const side *a, size_t ra, size_t oa, const side *b, size_t rb, size_t ob)
 {
     static const int keys[] = {SC_ITEMS, SC_Q, SC_LOGIT, SC_H2D, SC_D2H};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
@@ -305,6 +316,9 @@ static bool same_plan(const side *a, size_t ra, const side *b, size_t rb)
         if (a->sc[c] && b->sc[c] && a->sc[c][ra] != b->sc[c][rb])
             return false;
     }
+    double ah, ad, bh, bd;
+    if (copies_of(a, oa, &ah, &ad) && copies_of(b, ob, &bh, &bd) && (ah != bh || ad != bd))
+        return false;
     return true;
 }
 
@@ -332,8 +346,9 @@ static dkv_status compare_steps(dkv_cmp *c, const side *R, const side *S, dkv_er
             j++;
             continue;
         }
+        size_t oi = i ? R->order[i - 1] : SIZE_MAX, oj = j ? S->order[j - 1] : SIZE_MAX;   /* the steps before */
         i++, j++;
-        bool same = same_plan(R, ri, S, sj);
+        bool same = same_plan(R, ri, oi, S, sj, oj);
         dkv_cmp_step *p = &c->steps[c->nsteps++];
         double rv[Q_N], sv[Q_N];
         const int src[] = {SC_TIME, SC_COMPUTE, SC_PCIE_S, SC_HBM_R, SC_HBM_W};

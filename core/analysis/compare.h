@@ -78,7 +78,8 @@ typedef struct dkv_cmp_diff {
 /* One paired step (for the compare_steps table). */
 typedef struct dkv_cmp_step {
     uint64_t index;
-    uint8_t same_plan;      /* 1: n_items, q_tokens, logit_rows, PCIe bytes agree (compared) */
+    uint8_t same_plan;      /* 1: n_items, q_tokens, logit_rows, PCIe bytes agree, and the PCIe bytes of the
+                             * step before (compared) */
     double real_time_s, sim_time_s;
     double real_hbm_bytes, sim_hbm_bytes;     /* read + write */
     double real_pcie_bytes, sim_pcie_bytes;   /* h2d + d2h */

@@ -205,7 +205,8 @@ static const dkv_h5_field qfields[] = {
 #define F(f, t, u, d) {#f, t, offsetof(dkv_cmp_step, f), u, d}
 static const dkv_h5_field sfields[] = {
     F(index, DKV_H5_U64, "", "engine iteration (steps.index in both runs)"),
-    F(same_plan, DKV_H5_U8, "", "1: n_items, q_tokens, logit_rows and PCIe bytes each way agree (compared)"),
+    F(same_plan, DKV_H5_U8, "",
+      "1: n_items, q_tokens, logit_rows and PCIe bytes each way agree, and the step before's PCIe bytes (compared)"),
     F(real_time_s, DKV_H5_F64, "s", "REAL step time"),
     F(sim_time_s, DKV_H5_F64, "s", "SIM step time"),
     F(real_hbm_bytes, DKV_H5_F64, "bytes", "REAL HBM read + write"),

@@ -354,4 +354,23 @@ set +e
     --calibration "$T/res/root/datasets/presets/gpu/h200-hw.lua" >/dev/null 2>"$T/e"; rc=$?
 set -e
 [ $rc = 1 ] && grep -q "was used to fit this preset" "$T/e" || fail "fit-set run accepted as validation: $rc"
+# scripts/conditioning.py: its unscaled figures are the simulator's own, halving every kernel's time moves the
+# latencies by more than their 8 % (flagged), and a bad --scales is a usage error naming the option
+$PY scripts/conditioning.py --dkv "$DKV" --point az:dual --scales 0.5 -o "$T/cond.md" > /dev/null || fail "conditioning.py"
+"$DKV" run experiments/hw_validate.lua -D backend=sim -D set=heldout -D point=az:dual -o "$T/cond1.h5" > /dev/null
+$PY - "$T/cond.md" "$T/cond1.h5" <<'PYEOF' || fail "conditioning.py's table"
+import sys, h5py
+row = [l for l in open(sys.argv[1]) if l.startswith("| az:dual |")]
+assert len(row) == 1, row
+c = [x.strip() for x in row[0].strip().strip("|").split("|")]
+p50 = float(h5py.File(sys.argv[2], "r")["runs/ho:az:dual:sim/summary"].attrs["latency_p50_s"])
+assert abs(float(c[1]) / p50 - 1) < 1e-3, (c[1], p50)
+lo, hi = map(float, c[2].split(" to "))
+assert lo < 0.92 * p50 and abs(hi / p50 - 1) < 1e-3, (lo, hi, p50)
+assert "p50" in c[-1] and "p99" in c[-1], c[-1]
+PYEOF
+for bad in 0 11 x 1 ""; do
+    if $PY scripts/conditioning.py --dkv "$DKV" --scales "$bad" > /dev/null 2> "$T/cond.err"; then fail "--scales '$bad' accepted"; fi
+    grep -q "^conditioning.py: --scales" "$T/cond.err" || fail "--scales '$bad': $(cat "$T/cond.err")"
+done
 echo ok

@@ -64,16 +64,18 @@ static const dkv_h5_field NFIELDS[] = {
 
 /* How a synthetic run departs from the reference one. */
 typedef struct syn {
-    double time_scale, bytes_scale;   /* per step, all steps */
+    double time_scale, bytes_scale;   /* per step, all steps (HBM bytes) */
+    double pcie_scale;                /* the even steps' fetch: 4 MB x pcie_scale */
     const double *step_err;           /* optional: time_s *= 1 + step_err[i] */
     double frag_add;                  /* added to the fragmentation summaries */
     const char *cache, *gpu;          /* config: decode.cache, gpu.name */
     int mismatch_step;                /* >= 0: that step has another q_tokens */
+    int offload_step;                 /* >= 0: that step offloads 8 MB (D2H) */
     bool ncu;                         /* an ncu_classes table (bytes x ncu_scale) */
     double ncu_scale;
 } syn;
 
-static const syn BASE = {1, 1, NULL, 0, "dual", "h200", -1, false, 1};
+static const syn BASE = {1, 1, 1, NULL, 0, "dual", "h200", -1, -1, false, 1};
 
 static void write_file(const char *path, const char *name, const syn *o)
 {
@@ -97,7 +99,8 @@ static void write_file(const char *path, const char *name, const syn *o)
         s[i] = (srec){.index = (uint64_t)i, .time_s = 1e-3 * (1 + i % 5) * ts, .compute_s = 0.9e-3 * (1 + i % 5) * ts,
                       .pcie_s = i % 2 ? 0 : 2e-4 * ts, .hbm_read_bytes = (uint64_t)(1e6 * (i + 1) * bs),
                       .hbm_write_bytes = (uint64_t)(2e5 * (i + 1) * bs),
-                      .pcie_h2d_bytes = i % 2 ? 0 : (uint64_t)(4e6 * bs), .pcie_d2h_bytes = 0,
+                      .pcie_h2d_bytes = i % 2 ? 0 : (uint64_t)(4e6 * o->pcie_scale),
+                      .pcie_d2h_bytes = i == o->offload_step ? (uint64_t)8e6 : 0,
                       .n_items = 2, .q_tokens = i == o->mismatch_step ? 65 : 64, .logit_rows = 32};
         static const uint32_t kinds[3] = {0, 1, 3};
         for (int c = 0; c < 3; c++)
@@ -204,10 +207,8 @@ static void test_known_bias(void **state)
     sim.bytes_scale = 1.10;
     sim.frag_add = 0.02;
     dkv_cmp *c = compare(*state, &BASE, &sim);
-    /* PCIe bytes are part of a step's plan: the even steps (a fetch of 4 MB against 4.4 MB) are
-     * different plans, left out; the odd steps (no copies) are paired and carry the bias. */
-    assert_int_equal(dkv_cmp_get_info(c)->steps_plan_mismatch, NSTEPS / 2);
-    assert_int_equal(get(c, "step.time_s")->n, NSTEPS / 2);
+    assert_int_equal(dkv_cmp_get_info(c)->steps_plan_mismatch, 0);
+    assert_int_equal(get(c, "step.time_s")->n, NSTEPS);
     const char *rel[] = {"step.time_s", "step.compute_s", "step.hbm_bytes", "kclass.ffn.time_s",
                          "kclass.qkv.bytes", "run.peak_kv_bytes"};
     for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
@@ -338,6 +339,37 @@ static void test_plan_mismatch(void **state)
     assert_int_equal(s[7].same_plan, 0);
     assert_int_equal(s[8].same_plan, 1);
     assert_float_equal(s[8].sim_time_s / s[8].real_time_s, 2, 1e-12);
+    dkv_cmp_free(c);
+}
+
+/* A step waits for the copies the step before it left: after a step whose offload differs, the next
+ * step (same batch, same copies of its own) is left out too; the one after it is compared again. */
+static void test_previous_copies(void **state)
+{
+    syn sim = BASE;
+    sim.offload_step = 12;
+    dkv_cmp *c = compare(*state, &BASE, &sim);
+    assert_int_equal(dkv_cmp_get_info(c)->steps_plan_mismatch, 2);
+    assert_int_equal(get(c, "step.time_s")->n, NSTEPS - 2);
+    size_t n;
+    const dkv_cmp_step *s = dkv_cmp_steps(c, &n);
+    assert_int_equal(n, NSTEPS);
+    assert_int_equal(s[11].same_plan, 1);
+    assert_int_equal(s[12].same_plan, 0);
+    assert_int_equal(s[13].same_plan, 0);
+    assert_int_equal(s[14].same_plan, 1);
+    dkv_cmp_free(c);
+    syn fetch = BASE;   /* PCIe bytes are part of a step's plan: the even steps (a fetch of 4 MB against 4.4 MB) are */
+    fetch.pcie_scale = 1.10;   /* other plans, and the odd ones (no copies) follow one: all left out */
+    c = compare(*state, &BASE, &fetch);
+    assert_int_equal(dkv_cmp_get_info(c)->steps_plan_mismatch, NSTEPS);
+    assert_int_equal(get(c, "step.time_s")->n, 0);
+    dkv_cmp_free(c);
+    syn both = BASE;   /* the same offload on both sides: every step compared */
+    both.offload_step = 12;
+    c = compare(*state, &both, &both);
+    assert_int_equal(dkv_cmp_get_info(c)->steps_plan_mismatch, 0);
+    assert_int_equal(get(c, "step.time_s")->n, NSTEPS);
     dkv_cmp_free(c);
 }
 
@@ -488,6 +520,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tolerances, setup, teardown),
         cmocka_unit_test_setup_teardown(test_config_differences, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plan_mismatch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_previous_copies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ncu_classes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_reads_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missing_run_and_table, setup, teardown),

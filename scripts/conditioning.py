@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""conditioning.py - how far each validation point's run-level figures move when every kernel runs a little faster or
+slower: which run-level targets of issue 9 a simulator whose steps are right within the machines' own spread can meet.
+
+    /usr/bin/python3 scripts/conditioning.py [--dkv build/release/dkv] [--set heldout|classic] [--point P]
+        [--scales 0.98,0.99,1.01,1.02] [--measured RES...] [-o OUT.md]
+
+Simulates the points of experiments/hw_validate.lua (-D set=...: the held-out points, or classic: the nine
+in-sample val:* points; -D point=...) once unscaled and once at each
+`sim.kernel_scale` in --scales (every kernel class's time times that number: docs/COST_MODEL.md "Machine calibration";
+the default band 0.98-1.02 lies inside the per-machine scales of the recorded H200s, 0.987-1.024 over the 27 run sets of
+docs/BENCHMARKS.md "session 29").  Prints per point, for request latency p50, p99 and tokens/s, the unscaled figure, its
+range over the band and the largest change from the unscaled figure.  Criterion: a figure is **ill-conditioned** at a
+point when some scale in the band moves it by more than its target (p50 and p99 8 %, tokens/s 5 %): there a simulator
+whose every kernel is right within the band can still miss that target, and which machines it misses on is decided by
+which side of an arrival a step ends (docs/COMPARE.md "The same plans").
+
+--measured RES...: `scripts/hw_session.sh post` results; adds, per point and figure, the measured values' range over
+those run sets and how many fall inside the band's range.
+
+Exit status: 0 printed, 1 a simulation failed, 2 usage error.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import h5py
+except ImportError:
+    sys.exit("conditioning.py: needs h5py (apt-get install python3-h5py; run it with /usr/bin/python3)")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIGS = (("p50", "latency_p50_s", 0.08), ("p99", "latency_p99_s", 0.08), ("tok/s", "tokens_per_s", 0.05))
+
+
+def die(msg):
+    print("conditioning.py: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def scales_of(text):
+    try:
+        v = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        die("--scales: '%s' is not a comma-separated list of numbers" % text)
+    if not v or any(not 0 < x <= 10 for x in v):
+        die("--scales: every scale must be in (0, 10] (sim.kernel_scale's range), got '%s'" % text)
+    return sorted(set(v) - {1.0})
+
+
+def summaries(path, suffix):
+    """{point: {summary key: value}} of every run NAME<suffix> in a results file."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        for name, run in f["runs"].items():
+            if not name.endswith(suffix) or "summary" not in run:
+                continue
+            point = name[:-len(suffix)]
+            point = point[3:] if point.startswith("ho:") else point
+            out[point] = {k: float(run["summary"].attrs[k]) for _, k, _ in FIGS if k in run["summary"].attrs}
+    return out
+
+
+def simulate(dkv, a, scale, tmp):
+    out = os.path.join(tmp, "s%.6f.h5" % scale)
+    cmd = [dkv, "run", "experiments/hw_validate.lua", "-D", "backend=sim", "-D", "set=" + a.set,
+           "-D", "kernel_scale=%.6f" % scale, "-o", out]
+    if a.point:
+        cmd[3:3] = ["-D", "point=" + a.point]
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    if r.returncode != 0:
+        print("conditioning.py: %s failed (exit %d):\n%s" % (" ".join(cmd), r.returncode, r.stderr[-2000:]),
+              file=sys.stderr)
+        sys.exit(1)
+    return summaries(out, ":sim")
+
+
+def main():
+    p = argparse.ArgumentParser(prog="conditioning.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--dkv", default="build/release/dkv")
+    p.add_argument("--set", default="heldout", choices=("heldout", "classic"))
+    p.add_argument("--point")
+    p.add_argument("--scales", default="0.98,0.99,1.01,1.02")
+    p.add_argument("--measured", nargs="+", metavar="RES", default=[])
+    p.add_argument("-o", dest="out")
+    a = p.parse_args()
+    if not os.access(a.dkv, os.X_OK):
+        die("no dkv at %s (--dkv)" % a.dkv)
+    a.dkv = os.path.abspath(a.dkv)
+    scales = scales_of(a.scales)
+    if not scales:
+        die("--scales: give at least one scale other than 1")
+    measured = {}
+    for res in a.measured:
+        path = os.path.join(res, "h5", "heldout.h5" if a.set == "heldout" else "val.h5")
+        if not os.path.exists(path):
+            die("--measured: %s has no %s" % (res, path))
+        for point, s in summaries(path, ":real").items():
+            measured.setdefault(point, []).append(s)
+    with tempfile.TemporaryDirectory(prefix="dkv-cond-") as tmp:
+        base = simulate(a.dkv, a, 1.0, tmp)
+        band = {s: simulate(a.dkv, a, s, tmp) for s in scales}
+    lines = ["Run-level figures under sim.kernel_scale %s (set %s): the unscaled figure, its range over the band, the "
+             "largest change from it (criterion: ill-conditioned where that exceeds the target: p50 and p99 8 %%, "
+             "tokens/s 5 %%)%s." % (", ".join("%g" % s for s in scales), a.set,
+                                    "; measured: the range over %d run sets and how many lie inside the band's range"
+                                    % len(a.measured) if a.measured else ""), ""]
+    head = "| point |" + "".join(" %s | band | largest change |%s" % (f, " measured | inside |" if a.measured else "")
+                                 for f, _, _ in FIGS) + " ill-conditioned |"
+    lines += [head, "|" + "---|" * (head.count("|") - 1)]
+    n_ill = 0
+    for point in base:
+        cells, ill = [], []
+        for f, key, tol in FIGS:
+            v0 = base[point].get(key)
+            vs = [band[s][point][key] for s in scales if key in band[s].get(point, {})]
+            if v0 is None or not vs or v0 == 0:
+                cells += ["-", "-", "-"] + (["-", "-"] if a.measured else [])
+                continue
+            lo, hi = min(vs + [v0]), max(vs + [v0])
+            worst = max(abs(v / v0 - 1) for v in vs)
+            if worst > tol:
+                ill.append(f)
+            cells += ["%.4g" % v0, "%.4g to %.4g" % (lo, hi), "%.1f %%" % (100 * worst)]
+            if a.measured:
+                ms = [m[key] for m in measured.get(point, []) if key in m]
+                cells += ["%.4g to %.4g" % (min(ms), max(ms)) if ms else "-",
+                          "%d / %d" % (sum(lo <= m <= hi for m in ms), len(ms)) if ms else "-"]
+        n_ill += bool(ill)
+        lines.append("| %s | %s | %s |" % (point, " | ".join(cells), ", ".join(ill) if ill else "no"))
+    lines += ["", "%d of %d points have an ill-conditioned figure." % (n_ill, len(base))]
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
