@@ -34,6 +34,7 @@ rows); --block and --profile as above, for the models given (default dream-7b: t
 does not hold).  Exits 1 naming the file on a run without the models' shapes or a kernel name without a tile.
 
     /usr/bin/python3 scripts/gemm_steps.py lookup DENSE.lua[.xz] [--profile PROFILE] [--waves GRID.txt[.xz] SPLITK.txt[.xz]]
+        [--class-ratio]
 
 lookup: how well PROFILE (default the shipped datasets/profiles/h200-20261203t.lua) costs each shape of the dense
 sweep at its table rows (256 to 8,192): the measured time over the profile's (its class table where it holds the
@@ -44,7 +45,11 @@ spread); an unprofiled model's shapes show the grid's error.  --waves: beside ea
 rule (rule, above) says the grid's lookup should miss by: the work of the shape's waves over the same bilinear
 interpolation of its corners' (cuBLASLt's tile and K splits from `gemm_algo grid`, GRID, and `gemm_algo splitk`,
 SPLITK; the tile ids are cublasLtMatmulTile_t's <weight rows>x<token rows>, TILE_DIMS below), and the mean |error| of
-the grid-costed cells before and after dividing by it."""
+the grid-costed cells before and after dividing by it.  --class-ratio: each grid-costed value times the class table's
+own time over the grid's at the class's nearest shape in (log n, log k) and the same rows (the grid times a plain GEMM;
+a class's own call has its epilogue and may take another kernel), the rule tried in session 29 and not shipped
+(docs/COST_MODEL.md "GEMM rows between the grid's"; datasets/hw/2026-12-03/call91/variants/classratio.patch).  The last
+line gives the grid-costed cells' mean |measured / profiled - 1|."""
 import argparse
 import functools
 import lzma
@@ -243,11 +248,33 @@ def between(xs, x):
     return [(xs[i - 1], 1 - w), (xs[i], w)]
 
 
+def bilinear(grid, ns, ks, m, n, k):
+    """The grid's value at (m, n, k), bilinear in (n, k) at a grid row m; None outside it."""
+    wn, wk = between(ns, n), between(ks, k)
+    if not wn or not wk or any((m, x, y) not in grid for x, _ in wn for y, _ in wk):
+        return None
+    return sum(u * v * grid[(m, x, y)] for x, u in wn for y, v in wk)
+
+
+def class_ratio(own, grid, ns, ks, tab, n, k, m):
+    """The class table's time over the grid's at the table's shape nearest (n, k) in (log n, log k), at m (1 where
+    either is missing): the scale of datasets/hw/2026-12-03/call91/variants/classratio.patch (session 29, not shipped)."""
+    shapes = [key for key in own if key[0] == tab]
+    if not shapes:
+        return 1.0
+    ref = min(shapes, key=lambda s: math.log(s[1] / n) ** 2 + math.log(s[2] / k) ** 2)
+    mine, base = own[ref].get(m, {}).get("t"), bilinear(grid, ns, ks, m, ref[1], ref[2])
+    return mine / base if mine and base else 1.0
+
+
 def lookup_main(argv):
     p = argparse.ArgumentParser(prog="gemm_steps.py lookup")
     p.add_argument("dense")
     p.add_argument("--profile", default="datasets/profiles/h200-20261203t.lua")
     p.add_argument("--waves", nargs=2, metavar=("GRID", "SPLITK"))
+    p.add_argument("--class-ratio", action="store_true",
+                   help="cost a grid shape by the rule tried in session 29, not shipped: the grid's value times the class "
+                        "table's own time over the grid's at the class's nearest shape (call91/variants/classratio.patch)")
     a = p.parse_args(argv)
     cfg = configs(*a.waves) if a.waves else None
     dims = tile_dims() if cfg else None
@@ -256,7 +283,7 @@ def lookup_main(argv):
         if unknown:
             die("--waves: cublasLt.h has no tile for ids %s (a CUDA toolkit older than the configurations')"
                 % unknown[:5])
-    before, after = [], []
+    before, after, grid_err = [], [], []
     text = read_text(a.profile)
     own, _ = tables(a.profile)
     grid = {(m, n, k): r["t"] for (_, n, k), rows in tables(a.profile, ("gemm",))[0].items() for m, r in rows.items()}
@@ -283,6 +310,8 @@ def lookup_main(argv):
                 if not wn or not wk or any((m, x, y) not in grid for x, _ in wn for y, _ in wk):
                     continue
                 t = sum(u * v * grid[(m, x, y)] for x, u in wn for y, v in wk)
+                if a.class_ratio:
+                    t *= class_ratio(own, grid, ns, ks, tab, n, k, m)
                 if cfg:
                     try:
                         rule = wave_work(cfg, dims, m, n, k) / sum(u * v * wave_work(cfg, dims, m, x, y) for x, u in wn
@@ -293,6 +322,8 @@ def lookup_main(argv):
                 xs, ys = clocks[tab]
                 f = sum(w * ys[xs.index(x)] for x, w in between(xs, m))
                 t *= (f / r["probe_mhz"]) ** sens(m) if f > 0 else 1
+            if key not in own:
+                grid_err.append(abs(r["t"] / t - 1))
             if cfg and key not in own:
                 before.append(abs(r["t"] / t - 1))
                 after.append(abs(r["t"] / t / rule - 1))
@@ -302,6 +333,9 @@ def lookup_main(argv):
         mc = MODEL_OF.get(key[1:], ("?", "?"))
         print("%-3s %5d %5d %-8s %-7s | %-5s | %s" % (tab, n, k, mc[0], mc[1], "table" if key in own else "grid",
                                                      " ".join(cells)))
+    if grid_err:
+        print("grid-costed cells: mean |measured / profiled - 1| %.1f %% over %d%s"
+              % (100 * sum(grid_err) / len(grid_err), len(grid_err), " (--class-ratio)" if a.class_ratio else ""))
     if before:
         print("grid-costed cells (measured / profiled, then / the wave rule's ratio): mean |error| %.1f %% -> %.1f %% over %d"
               % (100 * sum(before) / len(before), 100 * sum(after) / len(after), len(before)))

@@ -227,6 +227,12 @@ grep -q "from both the sweep and the rule: llada-8b" "$T/e17" || fail "both sour
 $PY scripts/gemm_steps.py lookup "$S91" > "$T/lk.md" || fail "lookup: $(cat "$T/lk.md")"
 grep -q "^qkv 12288  4096 llada-8b qkv     | table | .* 1024:0.987 " "$T/lk.md" &&
     grep -q "^ffn 37888  3584 dream-7b gate_up | grid  | .* 1024:0.874 " "$T/lk.md" || fail "lookup's rows: $(cat "$T/lk.md")"
+# --class-ratio (session 29's rule, not shipped): the grid scaled by the class's own time over the grid's at LLaDA-8B's
+# shape of the class: Dream-7B's cells 10.7 -> 5.7 % from the measured times
+grep -q "^grid-costed cells: mean |measured / profiled - 1| 10.7 % over 40$" "$T/lk.md" || fail "lookup: $(tail -n 1 "$T/lk.md")"
+$PY scripts/gemm_steps.py lookup "$S91" --class-ratio > "$T/lkc.md" || fail "lookup --class-ratio: $(cat "$T/lkc.md")"
+grep -q "^grid-costed cells: mean |measured / profiled - 1| 5.7 % over 40 (--class-ratio)$" "$T/lkc.md" &&
+    grep -q "^o    3584  3584 dream-7b o       | grid  | .* 8192:1.048$" "$T/lkc.md" || fail "lookup --class-ratio: $(cat "$T/lkc.md")"
 # --waves: the wave rule across n and k (call 93's configurations at the grid's corners, call 65's at the shapes)
 # explains little of it (the cuBLASLt header maps the tile ids; CI installs the toolkit)
 if grep -qs "CUBLASLT_MATMUL_TILE_256x160 = 502," /usr/local/cuda/include/cublasLt.h /usr/include/cublasLt.h; then
