@@ -6,7 +6,8 @@ variant (issue 9: step latency mean |error| <= 5 %, p50 and p99 <= 8 %, tokens/s
 
 Each RES is a post result (scripts/hw_session.sh post, with PROFILE=FILE.lua for a "profile" variant): its
 summary.md's per-point rows ("| point | variant | steps | step | PASS/MISS | p50 | ... |", held-out points and
-val:* alike).  Prints, per variant, the passes of each target over every point row of every RES, then per point
+val:* alike).  Prints, per variant, the passes of each target over every point row of every RES (and over the
+held-out point rows alone), then per point
 the mean step |error| of each variant and its step passes (how docs/COST_MODEL.md compares a profile variant
 against the shipped preset over the ten fresh machines).  Exits 2 naming the file where a RES has no such rows.
 
@@ -82,9 +83,11 @@ def main(argv):
             return 2
     names = ("step", "p50", "p99", "tok/s", "mem")
     for v in sorted(rows):
-        allr = [x for p in rows[v].values() for x in p]
-        print("%-26s %s (of %d point rows)" % (v, ", ".join("%s %d" % (names[i], sum(x[1][i] for x in allr))
-                                                            for i in range(5)), len(allr)))
+        for label, keep in (("", lambda p: True), (", held out", lambda p: not p.startswith("val:"))):
+            allr = [x for p, xs in rows[v].items() if keep(p) for x in xs]
+            if allr:
+                print("%-32s %s (of %d point rows)" % (v + label, ", ".join(
+                    "%s %d" % (names[i], sum(x[1][i] for x in allr)) for i in range(5)), len(allr)))
     vs = sorted(rows)
     print("\n| point | " + " | ".join("%s: step |e|, step passes" % v for v in vs) + " |")
     print("|---|" + "---|" * len(vs))
