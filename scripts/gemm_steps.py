@@ -306,10 +306,10 @@ def lookup_main(argv):
             if key in own and m in own[key]:
                 t = own[key][m]["t"]
             else:
-                wn, wk = between(ns, n), between(ks, k)
-                if not wn or not wk or any((m, x, y) not in grid for x, _ in wn for y, _ in wk):
+                t = bilinear(grid, ns, ks, m, n, k)
+                if t is None:
                     continue
-                t = sum(u * v * grid[(m, x, y)] for x, u in wn for y, v in wk)
+                wn, wk = between(ns, n), between(ks, k)
                 if a.class_ratio:
                     t *= class_ratio(own, grid, ns, ks, tab, n, k, m)
                 if cfg:
