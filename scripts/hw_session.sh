@@ -556,6 +556,16 @@ PYEOF
     summary "$R" > "$R/summary.md"
     [ -s "$R/ncu_bytes.md" ] && { printf '\n## HBM bytes per kernel class against Nsight Compute (issue 9)\n\n'; cat "$R/ncu_bytes.md"; } >> "$R/summary.md"
     heldout_summary "$R" >> "$R/summary.md"
+    # how far each held-out point's run-level figures move when every kernel runs up to 2 % faster or slower,
+    # beside this run set's measured values (scripts/conditioning.py; ~2 s)
+    if [ -f "$R/h5/heldout.h5" ]; then
+        if $PY scripts/conditioning.py --dkv "$DKV" --measured "$R" > "$R/conditioning.md" 2>> "$log"; then
+            { printf '\n## How conditioned the held-out run-level figures are (issue 9; scripts/conditioning.py, the shipped preset)\n\n'
+              cat "$R/conditioning.md"; } >> "$R/summary.md"
+        else
+            echo "scripts/conditioning.py failed (post.log)" | tee -a "$log"
+        fi
+    fi
     cat "$R/summary.md"
     ls "$R"/h5/hw_multi_*.h5 >/dev/null 2>&1 && post_multi "$R" | tee -a "$log"
     echo "(results in $R: summary.md, post.log, cmp/*.h5, h5/*.h5)"

@@ -305,6 +305,10 @@ ROW='^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| 
     || fail "11 held-out rows: $(grep -A14 "Held-out" "$T/res/summary.md")"
 [ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c '^| val:')" = 9 ] \
     || fail "9 in-sample validation rows beside them: $(grep -A30 "Held-out" "$T/res/summary.md")"
+# ... and how conditioned their run-level figures are, beside the run set's measured values (scripts/conditioning.py)
+grep -q "^## How conditioned the held-out run-level figures are" "$T/res/summary.md" &&
+    [ "$(grep -cE '^\| [a-z:_,+=0-9]+ \| [0-9.e+-]+ \| [0-9.e+-]+ to [0-9.e+-]+ \| [0-9.]+ % \| [0-9.e+-]+ to [0-9.e+-]+ \| [01] / 1 \|' "$T/res/summary.md")" = 11 ] \
+    || fail "conditioning section: $(grep -A16 "How conditioned" "$T/res/summary.md")"
 [ -f "$T/dev/profile.lua" ] && grep -q "^profile: standin-roofline (40 rows, complete = true)" "$T/res/post.log" || fail "profile import"
 [ -f "$T/res/root/datasets/profiles/standin-roofline.lua" ] && grep -q 'profile = "standin-roofline"' \
     "$T/res/root/datasets/presets/gpu/h200-measured.lua" || fail "profile preset"
