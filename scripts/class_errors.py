@@ -22,6 +22,11 @@ time-weighted mean measured / simulated time, and the time-weighted least-square
 on ln(1980 / measured clock): how far a class's time follows the step clock NVML reports (--probe: the clock
 probe's, dkv.execute clock_probe, the SMs' own cycle counters) (docs/COST_MODEL.md "The
 clock that follows the work"; a sensitivity measured at known clocks, call 77, is 0.94-0.98 for GEMMs above 256 rows).
+
+--event-cost PLAIN.h5: instead, what the class events cost: per POINT, over its Reuse steps (query rows at most 32 a
+item) that RUNS.h5 (with class events) and PLAIN.h5 (the same points without them, on the same machine: e.g. device
+call 79's `c/` and `x/` run sets) ran with the same plan, (step time with events - without) / the step's launches:
+median and interquartile range in microseconds (what --event-s assumes is one number).
 """
 import argparse
 import math
@@ -35,6 +40,41 @@ from machine_clocks import BINS   # the query-row bins of machine_clocks.py --ki
 CLASSES = ["qkv", "attn", "o", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress"]
 
 
+def event_cost(with_events, plain, points):
+    """--event-cost: per point, (Reuse step time with class events - without) / its launches, same plans only."""
+    try:
+        c, x = h5py.File(with_events, "r"), h5py.File(plain, "r")
+    except OSError as e:
+        sys.exit("class_errors: %s" % e)
+    print("| point | Reuse step pairs | launches a step | event cost per launch, median (us) | interquartile range (us) |")
+    print("|---|---|---|---|---|")
+    for p in points:
+        try:
+            cs, ck = c["runs/%s:real/steps" % p][()], c["runs/%s:real/kernels" % p][()]
+            xs = x["runs/%s:real/steps" % p][()]
+        except KeyError:
+            sys.exit("class_errors: %s: no %s:real run with steps and kernels in both files" % (p, p))
+        launches = {}
+        for k in ck:
+            launches[int(k["step_index"])] = launches.get(int(k["step_index"]), 0) + int(k["n_launches"])
+        plain_steps = {int(s["index"]): s for s in xs}
+        per = []
+        for s in cs:
+            i, y = int(s["index"]), plain_steps.get(int(s["index"]))
+            if (y is None or not launches.get(i) or s["q_tokens"] > 32 * s["n_items"] or
+                    any(s[f] != y[f] for f in ("n_items", "q_tokens", "logit_rows"))):
+                continue
+            per.append((s["time_s"] - y["time_s"]) / launches[i])
+        if not per:
+            print("| %s | 0 | - | - | - |" % p)
+            continue
+        v = np.array(per) * 1e6
+        n = [launches[int(s["index"])] for s in cs if int(s["index"]) in launches]
+        print("| %s | %d | %d | %.2f | %.2f to %.2f |" % (p, len(v), int(np.median(n)), np.median(v),
+                                                        np.percentile(v, 25), np.percentile(v, 75)))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("h5")
@@ -44,7 +84,10 @@ def main():
     ap.add_argument("--clock", action="store_true", help="each class's time against the measured step clock")
     ap.add_argument("--probe", action="store_true", help="with --clock: the clock probe's sm_probe_mhz instead of NVML's sm_mhz")
     ap.add_argument("--steps", type=int, default=0, metavar="N", help="also the first N paired steps one by one")
+    ap.add_argument("--event-cost", metavar="PLAIN.h5", help="the class events' cost per launch against a run set without them")
     a = ap.parse_args()
+    if a.event_cost:
+        return event_cost(a.h5, a.event_cost, a.points)
     if a.steps < 0:
         sys.exit("class_errors: --steps must be at least 0")
     try:
@@ -115,4 +158,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

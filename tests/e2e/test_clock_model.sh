@@ -282,6 +282,26 @@ PYEOF
 if $PY scripts/class_errors.py "$T/ce0.h5" p --clock 2> "$T/e"; then fail "class_errors --clock without clocks was accepted"; fi
 grep -q "no paired step with a measured clock" "$T/e" || fail "class_errors --clock's error: $(cat "$T/e")"
 echo "ok: class_errors --clock recovers the slopes on either clock and refuses a run without clocks"
+# class_errors.py --event-cost: Reuse steps (32 query rows an item) 2 us a launch longer with events than without
+# (100 launches: +0.2 ms) give 2.00 us; a Refresh step (512 rows) and a step of another plan are left out
+$PY - "$T/ev.h5" "$T/pl.h5" <<'PYEOF'
+import sys
+import h5py, numpy as np
+sdt = np.dtype([("index", "u8"), ("n_items", "u4"), ("q_tokens", "u8"), ("logit_rows", "u8"), ("time_s", "f8")])
+kdt = np.dtype([("step_index", "u8"), ("kind", "u4"), ("n_launches", "u4"), ("time_s", "f8")])
+plain = [(i, 2, 512 if i == 0 else 64, 64, 0.01) for i in range(10)]
+ev = [(i, 2, q, l, t + 100 * 2e-6) for i, _, q, l, t in plain]
+ev[5] = (5, 3, 96, 96, 0.05)   # another plan
+with h5py.File(sys.argv[1], "w") as h:
+    h.create_dataset("runs/p:real/steps", data=np.array(ev, dtype=sdt))
+    h.create_dataset("runs/p:real/kernels", data=np.array([(i, c, 50, 1e-4) for i in range(10) for c in (0, 8)], dtype=kdt))
+with h5py.File(sys.argv[2], "w") as h:
+    h.create_dataset("runs/p:real/steps", data=np.array(plain, dtype=sdt))
+PYEOF
+$PY scripts/class_errors.py "$T/ev.h5" p --event-cost "$T/pl.h5" > "$T/ec.txt" || fail "class_errors --event-cost: $(cat "$T/ec.txt")"
+grep -q "^| p | 8 | 100 | 2.00 | 2.00 to 2.00 |$" "$T/ec.txt" || fail "class_errors --event-cost's row: $(cat "$T/ec.txt")"
+if $PY scripts/class_errors.py "$T/ev.h5" q --event-cost "$T/pl.h5" > /dev/null 2> "$T/e"; then fail "--event-cost: a missing point accepted"; fi
+grep -q "q: no q:real run" "$T/e" || fail "--event-cost's error: $(cat "$T/e")"
 
 # sustained (dkv profile --sustain's block): per run its windows and settle clock (the mean of the last N windows);
 # the GEMMs' settle clocks by rows are the models' mean, the other classes' the attention runs' median; a profile
