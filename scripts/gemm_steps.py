@@ -248,12 +248,17 @@ def between(xs, x):
     return [(xs[i - 1], 1 - w), (xs[i], w)]
 
 
+def nk_weights(ns, ks, n, k):
+    """[(n corner, k corner, weight)] of (n, k) between the grid's corners (bilinear); [] outside them."""
+    return [(x, y, u * v) for x, u in between(ns, n) for y, v in between(ks, k)]
+
+
 def bilinear(grid, ns, ks, m, n, k):
     """The grid's value at (m, n, k), bilinear in (n, k) at a grid row m; None outside it."""
-    wn, wk = between(ns, n), between(ks, k)
-    if not wn or not wk or any((m, x, y) not in grid for x, _ in wn for y, _ in wk):
+    w = nk_weights(ns, ks, n, k)
+    if not w or any((m, x, y) not in grid for x, y, _ in w):
         return None
-    return sum(u * v * grid[(m, x, y)] for x, u in wn for y, v in wk)
+    return sum(u * grid[(m, x, y)] for x, y, u in w)
 
 
 def class_ratio(own, grid, ns, ks, tab, n, k, m):
@@ -283,7 +288,7 @@ def lookup_main(argv):
         if unknown:
             die("--waves: cublasLt.h has no tile for ids %s (a CUDA toolkit older than the configurations')"
                 % unknown[:5])
-    before, after, grid_err = [], [], []
+    after, grid_err = [], []
     text = read_text(a.profile)
     own, _ = tables(a.profile)
     grid = {(m, n, k): r["t"] for (_, n, k), rows in tables(a.profile, ("gemm",))[0].items() for m, r in rows.items()}
@@ -309,13 +314,12 @@ def lookup_main(argv):
                 t = bilinear(grid, ns, ks, m, n, k)
                 if t is None:
                     continue
-                wn, wk = between(ns, n), between(ks, k)
                 if a.class_ratio:
                     t *= class_ratio(own, grid, ns, ks, tab, n, k, m)
                 if cfg:
                     try:
-                        rule = wave_work(cfg, dims, m, n, k) / sum(u * v * wave_work(cfg, dims, m, x, y) for x, u in wn
-                                                                   for y, v in wk)
+                        rule = wave_work(cfg, dims, m, n, k) / sum(u * wave_work(cfg, dims, m, x, y)
+                                                                   for x, y, u in nk_weights(ns, ks, n, k))
                     except KeyError as e:
                         die("--waves: no configuration for (n, k, rows) %s" % (e,))
             if tab in clocks:
@@ -325,7 +329,6 @@ def lookup_main(argv):
             if key not in own:
                 grid_err.append(abs(r["t"] / t - 1))
             if cfg and key not in own:
-                before.append(abs(r["t"] / t - 1))
                 after.append(abs(r["t"] / t / rule - 1))
                 cells.append("%d:%.3f/%.3f" % (m, r["t"] / t, rule))
             else:
@@ -336,9 +339,9 @@ def lookup_main(argv):
     if grid_err:
         print("grid-costed cells: mean |measured / profiled - 1| %.1f %% over %d%s"
               % (100 * sum(grid_err) / len(grid_err), len(grid_err), " (--class-ratio)" if a.class_ratio else ""))
-    if before:
+    if after:   # the same cells as grid_err's, each also divided by the wave rule's ratio
         print("grid-costed cells (measured / profiled, then / the wave rule's ratio): mean |error| %.1f %% -> %.1f %% over %d"
-              % (100 * sum(before) / len(before), 100 * sum(after) / len(after), len(before)))
+              % (100 * sum(grid_err) / len(grid_err), 100 * sum(after) / len(after), len(after)))
 
 
 def rule_main(argv):
