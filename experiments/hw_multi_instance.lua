@@ -217,9 +217,12 @@ end
 print(string.format("hw multi-instance: %s on %s, P=%d G=%d, dual, %d steps/block, pool %g GiB, timeslice; b1: %d "
                     .. "requests, batch 1/instance; b8: %d requests, <= %d/instance; arrive: b1 at %g req/s",
                     model, gpu, prompt, gen, steps, cap_gib, n1, n8, seqs, rate))
-for op, h in pairs(hosts) do
-  print(string.format("measured host per step (%s, inst=1 real): %.2f ms (planning %.3f ms; release %.3f ms)", op,
-                      (h[1] + h[2]) * 1e3, h[1] * 1e3, h[2] * 1e3))
+for _, op in ipairs(ops) do   -- in the order of -D ops (pairs() would print them in a varying order)
+  local h = hosts[op]
+  if h then
+    print(string.format("measured host per step (%s, inst=1 real): %.2f ms (planning %.3f ms; release %.3f ms)", op,
+                        (h[1] + h[2]) * 1e3, h[1] * 1e3, h[2] * 1e3))
+  end
 end
 hw.print_table(rows, {{"point", "point"}, {"expect_s", "expect_s", "%.1f"}, {"host_ms", "host_ms", "%.3f"},
   {"s_done", "s_done"}, {"r_done", "r_done"},

@@ -45,13 +45,22 @@ run_side() {   # side tree dkv
     done
 }
 
-if [ "$(cat "$OUT/base/.done" 2>/dev/null)" != "$base_sha" ]; then
+# Experiments read ../shared/datasets (the Azure trace) relative to their tree when it is there, so the base tree
+# (OUT/base-src) must see the same ../shared as this one: OUT/shared links to it (left alone if OUT/shared is
+# something else).  Without it, base fell back to the shipped sample where head read the trace (session 30).
+stag=none
+if [ -d "$ROOT/../shared" ]; then
+    [ -e "$OUT/shared" ] || ln -s "$(cd "$ROOT/../shared" && pwd)" "$OUT/shared"
+    [ "$(cd "$OUT/shared" 2>/dev/null && pwd -P)" = "$(cd "$ROOT/../shared" && pwd -P)" ] && stag=shared ||
+        echo "note: $OUT/shared is not $ROOT/../shared: the base tree's experiments may read other inputs" >&2
+fi
+if [ "$(cat "$OUT/base/.done" 2>/dev/null)" != "$base_sha $stag" ]; then
     rm -rf "$OUT/base-src"; mkdir -p "$OUT/base-src"
     git -C "$ROOT" archive "$base_sha" | tar -x -C "$OUT/base-src" || exit 2
     (cd "$OUT/base-src" && scons -Q -j"$JOBS" cuda=no build/release/dkv >"$OUT/base-build.log" 2>&1) ||
         { echo "base build failed: $OUT/base-build.log"; exit 2; }
     run_side base "$OUT/base-src" "$OUT/base-src/build/release/dkv"
-    echo "$base_sha" >"$OUT/base/.done"
+    echo "$base_sha $stag" >"$OUT/base/.done"
 fi
 
 (cd "$ROOT" && scons -Q -j"$JOBS" cuda=no variant=check build/check-release/dkv >"$OUT/head-build.log" 2>&1) ||

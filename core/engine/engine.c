@@ -308,6 +308,7 @@ static void eng_free(eng *e)
         for (size_t i = 0; i < e->n; i++) {
             free(e->rq[i].kv_ids);
             free(e->rq[i].kv_alloc);
+            free(e->rq[i].kv_blk);
         }
     free(e->rq);
     free(e->dm_form);

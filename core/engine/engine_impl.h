@@ -28,6 +28,8 @@ typedef struct ereq {
     dkv_mem  *kvm;               /* the manager serving its KV */
     dkv_mem_id *kv_ids;
     uint64_t *kv_alloc;          /* allocated bytes of each id */
+    uint32_t *kv_blk;            /* the pool block of each id (a blockpool's one-block allocation; fixed while
+                                    it lives, so looked up once, at kv_push), UINT32_MAX: none */
     uint32_t n_kv, cap_kv;
     uint64_t kv_req_bytes, kv_alloc_bytes, kv_peak;
     /* policies */

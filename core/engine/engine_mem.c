@@ -154,15 +154,22 @@ static dkv_status kv_push(eng *e, ereq *r, dkv_mem_id id, uint64_t alloc)
         if (!na)
             return DKV_ENOMEM;
         r->kv_alloc = na;
+        uint32_t *nb = realloc(r->kv_blk, nc * sizeof *nb);
+        if (!nb)
+            return DKV_ENOMEM;
+        r->kv_blk = nb;
         r->cap_kv = nc;
     }
+    uint32_t blk = UINT32_MAX, nblk = 0;
+    if (per_block(e, r) && (dkv_mem_blocks(r->kvm, id, &blk, 1, &nblk, NULL) != DKV_OK || nblk != 1))
+        blk = UINT32_MAX;
     r->kv_ids[r->n_kv] = id;
     r->kv_alloc[r->n_kv] = alloc;
+    r->kv_blk[r->n_kv] = blk;
     r->n_kv++;
     r->kv_alloc_bytes += alloc;
     if (r->kv_alloc_bytes > r->kv_peak)
         r->kv_peak = r->kv_alloc_bytes;
-    (void)e;
     return DKV_OK;
 }
 

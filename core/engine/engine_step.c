@@ -306,11 +306,9 @@ static void item_blocks(eng *e, const ereq *r, dkv_step_item *it, uint32_t **blk
     if (r->kvm == e->dev || dkv_mem_get_options(r->kvm)->kind != DKV_MEM_BLOCKPOOL || !r->n_kv)
         return;
     it->kv_blocks = *blk;
-    for (uint32_t j = 0; j < r->n_kv; j++) {
-        uint32_t n = 0;
-        if (dkv_mem_blocks(r->kvm, r->kv_ids[j], *blk, 1, &n, NULL) == DKV_OK && n == 1)
-            (*blk)++, it->n_kv_blocks++;
-    }
+    for (uint32_t j = 0; j < r->n_kv; j++)   /* looked up when the block was taken (engine_mem.c kv_push) */
+        if (r->kv_blk[j] != UINT32_MAX)
+            *(*blk)++ = r->kv_blk[j], it->n_kv_blocks++;
 }
 
 static size_t build_item(eng *e, cand *cd, dkv_step_item *it, dkv_xfer *xf, uint32_t **blk)
