@@ -580,6 +580,20 @@ static void test_plan_block_ids(void **state)
     assert_true(b.steps > 0);
     assert_true(b.items_with_blocks > 0);        /* Reuse steps read cached KV through block ids */
     assert_int_equal(b.bad, 0);
+    /* through a preemption (test_preemption's pool of 20 blocks): the victim's blocks are freed and taken by the
+     * other request, then retaken; the engine keeps each block's id from when it was taken (engine_mem.c kv_push),
+     * so a stale id would show as a block shared by the two requests in one step */
+    b = (blk_check){.pool_blocks = 20, .block_tokens = 16};
+    f.c.decode.cache = DKV_CACHE_PREFIX;
+    f.c.mem.capacity_bytes = 20 * 8192;
+    dkv_request rp[2] = {req(0, 96, 96), req(0, 96, 96)};
+    fx_workload(&f, rp, 2);
+    fx_run(&f);
+    s = dkv_engine_result_summary(f.r);
+    assert_int_equal(s->n_done, 2);
+    assert_true(s->n_preempted >= 1);
+    assert_true(b.items_with_blocks > 0);
+    assert_int_equal(b.bad, 0);
     fx_fini(&f);
 }
 
