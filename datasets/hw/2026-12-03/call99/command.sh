@@ -7,7 +7,9 @@
 # -D class_timing=false -D clock_probe=true), then dream:az:sparse_head alone three times.  .hwbin as call 98's.
 # here:  datasets/hw moved out of the tree for the call (the 64 MiB carry), this file put back
 # there: run(command="bash datasets/hw/2026-12-03/call99/command.sh", carry=[".hwbin"])
-# post:  scripts/p50_repeat.py datasets/hw/2026-12-03/call99 (each run's p50 of every point, from runs.tgz's h5 files)
+# post:  runs.tgz unpacked into /tmp/c99, each runs/hoN.h5 copied to /tmp/c99/hoN/h5/heldout.h5, then
+#        scripts/machine_spread.py /tmp/c99/ho1 ... /tmp/c99/ho4 (docs/BENCHMARKS.md "session 30"; this line rewritten
+#        after the call: it first named scripts/p50_repeat.py, since removed as a copy of machine_spread.py)
 set -u
 unxz_all() { for f in "$@"; do [ -f "$f" ] || continue
     if command -v xz > /dev/null; then xz -d -f "$f"
