@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "cuda/common.cuh"
+#include "cuda/cublas_dl.h"
 #include "cuda/ctx_internal.h"
 #include "model/devmem.h"
 
@@ -47,8 +48,10 @@ extern "C" dkv_status dkv_cuda_ctx_new(int device, dkv_cuda_ctx **out, dkv_err *
         return dkv_err_set(err, DKV_ENOMEM, "dkv_cuda_ctx_new: out of host memory");
     c->device = device;
     c->lt_ws_bytes = DKV_DEVMEM_CUBLASLT_WS_BYTES;
-    dkv_status st = DKV_OK;
+    dkv_status st = dkv_cublas_open(err);   /* loaded here, not when dkv starts (cublas_dl.h) */
     cublasStatus_t bs;
+    if (st != DKV_OK)
+        goto fail;
     DKV_CU_OR(st, cudaSetDevice(device), fail);
     DKV_CU_OR(st, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), fail);
     DKV_CU_OR(st, cudaStreamCreateWithFlags(&c->copy, cudaStreamNonBlocking), fail);
