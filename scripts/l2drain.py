@@ -14,12 +14,16 @@ duration), the middle kernel (role m: spin / spin1 x microseconds, read x MB; no
 DRAM writes and duration, and the flush after (role h: the probe's lines still dirty).  A drain in time shows as the
 middle kernel's writes growing with its duration at no traffic (spin); a drain by traffic as the read's growing
 with x; a drain while idle as the flush's writes falling with the host's idle (none).  Kind slow: the probe written
-by a kernel x microseconds long (its writes first, then a spin): its own writes against its length.
+by a kernel x microseconds long (its writes first, then a spin): its own writes against its length.  Kinds
+sread<S> (the middle kernel reads x MB as 1 KB chunks S KB apart; sread1 is contiguous) and swrite<S> (the probe
+itself written as D MB of 1 KB chunks S KB apart): whether the KV pool's strided addressing pushes dirty lines out
+of an L2 far from full (set conflicts), where contiguous traffic does not.
 
 `standin` writes MANIFEST and NCU.csv from a model L2 instead of a GPU, to test this script (tests/e2e/
 test_l2probe.sh): dirty lines drain at MB_PER_US while a kernel runs (none while the GPU idles, unless --idle),
 every kernel of the plan lasting as its x says (spin, slow) or 3 us.
 """
+import re
 import sys
 
 import ncu_rows
@@ -29,6 +33,29 @@ METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.
 KERNEL_OF = {"flush": "read_kernel", "h": "read_kernel", "w": "write_kernel"}
 MIDDLE = {"spin": "spin_kernel", "spin1": "spin_kernel", "read": "read_kernel"}
 KINDS = ("spin", "spin1", "read", "none", "slow")
+STRIDED = re.compile(r"^s(read|write)([0-9]+)$")   # sread<S KB>, swrite<S KB> (since session 31)
+STRIDES_KB = (1, 56, 512)
+
+
+def kernel_of(role, kind):
+    """the kernel a launch of this role and kind runs, None if the pair is not one l2drain.cu makes"""
+    m = STRIDED.match(kind)
+    if m and m.group(1) == "read" and role == "m":
+        return "sread_kernel"
+    if m and m.group(1) == "write" and role == "w":
+        return "swrite_kernel"
+    if role == "m":
+        return None if m else MIDDLE.get(kind)
+    return KERNEL_OF.get(role)
+
+
+def kinds_in(man):
+    """the kinds of the manifest's trials in l2drain.cu's order: the fixed ones, then the strided ones"""
+    seen = []
+    for m in man:
+        if (m["kind"] in KINDS or STRIDED.match(m["kind"])) and m["kind"] not in seen:
+            seen.append(m["kind"])
+    return [k for k in KINDS if k in seen] + [k for k in seen if k not in KINDS]
 
 
 def die(msg):
@@ -51,7 +78,7 @@ def pair(man, ncu, mpath, npath):
     if len(ncu) != len(man):
         die("%s has %d kernels, %s lists %d launches" % (npath, len(ncu), mpath, len(man)))
     for m, k in zip(man, ncu):
-        want = MIDDLE.get(m["kind"]) if m["role"] == "m" else KERNEL_OF.get(m["role"])
+        want = kernel_of(m["role"], m["kind"])
         if want is None:
             die("%s:%d: role %r of kind %r not known" % (mpath, m["line"], m["role"], m["kind"]))
         if k["name"] != want:
@@ -63,13 +90,16 @@ def pair(man, ncu, mpath, npath):
 def report(man):
     trials = {}
     for m in man:
-        if m["kind"] in KINDS:
+        if m["kind"] in KINDS or STRIDED.match(m["kind"]):
             trials.setdefault(m["trial"], {})[m["role"]] = m
-    for kind in KINDS:
+    for kind in kinds_in(man):
         rows = [t for t in trials.values() if t.get("w", t.get("h"))["kind"] == kind]
         if not rows:
             continue
         unit = {"read": "MB read", "none": "ms idle"}.get(kind, "us")
+        if STRIDED.match(kind):
+            unit = "MB read as 1 KB chunks %s KB apart" % STRIDED.match(kind).group(2) if kind.startswith("sread") else \
+                "0; the probe written as 1 KB chunks %s KB apart" % STRIDED.match(kind).group(2)
         print("\n### %s\n" % kind)
         print("| D MB | x (%s) | w: writes MB, us | m: writes MB, us | h: writes MB (still dirty) |" % unit)
         print("|---|---|---|---|---|")
@@ -91,10 +121,18 @@ def standin(mpath, npath, rate, idle):
                 roles = ["flush", "w"] + (["m"] if kind in MIDDLE else []) + ["h"]
                 man += [(next(n), r, trial, kind, d, x) for r in roles]
                 trial += 1
+    for sk in STRIDES_KB:   # as l2drain.cu: per stride, the strided reads at both D, then the strided writes
+        for d in (1, 8):
+            for x in (0.5, 2, 8):
+                man += [(next(n), r, trial, "sread%d" % sk, d, x) for r in ("flush", "w", "m", "h")]
+                trial += 1
+        for d in (1, 8):
+            man += [(next(n), r, trial, "swrite%d" % sk, d, 0) for r in ("flush", "w", "h")]
+            trial += 1
     man.append((next(n), "flush", trial, "end", 0, 0))
     rows, dirty = [], 0.0
     for k, role, tr, kind, d, x in man:
-        name = MIDDLE.get(kind) if role == "m" else KERNEL_OF[role]
+        name = kernel_of(role, kind)
         t = x if (role == "m" and kind in ("spin", "spin1")) or (role == "w" and kind == "slow") else 3.0
         wr = 0.0
         if role in ("flush", "h"):

@@ -20,6 +20,14 @@
 //   none     no middle kernel (x 0): the host idles x milliseconds between w and h instead.
 // Then (kind slow) the probe is written by a kernel that writes its D MB over x microseconds (each CTA writes its
 // share, then spins): how much of a kernel's own writes it writes back, by its length.
+// Since session 31, strided kinds (the KV pool's addressing: a token's row of one layer, 1 KB on Dream-7B, lies a
+// whole slot apart from the next token's, 56 KB on Dream-7B and 512 KB on LLaDA-8B in the t-major pool), named with
+// their stride S in KB:
+//   sread<S>  the middle kernel reads x MB as 1 KB chunks S KB apart (sread1: contiguous, the control), after the
+//             contiguous dirty probe: does a strided read of far less than the L2 push dirty lines out (set
+//             conflicts), where a contiguous one does not?
+//   swrite<S> the probe itself is written as D MB of 1 KB chunks S KB apart (role w), then flushed: how much of it
+//             the writer already wrote back (x 0).
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -61,6 +69,28 @@ __global__ void write_kernel(uint4 *__restrict__ p, size_t n_vec, unsigned seed,
         ;
 }
 
+// Reads (or writes) n_chunks chunks of chunk_vec 16-byte vectors, chunk c at c * stride_vec vectors.
+__global__ void sread_kernel(const uint4 *__restrict__ p, size_t n_chunks, size_t chunk_vec, size_t stride_vec,
+                             unsigned *out)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned acc = 0;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n_chunks * chunk_vec; e += stride) {
+        uint4 v = p[(e / chunk_vec) * stride_vec + e % chunk_vec];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x9e3779b9u)
+        out[0] = acc;
+}
+
+__global__ void swrite_kernel(uint4 *__restrict__ p, size_t n_chunks, size_t chunk_vec, size_t stride_vec,
+                              unsigned seed)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n_chunks * chunk_vec; e += stride)
+        p[(e / chunk_vec) * stride_vec + e % chunk_vec] = make_uint4((unsigned)e ^ seed, seed, (unsigned)(e >> 32), ~seed);
+}
+
 __global__ void spin_kernel(unsigned long long ns, unsigned *out)
 {
     unsigned long long t0 = now_ns(), n = 0;
@@ -71,7 +101,8 @@ __global__ void spin_kernel(unsigned long long ns, unsigned *out)
 }
 
 static int n_launch = 0, grid_;
-static uint4 *probe_, *other_, *flush_;
+static uint4 *probe_, *other_, *flush_, *big_;
+static const size_t KB = 1024, BIG = 4097ull << 20;   // 8 MB of 1 KB chunks 512 KB apart, and a chunk
 static unsigned *out_;
 
 static void manifest(const char *role, int trial, const char *kind, double d, double x)
@@ -107,6 +138,8 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&other_, 32 * MB));
     CK(cudaMalloc(&flush_, 256ull << 20));
     CK(cudaMalloc(&out_, 64));
+    CK(cudaMalloc(&big_, BIG));
+    CK(cudaMemset(big_, 4, BIG));
     CK(cudaMemset(other_, 1, 32 * MB));
     CK(cudaMemset(flush_, 2, 256ull << 20));
     CK(cudaMemset(probe_, 3, 32 * MB));
@@ -149,6 +182,32 @@ int main(int argc, char **argv)
             flush(trial, "slow", d, x, "flush");
             write_probe(trial, "slow", d, x, (unsigned long long)(x * 1e3));
             flush(trial, "slow", d, x, "h");
+            trial++;
+        }
+    }
+    const int strides_kb[] = {1, 56, 512};
+    const double sreads[] = {0.5, 2, 8};
+    char kind[32];
+    for (int sk : strides_kb) {
+        size_t sv = (size_t)sk * KB / 16, cv = KB / 16;
+        snprintf(kind, sizeof kind, "sread%d", sk);
+        for (double d : ds)
+            for (double x : sreads) {
+                flush(trial, kind, d, x, "flush");
+                write_probe(trial, kind, d, x, 0);
+                manifest("m", trial, kind, d, x);
+                sread_kernel<<<grid_, BLOCK>>>(big_, (size_t)(x * MB) / KB, cv, sv, out_);
+                CK(cudaGetLastError());
+                flush(trial, kind, d, x, "h");
+                trial++;
+            }
+        snprintf(kind, sizeof kind, "swrite%d", sk);
+        for (double d : ds) {
+            flush(trial, kind, d, 0, "flush");
+            manifest("w", trial, kind, d, 0);
+            swrite_kernel<<<grid_, BLOCK>>>(big_, (size_t)(d * MB) / KB, cv, sv, (unsigned)trial * 2654435761u);
+            CK(cudaGetLastError());
+            flush(trial, kind, d, 0, "h");
             trial++;
         }
     }
