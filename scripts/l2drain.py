@@ -17,7 +17,9 @@ with x; a drain while idle as the flush's writes falling with the host's idle (n
 by a kernel x microseconds long (its writes first, then a spin): its own writes against its length.  Kinds
 sread<S> (the middle kernel reads x MB as 1 KB chunks S KB apart; sread1 is contiguous) and swrite<S> (the probe
 itself written as D MB of 1 KB chunks S KB apart): whether the KV pool's strided addressing pushes dirty lines out
-of an L2 far from full (set conflicts), where contiguous traffic does not.
+of an L2 far from full (set conflicts), where contiguous traffic does not.  Kind behind<L>: L MB written dirty
+and read back (roles b and r, the LM head's logits and argmax), then the D MB probe and a 2 MB read: whether the L2
+is left at its dirty bound, so that a small writer writes back about what it writes (behind0: no logits).
 
 `standin` writes MANIFEST and NCU.csv from a model L2 instead of a GPU, to test this script (tests/e2e/
 test_l2probe.sh): dirty lines drain at MB_PER_US while a kernel runs (none while the GPU idles, unless --idle),
@@ -33,13 +35,15 @@ METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.
 KERNEL_OF = {"flush": "read_kernel", "h": "read_kernel", "w": "write_kernel"}
 MIDDLE = {"spin": "spin_kernel", "spin1": "spin_kernel", "read": "read_kernel"}
 KINDS = ("spin", "spin1", "read", "none", "slow")
-STRIDED = re.compile(r"^s(read|write)([0-9]+)$")   # sread<S KB>, swrite<S KB> (since session 31)
+STRIDED = re.compile(r"^(?:s(read|write)|(behind))([0-9]+)$")   # sread<S KB>, swrite<S KB>, behind<L MB> (session 31)
 STRIDES_KB = (1, 56, 512)
 
 
 def kernel_of(role, kind):
     """the kernel a launch of this role and kind runs, None if the pair is not one l2drain.cu makes"""
     m = STRIDED.match(kind)
+    if m and m.group(2):   # behind<L>: the logits written (b) and read (r), the probe, a contiguous read
+        return {"b": "write_kernel", "r": "read_kernel", "m": "read_kernel"}.get(role, KERNEL_OF.get(role))
     if m and m.group(1) == "read" and role == "m":
         return "sread_kernel"
     if m and m.group(1) == "write" and role == "w":
@@ -97,9 +101,21 @@ def report(man):
         if not rows:
             continue
         unit = {"read": "MB read", "none": "ms idle"}.get(kind, "us")
-        if STRIDED.match(kind):
-            unit = "MB read as 1 KB chunks %s KB apart" % STRIDED.match(kind).group(2) if kind.startswith("sread") else \
-                "0; the probe written as 1 KB chunks %s KB apart" % STRIDED.match(kind).group(2)
+        sm = STRIDED.match(kind)
+        if sm and sm.group(2):
+            print("\n### %s\n" % kind)
+            print("| D MB | x (MB read) | b: %s MB written, writes MB | r: its read, writes MB | w: writes MB, us | "
+                  "m: writes MB, us | h: writes MB (still dirty) |" % sm.group(3))
+            print("|---|---|---|---|---|---|---|")
+            for t in sorted(rows, key=lambda t: (t["w"]["d"], t["w"]["x"])):
+                w, h, m, b, r = t["w"], t["h"], t["m"], t.get("b"), t.get("r")
+                print("| %g | %g | %s | %s | %.3f, %.1f | %.3f, %.1f | %.3f |" % (
+                    w["d"], w["x"], "%.3f" % (b["wr"] / MB) if b else "-", "%.3f" % (r["wr"] / MB) if r else "-",
+                    w["wr"] / MB, w["t"] * 1e6, m["wr"] / MB, m["t"] * 1e6, h["wr"] / MB))
+            continue
+        if sm:
+            unit = "MB read as 1 KB chunks %s KB apart" % sm.group(3) if kind.startswith("sread") else \
+                "0; the probe written as 1 KB chunks %s KB apart" % sm.group(3)
         print("\n### %s\n" % kind)
         print("| D MB | x (%s) | w: writes MB, us | m: writes MB, us | h: writes MB (still dirty) |" % unit)
         print("|---|---|---|---|---|")
@@ -129,6 +145,11 @@ def standin(mpath, npath, rate, idle):
         for d in (1, 8):
             man += [(next(n), r, trial, "swrite%d" % sk, d, 0) for r in ("flush", "w", "h")]
             trial += 1
+    for lg in (0, 16, 39, 64):   # behind<L>: the logits written and read first (none at 0)
+        for d in (0.5, 1):
+            roles = ("flush", "b", "r", "w", "m", "h") if lg else ("flush", "w", "m", "h")
+            man += [(next(n), r, trial, "behind%d" % lg, d, 2) for r in roles]
+            trial += 1
     man.append((next(n), "flush", trial, "end", 0, 0))
     rows, dirty = [], 0.0
     for k, role, tr, kind, d, x in man:
@@ -137,9 +158,13 @@ def standin(mpath, npath, rate, idle):
         wr = 0.0
         if role in ("flush", "h"):
             wr, dirty = dirty, 0.0
+        elif role == "b":   # the logits: L MB written (the kind's number), drained at the rate like any writer
+            lg = float(STRIDED.match(kind).group(3))
+            own = min(lg, rate * 2.0)
+            wr, dirty = own, dirty + lg - own
         elif role == "w":
             own = min(d, rate * max(0.0, t - 1.0))   # what the writer's own run drains of its writes (written by 1 us)
-            wr, dirty = own, d - own
+            wr, dirty = own, dirty + d - own   # (dirty is 0 after a flush, but behind<L> leaves logits)
         else:
             wr = min(dirty, rate * t)
             dirty -= wr

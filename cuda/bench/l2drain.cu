@@ -28,6 +28,10 @@
 //             conflicts), where a contiguous one does not?
 //   swrite<S> the probe itself is written as D MB of 1 KB chunks S KB apart (role w), then flushed: how much of it
 //             the writer already wrote back (x 0).
+// And behind<L>: the probe is written behind a step's end as the LM head leaves it: L MB written dirty (role b: the
+// fp32 logits, 39 MB at 64 rows on Dream-7B), read back (role r: the argmax), then the D MB probe (w) and a read of
+// x MB (m); behind0 writes no logits (the control).  Is the L2 then at its dirty bound, so that a small writer
+// writes back about what it writes?
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -211,6 +215,27 @@ int main(int argc, char **argv)
             trial++;
         }
     }
+    const double logits[] = {0, 16, 39, 64};
+    const double small_d[] = {0.5, 1};
+    for (double l : logits)
+        for (double d : small_d) {
+            snprintf(kind, sizeof kind, "behind%d", (int)l);
+            flush(trial, kind, d, 2, "flush");
+            if (l > 0) {
+                manifest("b", trial, kind, d, 2);
+                write_kernel<<<grid_, BLOCK>>>(big_, (size_t)(l * MB) / 16, (unsigned)trial * 2654435761u, 0);
+                CK(cudaGetLastError());
+                manifest("r", trial, kind, d, 2);
+                read_kernel<<<grid_, BLOCK>>>(big_, (size_t)(l * MB) / 16, out_);
+                CK(cudaGetLastError());
+            }
+            write_probe(trial, kind, d, 2, 0);
+            manifest("m", trial, kind, d, 2);
+            read_kernel<<<grid_, BLOCK>>>(other_, (size_t)(2 * MB) / 16, out_);
+            CK(cudaGetLastError());
+            flush(trial, kind, d, 2, "h");
+            trial++;
+        }
     flush(trial, "end", 0, 0, "flush");
     CK(cudaDeviceSynchronize());
     printf("# %d launches, %d trials\n", n_launch, trial);

@@ -63,13 +63,18 @@ $PY scripts/l2drain.py "$T/dm2.txt" "$T/dn2.csv" > "$T/d2.txt" && grep -qxF "| 8
     fail "l2drain.py's stand-in with idle drain: $(grep -A6 "### none" "$T/d2.txt")"
 head -n -3 "$T/dn.csv" > "$T/dn3.csv"
 if $PY scripts/l2drain.py "$T/dm.txt" "$T/dn3.csv" 2> "$T/e"; then fail "l2drain.py took a run a kernel short"; fi
-grep -q "has 346 kernels, .* lists 347 launches" "$T/e" || fail "l2drain.py's count error: $(cat "$T/e")"
+grep -q "has 390 kernels, .* lists 391 launches" "$T/e" || fail "l2drain.py's count error: $(cat "$T/e")"
 # the strided kinds (session 31): a table per stride, the strided read as the middle kernel, the strided write as the
 # writer (its trial has no middle kernel); a strided read's kernel must be sread_kernel
 for k in sread1 swrite1 sread56 swrite56 sread512 swrite512; do grep -qx "### $k" "$T/d.txt" || fail "l2drain.py: no $k table"; done
 grep -A4 "### sread56" "$T/d.txt" | grep -q "1 KB chunks 56 KB apart" || fail "l2drain.py: sread56's unit"
 grep -A8 "### sread512" "$T/d.txt" | grep -qxF "| 8 | 2 | 0.200, 3.0 | 0.300, 3.0 | 7.500 |" || fail "l2drain.py: sread512's rows"
 grep -A5 "### swrite56" "$T/d.txt" | grep -qxF "| 8 | 0 | 0.200, 3.0 | - | 7.800 |" || fail "l2drain.py: swrite56's rows"
+# behind<L>: the logits written (b) and read (r) before the probe; in the stand-in 39 MB less the writer's 0.2 and the
+# read's 0.3 stay dirty with the probe's 1 MB less its writer's 0.2 and the middle read's 0.3 (h 39.0); behind0 has none
+grep -A5 "### behind39" "$T/d.txt" | grep -qxF "| 1 | 2 | 0.200 | 0.300 | 0.200, 3.0 | 0.300, 3.0 | 39.000 |" ||
+    fail "l2drain.py: behind39's rows: $(grep -A5 "### behind39" "$T/d.txt")"
+grep -A5 "### behind0" "$T/d.txt" | grep -qxF "| 1 | 2 | - | - | 0.200, 3.0 | 0.300, 3.0 | 0.500 |" || fail "l2drain.py: behind0's rows"
 sed 's/sread_kernel/read_kernel/' "$T/dn.csv" > "$T/dn5.csv"
 if $PY scripts/l2drain.py "$T/dm.txt" "$T/dn5.csv" 2> "$T/e"; then fail "l2drain.py took a contiguous read for a strided one"; fi
 grep -q "is sread_kernel, Nsight Compute's row .* is read_kernel" "$T/e" || fail "l2drain.py's strided name error: $(cat "$T/e")"
