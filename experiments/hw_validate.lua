@@ -25,7 +25,9 @@
 -- gemm_reads block at row counts no Nsight Compute run had seen, device call 70); w9 and w10, 2 x (1760 + 32)
 -- and 4 x (288 + 32) (Refresh steps of 3,584 and 1,280 rows: session 24's held-out check of the walk after a
 -- GEMM, device call 81); w11 and w12, 4 x (304 + 32) and 2 x (1632 + 32) (1,344 and 3,328 rows: the check of the
--- session's three replay changes after their commits, device call 82).
+-- session's three replay changes after their commits, device call 82); w13 and w14, 3 x (640 + 32) and 8 x (160 + 32)
+-- (Refresh steps of 2,016 and 1,536 rows, Reuse steps of 96 and 256: session 31's fresh Nsight Compute set for a
+-- dirty bound chosen on the older ones, device call 103).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -58,6 +60,8 @@ local workloads = {
   {"w10", 4, 288, 32, named = true},
   {"w11", 4, 304, 32, named = true},
   {"w12", 2, 1632, 32, named = true},
+  {"w13", 3, 640, 32, named = true},
+  {"w14", 8, 160, 32, named = true},
 }
 local caches = {
   {"prefix", nil},

@@ -15,19 +15,21 @@
 #   c75       call 75: w5/w6 sparse and prefix of both models (held out, session 21, after its replay changes)
 #   c81       call 81: w9/w10 dual and prefix of both models (held out, session 24, after the walk after a GEMM)
 #   c82       call 82: w11/w12 dual and prefix of both models (held out, session 24, after the argmax and SwiGLU forms)
-# OUT_DIR must not exist.  About 30 s for all sets on 2 cores.
+#   c103      call 103: w13/w14 dual and sparse of both models (held out, session 31: fresh for a dirty bound chosen on
+#             the sets above)
+# OUT_DIR must not exist.  About 2 min for all sets on 2 cores.
 set -euo pipefail
-usage() { sed -n '2,16p' "$0" >&2; exit 2; }
+usage() { sed -n '2,20p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
-case $1 in -h|--help) sed -n '2,16p' "$0"; exit 0 ;; esac
+case $1 in -h|--help) sed -n '2,20p' "$0"; exit 0 ;; esac
 O=$1; shift
 DKV=${DKV:-build/release/dkv}
 HW=datasets/hw
 [ -e "$O" ] && { echo "ncu_score: $O exists: give a new OUT_DIR" >&2; exit 2; }
 [ -x "$DKV" ] || { echo "ncu_score: no dkv at $DKV (set DKV=)" >&2; exit 2; }
-sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(llada dream c67 c70 c73 c75 c81 c82)
+sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(llada dream c67 c70 c73 c75 c81 c82 c103)
 for s in "${sets[@]}"; do
-    case $s in llada|dream|c67|c70|c73|c75|c81|c82) ;; *) echo "ncu_score: unknown set '$s' (llada, dream, c67, c70, c73, c75, c81, c82)" >&2; exit 2 ;; esac
+    case $s in llada|dream|c67|c70|c73|c75|c81|c82|c103) ;; *) echo "ncu_score: unknown set '$s' (llada, dream, c67, c70, c73, c75, c81, c82, c103)" >&2; exit 2 ;; esac
 done
 mkdir -p "$O"
 cells() { printf '%-18s %s\n' "$1" "$(/usr/bin/python3 scripts/ncu_cells.py "$2")"; }
@@ -53,8 +55,9 @@ for s in "${sets[@]}"; do
         /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null
         cells "llada-8b (9 pts)" "$O/llada/ncu_bytes.md" ;;
     dream) held dream "dream-7b (9 pts)" dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;
-    c67|c70|c73|c75|c81|c82)
-        held "${s}_llada" "call ${s#c} llada-8b" llada-8b $HW/2026-12-02/call${s#c}/ncu_llada.tgz
-        held "${s}_dream" "call ${s#c} dream-7b" dream-7b $HW/2026-12-02/call${s#c}/ncu_dream.tgz ;;
+    c67|c70|c73|c75|c81|c82|c103)
+        d=$(ls -d $HW/*/call${s#c} | head -n 1)
+        held "${s}_llada" "call ${s#c} llada-8b" llada-8b $d/ncu_llada.tgz
+        held "${s}_dream" "call ${s#c} dream-7b" dream-7b $d/ncu_dream.tgz ;;
     esac
 done
