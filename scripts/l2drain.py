@@ -35,15 +35,16 @@ METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.
 KERNEL_OF = {"flush": "read_kernel", "h": "read_kernel", "w": "write_kernel"}
 MIDDLE = {"spin": "spin_kernel", "spin1": "spin_kernel", "read": "read_kernel"}
 KINDS = ("spin", "spin1", "read", "none", "slow")
-STRIDED = re.compile(r"^(?:s(read|write)|(behind))([0-9]+)$")   # sread<S KB>, swrite<S KB>, behind<L MB> (session 31)
+STRIDED = re.compile(r"^s(read|write)([0-9]+)$")   # sread<S KB>, swrite<S KB> (since session 31)
+BEHIND = re.compile(r"^behind([0-9]+)$")            # behind<L MB> (since session 31)
 STRIDES_KB = (1, 56, 512)
 
 
 def kernel_of(role, kind):
     """the kernel a launch of this role and kind runs, None if the pair is not one l2drain.cu makes"""
-    m = STRIDED.match(kind)
-    if m and m.group(2):   # behind<L>: the logits written (b) and read (r), the probe, a contiguous read
+    if BEHIND.match(kind):   # the logits written (b) and read (r), the probe, a contiguous read
         return {"b": "write_kernel", "r": "read_kernel", "m": "read_kernel"}.get(role, KERNEL_OF.get(role))
+    m = STRIDED.match(kind)
     if m and m.group(1) == "read" and role == "m":
         return "sread_kernel"
     if m and m.group(1) == "write" and role == "w":
@@ -53,11 +54,16 @@ def kernel_of(role, kind):
     return KERNEL_OF.get(role)
 
 
+def known(kind):
+    """a kind of trial the report tabulates"""
+    return kind in KINDS or STRIDED.match(kind) or BEHIND.match(kind)
+
+
 def kinds_in(man):
-    """the kinds of the manifest's trials in l2drain.cu's order: the fixed ones, then the strided ones"""
+    """the kinds of the manifest's trials in l2drain.cu's order: the fixed ones, then the others as they came"""
     seen = []
     for m in man:
-        if (m["kind"] in KINDS or STRIDED.match(m["kind"])) and m["kind"] not in seen:
+        if known(m["kind"]) and m["kind"] not in seen:
             seen.append(m["kind"])
     return [k for k in KINDS if k in seen] + [k for k in seen if k not in KINDS]
 
@@ -91,31 +97,36 @@ def pair(man, ncu, mpath, npath):
         m.update(rd=k["dram__bytes_read.sum"], wr=k["dram__bytes_write.sum"], t=k["gpu__time_duration.sum"])
 
 
+def report_behind(kind, rows):
+    """a behind<L> table: the logits' writer (b) and read (r) before the probe's rows"""
+    print("\n### %s\n" % kind)
+    print("| D MB | x (MB read) | b: %s MB written, writes MB | r: its read, writes MB | w: writes MB, us | "
+          "m: writes MB, us | h: writes MB (still dirty) |" % BEHIND.match(kind).group(1))
+    print("|---|---|---|---|---|---|---|")
+    for t in sorted(rows, key=lambda t: (t["w"]["d"], t["w"]["x"])):
+        w, h, m, b, r = t["w"], t["h"], t["m"], t.get("b"), t.get("r")
+        print("| %g | %g | %s | %s | %.3f, %.1f | %.3f, %.1f | %.3f |" % (
+            w["d"], w["x"], "%.3f" % (b["wr"] / MB) if b else "-", "%.3f" % (r["wr"] / MB) if r else "-",
+            w["wr"] / MB, w["t"] * 1e6, m["wr"] / MB, m["t"] * 1e6, h["wr"] / MB))
+
+
 def report(man):
     trials = {}
     for m in man:
-        if m["kind"] in KINDS or STRIDED.match(m["kind"]):
+        if known(m["kind"]):
             trials.setdefault(m["trial"], {})[m["role"]] = m
     for kind in kinds_in(man):
         rows = [t for t in trials.values() if t.get("w", t.get("h"))["kind"] == kind]
         if not rows:
             continue
+        if BEHIND.match(kind):
+            report_behind(kind, rows)
+            continue
         unit = {"read": "MB read", "none": "ms idle"}.get(kind, "us")
         sm = STRIDED.match(kind)
-        if sm and sm.group(2):
-            print("\n### %s\n" % kind)
-            print("| D MB | x (MB read) | b: %s MB written, writes MB | r: its read, writes MB | w: writes MB, us | "
-                  "m: writes MB, us | h: writes MB (still dirty) |" % sm.group(3))
-            print("|---|---|---|---|---|---|---|")
-            for t in sorted(rows, key=lambda t: (t["w"]["d"], t["w"]["x"])):
-                w, h, m, b, r = t["w"], t["h"], t["m"], t.get("b"), t.get("r")
-                print("| %g | %g | %s | %s | %.3f, %.1f | %.3f, %.1f | %.3f |" % (
-                    w["d"], w["x"], "%.3f" % (b["wr"] / MB) if b else "-", "%.3f" % (r["wr"] / MB) if r else "-",
-                    w["wr"] / MB, w["t"] * 1e6, m["wr"] / MB, m["t"] * 1e6, h["wr"] / MB))
-            continue
         if sm:
-            unit = "MB read as 1 KB chunks %s KB apart" % sm.group(3) if kind.startswith("sread") else \
-                "0; the probe written as 1 KB chunks %s KB apart" % sm.group(3)
+            unit = "MB read as 1 KB chunks %s KB apart" % sm.group(2) if sm.group(1) == "read" else \
+                "0; the probe written as 1 KB chunks %s KB apart" % sm.group(2)
         print("\n### %s\n" % kind)
         print("| D MB | x (%s) | w: writes MB, us | m: writes MB, us | h: writes MB (still dirty) |" % unit)
         print("|---|---|---|---|---|")
@@ -159,7 +170,7 @@ def standin(mpath, npath, rate, idle):
         if role in ("flush", "h"):
             wr, dirty = dirty, 0.0
         elif role == "b":   # the logits: L MB written (the kind's number), drained at the rate like any writer
-            lg = float(STRIDED.match(kind).group(3))
+            lg = float(BEHIND.match(kind).group(1))
             own = min(lg, rate * 2.0)
             wr, dirty = own, dirty + lg - own
         elif role == "w":

@@ -231,6 +231,9 @@ dkv_status eng_acquire(eng *e, dkv_mem *m, uint64_t bytes, uint8_t tag, uint32_t
 void       eng_release(eng *e, dkv_mem *m, dkv_mem_id id, uint8_t tag, uint64_t allocated);
 dkv_status eng_kv_resize(eng *e, ereq *r, uint64_t need, bool may_shrink, dkv_err *err);
 void       eng_kv_release_all(eng *e, ereq *r);
+/* Whether r's KV is one pool block per allocation (a blockpool that is not the device manager): its ids then have
+ * block ids (ereq.kv_blk) that the step plans carry. */
+bool       eng_kv_per_block(const eng *e, const ereq *r);
 void       eng_unreserve(eng *e, ereq *r);
 bool       eng_pending_process(eng *e, bool flush);
 double     eng_device_time(eng *e, uint64_t *reserved);

@@ -137,7 +137,7 @@ bool eng_pending_process(eng *e, bool flush)
 
 /* ---------------------------------------------------------------- per-request KV */
 
-static bool per_block(const eng *e, const ereq *r)
+bool eng_kv_per_block(const eng *e, const ereq *r)
 {
     return r->kvm != e->dev && dkv_mem_get_options(r->kvm)->kind == DKV_MEM_BLOCKPOOL;
 }
@@ -161,7 +161,7 @@ static dkv_status kv_push(eng *e, ereq *r, dkv_mem_id id, uint64_t alloc)
         r->cap_kv = nc;
     }
     uint32_t blk = UINT32_MAX, nblk = 0;
-    if (per_block(e, r) && (dkv_mem_blocks(r->kvm, id, &blk, 1, &nblk, NULL) != DKV_OK || nblk != 1))
+    if (eng_kv_per_block(e, r) && (dkv_mem_blocks(r->kvm, id, &blk, 1, &nblk, NULL) != DKV_OK || nblk != 1))
         blk = UINT32_MAX;
     r->kv_ids[r->n_kv] = id;
     r->kv_alloc[r->n_kv] = alloc;
@@ -176,7 +176,7 @@ static dkv_status kv_push(eng *e, ereq *r, dkv_mem_id id, uint64_t alloc)
 dkv_status eng_kv_resize(eng *e, ereq *r, uint64_t need, bool may_shrink, dkv_err *err)
 {
     uint32_t ri = (uint32_t)(r - e->rq);
-    if (per_block(e, r)) {
+    if (eng_kv_per_block(e, r)) {
         uint64_t bb = dkv_mem_block_bytes(r->kvm);
         uint32_t target = (uint32_t)((need + bb - 1) / bb);
         uint32_t had = r->n_kv;

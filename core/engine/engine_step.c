@@ -303,7 +303,7 @@ static dkv_status ensure_plan_arrays(eng *e, size_t n_items, size_t n_xfers)
 /* The block ids of a request's KV, in order (blockpool: one block per allocation), at *blk. */
 static void item_blocks(eng *e, const ereq *r, dkv_step_item *it, uint32_t **blk)
 {
-    if (r->kvm == e->dev || dkv_mem_get_options(r->kvm)->kind != DKV_MEM_BLOCKPOOL || !r->n_kv)
+    if (!eng_kv_per_block(e, r) || !r->n_kv)
         return;
     it->kv_blocks = *blk;
     for (uint32_t j = 0; j < r->n_kv; j++)   /* looked up when the block was taken (engine_mem.c kv_push) */
