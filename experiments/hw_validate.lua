@@ -47,6 +47,10 @@ local set = hw.param("set", "classic", "classic: issue 6's 9 points (w1-w3 x pre
 assert(set == "classic" or set == "heldout", "hw_validate: -D set must be classic or heldout, got " .. tostring(set))
 local steps = hw.param("steps", set == "heldout" and 8 or 4, "denoising steps per block (default 4; 8 with -D set=heldout)")
 local gemm_eff = hw.param("gemm_eff", nil, "override the preset's GEMM efficiency (nil: the preset's)")
+local l2k = tostring(hw.param("l2_kernels", "false", "with -D backend=sim: true records the L2 replay's kernels of "
+                              .. "every step (record.l2_kernels; scripts/ncu_layer.py sets them beside Nsight Compute's)"))
+assert(l2k == "true" or l2k == "false", "hw_validate: -D l2_kernels must be true or false, got " .. l2k)
+local function record() return {kernels = true, l2_kernels = l2k == "true" or nil} end
 
 local workloads = {
   {"w1", 1, 256, 32},
@@ -69,6 +73,8 @@ local caches = {
   {"sparse", {set = "per_head", mode = "fixed", rho = 0.5}},
 }
 local only = hw.param("point", nil, "run only this point (name as printed; nil: all points)")
+assert(l2k == "false" or hw.mode() == "sim", "hw_validate: -D l2_kernels=true is for the simulated half alone: add "
+       .. "-D backend=sim (the executed half records no replay)")
 
 local rows = {}
 if set == "heldout" then
@@ -83,7 +89,7 @@ if set == "heldout" then
         mem = {kind = "blockpool", capacity_bytes = 16 * hw.GiB},
         policies = h[6],
         sim = gemm_eff and {gemm_eff = gemm_eff} or nil,
-        record = {kernels = true}}
+        record = record()}
       local p = hw.pair("ho", h[1], cfg)
       local row = hw.row(p)
       local x = p.real or p.sim
@@ -115,7 +121,7 @@ for _, w in ipairs(workloads) do
         mem = {kind = "blockpool", capacity_bytes = 2 * hw.GiB},
         policies = {retention = c[2]},
         sim = gemm_eff and {gemm_eff = gemm_eff} or nil,
-        record = {kernels = true}}
+        record = record()}
       local p = hw.pair("val", point, cfg)
       local row = hw.row(p)
       local x = p.real or p.sim

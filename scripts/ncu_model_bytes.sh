@@ -4,7 +4,8 @@
 # `-D model=dream-7b`), from the profiled runs themselves (no unprofiled twin needed: bytes do not depend
 # on the profiler's slowdown).  Each ncu_<point>.csv is imported into a copy of its prof_<point>.h5
 # (`dkv ncu-import`), the copies merged, the same points simulated (hw_validate.lua -D backend=sim with
-# the model), and scripts/ncu_bytes.py prints the table (docs/BENCHMARKS.md "HBM bytes per kernel class").
+# the model, with the L2 replay's kernels for scripts/ncu_layer.py), and scripts/ncu_bytes.py prints the table
+# (docs/BENCHMARKS.md "HBM bytes per kernel class").
 #
 #   DKV=build/release/dkv bash scripts/ncu_model_bytes.sh DIR MODEL OUT_DIR
 #
@@ -24,7 +25,7 @@ for csv in "$D"/ncu_*.csv; do
     [ -f "$D/prof_$tag.h5" ] || { echo "ncu_model_bytes: $csv has no prof_$tag.h5 beside it" >&2; exit 2; }
     cp "$D/prof_$tag.h5" "$O/p/$tag.h5" && chmod u+w "$O/p/$tag.h5"
     "$DKV" ncu-import "$csv" "$O/p/$tag.h5" --run "val:$p:real" --replace > "$O/p/$tag.log"
-    "$DKV" run experiments/hw_validate.lua -D backend=sim -D model="$MODEL" -D point="$p" -o "$O/s/$tag.h5" \
+    "$DKV" run experiments/hw_validate.lua -D backend=sim -D l2_kernels=true -D model="$MODEL" -D point="$p" -o "$O/s/$tag.h5" \
         > "$O/s/$tag.log" 2>&1 || { echo "ncu_model_bytes: simulating $p failed ($O/s/$tag.log)" >&2; exit 1; }
     reals+=("$O/p/$tag.h5") sims+=("$O/s/$tag.h5")
 done

@@ -51,7 +51,7 @@ for s in "${sets[@]}"; do
         DKV=$DKV RES="$O/llada/post" bash scripts/hw_session.sh post $HW/2026-12-01/call7 $HW/2026-12-01/call3 \
             $HW/2026-12-01/call9 $HW/2026-12-01/call30 > "$O/llada.log" 2>&1 ||
             { echo "ncu_score: llada: hw_session.sh post failed ($O/llada.log)" >&2; exit 1; }
-        "$DKV" run experiments/hw_validate.lua -D backend=sim -o "$O/llada/sim.h5" > /dev/null
+        "$DKV" run experiments/hw_validate.lua -D backend=sim -D l2_kernels=true -o "$O/llada/sim.h5" > /dev/null
         /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null
         cells "llada-8b (9 pts)" "$O/llada/ncu_bytes.md" ;;
     dream) held dream "dream-7b (9 pts)" dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;

@@ -34,6 +34,7 @@ typedef struct sim_state {
     double        hold_until_s; /* engine clock until which the GPU's clocks are held low (profile hold) */
     sim_clock     clk;          /* the recent steps' work, for the clock the next one runs at (profile clock) */
     dkv_cost_l2_memo *memo;     /* the L2 replays of the run's step shapes (cost.h; NULL: replay every step) */
+    dkv_cost_l2_trace *l2;      /* with opts.l2_records: the step's replayed kernels (NULL until the first) */
 } sim_state;
 
 _Static_assert(DKV_KCLASS_N <= DKV_GPU_KCLASS_MAX, "dkv_gpu.kclass must cover every kernel class");
@@ -446,6 +447,18 @@ static void emit_records(const dkv_cost_step *cs, uint64_t step_index, const dou
     }
 }
 
+/* The L2 replay's kernels of a step as kernel records (backend.h: l2_seq, l2_part). */
+static void emit_l2_records(const dkv_cost_l2_trace *t, uint64_t step_index, dkv_kernel_fn rec, void *user)
+{
+    for (uint32_t i = 0; i < t->n; i++) {
+        uint32_t part = i < t->n_start ? 0 : i < t->n_start + t->n_layer ? 1 : 2;
+        dkv_kernel_record r = {.step_index = step_index, .kind = t->k[i].kind, .layer = UINT32_MAX, .n_launches = 1,
+                               .read_bytes = (uint64_t)llround(t->k[i].rd), .write_bytes = (uint64_t)llround(t->k[i].wr),
+                               .l2_seq = i + 1, .l2_part = part};
+        rec(user, &r);
+    }
+}
+
 /* Costs plan into out with cs as the counting scratch and st the run's state (both kept by the
  * caller across steps; st may be NULL: no first-use memory, no copy backlog). */
 static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_options *opts,
@@ -458,9 +471,25 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
         return dkv_err_set(err, DKV_EINVAL, "sim: model, gpu and plan are required");
     dkv_cost_hw hw = dkv_cost_hw_of(g);
     hw.memo = st ? st->memo : NULL;
+    dkv_cost_l2_trace *l2 = NULL;   /* the replay's kernels: the run's buffer, or this call's */
+    if (rec && o.l2_records && g->l2_bytes > 0) {
+        l2 = st && st->l2 ? st->l2 : malloc(sizeof *l2);
+        if (!l2)
+            return dkv_err_set(err, DKV_ENOMEM, "sim: no memory for the L2 replay's kernel records");
+        if (st)
+            st->l2 = l2;
+        hw.trace = l2;
+    }
     dkv_status rc = dkv_cost_count_hw(m, &hw, plan, cs, err);
-    if (rc != DKV_OK)
+    if (rc == DKV_OK && l2 && l2->dropped)
+        rc = dkv_err_set(err, DKV_ERANGE, "sim: step %llu replays %u kernels in the L2, more than the %d its kernel "
+                         "records hold (record.l2_kernels: a smaller batch)", (unsigned long long)plan->step_index,
+                         l2->n + l2->dropped, DKV_COST_L2_TRACE_MAX);
+    if (rc != DKV_OK) {
+        if (l2 && !st)
+            free(l2);
         return rc;
+    }
     rates r;
     rates_init(g, &o, &r);
     double t_layer[DKV_KCLASS_N], t_once[DKV_KCLASS_N], roof;
@@ -524,8 +553,13 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     out->n_kernels = tot.launches;
     out->flops_util = compute > 0 ? tot.flops / (compute * r.peak) : 0;
     out->bw_util = compute > 0 ? (double)(out->hbm_read_bytes + out->hbm_write_bytes) / (compute * r.bw) : 0;
-    if (rec)
+    if (rec && (o.kernel_records || !o.l2_records))
         emit_records(cs, plan->step_index, t_layer, t_once, rec, user);
+    if (l2) {
+        emit_l2_records(l2, plan->step_index, rec, user);
+        if (!st)
+            free(l2);
+    }
     return DKV_OK;
 }
 
@@ -572,7 +606,7 @@ static dkv_status sim_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     if (rc != DKV_OK)
         return rc;
     c->st.warm = c->opts.warm ? c->opts.warm : &c->st.own;
-    c->on_kernel = c->opts.kernel_records ? s->on_kernel : NULL;
+    c->on_kernel = c->opts.kernel_records || c->opts.l2_records ? s->on_kernel : NULL;
     c->user = s->on_kernel_user;
     return DKV_OK;
 }
@@ -603,6 +637,7 @@ static void sim_free(void *ctx)
         free(c->st.own.seen);
         sim_lr_free(&c->st.lr);
         dkv_cost_l2_memo_free(c->st.memo);
+        free(c->st.l2);
         pthread_mutex_destroy(&c->st.own.mu);
     }
     free(ctx);

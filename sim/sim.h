@@ -51,6 +51,9 @@ typedef struct dkv_sim_options {
     double gemm_eff;          /* fraction of flops_bf16 GEMMs reach (default 1.0; 0 -> 1.0) */
     double attn_eff;          /* fraction of flops_bf16 attention reaches (default 1.0; 0 -> 1.0) */
     bool   kernel_records;    /* emit per-kernel-class records per step through setup.on_kernel */
+    bool   l2_records;        /* emit the L2 replay's kernels of every step through setup.on_kernel (records
+                                 with l2_seq >= 1, backend.h; the replay's memo is not used: every step is
+                                 replayed, about 2x the simulation's time on varied batches) */
     dkv_sim_copy_model copy_model;   /* default DKV_SIM_COPY_OVERLAP (Lua: STREAM for a profiled GPU) */
     bool   first_use;         /* charge the profile's first-use cost of each new shape; default true */
     bool   warm_gemms;        /* with first_use: the CUDA backend's GEMM warm-up (dkv.execute's

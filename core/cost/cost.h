@@ -87,12 +87,17 @@ void dkv_cost_step_free(dkv_cost_step *cs);   /* accepts NULL */
  * kv_cached_tokens > kv_tokens, a transfer of unknown kind (DKV_EINVAL), no memory. */
 dkv_status dkv_cost_count(const dkv_model *m, const dkv_step_plan *plan, dkv_cost_step *cs, dkv_err *err);
 
-/* The L2 replay's kernels of one counted layer and the step's end, in launch order (a
- * diagnostic: per kernel what dkv_cost_count_hw charges, to set beside Nsight Compute's rows). */
-#define DKV_COST_L2_TRACE_MAX 64
+/* The L2 replay's kernels of one step in launch order (a diagnostic: per kernel what dkv_cost_count_hw
+ * charges, to set beside Nsight Compute's rows; dkv.simulate's record.l2_kernels): the step's start (reset,
+ * embeddings: k[0 .. n_start - 1]), one layer (the counted one: every layer charges its bytes;
+ * k[n_start .. n_start + n_layer - 1]) and the step's end (LM head, argmax, unmask: the rest). */
+#define DKV_COST_L2_TRACE_MAX 1024
+typedef struct dkv_cost_l2_kernel { dkv_kernel_class kind; double rd, wr; } dkv_cost_l2_kernel;
 typedef struct dkv_cost_l2_trace {
-    uint32_t n;   /* kernels recorded (at most DKV_COST_L2_TRACE_MAX; more are dropped) */
-    struct { dkv_kernel_class kind; double rd, wr; } k[DKV_COST_L2_TRACE_MAX];
+    uint32_t n;         /* kernels recorded (at most DKV_COST_L2_TRACE_MAX) */
+    uint32_t n_start, n_layer;   /* ... of them the step's start, then the layer */
+    uint32_t dropped;   /* kernels past DKV_COST_L2_TRACE_MAX, not recorded (callers must not ignore it) */
+    dkv_cost_l2_kernel k[DKV_COST_L2_TRACE_MAX];
 } dkv_cost_l2_trace;
 
 /* The GPU's L2 between kernels (dkv_cost_count_hw). */

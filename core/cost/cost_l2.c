@@ -612,10 +612,10 @@ static void kend(run *r)
         return;
     r->cls->rd += r->s.rd, r->cls->wr += r->s.wr;
     dkv_cost_l2_trace *t = r->trace;
-    if (t && t->n < DKV_COST_L2_TRACE_MAX) {
-        t->k[t->n].kind = (dkv_kernel_class)r->kind, t->k[t->n].rd = r->s.rd, t->k[t->n].wr = r->s.wr;
-        t->n++;
-    }
+    if (t && t->n < DKV_COST_L2_TRACE_MAX)
+        t->k[t->n++] = (dkv_cost_l2_kernel){(dkv_kernel_class)r->kind, r->s.rd, r->s.wr};
+    else if (t)
+        t->dropped++;
 }
 
 /* What the replay reads of the step's items besides their rows (cost_l2_memo.h's l2_inputs): one place, so that
@@ -742,16 +742,22 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
     void *slot = NULL;
     if (!nk || !l2_memo_get(mm, m, hw, parts, r.s.n_sms, key, nk, lay, once, &slot)) {
         const double d = m->hidden, Q = cs->q_rows, ab = dkv_dtype_bytes(m->act_dtype);
+        dkv_cost_l2_trace *t = hw->trace;
         tail(&r, m, plan, cs, NULL, NULL);   /* the previous step's end */
+        if ((r.trace = t) != NULL)
+            t->n = t->n_start = t->n_layer = t->dropped = 0;
         kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE], DKV_KCLASS_ELEMENTWISE), kend(&r);   /* reset: a few bytes */
         kbegin(&r, &once[DKV_KCLASS_ELEMENTWISE], DKV_KCLASS_ELEMENTWISE);
         stream(&r.s, Q * d * dkv_dtype_bytes(m->weight_dtype)), wr(&r.s, B_X, Q * d * ab);   /* embeddings */
         kend(&r);
+        r.trace = NULL;   /* the two layers before the counted one are not charged */
         layer(&r, m, plan, cs, &in, cs->weight_streams, NULL);
         layer(&r, m, plan, cs, &in, cs->weight_streams, NULL);
-        if ((r.trace = hw->trace) != NULL)
-            r.trace->n = 0;
+        if ((r.trace = t) != NULL)
+            t->n_start = t->n;
         layer(&r, m, plan, cs, &in, cs->weight_streams, lay);
+        if (t)
+            t->n_layer = t->n - t->n_start;
         tail(&r, m, plan, cs, &once[DKV_KCLASS_LM_HEAD], &once[DKV_KCLASS_ELEMENTWISE]);
         if (slot)
             l2_memo_put(mm, slot, key, nk, lay, once);

@@ -139,6 +139,13 @@ typedef struct dkv_kernel_record {
     double   time_s;
     double   flops;
     uint64_t read_bytes, write_bytes;
+    uint32_t l2_seq;          /* 0: a class record (the fields above); k >= 1: the k-th kernel of the step's L2
+                                 replay (core/cost/cost.h dkv_cost_l2_trace; the simulator with
+                                 dkv_sim_options.l2_records): kind, the HBM bytes the replay charges it,
+                                 n_launches 1, layer UINT32_MAX, time_s and flops 0 */
+    uint32_t l2_part;         /* with l2_seq: 0 the step's start (reset, embeddings), 1 one layer (every layer
+                                 charges the same kernels: the class totals count them n_layers times), 2 the
+                                 step's end (LM head, argmax, unmask) */
 } dkv_kernel_record;
 
 typedef void (*dkv_kernel_fn)(void *user, const dkv_kernel_record *rec);

@@ -176,6 +176,14 @@ static const dkv_h5_field kern_fields[] = {
     F(dkv_kernel_record, read_bytes, DKV_H5_U64, "bytes", "HBM read"),
     F(dkv_kernel_record, write_bytes, DKV_H5_U64, "bytes", "HBM written"),
 };
+static const dkv_h5_field l2_fields[] = {   /* record.l2_kernels: the L2 replay's kernels (backend.h l2_seq) */
+    F(dkv_kernel_record, step_index, DKV_H5_U64, "", "engine iteration"),
+    F(dkv_kernel_record, l2_seq, DKV_H5_U32, "", "position in the step's replay (1: first)"),
+    F(dkv_kernel_record, l2_part, DKV_H5_U32, "", "0 step start, 1 one layer (x n_layers), 2 step end"),
+    F(dkv_kernel_record, kind, DKV_H5_U32, "", "kernel class (dkv_kernel_class)"),
+    F(dkv_kernel_record, read_bytes, DKV_H5_U64, "bytes", "HBM read"),
+    F(dkv_kernel_record, write_bytes, DKV_H5_U64, "bytes", "HBM written"),
+};
 #undef F
 #define NF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -183,8 +191,8 @@ static const dkv_h5_field kern_fields[] = {
 
 typedef struct lresult {
     dkv_engine_result *r;
-    dkv_kernel_record *k;
-    size_t nk, capk;
+    dkv_kernel_record *k, *l2;   /* class records; the L2 replay's kernels (l2_seq >= 1) */
+    size_t nk, capk, nl2, capl2;
     uint64_t seed;
     bool kernel_oom;
     char backend[8], device[160], driver[64];   /* the run's origin (dkv_run_origin) */
@@ -195,17 +203,19 @@ typedef struct lresult {
 static void on_kernel(void *user, const dkv_kernel_record *rec)
 {
     lresult *r = user;
-    if (r->nk == r->capk) {
-        size_t nc = r->capk ? 2 * r->capk : 4096;
-        dkv_kernel_record *n = realloc(r->k, nc * sizeof *n);
-        if (!n) {
+    dkv_kernel_record **v = rec->l2_seq ? &r->l2 : &r->k;
+    size_t *n = rec->l2_seq ? &r->nl2 : &r->nk, *cap = rec->l2_seq ? &r->capl2 : &r->capk;
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 4096;
+        dkv_kernel_record *nv = realloc(*v, nc * sizeof *nv);
+        if (!nv) {
             r->kernel_oom = true;
             return;
         }
-        r->k = n;
-        r->capk = nc;
+        *v = nv;
+        *cap = nc;
     }
-    r->k[r->nk++] = *rec;
+    (*v)[(*n)++] = *rec;
 }
 
 static int result_gc(lua_State *L)
@@ -214,8 +224,9 @@ static int result_gc(lua_State *L)
     dkv_engine_result_free(r->r);
     r->r = NULL;
     free(r->k);
-    r->k = NULL;
-    r->nk = r->capk = 0;
+    free(r->l2);
+    r->k = r->l2 = NULL;
+    r->nk = r->capk = r->nl2 = r->capl2 = 0;
     dkv_exec_outputs_free(&r->out);
     return 0;
 }
@@ -301,10 +312,10 @@ static int result_memory(lua_State *L)
     return 1;
 }
 
-static int result_kernels(lua_State *L)
+/* Columns of kernel records with the class names (class_names[kind]). */
+static int push_kernel_columns(lua_State *L, const dkv_kernel_record *v, size_t n, const dkv_h5_field *f, size_t nf)
 {
-    lresult *r = check_result(L, 1);
-    push_columns(L, r->k, r->nk, sizeof *r->k, kern_fields, NF(kern_fields));
+    push_columns(L, v, n, sizeof *v, f, nf);
     lua_newtable(L);
     for (int c = 0; c < DKV_KCLASS_N; c++) {
         lua_pushstring(L, dkv_kernel_class_name((dkv_kernel_class)c));
@@ -312,6 +323,19 @@ static int result_kernels(lua_State *L)
     }
     lua_setfield(L, -2, "class_names");
     return 1;
+}
+
+static int result_kernels(lua_State *L)
+{
+    lresult *r = check_result(L, 1);
+    return push_kernel_columns(L, r->k, r->nk, kern_fields, NF(kern_fields));
+}
+
+/* r:l2_kernels() -> columns of the L2 replay's kernels (record.l2_kernels) */
+static int result_l2_kernels(lua_State *L)
+{
+    lresult *r = check_result(L, 1);
+    return push_kernel_columns(L, r->l2, r->nl2, l2_fields, NF(l2_fields));
 }
 
 static int result_index(lua_State *L)
@@ -328,6 +352,7 @@ static int result_index(lua_State *L)
     }
     static const luaL_Reg m[] = {{"requests", result_requests}, {"steps", result_steps},
                                  {"memory", result_memory},     {"kernels", result_kernels},
+                                 {"l2_kernels", result_l2_kernels},
                                  {NULL, NULL}};
     for (const luaL_Reg *r = m; r->name; r++)
         if (strcmp(k, r->name) == 0) {
@@ -476,7 +501,7 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
     s->ec.backend = &be;
     s->ec.progress = on_progress;
     s->ec.progress_user = &pg;
-    if (s->record_kernels) {
+    if (s->record_kernels || s->so.l2_records) {
         s->ec.on_kernel = on_kernel;
         s->ec.on_kernel_user = res;
     }
@@ -503,7 +528,7 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
     if (st != DKV_OK)
         return luaL_error(L, "cfg: %s", err.msg);
     if (res->kernel_oom)
-        return luaL_error(L, "%s: out of memory for kernel records (set cfg.record.kernels = false)", who);
+        return luaL_error(L, "%s: out of memory for kernel records (set cfg.record.kernels and l2_kernels = false)", who);
     lua_pushvalue(L, base + 2);
     lua_setiuservalue(L, base + 3, 1);
     push_summary(L, dkv_engine_result_summary(res->r));
@@ -625,6 +650,8 @@ static int save_body(lua_State *L)
         save_table(L, run, "memory", mr, n, sizeof *mr, mem_fields, NF(mem_fields));
     if (r->nk)
         save_table(L, run, "kernels", r->k, r->nk, sizeof *r->k, kern_fields, NF(kern_fields));
+    if (r->nl2)
+        save_table(L, run, "l2_kernels", r->l2, r->nl2, sizeof *r->l2, l2_fields, NF(l2_fields));
     if (r->out.n) {
         dkv_tokenizer tok;
         cfg_tokenizer(L, cfg, &tok);

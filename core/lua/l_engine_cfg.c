@@ -503,12 +503,16 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     s->so.warm_gemms = gbool(&q, "warm_gemms", true);
     s->so.kernel_scale = gnum(&q, "kernel_scale", 1, 0, 10, DKV_LCONF_LO_OPEN);   /* machine calibration */
 
-    static const char *const ck[] = {"steps", "memory_every", "kernels", "trace", NULL};
+    static const char *const ck[] = {"steps", "memory_every", "kernels", "l2_kernels", "trace", NULL};
     pt_sub(&root, "record", &q, ck);
     c->record_steps = gbool(&q, "steps", c->record_steps);
     c->mem_sample_every = (uint32_t)gint(&q, "memory_every", c->mem_sample_every, 0, U32MAX);
     s->record_kernels = gbool(&q, "kernels", false);
     s->so.kernel_records = s->record_kernels;
+    s->so.l2_records = gbool(&q, "l2_kernels", false);   /* dkv.simulate only: l_execute.c refuses it */
+    if (s->so.l2_records && !(s->gpu.l2_bytes > 0))
+        dkv_lconf_error(L, q.path, "l2_kernels", "the GPU preset '%s' has no L2 (l2_bytes): there is no replay to record",
+                        s->gpu.name);
     const char *tpath = dkv_lconf_string(L, q.in, q.path, "trace", NULL, 0);
     if (tpath) {
         lua_pushstring(L, tpath);

@@ -219,9 +219,19 @@ static void collect_item(void *user, const dkv_cuda_item_report *r)
 }
 
 /* The backend options of one instance (cfg.instances.n instances: see make_instances). */
+/* What no executing backend records (either backend's maker calls it first). */
+static dkv_status exec_refusals(const dkv_lsim *s, dkv_err *err)
+{
+    if (s->so.l2_records)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.record.l2_kernels: the L2 replay's kernels are the simulator's "
+                           "(dkv.simulate); an executed run records its counted bytes per class (record.kernels)");
+    return DKV_OK;
+}
+
 static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *po, dkv_err *err)
 {
     const dkv_engine_config *c = &s->ec;
+    DKV_TRY(exec_refusals(s, err));
     if (c->mem.kind != DKV_MEM_BLOCKPOOL)
         return dkv_err_set(err, DKV_EINVAL, "cfg.mem.kind is '%s': the device arena is the block pool, use "
                            "'blockpool'", dkv_mem_kind_name(c->mem.kind));
@@ -556,6 +566,7 @@ static dkv_status make_cpu(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *err
 {
     lexec *x = ud;
     const dkv_engine_config *c = &s->ec;
+    DKV_TRY(exec_refusals(s, err));
     if (c->mem.kind != DKV_MEM_BLOCKPOOL)
         return dkv_err_set(err, DKV_EINVAL, "cfg.mem.kind is '%s': the CPU backend's KV lives in the block pool, use "
                            "'blockpool'", dkv_mem_kind_name(c->mem.kind));

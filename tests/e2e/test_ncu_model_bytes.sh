@@ -3,7 +3,8 @@
 # Dream-7B validation points (datasets/hw/2026-12-02/call56/ncu_dream.tgz): the table has every point and
 # its criterion, and the classes' measured bytes are the CSVs' (w1:dual's qkv: 3.7027 GB read); a CSV
 # without its profiled run, or an OUT_DIR that exists, is refused; scripts/ncu_gemm_reads.py and
-# scripts/gemm_reads.py check read the runs it writes; scripts/ncu_score.sh scores a recorded set.
+# scripts/gemm_reads.py check read the runs it writes, scripts/ncu_layer.py pairs their kernels with the replay's;
+# scripts/ncu_score.sh scores a recorded set.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -48,6 +49,21 @@ if /usr/bin/python3 scripts/ncu_steps.py "$T/o/real.h5" "$T/o/sim.h5" --class ml
 grep -q "unknown class 'mlp'" "$T/e5" || fail "unknown class message: $(cat "$T/e5")"
 if /usr/bin/python3 scripts/ncu_steps.py "$T/o/real.h5" "$T/o/sim.h5" --point w9:dual 2> "$T/e6"; then fail "an absent point was accepted"; fi
 grep -q "no run with Nsight Compute's kernels at point w9:dual" "$T/e6" || fail "absent point: $(cat "$T/e6")"
+# scripts/ncu_layer.py: the replay's kernels of w3:dual's Refresh (record.l2_kernels, which ncu_model_bytes.sh sets)
+# beside Nsight Compute's layers: nine kernel rows (norm, q|k|v, store, attention, O, norm, gate|up, SwiGLU, down),
+# the step's start and end; a step that is not a number and a simulation without the replay's kernels are refused
+/usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --point w3:dual --step 0 > "$T/layer.txt" ||
+    fail "ncu_layer.py: $(cat "$T/layer.txt")"
+grep -q "^### w3:dual step 0: 28 layers" "$T/layer.txt" || fail "ncu_layer.py header: $(cat "$T/layer.txt")"
+[ "$(grep -c '^| [0-9] | ' "$T/layer.txt")" = 9 ] || fail "ncu_layer.py: nine kernel rows: $(cat "$T/layer.txt")"
+grep -q "^| 4 | attn | [0-9.]* | [0-9.]* ([0-9.]*-[0-9.]*) | [-+][0-9]*% | " "$T/layer.txt" || fail "attention row: $(cat "$T/layer.txt")"
+grep -q "^step's end (replay/ncu MB): lm_head read [0-9.]*/[0-9.]* write " "$T/layer.txt" || fail "end line: $(cat "$T/layer.txt")"
+if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --step one 2> "$T/e7"; then fail "--step one accepted"; fi
+grep -q "wants a step index" "$T/e7" || fail "--step message: $(cat "$T/e7")"
+"$DKV" run experiments/hw_validate.lua -D backend=sim -D model=dream-7b -D point=w3:dual -o "$T/nol2.h5" > /dev/null 2>&1 ||
+    fail "simulating without l2_kernels"
+if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/nol2.h5" --point w3:dual 2> "$T/e8"; then fail "no l2_kernels accepted"; fi
+grep -q "has no l2_kernels table (simulate it with record.l2_kernels = true" "$T/e8" || fail "no-l2 message: $(cat "$T/e8")"
 # scripts/ncu_score.sh: one line per model of device call 73's held-out set, each scored over its 4 x 7 cells
 DKV="$DKV" bash scripts/ncu_score.sh "$T/sc" c73 > "$T/sc.txt" || fail "ncu_score.sh c73"
 for m in llada-8b dream-7b; do

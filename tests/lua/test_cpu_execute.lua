@@ -81,6 +81,17 @@ else
   assert(tostring(rc):find("no CUDA device", 1, true), tostring(rc))
 end
 fails(function() run(nil, nil, {backend = "cuda", targets = T, follow = dual.outputs}) end, "follow", "targets")
+-- the L2 replay's kernels are the simulator's: both executing backends refuse record.l2_kernels (the CUDA one
+-- after its device probe: without a GPU that error comes first)
+local function l2rec(be)
+  return dkv.execute({model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}},
+                      decode = {cache = "dual", block_len = 32}, mem = {capacity_bytes = 64 * 2 ^ 20},
+                      record = {l2_kernels = true}}, {backend = be, weights = W})
+end
+fails(function() l2rec("cpu") end, "cfg.record.l2_kernels", "dkv.simulate")
+local okl, el = pcall(l2rec, "cuda")
+assert(not okl and (tostring(el):find("cfg.record.l2_kernels", 1, true) or tostring(el):find("no CUDA device", 1, true)),
+       tostring(el))
 fails(function() run(nil, nil, {targets = "tests/data/prompts_tiny.jsonl"}) end, "opts.targets", "3 lines for 2")
 fails(function() run(nil, nil, {targets = "tests/data/none.jsonl"}) end, "opts.targets", "none.jsonl")
 print("test_cpu_execute: ok")

@@ -56,8 +56,55 @@ end
 
 -- kernel records on request
 local cfg = base(); cfg.record = {kernels = true}
-local k = dkv.simulate(cfg):kernels()
+local rk = dkv.simulate(cfg)
+local k = rk:kernels()
 assert(#k.kind > 0 and k.class_names[0] == "qkv")
+assert(#rk:l2_kernels().kind == 0, "no L2 replay records unless asked")
+
+-- the L2 replay's kernels (record.l2_kernels): every step's start, one layer and end, whose bytes (the layer's
+-- n_layers times) are each step's class records exactly (up to rounding each record to a byte); asking for them
+-- replays every step (no memo), which changes no class byte
+cfg = base(); cfg.model = "llada-8b"; cfg.record = {kernels = true, l2_kernels = true}
+local rl = dkv.simulate(cfg)
+local l2, kk = rl:l2_kernels(), rl:kernels()
+local k0 = dkv.simulate((function() local c = base(); c.model = "llada-8b"; c.record = {kernels = true}; return c end)()):kernels()
+assert(#k0.kind == #kk.kind, "the same class records with and without the replay's kernels")
+for i = 1, #kk.kind do
+  assert(k0.read_bytes[i] == kk.read_bytes[i] and k0.write_bytes[i] == kk.write_bytes[i],
+         "class bytes unchanged by record.l2_kernels (record " .. i .. ")")
+end
+local layers = dkv.preset.model("llada-8b").n_layers
+local sum, n_rec, parts = {}, {}, {[0] = 0, 0, 0}
+for i = 1, #l2.kind do
+  local key = l2.step_index[i] .. ":" .. l2.kind[i]
+  local m = l2.l2_part[i] == 1 and layers or 1
+  sum[key] = sum[key] or {0, 0}
+  sum[key][1] = sum[key][1] + m * l2.read_bytes[i]
+  sum[key][2] = sum[key][2] + m * l2.write_bytes[i]
+  n_rec[l2.step_index[i]] = (n_rec[l2.step_index[i]] or 0) + 1
+  parts[l2.l2_part[i]] = parts[l2.l2_part[i]] + 1
+  assert(l2.l2_seq[i] == (i > 1 and l2.step_index[i] == l2.step_index[i - 1] and l2.l2_seq[i - 1] + 1 or 1),
+         "l2_seq counts each step's kernels from 1")
+end
+assert(parts[0] > 0 and parts[1] > 0 and parts[2] > 0, "start, layer and end records")
+local checked = 0
+for i = 1, #kk.kind do
+  local cls = kk.class_names[kk.kind[i]]
+  if cls ~= "compress" and cls ~= "reorder" then   -- (not in the L2 replay)
+    local s2 = sum[kk.step_index[i] .. ":" .. kk.kind[i]]
+    assert(s2, "an L2 record for step " .. kk.step_index[i] .. " class " .. cls)
+    local tol = layers * n_rec[kk.step_index[i]] + 1
+    assert(math.abs(s2[1] - kk.read_bytes[i]) <= tol and math.abs(s2[2] - kk.write_bytes[i]) <= tol,
+           string.format("step %d %s: L2 records %d / %d against the class's %d / %d", kk.step_index[i], cls,
+                         s2[1], s2[2], kk.read_bytes[i], kk.write_bytes[i]))
+    checked = checked + 1
+  end
+end
+assert(checked == #kk.kind and checked > 0)
+cfg.record = {l2_kernels = true}   -- alone: only the replay's records
+local ra = dkv.simulate(cfg)
+assert(#ra:kernels().kind == 0 and #ra:l2_kernels().kind == #l2.kind)
+if dkv.output then assert(dkv.save(ra, "l2_replay") == true) end
 
 -- dynamic retention through a Lua callback: called once per block of every request
 local calls = 0
@@ -86,6 +133,9 @@ expect(function(c) c.model = "llada-8b"; c.gpu = {base = "rtx4090", hbm_bytes = 
 expect(function(c) c.scheduler.kind = "phse" end, "did you mean 'phase'")
 expect(function(c) c.workload.cv = 2 end, "is not used by kind 'fixed'")
 expect(function(c) c.modle = "tiny" end, "did you mean 'model'")
+expect(function(c) c.record = {l2_kernel = true} end, "did you mean 'l2_kernels'")
+expect(function(c) c.record = {l2_kernels = 1} end, "cfg.record.l2_kernels")
+expect(function(c) c.gpu = {base = "h200", l2_bytes = 0}; c.record = {l2_kernels = true} end, "has no L2")
 print("test_sim.lua: ok")
 
 -- sim.first_use (docs/COST_MODEL.md, "Cold shapes"): "run" (true, the default) starts every run cold;

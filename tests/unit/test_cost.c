@@ -271,18 +271,18 @@ static void test_l2_gemm_group_leaves_other_rows_old(void **state)
     static const dkv_kernel_class want[] = {DKV_KCLASS_ELEMENTWISE, DKV_KCLASS_QKV, DKV_KCLASS_KV_STORE,
                                             DKV_KCLASS_ATTN, DKV_KCLASS_O, DKV_KCLASS_ELEMENTWISE,
                                             DKV_KCLASS_FFN, DKV_KCLASS_ELEMENTWISE, DKV_KCLASS_FFN};
-    assert_true(tr.n > 9);
+    assert_true(tr.n_layer == 9 && tr.n_start == 2 && tr.dropped == 0);
     for (int i = 0; i < 9; i++)
-        assert_int_equal(tr.k[i].kind, want[i]);
+        assert_int_equal(tr.k[tr.n_start + i].kind, want[i]);
     const double h = 2112.0 * 4096 * 2;
     double sum = 0;
     for (uint32_t i = 0; i < 9; i++)
-        sum += tr.k[i].wr;
+        sum += tr.k[tr.n_start + i].wr;
     assert_true(rel(sum, cs.layer[DKV_KCLASS_QKV].wr + cs.layer[DKV_KCLASS_KV_STORE].wr + cs.layer[DKV_KCLASS_ATTN].wr +
                              cs.layer[DKV_KCLASS_O].wr + cs.layer[DKV_KCLASS_FFN].wr +
                              cs.layer[DKV_KCLASS_ELEMENTWISE].wr) < 1e-12);
-    assert_true(tr.k[5].wr < 0.25 * h);
-    assert_true(tr.k[4].wr > h);   /* the O projection: its output and the attention's leftovers */
+    assert_true(tr.k[tr.n_start + 5].wr < 0.25 * h);
+    assert_true(tr.k[tr.n_start + 4].wr > h);   /* the O projection: its output and the attention's leftovers */
     dkv_cost_step_free(&cs);
 }
 
@@ -312,17 +312,17 @@ static void test_l2_attention_walks_heads(void **state)
         h200.trace = &tr;
         assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
         /* norm, qkv, RoPE (no store), attention */
-        assert_true(tr.n > 3 && tr.k[2].kind == DKV_KCLASS_ELEMENTWISE && tr.k[3].kind == DKV_KCLASS_ATTN);
+        assert_true(tr.n_layer > 3 && tr.k[tr.n_start + 2].kind == DKV_KCLASS_ELEMENTWISE && tr.k[tr.n_start + 3].kind == DKV_KCLASS_ATTN);
         const double hq = (double)m.n_heads * m.head_dim, hkv = (double)m.n_kv_heads * m.head_dim;
         const double B = Q * (hq + 2 * hkv) * 2, W = Q * hq * 2, T = B + W;
         if (mi == 0) {
             double want = C * log(C / T + (1 - C / T) * exp(T / C)) - W;
-            assert_true(rel(tr.k[3].rd, want) < 0.05);
-            assert_true(tr.k[3].rd > 2 * (B - C));
+            assert_true(rel(tr.k[tr.n_start + 3].rd, want) < 0.05);
+            assert_true(tr.k[tr.n_start + 3].rd > 2 * (B - C));
         } else {
-            assert_true(tr.k[3].rd < 0.1 * B);
+            assert_true(tr.k[tr.n_start + 3].rd < 0.1 * B);
         }
-        assert_true(rel(cs.layer[DKV_KCLASS_ATTN].rd, tr.k[3].rd) < 1e-12);
+        assert_true(rel(cs.layer[DKV_KCLASS_ATTN].rd, tr.k[tr.n_start + 3].rd) < 1e-12);
         dkv_cost_step_free(&cs);
     }
 }
@@ -344,9 +344,9 @@ static void test_l2_streaming_walk_writes_back_its_output(void **state)
     dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .trace = &tr};
     assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
     /* norm, qkv, RoPE, attention, O, norm, gate+up, SwiGLU */
-    assert_true(tr.n > 7 && tr.k[6].kind == DKV_KCLASS_FFN && tr.k[7].kind == DKV_KCLASS_ELEMENTWISE);
+    assert_true(tr.n_layer > 7 && tr.k[tr.n_start + 6].kind == DKV_KCLASS_FFN && tr.k[tr.n_start + 7].kind == DKV_KCLASS_ELEMENTWISE);
     const double C = 60.0 * 1048576 / 2, F = 2400.0 * 12288 * 2, G = 2 * F;
-    assert_true(rel(tr.k[7].wr, F - C * F / (G + F)) < 0.05);
+    assert_true(rel(tr.k[tr.n_start + 7].wr, F - C * F / (G + F)) < 0.05);
     dkv_cost_step_free(&cs);
 }
 
@@ -559,11 +559,11 @@ static void test_l2_walk_reaches_what_the_gemm_left_last(void **state)
         h200.trace = &tr;
         assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
         h200.trace = NULL;
-        assert_true(tr.n > 7 && tr.k[6].kind == DKV_KCLASS_FFN && tr.k[7].kind == DKV_KCLASS_ELEMENTWISE);
+        assert_true(tr.n_layer > 7 && tr.k[tr.n_start + 6].kind == DKV_KCLASS_FFN && tr.k[tr.n_start + 7].kind == DKV_KCLASS_ELEMENTWISE);
         const double Y = 2 * 1280.0 * 12288 * 2, R = (float)8.7e6, T = (Y - R) * 1.5, x0 = (C1 - R) / T;
         const double dx = fmin(1 - x0, R * (1 - x0) / T), found = R * x0 + R * dx / 2;
         assert_true(found > 3e6 && found < 5e6);
-        assert_true(rel(tr.k[7].rd, Y - found) < 1e-6);
+        assert_true(rel(tr.k[tr.n_start + 7].rd, Y - found) < 1e-6);
         dkv_cost_step_free(&cs);
     }
     /* without the block the replay's own GEMM decides what is resident, and the store finds more than nothing */
@@ -748,11 +748,11 @@ static void test_l2_one_reader_weights(void **state)
     dkv_cost_l2_trace tr;
     dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .trace = &tr};
     assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
-    assert_true(tr.n > 5 && tr.k[1].kind == DKV_KCLASS_QKV && tr.k[4].kind == DKV_KCLASS_O);
+    assert_true(tr.n_layer > 5 && tr.k[tr.n_start + 1].kind == DKV_KCLASS_QKV && tr.k[tr.n_start + 4].kind == DKV_KCLASS_O);
     const double W = 3584.0 * (3584 + 2 * 512) * 2, C = h200.l2_bytes / 2;
     assert_true(W > C && DKV_COST_L2_ONE_READER * W < C);
-    assert_true(tr.k[1].wr < 0.1e6);   /* full bytes: 2.3 MB */
-    assert_true(tr.k[4].wr > 1.5e6);   /* full bytes: 0 */
+    assert_true(tr.k[tr.n_start + 1].wr < 0.1e6);   /* full bytes: 2.3 MB */
+    assert_true(tr.k[tr.n_start + 4].wr > 1.5e6);   /* full bytes: 0 */
     dkv_cost_step_free(&cs);
 }
 

@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""ncu_layer.py - where a step's HBM bytes land, kernel by kernel: the L2 replay's kernels of one layer (core/cost,
+recorded with record.l2_kernels) beside Nsight Compute's kernels of the same step's layers, and the step's start and
+end beside the replay's (docs/COST_MODEL.md "HBM bytes with an L2"; scripts/ncu_steps.py gives the class sums).
+
+    /usr/bin/python3 scripts/ncu_layer.py REAL.h5 SIM.h5 [--point P] [--step S]
+
+REAL.h5: runs <study>:<point>:real with Nsight Compute's kernels imported (dkv ncu-import: ncu_kernels), e.g.
+scripts/ncu_model_bytes.sh's OUT/real.h5 or scripts/ncu_score.sh's OUT/<set>/out/real.h5; SIM.h5: their :sim twins
+simulated with record.l2_kernels = true (`hw_validate.lua -D backend=sim -D l2_kernels=true`, which both of those
+scripts run: OUT/sim.h5).  Steps are split at the reset kernel that starts each (as ncu_steps.py); a step's layers at
+each norm kernel followed by the q|k|v GEMM; the kernels before the first layer are the step's start, those after
+the last layer's last FFN kernel its end.  Consecutive kernels of one class are one row (a GEMM and its split-K
+reduction, the attention's passes).  For each step: one row per such run of the layer, the replay's read and
+written MB against Nsight Compute's mean over the layers but the first and the last (min-max beside), then the
+start and the end per class.  --point keeps one point, --step one step (its index).  Exits 1 naming the file on
+runs it cannot pair: no l2_kernels table (simulated without record.l2_kernels), steps without layers, a layer
+whose run of classes is not the replay's (printed, both)."""
+import os
+import sys
+
+import h5py
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncu_gemm_reads  # noqa: E402  (step_bounds: the steps among the kernels)
+
+NAMES = {0: "qkv", 1: "attn", 2: "o_proj", 3: "ffn", 4: "lm_head", 5: "kv_store", 6: "kv_gather", 7: "reorder",
+         8: "elementwise", 9: "compress", 10: "unknown", 11: "setup"}
+ELEM, QKV, FFN = 8, 0, 3
+
+
+def die(msg):
+    sys.stderr.write("ncu_layer.py: %s\n" % msg)
+    sys.exit(1)
+
+
+def runs(kernels):
+    """(kind, read, write) of each run of consecutive kernels of one class in KERNELS, a list of (kind, rd, wr)"""
+    out = []
+    for k, rd, wr in kernels:
+        if out and out[-1][0] == k:
+            out[-1] = (k, out[-1][1] + rd, out[-1][2] + wr)
+        else:
+            out.append((k, rd, wr))
+    return out
+
+
+def split_layers(ks):
+    """KS, one step's Nsight Compute kernels as (kind, rd, wr): (start, [layer, ...], end), each a list of kernels"""
+    heads = [i - 1 for i in range(1, len(ks)) if ks[i][0] == QKV and ks[i - 1][0] == ELEM]
+    ffn = [i for i in range(heads[-1], len(ks)) if ks[i][0] == FFN] if heads else []
+    if not ffn:
+        return None
+    last = ffn[-1]
+    bounds = heads + [last + 1]
+    return ks[:heads[0]], [ks[bounds[j]:bounds[j + 1]] for j in range(len(heads))], ks[last + 1:]
+
+
+def mb(x):
+    return "%.3f" % (x / 1e6)
+
+
+def err(a, b):
+    return "%+.0f%%" % (100 * (a - b) / b) if b > 0 else "-"
+
+
+def by_class(kernels):
+    s = {}
+    for k, rd, wr in kernels:
+        c = s.setdefault(k, [0.0, 0.0])
+        c[0] += rd
+        c[1] += wr
+    return s
+
+
+def report(where, point, j, ncu, rep):
+    """Prints step J's tables; NCU: its kernels (kind, rd, wr); REP: the replay's records (part, kind, rd, wr)"""
+    parts = split_layers(ncu)
+    if parts is None:
+        die("%s: step %d has no layer (a norm kernel then the q|k|v GEMM) among its %d kernels" % (where, j, len(ncu)))
+    start, layers, end = parts
+    lay = runs([(k, rd, wr) for p, k, rd, wr in rep if p == 1])
+    mid = layers[1:-1] if len(layers) > 2 else layers
+    cols = [runs(x) for x in mid]
+    for i, c in enumerate(cols):
+        if [k for k, _, _ in c] != [k for k, _, _ in lay]:
+            die("%s: step %d, layer %d: Nsight Compute's classes %s, the replay's %s" % (
+                where, j, i + (1 if len(layers) > 2 else 0), " ".join(NAMES.get(k, str(k)) for k, _, _ in c),
+                " ".join(NAMES[k] for k, _, _ in lay)))
+    print("### %s step %d: %d layers (Nsight Compute's mean over layers 2-%d; the replay's one layer)" % (
+        point, j, len(layers), len(layers) - 1) if len(layers) > 2 else "### %s step %d: %d layers" % (
+        point, j, len(layers)))
+    print()
+    print("| # | class | replay read MB | ncu read MB (min-max) | read | replay write MB | ncu write MB (min-max) | write |")
+    print("|---|---|---|---|---|---|---|---|")
+    for i, (k, rd, wr) in enumerate(lay):
+        r = [c[i][1] for c in cols]
+        w = [c[i][2] for c in cols]
+        mr, mw = sum(r) / len(r), sum(w) / len(w)
+        print("| %d | %s | %s | %s (%s-%s) | %s | %s | %s (%s-%s) | %s |" % (
+            i + 1, NAMES[k], mb(rd), mb(mr), mb(min(r)), mb(max(r)), err(rd, mr), mb(wr), mb(mw), mb(min(w)),
+            mb(max(w)), err(wr, mw)))
+    print()
+    for name, ks, p in (("start", start, 0), ("end", end, 2)):
+        n, s = by_class(ks), by_class([(k, rd, wr) for q, k, rd, wr in rep if q == p])
+        cells = ["%s read %s/%s write %s/%s" % (NAMES.get(k, str(k)), mb(s.get(k, [0, 0])[0]), mb(n.get(k, [0, 0])[0]),
+                                                 mb(s.get(k, [0, 0])[1]), mb(n.get(k, [0, 0])[1]))
+                 for k in sorted(set(n) | set(s))]
+        print("step's %s (replay/ncu MB): %s" % (name, "; ".join(cells) if cells else "none"))
+    print()
+
+
+def main(argv):
+    if len(argv) < 2 or argv[0] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    opts, rest = {}, argv[2:]
+    while rest:
+        if rest[0] not in ("--point", "--step") or len(rest) < 2:
+            die("unknown or incomplete option %r (see --help)" % rest[0])
+        opts[rest[0]] = rest[1]
+        rest = rest[2:]
+    if "--step" in opts and not opts["--step"].isdigit():
+        die("--step wants a step index (0, 1, ...), got %r" % opts["--step"])
+    try:
+        R, S = h5py.File(argv[0], "r")["runs"], h5py.File(argv[1], "r")["runs"]
+    except (OSError, KeyError) as e:
+        die("%s" % e)
+    n = 0
+    for key in sorted(R):
+        if not key.endswith(":real") or "ncu_kernels" not in R[key]:
+            continue
+        point = key.split(":", 1)[1][:-5]
+        if "--point" in opts and point != opts["--point"]:
+            continue
+        twin = key[:-5] + ":sim"
+        if twin not in S:
+            die("%s: %s has no %s in %s" % (argv[0], key, twin, argv[1]))
+        if "l2_kernels" not in S[twin]:
+            die("%s: %s has no l2_kernels table (simulate it with record.l2_kernels = true: hw_validate.lua "
+                "-D backend=sim -D l2_kernels=true)" % (argv[1], twin))
+        r, l2 = R[key], S[twin]["l2_kernels"][()]
+        nk, st = r["ncu_kernels"][()], r["steps"][()]
+        bounds = ncu_gemm_reads.step_bounds(r, "%s: %s" % (argv[0], key), die)
+        for j in range(len(st)):
+            if "--step" in opts and j != int(opts["--step"]):
+                continue
+            ncu = [(int(nk["kind"][i]), float(nk["read_bytes"][i]), float(nk["write_bytes"][i]))
+                   for i in range(bounds[j], bounds[j + 1])]
+            sel = l2[l2["step_index"] == j]
+            if len(sel) == 0:
+                die("%s: %s has no l2_kernels records of step %d" % (argv[1], twin, j))
+            rep = sorted((int(x["l2_seq"]), int(x["l2_part"]), int(x["kind"]), float(x["read_bytes"]),
+                          float(x["write_bytes"])) for x in sel)
+            report("%s: %s" % (argv[0], key), point, j, ncu, [x[1:] for x in rep])
+            n += 1
+    if n == 0:
+        die("no step to show (no :real run with ncu_kernels%s)" % (
+            " at point %s" % opts["--point"] if "--point" in opts else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
