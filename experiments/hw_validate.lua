@@ -27,7 +27,9 @@
 -- GEMM, device call 81); w11 and w12, 4 x (304 + 32) and 2 x (1632 + 32) (1,344 and 3,328 rows: the check of the
 -- session's three replay changes after their commits, device call 82); w13 and w14, 3 x (640 + 32) and 8 x (160 + 32)
 -- (Refresh steps of 2,016 and 1,536 rows, Reuse steps of 96 and 256: session 31's fresh Nsight Compute set for a
--- dirty bound chosen on the older ones, device call 103).
+-- dirty bound chosen on the older ones, device call 103); w15 and w16, 5 x (480 + 32) and 7 x (192 + 32) (Refresh
+-- steps of 2,560 and 1,568 rows, Reuse steps of 160 and 224: session 32's fresh Nsight Compute set, recorded before
+-- any rule it judges was chosen, device call 104).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -66,6 +68,8 @@ local workloads = {
   {"w12", 2, 1632, 32, named = true},
   {"w13", 3, 640, 32, named = true},
   {"w14", 8, 160, 32, named = true},
+  {"w15", 5, 480, 32, named = true},
+  {"w16", 7, 192, 32, named = true},
 }
 local caches = {
   {"prefix", nil},

@@ -4,6 +4,7 @@
 
     /usr/bin/python3 scripts/l2drain.py MANIFEST.txt NCU.csv
     /usr/bin/python3 scripts/l2drain.py standin MANIFEST.txt NCU.csv --rate MB_PER_US [--idle]
+    /usr/bin/python3 scripts/l2drain.py standin MANIFEST.txt NCU.csv --share --clean FRACTION
 
 MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch, in launch order);
 NCU.csv: `ncu --csv --cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum,
@@ -20,10 +21,16 @@ itself written as D MB of 1 KB chunks S KB apart): whether the KV pool's strided
 of an L2 far from full (set conflicts), where contiguous traffic does not.  Kind behind<L>: L MB written dirty
 and read back (roles b and r, the LM head's logits and argmax), then the D MB probe and a 2 MB read: whether the L2
 is left at its dirty bound, so that a small writer writes back about what it writes (behind0: no logits).
+Kinds of `l2drain share` (since session 32): xread<B> (the probe read by the grid, each CTA reading what CTA b + B
+wrote; xread0 its own lines), xreadall (every CTA reads all of it) and xwrite<B> (rewritten so), each followed by a
+re-read as written (role q: its DRAM reads are the probe's lines no longer in L2): whether an SM's read or rewrite of
+lines another SM left dirty writes them back.
 
 `standin` writes MANIFEST and NCU.csv from a model L2 instead of a GPU, to test this script (tests/e2e/
 test_l2probe.sh): dirty lines drain at MB_PER_US while a kernel runs (none while the GPU idles, unless --idle),
-every kernel of the plan lasting as its x says (spin, slow) or 3 us.
+every kernel of the plan lasting as its x says (spin, slow) or 3 us.  With --share, the manifest of `l2drain share`
+from a model L2 in which a read or rewrite by other CTAs (every kind but xread0 and xwrite0) writes FRACTION of the
+probe's dirty bytes back.
 """
 import re
 import sys
@@ -38,10 +45,13 @@ KINDS = ("spin", "spin1", "read", "none", "slow")
 STRIDED = re.compile(r"^s(read|write)([0-9]+)$")   # sread<S KB>, swrite<S KB> (since session 31)
 BEHIND = re.compile(r"^behind([0-9]+)$")            # behind<L MB> (since session 31)
 STRIDES_KB = (1, 56, 512)
+SHARE = re.compile(r"^x(read|write)([0-9]+|all)$")  # xread<B>, xreadall, xwrite<B> (since session 32)
 
 
 def kernel_of(role, kind):
     """the kernel a launch of this role and kind runs, None if the pair is not one l2drain.cu makes"""
+    if SHARE.match(kind):    # the probe read or rewritten by other CTAs (m), re-read as written (q)
+        return {"m": "xread_kernel", "q": "read_kernel"}.get(role, KERNEL_OF.get(role))
     if BEHIND.match(kind):   # the logits written (b) and read (r), the probe, a contiguous read
         return {"b": "write_kernel", "r": "read_kernel", "m": "read_kernel"}.get(role, KERNEL_OF.get(role))
     m = STRIDED.match(kind)
@@ -56,7 +66,7 @@ def kernel_of(role, kind):
 
 def known(kind):
     """a kind of trial the report tabulates"""
-    return kind in KINDS or STRIDED.match(kind) or BEHIND.match(kind)
+    return kind in KINDS or STRIDED.match(kind) or BEHIND.match(kind) or SHARE.match(kind)
 
 
 def kinds_in(man):
@@ -110,6 +120,19 @@ def report_behind(kind, rows):
             w["wr"] / MB, w["t"] * 1e6, m["wr"] / MB, m["t"] * 1e6, h["wr"] / MB))
 
 
+def report_share(kind, rows):
+    """an xread / xwrite table: the probe, the other CTAs' access (m), the re-read (q), the flush (h)"""
+    print("\n### %s\n" % kind)
+    print("| D MB | repeat | w: writes MB | m: writes MB, reads MB, us | q: reads MB (gone), writes MB | "
+          "h: writes MB (still dirty) |")
+    print("|---|---|---|---|---|---|")
+    for t in sorted(rows, key=lambda t: (t["w"]["d"], t["w"]["x"])):
+        w, m, q, h = t["w"], t["m"], t["q"], t["h"]
+        print("| %g | %g | %.3f | %.3f, %.3f, %.1f | %.3f, %.3f | %.3f |" % (
+            w["d"], w["x"], w["wr"] / MB, m["wr"] / MB, m["rd"] / MB, m["t"] * 1e6, q["rd"] / MB, q["wr"] / MB,
+            h["wr"] / MB))
+
+
 def report(man):
     trials = {}
     for m in man:
@@ -121,6 +144,9 @@ def report(man):
             continue
         if BEHIND.match(kind):
             report_behind(kind, rows)
+            continue
+        if SHARE.match(kind):
+            report_share(kind, rows)
             continue
         unit = {"read": "MB read", "none": "ms idle"}.get(kind, "us")
         sm = STRIDED.match(kind)
@@ -182,8 +208,40 @@ def standin(mpath, npath, rate, idle):
         if role == "w" and kind == "none" and idle:
             dirty = max(0.0, dirty - rate * x * 1e3)
         rows.append((k, name, wr * MB, (d * MB if role == "w" else 0.0), t))
+    write_standin(mpath, npath, man, rows, "drain %g MB/us%s" % (rate, " (also idle)" if idle else ""))
+
+
+def standin_share(mpath, npath, clean):
+    """`l2drain share`'s launches from a model L2: a read or rewrite by other CTAs writes back CLEAN of the probe's
+    dirty bytes; nothing else is written back before the flush, and every line stays"""
+    man, n, trial = [], 0, 0
+    for rep in (0, 1):
+        for kind in ("xread0", "xread1", "xread66", "xreadall", "xwrite0", "xwrite66"):
+            for d in (1, 4, 8):
+                for r in ("flush", "w", "m", "q", "h"):
+                    man.append((n, r, trial, kind, d, rep))
+                    n += 1
+                trial += 1
+    man.append((n, "flush", trial, "end", 0, 0))
+    rows, dirty = [], 0.0
+    for k, role, tr, kind, d, x in man:
+        wr = rd = 0.0
+        if role in ("flush", "h"):
+            wr, dirty = dirty, 0.0
+        elif role == "w":
+            dirty, rd = d, 0.0
+        elif role == "m" and kind not in ("xread0", "xwrite0"):
+            wr = clean * dirty
+            dirty -= wr
+        if role == "m" and kind.startswith("xwrite"):
+            dirty = d   # rewritten: dirty again
+        rows.append((k, kernel_of(role, kind), wr * MB, rd * MB, 3.0))
+    write_standin(mpath, npath, man, rows, "share, clean %g" % clean)
+
+
+def write_standin(mpath, npath, man, rows, what):
     with open(mpath, "w") as f:
-        f.write("# l2drain: stand-in, drain %g MB/us%s\n" % (rate, " (also idle)" if idle else ""))
+        f.write("# l2drain: stand-in, %s\n" % what)
         for k, role, tr, kind, d, x in man:
             f.write("k %d %s %d %s %.3f %.3f\n" % (k, role, tr, kind, d, x))
     with open(npath, "w") as f:
@@ -198,6 +256,17 @@ def main(argv):
     if len(argv) >= 2 and argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0
+    if len(argv) >= 4 and argv[1] == "standin" and "--share" in argv:
+        clean = None
+        if "--clean" in argv and argv.index("--clean") + 1 < len(argv):
+            try:
+                clean = float(argv[argv.index("--clean") + 1])
+            except ValueError:
+                pass
+        if clean is None or not 0 <= clean <= 1:
+            die("standin --share needs --clean FRACTION (a number in [0, 1])")
+        standin_share(argv[2], argv[3], clean)
+        return 0
     if len(argv) >= 4 and argv[1] == "standin":
         rate, idle = None, "--idle" in argv
         if "--rate" in argv and argv.index("--rate") + 1 < len(argv):
@@ -210,7 +279,8 @@ def main(argv):
         standin(argv[2], argv[3], rate, idle)
         return 0
     if len(argv) != 3:
-        die("usage: l2drain.py MANIFEST.txt NCU.csv | standin MANIFEST.txt NCU.csv --rate MB_PER_US [--idle]")
+        die("usage: l2drain.py MANIFEST.txt NCU.csv | standin MANIFEST.txt NCU.csv --rate MB_PER_US [--idle] | "
+            "standin MANIFEST.txt NCU.csv --share --clean FRACTION")
     man, ncu = read_manifest(argv[1]), read_ncu(argv[2])
     pair(man, ncu, argv[1], argv[2])
     report(man)

@@ -32,9 +32,20 @@
 // fp32 logits, 39 MB at 64 rows on Dream-7B), read back (role r: the argmax), then the D MB probe (w) and a read of
 // x MB (m); behind0 writes no logits (the control).  Is the L2 then at its dirty bound, so that a small writer
 // writes back about what it writes?
+// Since session 32, `l2drain share` runs only kinds that ask whether an SM's access to lines another SM left dirty
+// writes them back (the forward's kernels read and rewrite each other's outputs with other CTAs on other SMs: the
+// attention reads by head what the RoPE wrote by row, a GEMM's every column of CTAs reads its input), the probe (D
+// MB, role w) then:
+//   xread<B>   read by the same grid with each CTA reading what CTA b + B wrote (xread0: its own lines, the control)
+//              (role m), then re-read as written (role q: its DRAM reads are the probe's lines no longer in L2);
+//   xreadall   read whole by every CTA (lines read from SMs on both halves of the L2), then q;
+//   xwrite<B>  rewritten by each CTA over what CTA b + B wrote (xwrite0: its own), then q.
+// The flush (h) finds what is still dirty.  An L2 that cleans a dirty line when another SM reads (or rewrites) it
+// shows it as m's DRAM writes growing from xread0 to xreadall with the flush's falling, q reading nothing back.
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <unistd.h>
 #include <cuda_runtime.h>
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1);} } while (0)
@@ -95,6 +106,34 @@ __global__ void swrite_kernel(uint4 *__restrict__ p, size_t n_chunks, size_t chu
         p[(e / chunk_vec) * stride_vec + e % chunk_vec] = make_uint4((unsigned)e ^ seed, seed, (unsigned)(e >> 32), ~seed);
 }
 
+// The probe's n_vec vectors read (or with write, rewritten) by the grid, each CTA taking the lines CTA b + shift (mod
+// the grid) took in write_kernel's grid-stride loop; with all, every CTA reads every vector.
+__global__ void xread_kernel(uint4 *__restrict__ p, size_t n_vec, unsigned shift, int all, int write, unsigned *out)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x, off = (size_t)shift * blockDim.x;
+    unsigned acc = 0;
+    if (all) {
+        for (size_t e = threadIdx.x; e < n_vec; e += blockDim.x) {
+            uint4 v = p[e];
+            acc ^= v.x ^ v.y ^ v.z ^ v.w;
+        }
+    } else {
+        for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n_vec; e += stride) {
+            size_t i = (e / stride) * stride + (e % stride + off) % stride;   // the same pass, CTA b + shift's lane
+            if (i >= n_vec)
+                continue;
+            if (write) {
+                p[i] = make_uint4((unsigned)i, shift, 7u, ~(unsigned)i);
+            } else {
+                uint4 v = p[i];
+                acc ^= v.x ^ v.y ^ v.z ^ v.w;
+            }
+        }
+    }
+    if (acc == 0x9e3779b9u)
+        out[0] = acc;
+}
+
 __global__ void spin_kernel(unsigned long long ns, unsigned *out)
 {
     unsigned long long t0 = now_ns(), n = 0;
@@ -128,10 +167,44 @@ static void write_probe(int trial, const char *kind, double d, double x, unsigne
     CK(cudaGetLastError());
 }
 
+// `l2drain share`: the xread / xwrite kinds alone (the file's head).
+static int run_share(int trial)
+{
+    const double ds[] = {1, 4, 8};
+    const int shifts[] = {0, 1, 66, -1};   // -1: xreadall
+    char kind[32];
+    for (int rep = 0; rep < 2; rep++)
+        for (int wr = 0; wr < 2; wr++)
+            for (int sh : shifts) {
+                if (wr && (sh == 1 || sh < 0))   // rewrites: the control and the far shift only
+                    continue;
+                if (sh < 0)
+                    snprintf(kind, sizeof kind, "xreadall");
+                else
+                    snprintf(kind, sizeof kind, "x%s%d", wr ? "write" : "read", sh);
+                for (double d : ds) {
+                    size_t n = (size_t)(d * MB) / 16;
+                    flush(trial, kind, d, rep, "flush");
+                    write_probe(trial, kind, d, rep, 0);
+                    manifest("m", trial, kind, d, rep);
+                    xread_kernel<<<grid_, BLOCK>>>(probe_, n, sh < 0 ? 0u : (unsigned)sh, sh < 0, wr, out_);
+                    CK(cudaGetLastError());
+                    manifest("q", trial, kind, d, rep);
+                    read_kernel<<<grid_, BLOCK>>>(probe_, n, out_);
+                    CK(cudaGetLastError());
+                    flush(trial, kind, d, rep, "h");
+                    trial++;
+                }
+            }
+    return trial;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc > 1) {
-        fprintf(stderr, "usage: l2drain  (no arguments; run under ncu, see the file's head)\n");
+    bool share = argc == 2 && strcmp(argv[1], "share") == 0;
+    if (argc > 2 || (argc == 2 && !share)) {
+        fprintf(stderr, "usage: l2drain [share]  (run under ncu, see the file's head; share: the xread/xwrite kinds "
+                        "alone)\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -148,6 +221,13 @@ int main(int argc, char **argv)
     CK(cudaMemset(flush_, 2, 256ull << 20));
     CK(cudaMemset(probe_, 3, 32 * MB));
     CK(cudaDeviceSynchronize());
+    if (share) {
+        int t = run_share(0);
+        flush(t, "end", 0, 0, "flush");
+        CK(cudaDeviceSynchronize());
+        printf("# %d launches, %d trials\n", n_launch, t);
+        return 0;
+    }
     const double ds[] = {1, 8};
     const double us[] = {2, 5, 10, 20, 50, 100, 200, 500, 1000};
     const double reads[] = {0.5, 1, 2, 4, 8};

@@ -81,4 +81,20 @@ grep -q "is sread_kernel, Nsight Compute's row .* is read_kernel" "$T/e" || fail
 sed 's/spin_kernel/read_kernel/' "$T/dn.csv" > "$T/dn4.csv"
 if $PY scripts/l2drain.py "$T/dm.txt" "$T/dn4.csv" 2> "$T/e"; then fail "l2drain.py took a read for a spin"; fi
 grep -q "launch 2 is spin_kernel, Nsight Compute's row .* is read_kernel" "$T/e" || fail "l2drain.py's name error: $(cat "$T/e")"
+# l2drain share's kinds (since session 32): a stand-in L2 that writes back half the probe's dirty bytes when other
+# CTAs read or rewrite them gives the control (xread0) nothing, xreadall half of 8 MB, the rewrite dirty again; a
+# --clean out of [0, 1] is refused; a share run paired with the full run's log is a count error
+$PY scripts/l2drain.py standin "$T/sm.txt" "$T/sn.csv" --share --clean 0.5
+$PY scripts/l2drain.py "$T/sm.txt" "$T/sn.csv" > "$T/s.txt" || fail "l2drain.py on the share stand-in: $(cat "$T/s.txt")"
+for k in xread0 xread1 xread66 xreadall xwrite0 xwrite66; do grep -qx "### $k" "$T/s.txt" || fail "l2drain.py: no $k table"; done
+grep -A9 "### xread0" "$T/s.txt" | grep -qxF "| 8 | 0 | 0.000 | 0.000, 0.000, 3.0 | 0.000, 0.000 | 8.000 |" ||
+    fail "l2drain.py: xread0's rows: $(grep -A9 "### xread0" "$T/s.txt")"
+grep -A9 "### xreadall" "$T/s.txt" | grep -qxF "| 8 | 1 | 0.000 | 4.000, 0.000, 3.0 | 0.000, 0.000 | 4.000 |" ||
+    fail "l2drain.py: xreadall's rows: $(grep -A9 "### xreadall" "$T/s.txt")"
+grep -A9 "### xwrite66" "$T/s.txt" | grep -qxF "| 4 | 0 | 0.000 | 2.000, 0.000, 3.0 | 0.000, 0.000 | 4.000 |" ||
+    fail "l2drain.py: xwrite66's rows: $(grep -A9 "### xwrite66" "$T/s.txt")"
+if $PY scripts/l2drain.py standin "$T/sm2.txt" "$T/sn2.csv" --share --clean 2 2> "$T/e"; then fail "--clean 2 accepted"; fi
+grep -q "needs --clean FRACTION" "$T/e" || fail "l2drain.py's --clean error: $(cat "$T/e")"
+if $PY scripts/l2drain.py "$T/sm.txt" "$T/dn.csv" 2> "$T/e"; then fail "l2drain.py paired a share manifest with the full log"; fi
+grep -q "has 391 kernels, .* lists 181 launches" "$T/e" || fail "l2drain.py's share count error: $(cat "$T/e")"
 echo ok
