@@ -17,6 +17,8 @@
 #   c82       call 82: w11/w12 dual and prefix of both models (held out, session 24, after the argmax and SwiGLU forms)
 #   c103      call 103: w13/w14 dual and sparse of both models (held out, session 31: fresh for a dirty bound chosen on
 #             the sets above)
+#   c104      call 104: w15/w16 dual and prefix of both models (held out, session 32: recorded before any rule it
+#             judges was chosen)
 # OUT_DIR must not exist.  About 2 min for all sets on 2 cores.
 set -euo pipefail
 usage() { sed -n '2,20p' "$0" >&2; exit 2; }
@@ -27,9 +29,9 @@ DKV=${DKV:-build/release/dkv}
 HW=datasets/hw
 [ -e "$O" ] && { echo "ncu_score: $O exists: give a new OUT_DIR" >&2; exit 2; }
 [ -x "$DKV" ] || { echo "ncu_score: no dkv at $DKV (set DKV=)" >&2; exit 2; }
-sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(llada dream c67 c70 c73 c75 c81 c82 c103)
+sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(llada dream c67 c70 c73 c75 c81 c82 c103 c104)
 for s in "${sets[@]}"; do
-    case $s in llada|dream|c67|c70|c73|c75|c81|c82|c103) ;; *) echo "ncu_score: unknown set '$s' (llada, dream, c67, c70, c73, c75, c81, c82, c103)" >&2; exit 2 ;; esac
+    case $s in llada|dream|c67|c70|c73|c75|c81|c82|c103|c104) ;; *) echo "ncu_score: unknown set '$s' (llada, dream, c67, c70, c73, c75, c81, c82, c103, c104)" >&2; exit 2 ;; esac
 done
 mkdir -p "$O"
 cells() { printf '%-18s %s\n' "$1" "$(/usr/bin/python3 scripts/ncu_cells.py "$2")"; }
@@ -55,7 +57,7 @@ for s in "${sets[@]}"; do
         /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null
         cells "llada-8b (9 pts)" "$O/llada/ncu_bytes.md" ;;
     dream) held dream "dream-7b (9 pts)" dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;
-    c67|c70|c73|c75|c81|c82|c103)
+    c67|c70|c73|c75|c81|c82|c103|c104)
         d=$(ls -d $HW/*/call${s#c} | head -n 1)
         held "${s}_llada" "call ${s#c} llada-8b" llada-8b $d/ncu_llada.tgz
         held "${s}_dream" "call ${s#c} dream-7b" dream-7b $d/ncu_dream.tgz ;;
