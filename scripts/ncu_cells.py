@@ -3,7 +3,9 @@
 scripts/ncu_model_bytes.sh): over every point's class rows (the "all" rows left out), the cells whose
 counted bytes are within 5 % of Nsight Compute's (a cell of 0 against 0 counts as within), reads and writes
 apart, and the mean |error| over the cells of more than 10 MB measured, each capped at 50 %
-(docs/COST_MODEL.md "HBM bytes with an L2"; the score of datasets/hw/2026-12-02/call56/l2_variants.sh).
+(docs/COST_MODEL.md "HBM bytes with an L2"; the score of datasets/hw/2026-12-02/call56/l2_variants.sh); then
+the bytes off: the sum of |counted - measured| over the cells against the sum measured, reads and writes apart
+(the share of the bytes a class holds that belong to another class, or to none; since session 32).
 
     /usr/bin/python3 scripts/ncu_cells.py NCU_BYTES.md [NCU_BYTES.md...]
 
@@ -37,12 +39,18 @@ def stat(cs, i, j):
     return "%d / %d within 5 %%, mean %.1f %%" % (n, len(cs), 100 * sum(e) / len(e) if e else 0)
 
 
+def off(cs, i, j):
+    m = sum(x[j] for x in cs)
+    return "%.1f %%" % (100 * sum(abs(x[i] - x[j]) for x in cs) / m) if m > 0 else "-"
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     cs = [c for p in argv for c in cells(p)]
-    print("reads %s | writes %s" % (stat(cs, 0, 1), stat(cs, 2, 3)))
+    print("reads %s | writes %s | bytes off: reads %s, writes %s" % (stat(cs, 0, 1), stat(cs, 2, 3), off(cs, 0, 1),
+                                                                       off(cs, 2, 3)))
     return 0
 
 
