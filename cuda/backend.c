@@ -185,6 +185,36 @@ static dkv_status setup_requests(dkv_cuda_backend *b, dkv_err *err)
     return DKV_OK;
 }
 
+/* The l2_flush diagnostic's buffer: twice the L2, at least 128 MiB, random bf16 (its reads leave clean lines). */
+static dkv_status l2_flush_init(dkv_cuda_backend *b, dkv_err *err)
+{
+    for (uint32_t i = 0; i < b->o.n_l2_flush; i++)
+        if (b->l2f[i].layer >= b->m.n_layers)
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.l2_flush[%u].layer %u: model '%s' has %u layers "
+                               "(0 to %u)", i, b->l2f[i].layer, b->m.name, b->m.n_layers, b->m.n_layers - 1);
+    int dev = 0, l2 = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
+        return dkv_err_set(err, DKV_EIO, "cuda backend: l2_flush: the device's L2 size is not readable");
+    size_t fb = 2 * (size_t)l2, least = (size_t)128 << 20;
+    b->flush_bytes = ((fb > least ? fb : least) + 4095) & ~(size_t)4095;
+    if (cudaMalloc(&b->flush, b->flush_bytes + 256) != cudaSuccess) {
+        b->flush = NULL;
+        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: l2_flush: no device memory for its %zu-byte buffer",
+                           b->flush_bytes);
+    }
+    DKV_TRY(dkv_cuda_fill_random((dkv_bf16 *)b->flush, b->flush_bytes / 2, 7, 0.5f, 0.0f, b->st, err));
+    return cudaStreamSynchronize(b->st) == cudaSuccess ? DKV_OK
+                                                       : dkv_err_set(err, DKV_EIO, "cuda backend: l2_flush: fill failed");
+}
+
+dkv_status bk_l2_flush(dkv_cuda_backend *b, uint32_t l, dkv_cuda_l2_point p, dkv_err *err)
+{
+    for (uint32_t i = 0; i < b->o.n_l2_flush; i++)
+        if (b->l2f[i].layer == l && b->l2f[i].after == p)
+            return dkv_cuda_l2_flush(b->st, b->flush, b->flush_bytes, (char *)b->flush + b->flush_bytes, err);
+    return DKV_OK;
+}
+
 static void teardown(dkv_cuda_backend *b)
 {
     if (b->st)
@@ -203,6 +233,8 @@ static void teardown(dkv_cuda_backend *b)
     b->cap_meta = 0;
     cudaFree(b->d_canvas);
     b->d_canvas = NULL;
+    cudaFree(b->flush);
+    b->flush = NULL;
     if (!b->w_borrowed)
         dkv_cuda_weights_free(b->w);
     b->w = NULL;
@@ -332,6 +364,8 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     STEP(bk_scratch_init(b, err));
     STEP(bk_scratch_reserve(b, b->max_L, b->dec.block_len, err));
     STEP(bk_arena_init(b, err));
+    if (b->o.n_l2_flush)
+        STEP(l2_flush_init(b, err));
     if (b->o.warm_gemms && b->dec.cache == DKV_CACHE_SPARSE)
         STEP(warm_scores(b, err));   /* before warm_gemms: its idle follows all the warm-up's work */
     if (b->o.warm_gemms)
@@ -724,7 +758,21 @@ dkv_status dkv_cuda_backend_new(const dkv_cuda_backend_options *o, dkv_backend *
         return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.follow needs options.on_item (replay runs "
                            "synchronously, item by item)");
     }
+    if (o->n_l2_flush > DKV_CUDA_L2_FLUSH_MAX || (o->n_l2_flush && !o->l2_flush)) {
+        free(b);
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.l2_flush: %u points (at most %d)", o->n_l2_flush,
+                           DKV_CUDA_L2_FLUSH_MAX);
+    }
+    for (uint32_t i = 0; i < o->n_l2_flush; i++)
+        if ((unsigned)o->l2_flush[i].after >= DKV_CUDA_L2P_N) {
+            free(b);
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.l2_flush[%u].after %d is no point of a layer",
+                               i, (int)o->l2_flush[i].after);
+        }
     b->o = *o;
+    if (o->n_l2_flush)
+        memcpy(b->l2f, o->l2_flush, o->n_l2_flush * sizeof b->l2f[0]);
+    b->o.l2_flush = b->l2f;
     snprintf(b->desc, sizeof b->desc, "%s", desc);
     out->iface = &cuda_iface;
     out->ctx = b;

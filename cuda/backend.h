@@ -181,6 +181,24 @@ void dkv_cuda_backend_report_clear(dkv_cuda_backend_report *r);
 
 #define DKV_CUDA_FROM_SETUP UINT64_MAX   /* an option left to the engine's setup */
 
+/* Where in a layer the l2_flush diagnostic reads the flush buffer: after the kernel (backend_fwd.c's order). */
+typedef enum dkv_cuda_l2_point {
+    DKV_CUDA_L2P_NORM = 0,     /* the attention norm */
+    DKV_CUDA_L2P_QKV,          /* the q|k|v GEMM */
+    DKV_CUDA_L2P_ROPE,         /* RoPE (with the KV store when the step stores; FP8: and the e4m3 store) */
+    DKV_CUDA_L2P_ATTN,         /* the attention (after a selecting step's selection) */
+    DKV_CUDA_L2P_O,            /* the O projection */
+    DKV_CUDA_L2P_FFN_NORM,     /* the FFN norm */
+    DKV_CUDA_L2P_GATE_UP,      /* the gate|up GEMM */
+    DKV_CUDA_L2P_SWIGLU,
+    DKV_CUDA_L2P_DOWN,         /* the down GEMM */
+    DKV_CUDA_L2P_N
+} dkv_cuda_l2_point;
+typedef struct dkv_cuda_l2_flush_at {
+    uint32_t          layer;   /* below the model's n_layers (an error at begin otherwise) */
+    dkv_cuda_l2_point after;
+} dkv_cuda_l2_flush_at;
+
 typedef struct dkv_cuda_backend_options {
     int                 device;          /* CUDA device ordinal (0) */
     uint64_t            staging_bytes;   /* staging for fetched KV, bytes, in whole pool blocks
@@ -206,6 +224,12 @@ typedef struct dkv_cuda_backend_options {
                                             "The clock that follows the work"); adds two launches of a
                                             few microseconds to each step (false) */
     bool                kernel_records;  /* emit dkv_kernel_records through setup.on_kernel (true) */
+    /* diagnostic (docs/GPU.md "The L2 flush diagnostic"): after each listed point of each step, read a buffer of
+       twice the L2 (at least 128 MiB, allocated at begin) through it (dkv_cuda_l2_flush), so that Nsight Compute's
+       DRAM writes of that flush_kernel are the dirty bytes the L2 held there.  The flush changes what every later
+       kernel finds in L2 and adds its time to the step: for Nsight Compute runs, not for timing (NULL: none) */
+    const dkv_cuda_l2_flush_at *l2_flush;
+    uint32_t            n_l2_flush;
     bool                warm_gemms;      /* at begin, run every GEMM class of the model once per warm-up row
                                             count (dkv_cuda_gemm_warm: cuBLASLt's kernels loaded before the
                                             first timed step; plans still made at first use) (true) */

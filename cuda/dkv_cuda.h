@@ -90,6 +90,11 @@ cudaStream_t dkv_cuda_ctx_copy_stream(const dkv_cuda_ctx *ctx);
 dkv_status dkv_cuda_fill_random(dkv_bf16 *x, size_t n, uint64_t seed, float scale, float offset,
                                 cudaStream_t s, dkv_err *err);
 
+/* Reads bytes of buf (a multiple of 16; at least twice the L2 to evict all of it) through the L2, leaving it
+ * holding clean lines of buf; sink: 16 bytes, written only by chance.  Used by `dkv profile` before each timed
+ * call and by the backend's l2_flush diagnostic (backend.h). */
+dkv_status dkv_cuda_l2_flush(cudaStream_t s, const void *buf, size_t bytes, void *sink, dkv_err *err);
+
 /* ------------------------------------------------------------------ elementwise */
 
 /* out (T, C) = wte[tokens[t]]; tokens (T) < V (out-of-range rows are set to zero: the entry

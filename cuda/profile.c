@@ -233,7 +233,7 @@ static dkv_status timed(prof_ctx *P, const char *table, prof_call fn, void *arg,
         PR_TRY(dkv_sm_probe_mark(P->probe, false, P->st, err));
     for (uint32_t r = 0; r < R; r++) {
         if (flush)
-            PR_TRY(dkv_prof_flush(P->st, P->flush, P->flush_bytes, P->flush + P->flush_bytes, err));
+            PR_TRY(dkv_cuda_l2_flush(P->st, P->flush, P->flush_bytes, P->flush + P->flush_bytes, err));
         PR_CU(cudaEventRecord(P->ev[2 * r], P->st));
         PR_TRY(fn(P, arg, (*rep)++, err));
         PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));
@@ -301,7 +301,7 @@ static dkv_status states(prof_ctx *P, const char *table, prof_call fn, void *arg
         for (int r = 0; r < PR_STATE_REPS; r++) {
             PR_TRY(hot ? heater(P, err) : dkv_prof_spin(P->st, PR_COOL_GAP_S, err));
             if (P->flush)
-                PR_TRY(dkv_prof_flush(P->st, P->flush, P->flush_bytes, P->flush + P->flush_bytes, err));
+                PR_TRY(dkv_cuda_l2_flush(P->st, P->flush, P->flush_bytes, P->flush + P->flush_bytes, err));
             PR_CU(cudaEventRecord(P->ev[2 * r], P->st));
             PR_TRY(fn(P, arg, (*rep)++, err));
             PR_CU(cudaEventRecord(P->ev[2 * r + 1], P->st));

@@ -100,8 +100,6 @@ dkv_status pr_alloc(void **p, size_t bytes, dkv_err *err);
 
 /* profile_kern.cu */
 dkv_status dkv_prof_spin(cudaStream_t s, double seconds, dkv_err *err);
-/* Reads bytes of buf (a multiple of 16) through the L2, evicting what it held; sink: 16 bytes. */
-dkv_status dkv_prof_flush(cudaStream_t s, const void *buf, size_t bytes, void *sink, dkv_err *err);
 
 /* The sections (profile_gemm.c, profile_attn.c, profile_misc.c). */
 dkv_status pr_sec_gemm(prof_ctx *P, dkv_err *err);

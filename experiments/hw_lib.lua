@@ -35,6 +35,8 @@ local HELP = {
     .. "calibration\"), every kernel time x this number > 0 (1: the profile as measured)",
   sm_clock = "the real half's SM clock (dkv.execute's sm_clock): true (each step's mean SM clock, NVML sampled every "
     .. "millisecond on a thread, in the steps' sm_mhz) or false (not sampled: sm_mhz 0)",
+  l2_flush = "the real half's L2 flush diagnostic (dkv.execute's l2_flush, docs/GPU.md): LAYER:POINT[,LAYER:POINT...], "
+    .. "POINT one of norm, qkv, rope, attn, o, ffn_norm, gate_up, swiglu, down (nil: none; for Nsight Compute runs)",
   clock_probe = "the real half's clock probe (dkv.execute's clock_probe): true (each step's SM clock from every SM's "
     .. "cycle counter against the global timer, two small launches a step, in the steps' sm_probe_mhz) or false (0)",
 }
@@ -61,6 +63,23 @@ M.class_timing = bool_param("class_timing", "true")   -- dkv.execute's class_tim
 M.warm_gemms = bool_param("warm_gemms", "true")       -- dkv.execute's warm_gemms
 M.sm_clock = bool_param("sm_clock", "true")           -- dkv.execute's sm_clock
 M.clock_probe = bool_param("clock_probe", "false")    -- dkv.execute's clock_probe
+-- -D l2_flush=LAYER:POINT,...: dkv.execute's l2_flush list (nil: none); the format is checked here, the points by
+-- dkv.execute (which names the nearest one)
+M.param("l2_flush", nil)
+function M.l2_flush()
+  local v = M.param("l2_flush", nil)
+  if v == nil then return nil end
+  local t = {}
+  for item in (tostring(v) .. ","):gmatch("([^,]*),") do
+    local layer, point = item:match("^(%d+):([%a_]+)$")
+    if not layer then
+      error("hw: -D l2_flush: '" .. item .. "' is not LAYER:POINT (e.g. 3:attn), in '" .. tostring(v) .. "'", 0)
+    end
+    t[#t + 1] = {layer = tonumber(layer), after = point}
+  end
+  return t
+end
+M.l2_flush()
 -- The simulated half's machine calibration (-D kernel_scale=x, x > 0), checked when required.
 M.param("kernel_scale", "1")
 function M.kernel_scale()
@@ -259,6 +278,7 @@ function M.pair(study, point, cfg, opts, on_device)
       if eopts.warm_gemms == nil then eopts.warm_gemms = M.warm_gemms() end
       if eopts.sm_clock == nil then eopts.sm_clock = M.sm_clock() end
       if eopts.clock_probe == nil then eopts.clock_probe = M.clock_probe() end
+      if eopts.l2_flush == nil then eopts.l2_flush = M.l2_flush() end
     end
     M.warmup(cfg, eopts)
     local ok, r, dev = pcall(dkv.execute, cfg, eopts)

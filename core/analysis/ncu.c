@@ -140,7 +140,8 @@ static const struct { const char *name; int kind; } by_name[] = {
     {"kv_reorder_kernel", 7},
     {"bf16_to_f32_kernel", 9}, {"f32_to_bf16_kernel", 9}, {"cholinv_kernel", 9}, {"relerr_kernel", 9},
     {"argmax_conf_kernel", 4},
-    {"fill_random_kernel", DKV_CMP_NCLASS + 1},
+    {"fill_random_kernel", DKV_CMP_NCLASS + 1}, {"flush_kernel", DKV_CMP_NCLASS + 1},   /* setup: the weights' fill,
+                                                                                     the L2 flush diagnostic */
 };
 
 static bool contains_ci(const char *s, const char *w)

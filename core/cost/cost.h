@@ -92,7 +92,11 @@ dkv_status dkv_cost_count(const dkv_model *m, const dkv_step_plan *plan, dkv_cos
  * embeddings: k[0 .. n_start - 1]), one layer (the counted one: every layer charges its bytes;
  * k[n_start .. n_start + n_layer - 1]) and the step's end (LM head, argmax, unmask: the rest). */
 #define DKV_COST_L2_TRACE_MAX 1024
-typedef struct dkv_cost_l2_kernel { dkv_kernel_class kind; double rd, wr; } dkv_cost_l2_kernel;
+typedef struct dkv_cost_l2_kernel {
+    dkv_kernel_class kind;
+    double rd, wr;   /* HBM bytes read and written back during the kernel */
+    double dirty;    /* dirty bytes the replay's L2 holds after it */
+} dkv_cost_l2_kernel;
 typedef struct dkv_cost_l2_trace {
     uint32_t n;         /* kernels recorded (at most DKV_COST_L2_TRACE_MAX) */
     uint32_t n_start, n_layer;   /* ... of them the step's start, then the layer */

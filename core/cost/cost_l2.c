@@ -612,8 +612,12 @@ static void kend(run *r)
         return;
     r->cls->rd += r->s.rd, r->cls->wr += r->s.wr;
     dkv_cost_l2_trace *t = r->trace;
-    if (t && t->n < DKV_COST_L2_TRACE_MAX)
-        t->k[t->n++] = (dkv_cost_l2_kernel){(dkv_kernel_class)r->kind, r->s.rd, r->s.wr};
+    if (t && t->n < DKV_COST_L2_TRACE_MAX) {
+        double dirty = 0;
+        for (int i = 0; i < r->s.n; i++)
+            dirty += r->s.e[i].dirty;
+        t->k[t->n++] = (dkv_cost_l2_kernel){(dkv_kernel_class)r->kind, r->s.rd, r->s.wr, dirty};
+    }
     else if (t)
         t->dropped++;
 }

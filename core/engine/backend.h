@@ -146,6 +146,7 @@ typedef struct dkv_kernel_record {
     uint32_t l2_part;         /* with l2_seq: 0 the step's start (reset, embeddings), 1 one layer (every layer
                                  charges the same kernels: the class totals count them n_layers times), 2 the
                                  step's end (LM head, argmax, unmask) */
+    uint64_t l2_dirty_bytes;  /* with l2_seq: the dirty bytes the replay's L2 holds after the kernel */
 } dkv_kernel_record;
 
 typedef void (*dkv_kernel_fn)(void *user, const dkv_kernel_record *rec);

@@ -183,6 +183,7 @@ static const dkv_h5_field l2_fields[] = {   /* record.l2_kernels: the L2 replay'
     F(dkv_kernel_record, kind, DKV_H5_U32, "", "kernel class (dkv_kernel_class)"),
     F(dkv_kernel_record, read_bytes, DKV_H5_U64, "bytes", "HBM read"),
     F(dkv_kernel_record, write_bytes, DKV_H5_U64, "bytes", "HBM written"),
+    F(dkv_kernel_record, l2_dirty_bytes, DKV_H5_U64, "bytes", "dirty in the replay's L2 after the kernel"),
 };
 #undef F
 #define NF(a) (sizeof(a) / sizeof((a)[0]))

@@ -38,6 +38,8 @@ typedef struct lexec {
     bool     sm_clock;         /* opts.sm_clock: each step's mean SM clock (cuda/clock.h) (false) */
     bool     clock_probe;      /* opts.clock_probe: each step's SM clock from the SMs' cycle counters (false) */
     bool     warm_gemms;       /* opts.warm_gemms: cuda/dkv_cuda.h dkv_cuda_gemm_warm at begin (true) */
+    uint32_t n_l2f;            /* opts.l2_flush: the CUDA backend's L2 flush diagnostic (cuda/backend.h) */
+    struct { uint32_t layer, after; } l2f[64];
     double   staging_bytes, host_bytes;   /* < 0: automatic */
     char   **weights;
     uint32_t n_weights;
@@ -58,6 +60,7 @@ typedef struct lexec {
     dkv_exec_select sel;       /* opts.outputs: the sparse selections (exec_select.h) */
     dkv_err  out_err;
 #ifdef DKV_HAVE_CUDA
+    dkv_cuda_l2_flush_at cl2f[64];   /* l2f as the backend's options take it */
     dkv_cuda_backend_report rep;
     /* instances.n > 1: one backend and report per instance (threaded instances) */
     uint32_t k;
@@ -104,12 +107,52 @@ static char *dup_str(lua_State *L, const char *s)
     return d;
 }
 
+/* The points of a layer opts.l2_flush names, in cuda/backend.h's dkv_cuda_l2_point order. */
+static const char *const l2_points[] = {"norm", "qkv", "rope", "attn", "o", "ffn_norm", "gate_up", "swiglu", "down",
+                                        NULL};
+#ifdef DKV_HAVE_CUDA
+_Static_assert(sizeof l2_points / sizeof l2_points[0] == DKV_CUDA_L2P_N + 1, "l2_points follows dkv_cuda_l2_point");
+#endif
+
+/* opts.l2_flush = {{layer = L, after = "attn"}, ...}: the CUDA backend's L2 flush diagnostic (docs/GPU.md) */
+static void parse_l2_flush(lua_State *L, int idx, lexec *x)
+{
+    const char *p = "opts";
+    static const char *const keys[] = {"layer", "after", NULL};
+    lua_getfield(L, idx, "l2_flush");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (x->cpu)
+        dkv_lconf_error(L, p, "l2_flush", "is for backend = 'cuda' (the GPU's L2, read under Nsight Compute)");
+    size_t n = lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
+    if (n == 0)
+        dkv_lconf_error(L, p, "l2_flush", "expected a non-empty array of {layer = L, after = POINT}, got %s",
+                        lua_istable(L, -1) ? "an empty table" : luaL_typename(L, -1));
+    if (n > sizeof x->l2f / sizeof x->l2f[0])
+        dkv_lconf_error(L, p, "l2_flush", "%zu points: at most %zu", n, sizeof x->l2f / sizeof x->l2f[0]);
+    for (size_t i = 0; i < n; i++) {
+        char path[48];
+        snprintf(path, sizeof path, "opts.l2_flush[%zu]", i + 1);
+        lua_rawgeti(L, -1, (lua_Integer)i + 1);
+        int t = lua_gettop(L);
+        dkv_lconf_check_table(L, t, path);
+        dkv_lconf_check_keys(L, t, path, keys);
+        x->l2f[i].layer = (uint32_t)dkv_lconf_integer(L, t, path, "layer", 0, 0, 4095, DKV_LCONF_REQUIRED);
+        x->l2f[i].after = (uint32_t)dkv_lconf_enum(L, t, path, "after", l2_points, 0, DKV_LCONF_REQUIRED);
+        lua_pop(L, 1);
+    }
+    x->n_l2f = (uint32_t)n;
+    lua_pop(L, 1);
+}
+
 static void parse_opts(lua_State *L, int idx, lexec *x)
 {
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
                                        "class_timing", "staging_bytes", "host_bytes", "outputs", "backend",
                                        "targets", "clock", "start_at", "follow", "bf16_activations", "warm_gemms",
-                                       "sm_clock", "clock_probe", NULL};
+                                       "sm_clock", "clock_probe", "l2_flush", NULL};
     static const char *const backends[] = {"cuda", "cpu", NULL};
     static const char *const clocks[] = {"steps", "real", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
@@ -167,6 +210,7 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->clock_probe = dkv_lconf_boolean(L, idx, p, "clock_probe", false, 0);
     if (x->cpu && x->clock_probe)
         dkv_lconf_error(L, p, "clock_probe", "is for backend = 'cuda' (the GPU's SMs' cycle counters)");
+    parse_l2_flush(L, idx, x);
     lua_getfield(L, idx, "weights");
     if (lua_isstring(L, -1)) {
         x->weights = calloc(1, sizeof *x->weights);
@@ -273,6 +317,10 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     o.sm_clock = x->sm_clock;
     o.clock_probe = x->clock_probe;
     o.kernel_records = s->record_kernels;
+    for (uint32_t i = 0; i < x->n_l2f; i++)
+        x->cl2f[i] = (dkv_cuda_l2_flush_at){x->l2f[i].layer, (dkv_cuda_l2_point)x->l2f[i].after};
+    o.l2_flush = x->n_l2f ? x->cl2f : NULL;
+    o.n_l2_flush = x->n_l2f;
     o.report = &x->rep;
     if (x->outputs) { /* synchronises after every step: use for agreement runs, not for timing */
         o.on_item = collect_item;

@@ -70,6 +70,28 @@ grep -q "wants a step index" "$T/e7" || fail "--step message: $(cat "$T/e7")"
     fail "simulating without l2_kernels"
 if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/nol2.h5" --point w3:dual 2> "$T/e8"; then fail "no l2_kernels accepted"; fi
 grep -q "has no l2_kernels table (simulate it with record.l2_kernels = true" "$T/e8" || fail "no-l2 message: $(cat "$T/e8")"
+# scripts/ncu_flush.py (the l2_flush diagnostic): a stand-in Nsight Compute log of w3:dual's 4 steps with two flushes
+# each (3:attn then 9:o: 5 + step and 1 MB written back) among other kernels, against the simulated twin: 8 rows in
+# order, the GPU's MB as written, the replay's dirty bytes after its attention and O; a count that is not a multiple
+# of the points, and a point that is none, are refused
+{ echo '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"'; id=0
+  for j in 0 1 2 3; do for f in "$((5 + j))" 1; do
+      echo "\"$id\",\"rmsnorm_kernel(int)\",\"dram__bytes_write.sum\",\"byte\",\"7\""; id=$((id + 1))
+      echo "\"$id\",\"void flush_kernel(const uint4 *, unsigned long, uint4 *)\",\"dram__bytes_write.sum\",\"Mbyte\",\"$f\""
+      id=$((id + 1)); done; done; } > "$T/flush.csv"
+"$DKV" run experiments/hw_validate.lua -D backend=sim -D l2_kernels=true -D model=dream-7b -D point=w3:dual \
+    -o "$T/flsim.h5" > /dev/null 2>&1 || fail "simulating w3:dual with l2_kernels"
+/usr/bin/python3 scripts/ncu_flush.py "$T/flush.csv" "$T/flsim.h5" --point w3:dual --flush 9:o,3:attn > "$T/fl.txt" ||
+    fail "ncu_flush.py: $(cat "$T/fl.txt")"
+[ "$(grep -c '^| [0-3] | ' "$T/fl.txt")" = 8 ] || fail "ncu_flush.py: 8 rows: $(cat "$T/fl.txt")"
+grep -q "^| 2 | 3:attn | 7.000 | [0-9.]* | [-+][0-9.]* |$" "$T/fl.txt" || fail "ncu_flush.py: step 2's attn: $(cat "$T/fl.txt")"
+grep -q "^| 3 | 9:o | 1.000 | [0-9.]* | [-+][0-9.]* |$" "$T/fl.txt" || fail "ncu_flush.py: step 3's O: $(cat "$T/fl.txt")"
+if /usr/bin/python3 scripts/ncu_flush.py "$T/flush.csv" "$T/flsim.h5" --point w3:dual --flush 3:attn,9:o,12:o 2> "$T/e9"
+then fail "ncu_flush.py: 8 flushes for 3 points accepted"; fi
+grep -q "8 flush_kernel rows, not a multiple of the 3 points" "$T/e9" || fail "count message: $(cat "$T/e9")"
+if /usr/bin/python3 scripts/ncu_flush.py "$T/flush.csv" "$T/flsim.h5" --point w3:dual --flush 3:atn 2> "$T/e10"
+then fail "ncu_flush.py: point atn accepted"; fi
+grep -q "'3:atn' is not LAYER:POINT" "$T/e10" || fail "point message: $(cat "$T/e10")"
 # scripts/ncu_score.sh: one line per model of device call 73's held-out set, each scored over its 4 x 7 cells
 DKV="$DKV" bash scripts/ncu_score.sh "$T/sc" c73 > "$T/sc.txt" || fail "ncu_score.sh c73"
 for m in llada-8b dream-7b; do

@@ -114,7 +114,7 @@ static void measure(bcase *c, double *flushed, double *warm, double *stream)
         OK(dkv_prof_spin(st, 30e-6 * R + 1e-3, &err));
         for (int r = 0; r < R; r++) {
             if (pass == 0)
-                OK(dkv_prof_flush(st, flush_mem, FLUSH_BYTES, flush_mem + FLUSH_BYTES, &err));
+                OK(dkv_cuda_l2_flush(st, flush_mem, FLUSH_BYTES, flush_mem + FLUSH_BYTES, &err));
             CK(cudaEventRecord(ev[2 * r], st));
             call(c);
             CK(cudaEventRecord(ev[2 * r + 1], st));

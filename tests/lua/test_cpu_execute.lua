@@ -89,6 +89,14 @@ local function l2rec(be)
                       record = {l2_kernels = true}}, {backend = be, weights = W})
 end
 fails(function() l2rec("cpu") end, "cfg.record.l2_kernels", "dkv.simulate")
+-- the CUDA backend's L2 flush diagnostic (opts.l2_flush): its points are checked before any device; the CPU
+-- backend refuses it
+fails(function() run(nil, nil, {backend = "cuda", l2_flush = {{layer = 1, after = "attnn"}}}) end,
+      "opts.l2_flush[1].after", "did you mean 'attn'")
+fails(function() run(nil, nil, {backend = "cuda", l2_flush = {{layer = 1}}}) end, "opts.l2_flush[1].after", "missing")
+fails(function() run(nil, nil, {backend = "cuda", l2_flush = {}}) end, "opts.l2_flush", "non-empty array")
+fails(function() run(nil, nil, {backend = "cuda", l2_flush = {{layer = -1, after = "o"}}}) end, "opts.l2_flush[1].layer")
+fails(function() run(nil, nil, {l2_flush = {{layer = 0, after = "o"}}}) end, "opts.l2_flush", "backend = 'cuda'")
 local okl, el = pcall(l2rec, "cuda")
 assert(not okl and (tostring(el):find("cfg.record.l2_kernels", 1, true) or tostring(el):find("no CUDA device", 1, true)),
        tostring(el))

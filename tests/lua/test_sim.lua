@@ -87,6 +87,12 @@ for i = 1, #l2.kind do
          "l2_seq counts each step's kernels from 1")
 end
 assert(parts[0] > 0 and parts[1] > 0 and parts[2] > 0, "start, layer and end records")
+local most = 0   -- the replay's dirty bytes after each kernel: within the H200 preset's 60 MiB L2, some
+for i = 1, #l2.kind do
+  assert(l2.l2_dirty_bytes[i] >= 0 and l2.l2_dirty_bytes[i] <= 60 * 2 ^ 20, "dirty bytes " .. l2.l2_dirty_bytes[i])
+  most = math.max(most, l2.l2_dirty_bytes[i])
+end
+assert(most > 1e6, "the replay holds dirty lines: " .. most)
 local checked = 0
 for i = 1, #kk.kind do
   local cls = kk.class_names[kk.kind[i]]

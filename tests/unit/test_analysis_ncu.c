@@ -1,7 +1,8 @@
 /* test_analysis_ncu.c - analysis/ncu.h on CSV files written here in the shape `ncu --csv` prints: parsing
  * (program output before the header, quoting, thousands separators, unit conversion), the
  * kernel classes (dkv kernels by name, cuBLAS/CUTLASS GEMMs by launch order, a split-K
- * reduction, unknown and setup kernels), per-class totals, errors naming file:line, and the
+ * reduction, unknown and setup kernels: the weights' fill and the L2 flush diagnostic, which the GEMM after
+ * it does not see), per-class totals, errors naming file:line, and the
  * import into a run of a results file (other runs kept, re-import refused unless replaced). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -61,6 +62,7 @@ static const struct { const char *name; uint32_t kind; uint8_t rule; } STEP[] = 
     {"void flash_kernel<128, 4, 2>(attn_params)", 1, 0},
     {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x64x64_warpgroupsize1x1x1", 2, 1},   /* O */
     {"rmsnorm_kernel(__nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, unsigned int, float)", 8, 0},
+    {"flush_kernel(const uint4 *, unsigned long, uint4 *)", 11, 0},   /* the l2_flush diagnostic: setup, skipped */
     {"void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>(Params)", 3, 1},
     {"swiglu_kernel(__nv_bfloat16 *, const __nv_bfloat16 *, const __nv_bfloat16 *, unsigned int, unsigned int)", 8, 0},
     {"void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false>(cublasGemmSmallNParams)", 3, 1},   /* FFN down */
@@ -135,8 +137,9 @@ static void test_parse_and_classify(void **state)
         assert_float_equal(k[i].time_s, 1e-6 * (double)(i + 1), 1e-15);
     }
     assert_string_equal(k[6].name, "flash_kernel");
-    assert_string_equal(k[9].name, "Kernel2");
-    assert_int_equal(k[9].gemm, 1);
+    assert_string_equal(k[9].name, "flush_kernel");
+    assert_string_equal(k[10].name, "Kernel2");
+    assert_int_equal(k[10].gemm, 1);
     assert_int_equal(k[6].gemm, 0);
     dkv_ncu_kernel *r = &k[NSTEP];
     assert_string_equal(r->name, "kv_reorder_kernel");

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""ncu_flush.py - the dirty bytes the GPU's L2 holds at chosen points of the forward, against the L2 replay's: the
+CUDA backend's l2_flush diagnostic (dkv.execute's opts.l2_flush, hw_lib's -D l2_flush; docs/GPU.md "The L2 flush
+diagnostic") reads a buffer of twice the L2 after each listed point, so Nsight Compute's DRAM writes of that
+flush_kernel (--cache-control none) are the dirty bytes the L2 held there; the simulated twin recorded with
+record.l2_kernels gives the replay's dirty bytes after the same kernel (l2_kernels.l2_dirty_bytes; docs/COST_MODEL.md
+"Kernel by kernel").
+
+    /usr/bin/python3 scripts/ncu_flush.py NCU.csv SIM.h5 --point P --flush SPEC
+
+NCU.csv: `ncu --csv` of the executed run (every kernel, or only `--kernel-name flush_kernel`); SIM.h5: the point's
+:sim run with l2_kernels (`hw_validate.lua -D backend=sim -D l2_kernels=true -D point=P`); P: the point (e.g.
+w10:dual); SPEC: the -D l2_flush the run had (LAYER:POINT,...).  Every step flushes once per SPEC entry, in the order
+the forward reaches them (by layer, then by point), so the flush kernels are taken in that order, step after step.
+One row per flush: the step, the layer and point, the GPU's dirty MB, the replay's after that kernel of its counted
+layer (the same in every layer), and the difference.  Exits 1 naming the file on a flush count that is not a
+multiple of SPEC's, a SPEC that does not parse, or a simulated run without l2_kernels."""
+import os
+import sys
+
+import h5py
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncu_rows  # noqa: E402
+
+POINTS = ("norm", "qkv", "rope", "attn", "o", "ffn_norm", "gate_up", "swiglu", "down")
+ATTN = 1
+MB = 1e6
+
+
+def die(msg):
+    sys.stderr.write("ncu_flush.py: %s\n" % msg)
+    sys.exit(1)
+
+
+def parse_spec(spec):
+    out = []
+    for item in spec.split(","):
+        layer, _, point = item.partition(":")
+        if not layer.isdigit() or point not in POINTS:
+            die("--flush: %r is not LAYER:POINT (POINT one of %s)" % (item, ", ".join(POINTS)))
+        out.append((int(layer), POINTS.index(point)))
+    return sorted(out)
+
+
+def replay_index(kinds, point):
+    """the index in KINDS (the replay's layer kernels in order) of the kernel after which POINT flushes"""
+    if point <= 2:   # norm, q|k|v, RoPE(-store): the layer's first three
+        return point
+    if ATTN not in kinds:
+        return None
+    return kinds.index(ATTN) + point - 3   # attention, then O, the FFN norm, gate|up, SwiGLU, down
+
+
+def main(argv):
+    if len(argv) < 2 or argv[0] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
+        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    opts, rest = {}, argv[2:]
+    while rest:
+        if rest[0] not in ("--point", "--flush") or len(rest) < 2:
+            die("unknown or incomplete option %r (see --help)" % rest[0])
+        opts[rest[0]] = rest[1]
+        rest = rest[2:]
+    if "--point" not in opts or "--flush" not in opts:
+        die("--point and --flush are required (see --help)")
+    spec = parse_spec(opts["--flush"])
+    rows = ncu_rows.read_ncu(argv[0], ("dram__bytes_write.sum",), die)
+    flushes = [r for r in rows if r["name"].split("(")[0].split()[-1] == "flush_kernel"]
+    if not flushes or len(flushes) % len(spec):
+        die("%s: %d flush_kernel rows, not a multiple of the %d points of --flush" % (argv[0], len(flushes), len(spec)))
+    try:
+        runs = h5py.File(argv[1], "r")["runs"]
+    except (OSError, KeyError) as e:
+        die("%s" % e)
+    name = next((k for k in runs if k.endswith(":" + opts["--point"] + ":sim")), None)
+    if name is None:
+        die("%s: no run <study>:%s:sim" % (argv[1], opts["--point"]))
+    if "l2_kernels" not in runs[name]:
+        die("%s: %s has no l2_kernels table (simulate it with -D l2_kernels=true)" % (argv[1], name))
+    l2 = runs[name]["l2_kernels"][()]
+    n_steps = len(flushes) // len(spec)
+    print("| step | layer:point | GPU dirty MB | replay dirty MB | replay - GPU |")
+    print("|---|---|---|---|---|")
+    for j in range(n_steps):
+        lay = sorted((int(x["l2_seq"]), int(x["kind"]), float(x["l2_dirty_bytes"])) for x in l2
+                     if int(x["step_index"]) == j and int(x["l2_part"]) == 1)
+        if not lay:
+            die("%s: %s has no layer records of step %d (its steps and the executed run's differ?)" % (argv[1], name, j))
+        kinds = [k for _, k, _ in lay]
+        for i, (layer, point) in enumerate(spec):
+            gpu = flushes[j * len(spec) + i]["dram__bytes_write.sum"] / MB
+            ri = replay_index(kinds, point)
+            rep = lay[ri][2] / MB if ri is not None and ri < len(lay) else float("nan")
+            print("| %d | %d:%s | %.3f | %.3f | %+.3f |" % (j, layer, POINTS[point], gpu, rep, rep - gpu))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
