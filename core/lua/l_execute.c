@@ -239,6 +239,15 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     lua_pop(L, 1);
 }
 
+/* What no executing backend records (either backend's maker calls it first). */
+static dkv_status exec_refusals(const dkv_lsim *s, dkv_err *err)
+{
+    if (s->so.l2_records)
+        return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.record.l2_kernels: the L2 replay's kernels are the simulator's "
+                           "(dkv.simulate); an executed run records its counted bytes per class (record.kernels)");
+    return DKV_OK;
+}
+
 /* opts.targets read once (exec_score.h), for whichever backend's options take them */
 static dkv_status read_targets(dkv_lsim *s, lexec *x, dkv_err *err)
 {
@@ -263,15 +272,6 @@ static void collect_item(void *user, const dkv_cuda_item_report *r)
 }
 
 /* The backend options of one instance (cfg.instances.n instances: see make_instances). */
-/* What no executing backend records (either backend's maker calls it first). */
-static dkv_status exec_refusals(const dkv_lsim *s, dkv_err *err)
-{
-    if (s->so.l2_records)
-        return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.record.l2_kernels: the L2 replay's kernels are the simulator's "
-                           "(dkv.simulate); an executed run records its counted bytes per class (record.kernels)");
-    return DKV_OK;
-}
-
 static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *po, dkv_err *err)
 {
     const dkv_engine_config *c = &s->ec;
