@@ -53,15 +53,7 @@ def replay_index(kinds, point):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[0] in ("-h", "--help"):
-        print(__doc__.strip(), file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
-    opts, rest = {}, argv[2:]
-    while rest:
-        if rest[0] not in ("--point", "--flush") or len(rest) < 2:
-            die("unknown or incomplete option %r (see --help)" % rest[0])
-        opts[rest[0]] = rest[1]
-        rest = rest[2:]
+    _, opts = ncu_rows.cli(argv, __doc__, 2, ("--point", "--flush"), die)
     if "--point" not in opts or "--flush" not in opts:
         die("--point and --flush are required (see --help)")
     spec = parse_spec(opts["--flush"])

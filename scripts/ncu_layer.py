@@ -23,6 +23,7 @@ import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncu_gemm_reads  # noqa: E402  (step_bounds: the steps among the kernels)
+import ncu_rows  # noqa: E402  (cli: the arguments)
 
 NAMES = {0: "qkv", 1: "attn", 2: "o_proj", 3: "ffn", 4: "lm_head", 5: "kv_store", 6: "kv_gather", 7: "reorder",
          8: "elementwise", 9: "compress", 10: "unknown", 11: "setup"}
@@ -111,15 +112,7 @@ def report(where, point, j, ncu, rep):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[0] in ("-h", "--help"):
-        print(__doc__.strip(), file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
-    opts, rest = {}, argv[2:]
-    while rest:
-        if rest[0] not in ("--point", "--step") or len(rest) < 2:
-            die("unknown or incomplete option %r (see --help)" % rest[0])
-        opts[rest[0]] = rest[1]
-        rest = rest[2:]
+    _, opts = ncu_rows.cli(argv, __doc__, 2, ("--point", "--step"), die)
     if "--step" in opts and not opts["--step"].isdigit():
         die("--step wants a step index (0, 1, ...), got %r" % opts["--step"])
     try:

@@ -1,6 +1,7 @@
 """ncu_rows.py - a benchmark's launch manifest and the per-kernel rows of an `ncu --csv` log, for the scripts that
 pair the two (scripts/l2probe.py, scripts/l2drain.py)."""
 import csv
+import sys
 
 UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9,
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "ns": 1e-9, "us": 1e-6, "ms": 1e-3}
@@ -68,3 +69,20 @@ def read_manifest(path, fields, die, what):
     if not out:
         die("%s: no launch lines ('k ...'): not %s's output?" % (path, what))
     return out
+
+
+def cli(argv, doc, n_pos, names, die):
+    """(ARGV's N_POS positional arguments, {option: value}) for a script whose usage is DOC: N_POS arguments, then
+    options among NAMES, each with a value.  -h / --help prints DOC and exits 0; fewer arguments print it to stderr
+    and exit 2; an unknown or incomplete option is die()'d."""
+    helped = argv[:1] in (["-h"], ["--help"])
+    if len(argv) < n_pos or helped:
+        print(doc.strip(), file=sys.stdout if helped else sys.stderr)
+        sys.exit(0 if helped else 2)
+    opts, rest = {}, argv[n_pos:]
+    while rest:
+        if rest[0] not in names or len(rest) < 2:
+            die("unknown or incomplete option %r (see --help)" % rest[0])
+        opts[rest[0]] = rest[1]
+        rest = rest[2:]
+    return argv[:n_pos], opts

@@ -19,6 +19,7 @@ import h5py
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncu_gemm_reads  # noqa: E402  (step_bounds: the steps among the kernels)
+import ncu_rows  # noqa: E402  (cli: the arguments)
 
 CLASSES = {"qkv": 0, "attn": 1, "o_proj": 2, "ffn": 3, "lm_head": 4, "kv_store": 5, "kv_gather": 6, "elementwise": 8}
 
@@ -33,15 +34,7 @@ def err(a, b):
 
 
 def main(argv):
-    if len(argv) < 2 or argv[0] in ("-h", "--help"):
-        print(__doc__.strip(), file=sys.stdout if argv[:1] in (["-h"], ["--help"]) else sys.stderr)
-        return 0 if argv[:1] in (["-h"], ["--help"]) else 2
-    opts, rest = {}, argv[2:]
-    while rest:
-        if rest[0] not in ("--point", "--class") or len(rest) < 2:
-            die("unknown or incomplete option %r (see --help)" % rest[0])
-        opts[rest[0]] = rest[1]
-        rest = rest[2:]
+    _, opts = ncu_rows.cli(argv, __doc__, 2, ("--point", "--class"), die)
     if "--class" in opts and opts["--class"] not in CLASSES:
         die("unknown class %r (%s)" % (opts["--class"], ", ".join(CLASSES)))
     try:
