@@ -2,7 +2,8 @@
 # ncu_score.sh - issue 9's HBM-bytes-per-class score over every Nsight Compute run set the project recorded:
 # for each set, the dkv at hand counts the bytes of the same plans and scripts/ncu_cells.py prints how many
 # class cells are within 5 % of Nsight Compute (reads and writes apart) and the mean |error|
-# (docs/COST_MODEL.md "HBM bytes with an L2"; the tables behind each line are OUT_DIR/<set>/ncu_bytes.md).
+# (docs/COST_MODEL.md "HBM bytes with an L2"; the tables behind each line are OUT_DIR/<set>/ncu_bytes.md), then one
+# line "all sets" over every cell of the sets scored.
 #
 #   DKV=build/release/dkv bash scripts/ncu_score.sh OUT_DIR [SET...]
 #
@@ -34,7 +35,8 @@ for s in "${sets[@]}"; do
     case $s in llada|dream|c67|c70|c73|c75|c81|c82|c103|c104) ;; *) echo "ncu_score: unknown set '$s' (llada, dream, c67, c70, c73, c75, c81, c82, c103, c104)" >&2; exit 2 ;; esac
 done
 mkdir -p "$O"
-cells() { printf '%-18s %s\n' "$1" "$(/usr/bin/python3 scripts/ncu_cells.py "$2")"; }
+tables=()   # every set's ncu_bytes.md, for the total line at the end
+cells() { printf '%-18s %s\n' "$1" "$(/usr/bin/python3 scripts/ncu_cells.py "$2")"; tables+=("$2"); }
 # TAG LABEL MODEL TGZ...: unpack the tgz files (each a folder of ncu_*.csv and prof_*.h5) into one folder, count
 held() {
     local dir=$O/$1 name=$2 model=$3; shift 3
@@ -63,3 +65,5 @@ for s in "${sets[@]}"; do
         held "${s}_dream" "call ${s#c} dream-7b" dream-7b $d/ncu_dream.tgz ;;
     esac
 done
+# the sets together: every cell counted once (a trial's criterion reads this line)
+printf '%-18s %s\n' "all sets" "$(/usr/bin/python3 scripts/ncu_cells.py "${tables[@]}")"

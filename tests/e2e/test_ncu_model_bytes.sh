@@ -98,6 +98,8 @@ for m in llada-8b dream-7b; do
     grep -q "^call 73 $m *reads [0-9]* / 28 within 5 %, mean [0-9.]* % | writes [0-9]* / 28 within 5 %" "$T/sc.txt" ||
         fail "ncu_score.sh: no $m line: $(cat "$T/sc.txt")"
 done
+grep -q "^all sets *reads [0-9]* / 56 within 5 %, mean [0-9.]* % | writes [0-9]* / 56 within 5 %" "$T/sc.txt" ||
+    fail "ncu_score.sh: no total line over the set's 56 cells: $(cat "$T/sc.txt")"
 if DKV="$DKV" bash scripts/ncu_score.sh "$T/sc2" c99 2> "$T/e3"; then fail "an unknown set was accepted"; fi
 grep -q "unknown set 'c99'" "$T/e3" || fail "unknown set message: $(cat "$T/e3")"
 if DKV="$DKV" bash scripts/ncu_score.sh "$T/sc" dream 2> "$T/e4"; then fail "ncu_score.sh: existing OUT_DIR"; fi
