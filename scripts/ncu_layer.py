@@ -11,7 +11,8 @@ simulated with record.l2_kernels = true (`hw_validate.lua -D backend=sim -D l2_k
 scripts run: OUT/sim.h5).  Steps are split at the reset kernel that starts each (as ncu_steps.py); a step's layers at
 each norm kernel followed by the q|k|v GEMM; the kernels before the first layer are the step's start, those after
 the last layer's last FFN kernel its end.  Consecutive kernels of one class are one row (a GEMM and its split-K
-reduction, the attention's passes).  For each step: one row per such run of the layer, the replay's read and
+reduction, the attention's passes); setup kernels (the weights' fill, the L2 flush diagnostic's flush_kernel) are
+left out, so a run with opts.l2_flush pairs too (its flushes change what the kernels after them find in L2).  For each step: one row per such run of the layer, the replay's read and
 written MB against Nsight Compute's mean over the layers but the first and the last (min-max beside), then the
 start and the end per class.  --point keeps one point, --step one step (its index).  Exits 1 naming the file on
 runs it cannot pair: no l2_kernels table (simulated without record.l2_kernels), steps without layers, a layer
@@ -27,7 +28,7 @@ import ncu_rows  # noqa: E402  (cli: the arguments)
 
 NAMES = {0: "qkv", 1: "attn", 2: "o_proj", 3: "ffn", 4: "lm_head", 5: "kv_store", 6: "kv_gather", 7: "reorder",
          8: "elementwise", 9: "compress", 10: "unknown", 11: "setup"}
-ELEM, QKV, FFN = 8, 0, 3
+ELEM, QKV, FFN, SETUP = 8, 0, 3, 11
 
 
 def die(msg):
@@ -55,6 +56,13 @@ def split_layers(ks):
     last = ffn[-1]
     bounds = heads + [last + 1]
     return ks[:heads[0]], [ks[bounds[j]:bounds[j + 1]] for j in range(len(heads))], ks[last + 1:]
+
+
+def step_kernels(nk, lo, hi):
+    """(kind, rd, wr) of the kernels lo..hi-1 of NK (an ncu_kernels table, or a dict of its columns), the setup
+    kernels left out (the weights' fill; the L2 flush diagnostic's flush_kernel, docs/GPU.md), which no class has"""
+    return [(int(nk["kind"][i]), float(nk["read_bytes"][i]), float(nk["write_bytes"][i])) for i in range(lo, hi)
+            if int(nk["kind"][i]) != SETUP]
 
 
 def mb(x):
@@ -138,8 +146,7 @@ def main(argv):
         for j in range(len(st)):
             if "--step" in opts and j != int(opts["--step"]):
                 continue
-            ncu = [(int(nk["kind"][i]), float(nk["read_bytes"][i]), float(nk["write_bytes"][i]))
-                   for i in range(bounds[j], bounds[j + 1])]
+            ncu = step_kernels(nk, bounds[j], bounds[j + 1])
             sel = l2[l2["step_index"] == j]
             if len(sel) == 0:
                 die("%s: %s has no l2_kernels records of step %d" % (argv[1], twin, j))

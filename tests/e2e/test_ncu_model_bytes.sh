@@ -64,6 +64,11 @@ grep -q "^### w3:dual step 0: 28 layers" "$T/layer.txt" || fail "ncu_layer.py he
 [ "$(grep -c '^| [0-9] | ' "$T/layer.txt")" = 9 ] || fail "ncu_layer.py: nine kernel rows: $(cat "$T/layer.txt")"
 grep -q "^| 4 | attn | [0-9.]* | [0-9.]* ([0-9.]*-[0-9.]*) | [-+][0-9]*% | " "$T/layer.txt" || fail "attention row: $(cat "$T/layer.txt")"
 grep -q "^step's end (replay/ncu MB): lm_head read [0-9.]*/[0-9.]* write " "$T/layer.txt" || fail "end line: $(cat "$T/layer.txt")"
+# ... its kernels of a step leave the setup kernels out (an l2_flush run's flush_kernel among a layer's)
+( cd scripts && /usr/bin/python3 -c 'import ncu_layer as L
+nk = {"kind": [8, 0, 11, 5, 1], "read_bytes": [1, 2, 3, 4, 5], "write_bytes": [6, 7, 8, 9, 10]}
+assert L.step_kernels(nk, 0, 5) == [(8, 1.0, 6.0), (0, 2.0, 7.0), (5, 4.0, 9.0), (1, 5.0, 10.0)], L.step_kernels(nk, 0, 5)
+assert L.step_kernels(nk, 1, 3) == [(0, 2.0, 7.0)]' ) || fail "ncu_layer.py: setup kernels kept"
 if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --step one 2> "$T/e7"; then fail "--step one accepted"; fi
 grep -q "wants a step index" "$T/e7" || fail "--step message: $(cat "$T/e7")"
 "$DKV" run experiments/hw_validate.lua -D backend=sim -D model=dream-7b -D point=w3:dual -o "$T/nol2.h5" > /dev/null 2>&1 ||
