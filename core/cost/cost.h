@@ -91,7 +91,7 @@ dkv_status dkv_cost_count(const dkv_model *m, const dkv_step_plan *plan, dkv_cos
  * charges, to set beside Nsight Compute's rows; dkv.simulate's record.l2_kernels): the step's start (reset,
  * embeddings: k[0 .. n_start - 1]), one layer (the counted one: every layer charges its bytes;
  * k[n_start .. n_start + n_layer - 1]) and the step's end (LM head, argmax, unmask: the rest). */
-#define DKV_COST_L2_TRACE_MAX 1024
+#define DKV_COST_L2_TRACE_MAX 4096   /* a layer of 9 + 5 per selecting item, plus the start and end: ~800 selecting items */
 typedef struct dkv_cost_l2_kernel {
     dkv_kernel_class kind;
     double rd, wr;   /* HBM bytes read and written back during the kernel */

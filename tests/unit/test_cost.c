@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cost/cost.h"
@@ -356,6 +357,38 @@ static void test_l2_streaming_walk_writes_back_its_output(void **state)
  * a third of v (13.6 MB), so each pack misses about two thirds of the 1.7 MB of V it reads (and the scores
  * and selection scratch hit): more than half of that, where a first-bytes hit count had none (a resident v
  * of 4.2 MB covers 1.7 MB).  Nsight Compute measured 1.36-1.58 MB read per pack. */
+/* The trace keeps the step's kernels in launch order up to DKV_COST_L2_TRACE_MAX and counts the rest as dropped
+ * (the simulator turns that into an error, sim/sim.c): 900 selecting items make a layer of 9 + 5 x 900 kernels.
+ * The class bytes do not depend on the trace: the same plan counted without one gives them to the byte. */
+static void test_l2_trace_counts_what_it_drops(void **state)
+{
+    (void)state;
+    dkv_model m = llada();
+    enum { N = 900 };
+    dkv_step_item *it = calloc(N, sizeof *it);
+    assert_non_null(it);
+    for (int i = 0; i < N; i++)
+        it[i] = (dkv_step_item){.q_tokens = 32, .kv_tokens = 32, .kv_write_tokens = 16, .kv_select_rows = 32,
+                                .logit_rows = 32};
+    dkv_step_plan p = {.items = it, .n_items = N};
+    dkv_cost_step cs, ref;
+    dkv_cost_step_init(&cs), dkv_cost_step_init(&ref);
+    dkv_cost_l2_trace *tr = malloc(sizeof *tr);
+    assert_non_null(tr);
+    dkv_cost_hw h200 = {.l2_bytes = 60.0 * 1048576, .l2_partitions = 2, .n_sms = 132, .trace = tr};
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &cs, NULL), DKV_OK);
+    assert_int_equal(tr->n, DKV_COST_L2_TRACE_MAX);
+    assert_int_equal(tr->n_start, 2);
+    assert_true(tr->dropped > 9 + 5 * N + 2 - DKV_COST_L2_TRACE_MAX);
+    h200.trace = NULL;
+    assert_int_equal(dkv_cost_count_hw(&m, &h200, &p, &ref, NULL), DKV_OK);
+    for (int c = 0; c < DKV_KCLASS_N; c++)
+        assert_true(cs.layer[c].wr == ref.layer[c].wr && cs.layer[c].rd == ref.layer[c].rd);
+    free(tr);
+    free(it);
+    dkv_cost_step_free(&cs), dkv_cost_step_free(&ref);
+}
+
 static void test_l2_part_of_a_buffer_hits_its_share(void **state)
 {
     (void)state;
@@ -946,6 +979,7 @@ int main(void)
         cmocka_unit_test(test_l2_gemm_group_leaves_other_rows_old),
         cmocka_unit_test(test_l2_attention_walks_heads),
         cmocka_unit_test(test_l2_part_of_a_buffer_hits_its_share),
+        cmocka_unit_test(test_l2_trace_counts_what_it_drops),
         cmocka_unit_test(test_l2_streaming_walk_writes_back_its_output),
         cmocka_unit_test(test_gemm_tiles),
         cmocka_unit_test(test_gemm_splitk),
