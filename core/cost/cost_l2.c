@@ -151,10 +151,14 @@ static void evict(l2m *s)
     }
 }
 
+static void compact(l2m *s);
+
 static void push(l2m *s, int key, double res, double dirty, unsigned wep)
 {
     if (res <= 0)
         return;
+    if (s->n == MAX_ENT)
+        compact(s);
     ent *m = s->n ? &s->e[s->n - 1] : NULL;
     if (m && ((key == B_STREAM && m->key == B_STREAM) || s->n == MAX_ENT)) {   /* merge: same behaviour */
         m->res += res, m->dirty += dirty;
@@ -285,6 +289,29 @@ static void coalesce(l2m *s, int key)
     }
 }
 
+/* Room for an entry when the list is full (a bound the forward's kernels do not reach on the GPU presets; an L2
+ * that evicts nothing does): the oldest buffer's entries become one, at its most recent (as every walk's did
+ * before session 32), so its order is what goes first; of streamed lines (B_STREAM), the oldest entry takes in the
+ * next one. */
+static void compact(l2m *s)
+{
+    for (int i = 0; i < s->n && s->n == MAX_ENT; i++) {
+        int before = s->n;
+        if (s->e[i].key == B_STREAM) {
+            for (int j = i + 1; j < s->n; j++)
+                if (s->e[j].key == B_STREAM) {   /* the newer into the older: never read again, they go first */
+                    s->e[i].res += s->e[j].res, s->e[i].dirty += s->e[j].dirty;
+                    drop(s, j);
+                    break;
+                }
+        } else {
+            coalesce(s, s->e[i].key);
+        }
+        if (s->n < before)
+            return;
+    }
+}
+
 typedef struct { int key; double bytes, tot; } acc;   /* tot: the buffer's bytes when bytes are a part of it (rd_of) */
 
 /* A kernel that walks its rows (the attention its heads) once, reading and writing each as it
@@ -293,7 +320,9 @@ typedef struct { int key; double bytes, tot; } acc;   /* tot: the buffer's bytes
  * misses), then streamed bytes; then the lines it read (each buffer's bytes) and the lines it
  * writes enter the L2 in ROW_SLICES alternating slices, so what it keeps at its end is its last rows'
  * reads and writes in proportion to their bytes, and its own dirty lines that the rest pushed out
- * went to HBM during it (one write after all the reads keeps all of it).  (Before session 21 a read
+ * went to HBM during it (one write after all the reads keeps all of it).  The slices stay apart, in
+ * the order the walk made them, so the kernels after it push its first rows out first (since session
+ * 32, docs/COST_MODEL.md "Kernel by kernel": before it each buffer's slices were merged into one entry).  (Before session 21 a read
  * entered as at most C bytes, so a walk reading more than C, the SwiGLU of a large Refresh, kept
  * twice the share of its output it does: docs/COST_MODEL.md "What a GEMM leaves of its output".) */
 #define ROW_SLICES 8
@@ -409,10 +438,6 @@ static void walk(l2m *s, const acc *r, int nr, double streamed, const acc *w, in
         for (int j = 0; j < nw; j++)
             wr(s, w[j].key, w[j].bytes / ROW_SLICES);
     }
-    for (int j = 0; j < nr; j++)
-        coalesce(s, r[j].key);
-    for (int j = 0; j < nw; j++)
-        coalesce(s, w[j].key);
 }
 
 /* The attention's walk: the flash kernel reads its inputs head by head, across the rows the kernels
