@@ -129,7 +129,7 @@ void dkv_cost_l2_memo_stats(const dkv_cost_l2_memo *mm, uint64_t *hits, uint64_t
 dkv_cost_hw dkv_cost_hw_of(const dkv_gpu *g);
 
 /* How cuBLAS runs a GEMM out[M x N] = in[M x K] W on n_sms SMs, as the L2 replay models it
- * (cost_l2.c, docs/COST_MODEL.md "Large-M GEMMs"): tiles of tile_rows token rows x 128 weight rows;
+ * (cost_gemm.c, docs/COST_MODEL.md "Large-M GEMMs"): tiles of tile_rows token rows x 128 weight rows;
  * with few tiles K is split over `splits` CTAs per tile (fp32 partials: a K-heavy GEMM, K >= 2 N,
  * with at most n_sms / 2 tiles; another when even 64 x 32 tiles are at most n_sms / 2); otherwise
  * (splits 0) the persistent grid walks the output in super-tiles of group_rows row tiles (at most
