@@ -29,7 +29,9 @@
 -- (Refresh steps of 2,016 and 1,536 rows, Reuse steps of 96 and 256: session 31's fresh Nsight Compute set for a
 -- dirty bound chosen on the older ones, device call 103); w15 and w16, 5 x (480 + 32) and 7 x (192 + 32) (Refresh
 -- steps of 2,560 and 1,568 rows, Reuse steps of 160 and 224: session 32's fresh Nsight Compute set, recorded before
--- any rule it judges was chosen, device call 104).
+-- any rule it judges was chosen, device call 104); w17 and w18, 6 x (352 + 32) and 3 x (1056 + 32) (Refresh steps of
+-- 2,304 and 3,264 rows, Reuse steps of 192 and 96: a fresh set recorded at session 32's end for the next session's
+-- trials, device call 108).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -70,6 +72,8 @@ local workloads = {
   {"w14", 8, 160, 32, named = true},
   {"w15", 5, 480, 32, named = true},
   {"w16", 7, 192, 32, named = true},
+  {"w17", 6, 352, 32, named = true},
+  {"w18", 3, 1056, 32, named = true},
 }
 local caches = {
   {"prefix", nil},
