@@ -185,7 +185,7 @@ static dkv_status setup_requests(dkv_cuda_backend *b, dkv_err *err)
     return DKV_OK;
 }
 
-/* The l2_flush diagnostic's buffer: twice the L2, at least 128 MiB, random bf16 (its reads leave clean lines). */
+/* The l2_flush diagnostic's buffer (dkv_cuda_l2_flush_bytes), random bf16 (its reads leave clean lines). */
 static dkv_status l2_flush_init(dkv_cuda_backend *b, dkv_err *err)
 {
     for (uint32_t i = 0; i < b->o.n_l2_flush; i++)
@@ -195,9 +195,8 @@ static dkv_status l2_flush_init(dkv_cuda_backend *b, dkv_err *err)
     int dev = 0, l2 = 0;
     if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess)
         return dkv_err_set(err, DKV_EIO, "cuda backend: l2_flush: the device's L2 size is not readable");
-    size_t fb = 2 * (size_t)l2, least = (size_t)128 << 20;
-    b->flush_bytes = ((fb > least ? fb : least) + 4095) & ~(size_t)4095;
-    if (cudaMalloc(&b->flush, b->flush_bytes + 256) != cudaSuccess) {
+    b->flush_bytes = dkv_cuda_l2_flush_bytes((size_t)l2);
+    if (cudaMalloc(&b->flush, b->flush_bytes + DKV_CUDA_L2_FLUSH_SINK) != cudaSuccess) {
         b->flush = NULL;
         return dkv_err_set(err, DKV_ENOMEM, "cuda backend: l2_flush: no device memory for its %zu-byte buffer",
                            b->flush_bytes);

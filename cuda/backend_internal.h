@@ -106,7 +106,7 @@ typedef struct bk_copy {
 typedef struct dkv_cuda_backend {
     dkv_cuda_backend_options o;
     dkv_cuda_l2_flush_at l2f[DKV_CUDA_L2_FLUSH_MAX];   /* options.l2_flush, copied (o.l2_flush points here) */
-    void        *flush;        /* the l2_flush diagnostic's buffer, flush_bytes + 256 (the sink) (NULL: none) */
+    void        *flush;        /* the l2_flush diagnostic's buffer, flush_bytes + DKV_CUDA_L2_FLUSH_SINK (NULL: none) */
     size_t       flush_bytes;
     dkv_model    m;
     dkv_gpu      g;

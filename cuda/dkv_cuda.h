@@ -94,6 +94,11 @@ dkv_status dkv_cuda_fill_random(dkv_bf16 *x, size_t n, uint64_t seed, float scal
  * holding clean lines of buf; sink: 16 bytes, written only by chance.  Used by `dkv profile` before each timed
  * call and by the backend's l2_flush diagnostic (backend.h). */
 dkv_status dkv_cuda_l2_flush(cudaStream_t s, const void *buf, size_t bytes, void *sink, dkv_err *err);
+/* The bytes such a flush reads on a device of l2_bytes of L2: twice the L2, at least DKV_CUDA_L2_FLUSH_MIN, rounded up
+ * to 4 KiB (its buffer takes DKV_CUDA_L2_FLUSH_SINK more, the sink). */
+#define DKV_CUDA_L2_FLUSH_MIN ((size_t)128 << 20)
+#define DKV_CUDA_L2_FLUSH_SINK 256
+size_t dkv_cuda_l2_flush_bytes(size_t l2_bytes);
 
 /* ------------------------------------------------------------------ elementwise */
 

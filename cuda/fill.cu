@@ -58,3 +58,9 @@ extern "C" dkv_status dkv_cuda_l2_flush(cudaStream_t s, const void *buf, size_t 
     flush_kernel<<<132 * 4, 512, 0, s>>>((const uint4 *)buf, bytes / 16, (uint4 *)sink);
     return dkv_launch_check("flush_kernel", err);
 }
+
+extern "C" size_t dkv_cuda_l2_flush_bytes(size_t l2_bytes)
+{
+    size_t fb = 2 * l2_bytes;
+    return ((fb > DKV_CUDA_L2_FLUSH_MIN ? fb : DKV_CUDA_L2_FLUSH_MIN) + 4095) & ~(size_t)4095;
+}

@@ -581,10 +581,9 @@ static dkv_status setup(prof_ctx *P, dkv_err *err)
                            "(5.5 for inputs and outputs, the rest for attention pools)", fr / 1073741824.0);
     PR_TRY(pr_alloc((void **)&P->slab, P->slab_bytes, err));
     PR_TRY(pr_alloc((void **)&P->out, P->out_bytes, err));
-    if (!P->o->l2_warm) {   /* twice the L2, at least PR_FLUSH_MIN; + 256 bytes for the sink */
-        size_t fb = 2 * (size_t)d.l2CacheSize;
-        P->flush_bytes = ((fb > PR_FLUSH_MIN ? fb : PR_FLUSH_MIN) + 4095) & ~(size_t)4095;
-        PR_TRY(pr_alloc((void **)&P->flush, P->flush_bytes + 256, err));
+    if (!P->o->l2_warm) {
+        P->flush_bytes = dkv_cuda_l2_flush_bytes((size_t)d.l2CacheSize);
+        PR_TRY(pr_alloc((void **)&P->flush, P->flush_bytes + DKV_CUDA_L2_FLUSH_SINK, err));
         PR_TRY(dkv_cuda_fill_random((dkv_bf16 *)P->flush, P->flush_bytes / 2, P->o->seed + 7, 0.5f, 0.0f, P->st, err));
         p->flush_bytes = (double)P->flush_bytes;
     }

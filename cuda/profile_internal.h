@@ -28,7 +28,7 @@ extern "C" {
 #define PR_COOL_GAP_S  1.5e-3  /* spin before each cool call */
 #define PR_HEAT_FIRST  50      /* heaters before the first hot call */
 #define PR_HEATER_S    1.5e-3  /* one heater GEMM (8,192 x 12,288 x 4,096), for the estimate */
-#define PR_FLUSH_MIN  ((size_t)128 << 20) /* the L2 flush reads at least this (and twice the L2) */   /* the KV pool of the attention, store and selection sections */
+#define PR_FLUSH_MIN  DKV_CUDA_L2_FLUSH_MIN /* the L2 flush reads at least this (and twice the L2) */   /* the KV pool of the attention, store and selection sections */
 
 typedef struct prof_ctx {
     const dkv_prof_opts *o;
