@@ -20,19 +20,21 @@
 #             the sets above)
 #   c104      call 104: w15/w16 dual and prefix of both models (held out, session 32: recorded before any rule it
 #             judges was chosen)
+#   c108      call 108: w17/w18 dual and sparse of both models (held out, recorded in session 32 before the trials
+#             of session 34 were chosen)
 # OUT_DIR must not exist.  About 2 min for all sets on 2 cores.
 set -euo pipefail
-usage() { sed -n '2,20p' "$0" >&2; exit 2; }
+usage() { sed -n '2,22p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
-case $1 in -h|--help) sed -n '2,20p' "$0"; exit 0 ;; esac
+case $1 in -h|--help) sed -n '2,22p' "$0"; exit 0 ;; esac
 O=$1; shift
 DKV=${DKV:-build/release/dkv}
 HW=datasets/hw
 [ -e "$O" ] && { echo "ncu_score: $O exists: give a new OUT_DIR" >&2; exit 2; }
 [ -x "$DKV" ] || { echo "ncu_score: no dkv at $DKV (set DKV=)" >&2; exit 2; }
-sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(llada dream c67 c70 c73 c75 c81 c82 c103 c104)
+sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108)
 for s in "${sets[@]}"; do
-    case $s in llada|dream|c67|c70|c73|c75|c81|c82|c103|c104) ;; *) echo "ncu_score: unknown set '$s' (llada, dream, c67, c70, c73, c75, c81, c82, c103, c104)" >&2; exit 2 ;; esac
+    case $s in llada|dream|c67|c70|c73|c75|c81|c82|c103|c104|c108) ;; *) echo "ncu_score: unknown set '$s' (llada, dream, c67, c70, c73, c75, c81, c82, c103, c104, c108)" >&2; exit 2 ;; esac
 done
 mkdir -p "$O"
 tables=()   # every set's ncu_bytes.md, for the total line at the end
@@ -59,7 +61,7 @@ for s in "${sets[@]}"; do
         /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null
         cells "llada-8b (9 pts)" "$O/llada/ncu_bytes.md" ;;
     dream) held dream "dream-7b (9 pts)" dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;
-    c67|c70|c73|c75|c81|c82|c103|c104)
+    c67|c70|c73|c75|c81|c82|c103|c104|c108)
         d=$(ls -d $HW/*/call${s#c} | head -n 1)
         held "${s}_llada" "call ${s#c} llada-8b" llada-8b $d/ncu_llada.tgz
         held "${s}_dream" "call ${s#c} dream-7b" dream-7b $d/ncu_dream.tgz ;;
