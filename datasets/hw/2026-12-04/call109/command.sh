@@ -11,7 +11,6 @@
 # there: run(command="bash datasets/hw/2026-12-04/call109/command.sh", carry=[".hwbin"])
 # post:  DKV=$PWD/build/release/dkv RES=/tmp/s109 bash scripts/hw_session.sh post datasets/hw/2026-12-04/call109, then
 #        /usr/bin/python3 scripts/summary_counts.py /tmp/s109
-#        /usr/bin/python3 scripts/summary_counts.py /tmp/s107
 set -u
 unxz_all() { for f in "$@"; do [ -f "$f" ] || continue
     if command -v xz > /dev/null; then xz -d -f "$f"
