@@ -3,13 +3,16 @@
 slower: which run-level targets of issue 9 a simulator whose steps are right within the machines' own spread can meet.
 
     /usr/bin/python3 scripts/conditioning.py [--dkv build/release/dkv] [--set heldout|classic] [--point P]
-        [--scales 0.98,0.99,1.01,1.02] [--measured RES...] [-o OUT.md]
+        [--band machine|step | --scales 0.98,0.99,1.01,1.02] [--measured RES...] [-o OUT.md]
 
 Simulates the points of experiments/hw_validate.lua (-D set=...: the held-out points, or classic: the nine
 in-sample val:* points; -D point=...) once unscaled and once at each
-`sim.kernel_scale` in --scales (every kernel class's time times that number: docs/COST_MODEL.md "Machine calibration";
-the default band 0.98-1.02 lies inside the per-machine scales of the recorded H200s, 0.987-1.024 over the 27 run sets of
-docs/BENCHMARKS.md "session 29").  Prints per point, for request latency p50, p99 and tokens/s, the unscaled figure, its
+`sim.kernel_scale` of the band (every kernel class's time times that number: docs/COST_MODEL.md "Machine calibration".
+--band machine, the default, is 0.98, 0.99, 1.01, 1.02: it lies inside the per-machine scales of the recorded H200s,
+0.987-1.024 over the 27 run sets of docs/BENCHMARKS.md "session 29".  --band step is 0.95 to 1.05 by 0.01: every step
+time within the step target's 5 %, so a figure ill-conditioned there can miss its target under a simulator that meets
+the step target on every step (docs/BENCHMARKS.md "session 34": dream:az:sparse_head).  --scales gives any other
+list.)  Prints per point, for request latency p50, p99 and tokens/s, the unscaled figure, its
 range over the band and the largest change from the unscaled figure.  Criterion: a figure is **ill-conditioned** at a
 point when some scale in the band moves it by more than its target (p50 and p99 8 %, tokens/s 5 %): there a simulator
 whose every kernel is right within the band can still miss that target, and which machines it misses on is decided by
@@ -33,6 +36,8 @@ except ImportError:
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIGS = (("p50", "latency_p50_s", 0.08), ("p99", "latency_p99_s", 0.08), ("tok/s", "tokens_per_s", 0.05))
+# --band: the machines' own spread (the default), or every step within the step target's 5 %
+BANDS = {"machine": "0.98,0.99,1.01,1.02", "step": ",".join("%.2f" % (0.95 + 0.01 * i) for i in range(11))}
 
 
 def die(msg):
@@ -82,14 +87,17 @@ def main():
     p.add_argument("--dkv", default="build/release/dkv")
     p.add_argument("--set", default="heldout", choices=("heldout", "classic"))
     p.add_argument("--point")
-    p.add_argument("--scales", default="0.98,0.99,1.01,1.02")
+    p.add_argument("--band", choices=sorted(BANDS))
+    p.add_argument("--scales")
     p.add_argument("--measured", nargs="+", metavar="RES", default=[])
     p.add_argument("-o", dest="out")
     a = p.parse_args()
     if not os.access(a.dkv, os.X_OK):
         die("no dkv at %s (--dkv)" % a.dkv)
     a.dkv = os.path.abspath(a.dkv)
-    scales = scales_of(a.scales)
+    if a.band and a.scales is not None:
+        die("--band and --scales: give one of them")
+    scales = scales_of(a.scales if a.scales is not None else BANDS[a.band or "machine"])
     if not scales:
         die("--scales: give at least one scale other than 1")
     measured = {}

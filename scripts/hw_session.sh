@@ -556,15 +556,21 @@ PYEOF
     summary "$R" > "$R/summary.md"
     [ -s "$R/ncu_bytes.md" ] && { printf '\n## HBM bytes per kernel class against Nsight Compute (issue 9)\n\n'; cat "$R/ncu_bytes.md"; } >> "$R/summary.md"
     heldout_summary "$R" >> "$R/summary.md"
-    # how far each held-out point's run-level figures move when every kernel runs up to 2 % faster or slower,
-    # beside this run set's measured values (scripts/conditioning.py; ~2 s)
+    # how far each held-out point's run-level figures move when every kernel runs up to 2 % faster or slower (the
+    # machines' spread), then up to 5 % (every step within the step target), beside this run set's measured values
+    # (scripts/conditioning.py; ~2 and ~4 s)
     if [ -f "$R/h5/heldout.h5" ]; then
-        if $PY scripts/conditioning.py --dkv "$DKV" --measured "$R" > "$R/conditioning.md" 2>> "$log"; then
-            { printf '\n## How conditioned the held-out run-level figures are (issue 9; scripts/conditioning.py, the shipped preset)\n\n'
-              cat "$R/conditioning.md"; } >> "$R/summary.md"
-        else
-            echo "scripts/conditioning.py failed (post.log)" | tee -a "$log"
-        fi
+        local band what
+        for band in machine step; do
+            what="every kernel within 2 %: the machines' spread"
+            [ $band = step ] && what="every kernel within 5 %: the step target"
+            if $PY scripts/conditioning.py --dkv "$DKV" --band $band --measured "$R" > "$R/conditioning_$band.md" 2>> "$log"; then
+                { printf '\n## How conditioned the held-out run-level figures are, %s (issue 9; scripts/conditioning.py --band %s, the shipped preset)\n\n' "$what" $band
+                  cat "$R/conditioning_$band.md"; } >> "$R/summary.md"
+            else
+                echo "scripts/conditioning.py --band $band failed (post.log)" | tee -a "$log"
+            fi
+        done
     fi
     cat "$R/summary.md"
     ls "$R"/h5/hw_multi_*.h5 >/dev/null 2>&1 && post_multi "$R" | tee -a "$log"

@@ -305,10 +305,16 @@ ROW='^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| 
     || fail "11 held-out rows: $(grep -A14 "Held-out" "$T/res/summary.md")"
 [ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c '^| val:')" = 9 ] \
     || fail "9 in-sample validation rows beside them: $(grep -A30 "Held-out" "$T/res/summary.md")"
-# ... and how conditioned their run-level figures are, beside the run set's measured values (scripts/conditioning.py)
-grep -q "^## How conditioned the held-out run-level figures are" "$T/res/summary.md" &&
-    [ "$(grep -cE '^\| [a-z:_,+=0-9]+ \| [0-9.e+-]+ \| [0-9.e+-]+ to [0-9.e+-]+ \| [0-9.]+ % \| [0-9.e+-]+ to [0-9.e+-]+ \| [01] / 1 \|' "$T/res/summary.md")" = 11 ] \
-    || fail "conditioning section: $(grep -A16 "How conditioned" "$T/res/summary.md")"
+# ... and how conditioned their run-level figures are, beside the run set's measured values (scripts/conditioning.py):
+# a section for the machines' band and one for the step target's, 11 rows each
+for band in machine step; do
+    sed -n "/^## How conditioned the held-out run-level figures are.*--band $band/,/points have an ill-conditioned/p" \
+        "$T/res/summary.md" > "$T/cond_$band.md"
+    [ "$(grep -cE '^\| [a-z:_,+=0-9]+ \| [0-9.e+-]+ \| [0-9.e+-]+ to [0-9.e+-]+ \| [0-9.]+ % \| [0-9.e+-]+ to [0-9.e+-]+ \| [01] / 1 \|' "$T/cond_$band.md")" = 11 ] \
+        || fail "conditioning section, --band $band: $(grep -A16 "How conditioned" "$T/res/summary.md")"
+done
+grep -q "kernel_scale 0.98, 0.99, 1.01, 1.02 " "$T/cond_machine.md" && grep -q "kernel_scale 0.95, 0.96, .*, 1.05 " "$T/cond_step.md" \
+    || fail "conditioning bands: $(head -1 "$T/cond_machine.md"; head -1 "$T/cond_step.md")"
 [ -f "$T/dev/profile.lua" ] && grep -q "^profile: standin-roofline (40 rows, complete = true)" "$T/res/post.log" || fail "profile import"
 [ -f "$T/res/root/datasets/profiles/standin-roofline.lua" ] && grep -q 'profile = "standin-roofline"' \
     "$T/res/root/datasets/presets/gpu/h200-measured.lua" || fail "profile preset"
@@ -379,6 +385,13 @@ for bad in 0 11 x 1 ""; do
     if $PY scripts/conditioning.py --dkv "$DKV" --scales "$bad" > /dev/null 2> "$T/cond.err"; then fail "--scales '$bad' accepted"; fi
     grep -q "^conditioning.py: --scales" "$T/cond.err" || fail "--scales '$bad': $(cat "$T/cond.err")"
 done
+# --band names a band, and a band with --scales is a usage error (exit 2), naming both
+set +e
+$PY scripts/conditioning.py --dkv "$DKV" --band step --scales 0.9 > /dev/null 2> "$T/cond.err"; rc=$?
+$PY scripts/conditioning.py --dkv "$DKV" --band wide > /dev/null 2> "$T/cond2.err"; rc2=$?
+set -e
+[ $rc = 2 ] && grep -q "^conditioning.py: --band and --scales" "$T/cond.err" || fail "--band with --scales: $rc $(cat "$T/cond.err")"
+[ $rc2 = 2 ] && grep -q "invalid choice: 'wide'" "$T/cond2.err" || fail "--band wide: $rc2 $(cat "$T/cond2.err")"
 # scripts/machine_spread.py, the p50 / p99 spread of the same points over run sets (several machines, or one machine's
 # repeated runs: device call 99): two identical sets spread x1.000 with a band of predictions within 8 % of both; a
 # copy with az:dual's request latencies x 1.2 spreads x1.200, over the 1.174 one prediction can cover: no band
