@@ -6,6 +6,11 @@
 -- [256, 3072] tokens, generations to whole 32-token blocks.  Dream-7B is the model whose exact shapes the
 -- default profile does not contain (`dkv profile` measures LLaDA-8B's; Dream's GEMMs come from its generic grid).
 -- Each entry: {name, model, workload, decode, scheduler, policies}.
+-- The returned list's field `novel` (hw_validate.lua -D set=novel, runs nv:<point>, since session 34) holds points along
+-- the two dimensions every held-out point keeps fixed: the block length (32) and the denoising steps per block (8).
+-- Each entry there: {name, model, workload, decode, scheduler, policies, block_len, steps}.  Blocks of 64 put 64 query
+-- rows a request in every Reuse step (the profile times Reuse attention at 32 a request), blocks of 16 put 16, and 32
+-- steps a block of 32 unmask one token a step (four times the Reuse steps of the held-out set).
 local W = "datasets/workloads/"
 local function trace(file, n, scale, pmin, pmax, gmax)
   return {file = W .. file, first_n = n, time_scale = scale, prompt_min = pmin or 256, prompt_max = pmax or 3072,
@@ -14,7 +19,7 @@ end
 local sparse_head = {retention = {set = "per_head", mode = "fixed", rho = 0.5}}
 local sparse_shared = {retention = {set = "shared", mode = "fixed", rho = 0.5}}
 local prog = {offload = {mode = "progressive", t1 = 1 / 3, t2 = 2 / 3, lowrank_ratio = 0.3, pinned = true}}
-return {
+local points = {
   -- LLaDA-8B, 24 Azure-sample requests arriving over ~3 s (x0.25), continuous batching up to 32
   {"az:dual", "llada-8b", trace("azure_sample.csv", 24, 0.25), "dual", 32},
   {"az:prefix", "llada-8b", trace("azure_sample.csv", 24, 0.25), "prefix", 32},
@@ -33,3 +38,15 @@ return {
   {"dream:mc:prefix,long", "dream-7b", trace("mooncake_sample.jsonl", 8, 0.001, 2048, 3072, 64), "prefix", 8},
   {"dream:az:sparse_head", "dream-7b", trace("azure_sample.csv", 16, 0.25), "sparse", 16, sparse_head},
 }
+points.novel = {
+  -- LLaDA-8B, blocks of 64 in 16 steps (four tokens a step, as the held-out set's 32 in 8)
+  {"az:dual,blk=64", "llada-8b", trace("azure_sample.csv", 16, 0.25), "dual", 16, nil, 64, 16},
+  {"az:sparse_head,blk=64", "llada-8b", trace("azure_sample.csv", 16, 0.25), "sparse", 16, sparse_head, 64, 16},
+  -- blocks of 16 in 4 steps
+  {"az:prefix,blk=16", "llada-8b", trace("azure_sample.csv", 16, 0.25), "prefix", 16, nil, 16, 4},
+  -- one token a step: blocks of 32 in 32 steps, batch 4
+  {"vi:dual,steps=32", "llada-8b", trace("vidur_sample.csv", 4, 0.1, 256, 3072, 64), "dual", 4, nil, 32, 32},
+  -- Dream-7B, blocks of 64 in 16 steps
+  {"dream:az:dual,blk=64", "dream-7b", trace("azure_sample.csv", 16, 0.25), "dual", 16, nil, 64, 16},
+}
+return points

@@ -4,11 +4,13 @@
 -- own process and imports the figures into the :real run with dkv ncu-import).
 --
 --   dkv run experiments/hw_validate.lua -o val.h5 [-D backend=auto|sim|cuda] [-D point=w1:dual]
---       [-D gpu=h200] [-D gemm_eff=0.7] [-D half=real] [-D warmup=false|each] [-D set=classic|heldout]
+--       [-D gpu=h200] [-D gemm_eff=0.7] [-D half=real] [-D warmup=false|each] [-D set=classic|heldout|novel]
 --
 -- -D set=heldout: issue 9's held-out points instead (experiments/hw_heldout_points.lua: trace-sample
 -- arrivals, batch 1-32, prompts 256-3,072, every cache mode, progressive offload, LLaDA-8B and
 -- Dream-7B; runs ho:<point>:real / :sim / :device; docs/COMPARE.md section 6).
+-- -D set=novel: the same kind of points at other block lengths and steps per block (the held-out set's `novel`
+-- list; runs nv:<point>:real / :sim / :device; since session 34).
 --
 -- VALIDATION ONLY: these workloads are disjoint from the calibration (fit) set.  The fit set is
 -- every run of hw_retention.lua, hw_offload.lua, hw_multi_instance.lua and hw_layout.lua (fixed
@@ -47,9 +49,14 @@ local hw = require "hw_lib"
 
 local model, gpu = hw.param("model", "llada-8b", "model preset (datasets/presets/model/)"), hw.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
 local set = hw.param("set", "classic", "classic: issue 6's 9 points (w1-w3 x prefix/dual/sparse); heldout: issue 9's "
-                     .. "held-out points (experiments/hw_heldout_points.lua)")
-assert(set == "classic" or set == "heldout", "hw_validate: -D set must be classic or heldout, got " .. tostring(set))
-local steps = hw.param("steps", set == "heldout" and 8 or 4, "denoising steps per block (default 4; 8 with -D set=heldout)")
+                     .. "held-out points (experiments/hw_heldout_points.lua); novel: its points at other block lengths "
+                     .. "and steps per block")
+assert(set == "classic" or set == "heldout" or set == "novel",
+       "hw_validate: -D set must be classic, heldout or novel, got " .. tostring(set))
+local steps = hw.param("steps", set == "heldout" and 8 or 4, "denoising steps per block (default 4; 8 with -D set=heldout; "
+                       .. "with -D set=novel each point's own)")
+assert(set ~= "novel" or dkv.params.steps == nil,
+       "hw_validate: -D steps does not apply to -D set=novel (each of its points sets its own steps per block)")
 local gemm_eff = hw.param("gemm_eff", nil, "override the preset's GEMM efficiency (nil: the preset's)")
 local l2k = tostring(hw.param("l2_kernels", "false", "with -D backend=sim: true records the L2 replay's kernels of "
                               .. "every step (record.l2_kernels; scripts/ncu_layer.py sets them beside Nsight Compute's)"))
@@ -85,20 +92,24 @@ assert(l2k == "false" or hw.mode() == "sim", "hw_validate: -D l2_kernels=true is
        .. "-D backend=sim (the executed half records no replay)")
 
 local rows = {}
-if set == "heldout" then
+if set == "heldout" or set == "novel" then
   -- issue 9's held-out points (experiments/hw_heldout_points.lua): arrivals over time, batch 1-32, prompts
   -- 256-3,072, every cache mode, progressive offload, LLaDA-8B and Dream-7B; runs ho:<point>:real/sim/device
+  -- (set novel: nv:<point>, each at its own block length and steps per block)
   local dsteps = steps
-  for _, h in ipairs(require "hw_heldout_points") do
+  local pts = require "hw_heldout_points"
+  if set == "novel" then pts = pts.novel end
+  local study = set == "novel" and "nv" or "ho"
+  for _, h in ipairs(pts) do
     if not only or only == h[1] then
       local cfg = {model = h[2], gpu = gpu, seed = 1, workload = h[3],
-        decode = {cache = h[4], block_len = 32, steps = dsteps},
+        decode = {cache = h[4], block_len = h[7] or 32, steps = h[8] or dsteps},
         scheduler = {kind = "phase", max_num_seqs = h[5]},
         mem = {kind = "blockpool", capacity_bytes = 16 * hw.GiB},
         policies = h[6],
         sim = gemm_eff and {gemm_eff = gemm_eff} or nil,
         record = record()}
-      local p = hw.pair("ho", h[1], cfg)
+      local p = hw.pair(study, h[1], cfg)
       local row = hw.row(p)
       local x = p.real or p.sim
       if x then
@@ -111,7 +122,11 @@ if set == "heldout" then
     end
   end
   assert(#rows > 0, "hw_validate: no held-out point matches -D point=" .. tostring(only))
-  print(string.format("hw validate (held-out): on %s, blocks of 32 in %d steps, phase scheduler, pool 16 GiB", gpu, dsteps))
+  if set == "novel" then
+    print(string.format("hw validate (novel): on %s, each point's own blocks and steps, phase scheduler, pool 16 GiB", gpu))
+  else
+    print(string.format("hw validate (held-out): on %s, blocks of 32 in %d steps, phase scheduler, pool 16 GiB", gpu, dsteps))
+  end
   hw.print_table(rows, {{"point", "point"}, {"n_req", "req"}, {"n_steps", "steps"}, {"expect_s", "expect_s", "%.1f"},
     {"sim_s", "sim_s", "%.3f"}, {"real_s", "real_s", "%.3f"}, {"sim_lat_s", "sim_lat", "%.3f"},
     {"real_lat_s", "real_lat", "%.3f"}, {"sim_p99", "sim_p99", "%.3f"}, {"real_p99", "real_p99", "%.3f"},

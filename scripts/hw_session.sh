@@ -22,7 +22,9 @@
 #
 # device: STEPS (default "check bwcurve validate experiments ncu"; issue 9 adds "profile" = dkv profile
 # into profile.lua, bounded by PROFILE_LIMIT (330 s), options in PROFILE_ARGS, and "heldout" = the held-out
-# points, hw_validate.lua -D set=heldout, bounded by HELDOUT_LIMIT (260 s); docs/COMPARE.md section 6)
+# points, hw_validate.lua -D set=heldout, bounded by HELDOUT_LIMIT (260 s); docs/COMPARE.md section 6; since
+# session 34 "novel" = the same kind of points at other block lengths and steps per block, -D set=novel, runs
+# nv:<point>, bounded by NOVEL_LIMIT (120 s))
 # picks the steps; CLASS_TIMING (default false since 2026-12-01 call 10) is dkv.execute's class_timing in the
 # validate, heldout and multi steps: the simulator models an engine without per-class CUDA events, and
 # each event costs a real step ~2-3 us (docs/COMPARE.md "Instrumented and uninstrumented steps");
@@ -129,6 +131,7 @@ pack() {
       done
       [ -f "$W/logs/validate.log" ] && sed -n '/^hw validate:/,/expected device time/p' "$W/logs/validate.log"
       [ -f "$W/logs/heldout.log" ] && sed -n '/^hw validate (held-out):/,/expected device time/p' "$W/logs/heldout.log"
+      [ -f "$W/logs/novel.log" ] && sed -n '/^hw validate (novel):/,/expected device time/p' "$W/logs/novel.log"
       [ -f "$W/logs/profile.log" ] && grep -E "^dkv profile: (estimated|.* written|incomplete)|section .* shapes in" "$W/logs/profile.log"
       [ -f "$W/logs/multi_check.log" ] && grep -E "^(PASS|FAIL|config|device)" "$W/logs/multi_check.log"
       for f in "$W"/logs/hw_multi_instance_*.log; do
@@ -194,6 +197,9 @@ device() {
         heldout)   # issue 9: the held-out validation points (hw_validate.lua -D set=heldout), cold shapes as they come
             run_dkv heldout "${HELDOUT_LIMIT:-260}" "$W/logs/heldout.log" run experiments/hw_validate.lua -D backend=cuda \
                 -D set=heldout -D class_timing="$CT" ${HELDOUT_ARGS:-} -o "$W/h5/heldout.h5" ;;
+        novel)     # issue 9: points at other block lengths and steps per block (hw_validate.lua -D set=novel)
+            run_dkv novel "${NOVEL_LIMIT:-120}" "$W/logs/novel.log" run experiments/hw_validate.lua -D backend=cuda \
+                -D set=novel -D class_timing="$CT" ${NOVEL_ARGS:-} -o "$W/h5/novel.h5" ;;
         validate)  # the 9 validation points, unprofiled: step latency, peak memory, fragmentation
                    # (each point warmed with its own configuration first: no cold GEMM shapes)
             run_dkv validate 150 "$W/logs/validate.log" run experiments/hw_validate.lua -D backend=cuda -D warmup=each \
@@ -351,6 +357,8 @@ standin() {
             > "$S/logs/validate.log" 2>&1 || { cat "$S/logs/validate.log"; return 1; }
         "$DKV" run experiments/hw_validate.lua -D backend=sim -D standin="$preset" -D set=heldout -o "$S/h5/heldout.h5" \
             > "$S/logs/heldout.log" 2>&1 || { cat "$S/logs/heldout.log"; return 1; }
+        "$DKV" run experiments/hw_validate.lua -D backend=sim -D standin="$preset" -D set=novel -o "$S/h5/novel.h5" \
+            > "$S/logs/novel.log" 2>&1 || { cat "$S/logs/novel.log"; return 1; }
         fake_ncu "$S/h5/val.h5" "$S/ncu" || return 1
         standin_profile > "$D/profile.lua" || return 1
     fi
@@ -474,6 +482,7 @@ PYEOF
         local sargs=()
         [ "$x" = val ] && script=experiments/hw_validate.lua
         [ "$x" = heldout ] && script=experiments/hw_validate.lua && sargs=(-D set=heldout)
+        [ "$x" = novel ] && script=experiments/hw_validate.lua && sargs=(-D set=novel)
         [ -f "$script" ] || continue
         local wa
         wa=$(warm_all "$f") || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
@@ -787,7 +796,7 @@ compare_list() {   # pairs.txt outdir calibration-preset|""
     done < "$1"
 }
 
-heldout_summary() {   # issue 9's targets on every held-out point (ho:*), under each simulated half compared
+heldout_summary() {   # issue 9's targets on every held-out point (ho:*, and nv:*), under each simulated half compared
     $PY - "$1" <<'PYEOF'
 import sys, glob, os, h5py
 R = sys.argv[1]
@@ -817,9 +826,9 @@ for fn in sorted(glob.glob(R + "/cmp/*.h5")):
         r = f["runs"][rn]
         real = r["params"].attrs["real_run"]
         real = real.decode() if isinstance(real, bytes) else real
-        if not real.startswith("ho:") and not (real.startswith("val:") and src != "calibrated"):
+        if not real.startswith(("ho:", "nv:")) and not (real.startswith("val:") and src != "calibrated"):
             continue
-        hf = "/heldout.h5" if real.startswith("ho:") else "/val.h5"
+        hf = {"ho:": "/heldout.h5", "nv:": "/novel.h5"}.get(real[:3], "/val.h5")
         simfile = R + {"profile": "/h5prof", "machine-calibrated h200": "/h5mach"}.get(src, "/sim") + hf
         q = {x["quantity"].decode(): x for x in r["compare_quantities"][()]}
         def g(name, stat):
@@ -836,7 +845,8 @@ for fn in sorted(glob.glob(R + "/cmp/*.h5")):
 if rows:
     stand = os.path.exists(R + "/status.txt") and "STAND-IN" in open(R + "/status.txt").read()
     print("## Held-out validation (issue 9), and the in-sample validation points (val:*)%s\n" % (" -- STAND-IN DATA, NOT HARDWARE" if stand else ""))
-    print("Every held-out point (experiments/hw_heldout_points.lua), under each simulated half: the shipped h200 "
+    print("Every held-out point (experiments/hw_heldout_points.lua; nv:*, its points at other block lengths and "
+          "steps per block, since session 34), under each simulated half: the shipped h200 "
           "preset re-simulated by this dkv, the same with this machine's kernel scale from its in-sample points "
           "(machine-calibrated h200: docs/COST_MODEL.md \"Machine calibration\", machine_cal.txt), and the preset "
           "naming the measured profile (h200-measured) where the simulator reads profiles.  Targets (issue 9): step latency mean |error| <= 5 %, request latency p50 and "
@@ -853,12 +863,14 @@ if rows:
             return "- | -"
         return ("%+.1f%%" if signed else "%.1f%%") % (100 * v) + " | " + ("PASS" if abs(v) <= lim else "MISS")
     tot = {}
-    rows.sort(key=lambda x: x[0].startswith("val:"))   # held-out first, then the in-sample validation points
+    # held-out first, then the points at other blocks and steps (nv:*), then the in-sample validation points
+    rows.sort(key=lambda x: (x[0].startswith("val:"), x[0].startswith("nv:")))
     for pt, src, n, st, p50, p99, tok, mem, how in rows:
         print("| %s | %s | %d | %s | %s | %s | %s | %s |" % (pt, src, n, c(st, T["step"], False), c(p50, T["p50"]),
               c(p99, T["p99"]), c(tok, T["tok"]), c(mem, T["mem"]) + (" (%s)" % how if how else "")))
         for k, v in (("step", st), ("p50", p50), ("p99", p99), ("tok", tok), ("mem", mem)):
-            a = tot.setdefault((src + (" (in-sample val:*)" if pt.startswith("val:") else ""), k), [0, 0])
+            a = tot.setdefault((src + (" (in-sample val:*)" if pt.startswith("val:") else
+                                       " (other blocks and steps, nv:*)" if pt.startswith("nv:") else ""), k), [0, 0])
             if v is not None:
                 a[1] += 1
                 a[0] += abs(v) <= T[k]

@@ -7,7 +7,8 @@ variant (issue 9: step latency mean |error| <= 5 %, p50 and p99 <= 8 %, tokens/s
 Each RES is a post result (scripts/hw_session.sh post, with PROFILE=FILE.lua for a "profile" variant): its
 summary.md's per-point rows ("| point | variant | steps | step | PASS/MISS | p50 | ... |", held-out points and
 val:* alike).  Prints, per variant, the passes of each target over every point row of every RES (and over the
-held-out point rows alone), then per point
+held-out point rows alone, and the nv:* rows alone: the held-out kind of point at other block lengths and steps per
+block, since session 34), then per point
 the mean step |error| of each variant and its step passes (how docs/COST_MODEL.md compares a profile variant
 against the shipped preset over the ten fresh machines).  Exits 2 naming the file where a RES has no such rows.
 
@@ -72,9 +73,10 @@ def main(argv):
                     (float(m.group(4)), [m.group(i) == "PASS" for i in (5, 7, 9, 11, 13)]))
                 errs.setdefault(m.group(2), {}).setdefault(m.group(1), []).append(
                     [float(m.group(i)) / 100 for i in (6, 8, 10, 12)])
-                by_set.setdefault(res, {}).setdefault(m.group(2), {"in": [], "out": []})[
-                    "in" if m.group(1).startswith("val:") else "out"].append(float(m.group(4)))
-                if not m.group(1).startswith("val:"):
+                if not m.group(1).startswith("nv:"):   # the held-out set proper (nv:* apart: other blocks and steps)
+                    by_set.setdefault(res, {}).setdefault(m.group(2), {"in": [], "out": []})[
+                        "in" if m.group(1).startswith("val:") else "out"].append(float(m.group(4)))
+                if not m.group(1).startswith(("val:", "nv:")):
                     by_point[(res, m.group(2), m.group(1))] = (float(m.group(4)), m.group(5) == "PASS")
                 n += 1
         if n == 0:
@@ -83,7 +85,8 @@ def main(argv):
             return 2
     names = ("step", "p50", "p99", "tok/s", "mem")
     for v in sorted(rows):
-        for label, keep in (("", lambda p: True), (", held out", lambda p: not p.startswith("val:"))):
+        for label, keep in (("", lambda p: True), (", held out", lambda p: not p.startswith(("val:", "nv:"))),
+                            (", other blocks (nv:*)", lambda p: p.startswith("nv:"))):
             allr = [x for p, xs in rows[v].items() if keep(p) for x in xs]
             if allr:
                 print("%-32s %s (of %d point rows)" % (v + label, ", ".join(

@@ -186,8 +186,8 @@ for f in hw_h5.tgz ncu.tgz logs.tgz table.txt; do [ -f "$T/dev/$f" ] || fail "st
 DKV="$DKV" RES="$T/res" bash scripts/hw_session.sh post "$T/dev" >"$T/post.txt" 2>&1 || { tail -n 30 "$T/post.txt"; fail "post"; }
 S="$T/res/summary.md"
 grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
-# 61 pairs (24 of them issue 11's multi-instance points) + 9 calibrated + the 11 held-out and the 9 validation points re-simulated under the stand-in profile (the simulator reads profiles) + the 11 held-out under the machine calibration
-[ "$(grep -c "== compare " "$T/res/post.log")" = 101 ] || fail "61 pairs (24 multi-instance) + 9 calibrated + 11 + 9 profiled + 11 machine-calibrated: $(grep -c "== compare " "$T/res/post.log")"
+# 66 pairs (24 of them issue 11's multi-instance points, 5 the nv: points at other blocks and steps) + 9 calibrated + the 11 held-out and the 9 validation points re-simulated under the stand-in profile (the simulator reads profiles) + the 11 held-out under the machine calibration (the nv: points are neither)
+[ "$(grep -c "== compare " "$T/res/post.log")" = 106 ] || fail "66 pairs (24 multi-instance, 5 nv:) + 9 calibrated + 11 + 9 profiled + 11 machine-calibrated: $(grep -c "== compare " "$T/res/post.log")"
 # issue 9: the machine calibration (docs/COST_MODEL.md "Machine calibration"): the scale from the nine
 # in-sample points only, the held-out points re-simulated with it (each sim run records it), 11 rows
 grep -q "^mean bias over 9 in-sample points: .*; kernel_scale = 1 / (1 + b) = [0-9.]*$" "$T/res/machine_cal.txt" \
@@ -218,7 +218,7 @@ grep -Eq "^\| az:dual \| [RUM] \| (<=|>)[0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| 
     || fail "--kinds rows: $(cat "$T/mk.md")"
 # scripts/summary_counts.py: the targets' passes per simulated variant over the stand-in summary's point rows
 $PY scripts/summary_counts.py "$T/res" > "$T/sc.txt" || fail "summary_counts.py on the stand-in post"
-grep -Eq "^shipped h200 +step [0-9]+, p50 [0-9]+, p99 [0-9]+, tok/s [0-9]+, mem [0-9]+ \(of 20 point rows\)$" "$T/sc.txt" \
+grep -Eq "^shipped h200 +step [0-9]+, p50 [0-9]+, p99 [0-9]+, tok/s [0-9]+, mem [0-9]+ \(of 25 point rows\)$" "$T/sc.txt" \
     || fail "summary_counts.py: $(head -n 3 "$T/sc.txt")"
 grep -Eq "^shipped h200, held out +step [0-9]+, p50 [0-9]+, p99 [0-9]+, tok/s [0-9]+, mem [0-9]+ \(of 11 point rows\)$" "$T/sc.txt" \
     || fail "summary_counts.py held out: $(head -n 4 "$T/sc.txt")"
@@ -301,8 +301,16 @@ $PY scripts/machine_calibrate.py "$T" > /dev/null 2> "$T/e" && fail "machine_cal
 grep -q "no cmp/ folder" "$T/e" || fail "machine_calibrate.py's error: $(cat "$T/e")"
 # issue 9: the held-out points (every one reported, each target a PASS/MISS column) and the profile imported
 ROW='^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS) \| [-+0-9.]+% \| (PASS|MISS)'
-[ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c -v '^| val:')" = 11 ] \
+[ "$(grep -E "$ROW" "$T/res/summary.md" | grep -v '^| val:' | grep -c -v '^| nv:')" = 11 ] \
     || fail "11 held-out rows: $(grep -A14 "Held-out" "$T/res/summary.md")"
+# ... and the points at other block lengths and steps per block (hw_validate.lua -D set=novel: runs nv:*), counted apart
+[ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c '^| nv:')" = 5 ] \
+    || fail "5 nv: rows: $(grep -A24 "Held-out" "$T/res/summary.md")"
+grep -q "^- shipped h200 (other blocks and steps, nv:\*): step [0-9]* / 5, " "$T/res/summary.md" \
+    || fail "nv: totals: $(grep "^- " "$T/res/summary.md")"
+$PY scripts/summary_counts.py "$T/res" > "$T/sc_nv.txt" || fail "summary_counts.py with nv: rows"
+grep -q "^shipped h200, held out .* (of 11 point rows)" "$T/sc_nv.txt" &&
+    grep -q "^shipped h200, other blocks (nv:\*) .* (of 5 point rows)" "$T/sc_nv.txt" || fail "summary_counts' nv: rows: $(head -8 "$T/sc_nv.txt")"
 [ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c '^| val:')" = 9 ] \
     || fail "9 in-sample validation rows beside them: $(grep -A30 "Held-out" "$T/res/summary.md")"
 # ... and how conditioned their run-level figures are, beside the run set's measured values (scripts/conditioning.py):
