@@ -89,6 +89,20 @@ static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu 
     return isnan(w) ? t * attn_roof(g, q, a, H, Hk, D) / attn_roof(g, q, a, rh, rk, D) : w;
 }
 
+/* A single Reuse item of a keys (one query tile), c(a) below: the profile's row, or beyond its longest keys
+ * affinely from its two longest (a fixed part and a part per key); NAN when it has neither. */
+static double one_item(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, double tile, double a, int md,
+                       const sim_attn_geo *one)
+{
+    double c = attn_mode(p, m, g, tile, a, md, one), e = a;
+    for (int i = 0; i < 40 && isnan(c); i++)   /* the longest measured keys below a, within 1.25x */
+        e /= 1.25, c = attn_mode(p, m, g, tile, e, md, one);
+    if (isnan(c) || e == a)
+        return c;
+    double c2 = attn_mode(p, m, g, tile, e / 2, md, one);
+    return isnan(c2) || c2 >= c ? c * a / e : c + (a - e) * (c - c2) / (e / 2);
+}
+
 /* Attention (cuda/attention.cu, dkv_cuda_attention_batch): the items of at most 32 queries (Reuse
  * blocks, group 0: CTAs of 32 query rows) and the larger ones (group 1: 64 rows) are two launches.
  * In a group every CTA takes one query tile of one head against one key split of its item; the
@@ -102,8 +116,10 @@ static double attn_mode(const dkv_profile *p, const dkv_model *m, const dkv_gpu 
  *     t = A(tile rows, ā) · max(1, c(a_max) / (W · c(ā)))
  *
  * c(a) is the time of a CTA of a / S keys, from the profile: a single Reuse item of a · S1 / S keys
- * (S1 its own split count, so its CTAs take the same keys), A(32, a · S1 / S); where that is outside
- * the profile, c(a) ∝ a.  Uniform items (a_max = ā) give the profile's value exactly. */
+ * (S1 its own split count, so its CTAs take the same keys), A(32, a · S1 / S); beyond the profile's
+ * longest keys, affine from its two longest (one_item; since session 34: before, c(a) ∝ a there, no fixed
+ * part, which stretched 4 Reuse items, one of 2,465 keys, by 2.2 where the GPU took 1.2); with no row of
+ * the configuration, c(a) ∝ a.  Uniform items (a_max = ā) give the profile's value exactly. */
 double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const sim_attn_grp *x, int md,
                       bool big)
 {
@@ -127,8 +143,8 @@ double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g
     double base = H * x->tiles, S = attn_splits(g, base, x->amax);
     double W = ceil(S * base / slots), S1 = attn_splits(g, H, x->amax);   /* one item's splits */
     sim_attn_geo one = {.tiles = 1, .amax = x->amax, .tile_rows = tile, .group = big};
-    double cmax = attn_mode(p, m, g, tile, x->amax * S1 / S, md, &one),
-           cbar = attn_mode(p, m, g, tile, abar * S1 / S, md, &one);
+    double cmax = one_item(p, m, g, tile, x->amax * S1 / S, md, &one),
+           cbar = one_item(p, m, g, tile, abar * S1 / S, md, &one);
     double r = isnan(cmax) || isnan(cbar) || cbar <= 0 ? x->amax / abar : cmax / cbar;
     return r > W ? t * r / W : t;
 }

@@ -94,6 +94,28 @@ static void test_one_wave_critical_path(void **state)
     dkv_profile_free(q);
 }
 
+/* The longest item beyond the profile's keys (4 items, one of 30,720 keys: one item of 30,720 x 8 / 3 = 81,920 keys
+ * stands for its CTAs, past the profile's 65,536): c(a_max) extrapolated affinely from the profile's two longest rows,
+ * exact for this profile's c + k q a, not in proportion to the keys (session 34: that dropped the fixed part and,
+ * with the profile's real rows, stretched call 110's 4-item Reuse steps by 2.2 where the GPU took 1.2). */
+static void test_critical_path_beyond_the_profile(void **state)
+{
+    (void)state;
+    dkv_model m;
+    dkv_gpu g;
+    setup_mg(&m, &g);
+    const double c = 2e-5, k = 1e-10;
+    dkv_profile *p = attn_profile(c, k);
+    sim_attn_grp x = reuse(4, 600, 30720);
+    assert_true(isnan(dkv_profile_attn(p, 32, 81920, 32, 32, 128, 0)));
+    double abar = x.qa / x.rows, work = dkv_profile_attn(p, x.rows, abar, 32, 32, 128, 0);
+    double cbar = dkv_profile_attn(p, 32, abar * 8 / 3, 32, 32, 128, 0), cmax = c + k * 32 * 81920;
+    double t = sim_attn_group(p, &m, &g, &x, 0, false);
+    assert_true(fabs(t - work * cmax / cbar) <= 1e-9 * t);   /* one wave: W = 1 */
+    assert_true(t < 0.9 * work * 30720 / abar);             /* the proportional fallback's stretch */
+    dkv_profile_free(p);
+}
+
 /* Many items (64 x 32 = 2048 CTAs: 6 waves): the work, not the longest item, sets the time while the
  * longest is within the waves' reach; far beyond it, the critical path does again. */
 static void test_full_gpu_is_work_bound(void **state)
@@ -255,6 +277,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uniform_is_the_profile),
         cmocka_unit_test(test_one_wave_critical_path),
+        cmocka_unit_test(test_critical_path_beyond_the_profile),
         cmocka_unit_test(test_full_gpu_is_work_bound),
         cmocka_unit_test(test_prefix_items_mode3),
         cmocka_unit_test(test_partial_tiles_cost_whole_tiles),
