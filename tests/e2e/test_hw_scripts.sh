@@ -313,6 +313,15 @@ grep -q "^shipped h200, held out .* (of 11 point rows)" "$T/sc_nv.txt" &&
     grep -q "^shipped h200, other blocks (nv:\*) .* (of 5 point rows)" "$T/sc_nv.txt" || fail "summary_counts' nv: rows: $(head -8 "$T/sc_nv.txt")"
 [ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c '^| val:')" = 9 ] \
     || fail "9 in-sample validation rows beside them: $(grep -A30 "Held-out" "$T/res/summary.md")"
+# scripts/attn_items.py: the nv:* points' Reuse attention by item count, the stand-in's :real runs against the post's
+# re-simulation (every point, one row per item count seen), and a run it cannot find is a usage error naming it
+$PY scripts/attn_items.py "$T/res/h5/novel.h5" "$T/res/sim/novel.h5" > "$T/ai.txt" || fail "attn_items.py: $(cat "$T/ai.txt")"
+[ "$(grep -c '^nv:.* (Reuse attention per step' "$T/ai.txt")" = 5 ] &&
+    grep -Eq '^ +[0-9]+ items n= *[0-9]+  meas +[0-9.]+ +[0-9.]+ \( *[-+][0-9.]+%\)$' "$T/ai.txt" || fail "attn_items.py's rows: $(cat "$T/ai.txt")"
+set +e
+$PY scripts/attn_items.py "$T/res/h5/novel.h5" "$T/res/sim/novel.h5" --point nv:nope > /dev/null 2> "$T/ai.err"; rc=$?
+set -e
+[ $rc = 2 ] && grep -q "no run nv:nope:real" "$T/ai.err" || fail "attn_items.py --point nv:nope: $rc $(cat "$T/ai.err")"
 # ... and how conditioned their run-level figures are, beside the run set's measured values (scripts/conditioning.py):
 # a section for the machines' band and one for the step target's, 11 rows each
 for band in machine step; do
