@@ -19,4 +19,5 @@ echo "device steps exit $?" >> "$OUT/b.log"
 mkdir -p "$OUT/ct"
 OUT="$OUT/ct" CLASS_TIMING=true STEPS="novel" DEADLINE=120 bash scripts/hw_session.sh device > "$OUT/ct/b.log" 2>&1
 echo "class-event step exit $?" >> "$OUT/ct/b.log"
+rm -f "$OUT/ct/logs.tgz"   # at most 8 files come back: the class-event logs stay there (b.log has the steps)
 tail -n 36 "$OUT/table.txt" 2> /dev/null | cut -c1-120; tail -n 9 "$OUT/ct/table.txt" 2> /dev/null | cut -c1-120
