@@ -109,17 +109,17 @@ static double one_item(const dkv_profile *p, const dkv_model *m, const dkv_gpu *
  * group's split count S fills the GPU (2 CTAs per SM, at most 8 splits, at least 16 keys each),
  * and 3 CTAs fit on an SM at once.  A group is looked up at its tile rows (the kernel computes whole
  * tiles: an item of 416 rows costs 7 tiles of 64, 448 rows; the profile's rows are whole tiles) and
- * its work-weighted mean keys ā (the profile's uniform batches), then stretched for unequal items: the
- * kernel ends with its longest CTA, so the time is the larger of the work (the uniform batch: W waves
- * of CTAs of ā / S keys) and the critical path (one CTA of a_max / S keys):
+ * its work-weighted mean keys ā (the profile's uniform batches).  Unequal items: the kernel ends with
+ * its longest CTAs, so the time is the larger of the work (the uniform batch at ā) and the critical
+ * path, the longest item's CTAs of a_max / S keys, which take as long as a launch of one item whose
+ * own S1 splits give its CTAs those keys:
  *
- *     t = A(tile rows, ā) · max(1, c(a_max) / (W · c(ā)))
+ *     t = max(A(tile rows, ā), c(a_max · S1 / S)),   c(a) = A(tile, a) of one item (one_item)
  *
- * c(a) is the time of a CTA of a / S keys, from the profile: a single Reuse item of a · S1 / S keys
- * (S1 its own split count, so its CTAs take the same keys), A(32, a · S1 / S); beyond the profile's
- * longest keys, affine from its two longest (one_item; since session 34: before, c(a) ∝ a there, no fixed
- * part, which stretched 4 Reuse items, one of 2,465 keys, by 2.2 where the GPU took 1.2); with no row of
- * the configuration, c(a) ∝ a.  Uniform items (a_max = ā) give the profile's value exactly. */
+ * Uniform items (a_max = ā) give the profile's value exactly.  (Since session 34, docs/COST_MODEL.md
+ * "Attention of unequal items": before, the uniform batch was stretched by c(a_max) / (W c(ā)); device calls
+ * 111 and 112 measured the attention of a few unequal Reuse items per class nearer this form, 8.7 % against
+ * 19.6 % mean |error| over call 112's steps of 2-8 items.) */
 double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const sim_attn_grp *x, int md,
                       bool big)
 {
@@ -139,14 +139,10 @@ double sim_attn_group(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g
         t = attn_mode(p, m, g, rows, abar, md, &geo);
     if (isnan(t) || x->amax <= abar * (1 + 1e-9) || g->n_sms == 0)
         return t;
-    double H = m->n_heads, slots = 3.0 * g->n_sms;
-    double base = H * x->tiles, S = attn_splits(g, base, x->amax);
-    double W = ceil(S * base / slots), S1 = attn_splits(g, H, x->amax);   /* one item's splits */
+    double H = m->n_heads, S = attn_splits(g, H * x->tiles, x->amax), S1 = attn_splits(g, H, x->amax);
     sim_attn_geo one = {.tiles = 1, .amax = x->amax, .tile_rows = tile, .group = big};
-    double cmax = one_item(p, m, g, tile, x->amax * S1 / S, md, &one),
-           cbar = one_item(p, m, g, tile, abar * S1 / S, md, &one);
-    double r = isnan(cmax) || isnan(cbar) || cbar <= 0 ? x->amax / abar : cmax / cbar;
-    return r > W ? t * r / W : t;
+    double cmax = one_item(p, m, g, tile, x->amax * S1 / S, md, &one);
+    return isnan(cmax) ? t : fmax(t, cmax);
 }
 
 static double attention(const dkv_profile *p, const dkv_model *m, const dkv_gpu *g, const dkv_step_plan *plan)
