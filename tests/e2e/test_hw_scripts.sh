@@ -22,6 +22,19 @@ for bad in 0 -1 fast nan; do
     grep -q "kernel_scale must be a number > 0, got '$bad'" "$T/ks.err" || fail "-D kernel_scale=$bad: $(cat "$T/ks.err")"
 done
 
+# hw_validate.lua's -D set: a name it does not know, and -D steps with the novel set (each of its points sets its own),
+# are errors naming the option, before any run and with nothing written
+if "$DKV" run experiments/hw_validate.lua -D backend=sim -D set=bogus -o "$T/set.h5" > /dev/null 2> "$T/set.err"; then
+    fail "-D set=bogus accepted"
+fi
+grep -q "hw_validate.lua:[0-9]*: hw_validate: -D set must be classic, heldout or novel, got bogus" "$T/set.err" \
+    || fail "-D set=bogus: $(cat "$T/set.err")"
+if "$DKV" run experiments/hw_validate.lua -D backend=sim -D set=novel -D steps=8 -o "$T/set.h5" > /dev/null 2> "$T/set.err"; then
+    fail "-D set=novel -D steps=8 accepted"
+fi
+grep -q "hw_validate: -D steps does not apply to -D set=novel" "$T/set.err" || fail "-D set=novel -D steps=8: $(cat "$T/set.err")"
+[ ! -e "$T/set.h5" ] || fail "a results file written by a refused -D set"
+
 runs() {   # file -> sorted run names, one a line
     $PY -c 'import sys, h5py; print("\n".join(sorted(h5py.File(sys.argv[1])["runs"])))' "$1"
 }
