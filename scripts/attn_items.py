@@ -40,9 +40,12 @@ def cls(run, kind):
     for x in k[k['kind'] == kind]:
         i = int(x['step_index']); out[i] = out.get(i, 0) + x['time_s'] - EV * x['n_launches']
     return out
+files = {}   # each file opened once
 def run(path, name):
     try:
-        return h5py.File(path, 'r')['runs'][name]
+        if path not in files:
+            files[path] = h5py.File(path, 'r')
+        return files[path]['runs'][name]
     except (OSError, KeyError) as e:
         die("%s: no run %s (%s)" % (path, name, e))
 for pt in POINTS:

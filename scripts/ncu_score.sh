@@ -32,9 +32,10 @@ DKV=${DKV:-build/release/dkv}
 HW=datasets/hw
 [ -e "$O" ] && { echo "ncu_score: $O exists: give a new OUT_DIR" >&2; exit 2; }
 [ -x "$DKV" ] || { echo "ncu_score: no dkv at $DKV (set DKV=)" >&2; exit 2; }
-sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108)
+ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108)   # the sets above, in their order: a new set is added here
+sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=("${ALL[@]}")
 for s in "${sets[@]}"; do
-    case $s in llada|dream|c67|c70|c73|c75|c81|c82|c103|c104|c108) ;; *) echo "ncu_score: unknown set '$s' (llada, dream, c67, c70, c73, c75, c81, c82, c103, c104, c108)" >&2; exit 2 ;; esac
+    [[ " ${ALL[*]} " == *" $s "* ]] || { echo "ncu_score: unknown set '$s' ($(IFS=,; echo "${ALL[*]}" | sed 's/,/, /g'))" >&2; exit 2; }
 done
 mkdir -p "$O"
 tables=()   # every set's ncu_bytes.md, for the total line at the end
@@ -61,7 +62,7 @@ for s in "${sets[@]}"; do
         /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null
         cells "llada-8b (9 pts)" "$O/llada/ncu_bytes.md" ;;
     dream) held dream "dream-7b (9 pts)" dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;
-    c67|c70|c73|c75|c81|c82|c103|c104|c108)
+    c*)   # a call's set: ncu_llada.tgz and ncu_dream.tgz in datasets/hw/<date>/call<N>
         d=$(ls -d $HW/*/call${s#c} | head -n 1)
         held "${s}_llada" "call ${s#c} llada-8b" llada-8b $d/ncu_llada.tgz
         held "${s}_dream" "call ${s#c} dream-7b" dream-7b $d/ncu_dream.tgz ;;
