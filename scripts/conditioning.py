@@ -85,7 +85,7 @@ def simulate(dkv, a, scale, tmp):
 def main():
     p = argparse.ArgumentParser(prog="conditioning.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--dkv", default="build/release/dkv")
-    p.add_argument("--set", default="heldout", choices=("heldout", "classic"))
+    p.add_argument("--set", default="heldout", choices=("heldout", "classic", "novel"))
     p.add_argument("--point")
     p.add_argument("--band", choices=sorted(BANDS))
     p.add_argument("--scales")
@@ -102,7 +102,7 @@ def main():
         die("--scales: give at least one scale other than 1")
     measured = {}
     for res in a.measured:
-        path = os.path.join(res, "h5", "heldout.h5" if a.set == "heldout" else "val.h5")
+        path = os.path.join(res, "h5", {"heldout": "heldout.h5", "novel": "novel.h5"}.get(a.set, "val.h5"))
         if not os.path.exists(path):
             die("--measured: %s has no %s" % (res, path))
         for point, s in summaries(path, ":real").items():

@@ -567,20 +567,25 @@ PYEOF
     heldout_summary "$R" >> "$R/summary.md"
     # how far each held-out point's run-level figures move when every kernel runs up to 2 % faster or slower (the
     # machines' spread), then up to 5 % (every step within the step target), beside this run set's measured values
-    # (scripts/conditioning.py; ~2 and ~4 s)
-    if [ -f "$R/h5/heldout.h5" ]; then
-        local band what
+    # (scripts/conditioning.py; ~2 and ~4 s); the nv:* points the same way (since session 35: conditioning_novel_*.md)
+    local set band what who
+    for set in heldout novel; do
+        [ -f "$R/h5/$set.h5" ] || continue
+        who="held-out"
+        [ $set = novel ] && who="nv:*"
         for band in machine step; do
             what="every kernel within 2 %: the machines' spread"
             [ $band = step ] && what="every kernel within 5 %: the step target"
-            if $PY scripts/conditioning.py --dkv "$DKV" --band $band --measured "$R" > "$R/conditioning_$band.md" 2>> "$log"; then
-                { printf '\n## How conditioned the held-out run-level figures are, %s (issue 9; scripts/conditioning.py --band %s, the shipped preset)\n\n' "$what" $band
-                  cat "$R/conditioning_$band.md"; } >> "$R/summary.md"
+            local out="$R/conditioning_$band.md"
+            [ $set = novel ] && out="$R/conditioning_novel_$band.md"
+            if $PY scripts/conditioning.py --dkv "$DKV" --set $set --band $band --measured "$R" > "$out" 2>> "$log"; then
+                { printf '\n## How conditioned the %s run-level figures are, %s (issue 9; scripts/conditioning.py --set %s --band %s, the shipped preset)\n\n' "$who" "$what" $set $band
+                  cat "$out"; } >> "$R/summary.md"
             else
-                echo "scripts/conditioning.py --band $band failed (post.log)" | tee -a "$log"
+                echo "scripts/conditioning.py --set $set --band $band failed (post.log)" | tee -a "$log"
             fi
         done
-    fi
+    done
     cat "$R/summary.md"
     ls "$R"/h5/hw_multi_*.h5 >/dev/null 2>&1 && post_multi "$R" | tee -a "$log"
     echo "(results in $R: summary.md, post.log, cmp/*.h5, h5/*.h5)"

@@ -33,6 +33,13 @@ if "$DKV" run experiments/hw_validate.lua -D backend=sim -D set=novel -D steps=8
     fail "-D set=novel -D steps=8 accepted"
 fi
 grep -q "hw_validate: -D steps does not apply to -D set=novel" "$T/set.err" || fail "-D set=novel -D steps=8: $(cat "$T/set.err")"
+# a point named with its study's prefix (nv:) is not a point: the error names the set, file:line and the names
+if "$DKV" run experiments/hw_validate.lua -D backend=sim -D set=novel -D point=nv:az:dual,blk=64 -o "$T/set.h5" \
+        > /dev/null 2> "$T/set.err"; then
+    fail "-D point=nv:az:dual,blk=64 accepted"
+fi
+grep -q "hw_validate.lua:[0-9]*: hw_validate: no point of -D set=novel matches -D point=nv:az:dual,blk=64 .*: az:dual,blk=64, " \
+    "$T/set.err" && [ ! -e "$T/set.h5" ] || fail "-D point=nv:az:dual,blk=64: $(cat "$T/set.err")"
 [ ! -e "$T/set.h5" ] || fail "a results file written by a refused -D set"
 
 runs() {   # file -> sorted run names, one a line
@@ -336,12 +343,14 @@ $PY scripts/attn_items.py "$T/res/h5/novel.h5" "$T/res/sim/novel.h5" --point nv:
 set -e
 [ $rc = 2 ] && grep -q "no run nv:nope:real" "$T/ai.err" || fail "attn_items.py --point nv:nope: $rc $(cat "$T/ai.err")"
 # ... and how conditioned their run-level figures are, beside the run set's measured values (scripts/conditioning.py):
-# a section for the machines' band and one for the step target's, 11 rows each
+# a section for the machines' band and one for the step target's, 11 rows each; the nv:* points' the same, 5 rows each
 for band in machine step; do
-    sed -n "/^## How conditioned the held-out run-level figures are.*--band $band/,/points have an ill-conditioned/p" \
-        "$T/res/summary.md" > "$T/cond_$band.md"
-    [ "$(grep -cE '^\| [a-z:_,+=0-9]+ \| [0-9.e+-]+ \| [0-9.e+-]+ to [0-9.e+-]+ \| [0-9.]+ % \| [0-9.e+-]+ to [0-9.e+-]+ \| [01] / 1 \|' "$T/cond_$band.md")" = 11 ] \
-        || fail "conditioning section, --band $band: $(grep -A16 "How conditioned" "$T/res/summary.md")"
+    for who in held-out:11 'nv:\*:5'; do
+        sed -n "/^## How conditioned the ${who%:*} run-level figures are.*--band $band/,/points have an ill-conditioned/p" \
+            "$T/res/summary.md" > "$T/cond_$band.md"
+        [ "$(grep -cE '^\| [a-z:_,+=0-9]+ \| [0-9.e+-]+ \| [0-9.e+-]+ to [0-9.e+-]+ \| [0-9.]+ % \| [0-9.e+-]+ to [0-9.e+-]+ \| [01] / 1 \|' "$T/cond_$band.md")" = "${who##*:}" ] \
+            || fail "conditioning section ${who%:*}, --band $band: $(grep -A16 "How conditioned" "$T/res/summary.md")"
+    done
 done
 grep -q "kernel_scale 0.98, 0.99, 1.01, 1.02 " "$T/cond_machine.md" && grep -q "kernel_scale 0.95, 0.96, .*, 1.05 " "$T/cond_step.md" \
     || fail "conditioning bands: $(head -1 "$T/cond_machine.md"; head -1 "$T/cond_step.md")"
