@@ -12,9 +12,12 @@ in-sample val:* points; -D point=...) once unscaled and once at each
 0.987-1.024 over the 27 run sets of docs/BENCHMARKS.md "session 29".  --band step is 0.95 to 1.05 by 0.01: every step
 time within the step target's 5 %, so a figure ill-conditioned there can miss its target under a simulator that meets
 the step target on every step (docs/BENCHMARKS.md "session 34": dream:az:sparse_head).  --scales gives any other
-list.)  Prints per point, for request latency p50, p99 and tokens/s, the unscaled figure, its
+list.)  Prints per point, for request latency p50, p99, tokens/s and peak device memory (since session 35: the
+simulated peak_device_bytes, which follows the largest step's rows; measured, the :device run's cudaMemGetInfo peak),
+the unscaled figure, its
 range over the band and the largest change from the unscaled figure.  Criterion: a figure is **ill-conditioned** at a
-point when some scale in the band moves it by more than its target (p50 and p99 8 %, tokens/s 5 %): there a simulator
+point when some scale in the band moves it by more than its target (p50 and p99 8 %, tokens/s 5 %, memory 2 %): there
+a simulator
 whose every kernel is right within the band can still miss that target, and which machines it misses on is decided by
 which side of an arrival a step ends (docs/COMPARE.md "The same plans").
 
@@ -35,7 +38,10 @@ except ImportError:
     sys.exit("conditioning.py: needs h5py (apt-get install python3-h5py; run it with /usr/bin/python3)")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIGS = (("p50", "latency_p50_s", 0.08), ("p99", "latency_p99_s", 0.08), ("tok/s", "tokens_per_s", 0.05))
+FIGS = (("p50", "latency_p50_s", 0.08), ("p99", "latency_p99_s", 0.08), ("tok/s", "tokens_per_s", 0.05),
+        ("mem", "peak_device_bytes", 0.02))
+# the measured peak device memory is the :device run's cudaMemGetInfo peak (hw_session.sh's memory target)
+MEASURED_MEM = "mem_used_peak_bytes"
 # --band: the machines' own spread (the default), or every step within the step target's 5 %
 BANDS = {"machine": "0.98,0.99,1.01,1.02", "step": ",".join("%.2f" % (0.95 + 0.01 * i) for i in range(11))}
 
@@ -55,8 +61,9 @@ def scales_of(text):
     return sorted(set(v) - {1.0})
 
 
-def summaries(path, suffix):
-    """{point: {summary key: value}} of every run NAME<suffix> in a results file."""
+def summaries(path, suffix, keys=None):
+    """{point: {summary key: value}} of every run NAME<suffix> in a results file (keys: FIGS' by default)."""
+    keys = keys or [k for _, k, _ in FIGS]
     out = {}
     with h5py.File(path, "r") as f:
         for name, run in f["runs"].items():
@@ -64,7 +71,7 @@ def summaries(path, suffix):
                 continue
             point = name[:-len(suffix)]
             point = point[3:] if point.startswith("ho:") else point
-            out[point] = {k: float(run["summary"].attrs[k]) for _, k, _ in FIGS if k in run["summary"].attrs}
+            out[point] = {k: float(run["summary"].attrs[k]) for k in keys if k in run["summary"].attrs}
     return out
 
 
@@ -105,14 +112,18 @@ def main():
         path = os.path.join(res, "h5", {"heldout": "heldout.h5", "novel": "novel.h5"}.get(a.set, "val.h5"))
         if not os.path.exists(path):
             die("--measured: %s has no %s" % (res, path))
+        dev = summaries(path, ":device", (MEASURED_MEM,))
         for point, s in summaries(path, ":real").items():
+            s = {k: v for k, v in s.items() if k != "peak_device_bytes"}   # the engine's count, not the GPU's
+            if MEASURED_MEM in dev.get(point, {}):
+                s["peak_device_bytes"] = dev[point][MEASURED_MEM]
             measured.setdefault(point, []).append(s)
     with tempfile.TemporaryDirectory(prefix="dkv-cond-") as tmp:
         base = simulate(a.dkv, a, 1.0, tmp)
         band = {s: simulate(a.dkv, a, s, tmp) for s in scales}
     lines = ["Run-level figures under sim.kernel_scale %s (set %s): the unscaled figure, its range over the band, the "
              "largest change from it (criterion: ill-conditioned where that exceeds the target: p50 and p99 8 %%, "
-             "tokens/s 5 %%)%s." % (", ".join("%g" % s for s in scales), a.set,
+             "tokens/s 5 %%, memory 2 %%)%s." % (", ".join("%g" % s for s in scales), a.set,
                                     "; measured: the range over %d run sets and how many lie inside the band's range"
                                     % len(a.measured) if a.measured else ""), ""]
     head = "| point |" + "".join(" %s | band | largest change |%s" % (f, " measured | inside |" if a.measured else "")

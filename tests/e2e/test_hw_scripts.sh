@@ -419,6 +419,19 @@ assert abs(float(c[1]) / p50 - 1) < 1e-3, (c[1], p50)
 lo, hi = map(float, c[2].split(" to "))
 assert lo < 0.92 * p50 and abs(hi / p50 - 1) < 1e-3, (lo, hi, p50)
 assert "p50" in c[-1] and "p99" in c[-1], c[-1]
+mem = float(h5py.File(sys.argv[2], "r")["runs/ho:az:dual:sim/summary"].attrs["peak_device_bytes"])
+assert abs(float(c[10]) / mem - 1) < 1e-3, (c[10], mem)   # peak device memory: the simulated peak_device_bytes
+PYEOF
+# ... and with --measured, the measured memory is the :device run's cudaMemGetInfo peak (not the engine's count)
+$PY scripts/conditioning.py --dkv "$DKV" --point az:dual --scales 0.99 --measured "$T/res" -o "$T/condm.md" > /dev/null \
+    || fail "conditioning.py --measured"
+$PY - "$T/condm.md" "$T/res/h5/heldout.h5" <<'PYEOF' || fail "conditioning.py's measured memory"
+import sys, h5py
+row = [l for l in open(sys.argv[1]) if l.startswith("| az:dual |")]
+c = [x.strip() for x in row[0].strip().strip("|").split("|")]
+dev = float(h5py.File(sys.argv[2], "r")["runs/ho:az:dual:device/summary"].attrs["mem_used_peak_bytes"])
+lo, hi = map(float, c[19].split(" to "))   # point, 5 cells each for p50, p99, tok/s, then mem: value, band, change, measured
+assert abs(lo / dev - 1) < 1e-3 and lo == hi, (c[19], dev)
 PYEOF
 # docs/BENCHMARKS.md "session 34" and docs/CLAIMS.md quote dream:az:sparse_head simulated at kernel_scale 1 and 0.96
 # (p50 1.027 / 0.895 s, p99 1.731 / 1.359 s: call 109's machine's cluster): pinned here within 1 %, so the docs cannot
