@@ -206,6 +206,13 @@ for f in hw_h5.tgz ncu.tgz logs.tgz table.txt; do [ -f "$T/dev/$f" ] || fail "st
 DKV="$DKV" RES="$T/res" bash scripts/hw_session.sh post "$T/dev" >"$T/post.txt" 2>&1 || { tail -n 30 "$T/post.txt"; fail "post"; }
 S="$T/res/summary.md"
 grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
+# a call that ran only the nv:* points (set novel: device call 111) posts as held-out validation, not as issue 11's
+mkdir -p "$T/nvonly/h5" "$T/nvdev"
+cp "$T/res/h5/novel.h5" "$T/nvonly/h5/" && cp "$T/dev/table.txt" "$T/nvdev/"
+tar czf "$T/nvdev/hw_h5.tgz" -C "$T/nvonly" h5
+DKV="$DKV" RES="$T/nvres" bash scripts/hw_session.sh post "$T/nvdev" > "$T/nvpost.txt" 2>&1 || { tail -n 20 "$T/nvpost.txt"; fail "post of nv:* alone"; }
+[ "$(grep -c '^| nv:[^|]* | shipped h200 |' "$T/nvres/summary.md")" = 5 ] && [ ! -e "$T/nvres/multi.md" ] \
+    || fail "post of nv:* alone: $(head -c 600 "$T/nvres/summary.md" 2>&1)"
 # 66 pairs (24 of them issue 11's multi-instance points, 5 the nv: points at other blocks and steps) + 9 calibrated + the 11 held-out and the 9 validation points re-simulated under the stand-in profile (the simulator reads profiles) + the 11 held-out under the machine calibration (the nv: points are neither)
 [ "$(grep -c "== compare " "$T/res/post.log")" = 106 ] || fail "66 pairs (24 multi-instance, 5 nv:) + 9 calibrated + 11 + 9 profiled + 11 machine-calibrated: $(grep -c "== compare " "$T/res/post.log")"
 # issue 9: the machine calibration (docs/COST_MODEL.md "Machine calibration"): the scale from the nine
