@@ -45,7 +45,7 @@
 # "1,2,4,8"), then scripts/hw_multi_proc.sh for each OP:K in MULTI_PROCS (default "b1:1 b1:2 b1:4
 # b8:1 b8:2 b8:4 arrive:1 arrive:2 arrive:4 b1:8": k separate processes; b1:8 last, as 8 weight
 # copies of LLaDA-8B nearly fill the H200): h5/hw_multi_proc_<op>_k<k>.h5.  `post` on a folder
-# without the validation points does only the multi-instance part: $RES/multi.md, the table of
+# without validation points (h5/val.h5, heldout.h5 or novel.h5) does only the multi-instance part: $RES/multi.md, the table of
 # CLAIMS row 8 (post_multi below); with them, it appends it.
 #
 # Which data is which (calibration must not validate on its own data, issue 6):
