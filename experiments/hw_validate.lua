@@ -123,12 +123,9 @@ if set == "heldout" or set == "novel" then
   end
   if #rows == 0 then
     local names = {}
-    for _, h in ipairs(set == "novel" and require("hw_heldout_points").novel or require("hw_heldout_points")) do
-      names[#names + 1] = h[1]
-    end
+    for _, h in ipairs(pts) do names[#names + 1] = h[1] end
     error(string.format("hw_validate: no point of -D set=%s matches -D point=%s (the names as printed, without the "
-                        .. "%s: prefix): %s", set, tostring(only), set == "novel" and "nv" or "ho",
-                        table.concat(names, ", ")))
+                        .. "%s: prefix): %s", set, tostring(only), study, table.concat(names, ", ")))
   end
   if set == "novel" then
     print(string.format("hw validate (novel): on %s, each point's own blocks and steps, phase scheduler, pool 16 GiB", gpu))

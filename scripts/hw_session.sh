@@ -443,13 +443,14 @@ post() {
         [ -f "$PROFILE" ] || { echo "hw_session post: PROFILE=$PROFILE: no such file" >&2; exit 2; }
         cp "$PROFILE" "$R/profile.lua"
     fi
-    [ -f "$R/h5/val.h5" ] || [ -f "$R/h5/heldout.h5" ] || [ -f "$R/h5/novel.h5" ] || [ -f "$R/profile.lua" ] \
-        || ls "$R"/h5/hw_multi_*.h5 >/dev/null 2>&1 \
+    local validation=""   # validation points (or a profile to import) to post, else issue 11's study alone
+    for f in h5/val.h5 h5/heldout.h5 h5/novel.h5 profile.lua; do [ -f "$R/$f" ] && validation=1; done
+    [ -n "$validation" ] || ls "$R"/h5/hw_multi_*.h5 >/dev/null 2>&1 \
         || { echo "hw_session post: no h5/val.h5, h5/heldout.h5, h5/novel.h5, profile.lua or h5/hw_multi_*.h5 in the folders" >&2; exit 1; }
     chmod -R u+w "$R"
     local log="$R/post.log"; : > "$log"
     grep -qs STAND-IN "$R/table.txt" && echo "STAND-IN DATA: the :real runs are simulations, not hardware" | tee -a "$log"
-    if [ ! -f "$R/h5/val.h5" ] && [ ! -f "$R/h5/heldout.h5" ] && [ ! -f "$R/h5/novel.h5" ] && [ ! -f "$R/profile.lua" ]; then   # issue 11 only
+    if [ -z "$validation" ]; then   # issue 11 only
         post_multi "$R" | tee -a "$log"
         echo "(results in $R: multi.md, post.log, cmp_multi/*.h5, h5/*.h5)"
         return 0

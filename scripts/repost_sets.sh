@@ -26,10 +26,11 @@ SETS=(
     2026-12-04/call113 2026-12-04/call114
 )   # a new run set is added here, in call order
 PY=/usr/bin/python3
-usage() { sed -n '2,18p' "$0" >&2; exit 2; }
+help() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; }   # the header comment
+usage() { help >&2; exit 2; }
 [ $# -ge 1 ] || usage
 case $1 in
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) help; exit 0 ;;
     --list) printf '%s\n' "${SETS[@]}"; exit 0 ;;
     -*) echo "repost_sets: unknown option $1" >&2; usage ;;
 esac
