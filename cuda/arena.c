@@ -384,6 +384,67 @@ static dkv_status gbuf_reserve(dkv_cuda_backend *b, size_t bytes, dkv_err *err)
     return DKV_OK;
 }
 
+/* The low-rank compressor: its workspace (cuda/lowrank.cu, with its cuBLAS handle), the projection's
+ * output and staging (lr_q, lr_b, lr_err, lr_out) and the event its copy waits for, once per backend.
+ * begin sets it up when the pool says the offload policy can order COMPRESS (pool.lowrank_rank);
+ * core/model/devmem.c counts it from then, as the engine's model of this backend does. */
+dkv_status bk_compressor_new(dkv_cuda_backend *b, dkv_err *err)
+{
+    const dkv_model *m = &b->m;
+    uint32_t D = m->head_dim, batch = b->err_stride;
+    if (b->lr)
+        return DKV_OK;
+    DKV_TRY(dkv_cuda_lowrank_new(b->st, b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH, &b->lr, err));
+    size_t bytes = dkv_devmem_lowrank_proj_bytes(&b->m, b->max_L), lrb = dkv_cuda_lowrank_bytes(b->lr);
+    if (lrb != dkv_devmem_lowrank_bytes(b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH))
+        return dkv_err_set(err, DKV_EINVAL, "cuda backend: the low-rank compressor takes %zu bytes, core/model/"
+                           "devmem.c counts %llu: update dkv_devmem_lowrank_bytes", lrb, (unsigned long long)
+                           dkv_devmem_lowrank_bytes(b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH));
+    DKV_CU(cudaMalloc((void **)&b->lr_q, bytes));
+    bk_alloc_note(b, (int64_t)(bytes + lrb));
+    dkv_devmem_compressor(&b->dm);
+    b->lr_b = b->lr_q + (size_t)batch * b->max_L * DKV_LOWRANK_MAX_RANK;
+    b->lr_err = b->lr_b + (size_t)batch * DKV_LOWRANK_MAX_RANK * D;
+    b->lr_out = (dkv_bf16 *)(b->lr_err + batch + 64);
+    DKV_CU(cudaEventCreateWithFlags(&b->cmp_ev, cudaEventDisableTiming));
+    return DKV_OK;
+}
+
+/* The compressor's first calls outside the timed steps: projections of DKV_DEVMEM_LR_BATCH zero
+ * matrices of m x head_dim at the given rank, m = max_L, max_L / 2, ... down to the rank (a step's
+ * compression takes pieces of that batch at its range's rows; cuBLAS picks its SGEMM kernels by
+ * shape), each with the two stagings, into the compressor's own buffers; the input is a scratch
+ * buffer freed before the first step.  CUDA loads cuBLAS's SGEMM kernels and the compressor's own at
+ * their first launch: 0.09-0.14 s that a run's first COMPRESS paid inside its step until session 36
+ * (the profile's first_use.compress_s; docs/COST_MODEL.md "Cold shapes").  The seed is not one of
+ * the orders' (lr_orders is untouched), so every order draws the Omega it drew before. */
+dkv_status bk_compressor_warm(dkv_cuda_backend *b, uint32_t rank, dkv_err *err)
+{
+    uint32_t D = b->m.head_dim, L = b->max_L, n = DKV_DEVMEM_LR_BATCH < b->err_stride ? DKV_DEVMEM_LR_BATCH : b->err_stride;
+    rank = rank < 1 ? 1 : rank > DKV_LOWRANK_MAX_RANK ? DKV_LOWRANK_MAX_RANK : rank;
+    rank = rank > L ? L : rank > D ? D : rank;
+    if (!b->lr || L == 0 || n == 0)
+        return DKV_OK;
+    size_t in_bytes = (size_t)n * L * D * 2;
+    dkv_bf16 *in = NULL;
+    DKV_CU(cudaMalloc((void **)&in, in_bytes));
+    dkv_status st = DKV_OK;
+    if (cudaMemsetAsync(in, 0, in_bytes, b->st) != cudaSuccess)
+        st = dkv_err_set(err, DKV_EIO, "cuda backend: cudaMemsetAsync failed (compressor warm-up)");
+    for (uint32_t m = L; st == DKV_OK && m >= rank; m = m > 1 ? m / 2 : 0) {
+        st = dkv_cuda_lowrank_compress(b->lr, in, m, D, n, rank, 1, b->o.seed ^ 0x9e3779b97f4a7c15ull, b->lr_q, b->lr_b,
+                                       b->lr_err, err);
+        if (st == DKV_OK)
+            st = dkv_cuda_f32_to_bf16(b->lr_out, b->lr_q, (size_t)n * m * rank, b->st, err);
+        if (st == DKV_OK)
+            st = dkv_cuda_f32_to_bf16(b->lr_out + (size_t)n * m * rank, b->lr_b, (size_t)n * rank * D, b->st, err);
+    }
+    if (cudaStreamSynchronize(b->st) != cudaSuccess && st == DKV_OK)
+        st = dkv_err_set(err, DKV_EIO, "cuda backend: the compressor warm-up failed");
+    cudaFree(in);
+    return st;
+}
+
 /* One COMPRESS order: the blocks before the ones offloaded raw are gathered and projected to
  * low rank on the compute stream, and the projection (bf16 Q then B, and the errors) goes to the
  * request's host slot on the copy stream.  The next projection waits until that copy has read
@@ -400,21 +461,8 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     b->rep.xfer_d2h_counted += xf->pcie_bytes;
     if (m_tok == 0)
         return DKV_OK;
-    if (!b->lr) {
-        DKV_TRY(dkv_cuda_lowrank_new(b->st, b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH, &b->lr, err));
-        size_t bytes = dkv_devmem_lowrank_proj_bytes(&b->m, b->max_L), lrb = dkv_cuda_lowrank_bytes(b->lr);
-        if (lrb != dkv_devmem_lowrank_bytes(b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH))
-            return dkv_err_set(err, DKV_EINVAL, "cuda backend: the low-rank compressor takes %zu bytes, core/model/"
-                               "devmem.c counts %llu: update dkv_devmem_lowrank_bytes", lrb, (unsigned long long)
-                               dkv_devmem_lowrank_bytes(b->max_L, D, DKV_DEVMEM_LR_RANK, DKV_DEVMEM_LR_BATCH));
-        DKV_CU(cudaMalloc((void **)&b->lr_q, bytes));
-        bk_alloc_note(b, (int64_t)(bytes + lrb));
-        dkv_devmem_compressor(&b->dm);
-        b->lr_b = b->lr_q + (size_t)batch * b->max_L * DKV_LOWRANK_MAX_RANK;
-        b->lr_err = b->lr_b + (size_t)batch * DKV_LOWRANK_MAX_RANK * D;
-        b->lr_out = (dkv_bf16 *)(b->lr_err + batch + 64);
-        DKV_CU(cudaEventCreateWithFlags(&b->cmp_ev, cudaEventDisableTiming));
-    }
+    if (!b->lr)   /* set up at begin when the pool says the policy compresses; here otherwise */
+        DKV_TRY(bk_compressor_new(b, err));
     if (b->compress_epoch > b->done_epoch)   /* lr_out is still being copied out */
         DKV_CU(cudaStreamWaitEvent(b->st, b->copies[b->compress_epoch % BK_COPIES].done, 0));
     DKV_TRY(gbuf_reserve(b, (size_t)batch * m_tok * D * 2, err));

@@ -165,6 +165,9 @@ typedef struct dkv_cuda_backend_report {
     uint64_t n_lowrank_stored;       /* COMPRESS orders whose low-rank form went to the host (the
                                         others' form was not smaller than the raw KV: raw copied) */
     uint64_t n_lowrank_rebuilt;      /* fetches that rebuilt KV from a low-rank form (Q B) */
+    double   compressor_warm_s;      /* host seconds begin spent on the low-rank compressor's first
+                                        call (warm_gemms and warm_compressor with a policy that
+                                        compresses; else 0) */
     uint64_t lowrank_h2d_bytes;      /* of pcie_h2d_bytes, the forms those fetches copied (the
                                         basis makes a form of a short range more than the engine's
                                         ratio x raw) */
@@ -233,6 +236,10 @@ typedef struct dkv_cuda_backend_options {
     bool                warm_gemms;      /* at begin, run every GEMM class of the model once per warm-up row
                                             count (dkv_cuda_gemm_warm: cuBLASLt's kernels loaded before the
                                             first timed step; plans still made at first use) (true) */
+    bool                warm_compressor; /* with warm_gemms and a policy that compresses (setup.pool.lowrank_rank),
+                                            run the low-rank compressor at begin (cuda/arena.c bk_compressor_warm), so its first call (cuBLAS's
+                                            SGEMM kernels loaded: 0.09-0.14 s) is not inside a step (default true;
+                                            the compressor's buffers are set up at begin either way) */
     bool                poison;          /* tests: fill the arena and the activations with 0xFF (bf16
                                             NaN) at begin, and each host-tier slot when a request takes
                                             it, so a read of unwritten KV shows (false) */

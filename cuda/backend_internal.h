@@ -262,6 +262,8 @@ void       bk_mark(dkv_cuda_backend *b, dkv_kernel_class c);
 
 /* arena.c */
 dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err);
+dkv_status bk_compressor_new(dkv_cuda_backend *b, dkv_err *err);
+dkv_status bk_compressor_warm(dkv_cuda_backend *b, uint32_t rank, dkv_err *err);
 void       bk_arena_free(dkv_cuda_backend *b);
 uint32_t   bk_staging_take(dkv_cuda_backend *b, uint32_t n);      /* first id, or UINT32_MAX */
 /* Before the step's kernels: the compute stream waits for copies still reading its blocks,

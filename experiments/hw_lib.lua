@@ -31,6 +31,9 @@ local HELP = {
     .. "step ~2-3 us, docs/COMPARE.md) or false (step and run times uninstrumented, per-class times NaN)",
   warm_gemms = "the real half's GEMM warm-up at begin (dkv.execute's warm_gemms): true (cuBLASLt's kernels loaded before "
     .. "the first step; docs/COST_MODEL.md \"Cold shapes\") or false (each new row count loads its kernels in its step)",
+  warm_compressor = "the low-rank compressor's first call at begin, with warm_gemms (dkv.execute's warm_compressor and "
+    .. "the simulated half's sim.warm_compressor): true (since 2026-12-04T14:00Z) or false (the first compression pays its "
+    .. "kernels' loading in its step, as runs recorded before did: hw_session.sh post's value for them)",
   kernel_scale = "the simulated half's sim.kernel_scale: the machine calibration (docs/COST_MODEL.md \"Machine "
     .. "calibration\"), every kernel time x this number > 0 (1: the profile as measured)",
   sm_clock = "the real half's SM clock (dkv.execute's sm_clock): true (each step's mean SM clock, NVML sampled every "
@@ -61,6 +64,7 @@ local function bool_param(k, d)
 end
 M.class_timing = bool_param("class_timing", "true")   -- dkv.execute's class_timing
 M.warm_gemms = bool_param("warm_gemms", "true")       -- dkv.execute's warm_gemms
+M.warm_compressor = bool_param("warm_compressor", "true")   -- dkv.execute's and sim's warm_compressor
 M.sm_clock = bool_param("sm_clock", "true")           -- dkv.execute's sm_clock
 M.clock_probe = bool_param("clock_probe", "false")    -- dkv.execute's clock_probe
 -- -D l2_flush=LAYER:POINT,...: dkv.execute's l2_flush list (nil: none); the format is checked here, the points by
@@ -209,6 +213,7 @@ local function sim_cold_as_real(cfg)
   local c = with_own(cfg, "sim")
   if c.sim.first_use == nil then c.sim.first_use = "process" end
   if c.sim.warm_gemms == nil then c.sim.warm_gemms = M.warm_gemms() end   -- as the real half's backend
+  if c.sim.warm_compressor == nil and c.sim.warm_gemms then c.sim.warm_compressor = M.warm_compressor() end
   if c.sim.kernel_scale == nil and M.kernel_scale() ~= 1 then c.sim.kernel_scale = M.kernel_scale() end
   if c.sim.first_use ~= "process" then return c end
   local mode = warmup_mode()
@@ -276,6 +281,7 @@ function M.pair(study, point, cfg, opts, on_device)
     if eopts.class_timing == nil then eopts.class_timing = M.class_timing() end
     if (eopts.backend or "cuda") == "cuda" then
       if eopts.warm_gemms == nil then eopts.warm_gemms = M.warm_gemms() end
+      if eopts.warm_compressor == nil and eopts.warm_gemms then eopts.warm_compressor = M.warm_compressor() end
       if eopts.sm_clock == nil then eopts.sm_clock = M.sm_clock() end
       if eopts.clock_probe == nil then eopts.clock_probe = M.clock_probe() end
       if eopts.l2_flush == nil then eopts.l2_flush = M.l2_flush() end

@@ -96,9 +96,19 @@ def claims_line(lines, row):
 
 def main():
     args = sys.argv[1:]
-    if not args:
-        sys.exit(__doc__)
+    if not args or args[0] in ('-h', '--help'):
+        print(__doc__, file=sys.stdout if args else sys.stderr)
+        sys.exit(0 if args else 2)
     dkv = args.pop(0)
+    if not os.access(dkv, os.X_OK):
+        sys.exit('claims_pins.py: no dkv at %s (the first argument)' % dkv)
+    known = {'--update': 0, '--only': 1, '--pins': 1, '--claims': 1}
+    i = 0
+    while i < len(args):
+        if args[i] not in known or i + known[args[i]] >= len(args):
+            print('claims_pins.py: unknown or incomplete option %r' % args[i], file=sys.stderr)
+            sys.exit(2)
+        i += 1 + known[args[i]]
     update = '--update' in args
     only = args[args.index('--only') + 1] if '--only' in args else None
     pins_path = args[args.index('--pins') + 1] if '--pins' in args else 'tests/claims_pins.txt'

@@ -3,7 +3,7 @@
 slower: which run-level targets of issue 9 a simulator whose steps are right within the machines' own spread can meet.
 
     /usr/bin/python3 scripts/conditioning.py [--dkv build/release/dkv] [--set heldout|classic] [--point P]
-        [--band machine|step | --scales 0.98,0.99,1.01,1.02] [--measured RES...] [-o OUT.md]
+        [--band machine|step | --scales 0.98,0.99,1.01,1.02] [--measured RES...] [-D NAME=VALUE ...] [-o OUT.md]
 
 Simulates the points of experiments/hw_validate.lua (-D set=...: the held-out points, or classic: the nine
 in-sample val:* points; -D point=...) once unscaled and once at each
@@ -20,6 +20,10 @@ point when some scale in the band moves it by more than its target (p50 and p99 
 a simulator
 whose every kernel is right within the band can still miss that target, and which machines it misses on is decided by
 which side of an arrival a step ends (docs/COMPARE.md "The same plans").
+
+-D NAME=VALUE (repeatable): passed to hw_validate.lua with every simulation, e.g. what `hw_session.sh post` derives
+from a run set's :real runs (warm_compressor=false for runs recorded before the backend warmed its compressor), so
+the simulated points follow the recorded process.
 
 --measured RES...: `scripts/hw_session.sh post` results; adds, per point and figure, the measured values' range over
 those run sets and how many fall inside the band's range.
@@ -79,6 +83,8 @@ def simulate(dkv, a, scale, tmp):
     out = os.path.join(tmp, "s%.6f.h5" % scale)
     cmd = [dkv, "run", "experiments/hw_validate.lua", "-D", "backend=sim", "-D", "set=" + a.set,
            "-D", "kernel_scale=%.6f" % scale, "-o", out]
+    for d in a.define:
+        cmd[3:3] = ["-D", d]
     if a.point:
         cmd[3:3] = ["-D", "point=" + a.point]
     r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -97,8 +103,12 @@ def main():
     p.add_argument("--band", choices=sorted(BANDS))
     p.add_argument("--scales")
     p.add_argument("--measured", nargs="+", metavar="RES", default=[])
+    p.add_argument("-D", dest="define", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("-o", dest="out")
     a = p.parse_args()
+    for d in a.define:
+        if "=" not in d or not d.split("=", 1)[0]:
+            die("-D: want NAME=VALUE, got '%s'" % d)
     if not os.access(a.dkv, os.X_OK):
         die("no dkv at %s (--dkv)" % a.dkv)
     a.dkv = os.path.abspath(a.dkv)

@@ -382,11 +382,13 @@ warm_args() {   # H5 [NAME]: "-D NAME=<value>" when its :real runs were executed
                 #   hw_lib's warm-up, which the re-simulation must follow: docs/COST_MODEL.md "Cold shapes";
                 #   model: hw_validate.lua -D model=dream-7b; warm_gemms: also false for runs recorded before
                 #   the backend planned with its warm-up's bucket algorithms, 2026-12-02T03:30Z, whose new GEMM
-                #   shapes asked the heuristic: "Bucket algorithms"), else nothing
+                #   shapes asked the heuristic: "Bucket algorithms"; warm_compressor: false for runs recorded
+                #   before the backend warmed its low-rank compressor at begin, 2026-12-04T14:00Z), else nothing
     $PY - "$1" "${2:-warmup}" <<'PYEOF'
 import sys, h5py
 runs, key = h5py.File(sys.argv[1], "r")["runs"], sys.argv[2]
 BUCKETS_SINCE = "2026-12-02T03:30:00Z"
+COMPRESSOR_SINCE = "2026-12-04T14:00:00Z"
 modes = set()
 for n in runs:
     if n.endswith(":real"):
@@ -397,6 +399,8 @@ for n in runs:
         t = t.decode() if isinstance(t, bytes) else str(t)
         if key == "warm_gemms" and v == "" and t and t < BUCKETS_SINCE:
             v = "false"
+        if key == "warm_compressor" and v == "" and t and t < COMPRESSOR_SINCE:
+            v = "false"
         modes.add(v)
 if len(modes) > 1:
     sys.exit("%s: the :real runs disagree on -D %s (%s)" % (sys.argv[1], key, sorted(modes)))
@@ -405,9 +409,10 @@ if modes and next(iter(modes)):
 PYEOF
 }
 
-warm_all() {    # H5: warm_args for warmup, model and warm_gemms, their lines together; fails as warm_args does
+warm_all() {    # H5: warm_args for warmup, model, warm_gemms and warm_compressor, their lines together; fails as
+                #   warm_args does
     local k wa
-    for k in warmup model warm_gemms; do
+    for k in warmup model warm_gemms warm_compressor; do
         wa=$(warm_args "$1" $k) || { echo "$wa"; return 1; }
         [ -n "$wa" ] && echo "$wa"
     done
@@ -580,7 +585,10 @@ PYEOF
             [ $band = step ] && what="every kernel within 5 %: the step target"
             local out="$R/conditioning_$band.md"
             [ $set = novel ] && out="$R/conditioning_novel_$band.md"
-            if $PY scripts/conditioning.py --dkv "$DKV" --set $set --band $band --measured "$R" > "$out" 2>> "$log"; then
+            local wc=() wca   # the set's recorded process (warm_all), as its re-simulation had it
+            wca=$(warm_all "$R/h5/$set.h5") || { echo "conditioning of $set: $wca" | tee -a "$log"; continue; }
+            [ -n "$wca" ] && mapfile -t wc <<< "$wca"
+            if $PY scripts/conditioning.py --dkv "$DKV" --set $set --band $band --measured "$R" "${wc[@]}" > "$out" 2>> "$log"; then
                 { printf '\n## How conditioned the %s run-level figures are, %s (issue 9; scripts/conditioning.py --set %s --band %s, the shipped preset)\n\n' "$who" "$what" $set $band
                   cat "$out"; } >> "$R/summary.md"
             else
@@ -733,7 +741,7 @@ import_profile() {   # RES pairs.txt preset-dir post.log
         | tee -a "$log"
     if [ -f "$R/h5/heldout.h5" ]; then
         local wh=()
-        mapfile -t wh < <(warm_args "$R/h5/heldout.h5"; warm_args "$R/h5/heldout.h5" warm_gemms)
+        mapfile -t wh < <(warm_all "$R/h5/heldout.h5")
         if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured "${wh[@]}" \
                 -o "$R/h5prof/heldout.h5" > "$R/heldout_prof.log" 2>&1; then
             compare_file "$list" heldout.h5 "$R/h5prof/heldout.h5" "$R/cmp/prof_" "the profile's re-simulation" >> "$log"
@@ -744,7 +752,7 @@ import_profile() {   # RES pairs.txt preset-dir post.log
     fi
     if [ -f "$R/h5/val.h5" ]; then   # the in-sample validation points under the profile too (cmp/profval_*.h5)
         local wv=()
-        mapfile -t wv < <(warm_args "$R/h5/val.h5"; warm_args "$R/h5/val.h5" model; warm_args "$R/h5/val.h5" warm_gemms)
+        mapfile -t wv < <(warm_all "$R/h5/val.h5")
         if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu=h200-measured "${wv[@]}" \
                 -o "$R/h5prof/val.h5" > "$R/val_prof.log" 2>&1; then
             compare_file "$list" val.h5 "$R/h5prof/val.h5" "$R/cmp/profval_" "the profile's re-simulation" >> "$log"

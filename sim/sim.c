@@ -13,6 +13,7 @@ dkv_sim_options dkv_sim_options_default(void)
 {
     dkv_sim_options o = {.launch_overhead_s = -1.0, .gemm_eff = 1.0, .attn_eff = 1.0, .kernel_records = false,
                          .copy_model = DKV_SIM_COPY_OVERLAP, .first_use = true, .warm_gemms = true,
+                         .warm_compressor = true,
                          .kernel_scale = 1.0};
     return o;
 }
@@ -401,7 +402,7 @@ static bool gemm_first(sim_state *st, const dkv_sim_options *o, int c, uint64_t 
 /* Seconds of first uses this step: a new GEMM shape (class, rows) outside the warm-up's range, a
  * new attention mode, the first kernel of any other class; the low-rank compressor's first call
  * costs what the profile measured for it (first_compress_s: its module and workspace set-up), else
- * other_s. */
+ * other_s, and nothing when the backend warmed it at begin (warm_gemms and warm_compressor). */
 static double first_use(const dkv_model *m, const dkv_gpu *g, const dkv_sim_options *o, const dkv_step_plan *plan,
                         const dkv_cost_step *cs, sim_state *st)
 {
@@ -426,6 +427,8 @@ static double first_use(const dkv_model *m, const dkv_gpu *g, const dkv_sim_opti
                                 DKV_KCLASS_COMPRESS, DKV_KCLASS_REORDER};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
         if (cs->layer[other[i]].launches || cs->once[other[i]].launches) {
+            if (other[i] == DKV_KCLASS_COMPRESS && o->warm_gemms && o->warm_compressor)
+                continue;   /* the backend ran its compressor at begin (cuda/arena.c bk_compressor_warm) */
             double fu = other[i] == DKV_KCLASS_COMPRESS && in->first_compress_s > 0 ? in->first_compress_s
                                                                                      : in->first_other_s;
             t += fu * seen_insert(st, shape_key(other[i], 0, tag));

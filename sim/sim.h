@@ -60,6 +60,10 @@ typedef struct dkv_sim_options {
                                  warm_gemms, default true there too) ran, so a GEMM shape of at most
                                  DKV_GEMM_WARM_MAX_ROWS rows (core/model/gemm_warm.h) has no first use:
                                  the backend plans it with its warm bucket's algorithm; default true */
+    bool   warm_compressor;   /* with first_use and warm_gemms: the CUDA backend also created and ran its
+                                 low-rank compressor at begin (since session 36, when the offload policy can
+                                 order COMPRESS), so the first compression has no first use; false: it costs
+                                 the profile's first_use.compress_s, as for runs recorded before; default true */
     struct dkv_sim_warm *warm;   /* with first_use: the shapes already warm, shared by the runs that
                                  use it (they run one after another in one process, as hw_lib's
                                  points do on the GPU); each run adds its own.  NULL (default):

@@ -164,6 +164,11 @@ typedef struct dkv_backend_pool {
                                   quarter of the pool; off: 0) */
     uint64_t host_bytes;       /* host tier for offloaded KV (offload on: one slot of the longest
                                   canvas per concurrent request, at most 64 GiB; off: 0) */
+    uint32_t lowrank_rank;     /* progressive offload with a phase 2: about the rank its COMPRESS
+                                  orders take, round(lowrank_ratio x head_dim) clamped as
+                                  core/model/devmem.h does (a backend that compresses sets its
+                                  compressor up at begin, and may warm it at this rank);
+                                  0: the policy never orders COMPRESS */
 } dkv_backend_pool;
 
 /* How the engine's instances share the GPU (engine.h, "Multi-instance"). */

@@ -33,10 +33,15 @@ void eng_devmem_begin(eng *e, const dkv_backend_setup *bs)
     e->dm_arena = (bs->pool.n_blocks + bs->pool.staging_blocks + 1) * bs->pool.block_bytes;
     free(e->dm_form);
     e->dm_form = calloc(n ? n : 1, sizeof *e->dm_form);   /* NULL: fetched forms not followed */
+    if (bs->pool.lowrank_rank) {   /* the backend sets its compressor up at begin (cuda/arena.c) */
+        dkv_devmem_compressor(&e->dm);
+        e->dm_compressor = true;
+    }
 }
 
-/* A COMPRESS order as cuda/arena.c's compress() sizes it: the gather, the compressor, and the
- * low-rank form it stores (when not larger than the raw blocks), which a later fetch reads. */
+/* A COMPRESS order as cuda/arena.c's compress() sizes it: the gather, the compressor (already
+ * counted at begin when the pool says the policy compresses), and the low-rank form it stores (when
+ * not larger than the raw blocks), which a later fetch reads. */
 static void compress(eng *e, const dkv_step_plan *p, const dkv_xfer *xf)
 {
     const dkv_step_item *it = dkv_plan_item(p, xf->request);

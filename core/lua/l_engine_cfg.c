@@ -481,7 +481,7 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     parse_instances(&root, s);
 
     static const char *const sk[] = {"launch_overhead_s", "gemm_eff", "attn_eff", "copy_model", "first_use",
-                                     "warm_gemms", "kernel_scale", NULL};
+                                     "warm_gemms", "warm_compressor", "kernel_scale", NULL};
     dkv_err err = {0};
     pt q;
     pt_sub(&root, "sim", &q, sk);
@@ -501,6 +501,13 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
                                                  s->gpu.profile ? DKV_SIM_COPY_STREAM : DKV_SIM_COPY_OVERLAP);
     parse_first_use(&q, &s->so);
     s->so.warm_gemms = gbool(&q, "warm_gemms", true);
+    lua_getfield(q.L, q.in, "warm_compressor");
+    bool wc_given = !lua_isnil(q.L, -1);
+    lua_pop(q.L, 1);
+    s->so.warm_compressor = gbool(&q, "warm_compressor", true);
+    if (wc_given && s->so.warm_compressor && !s->so.warm_gemms)
+        dkv_lconf_error(q.L, q.path, "warm_compressor", "takes effect only with warm_gemms = true (the CUDA backend warms "
+                        "its compressor with its GEMMs)");
     s->so.kernel_scale = gnum(&q, "kernel_scale", 1, 0, 10, DKV_LCONF_LO_OPEN);   /* machine calibration */
 
     static const char *const ck[] = {"steps", "memory_every", "kernels", "l2_kernels", "trace", NULL};

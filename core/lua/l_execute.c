@@ -38,6 +38,7 @@ typedef struct lexec {
     bool     sm_clock;         /* opts.sm_clock: each step's mean SM clock (cuda/clock.h) (false) */
     bool     clock_probe;      /* opts.clock_probe: each step's SM clock from the SMs' cycle counters (false) */
     bool     warm_gemms;       /* opts.warm_gemms: cuda/dkv_cuda.h dkv_cuda_gemm_warm at begin (true) */
+    bool     warm_compressor;  /* opts.warm_compressor: with warm_gemms, the low-rank compressor's first call at begin (true) */
     uint32_t n_l2f;            /* opts.l2_flush: the CUDA backend's L2 flush diagnostic (cuda/backend.h) */
     struct { uint32_t layer, after; } l2f[64];
     double   staging_bytes, host_bytes;   /* < 0: automatic */
@@ -152,13 +153,13 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
                                        "class_timing", "staging_bytes", "host_bytes", "outputs", "backend",
                                        "targets", "clock", "start_at", "follow", "bf16_activations", "warm_gemms",
-                                       "sm_clock", "clock_probe", "l2_flush", NULL};
+                                       "warm_compressor", "sm_clock", "clock_probe", "l2_flush", NULL};
     static const char *const backends[] = {"cuda", "cpu", NULL};
     static const char *const clocks[] = {"steps", "real", NULL};
     static const char *const layouts[] = {"layer_major", "tmajor", "cfg", NULL};
     const char *p = "opts";
     x->device = 0, x->seed = -1, x->layout = -1, x->attn_streams = 4, x->max_logit_rows = 1024;
-    x->class_timing = true, x->warm_gemms = true, x->staging_bytes = -1, x->host_bytes = -1;
+    x->class_timing = true, x->warm_gemms = true, x->warm_compressor = true, x->staging_bytes = -1, x->host_bytes = -1;
     if (lua_isnoneornil(L, idx))
         return;
     dkv_lconf_check_table(L, idx, p);
@@ -204,6 +205,15 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->warm_gemms = dkv_lconf_boolean(L, idx, p, "warm_gemms", true, 0);
     if (x->cpu && warm_given)
         dkv_lconf_error(L, p, "warm_gemms", "is for backend = 'cuda' (it loads cuBLASLt's kernels before the first step)");
+    lua_getfield(L, idx, "warm_compressor");
+    bool wc_given = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    x->warm_compressor = dkv_lconf_boolean(L, idx, p, "warm_compressor", true, 0);
+    if (x->cpu && wc_given)
+        dkv_lconf_error(L, p, "warm_compressor", "is for backend = 'cuda' (it runs the low-rank compressor once at begin)");
+    if (wc_given && x->warm_compressor && !x->warm_gemms)
+        dkv_lconf_error(L, p, "warm_compressor", "takes effect only with warm_gemms = true (the compressor is warmed with "
+                        "the GEMMs)");
     x->sm_clock = dkv_lconf_boolean(L, idx, p, "sm_clock", false, 0);
     if (x->cpu && x->sm_clock)
         dkv_lconf_error(L, p, "sm_clock", "is for backend = 'cuda' (the GPU's SM clock, read through NVML)");
@@ -314,6 +324,7 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     o.attn_streams = x->attn_streams;
     o.class_timing = x->class_timing;
     o.warm_gemms = x->warm_gemms;
+    o.warm_compressor = x->warm_compressor;
     o.sm_clock = x->sm_clock;
     o.clock_probe = x->clock_probe;
     o.kernel_records = s->record_kernels;
@@ -485,6 +496,7 @@ static void push_device(lua_State *L, const dkv_cuda_backend_report *r)
     set_u(L, "xfer_h2d_counted", r->xfer_h2d_counted);
     set_u(L, "xfer_d2h_counted", r->xfer_d2h_counted);
     set_u(L, "n_compress", r->n_compress);
+    set_f(L, "compressor_warm_s", r->compressor_warm_s);
     set_f(L, "compress_rel_err_mean", r->n_compress ? r->compress_err_sum / (double)r->n_compress : NAN);
     lua_createtable(L, 0, 7);   /* memory over time: columns, one row per step */
     static const char *const cols[] = {"step", "time_s", "free_bytes", "total_bytes", "pool_blocks", "staging_blocks",

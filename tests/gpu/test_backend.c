@@ -20,8 +20,9 @@
  * One dual run reads the weights from a safetensors file (LLaDA naming, bf16) written from the
  * reference weights, through core/io.  The arena and the activations are poisoned (0xFF, bf16
  * NaN) at begin.  A progressive-offload
- * run checks that the copies move the bytes the engine ordered and that the low-rank projection
- * reports a finite error.  Prints "SKIP: ..." and exits 77 without a usable GPU. */
+ * run checks that the copies move the bytes the engine ordered, that the low-rank projection
+ * reports a finite error, and that begin set up and ran the compressor (its first call outside the
+ * steps) with its buffers counted as allocated.  Prints "SKIP: ..." and exits 77 without a usable GPU. */
 #include <math.h>
 #include <time.h>
 #include <unistd.h>
@@ -400,6 +401,13 @@ static void run_offload(dkv_ref_weights *rw, const dkv_model *m, const dkv_gpu *
     check_true("  low-rank projections", rep.n_compress > 0 && me > 0 && me < 1, line);
     snprintf(line, sizeof line, "%zu samples, least free %.2f GiB", rep.n_series, rep.mem_free_min_bytes / 1073741824.0);
     check_true("  memory series", rep.n_series == s->n_steps && rep.mem_free_min_bytes > 0, line);
+    /* the compressor set up and run at begin (warm_gemms, the default): its first call is outside the
+     * steps, and the backend's count of its buffers (from begin) matches what it allocated */
+    snprintf(line, sizeof line, "warm-up %.4f s; counted %llu, allocated %llu bytes (the engine's model of the same "
+             "plans: %llu)", rep.compressor_warm_s, (unsigned long long)rep.devmem_counted_bytes,
+             (unsigned long long)rep.devmem_allocated_bytes, (unsigned long long)s->device_counted_bytes);
+    check_true("  compressor warmed at begin", o.warm_gemms && rep.compressor_warm_s > 0 &&
+                                                   rep.devmem_counted_bytes == rep.devmem_allocated_bytes, line);
     dkv_cuda_backend_report_clear(&rep);
     dkv_engine_result_free(res);
     dkv_backend_free(&be);

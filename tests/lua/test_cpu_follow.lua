@@ -88,6 +88,12 @@ fails("warm_gemms", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = 
       {backend = "cpu", weights = W, warm_gemms = false})
 fails("warm_gemms", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
       {backend = "cpu", weights = W, warm_gemms = "yes"})
+fails("warm_compressor", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {backend = "cpu", weights = W, warm_compressor = false})
+fails("warm_compressor", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {weights = W, warm_compressor = "yes"})
+fails("takes effect only with warm_gemms", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {weights = W, warm_gemms = false, warm_compressor = true})
 fails("sm_clock", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
       {backend = "cpu", weights = W, sm_clock = true})
 fails("sm_clock", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},

@@ -219,20 +219,54 @@ do
   end
 end
 
--- The low-rank compressor's first call costs what the profile measured for it: h200-20261201k has no
+-- The low-rank compressor's first call costs what the profile measured for it when the backend did not
+-- warm it (sim.warm_compressor = false: runs recorded before session 36): h200-20261201k has no
 -- first_use.compress_s, so the loader takes the largest first_s of kernels.compress (0.141333 s,
--- not first_use.other_s): the only class the offload adds.  On k, not the shipped l: l's clock model
--- couples each step to the ones before it through their start times, which the cold cost moves.
+-- not first_use.other_s): the only class the offload adds.  With sim.warm_compressor (the default, as
+-- the CUDA backend creates and runs its compressor at begin) it costs nothing.  On k, not the shipped
+-- l: l's clock model couples each step to the ones before it through their start times, which the cold
+-- cost moves.
 do
-  local function t(off, fu)
+  local function run(off, fu, wc)
     local c = {model = "llada-8b", gpu = {base = "h200", profile = "h200-20261201k"}, workload = {kind = "fixed", n = 2, interval_s = 0, prompt = 512, gen = 64},
-               decode = {cache = "dual", block_len = 32, steps = 8}, sim = {first_use = fu},
+               decode = {cache = "dual", block_len = 32, steps = 8}, sim = {first_use = fu, warm_compressor = wc},
                policies = off and {offload = {mode = "progressive", t1 = 1 / 3, t2 = 2 / 3, lowrank_ratio = 0.3}} or nil}
-    return dkv.simulate(c).summary.sim_time_s
+    return dkv.simulate(c)
   end
-  local with, without = t(true, "run") - t(true, false), t(false, "run") - t(false, false)
+  local function t(off, fu, wc) return run(off, fu, wc).summary.sim_time_s end
+  local with, without = t(true, "run", false) - t(true, false, false), t(false, "run", false) - t(false, false, false)
   assert(math.abs((with - without) - 0.141333) < 1e-9,
          string.format("first compression: %.9g s more cold cost", with - without))
+  local warm = t(true, "run") - t(true, false)
+  assert(math.abs(warm - without) < 1e-12, string.format("warm compressor: %.9g s more cold cost than without offload",
+                                                        warm - without))
+  local r = run(true, "run")
+  assert(r.config.sim.warm_compressor == true, "the resolved config records sim.warm_compressor")
+  -- the compressor's memory is counted from the run's start (core/engine/engine_devmem.c), so a run that
+  -- could compress but never reaches phase 2 (t1 0.999 of 16 steps) holds it; one whose policy cannot
+  -- compress (t1 = t2 = 1) does not, and counts what a run without offload counts
+  local function counted(t1, t2)
+    local c = {model = "llada-8b", gpu = {base = "h200", profile = "h200-20261201k"},
+               workload = {kind = "fixed", n = 2, interval_s = 0, prompt = 512, gen = 64},
+               decode = {cache = "dual", block_len = 32, steps = 8},
+               policies = t1 and {offload = {mode = "progressive", t1 = t1, t2 = t2, lowrank_ratio = 0.3}} or nil}
+    local rr = dkv.simulate(c)
+    assert(rr.summary.pcie_d2h_bytes == 0, "no copies")
+    return rr.summary.device_counted_bytes
+  end
+  local none, never, late = counted(), counted(1, 1), counted(0.999, 1)
+  assert(never == none and late > none + 1e8,
+         string.format("compressor counted from the start: none %d, never %d, late %d bytes", none, never, late))
+  local ok, err = pcall(run, true, "run", "yes")
+  assert(not ok and tostring(err):find("sim.warm_compressor", 1, true), tostring(err))
+  -- a setting that cannot take effect is an error: the compressor is warmed with the GEMMs
+  local c = {model = "llada-8b", gpu = "h200", workload = {kind = "fixed", n = 1, interval_s = 0, prompt = 64, gen = 32},
+             decode = {cache = "dual", block_len = 32, steps = 8}, sim = {warm_gemms = false, warm_compressor = true}}
+  ok, err = pcall(dkv.simulate, c)
+  assert(not ok and tostring(err):find("sim.warm_compressor", 1, true) and tostring(err):find("warm_gemms", 1, true),
+         tostring(err))
+  c.sim.warm_compressor = false
+  assert(dkv.simulate(c).config.sim.warm_compressor == false)
 end
 
 -- The timeslice hand-over (scheduler.step_release_s, handover_s; core/engine/engine.h): two

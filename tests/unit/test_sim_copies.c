@@ -273,7 +273,8 @@ static double run_once(const dkv_model *m, const dkv_gpu *g, const dkv_sim_optio
 /* Without a shared set every run starts cold; with one, a run after another of the same shapes pays
  * no first use, a model of other shapes does; the first compression costs first_compress_s.  With
  * warm_gemms (the default: the CUDA backend's GEMM warm-up) the GEMM shapes of at most 8,192 rows are
- * not first uses; the rest of the test takes it off to see them charged. */
+ * not first uses, and with warm_compressor too (the default) nor the first compression; the rest of the
+ * test takes warm_gemms off to see them charged. */
 static void test_warm_set(void **state)
 {
     (void)state;
@@ -286,11 +287,16 @@ static void test_warm_set(void **state)
     dkv_step_item it = reuse_item(800, 32);
     dkv_xfer x = compress_order(0);
     dkv_step_plan plan = {.items = &it, .n_items = 1, .xfers = &x, .n_xfers = 1};
-    assert_true(o.warm_gemms);
+    assert_true(o.warm_gemms && o.warm_compressor);
     double warm_cold = run_once(&m, &g, &o, &plan);
+    o.warm_compressor = false;   /* the backend's compressor not warmed at begin: its first call charged */
+    assert_true(fabs(run_once(&m, &g, &o, &plan) - warm_cold - 0.05) < 1e-12);
     o.warm_gemms = false;
     double cold = run_once(&m, &g, &o, &plan);
-    assert_true(fabs(cold - warm_cold - 5e-3) < 1e-12);   /* the 5 GEMM shapes of 32 rows, 1 ms each */
+    /* the 5 GEMM shapes of 32 rows, 1 ms each, and the compressor's first call */
+    assert_true(fabs(cold - warm_cold - 5e-3 - 0.05) < 1e-12);
+    o.warm_compressor = true;   /* warm_compressor means nothing without the backend's warm-up */
+    assert_true(fabs(run_once(&m, &g, &o, &plan) - cold) < 1e-15);
     assert_true(fabs(run_once(&m, &g, &o, &plan) - cold) < 1e-15);   /* each run cold */
     o.first_use = false;
     double none = run_once(&m, &g, &o, &plan);
