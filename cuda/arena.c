@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cuda/backend_internal.h"
+#include "util/mono.h"
 
 _Static_assert(DKV_LOWRANK_MAX_RANK == DKV_DEVMEM_LR_RANK, "core/model/devmem.h counts the compressor at its rank");
 
@@ -258,7 +259,7 @@ static const uint32_t *host_table(const dkv_cuda_backend *b)
 static dkv_status fetch_lowrank(dkv_cuda_backend *b, const bk_item *x, const char *slot, uint64_t *done, dkv_err *err)
 {
     const bk_req *r = &b->rq[x->req];
-    uint64_t bytes = ((uint64_t)b->err_stride * r->lr_m * r->lr_r + (uint64_t)b->err_stride * r->lr_r * b->m.head_dim) * 2;
+    uint64_t bytes = dkv_devmem_lr_bytes(&r->lr, b->err_stride, b->m.head_dim);
     if (bytes > b->lr_in_bytes) {
         DKV_CU(cudaDeviceSynchronize());
         cudaFree(b->lr_in);
@@ -274,7 +275,7 @@ static dkv_status fetch_lowrank(dkv_cuda_backend *b, const bk_item *x, const cha
         DKV_CU(cudaEventCreateWithFlags(&b->lr_in_ev, cudaEventDisableTiming));
     if (b->lr_in_used)
         DKV_CU(cudaStreamWaitEvent(b->cp, b->lr_in_ev, 0));
-    DKV_CU(cudaMemcpyAsync(b->lr_in, slot + (uint64_t)r->lr_start * b->block_bytes, bytes, cudaMemcpyHostToDevice, b->cp));
+    DKV_CU(cudaMemcpyAsync(b->lr_in, slot + (uint64_t)r->lr.start * b->block_bytes, bytes, cudaMemcpyHostToDevice, b->cp));
     *done += bytes;
     b->rep.lowrank_h2d_bytes += bytes;
     return DKV_OK;
@@ -285,8 +286,9 @@ static dkv_status fetch_lowrank(dkv_cuda_backend *b, const bk_item *x, const cha
 static dkv_status rebuild_lowrank(dkv_cuda_backend *b, const bk_item *x, dkv_err *err)
 {
     const bk_req *r = &b->rq[x->req];
-    const dkv_bf16 *Q = b->lr_in, *B = b->lr_in + (size_t)b->err_stride * r->lr_m * r->lr_r;
-    DKV_TRY(dkv_cuda_lowrank_decompress(&b->pool, b->d_table + x->tb + r->lr_start, Q, B, r->lr_m, r->lr_r, b->st, err));
+    const dkv_bf16 *Q = b->lr_in, *B = b->lr_in + (size_t)b->err_stride * r->lr.m_tok * r->lr.rank;
+    DKV_TRY(dkv_cuda_lowrank_decompress(&b->pool, b->d_table + x->tb + r->lr.start, Q, B, r->lr.m_tok, r->lr.rank, b->st,
+                                        err));
     b->launches[DKV_KCLASS_COMPRESS]++;
     b->rep.n_lowrank_rebuilt++;
     DKV_CU(cudaEventRecord(b->lr_in_ev, b->st));
@@ -329,13 +331,13 @@ dkv_status bk_xfers_before(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_e
         uint64_t rem = xf->pcie_bytes, done = 0;
         const bk_req *rq = &b->rq[x->req];
         /* a low-rank form rebuilt below stands for the plan's bytes of those positions */
-        bool rebuild = rq->lr_valid && rq->lr_start >= x->n_chain && rq->lr_end <= x->n_tb;
+        bool rebuild = dkv_devmem_lr_rebuilds(&rq->lr, x->n_chain, x->n_tb);
         if (rebuild)
             rem -= rem < rq->lr_plan_bytes ? rem : rq->lr_plan_bytes;
         /* the staging blocks (positions not held on the device), raw from the slot; blocks whose
          * slot holds a low-rank form are rebuilt from it below, never copied raw */
         for (uint32_t j = x->n_chain; j < x->n_tb && rem; j++) {
-            if (rq->lr_valid && j >= rq->lr_start && j < rq->lr_end)
+            if (rq->lr.valid && j >= rq->lr.start && j < rq->lr.end)
                 continue;
             uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;
             DKV_CU(cudaMemcpyAsync((char *)b->arena + (uint64_t)tab[x->tb + j] * b->block_bytes,
@@ -388,7 +390,7 @@ static dkv_status gbuf_reserve(dkv_cuda_backend *b, size_t bytes, dkv_err *err)
  * output and staging (lr_q, lr_b, lr_err, lr_out) and the event its copy waits for, once per backend.
  * begin sets it up when the pool says the offload policy can order COMPRESS (pool.lowrank_rank);
  * core/model/devmem.c counts it from then, as the engine's model of this backend does. */
-dkv_status bk_compressor_new(dkv_cuda_backend *b, dkv_err *err)
+static dkv_status compressor_new(dkv_cuda_backend *b, dkv_err *err)
 {
     const dkv_model *m = &b->m;
     uint32_t D = m->head_dim, batch = b->err_stride;
@@ -418,7 +420,7 @@ dkv_status bk_compressor_new(dkv_cuda_backend *b, dkv_err *err)
  * their first launch: 0.09-0.14 s that a run's first COMPRESS paid inside its step until session 36
  * (the profile's first_use.compress_s; docs/COST_MODEL.md "Cold shapes").  The seed is not one of
  * the orders' (lr_orders is untouched), so every order draws the Omega it drew before. */
-dkv_status bk_compressor_warm(dkv_cuda_backend *b, uint32_t rank, dkv_err *err)
+static dkv_status compressor_warm(dkv_cuda_backend *b, uint32_t rank, dkv_err *err)
 {
     uint32_t D = b->m.head_dim, L = b->max_L, n = DKV_DEVMEM_LR_BATCH < b->err_stride ? DKV_DEVMEM_LR_BATCH : b->err_stride;
     rank = rank < 1 ? 1 : rank > DKV_LOWRANK_MAX_RANK ? DKV_LOWRANK_MAX_RANK : rank;
@@ -445,6 +447,19 @@ dkv_status bk_compressor_warm(dkv_cuda_backend *b, uint32_t rank, dkv_err *err)
     return st;
 }
 
+/* At begin, when the offload policy can order COMPRESS (pool.lowrank_rank): the compressor set up and,
+ * with warm (warm_gemms and warm_compressor), run, its host seconds in the report's compressor_warm_s. */
+dkv_status bk_compressor_begin(dkv_cuda_backend *b, uint32_t rank, bool warm, dkv_err *err)
+{
+    DKV_TRY(compressor_new(b, err));
+    if (!warm)
+        return DKV_OK;
+    double t0 = dkv_mono_s();
+    DKV_TRY(compressor_warm(b, rank, err));
+    b->rep.compressor_warm_s = dkv_mono_s() - t0;
+    return DKV_OK;
+}
+
 /* One COMPRESS order: the blocks before the ones offloaded raw are gathered and projected to
  * low rank on the compute stream, and the projection (bf16 Q then B, and the errors) goes to the
  * request's host slot on the copy stream.  The next projection waits until that copy has read
@@ -462,7 +477,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     if (m_tok == 0)
         return DKV_OK;
     if (!b->lr)   /* set up at begin when the pool says the policy compresses; here otherwise */
-        DKV_TRY(bk_compressor_new(b, err));
+        DKV_TRY(compressor_new(b, err));
     if (b->compress_epoch > b->done_epoch)   /* lr_out is still being copied out */
         DKV_CU(cudaStreamWaitEvent(b->st, b->copies[b->compress_epoch % BK_COPIES].done, 0));
     DKV_TRY(gbuf_reserve(b, (size_t)batch * m_tok * D * 2, err));
@@ -485,7 +500,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     bk_req *rq = &b->rq[x->req];
     if (n <= raw) {   /* the form goes where the raw blocks would; fetch rebuilds them from it */
         DKV_CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
-        rq->lr_valid = true, rq->lr_start = start, rq->lr_end = end, rq->lr_m = m_tok, rq->lr_r = r;
+        dkv_devmem_lr_stored(&rq->lr, &g);
         rq->lr_plan_bytes = xf->pcie_bytes;
         b->rep.n_lowrank_stored++;
     } else {          /* larger than the raw KV (ratio ~1; short ranges, FP8 KV: model/devmem.h): the raw
@@ -498,7 +513,7 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
             DKV_TRY(copy_scales(b, rq, j, id, true, &raw, err));
             b->blk_epoch[id] = b->epoch;
         }
-        rq->lr_valid = false;
+        rq->lr.valid = false;
         n = raw;
     }
     DKV_CU(cudaMemcpyAsync(b->h_err + (size_t)cs * b->err_stride, b->lr_err, batch * sizeof(float), cudaMemcpyDeviceToHost,
@@ -571,8 +586,7 @@ dkv_status bk_xfers_after(dkv_cuda_backend *b, const dkv_step_plan *plan, cudaEv
          * has read them, a later step that takes them waits (bk_xfers_before) */
         uint32_t nb = cdiv(xf->pcie_bytes, b->block_bytes), start = x->n_chain > nb ? x->n_chain - nb : 0;
         bk_req *rq = &b->rq[x->req];
-        if (rq->lr_valid && start < rq->lr_end && x->n_chain > rq->lr_start)
-            rq->lr_valid = false;   /* raw KV replaces (part of) the low-rank form in the slot */
+        dkv_devmem_lr_offload(&rq->lr, x->n_chain, xf->pcie_bytes, b->block_bytes);   /* raw KV replaces (part of) it */
         uint64_t rem = xf->pcie_bytes, done = 0;
         for (uint32_t j = start; j < x->n_chain && rem; j++) {
             uint64_t n = rem < b->block_bytes ? rem : b->block_bytes;

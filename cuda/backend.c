@@ -367,12 +367,7 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
     if (b->o.n_l2_flush)
         STEP(l2_flush_init(b, err));
     if (s->pool.lowrank_rank)   /* before the warm-ups: its first call loads cuBLAS's SGEMM kernels */
-        STEP(bk_compressor_new(b, err));
-    if (b->o.warm_gemms && b->o.warm_compressor && s->pool.lowrank_rank) {
-        double t0 = dkv_mono_s();
-        STEP(bk_compressor_warm(b, s->pool.lowrank_rank, err));
-        b->rep.compressor_warm_s = dkv_mono_s() - t0;
-    }
+        STEP(bk_compressor_begin(b, s->pool.lowrank_rank, b->o.warm_gemms && b->o.warm_compressor, err));
     if (b->o.warm_gemms && b->dec.cache == DKV_CACHE_SPARSE)
         STEP(warm_scores(b, err));   /* before warm_gemms: its idle follows all the warm-up's work */
     if (b->o.warm_gemms)

@@ -237,7 +237,7 @@ typedef struct dkv_cuda_backend_options {
                                             count (dkv_cuda_gemm_warm: cuBLASLt's kernels loaded before the
                                             first timed step; plans still made at first use) (true) */
     bool                warm_compressor; /* with warm_gemms and a policy that compresses (setup.pool.lowrank_rank),
-                                            run the low-rank compressor at begin (cuda/arena.c bk_compressor_warm), so its first call (cuBLAS's
+                                            run the low-rank compressor at begin (cuda/arena.c bk_compressor_begin), so its first call (cuBLAS's
                                             SGEMM kernels loaded: 0.09-0.14 s) is not inside a step (default true;
                                             the compressor's buffers are set up at begin either way) */
     bool                poison;          /* tests: fill the arena and the activations with 0xFF (bf16

@@ -63,9 +63,7 @@ typedef struct bk_req {
     uint64_t canvas_off;         /* tokens into the canvas slab */
     uint32_t cur_block, masked;  /* host mirror of the unmask rule */
     int32_t  host_slot;          /* host tier slot, -1 none */
-    bool     lr_valid;           /* the slot holds a low-rank form of blocks [lr_start, lr_end) */
-    uint32_t lr_start, lr_end;   /* table indices (blocks of the canvas) */
-    uint32_t lr_m, lr_r;         /* tokens and rank of the form: bf16 Q (batch, m, r), B (batch, r, D) */
+    dkv_devmem_lr_form lr;       /* the low-rank form the slot holds (core/model/devmem.h's rule) */
     uint64_t lr_plan_bytes;      /* the plan's bytes for the form (its COMPRESS order's pcie_bytes) */
 } bk_req;
 
@@ -262,8 +260,7 @@ void       bk_mark(dkv_cuda_backend *b, dkv_kernel_class c);
 
 /* arena.c */
 dkv_status bk_arena_init(dkv_cuda_backend *b, dkv_err *err);
-dkv_status bk_compressor_new(dkv_cuda_backend *b, dkv_err *err);
-dkv_status bk_compressor_warm(dkv_cuda_backend *b, uint32_t rank, dkv_err *err);
+dkv_status bk_compressor_begin(dkv_cuda_backend *b, uint32_t rank, bool warm, dkv_err *err);
 void       bk_arena_free(dkv_cuda_backend *b);
 uint32_t   bk_staging_take(dkv_cuda_backend *b, uint32_t n);      /* first id, or UINT32_MAX */
 /* Before the step's kernels: the compute stream waits for copies still reading its blocks,

@@ -428,7 +428,7 @@ static double first_use(const dkv_model *m, const dkv_gpu *g, const dkv_sim_opti
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
         if (cs->layer[other[i]].launches || cs->once[other[i]].launches) {
             if (other[i] == DKV_KCLASS_COMPRESS && o->warm_gemms && o->warm_compressor)
-                continue;   /* the backend ran its compressor at begin (cuda/arena.c bk_compressor_warm) */
+                continue;   /* the backend ran its compressor at begin (cuda/arena.c bk_compressor_begin) */
             double fu = other[i] == DKV_KCLASS_COMPRESS && in->first_compress_s > 0 ? in->first_compress_s
                                                                                      : in->first_other_s;
             t += fu * seen_insert(st, shape_key(other[i], 0, tag));

@@ -39,18 +39,30 @@ void eng_devmem_begin(eng *e, const dkv_backend_setup *bs)
     }
 }
 
+/* The request's item in the step, the tokens it needs and its chain, as cuda/backend_fwd.c sizes
+ * them (n_tb blocks of need tokens; the chain's n_kv_blocks, at most n_tb); NULL when the order's
+ * request has no item (the backend refuses such a plan). */
+static const dkv_step_item *item_chain(const eng *e, const dkv_step_plan *p, uint32_t request, uint32_t *need,
+                                       uint32_t *n_chain, uint32_t *n_tb)
+{
+    const dkv_step_item *it = dkv_plan_item(p, request);
+    uint32_t bt = e->dm_block_tokens;
+    if (!it || !bt)
+        return NULL;
+    *need = dkv_plan_item_tokens(it, dkv_workload_get(e->c.workload, it->request)->prompt_tokens, e->c.decode.block_len);
+    *n_tb = cdiv32(*need, bt);
+    *n_chain = it->n_kv_blocks < *n_tb ? it->n_kv_blocks : *n_tb;
+    return it;
+}
+
 /* A COMPRESS order as cuda/arena.c's compress() sizes it: the gather, the compressor (already
  * counted at begin when the pool says the policy compresses), and the low-rank form it stores (when
- * not larger than the raw blocks), which a later fetch reads. */
+ * not larger than the raw blocks), which a later fetch may read (core/model/devmem.h's form rule). */
 static void compress(eng *e, const dkv_step_plan *p, const dkv_xfer *xf)
 {
-    const dkv_step_item *it = dkv_plan_item(p, xf->request);
-    uint32_t bt = e->dm_block_tokens, D = e->m->head_dim, batch = dkv_devmem_kv_vectors(e->m);
-    if (!it || !bt)
+    uint32_t bt = e->dm_block_tokens, D = e->m->head_dim, batch = dkv_devmem_kv_vectors(e->m), need, n_chain, n_tb;
+    if (!item_chain(e, p, xf->request, &need, &n_chain, &n_tb))
         return;
-    uint32_t need = dkv_plan_item_tokens(it, dkv_workload_get(e->c.workload, it->request)->prompt_tokens,
-                                         e->c.decode.block_len);
-    uint32_t n_tb = cdiv32(need, bt), n_chain = it->n_kv_blocks < n_tb ? it->n_kv_blocks : n_tb;
     /* the backend's rule (core/model/devmem.h), the held rows included */
     dkv_devmem_range g = dkv_devmem_compress_range(n_chain, dkv_plan_offload_bytes(p, xf->request), xf->device_bytes,
                                                    xf->pcie_bytes, e->dm_block_bytes, bt, e->dm.c.max_L, need, D);
@@ -61,8 +73,12 @@ static void compress(eng *e, const dkv_step_plan *p, const dkv_xfer *xf)
     e->dm_compressor = true;
     dkv_devmem_gather(&e->dm, (uint64_t)batch * m_tok * D * 2);
     uint64_t form = dkv_devmem_lowrank_form_bytes(batch, m_tok, r, D);
-    if (e->dm_form)
-        e->dm_form[xf->request] = form <= (uint64_t)(end - start) * e->dm_block_bytes ? form : 0;
+    if (e->dm_form) {
+        if (form <= (uint64_t)(end - start) * e->dm_block_bytes)
+            dkv_devmem_lr_stored(&e->dm_form[xf->request], &g);
+        else
+            e->dm_form[xf->request].valid = false;   /* the raw blocks go instead */
+    }
 }
 
 void eng_devmem_step(eng *e, const dkv_step_plan *p)
@@ -75,10 +91,13 @@ void eng_devmem_step(eng *e, const dkv_step_plan *p)
     }
     if (p->n_items == 0)
         return;
-    for (uint32_t k = 0; k < p->n_xfers; k++) {   /* fetches read a stored form before the step's rows */
+    uint32_t need, n_chain, n_tb;
+    for (uint32_t k = 0; k < p->n_xfers && e->dm_form; k++) {   /* fetches read a stored form before the step's rows */
         const dkv_xfer *xf = &p->xfers[k];
-        if (xf->kind == DKV_XFER_FETCH && e->dm_form && e->dm_form[xf->request])
-            dkv_devmem_lowrank_in(&e->dm, e->dm_form[xf->request]);
+        if (xf->kind == DKV_XFER_FETCH && item_chain(e, p, xf->request, &need, &n_chain, &n_tb) &&
+            dkv_devmem_lr_rebuilds(&e->dm_form[xf->request], n_chain, n_tb))
+            dkv_devmem_lowrank_in(&e->dm, dkv_devmem_lr_bytes(&e->dm_form[xf->request], dkv_devmem_kv_vectors(e->m),
+                                                              e->m->head_dim));
     }
     dkv_devmem_rows(&e->dm, T, R);
     if (writes && e->m->kv_dtype == DKV_DTYPE_FP8)
@@ -90,6 +109,11 @@ void eng_devmem_step(eng *e, const dkv_step_plan *p)
             dkv_devmem_gather(&e->dm, xf->device_bytes / kvbpt * kvbpt);
         else if (xf->kind == DKV_XFER_COMPRESS)
             compress(e, p, xf);
+    }
+    for (uint32_t k = 0; k < p->n_xfers && e->dm_form; k++) {   /* after the step: raw offloads drop a form */
+        const dkv_xfer *xf = &p->xfers[k];
+        if (xf->kind == DKV_XFER_OFFLOAD && item_chain(e, p, xf->request, &need, &n_chain, &n_tb))
+            dkv_devmem_lr_offload(&e->dm_form[xf->request], n_chain, xf->pcie_bytes, e->dm_block_bytes);
     }
 }
 

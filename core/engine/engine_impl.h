@@ -186,7 +186,7 @@ typedef struct eng {
     dkv_devmem dm;
     uint32_t dm_block_tokens;
     uint64_t dm_block_bytes, dm_arena;
-    uint64_t *dm_form;           /* per request: bytes of the low-rank form its host slot holds, 0 none */
+    dkv_devmem_lr_form *dm_form; /* per request: the low-rank form its host slot holds (model/devmem.h) */
     bool dm_compressor;
 } eng;
 

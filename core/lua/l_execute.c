@@ -23,6 +23,7 @@
 
 #ifdef DKV_HAVE_CUDA
 #include "cuda/backend.h"
+#include "lua/exec_device.h"
 #endif
 
 #define LEXEC_MT "dkv.execute.state"
@@ -148,6 +149,13 @@ static void parse_l2_flush(lua_State *L, int idx, lexec *x)
     lua_pop(L, 1);
 }
 
+static bool given(lua_State *L, int idx, const char *k)   /* opts[k] is not nil */
+{
+    bool g = lua_getfield(L, idx, k) != LUA_TNIL;
+    lua_pop(L, 1);
+    return g;
+}
+
 static void parse_opts(lua_State *L, int idx, lexec *x)
 {
     static const char *const keys[] = {"device", "seed", "weights", "layout", "attn_streams", "max_logit_rows",
@@ -199,15 +207,10 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->bf16_act = dkv_lconf_boolean(L, idx, p, "bf16_activations", false, 0);
     if (x->bf16_act && !x->cpu)
         dkv_lconf_error(L, p, "bf16_activations", "emulates the CUDA backend's bf16 activations on backend = 'cpu'");
-    lua_getfield(L, idx, "warm_gemms");
-    bool warm_given = !lua_isnil(L, -1);
-    lua_pop(L, 1);
+    bool warm_given = given(L, idx, "warm_gemms"), wc_given = given(L, idx, "warm_compressor");
     x->warm_gemms = dkv_lconf_boolean(L, idx, p, "warm_gemms", true, 0);
     if (x->cpu && warm_given)
         dkv_lconf_error(L, p, "warm_gemms", "is for backend = 'cuda' (it loads cuBLASLt's kernels before the first step)");
-    lua_getfield(L, idx, "warm_compressor");
-    bool wc_given = !lua_isnil(L, -1);
-    lua_pop(L, 1);
     x->warm_compressor = dkv_lconf_boolean(L, idx, p, "warm_compressor", true, 0);
     if (x->cpu && wc_given)
         dkv_lconf_error(L, p, "warm_compressor", "is for backend = 'cuda' (it runs the low-rank compressor once at begin)");
@@ -457,70 +460,6 @@ static dkv_status make_cuda(dkv_lsim *s, void *ud, dkv_backend *out, dkv_err *er
     return dkv_cuda_backend_new(&o, out, err);
 }
 
-static void set_u(lua_State *L, const char *k, uint64_t v)
-{
-    lua_pushinteger(L, (lua_Integer)v);
-    lua_setfield(L, -2, k);
-}
-
-static void set_f(lua_State *L, const char *k, double v)
-{
-    lua_pushnumber(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static void push_device(lua_State *L, const dkv_cuda_backend_report *r)
-{
-    lua_createtable(L, 0, 24);
-    lua_pushstring(L, r->device);
-    lua_setfield(L, -2, "device");
-    set_u(L, "weights_bytes", r->weights_bytes);
-    set_u(L, "arena_bytes", r->arena_bytes);
-    set_u(L, "block_bytes", r->block_bytes);
-    set_u(L, "arena_blocks", r->arena_blocks);
-    set_u(L, "staging_blocks", r->staging_blocks);
-    set_u(L, "scratch_bytes", r->scratch_bytes);
-    set_u(L, "host_tier_bytes", r->host_tier_bytes);
-    set_u(L, "mem_total_bytes", r->mem_total_bytes);
-    set_u(L, "mem_free_min_bytes", r->mem_free_min_bytes);
-    set_u(L, "devmem_counted_bytes", r->devmem_counted_bytes);
-    set_u(L, "devmem_allocated_bytes", r->devmem_allocated_bytes);
-    set_u(L, "meta_bytes", r->meta_bytes);
-    set_u(L, "steps", r->steps);
-    set_u(L, "items", r->items);
-    set_f(L, "gpu_time_s", r->gpu_time_s);
-    set_f(L, "wall_time_s", r->wall_time_s);
-    set_f(L, "copy_time_s", r->copy_time_s);
-    set_u(L, "pcie_h2d_bytes", r->pcie_h2d_bytes);
-    set_u(L, "pcie_d2h_bytes", r->pcie_d2h_bytes);
-    set_u(L, "xfer_h2d_counted", r->xfer_h2d_counted);
-    set_u(L, "xfer_d2h_counted", r->xfer_d2h_counted);
-    set_u(L, "n_compress", r->n_compress);
-    set_f(L, "compressor_warm_s", r->compressor_warm_s);
-    set_f(L, "compress_rel_err_mean", r->n_compress ? r->compress_err_sum / (double)r->n_compress : NAN);
-    lua_createtable(L, 0, 7);   /* memory over time: columns, one row per step */
-    static const char *const cols[] = {"step", "time_s", "free_bytes", "total_bytes", "pool_blocks", "staging_blocks",
-                                       "host_bytes"};
-    for (int c = 0; c < 7; c++) {
-        lua_createtable(L, (int)r->n_series, 0);
-        for (size_t i = 0; i < r->n_series; i++) {
-            const dkv_cuda_mem_sample *m = &r->series[i];
-            switch (c) {
-            case 0: lua_pushinteger(L, (lua_Integer)m->step_index); break;
-            case 1: lua_pushnumber(L, m->time_s); break;
-            case 2: lua_pushinteger(L, (lua_Integer)m->free_bytes); break;
-            case 3: lua_pushinteger(L, (lua_Integer)m->total_bytes); break;
-            case 4: lua_pushinteger(L, m->pool_blocks_used); break;
-            case 5: lua_pushinteger(L, m->staging_blocks_used); break;
-            default: lua_pushinteger(L, (lua_Integer)m->host_bytes_used); break;
-            }
-            lua_rawseti(L, -2, (lua_Integer)i + 1);
-        }
-        lua_setfield(L, -2, cols[c]);
-    }
-    lua_setfield(L, -2, "memory");
-}
-
 /* instances.n > 1: instance 0's report (memory series included) with the counters summed over
  * the instances, and dev.instance[i] = each one's own counters. */
 static void push_instances(lua_State *L, lexec *x)
@@ -533,25 +472,25 @@ static void push_instances(lua_State *L, lexec *x)
         steps += r->steps, items += r->items, gpu += r->gpu_time_s, wall += r->wall_time_s;
         free_min = r->mem_free_min_bytes < free_min ? r->mem_free_min_bytes : free_min;
     }
-    push_device(L, r0);
-    set_u(L, "instances", x->k);
-    set_u(L, "steps", steps);
-    set_u(L, "items", items);
-    set_f(L, "gpu_time_s", gpu);
-    set_f(L, "wall_time_s", wall);
-    set_u(L, "mem_free_min_bytes", free_min);
+    dkv_exec_push_device(L, r0);
+    dkv_exec_set_u(L, "instances", x->k);
+    dkv_exec_set_u(L, "steps", steps);
+    dkv_exec_set_u(L, "items", items);
+    dkv_exec_set_f(L, "gpu_time_s", gpu);
+    dkv_exec_set_f(L, "wall_time_s", wall);
+    dkv_exec_set_u(L, "mem_free_min_bytes", free_min);
     lua_createtable(L, (int)x->k, 0);
     for (uint32_t i = 0; i < x->k; i++) {
         const dkv_cuda_backend_report *r = &x->irep[i];
         lua_createtable(L, 0, 8);
-        set_u(L, "steps", r->steps);
-        set_u(L, "items", r->items);
-        set_f(L, "gpu_time_s", r->gpu_time_s);
-        set_f(L, "wall_time_s", r->wall_time_s);
-        set_u(L, "weights_bytes", r->weights_bytes);
-        set_u(L, "arena_bytes", r->arena_bytes);
-        set_u(L, "arena_blocks", r->arena_blocks);
-        set_u(L, "scratch_bytes", r->scratch_bytes);
+        dkv_exec_set_u(L, "steps", r->steps);
+        dkv_exec_set_u(L, "items", r->items);
+        dkv_exec_set_f(L, "gpu_time_s", r->gpu_time_s);
+        dkv_exec_set_f(L, "wall_time_s", r->wall_time_s);
+        dkv_exec_set_u(L, "weights_bytes", r->weights_bytes);
+        dkv_exec_set_u(L, "arena_bytes", r->arena_bytes);
+        dkv_exec_set_u(L, "arena_blocks", r->arena_blocks);
+        dkv_exec_set_u(L, "scratch_bytes", r->scratch_bytes);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_setfield(L, -2, "instance");
@@ -767,7 +706,7 @@ static int execute_body(lua_State *L)
     if (x->k > 1)
         push_instances(L, x);
     else
-        push_device(L, &x->rep);
+        dkv_exec_push_device(L, &x->rep);
     if (x->rep.score) {   /* opts.targets: dev.score, as backend = "cpu" gives it */
         dkv_exec_push_score(L, x->rep.score, x->rep.n_score);
         lua_setfield(L, -2, "score");
@@ -776,7 +715,7 @@ static int execute_body(lua_State *L)
         lua_pushstring(L, "real");
         lua_setfield(L, -2, "clock");
         if (x->start_at > 0)
-            set_f(L, "start_late_s", x->late_s);
+            dkv_exec_set_f(L, "start_late_s", x->late_s);
     }
     if (x->outputs) {
         push_outputs(L, &x->out);

@@ -123,6 +123,31 @@ uint64_t dkv_devmem_lowrank_form_bytes(uint32_t matrices, uint32_t m_tok, uint32
     return ((uint64_t)matrices * m_tok * r + (uint64_t)matrices * r * head_dim) * 2;
 }
 
+void dkv_devmem_lr_stored(dkv_devmem_lr_form *f, const dkv_devmem_range *g)
+{
+    *f = (dkv_devmem_lr_form){.valid = true, .start = g->start, .end = g->end, .m_tok = g->m_tok, .rank = g->rank};
+}
+
+void dkv_devmem_lr_offload(dkv_devmem_lr_form *f, uint32_t n_chain, uint64_t pcie_bytes, uint64_t block_bytes)
+{
+    if (!f->valid || block_bytes == 0)
+        return;
+    uint64_t nb = (pcie_bytes + block_bytes - 1) / block_bytes;
+    uint32_t start = n_chain > nb ? n_chain - (uint32_t)nb : 0;
+    if (start < f->end && n_chain > f->start)
+        f->valid = false;
+}
+
+bool dkv_devmem_lr_rebuilds(const dkv_devmem_lr_form *f, uint32_t n_chain, uint32_t n_tb)
+{
+    return f->valid && f->start >= n_chain && f->end <= n_tb;
+}
+
+uint64_t dkv_devmem_lr_bytes(const dkv_devmem_lr_form *f, uint32_t matrices, uint32_t head_dim)
+{
+    return dkv_devmem_lowrank_form_bytes(matrices, f->m_tok, f->rank, head_dim);
+}
+
 /* ------------------------------------------------------------------ the tracker */
 
 static void total(dkv_devmem *d)

@@ -115,4 +115,23 @@ dkv_devmem_range dkv_devmem_compress_range(uint32_t n_chain, uint64_t offload_by
  * m_tok head_dim: at ratio 0.3 and head_dim 64 (r 19), from 96 tokens (3 blocks of 32) on. */
 uint64_t dkv_devmem_lowrank_form_bytes(uint32_t matrices, uint32_t m_tok, uint32_t r, uint32_t head_dim);
 
+/* A request's low-rank form in its host slot, one rule for the CUDA backend that keeps it (cuda/arena.c)
+ * and the engine's count of the buffer a fetch rebuilds it through (core/engine/engine_devmem.c):
+ *   - a COMPRESS order that stores its form (not larger than the raw blocks) sets it: blocks
+ *     [start, end) of the request's chain, m_tok tokens at rank r (dkv_devmem_lr_stored);
+ *   - a raw OFFLOAD of the chain's last cdiv(pcie_bytes, block_bytes) blocks that reaches into
+ *     [start, end) drops it: raw KV replaces part of it in the slot (dkv_devmem_lr_offload);
+ *   - a FETCH rebuilds those blocks from it (and reads it into the backend's lr_in buffer of
+ *     dkv_devmem_lr_bytes) when the form is valid and [start, end) lies within the fetched
+ *     positions [n_chain, n_tb) (dkv_devmem_lr_rebuilds). */
+typedef struct dkv_devmem_lr_form {
+    bool     valid;
+    uint32_t start, end;       /* chain blocks (the canvas table's indices) */
+    uint32_t m_tok, rank;      /* the form: bf16 Q (matrices, m_tok, rank), B (matrices, rank, head_dim) */
+} dkv_devmem_lr_form;
+void     dkv_devmem_lr_stored(dkv_devmem_lr_form *f, const dkv_devmem_range *g);
+void     dkv_devmem_lr_offload(dkv_devmem_lr_form *f, uint32_t n_chain, uint64_t pcie_bytes, uint64_t block_bytes);
+bool     dkv_devmem_lr_rebuilds(const dkv_devmem_lr_form *f, uint32_t n_chain, uint32_t n_tb);
+uint64_t dkv_devmem_lr_bytes(const dkv_devmem_lr_form *f, uint32_t matrices, uint32_t head_dim);
+
 #endif

@@ -21,8 +21,9 @@
  * reference weights, through core/io.  The arena and the activations are poisoned (0xFF, bf16
  * NaN) at begin.  A progressive-offload
  * run checks that the copies move the bytes the engine ordered, that the low-rank projection
- * reports a finite error, and that begin set up and ran the compressor (its first call outside the
- * steps) with its buffers counted as allocated.  Prints "SKIP: ..." and exits 77 without a usable GPU. */
+ * reports a finite error, that begin set up and ran the compressor (its first call outside the
+ * steps) with its buffers counted as allocated, and that the engine's model of the device memory
+ * counts what the backend allocated on the same plans.  Prints "SKIP: ..." and exits 77 without a usable GPU. */
 #include <math.h>
 #include <time.h>
 #include <unistd.h>
@@ -408,6 +409,12 @@ static void run_offload(dkv_ref_weights *rw, const dkv_model *m, const dkv_gpu *
              (unsigned long long)rep.devmem_allocated_bytes, (unsigned long long)s->device_counted_bytes);
     check_true("  compressor warmed at begin", o.warm_gemms && rep.compressor_warm_s > 0 &&
                                                    rep.devmem_counted_bytes == rep.devmem_allocated_bytes, line);
+    /* the engine's model of the same plans (core/engine/engine_devmem.c, with core/model/devmem.h's
+     * low-rank form rule) counts what the backend allocated: until session 36 it counted a form's
+     * buffer at fetches the backend served raw (14,592 bytes more here) */
+    snprintf(line, sizeof line, "engine %llu, backend %llu bytes", (unsigned long long)s->device_counted_bytes,
+             (unsigned long long)rep.devmem_counted_bytes);
+    check_true("  engine's count = backend's", s->device_counted_bytes == rep.devmem_counted_bytes, line);
     dkv_cuda_backend_report_clear(&rep);
     dkv_engine_result_free(res);
     dkv_backend_free(&be);

@@ -141,12 +141,43 @@ static void test_offload_buffers(void **state)
     assert_int_equal(dkv_devmem_lowrank_form_bytes(1, 96, 19, 64), 6080);   /* 3 blocks: < 6,144 e4m3 */
 }
 
+/* A request's low-rank form (one rule for cuda/arena.c and the engine's count): stored by a COMPRESS
+ * order over blocks [5, 8); a fetch rebuilds from it only when [5, 8) lies within the fetched
+ * positions [n_chain, n_tb); a raw offload of the chain's last blocks that reaches into [5, 8) drops it,
+ * one that stops before it does not.  Until session 36 the engine counted the form's buffer at every
+ * fetch of the request after its compression, 270 MB more than the backend at bg:dual+prog. */
+static void test_lowrank_form(void **state)
+{
+    (void)state;
+    dkv_devmem_lr_form f = {0};
+    assert_false(dkv_devmem_lr_rebuilds(&f, 0, 100));   /* none stored */
+    dkv_devmem_range g = {.start = 5, .end = 8, .m_tok = 96, .rank = 19};
+    dkv_devmem_lr_stored(&f, &g);
+    assert_true(f.valid && f.start == 5 && f.end == 8 && f.m_tok == 96 && f.rank == 19);
+    assert_int_equal(dkv_devmem_lr_bytes(&f, 1, 64), 6080);
+    assert_true(dkv_devmem_lr_rebuilds(&f, 5, 8));       /* the fetched positions are exactly the form's */
+    assert_true(dkv_devmem_lr_rebuilds(&f, 2, 10));
+    assert_false(dkv_devmem_lr_rebuilds(&f, 6, 10));     /* block 5 is held on the device: no rebuild */
+    assert_false(dkv_devmem_lr_rebuilds(&f, 5, 7));      /* block 7 is not fetched */
+    dkv_devmem_lr_offload(&f, 5, 2000, 1000);            /* blocks 3 and 4 raw: before the form */
+    assert_true(f.valid);
+    dkv_devmem_lr_offload(&f, 10, 2000, 0);              /* no geometry: nothing */
+    assert_true(f.valid);
+    dkv_devmem_lr_offload(&f, 10, 2500, 1000);           /* blocks 7, 8 and 9 raw: into [5, 8) */
+    assert_false(f.valid);
+    assert_false(dkv_devmem_lr_rebuilds(&f, 2, 10));
+    dkv_devmem_lr_stored(&f, &g);
+    dkv_devmem_lr_offload(&f, 7, 100000, 1000);          /* every block of a 7-block chain: [0, 7) */
+    assert_false(f.valid);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hardware_fixtures),
         cmocka_unit_test(test_growth_rule),
         cmocka_unit_test(test_offload_buffers),
+        cmocka_unit_test(test_lowrank_form),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
