@@ -213,6 +213,27 @@ tar czf "$T/nvdev/hw_h5.tgz" -C "$T/nvonly" h5
 DKV="$DKV" RES="$T/nvres" bash scripts/hw_session.sh post "$T/nvdev" > "$T/nvpost.txt" 2>&1 || { tail -n 20 "$T/nvpost.txt"; fail "post of nv:* alone"; }
 [ "$(grep -c '^| nv:[^|]* | shipped h200 |' "$T/nvres/summary.md")" = 5 ] && [ ! -e "$T/nvres/multi.md" ] \
     || fail "post of nv:* alone: $(head -c 600 "$T/nvres/summary.md" 2>&1)"
+# a run set recorded before the backend warmed its low-rank compressor (2026-12-04T14:00Z) is re-simulated with
+# sim.warm_compressor = false (its first compression paid in its step), one recorded since with true
+mkdir -p "$T/oldho/h5" "$T/olddev"
+cp "$T/res/h5/heldout.h5" "$T/oldho/h5/" && cp "$T/dev/table.txt" "$T/olddev/"
+$PY - "$T/oldho/h5/heldout.h5" <<'PYEOF' || fail "could not date the stand-in's runs back"
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    for n, r in f["runs"].items():
+        if n.endswith(":real"):
+            r.attrs["start_time"] = "2026-12-03T12:00:00Z"
+PYEOF
+tar czf "$T/olddev/hw_h5.tgz" -C "$T/oldho" h5
+DKV="$DKV" RES="$T/oldres" bash scripts/hw_session.sh post "$T/olddev" > "$T/oldpost.txt" 2>&1 || { tail -n 20 "$T/oldpost.txt"; fail "post of an older held-out set"; }
+$PY - "$T/oldres/sim/heldout.h5" "$T/res/sim/heldout.h5" <<'PYEOF' || fail "warm_compressor by the runs' date"
+import sys, h5py
+def cfg(path):
+    c = h5py.File(path, "r")["runs/ho:bg:dual+prog:sim/config"].attrs
+    return int(c["sim.warm_compressor"]), int(c["sim.warm_gemms"])
+assert cfg(sys.argv[1]) == (0, 1), cfg(sys.argv[1])   # recorded before: the compressor's first call charged
+assert cfg(sys.argv[2]) == (1, 1), cfg(sys.argv[2])   # recorded now: warmed at begin
+PYEOF
 # 66 pairs (24 of them issue 11's multi-instance points, 5 the nv: points at other blocks and steps) + 9 calibrated + the 11 held-out and the 9 validation points re-simulated under the stand-in profile (the simulator reads profiles) + the 11 held-out under the machine calibration (the nv: points are neither)
 [ "$(grep -c "== compare " "$T/res/post.log")" = 106 ] || fail "66 pairs (24 multi-instance, 5 nv:) + 9 calibrated + 11 + 9 profiled + 11 machine-calibrated: $(grep -c "== compare " "$T/res/post.log")"
 # issue 9: the machine calibration (docs/COST_MODEL.md "Machine calibration"): the scale from the nine
@@ -429,6 +450,23 @@ assert "p50" in c[-1] and "p99" in c[-1], c[-1]
 mem = float(h5py.File(sys.argv[2], "r")["runs/ho:az:dual:sim/summary"].attrs["peak_device_bytes"])
 assert abs(float(c[10]) / mem - 1) < 1e-3, (c[10], mem)   # peak device memory: the simulated peak_device_bytes
 PYEOF
+# -D NAME=VALUE reaches every simulation (here the GEMM warm-up off: the first use of each GEMM shape charged, so
+# the unscaled p50 is the simulator's own with -D warm_gemms=false); a -D without '=' is a usage error
+$PY scripts/conditioning.py --dkv "$DKV" --point az:dual --scales 0.5 -D warm_gemms=false -o "$T/condw.md" > /dev/null \
+    || fail "conditioning.py -D"
+"$DKV" run experiments/hw_validate.lua -D backend=sim -D set=heldout -D point=az:dual -D warm_gemms=false \
+    -o "$T/condw1.h5" > /dev/null
+$PY - "$T/condw.md" "$T/condw1.h5" "$T/cond1.h5" <<'PYEOF' || fail "conditioning.py -D: not passed on"
+import sys, h5py
+row = [l for l in open(sys.argv[1]) if l.startswith("| az:dual |")]
+c = [x.strip() for x in row[0].strip().strip("|").split("|")]
+p50 = lambda p: float(h5py.File(p, "r")["runs/ho:az:dual:sim/summary"].attrs["latency_p50_s"])
+assert abs(float(c[1]) / p50(sys.argv[2]) - 1) < 1e-3 and p50(sys.argv[2]) != p50(sys.argv[3]), (c[1], p50(sys.argv[2]))
+PYEOF
+set +e
+$PY scripts/conditioning.py --dkv "$DKV" --point az:dual -D warm_gemms > /dev/null 2> "$T/e"; rc=$?
+set -e
+[ $rc = 2 ] && grep -q "NAME=VALUE" "$T/e" || fail "conditioning.py -D without '=': exit $rc, $(cat "$T/e")"
 # ... and with --measured, the measured memory is the :device run's cudaMemGetInfo peak (not the engine's count)
 $PY scripts/conditioning.py --dkv "$DKV" --point az:dual --scales 0.99 --measured "$T/res" -o "$T/condm.md" > /dev/null \
     || fail "conditioning.py --measured"
