@@ -5,6 +5,7 @@
     /usr/bin/python3 scripts/l2drain.py MANIFEST.txt NCU.csv
     /usr/bin/python3 scripts/l2drain.py standin MANIFEST.txt NCU.csv --rate MB_PER_US [--idle]
     /usr/bin/python3 scripts/l2drain.py standin MANIFEST.txt NCU.csv --share --clean FRACTION
+    /usr/bin/python3 scripts/l2drain.py standin MANIFEST.txt NCU.csv --order --lru MB
 
 MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch, in launch order);
 NCU.csv: `ncu --csv --cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum,
@@ -25,12 +26,18 @@ Kinds of `l2drain share` (since session 32): xread<B> (the probe read by the gri
 wrote; xread0 its own lines), xreadall (every CTA reads all of it) and xwrite<B> (rewritten so), each followed by a
 re-read as written (role q: its DRAM reads are the probe's lines no longer in L2): whether an SM's read or rewrite of
 lines another SM left dirty writes them back.
+Kinds of `l2drain order` (since session 36): rehit (half A of the probe written dirty, read again, then half B
+written dirty), rehit0 (no re-read), dclean (A written dirty, then C read clean), a stream of x MB read once (role
+m), then each half re-read (qa, qb or qc; kinds ending in r re-read the other half first): the re-reads' DRAM reads
+are what the stream pushed out of each half, so the table says which half the L2 gave up first (an LRU: A in all
+three; an L2 keeping re-referenced lines: B under rehit; one keeping dirty lines: C under dclean).
 
 `standin` writes MANIFEST and NCU.csv from a model L2 instead of a GPU, to test this script (tests/e2e/
 test_l2probe.sh): dirty lines drain at MB_PER_US while a kernel runs (none while the GPU idles, unless --idle),
 every kernel of the plan lasting as its x says (spin, slow) or 3 us.  With --share, the manifest of `l2drain share`
 from a model L2 in which a read or rewrite by other CTAs (every kind but xread0 and xwrite0) writes FRACTION of the
-probe's dirty bytes back.
+probe's dirty bytes back.  With --order, the manifest of `l2drain order` from an LRU L2 of MB megabytes (whole
+lines, no preference): A goes first in every kind.
 """
 import re
 import sys
@@ -46,10 +53,15 @@ STRIDED = re.compile(r"^s(read|write)([0-9]+)$")   # sread<S KB>, swrite<S KB> (
 BEHIND = re.compile(r"^behind([0-9]+)$")            # behind<L MB> (since session 31)
 STRIDES_KB = (1, 56, 512)
 SHARE = re.compile(r"^x(read|write)([0-9]+|all)$")  # xread<B>, xreadall, xwrite<B> (since session 32)
+ORDER = re.compile(r"^(rehit|rehit0|dclean)(r?)$")  # `l2drain order` (since session 36)
+ORDER_X = (20, 24, 28, 32, 36, 40, 44)   # l2drain.cu run_order's xs
 
 
 def kernel_of(role, kind):
     """the kernel a launch of this role and kind runs, None if the pair is not one l2drain.cu makes"""
+    if ORDER.match(kind):    # A written (w), re-read (a), B written (v) or C read (c), the stream (m), re-reads (q*)
+        return {"v": "write_kernel", "a": "read_kernel", "c": "read_kernel", "m": "read_kernel", "qa": "read_kernel",
+                "qb": "read_kernel", "qc": "read_kernel"}.get(role, KERNEL_OF.get(role))
     if SHARE.match(kind):    # the probe read or rewritten by other CTAs (m), re-read as written (q)
         return {"m": "xread_kernel", "q": "read_kernel"}.get(role, KERNEL_OF.get(role))
     if BEHIND.match(kind):   # the logits written (b) and read (r), the probe, a contiguous read
@@ -66,7 +78,7 @@ def kernel_of(role, kind):
 
 def known(kind):
     """a kind of trial the report tabulates"""
-    return kind in KINDS or STRIDED.match(kind) or BEHIND.match(kind) or SHARE.match(kind)
+    return kind in KINDS or STRIDED.match(kind) or BEHIND.match(kind) or SHARE.match(kind) or ORDER.match(kind)
 
 
 def kinds_in(man):
@@ -133,11 +145,39 @@ def report_share(kind, rows):
             h["wr"] / MB))
 
 
+def report_order(base, by_kind):
+    """a rehit / rehit0 / dclean table over both re-read orders: each half's bytes gone taken from the trial that
+    re-read it first (the second re-read finds what the first one's misses pushed out), and which went first"""
+    other = "c" if base == "dclean" else "b"
+    fwd, rev = by_kind.get(base, []), by_kind.get(base + "r", [])
+    xs = sorted({t["w"]["x"] for t in fwd + rev})
+    at = lambda rows, x: next((t for t in rows if t["w"]["x"] == x), None)
+    print("\n### %s (%s)\n" % (base, "and %sr" % base if rev else "one order only"))
+    print("| D MB | x (MB streamed) | m: writes MB (dirty pushed out) | A gone MB (qa first) | %s gone MB (q%s first) | "
+          "h: writes MB (still dirty) | first to go |" % (other.upper(), other))
+    print("|---|---|---|---|---|---|---|")
+    for x in xs:
+        f, r = at(fwd, x), at(rev, x)
+        t = f or r
+        a = f["qa"]["rd"] / MB if f else None
+        o = r["q" + other]["rd"] / MB if r else None
+        cell = lambda v: "-" if v is None else "%.3f" % v
+        if a is None or o is None:
+            first = "?"
+        elif max(a, o) < 0.05 * t["w"]["d"] / 2:
+            first = "neither"
+        else:
+            first = "A" if a > o else other.upper() if o > a else "both"
+        print("| %g | %g | %.3f | %s | %s | %.3f | %s |" % (t["w"]["d"], x, t["m"]["wr"] / MB, cell(a), cell(o),
+                                                            t["h"]["wr"] / MB, first))
+
+
 def report(man):
     trials = {}
     for m in man:
         if known(m["kind"]):
             trials.setdefault(m["trial"], {})[m["role"]] = m
+    done_order = set()
     for kind in kinds_in(man):
         rows = [t for t in trials.values() if t.get("w", t.get("h"))["kind"] == kind]
         if not rows:
@@ -147,6 +187,13 @@ def report(man):
             continue
         if SHARE.match(kind):
             report_share(kind, rows)
+            continue
+        mo = ORDER.match(kind)
+        if mo:
+            if not mo.group(2) or mo.group(1) not in done_order:
+                done_order.add(mo.group(1))
+                report_order(mo.group(1), {k: [t for t in trials.values() if t.get("w", t.get("h"))["kind"] == k]
+                                           for k in (mo.group(1), mo.group(1) + "r")})
             continue
         unit = {"read": "MB read", "none": "ms idle"}.get(kind, "us")
         sm = STRIDED.match(kind)
@@ -239,6 +286,63 @@ def standin_share(mpath, npath, clean):
     write_standin(mpath, npath, man, rows, "share, clean %g" % clean)
 
 
+def standin_order(mpath, npath, lru_mb):
+    """`l2drain order`'s launches from an LRU L2 of lru_mb MB, tracked in 0.5 MB pieces (buffer, piece) with a dirty
+    flag: a read of a piece not held reads it from DRAM, an eviction of a dirty piece writes it back"""
+    man, n, trial = [], 0, 0
+    for kind in ("rehit", "rehit0", "dclean", "rehitr", "rehit0r", "dcleanr"):
+        for x in ORDER_X:
+            clean, rev = kind.startswith("dclean"), kind.endswith("r")
+            roles = ["flush", "w"] + (["a"] if kind.startswith("rehit") and not kind.startswith("rehit0") else [])
+            roles += ["c"] if clean else ["v"]
+            roles += ["m"] + ([("qc" if clean else "qb"), "qa"] if rev else ["qa", ("qc" if clean else "qb")]) + ["h"]
+            for r in roles:
+                man.append((n, r, trial, kind, 8, x))
+                n += 1
+            trial += 1
+    man.append((n, "flush", trial, "end", 0, 0))
+    P = 0.5
+    cache, cap = [], int(lru_mb / P)   # pieces, least recent first: [key, dirty]
+
+    def touch(key, write):
+        rd = wr = 0.0
+        for i, (k, dirty) in enumerate(cache):
+            if k == key:
+                cache.pop(i)
+                cache.append([key, dirty or write])
+                return 0.0, 0.0
+        if not write:
+            rd = P
+        cache.append([key, write])
+        while len(cache) > cap:
+            k, dirty = cache.pop(0)
+            wr += P if dirty else 0.0
+        return rd, wr
+
+    def access(buf, mb, write):
+        rd = wr = 0.0
+        for i in range(int(round(mb / P))):
+            r, w = touch((buf, i), write)
+            rd, wr = rd + r, wr + w
+        return rd, wr
+    rows = []
+    for k, role, tr, kind, d, x in man:
+        if role in ("flush", "h"):   # 256 MB read: everything dirty written back, the L2 left clean
+            wr = sum(P for _, dirty in cache if dirty)
+            cache.clear()
+            rd, _ = access(("flush", tr, role), 64, False)   # (a quarter: enough to fill a model L2)
+        elif role in ("w", "a", "qa"):
+            rd, wr = access("A", d / 2, role == "w")
+        elif role in ("v", "qb"):
+            rd, wr = access("B", d / 2, role == "v")
+        elif role in ("c", "qc"):
+            rd, wr = access("C", d / 2, False)
+        else:   # m: x MB streamed once
+            rd, wr = access(("stream", tr), x, False)
+        rows.append((k, kernel_of(role, kind), wr * MB, rd * MB, 3.0))
+    write_standin(mpath, npath, man, rows, "order, LRU %g MB" % lru_mb)
+
+
 def write_standin(mpath, npath, man, rows, what):
     with open(mpath, "w") as f:
         f.write("# l2drain: stand-in, %s\n" % what)
@@ -255,6 +359,17 @@ def write_standin(mpath, npath, man, rows, what):
 def main(argv):
     if len(argv) >= 2 and argv[1] in ("-h", "--help"):
         print(__doc__)
+        return 0
+    if len(argv) >= 4 and argv[1] == "standin" and "--order" in argv:
+        lru = None
+        if "--lru" in argv and argv.index("--lru") + 1 < len(argv):
+            try:
+                lru = float(argv[argv.index("--lru") + 1])
+            except ValueError:
+                pass
+        if lru is None or lru <= 0:
+            die("standin --order needs --lru MB (a number > 0)")
+        standin_order(argv[2], argv[3], lru)
         return 0
     if len(argv) >= 4 and argv[1] == "standin" and "--share" in argv:
         clean = None
@@ -280,7 +395,7 @@ def main(argv):
         return 0
     if len(argv) != 3:
         die("usage: l2drain.py MANIFEST.txt NCU.csv | standin MANIFEST.txt NCU.csv --rate MB_PER_US [--idle] | "
-            "standin MANIFEST.txt NCU.csv --share --clean FRACTION")
+            "standin MANIFEST.txt NCU.csv --share --clean FRACTION | standin MANIFEST.txt NCU.csv --order --lru MB")
     man, ncu = read_manifest(argv[1]), read_ncu(argv[2])
     pair(man, ncu, argv[1], argv[2])
     report(man)

@@ -42,6 +42,16 @@
 //   xwrite<B>  rewritten by each CTA over what CTA b + B wrote (xwrite0: its own), then q.
 // The flush (h) finds what is still dirty.  An L2 that cleans a dirty line when another SM reads (or rewrites) it
 // shows it as m's DRAM writes growing from xread0 to xreadall with the flush's falling, q reading nothing back.
+// Since session 36, `l2drain order` runs only kinds that ask which lines the L2 gives up first when a stream of x MB
+// read once comes (role m, a contiguous read of lines not in L2), the probe's two halves of D / 2 MB each (A, then
+// B or C) set up so that an LRU and the alternatives disagree:
+//   rehit    A written dirty (w), read again (a: hits), then B written dirty (v): A is older but re-referenced;
+//   rehit0   the same without the re-read (the control: A older, not re-referenced);
+//   dclean   A written dirty (w), then C read clean (c: another buffer's D / 2 MB, newer than A).
+// Then A and the other half re-read (qa, then qb or qc; kinds ending in r re-read the other half first): their DRAM
+// reads are the bytes of each half the stream pushed out; h finds what is still dirty.  An LRU gives up A first in
+// all three; an L2 that keeps re-referenced lines (RRIP-like) gives up B first under rehit; one that keeps dirty
+// lines gives up C first under dclean.
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -199,12 +209,57 @@ static int run_share(int trial)
     return trial;
 }
 
+static void read_buf(const char *role, int trial, const char *kind, double d, double x, const uint4 *p, double mb)
+{
+    manifest(role, trial, kind, d, x);
+    read_kernel<<<grid_, BLOCK>>>(p, (size_t)(mb * MB) / 16, out_);
+    CK(cudaGetLastError());
+}
+
+// `l2drain order`: the rehit / rehit0 / dclean kinds alone (the file's head).
+static int run_order(int trial)
+{
+    const double d = 8, xs[] = {20, 24, 28, 32, 36, 40, 44};
+    const char *kinds[] = {"rehit", "rehit0", "dclean", "rehitr", "rehit0r", "dcleanr"};
+    size_t half = (size_t)(d / 2 * MB) / 16;
+    for (const char *kind : kinds)
+        for (double x : xs) {
+            bool clean = kind[0] == 'd', hit = strncmp(kind, "rehit0", 6) != 0 && !clean;
+            bool rev = kind[strlen(kind) - 1] == 'r';
+            flush(trial, kind, d, x, "flush");
+            manifest("w", trial, kind, d, x);   // A: the probe's first half, dirty
+            write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
+            CK(cudaGetLastError());
+            if (hit)
+                read_buf("a", trial, kind, d, x, probe_, d / 2);
+            if (clean) {
+                read_buf("c", trial, kind, d, x, other_, d / 2);   // C: clean, newer than A
+            } else {
+                manifest("v", trial, kind, d, x);   // B: the second half, dirty, newer than A
+                write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
+                CK(cudaGetLastError());
+            }
+            read_buf("m", trial, kind, d, x, big_ + (size_t)trial * (64 * MB / 16) % (BIG / 16 - (size_t)(x * MB) / 16),
+                     x);
+            const char *other = clean ? "qc" : "qb";
+            const uint4 *op = clean ? other_ : probe_ + half;
+            if (rev)
+                read_buf(other, trial, kind, d, x, op, d / 2);
+            read_buf("qa", trial, kind, d, x, probe_, d / 2);
+            if (!rev)
+                read_buf(other, trial, kind, d, x, op, d / 2);
+            flush(trial, kind, d, x, "h");
+            trial++;
+        }
+    return trial;
+}
+
 int main(int argc, char **argv)
 {
-    bool share = argc == 2 && strcmp(argv[1], "share") == 0;
-    if (argc > 2 || (argc == 2 && !share)) {
-        fprintf(stderr, "usage: l2drain [share]  (run under ncu, see the file's head; share: the xread/xwrite kinds "
-                        "alone)\n");
+    bool share = argc == 2 && strcmp(argv[1], "share") == 0, order = argc == 2 && strcmp(argv[1], "order") == 0;
+    if (argc > 2 || (argc == 2 && !share && !order)) {
+        fprintf(stderr, "usage: l2drain [share | order]  (run under ncu, see the file's head; share: the xread/xwrite "
+                        "kinds alone; order: the rehit/dclean kinds alone)\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -221,8 +276,8 @@ int main(int argc, char **argv)
     CK(cudaMemset(flush_, 2, 256ull << 20));
     CK(cudaMemset(probe_, 3, 32 * MB));
     CK(cudaDeviceSynchronize());
-    if (share) {
-        int t = run_share(0);
+    if (share || order) {
+        int t = share ? run_share(0) : run_order(0);
         flush(t, "end", 0, 0, "flush");
         CK(cudaDeviceSynchronize());
         printf("# %d launches, %d trials\n", n_launch, t);
