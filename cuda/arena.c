@@ -423,8 +423,7 @@ static dkv_status compressor_new(dkv_cuda_backend *b, dkv_err *err)
 static dkv_status compressor_warm(dkv_cuda_backend *b, uint32_t rank, dkv_err *err)
 {
     uint32_t D = b->m.head_dim, L = b->max_L, n = DKV_DEVMEM_LR_BATCH < b->err_stride ? DKV_DEVMEM_LR_BATCH : b->err_stride;
-    rank = rank < 1 ? 1 : rank > DKV_LOWRANK_MAX_RANK ? DKV_LOWRANK_MAX_RANK : rank;
-    rank = rank > L ? L : rank > D ? D : rank;
+    rank = rank > L ? L : rank > D ? D : rank;   /* (pool.lowrank_rank is in [1, DKV_DEVMEM_LR_RANK]) */
     if (!b->lr || L == 0 || n == 0)
         return DKV_OK;
     size_t in_bytes = (size_t)n * L * D * 2;
@@ -496,11 +495,12 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
     DKV_CU(cudaStreamWaitEvent(b->cp, b->cmp_ev, 0));
     uint32_t cs;
     DKV_TRY(copy_open(b, true, &cs, err));
-    uint64_t n = dkv_devmem_lowrank_form_bytes(batch, m_tok, r, D), raw = (uint64_t)(end - start) * b->block_bytes;
+    uint64_t n, raw = (uint64_t)(end - start) * b->block_bytes;
     bk_req *rq = &b->rq[x->req];
-    if (n <= raw) {   /* the form goes where the raw blocks would; fetch rebuilds them from it */
+    if (dkv_devmem_lr_compressed(&rq->lr, &g, batch, D, b->block_bytes)) {   /* the form goes where the raw blocks
+                                                                                 would; fetch rebuilds them from it */
+        n = dkv_devmem_lr_bytes(&rq->lr, batch, D);
         DKV_CU(cudaMemcpyAsync(slot + (uint64_t)start * b->block_bytes, b->lr_out, n, cudaMemcpyDeviceToHost, b->cp));
-        dkv_devmem_lr_stored(&rq->lr, &g);
         rq->lr_plan_bytes = xf->pcie_bytes;
         b->rep.n_lowrank_stored++;
     } else {          /* larger than the raw KV (ratio ~1; short ranges, FP8 KV: model/devmem.h): the raw
@@ -513,7 +513,6 @@ static dkv_status compress(dkv_cuda_backend *b, const dkv_step_plan *plan, const
             DKV_TRY(copy_scales(b, rq, j, id, true, &raw, err));
             b->blk_epoch[id] = b->epoch;
         }
-        rq->lr.valid = false;
         n = raw;
     }
     DKV_CU(cudaMemcpyAsync(b->h_err + (size_t)cs * b->err_stride, b->lr_err, batch * sizeof(float), cudaMemcpyDeviceToHost,

@@ -387,8 +387,8 @@ warm_args() {   # H5 [NAME]: "-D NAME=<value>" when its :real runs were executed
     $PY - "$1" "${2:-warmup}" <<'PYEOF'
 import sys, h5py
 runs, key = h5py.File(sys.argv[1], "r")["runs"], sys.argv[2]
-BUCKETS_SINCE = "2026-12-02T03:30:00Z"
-COMPRESSOR_SINCE = "2026-12-04T14:00:00Z"
+# a setting false for runs recorded before the backend did it ("Bucket algorithms"; the compressor warmed at begin)
+SINCE = {"warm_gemms": "2026-12-02T03:30:00Z", "warm_compressor": "2026-12-04T14:00:00Z"}
 modes = set()
 for n in runs:
     if n.endswith(":real"):
@@ -397,9 +397,7 @@ for n in runs:
         v = next((l.split("=", 1)[1] for l in d.splitlines() if l.startswith(key + "=")), "")
         t = runs[n].attrs.get("start_time", b"")
         t = t.decode() if isinstance(t, bytes) else str(t)
-        if key == "warm_gemms" and v == "" and t and t < BUCKETS_SINCE:
-            v = "false"
-        if key == "warm_compressor" and v == "" and t and t < COMPRESSOR_SINCE:
+        if key in SINCE and v == "" and t and t < SINCE[key]:
             v = "false"
         modes.add(v)
 if len(modes) > 1:
@@ -575,19 +573,19 @@ PYEOF
     # how far each held-out point's run-level figures move when every kernel runs up to 2 % faster or slower (the
     # machines' spread), then up to 5 % (every step within the step target), beside this run set's measured values
     # (scripts/conditioning.py; ~2 and ~4 s); the nv:* points the same way (since session 35: conditioning_novel_*.md)
-    local set band what who
+    local set band what who wca
     for set in heldout novel; do
         [ -f "$R/h5/$set.h5" ] || continue
         who="held-out"
         [ $set = novel ] && who="nv:*"
+        local wc=()   # the set's recorded process (warm_all), as its re-simulation had it
+        wca=$(warm_all "$R/h5/$set.h5") || { echo "conditioning of $set: $wca" | tee -a "$log"; continue; }
+        [ -n "$wca" ] && mapfile -t wc <<< "$wca"
         for band in machine step; do
             what="every kernel within 2 %: the machines' spread"
             [ $band = step ] && what="every kernel within 5 %: the step target"
             local out="$R/conditioning_$band.md"
             [ $set = novel ] && out="$R/conditioning_novel_$band.md"
-            local wc=() wca   # the set's recorded process (warm_all), as its re-simulation had it
-            wca=$(warm_all "$R/h5/$set.h5") || { echo "conditioning of $set: $wca" | tee -a "$log"; continue; }
-            [ -n "$wca" ] && mapfile -t wc <<< "$wca"
             if $PY scripts/conditioning.py --dkv "$DKV" --set $set --band $band --measured "$R" "${wc[@]}" > "$out" 2>> "$log"; then
                 { printf '\n## How conditioned the %s run-level figures are, %s (issue 9; scripts/conditioning.py --set %s --band %s, the shipped preset)\n\n' "$who" "$what" $set $band
                   cat "$out"; } >> "$R/summary.md"

@@ -66,19 +66,13 @@ static void compress(eng *e, const dkv_step_plan *p, const dkv_xfer *xf)
     /* the backend's rule (core/model/devmem.h), the held rows included */
     dkv_devmem_range g = dkv_devmem_compress_range(n_chain, dkv_plan_offload_bytes(p, xf->request), xf->device_bytes,
                                                    xf->pcie_bytes, e->dm_block_bytes, bt, e->dm.c.max_L, need, D);
-    uint32_t m_tok = g.m_tok, r = g.rank, start = g.start, end = g.end;
-    if (m_tok == 0)
+    if (g.m_tok == 0)
         return;
     dkv_devmem_compressor(&e->dm);
     e->dm_compressor = true;
-    dkv_devmem_gather(&e->dm, (uint64_t)batch * m_tok * D * 2);
-    uint64_t form = dkv_devmem_lowrank_form_bytes(batch, m_tok, r, D);
-    if (e->dm_form) {
-        if (form <= (uint64_t)(end - start) * e->dm_block_bytes)
-            dkv_devmem_lr_stored(&e->dm_form[xf->request], &g);
-        else
-            e->dm_form[xf->request].valid = false;   /* the raw blocks go instead */
-    }
+    dkv_devmem_gather(&e->dm, (uint64_t)batch * g.m_tok * D * 2);
+    if (e->dm_form)
+        dkv_devmem_lr_compressed(&e->dm_form[xf->request], &g, batch, D, e->dm_block_bytes);
 }
 
 void eng_devmem_step(eng *e, const dkv_step_plan *p)

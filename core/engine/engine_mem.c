@@ -444,9 +444,8 @@ void eng_backend_setup(const eng *e, dkv_backend_setup *bs)
         uint64_t conc = n_req < c->max_num_seqs ? n_req : c->max_num_seqs, cap = 64ull << 30;
         p->host_bytes = conc * slot < cap ? conc * slot : cap;
         const dkv_offload_config *o = &c->offload;
-        if (o->mode == DKV_OFFLOAD_PROGRESSIVE && o->t1 < o->t2 && o->t1 < 1)   /* phase 2 has steps */
-            p->lowrank_rank = dkv_devmem_compress_rank((uint64_t)llround(o->lowrank_ratio * 1e6), 1000000,
-                                                       e->m->head_dim, UINT32_MAX);
+        if (o->mode == DKV_OFFLOAD_PROGRESSIVE && o->t1 < o->t2)   /* phase 2 has steps (t2 <= 1) */
+            p->lowrank_rank = dkv_devmem_ratio_rank(o->lowrank_ratio, e->m->head_dim);
     }
     /* the instances */
     dkv_backend_instances *in = &bs->instances;

@@ -91,11 +91,15 @@ uint32_t dkv_devmem_compress_tokens(uint32_t n_chain, uint32_t off_blocks, uint3
     return t > max_L ? max_L : (uint32_t)t;
 }
 
+uint32_t dkv_devmem_ratio_rank(double ratio, uint32_t head_dim)
+{
+    uint32_t r = (uint32_t)llround(ratio * head_dim);
+    return r < 1 ? 1 : r > DKV_DEVMEM_LR_RANK ? DKV_DEVMEM_LR_RANK : r;
+}
+
 uint32_t dkv_devmem_compress_rank(uint64_t pcie_bytes, uint64_t device_bytes, uint32_t head_dim, uint32_t m_tok)
 {
-    double ratio = device_bytes ? (double)pcie_bytes / (double)device_bytes : 0.3;
-    uint32_t r = (uint32_t)llround(ratio * head_dim);
-    r = r < 1 ? 1 : r > DKV_DEVMEM_LR_RANK ? DKV_DEVMEM_LR_RANK : r;
+    uint32_t r = dkv_devmem_ratio_rank(device_bytes ? (double)pcie_bytes / (double)device_bytes : 0.3, head_dim);
     return r > m_tok ? m_tok : r;
 }
 
@@ -126,6 +130,18 @@ uint64_t dkv_devmem_lowrank_form_bytes(uint32_t matrices, uint32_t m_tok, uint32
 void dkv_devmem_lr_stored(dkv_devmem_lr_form *f, const dkv_devmem_range *g)
 {
     *f = (dkv_devmem_lr_form){.valid = true, .start = g->start, .end = g->end, .m_tok = g->m_tok, .rank = g->rank};
+}
+
+bool dkv_devmem_lr_compressed(dkv_devmem_lr_form *f, const dkv_devmem_range *g, uint32_t matrices, uint32_t head_dim,
+                              uint64_t block_bytes)
+{
+    bool form = dkv_devmem_lowrank_form_bytes(matrices, g->m_tok, g->rank, head_dim) <=
+                (uint64_t)(g->end - g->start) * block_bytes;
+    if (form)
+        dkv_devmem_lr_stored(f, g);
+    else
+        f->valid = false;
+    return form;
 }
 
 void dkv_devmem_lr_offload(dkv_devmem_lr_form *f, uint32_t n_chain, uint64_t pcie_bytes, uint64_t block_bytes)

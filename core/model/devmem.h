@@ -94,6 +94,9 @@ uint32_t dkv_devmem_compress_tokens(uint32_t n_chain, uint32_t off_blocks, uint3
 /* Its rank: round(pcie_bytes / device_bytes x head_dim) (the order's size ratio; 0.3 when
  * device_bytes is 0), clamped to [1, DKV_DEVMEM_LR_RANK] and to m_tok. */
 uint32_t dkv_devmem_compress_rank(uint64_t pcie_bytes, uint64_t device_bytes, uint32_t head_dim, uint32_t m_tok);
+/* The same rank from a size ratio alone (round(ratio x head_dim) in [1, DKV_DEVMEM_LR_RANK]): what an
+ * offload policy's lowrank_ratio gives before any order exists. */
+uint32_t dkv_devmem_ratio_rank(double ratio, uint32_t head_dim);
 /* The whole rule of a COMPRESS order, in one place (cuda/arena.c compress, its twin in the
  * simulator sim/sim_lowrank.c, and the engine's device-memory count): the request's chain blocks
  * [start, end) before the offload_bytes offloaded raw in the same step (cdiv by block_bytes), the
@@ -117,8 +120,9 @@ uint64_t dkv_devmem_lowrank_form_bytes(uint32_t matrices, uint32_t m_tok, uint32
 
 /* A request's low-rank form in its host slot, one rule for the CUDA backend that keeps it (cuda/arena.c)
  * and the engine's count of the buffer a fetch rebuilds it through (core/engine/engine_devmem.c):
- *   - a COMPRESS order that stores its form (not larger than the raw blocks) sets it: blocks
- *     [start, end) of the request's chain, m_tok tokens at rank r (dkv_devmem_lr_stored);
+ *   - a COMPRESS order sets it when its form is not larger than the raw blocks [start, end) of the
+ *     request's chain it stands for (m_tok tokens at rank r; dkv_devmem_lr_compressed, which says
+ *     whether the form or those raw blocks go to the slot), else drops it;
  *   - a raw OFFLOAD of the chain's last cdiv(pcie_bytes, block_bytes) blocks that reaches into
  *     [start, end) drops it: raw KV replaces part of it in the slot (dkv_devmem_lr_offload);
  *   - a FETCH rebuilds those blocks from it (and reads it into the backend's lr_in buffer of
@@ -130,6 +134,8 @@ typedef struct dkv_devmem_lr_form {
     uint32_t m_tok, rank;      /* the form: bf16 Q (matrices, m_tok, rank), B (matrices, rank, head_dim) */
 } dkv_devmem_lr_form;
 void     dkv_devmem_lr_stored(dkv_devmem_lr_form *f, const dkv_devmem_range *g);
+bool     dkv_devmem_lr_compressed(dkv_devmem_lr_form *f, const dkv_devmem_range *g, uint32_t matrices, uint32_t head_dim,
+                                  uint64_t block_bytes);
 void     dkv_devmem_lr_offload(dkv_devmem_lr_form *f, uint32_t n_chain, uint64_t pcie_bytes, uint64_t block_bytes);
 bool     dkv_devmem_lr_rebuilds(const dkv_devmem_lr_form *f, uint32_t n_chain, uint32_t n_tb);
 uint64_t dkv_devmem_lr_bytes(const dkv_devmem_lr_form *f, uint32_t matrices, uint32_t head_dim);
