@@ -33,7 +33,9 @@
 -- steps of 2,560 and 1,568 rows, Reuse steps of 160 and 224: session 32's fresh Nsight Compute set, recorded before
 -- any rule it judges was chosen, device call 104); w17 and w18, 6 x (352 + 32) and 3 x (1056 + 32) (Refresh steps of
 -- 2,304 and 3,264 rows, Reuse steps of 192 and 96: a fresh set recorded at session 32's end for the next session's
--- trials, device call 108).
+-- trials, device call 108); w19 and w20, 5 x (608 + 32) and 12 x (128 + 32) (Refresh steps of 3,200 and 1,920 rows,
+-- Reuse steps of 160 and 384: session 37's fresh set, recorded with the L2 order probe before any write rule it
+-- judges was chosen, device call 117).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -81,6 +83,8 @@ local workloads = {
   {"w16", 7, 192, 32, named = true},
   {"w17", 6, 352, 32, named = true},
   {"w18", 3, 1056, 32, named = true},
+  {"w19", 5, 608, 32, named = true},
+  {"w20", 12, 128, 32, named = true},
 }
 local caches = {
   {"prefix", nil},

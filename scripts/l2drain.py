@@ -27,10 +27,11 @@ wrote; xread0 its own lines), xreadall (every CTA reads all of it) and xwrite<B>
 re-read as written (role q: its DRAM reads are the probe's lines no longer in L2): whether an SM's read or rewrite of
 lines another SM left dirty writes them back.
 Kinds of `l2drain order` (since session 36): rehit (half A of the probe written dirty, read again, then half B
-written dirty), rehit0 (no re-read), dclean (A written dirty, then C read clean), a stream of x MB read once (role
-m), then each half re-read (qa, qb or qc; kinds ending in r re-read the other half first): the re-reads' DRAM reads
-are what the stream pushed out of each half, so the table says which half the L2 gave up first (an LRU: A in all
-three; an L2 keeping re-referenced lines: B under rehit; one keeping dirty lines: C under dclean).
+written dirty), rehit0 (no re-read), dclean (A written dirty, then C read clean), chit (since session 37: A read
+clean, read again, then B written dirty), a stream of x MB read once (role m), then each half re-read (qa, qb or qc;
+kinds ending in r re-read the other half first): the re-reads' DRAM reads are what the stream pushed out of each half,
+so the table says which half the L2 gave up first (an LRU: A in all four; an L2 keeping re-referenced lines: B under
+rehit and chit; one keeping dirty lines: C under dclean, A under chit).
 
 `standin` writes MANIFEST and NCU.csv from a model L2 instead of a GPU, to test this script (tests/e2e/
 test_l2probe.sh): dirty lines drain at MB_PER_US while a kernel runs (none while the GPU idles, unless --idle),
@@ -53,13 +54,15 @@ STRIDED = re.compile(r"^s(read|write)([0-9]+)$")   # sread<S KB>, swrite<S KB> (
 BEHIND = re.compile(r"^behind([0-9]+)$")            # behind<L MB> (since session 31)
 STRIDES_KB = (1, 56, 512)
 SHARE = re.compile(r"^x(read|write)([0-9]+|all)$")  # xread<B>, xreadall, xwrite<B> (since session 32)
-ORDER = re.compile(r"^(rehit|rehit0|dclean)(r?)$")  # `l2drain order` (since session 36)
+ORDER = re.compile(r"^(rehit|rehit0|dclean|chit)(r?)$")  # `l2drain order` (since session 36; chit since 37)
 ORDER_X = (20, 24, 28, 32, 36, 40, 44)   # l2drain.cu run_order's xs
 
 
 def kernel_of(role, kind):
     """the kernel a launch of this role and kind runs, None if the pair is not one l2drain.cu makes"""
-    if ORDER.match(kind):    # A written (w), re-read (a), B written (v) or C read (c), the stream (m), re-reads (q*)
+    if ORDER.match(kind):    # A written (w; chit: read), re-read (a), B written (v) or C read (c), the stream (m),
+        if role == "w" and kind.startswith("chit"):   # re-reads (q*)
+            return "read_kernel"
         return {"v": "write_kernel", "a": "read_kernel", "c": "read_kernel", "m": "read_kernel", "qa": "read_kernel",
                 "qb": "read_kernel", "qc": "read_kernel"}.get(role, KERNEL_OF.get(role))
     if SHARE.match(kind):    # the probe read or rewritten by other CTAs (m), re-read as written (q)
@@ -290,10 +293,11 @@ def standin_order(mpath, npath, lru_mb):
     """`l2drain order`'s launches from an LRU L2 of lru_mb MB, tracked in 0.5 MB pieces (buffer, piece) with a dirty
     flag: a read of a piece not held reads it from DRAM, an eviction of a dirty piece writes it back"""
     man, n, trial = [], 0, 0
-    for kind in ("rehit", "rehit0", "dclean", "rehitr", "rehit0r", "dcleanr"):
+    for kind in ("rehit", "rehit0", "dclean", "chit", "rehitr", "rehit0r", "dcleanr", "chitr"):
         for x in ORDER_X:
             clean, rev = kind.startswith("dclean"), kind.endswith("r")
-            roles = ["flush", "w"] + (["a"] if kind.startswith("rehit") and not kind.startswith("rehit0") else [])
+            hit = kind.startswith("chit") or (kind.startswith("rehit") and not kind.startswith("rehit0"))
+            roles = ["flush", "w"] + (["a"] if hit else [])
             roles += ["c"] if clean else ["v"]
             roles += ["m"] + ([("qc" if clean else "qb"), "qa"] if rev else ["qa", ("qc" if clean else "qb")]) + ["h"]
             for r in roles:
@@ -332,7 +336,7 @@ def standin_order(mpath, npath, lru_mb):
             cache.clear()
             rd, _ = access(("flush", tr, role), 64, False)   # (a quarter: enough to fill a model L2)
         elif role in ("w", "a", "qa"):
-            rd, wr = access("A", d / 2, role == "w")
+            rd, wr = access("A", d / 2, role == "w" and not kind.startswith("chit"))
         elif role in ("v", "qb"):
             rd, wr = access("B", d / 2, role == "v")
         elif role in ("c", "qc"):

@@ -47,11 +47,13 @@
 // B or C) set up so that an LRU and the alternatives disagree:
 //   rehit    A written dirty (w), read again (a: hits), then B written dirty (v): A is older but re-referenced;
 //   rehit0   the same without the re-read (the control: A older, not re-referenced);
-//   dclean   A written dirty (w), then C read clean (c: another buffer's D / 2 MB, newer than A).
+//   dclean   A written dirty (w), then C read clean (c: another buffer's D / 2 MB, newer than A);
+//   chit     A read clean (w: a read), read again (a: hits), then B written dirty (v) (since session 37: an L2 keeping
+//            re-referenced lines keeps A here as under rehit, one keeping dirty lines gives A up first).
 // Then A and the other half re-read (qa, then qb or qc; kinds ending in r re-read the other half first): their DRAM
 // reads are the bytes of each half the stream pushed out; h finds what is still dirty.  An LRU gives up A first in
-// all three; an L2 that keeps re-referenced lines (RRIP-like) gives up B first under rehit; one that keeps dirty
-// lines gives up C first under dclean.
+// all four; an L2 that keeps re-referenced lines (RRIP-like) gives up B first under rehit and chit; one that keeps
+// dirty lines gives up C first under dclean and A under chit.
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -216,20 +218,24 @@ static void read_buf(const char *role, int trial, const char *kind, double d, do
     CK(cudaGetLastError());
 }
 
-// `l2drain order`: the rehit / rehit0 / dclean kinds alone (the file's head).
+// `l2drain order`: the rehit / rehit0 / dclean / chit kinds alone (the file's head).
 static int run_order(int trial)
 {
     const double d = 8, xs[] = {20, 24, 28, 32, 36, 40, 44};
-    const char *kinds[] = {"rehit", "rehit0", "dclean", "rehitr", "rehit0r", "dcleanr"};
+    const char *kinds[] = {"rehit", "rehit0", "dclean", "chit", "rehitr", "rehit0r", "dcleanr", "chitr"};
     size_t half = (size_t)(d / 2 * MB) / 16;
     for (const char *kind : kinds)
         for (double x : xs) {
-            bool clean = kind[0] == 'd', hit = strncmp(kind, "rehit0", 6) != 0 && !clean;
+            bool clean = kind[0] == 'd', chit = kind[0] == 'c', hit = strncmp(kind, "rehit0", 6) != 0 && !clean;
             bool rev = kind[strlen(kind) - 1] == 'r';
             flush(trial, kind, d, x, "flush");
-            manifest("w", trial, kind, d, x);   // A: the probe's first half, dirty
-            write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
-            CK(cudaGetLastError());
+            if (chit) {   // A: the probe's first half, read clean
+                read_buf("w", trial, kind, d, x, probe_, d / 2);
+            } else {      // A: the probe's first half, dirty
+                manifest("w", trial, kind, d, x);
+                write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
+                CK(cudaGetLastError());
+            }
             if (hit)
                 read_buf("a", trial, kind, d, x, probe_, d / 2);
             if (clean) {
@@ -259,7 +265,7 @@ int main(int argc, char **argv)
     bool share = argc == 2 && strcmp(argv[1], "share") == 0, order = argc == 2 && strcmp(argv[1], "order") == 0;
     if (argc > 2 || (argc == 2 && !share && !order)) {
         fprintf(stderr, "usage: l2drain [share | order]  (run under ncu, see the file's head; share: the xread/xwrite "
-                        "kinds alone; order: the rehit/dclean kinds alone)\n");
+                        "kinds alone; order: the rehit/dclean/chit kinds alone)\n");
         return 2;
     }
     cudaDeviceProp prop;

@@ -97,17 +97,18 @@ if $PY scripts/l2drain.py standin "$T/sm2.txt" "$T/sn2.csv" --share --clean 2 2>
 grep -q "needs --clean FRACTION" "$T/e" || fail "l2drain.py's --clean error: $(cat "$T/e")"
 if $PY scripts/l2drain.py "$T/sm.txt" "$T/dn.csv" 2> "$T/e"; then fail "l2drain.py paired a share manifest with the full log"; fi
 grep -q "has 391 kernels, .* lists 181 launches" "$T/e" || fail "l2drain.py's share count error: $(cat "$T/e")"
-# `l2drain order` (session 36): from an LRU stand-in of 36 MB every kind gives up A first once the 8 MB probe and the
+# `l2drain order` (session 36; chit since 37): from an LRU stand-in of 36 MB every kind gives up A first once the 8 MB probe and the
 # stream pass the capacity (x 32: 4 MB of A gone, B or C whole, read from the trial that re-reads it first), both
 # halves from x 36 on; the second re-read of a trial is not what the table takes
 $PY scripts/l2drain.py standin "$T/om.txt" "$T/on.csv" --order --lru 36
 $PY scripts/l2drain.py "$T/om.txt" "$T/on.csv" > "$T/o.txt" || fail "l2drain.py on the order stand-in: $(cat "$T/o.txt")"
-for k in "rehit (and rehitr)" "rehit0 (and rehit0r)" "dclean (and dcleanr)"; do
+for k in "rehit (and rehitr)" "rehit0 (and rehit0r)" "dclean (and dcleanr)" "chit (and chitr)"; do
     grep -qxF "### $k" "$T/o.txt" || fail "l2drain.py: no $k table: $(cat "$T/o.txt")"
 done
 grep -A11 "### rehit (" "$T/o.txt" | grep -qxF "| 8 | 32 | 4.000 | 4.000 | 0.000 | 0.000 | A |" &&
     grep -A11 "### rehit (" "$T/o.txt" | grep -qxF "| 8 | 28 | 0.000 | 0.000 | 0.000 | 8.000 | neither |" &&
-    grep -A11 "### dclean (" "$T/o.txt" | grep -qxF "| 8 | 36 | 4.000 | 4.000 | 4.000 | 0.000 | both |" ||
+    grep -A11 "### dclean (" "$T/o.txt" | grep -qxF "| 8 | 36 | 4.000 | 4.000 | 4.000 | 0.000 | both |" &&
+    grep -A11 "### chit (" "$T/o.txt" | grep -qxF "| 8 | 32 | 0.000 | 4.000 | 0.000 | 0.000 | A |" ||
     fail "l2drain.py: the order tables' rows: $(cat "$T/o.txt")"
 if $PY scripts/l2drain.py standin "$T/om2.txt" "$T/on2.csv" --order --lru 0 2> "$T/e"; then fail "--lru 0 accepted"; fi
 grep -q "needs --lru MB" "$T/e" || fail "l2drain.py's --lru error: $(cat "$T/e")"
