@@ -4,7 +4,7 @@
 # its criterion, and the classes' measured bytes are the CSVs' (w1:dual's qkv: 3.7027 GB read); a CSV
 # without its profiled run, or an OUT_DIR that exists, is refused; scripts/ncu_gemm_reads.py and
 # scripts/gemm_reads.py check read the runs it writes, scripts/ncu_layer.py pairs their kernels with the replay's;
-# scripts/ncu_score.sh scores a recorded set.
+# scripts/ncu_score.sh scores a recorded set; scripts/ncu_attainable.py sets two measurements of one table side by side.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -28,6 +28,19 @@ printf '%s\n' "### val:t:dual" "| class | a | b | c | d | e | f | g | h |" \
     "| qkv | 110 | 100 | +10% | MISS | 90 | 100 | -10% | MISS |" "| ffn | 20 | 20 | +0% | PASS | 0 | 10 | -100% | MISS |" > "$T/hand.md"
 /usr/bin/python3 scripts/ncu_cells.py "$T/hand.md" | grep -q "| bytes off: reads 8.3 %, writes 18.2 %$" ||
     fail "ncu_cells.py's bytes off: $(/usr/bin/python3 scripts/ncu_cells.py "$T/hand.md" 2>&1)"
+# scripts/ncu_attainable.py over two measurements of the same counts (session 37): the qkv write measured 100 and
+# 120 (max / min 1.2 > 1.05 / 0.95) is the one cell no count can hold; ffn's write, 0 against 0 twice, is attainable
+# and met; qkv's read (110 against 100 and 104) is attainable and missed
+hand() { printf '%s\n' "### val:t:dual" "| class | a | b | c | d | e | f | g | h |" \
+    "| qkv | 110 | $1 | x | MISS | $3 | $2 | x | MISS |" "| ffn | 20 | 20 | +0% | PASS | 0 | 0 | +0% | PASS |"; }
+hand 100 100 90 > "$T/ha.md"; hand 104 120 90 > "$T/hb.md"; hand 104 120 91 > "$T/hc.md"
+/usr/bin/python3 scripts/ncu_attainable.py "$T/ha.md" "$T/hb.md" > "$T/att.txt" || fail "ncu_attainable.py: $(cat "$T/att.txt")"
+grep -q "^reads: 2 cells, 2 attainable .*; met on every measurement 1; met of the attainable 1 / 2; largest spread 1.040 (t:dual qkv)$" "$T/att.txt" &&
+    grep -q "^writes: 2 cells, 1 attainable .*; met on every measurement 1; met of the attainable 1 / 1; largest spread 1.200 (t:dual qkv)$" "$T/att.txt" &&
+    grep -qxF "| writes | t:dual | qkv | 100.0000, 120.0000 | 1.200 |" "$T/att.txt" || fail "ncu_attainable.py's counts: $(cat "$T/att.txt")"
+if /usr/bin/python3 scripts/ncu_attainable.py "$T/ha.md" "$T/hc.md" 2> "$T/e"; then fail "ncu_attainable.py took other counts"; fi
+grep -q "hc.md: t:dual qkv: counted write 91, .*ha.md has 90 (not the same counts)" "$T/e" || fail "ncu_attainable.py's error: $(cat "$T/e")"
+if /usr/bin/python3 scripts/ncu_attainable.py "$T/ha.md" 2> /dev/null; then fail "ncu_attainable.py took one table"; fi
 /usr/bin/python3 scripts/ncu_gemm_reads.py dream-7b "$T/o/real.h5" "$T/o/sim.h5" > "$T/gr.txt" || fail "ncu_gemm_reads.py"
 for r in 288 1664 2112; do grep -q "rows:  qkv [0-9.]* / [0-9.]*   o_proj" <(grep " $r rows" "$T/gr.txt") || fail "no $r-row Refresh: $(cat "$T/gr.txt")"; done
 if /usr/bin/python3 scripts/ncu_gemm_reads.py gpt-2 "$T/o/real.h5" "$T/o/sim.h5" 2> /dev/null; then fail "an unknown model was accepted"; fi
