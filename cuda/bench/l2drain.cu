@@ -49,8 +49,8 @@
 //   rehit0   the same without the re-read (the control: A older, not re-referenced);
 //   dclean   A written dirty (w), then C read clean (c: another buffer's D / 2 MB, newer than A);
 //   chit     A read clean (w: a read), read again (a: hits), then B written dirty (v) (since session 37: an L2 keeping
-//            re-referenced lines keeps A here as under rehit, one keeping dirty lines gives A up first; not yet run
-//            on a GPU: device call 117 ran the other three, docs/COST_MODEL.md "Session 37").
+//            re-referenced lines keeps A here as under rehit, one keeping dirty lines gives A up first; device call
+//            118: A first, docs/COST_MODEL.md "Session 37").
 // Then A and the other half re-read (qa, then qb or qc; kinds ending in r re-read the other half first): their DRAM
 // reads are the bytes of each half the stream pushed out; h finds what is still dirty.  An LRU gives up A first in
 // all four; an L2 that keeps re-referenced lines (RRIP-like) gives up B first under rehit and chit; one that keeps

@@ -10,7 +10,7 @@ S=scripts/repost_sets.sh
 
 # the list: every entry a folder with its archived results
 bash $S --list > "$T/list.txt"
-[ "$(wc -l < "$T/list.txt")" -ge 41 ] || fail "--list: $(wc -l < "$T/list.txt") sets"
+[ "$(wc -l < "$T/list.txt")" -ge 42 ] || fail "--list: $(wc -l < "$T/list.txt") sets"
 while read -r s; do
     ls "datasets/hw/$s"/hw_h5*.tgz > /dev/null 2>&1 || fail "--list: datasets/hw/$s has no hw_h5*.tgz"
 done < "$T/list.txt"
