@@ -12,8 +12,9 @@ reads and writes apart: the cells, the attainable ones, the counted value within
 met among the attainable, and the largest spread (max / min) of a cell measured above 0; then every cell that is not attainable, with its measurements and spread (max / min).
 Exits 1 naming the file when a table has no class rows, the tables' points or classes differ, or a cell's counted
 bytes differ between tables (other plans or another dkv: the tables are not of the same counts)."""
-import re
 import sys
+
+import ncu_cells
 
 LIMIT = 1.05 / 0.95
 
@@ -25,25 +26,7 @@ def die(msg):
 
 def cells(path):
     """{(point, class): (counted read, measured read, counted write, measured write)} of one table"""
-    out, pt = {}, None
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
-    for n, l in enumerate(lines, 1):
-        m = re.match(r"#+ val:(\S+)", l)
-        if m:
-            pt = m.group(1)
-            continue
-        c = [x.strip() for x in l.strip().strip("|").split("|")]
-        if pt and l.startswith("| ") and not c[0].startswith("**") and len(c) >= 9 and c[4] in ("PASS", "MISS"):
-            try:
-                out[(pt, c[0])] = tuple(float(c[i]) for i in (1, 2, 5, 6))
-            except ValueError:
-                die("%s:%d: a class row whose bytes are not numbers: %s" % (path, n, l))
-    if not out:
-        die("%s: no class rows under a '### val:<point>' heading (an ncu_bytes.md?)" % path)
-    return out
+    return {(pt, cl): tuple(v) for pt, cl, v in ncu_cells.rows(path, "ncu_attainable.py")}
 
 
 def within(x, m):

@@ -14,23 +14,32 @@ import re
 import sys
 
 
-def cells(path):
+def rows(path, prog="ncu_cells.py"):
+    """every class row of a table: (point, class, [counted read, measured read, counted write, measured write]);
+    exits naming prog and the file when it cannot be read or has no class rows"""
     out, pt = [], None
     try:
         lines = open(path).read().splitlines()
     except OSError as e:
-        sys.exit("ncu_cells.py: %s: %s" % (path, e.strerror))
-    for l in lines:
+        sys.exit("%s: %s: %s" % (prog, path, e.strerror))
+    for n, l in enumerate(lines, 1):
         m = re.match(r"#+ val:(\S+)", l)
         if m:
             pt = m.group(1)
             continue
         c = [x.strip() for x in l.strip().strip("|").split("|")]
         if pt and l.startswith("| ") and not c[0].startswith("**") and len(c) >= 9 and c[4] in ("PASS", "MISS"):
-            out.append([float(c[i]) for i in (1, 2, 5, 6)])
+            try:
+                out.append((pt, c[0], [float(c[i]) for i in (1, 2, 5, 6)]))
+            except ValueError:
+                sys.exit("%s: %s:%d: a class row whose bytes are not numbers: %s" % (prog, path, n, l))
     if not out:
-        sys.exit("ncu_cells.py: %s: no class rows under a '#### val:<point>' heading (an ncu_bytes.md?)" % path)
+        sys.exit("%s: %s: no class rows under a '### val:<point>' heading (an ncu_bytes.md?)" % (prog, path))
     return out
+
+
+def cells(path):
+    return [r[2] for r in rows(path)]
 
 
 def stat(cs, i, j):
