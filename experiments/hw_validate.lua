@@ -35,7 +35,9 @@
 -- 2,304 and 3,264 rows, Reuse steps of 192 and 96: a fresh set recorded at session 32's end for the next session's
 -- trials, device call 108); w19 and w20, 5 x (608 + 32) and 12 x (128 + 32) (Refresh steps of 3,200 and 1,920 rows,
 -- Reuse steps of 160 and 384: session 37's fresh set, recorded with the L2 order probe before any write rule it
--- judges was chosen, device call 117).
+-- judges was chosen, device call 117); w21 and w22, 4 x (832 + 32) and 11 x (176 + 32) (Refresh steps of 3,456 and
+-- 2,288 rows, Reuse steps of 128 and 352: for the next fresh set, to judge session 37's nineteenth write trial
+-- unchanged; not yet run on a GPU).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -85,6 +87,8 @@ local workloads = {
   {"w18", 3, 1056, 32, named = true},
   {"w19", 5, 608, 32, named = true},
   {"w20", 12, 128, 32, named = true},
+  {"w21", 4, 832, 32, named = true},
+  {"w22", 11, 176, 32, named = true},
 }
 local caches = {
   {"prefix", nil},
