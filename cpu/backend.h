@@ -41,7 +41,9 @@
  * device_bytes) with cuda/lowrank.h's randomized range finder (Omega ~ N(0, 1) seeded with
  * options.seed + the number of orders compressed before, one Omega for all matrices of the order
  * as the CUDA backend draws it; one power iteration, Q = orth(Y), B = Q^T A) and stores the reconstruction Q B into the host slot
- * (decompressed on fetch); FETCH fills the staging blocks of positions a request no longer holds
+ * (decompressed on fetch) -- where the CUDA backend would store the low-rank form: the range, rank and
+ * form-or-raw choice are core/model/devmem.h's rule (dkv_devmem_compress_range, dkv_devmem_lr_compressed),
+ * and an order whose form would be larger than its raw blocks goes raw, exact; FETCH fills the staging blocks of positions a request no longer holds
  * from its host slot, so attention reads the raw or reconstructed KV.  REORDER is counted only.
  *
  * ---- Targets (held-out scoring) ----
@@ -105,6 +107,8 @@ typedef struct dkv_cpu_backend_report {
     uint64_t pool_bytes;           /* mapping: pool + staging blocks */
     uint64_t pool_blocks_touched;  /* distinct pool blocks written */
     uint64_t n_compress, n_fetch, n_offload;
+    uint64_t n_lowrank_stored;     /* COMPRESS orders projected to low rank: those whose form the CUDA backend
+                                      stores (core/model/devmem.h's rule); the others went raw, exact */
     double   compress_rel_err_sum; /* sum over compressed matrices of ||A - QB||_F / ||A||_F */
     uint64_t compress_matrices;
     uint64_t fetch_unwritten_blocks; /* staging blocks fetched from a host slot never written */

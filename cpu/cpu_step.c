@@ -3,12 +3,14 @@
  * the host tier), the forward, the unmask (or teacher forcing), the host-tier transfers
  * (offload raw, compress to low rank and keep the reconstruction) and the step's cost. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cpu/cpu_internal.h"
 #include "cost/cost.h"
+#include "model/devmem.h"
 
 static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d); }
 
@@ -142,50 +144,54 @@ static void write_back(cpu_backend *b, const cpu_item *x)
         }
 }
 
-/* COMPRESS: the blocks before those offloaded raw (as cuda/arena.c's compress), every
- * (layer, k|v, head) matrix of their tokens to rank round(ratio * D); the reconstruction goes to
- * the host slot (what a fetch later reads). */
+/* COMPRESS: the blocks before those offloaded raw, every (layer, k|v, head) matrix of their tokens to the
+ * order's rank, where the CUDA backend would store the low-rank form: the range, its rows and rank, and the form
+ * or raw choice are core/model/devmem.h's rule, as cuda/arena.c's compress (no compressor capacity here, so no
+ * cap on the rows).  The reconstruction goes to the host slot (what a fetch later reads); where the form would be
+ * larger than the raw blocks (ratio near 1, short FP8 ranges) the blocks go raw, exact, as on the CUDA backend. */
 static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_xfer *xf, const cpu_item *x,
                            dkv_err *err)
 {
     const dkv_model *m = &b->m;
     uint32_t D = m->head_dim, bt = b->bt;
-    uint32_t off_blocks = cdiv(dkv_plan_offload_bytes(plan, x->req), b->block_bytes);
-    uint32_t cmp = cdiv(xf->device_bytes, b->block_bytes);
-    uint32_t end = x->n_chain > off_blocks ? x->n_chain - off_blocks : 0, start = end > cmp ? end - cmp : 0;
-    uint32_t hi = end * bt < x->need_tokens ? end * bt : x->need_tokens;
-    if (hi <= start * bt)
+    dkv_devmem_range g = dkv_devmem_compress_range(x->n_chain, dkv_plan_offload_bytes(plan, x->req), xf->device_bytes,
+                                                   xf->pcie_bytes, b->block_bytes, bt, UINT32_MAX, x->need_tokens, D);
+    if (g.m_tok == 0)
         return DKV_OK;
-    uint32_t n = hi - start * bt;
-    double ratio = xf->device_bytes ? (double)xf->pcie_bytes / (double)xf->device_bytes : 0.3;
-    uint32_t r = (uint32_t)llround(ratio * D);
+    uint32_t start = g.start, end = g.end, n = g.m_tok, r = g.rank;
     cpu_req *q = &b->rq[x->req];
     CPU_TRY(host_slot(b, q, end, err));
-    float *A = malloc((size_t)n * D * sizeof *A);
-    const float **rows = malloc((size_t)n * sizeof *rows);
-    if (!A || !rows) {
-        free(A), free(rows);
-        return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory for compression");
-    }
+    dkv_devmem_lr_form form = {0};
     dkv_status st = DKV_OK;
-    uint32_t live = x->need_tokens > start * bt + n ? x->need_tokens - start * bt : n;   /* rows after stay live */
-    /* one Omega for every matrix of the order, seeded options seed + the count of orders that
-     * compressed before: cuda/arena.c's compress() draws the same (cuda/lowrank.h) */
-    uint64_t seed = b->o.seed + b->lr_orders++;
-    for (uint32_t l = 0; l < m->n_layers && st == DKV_OK; l++)
-        for (uint32_t kv = 0; kv < 2 && st == DKV_OK; kv++)
-            for (uint32_t g = 0; g < m->n_kv_heads && st == DKV_OK; g++) {
-                double e = 0;
-                cpu_load(b, x->tab + start, l, kv, g, n, A);
-                st = dkv_cpu_lowrank(A, A, n, D, r, 1, seed, &e, err);
-                for (uint32_t t = 0; t < n; t++)
-                    rows[t] = A + (size_t)t * D;
-                if (st == DKV_OK)   /* re-stored (quantized) in place, then copied out below */
-                    cpu_store(b, x->tab + start, l, kv, g, 0, n, live, rows);
-                b->rep.compress_rel_err_sum += e;
-                b->rep.compress_matrices++;
-            }
-    free(A), free(rows);
+    if (dkv_devmem_lr_compressed(&form, &g, dkv_devmem_kv_vectors(m), D, b->block_bytes)) {
+        float *A = malloc((size_t)n * D * sizeof *A);
+        const float **rows = malloc((size_t)n * sizeof *rows);
+        if (!A || !rows) {
+            free(A), free(rows);
+            return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory for compression");
+        }
+        uint32_t live = x->need_tokens > start * bt + n ? x->need_tokens - start * bt : n;   /* rows after stay live */
+        /* one Omega for every matrix of the order, seeded options seed + the count of orders that
+         * compressed before: cuda/arena.c's compress() draws the same (cuda/lowrank.h) */
+        uint64_t seed = b->o.seed + b->lr_orders++;
+        for (uint32_t l = 0; l < m->n_layers && st == DKV_OK; l++)
+            for (uint32_t kv = 0; kv < 2 && st == DKV_OK; kv++)
+                for (uint32_t h = 0; h < m->n_kv_heads && st == DKV_OK; h++) {
+                    double e = 0;
+                    cpu_load(b, x->tab + start, l, kv, h, n, A);
+                    st = dkv_cpu_lowrank(A, A, n, D, r, 1, seed, &e, err);
+                    for (uint32_t t = 0; t < n; t++)
+                        rows[t] = A + (size_t)t * D;
+                    if (st == DKV_OK)   /* re-stored (quantized) in place, then copied out below */
+                        cpu_store(b, x->tab + start, l, kv, h, 0, n, live, rows);
+                    b->rep.compress_rel_err_sum += e;
+                    b->rep.compress_matrices++;
+                }
+        free(A), free(rows);
+        b->rep.n_lowrank_stored++;
+    } else {
+        b->lr_orders++;   /* the CUDA backend draws its Omega before the choice: the next order's seed follows */
+    }
     for (uint32_t j = start; j < end && st == DKV_OK; j++) {
         cpu_block_out(b, x->tab[j], q->host + (size_t)j * b->block_bytes,
                       q->host_scale ? q->host_scale + (size_t)j * b->n_scale : NULL);

@@ -607,10 +607,11 @@ static void push_cpu(lua_State *L, const dkv_cpu_backend_report *r)
     lua_setfield(L, -2, "device");
     lua_Integer u[] = {(lua_Integer)r->steps, (lua_Integer)r->items, (lua_Integer)r->pool_bytes,
                        (lua_Integer)r->pool_blocks_touched, (lua_Integer)r->n_compress, (lua_Integer)r->n_fetch,
-                       (lua_Integer)r->n_offload, (lua_Integer)r->fetch_unwritten_blocks};
+                       (lua_Integer)r->n_offload, (lua_Integer)r->fetch_unwritten_blocks,
+                       (lua_Integer)r->n_lowrank_stored};
     const char *un[] = {"steps", "items", "pool_bytes", "pool_blocks_touched", "n_compress", "n_fetch", "n_offload",
-                        "fetch_unwritten_blocks"};
-    for (int i = 0; i < 8; i++) {
+                        "fetch_unwritten_blocks", "n_lowrank_stored"};
+    for (int i = 0; i < 9; i++) {
         lua_pushinteger(L, u[i]);
         lua_setfield(L, -2, un[i]);
     }

@@ -16,8 +16,11 @@
  *     a fault);
  *   - bf16 at ratio 0.3: every order's form is smaller (test_backend_lossy stores forms);
  *   - FP8 at ratio 0.15 (rank 10): every order's form is smaller (test_backend_fp8's low-rank run);
- *   - the CPU backend compresses every order whatever its size (it keeps the reconstruction, not
- *     the form: cpu/backend.h), so its n_compress equals the orders counted. */
+ *   - bf16 at ratios 1 and 0.5 on one-block orders: full blocks' forms are larger (raw), partly needed
+ *     blocks' smaller (forms);
+ *   - the CPU backend takes every order (n_compress = the orders counted) and projects exactly those
+ *     the rule stores as forms (n_lowrank_stored = as_form; since session 37 it applies the same
+ *     core/model/devmem.c rule, computed here apart), keeping the others' blocks exact. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -78,8 +81,19 @@ static dkv_status w_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
 
 static uint32_t cdiv(uint64_t a, uint64_t d) { return (uint32_t)((a + d - 1) / d); }
 
+/* The tokens of its canvas an item needs (both backends' plan_item, cache dual): a Refresh that stores its w
+ * rows, w; a Reuse that stores its block in place, the attended keys or the block's end if further. */
+static uint32_t need_tokens(const dkv_step_item *it, uint32_t P, uint32_t B)
+{
+    uint32_t w = it->kv_write_tokens, a = it->kv_tokens, sb = P + it->block * B;
+    if (it->phase == DKV_STEP_REFRESH)
+        return w;
+    return w == 0 ? it->kv_cached_tokens : a > sb + w ? a : sb + w;
+}
+
 /* cuda/arena.c's compress: the chain (the item's blocks, at most its canvas's), the blocks before
- * the offloaded ones, cmp_blocks of them, the form against those blocks raw. */
+ * the offloaded ones, cmp_blocks of them, their rows up to the tokens the item needs (never the unwritten
+ * tail of a last block), the form against those blocks raw. */
 static dkv_status w_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *out, dkv_err *err)
 {
     forms *f = ctx;
@@ -99,6 +113,8 @@ static dkv_status w_step(void *ctx, const dkv_step_plan *plan, dkv_step_cost *ou
         uint32_t cmp = cdiv(xf->device_bytes, f->block_bytes);
         uint32_t end = n_chain > off ? n_chain - off : 0, start = end > cmp ? end - cmp : 0;
         uint32_t m_tok = dkv_devmem_compress_tokens(n_chain, off, cmp, f->bt, f->max_L);
+        uint32_t need = need_tokens(it, q->prompt_tokens, 32), hi = end * f->bt < need ? end * f->bt : need;
+        m_tok = hi <= start * f->bt ? 0 : hi - start * f->bt < m_tok ? hi - start * f->bt : m_tok;
         if (m_tok == 0)
             continue;
         uint32_t r = dkv_devmem_compress_rank(xf->pcie_bytes, xf->device_bytes, f->m->head_dim, m_tok);
@@ -165,9 +181,10 @@ static void run(dkv_dtype kv, double ratio, forms *f, dkv_cpu_backend_report *re
     dkv_backend_free(&f->inner);
     dkv_workload_free(wl);
     printf("tiny dual, kv %s, progressive %.2f (rank %u): %llu COMPRESS orders (at most %llu blocks), %llu as forms "
-           "under the CUDA rule; the CPU backend compressed %llu\n", dkv_dtype_name(kv), ratio,
+           "under the CUDA rule; the CPU backend took %llu, projected %llu\n", dkv_dtype_name(kv), ratio,
            dkv_devmem_compress_rank((uint64_t)(ratio * 1e6), 1000000, 64, 64), (unsigned long long)f->orders,
-           (unsigned long long)f->max_blocks, (unsigned long long)f->as_form, (unsigned long long)rep->n_compress);
+           (unsigned long long)f->max_blocks, (unsigned long long)f->as_form, (unsigned long long)rep->n_compress,
+           (unsigned long long)rep->n_lowrank_stored);
 }
 
 static void test_fp8_ratio_03_raw(void **state)
@@ -180,6 +197,8 @@ static void test_fp8_ratio_03_raw(void **state)
     assert_true(f.max_blocks <= 2);     /* canvases of <= 64 tokens: the cold range is 1-2 blocks */
     assert_int_equal(f.as_form, 0);     /* 2 r (m + D) = 38 (m + 64) > m 64 for m <= 64 */
     assert_int_equal(rep.n_compress, f.orders);
+    assert_int_equal(rep.n_lowrank_stored, 0);   /* raw, exact: no projection */
+    assert_int_equal(rep.compress_matrices, 0);
     dkv_cpu_backend_report_clear(&rep);
 }
 
@@ -191,6 +210,8 @@ static void test_bf16_ratio_03_forms(void **state)
     run(DKV_DTYPE_BF16, 0.3, &f, &rep);
     assert_true(f.orders > 0);
     assert_int_equal(f.as_form, f.orders);
+    assert_int_equal(rep.n_compress, f.orders);
+    assert_int_equal(rep.n_lowrank_stored, f.as_form);
     dkv_cpu_backend_report_clear(&rep);
 }
 
@@ -202,7 +223,29 @@ static void test_fp8_ratio_015_forms(void **state)
     run(DKV_DTYPE_FP8, 0.15, &f, &rep);
     assert_true(f.orders > 0);
     assert_int_equal(f.as_form, f.orders);   /* 20 (m + 64) < m 64 from m 30 on */
+    assert_int_equal(rep.n_lowrank_stored, f.as_form);
     dkv_cpu_backend_report_clear(&rep);
+}
+
+/* bf16 at ratio 1 (rank 64 = head_dim) and 0.5 (rank 32) on one-block orders: the form, 2 r (m + 64) bytes a matrix
+ * at rank r = min(ratio x 64, m), is larger than the block's 32 x 64 x 2 raw bytes where the order's rows fill the
+ * block (m = 32), and smaller where the item needs only a few of them (m = 8: rank 8, 1,152 bytes), so the rule
+ * stores some orders raw and some as forms; the CPU backend projects exactly the forms. */
+static void test_bf16_ratio_1_and_05_raw(void **state)
+{
+    (void)state;
+    const double ratios[] = {1.0, 0.5};
+    for (int i = 0; i < 2; i++) {
+        forms f;
+        dkv_cpu_backend_report rep;
+        run(DKV_DTYPE_BF16, ratios[i], &f, &rep);
+        assert_true(f.orders > 0);
+        assert_true(f.max_blocks <= 1);
+        assert_true(f.as_form < f.orders);   /* at least one order raw */
+        assert_int_equal(rep.n_compress, f.orders);
+        assert_int_equal(rep.n_lowrank_stored, f.as_form);
+        dkv_cpu_backend_report_clear(&rep);
+    }
 }
 
 int main(void)
@@ -211,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_fp8_ratio_03_raw),
         cmocka_unit_test(test_bf16_ratio_03_forms),
         cmocka_unit_test(test_fp8_ratio_015_forms),
+        cmocka_unit_test(test_bf16_ratio_1_and_05_raw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
