@@ -161,6 +161,9 @@ static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_
     uint32_t start = g.start, end = g.end, n = g.m_tok, r = g.rank;
     cpu_req *q = &b->rq[x->req];
     CPU_TRY(host_slot(b, q, end, err));
+    /* one Omega for every matrix of the order, seeded options seed + the count of orders before (raw ones too):
+     * cuda/arena.c's compress() draws the same (cuda/lowrank.h) before it chooses the form or the raw blocks */
+    uint64_t seed = b->o.seed + b->lr_orders++;
     dkv_devmem_lr_form form = {0};
     dkv_status st = DKV_OK;
     if (dkv_devmem_lr_compressed(&form, &g, dkv_devmem_kv_vectors(m), D, b->block_bytes)) {
@@ -171,9 +174,6 @@ static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_
             return dkv_err_set(err, DKV_ENOMEM, "cpu backend: out of memory for compression");
         }
         uint32_t live = x->need_tokens > start * bt + n ? x->need_tokens - start * bt : n;   /* rows after stay live */
-        /* one Omega for every matrix of the order, seeded options seed + the count of orders that
-         * compressed before: cuda/arena.c's compress() draws the same (cuda/lowrank.h) */
-        uint64_t seed = b->o.seed + b->lr_orders++;
         for (uint32_t l = 0; l < m->n_layers && st == DKV_OK; l++)
             for (uint32_t kv = 0; kv < 2 && st == DKV_OK; kv++)
                 for (uint32_t h = 0; h < m->n_kv_heads && st == DKV_OK; h++) {
@@ -189,8 +189,6 @@ static dkv_status compress(cpu_backend *b, const dkv_step_plan *plan, const dkv_
                 }
         free(A), free(rows);
         b->rep.n_lowrank_stored++;
-    } else {
-        b->lr_orders++;   /* the CUDA backend draws its Omega before the choice: the next order's seed follows */
     }
     for (uint32_t j = start; j < end && st == DKV_OK; j++) {
         cpu_block_out(b, x->tab[j], q->host + (size_t)j * b->block_bytes,

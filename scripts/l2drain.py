@@ -360,42 +360,37 @@ def write_standin(mpath, npath, man, rows, what):
             f.write('"%d","%s(int)","gpu__time_duration.sum","nsecond","%.0f"\n' % (k, name, t * 1e3))
 
 
+def opt_float(argv, name):
+    """the number after option name in argv, None when it is missing or not a number"""
+    if name in argv and argv.index(name) + 1 < len(argv):
+        try:
+            return float(argv[argv.index(name) + 1])
+        except ValueError:
+            pass
+    return None
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0
     if len(argv) >= 4 and argv[1] == "standin" and "--order" in argv:
-        lru = None
-        if "--lru" in argv and argv.index("--lru") + 1 < len(argv):
-            try:
-                lru = float(argv[argv.index("--lru") + 1])
-            except ValueError:
-                pass
+        lru = opt_float(argv, "--lru")
         if lru is None or lru <= 0:
             die("standin --order needs --lru MB (a number > 0)")
         standin_order(argv[2], argv[3], lru)
         return 0
     if len(argv) >= 4 and argv[1] == "standin" and "--share" in argv:
-        clean = None
-        if "--clean" in argv and argv.index("--clean") + 1 < len(argv):
-            try:
-                clean = float(argv[argv.index("--clean") + 1])
-            except ValueError:
-                pass
+        clean = opt_float(argv, "--clean")
         if clean is None or not 0 <= clean <= 1:
             die("standin --share needs --clean FRACTION (a number in [0, 1])")
         standin_share(argv[2], argv[3], clean)
         return 0
     if len(argv) >= 4 and argv[1] == "standin":
-        rate, idle = None, "--idle" in argv
-        if "--rate" in argv and argv.index("--rate") + 1 < len(argv):
-            try:
-                rate = float(argv[argv.index("--rate") + 1])
-            except ValueError:
-                pass
+        rate = opt_float(argv, "--rate")
         if rate is None or rate < 0:
             die("standin needs --rate MB_PER_US (a number >= 0)")
-        standin(argv[2], argv[3], rate, idle)
+        standin(argv[2], argv[3], rate, "--idle" in argv)
         return 0
     if len(argv) != 3:
         die("usage: l2drain.py MANIFEST.txt NCU.csv | standin MANIFEST.txt NCU.csv --rate MB_PER_US [--idle] | "
