@@ -36,8 +36,10 @@
 -- trials, device call 108); w19 and w20, 5 x (608 + 32) and 12 x (128 + 32) (Refresh steps of 3,200 and 1,920 rows,
 -- Reuse steps of 160 and 384: session 37's fresh set, recorded with the L2 order probe before any write rule it
 -- judges was chosen, device call 117); w21 and w22, 4 x (832 + 32) and 11 x (176 + 32) (Refresh steps of 3,456 and
--- 2,288 rows, Reuse steps of 128 and 352: for the next fresh set, to judge session 37's nineteenth write trial
--- unchanged; not yet run on a GPU).
+-- 2,288 rows, Reuse steps of 128 and 352: session 38's fresh set, to judge session 37's nineteenth write trial
+-- unchanged, device call 119); w23 and w24, 7 x (416 + 32) and 9 x (256 + 32) (Refresh steps of 3,136 and 2,592
+-- rows, Reuse steps of 224 and 288: a reserve set recorded in the same call, kept unscored until a trial chosen
+-- after call 119 is judged on it).
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -89,6 +91,8 @@ local workloads = {
   {"w20", 12, 128, 32, named = true},
   {"w21", 4, 832, 32, named = true},
   {"w22", 11, 176, 32, named = true},
+  {"w23", 7, 416, 32, named = true},
+  {"w24", 9, 256, 32, named = true},
 }
 local caches = {
   {"prefix", nil},
