@@ -26,18 +26,22 @@
 #             write rule was chosen)
 #   c118      call 118: call 117's six points again on another machine (session 37: scripts/ncu_attainable.py sets
 #             the two side by side; not in the default list, whose sets are each a different measurement)
+#   c119      call 119: w21:dual, w22:dual and w22:prefix of both models (held out, recorded in session 38 to judge
+#             session 37's nineteenth write trial unchanged)
+#   c119b     call 119's second set: w23:dual, w24:dual and w24:sparse of both models (a reserve: not in the default
+#             list until a trial chosen after call 119 is judged on it, datasets/hw/2026-12-04/call119/CRITERION.md)
 # OUT_DIR must not exist.  About 2 min for all sets on 2 cores.
 set -euo pipefail
-usage() { sed -n '2,29p' "$0" >&2; exit 2; }
+usage() { sed -n '2,33p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
-case $1 in -h|--help) sed -n '2,29p' "$0"; exit 0 ;; esac
+case $1 in -h|--help) sed -n '2,33p' "$0"; exit 0 ;; esac
 O=$1; shift
 DKV=${DKV:-build/release/dkv}
 HW=datasets/hw
 [ -e "$O" ] && { echo "ncu_score: $O exists: give a new OUT_DIR" >&2; exit 2; }
 [ -x "$DKV" ] || { echo "ncu_score: no dkv at $DKV (set DKV=)" >&2; exit 2; }
-ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117)   # the sets above, in their order: a new set is added here
-REPEATS=(c118)   # sets that repeat another's points (named, never in the default list)
+ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119)   # the sets above, in their order: a new set is added here
+REPEATS=(c118 c119b)   # named only: a set that repeats another's points, or a reserve not yet scored
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=("${ALL[@]}")
 for s in "${sets[@]}"; do
     [[ " ${ALL[*]} ${REPEATS[*]} " == *" $s "* ]] || { echo "ncu_score: unknown set '$s' ($(echo "${ALL[*]} ${REPEATS[*]}" | sed 's/ /, /g'))" >&2; exit 2; }
@@ -67,10 +71,12 @@ for s in "${sets[@]}"; do
         /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null
         cells "llada-8b (9 pts)" "$O/llada/ncu_bytes.md" ;;
     dream) held dream "dream-7b (9 pts)" dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;
-    c*)   # a call's set: ncu_llada.tgz and ncu_dream.tgz in datasets/hw/<date>/call<N>
-        d=$(ls -d $HW/*/call${s#c} | head -n 1)
-        held "${s}_llada" "call ${s#c} llada-8b" llada-8b $d/ncu_llada.tgz
-        held "${s}_dream" "call ${s#c} dream-7b" dream-7b $d/ncu_dream.tgz ;;
+    c*)   # a call's set: ncu_llada.tgz and ncu_dream.tgz in datasets/hw/<date>/call<N> (set c<N>b: the call's
+          # second set, ncu_llada_b.tgz and ncu_dream_b.tgz)
+        n=${s#c}; x=; [[ $n == *b ]] && { n=${n%b}; x=_b; }
+        d=$(ls -d $HW/*/call$n | head -n 1)
+        held "${s}_llada" "call $n$x llada-8b" llada-8b $d/ncu_llada$x.tgz
+        held "${s}_dream" "call $n$x dream-7b" dream-7b $d/ncu_dream$x.tgz ;;
     esac
 done
 # the sets together: every cell counted once (a trial's criterion reads this line)

@@ -24,6 +24,7 @@ SETS=(
     2026-12-03/call92/b 2026-12-03/call94 2026-12-03/call95 2026-12-03/call96 2026-12-03/call97 2026-12-03/call98
     2026-12-03/call100 2026-12-03/call101 2026-12-04/call107 2026-12-04/call109 2026-12-04/call110 2026-12-04/call112
     2026-12-04/call113 2026-12-04/call114 2026-12-04/call115 2026-12-04/call116 2026-12-04/call117 2026-12-04/call118
+    2026-12-04/call119
 )   # a new run set is added here, in call order
 PY=/usr/bin/python3
 help() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; }   # the header comment

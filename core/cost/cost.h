@@ -154,6 +154,16 @@ dkv_cost_hw dkv_cost_hw_of(const dkv_gpu *g);
  * capacities, 39.0-43.0 MB) and 30.0 MB of one read by 4, 16 or 64 CTAs a line (29.5-30.5): 30.0 / 41.4. */
 #define DKV_COST_L2_ONE_READER 0.725
 
+/* The L2's soft edge (cost_l2_edge.h, docs/COST_MODEL.md "The soft edge"): past the capacity C a line leaves with a
+ * probability rising linearly over DKV_COST_L2_EDGE x C of age (resident bytes newer than it), and a dirty line's age
+ * counts DKV_COST_L2_DIRTY_CREDIT x C younger.  Both measured by cuda/bench/l2drain.cu `order` under Nsight Compute
+ * (device calls 117 and 118): a half of an 8 MB probe goes from 10 % to 90 % gone over 13.7 MB of a one-reader
+ * stream, 13.7 x 0.725 / 31.46 = 0.32 of C; a dirty half goes as late as a clean one 4 MB of stream newer,
+ * 4 x 0.725 / 31.46 = 0.092 of C.  Judged unchanged on device call 119's fresh Nsight Compute set (the writes within
+ * 5 % 22 -> 25 of 42, the reads 39 of 42 kept). */
+#define DKV_COST_L2_EDGE 0.32
+#define DKV_COST_L2_DIRTY_CREDIT 0.092
+
 typedef struct dkv_cost_gemm_plan {
     double tile_rows;               /* token rows per tile */
     double tiles_m, tiles_n;        /* row tiles (tokens), column tiles (weight rows) */

@@ -7,9 +7,10 @@
  * halves, each caching what the SMs attached to it read, and the forward's operands (activations
  * read by every column of CTAs, weight tiles by every row) are read from both, so held twice.  A read costs HBM bytes for the part of the buffer that is
  * not resident; a write lands in L2 dirty (whole 32-byte sectors: no fetch), replacing the
- * buffer's older lines in place; lines pushed out of the LRU end that are dirty are written to
- * HBM and charged to the kernel that pushed them (what Nsight Compute's dram__bytes_write.sum
- * of that kernel counts when caches are not flushed between kernels), and so are the oldest dirty
+ * buffer's older lines in place; lines pushed out past the capacity (the oldest, by a soft edge:
+ * cost_l2_edge.h) that are dirty are written to HBM and charged to the kernel that pushed them (what
+ * Nsight Compute's dram__bytes_write.sum of that kernel counts when caches are not flushed between
+ * kernels), and so are the oldest dirty
  * lines past DKV_COST_L2_DIRTY_FRAC of the L2 (they stay, clean).  A kernel that walks its rows
  * (norms, RoPE and the store, SwiGLU, attention) reads and writes as it goes: its reads count
  * in turn, then the lines it read and wrote enter the L2 interleaved (walk()).  Weights and KV written in
@@ -29,6 +30,7 @@
  * is counted (the weight streams flush everything older, so the state repeats); the step's start
  * (reset, embeddings) runs after the previous step's LM head of the same plan. */
 #include "cost/cost.h"
+#include "cost/cost_l2_edge.h"
 #include "cost/cost_l2_memo.h"
 #include "cost/profile.h"
 
@@ -47,7 +49,7 @@ dkv_cost_hw dkv_cost_hw_of(const dkv_gpu *g)
 
 enum { B_STREAM = 0, B_X, B_H, B_QKV, B_Q, B_K, B_V, B_ATT, B_GU, B_FF, B_KVNEW, B_SC, B_ST, B_COL, B_SEL, B_LOGITS, B_ARG, B_SPLITK, B_WGT };   /* B_WGT + i: a GEMM's weight slice i, during the GEMM */
 
-typedef struct { int key; double res, dirty; unsigned wep; } ent;
+typedef l2_ent ent;
 
 #define READS_CACHE 8
 
@@ -58,6 +60,7 @@ typedef struct {
     int n;
     double cap, tot;
     double dcap;      /* dirty bytes the L2 keeps at most (DKV_COST_L2_DIRTY_FRAC) */
+    l2_edge edge;     /* which lines leave past the capacity (cost_l2_edge.h) */
     double dub;       /* an upper bound of the dirty bytes: only push adds dirty lines (every other
                          change moves or removes them), so it grows there and is reset when summed */
     double rd, wr;    /* the current kernel's HBM bytes */
@@ -96,10 +99,21 @@ static void clean_oldest(l2m *s)
     s->dub = dirty;
 }
 
-/* Lines past the capacity leave from the LRU end; their dirty share goes to HBM. */
+/* Lines past the capacity leave by the soft edge (cost_l2_edge.h): a share of every entry old enough, dirty lines
+ * later than clean ones; their dirty share goes to HBM.  What the edge cannot take (the newest entry alone holds
+ * more than the capacity) leaves from the LRU end. */
 static void evict(l2m *s)
 {
     clean_oldest(s);
+    if (s->tot > s->cap * (1 + 1e-12) && s->n > 1) {
+        double gone = l2_edge_evict(&s->edge, s->e, s->n, s->tot, s->tot - s->cap, &s->wr);
+        if (gone > 0) {
+            s->tot -= gone;
+            for (int i = s->n - 2; i >= 0; i--)
+                if (s->e[i].res <= 1e-9 * s->cap)
+                    s->tot -= s->e[i].res, drop(s, i);
+        }
+    }
     while (s->tot > s->cap * (1 + 1e-12) && s->n > 1) {
         ent *x = &s->e[0];
         double take = fmin(s->tot - s->cap, x->res), dd = x->res > 0 ? x->dirty * take / x->res : 0;
@@ -529,7 +543,8 @@ static double gemm_measured(l2m *s, int in, double in_b, double w_b, int res, do
     for (int i = 0; i < s->nrc; i++)
         if (s->rc[i].b == b && s->rc[i].n == N && s->rc[i].k == K)
             return s->rc[i].delta;
-    l2m t = {.cap = s->cap, .dcap = s->dcap, .n_sms = s->n_sms, .prof = s->prof, .ep = 1, .tail = -1};
+    l2m t = {.cap = s->cap, .dcap = s->dcap, .edge = {s->edge.width, s->edge.credit, 0}, .n_sms = s->n_sms,
+             .prof = s->prof, .ep = 1, .tail = -1};
     const double f = b / M;
     wr(&t, in, in_b * f);
     t.ep = 2, t.rd = t.wr = 0;
@@ -716,7 +731,9 @@ void dkv_cost_l2_bytes(const dkv_model *m, const dkv_step_plan *plan, const dkv_
     double parts = hw->l2_partitions ? hw->l2_partitions : 1;
     /* the gemm_reads and gemm_left measurements are of one weight copy: steps that stream several (instances
      * without shared weights) keep the replay's count */
-    run r = {.s = {.cap = hw->l2_bytes / parts, .dcap = hw->l2_bytes * DKV_COST_L2_DIRTY_FRAC,
+    const double cap = hw->l2_bytes / parts;
+    run r = {.s = {.cap = cap, .dcap = hw->l2_bytes * DKV_COST_L2_DIRTY_FRAC,
+                   .edge = {DKV_COST_L2_EDGE * cap, DKV_COST_L2_DIRTY_CREDIT * cap, 0},
                    .n_sms = hw->n_sms ? hw->n_sms : 1, .prof = hw->profile,
                    .measured = hw->profile && hw->profile->reads_n > 0 && cs->weight_streams <= 1,
                    .left = hw->profile && hw->profile->left_n > 0 && cs->weight_streams <= 1, .tail = -1}};

@@ -388,7 +388,10 @@ LUA
 (cd "$T/root" && DKV_ROOT="$T/root" "$DKV" run l.lua) || fail "the gemm_left block is not applied as documented"
 # gemm_store (optional; docs/PROFILE_FORMAT.md "gemm_store"): checked as gemm_left; applied, what the RoPE-store finds
 # after the q|k|v GEMM (which leaves all its output here): found 0 makes each Refresh step (4 x 288 rows, every
-# row's K and V stored) read more than found = all, by the q|k|v output of each of its 32 layers (28.3 MB)
+# row's K and V stored) read more than found = all, by the q|k|v output of each of its 32 layers (28.3 MB), and by
+# at most 2 % more: the output read again from HBM needs room, which the L2's soft edge (docs/COST_MODEL.md "The soft
+# edge") takes partly from buffers read later in the layer (a strict LRU took it from weights never read again:
+# exactly 28.3 MB; 1.1 % more since session 38)
 gs() { graft gemm_store "$1"; }
 gs '{n = 12288, k = 4096, beta = 0, rows = {8}, found = {-1}}' >"$T/root/datasets/profiles/p49.lua"
 check p49 "gemm_store\[1\].found: value 1: expected a number in \[0, 1e+13\]"
@@ -412,7 +415,8 @@ for j = 1, #none.q_tokens do
   local d = none.hbm_read_bytes[j] - all.hbm_read_bytes[j]
   assert(d >= 0, string.format("step %d: found 0 reads %g bytes less", j, -d))
   if none.q_tokens[j] == 4 * 288 then
-    assert(math.abs(d / (32 * 1152 * 12288 * 2) - 1) < 1e-3, string.format("step %d: %g bytes apart, want 32 x 28.3 MB", j, d))
+    local x = d / (32 * 1152 * 12288 * 2)
+    assert(x > 1 - 1e-3 and x < 1.02, string.format("step %d: %g bytes apart, want 32 x 28.3 MB to 2 %% more", j, d))
     refresh = refresh + 1
   end
 end

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cost/cost.h"
+#include "cost/cost_l2_edge.h"
 #include "cost/profile.h"
 
 static dkv_model llada(void)
@@ -966,6 +967,74 @@ static void test_l2_memo_gives_the_replays_bytes(void **state)
     dkv_cost_step_free(&cs);
 }
 
+/* The soft edge (core/cost/cost_l2_edge.c) against its closed form.  An old entry of R = 100 bytes behind a newest of
+ * 10 (tot 110: the old entry's lines are 10 to 110 bytes old), ramp width W = 20, 5 bytes to go.  Clean: the share
+ * gone is (110 - A0)^2 / (2 W) / R with A0 = T - W / 2, so 110 - A0 = sqrt(200) and T = 110 - sqrt(200) + 10.  Half
+ * dirty with a credit of 4 bytes: 50 (u^2 + (u - 4)^2) / (2 W R) = 5 gives u = 110 - A0 = 16, so 50 x 256 / 4000 =
+ * 3.2 clean and 50 x 144 / 4000 = 1.8 dirty bytes go, the 1.8 to HBM. */
+static void test_l2_edge_closed_form(void **state)
+{
+    (void)state;
+    l2_ent e[2] = {{.key = 1, .res = 100}, {.key = 2, .res = 10}};
+    l2_edge ed = {.width = 20, .credit = 0};
+    double written = 0;
+    assert_true(fabs(l2_edge_evict(&ed, e, 2, 110, 5, &written) - 5) < 1e-5);
+    assert_true(fabs(e[0].res - 95) < 1e-5 && e[1].res == 10 && written == 0);
+    assert_true(fabs(ed.gap - (110 - (110 - sqrt(200.0) + 10))) < 1e-4);   /* the threshold solved */
+
+    l2_ent d[2] = {{.key = 1, .res = 100, .dirty = 50}, {.key = 2, .res = 10, .dirty = 10}};
+    l2_edge edc = {.width = 20, .credit = 4};
+    written = 0;
+    assert_true(fabs(l2_edge_evict(&edc, d, 2, 110, 5, &written) - 5) < 1e-5);
+    assert_true(fabs(written - 1.8) < 1e-5 && fabs(d[0].dirty - 48.2) < 1e-5 && fabs(d[0].res - 95) < 1e-5);
+    assert_true(d[1].res == 10 && d[1].dirty == 10);   /* the newest entry stays whole, dirty or not */
+}
+
+/* Over a list of equal clean entries the edge takes a falling share from the oldest to the newer ones (more than one
+ * entry gives lines, unlike an LRU), the bytes removed are the bytes asked for, and the answer does not depend on the
+ * first guess (gap).  Five entries of 10 (tot 50), W = 20, 7 bytes to go: (50 - A0)^2 / 40 = 7, so the oldest
+ * (ages 40 to 50) gives (280 - (sqrt(280) - 10)^2) / 40 = 5.867 and the next (30 to 40) the rest.  With a ramp far
+ * narrower than an entry it is the LRU: the oldest entry alone gives them. */
+static void test_l2_edge_spreads_evictions_by_age(void **state)
+{
+    (void)state;
+    for (int guess = 0; guess < 3; guess++) {
+        l2_ent e[5];
+        for (int i = 0; i < 5; i++)
+            e[i] = (l2_ent){.key = i, .res = 10};
+        l2_edge ed = {.width = 20, .credit = 0, .gap = guess == 0 ? 0 : guess == 1 ? 3 : 1000};
+        double written = 0;
+        assert_true(fabs(l2_edge_evict(&ed, e, 5, 50, 7, &written) - 7) < 1e-5);
+        double left = 0;
+        for (int i = 0; i < 5; i++)
+            left += e[i].res;
+        assert_true(fabs(left - 43) < 1e-5 && e[4].res == 10 && written == 0);
+        assert_true(e[0].res > 3 && e[0].res < e[1].res && e[1].res < 10);   /* the two oldest both give lines */
+        const double r = sqrt(280.0) - 10, oldest = (280 - r * r) / 40;
+        assert_true(fabs(e[0].res - (10 - oldest)) < 1e-5 && fabs(e[1].res - (10 - (7 - oldest))) < 1e-5);
+        assert_true(e[2].res == 10 && e[3].res == 10);   /* younger than A0 = 50 - sqrt(280) */
+    }
+    l2_ent s[3] = {{.key = 0, .res = 10, .dirty = 4}, {.key = 1, .res = 10, .dirty = 4}, {.key = 2, .res = 10}};
+    l2_edge sharp = {.width = 1e-6, .credit = 0};
+    double ws = 0;
+    assert_true(fabs(l2_edge_evict(&sharp, s, 3, 30, 7, &ws) - 7) < 1e-5);
+    assert_true(fabs(s[0].res - 3) < 1e-4 && fabs(s[1].res - 10) < 1e-4 && fabs(ws - 2.8) < 1e-4);
+}
+
+/* Where the entries older than the newest hold fewer bytes than must go, the edge removes nothing (the replay then
+ * takes them from the LRU end, cost_l2.c evict), and with no width it is off. */
+static void test_l2_edge_leaves_what_it_cannot_take(void **state)
+{
+    (void)state;
+    l2_ent e[2] = {{.key = 1, .res = 3, .dirty = 3}, {.key = 2, .res = 100}};
+    l2_edge ed = {.width = 20, .credit = 4};
+    double written = 0;
+    assert_true(l2_edge_evict(&ed, e, 2, 103, 5, &written) == 0);
+    assert_true(e[0].res == 3 && e[0].dirty == 3 && e[1].res == 100 && written == 0);
+    l2_edge off = {.width = 0};
+    assert_true(l2_edge_evict(&off, e, 2, 103, 1, &written) == 0 && e[0].res == 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -996,6 +1065,9 @@ int main(void)
         cmocka_unit_test(test_xfers_and_totals),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_l2_memo_gives_the_replays_bytes),
+        cmocka_unit_test(test_l2_edge_closed_form),
+        cmocka_unit_test(test_l2_edge_spreads_evictions_by_age),
+        cmocka_unit_test(test_l2_edge_leaves_what_it_cannot_take),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
