@@ -39,6 +39,7 @@
 
 #define GEMM_CHUNKS 8.0
 #define MAX_ENT 96
+_Static_assert(MAX_ENT <= L2_EDGE_MAX, "the soft edge handles every entry of the list");
 
 dkv_cost_hw dkv_cost_hw_of(const dkv_gpu *g)
 {

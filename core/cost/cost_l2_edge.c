@@ -4,8 +4,9 @@
  * r(a - A0) and a dirty one with r(a - credit - A0).  An entry spans the ages (lo, hi] (the bytes newer than its
  * newest and oldest line), so the share of it that leaves is the ramp's integral over that span divided by its bytes.
  * The bytes removed, removed(T), fall with T and are piecewise quadratic in it (the pieces' ends are the entries'
- * ends, shifted by W / 2 and the credit): the threshold is solved by Newton's steps kept inside a bracket (the slope
- * is the ramp's value at the spans' ends), started from the previous solve's distance below the list's bytes. */
+ * ends, shifted by W / 2 and the credit): the threshold is solved by steps to the root of the local quadratic (the
+ * slope is the ramp's value at the spans' ends, the curvature its slope there), kept inside a bracket, started from
+ * the previous solve's distance below the list's bytes; the last evaluation's removals are the ones applied. */
 #include "cost/cost_l2_edge.h"
 
 #include <math.h>
@@ -13,6 +14,7 @@
 
 /* The ramp's value at u = age - A0, and its integral from -inf to a. */
 static double ramp(double u, double W) { return u <= 0 ? 0 : u >= W ? 1 : u / W; }
+static double inside(double u, double W) { return u > 0 && u < W ? 1 : 0; }   /* where the ramp's slope is 1 / W */
 
 static double ramp_int(double a, double A0, double W)
 {
@@ -23,58 +25,68 @@ static double ramp_int(double a, double A0, double W)
     return W / 2 + (a - A0 - W);
 }
 
-/* The bytes the ramp around T removes from e[0 .. n-2] (*slope: their derivative in T).  With apply, removes them:
- * the clean and dirty parts of each entry at their own ages, the dirty bytes added to *written. */
-static double removed(const l2_edge *ed, l2_ent *e, int n, double tot, double T, bool apply, double *written,
-                      double *slope)
+/* The bytes the ramp around T removes from e[0 .. n-2], their first and second derivatives in T (d[0], d[1]), and
+ * each entry's clean and dirty bytes removed (rm[2 i], rm[2 i + 1]; *nrm entries, the oldest first). */
+static double removed(const l2_edge *ed, const l2_ent *e, int n, double tot, double T, double d[2], double *rm,
+                      int *nrm)
 {
-    double W = ed->width, cr = ed->credit, A0 = T - W / 2, hi = tot, gone = 0, dg = 0;
-    for (int i = 0; i < n - 1 && hi > A0; i++) {   /* from the oldest; lines no older than A0 stay */
-        l2_ent *x = &e[i];
+    double W = ed->width, cr = ed->credit, A0 = T - W / 2, hi = tot, gone = 0, d1 = 0, d2 = 0;
+    int i = 0;
+    for (; i < n - 1 && hi > A0; i++) {   /* from the oldest; lines no older than A0 stay */
+        const l2_ent *x = &e[i];
         double h = hi, lo = hi - x->res;
         hi = lo;
+        rm[2 * i] = rm[2 * i + 1] = 0;
         if (x->res <= 0)
             continue;
-        double clean = x->res - x->dirty;
-        double fc = (ramp_int(h, A0, W) - ramp_int(lo, A0, W)) / x->res;
-        double fd = (ramp_int(h - cr, A0, W) - ramp_int(lo - cr, A0, W)) / x->res;
-        double dc = clean * (fc < 1 ? fc : 1), dd = x->dirty * (fd < 1 ? fd : 1);
-        gone += dc + dd;
-        dg -= (clean * (ramp(h - A0, W) - ramp(lo - A0, W)) +
-               x->dirty * (ramp(h - cr - A0, W) - ramp(lo - cr - A0, W))) / x->res;
-        if (apply)
-            *written += dd, x->dirty -= dd, x->res -= dc + dd;
+        double clean = (x->res - x->dirty) / x->res, dirty = x->dirty / x->res;
+        double fc = ramp_int(h, A0, W) - ramp_int(lo, A0, W), fd = ramp_int(h - cr, A0, W) - ramp_int(lo - cr, A0, W);
+        double dc = clean * (fc < x->res ? fc : x->res), dd = dirty * (fd < x->res ? fd : x->res);
+        rm[2 * i] = dc, rm[2 * i + 1] = dd, gone += dc + dd;
+        d1 -= clean * (ramp(h - A0, W) - ramp(lo - A0, W)) + dirty * (ramp(h - cr - A0, W) - ramp(lo - cr - A0, W));
+        d2 += (clean * (inside(h - A0, W) - inside(lo - A0, W)) +
+               dirty * (inside(h - cr - A0, W) - inside(lo - cr - A0, W))) / W;
     }
-    if (slope)
-        *slope = dg;
+    *nrm = i;
+    d[0] = d1, d[1] = d2;
     return gone;
 }
 
 double l2_edge_evict(l2_edge *ed, l2_ent *e, int n, double tot, double need, double *written)
 {
     double W = ed->width;
-    if (!(W > 0) || !(need > 0) || n <= 1)
+    if (!(W > 0) || !(need > 0) || n <= 1 || n > L2_EDGE_MAX)
         return 0;
     double older = 0;   /* removed(lo) below: every entry but the newest; removed(hi): nothing */
     for (int i = 0; i < n - 1; i++)
         older += e[i].res;
     if (older < need)
         return 0;
-    double lo = -W - ed->credit, hi = tot + W, slope;
+    double lo = -W - ed->credit, hi = tot + W, d[2], rm[2 * L2_EDGE_MAX], gone = 0;
     double tol = 1e-7 * tot, T = tot - ed->gap;
+    int nrm = 0;
     if (!(T > lo && T < hi))
         T = (lo + hi) / 2;
     for (int it = 0; it < 60; it++) {
-        double f = removed(ed, e, n, tot, T, false, NULL, &slope) - need;
+        gone = removed(ed, e, n, tot, T, d, rm, &nrm);
+        double f = gone - need;
         if (fabs(f) <= tol || hi - lo <= tol)
             break;
         if (f > 0)
             lo = T;
         else
             hi = T;
-        double t = slope < 0 ? T - f / slope : (lo + hi) / 2;
+        /* removed(T) is quadratic between the spans' ends: the root of its local quadratic (Newton's step where it
+         * is linear), kept inside the bracket, else halving */
+        double disc = d[0] * d[0] - 2 * d[1] * f, t = (lo + hi) / 2;
+        if (d[0] < 0 && disc >= 0)
+            t = T - 2 * f / (d[0] - sqrt(disc));
         T = t > lo && t < hi ? t : (lo + hi) / 2;
     }
     ed->gap = tot - T;
-    return removed(ed, e, n, tot, T, true, written, NULL);
+    for (int i = 0; i < nrm; i++) {
+        double dc = rm[2 * i], dd = rm[2 * i + 1];
+        *written += dd, e[i].dirty -= dd, e[i].res -= dc + dd;
+    }
+    return gone;
 }

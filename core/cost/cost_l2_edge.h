@@ -19,6 +19,8 @@ typedef struct l2_ent {
     unsigned wep;   /* the kernel that last wrote it */
 } l2_ent;
 
+#define L2_EDGE_MAX 128   /* entries the edge handles (cost_l2.c's list holds at most 96) */
+
 typedef struct l2_edge {
     double width;    /* the ramp's width in bytes of age (> 0) */
     double credit;   /* a dirty line's age counted this many bytes younger (>= 0) */
@@ -28,7 +30,7 @@ typedef struct l2_edge {
 /* Removes need bytes (0 < need) from e[0 .. n-2] by the soft edge (e[n-1], the newest entry, stays whole); tot is
  * the list's bytes, e[n-1]'s included.  The dirty bytes removed are added to *written (they go to HBM).  Returns the
  * bytes removed (need within 1e-7 of tot), or 0, changing nothing, where the older entries cannot give need bytes
- * (the caller then takes them from the oldest end).  Entries left empty stay in the list for the caller to drop. */
+ * or n > L2_EDGE_MAX (the caller then takes them from the oldest end).  Entries left empty stay in the list for the caller to drop. */
 double l2_edge_evict(l2_edge *ed, l2_ent *e, int n, double tot, double need, double *written);
 
 #endif
