@@ -39,16 +39,16 @@ static double removed(const l2_edge *ed, const l2_ent *e, int n, double tot, dou
         rm[2 * i] = rm[2 * i + 1] = 0;
         if (x->res <= 0)
             continue;
-        double clean = (x->res - x->dirty) / x->res, dirty = x->dirty / x->res;
+        double inv = 1 / x->res, clean = (x->res - x->dirty) * inv, dirty = x->dirty * inv;
         double fc = ramp_int(h, A0, W) - ramp_int(lo, A0, W), fd = ramp_int(h - cr, A0, W) - ramp_int(lo - cr, A0, W);
         double dc = clean * (fc < x->res ? fc : x->res), dd = dirty * (fd < x->res ? fd : x->res);
         rm[2 * i] = dc, rm[2 * i + 1] = dd, gone += dc + dd;
         d1 -= clean * (ramp(h - A0, W) - ramp(lo - A0, W)) + dirty * (ramp(h - cr - A0, W) - ramp(lo - cr - A0, W));
-        d2 += (clean * (inside(h - A0, W) - inside(lo - A0, W)) +
-               dirty * (inside(h - cr - A0, W) - inside(lo - cr - A0, W))) / W;
+        d2 += clean * (inside(h - A0, W) - inside(lo - A0, W)) +
+              dirty * (inside(h - cr - A0, W) - inside(lo - cr - A0, W));
     }
     *nrm = i;
-    d[0] = d1, d[1] = d2;
+    d[0] = d1, d[1] = d2 / W;
     return gone;
 }
 
