@@ -12,17 +12,12 @@
 #include <math.h>
 #include <stddef.h>
 
-/* The ramp's value at u = age - A0, and its integral from -inf to a. */
-static double ramp(double u, double W) { return u <= 0 ? 0 : u >= W ? 1 : u / W; }
-static double inside(double u, double W) { return u > 0 && u < W ? 1 : 0; }   /* where the ramp's slope is 1 / W */
-
-static double ramp_int(double a, double A0, double W)
+/* The ramp at u = age - A0: its integral from -inf (r[0]), its value (r[1]) and its slope times W (r[2]). */
+static void ramp(double u, double W, double r[3])
 {
-    if (a <= A0)
-        return 0;
-    if (a <= A0 + W)
-        return (a - A0) * (a - A0) / (2 * W);
-    return W / 2 + (a - A0 - W);
+    r[0] = u <= 0 ? 0 : u <= W ? u * u / (2 * W) : W / 2 + (u - W);
+    r[1] = u <= 0 ? 0 : u >= W ? 1 : u / W;
+    r[2] = u > 0 && u < W ? 1 : 0;
 }
 
 /* The bytes the ramp around T removes from e[0 .. n-2], their first and second derivatives in T (d[0], d[1]), and
@@ -40,12 +35,13 @@ static double removed(const l2_edge *ed, const l2_ent *e, int n, double tot, dou
         if (x->res <= 0)
             continue;
         double inv = 1 / x->res, clean = (x->res - x->dirty) * inv, dirty = x->dirty * inv;
-        double fc = ramp_int(h, A0, W) - ramp_int(lo, A0, W), fd = ramp_int(h - cr, A0, W) - ramp_int(lo - cr, A0, W);
+        double ch[3], cl[3], dh[3], dl[3];   /* the span's ends: clean at their ages, dirty credit younger */
+        ramp(h - A0, W, ch), ramp(lo - A0, W, cl), ramp(h - cr - A0, W, dh), ramp(lo - cr - A0, W, dl);
+        double fc = ch[0] - cl[0], fd = dh[0] - dl[0];
         double dc = clean * (fc < x->res ? fc : x->res), dd = dirty * (fd < x->res ? fd : x->res);
         rm[2 * i] = dc, rm[2 * i + 1] = dd, gone += dc + dd;
-        d1 -= clean * (ramp(h - A0, W) - ramp(lo - A0, W)) + dirty * (ramp(h - cr - A0, W) - ramp(lo - cr - A0, W));
-        d2 += clean * (inside(h - A0, W) - inside(lo - A0, W)) +
-              dirty * (inside(h - cr - A0, W) - inside(lo - cr - A0, W));
+        d1 -= clean * (ch[1] - cl[1]) + dirty * (dh[1] - dl[1]);
+        d2 += clean * (ch[2] - cl[2]) + dirty * (dh[2] - dl[2]);
     }
     *nrm = i;
     d[0] = d1, d[1] = d2 / W;
