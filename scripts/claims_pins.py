@@ -25,8 +25,10 @@ the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger;
 it once more without --update (a quote holding two pinned figures is rewritten by both, and the pin whose quote held the other follows it).
 Exit status 0 when every pin that ran passed, 1 otherwise, 2 on a malformed pins file.
 """
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -118,6 +120,7 @@ def main():
         lines = fh.read().split('\n')
     have_trace = os.path.exists(TRACE)
     out_cache, tmp = {}, tempfile.mkdtemp(prefix='claims-')
+    atexit.register(shutil.rmtree, tmp, True)   # the runs' results files go with the check
     failed = skipped = passed = 0
     new_pins = []
     for n, f, raw in pins:

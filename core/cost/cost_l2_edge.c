@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 /* The ramp at u = age - A0: its integral from -inf (r[0]), its value (r[1]) and its slope times W (r[2]). */
-static void ramp(double u, double W, double r[3])
+static inline void ramp(double u, double W, double r[3])
 {
     r[0] = u <= 0 ? 0 : u <= W ? u * u / (2 * W) : W / 2 + (u - W);
     r[1] = u <= 0 ? 0 : u >= W ? 1 : u / W;
@@ -21,27 +21,31 @@ static void ramp(double u, double W, double r[3])
 }
 
 /* The bytes the ramp around T removes from e[0 .. n-2], their first and second derivatives in T (d[0], d[1]), and
- * each entry's clean and dirty bytes removed (rm[2 i], rm[2 i + 1]; *nrm entries, the oldest first). */
+ * each entry's clean and dirty bytes removed (rm[2 i], rm[2 i + 1]; *nrm entries, the oldest first).  An entry's
+ * newer end is the next entry's older end, so the ramp is evaluated once per end and carried to the next entry. */
 static double removed(const l2_edge *ed, const l2_ent *e, int n, double tot, double T, double d[2], double *rm,
                       int *nrm)
 {
     double W = ed->width, cr = ed->credit, A0 = T - W / 2, hi = tot, gone = 0, d1 = 0, d2 = 0;
+    double ch[3], dh[3];   /* the ramp at the current span's older end: clean at its age, dirty credit younger */
+    ramp(hi - A0, W, ch), ramp(hi - cr - A0, W, dh);
     int i = 0;
     for (; i < n - 1 && hi > A0; i++) {   /* from the oldest; lines no older than A0 stay */
         const l2_ent *x = &e[i];
-        double h = hi, lo = hi - x->res;
+        double lo = hi - x->res, cl[3], dl[3];
         hi = lo;
+        ramp(lo - A0, W, cl), ramp(lo - cr - A0, W, dl);
         rm[2 * i] = rm[2 * i + 1] = 0;
-        if (x->res <= 0)
-            continue;
-        double inv = 1 / x->res, clean = (x->res - x->dirty) * inv, dirty = x->dirty * inv;
-        double ch[3], cl[3], dh[3], dl[3];   /* the span's ends: clean at their ages, dirty credit younger */
-        ramp(h - A0, W, ch), ramp(lo - A0, W, cl), ramp(h - cr - A0, W, dh), ramp(lo - cr - A0, W, dl);
-        double fc = ch[0] - cl[0], fd = dh[0] - dl[0];
-        double dc = clean * (fc < x->res ? fc : x->res), dd = dirty * (fd < x->res ? fd : x->res);
-        rm[2 * i] = dc, rm[2 * i + 1] = dd, gone += dc + dd;
-        d1 -= clean * (ch[1] - cl[1]) + dirty * (dh[1] - dl[1]);
-        d2 += clean * (ch[2] - cl[2]) + dirty * (dh[2] - dl[2]);
+        if (x->res > 0) {
+            double inv = 1 / x->res, clean = (x->res - x->dirty) * inv, dirty = x->dirty * inv;
+            double fc = ch[0] - cl[0], fd = dh[0] - dl[0];
+            double dc = clean * (fc < x->res ? fc : x->res), dd = dirty * (fd < x->res ? fd : x->res);
+            rm[2 * i] = dc, rm[2 * i + 1] = dd, gone += dc + dd;
+            d1 -= clean * (ch[1] - cl[1]) + dirty * (dh[1] - dl[1]);
+            d2 += clean * (ch[2] - cl[2]) + dirty * (dh[2] - dl[2]);
+        }
+        for (int k = 0; k < 3; k++)
+            ch[k] = cl[k], dh[k] = dl[k];
     }
     *nrm = i;
     d[0] = d1, d[1] = d2 / W;

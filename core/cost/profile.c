@@ -109,6 +109,7 @@ static void tab_clear(ptab *t)
     free(t->lax);
     free(t->sec);
     free(t->lsec);
+    free(t->grp);
     memset(t, 0, sizeof *t);
 }
 
@@ -416,7 +417,8 @@ static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err
     t->lax = malloc((n * t->na + 1) * sizeof *t->lax);
     t->sec = malloc((n + 1) * sizeof *t->sec);
     t->lsec = malloc((n + 1) * sizeof *t->lsec);
-    if (!ord || !t->key || !t->ax || !t->lax || !t->sec || !t->lsec) {
+    t->grp = malloc((n + 1) * sizeof *t->grp);
+    if (!ord || !t->key || !t->ax || !t->lax || !t->sec || !t->lsec || !t->grp) {
         free(ord);
         return dkv_err_set(err, DKV_ENOMEM, "%s: %s: out of host memory", where, label(id));
     }
@@ -453,6 +455,15 @@ static dkv_status tab_index(ptab *t, dkv_prof_tab id, const char *where, dkv_err
         t->lsec[i] = log(t->sec[i]);
     }
     free(ord);
+    t->ng = 0;   /* the key groups' bounds (the rows sort by the keys first) */
+    for (size_t i = 0; i < n; i++) {
+        bool same = i > 0;
+        for (uint32_t k = 0; same && k < t->nk; k++)
+            same = t->key[i * t->nk + k] == t->key[(i - 1) * t->nk + k];
+        if (!same)
+            t->grp[t->ng++] = i;
+    }
+    t->grp[t->ng] = n;
     return DKV_OK;
 }
 
@@ -665,10 +676,8 @@ double dkv_profile_attn_nearest(const dkv_profile *p, double q_rows, double kv_t
         return NAN;
     const ptab *t = &p->t[DKV_PT_ATTN];   /* keys: heads, kv_heads, head_dim, mode */
     double best = INFINITY, bh = 0, bk = 0;
-    for (size_t i = 0, lo, hi; i < t->n; i = hi) {   /* a key group at a time (rows sort by the keys) */
-        const double *k = t->key + i * t->nk;
-        if (!dkv_prof_key_group(t, k, &lo, &hi))
-            return NAN;   /* not reached: row i's own keys */
+    for (size_t g = 0; g < t->ng; g++) {   /* a key group at a time */
+        const double *k = t->key + t->grp[g] * t->nk;
         if (k[2] != head_dim || k[3] != mode || !(k[0] > 0 && k[1] > 0))
             continue;
         double d = fabs(log(k[0] / heads)) + fabs(log(k[1] / kv_heads));

@@ -27,6 +27,7 @@ typedef struct ptab {
     double  *ax;             /* n x na: the axis values (not logs), sorted */
     double  *lax;            /* their logs */
     double  *sec, *lsec;     /* seconds per call and its log */
+    size_t  *grp, ng;        /* the key groups: group g is rows [grp[g], grp[g + 1]) (ng groups, ng + 1 bounds) */
 } ptab;
 
 struct dkv_profile {

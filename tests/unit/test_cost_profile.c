@@ -187,6 +187,40 @@ static void test_attention_and_copy(void **state)
     dkv_profile_free(p);
 }
 
+/* The nearest head configuration among several key groups (the table's groups are indexed when the profile
+ * loads): the one nearest in log heads + log KV heads with the same head_dim and mode, its own value. */
+static void test_attention_nearest_of_groups(void **state)
+{
+    (void)state;
+    static const char *const F[] = {"q_rows", "kv_tokens", "heads", "kv_heads", "head_dim", "mode"};
+    /* (heads, kv_heads, head_dim, mode): for 28 / 4 heads at head_dim 128, mode 0, the nearest is 16 / 4
+     * (log 28/16 = 0.56) before 32 / 8 (0.13 + 0.69) and 32 / 32; 24 / 4 at head_dim 64 is another head_dim */
+    static const double heads[][4] = {{32, 32, 128, 0}, {32, 8, 128, 0}, {16, 4, 128, 0}, {16, 4, 128, 1},
+                                      {24, 4, 64, 0}};
+    double rows[5 * 2 * 8];
+    size_t r = 0;
+    for (int g = 4; g >= 0; g--)   /* given out of order: the index sorts them */
+        for (int j = 0; j < 2; j++, r++) {
+            double *x = rows + r * 8;
+            x[0] = 64, x[1] = j ? 4096 : 128, x[2] = heads[g][0], x[3] = heads[g][1], x[4] = heads[g][2];
+            x[5] = heads[g][3], x[6] = 1e-6 * (g + 1) * (j + 1), x[7] = 1;
+        }
+    dkv_profile *p = NULL;
+    assert_int_equal(dkv_profile_new(NULL, &p, NULL), DKV_OK);
+    assert_int_equal(dkv_profile_table_add(p, DKV_PT_ATTN, F, 6, 0, rows, r, "t.lua", NULL), DKV_OK);
+    assert_int_equal(dkv_profile_finish(p, "t.lua", NULL), DKV_OK);
+    double rh = 0, rk = 0, t = dkv_profile_attn_nearest(p, 64, 4096, 28, 4, 128, 0, &rh, &rk);
+    assert_true(rh == 16 && rk == 4 && t == 1e-6 * 3 * 2);
+    t = dkv_profile_attn_nearest(p, 64, 128, 40, 8, 128, 0, &rh, &rk);   /* 32 / 8: 0.22 against 0.92 and 1.38 */
+    assert_true(rh == 32 && rk == 8 && t == 1e-6 * 2);
+    t = dkv_profile_attn_nearest(p, 64, 128, 28, 4, 128, 1, &rh, &rk);   /* mode 1: only 16 / 4 has it */
+    assert_true(rh == 16 && rk == 4 && t == 1e-6 * 4);
+    t = dkv_profile_attn_nearest(p, 64, 128, 28, 4, 64, 0, &rh, &rk);    /* head_dim 64: 24 / 4 */
+    assert_true(rh == 24 && rk == 4 && t == 1e-6 * 5);
+    assert_true(isnan(dkv_profile_attn_nearest(p, 64, 128, 28, 4, 64, 1, &rh, &rk)));   /* none with both */
+    dkv_profile_free(p);
+}
+
 /* Refresh-like attention (q_rows >= kv_tokens) between two measured key counts: the items at the
  * same count q / a in each bracket, then log-linear in a.  The profile's grid has Refresh rows on
  * and above the diagonal (t = c1 (q / a) a^2: items of a keys, quadratic) and Reuse-like rows below
@@ -563,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_gemm_steps),
         cmocka_unit_test(test_roofline_between),
         cmocka_unit_test(test_attention_and_copy),
+        cmocka_unit_test(test_attention_nearest_of_groups),
         cmocka_unit_test(test_attention_refresh_between_keys),
         cmocka_unit_test(test_width_transfer),
         cmocka_unit_test(test_select_sort_width),
