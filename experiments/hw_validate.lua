@@ -39,7 +39,10 @@
 -- 2,288 rows, Reuse steps of 128 and 352: session 38's fresh set, to judge session 37's nineteenth write trial
 -- unchanged, device call 119); w23 and w24, 7 x (416 + 32) and 9 x (256 + 32) (Refresh steps of 3,136 and 2,592
 -- rows, Reuse steps of 224 and 288: a reserve set recorded in the same call, kept unscored until a trial chosen
--- after call 119 is judged on it).
+-- after call 119 is judged on it; session 39's twenty-second trial used it); w25 and w26, 6 x (448 + 32) and
+-- 13 x (160 + 32) (Refresh steps of 2,880 and 2,496 rows, Reuse steps of 192 and 416), and w27 and w28, 5 x (704 + 32)
+-- and 8 x (320 + 32) (Refresh steps of 3,680 and 2,816 rows, Reuse steps of 160 and 256): two fresh sets recorded at
+-- session 39's end (device call 120), both kept unscored for the next trials.
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -93,6 +96,10 @@ local workloads = {
   {"w22", 11, 176, 32, named = true},
   {"w23", 7, 416, 32, named = true},
   {"w24", 9, 256, 32, named = true},
+  {"w25", 6, 448, 32, named = true},
+  {"w26", 13, 160, 32, named = true},
+  {"w27", 5, 704, 32, named = true},
+  {"w28", 8, 320, 32, named = true},
 }
 local caches = {
   {"prefix", nil},
