@@ -16,6 +16,7 @@
 # VALGRIND=1 runs the unit programs under valgrind (memcheck, errors are failures).
 # ONLY=substring runs only the tests whose name contains it.
 # KINDS="unit lua" runs only those kinds (unit, lua, e2e, gpu, fuzz); .ci/run's ASan pass uses it.
+# OPENBLAS_NUM_THREADS is 1 unless set (below: OpenBLAS's idle workers would spin in every dkv process).
 # JOBS=N runs up to N tests at a time (default: the number of CPUs, at most 4; JOBS=1: one by one).
 #   Each test has its own log and scratch folder; the lines are printed in the order below, each
 #   when its test (and every test before it) has finished, with its wall and CPU time (user + sys
@@ -27,6 +28,12 @@ cd "$ROOT"
 BUILD=$(cd "$BUILD" && pwd)
 DKV="$BUILD/dkv"
 export DKV ROOT BUILD
+# dkv links OpenBLAS's pthread build for the CPU backend, which runs it on one thread (cpu/cpu_backend.c), but the
+# library starts a pool of idle workers in every process that spin for a while (`dkv compare` of one pair: 0.26 ->
+# 0.13 s CPU with one thread; test_hw_scripts.sh alone: 158 -> 102 s CPU, the spinning taking an idle core; in the
+# whole suite, where the cores are busy, sys time 182 -> 175 s).  One thread from the start, unless the caller says
+# otherwise; no result depends on it.
+export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-1}
 pass=0; fail=0; skip=0; failed=()
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/dkv-tests.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
