@@ -55,12 +55,20 @@
 // reads are the bytes of each half the stream pushed out; h finds what is still dirty.  An LRU gives up A first in
 // all four; an L2 that keeps re-referenced lines (RRIP-like) gives up B first under rehit and chit; one that keeps
 // dirty lines gives up C first under dclean and A under chit.
+// Since session 39, `l2drain gemm` asks the same of a stream that is a cuBLAS GEMM's weights (cublasGemmEx, bf16,
+// y[M x N] = x[M x K] W^T, K = 3,584, W of x MB taken from a buffer not in L2; the forward's GEMMs are cuBLAS's):
+// kinds gemm64 and gemm288 (M rows) against plain (role m the read of x MB, as rehit0): half A written dirty (w),
+// half B written dirty (v), the stream (m: one launch of l2drain's, or the GEMM's kernels, one or more, which
+// scripts/l2drain_gemm.py pairs by name), then A and B re-read (qa, qb) and the flush (h).  Role g0: a GEMM of each
+// M before the trials (cuBLAS's first use), each followed by a flush.  Built with -lcublas.
+
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <unistd.h>
 #include <cuda_runtime.h>
+#include <cublas_v2.h>
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "CUDA %s at %d\n", cudaGetErrorString(e_), __LINE__); exit(1);} } while (0)
 
 static const int BLOCK = 256;
@@ -261,12 +269,71 @@ static int run_order(int trial)
     return trial;
 }
 
+// `l2drain gemm`: the plain / gemm64 / gemm288 kinds (the file's head).
+static int run_gemm(int trial)
+{
+    const double d = 8, xs[] = {16, 24, 32, 40, 48, 64};
+    const int K = 3584, Ms[] = {64, 288};
+    const char *kinds[] = {"plain", "gemm64", "gemm288"};
+    size_t half = (size_t)(d / 2 * MB) / 16;
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "l2drain: cublasCreate failed\n");
+        exit(1);
+    }
+    void *X, *Y;   // the GEMM's input (written once, then flushed out with everything else) and output
+    CK(cudaMalloc(&X, (size_t)288 * K * 2));
+    CK(cudaMalloc(&Y, (size_t)288 * (64 * MB / (2 * K) + 64) * 2));
+    CK(cudaMemset(X, 0, (size_t)288 * K * 2));
+    const float one = 1.0f, zero = 0.0f;
+    auto gemm = [&](int M, double x, const void *W) {
+        int N = (int)(x * MB / (2.0 * K)) / 64 * 64;
+        cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, CUDA_R_16BF, K, X, CUDA_R_16BF,
+                                         K, &zero, Y, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "l2drain: cublasGemmEx M %d N %d K %d: status %d\n", M, N, K, (int)st);
+            exit(1);
+        }
+    };
+    for (int M : Ms) {   // cuBLAS's first use of each shape, before any trial; a flush after each, so that a
+        manifest("g0", trial, M == 64 ? "gemm64" : "gemm288", d, 16);   // GEMM's kernels end at one of ours
+        gemm(M, 16, big_);
+        flush(trial, M == 64 ? "gemm64" : "gemm288", d, 16, "flush");
+    }
+    for (const char *kind : kinds)
+        for (double x : xs) {
+            const uint4 *W = big_ + (size_t)trial * (64 * MB / 16) % (BIG / 16 - (size_t)(x * MB) / 16);
+            flush(trial, kind, d, x, "flush");
+            manifest("w", trial, kind, d, x);   // A: the probe's first half, dirty
+            write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
+            CK(cudaGetLastError());
+            manifest("v", trial, kind, d, x);   // B: the second half, dirty, newer than A
+            write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
+            CK(cudaGetLastError());
+            if (kind[0] == 'p') {
+                read_buf("m", trial, kind, d, x, W, x);
+            } else {
+                manifest("m", trial, kind, d, x);
+                gemm(kind[4] == '6' ? 64 : 288, x, W);
+            }
+            read_buf("qa", trial, kind, d, x, probe_, d / 2);
+            read_buf("qb", trial, kind, d, x, probe_ + half, d / 2);
+            flush(trial, kind, d, x, "h");
+            trial++;
+        }
+    CK(cudaDeviceSynchronize());
+    cublasDestroy(h);
+    return trial;
+}
+
 int main(int argc, char **argv)
 {
     bool share = argc == 2 && strcmp(argv[1], "share") == 0, order = argc == 2 && strcmp(argv[1], "order") == 0;
-    if (argc > 2 || (argc == 2 && !share && !order)) {
-        fprintf(stderr, "usage: l2drain [share | order]  (run under ncu, see the file's head; share: the xread/xwrite "
-                        "kinds alone; order: the rehit/dclean/chit kinds alone)\n");
+    bool gemm = argc == 2 && strcmp(argv[1], "gemm") == 0;
+    if (argc > 2 || (argc == 2 && !share && !order && !gemm)) {
+        fprintf(stderr, "usage: l2drain [share | order | gemm]  (run under ncu, see the file's head; share: the "
+                        "xread/xwrite kinds alone; order: the rehit/dclean/chit kinds alone; gemm: the plain/gemm kinds "
+                        "alone)\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -283,8 +350,8 @@ int main(int argc, char **argv)
     CK(cudaMemset(flush_, 2, 256ull << 20));
     CK(cudaMemset(probe_, 3, 32 * MB));
     CK(cudaDeviceSynchronize());
-    if (share || order) {
-        int t = share ? run_share(0) : run_order(0);
+    if (share || order || gemm) {
+        int t = share ? run_share(0) : order ? run_order(0) : run_gemm(0);
         flush(t, "end", 0, 0, "flush");
         CK(cudaDeviceSynchronize());
         printf("# %d launches, %d trials\n", n_launch, t);

@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""l2drain_gemm.py - how much of a dirty probe a cuBLAS GEMM's weight stream pushes out of the L2, against a plain read
+of the same bytes, from `cuda/bench/l2drain.cu gemm` under Nsight Compute (docs/COST_MODEL.md "The soft edge").
+
+    /usr/bin/python3 scripts/l2drain_gemm.py MANIFEST.txt NCU.csv
+    /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N]
+
+MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch); NCU.csv: `ncu --csv
+--cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum per
+kernel).  Every launch of l2drain's own kernels pairs with one Nsight Compute row of that kernel's name, in order;
+a GEMM launch (role m of kinds gemm64 and gemm288, role g0) pairs with the one or more rows that follow it whose
+names are not l2drain's (l2drain launches one of its own kernels after every GEMM) (cuBLAS's kernels, a split-K reduction among them).  A row left over, or a name that does not
+match, is an error naming both files' lines.
+
+Prints one table per kind, a row per stream size x (MB of weights, or of the plain read): the stream's DRAM reads,
+writes and time (and its kernel count), the MB of the probe's older half A and newer half B that its re-read finds
+gone (their DRAM reads), and what the flush finds still dirty.  Under an L2 that treats the GEMM's weight lines as any
+read line, gemm64 and gemm288 give plain's losses at the same x (plus what the GEMM's own input and output take).
+
+`standin` writes a MANIFEST and NCU.csv of the run's plan from an LRU L2 of 40 MB (the GEMM: N_GEMM kernels, default
+2, the weights read in the first), to test this script (tests/e2e/test_l2probe.sh).
+"""
+import sys
+
+import ncu_rows
+
+MB = 1e6
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
+OWN = {"read_kernel", "write_kernel"}
+KINDS = ("plain", "gemm64", "gemm288")
+XS = (16, 24, 32, 40, 48, 64)   # l2drain.cu run_gemm's xs
+
+
+def die(msg):
+    sys.stderr.write("l2drain_gemm.py: %s\n" % msg)
+    sys.exit(1)
+
+
+def is_gemm(m):
+    return m["role"] == "g0" or (m["role"] == "m" and m["kind"].startswith("gemm"))
+
+
+def want(m):
+    """the l2drain kernel a non-GEMM launch runs"""
+    return "write_kernel" if m["role"] in ("w", "v") else "read_kernel"
+
+
+def pair(man, ncu, mpath, npath):
+    """each launch gets rd, wr, t (sums over its kernels) and nk (its kernel count)"""
+    i = 0
+    for m in man:
+        if i >= len(ncu):
+            die("%s:%d: launch %d has no Nsight Compute row left in %s" % (mpath, m["line"], m["n"], npath))
+        m.update(rd=0.0, wr=0.0, t=0.0, nk=0)
+        if is_gemm(m):
+            while i < len(ncu) and ncu[i]["name"] not in OWN:
+                k = ncu[i]
+                m["rd"] += k["dram__bytes_read.sum"]
+                m["wr"] += k["dram__bytes_write.sum"]
+                m["t"] += k["gpu__time_duration.sum"]
+                m["nk"] += 1
+                i += 1
+            if m["nk"] == 0:
+                die("%s:%d: GEMM launch %d, but %s's row %d is %s" % (mpath, m["line"], m["n"], npath, ncu[i]["line"],
+                                                                     ncu[i]["name"]))
+            continue
+        k = ncu[i]
+        if k["name"] != want(m):
+            die("%s:%d: launch %d is %s, %s's row %d is %s" % (mpath, m["line"], m["n"], want(m), npath, k["line"],
+                                                              k["name"]))
+        m.update(rd=k["dram__bytes_read.sum"], wr=k["dram__bytes_write.sum"], t=k["gpu__time_duration.sum"], nk=1)
+        i += 1
+    if i != len(ncu):
+        die("%s has %d kernels after %s's last launch (row %d: %s)" % (npath, len(ncu) - i, mpath, ncu[i]["line"],
+                                                                      ncu[i]["name"]))
+
+
+def report(man):
+    trials = {}
+    for m in man:
+        if m["role"] != "g0" and m["kind"] in KINDS:
+            trials.setdefault((m["kind"], m["trial"]), {})[m["role"]] = m
+    whole = ("m", "qa", "qb", "h")   # a trial's launches the table reads (the warm-ups' flushes are not trials)
+    for kind in KINDS:
+        rows = sorted((r for (k, _), r in trials.items() if k == kind and all(w in r for w in whole)),
+                      key=lambda r: r["m"]["x"])
+        if not rows:
+            continue
+        print("### %s\n" % kind)
+        print("| x MB | stream: DRAM read MB, write MB, us (kernels) | A gone MB (older dirty half) | B gone MB (newer) "
+              "| still dirty at the flush MB |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            s = r["m"]
+            print("| %g | %.3f, %.3f, %.1f (%d) | %.3f | %.3f | %.3f |"
+                  % (s["x"], s["rd"] / MB, s["wr"] / MB, s["t"] * 1e6, s["nk"], r["qa"]["rd"] / MB,
+                     r["qb"]["rd"] / MB, r["h"]["wr"] / MB))
+        print()
+
+
+def standin(mpath, npath, gemm_kernels):
+    """the plan of run_gemm from an LRU of 40 MB of 1 MB lines: A (4 MB) and B (4 MB) dirty, then the stream"""
+    man, rows, trial = [], [], 0
+
+    def launch(role, kind, x, kernels):
+        man.append("k %d %s %d %s 8.000 %.3f" % (len(man), role, trial, kind, x))
+        for name, rd, wr in kernels:
+            rows.append((name, rd, wr))
+
+    for kind in ("gemm64", "gemm288"):
+        launch("g0", kind, 16, [("gemm_main_kernel", 16 * MB, 0.1 * MB)] +
+               [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1))
+        launch("flush", kind, 16, [("read_kernel", 268 * MB, 0.0)])
+    cap = 40
+    for kind in KINDS:
+        for x in XS:
+            launch("flush", kind, x, [("read_kernel", 268 * MB, 0.0)])
+            launch("w", kind, x, [("write_kernel", 0.0, 0.0)])
+            launch("v", kind, x, [("write_kernel", 0.0, 0.0)])
+            # an LRU: the stream of x MB after A and B (8 MB) pushes out max(0, 8 + x - cap) MB, A's first
+            gone = max(0, 8 + x - cap)
+            a, b = min(4, gone), max(0, min(4, gone - 4))
+            if kind == "plain":
+                launch("m", kind, x, [("read_kernel", x * MB, (a + b) * MB)])
+            else:
+                launch("m", kind, x, [("gemm_main_kernel", x * MB, (a + b) * MB)] +
+                       [("splitKreduce_kernel", 0.1 * MB, 0.0)] * (gemm_kernels - 1))
+            launch("qa", kind, x, [("read_kernel", a * MB, 0.0)])
+            launch("qb", kind, x, [("read_kernel", b * MB, 0.0)])
+            launch("h", kind, x, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
+            trial += 1
+    launch("flush", "end", 0, [("read_kernel", 268 * MB, 0.0)])
+    with open(mpath, "w") as f:
+        f.write("# l2drain: stand-in (scripts/l2drain_gemm.py standin)\n" + "\n".join(man) + "\n")
+    with open(npath, "w") as f:
+        f.write('"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n')
+        for i, (name, rd, wr) in enumerate(rows):
+            for metric, v, unit in (("dram__bytes_read.sum", rd, "byte"), ("dram__bytes_write.sum", wr, "byte"),
+                                    ("gpu__time_duration.sum", 3000, "nsecond")):
+                f.write('"%d","void %s(int)","%s","%s","%.1f"\n' % (i, name, metric, unit, v))
+
+
+def main(argv):
+    if argv[:1] == ["standin"]:
+        (_, mpath, npath), opts = ncu_rows.cli(argv, __doc__, 3, ("--gemm-kernels",), die)
+        try:
+            n = int(opts.get("--gemm-kernels", "2"))
+        except ValueError:
+            die("--gemm-kernels %r: not a whole number" % opts["--gemm-kernels"])
+        if n < 1:
+            die("--gemm-kernels %d: at least 1" % n)
+        standin(mpath, npath, n)
+        return
+    (mpath, npath), _ = ncu_rows.cli(argv, __doc__, 2, (), die)
+    man = ncu_rows.read_manifest(mpath, (("role", str), ("trial", int), ("kind", str), ("d", float), ("x", float)),
+                                 die, "l2drain")
+    ncu = ncu_rows.read_ncu(npath, METRICS, die)
+    for r in ncu:   # the bare name: "void read_kernel(const uint4 *, ...)" -> read_kernel
+        r["name"] = r["name"].split("(")[0].split()[-1] if r["name"] else ""
+    pair(man, ncu, mpath, npath)
+    report(man)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
