@@ -30,20 +30,22 @@
 #             session 37's nineteenth write trial unchanged)
 #   c119b     call 119's second set: w23:dual, w24:dual and w24:sparse of both models (held out; a reserve until session
 #             39, when it judged the twenty-second write trial, datasets/hw/2026-12-04/call119/variants/CRITERION_fit_edge.md)
-#   c120      call 120: w25:dual, w26:dual and w26:prefix of both models, and c120b, its second set: w27:dual, w28:dual and
-#             w28:sparse (recorded at session 39's end; reserves, not in the default list: datasets/hw/2026-12-04/call120)
+#   c120      call 120: w25:dual, w26:dual and w26:prefix of both models (held out; it judged session 39's twenty-third
+#             trial, datasets/hw/2026-12-04/call121/CRITERION_foot23.md)
+#   c120b     call 120's second set: w27:dual, w28:dual and w28:sparse (a reserve: not in the default list until a
+#             trial chosen after session 39 is judged on it, datasets/hw/2026-12-04/call120/CRITERION.md)
 # OUT_DIR must not exist.  About 2 min for all sets on 2 cores.
 set -euo pipefail
-usage() { sed -n '2,35p' "$0" >&2; exit 2; }
+usage() { sed -n '2,37p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
-case $1 in -h|--help) sed -n '2,35p' "$0"; exit 0 ;; esac
+case $1 in -h|--help) sed -n '2,37p' "$0"; exit 0 ;; esac
 O=$1; shift
 DKV=${DKV:-build/release/dkv}
 HW=datasets/hw
 [ -e "$O" ] && { echo "ncu_score: $O exists: give a new OUT_DIR" >&2; exit 2; }
 [ -x "$DKV" ] || { echo "ncu_score: no dkv at $DKV (set DKV=)" >&2; exit 2; }
-ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b)   # the sets above, in their order: a new set is added here
-REPEATS=(c118 c120 c120b)   # named only: a set that repeats another's points, or a reserve not yet scored
+ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b c120)   # the sets above, in their order: a new set is added here
+REPEATS=(c118 c120b)   # named only: a set that repeats another's points, or a reserve not yet scored
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=("${ALL[@]}")
 for s in "${sets[@]}"; do
     [[ " ${ALL[*]} ${REPEATS[*]} " == *" $s "* ]] || { echo "ncu_score: unknown set '$s' ($(echo "${ALL[*]} ${REPEATS[*]}" | sed 's/ /, /g'))" >&2; exit 2; }
