@@ -105,7 +105,7 @@ def read_manifest(path):
 def read_ncu(path):
     rows = ncu_rows.read_ncu(path, METRICS, die)
     for r in rows:   # the kernel's bare name: "void spin_kernel(unsigned long long, ...)" -> spin_kernel
-        r["name"] = r["name"].split("(")[0].split()[-1] if r["name"] else ""
+        r["name"] = ncu_rows.bare_name(r["name"])
     return rows
 
 

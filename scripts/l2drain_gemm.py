@@ -156,7 +156,7 @@ def main(argv):
                                  die, "l2drain")
     ncu = ncu_rows.read_ncu(npath, METRICS, die)
     for r in ncu:   # the bare name: "void read_kernel(const uint4 *, ...)" -> read_kernel
-        r["name"] = r["name"].split("(")[0].split()[-1] if r["name"] else ""
+        r["name"] = ncu_rows.bare_name(r["name"])
     pair(man, ncu, mpath, npath)
     report(man)
 

@@ -50,13 +50,13 @@ def read_ncu(path):
 
 
 def pair(man, ncu, mpath, npath):
-    kern = [k for k in ncu if k["name"].split("(")[0].split()[-1] in
+    kern = [k for k in ncu if ncu_rows.bare_name(k["name"]) in
             ("read_kernel", "write_kernel", "rows_kernel", "tiny_kernel", "inplace_kernel")]
     if len(kern) != len(man):
         die("%s has %d l2probe kernels, %s lists %d launches" % (npath, len(kern), mpath, len(man)))
     for m, k in zip(man, kern):
         want = KERNEL_OF[m["role"]] or ("read_kernel" if m["kind"] == "clean" else "write_kernel")
-        name = k["name"].split("(")[0].split()[-1]
+        name = ncu_rows.bare_name(k["name"])
         if name != want:
             die("%s:%d: launch %d is %s, ncu's row (%s:%d) is %s" % (mpath, m["line"], m["n"], want, npath,
                                                                        k["line"], name))

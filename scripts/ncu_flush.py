@@ -58,7 +58,7 @@ def main(argv):
         die("--point and --flush are required (see --help)")
     spec = parse_spec(opts["--flush"])
     rows = ncu_rows.read_ncu(argv[0], ("dram__bytes_write.sum",), die)
-    flushes = [r for r in rows if r["name"].split("(")[0].split()[-1] == "flush_kernel"]
+    flushes = [r for r in rows if ncu_rows.bare_name(r["name"]) == "flush_kernel"]
     if not flushes or len(flushes) % len(spec):
         die("%s: %d flush_kernel rows, not a multiple of the %d points of --flush" % (argv[0], len(flushes), len(spec)))
     try:

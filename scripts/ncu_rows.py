@@ -7,6 +7,13 @@ UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB":
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "ns": 1e-9, "us": 1e-6, "ms": 1e-3}
 
 
+def bare_name(name):
+    """a kernel's name without its return type and arguments: "void read_kernel(const uint4 *, ...)" -> read_kernel
+    ("" for an empty name)"""
+    parts = name.split("(")[0].split()
+    return parts[-1] if parts else ""
+
+
 def read_ncu(path, metrics, die):
     """The kernels of ncu CSV log PATH in launch order, each {"name": its Kernel Name, "line": its first row's line,
     metric: value in bytes or seconds for each of METRICS}; die(message) on a missing header, kernel ID, metric or
