@@ -42,7 +42,10 @@
 -- after call 119 is judged on it; session 39's twenty-second trial used it); w25 and w26, 6 x (448 + 32) and
 -- 13 x (160 + 32) (Refresh steps of 2,880 and 2,496 rows, Reuse steps of 192 and 416), and w27 and w28, 5 x (704 + 32)
 -- and 8 x (320 + 32) (Refresh steps of 3,680 and 2,816 rows, Reuse steps of 160 and 256): two fresh sets recorded at
--- session 39's end (device call 120), both kept unscored for the next trials.
+-- session 39's end (device call 120), both kept unscored for the next trials; w29 and w30, 3 x (1184 + 32) and
+-- 14 x (128 + 32) (Refresh steps of 3,648 and 2,240 rows, Reuse steps of 96 and 448), and w31 and w32, 7 x (352 + 32)
+-- and 10 x (240 + 32) (Refresh steps of 2,688 and 2,720 rows, Reuse steps of 224 and 320): two fresh sets recorded in
+-- session 40 (device call 122) before any trial they judge was chosen.
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -100,6 +103,10 @@ local workloads = {
   {"w26", 13, 160, 32, named = true},
   {"w27", 5, 704, 32, named = true},
   {"w28", 8, 320, 32, named = true},
+  {"w29", 3, 1184, 32, named = true},
+  {"w30", 14, 128, 32, named = true},
+  {"w31", 7, 352, 32, named = true},
+  {"w32", 10, 240, 32, named = true},
 }
 local caches = {
   {"prefix", nil},

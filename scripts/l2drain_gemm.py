@@ -8,14 +8,15 @@ of the same bytes, from `cuda/bench/l2drain.cu gemm` under Nsight Compute (docs/
 MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch); NCU.csv: `ncu --csv
 --cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum per
 kernel).  Every launch of l2drain's own kernels pairs with one Nsight Compute row of that kernel's name, in order;
-a GEMM launch (role m of kinds gemm64 and gemm288, role g0) pairs with the one or more rows that follow it whose
+a GEMM launch (role m of kinds gemm<M>, M rows, role g0) pairs with the one or more rows that follow it whose
 names are not l2drain's (l2drain launches one of its own kernels after every GEMM) (cuBLAS's kernels, a split-K reduction among them).  A row left over, or a name that does not
 match, is an error naming both files' lines.
 
-Prints one table per kind, a row per stream size x (MB of weights, or of the plain read): the stream's DRAM reads,
-writes and time (and its kernel count), the MB of the probe's older half A and newer half B that its re-read finds
-gone (their DRAM reads), and what the flush finds still dirty.  Under an L2 that treats the GEMM's weight lines as any
-read line, gemm64 and gemm288 give plain's losses at the same x (plus what the GEMM's own input and output take).
+Prints one table per kind (plain, then gemm<M> by M: call 121 ran gemm64 and gemm288, later calls more M), a row
+per stream size x (MB of weights, or of the plain read): the stream's DRAM reads, writes and time (and its kernel
+count), the MB of the probe's older half A and newer half B that its re-read finds gone (their DRAM reads), and what
+the flush finds still dirty.  Under an L2 that treats the GEMM's weight lines as any read line, every gemm<M> gives
+plain's losses at the same x (plus what the GEMM's own input and output take).
 
 `standin` writes a MANIFEST and NCU.csv of the run's plan from an LRU L2 of 40 MB (the GEMM: N_GEMM kernels, default
 2, the weights read in the first), to test this script (tests/e2e/test_l2probe.sh).
@@ -27,7 +28,7 @@ import ncu_rows
 MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
 OWN = {"read_kernel", "write_kernel"}
-KINDS = ("plain", "gemm64", "gemm288")
+KINDS = ("plain", "gemm64", "gemm288", "gemm128")   # the stand-in's, not in M order; a run's own come from its manifest
 XS = (16, 24, 32, 40, 48, 64)   # l2drain.cu run_gemm's xs
 
 
@@ -36,8 +37,13 @@ def die(msg):
     sys.exit(1)
 
 
+def is_gemm_kind(kind):
+    """gemm<M>: a cuBLAS GEMM of M rows"""
+    return kind.startswith("gemm") and kind[4:].isdigit()
+
+
 def is_gemm(m):
-    return m["role"] == "g0" or (m["role"] == "m" and m["kind"].startswith("gemm"))
+    return m["role"] == "g0" or (m["role"] == "m" and is_gemm_kind(m["kind"]))
 
 
 def want(m):
@@ -78,10 +84,11 @@ def pair(man, ncu, mpath, npath):
 def report(man):
     trials = {}
     for m in man:
-        if m["role"] != "g0" and m["kind"] in KINDS:
+        if m["role"] != "g0" and (m["kind"] == "plain" or is_gemm_kind(m["kind"])):
             trials.setdefault((m["kind"], m["trial"]), {})[m["role"]] = m
     whole = ("m", "qa", "qb", "h")   # a trial's launches the table reads (the warm-ups' flushes are not trials)
-    for kind in KINDS:
+    kinds = sorted({k for k, _ in trials}, key=lambda k: (k != "plain", int(k[4:]) if k != "plain" else 0))
+    for kind in kinds:
         rows = sorted((r for (k, _), r in trials.items() if k == kind and all(w in r for w in whole)),
                       key=lambda r: r["m"]["x"])
         if not rows:
@@ -107,7 +114,7 @@ def standin(mpath, npath, gemm_kernels):
         for name, rd, wr in kernels:
             rows.append((name, rd, wr))
 
-    for kind in ("gemm64", "gemm288"):
+    for kind in KINDS[1:]:
         launch("g0", kind, 16, [("gemm_main_kernel", 16 * MB, 0.1 * MB)] +
                [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1))
         launch("flush", kind, 16, [("read_kernel", 268 * MB, 0.0)])

@@ -57,8 +57,8 @@
 // dirty lines gives up C first under dclean and A under chit.
 // Since session 39, `l2drain gemm` asks the same of a stream that is a cuBLAS GEMM's weights (cublasGemmEx, bf16,
 // y[M x N] = x[M x K] W^T, K = 3,584, W of x MB taken from a buffer not in L2; the forward's GEMMs are cuBLAS's):
-// kinds gemm64 and gemm288 (M rows) against plain (role m the read of x MB, as rehit0): half A written dirty (w),
-// half B written dirty (v), the stream (m: one launch of l2drain's, or the GEMM's kernels, one or more, which
+// kinds gemm<M> (M rows: 64 and 288 in call 121; since session 40 also 128, 192, 384 and 576) against plain (role m
+// the read of x MB, as rehit0): half A written dirty (w), half B written dirty (v), the stream (m: one launch of l2drain's, or the GEMM's kernels, one or more, which
 // scripts/l2drain_gemm.py pairs by name), then A and B re-read (qa, qb) and the flush (h).  Role g0: a GEMM of each
 // M before the trials (cuBLAS's first use), each followed by a flush.  Built with -lcublas.
 
@@ -269,12 +269,12 @@ static int run_order(int trial)
     return trial;
 }
 
-// `l2drain gemm`: the plain / gemm64 / gemm288 kinds (the file's head).
+// `l2drain gemm`: the plain and gemm<M> kinds (the file's head).
 static int run_gemm(int trial)
 {
     const double d = 8, xs[] = {16, 24, 32, 40, 48, 64};
-    const int K = 3584, Ms[] = {64, 288};
-    const char *kinds[] = {"plain", "gemm64", "gemm288"};
+    const int K = 3584, Ms[] = {64, 128, 192, 288, 384, 576}, maxM = 576;
+    const char *kinds[] = {"plain", "gemm64", "gemm128", "gemm192", "gemm288", "gemm384", "gemm576"};
     size_t half = (size_t)(d / 2 * MB) / 16;
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
@@ -282,9 +282,9 @@ static int run_gemm(int trial)
         exit(1);
     }
     void *X, *Y;   // the GEMM's input (written once, then flushed out with everything else) and output
-    CK(cudaMalloc(&X, (size_t)288 * K * 2));
-    CK(cudaMalloc(&Y, (size_t)288 * (64 * MB / (2 * K) + 64) * 2));
-    CK(cudaMemset(X, 0, (size_t)288 * K * 2));
+    CK(cudaMalloc(&X, (size_t)maxM * K * 2));
+    CK(cudaMalloc(&Y, (size_t)maxM * (64 * MB / (2 * K) + 64) * 2));
+    CK(cudaMemset(X, 0, (size_t)maxM * K * 2));
     const float one = 1.0f, zero = 0.0f;
     auto gemm = [&](int M, double x, const void *W) {
         int N = (int)(x * MB / (2.0 * K)) / 64 * 64;
@@ -295,10 +295,10 @@ static int run_gemm(int trial)
             exit(1);
         }
     };
-    for (int M : Ms) {   // cuBLAS's first use of each shape, before any trial; a flush after each, so that a
-        manifest("g0", trial, M == 64 ? "gemm64" : "gemm288", d, 16);   // GEMM's kernels end at one of ours
-        gemm(M, 16, big_);
-        flush(trial, M == 64 ? "gemm64" : "gemm288", d, 16, "flush");
+    for (int i = 0; i < (int)(sizeof Ms / sizeof Ms[0]); i++) {   // cuBLAS's first use of each shape, before any
+        manifest("g0", trial, kinds[i + 1], d, 16);   // trial; a flush after each, so that a GEMM's kernels end at one of ours
+        gemm(Ms[i], 16, big_);
+        flush(trial, kinds[i + 1], d, 16, "flush");
     }
     for (const char *kind : kinds)
         for (double x : xs) {
@@ -314,7 +314,7 @@ static int run_gemm(int trial)
                 read_buf("m", trial, kind, d, x, W, x);
             } else {
                 manifest("m", trial, kind, d, x);
-                gemm(kind[4] == '6' ? 64 : 288, x, W);
+                gemm(atoi(kind + 4), x, W);   // gemm<M>
             }
             read_buf("qa", trial, kind, d, x, probe_, d / 2);
             read_buf("qb", trial, kind, d, x, probe_ + half, d / 2);
