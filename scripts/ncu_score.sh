@@ -3,7 +3,7 @@
 # for each set, the dkv at hand counts the bytes of the same plans and scripts/ncu_cells.py prints how many
 # class cells are within 5 % of Nsight Compute (reads and writes apart) and the mean |error|
 # (docs/COST_MODEL.md "HBM bytes with an L2"; the tables behind each line are OUT_DIR/<set>/ncu_bytes.md), then one
-# line "all sets" over every cell of the sets scored.
+# line "all sets" over every cell of the sets scored; OUT_DIR/tables.txt lists those tables (scripts/ncu_sign.py).
 #
 #   DKV=build/release/dkv bash scripts/ncu_score.sh OUT_DIR [SET...]
 #
@@ -32,20 +32,23 @@
 #             39, when it judged the twenty-second write trial, datasets/hw/2026-12-04/call119/variants/CRITERION_fit_edge.md)
 #   c120      call 120: w25:dual, w26:dual and w26:prefix of both models (held out; it judged session 39's twenty-third
 #             trial, datasets/hw/2026-12-04/call121/CRITERION_foot23.md)
-#   c120b     call 120's second set: w27:dual, w28:dual and w28:sparse (a reserve: not in the default list until a
-#             trial chosen after session 39 is judged on it, datasets/hw/2026-12-04/call120/CRITERION.md)
+#   c120b     call 120's second set: w27:dual, w28:dual and w28:sparse of both models (held out; a reserve until session
+#             40, when it judged the twenty-fourth trial, datasets/hw/2026-12-04/call122/CRITERION_foot24.md)
+#   c122      call 122: w29:dual, w30:dual and w30:prefix of both models (a reserve recorded in session 40: not in the
+#             default list until a trial chosen after it is judged on it, datasets/hw/2026-12-04/call122/CRITERION.md)
+#   c122b     call 122's second set: w31:dual, w32:dual and w32:sparse (a reserve, as c122)
 # OUT_DIR must not exist.  About 2 min for all sets on 2 cores.
 set -euo pipefail
-usage() { sed -n '2,37p' "$0" >&2; exit 2; }
+usage() { sed -n '2,40p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
-case $1 in -h|--help) sed -n '2,37p' "$0"; exit 0 ;; esac
+case $1 in -h|--help) sed -n '2,40p' "$0"; exit 0 ;; esac
 O=$1; shift
 DKV=${DKV:-build/release/dkv}
 HW=datasets/hw
 [ -e "$O" ] && { echo "ncu_score: $O exists: give a new OUT_DIR" >&2; exit 2; }
 [ -x "$DKV" ] || { echo "ncu_score: no dkv at $DKV (set DKV=)" >&2; exit 2; }
-ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b c120)   # the sets above, in their order: a new set is added here
-REPEATS=(c118 c120b)   # named only: a set that repeats another's points, or a reserve not yet scored
+ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b c120 c120b)   # the sets above, in their order: a new set is added here
+REPEATS=(c118 c122 c122b)   # named only: a set that repeats another's points, or a reserve not yet scored
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=("${ALL[@]}")
 for s in "${sets[@]}"; do
     [[ " ${ALL[*]} ${REPEATS[*]} " == *" $s "* ]] || { echo "ncu_score: unknown set '$s' ($(echo "${ALL[*]} ${REPEATS[*]}" | sed 's/ /, /g'))" >&2; exit 2; }
@@ -85,3 +88,5 @@ for s in "${sets[@]}"; do
 done
 # the sets together: every cell counted once (a trial's criterion reads this line)
 printf '%-18s %s\n' "all sets" "$(/usr/bin/python3 scripts/ncu_cells.py "${tables[@]}")"
+# the tables scored, below OUT_DIR, one a line (scripts/ncu_sign.py compares two OUT_DIRs cell by cell)
+for t in "${tables[@]}"; do echo "${t#"$O"/}"; done > "$O/tables.txt"

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""ncu_sign.py - two replays' HBM-byte errors cell by cell: over the same Nsight Compute sets scored twice by
+scripts/ncu_score.sh (the shipped replay into one OUT_DIR, a trial into another), in how many class cells the second
+is closer to Nsight Compute than the first and in how many further, reads and writes apart, with a one-sided sign
+test (docs/COST_MODEL.md "The soft edge": the twenty-fourth trial).
+
+    /usr/bin/python3 scripts/ncu_sign.py BASE_OUT TRIAL_OUT [--tie PTS]
+
+BASE_OUT, TRIAL_OUT: ncu_score.sh's OUT_DIRs (the tables each one's tables.txt lists, paired by their path below
+the folder, so both must hold the same sets).  A cell whose |error| moves by PTS percentage points or less (default 0.1) is a tie
+and not counted.  p is the chance of at least that many closer cells among the counted ones if closer and further
+were equally likely.  Exits 1 naming the file on a table it cannot read or a cell only one side holds.
+"""
+import math
+import os
+import sys
+
+
+def die(msg):
+    sys.stderr.write("ncu_sign.py: %s\n" % msg)
+    sys.exit(1)
+
+
+def cells(root):
+    """{(table path below root, point, class): (read error %, write error %)}"""
+    out, listing = {}, os.path.join(root, "tables.txt")
+    try:
+        with open(listing) as f:
+            tables = [t.strip() for t in f if t.strip()]
+    except OSError as e:
+        die("%s: %s (an OUT_DIR of scripts/ncu_score.sh, since session 40?)" % (listing, e.strerror))
+    if not tables:
+        die("%s: no table listed" % listing)
+    for rel in tables:
+        path, point = os.path.join(root, rel), None
+        try:
+            lines = open(path).read().splitlines()
+        except OSError as e:
+            die("%s (listed in %s): %s" % (path, listing, e.strerror))
+        for n, line in enumerate(lines, 1):
+            if line.startswith("### "):
+                point = line[4:].strip()
+                continue
+            c = [x.strip() for x in line.split("|")]
+            if len(c) < 11 or c[1] in ("class", "**all**") or c[1].startswith("---"):
+                continue
+            try:
+                out[(rel, point, c[1])] = (float(c[4].rstrip("%")), float(c[8].rstrip("%")))
+            except ValueError:
+                die("%s:%d: no read and write error in columns 4 and 8: %s" % (path, n, line))
+    return out
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    args, tie = [], 0.1
+    i = 1
+    while i < len(argv):
+        if argv[i] == "--tie":
+            if i + 1 >= len(argv):
+                die("--tie needs a value (percentage points)")
+            try:
+                tie = float(argv[i + 1])
+            except ValueError:
+                die("--tie: not a number: %s" % argv[i + 1])
+            if not tie >= 0:
+                die("--tie must be 0 or more, got %s" % argv[i + 1])
+            i += 2
+            continue
+        if argv[i].startswith("-"):
+            die("unknown option %s (--help)" % argv[i])
+        args.append(argv[i])
+        i += 1
+    if len(args) != 2:
+        die("give BASE_OUT and TRIAL_OUT (--help)")
+    for a in args:
+        if not os.path.isdir(a):
+            die("%s: not a folder" % a)
+    base, trial = cells(args[0]), cells(args[1])
+    for a, b, name in ((base, trial, args[1]), (trial, base, args[0])):
+        missing = sorted(set(a) - set(b))
+        if missing:
+            die("%s lacks %d cells the other holds, e.g. %s: %s, %s" % (name, len(missing), *missing[0]))
+    for which, k in (("reads", 0), ("writes", 1)):
+        closer = further = 0
+        for key in base:
+            x, y = abs(base[key][k]), abs(trial[key][k])
+            if abs(x - y) <= tie:
+                continue
+            closer += y < x
+            further += y > x
+        n = closer + further
+        p = sum(math.comb(n, j) for j in range(closer, n + 1)) / 2 ** n if n else 1.0
+        print("%s: %d cells; the trial closer in %d, further in %d (|error| moving %g points or less: %d); "
+              "one-sided sign test p = %.4f" % (which, len(base), closer, further, tie, len(base) - n, p))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
