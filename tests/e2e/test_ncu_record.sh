@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# test_ncu_record.sh - scripts/ncu_record.sh (a device call's Nsight Compute sets) without a GPU or Nsight Compute:
+# a stand-in ncu that writes three kernel rows and the profiled run's h5 stands for both.  Each point's files land
+# in its DIR, each DIR is packed once, the logs apart, one line per point in tests.txt; a point that finds less than
+# 50 s of budget is skipped and says so; bad arguments are usage errors naming
+# the argument, with nothing written.
+set -euo pipefail
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$ROOT"
+
+# the stand-in ncu: FLAGS... --log-file CSV CMD...: three kernel rows into CSV, CMD's -o file touched, CMD not run
+# (STANDIN_SLEEP=S sleeps first, for the time limit)
+cat > "$T/ncu" <<'EOF'
+#!/usr/bin/env bash
+[ -n "${STANDIN_SLEEP:-}" ] && sleep "$STANDIN_SLEEP"
+while [ $# -gt 0 ] && [ "$1" != --log-file ]; do shift; done
+log=$2; shift 2
+printf '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n' > "$log"
+for i in 0 1 2; do printf '"%d","k","dram__bytes_read.sum","byte","1"\n' $i >> "$log"; done
+while [ $# -gt 0 ] && [ "$1" != -o ]; do shift; done
+echo standin > "$2"
+echo "ran"
+EOF
+chmod +x "$T/ncu"
+
+O=$T/out; mkdir -p "$O"
+NCU=$T/ncu DKV=/bin/true bash scripts/ncu_record.sh "$O" 500 llada-8b:ncu_llada:w25:dual dream-7b:ncu_dream:w25:dual \
+    llada-8b:ncu_llada:w26:prefix > "$T/r.txt" || fail "ncu_record.sh: $(cat "$T/r.txt")"
+[ "$(ls "$O" | tr '\n' ' ')" = "logs_x.tgz ncu_dream.tgz ncu_llada.tgz tests.txt " ] || fail "OUT holds: $(ls "$O")"
+[ "$(tar tzf "$O/ncu_llada.tgz" | sort | tr '\n' ' ')" = "ncu_llada/ ncu_llada/ncu_w25_dual.csv ncu_llada/ncu_w26_prefix.csv ncu_llada/prof_w25_dual.h5 ncu_llada/prof_w26_prefix.h5 " ] ||
+    fail "ncu_llada.tgz holds: $(tar tzf "$O/ncu_llada.tgz")"
+[ "$(tar tzf "$O/logs_x.tgz" | grep -c '\.log$')" = 3 ] || fail "logs_x.tgz holds: $(tar tzf "$O/logs_x.tgz")"
+for l in "ncu llada-8b w25:dual exit 0 [0-9]* s, 3 kernels" "ncu dream-7b w25:dual exit 0 [0-9]* s, 3 kernels" \
+         "ncu llada-8b w26:prefix exit 0 [0-9]* s, 3 kernels"; do
+    grep -qx "$l" "$O/tests.txt" || fail "tests.txt lacks '$l': $(cat "$O/tests.txt")"
+done
+cmp -s "$T/r.txt" "$O/tests.txt" || fail "standard output and tests.txt differ"
+
+# a budget under 50 s skips every point (and still packs what it made: nothing but the logs)
+O2=$T/out2; mkdir -p "$O2"
+NCU=$T/ncu DKV=/bin/true bash scripts/ncu_record.sh "$O2" 40 llada-8b:ncu_llada:w25:dual > /dev/null
+grep -qx "ncu llada-8b w25:dual: skipped, 40s left" "$O2/tests.txt" || fail "no skip line: $(cat "$O2/tests.txt")"
+# usage errors: exit 2, the argument named, nothing written
+O4=$T/out4; mkdir -p "$O4"
+for args in "$O4 500 llada-8b:w25:dual|not MODEL:DIR:POINT" "$O4 5m llada-8b:d:w25:dual|BUDGET_S '5m'" \
+            "$T/none 500 llada-8b:d:w25:dual|is not a folder" "$O4 500|ncu_record.sh OUT BUDGET_S"; do
+    a=${args%%|*}
+    rc=0; NCU=$T/ncu DKV=/bin/true bash scripts/ncu_record.sh $a 2> "$T/e" > /dev/null || rc=$?
+    [ $rc = 2 ] || fail "ncu_record.sh $a: exit $rc, not 2"
+    grep -q "${args##*|}" "$T/e" || fail "ncu_record.sh $a: message: $(cat "$T/e")"
+done
+[ -z "$(ls "$O4")" ] || fail "a usage error wrote: $(ls "$O4")"
+echo ok
