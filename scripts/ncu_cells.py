@@ -5,7 +5,10 @@ counted bytes are within 5 % of Nsight Compute's (a cell of 0 against 0 counts a
 apart, and the mean |error| over the cells of more than 10 MB measured, each capped at 50 %
 (docs/COST_MODEL.md "HBM bytes with an L2"; the score of datasets/hw/2026-12-02/call56/l2_variants.sh); then
 the bytes off: the sum of |counted - measured| over the cells against the sum measured, reads and writes apart
-(the share of the bytes a class holds that belong to another class, or to none; since session 32).
+(the share of the bytes a class holds that belong to another class, or to none; since session 32); then the points'
+totals: the points (a table's "### val:<point>" sections) whose counted bytes over all classes are within 5 % of
+Nsight Compute's, reads and writes apart, and the largest |error| (since session 40: the split between classes is
+what the cells judge, the totals whether the count has the bytes at all).
 
     /usr/bin/python3 scripts/ncu_cells.py NCU_BYTES.md [NCU_BYTES.md...]
 
@@ -42,6 +45,23 @@ def cells(path):
     return [r[2] for r in rows(path)]
 
 
+def totals(paths):
+    """every point's sums over its classes, [counted read, measured read, counted write, measured write]"""
+    pts = {}
+    for p in paths:
+        for pt, _, v in rows(p):
+            t = pts.setdefault((p, pt), [0.0] * 4)
+            for i in range(4):
+                t[i] += v[i]
+    return list(pts.values())
+
+
+def within(ts, i, j):
+    e = [abs(x[i] - x[j]) / x[j] for x in ts if x[j] > 0]
+    n = sum(1 for x in e if x <= 0.05)
+    return "%d / %d within 5 %% (max %.1f %%)" % (n, len(ts), 100 * max(e) if e else 0)
+
+
 def stat(cs, i, j):
     e = [min(0.5, abs(x[i] - x[j]) / x[j]) for x in cs if x[j] > 0.01]
     n = sum(1 for x in cs if (x[j] > 0 and abs(x[i] - x[j]) / x[j] <= 0.05) or (x[j] == 0 and x[i] == 0))
@@ -58,8 +78,9 @@ def main(argv):
         print(__doc__.strip(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     cs = [c for p in argv for c in cells(p)]
-    print("reads %s | writes %s | bytes off: reads %s, writes %s" % (stat(cs, 0, 1), stat(cs, 2, 3), off(cs, 0, 1),
-                                                                       off(cs, 2, 3)))
+    ts = totals(argv)
+    print("reads %s | writes %s | bytes off: reads %s, writes %s | point totals: reads %s, writes %s"
+          % (stat(cs, 0, 1), stat(cs, 2, 3), off(cs, 0, 1), off(cs, 2, 3), within(ts, 0, 1), within(ts, 2, 3)))
     return 0
 
 

@@ -20,14 +20,21 @@ awk '/^### val:w1:dual/ {f = 1} f && /^\| qkv \|/ {print; exit}' "$M" | grep -q 
     fail "w1:dual qkv's measured read is not the CSV's: $(grep '^| qkv' "$M" | head -1)"
 # scripts/ncu_cells.py scores the table; scripts/ncu_gemm_reads.py reads the same runs: the Refresh steps of
 # w1:dual (288 rows), w2:sparse (2,112) and w3:dual (1,664), each class counted / measured over the weights
-/usr/bin/python3 scripts/ncu_cells.py "$M" | grep -q "^reads [0-9]* / 21 within 5 %, mean [0-9.]* % | writes [0-9]* / 21 within 5 %.* | bytes off: reads [0-9.]* %, writes [0-9.]* %$" ||
+/usr/bin/python3 scripts/ncu_cells.py "$M" | grep -q "^reads [0-9]* / 21 within 5 %, mean [0-9.]* % | writes [0-9]* / 21 within 5 %.* | bytes off: reads [0-9.]* %, writes [0-9.]* % | point totals: reads [0-3] / 3 within 5 % (max [0-9.]* %), writes [0-3] / 3 within 5 % (max [0-9.]* %)$" ||
     fail "ncu_cells.py: $(/usr/bin/python3 scripts/ncu_cells.py "$M" 2>&1)"
 # ... and its bytes off by hand: reads 110 and 20 counted against 100 and 20 (10 of 120: 8.3 %), writes 90 and 0
 # against 100 and 10 (20 of 110: 18.2 %)
 printf '%s\n' "### val:t:dual" "| class | a | b | c | d | e | f | g | h |" \
     "| qkv | 110 | 100 | +10% | MISS | 90 | 100 | -10% | MISS |" "| ffn | 20 | 20 | +0% | PASS | 0 | 10 | -100% | MISS |" > "$T/hand.md"
-/usr/bin/python3 scripts/ncu_cells.py "$T/hand.md" | grep -q "| bytes off: reads 8.3 %, writes 18.2 %$" ||
+/usr/bin/python3 scripts/ncu_cells.py "$T/hand.md" | grep -q "| bytes off: reads 8.3 %, writes 18.2 % |" ||
     fail "ncu_cells.py's bytes off: $(/usr/bin/python3 scripts/ncu_cells.py "$T/hand.md" 2>&1)"
+# ... and the points' totals (session 40): t:dual's sums are 130 / 120 read (+8.3 %) and 90 / 110 written (-18.2 %);
+# a second point, u:dual, whose classes miss by -6 % and +6 % but whose sums are exact, is within on both
+printf '%s\n' "### val:u:dual" "| class | a | b | c | d | e | f | g | h |" \
+    "| qkv | 94 | 100 | -6% | MISS | 106 | 100 | +6% | MISS |" "| ffn | 106 | 100 | +6% | MISS | 94 | 100 | -6% | MISS |" > "$T/hand2.md"
+/usr/bin/python3 scripts/ncu_cells.py "$T/hand.md" "$T/hand2.md" |
+    grep -q "| point totals: reads 1 / 2 within 5 % (max 8.3 %), writes 1 / 2 within 5 % (max 18.2 %)$" ||
+    fail "ncu_cells.py's point totals: $(/usr/bin/python3 scripts/ncu_cells.py "$T/hand.md" "$T/hand2.md" 2>&1)"
 # scripts/ncu_attainable.py over two measurements of the same counts (session 37): the qkv write measured 100 and
 # 120 (max / min 1.2 > 1.05 / 0.95) is the one cell no count can hold; ffn's write, 0 against 0 twice, is attainable
 # and met; qkv's read (110 against 100 and 104) is attainable and missed
