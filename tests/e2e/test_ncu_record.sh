@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test_ncu_record.sh - scripts/ncu_record.sh (a device call's Nsight Compute sets) without a GPU or Nsight Compute:
+# test_ncu_record.sh - scripts/ncu_record.sh (a device call's Nsight Compute sets) and scripts/device_env.sh (a call's
+# start) without a GPU or Nsight Compute:
 # a stand-in ncu that writes three kernel rows and the profiled run's h5 stands for both.  Each point's files land
 # in its DIR, each DIR is packed once, the logs apart, one line per point in tests.txt; a point that finds less than
 # 50 s of budget is skipped and says so; bad arguments are usage errors naming
@@ -51,4 +52,22 @@ for args in "$O4 500 llada-8b:w25:dual|not MODEL:DIR:POINT" "$O4 5m llada-8b:d:w
     grep -q "${args##*|}" "$T/e" || fail "ncu_record.sh $a: message: $(cat "$T/e")"
 done
 [ -z "$(ls "$O4")" ] || fail "a usage error wrote: $(ls "$O4")"
+
+# scripts/device_env.sh (sourced by a call's command.sh): .hwbin's xz files unpacked and executable, LD_LIBRARY_PATH
+# with .hwbin/lib first, tests.txt started with the GPU line (a stand-in nvidia-smi) and the time, NCU found
+R=$T/repo; mkdir -p "$R/.hwbin/lib" "$T/bin" "$T/dout"
+printf '#!/bin/sh\necho tool\n' > "$R/.hwbin/tool" && printf 'lib' > "$R/.hwbin/lib/libx.so.0"
+xz "$R/.hwbin/tool" "$R/.hwbin/lib/libx.so.0"
+printf '#!/bin/sh\necho "NVIDIA H200, 123, 580.159.04, 1980 MHz, 700.00 W"\n' > "$T/bin/nvidia-smi"
+cp "$T/ncu" "$T/bin/ncu"; chmod +x "$T/bin/nvidia-smi" "$T/bin/ncu"
+(cd "$R" && PATH="$T/bin:$PATH" OUT="$T/dout" bash -c '. "$1/scripts/device_env.sh" > /dev/null &&
+    echo "$LD_LIBRARY_PATH|$NCU|$(.hwbin/tool)"' _ "$ROOT") > "$T/env.txt" || fail "device_env.sh: $(cat "$T/env.txt")"
+[ "$(cut -d'|' -f2- "$T/env.txt")" = "$T/bin/ncu|tool" ] || fail "device_env.sh's NCU or .hwbin/tool: $(cat "$T/env.txt")"
+case $(cut -d'|' -f1 "$T/env.txt") in "$R/.hwbin/lib:"*) ;; *) fail "LD_LIBRARY_PATH: $(cat "$T/env.txt")" ;; esac
+[ "$(cat "$R/.hwbin/lib/libx.so.0")" = lib ] && [ ! -e "$R/.hwbin/tool.xz" ] || fail "device_env.sh left .xz files: $(ls -R "$R/.hwbin")"
+sed -n 1p "$T/dout/tests.txt" | grep -qx "NVIDIA H200, 123, 580.159.04, 1980 MHz, 700.00 W" &&
+    sed -n 2p "$T/dout/tests.txt" | grep -q "^20[0-9-]*T[0-9:]*Z$" && sed -n 3p "$T/dout/tests.txt" | grep -qx "ncu: $T/bin/ncu" ||
+    fail "device_env.sh's tests.txt: $(cat "$T/dout/tests.txt")"
+if (cd "$R" && OUT="$T/nowhere" bash -c '. "$1/scripts/device_env.sh"' _ "$ROOT") 2> "$T/e"; then fail "device_env.sh: no OUT accepted"; fi
+grep -q "is not a folder" "$T/e" || fail "device_env.sh's OUT message: $(cat "$T/e")"
 echo ok
