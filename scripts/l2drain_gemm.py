@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """l2drain_gemm.py - how much of a dirty probe a cuBLAS GEMM's weight stream pushes out of the L2, against a plain read
-of the same bytes, from `cuda/bench/l2drain.cu gemm` under Nsight Compute (docs/COST_MODEL.md "The soft edge").
+of the same bytes, from `cuda/bench/l2drain.cu gemm` under Nsight Compute (docs/COST_MODEL.md "The soft edge"); and
+since session 40 the same of lines read and written in place, from `l2drain rmw`.
 
     /usr/bin/python3 scripts/l2drain_gemm.py MANIFEST.txt NCU.csv
-    /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N]
+    /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N | --rmw]
 
 MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch); NCU.csv: `ncu --csv
 --cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum per
@@ -12,14 +13,18 @@ a GEMM launch (role m of kinds gemm<M>, M rows, role g0) pairs with the one or m
 names are not l2drain's (l2drain launches one of its own kernels after every GEMM) (cuBLAS's kernels, a split-K reduction among them).  A row left over, or a name that does not
 match, is an error naming both files' lines.
 
-Prints one table per kind (plain, then gemm<M> by M: call 121 ran gemm64 and gemm288, later calls more M), a row
+`l2drain rmw`'s kinds (rmwstream, rmwprobe, rmwboth) launch rmw_kernel where plain launches write_kernel (A and B,
+roles w and v: rmwprobe, rmwboth) or read_kernel (the stream, role m: rmwstream, rmwboth).
+Prints one table per kind (plain, then gemm<M> by M: call 121 ran gemm64 and gemm288, later calls more M; then the
+others by name), a row
 per stream size x (MB of weights, or of the plain read): the stream's DRAM reads, writes and time (and its kernel
 count), the MB of the probe's older half A and newer half B that its re-read finds gone (their DRAM reads), and what
 the flush finds still dirty.  Under an L2 that treats the GEMM's weight lines as any read line, every gemm<M> gives
 plain's losses at the same x (plus what the GEMM's own input and output take).
 
 `standin` writes a MANIFEST and NCU.csv of the run's plan from an LRU L2 of 40 MB (the GEMM: N_GEMM kernels, default
-2, the weights read in the first), to test this script (tests/e2e/test_l2probe.sh).
+2, the weights read in the first; with --rmw, `l2drain rmw`'s plan, every kind losing A and B as plain does), to
+test this script (tests/e2e/test_l2probe.sh).
 """
 import sys
 
@@ -27,8 +32,9 @@ import ncu_rows
 
 MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
-OWN = {"read_kernel", "write_kernel"}
+OWN = {"read_kernel", "write_kernel", "rmw_kernel"}
 KINDS = ("plain", "gemm64", "gemm288", "gemm128")   # the stand-in's, not in M order; a run's own come from its manifest
+RMW_KINDS = ("plain", "rmwstream", "rmwprobe", "rmwboth")   # `l2drain rmw`'s (the stand-in's with --rmw)
 XS = (16, 24, 32, 40, 48, 64)   # l2drain.cu run_gemm's xs
 
 
@@ -48,7 +54,11 @@ def is_gemm(m):
 
 def want(m):
     """the l2drain kernel a non-GEMM launch runs"""
-    return "write_kernel" if m["role"] in ("w", "v") else "read_kernel"
+    if m["role"] in ("w", "v"):
+        return "rmw_kernel" if m["kind"] in ("rmwprobe", "rmwboth") else "write_kernel"
+    if m["role"] == "m" and m["kind"] in ("rmwstream", "rmwboth"):
+        return "rmw_kernel"
+    return "read_kernel"
 
 
 def pair(man, ncu, mpath, npath):
@@ -84,10 +94,11 @@ def pair(man, ncu, mpath, npath):
 def report(man):
     trials = {}
     for m in man:
-        if m["role"] != "g0" and (m["kind"] == "plain" or is_gemm_kind(m["kind"])):
+        if m["role"] != "g0":
             trials.setdefault((m["kind"], m["trial"]), {})[m["role"]] = m
     whole = ("m", "qa", "qb", "h")   # a trial's launches the table reads (the warm-ups' flushes are not trials)
-    kinds = sorted({k for k, _ in trials}, key=lambda k: (k != "plain", int(k[4:]) if k != "plain" else 0))
+    kinds = sorted({k for (k, _), r in trials.items() if all(w in r for w in whole)},
+                   key=lambda k: (k != "plain", not is_gemm_kind(k), int(k[4:]) if is_gemm_kind(k) else 0, k))
     for kind in kinds:
         rows = sorted((r for (k, _), r in trials.items() if k == kind and all(w in r for w in whole)),
                       key=lambda r: r["m"]["x"])
@@ -105,8 +116,9 @@ def report(man):
         print()
 
 
-def standin(mpath, npath, gemm_kernels):
-    """the plan of run_gemm from an LRU of 40 MB of 1 MB lines: A (4 MB) and B (4 MB) dirty, then the stream"""
+def standin(mpath, npath, gemm_kernels, rmw=False):
+    """the plan of run_gemm (or with rmw, run_rmw) from an LRU of 40 MB of 1 MB lines: A (4 MB) and B (4 MB) dirty,
+    then the stream"""
     man, rows, trial = [], [], 0
 
     def launch(role, kind, x, kernels):
@@ -114,21 +126,22 @@ def standin(mpath, npath, gemm_kernels):
         for name, rd, wr in kernels:
             rows.append((name, rd, wr))
 
-    for kind in KINDS[1:]:
+    for kind in () if rmw else KINDS[1:]:
         launch("g0", kind, 16, [("gemm_main_kernel", 16 * MB, 0.1 * MB)] +
                [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1))
         launch("flush", kind, 16, [("read_kernel", 268 * MB, 0.0)])
     cap = 40
-    for kind in KINDS:
+    for kind in RMW_KINDS if rmw else KINDS:
         for x in XS:
             launch("flush", kind, x, [("read_kernel", 268 * MB, 0.0)])
-            launch("w", kind, x, [("write_kernel", 0.0, 0.0)])
-            launch("v", kind, x, [("write_kernel", 0.0, 0.0)])
+            probe_rd = 4 * MB if kind in ("rmwprobe", "rmwboth") else 0.0
+            for role in ("w", "v"):
+                launch(role, kind, x, [(want({"role": role, "kind": kind}), probe_rd, 0.0)])
             # an LRU: the stream of x MB after A and B (8 MB) pushes out max(0, 8 + x - cap) MB, A's first
             gone = max(0, 8 + x - cap)
             a, b = min(4, gone), max(0, min(4, gone - 4))
-            if kind == "plain":
-                launch("m", kind, x, [("read_kernel", x * MB, (a + b) * MB)])
+            if not is_gemm_kind(kind):
+                launch("m", kind, x, [(want({"role": "m", "kind": kind}), x * MB, (a + b) * MB)])
             else:
                 launch("m", kind, x, [("gemm_main_kernel", x * MB, (a + b) * MB)] +
                        [("splitKreduce_kernel", 0.1 * MB, 0.0)] * (gemm_kernels - 1))
@@ -149,14 +162,15 @@ def standin(mpath, npath, gemm_kernels):
 
 def main(argv):
     if argv[:1] == ["standin"]:
-        (_, mpath, npath), opts = ncu_rows.cli(argv, __doc__, 3, ("--gemm-kernels",), die)
+        rmw = "--rmw" in argv[3:]   # a flag (ncu_rows.cli's options take a value)
+        (_, mpath, npath), opts = ncu_rows.cli([a for a in argv if a != "--rmw"], __doc__, 3, ("--gemm-kernels",), die)
         try:
             n = int(opts.get("--gemm-kernels", "2"))
         except ValueError:
             die("--gemm-kernels %r: not a whole number" % opts["--gemm-kernels"])
         if n < 1:
             die("--gemm-kernels %d: at least 1" % n)
-        standin(mpath, npath, n)
+        standin(mpath, npath, n, rmw)
         return
     (mpath, npath), _ = ncu_rows.cli(argv, __doc__, 2, (), die)
     man = ncu_rows.read_manifest(mpath, (("role", str), ("trial", int), ("kind", str), ("d", float), ("x", float)),

@@ -61,6 +61,11 @@
 // the read of x MB, as rehit0): half A written dirty (w), half B written dirty (v), the stream (m: one launch of l2drain's, or the GEMM's kernels, one or more, which
 // scripts/l2drain_gemm.py pairs by name), then A and B re-read (qa, qb) and the flush (h).  Role g0: a GEMM of each
 // M before the trials (cuBLAS's first use), each followed by a flush.  Built with -lcublas.
+// Since session 40, `l2drain rmw` asks it of lines read and written in place (rmw_kernel: as cuda/rope.cu turns q and
+// k, the rows the sparse selection then reads; docs/COST_MODEL.md "The soft edge", the twenty-fifth trial), the same
+// roles as gemm's: kinds plain (A and B written, the stream read: gemm's plain), rmwstream (the stream read and
+// written in place), rmwprobe (A and B read and written in place, the stream read) and rmwboth.  An L2 that keeps
+// such lines past its capacity shows A and B gone later under rmwprobe and rmwboth than under plain.
 
 #include <cstdio>
 #include <cstdint>
@@ -153,6 +158,17 @@ __global__ void xread_kernel(uint4 *__restrict__ p, size_t n_vec, unsigned shift
     }
     if (acc == 0x9e3779b9u)
         out[0] = acc;
+}
+
+// Reads each of n_vec 16-byte vectors and writes it back changed, in place (a read-modify-write, as cuda/rope.cu does
+// to q and k): its lines are read from HBM (or hit), then dirty.
+__global__ void rmw_kernel(uint4 *__restrict__ p, size_t n_vec, unsigned seed)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n_vec; e += stride) {
+        uint4 v = p[e];
+        p[e] = make_uint4(v.x ^ seed, v.y + 1, v.z, ~v.w);
+    }
 }
 
 __global__ void spin_kernel(unsigned long long ns, unsigned *out)
@@ -326,14 +342,49 @@ static int run_gemm(int trial)
     return trial;
 }
 
+// `l2drain rmw`: the plain / rmwstream / rmwprobe / rmwboth kinds (the file's head).
+static int run_rmw(int trial)
+{
+    const double d = 8, xs[] = {16, 24, 32, 40, 48, 64};
+    const char *kinds[] = {"plain", "rmwstream", "rmwprobe", "rmwboth"};
+    size_t half = (size_t)(d / 2 * MB) / 16;
+    for (const char *kind : kinds)
+        for (double x : xs) {
+            bool rmw_probe = strcmp(kind, "rmwprobe") == 0 || strcmp(kind, "rmwboth") == 0;
+            bool rmw_stream = strcmp(kind, "rmwstream") == 0 || strcmp(kind, "rmwboth") == 0;
+            uint4 *W = big_ + (size_t)trial * (64 * MB / 16) % (BIG / 16 - (size_t)(x * MB) / 16);
+            flush(trial, kind, d, x, "flush");
+            for (int h = 0; h < 2; h++) {   // A (w), then B (v): written, or read and written in place
+                manifest(h ? "v" : "w", trial, kind, d, x);
+                if (rmw_probe)
+                    rmw_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half, (unsigned)trial * 2654435761u + h);
+                else
+                    write_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half, (unsigned)trial * 2654435761u + h, 0);
+                CK(cudaGetLastError());
+            }
+            if (rmw_stream) {
+                manifest("m", trial, kind, d, x);
+                rmw_kernel<<<grid_, BLOCK>>>(W, (size_t)(x * MB) / 16, (unsigned)trial * 40503u);
+                CK(cudaGetLastError());
+            } else {
+                read_buf("m", trial, kind, d, x, W, x);
+            }
+            read_buf("qa", trial, kind, d, x, probe_, d / 2);
+            read_buf("qb", trial, kind, d, x, probe_ + half, d / 2);
+            flush(trial, kind, d, x, "h");
+            trial++;
+        }
+    return trial;
+}
+
 int main(int argc, char **argv)
 {
     bool share = argc == 2 && strcmp(argv[1], "share") == 0, order = argc == 2 && strcmp(argv[1], "order") == 0;
-    bool gemm = argc == 2 && strcmp(argv[1], "gemm") == 0;
-    if (argc > 2 || (argc == 2 && !share && !order && !gemm)) {
-        fprintf(stderr, "usage: l2drain [share | order | gemm]  (run under ncu, see the file's head; share: the "
+    bool gemm = argc == 2 && strcmp(argv[1], "gemm") == 0, rmw = argc == 2 && strcmp(argv[1], "rmw") == 0;
+    if (argc > 2 || (argc == 2 && !share && !order && !gemm && !rmw)) {
+        fprintf(stderr, "usage: l2drain [share | order | gemm | rmw]  (run under ncu, see the file's head; share: the "
                         "xread/xwrite kinds alone; order: the rehit/dclean/chit kinds alone; gemm: the plain/gemm kinds "
-                        "alone)\n");
+                        "alone; rmw: the plain/rmw kinds alone)\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -350,8 +401,8 @@ int main(int argc, char **argv)
     CK(cudaMemset(flush_, 2, 256ull << 20));
     CK(cudaMemset(probe_, 3, 32 * MB));
     CK(cudaDeviceSynchronize());
-    if (share || order || gemm) {
-        int t = share ? run_share(0) : order ? run_order(0) : run_gemm(0);
+    if (share || order || gemm || rmw) {
+        int t = share ? run_share(0) : order ? run_order(0) : gemm ? run_gemm(0) : run_rmw(0);
         flush(t, "end", 0, 0, "flush");
         CK(cudaDeviceSynchronize());
         printf("# %d launches, %d trials\n", n_launch, t);

@@ -128,6 +128,17 @@ done
 grep -v '^"9",' "$T/gn2.csv" > "$T/gn3.csv"   # the first trial's flush (after the three GEMMs' warm-ups)
 if $PY scripts/l2drain_gemm.py "$T/gm2.txt" "$T/gn3.csv" 2> "$T/e"; then fail "l2drain_gemm.py took a run a kernel short"; fi
 grep -q "launch 6 is read_kernel, .*row [0-9]* is write_kernel" "$T/e" || fail "l2drain_gemm.py's pairing error: $(cat "$T/e")"
+# `l2drain rmw` (session 40): the same tables for its kinds (rmw_kernel where plain writes the probe or reads the
+# stream), plain first, the others by name; a launch whose row is another of l2drain's kernels is an error
+$PY scripts/l2drain_gemm.py standin "$T/rm.txt" "$T/rn.csv" --rmw || fail "l2drain_gemm.py standin --rmw"
+$PY scripts/l2drain_gemm.py "$T/rm.txt" "$T/rn.csv" > "$T/r.txt" || fail "l2drain_gemm.py on rmw: $(cat "$T/r.txt")"
+[ "$(grep '^### ' "$T/r.txt" | tr '\n' ' ')" = "### plain ### rmwboth ### rmwprobe ### rmwstream " ] ||
+    fail "l2drain_gemm.py's rmw tables: $(grep '^### ' "$T/r.txt")"
+grep -A9 "### rmwboth" "$T/r.txt" | grep -qxF "| 40 | 40.000, 8.000, 3.0 (1) | 4.000 | 4.000 | 0.000 |" ||
+    fail "l2drain_gemm.py's rmwboth rows: $(cat "$T/r.txt")"
+awk '/rmw_kernel/ && !done { sub(/rmw_kernel/, "write_kernel"); n++; if (n == 3) done = 1 } { print }' "$T/rn.csv" > "$T/rn2.csv"
+if $PY scripts/l2drain_gemm.py "$T/rm.txt" "$T/rn2.csv" 2> "$T/e"; then fail "l2drain_gemm.py took write_kernel for rmw_kernel"; fi
+grep -q "is rmw_kernel, .*row [0-9]* is write_kernel" "$T/e" || fail "l2drain_gemm.py's rmw pairing error: $(cat "$T/e")"
 if $PY scripts/l2drain_gemm.py standin "$T/gm4.txt" "$T/gn4.csv" --gemm-kernels 0 2> "$T/e"; then fail "--gemm-kernels 0 accepted"; fi
 grep -q "at least 1" "$T/e" || fail "l2drain_gemm.py's --gemm-kernels error: $(cat "$T/e")"
 echo ok
