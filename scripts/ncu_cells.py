@@ -10,7 +10,10 @@ totals: the points (a table's "### val:<point>" sections) whose counted bytes ov
 Nsight Compute's, reads and writes apart, and the largest |error| (since session 40: the split between classes is
 what the cells judge, the totals whether the count has the bytes at all).
 
-    /usr/bin/python3 scripts/ncu_cells.py NCU_BYTES.md [NCU_BYTES.md...]
+    /usr/bin/python3 scripts/ncu_cells.py [--by-class] NCU_BYTES.md [NCU_BYTES.md...]
+
+--by-class (since session 40): instead, a table of the classes, each with its cells within 5 % and its median error,
+reads and writes apart: which classes' counts can be taken per class and which only in the points' totals.
 
 Exits 1 naming the file when a table has no class rows."""
 import re
@@ -73,10 +76,34 @@ def off(cs, i, j):
     return "%.1f %%" % (100 * sum(abs(x[i] - x[j]) for x in cs) / m) if m > 0 else "-"
 
 
+def by_class(paths):
+    """the per-class table: cells within 5 % and the median signed error, reads and writes apart"""
+    per = {}
+    for p in paths:
+        for _, cls, v in rows(p):
+            per.setdefault(cls, []).append(v)
+
+    def col(vs, i, j):
+        n = sum(1 for x in vs if (x[j] > 0 and abs(x[i] - x[j]) / x[j] <= 0.05) or (x[j] == 0 and x[i] == 0))
+        e = sorted((x[i] - x[j]) / x[j] for x in vs if x[j] > 0)
+        med = "%+.1f %%" % (100 * (e[len(e) // 2] if len(e) % 2 else (e[len(e) // 2 - 1] + e[len(e) // 2]) / 2)) if e else "-"
+        return "%d / %d | %s" % (n, len(vs), med)
+
+    print("| class | reads within 5 % | median read error | writes within 5 % | median write error |")
+    print("|---|---|---|---|---|")
+    for cls in sorted(per, key=lambda c: -len(per[c])):
+        print("| %s | %s | %s |" % (cls, col(per[cls], 0, 1), col(per[cls], 2, 3)))
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
+    if argv[0] == "--by-class":
+        if len(argv) < 2:
+            sys.exit("ncu_cells.py: --by-class needs at least one NCU_BYTES.md")
+        by_class(argv[1:])
+        return 0
     cs = [c for p in argv for c in cells(p)]
     ts = totals(argv)
     print("reads %s | writes %s | bytes off: reads %s, writes %s | point totals: reads %s, writes %s"
