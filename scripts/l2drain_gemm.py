@@ -14,7 +14,8 @@ names are not l2drain's (l2drain launches one of its own kernels after every GEM
 match, is an error naming both files' lines.
 
 `l2drain rmw`'s kinds (rmwstream, rmwprobe, rmwboth) launch rmw_kernel where plain launches write_kernel (A and B,
-roles w and v: rmwprobe, rmwboth) or read_kernel (the stream, role m: rmwstream, rmwboth).
+roles w and v: rmwprobe, rmwboth) or read_kernel (the stream, role m: rmwstream, rmwboth); wwprobe launches
+write_kernel twice for each of A and B.
 Prints one table per kind (plain, then gemm<M> by M: call 121 ran gemm64 and gemm288, later calls more M; then the
 others by name), a row
 per stream size x (MB of weights, or of the plain read): the stream's DRAM reads, writes and time (and its kernel
@@ -34,7 +35,7 @@ MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
 OWN = {"read_kernel", "write_kernel", "rmw_kernel"}
 KINDS = ("plain", "gemm64", "gemm288", "gemm128")   # the stand-in's, not in M order; a run's own come from its manifest
-RMW_KINDS = ("plain", "rmwstream", "rmwprobe", "rmwboth")   # `l2drain rmw`'s (the stand-in's with --rmw)
+RMW_KINDS = ("plain", "rmwstream", "rmwprobe", "rmwboth", "wwprobe")   # `l2drain rmw`'s (the stand-in's with --rmw)
 XS = (16, 24, 32, 40, 48, 64)   # l2drain.cu run_gemm's xs
 
 
@@ -135,8 +136,9 @@ def standin(mpath, npath, gemm_kernels, rmw=False):
         for x in XS:
             launch("flush", kind, x, [("read_kernel", 268 * MB, 0.0)])
             probe_rd = 4 * MB if kind in ("rmwprobe", "rmwboth") else 0.0
-            for role in ("w", "v"):
-                launch(role, kind, x, [(want({"role": role, "kind": kind}), probe_rd, 0.0)])
+            for role in ("w", "v"):   # wwprobe writes each half twice
+                for _ in range(2 if kind == "wwprobe" else 1):
+                    launch(role, kind, x, [(want({"role": role, "kind": kind}), probe_rd, 0.0)])
             # an LRU: the stream of x MB after A and B (8 MB) pushes out max(0, 8 + x - cap) MB, A's first
             gone = max(0, 8 + x - cap)
             a, b = min(4, gone), max(0, min(4, gone - 4))

@@ -64,8 +64,10 @@
 // Since session 40, `l2drain rmw` asks it of lines read and written in place (rmw_kernel: as cuda/rope.cu turns q and
 // k, the rows the sparse selection then reads; docs/COST_MODEL.md "The soft edge", the twenty-fifth trial), the same
 // roles as gemm's: kinds plain (A and B written, the stream read: gemm's plain), rmwstream (the stream read and
-// written in place), rmwprobe (A and B read and written in place, the stream read) and rmwboth.  An L2 that keeps
-// such lines past its capacity shows A and B gone later under rmwprobe and rmwboth than under plain.
+// written in place), rmwprobe (A and B read and written in place, the stream read), rmwboth, and wwprobe (A and B
+// each written twice: a write that hits, against rmwprobe's read that misses, then a write that hits; `order`'s rehit
+// is a read that hits).  An L2 that keeps such lines past its capacity shows A and B gone later under rmwprobe and
+// rmwboth (or wwprobe) than under plain.
 
 #include <cstdio>
 #include <cstdint>
@@ -346,7 +348,7 @@ static int run_gemm(int trial)
 static int run_rmw(int trial)
 {
     const double d = 8, xs[] = {16, 24, 32, 40, 48, 64};
-    const char *kinds[] = {"plain", "rmwstream", "rmwprobe", "rmwboth"};
+    const char *kinds[] = {"plain", "rmwstream", "rmwprobe", "rmwboth", "wwprobe"};
     size_t half = (size_t)(d / 2 * MB) / 16;
     for (const char *kind : kinds)
         for (double x : xs) {
@@ -354,14 +356,16 @@ static int run_rmw(int trial)
             bool rmw_stream = strcmp(kind, "rmwstream") == 0 || strcmp(kind, "rmwboth") == 0;
             uint4 *W = big_ + (size_t)trial * (64 * MB / 16) % (BIG / 16 - (size_t)(x * MB) / 16);
             flush(trial, kind, d, x, "flush");
-            for (int h = 0; h < 2; h++) {   // A (w), then B (v): written, or read and written in place
-                manifest(h ? "v" : "w", trial, kind, d, x);
-                if (rmw_probe)
-                    rmw_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half, (unsigned)trial * 2654435761u + h);
-                else
-                    write_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half, (unsigned)trial * 2654435761u + h, 0);
-                CK(cudaGetLastError());
-            }
+            bool twice = strcmp(kind, "wwprobe") == 0;
+            for (int h = 0; h < 2; h++)   // A (w), then B (v): written (wwprobe: twice), or read and written in place
+                for (int rep = 0; rep <= (int)twice; rep++) {
+                    manifest(h ? "v" : "w", trial, kind, d, x);
+                    if (rmw_probe)
+                        rmw_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half, (unsigned)trial * 2654435761u + h);
+                    else
+                        write_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half, (unsigned)trial * 2654435761u + h + rep, 0);
+                    CK(cudaGetLastError());
+                }
             if (rmw_stream) {
                 manifest("m", trial, kind, d, x);
                 rmw_kernel<<<grid_, BLOCK>>>(W, (size_t)(x * MB) / 16, (unsigned)trial * 40503u);

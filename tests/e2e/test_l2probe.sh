@@ -132,7 +132,7 @@ grep -q "launch 6 is read_kernel, .*row [0-9]* is write_kernel" "$T/e" || fail "
 # stream), plain first, the others by name; a launch whose row is another of l2drain's kernels is an error
 $PY scripts/l2drain_gemm.py standin "$T/rm.txt" "$T/rn.csv" --rmw || fail "l2drain_gemm.py standin --rmw"
 $PY scripts/l2drain_gemm.py "$T/rm.txt" "$T/rn.csv" > "$T/r.txt" || fail "l2drain_gemm.py on rmw: $(cat "$T/r.txt")"
-[ "$(grep '^### ' "$T/r.txt" | tr '\n' ' ')" = "### plain ### rmwboth ### rmwprobe ### rmwstream " ] ||
+[ "$(grep '^### ' "$T/r.txt" | tr '\n' ' ')" = "### plain ### rmwboth ### rmwprobe ### rmwstream ### wwprobe " ] ||
     fail "l2drain_gemm.py's rmw tables: $(grep '^### ' "$T/r.txt")"
 grep -A9 "### rmwboth" "$T/r.txt" | grep -qxF "| 40 | 40.000, 8.000, 3.0 (1) | 4.000 | 4.000 | 0.000 |" ||
     fail "l2drain_gemm.py's rmwboth rows: $(cat "$T/r.txt")"
