@@ -4,6 +4,7 @@ recorded with record.l2_kernels) beside Nsight Compute's kernels of the same ste
 end beside the replay's (docs/COST_MODEL.md "HBM bytes with an L2"; scripts/ncu_steps.py gives the class sums).
 
     /usr/bin/python3 scripts/ncu_layer.py REAL.h5 SIM.h5 [--point P] [--step S]
+    /usr/bin/python3 scripts/ncu_layer.py REAL.h5 SIM.h5 --point P --step S --kernels L
 
 REAL.h5: runs <study>:<point>:real with Nsight Compute's kernels imported (dkv ncu-import: ncu_kernels), e.g.
 scripts/ncu_model_bytes.sh's OUT/real.h5 or scripts/ncu_score.sh's OUT/<set>/out/real.h5; SIM.h5: their :sim twins
@@ -14,7 +15,10 @@ the last layer's last FFN kernel its end.  Consecutive kernels of one class are 
 reduction, the attention's passes); setup kernels (the weights' fill, the L2 flush diagnostic's flush_kernel) are
 left out, so a run with opts.l2_flush pairs too (its flushes change what the kernels after them find in L2).  For each step: one row per such run of the layer, the replay's read and
 written MB against Nsight Compute's mean over the layers but the first and the last (min-max beside), then the
-start and the end per class.  --point keeps one point, --step one step (its index).  Exits 1 naming the file on
+start and the end per class.  --point keeps one point, --step one step (its index).  --kernels L (since session 40)
+prints instead layer L's kernels one by one (L counts from 0): Nsight Compute's, each with its name, class, read and
+written MB and time, then the replay's layer, each kernel's class, read and written MB (the figures a kernel-level
+claim quotes, e.g. the selection's per-item reads in docs/COST_MODEL.md "The soft edge").  Exits 1 naming the file on
 runs it cannot pair: no l2_kernels table (simulated without record.l2_kernels), steps without layers, a layer
 whose run of classes is not the replay's (printed, both)."""
 import os
@@ -47,15 +51,44 @@ def runs(kernels):
     return out
 
 
-def split_layers(ks):
-    """KS, one step's Nsight Compute kernels as (kind, rd, wr): (start, [layer, ...], end), each a list of kernels"""
+def layer_bounds(ks):
+    """KS, one step's kernels (each a tuple whose first item is its kind): the index of each layer's first kernel and
+    one past the last layer's last FFN kernel, or None without a layer"""
     heads = [i - 1 for i in range(1, len(ks)) if ks[i][0] == QKV and ks[i - 1][0] == ELEM]
     ffn = [i for i in range(heads[-1], len(ks)) if ks[i][0] == FFN] if heads else []
-    if not ffn:
+    return heads + [ffn[-1] + 1] if ffn else None
+
+
+def split_layers(ks):
+    """KS, one step's Nsight Compute kernels as (kind, rd, wr): (start, [layer, ...], end), each a list of kernels"""
+    bounds = layer_bounds(ks)
+    if bounds is None:
         return None
-    last = ffn[-1]
-    bounds = heads + [last + 1]
-    return ks[:heads[0]], [ks[bounds[j]:bounds[j + 1]] for j in range(len(heads))], ks[last + 1:]
+    return ks[:bounds[0]], [ks[bounds[j]:bounds[j + 1]] for j in range(len(bounds) - 1)], ks[bounds[-1]:]
+
+
+def kernels_of_layer(where, j, nk, lo, hi, layer, rep):
+    """Prints layer LAYER of step J (NK's kernels lo..hi-1, the setup kernels left out) kernel by kernel, then the
+    replay's layer (REP: (part, kind, rd, wr))"""
+    ks = [(int(nk["kind"][i]), nk["name"][i], float(nk["read_bytes"][i]), float(nk["write_bytes"][i]),
+           float(nk["time_s"][i])) for i in range(lo, hi) if int(nk["kind"][i]) != SETUP]
+    bounds = layer_bounds(ks)
+    if bounds is None:
+        die("%s: step %d has no layer (a norm kernel then the q|k|v GEMM) among its %d kernels" % (where, j, len(ks)))
+    if layer >= len(bounds) - 1:
+        die("%s: step %d has %d layers, no layer %d" % (where, j, len(bounds) - 1, layer))
+    print("### step %d, layer %d of %d: Nsight Compute's kernels\n" % (j, layer, len(bounds) - 1))
+    print("| # | kernel | class | read MB | write MB | us |")
+    print("|---|---|---|---|---|---|")
+    for n, (k, name, rd, wr, t) in enumerate(ks[bounds[layer]:bounds[layer + 1]]):
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        print("| %d | %s | %s | %s | %s | %.1f |" % (n + 1, name, NAMES.get(k, str(k)), mb(rd), mb(wr), t * 1e6))
+    print("\n### step %d: the replay's layer\n" % j)
+    print("| # | class | read MB | write MB |")
+    print("|---|---|---|---|")
+    for n, (_, k, rd, wr) in enumerate(x for x in rep if x[0] == 1):
+        print("| %d | %s | %s | %s |" % (n + 1, NAMES.get(k, str(k)), mb(rd), mb(wr)))
+    print()
 
 
 def step_kernels(nk, lo, hi):
@@ -120,9 +153,13 @@ def report(where, point, j, ncu, rep):
 
 
 def main(argv):
-    _, opts = ncu_rows.cli(argv, __doc__, 2, ("--point", "--step"), die)
+    _, opts = ncu_rows.cli(argv, __doc__, 2, ("--point", "--step", "--kernels"), die)
     if "--step" in opts and not opts["--step"].isdigit():
         die("--step wants a step index (0, 1, ...), got %r" % opts["--step"])
+    if "--kernels" in opts and not opts["--kernels"].isdigit():
+        die("--kernels wants a layer index (0, 1, ...), got %r" % opts["--kernels"])
+    if "--kernels" in opts and ("--point" not in opts or "--step" not in opts):
+        die("--kernels needs --point and --step (one layer of one step)")
     try:
         R, S = h5py.File(argv[0], "r")["runs"], h5py.File(argv[1], "r")["runs"]
     except (OSError, KeyError) as e:
@@ -152,7 +189,11 @@ def main(argv):
                 die("%s: %s has no l2_kernels records of step %d" % (argv[1], twin, j))
             rep = sorted((int(x["l2_seq"]), int(x["l2_part"]), int(x["kind"]), float(x["read_bytes"]),
                           float(x["write_bytes"])) for x in sel)
-            report("%s: %s" % (argv[0], key), point, j, ncu, [x[1:] for x in rep])
+            if "--kernels" in opts:
+                kernels_of_layer("%s: %s" % (argv[0], key), j, nk, bounds[j], bounds[j + 1], int(opts["--kernels"]),
+                                 [x[1:] for x in rep])
+            else:
+                report("%s: %s" % (argv[0], key), point, j, ncu, [x[1:] for x in rep])
             n += 1
     if n == 0:
         die("no step to show (no :real run with ncu_kernels%s)" % (

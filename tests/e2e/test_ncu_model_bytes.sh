@@ -94,6 +94,19 @@ grep -q "^step's end (replay/ncu MB): lm_head read [0-9.]*/[0-9.]* write " "$T/l
 nk = {"kind": [8, 0, 11, 5, 1], "read_bytes": [1, 2, 3, 4, 5], "write_bytes": [6, 7, 8, 9, 10]}
 assert L.step_kernels(nk, 0, 5) == [(8, 1.0, 6.0), (0, 2.0, 7.0), (5, 4.0, 9.0), (1, 5.0, 10.0)], L.step_kernels(nk, 0, 5)
 assert L.step_kernels(nk, 1, 3) == [(0, 2.0, 7.0)]' ) || fail "ncu_layer.py: setup kernels kept"
+# ... --kernels L (session 40): layer 3 of the same step kernel by kernel, named (nine of Nsight Compute's, the
+# replay's nine); past the last layer, or without --point and --step, an error
+/usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --point w3:dual --step 0 --kernels 3 > "$T/lk.txt" ||
+    fail "ncu_layer.py --kernels: $(cat "$T/lk.txt")"
+grep -q "^### step 0, layer 3 of 28: Nsight Compute's kernels" "$T/lk.txt" &&
+    grep -q "^| 2 | nvjet_[a-z0-9_]* | qkv | [0-9.]* | [0-9.]* | [0-9.]* |$" "$T/lk.txt" &&
+    grep -q "^| 8 | swiglu_kernel | elementwise | " "$T/lk.txt" && grep -q "^| 9 | ffn | [0-9.]* | [0-9.]* |$" "$T/lk.txt" ||
+    fail "ncu_layer.py --kernels rows: $(cat "$T/lk.txt")"
+if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --point w3:dual --step 0 --kernels 28 2> "$T/e12"
+then fail "--kernels 28 of 28 layers accepted"; fi
+grep -q "has 28 layers, no layer 28" "$T/e12" || fail "--kernels range message: $(cat "$T/e12")"
+if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --kernels 3 2> "$T/e13"; then fail "--kernels alone accepted"; fi
+grep -q "needs --point and --step" "$T/e13" || fail "--kernels alone message: $(cat "$T/e13")"
 if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --step one 2> "$T/e7"; then fail "--step one accepted"; fi
 grep -q "wants a step index" "$T/e7" || fail "--step message: $(cat "$T/e7")"
 "$DKV" run experiments/hw_validate.lua -D backend=sim -D model=dream-7b -D point=w3:dual -o "$T/nol2.h5" > /dev/null 2>&1 ||
