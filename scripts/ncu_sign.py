@@ -7,13 +7,15 @@ test (docs/COST_MODEL.md "The soft edge": the twenty-fourth trial).
     /usr/bin/python3 scripts/ncu_sign.py BASE_OUT TRIAL_OUT [--tie PTS]
 
 BASE_OUT, TRIAL_OUT: ncu_score.sh's OUT_DIRs (the tables each one's tables.txt lists, paired by their path below
-the folder, so both must hold the same sets).  A cell whose |error| moves by PTS percentage points or less (default 0.1) is a tie
-and not counted.  p is the chance of at least that many closer cells among the counted ones if closer and further
+the folder, so both must hold the same sets).  A cell whose |error| (from its counted and measured bytes) moves by PTS
+percentage points or less (default 0.1), or one where nothing was measured, is a tie and not counted.  p is the chance of at least that many closer cells among the counted ones if closer and further
 were equally likely.  Exits 1 naming the file on a table it cannot read or a cell only one side holds.
 """
 import math
 import os
 import sys
+
+import ncu_cells
 
 
 def die(msg):
@@ -22,7 +24,8 @@ def die(msg):
 
 
 def cells(root):
-    """{(table path below root, point, class): (read error %, write error %)}"""
+    """{(table path below root, point, class): [counted read, measured read, counted write, measured write]}, from the
+    tables root's tables.txt lists (each read by ncu_cells.rows, as ncu_score.sh's counts are)"""
     out, listing = {}, os.path.join(root, "tables.txt")
     try:
         with open(listing) as f:
@@ -32,23 +35,17 @@ def cells(root):
     if not tables:
         die("%s: no table listed" % listing)
     for rel in tables:
-        path, point = os.path.join(root, rel), None
-        try:
-            lines = open(path).read().splitlines()
-        except OSError as e:
-            die("%s (listed in %s): %s" % (path, listing, e.strerror))
-        for n, line in enumerate(lines, 1):
-            if line.startswith("### "):
-                point = line[4:].strip()
-                continue
-            c = [x.strip() for x in line.split("|")]
-            if len(c) < 11 or c[1] in ("class", "**all**") or c[1].startswith("---"):
-                continue
-            try:
-                out[(rel, point, c[1])] = (float(c[4].rstrip("%")), float(c[8].rstrip("%")))
-            except ValueError:
-                die("%s:%d: no read and write error in columns 4 and 8: %s" % (path, n, line))
+        path = os.path.join(root, rel)
+        if not os.path.isfile(path):
+            die("%s (listed in %s): no such file" % (path, listing))
+        for point, cls, v in ncu_cells.rows(path, "ncu_sign.py"):
+            out[(rel, point, cls)] = v
     return out
+
+
+def abs_err(v, i, j):
+    """|counted - measured| / measured in percent, None where nothing was measured"""
+    return 100 * abs(v[i] - v[j]) / v[j] if v[j] > 0 else None
 
 
 def main(argv):
@@ -83,11 +80,11 @@ def main(argv):
         missing = sorted(set(a) - set(b))
         if missing:
             die("%s lacks %d cells the other holds, e.g. %s: %s, %s" % (name, len(missing), *missing[0]))
-    for which, k in (("reads", 0), ("writes", 1)):
+    for which, i, j in (("reads", 0, 1), ("writes", 2, 3)):
         closer = further = 0
         for key in base:
-            x, y = abs(base[key][k]), abs(trial[key][k])
-            if abs(x - y) <= tie:
+            x, y = abs_err(base[key], i, j), abs_err(trial[key], i, j)
+            if x is None or y is None or abs(x - y) <= tie:
                 continue
             closer += y < x
             further += y > x
