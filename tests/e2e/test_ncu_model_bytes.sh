@@ -100,7 +100,8 @@ assert L.step_kernels(nk, 1, 3) == [(0, 2.0, 7.0)]' ) || fail "ncu_layer.py: set
     fail "ncu_layer.py --kernels: $(cat "$T/lk.txt")"
 grep -q "^### step 0, layer 3 of 28: Nsight Compute's kernels" "$T/lk.txt" &&
     grep -q "^| 2 | nvjet_[a-z0-9_]* | qkv | [0-9.]* | [0-9.]* | [0-9.]* |$" "$T/lk.txt" &&
-    grep -q "^| 8 | swiglu_kernel | elementwise | " "$T/lk.txt" && grep -q "^| 9 | ffn | [0-9.]* | [0-9.]* |$" "$T/lk.txt" ||
+    grep -q "^| 8 | swiglu_kernel | elementwise | " "$T/lk.txt" && grep -q "^| 9 | nvjet_[a-z0-9_]* | ffn | " "$T/lk.txt" &&
+    ! grep -q "^| 10 | " "$T/lk.txt" && grep -q "^| 9 | ffn | [0-9.]* | [0-9.]* |$" "$T/lk.txt" ||
     fail "ncu_layer.py --kernels rows: $(cat "$T/lk.txt")"
 if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --point w3:dual --step 0 --kernels 28 2> "$T/e12"
 then fail "--kernels 28 of 28 layers accepted"; fi
