@@ -44,19 +44,21 @@ def rows(path, prog="ncu_cells.py"):
     return out
 
 
-def cells(path):
-    return [r[2] for r in rows(path)]
-
-
-def totals(paths):
-    """every point's sums over its classes, [counted read, measured read, counted write, measured write]"""
+def totals(tables):
+    """every point's sums over its classes, [counted read, measured read, counted write, measured write]; TABLES:
+    {path: rows(path)}"""
     pts = {}
-    for p in paths:
-        for pt, _, v in rows(p):
+    for p, rs in tables.items():
+        for pt, _, v in rs:
             t = pts.setdefault((p, pt), [0.0] * 4)
             for i in range(4):
                 t[i] += v[i]
     return list(pts.values())
+
+
+def ok(x, i, j):
+    """cell X's count (x[i]) within 5 % of the measurement (x[j]); 0 against 0 is within"""
+    return (x[j] > 0 and abs(x[i] - x[j]) / x[j] <= 0.05) or (x[j] == 0 and x[i] == 0)
 
 
 def within(ts, i, j):
@@ -67,7 +69,7 @@ def within(ts, i, j):
 
 def stat(cs, i, j):
     e = [min(0.5, abs(x[i] - x[j]) / x[j]) for x in cs if x[j] > 0.01]
-    n = sum(1 for x in cs if (x[j] > 0 and abs(x[i] - x[j]) / x[j] <= 0.05) or (x[j] == 0 and x[i] == 0))
+    n = sum(1 for x in cs if ok(x, i, j))
     return "%d / %d within 5 %%, mean %.1f %%" % (n, len(cs), 100 * sum(e) / len(e) if e else 0)
 
 
@@ -84,7 +86,7 @@ def by_class(paths):
             per.setdefault(cls, []).append(v)
 
     def col(vs, i, j):
-        n = sum(1 for x in vs if (x[j] > 0 and abs(x[i] - x[j]) / x[j] <= 0.05) or (x[j] == 0 and x[i] == 0))
+        n = sum(1 for x in vs if ok(x, i, j))
         e = sorted((x[i] - x[j]) / x[j] for x in vs if x[j] > 0)
         med = "%+.1f %%" % (100 * (e[len(e) // 2] if len(e) % 2 else (e[len(e) // 2 - 1] + e[len(e) // 2]) / 2)) if e else "-"
         return "%d / %d | %s" % (n, len(vs), med)
@@ -104,8 +106,9 @@ def main(argv):
             sys.exit("ncu_cells.py: --by-class needs at least one NCU_BYTES.md")
         by_class(argv[1:])
         return 0
-    cs = [c for p in argv for c in cells(p)]
-    ts = totals(argv)
+    tables = {p: rows(p) for p in argv}
+    cs = [r[2] for rs in tables.values() for r in rs]
+    ts = totals(tables)
     print("reads %s | writes %s | bytes off: reads %s, writes %s | point totals: reads %s, writes %s"
           % (stat(cs, 0, 1), stat(cs, 2, 3), off(cs, 0, 1), off(cs, 2, 3), within(ts, 0, 1), within(ts, 2, 3)))
     return 0

@@ -70,8 +70,7 @@ def split_layers(ks):
 def kernels_of_layer(where, j, nk, lo, hi, layer, rep):
     """Prints layer LAYER of step J (NK's kernels lo..hi-1, the setup kernels left out) kernel by kernel, then the
     replay's layer (REP: (part, kind, rd, wr))"""
-    ks = [(int(nk["kind"][i]), nk["name"][i], float(nk["read_bytes"][i]), float(nk["write_bytes"][i]),
-           float(nk["time_s"][i])) for i in range(lo, hi) if int(nk["kind"][i]) != SETUP]
+    ks = step_kernels(nk, lo, hi, named=True)
     bounds = layer_bounds(ks)
     if bounds is None:
         die("%s: step %d has no layer (a norm kernel then the q|k|v GEMM) among its %d kernels" % (where, j, len(ks)))
@@ -80,7 +79,7 @@ def kernels_of_layer(where, j, nk, lo, hi, layer, rep):
     print("### step %d, layer %d of %d: Nsight Compute's kernels\n" % (j, layer, len(bounds) - 1))
     print("| # | kernel | class | read MB | write MB | us |")
     print("|---|---|---|---|---|---|")
-    for n, (k, name, rd, wr, t) in enumerate(ks[bounds[layer]:bounds[layer + 1]]):
+    for n, (k, rd, wr, name, t) in enumerate(ks[bounds[layer]:bounds[layer + 1]]):
         name = name.decode() if isinstance(name, bytes) else str(name)
         print("| %d | %s | %s | %s | %s | %.1f |" % (n + 1, name, NAMES.get(k, str(k)), mb(rd), mb(wr), t * 1e6))
     print("\n### step %d: the replay's layer\n" % j)
@@ -91,10 +90,12 @@ def kernels_of_layer(where, j, nk, lo, hi, layer, rep):
     print()
 
 
-def step_kernels(nk, lo, hi):
+def step_kernels(nk, lo, hi, named=False):
     """(kind, rd, wr) of the kernels lo..hi-1 of NK (an ncu_kernels table, or a dict of its columns), the setup
-    kernels left out (the weights' fill; the L2 flush diagnostic's flush_kernel, docs/GPU.md), which no class has"""
-    return [(int(nk["kind"][i]), float(nk["read_bytes"][i]), float(nk["write_bytes"][i])) for i in range(lo, hi)
+    kernels left out (the weights' fill; the L2 flush diagnostic's flush_kernel, docs/GPU.md), which no class has;
+    with NAMED, (kind, rd, wr, name, seconds)"""
+    return [(int(nk["kind"][i]), float(nk["read_bytes"][i]), float(nk["write_bytes"][i]))
+            + ((nk["name"][i], float(nk["time_s"][i])) if named else ()) for i in range(lo, hi)
             if int(nk["kind"][i]) != SETUP]
 
 

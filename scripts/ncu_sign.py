@@ -8,8 +8,8 @@ test (docs/COST_MODEL.md "The soft edge": the twenty-fourth trial).
 
 BASE_OUT, TRIAL_OUT: ncu_score.sh's OUT_DIRs (the tables each one's tables.txt lists, paired by their path below
 the folder, so both must hold the same sets).  A cell whose |error| (from its counted and measured bytes) moves by PTS
-percentage points or less (default 0.1), or one where nothing was measured, is a tie and not counted.  p is the chance of at least that many closer cells among the counted ones if closer and further
-were equally likely.  Exits 1 naming the file on a table it cannot read or a cell only one side holds.
+percentage points or less (default 0.1), or one where nothing was measured, is a tie and not counted.  p is the
+chance of at least that many closer cells among the counted ones if closer and further were equally likely.  Exits 1 naming the file on a table it cannot read or a cell only one side holds.
 """
 import math
 import os
@@ -89,7 +89,7 @@ def main(argv):
             closer += y < x
             further += y > x
         n = closer + further
-        p = sum(math.comb(n, j) for j in range(closer, n + 1)) / 2 ** n if n else 1.0
+        p = sum(math.comb(n, m) for m in range(closer, n + 1)) / 2 ** n if n else 1.0
         print("%s: %d cells; the trial closer in %d, further in %d (|error| moving %g points or less: %d); "
               "one-sided sign test p = %.4f" % (which, len(base), closer, further, tie, len(base) - n, p))
     return 0

@@ -245,6 +245,27 @@ static void read_buf(const char *role, int trial, const char *kind, double d, do
     CK(cudaGetLastError());
 }
 
+// The stream of trial's x MB: a part of big_ no recent trial read (64 MB further each trial).
+static uint4 *stream_buf(int trial, double x)
+{
+    return big_ + (size_t)trial * (64 * MB / 16) % (BIG / 16 - (size_t)(x * MB) / 16);
+}
+
+// One trial of the gemm and rmw kinds: the flush, the probe's halves set up (setup(): roles w and v), the stream of x
+// MB (stream(W): role m), each half re-read (qa, qb) and the flush that finds what is still dirty (h).
+template <class Setup, class Stream>
+static void halves_trial(int trial, const char *kind, double d, double x, Setup setup, Stream stream)
+{
+    uint4 *W = stream_buf(trial, x);
+    size_t half = (size_t)(d / 2 * MB) / 16;
+    flush(trial, kind, d, x, "flush");
+    setup();
+    stream(W);
+    read_buf("qa", trial, kind, d, x, probe_, d / 2);
+    read_buf("qb", trial, kind, d, x, probe_ + half, d / 2);
+    flush(trial, kind, d, x, "h");
+}
+
 // `l2drain order`: the rehit / rehit0 / dclean / chit kinds alone (the file's head).
 static int run_order(int trial)
 {
@@ -272,8 +293,7 @@ static int run_order(int trial)
                 write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
                 CK(cudaGetLastError());
             }
-            read_buf("m", trial, kind, d, x, big_ + (size_t)trial * (64 * MB / 16) % (BIG / 16 - (size_t)(x * MB) / 16),
-                     x);
+            read_buf("m", trial, kind, d, x, stream_buf(trial, x), x);
             const char *other = clean ? "qc" : "qb";
             const uint4 *op = clean ? other_ : probe_ + half;
             if (rev)
@@ -320,23 +340,23 @@ static int run_gemm(int trial)
     }
     for (const char *kind : kinds)
         for (double x : xs) {
-            const uint4 *W = big_ + (size_t)trial * (64 * MB / 16) % (BIG / 16 - (size_t)(x * MB) / 16);
-            flush(trial, kind, d, x, "flush");
-            manifest("w", trial, kind, d, x);   // A: the probe's first half, dirty
-            write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
-            CK(cudaGetLastError());
-            manifest("v", trial, kind, d, x);   // B: the second half, dirty, newer than A
-            write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
-            CK(cudaGetLastError());
-            if (kind[0] == 'p') {
-                read_buf("m", trial, kind, d, x, W, x);
-            } else {
-                manifest("m", trial, kind, d, x);
-                gemm(atoi(kind + 4), x, W);   // gemm<M>
-            }
-            read_buf("qa", trial, kind, d, x, probe_, d / 2);
-            read_buf("qb", trial, kind, d, x, probe_ + half, d / 2);
-            flush(trial, kind, d, x, "h");
+            auto setup = [&] {
+                manifest("w", trial, kind, d, x);   // A: the probe's first half, dirty
+                write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
+                CK(cudaGetLastError());
+                manifest("v", trial, kind, d, x);   // B: the second half, dirty, newer than A
+                write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
+                CK(cudaGetLastError());
+            };
+            auto stream = [&](uint4 *W) {
+                if (kind[0] == 'p') {
+                    read_buf("m", trial, kind, d, x, W, x);
+                } else {
+                    manifest("m", trial, kind, d, x);
+                    gemm(atoi(kind + 4), x, W);   // gemm<M>
+                }
+            };
+            halves_trial(trial, kind, d, x, setup, stream);
             trial++;
         }
     CK(cudaDeviceSynchronize());
@@ -354,28 +374,29 @@ static int run_rmw(int trial)
         for (double x : xs) {
             bool rmw_probe = strcmp(kind, "rmwprobe") == 0 || strcmp(kind, "rmwboth") == 0;
             bool rmw_stream = strcmp(kind, "rmwstream") == 0 || strcmp(kind, "rmwboth") == 0;
-            uint4 *W = big_ + (size_t)trial * (64 * MB / 16) % (BIG / 16 - (size_t)(x * MB) / 16);
-            flush(trial, kind, d, x, "flush");
             bool twice = strcmp(kind, "wwprobe") == 0;
-            for (int h = 0; h < 2; h++)   // A (w), then B (v): written (wwprobe: twice), or read and written in place
-                for (int rep = 0; rep <= (int)twice; rep++) {
-                    manifest(h ? "v" : "w", trial, kind, d, x);
-                    if (rmw_probe)
-                        rmw_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half, (unsigned)trial * 2654435761u + h);
-                    else
-                        write_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half, (unsigned)trial * 2654435761u + h + rep, 0);
+            auto setup = [&] {
+                for (int h = 0; h < 2; h++)   // A (w), then B (v): written (wwprobe: twice), or read and written in place
+                    for (int rep = 0; rep <= (int)twice; rep++) {
+                        manifest(h ? "v" : "w", trial, kind, d, x);
+                        if (rmw_probe)
+                            rmw_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half, (unsigned)trial * 2654435761u + h);
+                        else
+                            write_kernel<<<grid_, BLOCK>>>(probe_ + h * half, half,
+                                                           (unsigned)trial * 2654435761u + h + rep, 0);
+                        CK(cudaGetLastError());
+                    }
+            };
+            auto stream = [&](uint4 *W) {
+                if (rmw_stream) {
+                    manifest("m", trial, kind, d, x);
+                    rmw_kernel<<<grid_, BLOCK>>>(W, (size_t)(x * MB) / 16, (unsigned)trial * 40503u);
                     CK(cudaGetLastError());
+                } else {
+                    read_buf("m", trial, kind, d, x, W, x);
                 }
-            if (rmw_stream) {
-                manifest("m", trial, kind, d, x);
-                rmw_kernel<<<grid_, BLOCK>>>(W, (size_t)(x * MB) / 16, (unsigned)trial * 40503u);
-                CK(cudaGetLastError());
-            } else {
-                read_buf("m", trial, kind, d, x, W, x);
-            }
-            read_buf("qa", trial, kind, d, x, probe_, d / 2);
-            read_buf("qb", trial, kind, d, x, probe_ + half, d / 2);
-            flush(trial, kind, d, x, "h");
+            };
+            halves_trial(trial, kind, d, x, setup, stream);
             trial++;
         }
     return trial;
