@@ -45,7 +45,9 @@
 -- session 39's end (device call 120), both kept unscored for the next trials; w29 and w30, 3 x (1184 + 32) and
 -- 14 x (128 + 32) (Refresh steps of 3,648 and 2,240 rows, Reuse steps of 96 and 448), and w31 and w32, 7 x (352 + 32)
 -- and 10 x (240 + 32) (Refresh steps of 2,688 and 2,720 rows, Reuse steps of 224 and 320): two fresh sets recorded in
--- session 40 (device call 122) before any trial they judge was chosen.
+-- session 40 (device call 122) before any trial they judge was chosen; w33 and w34, 9 x (288 + 32) and 4 x (928 + 32)
+-- (Refresh steps of 2,880 and 3,840 rows, Reuse steps of 288 and 128), a set recorded in session 41 (device call 123)
+-- beside the L2's in-place probe.
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -107,6 +109,8 @@ local workloads = {
   {"w30", 14, 128, 32, named = true},
   {"w31", 7, 352, 32, named = true},
   {"w32", 10, 240, 32, named = true},
+  {"w33", 9, 288, 32, named = true},
+  {"w34", 4, 928, 32, named = true},
 }
 local caches = {
   {"prefix", nil},
