@@ -116,8 +116,11 @@ def by_class(kernels):
     return s
 
 
-def report(where, point, j, ncu, rep):
-    """Prints step J's tables; NCU: its kernels (kind, rd, wr); REP: the replay's records (part, kind, rd, wr)"""
+def layer_table(where, j, ncu, rep):
+    """Step J's layer rows: NCU, its kernels (kind, rd, wr); REP, the replay's records (part, kind, rd, wr).  Returns
+    (rows, n_layers, start, end): rows one per run of the replay's layer, (kind, replay rd, replay wr, ncu reads,
+    ncu writes), the ncu lists over the layers but the first and the last (all of them with at most two layers);
+    start and end the step's kernels before and after its layers.  Exits naming WHERE on a step it cannot pair."""
     parts = split_layers(ncu)
     if parts is None:
         die("%s: step %d has no layer (a norm kernel then the q|k|v GEMM) among its %d kernels" % (where, j, len(ncu)))
@@ -130,15 +133,19 @@ def report(where, point, j, ncu, rep):
             die("%s: step %d, layer %d: Nsight Compute's classes %s, the replay's %s" % (
                 where, j, i + (1 if len(layers) > 2 else 0), " ".join(NAMES.get(k, str(k)) for k, _, _ in c),
                 " ".join(NAMES[k] for k, _, _ in lay)))
+    rows = [(k, rd, wr, [c[i][1] for c in cols], [c[i][2] for c in cols]) for i, (k, rd, wr) in enumerate(lay)]
+    return rows, len(layers), start, end
+
+
+def report(where, point, j, ncu, rep):
+    """Prints step J's tables; NCU: its kernels (kind, rd, wr); REP: the replay's records (part, kind, rd, wr)"""
+    rows, nl, start, end = layer_table(where, j, ncu, rep)
     print("### %s step %d: %d layers (Nsight Compute's mean over layers 2-%d; the replay's one layer)" % (
-        point, j, len(layers), len(layers) - 1) if len(layers) > 2 else "### %s step %d: %d layers" % (
-        point, j, len(layers)))
+        point, j, nl, nl - 1) if nl > 2 else "### %s step %d: %d layers" % (point, j, nl))
     print()
     print("| # | class | replay read MB | ncu read MB (min-max) | read | replay write MB | ncu write MB (min-max) | write |")
     print("|---|---|---|---|---|---|---|---|")
-    for i, (k, rd, wr) in enumerate(lay):
-        r = [c[i][1] for c in cols]
-        w = [c[i][2] for c in cols]
+    for i, (k, rd, wr, r, w) in enumerate(rows):
         mr, mw = sum(r) / len(r), sum(w) / len(w)
         print("| %d | %s | %s | %s (%s-%s) | %s | %s | %s (%s-%s) | %s |" % (
             i + 1, NAMES[k], mb(rd), mb(mr), mb(min(r)), mb(max(r)), err(rd, mr), mb(wr), mb(mw), mb(min(w)),
@@ -153,6 +160,38 @@ def report(where, point, j, ncu, rep):
     print()
 
 
+def pairs(real, sim, point=None):
+    """Yields (key, point, real run, the sim twin's l2_kernels table, step bounds) for each :real run of the file
+    REAL with ncu_kernels (POINT: that point's only), its :sim twin in SIM; exits naming the file on a twin missing
+    or simulated without record.l2_kernels"""
+    try:
+        R, S = h5py.File(real, "r")["runs"], h5py.File(sim, "r")["runs"]
+    except (OSError, KeyError) as e:
+        die("%s" % e)
+    for key in sorted(R):
+        if not key.endswith(":real") or "ncu_kernels" not in R[key]:
+            continue
+        pt = key.split(":", 1)[1][:-5]
+        if point is not None and pt != point:
+            continue
+        twin = key[:-5] + ":sim"
+        if twin not in S:
+            die("%s: %s has no %s in %s" % (real, key, twin, sim))
+        if "l2_kernels" not in S[twin]:
+            die("%s: %s has no l2_kernels table (simulate it with record.l2_kernels = true: hw_validate.lua "
+                "-D backend=sim -D l2_kernels=true)" % (sim, twin))
+        yield key, pt, R[key], S[twin]["l2_kernels"][()], ncu_gemm_reads.step_bounds(R[key], "%s: %s" % (real, key), die)
+
+
+def step_replay(sim, twin, l2, j):
+    """The replay's records of step J, (part, kind, rd, wr) in their order; exits when there are none"""
+    sel = l2[l2["step_index"] == j]
+    if len(sel) == 0:
+        die("%s: %s has no l2_kernels records of step %d" % (sim, twin, j))
+    return [x[1:] for x in sorted((int(x["l2_seq"]), int(x["l2_part"]), int(x["kind"]), float(x["read_bytes"]),
+                                   float(x["write_bytes"])) for x in sel)]
+
+
 def main(argv):
     _, opts = ncu_rows.cli(argv, __doc__, 2, ("--point", "--step", "--kernels"), die)
     if "--step" in opts and not opts["--step"].isdigit():
@@ -161,40 +200,19 @@ def main(argv):
         die("--kernels wants a layer index (0, 1, ...), got %r" % opts["--kernels"])
     if "--kernels" in opts and ("--point" not in opts or "--step" not in opts):
         die("--kernels needs --point and --step (one layer of one step)")
-    try:
-        R, S = h5py.File(argv[0], "r")["runs"], h5py.File(argv[1], "r")["runs"]
-    except (OSError, KeyError) as e:
-        die("%s" % e)
     n = 0
-    for key in sorted(R):
-        if not key.endswith(":real") or "ncu_kernels" not in R[key]:
-            continue
-        point = key.split(":", 1)[1][:-5]
-        if "--point" in opts and point != opts["--point"]:
-            continue
-        twin = key[:-5] + ":sim"
-        if twin not in S:
-            die("%s: %s has no %s in %s" % (argv[0], key, twin, argv[1]))
-        if "l2_kernels" not in S[twin]:
-            die("%s: %s has no l2_kernels table (simulate it with record.l2_kernels = true: hw_validate.lua "
-                "-D backend=sim -D l2_kernels=true)" % (argv[1], twin))
-        r, l2 = R[key], S[twin]["l2_kernels"][()]
+    for key, point, r, l2, bounds in pairs(argv[0], argv[1], opts.get("--point")):
         nk, st = r["ncu_kernels"][()], r["steps"][()]
-        bounds = ncu_gemm_reads.step_bounds(r, "%s: %s" % (argv[0], key), die)
         for j in range(len(st)):
             if "--step" in opts and j != int(opts["--step"]):
                 continue
             ncu = step_kernels(nk, bounds[j], bounds[j + 1])
-            sel = l2[l2["step_index"] == j]
-            if len(sel) == 0:
-                die("%s: %s has no l2_kernels records of step %d" % (argv[1], twin, j))
-            rep = sorted((int(x["l2_seq"]), int(x["l2_part"]), int(x["kind"]), float(x["read_bytes"]),
-                          float(x["write_bytes"])) for x in sel)
+            rep = step_replay(argv[1], key[:-5] + ":sim", l2, j)
             if "--kernels" in opts:
                 kernels_of_layer("%s: %s" % (argv[0], key), j, nk, bounds[j], bounds[j + 1], int(opts["--kernels"]),
-                                 [x[1:] for x in rep])
+                                 rep)
             else:
-                report("%s: %s" % (argv[0], key), point, j, ncu, [x[1:] for x in rep])
+                report("%s: %s" % (argv[0], key), point, j, ncu, rep)
             n += 1
     if n == 0:
         die("no step to show (no :real run with ncu_kernels%s)" % (

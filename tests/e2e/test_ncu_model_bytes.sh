@@ -4,7 +4,8 @@
 # its criterion, and the classes' measured bytes are the CSVs' (w1:dual's qkv: 3.7027 GB read); a CSV
 # without its profiled run, or an OUT_DIR that exists, is refused; scripts/ncu_gemm_reads.py and
 # scripts/gemm_reads.py check read the runs it writes, scripts/ncu_layer.py pairs their kernels with the replay's;
-# scripts/ncu_score.sh scores a recorded set; scripts/ncu_attainable.py sets two measurements of one table side by side.
+# scripts/ncu_score.sh scores a recorded set, scripts/ncu_layer_sets.py sums its layers across the set's steps;
+# scripts/ncu_attainable.py sets two measurements of one table side by side.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -144,6 +145,36 @@ for m in llada-8b dream-7b; do
 done
 grep -q "^all sets *reads [0-9]* / 56 within 5 %, mean [0-9.]* % | writes [0-9]* / 56 within 5 %" "$T/sc.txt" ||
     fail "ncu_score.sh: no total line over the set's 56 cells: $(cat "$T/sc.txt")"
+# scripts/ncu_layer_sets.py (session 41): the layer across the set's steps; Dream-7B's Refresh steps of the prefix points
+# (w7 and w8: 2,400 and 3,072 rows) sum ncu_layer.py's rows of the same steps (row 4, the attention: replay and
+# Nsight Compute write MB), one line per step in the order of its rows; a folder without tables.txt, a kind or
+# direction it does not know, a row 0 are refused
+/usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" --model dream-7b --kind refresh --points 2,4 > "$T/ls.txt" ||
+    fail "ncu_layer_sets.py: $(cat "$T/ls.txt")"
+grep -q "^### dream-7b, refresh steps: 2 (write MB" "$T/ls.txt" || fail "ncu_layer_sets.py header: $(cat "$T/ls.txt")"
+D=$T/sc/c73_dream/out
+for p in w7:prefix w8:prefix; do
+    /usr/bin/python3 scripts/ncu_layer.py "$D/real.h5" "$D/sim.h5" --point $p --step 0 | grep "^| 4 | attn | " || fail "ncu_layer.py $p"
+done > "$T/lsrows.txt"
+/usr/bin/python3 - "$T/ls.txt" "$T/lsrows.txt" << 'PY' || fail "ncu_layer_sets.py against ncu_layer.py: $(cat "$T/ls.txt")"
+import sys
+rows = [l.split("|") for l in open(sys.argv[2])]
+rep, ncu = sum(float(r[6]) for r in rows), sum(float(r[7].split()[0]) for r in rows)
+t = open(sys.argv[1]).read().split("\n\n")
+a = [l.split("|") for l in t[1].splitlines() if l.startswith("| 4 | attn |")][0]
+assert abs(float(a[3]) - rep) <= 0.051 and abs(float(a[4]) - ncu) <= 0.051, (a, rep, ncu)
+pts = [l.split("|") for l in t[2].splitlines() if l.startswith("| c73_dream |")]
+assert [p[2].strip() for p in pts] == ["w7:prefix", "w8:prefix"] and [p[4].strip() for p in pts] == ["2400", "3072"], pts
+assert all(len(p[6].split("/")) == 2 for p in pts), pts
+PY
+mkdir -p "$T/nosets"
+if /usr/bin/python3 scripts/ncu_layer_sets.py "$T/nosets" 2> "$T/e14"; then fail "ncu_layer_sets.py: no tables.txt accepted"; fi
+grep -q "tables.txt: .*give a scripts/ncu_score.sh output folder" "$T/e14" || fail "no-tables message: $(cat "$T/e14")"
+for bad in "--kind prefill" "--bytes both" "--points 0,2"; do
+    # shellcheck disable=SC2086
+    /usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" $bad 2> "$T/e15" && fail "ncu_layer_sets.py $bad accepted"
+    [ $? = 2 ] && grep -q "ncu_layer_sets.py: ${bad%% *}" "$T/e15" || fail "ncu_layer_sets.py $bad: $(cat "$T/e15")"
+done
 # scripts/ncu_sign.py (session 40): two OUT_DIRs cell by cell, through each one's tables.txt; the set against itself
 # moves no cell; a copy with one cell's counted write made 999 GB is further in exactly that cell; a table missing is
 # an error
