@@ -36,7 +36,7 @@ ELEM, QKV, FFN, SETUP = 8, 0, 3, 11
 
 
 def die(msg):
-    sys.stderr.write("ncu_layer.py: %s\n" % msg)
+    sys.stderr.write("%s: %s\n" % (os.path.basename(sys.argv[0]) or "ncu_layer.py", msg))
     sys.exit(1)
 
 

@@ -20,6 +20,7 @@ adds one line per step under each table, ordered by the step's rows (q_tokens): 
 for each named # the layer has, replay / Nsight Compute MB.  Exit status: 0, 1 on a file it cannot read or pair, 2 on a usage error."""
 import collections
 import os
+import signal
 import sys
 
 import h5py
@@ -83,8 +84,9 @@ def step_kind(s):
         "reuse" if s["n_refresh"] == 0 and s["n_reuse"] > 0 else "mixed"
 
 
-def collect(out, opts):
-    """Every paired step: dicts with set, point, step, model, kind, rows (q_tokens) and the layer's rows"""
+def collect(out, opts, seen):
+    """Every paired step: dicts with set, point, step, model, kind, rows (q_tokens) and the layer's rows; SEEN gets
+    every model and step kind the sets hold"""
     d = 1 if opts.get("--bytes", "write") == "read" else 2
     steps = []
     for name, folder in set_dirs(out):
@@ -95,11 +97,13 @@ def collect(out, opts):
         for key, point, r, l2, bounds in L.pairs(real, sim):
             model = r.attrs.get("model_preset", b"?")
             model = model.decode() if isinstance(model, bytes) else str(model)
+            seen.add(model)
             if "--model" in opts and model != opts["--model"]:
                 continue
             nk, st = r["ncu_kernels"][()], r["steps"][()]
             for j in range(len(st)):
                 kind = step_kind(st[j])
+                seen.add(kind)
                 if "--kind" in opts and kind != opts["--kind"]:
                     continue
                 rows, _, _, _ = L.layer_table("%s: %s" % (real, key), j, L.step_kernels(nk, bounds[j], bounds[j + 1]),
@@ -116,11 +120,14 @@ def within(a, b):
 
 
 def main(argv):
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)   # quiet under head
     out, opts = parse(argv)
-    steps = collect(out, opts)
+    seen = set()
+    steps = collect(out, opts, seen)
     if not steps:
-        L.die("no step to show in %s%s" % (out, "".join(" %s %s" % (k, v) for k, v in opts.items()
-                                                         if k in ("--model", "--kind"))))
+        L.die("no step to show in %s%s (its sets hold: %s)" % (
+            out, "".join(" %s %s" % (k, v) for k, v in opts.items() if k in ("--model", "--kind")),
+            ", ".join(sorted(seen)) or "no paired run"))
     groups = collections.OrderedDict()
     for s in sorted(steps, key=lambda s: (s["model"], s["kind"])):
         groups.setdefault((s["model"], s["kind"]), []).append(s)

@@ -147,8 +147,8 @@ grep -q "^all sets *reads [0-9]* / 56 within 5 %, mean [0-9.]* % | writes [0-9]*
     fail "ncu_score.sh: no total line over the set's 56 cells: $(cat "$T/sc.txt")"
 # scripts/ncu_layer_sets.py (session 41): the layer across the set's steps; Dream-7B's Refresh steps of the prefix points
 # (w7 and w8: 2,400 and 3,072 rows) sum ncu_layer.py's rows of the same steps (row 4, the attention: replay and
-# Nsight Compute write MB), one line per step in the order of its rows; a folder without tables.txt, a kind or
-# direction it does not know, a row 0 are refused
+# Nsight Compute write MB), one line per step in the order of its rows; a folder without tables.txt, a model the sets
+# do not hold (named, with those they do), a kind or direction it does not know, a row 0 are refused
 /usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" --model dream-7b --kind refresh --points 2,4 > "$T/ls.txt" ||
     fail "ncu_layer_sets.py: $(cat "$T/ls.txt")"
 grep -q "^### dream-7b, refresh steps: 2 (write MB" "$T/ls.txt" || fail "ncu_layer_sets.py header: $(cat "$T/ls.txt")"
@@ -170,6 +170,9 @@ PY
 mkdir -p "$T/nosets"
 if /usr/bin/python3 scripts/ncu_layer_sets.py "$T/nosets" 2> "$T/e14"; then fail "ncu_layer_sets.py: no tables.txt accepted"; fi
 grep -q "tables.txt: .*give a scripts/ncu_score.sh output folder" "$T/e14" || fail "no-tables message: $(cat "$T/e14")"
+if /usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" --model gpt2 2> "$T/e16"; then fail "ncu_layer_sets.py: model gpt2 accepted"; fi
+grep -q "^ncu_layer_sets.py: no step to show in .* --model gpt2 (its sets hold: dream-7b, llada-8b)" "$T/e16" ||
+    fail "ncu_layer_sets.py's unknown-model message: $(cat "$T/e16")"
 for bad in "--kind prefill" "--bytes both" "--points 0,2"; do
     # shellcheck disable=SC2086
     /usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" $bad 2> "$T/e15" && fail "ncu_layer_sets.py $bad accepted"
