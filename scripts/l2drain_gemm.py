@@ -15,7 +15,9 @@ match, is an error naming both files' lines.
 
 `l2drain rmw`'s kinds (rmwstream, rmwprobe, rmwboth) launch rmw_kernel where plain launches write_kernel (A and B,
 roles w and v: rmwprobe, rmwboth) or read_kernel (the stream, role m: rmwstream, rmwboth); wwprobe launches
-write_kernel twice for each of A and B.
+write_kernel twice for each of A and B.  Since session 41 its bound kinds (bwrite, brmw, bre) write D MB = 8-64 once
+(role w: write_kernel, or rmw_kernel for brmw and bre, whose role p writes the same lines plainly first) and flush
+(h): a table per kind, a row per D, of what the writer read and wrote back and what was still dirty after it.
 Prints one table per kind (plain, then gemm<M> by M: call 121 ran gemm64 and gemm288, later calls more M; then the
 others by name), a row
 per stream size x (MB of weights, or of the plain read): the stream's DRAM reads, writes and time (and its kernel
@@ -24,8 +26,8 @@ the flush finds still dirty.  Under an L2 that treats the GEMM's weight lines as
 plain's losses at the same x (plus what the GEMM's own input and output take).
 
 `standin` writes a MANIFEST and NCU.csv of the run's plan from an LRU L2 of 40 MB (the GEMM: N_GEMM kernels, default
-2, the weights read in the first; with --rmw, `l2drain rmw`'s plan, every kind losing A and B as plain does), to
-test this script (tests/e2e/test_l2probe.sh).
+2, the weights read in the first; with --rmw, `l2drain rmw`'s plan, every kind losing A and B as plain does, every
+bound kind keeping 29.7 MB dirty), to test this script (tests/e2e/test_l2probe.sh).
 """
 import sys
 
@@ -36,6 +38,8 @@ METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.
 OWN = {"read_kernel", "write_kernel", "rmw_kernel"}
 KINDS = ("plain", "gemm64", "gemm288", "gemm128")   # the stand-in's, not in M order; a run's own come from its manifest
 RMW_KINDS = ("plain", "rmwstream", "rmwprobe", "rmwboth", "wwprobe")   # `l2drain rmw`'s (the stand-in's with --rmw)
+BOUND_KINDS = ("bwrite", "brmw", "bre")   # `l2drain rmw`'s dirty bound behind one writer (since session 41)
+BOUND_DS = (8, 16, 24, 32, 40, 48, 64)    # l2drain.cu run_rmw's bds
 XS = (16, 24, 32, 40, 48, 64)   # l2drain.cu run_gemm's xs
 
 
@@ -55,7 +59,9 @@ def is_gemm(m):
 
 def want(m):
     """the l2drain kernel a non-GEMM launch runs"""
-    if m["role"] in ("w", "v"):
+    if m["role"] == "w" and m["kind"] in ("brmw", "bre"):
+        return "rmw_kernel"
+    if m["role"] in ("w", "v", "p"):   # p: bre's plain write before its read-modify-write
         return "rmw_kernel" if m["kind"] in ("rmwprobe", "rmwboth") else "write_kernel"
     if m["role"] == "m" and m["kind"] in ("rmwstream", "rmwboth"):
         return "rmw_kernel"
@@ -115,6 +121,26 @@ def report(man):
                   % (s["x"], s["rd"] / MB, s["wr"] / MB, s["t"] * 1e6, s["nk"], r["qa"]["rd"] / MB,
                      r["qb"]["rd"] / MB, r["h"]["wr"] / MB))
         print()
+    report_bound(trials)
+
+
+def report_bound(trials):
+    """the bound kinds' tables: what one writer of D MB wrote back while it ran and left dirty (the flush's writes)"""
+    for kind in BOUND_KINDS:
+        rows = sorted((r for (k, _), r in trials.items() if k == kind and "w" in r and "h" in r),
+                      key=lambda r: r["w"]["d"])
+        if not rows:
+            continue
+        print("### %s (the dirty bound behind one writer)\n" % kind)
+        print("| D MB | %swriter: DRAM read MB, write MB, us | still dirty at the flush MB |"
+              % ("first write: DRAM write MB | " if kind == "bre" else ""))
+        print("|---|%s---|---|" % ("---|" if kind == "bre" else ""))
+        for r in rows:
+            w = r["w"]
+            first = ("%.3f | " % (r["p"]["wr"] / MB) if "p" in r else "- | ") if kind == "bre" else ""
+            print("| %g | %s%.3f, %.3f, %.1f | %.3f |" % (w["d"], first, w["rd"] / MB, w["wr"] / MB, w["t"] * 1e6,
+                                                          r["h"]["wr"] / MB))
+        print()
 
 
 def standin(mpath, npath, gemm_kernels, rmw=False):
@@ -150,6 +176,21 @@ def standin(mpath, npath, gemm_kernels, rmw=False):
             launch("qa", kind, x, [("read_kernel", a * MB, 0.0)])
             launch("qb", kind, x, [("read_kernel", b * MB, 0.0)])
             launch("h", kind, x, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
+            trial += 1
+    bound = 29.7   # with --rmw, the bound kinds: every writer keeps at most 29.7 MB dirty (call 102's), the rest written back
+    for kind in BOUND_KINDS if rmw else ():
+        for d in BOUND_DS:
+            man.append("k %d flush %d %s %.3f 0.000" % (len(man), trial, kind, d))
+            rows.append(("read_kernel", 268 * MB, 0.0))
+            if kind == "bre":
+                man.append("k %d p %d %s %.3f 0.000" % (len(man), trial, kind, d))
+                rows.append(("write_kernel", 0.0, max(0, d - bound) * MB))
+            man.append("k %d w %d %s %.3f 0.000" % (len(man), trial, kind, d))
+            rows.append(("write_kernel" if kind == "bwrite" else "rmw_kernel",
+                         0.0 if kind == "bwrite" else max(0, d - cap if kind == "bre" else d) * MB,
+                         max(0, d - bound) * MB))
+            man.append("k %d h %d %s %.3f 0.000" % (len(man), trial, kind, d))
+            rows.append(("read_kernel", 268 * MB, min(d, bound) * MB))
             trial += 1
     launch("flush", "end", 0, [("read_kernel", 268 * MB, 0.0)])
     with open(mpath, "w") as f:

@@ -67,7 +67,14 @@
 // written in place), rmwprobe (A and B read and written in place, the stream read), rmwboth, and wwprobe (A and B
 // each written twice: a write that hits, against rmwprobe's read that misses, then a write that hits; `order`'s rehit
 // is a read that hits).  An L2 that keeps such lines past its capacity shows A and B gone later under rmwprobe and
-// rmwboth (or wwprobe) than under plain.
+// rmwboth (or wwprobe) than under plain.  Since session 41 `rmw` also asks how much the L2 keeps dirty behind one
+// writer of D MB = 8-64 (role w, a part of big_ no recent trial touched, then the flush h, whose DRAM writes are
+// what is still dirty; w's own are what it wrote back), by the kind of write: bwrite (plain writes, as the attention
+// writes its output), brmw (read and written in place from HBM, as the RoPE turns q), bre (written plainly first,
+// role p, then read and written in place: lines already dirty made dirty again, as the RoPE turns the q|k|v GEMM's
+// output).  Call 102 measured the first kind's bound once (29.7 MB behind a 39 MB writer); the replay keeps one
+// bound for every write (DKV_COST_L2_DIRTY_FRAC, 21.0 MB), which fits the KV store's write-backs and not the
+// attention's after it (docs/COST_MODEL.md "The soft edge", session 41).
 
 #include <cstdio>
 #include <cstdint>
@@ -399,6 +406,26 @@ static int run_rmw(int trial)
             halves_trial(trial, kind, d, x, setup, stream);
             trial++;
         }
+    const double bds[] = {8, 16, 24, 32, 40, 48, 64};
+    for (const char *kind : {"bwrite", "brmw", "bre"})   // the dirty bound behind one writer (the file's head)
+        for (double bd : bds) {
+            uint4 *W = stream_buf(trial, bd);
+            size_t n = (size_t)(bd * MB) / 16;
+            flush(trial, kind, bd, 0, "flush");
+            if (kind[1] == 'r' && kind[2] == 'e') {   // bre: written plainly first
+                manifest("p", trial, kind, bd, 0);
+                write_kernel<<<grid_, BLOCK>>>(W, n, (unsigned)trial * 2654435761u, 0);
+                CK(cudaGetLastError());
+            }
+            manifest("w", trial, kind, bd, 0);
+            if (kind[1] == 'w')
+                write_kernel<<<grid_, BLOCK>>>(W, n, (unsigned)trial * 40503u, 0);
+            else
+                rmw_kernel<<<grid_, BLOCK>>>(W, n, (unsigned)trial * 40503u);
+            CK(cudaGetLastError());
+            flush(trial, kind, bd, 0, "h");
+            trial++;
+        }
     return trial;
 }
 
@@ -409,7 +436,7 @@ int main(int argc, char **argv)
     if (argc > 2 || (argc == 2 && !share && !order && !gemm && !rmw)) {
         fprintf(stderr, "usage: l2drain [share | order | gemm | rmw]  (run under ncu, see the file's head; share: the "
                         "xread/xwrite kinds alone; order: the rehit/dclean/chit kinds alone; gemm: the plain/gemm kinds "
-                        "alone; rmw: the plain/rmw kinds alone)\n");
+                        "alone; rmw: the plain/rmw kinds and the dirty bound's alone)\n");
         return 2;
     }
     cudaDeviceProp prop;

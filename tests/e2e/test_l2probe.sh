@@ -129,16 +129,30 @@ grep -v '^"9",' "$T/gn2.csv" > "$T/gn3.csv"   # the first trial's flush (after t
 if $PY scripts/l2drain_gemm.py "$T/gm2.txt" "$T/gn3.csv" 2> "$T/e"; then fail "l2drain_gemm.py took a run a kernel short"; fi
 grep -q "launch 6 is read_kernel, .*row [0-9]* is write_kernel" "$T/e" || fail "l2drain_gemm.py's pairing error: $(cat "$T/e")"
 # `l2drain rmw` (session 40): the same tables for its kinds (rmw_kernel where plain writes the probe or reads the
-# stream), plain first, the others by name; a launch whose row is another of l2drain's kernels is an error
+# stream), plain first, the others by name, then the bound kinds; a launch whose row is another of l2drain's kernels
+# is an error
 $PY scripts/l2drain_gemm.py standin "$T/rm.txt" "$T/rn.csv" --rmw || fail "l2drain_gemm.py standin --rmw"
 $PY scripts/l2drain_gemm.py "$T/rm.txt" "$T/rn.csv" > "$T/r.txt" || fail "l2drain_gemm.py on rmw: $(cat "$T/r.txt")"
-[ "$(grep '^### ' "$T/r.txt" | tr '\n' ' ')" = "### plain ### rmwboth ### rmwprobe ### rmwstream ### wwprobe " ] ||
+[ "$(grep '^### ' "$T/r.txt" | cut -d' ' -f2 | tr '\n' ' ')" = "plain rmwboth rmwprobe rmwstream wwprobe bwrite brmw bre " ] ||
     fail "l2drain_gemm.py's rmw tables: $(grep '^### ' "$T/r.txt")"
+# ... and (session 41) the dirty bound behind one writer of D MB: the stand-in keeps 29.7 MB dirty; at 40 MB each writer
+# writes back 10.3 MB, brmw reads its 40 MB, bre's plain first write writes back 10.3 and its re-dirtying reads none
+grep -A10 "### bwrite" "$T/r.txt" | grep -qxF "| 40 | 0.000, 10.300, 3.0 | 29.700 |" &&
+    grep -A10 "### brmw" "$T/r.txt" | grep -qxF "| 40 | 40.000, 10.300, 3.0 | 29.700 |" &&
+    grep -A10 "### bre" "$T/r.txt" | grep -qxF "| 40 | 10.300 | 0.000, 10.300, 3.0 | 29.700 |" &&
+    [ "$(sed -n '/### bre/,$p' "$T/r.txt" | grep -c '^| [0-9]')" = 7 ] ||
+    fail "l2drain_gemm.py's bound rows: $(sed -n '/### bwrite/,$p' "$T/r.txt")"
 grep -A9 "### rmwboth" "$T/r.txt" | grep -qxF "| 40 | 40.000, 8.000, 3.0 (1) | 4.000 | 4.000 | 0.000 |" ||
     fail "l2drain_gemm.py's rmwboth rows: $(cat "$T/r.txt")"
 awk '/rmw_kernel/ && !done { sub(/rmw_kernel/, "write_kernel"); n++; if (n == 3) done = 1 } { print }' "$T/rn.csv" > "$T/rn2.csv"
 if $PY scripts/l2drain_gemm.py "$T/rm.txt" "$T/rn2.csv" 2> "$T/e"; then fail "l2drain_gemm.py took write_kernel for rmw_kernel"; fi
 grep -q "is rmw_kernel, .*row [0-9]* is write_kernel" "$T/e" || fail "l2drain_gemm.py's rmw pairing error: $(cat "$T/e")"
+# ... a bound writer (brmw's first) paired with write_kernel is the same error
+id=$(awk '$1 == "k" && $3 == "w" && $5 == "brmw" && $6 == "8.000" { print $2; exit }' "$T/rm.txt")
+[ -n "$id" ] || fail "the stand-in has no brmw writer of 8 MB"
+sed "s/^\"$id\",\"void rmw_kernel/\"$id\",\"void write_kernel/" "$T/rn.csv" > "$T/rn3.csv"
+if $PY scripts/l2drain_gemm.py "$T/rm.txt" "$T/rn3.csv" 2> "$T/e"; then fail "l2drain_gemm.py took write_kernel for brmw's writer"; fi
+grep -q "launch $id is rmw_kernel, .*row [0-9]* is write_kernel" "$T/e" || fail "brmw pairing error: $(cat "$T/e")"
 if $PY scripts/l2drain_gemm.py standin "$T/gm4.txt" "$T/gn4.csv" --gemm-kernels 0 2> "$T/e"; then fail "--gemm-kernels 0 accepted"; fi
 grep -q "at least 1" "$T/e" || fail "l2drain_gemm.py's --gemm-kernels error: $(cat "$T/e")"
 echo ok

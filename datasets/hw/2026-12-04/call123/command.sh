@@ -3,7 +3,8 @@
 # CRITERION.md here, committed before the call.
 # 1. cuda/bench/l2drain.cu `rmw` under Nsight Compute (--cache-control none): an 8 MB probe's halves A and B set up
 #    (written, written twice, or read and written in place), then a stream of x MB = 16-64 (read, or read and written
-#    in place), then each half re-read and the flush.
+#    in place), then each half re-read and the flush; then (since this session, before the call) the dirty bound
+#    behind one writer of D MB = 8-64 (kinds bwrite, brmw, bre), each followed by the flush.
 # 2. Set c123: hw_validate.lua's w33:dual, w34:dual and w34:sparse of LLaDA-8B and Dream-7B (scripts/ncu_record.sh).
 # Back: tests.txt, l2drain.txt (the manifest), l2drain.csv (ncu), l2drain.err, ncu_llada.tgz, ncu_dream.tgz,
 #       logs_x.tgz.
