@@ -37,16 +37,20 @@
 #   c122      call 122: w29:dual, w30:dual and w30:prefix of both models (a reserve recorded in session 40: not in the
 #             default list until a trial chosen after it is judged on it, datasets/hw/2026-12-04/call122/CRITERION.md)
 #   c122b     call 122's second set: w31:dual, w32:dual and w32:sparse (a reserve, as c122)
-# OUT_DIR must not exist.  About 2 min for all sets on 2 cores.
+# OUT_DIR must not exist.  The sets are counted JOBS at a time (default: the CPUs, at most 4), their lines printed in
+# order.  About 50 s for all sets on 2 cores (85 s one at a time, JOBS=1; 2026-12-04, 784 cells).
 set -euo pipefail
-usage() { sed -n '2,40p' "$0" >&2; exit 2; }
+usage() { sed -n '2,41p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
-case $1 in -h|--help) sed -n '2,40p' "$0"; exit 0 ;; esac
+case $1 in -h|--help) sed -n '2,41p' "$0"; exit 0 ;; esac
 O=$1; shift
 DKV=${DKV:-build/release/dkv}
 HW=datasets/hw
 [ -e "$O" ] && { echo "ncu_score: $O exists: give a new OUT_DIR" >&2; exit 2; }
 [ -x "$DKV" ] || { echo "ncu_score: no dkv at $DKV (set DKV=)" >&2; exit 2; }
+JOBS=${JOBS:-$(nproc 2> /dev/null || echo 2)}
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "ncu_score: JOBS '$JOBS' is not a whole number of jobs (1 or more)" >&2; exit 2; }
+[ "$JOBS" -le 4 ] || JOBS=4
 ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b c120 c120b)   # the sets above, in their order: a new set is added here
 REPEATS=(c118 c122 c122b)   # named only: a set that repeats another's points, or a reserve not yet scored
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=("${ALL[@]}")
@@ -56,34 +60,49 @@ done
 mkdir -p "$O"
 tables=()   # every set's ncu_bytes.md, for the total line at the end
 cells() { printf '%-18s %s\n' "$1" "$(/usr/bin/python3 scripts/ncu_cells.py "$2")"; tables+=("$2"); }
-# TAG LABEL MODEL TGZ...: unpack the tgz files (each a folder of ncu_*.csv and prof_*.h5) into one folder, count
+# DIR MODEL TGZ...: unpack the tgz files (each a folder of ncu_*.csv and prof_*.h5) into one folder, count the same
+# plans with the dkv at hand (scripts/ncu_model_bytes.sh: DIR/out/ncu_bytes.md)
 held() {
-    local dir=$O/$1 name=$2 model=$3; shift 3
+    local name=$1 dir=$O/$1 model=$2; shift 2
     mkdir -p "$dir/in"
     for t in "$@"; do
-        [ -f "$t" ] || { echo "ncu_score: missing $t" >&2; exit 1; }
+        [ -f "$t" ] || { echo "ncu_score: missing $t" >&2; return 1; }
         rm -rf "$dir/x" && mkdir -p "$dir/x" && tar xzf "$t" -C "$dir/x" && cp "$dir"/x/*/* "$dir/in/"
     done
     DKV=$DKV bash scripts/ncu_model_bytes.sh "$dir/in" "$model" "$dir/out" > "$dir/log" 2>&1 ||
-        { echo "ncu_score: $name: scripts/ncu_model_bytes.sh failed ($dir/log)" >&2; exit 1; }
-    cells "$name" "$dir/out/ncu_bytes.md"
+        { echo "ncu_score: $name: scripts/ncu_model_bytes.sh failed ($dir/log)" >&2; return 1; }
 }
-for s in "${sets[@]}"; do
-    case $s in
+# the call folder of set c<N>[b] and its tgz suffix (set c<N>b: the call's second set, ncu_llada_b.tgz, ncu_dream_b.tgz)
+call_of() { local n=${1#c} x=; [[ $n == *b ]] && { n=${n%b}; x=_b; }; echo "$(ls -d $HW/*/call$n | head -n 1) $n $x"; }
+# SET: the set's counting (the slow part; the sets run JOBS at a time, each in its own folders)
+count() {
+    case $1 in
     llada)
         DKV=$DKV RES="$O/llada/post" bash scripts/hw_session.sh post $HW/2026-12-01/call7 $HW/2026-12-01/call3 \
             $HW/2026-12-01/call9 $HW/2026-12-01/call30 > "$O/llada.log" 2>&1 ||
-            { echo "ncu_score: llada: hw_session.sh post failed ($O/llada.log)" >&2; exit 1; }
-        "$DKV" run experiments/hw_validate.lua -D backend=sim -D l2_kernels=true -o "$O/llada/sim.h5" > /dev/null
-        /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null
-        cells "llada-8b (9 pts)" "$O/llada/ncu_bytes.md" ;;
-    dream) held dream "dream-7b (9 pts)" dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;
-    c*)   # a call's set: ncu_llada.tgz and ncu_dream.tgz in datasets/hw/<date>/call<N> (set c<N>b: the call's
-          # second set, ncu_llada_b.tgz and ncu_dream_b.tgz)
-        n=${s#c}; x=; [[ $n == *b ]] && { n=${n%b}; x=_b; }
-        d=$(ls -d $HW/*/call$n | head -n 1)
-        held "${s}_llada" "call $n$x llada-8b" llada-8b $d/ncu_llada$x.tgz
-        held "${s}_dream" "call $n$x dream-7b" dream-7b $d/ncu_dream$x.tgz ;;
+            { echo "ncu_score: llada: hw_session.sh post failed ($O/llada.log)" >&2; return 1; }
+        "$DKV" run experiments/hw_validate.lua -D backend=sim -D l2_kernels=true -o "$O/llada/sim.h5" > /dev/null &&
+            /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null ;;
+    dream) held dream dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;
+    c*)   # a call's set: ncu_llada.tgz and ncu_dream.tgz in datasets/hw/<date>/call<N>
+        local d n x; read -r d n x <<< "$(call_of "$1")"
+        held "${1}_llada" llada-8b "$d/ncu_llada$x.tgz" && held "${1}_dream" dream-7b "$d/ncu_dream$x.tgz" ;;
+    esac
+}
+for s in "${sets[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+    ( rc=0; count "$s" || rc=$?; echo $rc > "$O/.rc_$s" ) &
+done
+wait
+for s in "${sets[@]}"; do
+    rc=$(cat "$O/.rc_$s" 2> /dev/null || echo 1); rm -f "$O/.rc_$s"
+    [ "$rc" = 0 ] || { echo "ncu_score: set $s failed (its message above)" >&2; exit 1; }
+    case $s in
+    llada) cells "llada-8b (9 pts)" "$O/llada/ncu_bytes.md" ;;
+    dream) cells "dream-7b (9 pts)" "$O/dream/out/ncu_bytes.md" ;;
+    c*) read -r _ n x <<< "$(call_of "$s")"
+        cells "call $n$x llada-8b" "$O/${s}_llada/out/ncu_bytes.md"
+        cells "call $n$x dream-7b" "$O/${s}_dream/out/ncu_bytes.md" ;;
     esac
 done
 # the sets together: every cell counted once (a trial's criterion reads this line)

@@ -197,6 +197,18 @@ if /usr/bin/python3 scripts/ncu_sign.py "$T/sc" "$T/sd" 2> "$T/e11"; then fail "
 grep -q "listed in .*tables.txt" "$T/e11" || fail "ncu_sign.py's missing-table message: $(cat "$T/e11")"
 if DKV="$DKV" bash scripts/ncu_score.sh "$T/sc2" c99 2> "$T/e3"; then fail "an unknown set was accepted"; fi
 grep -q "unknown set 'c99'" "$T/e3" || fail "unknown set message: $(cat "$T/e3")"
+# ... (session 41) the sets run JOBS at a time, their lines in the order asked (c73, then c67: the larger first) with
+# c73's the same as when it ran alone; a set whose counting fails is named and fails the run; JOBS must be a whole
+# number
+JOBS=2 DKV="$DKV" bash scripts/ncu_score.sh "$T/s2" c73 c67 > "$T/s2.txt" || fail "ncu_score.sh c73 c67"
+[ "$(cut -c1-18 "$T/s2.txt" | sed 's/ *$//' | tr '\n' ',')" = "call 73 llada-8b,call 73 dream-7b,call 67 llada-8b,call 67 dream-7b,all sets," ] ||
+    fail "ncu_score.sh's order with two jobs: $(cat "$T/s2.txt")"
+[ "$(head -n 2 "$T/s2.txt")" = "$(head -n 2 "$T/sc.txt")" ] || fail "c73 beside c67 differs from c73 alone: $(cat "$T/s2.txt")"
+if DKV=/bin/false bash scripts/ncu_score.sh "$T/sf" c73 2> "$T/e17"; then fail "ncu_score.sh: a failing dkv passed"; fi
+grep -q "^ncu_score: c73_llada: scripts/ncu_model_bytes.sh failed" "$T/e17" && grep -q "^ncu_score: set c73 failed" "$T/e17" ||
+    fail "ncu_score.sh's failed-set message: $(cat "$T/e17")"
+if JOBS=two DKV="$DKV" bash scripts/ncu_score.sh "$T/sj" c73 2> "$T/e18"; then fail "ncu_score.sh: JOBS=two accepted"; fi
+grep -q "JOBS 'two' is not a whole number" "$T/e18" || fail "ncu_score.sh's JOBS message: $(cat "$T/e18")"
 if DKV="$DKV" bash scripts/ncu_score.sh "$T/sc" dream 2> "$T/e4"; then fail "ncu_score.sh: existing OUT_DIR"; fi
 grep -q "exists: give a new OUT_DIR" "$T/e4" || fail "ncu_score.sh OUT_DIR message: $(cat "$T/e4")"
 echo ok
