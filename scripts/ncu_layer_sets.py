@@ -14,8 +14,10 @@ sequence than the commonest of their model and kind (the prefix cache's Reuse, t
 summed apart, one table per sequence, the commonest first.  --model keeps one model preset (llada-8b, dream-7b), --kind one kind; --bytes: the direction (default write).
 
 Prints, per (model, kind): one row per run of the layer's kernels (ncu_layer.py's #), its class, the replay's and
-Nsight Compute's MB summed over the steps, their difference, and in how many steps the replay is within 5 % of
-Nsight Compute's mean layer (both under 0.01 MB counts as within).  --points ROWS (comma-separated #s, e.g. 2,4,5)
+Nsight Compute's MB summed over the steps, their difference, in how many steps the replay is within 5 % of Nsight
+Compute's mean layer (both under 0.01 MB counts as within), and the running difference: each step's replay less
+Nsight Compute summed over the layer's rows up to this one, its mean over the steps and its range (how far the
+replay runs ahead of the GPU's write-back, or behind it, at each kernel boundary).  --points ROWS (comma-separated #s, e.g. 2,4,5)
 adds one line per step under each table, ordered by the step's rows (q_tokens): its set, point, step, rows and,
 for each named # the layer has, replay / Nsight Compute MB.  Exit status: 0, 1 on a file it cannot read or pair, 2 on a usage error."""
 import collections
@@ -140,14 +142,17 @@ def main(argv):
                 L.NAMES.get(k, str(k)) for k in sig))
             print("### %s, %s steps: %d (%s MB, the replay's layer against Nsight Compute's mean layer)\n" % (
                 model, tag, len(sub), what))
-            print("| # | class | replay MB | ncu MB | replay - ncu | steps within 5 % |")
-            print("|---|---|---|---|---|---|")
+            print("| # | class | replay MB | ncu MB | replay - ncu | steps within 5 % | after it, replay - ncu so far "
+                  "a step: mean (min..max) MB |")
+            print("|---|---|---|---|---|---|---|")
+            run = [0.0] * len(sub)   # each step's replay - ncu over the layer's rows so far
             for i, k in enumerate(sig):
                 a = sum(s["layer"][i][1] for s in sub) / 1e6
                 b = sum(s["layer"][i][2] for s in sub) / 1e6
                 n = sum(within(s["layer"][i][1], s["layer"][i][2]) for s in sub)
-                print("| %d | %s | %.1f | %.1f | %+.1f | %d / %d |" % (i + 1, L.NAMES.get(k, str(k)), a, b, a - b, n,
-                                                                        len(sub)))
+                run = [r + (s["layer"][i][1] - s["layer"][i][2]) / 1e6 for r, s in zip(run, sub)]
+                print("| %d | %s | %.1f | %.1f | %+.1f | %d / %d | %+.2f (%+.1f..%+.1f) |" % (
+                    i + 1, L.NAMES.get(k, str(k)), a, b, a - b, n, len(sub), sum(run) / len(run), min(run), max(run)))
             print()
             if "--points" in opts:
                 pts = [x for x in opts["--points"] if x <= len(sig)]

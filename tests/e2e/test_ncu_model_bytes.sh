@@ -147,7 +147,8 @@ grep -q "^all sets *reads [0-9]* / 56 within 5 %, mean [0-9.]* % | writes [0-9]*
     fail "ncu_score.sh: no total line over the set's 56 cells: $(cat "$T/sc.txt")"
 # scripts/ncu_layer_sets.py (session 41): the layer across the set's steps; Dream-7B's Refresh steps of the prefix points
 # (w7 and w8: 2,400 and 3,072 rows) sum ncu_layer.py's rows of the same steps (row 4, the attention: replay and
-# Nsight Compute write MB), one line per step in the order of its rows; a folder without tables.txt, a model the sets
+# Nsight Compute write MB), the running difference's mean is the rows' differences so far over the steps, one line
+# per step in the order of its rows; a folder without tables.txt, a model the sets
 # do not hold (named, with those they do), a kind or direction it does not know, a row 0 are refused
 /usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" --model dream-7b --kind refresh --points 2,4 > "$T/ls.txt" ||
     fail "ncu_layer_sets.py: $(cat "$T/ls.txt")"
@@ -163,6 +164,11 @@ rep, ncu = sum(float(r[6]) for r in rows), sum(float(r[7].split()[0]) for r in r
 t = open(sys.argv[1]).read().split("\n\n")
 a = [l.split("|") for l in t[1].splitlines() if l.startswith("| 4 | attn |")][0]
 assert abs(float(a[3]) - rep) <= 0.051 and abs(float(a[4]) - ncu) <= 0.051, (a, rep, ncu)
+rows = [l.split("|") for l in t[1].splitlines() if l[:4] in ("| 1 ", "| 2 ", "| 3 ")]   # the running difference
+for i in range(3):   # its mean over the 2 steps: the rows' differences so far over 2, within the rounding
+    want = sum(float(r[5]) for r in rows[:i + 1]) / 2
+    got = float(rows[i][7].split("(")[0])
+    assert abs(got - want) <= 0.026 * (i + 1), (i, got, want, rows[i])
 pts = [l.split("|") for l in t[2].splitlines() if l.startswith("| c73_dream |")]
 assert [p[2].strip() for p in pts] == ["w7:prefix", "w8:prefix"] and [p[4].strip() for p in pts] == ["2400", "3072"], pts
 assert all(len(p[6].split("/")) == 2 for p in pts), pts
