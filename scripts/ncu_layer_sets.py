@@ -5,6 +5,7 @@ points' steps by model, step kind and layer, then (--points) one line per step, 
 misses are one pattern across shapes, not scatter (docs/COST_MODEL.md "The soft edge", session 41).
 
     /usr/bin/python3 scripts/ncu_layer_sets.py OUT [--model M] [--kind K] [--bytes read|write] [--points ROWS]
+        [--against TRIAL_OUT]
 
 OUT: a scripts/ncu_score.sh output folder (its tables.txt names each set's ncu_bytes.md; the folder holding one holds
 its real.h5 and sim.h5; a set without them, the in-sample LLaDA-8B one, is named and left out).  Every step of every
@@ -19,7 +20,9 @@ Compute's mean layer (both under 0.01 MB counts as within), and the running diff
 Nsight Compute summed over the layer's rows up to this one, its mean over the steps and its range (how far the
 replay runs ahead of the GPU's write-back, or behind it, at each kernel boundary).  --points ROWS (comma-separated #s, e.g. 2,4,5)
 adds one line per step under each table, ordered by the step's rows (q_tokens): its set, point, step, rows and,
-for each named # the layer has, replay / Nsight Compute MB.  Exit status: 0, 1 on a file it cannot read or pair, 2 on a usage error."""
+for each named # the layer has, replay / Nsight Compute MB.  --against TRIAL_OUT (another ncu_score.sh output of the
+same sets, e.g. a trial build's) adds that replay's MB and its steps within 5 % of the same Nsight Compute rows;
+every step must have its twin there with the same layer (an error names the first that has not).  Exit status: 0, 1 on a file it cannot read or pair, 2 on a usage error."""
 import collections
 import os
 import signal
@@ -45,7 +48,7 @@ def parse(argv):
     opts, pos, i = {}, [], 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--model", "--kind", "--bytes", "--points"):
+        if a in ("--model", "--kind", "--bytes", "--points", "--against"):
             if i + 1 >= len(argv):
                 usage("%s wants a value" % a)
             opts[a] = argv[i + 1]
@@ -126,6 +129,16 @@ def main(argv):
     out, opts = parse(argv)
     seen = set()
     steps = collect(out, opts, seen)
+    trial = {}   # --against: the other score's steps by (set, point, step), its replay's rows
+    if "--against" in opts:
+        for t in collect(opts["--against"], opts, set()):
+            trial[(t["set"], t["point"], t["step"])] = t
+        missing = [s for s in steps if (s["set"], s["point"], s["step"]) not in trial
+                   or trial[(s["set"], s["point"], s["step"])]["sig"] != s["sig"]]
+        if missing:
+            m = missing[0]
+            L.die("--against %s: %d of %d steps have no twin with the same layer (first: set %s, %s step %d)" % (
+                opts["--against"], len(missing), len(steps), m["set"], m["point"], m["step"]))
     if not steps:
         L.die("no step to show in %s%s (its sets hold: %s)" % (
             out, "".join(" %s %s" % (k, v) for k, v in opts.items() if k in ("--model", "--kind")),
@@ -142,17 +155,24 @@ def main(argv):
                 L.NAMES.get(k, str(k)) for k in sig))
             print("### %s, %s steps: %d (%s MB, the replay's layer against Nsight Compute's mean layer)\n" % (
                 model, tag, len(sub), what))
-            print("| # | class | replay MB | ncu MB | replay - ncu | steps within 5 % | after it, replay - ncu so far "
-                  "a step: mean (min..max) MB |")
-            print("|---|---|---|---|---|---|---|")
+            vs = " | against: replay MB | steps within 5 %" if trial else ""
+            print("| # | class | replay MB | ncu MB | replay - ncu | steps within 5 %% | after it, replay - ncu so far "
+                  "a step: mean (min..max) MB%s |" % vs)
+            print("|---|---|---|---|---|---|---|%s" % ("---|---|" if trial else ""))
             run = [0.0] * len(sub)   # each step's replay - ncu over the layer's rows so far
             for i, k in enumerate(sig):
                 a = sum(s["layer"][i][1] for s in sub) / 1e6
                 b = sum(s["layer"][i][2] for s in sub) / 1e6
                 n = sum(within(s["layer"][i][1], s["layer"][i][2]) for s in sub)
                 run = [r + (s["layer"][i][1] - s["layer"][i][2]) / 1e6 for r, s in zip(run, sub)]
-                print("| %d | %s | %.1f | %.1f | %+.1f | %d / %d | %+.2f (%+.1f..%+.1f) |" % (
-                    i + 1, L.NAMES.get(k, str(k)), a, b, a - b, n, len(sub), sum(run) / len(run), min(run), max(run)))
+                other = ""
+                if trial:   # the other score's replay against the same Nsight Compute rows
+                    ts = [trial[(s["set"], s["point"], s["step"])]["layer"][i][1] for s in sub]
+                    other = " | %.1f | %d / %d" % (sum(ts) / 1e6, sum(within(t, s["layer"][i][2])
+                                                                       for t, s in zip(ts, sub)), len(sub))
+                print("| %d | %s | %.1f | %.1f | %+.1f | %d / %d | %+.2f (%+.1f..%+.1f)%s |" % (
+                    i + 1, L.NAMES.get(k, str(k)), a, b, a - b, n, len(sub), sum(run) / len(run), min(run), max(run),
+                    other))
             print()
             if "--points" in opts:
                 pts = [x for x in opts["--points"] if x <= len(sig)]

@@ -210,6 +210,14 @@ JOBS=2 DKV="$DKV" bash scripts/ncu_score.sh "$T/s2" c73 c67 > "$T/s2.txt" || fai
 [ "$(cut -c1-18 "$T/s2.txt" | sed 's/ *$//' | tr '\n' ',')" = "call 73 llada-8b,call 73 dream-7b,call 67 llada-8b,call 67 dream-7b,all sets," ] ||
     fail "ncu_score.sh's order with two jobs: $(cat "$T/s2.txt")"
 [ "$(head -n 2 "$T/s2.txt")" = "$(head -n 2 "$T/sc.txt")" ] || fail "c73 beside c67 differs from c73 alone: $(cat "$T/s2.txt")"
+# scripts/ncu_layer_sets.py --against: c73 alone against c73 scored beside c67 (the same counts): the other replay's
+# MB and steps within 5 % equal its own, row by row; the other way round c67's steps have no twin, an error
+/usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" --model llada-8b --against "$T/s2" > "$T/la.txt" ||
+    fail "ncu_layer_sets.py --against: $(cat "$T/la.txt")"
+awk -F'|' '/^\| [0-9]+ \|/ { n++; gsub(/ /, ""); if ($4 != $9 || $7 != $10) bad++ } END { exit !(n >= 9 && !bad) }' "$T/la.txt" ||
+    fail "ncu_layer_sets.py --against columns: $(cat "$T/la.txt")"
+if /usr/bin/python3 scripts/ncu_layer_sets.py "$T/s2" --against "$T/sc" 2> "$T/e19"; then fail "--against without twins accepted"; fi
+grep -q "steps have no twin with the same layer (first: set c67" "$T/e19" || fail "--against message: $(cat "$T/e19")"
 if DKV=/bin/false bash scripts/ncu_score.sh "$T/sf" c73 2> "$T/e17"; then fail "ncu_score.sh: a failing dkv passed"; fi
 grep -q "^ncu_score: c73_llada: scripts/ncu_model_bytes.sh failed" "$T/e17" && grep -q "^ncu_score: set c73 failed" "$T/e17" ||
     fail "ncu_score.sh's failed-set message: $(cat "$T/e17")"
