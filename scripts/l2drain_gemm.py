@@ -148,8 +148,8 @@ def standin(mpath, npath, gemm_kernels, rmw=False):
     then the stream"""
     man, rows, trial = [], [], 0
 
-    def launch(role, kind, x, kernels):
-        man.append("k %d %s %d %s 8.000 %.3f" % (len(man), role, trial, kind, x))
+    def launch(role, kind, x, kernels, d=8):
+        man.append("k %d %s %d %s %.3f %.3f" % (len(man), role, trial, kind, d, x))
         for name, rd, wr in kernels:
             rows.append((name, rd, wr))
 
@@ -180,17 +180,13 @@ def standin(mpath, npath, gemm_kernels, rmw=False):
     bound = 29.7   # with --rmw, the bound kinds: every writer keeps at most 29.7 MB dirty (call 102's), the rest written back
     for kind in BOUND_KINDS if rmw else ():
         for d in BOUND_DS:
-            man.append("k %d flush %d %s %.3f 0.000" % (len(man), trial, kind, d))
-            rows.append(("read_kernel", 268 * MB, 0.0))
+            launch("flush", kind, 0, [("read_kernel", 268 * MB, 0.0)], d)
             if kind == "bre":
-                man.append("k %d p %d %s %.3f 0.000" % (len(man), trial, kind, d))
-                rows.append(("write_kernel", 0.0, max(0, d - bound) * MB))
-            man.append("k %d w %d %s %.3f 0.000" % (len(man), trial, kind, d))
-            rows.append(("write_kernel" if kind == "bwrite" else "rmw_kernel",
-                         0.0 if kind == "bwrite" else max(0, d - cap if kind == "bre" else d) * MB,
-                         max(0, d - bound) * MB))
-            man.append("k %d h %d %s %.3f 0.000" % (len(man), trial, kind, d))
-            rows.append(("read_kernel", 268 * MB, min(d, bound) * MB))
+                launch("p", kind, 0, [("write_kernel", 0.0, max(0, d - bound) * MB)], d)
+            launch("w", kind, 0, [("write_kernel" if kind == "bwrite" else "rmw_kernel",
+                                   0.0 if kind == "bwrite" else max(0, d - cap if kind == "bre" else d) * MB,
+                                   max(0, d - bound) * MB)], d)
+            launch("h", kind, 0, [("read_kernel", 268 * MB, min(d, bound) * MB)], d)
             trial += 1
     launch("flush", "end", 0, [("read_kernel", 268 * MB, 0.0)])
     with open(mpath, "w") as f:

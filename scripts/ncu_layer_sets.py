@@ -113,11 +113,15 @@ def collect(out, opts, seen):
                     continue
                 rows, _, _, _ = L.layer_table("%s: %s" % (real, key), j, L.step_kernels(nk, bounds[j], bounds[j + 1]),
                                               L.step_replay(sim, key[:-5] + ":sim", l2, j))
-                lay = [(k, x[d], sum(x[d + 2]) / len(x[d + 2])) for x in rows for k in (x[0],)]
+                lay = [(x[0], x[d], sum(x[d + 2]) / len(x[d + 2])) for x in rows]
                 steps.append({"set": name, "point": point, "step": j, "model": model, "kind": kind,
                               "rows": int(st[j]["q_tokens"]), "layer": lay,
                               "sig": tuple(k for k, _, _ in lay)})
     return steps
+
+
+def step_key(s):
+    return s["set"], s["point"], s["step"]
 
 
 def within(a, b):
@@ -129,12 +133,10 @@ def main(argv):
     out, opts = parse(argv)
     seen = set()
     steps = collect(out, opts, seen)
-    trial = {}   # --against: the other score's steps by (set, point, step), its replay's rows
+    trial = {}   # --against: the other score's steps by step_key, its replay's rows
     if "--against" in opts:
-        for t in collect(opts["--against"], opts, set()):
-            trial[(t["set"], t["point"], t["step"])] = t
-        missing = [s for s in steps if (s["set"], s["point"], s["step"]) not in trial
-                   or trial[(s["set"], s["point"], s["step"])]["sig"] != s["sig"]]
+        trial = {step_key(t): t for t in collect(opts["--against"], opts, set())}
+        missing = [s for s in steps if step_key(s) not in trial or trial[step_key(s)]["sig"] != s["sig"]]
         if missing:
             m = missing[0]
             L.die("--against %s: %d of %d steps have no twin with the same layer (first: set %s, %s step %d)" % (
@@ -160,14 +162,15 @@ def main(argv):
                   "a step: mean (min..max) MB%s |" % vs)
             print("|---|---|---|---|---|---|---|%s" % ("---|---|" if trial else ""))
             run = [0.0] * len(sub)   # each step's replay - ncu over the layer's rows so far
+            twins = [trial[step_key(s)] for s in sub] if trial else []
             for i, k in enumerate(sig):
                 a = sum(s["layer"][i][1] for s in sub) / 1e6
                 b = sum(s["layer"][i][2] for s in sub) / 1e6
                 n = sum(within(s["layer"][i][1], s["layer"][i][2]) for s in sub)
                 run = [r + (s["layer"][i][1] - s["layer"][i][2]) / 1e6 for r, s in zip(run, sub)]
                 other = ""
-                if trial:   # the other score's replay against the same Nsight Compute rows
-                    ts = [trial[(s["set"], s["point"], s["step"])]["layer"][i][1] for s in sub]
+                if twins:   # the other score's replay against the same Nsight Compute rows
+                    ts = [t["layer"][i][1] for t in twins]
                     other = " | %.1f | %d / %d" % (sum(ts) / 1e6, sum(within(t, s["layer"][i][2])
                                                                        for t, s in zip(ts, sub)), len(sub))
                 print("| %d | %s | %.1f | %.1f | %+.1f | %d / %d | %+.2f (%+.1f..%+.1f)%s |" % (

@@ -409,16 +409,17 @@ static int run_rmw(int trial)
     const double bds[] = {8, 16, 24, 32, 40, 48, 64};
     for (const char *kind : {"bwrite", "brmw", "bre"})   // the dirty bound behind one writer (the file's head)
         for (double bd : bds) {
+            bool plain = strcmp(kind, "bwrite") == 0, rewrite = strcmp(kind, "bre") == 0;
             uint4 *W = stream_buf(trial, bd);
             size_t n = (size_t)(bd * MB) / 16;
             flush(trial, kind, bd, 0, "flush");
-            if (kind[1] == 'r' && kind[2] == 'e') {   // bre: written plainly first
+            if (rewrite) {   // bre: written plainly first
                 manifest("p", trial, kind, bd, 0);
                 write_kernel<<<grid_, BLOCK>>>(W, n, (unsigned)trial * 2654435761u, 0);
                 CK(cudaGetLastError());
             }
             manifest("w", trial, kind, bd, 0);
-            if (kind[1] == 'w')
+            if (plain)
                 write_kernel<<<grid_, BLOCK>>>(W, n, (unsigned)trial * 40503u, 0);
             else
                 rmw_kernel<<<grid_, BLOCK>>>(W, n, (unsigned)trial * 40503u);
