@@ -14,7 +14,7 @@ expect() {  # expect RC PATTERN -- command...   (pattern grepped in stdout+stder
 
 expect 0 '^usage: dkv <command>' -- "$DKV" --help
 expect 0 'run SCRIPT.lua' -- "$DKV" -h
-expect 0 '^dkv [0-9]+\.[0-9]+\.[0-9]+ \(git [0-9a-f]+|unknown\)' -- "$DKV" --version
+expect 0 '^dkv [0-9]+\.[0-9]+\.[0-9]+ \((git [0-9a-f]+|unknown)\)' -- "$DKV" --version
 expect 0 'Lua 5\.4' -- "$DKV" --version
 expect 0 '\-\-shard i/N' -- "$DKV" run --help
 expect 0 'usage: dkv info' -- "$DKV" info --help

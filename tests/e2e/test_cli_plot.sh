@@ -34,7 +34,8 @@ cat "$T/err.txt"
 [ "$(head -c 8 "$T/p.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "not a PNG"
 [ "$(stat -c %s "$T/p.png")" -gt 20000 ] || fail "suspiciously small PNG"
 grep -q "run no_tables: no memory table" "$T/err.txt" || fail "note for a run without tables"
-# default output name next to the input
+# default output name next to the input (the -o run above wrote the same name: removed first)
+rm -f "$T/p.png"
 $PY "$ROOT/scripts/plot.py" "$T/p.h5" 2>/dev/null && [ -s "$T/p.png" ] || fail "default output"
 # --runs selects; a pattern matching only table-less runs has nothing to plot
 $PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/a.png" --runs '^a$' 2>/dev/null && [ -s "$T/a.png" ] || fail "--runs"
