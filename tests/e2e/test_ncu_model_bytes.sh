@@ -217,6 +217,21 @@ JOBS=2 DKV="$DKV" bash scripts/ncu_score.sh "$T/s2" c73 c67 > "$T/s2.txt" || fai
 awk -F'|' '/^\| [0-9]+ \|/ { n++; gsub(/ /, ""); if ($4 != $9 || $7 != $10) bad++ } END { exit !(n >= 9 && !bad) }' "$T/la.txt" ||
     fail "ncu_layer_sets.py --against columns: $(cat "$T/la.txt")"
 if /usr/bin/python3 scripts/ncu_layer_sets.py "$T/s2" --against "$T/sc" 2> "$T/e19"; then fail "--against without twins accepted"; fi
+# ... and a twin whose replay writes back twice the bytes (c73 LLaDA-8B's sim.h5, every l2_kernels record's
+# write_bytes doubled in a copy) shows twice the shipped MB in every row that writes back, not the shipped column
+cp -r "$T/s2" "$T/s3"
+/usr/bin/python3 -c '
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    n = 0
+    for name in f["runs"]:
+        if "l2_kernels" in f["runs"][name]:
+            d = f["runs"][name]["l2_kernels"]; a = d[()]; a["write_bytes"] *= 2; d[...] = a; n += 1
+    sys.exit(0 if n else 1)' "$T/s3/c73_llada/out/sim.h5" || fail "doubling the twin's write bytes"
+/usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" --model llada-8b --against "$T/s3" > "$T/lb.txt" ||
+    fail "ncu_layer_sets.py --against a doubled twin: $(cat "$T/lb.txt")"
+awk -F'|' '/^\| [0-9]+ \|/ { gsub(/ /, ""); if ($4 + 0 < 1) next; n++; r = $9 / $4; if (r < 1.99 || r > 2.01) bad++ }
+    END { exit !(n >= 9 && !bad) }' "$T/lb.txt" || fail "ncu_layer_sets.py --against a doubled twin's column: $(cat "$T/lb.txt")"
 grep -q "steps have no twin with the same layer (first: set c67" "$T/e19" || fail "--against message: $(cat "$T/e19")"
 if DKV=/bin/false bash scripts/ncu_score.sh "$T/sf" c73 2> "$T/e17"; then fail "ncu_score.sh: a failing dkv passed"; fi
 grep -q "^ncu_score: c73_llada: scripts/ncu_model_bytes.sh failed" "$T/e17" && grep -q "^ncu_score: set c73 failed" "$T/e17" ||
