@@ -163,6 +163,14 @@ const char *dkv_lua_root(lua_State *L)
     return s && s->root ? s->root : ".";
 }
 
+const char *dkv_lua_data_path(lua_State *L, const char *file, char *buf, size_t n)
+{
+    if (file[0] == '/' || access(file, R_OK) == 0)
+        return file;
+    int k = snprintf(buf, n, "%s/%s", dkv_lua_root(L), file);
+    return k > 0 && (size_t)k < n && access(buf, R_OK) == 0 ? buf : file;
+}
+
 void dkv_lua_notice(lua_State *L, const char *fmt, ...)
 {
     dkv_lua *s = dkv_lua_from_state(L);

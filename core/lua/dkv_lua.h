@@ -109,6 +109,11 @@ dkv_lua *dkv_lua_from_state(lua_State *L);
 /* Project root of the sandbox owning L ("." for a plain lua_State).  Borrowed. */
 const char *dkv_lua_root(lua_State *L);
 
+/* A data file a script names (a trace, a prompts file): as given when it is absolute or readable from the current
+ * folder, else under the project root when it is readable there (buf, n bytes), else as given (the reader's error
+ * then names it).  So the shipped experiments run from any folder. */
+const char *dkv_lua_data_path(lua_State *L, const char *file, char *buf, size_t n);
+
 /* Output path (after shard naming), or NULL. */
 const char *dkv_lua_output_path(const dkv_lua *s);
 /* Number of runs written so far to the output file. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lua/dkv_lua.h"
 #include "lua/presets.h"
 #include "workload/tokenizer.h"
 
@@ -128,7 +129,8 @@ static dkv_status read_prompts(pt *p, dkv_lsim *s, dkv_workload_opts *o, dkv_err
     lua_setfield(L, q.out, "tokenizer");
     /* generations are rounded up to whole blocks unless told otherwise */
     o->gen_multiple_of = (uint32_t)gint(p, "gen_multiple_of", s->ec.decode.block_len, 0, U32MAX);
-    return dkv_workload_prompts(file, &c, o, &s->w, err);
+    char path[4096];
+    return dkv_workload_prompts(dkv_lua_data_path(L, file, path, sizeof path), &c, o, &s->w, err);
 }
 
 void dkv_lcfg_parse_workload(pt *root, dkv_lsim *s)
@@ -168,7 +170,8 @@ void dkv_lcfg_parse_workload(pt *root, dkv_lsim *s)
         o.lenient = gbool(&p, "lenient", false);
         /* trace generations are rounded up to whole blocks unless told otherwise */
         o.gen_multiple_of = (uint32_t)gint(&p, "gen_multiple_of", B, 0, U32MAX);
-        st = dkv_workload_read(file, f, &o, &s->w, &err);
+        char path[4096];
+        st = dkv_workload_read(dkv_lua_data_path(L, file, path, sizeof path), f, &o, &s->w, &err);
     } else {
         dkv_synth_cfg c;
         dkv_synth_cfg_default(&c);

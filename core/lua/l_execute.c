@@ -253,11 +253,24 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
 }
 
 /* What no executing backend records (either backend's maker calls it first). */
+/* What no executing backend (CUDA, CPU) can take: the simulator's records and its models of host time, which an
+ * executed run spends for real (a modelled second would be added to the measured ones). */
 static dkv_status exec_refusals(const dkv_lsim *s, dkv_err *err)
 {
+    const dkv_engine_config *c = &s->ec;
     if (s->so.l2_records)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.record.l2_kernels: the L2 replay's kernels are the simulator's "
                            "(dkv.simulate); an executed run records its counted bytes per class (record.kernels)");
+    if (c->step_host_s > 0)   /* given (< 0: the profile's host model, which an executing backend leaves at 0) */
+        return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.step_host_s = %g models host time; an executed run spends "
+                           "real host time (set it to 0, or leave it out)", c->step_host_s);
+    if (c->step_release_s > 0)
+        return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.step_release_s = %g models host time; an executed run "
+                           "spends real host time (set it to 0, or leave it out)", c->step_release_s);
+    if (c->handover_s > 0)
+        return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.handover_s = %g models the hand-over between instances; "
+                           "executed instances hand the device over for real (set it to 0, or leave it out)",
+                           c->handover_s);
     return DKV_OK;
 }
 
@@ -295,16 +308,6 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     if (c->routing.enabled)
         return dkv_err_set(err, DKV_EUNSUPPORTED, "cfg.policies.routing.enabled: the plain path (KV outside the "
                            "block pool) is not executed on the device");
-    if (c->step_host_s > 0)   /* given (< 0: the profile's host model, which an executing backend leaves at 0) */
-        return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.step_host_s = %g models host time; an executed run spends "
-                           "real host time (set it to 0, or leave it out)", c->step_host_s);
-    if (c->step_release_s > 0)
-        return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.step_release_s = %g models host time; an executed run "
-                           "spends real host time (set it to 0, or leave it out)", c->step_release_s);
-    if (c->handover_s > 0)
-        return dkv_err_set(err, DKV_EINVAL, "cfg.scheduler.handover_s = %g models the hand-over between instances; "
-                           "executed instances hand the GPU over for real (set it to 0, or leave it out)",
-                           c->handover_s);
     /* the pool's geometry, the decode configuration and the weights reach the backend through
      * the engine's dkv_backend_setup; only the device options and the overrides are set here */
     dkv_cuda_backend_options o = dkv_cuda_backend_options_default();

@@ -9,7 +9,7 @@
  *
  * Failures of the manager (does not fit, double release, unknown id, zero size) return
  * nil, message, status name ("ENOMEM", ...), as Lua's io library does; wrong argument types
- * and unknown option keys raise errors naming them.  dkv.mem.requests (l_mem_requests.c) reads
+ * and unknown option keys raise errors naming them.  dkv.mem.requests (l_mem_aux.c) reads
  * a request stream for memory studies. */
 #include <lauxlib.h>
 #include <math.h>

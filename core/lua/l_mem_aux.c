@@ -117,10 +117,8 @@ static int mem_requests_body(lua_State *L)
     dkv_workload *w = NULL;
     dkv_err e = {0};
     if (file) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s", file);
-        if (file[0] != '/' && access(path, R_OK) != 0)   /* relative: try the project root too */
-            snprintf(path, sizeof path, "%s/%s", dkv_lua_root(L), file);
+        char buf[4096];
+        const char *path = dkv_lua_data_path(L, file, buf, sizeof buf);   /* relative: the project root too */
         if (access(path, R_OK) != 0) {
             lua_pushnil(L);
             lua_pushfstring(L, "%s: no such readable file (also looked under %s)", file, dkv_lua_root(L));

@@ -2,7 +2,7 @@
 # test_run_origin.sh - every run records what produced it (docs/HDF5_SCHEMA.md): a CPU-backend run
 # says backend "cpu" (not "cuda"), a simulated run on a profiled preset names its profile.
 set -uo pipefail
-: "${DKV:?}" "${T:?}"
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 /usr/bin/python3 -c 'import h5py' 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks h5py"; exit 77; }
 cat >"$T/o.lua" <<'LUA'
@@ -22,4 +22,21 @@ assert a("cpu", "backend") == "cpu" and a("cpu", "cost_profile") == "measured", 
 assert a("sim", "backend") == "sim" and a("sim", "cost_profile").startswith("profile: h200-"), a("sim", "cost_profile")
 assert a("roof", "cost_profile") == "roofline", a("roof", "cost_profile")
 PY
+# a workload file given relative (a trace, a prompts file) is found from the current folder, else under the project
+# root (session 42: the shipped experiments run from any folder); a file in neither is an error naming it
+cat >"$T/rel.lua" <<'LUA'
+local dkv = require "dkv"
+local t = dkv.simulate{model = "llada-8b", gpu = "h200", workload = {file = "datasets/workloads/azure_sample.csv",
+  first_n = 2}}
+assert(t.summary.n_done == 2, t.summary.n_done)
+print("source " .. t.config.workload.source)
+local p = dkv.simulate{model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = "tests/data/prompts_cpu.jsonl"}},
+  decode = {cache = "dual", block_len = 32}, mem = {capacity_bytes = 64 * 2^20}}
+assert(p.summary.n_done == 2, p.summary.n_done)
+LUA
+out=$(cd "$T" && "$DKV" run rel.lua -q -o "$T/rel.h5" 2>&1) || fail "relative workload files from another folder: $out"
+grep -q "^source $ROOT/datasets/workloads/azure_sample.csv$" <<<"$out" || fail "the trace found under the root: $out"
+sed 's#datasets/workloads/azure_sample.csv#datasets/workloads/nosuch.csv#' "$T/rel.lua" > "$T/rel2.lua"
+out=$(cd "$T" && "$DKV" run rel2.lua -q -o "$T/rel2.h5" 2>&1) && fail "a missing trace accepted"
+grep -q "datasets/workloads/nosuch.csv: cannot open" <<<"$out" || fail "missing trace message: $out"
 echo "run origins: ok"

@@ -95,6 +95,16 @@ local function l2rec(be)
                       record = {l2_kernels = true}}, {backend = be, weights = W})
 end
 fails(function() l2rec("cpu") end, "cfg.record.l2_kernels", "dkv.simulate")
+-- modelled host time has no place in an executed run (it would be added to the measured seconds): both executing
+-- backends refuse the scheduler's host-time fields, naming each (the CPU backend ran them before session 42)
+local function hostcfg(field, be)
+  return dkv.execute({model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}},
+                      decode = {cache = "dual", block_len = 32}, mem = {capacity_bytes = 64 * 2 ^ 20},
+                      scheduler = {[field] = 0.5}}, {backend = be, weights = W})
+end
+for _, f in ipairs{"step_host_s", "step_release_s", "handover_s"} do
+  fails(function() hostcfg(f, "cpu") end, "cfg.scheduler." .. f .. " = 0.5", "set it to 0")
+end
 -- the CUDA backend's L2 flush diagnostic (opts.l2_flush): its points are checked before any device; the CPU
 -- backend refuses it
 fails(function() run(nil, nil, {backend = "cuda", l2_flush = {{layer = 1, after = "attnn"}}}) end,
