@@ -242,6 +242,7 @@ static void test_bf16_ratio_1_and_05_raw(void **state)
         assert_true(f.orders > 0);
         assert_true(f.max_blocks <= 1);
         assert_true(f.as_form < f.orders);   /* at least one order raw */
+        assert_true(f.as_form > 0);          /* and at least one as a form */
         assert_int_equal(rep.n_compress, f.orders);
         assert_int_equal(rep.n_lowrank_stored, f.as_form);
         dkv_cpu_backend_report_clear(&rep);

@@ -1,13 +1,16 @@
 /* test_engine_policy.c - the policies' one table (core/engine/engine_policy.c, engine.h
  * "dkv_engine_policy"): every entry is well formed (a unique name, its config inside
  * dkv_engine_config, keys inside its config, used_if naming an enum key), the table's defaults are
- * each policy's own, and validation reaches every entry (a bad value of each is refused, naming it). */
+ * each policy's own, and dkv_engine_config_validate reaches every entry that can refuse a value (a
+ * bad value of each is refused, naming it; routing has no bad value: routing.c accepts every value
+ * of its two fields, so no test can see whether validation reaches it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -85,34 +88,114 @@ static void test_defaults_are_the_policies(void **state)
     assert_int_equal(c.retention.mode, t.mode);
 }
 
-/* Each entry's validate is the policy's own: a config refused by the policy is refused through
- * the table (lifecycle: deferred with no delay; layout: an out-of-range enum). */
+/* ---------------------------------------------------------------- validation */
+
+static dkv_model tiny_model(void)
+{
+    dkv_model m = {.name = "tiny", .n_layers = 2, .hidden = 64, .ffn = 128, .n_heads = 4, .n_kv_heads = 4,
+                   .head_dim = 16, .vocab = 100, .mask_id = 99, .max_len = 1024, .rope_theta = 10000,
+                   .weight_dtype = DKV_DTYPE_BF16, .kv_dtype = DKV_DTYPE_BF16, .act_dtype = DKV_DTYPE_BF16};
+    return m;
+}
+
+static dkv_gpu tiny_gpu(void)
+{
+    dkv_gpu g = {.name = "toy", .hbm_bytes = 256.0 * 1048576, .hbm_bw = 1e12, .flops_bf16 = 1e14, .flops_fp32 = 1e13,
+                 .pcie_h2d_pinned = 1e10, .pcie_d2h_pinned = 1e10, .pcie_bidir_pinned = 1.8e10,
+                 .pcie_h2d_pageable = 5e9, .pcie_d2h_pageable = 5e9, .cost_per_hour = 2.0, .max_num_logits = 1024,
+                 .max_num_batched_tokens = 8192, .retention = 0.5};
+    return g;
+}
+
+static const dkv_backend_i no_iface = {.name = "none"};   /* validation never runs it */
+
+typedef struct vfx {
+    dkv_model m;
+    dkv_gpu g;
+    dkv_backend be;
+    dkv_workload *w;
+} vfx;
+
+/* A config that dkv_engine_config_validate accepts (asserted), to spoil one field of. */
+static void valid_config(vfx *f, dkv_engine_config *c)
+{
+    dkv_engine_config_default(c);
+    c->model = &f->m;
+    c->gpu = &f->g;
+    c->backend = &f->be;
+    c->workload = f->w;
+    c->decode.block_len = 16;
+    c->sizing.block_tokens = 16;
+    c->mem.capacity_bytes = 4u << 20;
+    c->device_capacity_bytes = 64u << 20;
+    c->decode.cache = DKV_CACHE_SPARSE;   /* retention is checked only there (engine_policy.c sparse_mode) */
+    dkv_err e = {0};
+    if (dkv_engine_config_validate(c, &e) != DKV_OK)
+        fail_msg("the base config is refused: %s", e.msg);
+}
+
+/* Sets one bad field of the policy's config (in c); false: the policy has no bad value. */
+static bool spoil(const dkv_policy *p, dkv_engine_config *c)
+{
+    if (p == &dkv_logit_policy)
+        c->logit.upcast_bytes = 3;                          /* "logit.upcast_bytes = 3: must be 0, 2, 4 or 8" */
+    else if (p == &dkv_layout_policy)
+        c->layout.layout = (dkv_layout)7;                   /* "layout.layout = 7: not a layout" */
+    else if (p == &dkv_offload_policy)
+        c->offload.t1 = 2;                                  /* "offload.t1 = 2: must be in [0, 1]" */
+    else if (p == &dkv_lifecycle_policy)   /* "lifecycle.delay_steps and ...: a deferred rule needs a delay" */
+        c->lifecycle.rule = DKV_RELEASE_DEFERRED, c->lifecycle.delay_steps = 0, c->lifecycle.delay_s = 0;
+    else if (p == &dkv_retention_policy)
+        c->retention.set = (dkv_retain_set)7;               /* "retention.set = 7: expected per_head or shared" */
+    else if (p == &dkv_routing_policy)
+        return false;   /* routing.c: "every value of both fields is meaningful" */
+    else
+        fail_msg("policy '%s' has no case here: give it a bad value", p->name);
+    return true;
+}
+
+/* For each entry of the table, a default config with one bad field of that policy is refused by
+ * dkv_engine_config_validate (the engine's loop over the table), with a message naming the policy
+ * ("<name>.<field> ..." as each _validate spells it). */
 static void test_validate_through_table(void **state)
 {
     (void)state;
+    vfx f = {.m = tiny_model(), .g = tiny_gpu(), .be = {.iface = &no_iface}};
+    dkv_request rq = {.arrival_s = 0, .prompt_tokens = 64, .gen_tokens = 32, .user = DKV_NO_USER,
+                      .next_of_user = DKV_NO_NEXT};
+    dkv_err e = {0};
+    assert_int_equal(dkv_workload_from_requests(&rq, 1, NULL, &f.w, &e), DKV_OK);
     dkv_engine_config c;
-    dkv_engine_config_default(&c);
-    int seen = 0;
+    size_t refused = 0, none = 0;
     for (size_t i = 0; i < dkv_engine_n_policies; i++) {
         const dkv_policy *p = dkv_engine_policies[i].policy;
-        void *cfg = dkv_engine_policy_config(&c, i);
-        dkv_err err = {0};
-        if (p == &dkv_lifecycle_policy) {
-            dkv_lifecycle_config *f = cfg;
-            assert_int_equal(p->validate(f, &err), DKV_OK);
-            f->rule = DKV_RELEASE_DEFERRED, f->delay_steps = 0, f->delay_s = 0;
-            assert_int_not_equal(p->validate(f, &err), DKV_OK);
-            assert_int_not_equal(dkv_lifecycle_config_validate(f, &err), DKV_OK);
-            seen++;
-        } else if (p == &dkv_layout_policy) {
-            dkv_layout_config *y = cfg;
-            assert_int_equal(p->validate(y, &err), DKV_OK);
-            y->layout = (dkv_layout)7;
-            assert_int_not_equal(p->validate(y, &err), DKV_OK);
-            seen++;
+        valid_config(&f, &c);
+        if (!spoil(p, &c)) {
+            /* routing: the extremes of its fields pass (were a value refused, it should be tested above) */
+            assert_ptr_equal(p, &dkv_routing_policy);
+            c.routing.enabled = true, c.routing.threshold_tokens = UINT32_MAX;
+            assert_int_equal(dkv_engine_config_validate(&c, &e), DKV_OK);
+            none++;
+            continue;
         }
+        memset(&e, 0, sizeof e);
+        if (dkv_engine_config_validate(&c, &e) == DKV_OK)
+            fail_msg("a bad %s config passes dkv_engine_config_validate", p->name);
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%s.", p->name);
+        if (strncmp(e.msg, prefix, strlen(prefix)) != 0)
+            fail_msg("bad %s config: the error '%s' does not name the policy ('%s...')", p->name, e.msg, prefix);
+        assert_int_not_equal(p->validate(dkv_engine_policy_config(&c, i), &e), DKV_OK);   /* the policy's own */
+        refused++;
     }
-    assert_int_equal(seen, 2);
+    assert_int_equal(refused + none, dkv_engine_n_policies);
+    assert_int_equal(none, 1);
+    /* retention applies in the sparse cache mode only: the same bad value passes in the dual mode */
+    valid_config(&f, &c);
+    c.decode.cache = DKV_CACHE_DUAL;
+    c.retention.set = (dkv_retain_set)7;
+    assert_int_equal(dkv_engine_config_validate(&c, &e), DKV_OK);
+    dkv_workload_free(f.w);
 }
 
 int main(void)

@@ -284,7 +284,12 @@ static void test_attributes(void **state)
     assert_null(s);
     assert_int_equal(dkv_h5_attr_get_f64(run, "params", "absent", &d, &err), DKV_ENOENT);
     assert_non_null(strstr(err.msg, "absent"));
+    i = -1;
     assert_int_equal(dkv_h5_attr_get_i64(run, "deep/er/group", "x", &i, &err), DKV_OK);
+    assert_int_equal(i, 1);
+    assert_int_equal(dkv_h5_attr_get_str(run, NULL, "host", &s, &err), DKV_OK);   /* written with a NULL group */
+    assert_string_equal(s, "node-1");
+    free(s);
     assert_int_equal(dkv_h5_attr_get_str(run, "t", "note", &s, &err), DKV_OK);
     assert_string_equal(s, "on a table");
     free(s);

@@ -243,10 +243,20 @@ static void test_lifecycle_immediate_vs_deferred(void **state)
     c.delay_s = 0.35;
     assert_true(!dkv_lifecycle_due(&c, 2, 0.2, 100, 0.5));
     assert_true(dkv_lifecycle_due(&c, 2, 0.2, 100, 0.55));
-    /* cap smaller than the frees: counted, not written */
+    /* cap smaller than the frees: counted, not written (f[1], past cap, keeps its sentinel) */
     c.rule = DKV_RELEASE_IMMEDIATE;
+    const dkv_block_free sentinel = {.block = 0xdead, .zero_step = 777, .zero_s = -7, .free_step = 777, .free_s = -7};
+    for (size_t k = 0; k < 8; k++)
+        f[k] = sentinel;
     assert_int_equal(dkv_lifecycle_free_times(&c, stream, n, 4, f, 1, &s, &e), DKV_OK);
     assert_true(s.n_frees == 4);
+    assert_int_equal(f[0].block, 0);   /* the first free, written */
+    assert_true(f[0].zero_step == 2 && f[0].free_step == 2);
+    assert_float_equal(f[0].free_s, 0.2, 1e-12);
+    for (size_t k = 1; k < 8; k++)
+        assert_true(f[k].block == sentinel.block && f[k].zero_step == sentinel.zero_step &&
+                    f[k].zero_s == sentinel.zero_s && f[k].free_step == sentinel.free_step &&
+                    f[k].free_s == sentinel.free_s);
 }
 
 static void test_lifecycle_errors(void **state)
