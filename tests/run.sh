@@ -97,7 +97,7 @@ report() {   # prints the finished tests at the head of the queue, in order
             pass=$((pass + 1)); printf 'PASS  %-5s %s (%ss, %ss CPU)\n' "$kind" "$name" "$dt" "$cpu"
             # a part of a passing test that did not run (an e2e "SKIP ..." line, a cmocka skip() and the reason
             # printed before it) is shown under its PASS line and counted, so that no check is skipped unseen
-            parts=$(grep -E '^(SKIP|skip: |\[  SKIPPED \] test)' "$log" | head -n 8)
+            parts=$(grep -E '^(SKIP|skip: |\[  SKIPPED \] test)' "$log" | awk '!seen[$0]++' | head -n 8)
             if [ -n "$parts" ]; then
                 partial=$((partial + 1)); sed 's/^/      | /' <<<"$parts"
             fi
