@@ -34,16 +34,17 @@ for _, row in ipairs(dual.outputs.tokens) do
   for _, t in ipairs(row) do assert(t >= 0 and t < 264, t) end   -- every position unmasked
 end
 assert(r.summary.n_done == 2)
-dkv.save(r, "cpu_dual")   -- the outputs go into the run (tokens and text)
+assert(dkv.save(r, "cpu_dual") == true)   -- the outputs go into the run (tokens and text)
 
 -- low-rank compression of offloaded KV at ratio 1: an order whose form would be larger than its raw blocks goes raw
--- (the CUDA backend's rule, core/model/devmem.h), any other is projected at full rank: exact up to bf16 either way
+-- (the CUDA backend's rule, core/model/devmem.h); this run's orders are all of full blocks, so all go raw and no
+-- matrix is projected (an order projected at full rank is tests/unit/test_cpu_offload_forms.c's)
 local _, lr1 = run(nil, {offload = {mode = "progressive", lowrank_ratio = 1}})
 assert(lr1.n_compress > 0 and lr1.n_fetch > 0, "progressive offload compressed and fetched")
 assert(lr1.n_lowrank_stored < lr1.n_compress, "ratio 1: orders of full blocks go raw")
 assert(lr1.n_lowrank_stored > 0 or lr1.compress_rel_err_mean ~= lr1.compress_rel_err_mean,
        "no projected matrix: no error mean (NaN)")
-assert(lr1.n_lowrank_stored == 0 or lr1.compress_rel_err_mean < 1e-6, lr1.compress_rel_err_mean)
+assert(lr1.n_lowrank_stored == 0, "ratio 1, full blocks: every order raw")
 assert(agree(dual, lr1) == 1, "ratio 1 reproduces no offload")
 local _, lr01 = run(nil, {offload = {mode = "progressive", lowrank_ratio = 0.1}})
 assert(lr01.n_lowrank_stored == lr01.n_compress, "ratio 0.1 (rank 6): every form is smaller than its blocks")

@@ -315,6 +315,6 @@ do
   local steps = #rp:steps().start_s
   local d = rp.summary.sim_time_s - r0.summary.sim_time_s
   local want = (steps - 1) * (3.95356e-06 + 6.49104e-07)   -- one item per step; the last step's planning ends the run
-  assert(d > 0 and (math.abs(d - want) < 1e-9 or math.abs(d - steps * (3.95356e-06 + 6.49104e-07)) < 1e-9),
+  assert(d > 0 and math.abs(d - want) < 1e-9,
          string.format("profile planning: %.9g s more over %d steps (want %.9g)", d, steps, want))
 end
