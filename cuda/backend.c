@@ -380,7 +380,10 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
         return dkv_err_set(err, DKV_EIO, "cuda backend: poisoning the arena failed");
     }
     size_t fr = 0, tot = 0;
-    cudaMemGetInfo(&fr, &tot);
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {   /* else a least free of 0 that nothing measured */
+        teardown(b);
+        return dkv_err_set(err, DKV_EIO, "cuda backend: cudaMemGetInfo failed (begin)");
+    }
     b->rep.mem_total_bytes = tot;
     b->rep.mem_free_min_bytes = fr;
     b->rep.weights_bytes = b->w_borrowed ? 0 : b->w->bytes;   /* a borrowed copy is its owner's */
@@ -394,18 +397,20 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
 
 /* ------------------------------------------------------------------ one step */
 
-static dkv_status sample_memory(dkv_cuda_backend *b, const dkv_step_plan *plan)
+static dkv_status sample_memory(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err)
 {
     if (b->rep.n_series == b->cap_series) {
         size_t nc = b->cap_series ? 2 * b->cap_series : 1024;
         dkv_cuda_mem_sample *n = realloc(b->rep.series, nc * sizeof *n);
         if (!n)
-            return DKV_ENOMEM;
+            return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory (memory series)");
         b->rep.series = n;
         b->cap_series = nc;
     }
     size_t fr = 0, tot = 0;
-    cudaMemGetInfo(&fr, &tot);
+    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess)   /* else a sample and a least free of 0 that nothing measured */
+        return dkv_err_set(err, DKV_EIO, "cuda backend: cudaMemGetInfo failed (memory series, step %llu)",
+                           (unsigned long long)plan->step_index);
     if (fr < b->rep.mem_free_min_bytes)
         b->rep.mem_free_min_bytes = fr;
     uint32_t used = 0;
@@ -696,8 +701,7 @@ static dkv_status bk_run_step(void *ctx, const dkv_step_plan *plan, dkv_step_cos
     b->rep.items += plan->n_items;
     b->rep.gpu_time_s += span;
     b->rep.wall_time_s += wall;
-    if (sample_memory(b, plan) != DKV_OK)
-        return dkv_err_set(err, DKV_ENOMEM, "cuda backend: out of host memory (memory series)");
+    DKV_TRY(sample_memory(b, plan, err));
     step_release_slots(b, plan);
     return DKV_OK;
 }

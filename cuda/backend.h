@@ -151,7 +151,9 @@ typedef struct dkv_cuda_backend_report {
     char     device[160];            /* dkv_cuda_probe's description */
     uint64_t weights_bytes, arena_bytes, block_bytes, scratch_bytes, host_tier_bytes;
     uint64_t arena_blocks, staging_blocks;
-    uint64_t mem_total_bytes, mem_free_min_bytes; /* cudaMemGetInfo: total, least free seen */
+    uint64_t mem_total_bytes, mem_free_min_bytes; /* cudaMemGetInfo: total, least free seen (at begin and
+                                                     after each step; a failed call fails them: never a 0
+                                                     that was not measured) */
     uint64_t devmem_counted_bytes;   /* core/model/devmem.h's count of the buffers besides weights,
                                         arena and metadata: its peak over the run */
     uint64_t devmem_allocated_bytes; /* the same buffers as cudaMalloc'ed: the peak of their sum */

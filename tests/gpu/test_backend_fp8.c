@@ -489,10 +489,14 @@ static void check_arena(const dkv_model *m, const run_out *bf, const run_out *f8
     /* what the model says the FP8 arena saves: every arena block (pool, staging, discard) halved */
     int64_t save = (int64_t)((a->arena_blocks + a->staging_blocks + 1) * fp8_bb),
             dfree = (int64_t)n->mem_free_min_bytes - (int64_t)a->mem_free_min_bytes;
-    snprintf(d, sizeof d, "least free memory +%.2f MiB with fp8, the model's saving %.2f MiB (%.1f %%)",
-             dfree / 1048576.0, save / 1048576.0, save > 0 ? 100.0 * dfree / save : 0.0);
+    snprintf(d, sizeof d, "least free memory +%.2f MiB with fp8, the model's saving %.2f MiB (%.1f %%); least free "
+             "bf16 %.2f GiB, fp8 %.2f GiB", dfree / 1048576.0, save / 1048576.0,
+             save > 0 ? 100.0 * dfree / save : 0.0, a->mem_free_min_bytes / 1073741824.0,
+             n->mem_free_min_bytes / 1073741824.0);
+    /* both least-free figures measured (> 0): a bf16 run's 0 would make any fp8 figure a "saving" */
     check_true("same blocks: cudaMemGetInfo shows the halving (>= 90 %)",
-               save > 0 && dfree >= (int64_t)(0.9 * (double)save), d);
+               a->mem_free_min_bytes > 0 && n->mem_free_min_bytes > 0 && save > 0 &&
+                   dfree >= (int64_t)(0.9 * (double)save), d);
     snprintf(d, sizeof d, "counted %llu, allocated %llu; same blocks %llu, %llu (fp8 scales included)",
              (unsigned long long)b->devmem_counted_bytes, (unsigned long long)b->devmem_allocated_bytes,
              (unsigned long long)n->devmem_counted_bytes, (unsigned long long)n->devmem_allocated_bytes);

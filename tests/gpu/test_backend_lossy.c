@@ -6,7 +6,8 @@
  *   - low rank: cuda/lowrank.h's compression at rank head_dim (ratio 1), its Q and B staged as bf16
  *     (what goes to the host), dkv_cuda_lowrank_decompress into pool rows: equal to the original
  *     KV up to bf16 (rel-L2 <= 1e-2); at rank 16 the kernel equals the CPU product Q B of the same
- *     bf16 Q and B (atol 1e-3 + rtol 1e-2) and the error against the original is the reported one.
+ *     bf16 Q and B (atol 1e-3 + rtol 1e-2) and the error against the original is the reported one
+ *     (within 1e-3 relative).
  * On the tiny model (cache dual, the prompts of datasets/workloads/tiny_prompts.jsonl, block 32,
  * 8 steps a block): the run with kv_dtype fp8 against the run with bf16: the final-normed hidden
  * rows of each request's first Reuse step (same canvas in both runs: step 0 is a Refresh, which
@@ -79,8 +80,18 @@ static void test_lowrank(cudaStream_t st, uint32_t rank, uint32_t m_tok)
         double num = 0, den = 0;
         for (size_t i = 0; i < am; i++)
             num += (got[i] - A[i]) * (double)(got[i] - A[i]), den += (double)A[i] * A[i];
+        double l2 = sqrt(num / den), rep = esum / LKH;
         printf("lowrank r%u reconstruction vs KV: rel-L2 %.4f (random full-rank KV: the truncation's loss)\n", rank,
-               sqrt(num / den));
+               l2);
+        /* the reported error (the mean over matrices of the fp32 Q B's error) is the measured one
+         * (all matrices together, of the bf16 Q B in the pool): within 1e-3 relative.  Every device
+         * log of this test (fixed seed; e.g. datasets/hw/2026-12-04/call116, 2026-12-01/call33)
+         * prints 0.6990 and 0.6991: at most 2e-4 apart (3e-4 relative) given the rounding to 4 digits */
+        char line[120];
+        snprintf(line, sizeof line, "reported %.6f, measured %.6f, |diff| / measured %.2e", rep, l2,
+                 fabs(rep - l2) / l2);
+        snprintf(name, sizeof name, "lowrank r%u reported error = reconstruction's (1e-3 rel)", rank);
+        check_true(name, isfinite(rep) && isfinite(l2) && l2 > 0 && fabs(rep - l2) <= 1e-3 * l2, line);
     }
     if (rank == D) {
         double num = 0, den = 0;
@@ -175,9 +186,12 @@ static void capture_free(capture *c)
     free(c->hid), free(c->final), free(c->have);
 }
 
-/* Progressive offload on the tiny model (dual cache): at ratio 1 the form is not smaller than the
- * raw KV, so raw KV goes out and comes back: the decode equals the run without offload; at ratio
- * 0.3 (rank 19 of 64) the low-rank form goes to the host and fetches rebuild the KV from it. */
+/* Progressive offload on the tiny model (dual cache): at ratio 1 the KV goes out and comes back
+ * (raw, or as a low-rank form where that is not larger than the raw blocks: the device logs
+ * since call 19 show 4 of the 6 compress orders stored as forms and 20 rebuilds, all tokens equal): the decode equals the run without
+ * offload, and the run did compress and fetch (COMPRESS orders copied, bytes copied to the
+ * device); at ratio 0.3 (rank 19 of 64) the low-rank form goes to the host and fetches rebuild
+ * the KV from it. */
 static void test_tiny_lowrank(void)
 {
     dkv_model m = tiny_dllm();
@@ -192,15 +206,17 @@ static void test_tiny_lowrank(void)
     agreement(&m, &base, &one, &s1, &t1);
     agreement(&m, &base, &low, &s3, &t3);
     printf("tiny dual, progressive offload ratio 1: %llu compress orders (%llu as low-rank forms), %llu rebuilds; "
-           "tokens equal to no offload %.2f %% (%llu of %llu)\n", (unsigned long long)r1.n_compress,
-           (unsigned long long)r1.n_lowrank_stored, (unsigned long long)r1.n_lowrank_rebuilt,
-           t1 ? 100.0 * s1 / t1 : 0.0, (unsigned long long)s1, (unsigned long long)t1);
+           "tokens equal to no offload %.2f %% (%llu of %llu); copied d2h %llu h2d %llu bytes\n",
+           (unsigned long long)r1.n_compress, (unsigned long long)r1.n_lowrank_stored,
+           (unsigned long long)r1.n_lowrank_rebuilt, t1 ? 100.0 * s1 / t1 : 0.0, (unsigned long long)s1,
+           (unsigned long long)t1, (unsigned long long)r1.pcie_d2h_bytes, (unsigned long long)r1.pcie_h2d_bytes);
     printf("tiny dual, progressive offload ratio 0.3: %llu compress orders (%llu as low-rank forms, mean relative "
            "error %.4f), %llu rebuilds; tokens equal to no offload %.2f %% (%llu of %llu; free-running)\n",
            (unsigned long long)r3.n_compress, (unsigned long long)r3.n_lowrank_stored,
            r3.n_compress ? r3.compress_err_sum / r3.n_compress : 0.0, (unsigned long long)r3.n_lowrank_rebuilt,
            t3 ? 100.0 * s3 / t3 : 0.0, (unsigned long long)s3, (unsigned long long)t3);
-    check_true("offload ratio 1: decode == no offload", t1 > 0 && s1 == t1, "");
+    check_true("offload ratio 1: decode == no offload, KV went out and came back",
+               t1 > 0 && s1 == t1 && r1.n_compress > 0 && r1.pcie_h2d_bytes > 0, "");
     check_true("offload ratio 0.3: forms stored and rebuilt", r3.n_lowrank_stored > 0 && r3.n_lowrank_rebuilt > 0, "");
     dkv_cuda_backend_report_clear(&r1), dkv_cuda_backend_report_clear(&r3);
     capture_free(&base), capture_free(&one), capture_free(&low);

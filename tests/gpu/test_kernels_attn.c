@@ -355,25 +355,34 @@ static void test_sparse_select(dkv_rng *r)
         rs[i] = cand[rs[i]];
     check_true("topk shared set == ref", memcmp(sidx, rs, sizeof rs) == 0, "rows summed, then one top-k");
 
-    /* packing of the chosen rows, per head and shared */
+    /* packing of the chosen rows, per head and shared; V is its own random tensor (drawn here,
+     * after q and k, so the scores and sets above see the same values as before), so a kernel
+     * that fills v_out from k fails the (V) checks */
+    float *v = rand_bf16_values((size_t)TK * LDK, 1, 0, r);
+    dkv_bf16 *dv = upload_bf16(v, (size_t)TK * LDK);
     dkv_bf16 *kout = dev_alloc(HKV * KEEP * D * 2), *vout = dev_alloc(HKV * KEEP * D * 2);
     poison(kout, HKV * KEEP * D * 2), poison(vout, HKV * KEEP * D * 2);
     uint32_t *dri = upload(ridx, sizeof ridx);
-    OK(dkv_cuda_kv_pack(kout, vout, dk, dk, LDK, dri, HKV, D, KEEP, false, st, &err));
+    OK(dkv_cuda_kv_pack(kout, vout, dk, dv, LDK, dri, HKV, D, KEEP, false, st, &err));
     float *pk = download_bf16(kout, HKV * KEEP * D), *pv = download_bf16(vout, HKV * KEEP * D);
-    float *rp = malloc(HKV * KEEP * D * 4);
+    float *rp = malloc(HKV * KEEP * D * 4), *rpv = malloc(HKV * KEEP * D * 4);
     dkv_ref_pack_heads(rp, k, ridx, TK, HKV, D, KEEP, false);
+    dkv_ref_pack_heads(rpv, v, ridx, TK, HKV, D, KEEP, false);
+    check_true("kv_pack V reference differs from K's", memcmp(rp, rpv, (size_t)HKV * KEEP * D * 4) != 0,
+               "V drawn apart from K");
     check("kv_pack per head [head, token, feature]", pk, rp, HKV * KEEP * D, 0, 0);
-    check("kv_pack per head (V)", pv, rp, HKV * KEEP * D, 0, 0);
+    check("kv_pack per head (V)", pv, rpv, HKV * KEEP * D, 0, 0);
     free(pk), free(pv);
     uint32_t *drs = upload(rs, sizeof rs);
-    poison(kout, HKV * KEEP * D * 2);
-    OK(dkv_cuda_kv_pack(kout, vout, dk, dk, LDK, drs, HKV, D, KEEP, true, st, &err));
-    pk = download_bf16(kout, HKV * KEEP * D);
+    poison(kout, HKV * KEEP * D * 2), poison(vout, HKV * KEEP * D * 2);
+    OK(dkv_cuda_kv_pack(kout, vout, dk, dv, LDK, drs, HKV, D, KEEP, true, st, &err));
+    pk = download_bf16(kout, HKV * KEEP * D), pv = download_bf16(vout, HKV * KEEP * D);
     dkv_ref_pack_heads(rp, k, rs, TK, HKV, D, KEEP, true);
+    dkv_ref_pack_heads(rpv, v, rs, TK, HKV, D, KEEP, true);
     check("kv_pack shared set", pk, rp, HKV * KEEP * D, 0, 0);
-    free(q), free(k), free(score), free(idx), free(sidx), free(pk), free(rp);
-    cudaFree(dq), cudaFree(dk), cudaFree(dscore), cudaFree(ws), cudaFree(dqs), cudaFree(didx);
+    check("kv_pack shared set (V)", pv, rpv, HKV * KEEP * D, 0, 0);
+    free(q), free(k), free(v), free(score), free(idx), free(sidx), free(pk), free(pv), free(rp), free(rpv);
+    cudaFree(dq), cudaFree(dk), cudaFree(dv), cudaFree(dscore), cudaFree(ws), cudaFree(dqs), cudaFree(didx);
     cudaFree(kout), cudaFree(vout), cudaFree(dri), cudaFree(drs);
 }
 
