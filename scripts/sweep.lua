@@ -4,7 +4,7 @@
 --   local rows = dkv.sweep{
 --     name = "sched",                       -- run names: "sched:gpu=h200,kind=phase"
 --     grid = {gpu = {"h200", "l40s"}, kind = {"static", "fcfs", "phase"}},
---     order = {"gpu", "kind"},              -- optional: key order (default: sorted keys)
+--     order = {"gpu", "kind"},              -- optional: key order (default: sorted keys), each key once
 --     run = function(p) return dkv.simulate{... scheduler = {kind = p.kind} ...} end,
 --     save = true,                          -- dkv.save each dkv.simulate result (default true)
 --   }
@@ -14,6 +14,9 @@
 -- shard runs the points dkv.shard.mine(k) selects, so a Slurm job array covers the grid once.
 -- Each row is {index = k, name = ..., params = p, summary = <result summary or the table run
 -- returned>, result = <what run returned>}; rows keep grid order.
+-- Before any point runs, these are errors naming the key or the points: a spec key other than the five
+-- above (sav = false), a key named twice in order, and two points of the grid (any shard's) with one run
+-- name (values differing only in characters a name cannot hold: "a b" and "a_b" both give a_b).
 local dkv = require "dkv"
 
 local M = {}
@@ -25,10 +28,19 @@ local function sorted_keys(t)
   return ks
 end
 
---- All points of the grid, in order (first key slowest).
-function M.points(grid, order)
+local function points(grid, order, level)
   assert(type(grid) == "table", "sweep: grid must be a table of {key = {values...}}")
+  if order ~= nil and type(order) ~= "table" then
+    error("sweep: order must be an array of the grid's keys, got " .. type(order), level)
+  end
   local keys = order or sorted_keys(grid)
+  local seen = {}
+  for i, k in ipairs(keys) do
+    if seen[k] then   -- a key named twice would run every point twice
+      error(string.format("sweep: order names '%s' twice (entries %d and %d)", tostring(k), seen[k], i), level)
+    end
+    seen[k] = i
+  end
   for _, k in ipairs(keys) do
     local v = grid[k]
     assert(type(v) == "table" and #v > 0, "sweep: grid." .. tostring(k) .. " must be a non-empty array")
@@ -54,6 +66,12 @@ function M.points(grid, order)
   return pts, keys
 end
 
+--- All points of the grid, in order (first key slowest).
+function M.points(grid, order)
+  local pts, keys = points(grid, order, 3)
+  return pts, keys
+end
+
 local function clean(s)
   return (tostring(s):gsub("[^A-Za-z0-9_.:=,+-]", "_"))
 end
@@ -70,10 +88,42 @@ local function is_result(r)
   return type(r) == "userdata" and pcall(function() return r.summary end)
 end
 
+local SPEC_KEYS = {name = "string", grid = "table", order = "table", run = "function", save = "boolean"}
+
+local function describe(p, keys)
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = p[k]
+    parts[#parts + 1] = tostring(k) .. "=" .. (type(v) == "string" and string.format("%q", v) or tostring(v))
+  end
+  return table.concat(parts, ", ")
+end
+
 --- Runs spec.run(point) for this shard's points; returns the rows.
 function M.run(spec)
   assert(type(spec) == "table" and type(spec.run) == "function", "sweep: needs {grid = ..., run = function(p)}")
-  local pts, keys = M.points(spec.grid, spec.order)
+  for k, v in pairs(spec) do   -- a misspelt key (sav = false) would be ignored: an error instead
+    local want = SPEC_KEYS[k]
+    if want == nil then
+      error(string.format("sweep: unknown key '%s' in the spec (known: grid, name, order, run, save)", tostring(k)), 2)
+    elseif type(v) ~= want then
+      error(string.format("sweep: %s must be a %s, got %s", k, want, type(v)), 2)
+    end
+  end
+  local pts, keys = points(spec.grid, spec.order, 3)
+  -- every point's run name, over the whole grid (every shard's), before anything runs: values that differ only in
+  -- the characters a name cannot hold ("a b" and "a_b") would otherwise be found at the second dkv.save
+  local named = {}
+  for k, p in ipairs(pts) do
+    local name = M.name(spec.name or "sweep", p, keys)
+    local j = named[name]
+    if j then
+      error(string.format("sweep: points %d (%s) and %d (%s) have one run name, '%s' (a character outside "
+        .. "A-Za-z0-9_.:=,+- becomes _): make those values differ otherwise", j, describe(pts[j], keys), k,
+        describe(p, keys), name), 2)
+    end
+    named[name] = k
+  end
   local rows = {}
   local save = spec.save ~= false
   for k, p in ipairs(pts) do

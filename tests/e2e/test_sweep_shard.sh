@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # test_sweep_shard.sh - dkv.sweep (scripts/sweep.lua) over a simulate grid honours --shard i/N:
 # three shards together run every grid point exactly once, each shard only its own, and
-# `dkv merge` joins them into one file with all points.
+# `dkv merge` joins them into one file with all points.  A mistaken spec is an error naming it before
+# any point runs, with no file written: an unknown key (sav = false), a key twice in order, and two
+# grid values with one run name ("a b" and "a_b").
 set -uo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
+export DKV_ROOT=$ROOT   # require "sweep" loads this tree's scripts/sweep.lua, not the dkv binary's tree's
 PY=/usr/bin/python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 $PY -c 'import h5py' 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks h5py (apt-get install python3-h5py)"; exit 77; }
@@ -53,3 +56,28 @@ with h5py.File(t + "/all.h5", "r") as a, h5py.File(t + "/merged.h5", "r") as m:
             assert sa[k] == sm[k], (n, k, sa[k], sm[k])
 print("ok: 6 points, 2 per shard, merged equals unsharded")
 PY
+
+# mistaken specs: an error naming the mistake, raised before any point runs ("ran" is printed by each run)
+bad() {   # name spec-fields expected-message
+    cat >"$T/bad_$1.lua" <<LUA
+local dkv = require "dkv"
+local sweep = require "sweep"
+dkv.sweep{name = "b", $2,
+  run = function(p)
+    print("ran")
+    return dkv.simulate{model = "tiny", gpu = "h200", seed = 3,
+      workload = {kind = "poisson", rate = 1, n = 2, prompt = 64, gen = 32}, decode = {cache = "dual", block_len = 16}}
+  end}
+LUA
+    if "$DKV" run "$T/bad_$1.lua" -o "$T/bad_$1.h5" >"$T/bad_$1.txt" 2>"$T/bad_$1.err"; then fail "$1: accepted"; fi
+    grep -qF "$3" "$T/bad_$1.err" || fail "$1: message: $(cat "$T/bad_$1.err")"
+    grep -q "bad_$1.lua:3:" "$T/bad_$1.err" || fail "$1: the error does not name the script's line: $(cat "$T/bad_$1.err")"
+    ! grep -q ran "$T/bad_$1.txt" || fail "$1: a point ran before the error"
+    [ ! -e "$T/bad_$1.h5" ] || fail "$1: a results file was written"
+}
+bad unknown 'grid = {rate = {1}}, sav = false' "sweep: unknown key 'sav' in the spec (known: grid, name, order, run, save)"
+bad order 'grid = {rate = {1, 2}}, order = {"rate", "rate"}' "sweep: order names 'rate' twice (entries 1 and 2)"
+bad names 'grid = {v = {"a b", "a_b"}}' \
+    "sweep: points 1 (v=\"a b\") and 2 (v=\"a_b\") have one run name, 'b:v=a_b'"
+bad savetype 'grid = {rate = {1}}, save = 0' "sweep: save must be a boolean, got number"
+echo "ok: mistaken specs refused before any point runs"
