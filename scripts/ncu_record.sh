@@ -14,10 +14,12 @@
 # (llada-8b, dream-7b); DIR: a folder name under OUT (letters, digits, _ and -); POINT: hw_validate.lua's point name
 # (w25:dual).  One line per point goes to standard output and OUT/tests.txt: "ncu MODEL POINT exit RC S s, K kernels".
 # Environment: DKV (default .hwbin/dkv), NCU (default: ncu on PATH or under /usr/local/cuda, /opt/nvidia).
+# Nothing is overwritten: an OUT already holding a DIR, DIR.tgz, x or logs_x.tgz (a set recorded there) is refused
+# before any point runs (a call's $OUT is fresh); each archive is written under a temporary name and renamed.
 # Exit status: 0 when every point ran (each point's own exit status is in its line), 2 on a usage error.
 set -u
-usage() { sed -n '2,20p' "$0" >&2; exit 2; }
-case ${1:-} in -h|--help) sed -n '2,20p' "$0"; exit 0 ;; esac
+usage() { sed -n '2,19p' "$0" >&2; exit 2; }
+case ${1:-} in -h|--help) sed -n '2,19p' "$0"; exit 0 ;; esac
 [ $# -ge 3 ] || usage
 O=$1 budget=$2; shift 2
 [ -d "$O" ] || { echo "ncu_record: OUT '$O' is not a folder" >&2; exit 2; }
@@ -25,6 +27,13 @@ O=$1 budget=$2; shift 2
 for mp in "$@"; do
     [[ $mp =~ ^[a-z0-9.-]+:[A-Za-z0-9_-]+:w[0-9]+:[a-z_]+$ ]] ||
         { echo "ncu_record: '$mp' is not MODEL:DIR:POINT (e.g. llada-8b:ncu_llada:w25:dual)" >&2; exit 2; }
+done
+for mp in "$@"; do   # what this call would write must not be there already (it would be packed, replaced or removed)
+    rest=${mp#*:}; dir=${rest%%:*}
+    for f in "$dir" "$dir.tgz" x logs_x.tgz; do
+        [ ! -e "$O/$f" ] && [ ! -e "$O/$f.tmp" ] ||
+            { echo "ncu_record: OUT '$O' already holds $f (a set recorded there): give a fresh OUT" >&2; exit 2; }
+    done
 done
 DKV=${DKV:-.hwbin/dkv}
 NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda-*/bin/ncu 2>/dev/null | head -n 1)}
@@ -48,6 +57,6 @@ for mp in "$@"; do
     cut=; { [ $rc = 124 ] || [ $rc = 137 ]; } && cut=", cut at $lim s"
     echo "ncu $model $p exit $rc $((SECONDS - t1)) s, ${k:-0} kernels$cut" | tee -a "$O/tests.txt"
 done
-for d in "${dirs[@]}"; do (cd "$O" && tar czf "$d.tgz" "$d" && rm -rf "$d"); done
-(cd "$O" && tar czf logs_x.tgz x && rm -rf x)
+for d in "${dirs[@]}"; do (cd "$O" && tar czf "$d.tgz.tmp" "$d" && mv "$d.tgz.tmp" "$d.tgz" && rm -rf "$d"); done
+(cd "$O" && tar czf logs_x.tgz.tmp x && mv logs_x.tgz.tmp logs_x.tgz && rm -rf x)
 exit 0

@@ -4,7 +4,7 @@
 # a stand-in ncu that writes three kernel rows and the profiled run's h5 stands for both.  Each point's files land
 # in its DIR, each DIR is packed once, the logs apart, one line per point in tests.txt; a point that finds less than
 # 50 s of budget is skipped and says so; bad arguments are usage errors naming
-# the argument, with nothing written.
+# the argument, with nothing written; an OUT already holding a set is refused, its files untouched.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -37,6 +37,16 @@ for l in "ncu llada-8b w25:dual exit 0 [0-9]* s, 3 kernels" "ncu dream-7b w25:du
     grep -qx "$l" "$O/tests.txt" || fail "tests.txt lacks '$l': $(cat "$O/tests.txt")"
 done
 cmp -s "$T/r.txt" "$O/tests.txt" || fail "standard output and tests.txt differ"
+# a second call into that OUT (its DIR.tgz, or only logs_x.tgz, already there) is refused before any point runs,
+# the first set's files untouched (it replaced them)
+sums=$(cd "$O" && md5sum *)
+for args in "llada-8b:ncu_llada:w25:dual|ncu_llada.tgz" "llada-8b:other:w25:dual|logs_x.tgz"; do
+    rc=0; NCU=$T/ncu DKV=/bin/true bash scripts/ncu_record.sh "$O" 500 "${args%%|*}" > "$T/r2.txt" 2> "$T/e" || rc=$?
+    [ $rc = 2 ] || fail "a second call into OUT (${args%%|*}): exit $rc, not 2"
+    grep -qF "ncu_record: OUT '$O' already holds ${args##*|} (a set recorded there): give a fresh OUT" "$T/e" ||
+        fail "a second call into OUT (${args%%|*}): message: $(cat "$T/e")"
+    [ "$(cd "$O" && md5sum *)" = "$sums" ] && [ ! -s "$T/r2.txt" ] || fail "a refused call changed OUT: $(ls -l "$O")"
+done
 
 # a budget under 50 s skips every point (and still packs what it made: nothing but the logs)
 O2=$T/out2; mkdir -p "$O2"
