@@ -14,15 +14,22 @@
 # its first arrival (a trace's times count from its first row: hw_multi_proc.lua).
 # DKV: the dkv binary (default build/release/dkv); LIMIT (default 120 s) bounds each process.
 # Without a GPU the processes simulate their shares (runs :sim), which tests the merge.
+# The processes' logs go to OUT.log (OUT.h5 less .h5, plus .log); an OUT.h5 or OUT.log already there is refused
+# (exit 2) before anything runs, and the log is written under a temporary name and renamed.
 set -u
-K=${1:?usage: hw_multi_proc.sh K OUT.h5 [-D name=value ...]}
-OUTH5=${2:?usage: hw_multi_proc.sh K OUT.h5 [-D name=value ...]}
+usage="usage: hw_multi_proc.sh K OUT.h5 [-D name=value ...]"
+case ${1:-} in -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;; esac
+[ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+K=$1
+OUTH5=$2
 shift 2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DKV=${DKV:-$ROOT/build/release/dkv}
 [ -x "$DKV" ] || { echo "hw_multi_proc: no dkv at $DKV (set DKV=)" >&2; exit 2; }
 [[ "$K" =~ ^[1-9][0-9]*$ ]] || { echo "hw_multi_proc: K must be a positive integer, got '$K'" >&2; exit 2; }
 [ -e "$OUTH5" ] && { echo "hw_multi_proc: $OUTH5 exists" >&2; exit 2; }
+LOG=${OUTH5%.h5}.log
+[ -e "$LOG" ] && { echo "hw_multi_proc: $LOG exists (the processes' logs would replace it)" >&2; exit 2; }
 T=$(mktemp -d)
 OP=b1
 for a in "$@"; do [[ "$a" == op=* ]] && OP=${a#op=}; done
@@ -49,7 +56,8 @@ for ((i = 0; i < K; i++)); do
 done
 rc=0
 for ((i = 0; i < K; i++)); do
-    wait "${pids[$i]}" || { rc=1; echo "hw_multi_proc: process $i failed (exit $?):"; tail -n 5 "$T/p$i.log"; }
+    wait "${pids[$i]}"; r=$?   # its status read before anything else sets $?
+    [ $r = 0 ] || { rc=1; echo "hw_multi_proc: process $i failed (exit $r):"; tail -n 5 "$T/p$i.log"; }
     grep -h "^hw_multi_proc " "$T/p$i.log"
 done
 files=()
@@ -59,6 +67,7 @@ if [ ${#files[@]} -gt 0 ]; then
 else
     rc=1
 fi
-cat "$T"/p*.log > "${OUTH5%.h5}.log" 2>/dev/null
+{ cat "$T"/p*.log > "$LOG.tmp" 2>/dev/null && mv "$LOG.tmp" "$LOG"; } ||
+    { rm -f "$LOG.tmp"; rc=1; echo "hw_multi_proc: could not write $LOG"; }
 rm -rf "$T"
 exit $rc

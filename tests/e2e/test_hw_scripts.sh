@@ -6,7 +6,8 @@
 # stand-in "hardware" runs (dkv.simulate on the A100 preset) against H200 simulations, fake ncu
 # CSVs imported, dkv compare with issue 6's tolerances (latency must fail, bytes, peaks and
 # fragmentation must pass), dkv calibrate on the fit set, the validation points re-simulated under
-# the fitted preset (latency must then pass), and a fit-set run refused as validation.
+# the fitted preset (latency must then pass), and a fit-set run refused as validation.  Also the
+# scripts' own mistakes: hw_multi_proc.sh's --help, its OUT.log kept and a failed process's exit status.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 PY=/usr/bin/python3
@@ -199,6 +200,19 @@ assert abs(host("multi:b1:inst=2,shared:sim_host=0", "step_release_s") - rel) <=
 assert r["multi:b1:inst=2,shared:real"].attrs["backend"] in (b"sim", "sim")   # the fake's result
 PYEOF
 grep -E "^b1:inst=1,clock=steps .* \+0\.000 " "$T/fmul.txt" >/dev/null || fail "k=1 identity column"
+
+# scripts/hw_multi_proc.sh: --help is usage (exit 0); an OUT.log already there is refused (exit 2) and kept (it was
+# emptied); a failed process's line gives its exit status (it said "exit 0")
+out=$(bash scripts/hw_multi_proc.sh --help) || fail "hw_multi_proc.sh --help: exit $?"
+grep -q "bash scripts/hw_multi_proc.sh K OUT.h5" <<<"$out" || fail "hw_multi_proc.sh --help: $out"
+echo keep > "$T/mp.log"
+rc=0; DKV=/bin/false bash scripts/hw_multi_proc.sh 1 "$T/mp.h5" > "$T/mp.txt" 2>&1 || rc=$?
+[ $rc = 2 ] && grep -q "^hw_multi_proc: $T/mp.log exists" "$T/mp.txt" && [ "$(cat "$T/mp.log")" = keep ] ||
+    fail "hw_multi_proc.sh over an existing OUT.log: exit $rc, log '$(cat "$T/mp.log")': $(cat "$T/mp.txt")"
+rm "$T/mp.log"
+rc=0; START_DELAY=0 DKV=/bin/false bash scripts/hw_multi_proc.sh 1 "$T/mp.h5" > "$T/mp.txt" 2>&1 || rc=$?
+[ $rc = 1 ] && grep -q "^hw_multi_proc: process 0 failed (exit 1):" "$T/mp.txt" ||
+    fail "hw_multi_proc.sh with a failing dkv: exit $rc: $(cat "$T/mp.txt")"
 
 # the session's post-processing on stand-ins
 DKV="$DKV" bash scripts/hw_session.sh standin "$T/dev" >"$T/standin.txt" 2>&1 || { cat "$T/standin.txt"; fail "standin"; }
