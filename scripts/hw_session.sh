@@ -19,6 +19,11 @@
 #   bash scripts/hw_session.sh standin DIR # here: DIR gets what `device` returns, made by
 #                                          # dkv.simulate on the a100-80g preset (STAND-IN, to test
 #                                          # `post`: tests/e2e/test_hw_scripts.sh; fake ncu CSVs)
+#   bash scripts/hw_session.sh --help      # this text
+#
+# A relative path (post's DIRs, standin's DIR, RES, PROFILE, MULTI_HOST_PROFILE, DKV) is taken from the folder the
+# script is run from (it then works in the repository root).  post checks its DIRs and PROFILE, and refuses a RES
+# that already holds results, before it creates anything.
 #
 # device: STEPS (default "check bwcurve validate experiments ncu"; issue 9 adds "profile" = dkv profile
 # into profile.lua, bounded by PROFILE_LIMIT (330 s), options in PROFILE_ARGS, and "heldout" = the held-out
@@ -53,8 +58,18 @@
 #                          points (+ bwcurve.txt); not k > 1 instances nor separate processes (issue 11)
 #   validation set:        hw_validate (3 workloads x prefix/dual/sparse), and its ncu profiles
 set -u
+CALLER=$PWD   # relative paths given to the script are the caller's: here() resolves them after the cd
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+here() {   # PATH: unchanged when absolute or when the caller is in the root, else under the caller's folder
+    case $1 in
+    /*|'') printf '%s\n' "$1" ;;
+    *) if [ "$CALLER" = "$ROOT" ]; then printf '%s\n' "$1"; else printf '%s\n' "$CALLER/$1"; fi ;;
+    esac
+}
+here_dkv() {   # DKV as the caller meant it: a bare name is looked up on PATH, a path is the caller's
+    case ${DKV:-} in */*) DKV=$(here "$DKV") ;; esac
+}
 HB=.hwbin
 PY=/usr/bin/python3
 STUDIES=${STUDIES:-"retention offload layout multi_instance"}   # device: order = run order
@@ -344,7 +359,10 @@ PYEOF
 }
 
 standin() {
-    local D=${1:?usage: hw_session.sh standin DIR} preset=${STANDIN:-a100-80g}
+    [ $# = 1 ] || { echo "usage: hw_session.sh standin DIR" >&2; exit 2; }
+    local D preset=${STANDIN:-a100-80g}
+    D=$(here "$1")
+    here_dkv
     DKV=${DKV:-$(pick_dkv)}
     local S; S=$(mktemp -d); mkdir -p "$S/h5" "$S/ncu" "$S/logs" "$D"
     local x
@@ -428,23 +446,36 @@ pick_dkv() {
 # ---------------------------------------------------------------- post (here)
 post() {
     [ $# -ge 1 ] || { echo "usage: [RES=results/hw-X] hw_session.sh post DIR [DIR...]" >&2; exit 2; }
-    local R=${RES:-results/hw-$(date +%Y%m%d-%H%M%S)}
+    local f D dirs=() prof=""
+    for D in "$@"; do   # every input checked before anything is created
+        D=$(here "$D")
+        [ -d "$D" ] || { echo "hw_session post: no folder $D" >&2; exit 2; }
+        dirs+=("$D")
+    done
+    if [ -n "${PROFILE:-}" ]; then
+        prof=$(here "$PROFILE")
+        [ -f "$prof" ] || { echo "hw_session post: PROFILE=$PROFILE: no such file" >&2; exit 2; }
+    fi
+    if [ -n "${MULTI_HOST_PROFILE:-}" ]; then
+        MULTI_HOST_PROFILE=$(here "$MULTI_HOST_PROFILE")
+        [ -f "$MULTI_HOST_PROFILE" ] || { echo "hw_session post: MULTI_HOST_PROFILE=$MULTI_HOST_PROFILE: no such file" >&2; exit 2; }
+    fi
+    local R
+    if [ -n "${RES:-}" ]; then R=$(here "$RES"); else R=results/hw-$(date +%Y%m%d-%H%M%S); fi
+    here_dkv
     DKV=${DKV:-$(pick_dkv)}
     [ -e "$R/h5" ] && { echo "hw_session post: $R already holds results: give another RES=" >&2; exit 2; }
     mkdir -p "$R/cmp" "$R/root/datasets" "$R/h5prof" || exit 1
     R=$(cd "$R" && pwd)
-    local f D
-    for D in "$@"; do   # the device calls' folders, in order (a later STEPS=ncu call adds profiles)
-        [ -d "$D" ] || { echo "hw_session post: no folder $D" >&2; exit 2; }
+    for D in "${dirs[@]}"; do   # the device calls' folders, in order (a later STEPS=ncu call adds profiles)
         # hw_h5*.tgz: a stored call may keep its result files in several archives (each under 4 MiB)
         for f in "$D"/hw_h5*.tgz "$D/ncu.tgz" "$D/logs.tgz"; do [ -f "$f" ] && tar xzf "$f" -C "$R"; done
         [ -f "$D/profile.lua" ] && take_profile "$D/profile.lua" "$R/profile.lua"
         [ -f "$D/bwcurve.txt" ] && [ -s "$D/bwcurve.txt" ] && cp "$D/bwcurve.txt" "$R/"
         [ -f "$D/table.txt" ] && cat "$D/table.txt" >> "$R/table.txt"
     done
-    if [ -n "${PROFILE:-}" ]; then   # issue 9: another profile (a later dkv profile call) for the re-simulation
-        [ -f "$PROFILE" ] || { echo "hw_session post: PROFILE=$PROFILE: no such file" >&2; exit 2; }
-        cp "$PROFILE" "$R/profile.lua"
+    if [ -n "$prof" ]; then   # issue 9: another profile (a later dkv profile call) for the re-simulation
+        cp "$prof" "$R/profile.lua"
     fi
     local validation=""   # validation points (or a profile to import) to post, else issue 11's study alone
     for f in h5/val.h5 h5/heldout.h5 h5/novel.h5 profile.lua; do [ -f "$R/$f" ] && validation=1; done
@@ -1052,5 +1083,6 @@ build) build ;;
 device) device ;;
 post) shift; post "$@" ;;
 standin) shift; standin "$@" ;;
-*) echo "usage: $0 build | device | post DIR [DIR...] | standin DIR" >&2; exit 2 ;;
+-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+*) echo "usage: $0 build | device | post DIR [DIR...] | standin DIR  (--help: what each does)" >&2; exit 2 ;;
 esac

@@ -7,7 +7,8 @@
 # CSVs imported, dkv compare with issue 6's tolerances (latency must fail, bytes, peaks and
 # fragmentation must pass), dkv calibrate on the fit set, the validation points re-simulated under
 # the fitted preset (latency must then pass), and a fit-set run refused as validation.  Also the
-# scripts' own mistakes: hw_multi_proc.sh's --help, its OUT.log kept and a failed process's exit status.
+# scripts' own mistakes: --help, a folder checked before RES is made, relative paths, hw_multi_proc.sh's
+# OUT.log kept and a failed process's exit status.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 PY=/usr/bin/python3
@@ -214,10 +215,18 @@ rc=0; START_DELAY=0 DKV=/bin/false bash scripts/hw_multi_proc.sh 1 "$T/mp.h5" > 
 [ $rc = 1 ] && grep -q "^hw_multi_proc: process 0 failed (exit 1):" "$T/mp.txt" ||
     fail "hw_multi_proc.sh with a failing dkv: exit $rc: $(cat "$T/mp.txt")"
 
-# the session's post-processing on stand-ins
+# scripts/hw_session.sh: --help is usage (exit 0); post checks its folders before it creates RES (it made RES/cmp,
+# h5prof and root first)
+out=$(bash scripts/hw_session.sh --help) || fail "hw_session.sh --help: exit $?"
+grep -q "RES=results/hw-X bash scripts/hw_session.sh post DIR" <<<"$out" || fail "hw_session.sh --help: $out"
+rc=0; (cd "$T" && DKV="$DKV" RES="$T/r0" bash "$ROOT/scripts/hw_session.sh" post nosuch) > "$T/r0.txt" 2>&1 || rc=$?
+[ $rc = 2 ] && grep -q "hw_session post: no folder $T/nosuch" "$T/r0.txt" && [ ! -e "$T/r0" ] ||
+    fail "post of a missing folder: exit $rc, RES $(ls -d "$T/r0" 2>&1): $(cat "$T/r0.txt")"
+
+# the session's post-processing on stand-ins (post run from T with relative paths: the caller's, not the root's)
 DKV="$DKV" bash scripts/hw_session.sh standin "$T/dev" >"$T/standin.txt" 2>&1 || { cat "$T/standin.txt"; fail "standin"; }
 for f in hw_h5.tgz ncu.tgz logs.tgz table.txt; do [ -f "$T/dev/$f" ] || fail "standin: no $f"; done
-DKV="$DKV" RES="$T/res" bash scripts/hw_session.sh post "$T/dev" >"$T/post.txt" 2>&1 || { tail -n 30 "$T/post.txt"; fail "post"; }
+(cd "$T" && DKV="$DKV" RES=res bash "$ROOT/scripts/hw_session.sh" post dev) >"$T/post.txt" 2>&1 || { tail -n 30 "$T/post.txt"; fail "post"; }
 S="$T/res/summary.md"
 grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
 # a call that ran only the nv:* points (set novel: device call 111) posts as held-out validation, not as issue 11's;
