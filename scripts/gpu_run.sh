@@ -7,9 +7,19 @@
 #   bash scripts/gpu_run.sh device   # there: tests, compute-sanitizer memcheck + racecheck,
 #                                    #        bench_reuse; logs under $OUT (or ./gpu-out)
 #   STEPS="tests sanitize bench" picks what `device` runs (default: all three, plus `crosscheck`).
+#   bash scripts/gpu_run.sh --help   # this text and the commands (each command is described in this script)
+# A relative path given to a command (post-score's FILES_AT, CPU.h5 and RES) is taken from the folder the script
+# is run from (it then works in the repository root).
 set -u
+CALLER=$PWD   # relative paths given to the script are the caller's: here() resolves them after the cd
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+here() {   # PATH: unchanged when absolute or when the caller is in the root, else under the caller's folder
+    case $1 in
+    /*|'') printf '%s\n' "$1" ;;
+    *) if [ "$CALLER" = "$ROOT" ]; then printf '%s\n' "$1"; else printf '%s\n' "$CALLER/$1"; fi ;;
+    esac
+}
 BIN=.gpubin
 
 build() {
@@ -373,7 +383,10 @@ device_fp8() {
 # here:  RES=DIR bash scripts/gpu_run.sh post-score FILES_AT CPU.h5
 #        (CPU.h5: the same frontier with -D backend=cpu -D full=true, run here) unpacks score.tgz into
 #        RES (default results/score), prints the GPU test's verdicts, scripts/quality_compare.py
-#        CPU.h5 frontier_cuda.h5 (also as RES/compare.md) and plots RES/quality_frontier_cuda.png
+#        CPU.h5 frontier_cuda.h5 (also as RES/compare.md) and plots RES/quality_frontier_cuda.png.
+#        FILES_AT/score.tgz and CPU.h5 are checked, and a RES that is not empty (results already
+#        there) is refused (exit 2), before anything is written; compare.txt and compare.md are
+#        written under a temporary name and renamed, and a failed quality_compare.py fails post-score.
 SB=build/score_bin
 SCORE_CONFS="none prefix dual sparse-head sparse-shared lowrank fp8"
 
@@ -420,9 +433,15 @@ device_score() {
 }
 
 post_score() {
-    local dir=${1:?usage: post-score FILES_AT CPU.h5} cpu=${2:?usage: post-score FILES_AT CPU.h5}
-    local res=${RES:-results/score} PY=/usr/bin/python3 rc=0
+    [ $# = 2 ] || { echo "usage: [RES=DIR] gpu_run.sh post-score FILES_AT CPU.h5" >&2; return 2; }
+    local dir cpu res PY=/usr/bin/python3 rc=0 r
+    dir=$(here "$1"); cpu=$(here "$2")
+    if [ -n "${RES:-}" ]; then res=$(here "$RES"); else res=results/score; fi
     [ -f "$dir/score.tgz" ] || { echo "post-score: $dir/score.tgz is missing (the device call's files)" >&2; return 1; }
+    [ -f "$cpu" ] || { echo "post-score: CPU.h5 $cpu: no such file" >&2; return 1; }
+    if [ -e "$res" ] && { [ ! -d "$res" ] || [ -n "$(ls -A "$res")" ]; }; then
+        echo "post-score: RES $res already holds results (it would be overwritten): give another RES=" >&2; return 2
+    fi
     mkdir -p "$res" && tar -xzf "$dir/score.tgz" -C "$res" || return 1
     [ -f "$dir/device.txt" ] && { echo "device: $(head -n 1 "$dir/device.txt")"; cp "$dir/device.txt" "$res/"; }
     echo "== tests/gpu/test_backend_score (criteria in each line)"
@@ -441,8 +460,16 @@ post_score() {
         tail -n 5 "$res/frontier_cuda.log" >&2
         return 1
     fi
-    $PY scripts/quality_compare.py "$cpu" "$res/frontier_cuda.h5" | tee "$res/compare.txt" || return 1
-    $PY scripts/quality_compare.py "$cpu" "$res/frontier_cuda.h5" --md > "$res/compare.md" || return 1
+    $PY scripts/quality_compare.py "$cpu" "$res/frontier_cuda.h5" | tee "$res/compare.txt.tmp"
+    r=${PIPESTATUS[0]}   # quality_compare.py's status, not tee's
+    if [ "$r" != 0 ]; then
+        rm -f "$res/compare.txt.tmp"; echo "post-score: scripts/quality_compare.py failed (exit $r)" >&2; return 1
+    fi
+    mv "$res/compare.txt.tmp" "$res/compare.txt" || return 1
+    if ! $PY scripts/quality_compare.py "$cpu" "$res/frontier_cuda.h5" --md > "$res/compare.md.tmp"; then
+        rm -f "$res/compare.md.tmp"; echo "post-score: scripts/quality_compare.py --md failed" >&2; return 1
+    fi
+    mv "$res/compare.md.tmp" "$res/compare.md" || return 1
     $PY scripts/plot_quality_frontier.py "$res/frontier_cuda.h5" "$res/quality_frontier_cuda.png" || rc=1
     return $rc
 }
@@ -499,6 +526,10 @@ device_lowrank() {
     return $rc
 }
 
+usage() {
+    echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|device-ties|build-fp8|device-fp8|build-score|device-score|post-score|build-lowrank|device-lowrank"
+}
+
 case "${1:-}" in
 build) build ;;
 device) device ;;
@@ -518,6 +549,6 @@ device-score) device_score ;;
 build-lowrank) build_lowrank ;;
 device-lowrank) device_lowrank ;;
 post-score) shift; post_score "$@" ;;
-*) echo "usage: $0 build|device|build-backend|device-backend|build-perf|device-perf|build-quality|device-quality|build-agree|device-agree|device-ties|build-fp8|device-fp8|build-score|device-score|post-score|build-lowrank|device-lowrank" >&2
-   exit 2 ;;
+-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; echo; usage ;;
+*) usage >&2; exit 2 ;;
 esac

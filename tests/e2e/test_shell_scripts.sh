@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# test_shell_scripts.sh - the mistakes of the helper shell scripts no other test runs, without a GPU or a build:
+#   scripts/gpu_run.sh post-score: a failed scripts/quality_compare.py fails it (only tee's status was read) and
+#     leaves no compare.txt or compare.md; a RES already holding results is refused, its files kept (they were
+#     emptied); relative FILES_AT, CPU.h5 and RES are the caller's (the script cds to the root); a missing CPU.h5
+#     is named before RES is made;
+#   -h/--help of each: usage on standard output, exit 0.
+set -uo pipefail
+: "${DKV:?}" "${T:?}" "${ROOT:?}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cd "$ROOT" || exit 1
+
+# --help and -h: the usage on standard output, nothing on standard error, exit 0 (check_no_behaviour_change.sh: below)
+for sw in "gpu_run.sh|usage: scripts/gpu_run.sh build|device|"; do
+    s=${sw%%|*}
+    for h in -h --help; do
+        rc=0; out=$(bash "scripts/$s" $h 2> "$T/e") || rc=$?
+        [ $rc = 0 ] && grep -qF "${sw#*|}" <<<"$out" && [ ! -s "$T/e" ] ||
+            fail "$s $h: exit $rc, standard output '${out:0:200}', standard error '$(cat "$T/e")'"
+    done
+done
+
+# ---- gpu_run.sh post-score on a stand-in device folder whose frontier is not HDF5 (quality_compare.py fails)
+mkdir -p "$T/fa" "$T/w"
+echo "== frontier cuda exit 0 (1 s)" > "$T/w/frontier_cuda.log"
+echo "not HDF5" > "$T/w/frontier_cuda.h5"
+printf 'PASS stand-in\n== test_backend_score dual exit 0 (0 s)\n' > "$T/w/score_dual.log"
+tar -czf "$T/fa/score.tgz" -C "$T/w" .
+echo "not HDF5" > "$T/cpu.h5"
+# a failed comparison fails post-score by its own status, and no compare.txt or compare.md is left
+rc=0; RES="$T/r1" bash scripts/gpu_run.sh post-score "$T/fa" "$T/cpu.h5" > "$T/o1" 2> "$T/e1" || rc=$?
+[ $rc = 1 ] && grep -q "^post-score: scripts/quality_compare.py failed (exit [1-9]" "$T/e1" ||
+    fail "post-score with a failing quality_compare.py: exit $rc: $(cat "$T/e1")"
+[ -f "$T/r1/frontier_cuda.h5" ] && [ -z "$(ls "$T/r1" | grep compare)" ] || fail "a failed comparison left: $(ls "$T/r1")"
+# a RES already holding results: refused (exit 2) before anything is written, its files as they were
+mkdir -p "$T/r2"; echo old > "$T/r2/compare.txt"; echo old > "$T/r2/compare.md"
+rc=0; RES="$T/r2" bash scripts/gpu_run.sh post-score "$T/fa" "$T/cpu.h5" > /dev/null 2> "$T/e2" || rc=$?
+[ $rc = 2 ] && grep -q "^post-score: RES $T/r2 already holds results" "$T/e2" ||
+    fail "post-score into a RES holding results: exit $rc: $(cat "$T/e2")"
+[ "$(ls "$T/r2" | tr '\n' ' ')" = "compare.md compare.txt " ] && [ "$(cat "$T/r2/compare.txt" "$T/r2/compare.md")" = "old
+old" ] || fail "post-score changed a RES holding results: $(ls -l "$T/r2")"
+# relative FILES_AT, CPU.h5 and RES from another folder: the caller's (it said fa/score.tgz is missing)
+rc=0; (cd "$T" && RES=r3 bash "$ROOT/scripts/gpu_run.sh" post-score fa cpu.h5) > /dev/null 2> "$T/e3" || rc=$?
+[ $rc = 1 ] && [ -f "$T/r3/frontier_cuda.h5" ] && grep -q "quality_compare.py failed" "$T/e3" ||
+    fail "post-score with relative paths from T: exit $rc: $(cat "$T/e3")"
+# a missing CPU.h5 is named before RES is made
+rc=0; RES="$T/r4" bash scripts/gpu_run.sh post-score "$T/fa" "$T/nope.h5" > /dev/null 2> "$T/e4" || rc=$?
+[ $rc = 1 ] && grep -q "^post-score: CPU.h5 $T/nope.h5: no such file" "$T/e4" && [ ! -e "$T/r4" ] ||
+    fail "post-score without CPU.h5: exit $rc, RES $(ls -d "$T/r4" 2>&1): $(cat "$T/e4")"
+echo "ok: gpu_run.sh post-score"
