@@ -11,18 +11,33 @@
 #
 #   bash scripts/check_no_behaviour_change.sh                          # vs the last merged main
 #   bash scripts/check_no_behaviour_change.sh 3cd3128 /tmp/refactor-check
+#   bash scripts/check_no_behaviour_change.sh --help                   # this text
+#
+# BASE_REF must name a commit (git rev-parse --verify BASE_REF^{commit}), checked before anything in OUT
+# is created or removed: anything else (an option, a tree, no such ref) is an error, exit 2.  A relative
+# OUT is taken from the folder the script is run from.
 #
 # The base side is cached (OUT/base/.done names the commit), so a re-run only redoes the head.
 # Experiments that MEASURE the machine (the CPU backend's wall-clock step times: cpu_speed,
 # quality_frontier, hw_cpu_agreement) differ in their timing columns between any two runs, even of
 # one build; compare their counts and quality columns, not their times.
 set -u
+case ${1:-} in -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;; esac
+[ $# -le 2 ] || { echo "usage: check_no_behaviour_change.sh [BASE_REF] [OUT]  (--help: what it does)" >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BASE=${1:-$(git -C "$ROOT" merge-base HEAD main)}
+if [ $# -ge 1 ]; then
+    BASE=$1
+else
+    BASE=$(git -C "$ROOT" merge-base HEAD main) ||
+        { echo "check_no_behaviour_change: no merge-base of HEAD and main: give BASE_REF" >&2; exit 2; }
+fi
 OUT=${2:-/tmp/refactor-check}
+case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac   # run_side cds into each tree
 JOBS=${JOBS:-2}
+# the base a commit before anything is made or removed (`git rev-parse --help` exits 0: --help was taken as the ref)
+base_sha=$(git -C "$ROOT" rev-parse --verify --quiet "$BASE^{commit}") ||
+    { echo "check_no_behaviour_change: BASE_REF '$BASE' is not a commit" >&2; exit 2; }
 mkdir -p "$OUT"
-base_sha=$(git -C "$ROOT" rev-parse "$BASE") || exit 2
 
 # Lines of printed output that measure the machine (wall clock), not the experiment.
 # Paths: each side runs in its own tree and writes under OUT/<side>.

@@ -4,6 +4,8 @@
 #     leaves no compare.txt or compare.md; a RES already holding results is refused, its files kept (they were
 #     emptied); relative FILES_AT, CPU.h5 and RES are the caller's (the script cds to the root); a missing CPU.h5
 #     is named before RES is made;
+#   scripts/check_no_behaviour_change.sh: -h/--help is usage (exit 0; --help was taken as the base ref and
+#     OUT/base-src removed), and a BASE_REF that is not a commit is refused before OUT is made or touched;
 #   -h/--help of each: usage on standard output, exit 0.
 set -uo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
@@ -47,4 +49,21 @@ rc=0; (cd "$T" && RES=r3 bash "$ROOT/scripts/gpu_run.sh" post-score fa cpu.h5) >
 rc=0; RES="$T/r4" bash scripts/gpu_run.sh post-score "$T/fa" "$T/nope.h5" > /dev/null 2> "$T/e4" || rc=$?
 [ $rc = 1 ] && grep -q "^post-score: CPU.h5 $T/nope.h5: no such file" "$T/e4" && [ ! -e "$T/r4" ] ||
     fail "post-score without CPU.h5: exit $rc, RES $(ls -d "$T/r4" 2>&1): $(cat "$T/e4")"
-echo "ok: gpu_run.sh post-score"
+
+# ---- check_no_behaviour_change.sh: OUT/base-src survives --help and a base that is not a commit (an option was
+# taken as the ref: `git rev-parse --help` / `--bogus` exit 0, and base-src was removed before the archive failed)
+mkdir -p "$T/cn/base-src"; echo keep > "$T/cn/base-src/keep"
+for h in -h --help; do
+    rc=0; out=$(bash scripts/check_no_behaviour_change.sh $h "$T/cn" 2> "$T/e") || rc=$?
+    [ $rc = 0 ] && grep -qF "check_no_behaviour_change.sh [BASE_REF] [OUT]" <<<"$out" && [ -f "$T/cn/base-src/keep" ] ||
+        fail "check_no_behaviour_change.sh $h: exit $rc, base-src $(ls "$T/cn/base-src" 2>&1): ${out:0:200} $(cat "$T/e")"
+done
+for ref in --bogus no-such-ref; do
+    rc=0; bash scripts/check_no_behaviour_change.sh "$ref" "$T/cn" > "$T/o" 2> "$T/e" || rc=$?
+    [ $rc = 2 ] && grep -qF "check_no_behaviour_change: BASE_REF '$ref' is not a commit" "$T/e" &&
+        [ -f "$T/cn/base-src/keep" ] ||
+        fail "check_no_behaviour_change.sh $ref: exit $rc, base-src $(ls "$T/cn/base-src" 2>&1): $(cat "$T/o" "$T/e")"
+done
+rc=0; bash scripts/check_no_behaviour_change.sh no-such-ref "$T/cn2" > /dev/null 2>&1 || rc=$?
+[ $rc = 2 ] && [ ! -e "$T/cn2" ] || fail "check_no_behaviour_change.sh no-such-ref: exit $rc, made OUT: $(ls -d "$T/cn2" 2>&1)"
+echo "ok: gpu_run.sh post-score, check_no_behaviour_change.sh"
