@@ -9,12 +9,21 @@
 #                                               # sampled beside it; $OUT/attn_bench.log, clocks.csv
 #   bash scripts/attn_bench.sh post LOG [OUT.md] # here: the tables (scripts/attn_bench.py)
 #   bash scripts/attn_bench.sh standin DIR      # here: post on a STAND-IN log (tests the tables, no GPU)
+#   bash scripts/attn_bench.sh --help           # this text
 #
 # Device call (one): run(command="bash scripts/attn_bench.sh device", carry=["build/attn_bench"],
 #                        timeout_s=300)
+# A relative LOG, OUT.md or DIR is taken from the folder the script is run from; post checks LOG first.
 set -u
+CALLER=$PWD   # relative paths given to the script are the caller's: here() resolves them after the cd
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+here() {   # PATH: unchanged when absolute or when the caller is in the root, else under the caller's folder
+    case $1 in
+    /*|'') printf '%s\n' "$1" ;;
+    *) if [ "$CALLER" = "$ROOT" ]; then printf '%s\n' "$1"; else printf '%s\n' "$CALLER/$1"; fi ;;
+    esac
+}
 BIN=build/attn_bench
 
 case "${1:-}" in
@@ -41,12 +50,17 @@ device)
     python3 scripts/attn_bench.py "$OUT/attn_bench.log" -o "$OUT/attn_bench.md" > /dev/null 2>&1 || echo "(post here failed: run it here)"
     echo "bench_attn_batch exit $rc"; exit $rc ;;
 post)
-    [ $# -ge 2 ] || { echo "usage: attn_bench.sh post LOG [OUT.md]" >&2; exit 2; }
-    /usr/bin/python3 scripts/attn_bench.py "$2" ${3:+-o "$3"} ;;
+    [ $# = 2 ] || [ $# = 3 ] || { echo "usage: attn_bench.sh post LOG [OUT.md]" >&2; exit 2; }
+    log=$(here "$2")
+    [ -f "$log" ] || { echo "attn_bench post: LOG $log: no such file" >&2; exit 2; }
+    /usr/bin/python3 scripts/attn_bench.py "$log" ${3:+-o "$(here "$3")"} ;;
 standin)
-    [ $# -ge 2 ] || { echo "usage: attn_bench.sh standin DIR" >&2; exit 2; }
-    mkdir -p "$2" && /usr/bin/python3 scripts/attn_bench.py --standin "$2/attn_bench.log" \
-        && /usr/bin/python3 scripts/attn_bench.py "$2/attn_bench.log" -o "$2/attn_bench.md" ;;
+    [ $# = 2 ] || { echo "usage: attn_bench.sh standin DIR" >&2; exit 2; }
+    d=$(here "$2")
+    mkdir -p "$d" && /usr/bin/python3 scripts/attn_bench.py --standin "$d/attn_bench.log" \
+        && /usr/bin/python3 scripts/attn_bench.py "$d/attn_bench.log" -o "$d/attn_bench.md" ;;
+-h|--help)
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" ;;
 *)
     echo "usage: $0 build | device | post LOG [OUT.md] | standin DIR" >&2; exit 2 ;;
 esac

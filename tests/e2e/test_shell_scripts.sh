@@ -6,6 +6,7 @@
 #     is named before RES is made;
 #   scripts/check_no_behaviour_change.sh: -h/--help is usage (exit 0; --help was taken as the base ref and
 #     OUT/base-src removed), and a BASE_REF that is not a commit is refused before OUT is made or touched;
+#   scripts/attn_bench.sh post: a relative LOG is the caller's (Python's FileNotFoundError), a missing one named;
 #   -h/--help of each: usage on standard output, exit 0.
 set -uo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
@@ -13,7 +14,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 cd "$ROOT" || exit 1
 
 # --help and -h: the usage on standard output, nothing on standard error, exit 0 (check_no_behaviour_change.sh: below)
-for sw in "gpu_run.sh|usage: scripts/gpu_run.sh build|device|"; do
+for sw in "gpu_run.sh|usage: scripts/gpu_run.sh build|device|" "attn_bench.sh|bash scripts/attn_bench.sh post LOG"; do
     s=${sw%%|*}
     for h in -h --help; do
         rc=0; out=$(bash "scripts/$s" $h 2> "$T/e") || rc=$?
@@ -66,4 +67,12 @@ for ref in --bogus no-such-ref; do
 done
 rc=0; bash scripts/check_no_behaviour_change.sh no-such-ref "$T/cn2" > /dev/null 2>&1 || rc=$?
 [ $rc = 2 ] && [ ! -e "$T/cn2" ] || fail "check_no_behaviour_change.sh no-such-ref: exit $rc, made OUT: $(ls -d "$T/cn2" 2>&1)"
-echo "ok: gpu_run.sh post-score, check_no_behaviour_change.sh"
+
+# ---- attn_bench.sh post: a relative LOG (and OUT.md) from another folder; a missing LOG named, exit 2
+/usr/bin/python3 scripts/attn_bench.py --standin "$T/ab.log" > /dev/null || fail "attn_bench.py --standin"
+rc=0; (cd "$T" && bash "$ROOT/scripts/attn_bench.sh" post ab.log ab.md) > "$T/o" 2> "$T/e" || rc=$?
+[ $rc = 0 ] && [ -s "$T/ab.md" ] || fail "attn_bench.sh post ab.log ab.md from T: exit $rc: $(tail -n 3 "$T/e")"
+rc=0; (cd "$T" && bash "$ROOT/scripts/attn_bench.sh" post nosuch.log) > "$T/o" 2> "$T/e" || rc=$?
+[ $rc = 2 ] && [ "$(cat "$T/e")" = "attn_bench post: LOG $T/nosuch.log: no such file" ] ||
+    fail "attn_bench.sh post nosuch.log: exit $rc: $(cat "$T/e")"
+echo "ok: gpu_run.sh post-score, check_no_behaviour_change.sh, attn_bench.sh"
