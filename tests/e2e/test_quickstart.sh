@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_quickstart.sh - the README's first command does what it promises: the quickstart prints
 # tables of computed numbers, writes results/quickstart.h5 and results/quickstart.png, and the
-# README's worked example is exactly what it prints (the build folder written as build/release).
+# README's worked example is exactly what it prints (the build folder written as build/release);
+# -h/--help prints its usage.
 set -uo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}" "${BUILD:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -11,6 +12,12 @@ mkdir -p "$T/q/scripts" "$T/q/experiments" "$T/q/datasets"
 cp "$ROOT/scripts/quickstart.sh" "$ROOT/scripts/plot.py" "$ROOT/scripts/dkvresults.py" "$T/q/scripts/"
 cp "$ROOT/experiments/quickstart.lua" "$T/q/experiments/"
 cp -r "$ROOT/datasets/presets" "$ROOT/datasets/profiles" "$ROOT/datasets/workloads" "$T/q/datasets/"
+# -h/--help: the usage on standard output, exit 0, nothing run (it said "--help/dkv is missing", exit 1)
+for h in -h --help; do
+    rc=0; help=$(bash "$T/q/scripts/quickstart.sh" $h 2> "$T/help.err") || rc=$?
+    [ $rc = 0 ] && grep -qF "scripts/quickstart.sh [BUILD_DIR]" <<<"$help" && [ ! -s "$T/help.err" ] && [ ! -e "$T/q/results" ] ||
+        fail "quickstart.sh $h: exit $rc: $help $(cat "$T/help.err")"
+done
 out=$(DKV_ROOT="$T/q" bash "$T/q/scripts/quickstart.sh" "$BUILD" 2>&1) || fail "quickstart: $out"
 echo "$out"
 grep -qE '^h200 +llada-8b +139\.8 +14\.9[0-9] +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+$' <<<"$out" || fail "budget row"
