@@ -34,7 +34,7 @@ echo "not HDF5" > "$T/cpu.h5"
 rc=0; RES="$T/r1" bash scripts/gpu_run.sh post-score "$T/fa" "$T/cpu.h5" > "$T/o1" 2> "$T/e1" || rc=$?
 [ $rc = 1 ] && grep -q "^post-score: scripts/quality_compare.py failed (exit [1-9]" "$T/e1" ||
     fail "post-score with a failing quality_compare.py: exit $rc: $(cat "$T/e1")"
-[ -f "$T/r1/frontier_cuda.h5" ] && [ -z "$(ls "$T/r1" | grep compare)" ] || fail "a failed comparison left: $(ls "$T/r1")"
+[ -f "$T/r1/frontier_cuda.h5" ] && [ -z "$(find "$T/r1" -name 'compare*')" ] || fail "a failed comparison left: $(ls "$T/r1")"
 # a RES already holding results: refused (exit 2) before anything is written, its files as they were
 mkdir -p "$T/r2"; echo old > "$T/r2/compare.txt"; echo old > "$T/r2/compare.md"
 rc=0; RES="$T/r2" bash scripts/gpu_run.sh post-score "$T/fa" "$T/cpu.h5" > /dev/null 2> "$T/e2" || rc=$?
