@@ -10,13 +10,19 @@ commit between two steps) contributes its steps.  Fit: host_plan_s = base_s + pe
 least squares, both terms >= 0 (a negative one is set to 0 and the other refitted).  Prints the fit,
 the runs, steps and the residual; with --write, sets base_s and per_item_s in PROFILE's host table
 (the line `  host = {...}`) and records the source in a comment above it; nothing else of the
-file changes.  Exit 1 on no usable run or an unreadable profile."""
+file changes (written through PROFILE.lua.tmp and renamed: a failed write leaves the profile as it was).
+--source without --write, or a --runs that is not a regular expression, is refused (exit 2).  Exit 1 on a file
+that is not a dkv results file, no usable run (or no step of one with n_items > 0) or an unreadable profile."""
 import argparse
+import os
 import re
 import sys
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (open_h5, table, write_text)
 
 
 def fit(x, y):
@@ -29,26 +35,36 @@ def fit(x, y):
     return float(b), float(p)
 
 
+def die(msg, status=1):
+    sys.stderr.write("fit_host: %s\n" % msg)
+    sys.exit(status)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--runs", default=".*", help="regex the run names must match (default: all)")
     ap.add_argument("--write", metavar="PROFILE.lua", help="set host.base_s / per_item_s in this profile")
-    ap.add_argument("--source", help="where the files come from, for the profile's comment (default: their paths)")
+    ap.add_argument("--source", help="where the files come from, for the profile's comment (default: their paths; "
+                    "only with --write)")
     a = ap.parse_args()
-    rx = re.compile(a.runs)
+    try:
+        rx = re.compile(a.runs)
+    except re.error as e:
+        die("--runs %r: not a regular expression (%s)" % (a.runs, e), 2)
+    if a.source is not None and not a.write:
+        die("--source names the files in the profile's comment: it needs --write", 2)
     xs, ys, used = [], [], []
     for f in a.files:
-        try:
-            runs = h5py.File(f, "r")["runs"]
-        except (OSError, KeyError) as e:
-            sys.exit("fit_host: %s: %s" % (f, e))
+        runs = script_io.open_h5(f, die)["runs"]
         for n in runs:
-            if not n.endswith(":real") or not rx.search(n) or "steps" not in runs[n]:
+            g = runs[n]
+            if not n.endswith(":real") or not rx.search(n) or not isinstance(g, h5py.Group) or "steps" not in g:
                 continue
-            st = runs[n]["steps"][()]
-            if "host_plan_s" not in st.dtype.names:
+            names = g["steps"].dtype.names if isinstance(g["steps"], h5py.Dataset) else None
+            if not names or "host_plan_s" not in names:
                 continue
+            st = script_io.table(g, "steps", "%s: run %s" % (f, n), die, ("n_items", "host_plan_s"))
             ok = st["n_items"] > 0
             xs.append(st["n_items"][ok].astype(float))
             ys.append(st["host_plan_s"][ok].astype(float))
@@ -56,6 +72,9 @@ def main():
     if not used:
         sys.exit("fit_host: no ':real' run with host_plan_s in %s (--runs %s)" % (", ".join(a.files), a.runs))
     x, y = np.concatenate(xs), np.concatenate(ys)
+    if len(x) == 0:
+        die("no step with n_items > 0 in the %d ':real' run(s) with host_plan_s of %s (--runs %s): nothing to fit"
+            % (len(used), ", ".join(a.files), a.runs))
     b, p = fit(x, y)
     r = y - (b + p * x)
     print("fit_host: host_plan_s = %.4g s + %.4g s x items over %d steps of %d runs (items %d..%d); "
@@ -77,9 +96,11 @@ def main():
         note = ("  -- base_s, per_item_s: fitted by scripts/fit_host.py from %d steps of %d dkv.execute runs "
                 "(%s; --runs '%s')\n" % (len(x), len(used), a.source or ", ".join(sorted(set(a.files))), a.runs))
         text = text[:m.start()] + note + line + text[m.end():]
-        open(a.write, "w").write(text)
+        try:
+            script_io.write_text(a.write, text)   # through PROFILE.lua.tmp: a failed write leaves the profile as it was
+        except OSError as e:
+            die("%s: cannot write: %s (the profile is unchanged)" % (a.write, e.strerror))
         print("fit_host: %s: host.base_s = %.6g, per_item_s = %.6g written" % (a.write, b, p))
-
 
 if __name__ == "__main__":
     main()

@@ -10,10 +10,15 @@ the block, or no `  name = "..."` line, is refused through die(message).
 
 renamed(die, base, profile, name, head, out): the end graft() shares with scripts/clock_model.py block --into: BASE,
 the text of PROFILE, with its top-level name line set to NAME (refused through die() without one), written to OUT
-after the provenance line HEAD, through OUT.tmp and renamed.  base_name(PROFILE): its file name without .lua, the
+after the provenance line HEAD, through OUT.tmp and renamed (scripts/script_io.py's write_text: a failed write
+leaves OUT as it was and no OUT.tmp).  base_name(PROFILE): its file name without .lua, the
 base a provenance line names."""
 import os
 import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (write_text: through OUT.tmp, renamed when whole)
 
 
 def base_name(profile):
@@ -26,10 +31,10 @@ def renamed(die, base, profile, name, head, out):
     if not m:
         die("%s: no top-level name = \"...\" line (a dkv profile?)" % profile)
     base = base[:m.start()] + '  name = "%s",' % name + base[m.end():]
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(head + base)
-    os.replace(tmp, out)
+    try:
+        script_io.write_text(out, head + base)
+    except OSError as e:
+        die("%s: cannot write: %s" % (out, e.strerror))
 
 
 def graft(die, key, block, src, script, profile, name, out):

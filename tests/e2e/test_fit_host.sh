@@ -39,4 +39,28 @@ grep -q "fitted by scripts/fit_host.py from 800 steps of 2 dkv.execute runs (syn
 [ "$(grep -c 'fitted by scripts/fit_host.py' "$T/p.lua")" = 1 ] || fail "fit notes: $(grep -c 'fitted by scripts/fit_host.py' "$T/p.lua")"
 if err=$($PY scripts/fit_host.py --runs '^nothing' "$T/runs.h5" 2>&1); then fail "no usable run accepted"; fi
 grep -q "fit_host: no ':real' run with host_plan_s" <<<"$err" || fail "message: $err"
+# refused in one line, without a traceback: a --runs that is not a regular expression and --source without --write
+# (exit 2: it was silently ignored), runs whose steps all have n_items 0 (exit 1: nothing to fit)
+one_line() {   # expected-status expected-message command...
+    local want=$1 msg=$2 rc; shift 2
+    err=$("$@" 2>&1); rc=$?
+    [ "$rc" = "$want" ] || fail "$*: exit $rc, not $want: $err"
+    [ "$(wc -l <<<"$err")" = 1 ] && grep -qF -- "$msg" <<<"$err" || fail "$*: message: $err"
+}
+one_line 2 "fit_host: --runs '(': not a regular expression" $PY scripts/fit_host.py --runs '(' "$T/runs.h5"
+one_line 2 "fit_host: --source names the files in the profile's comment: it needs --write" \
+    $PY scripts/fit_host.py --source synthetic "$T/runs.h5"
+$PY -c 'import sys, h5py, numpy as np
+st = np.zeros(5, [("index", "<u8"), ("n_items", "<u4"), ("host_plan_s", "<f8")])
+h5py.File(sys.argv[1], "w").create_dataset("runs/z:real/steps", data=st)' "$T/zero.h5" || fail "zero-items file"
+one_line 1 "fit_host: no step with n_items > 0 in the 1 ':real' run(s) with host_plan_s of $T/zero.h5" \
+    $PY scripts/fit_host.py "$T/zero.h5"
+# --write goes through PROFILE.lua.tmp: a write that fails (a file-size limit below the profile's size) leaves the
+# profile as it was and no .tmp (it left the profile truncated, with a traceback)
+cp "$T/p.lua" "$T/before.lua"
+err=$(ulimit -f 64; $PY scripts/fit_host.py --runs '^(a|b):' --write "$T/p.lua" "$T/runs.h5" 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] || fail "a failed --write: exit $rc: $err"
+grep -qxF "fit_host: $T/p.lua: cannot write: File too large (the profile is unchanged)" <<<"$err" || fail "a failed --write: $err"
+cmp -s "$T/p.lua" "$T/before.lua" || fail "a failed --write changed the profile ($(wc -c <"$T/p.lua") bytes)"
+[ ! -e "$T/p.lua.tmp" ] || fail "a failed --write left p.lua.tmp"
 echo ok

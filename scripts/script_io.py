@@ -1,0 +1,89 @@
+"""script_io.py - the edges the analysis scripts share: an output written whole or not at all, and an HDF5 input
+opened or refused in one line that names it.  Not a command: the functions below are imported (each script puts
+its own folder on sys.path, so it still runs from anywhere).
+
+replacing(path, mode="w"): a context manager giving a file to write PATH's new contents to.  They go to PATH.tmp in
+    the same folder, renamed over PATH only when the block ends without an error; on an error (a full disk, a
+    file-size limit, an exception half-way) PATH is left as it was and PATH.tmp is removed, and the error propagates
+    (the caller names the file).  An existing PATH keeps its permissions; a symbolic link is written through.
+write_text(path, text): replacing(path) with TEXT written.
+open_h5(path, die, need=("runs",)): h5py.File(PATH, "r") whose root holds every group of NEED; otherwise
+    die(message), message one line naming PATH: "no such file", "a folder, not a file", "not an HDF5 file (file
+    signature not found)", "no group 'runs' (not a dkv results file)".  DIE is the script's own: it prints its name
+    and the message and exits with the script's status for a bad input; it does not return.
+group(parent, name, where, die): PARENT[NAME] when it is a group, else die("WHERE: no group 'NAME'").
+table(parent, name, where, die, fields=()): the compound dataset PARENT[NAME] read whole, holding every field of
+    FIELDS, else die("WHERE: no table 'NAME'" | "WHERE: 'NAME' is not a table (a compound dataset)" |
+    "WHERE: table 'NAME' has no field 'F'").
+"""
+import contextlib
+import os
+import re
+import stat
+
+
+@contextlib.contextmanager
+def replacing(path, mode="w"):
+    real = os.path.realpath(path)
+    tmp = real + ".tmp"
+    f = open(tmp, mode)
+    try:
+        with f:
+            yield f
+        if os.path.exists(real):
+            os.chmod(tmp, stat.S_IMODE(os.stat(real).st_mode))
+        os.replace(tmp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text(path, text):
+    with replacing(path) as f:
+        f.write(text)
+
+
+def _why(e):
+    """the reason of an h5py open error, without its prefix: 'file signature not found', 'Permission denied'"""
+    if isinstance(e, OSError) and e.errno:
+        return os.strerror(e.errno)
+    m = re.search(r"\(([^()]*)\)\s*$", str(e))
+    return m.group(1) if m else str(e)
+
+
+def open_h5(path, die, need=("runs",)):
+    import h5py
+    if not os.path.exists(path):
+        die("%s: no such file" % path)
+    if os.path.isdir(path):
+        die("%s: a folder, not a file" % path)
+    try:
+        f = h5py.File(path, "r")
+    except (OSError, ValueError) as e:
+        die("%s: not an HDF5 file (%s)" % (path, _why(e)))
+    for g in need:
+        if g not in f or not isinstance(f[g], h5py.Group):
+            f.close()
+            die("%s: no group '%s'%s" % (path, g, " (not a dkv results file)" if g == "runs" else ""))
+    return f
+
+
+def group(parent, name, where, die):
+    import h5py
+    if not isinstance(parent, h5py.Group) or name not in parent or not isinstance(parent[name], h5py.Group):
+        die("%s: no group '%s'" % (where, name))
+    return parent[name]
+
+
+def table(parent, name, where, die, fields=()):
+    import h5py
+    if not isinstance(parent, h5py.Group) or name not in parent:
+        die("%s: no table '%s'" % (where, name))
+    d = parent[name]
+    if not isinstance(d, h5py.Dataset) or d.dtype.names is None:
+        die("%s: '%s' is not a table (a compound dataset)" % (where, name))
+    for c in fields:
+        if c not in d.dtype.names:
+            die("%s: table '%s' has no field '%s'" % (where, name, c))
+    return d[()]
