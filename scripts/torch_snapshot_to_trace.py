@@ -21,13 +21,20 @@ file is refused) and maps actions to trace events (docs/TRACE_FORMAT.md):
 
 Frees of addresses allocated before the recorded window (the history is a ring buffer) are
 dropped and counted, so the replay sees a consistent stream.  time_us, when present, becomes
-time_s relative to the first entry; without it the entry index times 1 us is used.
-Exit status: 0 ok, 1 bad input (message names the entry), 2 usage.
+time_s relative to the first entry; without it the entry index times 1 us is used (a time_us that is not a
+finite number, NaN or inf, is refused).  TRACE.csv is written through TRACE.csv.tmp and renamed once complete,
+so a failed write leaves no CSV ending mid-row (and an existing TRACE.csv as it was).
+Exit status: 0 ok, 1 bad input (message names the entry) or a failed write, 2 usage.
 """
 import argparse
 import io
+import math
+import os
 import pickle
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (replacing: TRACE.csv written whole or not at all)
 
 TAGS = ("weights", "kv", "activation", "logits", "staging")
 
@@ -92,8 +99,8 @@ def convert(snap, device, tag, path):
             raise BadInput("%s: field 'action' missing or not a string" % where)
         if "time_us" in e:
             tu = e["time_us"]
-            if not isinstance(tu, (int, float)) or isinstance(tu, bool):
-                raise BadInput("%s: field 'time_us' is not a number" % where)
+            if not isinstance(tu, (int, float)) or isinstance(tu, bool) or not math.isfinite(tu):
+                raise BadInput("%s: field 'time_us' is not a finite number (%r)" % (where, tu))
             t0 = tu if t0 is None else t0
             t = max((tu - t0) / 1e6, last)     # keep time order even if clocks jitter
         else:
@@ -169,7 +176,7 @@ def main(argv):
         return 1
     if args.output:
         try:
-            with open(args.output, "w") as f:
+            with script_io.replacing(args.output) as f:   # through TRACE.csv.tmp: a failure leaves no half CSV
                 write_csv(rows, f)
         except OSError as e:
             print("torch_snapshot_to_trace: %s: cannot write: %s" % (args.output, e.strerror), file=sys.stderr)

@@ -95,4 +95,22 @@ $PY "$CONV" 2>/dev/null; rc2=$?
 set -e
 [ $rc -eq 1 ] && grep -q "no device 5" "$T/dev.err" || fail "--device out of range"
 [ $rc2 -eq 2 ] || fail "usage exit $rc2"
+# a time_us that is not a finite number is refused naming the entry (it was written as 'nan')
+$PY -c 'import pickle, sys; pickle.dump({"device_traces": [[dict(action="alloc", addr=1, size=2, time_us=0.0),
+    dict(action="alloc", addr=9, size=2, time_us=float(sys.argv[2]))]]}, open(sys.argv[1], "wb"))' "$T/nan.pickle" nan
+check_bad nan.pickle "device_traces\[0\]\[1\]: field 'time_us' is not a finite number (nan)"
+grep -q nan "$T/x.csv" 2>/dev/null && fail "a NaN time was written"
+# a write that fails half-way (a file-size limit of 1 KiB; the CSV is larger) leaves the earlier TRACE.csv as it
+# was, no TRACE.csv.tmp behind, and says so in one line (it left a CSV ending mid-row, with a traceback)
+$PY -c 'import pickle, sys; pickle.dump({"device_traces": [[dict(action="alloc", addr=4096 * i, size=4096)
+    for i in range(200)]]}, open(sys.argv[1], "wb"))' "$T/big.pickle"
+cp "$T/snap.csv" "$T/keep.csv"
+set +e
+(ulimit -f 1; $PY "$CONV" "$T/big.pickle" -o "$T/keep.csv" 2>"$T/big.err"); rc=$?
+set -e
+[ $rc -eq 1 ] || fail "a failed write: exit $rc ($(cat "$T/big.err"))"
+cmp -s "$T/keep.csv" "$T/snap.csv" || fail "a failed write changed the earlier CSV: $(tail -c 80 "$T/keep.csv")"
+[ ! -e "$T/keep.csv.tmp" ] || fail "a failed write left keep.csv.tmp"
+grep -q "keep.csv: cannot write: File too large" "$T/big.err" && ! grep -q Traceback "$T/big.err" \
+    || fail "a failed write's message: $(cat "$T/big.err")"
 echo "torch snapshot ok"
