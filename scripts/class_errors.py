@@ -30,22 +30,25 @@ median and interquartile range in microseconds (what --event-s assumes is one nu
 """
 import argparse
 import math
+import os
 import sys
 
-import h5py
 import numpy as np
 
-from machine_clocks import BINS   # the query-row bins of machine_clocks.py --kinds
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine_clocks import BINS  # noqa: E402  (the query-row bins of machine_clocks.py --kinds)
+import script_io  # noqa: E402  (open_h5: a file refused in one line naming it)
 
 CLASSES = ["qkv", "attn", "o", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress"]
 
 
+def die(msg):
+    sys.exit("class_errors: " + msg)
+
+
 def event_cost(with_events, plain, points):
     """--event-cost: per point, (Reuse step time with class events - without) / its launches, same plans only."""
-    try:
-        c, x = h5py.File(with_events, "r"), h5py.File(plain, "r")
-    except OSError as e:
-        sys.exit("class_errors: %s" % e)
+    c, x = script_io.open_h5(with_events, die), script_io.open_h5(plain, die)
     print("| point | Reuse step pairs | launches a step | event cost per launch, median (us) | interquartile range (us) |")
     print("|---|---|---|---|---|")
     for p in points:
@@ -90,11 +93,8 @@ def main():
         return event_cost(a.h5, a.event_cost, a.points)
     if a.steps < 0:
         sys.exit("class_errors: --steps must be at least 0")
-    try:
-        f = h5py.File(a.h5, "r")
-        g = h5py.File(a.sim, "r") if a.sim else f
-    except OSError as e:
-        sys.exit("class_errors: %s" % e)
+    f = script_io.open_h5(a.h5, die)
+    g = script_io.open_h5(a.sim, die) if a.sim else f
     pooled = {}   # --clock: (class, rows bin) -> [(measured MHz, measured / simulated, measured s)]
     for p in a.points:
         try:

@@ -6,13 +6,18 @@ and a SHA-256 of its bytes (plus the first values), an attribute its value.  Val
 between two honest runs of the same experiment are masked by exact name: provenance (commit, timestamps, host, the dkv version string) and
 the engine's measured wall time (VOLATILE_NAMES), and the measured host-time columns of the step
 records (VOLATILE_FIELDS: a compound dataset is hashed with those columns zeroed).  Used by
-scripts/check_no_behaviour_change.sh."""
+scripts/check_no_behaviour_change.sh.  Exit 1, with one line naming the file, on a file that is missing, not
+HDF5 or empty (no group, dataset or attribute: a failed write would summarise as equal to another); 2 on usage."""
 import hashlib
+import os
 import re
 import sys
 
 import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (open_h5)
 
 # exact names whose values are provenance or wall-clock measurements, not results (the run's
 # provenance attributes, HDF5_SCHEMA.md; wall_s: the engine's measured wall time)
@@ -75,5 +80,24 @@ def walk(g, pad=''):
             attrs(o, pad + '  ')
 
 
-with h5py.File(sys.argv[1], 'r') as f:
-    walk(f)
+def die(msg):
+    sys.stderr.write('h5_summary: %s\n' % msg)
+    sys.exit(1)
+
+
+def main(argv):
+    if argv[:1] in (['-h'], ['--help']):
+        print(__doc__.strip())
+        return 0
+    if len(argv) != 1 or argv[0].startswith('-'):
+        sys.stderr.write('usage: h5_summary.py FILE.h5 (--help: what it prints)\n')
+        return 2
+    with script_io.open_h5(argv[0], die, need=()) as f:
+        if not len(f) and not len(f.attrs):
+            die('%s: an empty HDF5 file (no group, dataset or attribute)' % argv[0])
+        walk(f)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -4,20 +4,34 @@ multi:<op>:<point>:real against its :sim twin (the dkv compare outputs in RES/cm
 identity check, the separate processes (h5/hw_multi_proc_*.h5) merged, and CLAIMS row 8 with its
 criterion first.  Called by scripts/hw_session.sh post (post_multi); reads RES/h5/hw_multi_*.h5 and
 the simulated halves re-simulated here, RES/sim_multi/*.h5 (they replace the device file's :sim and
-:sim_host=* runs)."""
-import sys, glob, os, re, h5py
+:sim_host=* runs).  Exit 1, with one line naming the folder or file, on a RES that is not a folder, has no
+h5/hw_multi_*.h5, or holds a file that is not a dkv results file; 2 on usage (--help: this text, exit 0)."""
+import sys, glob, os, re
 import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hw_host_split import host_split
+import script_io  # (open_h5: a file refused in one line naming it)
+def die(msg):
+    sys.exit("hw_multi_table: " + msg)
+if sys.argv[1:] in (["-h"], ["--help"]):
+    print(__doc__.strip())
+    sys.exit(0)
+if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+    print("usage: hw_multi_table.py RES (a scripts/hw_session.sh post folder; --help)", file=sys.stderr)
+    sys.exit(2)
 R = sys.argv[1]
+if not os.path.isdir(R):
+    die("%s: %s" % (R, "not a folder (RES: a hw_session.sh post folder)" if os.path.exists(R) else "no such folder"))
+if not glob.glob(R + "/h5/hw_multi_*.h5"):
+    die("%s: no h5/hw_multi_*.h5 (the device's multi-instance runs): not a multi-instance post folder" % R)
 runs = {}
 for fn in sorted(glob.glob(R + "/h5/hw_multi_*.h5")):
-    f = h5py.File(fn, "r")
+    f = script_io.open_h5(fn, die)
     for n in f["runs"]:
         runs[n] = f["runs"][n]
 sim_presets = set()
 for fn in sorted(glob.glob(R + "/sim_multi/*.h5")):
-    f = h5py.File(fn, "r")
+    f = script_io.open_h5(fn, die)
     for n in f["runs"]:
         if n.endswith(":sim") or ":sim_host=" in n:
             runs[n] = f["runs"][n]
@@ -26,7 +40,7 @@ for fn in sorted(glob.glob(R + "/sim_multi/*.h5")):
 S = lambda n: runs[n]["summary"].attrs if n in runs else None
 cmp = {}
 for fn in sorted(glob.glob(R + "/cmp_multi/*.h5")):
-    f = h5py.File(fn, "r")
+    f = script_io.open_h5(fn, die)
     for rn in f["runs"]:
         r = f["runs"][rn]
         real = r["params"].attrs["real_run"]

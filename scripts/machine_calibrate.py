@@ -10,25 +10,36 @@ RES is a post result (scripts/hw_session.sh post): its cmp/NNN.h5 are `dkv compa
 run against its re-simulation under the shipped preset.  Prints each val:* point's mean signed step error
 (dkv compare's step.time_s bias), their mean b (points weighted equally) and the scale 1 / (1 + b); with
 --scale, the scale alone.  The held-out points (ho:*) are never read.  Exits 2 on a RES without at least
-one val:* comparison with paired steps, naming what is missing."""
+one val:* comparison with paired steps, naming what is missing, or on a cmp/NNN.h5 that is not a `dkv compare`
+result (the message names the file and what it lacks)."""
 import glob
 import os
 import sys
 
-import h5py
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (open_h5, group, table: a file refused in one line naming it)
+
+
+def die(msg):
+    print("machine_calibrate.py: %s" % msg, file=sys.stderr)
+    sys.exit(2)
 
 
 def val_biases(res):
     out = []
     for fn in sorted(glob.glob(os.path.join(res, "cmp", "[0-9][0-9][0-9].h5"))):
-        with h5py.File(fn, "r") as f:
+        with script_io.open_h5(fn, die) as f:
             for rn in f["runs"]:
-                r = f["runs"][rn]
-                real = r["params"].attrs["real_run"]
+                where = "%s: run %s" % (fn, rn)
+                r = script_io.group(f["runs"], rn, fn, die)
+                real = script_io.group(r, "params", where, die).attrs.get("real_run")
+                if real is None:
+                    die("%s: no params.real_run (not a `dkv compare` result)" % where)
                 real = real.decode() if isinstance(real, bytes) else str(real)
                 if not real.startswith("val:"):
                     continue
-                q = {x["quantity"].decode(): x for x in r["compare_quantities"][()]}
+                q = {x["quantity"].decode(): x
+                     for x in script_io.table(r, "compare_quantities", where, die, ("quantity", "n", "bias"))}
                 x = q.get("step.time_s")
                 if x is not None and x["n"] > 0:
                     out.append((real[:-5] if real.endswith(":real") else real, int(x["n"]), float(x["bias"])))

@@ -9,19 +9,30 @@ table holds the counted bytes of the same plans (dkv.simulate; the counts are co
 same a dkv.execute run reports).  Every class either side has is listed, reads and writes apart,
 plus all classes together; setup kernels (weight initialisation) are not part of any step and are
 left out.  Prints a markdown table; the criterion comes first.  Exit 0 when a table was written
-(PASS/MISS is the table's business), 1 when no run of REAL has ncu figures or a twin is missing.
+(PASS/MISS is the table's business), 1 when no run of REAL has ncu figures or a twin is missing, or a file is
+not a dkv results file or lacks a table or field read here (the message names it), 2 on usage.  TABLE.md is
+written through TABLE.md.tmp and renamed (a failed write leaves no half table).
 """
+import os
 import sys
 
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (open_h5, table, write_text)
+
 CLASSES = ["qkv", "attn", "o_proj", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress"]
 TOL = 0.05
 
 
-def counted(sim_run):
-    k = sim_run["kernels"][()]
+def die(msg, status=1):
+    sys.stderr.write("ncu_bytes: %s\n" % msg)
+    sys.exit(status)
+
+
+def counted(sim_run, where="run"):
+    k = script_io.table(sim_run, "kernels", where, die, ("kind", "read_bytes", "write_bytes"))
     out = {}
     for c in range(len(CLASSES)):
         sel = k["kind"] == c
@@ -30,9 +41,9 @@ def counted(sim_run):
     return out
 
 
-def measured(real_run):
+def measured(real_run, where="run"):
     out = {}
-    for r in real_run["ncu_classes"][()]:
+    for r in script_io.table(real_run, "ncu_classes", where, die, ("name", "read_bytes", "write_bytes")):
         name = r["name"].decode() if isinstance(r["name"], bytes) else str(r["name"])
         if name in CLASSES or name == "unknown":
             out[name] = (float(r["read_bytes"]), float(r["write_bytes"]))
@@ -48,29 +59,36 @@ def cell(c, m):
 
 def main(argv):
     args = [a for a in argv[1:]]
+    if args[:1] in (["-h"], ["--help"]):
+        sys.stdout.write(__doc__)
+        return 0
     out = None
     if "-o" in args:
         i = args.index("-o")
+        if i + 1 >= len(args):
+            die("-o needs a file (-o TABLE.md)", 2)
         out = args[i + 1]
         del args[i:i + 2]
-    if len(args) != 2:
+    if len(args) != 2 or any(a.startswith("-") for a in args):
         sys.stderr.write(__doc__)
         return 2
-    real, sim = h5py.File(args[0], "r"), h5py.File(args[1], "r")
+    real, sim = script_io.open_h5(args[0], die), script_io.open_h5(args[1], die)
     lines = ["Criterion (issue 9): for every kernel class, counted HBM bytes (core/cost, what dkv.simulate and "
              "dkv.execute report) within 5 % of Nsight Compute's dram__bytes_read.sum (reads) and "
              "dram__bytes_write.sum (writes), each direction on its own; ncu ran with --cache-control none "
              "(no flush between kernels).  Error = (counted - ncu) / ncu, summed over the run's steps.", ""]
     n_points = 0
     for name in sorted(real["runs"]):
-        if not name.endswith(":real") or "ncu_classes" not in real["runs"][name]:
+        if not name.endswith(":real") or not isinstance(real["runs"][name], h5py.Group) or \
+                "ncu_classes" not in real["runs"][name]:
             continue
         twin = name[:-5] + ":sim"
         if twin not in sim["runs"]:
             sys.stderr.write("ncu_bytes: %s has ncu figures but %s has no run %s\n" % (args[0], args[1], twin))
             return 1
         n_points += 1
-        cnt, mea = counted(sim["runs"][twin]), measured(real["runs"][name])
+        cnt = counted(sim["runs"][twin], "%s: run %s" % (args[1], twin))
+        mea = measured(real["runs"][name], "%s: run %s" % (args[0], name))
         lines += ["### %s" % name[:-5], "",
                   "| class | counted read GB | ncu read GB | read error | read | counted write GB | ncu write GB "
                   "| write error | write |", "|---|---|---|---|---|---|---|---|---|"]
@@ -101,8 +119,10 @@ def main(argv):
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if out:
-        with open(out, "w") as f:
-            f.write(text)
+        try:
+            script_io.write_text(out, text)
+        except OSError as e:
+            die("%s: cannot write: %s" % (out, e.strerror))
     return 0
 
 

@@ -29,6 +29,7 @@ import h5py
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncu_gemm_reads  # noqa: E402  (step_bounds: the steps among the kernels)
 import ncu_rows  # noqa: E402  (cli: the arguments)
+import script_io  # noqa: E402  (open_h5, table: a file refused in one line naming it)
 
 NAMES = {0: "qkv", 1: "attn", 2: "o_proj", 3: "ffn", 4: "lm_head", 5: "kv_store", 6: "kv_gather", 7: "reorder",
          8: "elementwise", 9: "compress", 10: "unknown", 11: "setup"}
@@ -164,12 +165,9 @@ def pairs(real, sim, point=None):
     """Yields (key, point, real run, the sim twin's l2_kernels table, step bounds) for each :real run of the file
     REAL with ncu_kernels (POINT: that point's only), its :sim twin in SIM; exits naming the file on a twin missing
     or simulated without record.l2_kernels"""
-    try:
-        R, S = h5py.File(real, "r")["runs"], h5py.File(sim, "r")["runs"]
-    except (OSError, KeyError) as e:
-        die("%s" % e)
+    R, S = script_io.open_h5(real, die)["runs"], script_io.open_h5(sim, die)["runs"]
     for key in sorted(R):
-        if not key.endswith(":real") or "ncu_kernels" not in R[key]:
+        if not key.endswith(":real") or not isinstance(R[key], h5py.Group) or "ncu_kernels" not in R[key]:
             continue
         pt = key.split(":", 1)[1][:-5]
         if point is not None and pt != point:
@@ -177,10 +175,12 @@ def pairs(real, sim, point=None):
         twin = key[:-5] + ":sim"
         if twin not in S:
             die("%s: %s has no %s in %s" % (real, key, twin, sim))
-        if "l2_kernels" not in S[twin]:
+        if not isinstance(S[twin], h5py.Group) or "l2_kernels" not in S[twin]:
             die("%s: %s has no l2_kernels table (simulate it with record.l2_kernels = true: hw_validate.lua "
                 "-D backend=sim -D l2_kernels=true)" % (sim, twin))
-        yield key, pt, R[key], S[twin]["l2_kernels"][()], ncu_gemm_reads.step_bounds(R[key], "%s: %s" % (real, key), die)
+        l2 = script_io.table(S[twin], "l2_kernels", "%s: %s" % (sim, twin), die,
+                             ("step_index", "l2_seq", "l2_part", "kind", "read_bytes", "write_bytes"))
+        yield key, pt, R[key], l2, ncu_gemm_reads.step_bounds(R[key], "%s: %s" % (real, key), die)
 
 
 def step_replay(sim, twin, l2, j):

@@ -20,6 +20,7 @@ import h5py
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncu_gemm_reads  # noqa: E402  (step_bounds: the steps among the kernels)
 import ncu_rows  # noqa: E402  (cli: the arguments)
+import script_io  # noqa: E402  (open_h5, table: a file refused in one line naming it)
 
 CLASSES = {"qkv": 0, "attn": 1, "o_proj": 2, "ffn": 3, "lm_head": 4, "kv_store": 5, "kv_gather": 6, "elementwise": 8}
 
@@ -37,14 +38,11 @@ def main(argv):
     _, opts = ncu_rows.cli(argv, __doc__, 2, ("--point", "--class"), die)
     if "--class" in opts and opts["--class"] not in CLASSES:
         die("unknown class %r (%s)" % (opts["--class"], ", ".join(CLASSES)))
-    try:
-        R, S = h5py.File(argv[0], "r")["runs"], h5py.File(argv[1], "r")["runs"]
-    except (OSError, KeyError) as e:
-        die("%s" % e)
+    R, S = script_io.open_h5(argv[0], die)["runs"], script_io.open_h5(argv[1], die)["runs"]
     names = {v: k for k, v in CLASSES.items()}
     n = 0
     for key in sorted(R):
-        if not key.endswith(":real") or "ncu_kernels" not in R[key]:
+        if not key.endswith(":real") or not isinstance(R[key], h5py.Group) or "ncu_kernels" not in R[key]:
             continue
         point = key[4:-5] if key.startswith("val:") else key[:-5]
         if "--point" in opts and point != opts["--point"]:
@@ -52,7 +50,11 @@ def main(argv):
         if key[:-5] + ":sim" not in S:
             die("%s: %s has no %s in %s" % (argv[0], key, key[:-5] + ":sim", argv[1]))
         r, s = R[key], S[key[:-5] + ":sim"]
-        nk, st, sk = r["ncu_kernels"][()], r["steps"][()], s["kernels"][()]
+        where = "%s: run %s" % (argv[0], key)
+        nk = script_io.table(r, "ncu_kernels", where, die, ("kind", "read_bytes", "write_bytes"))
+        st = script_io.table(r, "steps", where, die, ("n_refresh", "q_tokens"))
+        sk = script_io.table(s, "kernels", "%s: run %s" % (argv[1], key[:-5] + ":sim"), die,
+                             ("step_index", "kind", "read_bytes", "write_bytes"))
         bounds = ncu_gemm_reads.step_bounds(r, "%s: %s" % (argv[0], key), die)
         for j in range(len(st)):
             real, sim = {}, {}

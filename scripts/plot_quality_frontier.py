@@ -11,25 +11,42 @@ better).  One marker per point, coloured by group (cache / sparse / lowrank /
 kv_dtype).  The title names the backend of the run (params.backend: cpu or cuda).
 
     /usr/bin/python3 scripts/plot_quality_frontier.py frontier.h5 frontier.png
+
+Exit 1, with one line naming the file (and the table or field), on a file that is not such a results file;
+2 on usage (--help: this text, exit 0).
 """
+import os
 import sys
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (open_h5, group, table: a file refused in one line naming it)
+
+
+def die(msg):
+    sys.exit("plot_quality_frontier: " + msg)
+
 
 def main():
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return
     if len(sys.argv) != 3:
-        sys.exit("usage: plot_quality_frontier.py RESULTS.h5 OUT.png")
-    with h5py.File(sys.argv[1], "r") as f:
+        print("usage: plot_quality_frontier.py RESULTS.h5 OUT.png", file=sys.stderr)
+        sys.exit(2)
+    with script_io.open_h5(sys.argv[1], die) as f:
         if "runs/quality/points" not in f:
             sys.exit("plot_quality_frontier: %s has no run 'quality' with a table 'points' "
                      "(made by experiments/quality_frontier.lua)" % sys.argv[1])
-        pts = f["runs/quality/points"][()]
-        par = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f["runs/quality/params"].attrs.items()}
+        where = "%s: run 'quality'" % sys.argv[1]
+        pts = script_io.table(f["runs/quality"], "points", where, die,
+                              ("point", "group", "peak_kv_bytes", "peak_host_bytes", "bits_per_byte", "agreement"))
+        par = {k: (v.decode() if isinstance(v, bytes) else v)
+               for k, v in script_io.group(f["runs/quality"], "params", where, die).attrs.items()}
     colours = {"cache": "black", "sparse": "tab:blue", "lowrank": "tab:orange", "kv_dtype": "tab:green"}
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
     for ax, col, label in ((axes[0], "bits_per_byte", "held-out NLL, bits per byte (teacher-forced)"),
@@ -56,7 +73,10 @@ def main():
     fig.suptitle("tiny byte-level dLLM (7.9 M params), %s backend, held-out text" % backend.upper()
                  if backend in ("cpu", "cuda") else "tiny byte-level dLLM (7.9 M params), %s, held-out text" % backend)
     fig.tight_layout()
-    fig.savefig(sys.argv[2], dpi=120)
+    try:
+        fig.savefig(sys.argv[2], dpi=120)
+    except (OSError, ValueError) as e:   # a folder that is not there, a format matplotlib does not write
+        die("%s: cannot write: %s" % (sys.argv[2], e))
     print("plot_quality_frontier: wrote %s (%d points)" % (sys.argv[2], len(pts)))
 
 

@@ -21,28 +21,27 @@ usage.
 """
 import argparse
 import math
+import os
 import sys
 
-import h5py
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (open_h5, group, table: a file refused in one line naming it)
 
 SAME = ("prompts", "targets", "weights", "block")   # params both runs must share
 
 
 def read(path, role):
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        sys.exit("quality_compare: %s (%s file): %s" % (path, role, e))
-    with f:
+    def die(msg):
+        sys.exit("quality_compare: %s" % msg.replace(path, "%s (%s file)" % (path, role), 1))
+    with script_io.open_h5(path, die) as f:
         if "runs/quality/points" not in f:
             sys.exit("quality_compare: %s (%s file) has no run 'quality' with a table 'points' "
                      "(made by experiments/quality_frontier.lua)" % (path, role))
-        pts = f["runs/quality/points"][()]
-        par = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f["runs/quality/params"].attrs.items()}
-    need = ("point", "peak_kv_bytes", "peak_host_bytes", "agreement", "bits_per_byte", "accuracy")
-    for c in need:
-        if c not in pts.dtype.names:
-            sys.exit("quality_compare: %s (%s file): table 'points' lacks field '%s'" % (path, role, c))
+        where = "%s: run 'quality'" % path
+        need = ("point", "peak_kv_bytes", "peak_host_bytes", "agreement", "bits_per_byte", "accuracy")
+        pts = script_io.table(f["runs/quality"], "points", where, die, need)
+        par = {k: (v.decode() if isinstance(v, bytes) else v)
+               for k, v in script_io.group(f["runs/quality"], "params", where, die).attrs.items()}
     rows = {}
     for p in pts:
         rows[p["point"].decode()] = {c: p[c] for c in pts.dtype.names}
