@@ -43,7 +43,8 @@ informative first (fewest distinct values last).  Bookkeeping columns (times, ho
 workload counts derived from the others) are left out.
 
 Errors: FileNotFoundError for a missing file; ValueError for a file that is not a dkv results
-file; KeyError naming the run or table (and the ones the file has) when they are missing.
+file (or whose run or table is not a group or a compound dataset); KeyError naming the run or
+table (and the ones the file has) when they are missing.
 """
 import os
 
@@ -81,7 +82,7 @@ def _open(path):
         f = h5py.File(path, "r")
     except (OSError, ValueError) as e:
         raise ValueError("%s: not an HDF5 file (%s)" % (path, e))
-    if _str(f.attrs.get("format", "")) != "dkv-results" or "runs" not in f:
+    if _str(f.attrs.get("format", "")) != "dkv-results" or "runs" not in f or not isinstance(f["runs"], h5py.Group):
         f.close()
         raise ValueError("%s: not a dkv results file (no format = 'dkv-results')" % path)
     return f
@@ -92,6 +93,8 @@ def _run(f, path, run):
         have = list(f["runs"].keys())
         raise KeyError("%s has no run %r (runs: %s)" % (path, run, ", ".join(have[:20]) +
                                                          (", ..." if len(have) > 20 else "")))
+    if not isinstance(f["runs"][run], h5py.Group):
+        raise ValueError("%s: /runs/%s is not a group (not a run dkv wrote)" % (path, run))
     return f["runs"][run]
 
 
@@ -125,7 +128,7 @@ def runs(path):
     rows, units, params, metrics = [], {}, [], []
     with _open(path) as f:
         for name in f["runs"]:
-            g = f["runs"][name]
+            g = _run(f, path, name)
             row = {"run": name}
             summ = _attrs(g, "summary")
             row.update(summ)
@@ -173,6 +176,9 @@ def table(path, run, name):
             raise KeyError("%s: run %r has no table %r (tables: %s)" % (path, run, name,
                                                                        ", ".join(have) or "none"))
         d = g[name]
+        if d.dtype.names is None:
+            raise ValueError("%s: run %r: %r is a dataset of %s, not a table (a compound dataset)"
+                             % (path, run, name, d.dtype))
         data = d[()]
         units = {k[6:]: _str(v) for k, v in d.attrs.items() if k.startswith("units.")}
     df = pd.DataFrame({c: data[c] for c in data.dtype.names})

@@ -75,14 +75,25 @@ with h5py.File(path, "r") as f:
         k = dr.kernels(path, row["run"])
         assert len(k) > 0 and set(k["class"]) <= set(classes), set(k["class"])
         assert all(dr.KERNEL_CLASSES[i] == classes[i] for i in range(len(classes))), classes
-for call, want in ((lambda: dr.steps(path, "nope"), "no run 'nope'"),
-                   (lambda: dr.table(path, "s:fcfs,bt=16", "nope"), "no table 'nope'"),
-                   (lambda: dr.runs(bad), "not an HDF5 file"),
-                   (lambda: dr.runs(path + ".missing"), "no such file")):
+# a dataset that is not a table, and a /runs member that is not a group, raise the documented ValueError naming
+# them (a TypeError from pandas before)
+odd = path + ".odd.h5"
+with h5py.File(odd, "w") as f:
+    f.attrs["format"] = "dkv-results"
+    f.create_dataset("runs/one/steps", data=np.arange(4))
+    f.create_dataset("runs/two", data=np.arange(4))
+for call, want, kind in ((lambda: dr.steps(path, "nope"), "no run 'nope'", KeyError),
+                         (lambda: dr.table(path, "s:fcfs,bt=16", "nope"), "no table 'nope'", KeyError),
+                         (lambda: dr.runs(bad), "not an HDF5 file", ValueError),
+                         (lambda: dr.runs(path + ".missing"), "no such file", FileNotFoundError),
+                         (lambda: dr.steps(odd, "one"), "run 'one': 'steps' is a dataset of int64, not a table",
+                          ValueError),
+                         (lambda: dr.steps(odd, "two"), "/runs/two is not a group", ValueError),
+                         (lambda: dr.runs(odd), "/runs/two is not a group", ValueError)):
     try:
         call()
     except (KeyError, ValueError, FileNotFoundError) as e:
-        assert want in str(e), (want, str(e))
+        assert want in str(e) and type(e) is kind, (want, kind, type(e), str(e))
     else:
         raise AssertionError("no error for " + want)
 print("dkvresults ok:", len(df), "runs,", len(df.columns), "columns, swept", sw)
