@@ -17,31 +17,50 @@ Tables:
 """
 import argparse
 import math
+import os
 import re
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (replacing, write_text: an output written whole or not at all)
+
 PROFILED = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]
+# the fields each kind of line must have: True for a number, False for a word
+NEED = {"grid": {"setting": False, "items": True, "keys": True, "flushed_us": True, "warm_us": True, "stream_us": True},
+        "unequal": {"items": True, "keys_mean": True, "keys_max": True, "flushed_us": True},
+        "transient": {"kind": False, "t_ms": True, "attn_us": True}}
+
+
+def die(msg):
+    sys.exit("attn_bench: " + msg)
 
 
 def parse(path):
     rows = {"grid": [], "unequal": [], "transient": []}
-    for ln, line in enumerate(open(path), 1):
+    try:
+        text = open(path, errors="replace").read()
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    for ln, line in enumerate(text.splitlines(), 1):
         f = line.split()
         if not f or f[0] not in rows:
             continue
         d = {}
         for kv in f[1:]:
             if "=" not in kv:
-                sys.exit("%s:%d: field %r is not key=value" % (path, ln, kv))
+                die("%s:%d: field %r is not key=value" % (path, ln, kv))
             k, v = kv.split("=", 1)
             try:
                 d[k] = float(v)
             except ValueError:
                 d[k] = v
+        for k, num in NEED[f[0]].items():
+            if k not in d or num != isinstance(d[k], float):
+                die("%s:%d: a %s line needs %s=%s" % (path, ln, f[0], k, "NUMBER" if num else "NAME"))
         rows[f[0]].append(d)
     if not rows["grid"]:
-        sys.exit("%s: no 'grid' lines (not a bench_attn_batch log?)" % path)
+        die("%s: no 'grid' lines (not a bench_attn_batch log?)" % path)
     return rows
 
 
@@ -166,7 +185,7 @@ def table_transient(rows, out):
 
 def standin(path):
     """made-up times of the right form (a latency + bytes at a rate that falls with the layer stride), NOT measured"""
-    with open(path, "w") as f:
+    with script_io.replacing(path) as f:
         f.write("-- STAND-IN for scripts/attn_bench.py tests: made-up times, NOT measured\n")
         sets = [("profile", 4, 1), ("engine", 32, 0), ("layers32_scatter", 32, 1), ("layers4_contig", 4, 0)]
         for name, layers, sc in sets:
@@ -195,11 +214,16 @@ def main():
     ap.add_argument("--standin", action="store_true", help="write a STAND-IN log to LOG and exit")
     a = ap.parse_args()
     if a.standin:
-        standin(a.log)
+        if a.out:
+            die("-o does nothing with --standin (it writes the log LOG and exits)")
+        try:
+            standin(a.log)
+        except OSError as e:
+            die("%s: cannot write: %s" % (a.log, e.strerror))
         return
     rows = parse(a.log)
     out = ["# bench_attn_batch: %s\n" % a.log]
-    if any("STAND-IN" in l for l in open(a.log)):
+    if any("STAND-IN" in l for l in open(a.log, errors="replace")):
         out.append("**STAND-IN data: made-up times, NOT measured.**\n")
     table_setting(rows["grid"], out)
     table_items(rows["grid"], out, "profile")
@@ -208,7 +232,10 @@ def main():
     table_transient(rows["transient"], out)
     text = "\n".join(out) + "\n"
     if a.out:
-        open(a.out, "w").write(text)
+        try:
+            script_io.write_text(a.out, text)
+        except OSError as e:
+            die("%s: cannot write: %s" % (a.out, e.strerror))
     sys.stdout.write(text)
 
 

@@ -9,7 +9,7 @@ item count of the same head configuration and key count whose launch has the sam
 W (W = ceil(heads x items / attn_waves[S])), the one whose cluster count is nearest, as sim/sim_profile.c
 does for a Reuse launch the profile cannot hold.  Prints how many rows had such a neighbour, the mean
 |error| and bias of the prediction, and the largest misses.  Needs the profile's attn_waves (head_dim 128,
-group 0).
+group 0).  Exit 1, naming the file, on a profile that cannot be read or lacks those tables; 2 on usage.
 """
 import math
 import os
@@ -20,9 +20,13 @@ from attn_waves_check import load, splits  # noqa: E402  (the profile reader and
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    table, waves = load(sys.argv[1], lambda sec, warm, stream: sec)
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        print(__doc__.strip(), file=sys.stderr)
+        sys.exit(2)
+    table, waves = load(sys.argv[1], lambda sec, warm, stream: sec, prog="attn_geom_loo")
     if (128, 0) not in waves:
         sys.exit("attn_geom_loo: %s: needs attn_waves for head_dim 128, group 0" % sys.argv[1])
     cl = waves[(128, 0)]

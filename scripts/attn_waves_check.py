@@ -28,13 +28,17 @@ def costed(sec, warm, stream):
     return max(stream, sec - (warm - stream))
 
 
-def load(path, value=costed):
+def load(path, value=costed, prog="attn_waves_check"):
     """the profile's attention rows {(heads, kv_heads, head_dim, mode, q_rows, kv_tokens): value(seconds,
-    warm_s, stream_s)} and its attn_waves {(head_dim, group): clusters by splits 1-8}"""
-    text = open(path).read()
+    warm_s, stream_s)} and its attn_waves {(head_dim, group): clusters by splits 1-8}; exits with "PROG: PATH: ..."
+    on a file it cannot read or use"""
+    try:
+        text = open(path, errors="replace").read()
+    except OSError as e:
+        sys.exit("%s: %s: %s" % (prog, path, e.strerror))
     m = re.search(r"\n    attn = \{(.*?)\n    \},", text, re.S)
     if not m:
-        sys.exit("attn_waves_check: %s: no kernels.attn table" % path)
+        sys.exit("%s: %s: no kernels.attn table" % (prog, path))
     rows = {}
     for r in re.finditer(r"\{([-0-9.e+, ]+)\}", m.group(1)):
         v = [float(x) for x in r.group(1).split(",")]
@@ -44,7 +48,7 @@ def load(path, value=costed):
         rows[(h, hk, d, md, q, a)] = value(sec, warm, stream)
     w = re.search(r"attn_waves = \{(.*?)\n  \},", text, re.S)
     if not w:
-        sys.exit("attn_waves_check: %s: no attn_waves (a profile from before session 14)" % path)
+        sys.exit("%s: %s: no attn_waves (a profile from before session 14)" % (prog, path))
     waves = {}
     for e in re.finditer(r"head_dim = (\d+), group = (\d), clusters = \{([\d, ]+)\}", w.group(1)):
         waves[(int(e.group(1)), int(e.group(2)))] = [int(x) for x in e.group(3).split(",")]

@@ -5,15 +5,24 @@ the number of shapes, the median and the 10th / 90th percentiles, and the median
 
     profile_ratio.py A.lua B.lua
 
-Reads the files as text (the writer's layout: `    name = {`, `      fields = {...},`, one row per line)."""
+Reads the files as text (the writer's layout: `    name = {`, `      fields = {...},`, one row per line).
+Exit 1, naming the file, on a file that cannot be read or holds no such table; 2 on usage (--help: exit 0)."""
 import re
 import statistics
 import sys
 
 
+def die(msg):
+    sys.exit("profile_ratio: " + msg)
+
+
 def load(path):
     tabs, cur, nf = {}, None, None
-    for line in open(path):
+    try:
+        fh = open(path, errors="replace")
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    for line in fh:
         m = re.match(r'\s{4}(\w+) = \{', line)
         if m:
             cur, nf = m.group(1), None
@@ -27,12 +36,19 @@ def load(path):
         if m and cur and nf:
             v = [float(x) for x in m.group(1).split(',')]
             tabs[cur][tuple(v[:nf])] = v[nf]
+    if not any(tabs.values()):
+        die("%s: no kernel table in the writer's layout (`    name = {`, `      fields = {...},`, one `{...},` row "
+            "a line): not a profile `dkv profile` wrote?" % path)
     return tabs
 
 
 def main():
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return
     if len(sys.argv) != 3:
-        sys.exit(__doc__)
+        print(__doc__.strip(), file=sys.stderr)
+        sys.exit(2)
     a, b = load(sys.argv[1]), load(sys.argv[2])
     every = []
     for t in sorted(set(a) & set(b)):

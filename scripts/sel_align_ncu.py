@@ -8,6 +8,8 @@ topk_kernel; the points are CFGS x KEYS below (tests/gpu/bench_sel_align.c).
 
   ncu --csv --metrics gpu__time_duration.sum --log-file ncu_sel.csv .hwbin/bench_sel_align --ncu
   /usr/bin/python3 scripts/sel_align_ncu.py ncu_sel.csv
+
+Exit 2, with one line naming the file (and line), on a log that cannot be read or is not of that form.
 """
 import csv
 import sys
@@ -22,7 +24,10 @@ def die(msg):
 
 
 def kernels(path):
-    lines = open(path, errors="replace").read().splitlines()
+    try:
+        lines = open(path, errors="replace").read().splitlines()
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
     if start is None:
         die("%s: no CSV header (a line starting with \"ID\")" % path)
@@ -34,7 +39,10 @@ def kernels(path):
         scale = {"ns": 1e-3, "nsecond": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3, "ms": 1e3}.get(unit)
         if scale is None:
             die("%s: unknown unit '%s' of gpu__time_duration.sum" % (path, unit))
-        out.append((row["Kernel Name"], float(row["Metric Value"].replace(",", "")) * scale))
+        try:
+            out.append((row["Kernel Name"] or "", float((row["Metric Value"] or "").replace(",", "")) * scale))
+        except ValueError:
+            die("%s: gpu__time_duration.sum value %r does not parse" % (path, row["Metric Value"]))
     if not out:
         die("%s: no gpu__time_duration.sum rows" % path)
     return out
@@ -45,6 +53,9 @@ def short(name):
 
 
 def main():
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return 0
     if len(sys.argv) != 2:
         die("usage: sel_align_ncu.py NCU.csv")
     ks = [k for k in kernels(sys.argv[1]) if "fill" not in k[0]]

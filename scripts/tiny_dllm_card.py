@@ -5,11 +5,15 @@ and prints the markdown of the "Results" section of docs/MODELS.md from metrics.
 config.json, so no number in the card is typed by hand.
 
     /usr/bin/python3 scripts/tiny_dllm_card.py RUN_DIR [--png docs/figures/tiny_dllm_loss.png]
+
+Exit 1, with one line naming the file (and the field), when RUN_DIR lacks metrics.json, config.json or loss.csv or
+one of them is not what train_tiny_dllm.py writes.
 """
 import argparse
 import csv
 import json
 import os
+import sys
 
 import matplotlib
 
@@ -17,14 +21,46 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def die(msg):
+    sys.exit("tiny_dllm_card: " + msg)
+
+
+def read_json(path, need):
+    """the JSON object of PATH holding every key of NEED ({key: its keys, or None})"""
+    try:
+        with open(path) as f:
+            d = json.load(f)
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
+    except ValueError as e:
+        die("%s: not JSON (%s)" % (path, e))
+    for k, sub in need.items():
+        if not isinstance(d, dict) or k not in d:
+            die("%s: no field '%s'" % (path, k))
+        for k2 in sub or ():
+            if not isinstance(d[k], dict) or k2 not in d[k]:
+                die("%s: no field '%s.%s'" % (path, k, k2))
+    return d
+
+
 def read_loss(path):
     train, held = [], []
-    with open(path) as f:
-        for row in csv.DictReader(f):
-            if row["train_loss"]:
-                train.append((int(row["step"]), float(row["train_loss"])))
-            if row["heldout_nll_bits"]:
-                held.append((int(row["step"]), float(row["heldout_nll_bits"]), float(row["heldout_acc"])))
+    try:
+        with open(path) as f:
+            rd = csv.DictReader(f)
+            for c in ("step", "train_loss", "heldout_nll_bits", "heldout_acc"):
+                if c not in (rd.fieldnames or []):
+                    die("%s: no column '%s'" % (path, c))
+            for row in rd:
+                try:
+                    if row["train_loss"]:
+                        train.append((int(row["step"]), float(row["train_loss"])))
+                    if row["heldout_nll_bits"]:
+                        held.append((int(row["step"]), float(row["heldout_nll_bits"]), float(row["heldout_acc"])))
+                except (TypeError, ValueError):
+                    die("%s:%d: a value that is not a number" % (path, rd.line_num))
+    except OSError as e:
+        die("%s: %s" % (path, e.strerror))
     return train, held
 
 
@@ -33,10 +69,13 @@ def main():
     ap.add_argument("run")
     ap.add_argument("--png", default="docs/figures/tiny_dllm_loss.png")
     a = ap.parse_args()
-    with open(os.path.join(a.run, "metrics.json")) as f:
-        met = json.load(f)
-    with open(os.path.join(a.run, "config.json")) as f:
-        cfg = json.load(f)
+    if not os.path.isdir(a.run):
+        die("%s: %s" % (a.run, "not a folder (RUN_DIR: train_tiny_dllm.py's --out)" if os.path.exists(a.run)
+                        else "no such folder"))
+    met = read_json(os.path.join(a.run, "metrics.json"), {
+        "steps": None, "heldout": ("masked_bytes", "windows", "window_len", "accuracy", "nll_bits_per_byte"),
+        "unigram_baseline": ("accuracy", "most_frequent_byte", "heldout_cross_entropy_bits", "entropy_bits")})
+    cfg = read_json(os.path.join(a.run, "config.json"), {})
     train, held = read_loss(os.path.join(a.run, "loss.csv"))
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     if train:
@@ -51,7 +90,10 @@ def main():
     ax.set_title("tiny-dllm, %s steps, seed %s" % (met.get("steps"), cfg.get("seed")), fontsize=9)
     os.makedirs(os.path.dirname(a.png) or ".", exist_ok=True)
     fig.tight_layout()
-    fig.savefig(a.png, dpi=120)
+    try:
+        fig.savefig(a.png, dpi=120)
+    except (OSError, ValueError) as e:
+        die("%s: cannot write: %s" % (a.png, e))
     h, u = met["heldout"], met["unigram_baseline"]
     print("| Held-out, 15 %% of bytes masked (%d masked bytes in %d windows of %d) | tiny-dllm | unigram baseline |"
           % (h["masked_bytes"], h["windows"], h["window_len"]))
