@@ -23,7 +23,10 @@ skipped, and counted, when ../shared/datasets/AzureLLMInferenceTrace_code.csv is
 --update rewrites QUOTED (in the pins file and in its CLAIMS.md line) to the printed figure, keeping
 the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger; review the diff and run
 it once more without --update (a quote holding two pinned figures is rewritten by both, and the pin whose quote held the other follows it).
-Exit status 0 when every pin that ran passed, 1 otherwise, 2 on a malformed pins file.
+Exit status 0 when every pin that ran passed, 1 otherwise (a figure off, a REGEX not found, or a group that does
+not read as a number), 2 on usage: a pins file that is malformed (a REGEX without a group included), holds no pin or
+cannot be read, a ledger that cannot be read, or an --only ROW no pin names.  --update writes both files through
+FILE.tmp, renamed when whole.
 """
 import atexit
 import os
@@ -32,6 +35,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (write_text: --update's files written whole or not at all)
 
 TRACE = os.environ.get('DKV_AZURE_TRACE', '../shared/datasets/AzureLLMInferenceTrace_code.csv')
 NUM = re.compile(r'[-+]?\d[\d,]*(?:\.\d+)?')
@@ -60,31 +66,48 @@ def fmt_like(q, v):
     return q[:m.start()] + sign + body + q[m.end():]
 
 
+def usage_error(msg):
+    print('claims_pins.py: %s' % msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def read_lines(path, what):
+    try:
+        with open(path) as fh:
+            return fh.read().split('\n')
+    except (OSError, UnicodeDecodeError) as e:
+        usage_error('%s (%s): %s' % (path, what, getattr(e, 'strerror', None) or e))
+
+
 def load_pins(path):
     pins = []
-    with open(path) as fh:
-        for n, line in enumerate(fh, 1):
-            raw = line.rstrip('\n')
-            if not raw.strip() or raw.lstrip().startswith('#'):
-                pins.append((n, None, raw))
-                continue
-            f = raw.split('\t')
-            if len(f) == 4:
-                f.append('1')
-            if len(f) == 5:
-                f.append('1')
-            if len(f) != 6:
-                sys.exit('%s:%d: expected 4 to 6 tab-separated fields (row, command, regex, quoted[, scale[, '
-                         'count]]), got %d' % (path, n, len(f)))
-            try:
-                re.compile(f[2])
-                parse_quoted(f[3])
-                float(f[4])
-                if not f[5].isdigit() or int(f[5]) < 1:
-                    raise ValueError('count %r: expected a positive integer' % f[5])
-            except (re.error, ValueError) as e:
-                sys.exit('%s:%d: %s' % (path, n, e))
-            pins.append((n, f, raw))
+    text = read_lines(path, 'the pins file')
+    if text and text[-1] == '':   # the newline that ends the last line
+        text.pop()
+    for n, raw in enumerate(text, 1):
+        if not raw.strip() or raw.lstrip().startswith('#'):
+            pins.append((n, None, raw))
+            continue
+        f = raw.split('\t')
+        if len(f) == 4:
+            f.append('1')
+        if len(f) == 5:
+            f.append('1')
+        if len(f) != 6:
+            usage_error('%s:%d: expected 4 to 6 tab-separated fields (row, command, regex, quoted[, scale[, '
+                        'count]]), got %d' % (path, n, len(f)))
+        try:
+            if re.compile(f[2]).groups < 1:
+                raise ValueError('regex %r has no group: its first group is the figure' % f[2])
+            parse_quoted(f[3])
+            float(f[4])
+            if not f[5].isdigit() or int(f[5]) < 1:
+                raise ValueError('count %r: expected a positive integer' % f[5])
+        except (re.error, ValueError) as e:
+            usage_error('%s:%d: %s' % (path, n, e))
+        pins.append((n, f, raw))
+    if not any(f for _, f, _ in pins):
+        usage_error('%s: no pin (every line blank or a comment)' % path)
     return pins
 
 
@@ -116,8 +139,9 @@ def main():
     pins_path = args[args.index('--pins') + 1] if '--pins' in args else 'tests/claims_pins.txt'
     claims_path = args[args.index('--claims') + 1] if '--claims' in args else 'docs/CLAIMS.md'
     pins = load_pins(pins_path)
-    with open(claims_path) as fh:
-        lines = fh.read().split('\n')
+    if only is not None and not any(f and f[0] == only for _, f, _ in pins):
+        usage_error('--only %s: no pin of row %s in %s' % (only, only, pins_path))
+    lines = read_lines(claims_path, 'the ledger')
     have_trace = os.path.exists(TRACE)
     out_cache, tmp = {}, tempfile.mkdtemp(prefix='claims-')
     atexit.register(shutil.rmtree, tmp, True)   # the runs' results files go with the check
@@ -153,7 +177,14 @@ def main():
             failed += 1
             new_pins.append(raw)
             continue
-        got = float(m.group(1).replace(',', '')) * float(scale)
+        try:
+            got = float(m.group(1).replace(',', '')) * float(scale)
+        except (AttributeError, ValueError):   # an optional group that did not take part, or not a number
+            print('FAIL %s (pins line %d): /%s/ matched %r, whose first group %r is not a number'
+                  % (row, n, rx, m.group(0)[:80], m.group(1)))
+            failed += 1
+            new_pins.append(raw)
+            continue
         want, qm = parse_quoted(quoted)
         if li < 0 or quoted not in lines[li]:
             print('FAIL %s (pins line %d): %r is not in docs/CLAIMS.md row %s' % (row, n, quoted, row))
@@ -193,10 +224,12 @@ def main():
                   % (row, n, quoted, cmd, m.group(1), 100 * (got / want - 1) if want else float('inf')))
             failed += 1
     if update:
-        with open(claims_path, 'w') as fh:
-            fh.write('\n'.join(lines))
-        with open(pins_path, 'w') as fh:
-            fh.write('\n'.join(new_pins) + '\n')
+        try:
+            script_io.write_text(claims_path, '\n'.join(lines))
+            script_io.write_text(pins_path, '\n'.join(new_pins) + '\n')
+        except OSError as e:
+            print('claims_pins.py: cannot write %s: %s' % (e.filename or 'an output', e.strerror), file=sys.stderr)
+            sys.exit(1)
     print('claims pins: %d passed, %d failed, %d skipped%s'
           % (passed, failed, skipped, ' (no Azure code trace at %s; DKV_AZURE_TRACE names it)' % TRACE
              if skipped else ''))
