@@ -360,37 +360,61 @@ def write_standin(mpath, npath, man, rows, what):
             f.write('"%d","%s(int)","gpu__time_duration.sum","nsecond","%.0f"\n' % (k, name, t * 1e3))
 
 
-def opt_float(argv, name):
-    """the number after option name in argv, None when it is missing or not a number"""
-    if name in argv and argv.index(name) + 1 < len(argv):
-        try:
-            return float(argv[argv.index(name) + 1])
-        except ValueError:
-            pass
-    return None
+def standin_opts(argv):
+    """the options after `standin MANIFEST NCU.csv`: {name: value (None for a flag)}; die() on one that is unknown,
+    lacks its value or has no effect in the mode chosen (--order, --share, else the drain rate)"""
+    takes = {"--order": False, "--share": False, "--idle": False, "--lru": True, "--clean": True, "--rate": True}
+    opts, i = {}, 0
+    while i < len(argv):
+        o = argv[i]
+        if o not in takes:
+            die("standin: unknown option %r (see --help)" % o)
+        if takes[o] and i + 1 >= len(argv):
+            die("standin: %s needs a value" % o)
+        opts[o] = argv[i + 1] if takes[o] else None
+        i += 2 if takes[o] else 1
+    mode = [m for m in ("--order", "--share") if m in opts]
+    if len(mode) > 1:
+        die("standin: --order and --share are two manifests; give one")
+    own = {"--order": ("--order", "--lru"), "--share": ("--share", "--clean")}.get(mode[0] if mode else None,
+                                                                                   ("--rate", "--idle"))
+    for o in opts:
+        if o not in own:
+            die("standin%s: %s has no effect here (with %s)" % (" " + mode[0] if mode else "", o,
+                                                                  " ".join(own)))
+    return opts
+
+
+def opt_float(opts, name):
+    """the number given to option name, None when it is missing or not a number"""
+    try:
+        return float(opts[name])
+    except (KeyError, ValueError):
+        return None
 
 
 def main(argv):
     if len(argv) >= 2 and argv[1] in ("-h", "--help"):
         print(__doc__)
         return 0
-    if len(argv) >= 4 and argv[1] == "standin" and "--order" in argv:
-        lru = opt_float(argv, "--lru")
-        if lru is None or lru <= 0:
-            die("standin --order needs --lru MB (a number > 0)")
-        standin_order(argv[2], argv[3], lru)
-        return 0
-    if len(argv) >= 4 and argv[1] == "standin" and "--share" in argv:
-        clean = opt_float(argv, "--clean")
-        if clean is None or not 0 <= clean <= 1:
-            die("standin --share needs --clean FRACTION (a number in [0, 1])")
-        standin_share(argv[2], argv[3], clean)
-        return 0
     if len(argv) >= 4 and argv[1] == "standin":
-        rate = opt_float(argv, "--rate")
+        opts = standin_opts(argv[4:])
+        if "--order" in opts:
+            lru = opt_float(opts, "--lru")
+            if lru is None or lru <= 0:
+                die("standin --order needs --lru MB (a number > 0)")
+            standin_order(argv[2], argv[3], lru)
+            return 0
+        if "--share" in opts:
+            clean = opt_float(opts, "--clean")
+            if clean is None or not 0 <= clean <= 1:
+                die("standin --share needs --clean FRACTION (a number in [0, 1])")
+            standin_share(argv[2], argv[3], clean)
+            return 0
+        rate = opt_float(opts, "--rate")
         if rate is None or rate < 0:
             die("standin needs --rate MB_PER_US (a number >= 0)")
-        standin(argv[2], argv[3], rate, "--idle" in argv)
+        standin(argv[2], argv[3], rate, "--idle" in opts)
         return 0
     if len(argv) != 3:
         die("usage: l2drain.py MANIFEST.txt NCU.csv | standin MANIFEST.txt NCU.csv --rate MB_PER_US [--idle] | "

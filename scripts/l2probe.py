@@ -219,9 +219,11 @@ def main(argv):
         if len(a) < 4 or "--cap" not in a:
             die("usage: l2probe.py standin MANIFEST.txt NCU.csv --cap MB [--assoc A]")
         opts = dict(zip(a[2::2], a[3::2]))
-        for k in opts:
+        for k in a[2::2]:
             if k not in ("--cap", "--assoc"):
                 die("standin: unknown option %s" % k)
+        if len(a) % 2:
+            die("standin: %s needs a value" % a[-1])
         try:
             cap, assoc = float(opts["--cap"]), int(opts["--assoc"]) if "--assoc" in opts else None
         except ValueError:

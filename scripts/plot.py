@@ -25,7 +25,8 @@ reserved, KV external fragmentation at peak) against the first swept parameter, 
 value of the second.  It needs python3-pandas; without it that figure is skipped with a note.
 
 Runs lacking a table are skipped with a note on stderr.  Exit status: 0 with a figure written,
-1 for a file that cannot be read or holds nothing to plot, 2 for bad arguments.
+1 for a file that cannot be read or holds nothing to plot, 2 for bad arguments (an -o whose extension
+matplotlib does not write, such as .xyz; a negative --max-runs: 0 means no limit).
 
 Uses Debian's python3-h5py and python3-matplotlib (Agg backend, no display needed); run it
 with /usr/bin/python3 (another python3 earlier on PATH may lack them).
@@ -395,12 +396,21 @@ def main(argv):
     ap.add_argument("file", help="results file written by dkv run")
     ap.add_argument("-o", "--output", help="PNG to write (default: FILE with .png)")
     ap.add_argument("--runs", help="only runs whose name matches this regular expression")
-    ap.add_argument("--max-runs", type=int, default=24, help="at most this many runs per panel (default 24)")
+    ap.add_argument("--max-runs", type=int, default=24,
+                    help="at most this many runs per panel (default 24; 0: no limit)")
     ap.add_argument("--run", "--tags-run", dest="run",
                     help="run shown in the per-run panels (memory by tag, step timeline); default: the first "
                          "with a per-tag memory table")
     args = ap.parse_args(argv)
     out = args.output or os.path.splitext(args.file)[0] + ".png"
+    if args.max_runs < 0:
+        note("--max-runs %d: a count of runs (0: no limit)" % args.max_runs)
+        sys.exit(2)
+    ext = os.path.splitext(out)[1][1:].lower()
+    kinds = matplotlib.backend_bases.FigureCanvasBase.get_supported_filetypes()
+    if ext and ext not in kinds:
+        note("-o %s: matplotlib writes no .%s (it writes %s)" % (out, ext, ", ".join("." + k for k in sorted(kinds))))
+        sys.exit(2)
 
     f = open_results(args.file)
     names = run_names(f, args.runs, args.max_runs)
@@ -470,7 +480,7 @@ def main(argv):
     fig.tight_layout()
     try:
         fig.savefig(out, dpi=110)
-    except OSError as e:
+    except (OSError, ValueError, RuntimeError) as e:   # RuntimeError: .pgf without LaTeX
         fail("cannot write %s: %s" % (out, e))
     plt.close(fig)
     print("plot: wrote %s (%s)" % (out, ", ".join(panels)))

@@ -75,4 +75,13 @@ grep -q "^plot: wrote $T/many.sweep.png (sweep over workload.rate)$" <<<"$out" |
 [ "$(stat -c %s "$T/many.sweep.png")" -gt 20000 ] || fail "sweep PNG too small"
 out=$($PY "$ROOT/scripts/plot.py" "$T/many.h5" -o "$T/x.png" --run nope 2>&1); rc=$?
 [ $rc = 2 ] && grep -q "no such run" <<<"$out" || fail "--run nope: rc $rc: $out"
+# bad arguments are refused in one line before any work (exit 2): an -o whose extension matplotlib does not write
+# (a ValueError traceback after the whole figure was drawn) and a negative --max-runs (0 means no limit)
+out=$($PY "$ROOT/scripts/plot.py" "$T/many.h5" -o "$T/x.xyz" 2>&1); rc=$?
+[ $rc = 2 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q "^plot: -o $T/x.xyz: matplotlib writes no .xyz" <<<"$out" \
+    || fail "-o x.xyz: rc $rc: $out"
+out=$($PY "$ROOT/scripts/plot.py" "$T/many.h5" -o "$T/x.png" --max-runs -1 2>&1); rc=$?
+[ $rc = 2 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q "^plot: --max-runs -1: a count of runs (0: no limit)" <<<"$out" \
+    || fail "--max-runs -1: rc $rc: $out"
+[ ! -e "$T/x.png" ] || fail "--max-runs -1 drew a figure"
 echo "plot ok"

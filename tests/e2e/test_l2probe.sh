@@ -37,6 +37,9 @@ grep -q "m16.txt:[0-9]*: launch [0-9]* is write_kernel, ncu's row (.*swap.csv:[0
     fail "swapped kernels: $(cat "$T/e3")"
 if $PY scripts/l2probe.py standin "$T/x.txt" "$T/x.csv" --cap 40 --asoc 16 2> "$T/e4"; then fail "a misspelt option was accepted"; fi
 grep -q "unknown option --asoc" "$T/e4" || fail "misspelt option: $(cat "$T/e4")"
+# an option without its value is refused (--assoc was dropped, the stand-in written as one LRU)
+if $PY scripts/l2probe.py standin "$T/x.txt" "$T/x.csv" --cap 40 --assoc 2> "$T/e4"; then fail "--assoc without a value was accepted"; fi
+grep -qxF "l2probe.py: standin: --assoc needs a value" "$T/e4" || fail "--assoc without a value: $(cat "$T/e4")"
 
 # the recorded run (device call 56): every curve, the bound and the rows tables
 D=datasets/hw/2026-12-02/call56
@@ -112,6 +115,14 @@ grep -A11 "### rehit (" "$T/o.txt" | grep -qxF "| 8 | 32 | 4.000 | 4.000 | 0.000
     fail "l2drain.py: the order tables' rows: $(cat "$T/o.txt")"
 if $PY scripts/l2drain.py standin "$T/om2.txt" "$T/on2.csv" --order --lru 0 2> "$T/e"; then fail "--lru 0 accepted"; fi
 grep -q "needs --lru MB" "$T/e" || fail "l2drain.py's --lru error: $(cat "$T/e")"
+# the stand-in's options: a misspelt or unknown one, or one its mode does not use, is refused (all were ignored)
+for bad in "--rate 0.1 --idel" "--rate 0.1 --bogus 7" "--order --lru 36 --idle" "--rate"; do
+    # shellcheck disable=SC2086  # the options, split
+    if $PY scripts/l2drain.py standin "$T/xm.txt" "$T/xn.csv" $bad 2> "$T/e"; then fail "l2drain.py standin $bad accepted"; fi
+    grep -qE "^l2drain.py: standin( --order)?: (unknown option|--idle has no effect|--rate needs a value)" "$T/e" ||
+        fail "l2drain.py standin $bad: $(cat "$T/e")"
+done
+[ ! -e "$T/xm.txt" ] || fail "a refused stand-in wrote its manifest"
 # l2drain_gemm.py (`l2drain gemm`, sessions 39-40): a GEMM's launch pairs with the one or more kernels of other names
 # after it (the stand-in: 2 a GEMM, then 1), the plain read with one read_kernel; from the stand-in's LRU of 40 MB the
 # 8 MB probe is whole after 32 MB of stream and gone after 40; a row missing or misnamed is an error naming the launch
