@@ -19,6 +19,9 @@ POINTS = ['nv:vi:dual,steps=32', 'nv:az:dual,blk=64', 'nv:az:sparse_head,blk=64'
           'nv:az:prefix,blk=16']
 EV = 1.5e-6
 args = sys.argv[1:]
+if args[:1] in (['-h'], ['--help']):
+    print(__doc__.strip())
+    sys.exit(0)
 def die(msg):
     print("attn_items.py: " + msg, file=sys.stderr)
     sys.exit(2)

@@ -7,14 +7,25 @@ would compile; this check makes that a failure.  Module M (folder F) may include
 and of every module in the closure of M's list.  cuda/ may use what its MODULES entry lists
 (SConstruct adds it when nvcc is found).  Unit tests (tests/unit/test_<M>[_*].c) follow M's rule;
 test_cli_* and the CLI (core/cli, the program) may include anything.  Exit 1 listing each
-violation as FILE:LINE: includes "X/..." (module X), not in M's list."""
+violation as FILE:LINE: includes "X/..." (module X), not in M's list; 2 on usage or a ROOT without SConstruct."""
 import ast
 import os
 import re
 import sys
 
+if sys.argv[1:] in (['-h'], ['--help']):
+    print(__doc__)
+    sys.exit(0)
+if len(sys.argv) > 2 or sys.argv[1:2] and sys.argv[1].startswith('-'):
+    print('usage: check_layering.py [ROOT]  (--help: what it checks)', file=sys.stderr)
+    sys.exit(2)
 root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..')
-text = open(os.path.join(root, 'SConstruct')).read()
+try:
+    text = open(os.path.join(root, 'SConstruct')).read()
+except OSError as e:
+    print('check_layering: %s: %s (ROOT: the repository)' % (os.path.join(root, 'SConstruct'), e.strerror),
+          file=sys.stderr)
+    sys.exit(2)
 
 m = re.search(r'^MODULES = (\{.*?^\})', text, re.S | re.M)
 if not m:

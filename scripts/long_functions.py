@@ -3,12 +3,20 @@
 source files longer than 800 lines, in product code (core/, sim/, cuda/, cpu/: .c and .h; CUDA
 kernels in .cu files are left out, as STYLE.md allows).  A function is a line at column 0 that opens a body
 ('{' alone on the next line, or at the end of the signature) up to the '}' at column 0 that
-closes it.  Prints one line per finding; exit 1 when there is one."""
+closes it.  Prints one line per finding; exit 1 when there is one, 2 on an unknown option or a PATH that cannot be
+read."""
 import glob
 import os
 import re
 import sys
 
+if sys.argv[1:] in (['-h'], ['--help']):
+    print(__doc__)
+    sys.exit(0)
+bad = [a for a in sys.argv[1:] if a.startswith('-')]
+if bad:
+    print('long_functions: unknown option %s (usage: long_functions.py [LIMIT] [PATHS...])' % bad[0], file=sys.stderr)
+    sys.exit(2)
 limit = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 120
 paths = [a for a in sys.argv[1:] if not a.isdigit()] or \
     sorted(f for d in ('core/**', 'sim', 'cuda', 'cpu') for x in ('c', 'h')
@@ -16,7 +24,11 @@ paths = [a for a in sys.argv[1:] if not a.isdigit()] or \
 found = 0
 name_re = re.compile(r'([A-Za-z_][A-Za-z_0-9]*)\s*\(')
 for p in paths:
-    lines = open(p, errors='replace').read().split('\n')
+    try:
+        lines = open(p, errors='replace').read().split('\n')
+    except OSError as e:
+        print('long_functions: %s: %s' % (p, e.strerror), file=sys.stderr)
+        sys.exit(2)
     if len(lines) - 1 > 800:
         print('%s: %d lines (file over 800)' % (p, len(lines) - 1))
         found += 1

@@ -76,6 +76,9 @@ def kinds(argv):
 
 
 def main(argv):
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        return 0
     if argv[:1] == ["--kinds"] and len(argv) > 1:
         return kinds(argv[1:])
     point = "az:none"

@@ -217,7 +217,9 @@ def generate(model_dir, text, gen=64, steps=32, block=32):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "standin":
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+    elif len(sys.argv) >= 3 and sys.argv[1] == "standin":
         standin(sys.argv[2], int(sys.argv[4]) if len(sys.argv) >= 5 and sys.argv[3] == "--seed" else 7)
     elif len(sys.argv) >= 4 and sys.argv[1] == "generate":
         generate(sys.argv[2], sys.argv[3], *[int(x) for x in sys.argv[4:6]])

@@ -40,8 +40,38 @@ import sys
 import time
 import traceback
 
-import torch
-import torch.nn.functional as F
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", default=".corpus", help="folder with train.txt, heldout.txt (tiny_corpus.py)")
+    ap.add_argument("--out", required=True, help="output folder")
+    ap.add_argument("--minutes", type=float, default=6.5, help="wall-clock budget of the training loop")
+    ap.add_argument("--steps", type=int, default=0, help="total steps (0: estimated from --minutes)")
+    ap.add_argument("--smoke", action="store_true", help="a few tiny steps, seconds; same outputs")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--layers", type=int, default=6)
+    ap.add_argument("--hidden", type=int, default=384)
+    ap.add_argument("--heads", type=int, default=6)
+    ap.add_argument("--kv-heads", type=int, default=2)
+    ap.add_argument("--ffn", type=int, default=768)
+    ap.add_argument("--seq", type=int, default=512, help="training canvas = the preset's max_len")
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--warmup", type=int, default=200)
+    ap.add_argument("--wd", type=float, default=0.1)
+    ap.add_argument("--eval-every", type=int, default=250)
+    return ap.parse_args()
+
+
+if __name__ == "__main__":
+    ARGS = parse_args()   # --help and a bad option are answered before torch is imported (the device machine has it)
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:
+    if __name__ != "__main__":
+        raise
+    sys.exit("train_tiny_dllm: needs PyTorch (%s): run it on the device machine (see the commands above)" % e)
 
 MASK_ID = 256
 END_ID = 257
@@ -320,28 +350,6 @@ def unigram(train, held, mask):
             "heldout_cross_entropy_bits": xent}
 
 
-def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--corpus", default=".corpus", help="folder with train.txt, heldout.txt (tiny_corpus.py)")
-    ap.add_argument("--out", required=True, help="output folder")
-    ap.add_argument("--minutes", type=float, default=6.5, help="wall-clock budget of the training loop")
-    ap.add_argument("--steps", type=int, default=0, help="total steps (0: estimated from --minutes)")
-    ap.add_argument("--smoke", action="store_true", help="a few tiny steps, seconds; same outputs")
-    ap.add_argument("--seed", type=int, default=1234)
-    ap.add_argument("--layers", type=int, default=6)
-    ap.add_argument("--hidden", type=int, default=384)
-    ap.add_argument("--heads", type=int, default=6)
-    ap.add_argument("--kv-heads", type=int, default=2)
-    ap.add_argument("--ffn", type=int, default=768)
-    ap.add_argument("--seq", type=int, default=512, help="training canvas = the preset's max_len")
-    ap.add_argument("--batch", type=int, default=128)
-    ap.add_argument("--lr", type=float, default=2e-3)
-    ap.add_argument("--warmup", type=int, default=200)
-    ap.add_argument("--wd", type=float, default=0.1)
-    ap.add_argument("--eval-every", type=int, default=250)
-    return ap.parse_args()
-
-
 def build_cfg(a):
     if a.hidden != a.heads * HEAD_DIM or a.heads % a.kv_heads:
         raise SystemExit("train_tiny_dllm: need hidden == heads * 64 and heads %% kv_heads == 0 (got %d, %d, %d)"
@@ -487,7 +495,7 @@ def write_outputs(a, cfg, model, train, held, out, state):
 
 
 def main():
-    a = parse_args()
+    a = ARGS
     a.max_eval_windows = 4096
     if a.smoke:
         a.layers, a.hidden, a.heads, a.kv_heads, a.ffn = 2, 128, 2, 1, 256
