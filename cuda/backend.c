@@ -12,7 +12,6 @@
 #include "util/mono.h"
 #include "util/rng.h"
 
-
 void bk_alloc_note(dkv_cuda_backend *b, int64_t delta)
 {
     b->alloc_now = (uint64_t)((int64_t)b->alloc_now + delta);
@@ -372,18 +371,14 @@ static dkv_status bk_begin(void *ctx, const dkv_backend_setup *s, dkv_err *err)
         STEP(warm_scores(b, err));   /* before warm_gemms: its idle follows all the warm-up's work */
     if (b->o.warm_gemms)
         STEP(warm_gemms(b, err));
+    STEP(b->o.poison && ((b->arena_borrowed ? cudaSuccess : cudaMemset(b->arena, 0xff, b->arena_bytes)) != cudaSuccess ||
+                         cudaMemset(b->act_mem, 0xff, b->cap_bytes_act) != cudaSuccess ||
+                         cudaDeviceSynchronize() != cudaSuccess)
+             ? dkv_err_set(err, DKV_EIO, "cuda backend: poisoning the arena failed") : DKV_OK);
+    size_t fr = 0, tot = 0;   /* checked: else a least free of 0 that nothing measured */
+    STEP(cudaMemGetInfo(&fr, &tot) != cudaSuccess ? dkv_err_set(err, DKV_EIO, "cuda backend: cudaMemGetInfo failed (begin)")
+                                                  : DKV_OK);
 #undef STEP
-    if (b->o.poison && ((b->arena_borrowed ? cudaSuccess : cudaMemset(b->arena, 0xff, b->arena_bytes)) != cudaSuccess ||
-                        cudaMemset(b->act_mem, 0xff, b->cap_bytes_act) != cudaSuccess ||
-                        cudaDeviceSynchronize() != cudaSuccess)) {
-        teardown(b);
-        return dkv_err_set(err, DKV_EIO, "cuda backend: poisoning the arena failed");
-    }
-    size_t fr = 0, tot = 0;
-    if (cudaMemGetInfo(&fr, &tot) != cudaSuccess) {   /* else a least free of 0 that nothing measured */
-        teardown(b);
-        return dkv_err_set(err, DKV_EIO, "cuda backend: cudaMemGetInfo failed (begin)");
-    }
     b->rep.mem_total_bytes = tot;
     b->rep.mem_free_min_bytes = fr;
     b->rep.weights_bytes = b->w_borrowed ? 0 : b->w->bytes;   /* a borrowed copy is its owner's */
