@@ -5,7 +5,6 @@
 # turn.  Question: does each exit 0 on the H200?  A SKIP (77) on the device is a failed call.
 # .hwbin: hw_session.sh build's static dkv and lib, and the test programs of build/release/tests/gpu, at 8bfdfdf's
 # tree (sm_90), xz'd.
-# (session 42: refused, "no device machine could be started right now"; not run.  Rebuild .hwbin before using it.)
 # there: run(command="bash datasets/hw/2026-12-05/call125/command.sh", carry=[".hwbin"], timeout_s=480)
 set -u
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:$PWD/.hwbin/lib:${LD_LIBRARY_PATH:-}"
