@@ -113,9 +113,10 @@ function M.run(spec)
   local pts, keys = points(spec.grid, spec.order, 3)
   -- every point's run name, over the whole grid (every shard's), before anything runs: values that differ only in
   -- the characters a name cannot hold ("a b" and "a_b") would otherwise be found at the second dkv.save
-  local named = {}
+  local names, named = {}, {}
   for k, p in ipairs(pts) do
     local name = M.name(spec.name or "sweep", p, keys)
+    names[k] = name
     local j = named[name]
     if j then
       error(string.format("sweep: points %d (%s) and %d (%s) have one run name, '%s' (a character outside "
@@ -128,7 +129,7 @@ function M.run(spec)
   local save = spec.save ~= false
   for k, p in ipairs(pts) do
     if dkv.shard.mine(k) then
-      local name = M.name(spec.name or "sweep", p, keys)
+      local name = names[k]
       local r = spec.run(p)
       local row = {index = k, name = name, params = p, result = r}
       if is_result(r) then

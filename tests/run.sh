@@ -52,10 +52,12 @@ SLOW=(e2e:tests/e2e/test_experiments.sh e2e:tests/e2e/test_hw_scripts.sh e2e:tes
 
 # the queue: kind, name and command (%q-quoted) of each selected test, in printing order
 q_kind=(); q_name=(); q_cmd=()
+selected() {   # kind name: whether ONLY and KINDS let this test run
+    { [ -z "${ONLY:-}" ] || [[ "$2" == *"$ONLY"* ]]; } && { [ -z "${KINDS:-}" ] || [[ " $KINDS " == *" $1 "* ]]; }
+}
 run_one() {   # kind name command...
     local kind=$1 name=$2; shift 2
-    if [ -n "${ONLY:-}" ] && [[ "$name" != *"$ONLY"* ]]; then return; fi
-    if [ -n "${KINDS:-}" ] && [[ " $KINDS " != *" $kind "* ]]; then return; fi
+    selected "$kind" "$name" || return 0
     q_kind+=("$kind"); q_name+=("$name"); q_cmd+=("$(printf '%q ' "$@")")
 }
 note() {   # a line printed in its place in the queue (not a test)
@@ -139,7 +141,7 @@ for t in "$BUILD"/tests/unit/test_*; do
 done
 for src in tests/unit/test_*.c; do   # a unit test SConstruct left out of this build (test_cuda_*: cuda=no) is said
     b=$(basename "$src" .c)
-    [ -x "$BUILD/tests/unit/$b" ] || [[ " ${KINDS:-unit} " != *" unit "* ]] || { [ -n "${ONLY:-}" ] && [[ "$b" != *"$ONLY"* ]]; } ||
+    [ -x "$BUILD/tests/unit/$b" ] || ! selected unit "$b" ||
         note "SKIP  unit  $b (not in this build: its module is not built here, e.g. cuda=no or nvcc missing)"
 done
 if [ -x "$DKV" ]; then

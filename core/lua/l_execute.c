@@ -252,9 +252,9 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     lua_pop(L, 1);
 }
 
-/* What no executing backend records (either backend's maker calls it first). */
 /* What no executing backend (CUDA, CPU) can take: the simulator's records and its models of host time, which an
- * executed run spends for real (a modelled second would be added to the measured ones). */
+ * executed run spends for real (a modelled second would be added to the measured ones).  Either backend's maker calls
+ * it first. */
 static dkv_status exec_refusals(const dkv_lsim *s, dkv_err *err)
 {
     const dkv_engine_config *c = &s->ec;
