@@ -5,7 +5,7 @@
 # without its profiled run, or an OUT_DIR that exists, is refused; scripts/ncu_gemm_reads.py and
 # scripts/gemm_reads.py check read the runs it writes, scripts/ncu_layer.py pairs their kernels with the replay's;
 # scripts/ncu_score.sh scores a recorded set, scripts/ncu_layer_sets.py sums its layers across the set's steps;
-# scripts/ncu_attainable.py sets two measurements of one table side by side.
+# scripts/ncu_attainable.py sets two measurements of one table side by side; scripts/ncu_table_cv.py leaves one set out.
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -184,6 +184,42 @@ for bad in "--kind prefill" "--bytes both" "--points 0,2"; do
     /usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" $bad 2> "$T/e15" && fail "ncu_layer_sets.py $bad accepted"
     [ $? = 2 ] && grep -q "ncu_layer_sets.py: ${bad%% *}" "$T/e15" || fail "ncu_layer_sets.py $bad: $(cat "$T/e15")"
 done
+# scripts/ncu_table_cv.py (session 43): leaving one set out.  On c73 alone its two tables are one model each, so no
+# step has a twin of its model elsewhere and both tables keep the replay's bytes (the three counts equal); on hand-made
+# steps the tables' interpolation and ratio give the counts worked out by hand; one set, a bad --bytes are refused
+/usr/bin/python3 scripts/ncu_table_cv.py "$T/sc" > "$T/cv.txt" 2> "$T/cv.err" || fail "ncu_table_cv.py: $(cat "$T/cv.err")"
+r=$(sed -n 's/^replay \([0-9]* \/ [1-9][0-9]*\) within.*/\1/p' "$T/cv.txt")
+[ -n "$r" ] && grep -q "^direct $r within" "$T/cv.txt" && grep -q "^ratio  $r within" "$T/cv.txt" ||
+    fail "ncu_table_cv.py on one set per model: $(cat "$T/cv.txt")"
+grep -q "^spread: [0-9]* layer rows" "$T/cv.txt" || fail "ncu_table_cv.py's spread line: $(cat "$T/cv.txt")"
+/usr/bin/python3 - "$ROOT/scripts" << 'PY' || fail "ncu_table_cv.py on hand-made steps"
+import sys
+sys.path.insert(0, sys.argv[1])
+import ncu_table_cv as C
+def st(set_, point, rows, rep, ncu):
+    return {"set": set_, "point": point, "model": "m", "kind": "refresh", "sig": (1,), "rows": rows,
+            "layer": [(1, rep * 1e6, ncu * 1e6)]}
+steps = [st("a", "p", 100, 8, 10), st("b", "q", 100, 9, 10), st("b", "q", 300, 20, 30), st("c", "r", 200, 10, 20)]
+# a out: direct 10 at 100 rows (within), ratio 8 x 10 / 9 (-11 %); b out: its point 30 + beyond 200 rows 20 = 30,
+# ratio 9 x 1.25 + 20 x 2.0 = 51.25, both against 40; c out: direct 20 between 10 and 30 (within), ratio
+# 10 x (1.1806 + 1.5) / 2 = 13.4 against 20.  The replay misses all three.
+ok, n = C.cv(steps)
+assert n == 3 and (ok["replay"], ok["direct"], ok["ratio"]) == (0, 2, 0), (ok, n)
+assert C.interp([100, 200], [1.0, 3.0], 150) == 2.0 and C.interp([100, 200], [1.0, 3.0], 50) == 1.0
+cmp_n, good, wide = C.spread(steps)   # 100 rows shared by p and q: 10 and 10 MB
+assert (cmp_n, good) == (1, 1) and wide[0][0] == 1.0, (cmp_n, good, wide)
+steps[1] = st("b", "q", 100, 9, 12)   # now 10 and 12: 1.2 apart, over 1.105
+cmp_n, good, wide = C.spread(steps)
+assert (cmp_n, good) == (1, 0) and abs(wide[0][0] - 1.2) < 1e-12, (cmp_n, good, wide)
+PY
+head -n 1 "$T/sc/tables.txt" > "$T/one_tables.txt"
+mkdir -p "$T/one" && cp "$T/one_tables.txt" "$T/one/tables.txt" && ln -s "$T/sc/$(dirname "$(head -n 1 "$T/sc/tables.txt")" | cut -d/ -f1)" "$T/one/"
+/usr/bin/python3 scripts/ncu_table_cv.py "$T/one" > /dev/null 2> "$T/e17" && fail "ncu_table_cv.py: one set accepted"
+[ $? = 1 ] && grep -q "^ncu_table_cv.py: .*: 1 set(s) with paired steps (c73_.*); leaving one out needs at least two" "$T/e17" ||
+    fail "ncu_table_cv.py on one set: $(cat "$T/e17")"
+/usr/bin/python3 scripts/ncu_table_cv.py "$T/sc" --bytes both 2> "$T/e18" && fail "ncu_table_cv.py --bytes both accepted"
+[ $? = 2 ] && grep -q "^ncu_table_cv.py: --bytes must be read or write" "$T/e18" || fail "ncu_table_cv.py --bytes both: $(cat "$T/e18")"
+/usr/bin/python3 scripts/ncu_table_cv.py --help | grep -q "^    /usr/bin/python3 scripts/ncu_table_cv.py OUT" || fail "ncu_table_cv.py --help"
 # scripts/ncu_sign.py (session 40): two OUT_DIRs cell by cell, through each one's tables.txt; the set against itself
 # moves no cell; a copy with one cell's counted write made 999 GB is further in exactly that cell; a table missing is
 # an error
