@@ -10,7 +10,9 @@
  *
  * Prints one summary line per backend (generated tokens/s, steps, step time, latency, PCIe
  * bytes, device memory) and the measured time per kernel class.  Exit 0 when every request
- * finished, 1 otherwise; 77 (SKIP) without a usable GPU. */
+ * finished, 1 otherwise; 77 (SKIP) without a usable GPU; 2 on a bad option (gpu_args.h: checked
+ * before the GPU is looked for; --help prints the usage). */
+#include "gpu_args.h"
 #include "gpu_check.h"
 #include "test_backend.h"
 
@@ -35,40 +37,50 @@ static void on_kernel(void *user, const dkv_kernel_record *r)
     kl[r->kind] += r->n_launches;
 }
 
-static int parse(int argc, char **argv, args *a)
+static const char USAGE[] =
+    "  test_backend_run                   smoke test: a tiny model, 4 requests, sparse cache\n"
+    "  test_backend_run [--model tiny|llada] [--n N] [--prompt P] [--gen G] [--cache none|prefix|dual|sparse]\n"
+    "                   [--block B] [--rho (0, 1]] [--offload none|progressive|plain] [--layout tmajor|layer_major]\n"
+    "                   [--capacity-gib GIB] [--class-timing 0|1] [--streams S] [--seed SEED]\n"
+    "                   [--attn batched|per-item]\n";
+
+static void parse(int argc, char **argv, args *a)
 {
+    static const char *const models[] = {"tiny", "llada", NULL}, *const offloads[] = {"none", "progressive", "plain", NULL};
+    static const char *const layouts[] = {"tmajor", "layer_major", NULL}, *const attns[] = {"batched", "per-item", NULL};
     *a = (args){.model = "tiny", .cache = "sparse", .offload = "none", .layout = "tmajor", .attn = "batched", .n = 4,
                 .prompt = 64,
                 .gen = 32, .block = 16, .streams = 4, .rho = 0.5, .capacity_gib = 1, .class_timing = 1, .seed = 1};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
-        if (!strcmp(k, "--model")) a->model = v;
-        else if (!strcmp(k, "--cache")) a->cache = v;
-        else if (!strcmp(k, "--offload")) a->offload = v;
-        else if (!strcmp(k, "--layout")) a->layout = v;
-        else if (!strcmp(k, "--attn")) a->attn = v;
-        else if (!strcmp(k, "--n")) a->n = (uint32_t)atoi(v);
-        else if (!strcmp(k, "--prompt")) a->prompt = (uint32_t)atoi(v);
-        else if (!strcmp(k, "--gen")) a->gen = (uint32_t)atoi(v);
-        else if (!strcmp(k, "--block")) a->block = (uint32_t)atoi(v);
-        else if (!strcmp(k, "--streams")) a->streams = (uint32_t)atoi(v);
-        else if (!strcmp(k, "--rho")) a->rho = atof(v);
-        else if (!strcmp(k, "--capacity-gib")) a->capacity_gib = atof(v);
-        else if (!strcmp(k, "--class-timing")) a->class_timing = atoi(v);
-        else if (!strcmp(k, "--seed")) a->seed = (uint64_t)atoll(v);
-        else {
-            fprintf(stderr, "test_backend_run: unknown option %s\n", k);
-            return 2;
+    gpu_args g = gpu_args_start("test_backend_run", USAGE, argc, argv);
+    const char *k, *v;
+    while (gpu_args_next(&g, &k, &v)) {
+        if (!strcmp(k, "--model")) a->model = models[gpu_args_choice(&g, k, v, models)];
+        else if (!strcmp(k, "--cache")) {
+            int cm = 0;
+            if (dkv_names_parse(&dkv_cache_mode_names, v, &cm, &err) != DKV_OK)
+                gpu_args_fail(&g, "--cache: %s", err.msg);
+            a->cache = v;
         }
+        else if (!strcmp(k, "--offload")) a->offload = offloads[gpu_args_choice(&g, k, v, offloads)];
+        else if (!strcmp(k, "--layout")) a->layout = layouts[gpu_args_choice(&g, k, v, layouts)];
+        else if (!strcmp(k, "--attn")) a->attn = attns[gpu_args_choice(&g, k, v, attns)];
+        else if (!strcmp(k, "--n")) a->n = (uint32_t)gpu_args_uint(&g, k, v, 1, 1u << 20);
+        else if (!strcmp(k, "--prompt")) a->prompt = (uint32_t)gpu_args_uint(&g, k, v, 1, 1u << 20);
+        else if (!strcmp(k, "--gen")) a->gen = (uint32_t)gpu_args_uint(&g, k, v, 1, 1u << 20);
+        else if (!strcmp(k, "--block")) a->block = (uint32_t)gpu_args_uint(&g, k, v, 1, 1u << 16);
+        else if (!strcmp(k, "--streams")) a->streams = (uint32_t)gpu_args_uint(&g, k, v, 1, 64);
+        else if (!strcmp(k, "--rho")) a->rho = gpu_args_real(&g, k, v, 0, true, 1);
+        else if (!strcmp(k, "--capacity-gib")) a->capacity_gib = gpu_args_real(&g, k, v, 0, true, 1 << 20);
+        else if (!strcmp(k, "--class-timing")) a->class_timing = (int)gpu_args_uint(&g, k, v, 0, 1);
+        else if (!strcmp(k, "--seed")) a->seed = gpu_args_uint(&g, k, v, 0, UINT64_MAX);
+        else gpu_args_fail(&g, "unknown option %s", k);
     }
-    return 0;
 }
 
 int main(int argc, char **argv)
 {
     args a;
-    if (parse(argc, argv, &a))
-        return 2;
+    parse(argc, argv, &a);
     skip_without_gpu();
     dkv_model m = llada8b();
     if (!strcmp(a.model, "tiny"))

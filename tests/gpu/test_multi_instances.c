@@ -13,15 +13,21 @@
  *   test_multi_instances [--model tiny|llada] [--n 16] [--prompt 64] [--gen 32] [--capacity-mib M]
  *                        [--dry-sim 1]   (simulator backends per instance: the set-up checked without a GPU)
  *
- * Exit 0 when every case passes, 1 otherwise, 77 (SKIP) without a usable GPU. */
+ * --capacity-mib 0 (the default): room for about half the requests at once.  Exit 0 when every case passes, 1
+ * otherwise, 77 (SKIP) without a usable GPU, 2 on a bad option (gpu_args.h; --help prints the usage). */
 #include <math.h>
 
+#include "gpu_args.h"
 #include "gpu_check.h"
 #include "test_backend.h"
 
 #include "sim/sim.h"
 
 #define KMAX 8
+
+static const char USAGE[] =
+    "  test_multi_instances [--model tiny|llada] [--n 16] [--prompt 64] [--gen 32] [--capacity-mib M]\n"
+    "                       [--dry-sim 0|1]   (1: simulator backends per instance, the set-up checked without a GPU)\n";
 
 typedef struct seen {
     uint64_t items, bad_conf;
@@ -181,19 +187,18 @@ static int one_case(const args *a, const dkv_model *m, const dkv_gpu *g, dkv_wor
 
 int main(int argc, char **argv)
 {
+    static const char *const models[] = {"tiny", "llada", NULL};
     args a = {.model = "tiny", .n = 16, .prompt = 64, .gen = 32, .capacity_mib = 0};
-    for (int i = 1; i + 1 < argc; i += 2) {
-        const char *k = argv[i], *v = argv[i + 1];
-        if (!strcmp(k, "--model")) a.model = v;
-        else if (!strcmp(k, "--n")) a.n = (uint32_t)atoi(v);
-        else if (!strcmp(k, "--prompt")) a.prompt = (uint32_t)atoi(v);
-        else if (!strcmp(k, "--gen")) a.gen = (uint32_t)atoi(v);
-        else if (!strcmp(k, "--capacity-mib")) a.capacity_mib = atof(v);
-        else if (!strcmp(k, "--dry-sim")) a.dry = atoi(v);
-        else {
-            fprintf(stderr, "test_multi_instances: unknown option %s\n", k);
-            return 2;
-        }
+    gpu_args ga = gpu_args_start("test_multi_instances", USAGE, argc, argv);
+    const char *opt, *val;
+    while (gpu_args_next(&ga, &opt, &val)) {
+        if (!strcmp(opt, "--model")) a.model = models[gpu_args_choice(&ga, opt, val, models)];
+        else if (!strcmp(opt, "--n")) a.n = (uint32_t)gpu_args_uint(&ga, opt, val, 1, 1u << 20);
+        else if (!strcmp(opt, "--prompt")) a.prompt = (uint32_t)gpu_args_uint(&ga, opt, val, 1, 1u << 20);
+        else if (!strcmp(opt, "--gen")) a.gen = (uint32_t)gpu_args_uint(&ga, opt, val, 1, 1u << 20);
+        else if (!strcmp(opt, "--capacity-mib")) a.capacity_mib = gpu_args_real(&ga, opt, val, 0, false, 1 << 30);
+        else if (!strcmp(opt, "--dry-sim")) a.dry = (int)gpu_args_uint(&ga, opt, val, 0, 1);
+        else gpu_args_fail(&ga, "unknown option %s", opt);
     }
     if (!a.dry)
         skip_without_gpu();
@@ -202,10 +207,6 @@ int main(int argc, char **argv)
         m = (dkv_model){.name = "tiny", .n_layers = 2, .hidden = 256, .ffn = 512, .n_heads = 4, .n_kv_heads = 2,
                         .head_dim = 64, .vocab = 1000, .mask_id = 999, .max_len = 512, .rope_theta = 10000.0,
                         .weight_dtype = DKV_DTYPE_BF16, .kv_dtype = DKV_DTYPE_BF16, .act_dtype = DKV_DTYPE_BF16};
-    else if (strcmp(a.model, "llada")) {
-        fprintf(stderr, "test_multi_instances: --model tiny or llada\n");
-        return 2;
-    }
     dkv_gpu g = h200();
     if (a.capacity_mib <= 0) {   /* room for about half the requests at once: instances contend */
         double blk = 32.0 * (double)dkv_model_kv_bytes_per_token(&m);
