@@ -4,7 +4,7 @@
 # that does not parse or is out of range, a choice not in its list (before session 43 --offload, --layout, --attn
 # and --model took any other word as their default), a name without its value (it was ignored), a word that is not an
 # option, an unknown name: exit status 2 and one line naming the program, the option and the value.  --help prints
-# the usage, exit 0.  CUDA builds only (the programs are not built with cuda=no: the test says so and skips).
+# the usage, exit 0.  The microbenchmarks' one optional flag is checked the same way.  CUDA builds only (the programs are not built with cuda=no: the test says so and skips).
 set -euo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -46,7 +46,16 @@ for p in $R $M; do
     "$G/$p" --help > "$T/help" 2>&1 || fail "$p --help: exit $?"
     grep -q "^usage:" "$T/help" && grep -q "^  $p " "$T/help" || fail "$p --help: $(cat "$T/help")"
 done
+# the microbenchmarks' one optional flag (gpu_args_flag): a misspelt one or a second argument is refused (before, a
+# misspelt --quick ran the full benchmark)
+for bf in bench_attn_batch:--quick bench_kernels:--ncu bench_reuse:--quick bench_sel_align:--ncu; do
+    b=${bf%%:*} f=${bf#*:}
+    [ -x "$G/$b" ] || fail "$G/$b not built"
+    bad "$b" "unknown argument '${f}x'" "${f}x"
+    bad "$b" "one optional argument \\($f\\), got 2" "$f" "$f"
+    "$G/$b" --help | grep -q "^  $b \\[$f\\]" || fail "$b --help: $("$G/$b" --help 2>&1)"
+done
 # a good option list still runs: the multi-instance set-up on simulator backends, no GPU needed
 "$G/$M" --dry-sim 1 --n 8 --gen 64 > "$T/dry" 2>&1 || fail "$M --dry-sim 1 --n 8 --gen 64: $(cat "$T/dry")"
 grep -q "^config: tiny, 8 requests x (64 + 64)" "$T/dry" || fail "$M's options not taken: $(head -n 1 "$T/dry")"
-echo "PASS: $(grep -c '^bad ' "$0") refusals, --help of both, a good option list"
+echo "PASS: $(grep -c '^bad ' "$0") refusals of test_backend_run and test_multi_instances, 8 of the microbenchmarks, --help of each, a good option list"

@@ -22,6 +22,7 @@
  * 77 without a GPU.  Expected wall time on an H200: ~1 minute (--quick: ~15 s). */
 #include <time.h>
 
+#include "gpu_args.h"
 #include "gpu_check.h"
 
 #include "cuda/profile_internal.h"
@@ -243,8 +244,8 @@ static void transient(const setting *s)
 
 int main(int argc, char **argv)
 {
+    bool quick = gpu_args_flag(argc, argv, "bench_attn_batch", "--quick", "fewer repetitions");
     skip_without_gpu();
-    bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     if (quick)
         R = 7;
     OK(dkv_cuda_ctx_new(0, &ctx, &err));

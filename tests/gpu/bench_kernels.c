@@ -8,6 +8,7 @@
  *   bench_kernels --ncu    each kernel twice, no timing (run under ncu -k regex:"skinny|flash")
  * The skinny GEMM is the explicit DKV_GEMM_SKINNY path (dkv_cuda_gemm itself runs cuBLASLt).
  * Prints "SKIP: ..." and exits 77 without a GPU. */
+#include "gpu_args.h"
 #include "gpu_check.h"
 
 static dkv_cuda_ctx *ctx;
@@ -18,8 +19,8 @@ static int reps = 15, warm = 3;
 
 int main(int argc, char **argv)
 {
+    int ncu = gpu_args_flag(argc, argv, "bench_kernels", "--ncu", "for Nsight Compute: warm-up launches only, no timed repetitions");
     skip_without_gpu();
-    int ncu = argc > 1 && strcmp(argv[1], "--ncu") == 0;
     if (ncu)
         reps = 0, warm = 2;
     OK(dkv_cuda_ctx_new(0, &ctx, &err));

@@ -10,6 +10,7 @@
  *
  * Workload of issue 5: batch 1, prompt 512, generation 256 (L = 768), block 32, dual cache.
  * Prints "SKIP: ..." and exits 77 without a GPU. */
+#include "gpu_args.h"
 #include "gpu_check.h"
 
 #include "ref/ref.h"
@@ -153,8 +154,9 @@ static void bench_attention(const dkv_model *m, dkv_kv_layout layout, uint32_t T
 
 int main(int argc, char **argv)
 {
+    bool quick = gpu_args_flag(argc, argv, "bench_reuse", "--quick", "fewer repetitions");
     skip_without_gpu();
-    if (argc > 1 && strcmp(argv[1], "--quick") == 0)
+    if (quick)
         reps = 5;
     OK(dkv_cuda_ctx_new(0, &ctx, &err));
     st = dkv_cuda_ctx_stream(ctx);

@@ -15,6 +15,7 @@
 #include <cublas_v2.h>
 
 #include "cuda/backend_internal.h"
+#include "gpu_args.h"
 #include "gpu_check.h"
 
 static cudaStream_t st;
@@ -56,8 +57,8 @@ static uint32_t align_class(uint32_t keys)
 
 int main(int argc, char **argv)
 {
+    int ncu = gpu_args_flag(argc, argv, "bench_sel_align", "--ncu", "for Nsight Compute: warm-up launches only, no timed repetitions");
     skip_without_gpu();
-    int ncu = argc > 1 && strcmp(argv[1], "--ncu") == 0;
     if (ncu)
         reps = 0, warm = 1;
     CK(cudaStreamCreate(&st));

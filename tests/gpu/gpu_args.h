@@ -2,7 +2,8 @@
  * test_multi_instances): "--name value" pairs, each value taken whole.  A number that does not parse
  * or is out of its range, a choice not in its list, a name without its value or an unknown name is an
  * error naming the option and the value, with the usage, exit status 2 (before any GPU is looked for,
- * so that a mistake is reported on a machine without one too); -h or --help prints the usage, exit 0. */
+ * so that a mistake is reported on a machine without one too); -h or --help prints the usage, exit 0.
+ * The microbenchmarks that take one optional flag use gpu_args_flag. */
 #ifndef DKV_TESTS_GPU_ARGS_H
 #define DKV_TESTS_GPU_ARGS_H
 
@@ -94,5 +95,25 @@ static inline int gpu_args_choice(const gpu_args *a, const char *name, const cha
     }
     gpu_args_fail(a, "%s: '%s' is not one of %s", name, v, list);
 }
+
+/* Whether the program's one optional argument, flag, was given: no argument is false; --help prints the usage and
+ * exits 0; anything else (a misspelt flag, a second argument) is an error, exit 2. */
+static inline bool gpu_args_flag(int argc, char **argv, const char *prog, const char *flag, const char *what)
+{
+    char usage[256];
+    snprintf(usage, sizeof usage, "  %s [%s]   (%s)\n", prog, flag, what);
+    gpu_args a = gpu_args_start(prog, usage, argc, argv);
+    for (int j = 1; j < argc; j++)
+        if (!strcmp(argv[j], "-h") || !strcmp(argv[j], "--help")) {
+            printf("usage:\n%s", usage);
+            exit(0);
+        }
+    if (argc > 2)
+        gpu_args_fail(&a, "one optional argument (%s), got %d", flag, argc - 1);
+    if (argc == 2 && strcmp(argv[1], flag))
+        gpu_args_fail(&a, "unknown argument '%s'", argv[1]);
+    return argc == 2;
+}
+
 
 #endif
