@@ -25,8 +25,9 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import ncu_layer as L  # noqa: E402  (die)
+import ncu_layer as L  # noqa: E402  (die, NAMES)
 import ncu_layer_sets as S  # noqa: E402  (collect, within, FLOOR)
+import ncu_rows as R  # noqa: E402  (cli)
 
 SPREAD_OK, SPREAD_FLOOR, WIDEST = 1.105, 1e5, 8
 
@@ -37,24 +38,7 @@ def usage(msg):
 
 
 def parse(argv):
-    if any(a in ("-h", "--help") for a in argv):
-        print(__doc__)
-        sys.exit(0)
-    opts, pos, i = {}, [], 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--bytes":
-            if i + 1 >= len(argv):
-                usage("--bytes wants a value")
-            opts[a] = argv[i + 1]
-            i += 2
-        elif a.startswith("-"):
-            usage("unknown option %r" % a)
-        else:
-            pos.append(a)
-            i += 1
-    if len(pos) != 1:
-        usage("one OUT folder expected, got %d arguments" % len(pos))
+    pos, opts = R.cli(argv, __doc__, 1, ("--bytes",), usage)
     if opts.get("--bytes", "write") not in ("read", "write"):
         usage("--bytes must be read or write, got %r" % opts["--bytes"])
     return pos[0], opts

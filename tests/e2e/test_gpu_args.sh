@@ -53,7 +53,7 @@ for bf in bench_attn_batch:--quick bench_kernels:--ncu bench_reuse:--quick bench
     [ -x "$G/$b" ] || fail "$G/$b not built"
     bad "$b" "unknown argument '${f}x'" "${f}x"
     bad "$b" "one optional argument \\($f\\), got 2" "$f" "$f"
-    "$G/$b" --help | grep -q "^  $b \\[$f\\]" || fail "$b --help: $("$G/$b" --help 2>&1)"
+    "$G/$b" --help > "$T/help" 2>&1 && grep -q "^  $b \\[$f\\]" "$T/help" || fail "$b --help: $(cat "$T/help")"
 done
 # a good option list still runs: the multi-instance set-up on simulator backends, no GPU needed
 "$G/$M" --dry-sim 1 --n 8 --gen 64 > "$T/dry" 2>&1 || fail "$M --dry-sim 1 --n 8 --gen 64: $(cat "$T/dry")"

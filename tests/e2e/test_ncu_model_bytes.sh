@@ -219,7 +219,8 @@ mkdir -p "$T/one" && cp "$T/one_tables.txt" "$T/one/tables.txt" && ln -s "$T/sc/
     fail "ncu_table_cv.py on one set: $(cat "$T/e17")"
 /usr/bin/python3 scripts/ncu_table_cv.py "$T/sc" --bytes both 2> "$T/e18" && fail "ncu_table_cv.py --bytes both accepted"
 [ $? = 2 ] && grep -q "^ncu_table_cv.py: --bytes must be read or write" "$T/e18" || fail "ncu_table_cv.py --bytes both: $(cat "$T/e18")"
-/usr/bin/python3 scripts/ncu_table_cv.py --help | grep -q "^    /usr/bin/python3 scripts/ncu_table_cv.py OUT" || fail "ncu_table_cv.py --help"
+/usr/bin/python3 scripts/ncu_table_cv.py --help > "$T/cvh" && grep -q "^    /usr/bin/python3 scripts/ncu_table_cv.py OUT" "$T/cvh" ||
+    fail "ncu_table_cv.py --help: $(cat "$T/cvh")"
 # scripts/ncu_sign.py (session 40): two OUT_DIRs cell by cell, through each one's tables.txt; the set against itself
 # moves no cell; a copy with one cell's counted write made 999 GB is further in exactly that cell; a table missing is
 # an error
