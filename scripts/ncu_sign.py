@@ -4,12 +4,16 @@ scripts/ncu_score.sh (the shipped replay into one OUT_DIR, a trial into another)
 is closer to Nsight Compute than the first and in how many further, reads and writes apart, with a one-sided sign
 test (docs/COST_MODEL.md "The soft edge": the twenty-fourth trial).
 
-    /usr/bin/python3 scripts/ncu_sign.py BASE_OUT TRIAL_OUT [--tie PTS]
+    /usr/bin/python3 scripts/ncu_sign.py BASE_OUT TRIAL_OUT [--tie PTS] [--flips]
 
 BASE_OUT, TRIAL_OUT: ncu_score.sh's OUT_DIRs (the tables each one's tables.txt lists, paired by their path below
 the folder, so both must hold the same sets).  A cell whose |error| (from its counted and measured bytes) moves by PTS
 percentage points or less (default 0.1), or one where nothing was measured, is a tie and not counted.  p is the
-chance of at least that many closer cells among the counted ones if closer and further were equally likely.  Exits 1 naming the file on a table it cannot read or a cell only one side holds.
+chance of at least that many closer cells among the counted ones if closer and further were equally likely.  --flips
+then lists every cell that crossed the 5 % band (ncu_cells.py's rule), the count's own view of a trial: a line per
+direction, "flips: reads +I -O" (cells the trial brings within, cells it takes out), then one line per cell, its
+table, point, class and both errors (session 43).  Exits 1 naming the file on a table it cannot read or a cell only
+one side holds.
 """
 import math
 import os
@@ -48,13 +52,22 @@ def abs_err(v, i, j):
     return 100 * abs(v[i] - v[j]) / v[j] if v[j] > 0 else None
 
 
+def pct(v, i, j):
+    """the signed error of counted v[i] against measured v[j], as text"""
+    return "%+.1f %%" % (100 * (v[i] - v[j]) / v[j]) if v[j] > 0 else "nothing measured"
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] in ("-h", "--help"):
         print(__doc__.strip())
         return 0
-    args, tie = [], 0.1
+    args, tie, flips = [], 0.1, False
     i = 1
     while i < len(argv):
+        if argv[i] == "--flips":
+            flips = True
+            i += 1
+            continue
         if argv[i] == "--tie":
             if i + 1 >= len(argv):
                 die("--tie needs a value (percentage points)")
@@ -92,6 +105,15 @@ def main(argv):
         p = sum(math.comb(n, m) for m in range(closer, n + 1)) / 2 ** n if n else 1.0
         print("%s: %d cells; the trial closer in %d, further in %d (|error| moving %g points or less: %d); "
               "one-sided sign test p = %.4f" % (which, len(base), closer, further, tie, len(base) - n, p))
+    if flips:
+        for which, i, j in (("reads", 0, 1), ("writes", 2, 3)):
+            moved = [(k, ncu_cells.ok(trial[k], i, j)) for k in sorted(base)
+                     if ncu_cells.ok(base[k], i, j) != ncu_cells.ok(trial[k], i, j)]
+            print("flips: %s +%d -%d" % (which, sum(1 for _, now in moved if now), sum(1 for _, now in moved if not now)))
+            for (rel, point, cls), now in moved:
+                print("  %s %-3s %s %s %s: %s -> %s" % (which, "in" if now else "out", rel, point, cls,
+                                                       pct(base[(rel, point, cls)], i, j),
+                                                       pct(trial[(rel, point, cls)], i, j)))
     return 0
 
 

@@ -235,6 +235,15 @@ awk -F'|' 'BEGIN { OFS = "|" } !done && NF > 10 && $2 ~ /qkv/ { $7 = " 999.0000 
 grep -q "^writes: 56 cells; the trial closer in 0, further in 1 " "$T/sg.txt" &&
     grep -q "^reads: 56 cells; the trial closer in 0, further in 0 " "$T/sg.txt" ||
     fail "ncu_sign.py, one write cell moved: $(cat "$T/sg.txt")"
+# ... --flips (session 43): a write cell out of the band brought to its measured bytes and one inside it made 999 GB
+# cross it, one each way, and nothing else does
+cp -r "$T/sc" "$T/sflip"
+awk -F'|' 'BEGIN { OFS = "|" } NF > 10 && $10 ~ /MISS/ && !i { $7 = $8; i = 1 } NF > 10 && $10 ~ /PASS/ && !o { $7 = " 999.0000 "; o = 1 }
+           { print }' "$T/sflip/$t1" > "$T/t1" && mv "$T/t1" "$T/sflip/$t1"
+/usr/bin/python3 scripts/ncu_sign.py "$T/sc" "$T/sflip" --flips > "$T/fl.txt" || fail "ncu_sign.py --flips: $(cat "$T/fl.txt")"
+grep -q "^flips: writes +1 -1$" "$T/fl.txt" && grep -q "^flips: reads +0 -0$" "$T/fl.txt" &&
+    [ "$(grep -c "^  writes in  " "$T/fl.txt")" = 1 ] && [ "$(grep -c "^  writes out " "$T/fl.txt")" = 1 ] &&
+    grep -q "^  writes in  $t1 .*: [-+][0-9.]* % -> +0.0 %$" "$T/fl.txt" || fail "ncu_sign.py --flips: $(cat "$T/fl.txt")"
 rm "$T/sd/$t1"
 if /usr/bin/python3 scripts/ncu_sign.py "$T/sc" "$T/sd" 2> "$T/e11"; then fail "ncu_sign.py: a missing table accepted"; fi
 grep -q "listed in .*tables.txt" "$T/e11" || fail "ncu_sign.py's missing-table message: $(cat "$T/e11")"
