@@ -7,6 +7,8 @@
 #   scripts/check_no_behaviour_change.sh: -h/--help is usage (exit 0; --help was taken as the base ref and
 #     OUT/base-src removed), and a BASE_REF that is not a commit is refused before OUT is made or touched;
 #   scripts/attn_bench.sh post: a relative LOG is the caller's (Python's FileNotFoundError), a missing one named;
+#   scripts/trial.sh: its argument mistakes, and --judge's guard (a patch or criterion not committed, a set the
+#     criterion does not name), each before anything is built or written;
 #   -h/--help of each: usage on standard output, exit 0.
 set -uo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
@@ -75,4 +77,33 @@ rc=0; (cd "$T" && bash "$ROOT/scripts/attn_bench.sh" post ab.log ab.md) > "$T/o"
 rc=0; (cd "$T" && bash "$ROOT/scripts/attn_bench.sh" post nosuch.log) > "$T/o" 2> "$T/e" || rc=$?
 [ $rc = 2 ] && [ "$(cat "$T/e")" = "attn_bench post: LOG $T/nosuch.log: no such file" ] ||
     fail "attn_bench.sh post nosuch.log: exit $rc: $(cat "$T/e")"
-echo "ok: gpu_run.sh post-score, check_no_behaviour_change.sh, attn_bench.sh"
+# ---- trial.sh (session 43): the mistakes it refuses before it builds or scores anything, OUT_DIR never made; with
+# --judge, a patch or criterion that is not committed as it is, or a set the criterion does not name (the rule that a
+# criterion is committed before any score of it is read)
+P=datasets/hw/2026-12-04/call122/part29.patch C=datasets/hw/2026-12-04/call122/CRITERION_part29.md
+for h in -h --help; do
+    rc=0; out=$(bash scripts/trial.sh $h 2> "$T/e") || rc=$?
+    [ $rc = 0 ] && grep -qF "bash scripts/trial.sh PATCH VAR=VALUE OUT_DIR [--judge CRITERION.md SET...]" <<<"$out" &&
+        [ ! -s "$T/e" ] || fail "trial.sh $h: exit $rc: ${out:0:200} $(cat "$T/e")"
+done
+echo "not a patch" > "$T/p.patch"; echo "c123" > "$T/crit.md"; mkdir -p "$T/tr_exists"
+trial_refuses() {   # exit status, message (grep -F), arguments...
+    local want=$1 msg=$2; shift 2
+    rc=0; (cd "$T" && bash "$ROOT/scripts/trial.sh" "$@") > "$T/o" 2> "$T/e" || rc=$?
+    [ $rc = "$want" ] && grep -qF -- "$msg" "$T/e" || fail "trial.sh $*: exit $rc (want $want): $(cat "$T/o" "$T/e")"
+    [ ! -e "$T/tr_out" ] || fail "trial.sh $*: made OUT_DIR"
+}
+trial_refuses 2 "PATCH, VAR=VALUE and OUT_DIR expected" p.patch X=1
+trial_refuses 2 "'lower=1' is not VAR=VALUE" p.patch lower=1 tr_out
+trial_refuses 2 "'X' is not VAR=VALUE" p.patch X tr_out
+trial_refuses 2 "no patch file $T/nosuch.patch" nosuch.patch X=1 tr_out
+trial_refuses 2 "$T/tr_exists exists: give a new OUT_DIR" p.patch X=1 tr_exists
+trial_refuses 2 "unknown argument '--judges'" p.patch X=1 tr_out --judges crit.md c123
+trial_refuses 2 "--judge wants a criterion file and at least one set" p.patch X=1 tr_out --judge crit.md
+# (the cases name a set no score holds, c999, so that a broken guard stops at the set's name, not at a score)
+echo "c999" >> "$T/crit.md"
+trial_refuses 1 "--judge: $T/p.patch is not committed as it is" p.patch X=1 tr_out --judge crit.md c999
+trial_refuses 1 "--judge: $T/crit.md is not committed as it is" "$ROOT/$P" X=1 tr_out --judge crit.md c999
+trial_refuses 2 "--judge: unknown set 'c999'" "$ROOT/$P" X=1 tr_out --judge "$ROOT/$C" c999
+trial_refuses 1 "--judge: the criterion $ROOT/$C does not name set c118" "$ROOT/$P" X=1 tr_out --judge "$ROOT/$C" c118
+echo "ok: gpu_run.sh post-score, check_no_behaviour_change.sh, attn_bench.sh, trial.sh"
