@@ -47,7 +47,9 @@
 -- and 10 x (240 + 32) (Refresh steps of 2,688 and 2,720 rows, Reuse steps of 224 and 320): two fresh sets recorded in
 -- session 40 (device call 122) before any trial they judge was chosen; w33 and w34, 9 x (288 + 32) and 4 x (928 + 32)
 -- (Refresh steps of 2,880 and 3,840 rows, Reuse steps of 288 and 128), a set recorded in session 41 (device call 123)
--- beside the L2's in-place probe.
+-- beside the L2's in-place probe; w35 and w36, 6 x (576 + 32) and 12 x (192 + 32) (Refresh steps of 3,648 and 2,688 rows,
+-- Reuse steps of 192 and 384), a set with two sparse points a model recorded in session 43 (device call 128) for the
+-- trials on the selection's reads.
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -111,6 +113,8 @@ local workloads = {
   {"w32", 10, 240, 32, named = true},
   {"w33", 9, 288, 32, named = true},
   {"w34", 4, 928, 32, named = true},
+  {"w35", 6, 576, 32, named = true},
+  {"w36", 12, 192, 32, named = true},
 }
 local caches = {
   {"prefix", nil},
