@@ -3,7 +3,8 @@
 # soft edge"): the patch built in a worktree of HEAD behind an environment switch; with the switch unset it must give
 # the shipped scores line for line and every table byte for byte; then the gate sets scored with the switch set, and
 # what moved.  Sets no criterion has named yet (the unseen ones) are scored only with --judge, and only when the
-# patch and the criterion are committed: the rule that a trial's criterion is committed before any score of it is read.
+# patch and the criterion are committed and the criterion names each set: the rule that a trial's criterion is
+# committed before any score of it is read.
 #
 #   bash scripts/trial.sh PATCH VAR=VALUE OUT_DIR [--judge CRITERION.md SET...]
 #
@@ -17,7 +18,7 @@
 # (a build and three scores), 1 more per --judge.  Exit status: 0; 1 when a step fails (its message names it), the
 # switch unset moves a score (the patch is not a switch), or --judge's files are not committed; 2 on a usage error.
 set -uo pipefail
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "trial.sh: $*" >&2; exit 1; }
 case ${1:-} in -h|--help) usage; exit 0 ;; esac
 [ $# -ge 3 ] || { echo "trial.sh: PATCH, VAR=VALUE and OUT_DIR expected (--help)" >&2; exit 2; }
