@@ -18,7 +18,7 @@
 # (a build and three scores), 1 more per --judge.  Exit status: 0; 1 when a step fails (its message names it), the
 # switch unset moves a score (the patch is not a switch), or --judge's files are not committed; 2 on a usage error.
 set -uo pipefail
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "trial.sh: $*" >&2; exit 1; }
 case ${1:-} in -h|--help) usage; exit 0 ;; esac
 [ $# -ge 3 ] || { echo "trial.sh: PATCH, VAR=VALUE and OUT_DIR expected (--help)" >&2; exit 2; }

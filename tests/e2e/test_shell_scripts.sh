@@ -84,6 +84,7 @@ P=datasets/hw/2026-12-04/call122/part29.patch C=datasets/hw/2026-12-04/call122/C
 for h in -h --help; do
     rc=0; out=$(bash scripts/trial.sh $h 2> "$T/e") || rc=$?
     [ $rc = 0 ] && grep -qF "bash scripts/trial.sh PATCH VAR=VALUE OUT_DIR [--judge CRITERION.md SET...]" <<<"$out" &&
+        [ "$(tail -n 1 <<<"$out")" = "switch unset moves a score (the patch is not a switch), or --judge's files are not committed; 2 on a usage error." ] &&
         [ ! -s "$T/e" ] || fail "trial.sh $h: exit $rc: ${out:0:200} $(cat "$T/e")"
 done
 echo "not a patch" > "$T/p.patch"; echo "c123" > "$T/crit.md"; mkdir -p "$T/tr_exists"
