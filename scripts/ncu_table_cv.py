@@ -81,10 +81,14 @@ def cv(steps):
             if t["set"] != hold:
                 groups[(t["model"], t["kind"], t["sig"])].append(t)
         cells = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])   # replay, direct, ratio, Nsight Compute
+        tables = {}   # (group, layer row): its two tables, built once for the held-out set
         for s in (s for s in steps if s["set"] == hold):
-            g = groups.get((s["model"], s["kind"], s["sig"]), [])
+            key = (s["model"], s["kind"], s["sig"])
+            g = groups.get(key, [])
             for i, (k, rep, ncu) in enumerate(s["layer"]):
-                td, tr = (table(g, i, False), table(g, i, True)) if g else (None, None)
+                if (key, i) not in tables:
+                    tables[(key, i)] = (table(g, i, False), table(g, i, True)) if g else (None, None)
+                td, tr = tables[(key, i)]
                 c = cells[(s["point"], k)]
                 c[0] += rep
                 c[1] += interp(td[0], td[1], s["rows"]) if td else rep

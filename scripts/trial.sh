@@ -63,18 +63,17 @@ mkdir -p "$O"
 exec > >(tee "$O/summary.txt") 2>&1
 echo "trial: $(basename "$PATCH") with $SW, worktree of $(git rev-parse --short HEAD); $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 (cd "$WT" && scons -Q -j2 mode=release build/release/dkv > "$O/build.log" 2>&1) || die "the patched build failed ($O/build.log)"
-score() {   # NAME DKV [ENV...] -- [SET...]: scripts/ncu_score.sh into OUT_DIR/NAME, from the tree the dkv belongs to
-    local name=$1 dkv=$2; shift 2
+score() {   # NAME TREE DKV [ENV...] -- [SET...]: scripts/ncu_score.sh into OUT_DIR/NAME, run in TREE (DKV's own)
+    local name=$1 tree=$2 dkv=$3; shift 3
     local envs=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
     shift
-    local tree=$ROOT; [ "$dkv" = "$WT/build/release/dkv" ] && tree=$WT
     (cd "$tree" && env "${envs[@]}" DKV="$dkv" bash scripts/ncu_score.sh "$O/$name" "$@" > "$O/$name.log" 2>&1) ||
         die "scripts/ncu_score.sh for $name failed ($O/$name.log)"
     printf '%-12s %s\n' "$name" "$(grep '^all sets' "$O/$name.log" | sed 's/^all sets *//')"
 }
-score base "$DKV" --
-score off "$WT/build/release/dkv" --
+score base "$ROOT" "$DKV" --
+score off "$WT" "$WT/build/release/dkv" --
 # the switch unset must be the shipped replay: the printed lines and every table
 diff <(sed "s#$O/base#OUT#g" "$O/base.log") <(sed "s#$O/off#OUT#g" "$O/off.log") > /dev/null ||
     die "with $SW unset the patched build's scores differ from the shipped ones ($O/base.log, $O/off.log)"
@@ -82,14 +81,14 @@ while read -r t; do
     cmp -s "$O/base/$t" "$O/off/$t" || die "with $SW unset $t differs from the shipped one: the patch is not a switch"
 done < "$O/base/tables.txt"
 echo "switch unset: the shipped scores, line for line, every table byte for byte"
-score trial "$WT/build/release/dkv" "$SW" --
+score trial "$WT" "$WT/build/release/dkv" "$SW" --
 by_class() { /usr/bin/python3 scripts/ncu_cells.py --by-class $(sed "s#^#$1/#" "$1/tables.txt"); }
 echo; echo "by class, shipped:"; by_class "$O/base"
 echo; echo "by class, trial:"; by_class "$O/trial"
 echo; /usr/bin/python3 scripts/ncu_sign.py "$O/base" "$O/trial" --flips
 if [ ${#JUDGE[@]} -gt 0 ]; then
     echo; echo "judgement sets (${JUDGE[*]}), criterion $(realpath --relative-to="$ROOT" "$CRIT") at $(git rev-parse --short HEAD):"
-    score base_judge "$DKV" -- "${JUDGE[@]}"
-    score trial_judge "$WT/build/release/dkv" "$SW" -- "${JUDGE[@]}"
+    score base_judge "$ROOT" "$DKV" -- "${JUDGE[@]}"
+    score trial_judge "$WT" "$WT/build/release/dkv" "$SW" -- "${JUDGE[@]}"
     /usr/bin/python3 scripts/ncu_sign.py "$O/base_judge" "$O/trial_judge" --flips
 fi

@@ -21,8 +21,14 @@ typedef struct gpu_args {
     char **argv;
 } gpu_args;
 
+/* The options of argv; -h or --help anywhere in them prints the usage and exits 0. */
 static inline gpu_args gpu_args_start(const char *prog, const char *usage, int argc, char **argv)
 {
+    for (int j = 1; j < argc; j++)
+        if (!strcmp(argv[j], "-h") || !strcmp(argv[j], "--help")) {
+            printf("usage:\n%s", usage);
+            exit(0);
+        }
     return (gpu_args){.prog = prog, .usage = usage, .argc = argc, .i = 1, .argv = argv};
 }
 
@@ -40,14 +46,9 @@ static inline void gpu_args_fail(const gpu_args *a, const char *fmt, ...)
     exit(2);
 }
 
-/* The next option's name and value; false after the last.  --help anywhere prints the usage and exits 0. */
+/* The next option's name and value; false after the last. */
 static inline bool gpu_args_next(gpu_args *a, const char **name, const char **value)
 {
-    for (int j = 1; j < a->argc; j++)
-        if (!strcmp(a->argv[j], "-h") || !strcmp(a->argv[j], "--help")) {
-            printf("usage:\n%s", a->usage);
-            exit(0);
-        }
     if (a->i >= a->argc)
         return false;
     *name = a->argv[a->i];
@@ -103,17 +104,11 @@ static inline bool gpu_args_flag(int argc, char **argv, const char *prog, const 
     char usage[256];
     snprintf(usage, sizeof usage, "  %s [%s]   (%s)\n", prog, flag, what);
     gpu_args a = gpu_args_start(prog, usage, argc, argv);
-    for (int j = 1; j < argc; j++)
-        if (!strcmp(argv[j], "-h") || !strcmp(argv[j], "--help")) {
-            printf("usage:\n%s", usage);
-            exit(0);
-        }
     if (argc > 2)
         gpu_args_fail(&a, "one optional argument (%s), got %d", flag, argc - 1);
     if (argc == 2 && strcmp(argv[1], flag))
         gpu_args_fail(&a, "unknown argument '%s'", argv[1]);
     return argc == 2;
 }
-
 
 #endif

@@ -22,7 +22,7 @@ typedef struct args {
     const char *model, *cache, *offload, *layout, *attn;
     uint32_t n, prompt, gen, block, streams;
     double rho, capacity_gib;
-    int class_timing;
+    int class_timing, cache_mode;   /* cache_mode: --cache parsed (dkv_cache_mode) */
     uint64_t seed;
 } args;
 
@@ -48,7 +48,7 @@ static void parse(int argc, char **argv, args *a)
 {
     static const char *const models[] = {"tiny", "llada", NULL}, *const offloads[] = {"none", "progressive", "plain", NULL};
     static const char *const layouts[] = {"tmajor", "layer_major", NULL}, *const attns[] = {"batched", "per-item", NULL};
-    *a = (args){.model = "tiny", .cache = "sparse", .offload = "none", .layout = "tmajor", .attn = "batched", .n = 4,
+    *a = (args){.model = "tiny", .cache = "sparse", .cache_mode = DKV_CACHE_SPARSE, .offload = "none", .layout = "tmajor", .attn = "batched", .n = 4,
                 .prompt = 64,
                 .gen = 32, .block = 16, .streams = 4, .rho = 0.5, .capacity_gib = 1, .class_timing = 1, .seed = 1};
     gpu_args g = gpu_args_start("test_backend_run", USAGE, argc, argv);
@@ -56,8 +56,7 @@ static void parse(int argc, char **argv, args *a)
     while (gpu_args_next(&g, &k, &v)) {
         if (!strcmp(k, "--model")) a->model = models[gpu_args_choice(&g, k, v, models)];
         else if (!strcmp(k, "--cache")) {
-            int cm = 0;
-            if (dkv_names_parse(&dkv_cache_mode_names, v, &cm, &err) != DKV_OK)
+            if (dkv_names_parse(&dkv_cache_mode_names, v, &a->cache_mode, &err) != DKV_OK)
                 gpu_args_fail(&g, "--cache: %s", err.msg);
             a->cache = v;
         }
@@ -95,9 +94,7 @@ int main(int argc, char **argv)
     dkv_engine_config c;
     dkv_engine_config_default(&c);
     c.model = &m, c.gpu = &g, c.workload = w;
-    int cm = 0;
-    OK(dkv_names_parse(&dkv_cache_mode_names, a.cache, &cm, &err));
-    c.decode.cache = (dkv_cache_mode)cm;
+    c.decode.cache = (dkv_cache_mode)a.cache_mode;
     c.decode.block_len = a.block;
     c.retention.rho = a.rho;
     c.sizing.block_tokens = 32;
