@@ -1,0 +1,291 @@
+/* cost_l2_lines.c - a line-level model of the GPU's L2 (cost_l2_lines.h; docs/COST_MODEL.md "A line-level L2").
+ *
+ * Each half is an array of sets of `ways` slots; a slot holds a line's number + 1 (0: empty), the tick of its last
+ * use and whether it is dirty.  The tick advances once a line access (a read, a write or a turn of one line), so a
+ * dirty line's credit is in line accesses: credit bytes / line bytes.  The dirty bound takes a half's least recently
+ * used dirty line from a queue of (line, tick) pairs pushed whenever a line is made dirty or a dirty line used; an
+ * entry whose line has since been used again, cleaned or evicted is stale and skipped. */
+#include "cost/cost_l2_lines.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t *line, *tick;
+    size_t head, n, cap;
+} dq;
+
+struct dkv_l2l {
+    dkv_l2l_cfg cfg;
+    int sets, shift, seg_shift;   /* line = 1 << shift; a 4 KB segment = 1 << seg_shift lines */
+    uint64_t *tag, *use;          /* [part][set][way] */
+    unsigned char *dirt;
+    uint64_t tick, credit;        /* credit in ticks */
+    long dirty_n[2], dirty_max, valid_n;
+    double rd, wr;
+    dq q[2];
+};
+
+static uint64_t mix(uint64_t x)   /* splitmix64's finaliser */
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+dkv_l2l_cfg dkv_l2l_h200(void)
+{
+    return (dkv_l2l_cfg){.l2_bytes = 60.0 * 1024 * 1024, .parts = 2, .ways = 64, .line = 128,
+                         .dirty_frac = 28.8e6 / (60.0 * 1024 * 1024), .credit = 4.0e6, .seed = 1};
+}
+
+dkv_l2l *dkv_l2l_new(const dkv_l2l_cfg *c, const char **err)
+{
+    static const char *e_cfg = "L2 line model: parts must be 1 or 2, ways 1-1024, line a power of two 32-4096, "
+                               "dirty_frac in (0, 1], credit >= 0, and l2_bytes at least one set a half";
+    *err = NULL;
+    int shift = 0;
+    while (shift < 13 && (1 << shift) != c->line)
+        shift++;
+    double half = c->l2_bytes / (c->parts > 0 ? c->parts : 1);
+    if (!(c->parts == 1 || c->parts == 2) || c->ways < 1 || c->ways > 1024 || shift < 5 || shift > 12 ||
+        !(c->dirty_frac > 0 && c->dirty_frac <= 1) || !(c->credit >= 0) || !(half >= (double)c->line * c->ways) ||
+        !(c->l2_bytes < 1e12)) {
+        *err = e_cfg;
+        return NULL;
+    }
+    dkv_l2l *l = calloc(1, sizeof *l);
+    if (!l) {
+        *err = "L2 line model: out of memory";
+        return NULL;
+    }
+    l->cfg = *c;
+    l->shift = shift;
+    l->seg_shift = shift < 12 ? 12 - shift : 0;
+    l->sets = (int)(half / ((double)c->line * c->ways));
+    size_t slots = (size_t)c->parts * l->sets * c->ways;
+    l->tag = calloc(slots, sizeof *l->tag);
+    l->use = calloc(slots, sizeof *l->use);
+    l->dirt = calloc(slots, 1);
+    l->credit = (uint64_t)(c->credit / c->line + 0.5);
+    l->dirty_max = (long)(c->dirty_frac * half / c->line);
+    if (!l->tag || !l->use || !l->dirt) {
+        dkv_l2l_free(l);
+        *err = "L2 line model: out of memory";
+        return NULL;
+    }
+    return l;
+}
+
+void dkv_l2l_free(dkv_l2l *l)
+{
+    if (!l)
+        return;
+    free(l->tag), free(l->use), free(l->dirt);
+    for (int p = 0; p < 2; p++)
+        free(l->q[p].line), free(l->q[p].tick);
+    free(l);
+}
+
+static int home_of(const dkv_l2l *l, uint64_t ln) { return l->cfg.parts == 1 ? 0 : (int)(mix(ln ^ l->cfg.seed) & 1); }
+
+/* the half of the one SM that reads line ln (L2L_ONE): its 4 KB segment's */
+static int side_of(const dkv_l2l *l, uint64_t ln)
+{
+    return l->cfg.parts == 1 ? 0 : (int)(mix((ln >> l->seg_shift) ^ (l->cfg.seed * 0x2545f4914f6cdd1dull)) >> 63);
+}
+
+/* the first slot of line ln's set in half p */
+static size_t set_of(const dkv_l2l *l, int p, uint64_t ln)
+{
+    uint64_t h = mix(ln * 2 + (uint64_t)p + (l->cfg.seed << 32));
+    return ((size_t)p * l->sets + (size_t)(h % (uint64_t)l->sets)) * l->cfg.ways;
+}
+
+static long find(const dkv_l2l *l, size_t s, uint64_t ln)
+{
+    const uint64_t t = ln + 1;
+    for (int w = 0; w < l->cfg.ways; w++)
+        if (l->tag[s + w] == t)
+            return (long)(s + w);
+    return -1;
+}
+
+static int dq_push(dq *q, uint64_t ln, uint64_t tick)
+{
+    if (q->head > 0 && q->n == q->cap) {   /* drop what was popped */
+        memmove(q->line, q->line + q->head, (q->n - q->head) * sizeof *q->line);
+        memmove(q->tick, q->tick + q->head, (q->n - q->head) * sizeof *q->tick);
+        q->n -= q->head, q->head = 0;
+    }
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? 2 * q->cap : 4096;
+        uint64_t *a = realloc(q->line, cap * sizeof *a);
+        if (!a)
+            return -1;
+        q->line = a;
+        uint64_t *b = realloc(q->tick, cap * sizeof *b);
+        if (!b)
+            return -1;
+        q->tick = b, q->cap = cap;
+    }
+    q->line[q->n] = ln, q->tick[q->n] = tick, q->n++;
+    return 0;
+}
+
+/* Whether queue entry i still names a dirty line last used at its tick (its slot, or -1). */
+static long dq_live(const dkv_l2l *l, int p, const dq *q, size_t i)
+{
+    long w = find(l, set_of(l, p, q->line[i]), q->line[i]);
+    return w >= 0 && l->dirt[w] && l->use[w] == q->tick[i] ? w : -1;
+}
+
+/* Keeps half p's queue no longer than a few times its live entries (stale ones are dropped). */
+static void dq_trim(dkv_l2l *l, int p)
+{
+    dq *q = &l->q[p];
+    if (q->n - q->head <= (size_t)(4 * (l->dirty_n[p] + 1024)))
+        return;
+    size_t k = 0;
+    for (size_t i = q->head; i < q->n; i++)
+        if (dq_live(l, p, q, i) >= 0)
+            q->line[k] = q->line[i], q->tick[k] = q->tick[i], k++;
+    q->head = 0, q->n = k;
+}
+
+static void used(dkv_l2l *l, int p, long w)
+{
+    l->use[w] = l->tick;
+    if (l->dirt[w]) {
+        uint64_t ln = l->tag[w] - 1;
+        if (dq_push(&l->q[p], ln, l->tick) < 0)   /* no memory: the line is cleaned now rather than lost track of */
+            l->dirt[w] = 0, l->dirty_n[p]--, l->wr += l->cfg.line;
+        dq_trim(l, p);
+    }
+}
+
+/* The dirty bound: half p's least recently used dirty lines are written back (and stay, clean). */
+static void bound(dkv_l2l *l, int p)
+{
+    dq *q = &l->q[p];
+    while (l->dirty_n[p] > l->dirty_max && q->head < q->n) {
+        long w = dq_live(l, p, q, q->head);
+        q->head++;
+        if (w >= 0)
+            l->dirt[w] = 0, l->dirty_n[p]--, l->wr += l->cfg.line;
+    }
+}
+
+/* Puts line ln into half p (not there), clean or dirty, replacing an empty slot or the set's least recently used
+ * line (a dirty one's use counted credit ticks later; written to HBM). */
+static void insert(dkv_l2l *l, int p, uint64_t ln, bool dirty)
+{
+    size_t s = set_of(l, p, ln);
+    long v = -1;
+    uint64_t best = UINT64_MAX;
+    for (int w = 0; w < l->cfg.ways; w++) {
+        size_t i = s + w;
+        if (!l->tag[i]) {
+            v = (long)i;
+            l->valid_n++;
+            break;
+        }
+        uint64_t age = l->use[i] + (l->dirt[i] ? l->credit : 0);
+        if (age < best)
+            best = age, v = (long)i;
+    }
+    if (l->tag[v] && l->dirt[v])
+        l->wr += l->cfg.line, l->dirty_n[p]--;
+    l->tag[v] = ln + 1, l->dirt[v] = dirty, l->use[v] = l->tick;
+    if (dirty) {
+        l->dirty_n[p]++;
+        used(l, p, v);
+    }
+}
+
+static void read_line(dkv_l2l *l, uint64_t ln, int who)
+{
+    int h = home_of(l, ln), n = who == L2L_ALL ? l->cfg.parts : 1;
+    int sides[2] = {h, 1 - h};
+    if (who != L2L_ALL)
+        sides[0] = side_of(l, ln);
+    l->tick++;
+    for (int k = 0; k < n; k++) {
+        int s = sides[k];
+        long w = find(l, set_of(l, s, ln), ln);
+        if (w >= 0) {
+            used(l, s, w);
+            continue;
+        }
+        if (s != h) {   /* a far read: the home half serves it (from HBM if the line is not there) and the reader's
+                           half keeps a copy */
+            long wh = find(l, set_of(l, h, ln), ln);
+            if (wh >= 0) {
+                used(l, h, wh);
+            } else {
+                l->rd += l->cfg.line;
+                insert(l, h, ln, false);
+            }
+        } else {
+            l->rd += l->cfg.line;
+        }
+        insert(l, s, ln, false);
+    }
+}
+
+static void write_line(dkv_l2l *l, uint64_t ln)
+{
+    int h = home_of(l, ln);
+    l->tick++;
+    if (l->cfg.parts == 2) {   /* a copy in the other half is dropped */
+        long o = find(l, set_of(l, 1 - h, ln), ln);
+        if (o >= 0)
+            l->tag[o] = 0, l->valid_n--;
+    }
+    long w = find(l, set_of(l, h, ln), ln);
+    if (w >= 0) {
+        if (!l->dirt[w])
+            l->dirt[w] = 1, l->dirty_n[h]++;
+        used(l, h, w);
+    } else {
+        insert(l, h, ln, true);
+    }
+    bound(l, h);
+}
+
+static void lines(const dkv_l2l *l, uint64_t addr, uint64_t bytes, uint64_t *a, uint64_t *b)
+{
+    *a = addr >> l->shift;
+    *b = bytes ? ((addr + bytes - 1) >> l->shift) + 1 : *a;
+}
+
+void dkv_l2l_read(dkv_l2l *l, uint64_t addr, uint64_t bytes, int who)
+{
+    uint64_t a, b;
+    lines(l, addr, bytes, &a, &b);
+    for (uint64_t ln = a; ln < b; ln++)
+        read_line(l, ln, who);
+}
+
+void dkv_l2l_write(dkv_l2l *l, uint64_t addr, uint64_t bytes, int who)
+{
+    (void)who;   /* a write goes to the home half whoever writes */
+    uint64_t a, b;
+    lines(l, addr, bytes, &a, &b);
+    for (uint64_t ln = a; ln < b; ln++)
+        write_line(l, ln);
+}
+
+void dkv_l2l_rmw(dkv_l2l *l, uint64_t addr, uint64_t bytes, int who)
+{
+    uint64_t a, b;
+    lines(l, addr, bytes, &a, &b);
+    for (uint64_t ln = a; ln < b; ln++)
+        read_line(l, ln, who), write_line(l, ln);
+}
+
+double dkv_l2l_hbm_read(const dkv_l2l *l) { return l->rd; }
+double dkv_l2l_hbm_written(const dkv_l2l *l) { return l->wr; }
+double dkv_l2l_resident(const dkv_l2l *l) { return (double)l->valid_n * l->cfg.line; }
+double dkv_l2l_dirty(const dkv_l2l *l) { return (double)(l->dirty_n[0] + l->dirty_n[1]) * l->cfg.line; }

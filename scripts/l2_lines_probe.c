@@ -1,0 +1,240 @@
+/* l2_lines_probe.c - the L2 probes of cuda/bench/l2drain.cu (`rmw`: device call 123; `order`: calls 117 and 118)
+ * through two models of the L2: the line-level model (core/cost/cost_l2_lines.c) and the shipped per-buffer replay
+ * (core/cost/cost_l2.c, included whole for its static functions, nothing of it changed; as call 123's
+ * probe_replay.c).  One CSV row a (set, kind, x, quantity): set,kind,x,qty,lines,replay, in MB; the quantities are the
+ * tables' of scripts/l2drain.py and scripts/l2drain_gemm.py: m_wr (the stream's write-back), a_gone and b_gone (the
+ * re-reads' HBM reads; b_gone of an order kind is the other half's, read first, as its `r` twin), dirty (what the
+ * flush would write back), w_wr (the writer's write-back, the bound kinds).  scripts/l2_lines_compare.py sets them
+ * beside the GPU's (docs/COST_MODEL.md "A line-level L2").
+ *
+ *   gcc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Icore -I. -Ibuild/release/gen \
+ *       scripts/l2_lines_probe.c -Lbuild/release/lib -ldkv_cost -ldkv_engine -ldkv_policy -ldkv_mem -ldkv_workload \
+ *       -ldkv_trace -ldkv_model -ldkv_util -lm -o /tmp/l2lp
+ *   /tmp/l2lp [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--set rmw|order|all] > probes.csv
+ *
+ * Each trial starts from a fresh model after a flush (a read of twice the L2 of lines never read before); every
+ * read and write is a grid-stride kernel's: one reader (writer) a line, its half a hash of the line's 4 KB segment. */
+#include "core/cost/cost_l2.c"
+#include "cost/cost_l2_lines.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define MB 1e6
+enum { KA = 100, KB, KS, KC };
+static const double FOOT = DKV_COST_L2_ONE_READER;   /* a one-reader read's footprint in the replay */
+
+/* ---- the line model: a fresh L2 and an address space in which each buffer is apart */
+static dkv_l2l_cfg cfg;
+static uint64_t next_fresh;
+static const uint64_t P_A = 1ull << 40, P_B = P_A + (4ull << 20), P_C = 2ull << 40;   /* the probe's halves, other_ */
+
+static dkv_l2l *lnew(void)
+{
+    const char *err;
+    dkv_l2l *l = dkv_l2l_new(&cfg, &err);
+    if (!l) {
+        fprintf(stderr, "l2_lines_probe: %s\n", err);
+        exit(1);
+    }
+    next_fresh = 4ull << 40;
+    dkv_l2l_read(l, next_fresh, (uint64_t)(2 * cfg.l2_bytes), L2L_ONE);   /* the flush */
+    next_fresh += 1ull << 32;
+    return l;
+}
+
+static uint64_t fresh(void) { uint64_t a = next_fresh; next_fresh += 1ull << 32; return a; }
+
+/* ---- the shipped replay, as probe_replay.c drives it */
+static void rfresh(l2m *s)
+{
+    double cap = 62914560.0 / 2;
+    memset(s, 0, sizeof *s);
+    s->cap = cap, s->dcap = 2 * cap * DKV_COST_L2_DIRTY_FRAC;
+    s->edge = (l2_edge){DKV_COST_L2_EDGE * cap, DKV_COST_L2_DIRTY_CREDIT * cap, 0};
+    s->ep = 1;
+    wread(s, B_STREAM, 2 * cap / FOOT, FOOT);
+}
+static double rdirty(const l2m *s) { double d = 0; for (int i = 0; i < s->n; i++) d += s->e[i].dirty; return d; }
+static void kern(l2m *s) { s->ep++, s->rd = s->wr = 0; }
+static void rrmw(l2m *s, int key, double b)
+{
+    const acc r[] = {{key, b, 0}}, w[] = {{key, b, 0}};
+    walk(s, r, 1, 0, w, 1);
+}
+
+static void row(const char *set, const char *kind, double x, const char *q, double lines, double replay)
+{
+    printf("%s,%s,%g,%s,%.4f,%.4f\n", set, kind, x, q, lines / MB, replay / MB);
+}
+
+/* rmw: A and B (4 MB each) written, or read and written in place, or written twice; a stream of x MB read, or read
+ * and written in place; A and B re-read; the flush */
+static void run_rmw(void)
+{
+    const char *kinds[] = {"plain", "rmwstream", "rmwprobe", "rmwboth", "wwprobe"};
+    const double xs[] = {16, 24, 32, 40, 48, 64};
+    for (int k = 0; k < 5; k++)
+        for (int i = 0; i < 6; i++) {
+            bool rp = k == 2 || k == 3, rs = k == 1 || k == 3, twice = k == 4;
+            double x = xs[i] * MB;
+            dkv_l2l *l = lnew();
+            l2m s;
+            rfresh(&s);
+            for (int h = 0; h < 2; h++)
+                for (int rep = 0; rep <= twice; rep++) {
+                    uint64_t a = h ? P_B : P_A;
+                    kern(&s);
+                    if (rp)
+                        dkv_l2l_rmw(l, a, 4000000, L2L_ONE), rrmw(&s, KA + h, 4 * MB);
+                    else
+                        dkv_l2l_write(l, a, 4000000, L2L_ONE), wr(&s, KA + h, 4 * MB);
+                }
+            double w0 = dkv_l2l_hbm_written(l);
+            uint64_t st = fresh();
+            kern(&s);
+            if (rs)
+                dkv_l2l_rmw(l, st, (uint64_t)x, L2L_ONE), rrmw(&s, KS, x);
+            else
+                dkv_l2l_read(l, st, (uint64_t)x, L2L_ONE), wread(&s, KS, x, FOOT);
+            double mw = dkv_l2l_hbm_written(l) - w0, rmw_ = s.wr;
+            double r0 = dkv_l2l_hbm_read(l);
+            dkv_l2l_read(l, P_A, 4000000, L2L_ONE);
+            double ga = dkv_l2l_hbm_read(l) - r0;
+            kern(&s), rd(&s, KA, 4 * MB);
+            double rga = s.rd;
+            r0 = dkv_l2l_hbm_read(l);
+            dkv_l2l_read(l, P_B, 4000000, L2L_ONE);
+            double gb = dkv_l2l_hbm_read(l) - r0;
+            kern(&s), rd(&s, KB, 4 * MB);
+            row("rmw", kinds[k], xs[i], "m_wr", mw, rmw_);
+            row("rmw", kinds[k], xs[i], "a_gone", ga, rga);
+            row("rmw", kinds[k], xs[i], "b_gone", gb, s.rd);
+            row("rmw", kinds[k], xs[i], "dirty", dkv_l2l_dirty(l), rdirty(&s));
+            dkv_l2l_free(l);
+        }
+    const char *bk[] = {"bwrite", "brmw", "bre"};
+    const double ds[] = {8, 16, 24, 32, 40, 48, 64};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 7; i++) {
+            dkv_l2l *l = lnew();
+            l2m s;
+            rfresh(&s);
+            uint64_t st = fresh(), d = (uint64_t)(ds[i] * MB);
+            if (k == 2)
+                dkv_l2l_write(l, st, d, L2L_ONE), kern(&s), wr(&s, KS, ds[i] * MB);
+            double w0 = dkv_l2l_hbm_written(l);
+            kern(&s);
+            if (k == 0)
+                dkv_l2l_write(l, st, d, L2L_ONE), wr(&s, KS, ds[i] * MB);
+            else
+                dkv_l2l_rmw(l, st, d, L2L_ONE), rrmw(&s, KS, ds[i] * MB);
+            row("rmw", bk[k], ds[i], "w_wr", dkv_l2l_hbm_written(l) - w0, s.wr);
+            row("rmw", bk[k], ds[i], "dirty", dkv_l2l_dirty(l), rdirty(&s));
+            dkv_l2l_free(l);
+        }
+}
+
+/* order: A (4 MB) written dirty, or read clean (chit); A read again (rehit, chit); B written dirty, or C read clean
+ * (dclean); a stream of x MB read; then A and the other half re-read, A first (the kind) or the other first (its r
+ * twin: b_gone is the other half's there) */
+static void run_order(void)
+{
+    const char *kinds[] = {"rehit", "rehit0", "dclean", "chit"};
+    const double xs[] = {20, 24, 28, 32, 36, 40, 44};
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 7; i++) {
+            bool clean = k == 2, chit = k == 3, hit = k == 0 || k == 3;
+            double x = xs[i] * MB, out[2][4];   /* [rev][m_wr, a_gone, other_gone, dirty] lines; replay below */
+            double rout[2][4];
+            for (int rev = 0; rev < 2; rev++) {
+                dkv_l2l *l = lnew();
+                l2m s;
+                rfresh(&s);
+                kern(&s);
+                if (chit)
+                    dkv_l2l_read(l, P_A, 4000000, L2L_ONE), wread(&s, KA, 4 * MB, FOOT);
+                else
+                    dkv_l2l_write(l, P_A, 4000000, L2L_ONE), wr(&s, KA, 4 * MB);
+                if (hit)
+                    kern(&s), dkv_l2l_read(l, P_A, 4000000, L2L_ONE), rd(&s, KA, 4 * MB);
+                kern(&s);
+                uint64_t other = clean ? P_C : P_B;
+                int okey = clean ? KC : KB;
+                if (clean)
+                    dkv_l2l_read(l, P_C, 4000000, L2L_ONE), wread(&s, KC, 4 * MB, FOOT);
+                else
+                    dkv_l2l_write(l, P_B, 4000000, L2L_ONE), wr(&s, KB, 4 * MB);
+                double w0 = dkv_l2l_hbm_written(l);
+                kern(&s);
+                dkv_l2l_read(l, fresh(), (uint64_t)x, L2L_ONE), wread(&s, KS, x, FOOT);
+                out[rev][0] = dkv_l2l_hbm_written(l) - w0, rout[rev][0] = s.wr;
+                for (int j = 0; j < 2; j++) {   /* j 0: A, 1: the other; in that order unless rev */
+                    int which = rev ? 1 - j : j;
+                    double r0 = dkv_l2l_hbm_read(l);
+                    dkv_l2l_read(l, which ? other : P_A, 4000000, L2L_ONE);
+                    out[rev][1 + which] = dkv_l2l_hbm_read(l) - r0;
+                    kern(&s), rd(&s, which ? okey : KA, 4 * MB);
+                    rout[rev][1 + which] = s.rd;
+                }
+                out[rev][3] = dkv_l2l_dirty(l), rout[rev][3] = rdirty(&s);
+                dkv_l2l_free(l);
+            }
+            row("order", kinds[k], xs[i], "m_wr", out[0][0], rout[0][0]);
+            row("order", kinds[k], xs[i], "a_gone", out[0][1], rout[0][1]);
+            row("order", kinds[k], xs[i], "b_gone", out[1][2], rout[1][2]);
+            row("order", kinds[k], xs[i], "dirty", out[0][3], rout[0][3]);
+        }
+}
+
+static double num(const char *opt, const char *v)
+{
+    char *end;
+    double d = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end || !(d >= 0)) {
+        fprintf(stderr, "l2_lines_probe: %s needs a number >= 0, got '%s'\n", opt, v ? v : "(nothing)");
+        exit(2);
+    }
+    return d;
+}
+
+int main(int argc, char **argv)
+{
+    cfg = dkv_l2l_h200();
+    const char *set = "all";
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            printf("usage: l2_lines_probe [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--set rmw|order|all]\n"
+                   "(defaults: the H200's, core/cost/cost_l2_lines.h dkv_l2l_h200: line 128, ways 64, dirty 28.8 MB,\n"
+                   "credit 4.0 MB; CSV set,kind,x,qty,lines,replay on stdout, MB)\n");
+            return 0;
+        } else if (!strcmp(o, "--line")) {
+            cfg.line = (int)num(o, v), i++;
+        } else if (!strcmp(o, "--ways")) {
+            cfg.ways = (int)num(o, v), i++;
+        } else if (!strcmp(o, "--dirty-mb")) {
+            cfg.dirty_frac = num(o, v) * MB / cfg.l2_bytes, i++;
+        } else if (!strcmp(o, "--credit-mb")) {
+            cfg.credit = num(o, v) * MB, i++;
+        } else if (!strcmp(o, "--set") && v && (!strcmp(v, "rmw") || !strcmp(v, "order") || !strcmp(v, "all"))) {
+            set = v, i++;
+        } else {
+            fprintf(stderr, "l2_lines_probe: unknown option or value '%s%s%s' (--help)\n", o, v ? " " : "", v ? v : "");
+            return 2;
+        }
+    }
+    const char *err;
+    dkv_l2l *t = dkv_l2l_new(&cfg, &err);
+    if (!t) {
+        fprintf(stderr, "l2_lines_probe: %s\n", err);
+        return 2;
+    }
+    dkv_l2l_free(t);
+    printf("set,kind,x,qty,lines,replay\n");
+    if (strcmp(set, "order"))
+        run_rmw();
+    if (strcmp(set, "rmw"))
+        run_order();
+    return 0;
+}
