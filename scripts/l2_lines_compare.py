@@ -8,16 +8,19 @@ and in how many rows it is within 0.5 MB of the GPU (docs/COST_MODEL.md "A line-
 --rmw: a scripts/l2drain_gemm.py table file of `l2drain rmw` (device call 123: datasets/hw/2026-12-04/call123/
 l2drain_rmw_tables.md); --order: a scripts/l2drain.py table file of `l2drain order` (calls 117 and 118:
 datasets/hw/2026-12-04/call11{7,8}/l2drain_tables.md), each a machine; at least one of them.  --rows also prints every
-row.  Quantities: m_wr (the stream's write-back), a_gone and b_gone (a half's bytes the stream pushed out: the re-read's
+row.  Then the three families of quantities (write-back: m_wr and w_wr; gone: a_gone and b_gone; dirty), then all.
+Quantities: m_wr (the stream's write-back), a_gone and b_gone (a half's bytes the stream pushed out: the re-read's
 HBM reads; an order kind's b_gone is the other half's, read first), dirty (still dirty at the flush: the GPU's also
 holds 0.1-0.8 MB that is not the probe's), w_wr (one writer's write-back, the bound kinds).  Exit status: 0, 1 on a file
 it cannot read or a GPU row the CSV lacks, 2 on a usage error.
 """
 import csv
+import os
 import re
 import sys
 
 NAME = "l2_lines_compare"
+FAMILY = {"m_wr": "write-back", "w_wr": "write-back", "a_gone": "gone", "b_gone": "gone", "dirty": "dirty"}
 
 
 def die(msg, code=1):
@@ -128,7 +131,7 @@ def main(argv):
             s[2] += abs(rp - g)
             s[3] += abs(ln - g) <= 0.5
             s[4] += abs(rp - g) <= 0.5
-            lines.append(f"| {path.split('/')[-2]} | {key[1]} | {key[2]:g} | {key[3]} | {g:.3f} | {ln:.3f} | {rp:.3f} |")
+            lines.append(f"| {os.path.basename(os.path.dirname(os.path.abspath(path)))} | {key[1]} | {key[2]:g} | {key[3]} | {g:.3f} | {ln:.3f} | {rp:.3f} |")
     print("| set | quantity | rows | lines: mean abs error MB | replay: mean abs error MB | lines: within 0.5 MB | "
           "replay: within 0.5 MB |")
     print("|---|---|---|---|---|---|---|")
@@ -136,6 +139,15 @@ def main(argv):
     for (st, q), s in sorted(by.items()):
         print(f"| {st} | {q} | {s[0]} | {s[1] / s[0]:.3f} | {s[2] / s[0]:.3f} | {s[3]} | {s[4]} |")
         tot = [a + b for a, b in zip(tot, s)]
+    fam = {}
+    for (st, q), s in by.items():
+        f = FAMILY[q]
+        fam[f] = [a + b for a, b in zip(fam.get(f, [0, 0.0, 0.0, 0, 0]), s)]
+    for f in ("write-back", "gone", "dirty"):
+        if f in fam:
+            s = fam[f]
+            print(f"| every set | {f} ({', '.join(q for q in FAMILY if FAMILY[q] == f)}) | {s[0]} | {s[1] / s[0]:.3f} | "
+                  f"{s[2] / s[0]:.3f} | {s[3]} | {s[4]} |")
     print(f"| all | all | {tot[0]} | {tot[1] / tot[0]:.3f} | {tot[2] / tot[0]:.3f} | {tot[3]} | {tot[4]} |")
     if show:
         print("\n| call | kind | x | quantity | GPU MB | lines MB | replay MB |\n|---|---|---|---|---|---|---|")

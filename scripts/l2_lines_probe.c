@@ -10,7 +10,7 @@
  *   gcc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Icore -I. -Ibuild/release/gen \
  *       scripts/l2_lines_probe.c -Lbuild/release/lib -ldkv_cost -ldkv_engine -ldkv_policy -ldkv_mem -ldkv_workload \
  *       -ldkv_trace -ldkv_model -ldkv_util -lm -o /tmp/l2lp
- *   /tmp/l2lp [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--set rmw|order|all] > probes.csv
+ *   /tmp/l2lp [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--probe-mb D] [--set rmw|order|all] > probes.csv
  *
  * Each trial starts from a fresh model after a flush (a read of twice the L2 of lines never read before); every
  * read and write is a grid-stride kernel's: one reader (writer) a line, its half a hash of the line's 4 KB segment. */
@@ -27,7 +27,12 @@ static const double FOOT = DKV_COST_L2_ONE_READER;   /* a one-reader read's foot
 /* ---- the line model: a fresh L2 and an address space in which each buffer is apart */
 static dkv_l2l_cfg cfg;
 static uint64_t next_fresh;
-static const uint64_t P_A = 1ull << 40, P_B = P_A + (4ull << 20), P_C = 2ull << 40;   /* the probe's halves, other_ */
+static const uint64_t P_A = 1ull << 40, P_C = 2ull << 40;   /* the probe's first half, other_ */
+static uint64_t P_B;                                          /* the probe's second half: P_A + its bytes */
+static double D = 8;                                          /* the probe's MB (--probe-mb) */
+/* l2drain.cu's x grids: at D = 8 as calls 117, 118 and 123 ran, at another D its own (and no bound kinds) */
+static const double XS_ORDER8[] = {20, 24, 28, 32, 36, 40, 44}, XS_ORDER[] = {8, 12, 16, 20, 24, 28, 32, 36, 40};
+static const double XS_RMW8[] = {16, 24, 32, 40, 48, 64}, XS_RMW[] = {8, 16, 24, 32, 40, 48, 56};
 
 static dkv_l2l *lnew(void)
 {
@@ -73,9 +78,10 @@ static void row(const char *set, const char *kind, double x, const char *q, doub
 static void run_rmw(void)
 {
     const char *kinds[] = {"plain", "rmwstream", "rmwprobe", "rmwboth", "wwprobe"};
-    const double xs[] = {16, 24, 32, 40, 48, 64};
+    const double *xs = D == 8 ? XS_RMW8 : XS_RMW, hb = D / 2 * MB;
+    const uint64_t half = (uint64_t)hb;
     for (int k = 0; k < 5; k++)
-        for (int i = 0; i < 6; i++) {
+        for (int i = 0; i < (D == 8 ? 6 : 7); i++) {
             bool rp = k == 2 || k == 3, rs = k == 1 || k == 3, twice = k == 4;
             double x = xs[i] * MB;
             dkv_l2l *l = lnew();
@@ -86,9 +92,9 @@ static void run_rmw(void)
                     uint64_t a = h ? P_B : P_A;
                     kern(&s);
                     if (rp)
-                        dkv_l2l_rmw(l, a, 4000000, L2L_ONE), rrmw(&s, KA + h, 4 * MB);
+                        dkv_l2l_rmw(l, a, half, L2L_ONE), rrmw(&s, KA + h, hb);
                     else
-                        dkv_l2l_write(l, a, 4000000, L2L_ONE), wr(&s, KA + h, 4 * MB);
+                        dkv_l2l_write(l, a, half, L2L_ONE), wr(&s, KA + h, hb);
                 }
             double w0 = dkv_l2l_hbm_written(l);
             uint64_t st = fresh();
@@ -99,14 +105,14 @@ static void run_rmw(void)
                 dkv_l2l_read(l, st, (uint64_t)x, L2L_ONE), wread(&s, KS, x, FOOT);
             double mw = dkv_l2l_hbm_written(l) - w0, rmw_ = s.wr;
             double r0 = dkv_l2l_hbm_read(l);
-            dkv_l2l_read(l, P_A, 4000000, L2L_ONE);
+            dkv_l2l_read(l, P_A, half, L2L_ONE);
             double ga = dkv_l2l_hbm_read(l) - r0;
-            kern(&s), rd(&s, KA, 4 * MB);
+            kern(&s), rd(&s, KA, hb);
             double rga = s.rd;
             r0 = dkv_l2l_hbm_read(l);
-            dkv_l2l_read(l, P_B, 4000000, L2L_ONE);
+            dkv_l2l_read(l, P_B, half, L2L_ONE);
             double gb = dkv_l2l_hbm_read(l) - r0;
-            kern(&s), rd(&s, KB, 4 * MB);
+            kern(&s), rd(&s, KB, hb);
             row("rmw", kinds[k], xs[i], "m_wr", mw, rmw_);
             row("rmw", kinds[k], xs[i], "a_gone", ga, rga);
             row("rmw", kinds[k], xs[i], "b_gone", gb, s.rd);
@@ -115,7 +121,7 @@ static void run_rmw(void)
         }
     const char *bk[] = {"bwrite", "brmw", "bre"};
     const double ds[] = {8, 16, 24, 32, 40, 48, 64};
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < (D == 8 ? 3 : 0); k++)
         for (int i = 0; i < 7; i++) {
             dkv_l2l *l = lnew();
             l2m s;
@@ -141,9 +147,10 @@ static void run_rmw(void)
 static void run_order(void)
 {
     const char *kinds[] = {"rehit", "rehit0", "dclean", "chit"};
-    const double xs[] = {20, 24, 28, 32, 36, 40, 44};
+    const double *xs = D == 8 ? XS_ORDER8 : XS_ORDER, hb = D / 2 * MB;
+    const uint64_t half = (uint64_t)hb;
     for (int k = 0; k < 4; k++)
-        for (int i = 0; i < 7; i++) {
+        for (int i = 0; i < (D == 8 ? 7 : 9); i++) {
             bool clean = k == 2, chit = k == 3, hit = k == 0 || k == 3;
             double x = xs[i] * MB, out[2][4];   /* [rev][m_wr, a_gone, other_gone, dirty] lines; replay below */
             double rout[2][4];
@@ -153,18 +160,18 @@ static void run_order(void)
                 rfresh(&s);
                 kern(&s);
                 if (chit)
-                    dkv_l2l_read(l, P_A, 4000000, L2L_ONE), wread(&s, KA, 4 * MB, FOOT);
+                    dkv_l2l_read(l, P_A, half, L2L_ONE), wread(&s, KA, hb, FOOT);
                 else
-                    dkv_l2l_write(l, P_A, 4000000, L2L_ONE), wr(&s, KA, 4 * MB);
+                    dkv_l2l_write(l, P_A, half, L2L_ONE), wr(&s, KA, hb);
                 if (hit)
-                    kern(&s), dkv_l2l_read(l, P_A, 4000000, L2L_ONE), rd(&s, KA, 4 * MB);
+                    kern(&s), dkv_l2l_read(l, P_A, half, L2L_ONE), rd(&s, KA, hb);
                 kern(&s);
                 uint64_t other = clean ? P_C : P_B;
                 int okey = clean ? KC : KB;
                 if (clean)
-                    dkv_l2l_read(l, P_C, 4000000, L2L_ONE), wread(&s, KC, 4 * MB, FOOT);
+                    dkv_l2l_read(l, P_C, half, L2L_ONE), wread(&s, KC, hb, FOOT);
                 else
-                    dkv_l2l_write(l, P_B, 4000000, L2L_ONE), wr(&s, KB, 4 * MB);
+                    dkv_l2l_write(l, P_B, half, L2L_ONE), wr(&s, KB, hb);
                 double w0 = dkv_l2l_hbm_written(l);
                 kern(&s);
                 dkv_l2l_read(l, fresh(), (uint64_t)x, L2L_ONE), wread(&s, KS, x, FOOT);
@@ -172,9 +179,9 @@ static void run_order(void)
                 for (int j = 0; j < 2; j++) {   /* j 0: A, 1: the other; in that order unless rev */
                     int which = rev ? 1 - j : j;
                     double r0 = dkv_l2l_hbm_read(l);
-                    dkv_l2l_read(l, which ? other : P_A, 4000000, L2L_ONE);
+                    dkv_l2l_read(l, which ? other : P_A, half, L2L_ONE);
                     out[rev][1 + which] = dkv_l2l_hbm_read(l) - r0;
-                    kern(&s), rd(&s, which ? okey : KA, 4 * MB);
+                    kern(&s), rd(&s, which ? okey : KA, hb);
                     rout[rev][1 + which] = s.rd;
                 }
                 out[rev][3] = dkv_l2l_dirty(l), rout[rev][3] = rdirty(&s);
@@ -205,9 +212,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf("usage: l2_lines_probe [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--set rmw|order|all]\n"
+            printf("usage: l2_lines_probe [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--probe-mb D]\n"
+                   "                      [--set rmw|order|all]\n"
                    "(defaults: the H200's, core/cost/cost_l2_lines.h dkv_l2l_h200: line 128, ways 64, dirty 28.8 MB,\n"
-                   "credit 4.0 MB; CSV set,kind,x,qty,lines,replay on stdout, MB)\n");
+                   "credit 4.0 MB; the probe 8 MB as l2drain's default, another D runs l2drain's grid for it and no\n"
+                   "bound kinds; CSV set,kind,x,qty,lines,replay on stdout, MB)\n");
             return 0;
         } else if (!strcmp(o, "--line")) {
             cfg.line = (int)num(o, v), i++;
@@ -217,6 +226,12 @@ int main(int argc, char **argv)
             cfg.dirty_frac = num(o, v) * MB / cfg.l2_bytes, i++;
         } else if (!strcmp(o, "--credit-mb")) {
             cfg.credit = num(o, v) * MB, i++;
+        } else if (!strcmp(o, "--probe-mb")) {
+            D = num(o, v), i++;
+            if (!(D >= 2 && D <= 32) || D != 2 * (int)(D / 2)) {
+                fprintf(stderr, "l2_lines_probe: --probe-mb must be an even number from 2 to 32 (l2drain's), got %g\n", D);
+                return 2;
+            }
         } else if (!strcmp(o, "--set") && v && (!strcmp(v, "rmw") || !strcmp(v, "order") || !strcmp(v, "all"))) {
             set = v, i++;
         } else {
@@ -231,6 +246,7 @@ int main(int argc, char **argv)
         return 2;
     }
     dkv_l2l_free(t);
+    P_B = P_A + (uint64_t)(D / 2 * MB);
     printf("set,kind,x,qty,lines,replay\n");
     if (strcmp(set, "order"))
         run_rmw();

@@ -274,13 +274,20 @@ static void halves_trial(int trial, const char *kind, double d, double x, Setup 
 }
 
 // `l2drain order`: the rehit / rehit0 / dclean / chit kinds alone (the file's head).
-static int run_order(int trial)
+// D: the probe's MB (8; since session 44 `l2drain order D` takes another, with its own x grid, for the line
+// model's held-out check: docs/COST_MODEL.md "A line-level L2")
+static const double XS_ORDER8[] = {20, 24, 28, 32, 36, 40, 44}, XS_ORDER[] = {8, 12, 16, 20, 24, 28, 32, 36, 40};
+static const double XS_RMW8[] = {16, 24, 32, 40, 48, 64}, XS_RMW[] = {8, 16, 24, 32, 40, 48, 56};
+
+static int run_order(int trial, double d)
 {
-    const double d = 8, xs[] = {20, 24, 28, 32, 36, 40, 44};
+    const double *xs = d == 8 ? XS_ORDER8 : XS_ORDER;
+    const int nx = d == 8 ? 7 : 9;
     const char *kinds[] = {"rehit", "rehit0", "dclean", "chit", "rehitr", "rehit0r", "dcleanr", "chitr"};
     size_t half = (size_t)(d / 2 * MB) / 16;
     for (const char *kind : kinds)
-        for (double x : xs) {
+        for (int xi = 0; xi < nx; xi++) {
+            const double x = xs[xi];
             bool clean = kind[0] == 'd', chit = kind[0] == 'c', hit = strncmp(kind, "rehit0", 6) != 0 && !clean;
             bool rev = kind[strlen(kind) - 1] == 'r';
             flush(trial, kind, d, x, "flush");
@@ -372,13 +379,15 @@ static int run_gemm(int trial)
 }
 
 // `l2drain rmw`: the plain / rmwstream / rmwprobe / rmwboth kinds (the file's head).
-static int run_rmw(int trial)
+static int run_rmw(int trial, double d)
 {
-    const double d = 8, xs[] = {16, 24, 32, 40, 48, 64};
+    const double *xs = d == 8 ? XS_RMW8 : XS_RMW;
+    const int nx = d == 8 ? 6 : 7;
     const char *kinds[] = {"plain", "rmwstream", "rmwprobe", "rmwboth", "wwprobe"};
     size_t half = (size_t)(d / 2 * MB) / 16;
     for (const char *kind : kinds)
-        for (double x : xs) {
+        for (int xi = 0; xi < nx; xi++) {
+            const double x = xs[xi];
             bool rmw_probe = strcmp(kind, "rmwprobe") == 0 || strcmp(kind, "rmwboth") == 0;
             bool rmw_stream = strcmp(kind, "rmwstream") == 0 || strcmp(kind, "rmwboth") == 0;
             bool twice = strcmp(kind, "wwprobe") == 0;
@@ -407,6 +416,8 @@ static int run_rmw(int trial)
             trial++;
         }
     const double bds[] = {8, 16, 24, 32, 40, 48, 64};
+    if (d != 8)   // the bound kinds do not depend on the probe's size: run with the default D alone
+        return trial;
     for (const char *kind : {"bwrite", "brmw", "bre"})   // the dirty bound behind one writer (the file's head)
         for (double bd : bds) {
             bool plain = strcmp(kind, "bwrite") == 0, rewrite = strcmp(kind, "bre") == 0;
@@ -432,12 +443,24 @@ static int run_rmw(int trial)
 
 int main(int argc, char **argv)
 {
-    bool share = argc == 2 && strcmp(argv[1], "share") == 0, order = argc == 2 && strcmp(argv[1], "order") == 0;
-    bool gemm = argc == 2 && strcmp(argv[1], "gemm") == 0, rmw = argc == 2 && strcmp(argv[1], "rmw") == 0;
-    if (argc > 2 || (argc == 2 && !share && !order && !gemm && !rmw)) {
-        fprintf(stderr, "usage: l2drain [share | order | gemm | rmw]  (run under ncu, see the file's head; share: the "
-                        "xread/xwrite kinds alone; order: the rehit/dclean/chit kinds alone; gemm: the plain/gemm kinds "
-                        "alone; rmw: the plain/rmw kinds and the dirty bound's alone)\n");
+    bool share = argc == 2 && strcmp(argv[1], "share") == 0;
+    bool order = (argc == 2 || argc == 3) && strcmp(argv[1], "order") == 0;
+    bool gemm = argc == 2 && strcmp(argv[1], "gemm") == 0, rmw = (argc == 2 || argc == 3) && strcmp(argv[1], "rmw") == 0;
+    double d = 8;   // order and rmw: the probe's MB (even, 2 to 32: two halves in the 32 MB probe buffer)
+    if (argc == 3 && (order || rmw)) {
+        char *end;
+        d = strtod(argv[2], &end);
+        if (end == argv[2] || *end || !(d >= 2 && d <= 32) || d != 2 * (int)(d / 2)) {
+            fprintf(stderr, "l2drain: %s: the probe's MB must be an even number from 2 to 32, got '%s'\n", argv[1],
+                    argv[2]);
+            return 2;
+        }
+    }
+    if (argc > 3 || (argc == 3 && !order && !rmw) || (argc >= 2 && !share && !order && !gemm && !rmw)) {
+        fprintf(stderr, "usage: l2drain [share | order [D] | gemm | rmw [D]]  (run under ncu, see the file's head; "
+                        "share: the xread/xwrite kinds alone; order: the rehit/dclean/chit kinds alone; gemm: the "
+                        "plain/gemm kinds alone; rmw: the plain/rmw kinds and the dirty bound's alone; D: the probe's MB, "
+                        "8 by default, another runs its own x grid and no bound kinds)\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -455,7 +478,7 @@ int main(int argc, char **argv)
     CK(cudaMemset(probe_, 3, 32 * MB));
     CK(cudaDeviceSynchronize());
     if (share || order || gemm || rmw) {
-        int t = share ? run_share(0) : order ? run_order(0) : gemm ? run_gemm(0) : run_rmw(0);
+        int t = share ? run_share(0) : order ? run_order(0, d) : gemm ? run_gemm(0) : run_rmw(0, d);
         flush(t, "end", 0, 0, "flush");
         CK(cudaDeviceSynchronize());
         printf("# %d launches, %d trials\n", n_launch, t);
