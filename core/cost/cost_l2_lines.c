@@ -238,9 +238,11 @@ static void write_line(dkv_l2l *l, uint64_t ln)
 {
     int h = home_of(l, ln);
     l->tick++;
-    if (l->cfg.parts == 2) {   /* a copy in the other half is dropped */
+    if (l->cfg.parts == 2) {   /* a copy in the other half is dropped (keep_copy: it stays, updated, and is used) */
         long o = find(l, set_of(l, 1 - h, ln), ln);
-        if (o >= 0)
+        if (o >= 0 && l->cfg.keep_copy)
+            l->use[o] = l->tick;
+        else if (o >= 0)
             l->tag[o] = 0, l->valid_n--;
     }
     long w = find(l, set_of(l, h, ln), ln);

@@ -8,7 +8,7 @@
  *     in no set, so the mapping spreads them);
  *   - a write goes to the home half alone (one copy: call 102, the L2 holds about 37 MB of data written by every SM,
  *     more than the 30-31.5 it holds of data read by every SM); it lands dirty, whole lines, no fetch; a copy in the
- *     other half is dropped;
+ *     other half is dropped (keep_copy: kept, clean);
  *   - a read from an SM of one half finds the line there, else in its home half (no HBM read), else reads it from HBM
  *     into the home half; a read from the other half keeps a copy in the reader's half too (so a line read by SMs of
  *     both halves sits twice, and a line read by one reader on a random side 1.5 times: the one-reader footprint 0.75
@@ -40,6 +40,9 @@ typedef struct dkv_l2l_cfg {
     double   dirty_frac;   /* the dirty bound, a share of the L2 (0 < f <= 1) */
     double   credit;       /* bytes of one-reader traffic a dirty line's use counts later (>= 0) */
     uint64_t seed;         /* the address hash's */
+    bool     keep_copy;    /* a write keeps (updates) a copy in the other half instead of dropping it (a variant,
+                              session 44: call 123's in-place stream pushes lines out like 1.1 times its bytes of
+                              plain reads, where dropping the reader's copy makes it half as heavy) */
 } dkv_l2l_cfg;
 
 enum { L2L_ONE = 0, L2L_ALL = 1 };

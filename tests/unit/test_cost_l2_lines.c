@@ -88,6 +88,22 @@ static void test_copies(void **state)
     dkv_l2l_free(l);
 }
 
+/* The keep_copy variant: a write leaves the other half's copy in place (updated), so a line read from both halves and
+ * then written still sits twice, dirty once (its home copy). */
+static void test_keep_copy(void **state)
+{
+    (void)state;
+    dkv_l2l_cfg c = coarse();
+    c.keep_copy = true;
+    dkv_l2l *l = make(c);
+    dkv_l2l_read(l, B, 4 * 1024 * 1024, L2L_ALL);
+    dkv_l2l_write(l, B, 4 * 1024 * 1024, L2L_ALL);
+    assert_true(dkv_l2l_resident(l) == 8.0 * 1024 * 1024 && dkv_l2l_dirty(l) == 4.0 * 1024 * 1024);
+    dkv_l2l_write(l, A, 2 * 1024 * 1024, L2L_ONE);   /* a plain write still sits once */
+    assert_true(dkv_l2l_resident(l) == 10.0 * 1024 * 1024);
+    dkv_l2l_free(l);
+}
+
 /* The dirty bound: one writer of 64 MB leaves the bound dirty (28.8 MB, to a line a half) and has written the rest
  * back, its oldest lines first: they stay, clean, and are read back without HBM. */
 static void test_dirty_bound(void **state)
@@ -170,7 +186,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_refused),  cmocka_unit_test(test_reads_and_writes),
-        cmocka_unit_test(test_copies),          cmocka_unit_test(test_dirty_bound),
+        cmocka_unit_test(test_copies),          cmocka_unit_test(test_keep_copy),
+        cmocka_unit_test(test_dirty_bound),
         cmocka_unit_test(test_stream_flushes),  cmocka_unit_test(test_dirty_credit),
         cmocka_unit_test(test_deterministic),
     };

@@ -6,6 +6,7 @@
 # cuda/bench/l2drain.cu `order D` and `rmw D` under Nsight Compute (--cache-control none) for D = 16 and 24 MB (the
 # halves 8 and 12 MB; calls 117, 118 and 123 ran D = 8): order's rehit, rehit0, dclean and chit (each in both re-read
 # orders) at x = 8-40 MB, rmw's plain, rmwstream, rmwprobe, rmwboth and wwprobe at x = 8-56 MB.
+# (predkc_D16.csv, predkc_D24.csv: the keep_copy variant's, CRITERION.md's second clause.)
 # Back: tests.txt, raw.tgz (each run's manifest l2drain_<mode><D>.txt, ncu CSV .csv and stderr .err).
 # .hwbin: l2drain alone (nvcc -O3 -arch=sm_90 cuda/bench/l2drain.cu -lcublas at this commit's parent), xz'd.
 # here:  datasets/hw moved out of the tree for the call (the 64 MiB carry), this file put back
