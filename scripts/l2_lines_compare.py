@@ -3,11 +3,14 @@
 model of core/cost/cost_l2_lines.c and the shipped per-buffer replay): per quantity, each model's mean |error| in MB
 and in how many rows it is within 0.5 MB of the GPU (docs/COST_MODEL.md "A line-level L2").
 
-    /usr/bin/python3 scripts/l2_lines_compare.py PROBES.csv [--rmw TABLES.md]... [--order TABLES.md]... [--rows]
+    /usr/bin/python3 scripts/l2_lines_compare.py PROBES.csv [--rmw TABLES.md]... [--order TABLES.md]...
+        [--gemm TABLES.md]... [--rows]
 
 --rmw: a scripts/l2drain_gemm.py table file of `l2drain rmw` (device call 123: datasets/hw/2026-12-04/call123/
 l2drain_rmw_tables.md); --order: a scripts/l2drain.py table file of `l2drain order` (calls 117 and 118:
-datasets/hw/2026-12-04/call11{7,8}/l2drain_tables.md), each a machine; at least one of them.  --rows also prints every
+datasets/hw/2026-12-04/call11{7,8}/l2drain_tables.md), each a machine; --gemm: a scripts/l2drain_gemm.py table file of
+`l2drain gemm` (calls 121 and 122: datasets/hw/2026-12-04/call12{1,2}/l2drain_gemm_tables.md; its plain rows are the
+rmw set's plain kind again, compared as the gemm set's); at least one of them.  --rows also prints every
 row.  Then the three families of quantities (write-back: m_wr and w_wr; gone: a_gone and b_gone; dirty), then all.
 Quantities: m_wr (the stream's write-back), a_gone and b_gone (a half's bytes the stream pushed out: the re-read's
 HBM reads; an order kind's b_gone is the other half's, read first), dirty (still dirty at the flush: the GPU's also
@@ -60,7 +63,7 @@ def col(head, cells, key):
     return None
 
 
-def gpu_rmw(path):
+def gpu_rmw(path, st="rmw"):
     rows = {}
     for kind, tab in sections(path).items():
         for head, c in tab:
@@ -70,12 +73,12 @@ def gpu_rmw(path):
                 rows[("rmw", kind, x, "dirty")] = nums(col(head, c, "still dirty"))[0]
             else:
                 x = nums(c[0])[0]
-                rows[("rmw", kind, x, "m_wr")] = nums(col(head, c, "stream"))[1]
-                rows[("rmw", kind, x, "a_gone")] = nums(col(head, c, "A gone"))[0]
-                rows[("rmw", kind, x, "b_gone")] = nums(col(head, c, "B gone"))[0]
-                rows[("rmw", kind, x, "dirty")] = nums(col(head, c, "still dirty"))[0]
+                rows[(st, kind, x, "m_wr")] = nums(col(head, c, "stream"))[1]
+                rows[(st, kind, x, "a_gone")] = nums(col(head, c, "A gone"))[0]
+                rows[(st, kind, x, "b_gone")] = nums(col(head, c, "B gone"))[0]
+                rows[(st, kind, x, "dirty")] = nums(col(head, c, "still dirty"))[0]
     if not rows:
-        die(f"{path}: no l2drain rmw tables (### plain, ### bwrite ...)")
+        die(f"{path}: no l2drain {st} tables (### plain ...)")
     return rows
 
 
@@ -101,7 +104,7 @@ def main(argv):
     i = 1
     while i < len(argv):
         a = argv[i]
-        if a in ("--rmw", "--order") and i + 1 < len(argv):
+        if a in ("--rmw", "--order", "--gemm") and i + 1 < len(argv):
             gpus.append((a[2:], argv[i + 1]))
             i += 2
         elif a == "--rows":
@@ -109,7 +112,7 @@ def main(argv):
         else:
             die(f"unknown argument '{a}' (--help)", 2)
     if not gpus:
-        die("give at least one --rmw or --order table file (--help)", 2)
+        die("give at least one --rmw, --order or --gemm table file (--help)", 2)
     model = {}
     try:
         with open(probes, newline="") as f:
@@ -120,7 +123,7 @@ def main(argv):
     by = {}
     lines = []
     for what, path in gpus:
-        for key, g in (gpu_rmw(path) if what == "rmw" else gpu_order(path)).items():
+        for key, g in (gpu_order(path) if what == "order" else gpu_rmw(path, what)).items():
             if key not in model:
                 die(f"{probes}: no row for {key[0]} {key[1]} x {key[2]:g} {key[3]} (the GPU's in {path})")
             ln, rp = model[key]

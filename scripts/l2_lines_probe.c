@@ -1,4 +1,5 @@
-/* l2_lines_probe.c - the L2 probes of cuda/bench/l2drain.cu (`rmw`: device call 123; `order`: calls 117 and 118)
+/* l2_lines_probe.c - the L2 probes of cuda/bench/l2drain.cu (`rmw`: device call 123; `order`: calls 117 and 118;
+ * `gemm`: calls 121 and 122)
  * through two models of the L2: the line-level model (core/cost/cost_l2_lines.c) and the shipped per-buffer replay
  * (core/cost/cost_l2.c, included whole for its static functions, nothing of it changed; as call 123's
  * probe_replay.c).  One CSV row a (set, kind, x, quantity): set,kind,x,qty,lines,replay, in MB; the quantities are the
@@ -11,18 +12,19 @@
  *       scripts/l2_lines_probe.c -Lbuild/release/lib -ldkv_cost -ldkv_engine -ldkv_policy -ldkv_mem -ldkv_workload \
  *       -ldkv_trace -ldkv_model -ldkv_util -lm -o /tmp/l2lp
  *   /tmp/l2lp [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy] [--probe-mb D]
- *       [--set rmw|order|all] > probes.csv      (--keep-copy: the model's keep_copy variant)
+ *       [--set rmw|order|gemm|all] > probes.csv      (--keep-copy: the model's keep_copy variant)
  *
  * Each trial starts from a fresh model after a flush (a read of twice the L2 of lines never read before); every
  * read and write is a grid-stride kernel's: one reader (writer) a line, its half a hash of the line's 4 KB segment. */
 #include "core/cost/cost_l2.c"
 #include "cost/cost_l2_lines.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #define MB 1e6
-enum { KA = 100, KB, KS, KC };
+enum { KA = 100, KB, KS, KC, KY };
 static const double FOOT = DKV_COST_L2_ONE_READER;   /* a one-reader read's footprint in the replay */
 
 /* ---- the line model: a fresh L2 and an address space in which each buffer is apart */
@@ -195,6 +197,80 @@ static void run_order(void)
         }
 }
 
+/* gemm (calls 121 and 122): A and B (4 MB each) written dirty, then a cuBLAS GEMM y[M x N] = x[M x K] W^T, K = 3,584,
+ * W of x MB (N = x / 2K rounded down to 64), x written long before (not in L2), then A and B re-read.  The line model
+ * runs it on the replay's own tile plan (cost_gemm.c's dkv_cost_gemm_tiles, no profile): each row group reads its
+ * rows of x from every half, each column wave its share of W, every weight line read by the group's row tiles (one
+ * reader a row tile, its half hashed), and writes its share of y at the wave's end; a split-K GEMM writes and reads back
+ * its fp32 partials.  The replay runs its gemm_replay (no profile: no measured reads, no measured output left). */
+static void lgemm(dkv_l2l *l, uint64_t X, double xb, uint64_t W, double wb, uint64_t Y, double yb, double M, double N,
+                  double K)
+{
+    dkv_cost_gemm_plan g;
+    dkv_cost_gemm_tiles(M, N, K, 132, -1, &g);
+    if (g.splits > 0) {
+        uint64_t P = fresh();
+        double ps = g.splits * M * N * 4;
+        dkv_l2l_read(l, X, (uint64_t)xb, L2L_ALL);
+        dkv_l2l_read_by(l, W, (uint64_t)wb, (int)g.tiles_m);
+        dkv_l2l_write(l, P, (uint64_t)ps, L2L_ONE), dkv_l2l_read(l, P, (uint64_t)ps, L2L_ONE);
+        dkv_l2l_write(l, Y, (uint64_t)yb, L2L_ONE);
+        return;
+    }
+    for (double gi = 0; gi < g.groups; gi++) {
+        double rows = fmin(g.group_rows, g.tiles_m - gi * g.group_rows), share = rows / g.tiles_m;
+        dkv_l2l_read(l, X + (uint64_t)(xb * gi * g.group_rows / g.tiles_m), (uint64_t)(xb * share), L2L_ALL);
+        for (double c = 0; c < g.col_waves; c++) {
+            double w0 = wb * c / g.col_waves, w1 = wb * (c + 1) / g.col_waves;
+            dkv_l2l_read_by(l, W + (uint64_t)w0, (uint64_t)(w1 - w0), (int)rows);
+            double y0 = yb * (gi * g.group_rows / g.tiles_m + share * c / g.col_waves);
+            dkv_l2l_write(l, Y + (uint64_t)y0, (uint64_t)(yb * share / g.col_waves), L2L_ONE);
+        }
+    }
+}
+
+static void run_gemm(void)
+{
+    const double xs[] = {16, 24, 32, 40, 48, 64}, Ms[] = {64, 128, 192, 288, 384, 576}, K = 3584;
+    char kind[24];
+    for (int k = -1; k < 6; k++)   /* -1: plain, the stream a read of x MB (the gemm tables' control) */
+        for (int i = 0; i < 6; i++) {
+            double M = k < 0 ? 0 : Ms[k], N = floor(xs[i] * MB / (2.0 * K) / 64) * 64, wb = N * K * 2, xb = M * K * 2;
+            double yb = M * N * 2;
+            snprintf(kind, sizeof kind, k < 0 ? "plain" : "gemm%g", M);
+            dkv_l2l *l = lnew();
+            l2m s;
+            rfresh(&s);
+            s.n_sms = 132;
+            const uint64_t half = 4000000, X = 3ull << 40, Y = 5ull << 40;
+            dkv_l2l_write(l, P_A, half, L2L_ONE), dkv_l2l_write(l, P_B, half, L2L_ONE);
+            kern(&s), wr(&s, KA, 4 * MB), kern(&s), wr(&s, KB, 4 * MB);
+            double w0 = dkv_l2l_hbm_written(l);
+            if (k < 0) {
+                dkv_l2l_read(l, fresh(), (uint64_t)(xs[i] * MB), L2L_ONE);
+                kern(&s), wread(&s, KS, xs[i] * MB, FOOT);
+            } else {
+                lgemm(l, X, xb, fresh(), wb, Y, yb, M, N, K);
+                kern(&s), gemm_replay(&s, KS, xb, wb, KC, 0, KY, yb, M, N, K);
+            }
+            double mw = dkv_l2l_hbm_written(l) - w0, rmw_ = s.wr;
+            double r0 = dkv_l2l_hbm_read(l);
+            dkv_l2l_read(l, P_A, half, L2L_ONE);
+            double ga = dkv_l2l_hbm_read(l) - r0;
+            kern(&s), rd(&s, KA, 4 * MB);
+            double rga = s.rd;
+            r0 = dkv_l2l_hbm_read(l);
+            dkv_l2l_read(l, P_B, half, L2L_ONE);
+            double gb = dkv_l2l_hbm_read(l) - r0;
+            kern(&s), rd(&s, KB, 4 * MB);
+            row("gemm", kind, xs[i], "m_wr", mw, rmw_);
+            row("gemm", kind, xs[i], "a_gone", ga, rga);
+            row("gemm", kind, xs[i], "b_gone", gb, s.rd);
+            row("gemm", kind, xs[i], "dirty", dkv_l2l_dirty(l), rdirty(&s));
+            dkv_l2l_free(l);
+        }
+}
+
 static double num(const char *opt, const char *v)
 {
     char *end;
@@ -214,7 +290,7 @@ int main(int argc, char **argv)
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             printf("usage: l2_lines_probe [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy]\n"
-                   "                      [--probe-mb D] [--set rmw|order|all]\n"
+                   "                      [--probe-mb D] [--set rmw|order|gemm|all]\n"
                    "(defaults: the H200's, core/cost/cost_l2_lines.h dkv_l2l_h200: line 128, ways 64, dirty 28.8 MB,\n"
                    "credit 4.0 MB; the probe 8 MB as l2drain's default, another D runs l2drain's grid for it and no\n"
                    "bound kinds; CSV set,kind,x,qty,lines,replay on stdout, MB)\n");
@@ -235,12 +311,17 @@ int main(int argc, char **argv)
                 fprintf(stderr, "l2_lines_probe: --probe-mb must be an even number from 2 to 32 (l2drain's), got %g\n", D);
                 return 2;
             }
-        } else if (!strcmp(o, "--set") && v && (!strcmp(v, "rmw") || !strcmp(v, "order") || !strcmp(v, "all"))) {
+        } else if (!strcmp(o, "--set") && v && (!strcmp(v, "rmw") || !strcmp(v, "order") || !strcmp(v, "gemm") ||
+                                                  !strcmp(v, "all"))) {
             set = v, i++;
         } else {
             fprintf(stderr, "l2_lines_probe: unknown option or value '%s%s%s' (--help)\n", o, v ? " " : "", v ? v : "");
             return 2;
         }
+    }
+    if (!strcmp(set, "gemm") && D != 8) {
+        fprintf(stderr, "l2_lines_probe: --set gemm runs l2drain's 8 MB probe alone (--probe-mb %g)\n", D);
+        return 2;
     }
     const char *err;
     dkv_l2l *t = dkv_l2l_new(&cfg, &err);
@@ -251,9 +332,12 @@ int main(int argc, char **argv)
     dkv_l2l_free(t);
     P_B = P_A + (uint64_t)(D / 2 * MB);
     printf("set,kind,x,qty,lines,replay\n");
-    if (strcmp(set, "order"))
+    bool all = !strcmp(set, "all");
+    if (all || !strcmp(set, "rmw"))
         run_rmw();
-    if (strcmp(set, "rmw"))
+    if (all || !strcmp(set, "order"))
         run_order();
+    if ((all && D == 8) || !strcmp(set, "gemm"))   /* gemm: at D = 8 alone, as l2drain runs it */
+        run_gemm();
     return 0;
 }

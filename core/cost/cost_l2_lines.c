@@ -90,10 +90,11 @@ void dkv_l2l_free(dkv_l2l *l)
 
 static int home_of(const dkv_l2l *l, uint64_t ln) { return l->cfg.parts == 1 ? 0 : (int)(mix(ln ^ l->cfg.seed) & 1); }
 
-/* the half of the one SM that reads line ln (L2L_ONE): its 4 KB segment's */
-static int side_of(const dkv_l2l *l, uint64_t ln)
+/* the half of reader r of line ln (L2L_ONE: reader 0): a hash of its 4 KB segment and r */
+static int side_of(const dkv_l2l *l, uint64_t ln, unsigned r)
 {
-    return l->cfg.parts == 1 ? 0 : (int)(mix((ln >> l->seg_shift) ^ (l->cfg.seed * 0x2545f4914f6cdd1dull)) >> 63);
+    return l->cfg.parts == 1 ? 0 : (int)(mix((ln >> l->seg_shift) ^ (l->cfg.seed * 0x2545f4914f6cdd1dull) ^
+                                             ((uint64_t)r * 0x9e3779b97f4a7c15ull)) >> 63);
 }
 
 /* the first slot of line ln's set in half p */
@@ -204,12 +205,15 @@ static void insert(dkv_l2l *l, int p, uint64_t ln, bool dirty)
     }
 }
 
-static void read_line(dkv_l2l *l, uint64_t ln, int who)
+/* A read of line ln from the halves in mask (bit p: an SM of half p reads it), the home half first. */
+static void read_line(dkv_l2l *l, uint64_t ln, unsigned mask)
 {
-    int h = home_of(l, ln), n = who == L2L_ALL ? l->cfg.parts : 1;
-    int sides[2] = {h, 1 - h};
-    if (who != L2L_ALL)
-        sides[0] = side_of(l, ln);
+    int h = home_of(l, ln), n = 0;
+    int sides[2];
+    if (mask >> h & 1)
+        sides[n++] = h;
+    if (l->cfg.parts == 2 && (mask >> (1 - h) & 1))
+        sides[n++] = 1 - h;
     l->tick++;
     for (int k = 0; k < n; k++) {
         int s = sides[k];
@@ -262,12 +266,29 @@ static void lines(const dkv_l2l *l, uint64_t addr, uint64_t bytes, uint64_t *a, 
     *b = bytes ? ((addr + bytes - 1) >> l->shift) + 1 : *a;
 }
 
+static unsigned mask_of(const dkv_l2l *l, uint64_t ln, int who)
+{
+    return who == L2L_ALL ? (l->cfg.parts == 2 ? 3u : 1u) : 1u << side_of(l, ln, 0);
+}
+
 void dkv_l2l_read(dkv_l2l *l, uint64_t addr, uint64_t bytes, int who)
 {
     uint64_t a, b;
     lines(l, addr, bytes, &a, &b);
     for (uint64_t ln = a; ln < b; ln++)
-        read_line(l, ln, who);
+        read_line(l, ln, mask_of(l, ln, who));
+}
+
+void dkv_l2l_read_by(dkv_l2l *l, uint64_t addr, uint64_t bytes, int n)
+{
+    uint64_t a, b;
+    lines(l, addr, bytes, &a, &b);
+    for (uint64_t ln = a; ln < b; ln++) {
+        unsigned m = 0;
+        for (int r = 0; r < (n > 0 ? n : 1) && m != 3u; r++)
+            m |= 1u << side_of(l, ln, (unsigned)r);
+        read_line(l, ln, m);
+    }
 }
 
 void dkv_l2l_write(dkv_l2l *l, uint64_t addr, uint64_t bytes, int who)
@@ -284,7 +305,7 @@ void dkv_l2l_rmw(dkv_l2l *l, uint64_t addr, uint64_t bytes, int who)
     uint64_t a, b;
     lines(l, addr, bytes, &a, &b);
     for (uint64_t ln = a; ln < b; ln++)
-        read_line(l, ln, who), write_line(l, ln);
+        read_line(l, ln, mask_of(l, ln, who)), write_line(l, ln);
 }
 
 double dkv_l2l_hbm_read(const dkv_l2l *l) { return l->rd; }

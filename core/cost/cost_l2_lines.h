@@ -56,6 +56,9 @@ dkv_l2l *dkv_l2l_new(const dkv_l2l_cfg *cfg, const char **err);
 void dkv_l2l_free(dkv_l2l *l);
 
 void dkv_l2l_read(dkv_l2l *l, uint64_t addr, uint64_t bytes, int who);
+/* A read of each line by n readers (n >= 1), each reader's half a hash of the line's 4 KB segment and the reader's
+ * number (reader 0's is L2L_ONE's): a GEMM's weight line read by the CTAs of its row tiles. */
+void dkv_l2l_read_by(dkv_l2l *l, uint64_t addr, uint64_t bytes, int n);
 void dkv_l2l_write(dkv_l2l *l, uint64_t addr, uint64_t bytes, int who);
 /* Each line read, then written, before the next (a kernel turning rows in place: the RoPE). */
 void dkv_l2l_rmw(dkv_l2l *l, uint64_t addr, uint64_t bytes, int who);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_l2_lines_probe.sh - scripts/l2_lines_probe.c (the L2 probes of cuda/bench/l2drain.cu through the line-level
 # model, core/cost/cost_l2_lines.c, and the shipped per-buffer replay) builds against this tree and runs, and
-# scripts/l2_lines_compare.py sets it beside the GPU's tables of device calls 117, 118 and 123: every row found, and
+# scripts/l2_lines_compare.py sets it beside the GPU's tables of device calls 117, 118 and 123 (and the GEMM probes of
+# calls 121 and 122): every row found, and
 # the finding docs/COST_MODEL.md "A line-level L2" states (at a 1 KB line, which gives the same figures as 128 bytes
 # to 0.01 MB in the mean) still holds: the line model's mean |error| below the replay's overall and in each family.
 # Then the two programs' refusals and --help.
@@ -16,8 +17,9 @@ gcc "${san[@]}" -std=c11 -O2 -Werror=implicit-function-declaration -D_POSIX_C_SO
     -ldkv_workload -ldkv_trace -ldkv_model -ldkv_util -lm -o "$T/lp" 2> "$T/cc.txt" ||
     fail "l2_lines_probe.c no longer builds against this tree: $(head -n 20 "$T/cc.txt")"
 "$T/lp" --line 1024 > "$T/p.csv" || fail "l2_lines_probe exited $?"
-[ "$(grep -c '^rmw,' "$T/p.csv")" = 162 ] && [ "$(grep -c '^order,' "$T/p.csv")" = 112 ] ||
-    fail "rows: rmw $(grep -c '^rmw,' "$T/p.csv") (162), order $(grep -c '^order,' "$T/p.csv") (112)"
+[ "$(grep -c '^rmw,' "$T/p.csv")" = 162 ] && [ "$(grep -c '^order,' "$T/p.csv")" = 112 ] &&
+    [ "$(grep -c '^gemm,' "$T/p.csv")" = 168 ] ||
+    fail "rows: rmw $(grep -c '^rmw,' "$T/p.csv") (162), order $(grep -c '^order,' "$T/p.csv") (112), gemm $(grep -c '^gemm,' "$T/p.csv") (168)"
 HW=datasets/hw/2026-12-04
 py=/usr/bin/python3
 $py scripts/l2_lines_compare.py "$T/p.csv" --rmw $HW/call123/l2drain_rmw_tables.md --order $HW/call117/l2drain_tables.md \
@@ -28,12 +30,21 @@ for f in 'write-back' 'gone' 'dirty' 'all'; do
     awk -F'|' -v f="$f" '{ if (!($5 + 0 < $6 + 0)) { print "FAIL: " f ": the line model " $5 " not below the replay " $6; exit 1 } }' \
         <<< "$line" || exit 1
 done
+# the GEMM probes (calls 121 and 122), which no constant of the line model came from: the same holds
+$py scripts/l2_lines_compare.py "$T/p.csv" --gemm $HW/call121/l2drain_gemm_tables.md --gemm $HW/call122/l2drain_gemm_tables.md \
+    > "$T/g.md" || fail "l2_lines_compare --gemm exited $?: $(cat "$T/g.md")"
+grep -q '^| all | all | 240 |' "$T/g.md" || fail "gemm: not 240 rows: $(tail -n 1 "$T/g.md")"
+for f in 'write-back' 'gone' 'dirty' 'all'; do
+    line=$(grep -E "^\| (every set|all) \| $f[ |]" "$T/g.md") || fail "gemm: no '$f' line: $(cat "$T/g.md")"
+    awk -F'|' -v f="$f" '{ if (!($5 + 0 < $6 + 0)) { print "FAIL: gemm " f ": the line model " $5 " not below the replay " $6; exit 1 } }' \
+        <<< "$line" || exit 1
+done
 # a GPU row the CSV lacks is an error naming it (a CSV of the rmw set alone against the order tables)
 grep -v '^order,' "$T/p.csv" > "$T/rmw_only.csv"
 $py scripts/l2_lines_compare.py "$T/rmw_only.csv" --order $HW/call117/l2drain_tables.md > "$T/o" 2> "$T/e"
 [ $? = 1 ] && grep -q 'no row for order rehit x 20 m_wr' "$T/e" || fail "a missing row: $(cat "$T/e")"
 # refusals (exit 2, one line naming the option) and --help (exit 0)
-for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus"; do
+for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus" "--set gemm --probe-mb 16"; do
     # shellcheck disable=SC2086
     "$T/lp" $a > /dev/null 2> "$T/e"; rc=$?
     [ $rc = 2 ] && [ "$(wc -l < "$T/e")" = 1 ] || fail "l2_lines_probe $a: exit $rc, $(cat "$T/e")"
