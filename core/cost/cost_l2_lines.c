@@ -113,6 +113,31 @@ static long find(const dkv_l2l *l, size_t s, uint64_t ln)
     return -1;
 }
 
+/* find() and, where line ln is not in set s, the slot an insertion takes (*victim): the first empty one, else the
+ * least recently used line, a dirty one's use counted credit ticks later (the first such in way order) */
+static long scan(const dkv_l2l *l, size_t s, uint64_t ln, long *victim)
+{
+    const uint64_t t = ln + 1;
+    long v = -1, empty = -1;
+    uint64_t best = UINT64_MAX;
+    for (int w = 0; w < l->cfg.ways; w++) {
+        size_t i = s + w;
+        uint64_t tg = l->tag[i];
+        if (tg == t)
+            return (long)i;
+        if (!tg) {
+            if (empty < 0)
+                empty = (long)i;
+            continue;
+        }
+        uint64_t age = l->use[i] + (l->dirt[i] ? l->credit : 0);
+        if (age < best)
+            best = age, v = (long)i;
+    }
+    *victim = empty >= 0 ? empty : v;
+    return -1;
+}
+
 static int dq_push(dq *q, uint64_t ln, uint64_t tick)
 {
     if (q->head > 0 && q->n == q->cap) {   /* drop what was popped */
@@ -178,25 +203,12 @@ static void bound(dkv_l2l *l, int p)
     }
 }
 
-/* Puts line ln into half p (not there), clean or dirty, replacing an empty slot or the set's least recently used
- * line (a dirty one's use counted credit ticks later; written to HBM). */
-static void insert(dkv_l2l *l, int p, uint64_t ln, bool dirty)
+/* Puts line ln into slot v of half p (scan()'s victim), clean or dirty; a dirty line it replaces goes to HBM. */
+static void insert(dkv_l2l *l, int p, long v, uint64_t ln, bool dirty)
 {
-    size_t s = set_of(l, p, ln);
-    long v = -1;
-    uint64_t best = UINT64_MAX;
-    for (int w = 0; w < l->cfg.ways; w++) {
-        size_t i = s + w;
-        if (!l->tag[i]) {
-            v = (long)i;
-            l->valid_n++;
-            break;
-        }
-        uint64_t age = l->use[i] + (l->dirt[i] ? l->credit : 0);
-        if (age < best)
-            best = age, v = (long)i;
-    }
-    if (l->tag[v] && l->dirt[v])
+    if (!l->tag[v])
+        l->valid_n++;
+    else if (l->dirt[v])
         l->wr += l->cfg.line, l->dirty_n[p]--;
     l->tag[v] = ln + 1, l->dirt[v] = dirty, l->use[v] = l->tick;
     if (dirty) {
@@ -217,24 +229,24 @@ static void read_line(dkv_l2l *l, uint64_t ln, unsigned mask)
     l->tick++;
     for (int k = 0; k < n; k++) {
         int s = sides[k];
-        long w = find(l, set_of(l, s, ln), ln);
+        long v, vh, w = scan(l, set_of(l, s, ln), ln, &v);
         if (w >= 0) {
             used(l, s, w);
             continue;
         }
         if (s != h) {   /* a far read: the home half serves it (from HBM if the line is not there) and the reader's
                            half keeps a copy */
-            long wh = find(l, set_of(l, h, ln), ln);
+            long wh = scan(l, set_of(l, h, ln), ln, &vh);
             if (wh >= 0) {
                 used(l, h, wh);
             } else {
                 l->rd += l->cfg.line;
-                insert(l, h, ln, false);
+                insert(l, h, vh, ln, false);
             }
         } else {
             l->rd += l->cfg.line;
         }
-        insert(l, s, ln, false);
+        insert(l, s, v, ln, false);
     }
 }
 
@@ -249,13 +261,13 @@ static void write_line(dkv_l2l *l, uint64_t ln)
         else if (o >= 0)
             l->tag[o] = 0, l->valid_n--;
     }
-    long w = find(l, set_of(l, h, ln), ln);
+    long v, w = scan(l, set_of(l, h, ln), ln, &v);
     if (w >= 0) {
         if (!l->dirt[w])
             l->dirt[w] = 1, l->dirty_n[h]++;
         used(l, h, w);
     } else {
-        insert(l, h, ln, true);
+        insert(l, h, v, ln, true);
     }
     bound(l, h);
 }
