@@ -22,23 +22,23 @@ gcc "${san[@]}" -std=c11 -O2 -Werror=implicit-function-declaration -D_POSIX_C_SO
     fail "rows: rmw $(grep -c '^rmw,' "$T/p.csv") (162), order $(grep -c '^order,' "$T/p.csv") (112), gemm $(grep -c '^gemm,' "$T/p.csv") (168)"
 HW=datasets/hw/2026-12-04
 py=/usr/bin/python3
-$py scripts/l2_lines_compare.py "$T/p.csv" --rmw $HW/call123/l2drain_rmw_tables.md --order $HW/call117/l2drain_tables.md \
-    --order $HW/call118/l2drain_tables.md > "$T/cmp.md" || fail "l2_lines_compare exited $?: $(cat "$T/cmp.md")"
-grep -q '^| all | all | 358 |' "$T/cmp.md" || fail "not 358 rows: $(tail -n 1 "$T/cmp.md")"
-for f in 'write-back' 'gone' 'dirty' 'all'; do
-    line=$(grep -E "^\| (every set|all) \| $f[ |]" "$T/cmp.md") || fail "no '$f' line: $(cat "$T/cmp.md")"
-    awk -F'|' -v f="$f" '{ if (!($5 + 0 < $6 + 0)) { print "FAIL: " f ": the line model " $5 " not below the replay " $6; exit 1 } }' \
-        <<< "$line" || exit 1
-done
+# LABEL ROWS OUT TABLE_OPTIONS...: the comparison has ROWS rows, and in each family and overall the line model's mean
+# |error| is below the replay's
+holds() {
+    local label=$1 n=$2 out=$3; shift 3
+    $py scripts/l2_lines_compare.py "$T/p.csv" "$@" > "$out" || fail "$label: l2_lines_compare exited $?: $(cat "$out")"
+    grep -q "^| all | all | $n |" "$out" || fail "$label: not $n rows: $(tail -n 1 "$out")"
+    local f line
+    for f in 'write-back' 'gone' 'dirty' 'all'; do
+        line=$(grep -E "^\| (every set|all) \| $f[ |]" "$out") || fail "$label: no '$f' line: $(cat "$out")"
+        awk -F'|' -v f="$label $f" '{ if (!($5 + 0 < $6 + 0)) { print "FAIL: " f ": the line model " $5 " not below the replay " $6; exit 1 } }' \
+            <<< "$line" || exit 1
+    done
+}
+holds probes 358 "$T/cmp.md" --rmw $HW/call123/l2drain_rmw_tables.md --order $HW/call117/l2drain_tables.md \
+    --order $HW/call118/l2drain_tables.md
 # the GEMM probes (calls 121 and 122), which no constant of the line model came from: the same holds
-$py scripts/l2_lines_compare.py "$T/p.csv" --gemm $HW/call121/l2drain_gemm_tables.md --gemm $HW/call122/l2drain_gemm_tables.md \
-    > "$T/g.md" || fail "l2_lines_compare --gemm exited $?: $(cat "$T/g.md")"
-grep -q '^| all | all | 240 |' "$T/g.md" || fail "gemm: not 240 rows: $(tail -n 1 "$T/g.md")"
-for f in 'write-back' 'gone' 'dirty' 'all'; do
-    line=$(grep -E "^\| (every set|all) \| $f[ |]" "$T/g.md") || fail "gemm: no '$f' line: $(cat "$T/g.md")"
-    awk -F'|' -v f="$f" '{ if (!($5 + 0 < $6 + 0)) { print "FAIL: gemm " f ": the line model " $5 " not below the replay " $6; exit 1 } }' \
-        <<< "$line" || exit 1
-done
+holds gemm 240 "$T/g.md" --gemm $HW/call121/l2drain_gemm_tables.md --gemm $HW/call122/l2drain_gemm_tables.md
 # a GPU row the CSV lacks is an error naming it (a CSV of the rmw set alone against the order tables)
 grep -v '^order,' "$T/p.csv" > "$T/rmw_only.csv"
 $py scripts/l2_lines_compare.py "$T/rmw_only.csv" --order $HW/call117/l2drain_tables.md > "$T/o" 2> "$T/e"
