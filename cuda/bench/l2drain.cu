@@ -75,6 +75,9 @@
 // output).  Call 102 measured the first kind's bound once (29.7 MB behind a 39 MB writer); the replay keeps one
 // bound for every write (DKV_COST_L2_DIRTY_FRAC, 21.0 MB), which fits the KV store's write-backs and not the
 // attention's after it (docs/COST_MODEL.md "The soft edge", session 41).
+// Since session 44 `l2drain order D` and `l2drain rmw D` take the probe's MB (an even number from 2 to 32; 8 when
+// left out, as before): another D runs its own x grid (order 8-40 MB, rmw 8-56 MB) and no bound kinds, for the
+// line-level L2 model's check at sizes it was not built on (docs/COST_MODEL.md "A line-level L2", device call 129).
 
 #include <cstdio>
 #include <cstdint>
