@@ -1,5 +1,5 @@
 /* l2_lines_probe.c - the L2 probes of cuda/bench/l2drain.cu (`rmw`: device call 123; `order`: calls 117 and 118;
- * `gemm`: calls 121 and 122)
+ * `gemm`: calls 121 and 122; `after`: not yet run, prepared for call 129)
  * through two models of the L2: the line-level model (core/cost/cost_l2_lines.c) and the shipped per-buffer replay
  * (core/cost/cost_l2.c, included whole for its static functions, nothing of it changed; as call 123's
  * probe_replay.c).  One CSV row a (set, kind, x, quantity): set,kind,x,qty,lines,replay, in MB; the quantities are the
@@ -12,7 +12,7 @@
  *       scripts/l2_lines_probe.c -Lbuild/release/lib -ldkv_cost -ldkv_engine -ldkv_policy -ldkv_mem -ldkv_workload \
  *       -ldkv_trace -ldkv_model -ldkv_util -lm -o /tmp/l2lp
  *   /tmp/l2lp [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy] [--probe-mb D]
- *       [--set rmw|order|gemm|all] > probes.csv      (--keep-copy: the model's keep_copy variant)
+ *       [--set rmw|order|gemm|after|all] > probes.csv      (--keep-copy: the model's keep_copy variant)
  *
  * Each trial starts from a fresh model after a flush (a read of twice the L2 of lines never read before); every
  * read and write is a grid-stride kernel's: one reader (writer) a line, its half a hash of the line's 4 KB segment. */
@@ -271,6 +271,50 @@ static void run_gemm(void)
         }
 }
 
+/* after (l2drain after, since session 44): 96 MB of weights read (after_plain) or a GEMM of 64 or 288 rows over them,
+ * then A and B (4 MB each) written dirty, a read of y MB, A and B re-read */
+static void run_after(void)
+{
+    const double ys[] = {8, 16, 24, 32, 40, 48}, K = 3584, x = 96;
+    const double N = floor(x * MB / (2.0 * K) / 64) * 64, wb = N * K * 2;
+    const char *kinds[] = {"after_plain", "after_gemm64", "after_gemm288"};
+    const double Ms[] = {0, 64, 288};
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 6; i++) {
+            double M = Ms[k], xb = M * K * 2, yb = M * N * 2, y = ys[i] * MB;
+            dkv_l2l *l = lnew();
+            l2m s;
+            rfresh(&s);
+            s.n_sms = 132;
+            const uint64_t half = 4000000, X = 3ull << 40, Y = 5ull << 40;
+            kern(&s);
+            if (k == 0)
+                dkv_l2l_read(l, fresh(), (uint64_t)(x * MB), L2L_ONE), wread(&s, KS, x * MB, FOOT);
+            else
+                lgemm(l, X, xb, fresh(), wb, Y, yb, M, N, K), gemm_replay(&s, KC + 2, xb, wb, KC, 0, KY, yb, M, N, K);
+            dkv_l2l_write(l, P_A, half, L2L_ONE), dkv_l2l_write(l, P_B, half, L2L_ONE);
+            kern(&s), wr(&s, KA, 4 * MB), kern(&s), wr(&s, KB, 4 * MB);
+            double w0 = dkv_l2l_hbm_written(l);
+            dkv_l2l_read(l, fresh(), (uint64_t)y, L2L_ONE);
+            kern(&s), wread(&s, KS, y, FOOT);
+            double mw = dkv_l2l_hbm_written(l) - w0, rmw_ = s.wr;
+            double r0 = dkv_l2l_hbm_read(l);
+            dkv_l2l_read(l, P_A, half, L2L_ONE);
+            double ga = dkv_l2l_hbm_read(l) - r0;
+            kern(&s), rd(&s, KA, 4 * MB);
+            double rga = s.rd;
+            r0 = dkv_l2l_hbm_read(l);
+            dkv_l2l_read(l, P_B, half, L2L_ONE);
+            double gb = dkv_l2l_hbm_read(l) - r0;
+            kern(&s), rd(&s, KB, 4 * MB);
+            row("after", kinds[k], ys[i], "m_wr", mw, rmw_);
+            row("after", kinds[k], ys[i], "a_gone", ga, rga);
+            row("after", kinds[k], ys[i], "b_gone", gb, s.rd);
+            row("after", kinds[k], ys[i], "dirty", dkv_l2l_dirty(l), rdirty(&s));
+            dkv_l2l_free(l);
+        }
+}
+
 static double num(const char *opt, const char *v)
 {
     char *end;
@@ -290,7 +334,7 @@ int main(int argc, char **argv)
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             printf("usage: l2_lines_probe [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy]\n"
-                   "                      [--probe-mb D] [--set rmw|order|gemm|all]\n"
+                   "                      [--probe-mb D] [--set rmw|order|gemm|after|all]\n"
                    "(defaults: the H200's, core/cost/cost_l2_lines.h dkv_l2l_h200: line 128, ways 64, dirty 28.8 MB,\n"
                    "credit 4.0 MB; the probe 8 MB as l2drain's default, another D runs l2drain's grid for it and no\n"
                    "bound kinds; CSV set,kind,x,qty,lines,replay on stdout, MB)\n");
@@ -312,15 +356,15 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(o, "--set") && v && (!strcmp(v, "rmw") || !strcmp(v, "order") || !strcmp(v, "gemm") ||
-                                                  !strcmp(v, "all"))) {
+                                                  !strcmp(v, "after") || !strcmp(v, "all"))) {
             set = v, i++;
         } else {
             fprintf(stderr, "l2_lines_probe: unknown option or value '%s%s%s' (--help)\n", o, v ? " " : "", v ? v : "");
             return 2;
         }
     }
-    if (!strcmp(set, "gemm") && D != 8) {
-        fprintf(stderr, "l2_lines_probe: --set gemm runs l2drain's 8 MB probe alone (--probe-mb %g)\n", D);
+    if ((!strcmp(set, "gemm") || !strcmp(set, "after")) && D != 8) {
+        fprintf(stderr, "l2_lines_probe: --set %s runs l2drain's 8 MB probe alone (--probe-mb %g)\n", set, D);
         return 2;
     }
     const char *err;
@@ -337,7 +381,9 @@ int main(int argc, char **argv)
         run_rmw();
     if (all || !strcmp(set, "order"))
         run_order();
-    if ((all && D == 8) || !strcmp(set, "gemm"))   /* gemm: at D = 8 alone, as l2drain runs it */
+    if ((all && D == 8) || !strcmp(set, "gemm"))   /* gemm and after: at D = 8 alone, as l2drain runs them */
         run_gemm();
+    if ((all && D == 8) || !strcmp(set, "after"))
+        run_after();
     return 0;
 }

@@ -4,7 +4,7 @@ of the same bytes, from `cuda/bench/l2drain.cu gemm` under Nsight Compute (docs/
 since session 40 the same of lines read and written in place, from `l2drain rmw`.
 
     /usr/bin/python3 scripts/l2drain_gemm.py MANIFEST.txt NCU.csv
-    /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N | --rmw]
+    /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N | --rmw | --after]
 
 MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch); NCU.csv: `ncu --csv
 --cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum per
@@ -27,7 +27,11 @@ plain's losses at the same x (plus what the GEMM's own input and output take).
 
 `standin` writes a MANIFEST and NCU.csv of the run's plan from an LRU L2 of 40 MB (the GEMM: N_GEMM kernels, default
 2, the weights read in the first; with --rmw, `l2drain rmw`'s plan, every kind losing A and B as plain does, every
-bound kind keeping 29.7 MB dirty), to test this script (tests/e2e/test_l2probe.sh).
+bound kind keeping 29.7 MB dirty; with --after, `l2drain after`'s plan, the weights leaving first), to test this script
+(tests/e2e/test_l2probe.sh).
+Since session 44, `l2drain after`'s kinds (after_plain, after_gemm64, after_gemm288) run the weights first (role g: a
+read of 96 MB, or a GEMM of 64 or 288 rows over them), then A and B, then a plain read of y MB as the stream (role m):
+their tables have plain's columns, x being y.
 """
 import sys
 
@@ -41,6 +45,8 @@ RMW_KINDS = ("plain", "rmwstream", "rmwprobe", "rmwboth", "wwprobe")   # `l2drai
 BOUND_KINDS = ("bwrite", "brmw", "bre")   # `l2drain rmw`'s dirty bound behind one writer (since session 41)
 BOUND_DS = (8, 16, 24, 32, 40, 48, 64)    # l2drain.cu run_rmw's bds
 XS = (16, 24, 32, 40, 48, 64)   # l2drain.cu run_gemm's xs
+AFTER_KINDS = ("after_plain", "after_gemm64", "after_gemm288")   # `l2drain after` (since session 44)
+AFTER_YS = (8, 16, 24, 32, 40, 48)   # l2drain.cu run_after's ys
 
 
 def die(msg):
@@ -54,7 +60,8 @@ def is_gemm_kind(kind):
 
 
 def is_gemm(m):
-    return m["role"] == "g0" or (m["role"] == "m" and is_gemm_kind(m["kind"]))
+    return (m["role"] == "g0" or (m["role"] == "m" and is_gemm_kind(m["kind"])) or
+            (m["role"] == "g" and m["kind"].startswith("after_gemm")))
 
 
 def want(m):
@@ -143,9 +150,9 @@ def report_bound(trials):
         print()
 
 
-def standin(mpath, npath, gemm_kernels, rmw=False):
-    """the plan of run_gemm (or with rmw, run_rmw) from an LRU of 40 MB of 1 MB lines: A (4 MB) and B (4 MB) dirty,
-    then the stream"""
+def standin(mpath, npath, gemm_kernels, rmw=False, after=False):
+    """the plan of run_gemm (or with rmw, run_rmw; with after, run_after) from an LRU of 40 MB of 1 MB lines: A (4 MB)
+    and B (4 MB) dirty, then the stream"""
     man, rows, trial = [], [], 0
 
     def launch(role, kind, x, kernels, d=8):
@@ -153,12 +160,31 @@ def standin(mpath, npath, gemm_kernels, rmw=False):
         for name, rd, wr in kernels:
             rows.append((name, rd, wr))
 
-    for kind in () if rmw else KINDS[1:]:
+    if after:   # run_after: the GEMMs' first use, then per kind and y: the weights (g), A, B, the stream of y MB
+        gemm = [("gemm_main_kernel", 96 * MB, 0.1 * MB)] + [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1)
+        for kind in AFTER_KINDS[1:]:
+            launch("g0", kind, 96, gemm)
+            launch("flush", kind, 96, [("read_kernel", 268 * MB, 0.0)])
+        for kind in AFTER_KINDS:
+            for y in AFTER_YS:
+                launch("flush", kind, y, [("read_kernel", 268 * MB, 0.0)])
+                launch("g", kind, y, [("read_kernel", 96 * MB, 0.0)] if kind == "after_plain" else gemm)
+                launch("w", kind, y, [("write_kernel", 0.0, 0.0)])
+                launch("v", kind, y, [("write_kernel", 0.0, 0.0)])
+                gone = max(0, 8 + y - 40)   # the weights go first, then A, then B
+                a, b = min(4, gone), max(0, min(4, gone - 4))
+                launch("m", kind, y, [("read_kernel", y * MB, (a + b) * MB)])
+                launch("qa", kind, y, [("read_kernel", a * MB, 0.0)])
+                launch("qb", kind, y, [("read_kernel", b * MB, 0.0)])
+                launch("h", kind, y, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
+                trial += 1
+
+    for kind in () if rmw or after else KINDS[1:]:
         launch("g0", kind, 16, [("gemm_main_kernel", 16 * MB, 0.1 * MB)] +
                [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1))
         launch("flush", kind, 16, [("read_kernel", 268 * MB, 0.0)])
     cap = 40
-    for kind in RMW_KINDS if rmw else KINDS:
+    for kind in RMW_KINDS if rmw else () if after else KINDS:
         for x in XS:
             launch("flush", kind, x, [("read_kernel", 268 * MB, 0.0)])
             probe_rd = 4 * MB if kind in ("rmwprobe", "rmwboth") else 0.0
@@ -201,15 +227,18 @@ def standin(mpath, npath, gemm_kernels, rmw=False):
 
 def main(argv):
     if argv[:1] == ["standin"]:
-        rmw = "--rmw" in argv[3:]   # a flag (ncu_rows.cli's options take a value)
-        (_, mpath, npath), opts = ncu_rows.cli([a for a in argv if a != "--rmw"], __doc__, 3, ("--gemm-kernels",), die)
+        rmw, after = "--rmw" in argv[3:], "--after" in argv[3:]   # flags (ncu_rows.cli's options take a value)
+        if rmw and after:
+            die("--rmw and --after: one plan at a time")
+        (_, mpath, npath), opts = ncu_rows.cli([a for a in argv if a not in ("--rmw", "--after")], __doc__, 3,
+                                               ("--gemm-kernels",), die)
         try:
             n = int(opts.get("--gemm-kernels", "2"))
         except ValueError:
             die("--gemm-kernels %r: not a whole number" % opts["--gemm-kernels"])
         if n < 1:
             die("--gemm-kernels %d: at least 1" % n)
-        standin(mpath, npath, n, rmw)
+        standin(mpath, npath, n, rmw, after)
         return
     (mpath, npath), _ = ncu_rows.cli(argv, __doc__, 2, (), die)
     man = ncu_rows.read_manifest(mpath, (("role", str), ("trial", int), ("kind", str), ("d", float), ("x", float)),

@@ -444,11 +444,77 @@ static int run_rmw(int trial, double d)
     return trial;
 }
 
+// Since session 44, `l2drain after` asks whether a cuBLAS GEMM's weight lines outlive dirty lines written after them as
+// a plain read's do (docs/COST_MODEL.md "A line-level L2": in the forward's Reuse steps the GPU writes back during the
+// attention dirty rows written after the q|k|v GEMM, which an LRU keeps over the older weights).  Kinds after_plain
+// (a read of X = 96 MB), after_gemm64 and after_gemm288 (a GEMM of 64 or 288 rows, K = 3,584, over 96 MB of weights),
+// role g; then the probe's halves A and B (4 MB each) written dirty (w, v); a read of y = 8-48 MB of lines not in L2
+// (m); A and B re-read (qa, qb: what m pushed out of each) and the flush (h).  An L2 that gives up weight lines first
+// shows A and B gone at the same y after either kind; one that keeps them shows A and B going earlier after a GEMM.
+static int run_after(int trial)
+{
+    const double d = 8, x = 96, ys[] = {8, 16, 24, 32, 40, 48};
+    const int K = 3584, Ms[] = {64, 288}, maxM = 288, N = (int)(x * MB / (2.0 * K)) / 64 * 64;
+    const char *kinds[] = {"after_plain", "after_gemm64", "after_gemm288"};
+    size_t half = (size_t)(d / 2 * MB) / 16;
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "l2drain: cublasCreate failed\n");
+        exit(1);
+    }
+    void *X, *Y;
+    CK(cudaMalloc(&X, (size_t)maxM * K * 2));
+    CK(cudaMalloc(&Y, (size_t)maxM * N * 2));
+    CK(cudaMemset(X, 0, (size_t)maxM * K * 2));
+    const float one = 1.0f, zero = 0.0f;
+    auto gemm = [&](int M, const void *W) {
+        cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, CUDA_R_16BF, K, X, CUDA_R_16BF,
+                                         K, &zero, Y, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        if (st != CUBLAS_STATUS_SUCCESS) {
+            fprintf(stderr, "l2drain: cublasGemmEx M %d N %d K %d: status %d\n", M, N, K, (int)st);
+            exit(1);
+        }
+    };
+    for (int i = 0; i < 2; i++) {   // cuBLAS's first use of each shape, each followed by a flush
+        manifest("g0", trial, kinds[i + 1], d, x);
+        gemm(Ms[i], big_);
+        flush(trial, kinds[i + 1], d, x, "flush");
+    }
+    for (int k = 0; k < 3; k++)
+        for (double y : ys) {
+            // the weights and the stream at offsets of big_ apart and new each trial
+            size_t off = (size_t)trial * (64 * MB / 16) % (BIG / 16 - (size_t)(256 * MB) / 16);
+            uint4 *W = big_ + off, *S = big_ + off + (size_t)(128 * MB) / 16;
+            flush(trial, kinds[k], d, y, "flush");
+            if (k == 0) {
+                read_buf("g", trial, kinds[k], d, y, W, x);
+            } else {
+                manifest("g", trial, kinds[k], d, y);
+                gemm(Ms[k - 1], W);
+            }
+            manifest("w", trial, kinds[k], d, y);
+            write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
+            CK(cudaGetLastError());
+            manifest("v", trial, kinds[k], d, y);
+            write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
+            CK(cudaGetLastError());
+            read_buf("m", trial, kinds[k], d, y, S, y);
+            read_buf("qa", trial, kinds[k], d, y, probe_, d / 2);
+            read_buf("qb", trial, kinds[k], d, y, probe_ + half, d / 2);
+            flush(trial, kinds[k], d, y, "h");
+            trial++;
+        }
+    CK(cudaDeviceSynchronize());
+    cublasDestroy(h);
+    return trial;
+}
+
 int main(int argc, char **argv)
 {
     bool share = argc == 2 && strcmp(argv[1], "share") == 0;
     bool order = (argc == 2 || argc == 3) && strcmp(argv[1], "order") == 0;
     bool gemm = argc == 2 && strcmp(argv[1], "gemm") == 0, rmw = (argc == 2 || argc == 3) && strcmp(argv[1], "rmw") == 0;
+    bool after = argc == 2 && strcmp(argv[1], "after") == 0;
     double d = 8;   // order and rmw: the probe's MB (even, 2 to 32: two halves in the 32 MB probe buffer)
     if (argc == 3 && (order || rmw)) {
         char *end;
@@ -459,11 +525,12 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (argc > 3 || (argc == 3 && !order && !rmw) || (argc >= 2 && !share && !order && !gemm && !rmw)) {
-        fprintf(stderr, "usage: l2drain [share | order [D] | gemm | rmw [D]]  (run under ncu, see the file's head; "
+    if (argc > 3 || (argc == 3 && !order && !rmw) || (argc >= 2 && !share && !order && !gemm && !rmw && !after)) {
+        fprintf(stderr, "usage: l2drain [share | order [D] | gemm | rmw [D] | after]  (run under ncu, see the file's head; "
                         "share: the xread/xwrite kinds alone; order: the rehit/dclean/chit kinds alone; gemm: the "
                         "plain/gemm kinds alone; rmw: the plain/rmw kinds and the dirty bound's alone; D: the probe's MB, "
-                        "8 by default, another runs its own x grid and no bound kinds)\n");
+                        "8 by default, another runs its own x grid and no bound kinds; after: a GEMM's weights against "
+                        "dirty lines written after them)\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -480,8 +547,8 @@ int main(int argc, char **argv)
     CK(cudaMemset(flush_, 2, 256ull << 20));
     CK(cudaMemset(probe_, 3, 32 * MB));
     CK(cudaDeviceSynchronize());
-    if (share || order || gemm || rmw) {
-        int t = share ? run_share(0) : order ? run_order(0, d) : gemm ? run_gemm(0) : run_rmw(0, d);
+    if (share || order || gemm || rmw || after) {
+        int t = share ? run_share(0) : order ? run_order(0, d) : gemm ? run_gemm(0) : after ? run_after(0) : run_rmw(0, d);
         flush(t, "end", 0, 0, "flush");
         CK(cudaDeviceSynchronize());
         printf("# %d launches, %d trials\n", n_launch, t);

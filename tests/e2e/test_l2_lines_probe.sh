@@ -18,8 +18,8 @@ gcc "${san[@]}" -std=c11 -O2 -Werror=implicit-function-declaration -D_POSIX_C_SO
     fail "l2_lines_probe.c no longer builds against this tree: $(head -n 20 "$T/cc.txt")"
 "$T/lp" --line 1024 > "$T/p.csv" || fail "l2_lines_probe exited $?"
 [ "$(grep -c '^rmw,' "$T/p.csv")" = 162 ] && [ "$(grep -c '^order,' "$T/p.csv")" = 112 ] &&
-    [ "$(grep -c '^gemm,' "$T/p.csv")" = 168 ] ||
-    fail "rows: rmw $(grep -c '^rmw,' "$T/p.csv") (162), order $(grep -c '^order,' "$T/p.csv") (112), gemm $(grep -c '^gemm,' "$T/p.csv") (168)"
+    [ "$(grep -c '^gemm,' "$T/p.csv")" = 168 ] && [ "$(grep -c '^after,' "$T/p.csv")" = 72 ] ||
+    fail "rows: rmw $(grep -c '^rmw,' "$T/p.csv") (162), order $(grep -c '^order,' "$T/p.csv") (112), gemm $(grep -c '^gemm,' "$T/p.csv") (168), after $(grep -c '^after,' "$T/p.csv") (72)"
 HW=datasets/hw/2026-12-04
 py=/usr/bin/python3
 # LABEL ROWS OUT TABLE_OPTIONS...: the comparison has ROWS rows, and in each family and overall the line model's mean
@@ -44,7 +44,7 @@ grep -v '^order,' "$T/p.csv" > "$T/rmw_only.csv"
 $py scripts/l2_lines_compare.py "$T/rmw_only.csv" --order $HW/call117/l2drain_tables.md > "$T/o" 2> "$T/e"
 [ $? = 1 ] && grep -q 'no row for order rehit x 20 m_wr' "$T/e" || fail "a missing row: $(cat "$T/e")"
 # refusals (exit 2, one line naming the option) and --help (exit 0)
-for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus" "--set gemm --probe-mb 16"; do
+for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus" "--set gemm --probe-mb 16" "--set after --probe-mb 24"; do
     # shellcheck disable=SC2086
     "$T/lp" $a > /dev/null 2> "$T/e"; rc=$?
     [ $rc = 2 ] && [ "$(wc -l < "$T/e")" = 1 ] || fail "l2_lines_probe $a: exit $rc, $(cat "$T/e")"

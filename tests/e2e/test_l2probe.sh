@@ -164,6 +164,21 @@ id=$(awk '$1 == "k" && $3 == "w" && $5 == "brmw" && $6 == "8.000" { print $2; ex
 sed "s/^\"$id\",\"void rmw_kernel/\"$id\",\"void write_kernel/" "$T/rn.csv" > "$T/rn3.csv"
 if $PY scripts/l2drain_gemm.py "$T/rm.txt" "$T/rn3.csv" 2> "$T/e"; then fail "l2drain_gemm.py took write_kernel for brmw's writer"; fi
 grep -q "launch $id is rmw_kernel, .*row [0-9]* is write_kernel" "$T/e" || fail "brmw pairing error: $(cat "$T/e")"
+# `l2drain after` (session 44): the weights (role g: a read, or a GEMM's kernels) before A and B, then the stream
+$PY scripts/l2drain_gemm.py standin "$T/am.txt" "$T/an.csv" --after || fail "l2drain_gemm.py standin --after"
+$PY scripts/l2drain_gemm.py "$T/am.txt" "$T/an.csv" > "$T/a.txt" || fail "l2drain_gemm.py on after: $(cat "$T/a.txt")"
+[ "$(grep '^### ' "$T/a.txt" | cut -d' ' -f2 | tr '\n' ' ')" = "after_gemm288 after_gemm64 after_plain " ] ||
+    fail "l2drain_gemm.py's after tables: $(grep '^### ' "$T/a.txt")"
+grep -A10 "### after_gemm64" "$T/a.txt" | grep -qxF "| 40 | 40.000, 8.000, 3.0 (1) | 4.000 | 4.000 | 0.000 |" ||
+    fail "l2drain_gemm.py's after_gemm64 rows: $(cat "$T/a.txt")"
+# a GEMM's kernel where run_after reads (after_plain's first g, the stand-in's first read_kernel row of 96 MB) is a
+# pairing error naming that launch
+id=$(awk '$1 == "k" && $3 == "g" && $5 == "after_plain" { print $2; exit }' "$T/am.txt")
+row=$(grep -m1 '"void read_kernel(int)","dram__bytes_read.sum","byte","96000000.0"' "$T/an.csv" | cut -d'"' -f2)
+[ -n "$id" ] && [ -n "$row" ] || fail "the after stand-in has no plain weight read (launch '$id', row '$row')"
+sed "s/^\"$row\",\"void read_kernel/\"$row\",\"void gemm_main_kernel/" "$T/an.csv" > "$T/an2.csv"
+if $PY scripts/l2drain_gemm.py "$T/am.txt" "$T/an2.csv" 2> "$T/e"; then fail "l2drain_gemm.py took a GEMM for after_plain's read"; fi
+grep -q "launch $id is read_kernel, .*row [0-9]* is gemm_main_kernel" "$T/e" || fail "after_plain's pairing error: $(cat "$T/e")"
 if $PY scripts/l2drain_gemm.py standin "$T/gm4.txt" "$T/gn4.csv" --gemm-kernels 0 2> "$T/e"; then fail "--gemm-kernels 0 accepted"; fi
 grep -q "at least 1" "$T/e" || fail "l2drain_gemm.py's --gemm-kernels error: $(cat "$T/e")"
 echo ok

@@ -7,8 +7,13 @@
 # halves 8 and 12 MB; calls 117, 118 and 123 ran D = 8): order's rehit, rehit0, dclean and chit (each in both re-read
 # orders) at x = 8-40 MB, rmw's plain, rmwstream, rmwprobe, rmwboth and wwprobe at x = 8-56 MB.
 # (predkc_D16.csv, predkc_D24.csv: the keep_copy variant's, CRITERION.md's second clause.)
+# Then (added in session 44 after the device was refused, still before any run) `l2drain after`: 96 MB of weights read
+# plainly or by a cuBLAS GEMM of 64 or 288 rows, then A and B written dirty, then a read of y = 8-48 MB: whether the
+# GPU keeps a GEMM's weight lines over dirty lines written after them (CRITERION.md's third part; pred_after.csv).
+# post (after): /usr/bin/python3 scripts/l2drain_gemm.py l2drain_after.txt l2drain_after.csv > after_tables.md
 # Back: tests.txt, raw.tgz (each run's manifest l2drain_<mode><D>.txt, ncu CSV .csv and stderr .err).
-# .hwbin: l2drain alone (nvcc -O3 -arch=sm_90 cuda/bench/l2drain.cu -lcublas at this commit's parent), xz'd.
+# .hwbin: l2drain alone (nvcc -O3 -arch=sm_90 cuda/bench/l2drain.cu -lcublas, built at the commit that last changed
+#         this file, with the after mode), xz'd.
 # here:  datasets/hw moved out of the tree for the call (the 64 MiB carry), this file put back
 # there: run(command="bash datasets/hw/2026-12-05/call129/command.sh", carry=[".hwbin"], timeout_s=420)
 # post:  tar xzf raw.tgz; /usr/bin/python3 scripts/l2drain.py l2drain_order<D>.txt l2drain_order<D>.csv and
@@ -27,5 +32,10 @@ for D in 16 24; do
         tail -2 "$f.err"
     done
 done
+t0=$SECONDS
+f="$OUT/raw/l2drain_after"
+timeout -k 5 150 "$NCU" $M --log-file "$f.csv" .hwbin/l2drain after > "$f.txt" 2> "$f.err"
+echo "l2drain after exit $? $((SECONDS - t0)) s, $(grep -c '^k ' "$f.txt") launches" | tee -a "$OUT/tests.txt"
+tail -2 "$f.err"
 tar czf "$OUT/raw.tgz" -C "$OUT" raw && rm -rf "$OUT/raw"
 cat "$OUT/tests.txt"
