@@ -49,10 +49,11 @@ for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bo
     "$T/lp" $a > /dev/null 2> "$T/e"; rc=$?
     [ $rc = 2 ] && [ "$(wc -l < "$T/e")" = 1 ] || fail "l2_lines_probe $a: exit $rc, $(cat "$T/e")"
 done
-"$T/lp" --help | grep -q '^usage: l2_lines_probe' || fail "l2_lines_probe --help"
+# (--help into a file: grep -q closing a pipe early would fail the writer, under pipefail, by timing)
+"$T/lp" --help > "$T/h" && grep -q '^usage: l2_lines_probe' "$T/h" || fail "l2_lines_probe --help: $(cat "$T/h")"
 $py scripts/l2_lines_compare.py "$T/p.csv" > /dev/null 2> "$T/e"; [ $? = 2 ] || fail "compare without tables: $(cat "$T/e")"
 $py scripts/l2_lines_compare.py "$T/p.csv" --rmw > /dev/null 2> "$T/e"; [ $? = 2 ] || fail "compare --rmw without a file"
 $py scripts/l2_lines_compare.py "$T/nothere.csv" --rmw $HW/call123/l2drain_rmw_tables.md > /dev/null 2> "$T/e"
 [ $? = 1 ] && grep -q 'nothere.csv' "$T/e" || fail "compare on a missing CSV: $(cat "$T/e")"
-$py scripts/l2_lines_compare.py --help | grep -q 'l2_lines_compare.py' || fail "compare --help"
+$py scripts/l2_lines_compare.py --help > "$T/h" && grep -q 'l2_lines_compare.py' "$T/h" || fail "compare --help: $(cat "$T/h")"
 echo "l2_lines_probe: ok"
