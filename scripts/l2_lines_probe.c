@@ -76,6 +76,27 @@ static void row(const char *set, const char *kind, double x, const char *q, doub
     printf("%s,%s,%g,%s,%.4f,%.4f\n", set, kind, x, q, lines / MB, replay / MB);
 }
 
+/* A trial's end in both models: A and B (half bytes each, hb in the replay) re-read, each model's HBM reads of each the
+ * bytes gone; the rows m_wr (mw, rmw: the stream's write-back), a_gone, b_gone and dirty printed; the line model freed */
+static void halves_end(dkv_l2l *l, l2m *s, uint64_t half, double hb, const char *set, const char *kind, double x,
+                       double mw, double rmw)
+{
+    double r0 = dkv_l2l_hbm_read(l);
+    dkv_l2l_read(l, P_A, half, L2L_ONE);
+    double ga = dkv_l2l_hbm_read(l) - r0;
+    kern(s), rd(s, KA, hb);
+    double rga = s->rd;
+    r0 = dkv_l2l_hbm_read(l);
+    dkv_l2l_read(l, P_B, half, L2L_ONE);
+    double gb = dkv_l2l_hbm_read(l) - r0;
+    kern(s), rd(s, KB, hb);
+    row(set, kind, x, "m_wr", mw, rmw);
+    row(set, kind, x, "a_gone", ga, rga);
+    row(set, kind, x, "b_gone", gb, s->rd);
+    row(set, kind, x, "dirty", dkv_l2l_dirty(l), rdirty(s));
+    dkv_l2l_free(l);
+}
+
 /* rmw: A and B (4 MB each) written, or read and written in place, or written twice; a stream of x MB read, or read
  * and written in place; A and B re-read; the flush */
 static void run_rmw(void)
@@ -106,21 +127,7 @@ static void run_rmw(void)
                 dkv_l2l_rmw(l, st, (uint64_t)x, L2L_ONE), rrmw(&s, KS, x);
             else
                 dkv_l2l_read(l, st, (uint64_t)x, L2L_ONE), wread(&s, KS, x, FOOT);
-            double mw = dkv_l2l_hbm_written(l) - w0, rmw_ = s.wr;
-            double r0 = dkv_l2l_hbm_read(l);
-            dkv_l2l_read(l, P_A, half, L2L_ONE);
-            double ga = dkv_l2l_hbm_read(l) - r0;
-            kern(&s), rd(&s, KA, hb);
-            double rga = s.rd;
-            r0 = dkv_l2l_hbm_read(l);
-            dkv_l2l_read(l, P_B, half, L2L_ONE);
-            double gb = dkv_l2l_hbm_read(l) - r0;
-            kern(&s), rd(&s, KB, hb);
-            row("rmw", kinds[k], xs[i], "m_wr", mw, rmw_);
-            row("rmw", kinds[k], xs[i], "a_gone", ga, rga);
-            row("rmw", kinds[k], xs[i], "b_gone", gb, s.rd);
-            row("rmw", kinds[k], xs[i], "dirty", dkv_l2l_dirty(l), rdirty(&s));
-            dkv_l2l_free(l);
+            halves_end(l, &s, half, hb, "rmw", kinds[k], xs[i], dkv_l2l_hbm_written(l) - w0, s.wr);
         }
     const char *bk[] = {"bwrite", "brmw", "bre"};
     const double ds[] = {8, 16, 24, 32, 40, 48, 64};
@@ -253,21 +260,7 @@ static void run_gemm(void)
                 lgemm(l, X, xb, fresh(), wb, Y, yb, M, N, K);
                 kern(&s), gemm_replay(&s, KS, xb, wb, KC, 0, KY, yb, M, N, K);
             }
-            double mw = dkv_l2l_hbm_written(l) - w0, rmw_ = s.wr;
-            double r0 = dkv_l2l_hbm_read(l);
-            dkv_l2l_read(l, P_A, half, L2L_ONE);
-            double ga = dkv_l2l_hbm_read(l) - r0;
-            kern(&s), rd(&s, KA, 4 * MB);
-            double rga = s.rd;
-            r0 = dkv_l2l_hbm_read(l);
-            dkv_l2l_read(l, P_B, half, L2L_ONE);
-            double gb = dkv_l2l_hbm_read(l) - r0;
-            kern(&s), rd(&s, KB, 4 * MB);
-            row("gemm", kind, xs[i], "m_wr", mw, rmw_);
-            row("gemm", kind, xs[i], "a_gone", ga, rga);
-            row("gemm", kind, xs[i], "b_gone", gb, s.rd);
-            row("gemm", kind, xs[i], "dirty", dkv_l2l_dirty(l), rdirty(&s));
-            dkv_l2l_free(l);
+            halves_end(l, &s, half, 4 * MB, "gemm", kind, xs[i], dkv_l2l_hbm_written(l) - w0, s.wr);
         }
 }
 
@@ -297,21 +290,7 @@ static void run_after(void)
             double w0 = dkv_l2l_hbm_written(l);
             dkv_l2l_read(l, fresh(), (uint64_t)y, L2L_ONE);
             kern(&s), wread(&s, KS, y, FOOT);
-            double mw = dkv_l2l_hbm_written(l) - w0, rmw_ = s.wr;
-            double r0 = dkv_l2l_hbm_read(l);
-            dkv_l2l_read(l, P_A, half, L2L_ONE);
-            double ga = dkv_l2l_hbm_read(l) - r0;
-            kern(&s), rd(&s, KA, 4 * MB);
-            double rga = s.rd;
-            r0 = dkv_l2l_hbm_read(l);
-            dkv_l2l_read(l, P_B, half, L2L_ONE);
-            double gb = dkv_l2l_hbm_read(l) - r0;
-            kern(&s), rd(&s, KB, 4 * MB);
-            row("after", kinds[k], ys[i], "m_wr", mw, rmw_);
-            row("after", kinds[k], ys[i], "a_gone", ga, rga);
-            row("after", kinds[k], ys[i], "b_gone", gb, s.rd);
-            row("after", kinds[k], ys[i], "dirty", dkv_l2l_dirty(l), rdirty(&s));
-            dkv_l2l_free(l);
+            halves_end(l, &s, half, 4 * MB, "after", kinds[k], ys[i], dkv_l2l_hbm_written(l) - w0, s.wr);
         }
 }
 
