@@ -43,14 +43,16 @@ dkv_l2l_cfg dkv_l2l_h200(void)
 dkv_l2l *dkv_l2l_new(const dkv_l2l_cfg *c, const char **err)
 {
     static const char *e_cfg = "L2 line model: parts must be 1 or 2, ways 1-1024, line a power of two 32-4096, "
-                               "dirty_frac in (0, 1], credit >= 0, and l2_bytes at least one set a half";
+                               "dirty_frac in (0, 1], credit >= 0, clean_ways 0 to ways - 1, and "
+                               "l2_bytes at least one set a half";
     *err = NULL;
     int shift = 0;
     while (shift < 13 && (1 << shift) != c->line)
         shift++;
     double half = c->l2_bytes / (c->parts > 0 ? c->parts : 1);
     if (!(c->parts == 1 || c->parts == 2) || c->ways < 1 || c->ways > 1024 || shift < 5 || shift > 12 ||
-        !(c->dirty_frac > 0 && c->dirty_frac <= 1) || !(c->credit >= 0) || !(half >= (double)c->line * c->ways) ||
+        !(c->dirty_frac > 0 && c->dirty_frac <= 1) || !(c->credit >= 0) || 
+        c->clean_ways < 0 || c->clean_ways >= c->ways || !(half >= (double)c->line * c->ways) ||
         !(c->l2_bytes < 1e12)) {
         *err = e_cfg;
         return NULL;
@@ -203,6 +205,31 @@ static void bound(dkv_l2l *l, int p)
     }
 }
 
+/* The clean_ways variant: once the set at s (half p) is full, its clean_ways least recently used lines are made
+ * clean (a set not yet full gives nothing up soon). */
+static void clean_low(dkv_l2l *l, int p, size_t s)
+{
+    enum { KMAX = 64 };
+    const int k = l->cfg.clean_ways < KMAX ? l->cfg.clean_ways : KMAX;
+    size_t low[KMAX];
+    int n = 0;
+    for (int w = 0; w < l->cfg.ways; w++)
+        if (!l->tag[s + w])
+            return;
+    for (int w = 0; w < l->cfg.ways; w++) {   /* the k oldest slots, oldest first (insertion into low[]) */
+        size_t i = s + w;
+        if (n == k && l->use[i] >= l->use[low[n - 1]])
+            continue;
+        int j = n < k ? n++ : k - 1;
+        while (j > 0 && l->use[low[j - 1]] > l->use[i])
+            low[j] = low[j - 1], j--;
+        low[j] = i;
+    }
+    for (int j = 0; j < n; j++)
+        if (l->dirt[low[j]])
+            l->dirt[low[j]] = 0, l->dirty_n[p]--, l->wr += l->cfg.line;
+}
+
 /* Puts line ln into slot v of half p (scan()'s victim), clean or dirty; a dirty line it replaces goes to HBM. */
 static void insert(dkv_l2l *l, int p, long v, uint64_t ln, bool dirty)
 {
@@ -215,6 +242,8 @@ static void insert(dkv_l2l *l, int p, long v, uint64_t ln, bool dirty)
         l->dirty_n[p]++;
         used(l, p, v);
     }
+    if (l->cfg.clean_ways)
+        clean_low(l, p, (size_t)v - (size_t)v % (size_t)l->cfg.ways);
 }
 
 /* A read of line ln from the halves in mask (bit p: an SM of half p reads it), the home half first. */

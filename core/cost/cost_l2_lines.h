@@ -43,6 +43,10 @@ typedef struct dkv_l2l_cfg {
     bool     keep_copy;    /* a write keeps (updates) a copy in the other half instead of dropping it (a variant,
                               session 44: call 123's in-place stream pushes lines out like 1.1 times its bytes of
                               plain reads, where dropping the reader's copy makes it half as heavy) */
+    int      clean_ways;   /* a variant (session 45), 0: off.  After each line put into a set, the set's clean_ways
+                              least recently used lines are made clean (a dirty one among them written to HBM and
+                              kept): a write-back ahead of eviction by a line's place in its set, which calls 117-118
+                              saw (a stream writes back more than the dirty bytes it pushes out).  0 to ways - 1 */
 } dkv_l2l_cfg;
 
 enum { L2L_ONE = 0, L2L_ALL = 1 };

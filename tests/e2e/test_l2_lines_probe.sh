@@ -39,12 +39,30 @@ holds probes 358 "$T/cmp.md" --rmw $HW/call123/l2drain_rmw_tables.md --order $HW
     --order $HW/call118/l2drain_tables.md
 # the GEMM probes (calls 121 and 122), which no constant of the line model came from: the same holds
 holds gemm 240 "$T/g.md" --gemm $HW/call121/l2drain_gemm_tables.md --gemm $HW/call122/l2drain_gemm_tables.md
+# the clean_ways variant at K = 4 (session 45): below the default model overall on both sets of probes, and in the
+# write-back and dirty families (its halves gone are above: docs/COST_MODEL.md "A line-level L2", session 45)
+"$T/lp" --line 1024 --clean-ways 4 > "$T/pc.csv" || fail "l2_lines_probe --clean-ways 4 exited $?"
+mean() { grep -E "^\| (every set|all) \| $2[ |]" "$1" | awk -F'|' '{ print $5 + 0 }'; }
+below() {   # LABEL DEFAULT_OUT VARIANT_OUT FAMILY...
+    local label=$1 d=$2 v=$3 f; shift 3
+    for f in "$@"; do
+        awk -v a="$(mean "$v" "$f")" -v b="$(mean "$d" "$f")" 'BEGIN { exit !(a + 0 < b + 0) }' ||
+            fail "$label $f: clean_ways 4 gives $(mean "$v" "$f"), not below the default's $(mean "$d" "$f")"
+    done
+}
+$py scripts/l2_lines_compare.py "$T/pc.csv" --rmw $HW/call123/l2drain_rmw_tables.md --order $HW/call117/l2drain_tables.md \
+    --order $HW/call118/l2drain_tables.md > "$T/cmpc.md" || fail "compare --clean-ways 4: $(cat "$T/cmpc.md")"
+below probes "$T/cmp.md" "$T/cmpc.md" all write-back dirty
+$py scripts/l2_lines_compare.py "$T/pc.csv" --gemm $HW/call121/l2drain_gemm_tables.md \
+    --gemm $HW/call122/l2drain_gemm_tables.md > "$T/gc.md" || fail "compare gemm --clean-ways 4: $(cat "$T/gc.md")"
+below gemm "$T/g.md" "$T/gc.md" all write-back dirty
 # a GPU row the CSV lacks is an error naming it (a CSV of the rmw set alone against the order tables)
 grep -v '^order,' "$T/p.csv" > "$T/rmw_only.csv"
 $py scripts/l2_lines_compare.py "$T/rmw_only.csv" --order $HW/call117/l2drain_tables.md > "$T/o" 2> "$T/e"
 [ $? = 1 ] && grep -q 'no row for order rehit x 20 m_wr' "$T/e" || fail "a missing row: $(cat "$T/e")"
 # refusals (exit 2, one line naming the option) and --help (exit 0)
-for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus" "--set gemm --probe-mb 16" "--set after --probe-mb 24"; do
+for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus" "--set gemm --probe-mb 16" "--set after --probe-mb 24" \
+    "--clean-ways 64" "--clean-ways -1"; do
     # shellcheck disable=SC2086
     "$T/lp" $a > /dev/null 2> "$T/e"; rc=$?
     [ $rc = 2 ] && [ "$(wc -l < "$T/e")" = 1 ] || fail "l2_lines_probe $a: exit $rc, $(cat "$T/e")"

@@ -33,12 +33,12 @@ static dkv_l2l_cfg coarse(void)   /* the H200's at a 1 KB line: the same sets' s
 static void test_config_refused(void **state)
 {
     (void)state;
-    dkv_l2l_cfg bad[6];
-    for (int i = 0; i < 6; i++)
+    dkv_l2l_cfg bad[8];
+    for (int i = 0; i < 8; i++)
         bad[i] = dkv_l2l_h200();
     bad[0].parts = 3, bad[1].line = 100, bad[2].ways = 0, bad[3].dirty_frac = 0, bad[4].credit = -1;
-    bad[5].l2_bytes = 1000;
-    for (int i = 0; i < 6; i++) {
+    bad[5].l2_bytes = 1000, bad[6].clean_ways = 64, bad[7].clean_ways = -1;
+    for (int i = 0; i < 8; i++) {
         const char *err = NULL;
         assert_null(dkv_l2l_new(&bad[i], &err));
         assert_non_null(err);
@@ -172,6 +172,28 @@ static void test_dirty_credit(void **state)
 }
 
 /* The same configuration gives the same bytes; another seed (another hash) the same to within the edge's noise. */
+/* The clean_ways variant, one set of 4 ways: once the set is full its least recently used line is kept clean (written
+ * to HBM and kept), so the dirty line an insertion later pushes out costs nothing then; off, it stays dirty until it
+ * leaves. */
+static void test_clean_ways(void **state)
+{
+    (void)state;
+    dkv_l2l_cfg c = {.l2_bytes = 4096, .parts = 1, .ways = 4, .line = 1024, .dirty_frac = 1, .credit = 0, .seed = 1};
+    for (int k = 0; k <= 1; k++) {
+        c.clean_ways = k;
+        dkv_l2l *l = make(c);
+        dkv_l2l_write(l, A, 2048, L2L_ONE);          /* lines 0 and 1, dirty */
+        dkv_l2l_read(l, A + 2048, 1024, L2L_ONE);    /* line 2: 3 of 4 ways, nothing cleaned */
+        assert_true(dkv_l2l_hbm_written(l) == 0 && dkv_l2l_dirty(l) == 2048);
+        dkv_l2l_read(l, A + 3072, 1024, L2L_ONE);    /* line 3 fills the set: line 0, the oldest, cleaned */
+        assert_true(dkv_l2l_hbm_written(l) == (k ? 1024 : 0) && dkv_l2l_dirty(l) == (k ? 1024 : 2048));
+        dkv_l2l_read(l, A + 4096, 1024, L2L_ONE);    /* line 4 pushes line 0 out; line 1 is the oldest now */
+        assert_true(dkv_l2l_hbm_written(l) == (k ? 2048 : 1024) && dkv_l2l_dirty(l) == (k ? 0 : 1024));
+        assert_true(dkv_l2l_resident(l) == 4096);
+        dkv_l2l_free(l);
+    }
+}
+
 static void test_deterministic(void **state)
 {
     (void)state;
@@ -189,7 +211,7 @@ int main(void)
         cmocka_unit_test(test_copies),          cmocka_unit_test(test_keep_copy),
         cmocka_unit_test(test_dirty_bound),
         cmocka_unit_test(test_stream_flushes),  cmocka_unit_test(test_dirty_credit),
-        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_clean_ways),      cmocka_unit_test(test_deterministic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 # halves 8 and 12 MB; calls 117, 118 and 123 ran D = 8): order's rehit, rehit0, dclean and chit (each in both re-read
 # orders) at x = 8-40 MB, rmw's plain, rmwstream, rmwprobe, rmwboth and wwprobe at x = 8-56 MB.
 # (predkc_D16.csv, predkc_D24.csv: the keep_copy variant's, CRITERION.md's second clause.)
+# (predcw_D16.csv, predcw_D24.csv, predcw_after.csv: the clean_ways variant's, CRITERION.md's fourth part, session 45.)
 # Then (added in session 44 after the device was refused, still before any run) `l2drain after`: 96 MB of weights read
 # plainly or by a cuBLAS GEMM of 64 or 288 rows, then A and B written dirty, then a read of y = 8-48 MB: whether the
 # GPU keeps a GEMM's weight lines over dirty lines written after them (CRITERION.md's third part; pred_after.csv).
