@@ -43,7 +43,7 @@ dkv_l2l_cfg dkv_l2l_h200(void)
 dkv_l2l *dkv_l2l_new(const dkv_l2l_cfg *c, const char **err)
 {
     static const char *e_cfg = "L2 line model: parts must be 1 or 2, ways 1-1024, line a power of two 32-4096, "
-                               "dirty_frac in (0, 1], credit >= 0, clean_ways 0 to ways - 1, and "
+                               "dirty_frac in (0, 1], credit >= 0, clean_ways 0 to ways - 1 and at most 64, and "
                                "l2_bytes at least one set a half";
     *err = NULL;
     int shift = 0;
@@ -52,7 +52,7 @@ dkv_l2l *dkv_l2l_new(const dkv_l2l_cfg *c, const char **err)
     double half = c->l2_bytes / (c->parts > 0 ? c->parts : 1);
     if (!(c->parts == 1 || c->parts == 2) || c->ways < 1 || c->ways > 1024 || shift < 5 || shift > 12 ||
         !(c->dirty_frac > 0 && c->dirty_frac <= 1) || !(c->credit >= 0) || 
-        c->clean_ways < 0 || c->clean_ways >= c->ways || !(half >= (double)c->line * c->ways) ||
+        c->clean_ways < 0 || c->clean_ways >= c->ways || c->clean_ways > 64 || !(half >= (double)c->line * c->ways) ||
         !(c->l2_bytes < 1e12)) {
         *err = e_cfg;
         return NULL;
@@ -209,9 +209,8 @@ static void bound(dkv_l2l *l, int p)
  * clean (a set not yet full gives nothing up soon). */
 static void clean_low(dkv_l2l *l, int p, size_t s)
 {
-    enum { KMAX = 64 };
-    const int k = l->cfg.clean_ways < KMAX ? l->cfg.clean_ways : KMAX;
-    size_t low[KMAX];
+    const int k = l->cfg.clean_ways;   /* at most 64 (dkv_l2l_new) */
+    size_t low[64];
     int n = 0;
     for (int w = 0; w < l->cfg.ways; w++)
         if (!l->tag[s + w])

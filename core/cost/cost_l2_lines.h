@@ -46,7 +46,7 @@ typedef struct dkv_l2l_cfg {
     int      clean_ways;   /* a variant (session 45), 0: off.  After each line put into a set, the set's clean_ways
                               least recently used lines are made clean (a dirty one among them written to HBM and
                               kept): a write-back ahead of eviction by a line's place in its set, which calls 117-118
-                              saw (a stream writes back more than the dirty bytes it pushes out).  0 to ways - 1 */
+                              saw (a stream writes back more than the dirty bytes it pushes out).  0 to ways - 1, <= 64 */
 } dkv_l2l_cfg;
 
 enum { L2L_ONE = 0, L2L_ALL = 1 };

@@ -33,12 +33,13 @@ static dkv_l2l_cfg coarse(void)   /* the H200's at a 1 KB line: the same sets' s
 static void test_config_refused(void **state)
 {
     (void)state;
-    dkv_l2l_cfg bad[8];
-    for (int i = 0; i < 8; i++)
+    dkv_l2l_cfg bad[9];
+    for (int i = 0; i < 9; i++)
         bad[i] = dkv_l2l_h200();
     bad[0].parts = 3, bad[1].line = 100, bad[2].ways = 0, bad[3].dirty_frac = 0, bad[4].credit = -1;
     bad[5].l2_bytes = 1000, bad[6].clean_ways = 64, bad[7].clean_ways = -1;
-    for (int i = 0; i < 8; i++) {
+    bad[8].ways = 128, bad[8].clean_ways = 65;   /* fewer than the ways, but past the 64 the rule follows */
+    for (int i = 0; i < 9; i++) {
         const char *err = NULL;
         assert_null(dkv_l2l_new(&bad[i], &err));
         assert_non_null(err);
