@@ -28,15 +28,13 @@ end
 dkv.write_run("no_tables", {summary = {x = 1}})
 LUA
 "$DKV" run "$T/p.lua" -o "$T/p.h5" >/dev/null || fail "dkv run"
-$PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/p.png" 2>"$T/err.txt" || { cat "$T/err.txt"; fail "plot"; }
+# without -o: the default output name, next to the input (-o is given below)
+$PY "$ROOT/scripts/plot.py" "$T/p.h5" 2>"$T/err.txt" || { cat "$T/err.txt"; fail "plot"; }
 cat "$T/err.txt"
-[ -s "$T/p.png" ] || fail "empty PNG"
+[ -s "$T/p.png" ] || fail "default output: no $T/p.png, or empty"
 [ "$(head -c 8 "$T/p.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "not a PNG"
 [ "$(stat -c %s "$T/p.png")" -gt 20000 ] || fail "suspiciously small PNG"
 grep -q "run no_tables: no memory table" "$T/err.txt" || fail "note for a run without tables"
-# default output name next to the input (the -o run above wrote the same name: removed first)
-rm -f "$T/p.png"
-$PY "$ROOT/scripts/plot.py" "$T/p.h5" 2>/dev/null && [ -s "$T/p.png" ] || fail "default output"
 # --runs selects; a pattern matching only table-less runs has nothing to plot
 $PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/a.png" --runs '^a$' 2>/dev/null && [ -s "$T/a.png" ] || fail "--runs"
 out=$($PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/n.png" --runs no_tables 2>&1); rc=$?

@@ -1,29 +1,53 @@
 #!/usr/bin/env bash
 # test_experiments.sh - every study in experiments/ (the hw_* ones have test_hw_scripts.sh) runs
 # to completion, prints a table and writes a results file with at least one complete run, so a
-# change that breaks an experiment fails here, not in a user's hands.
+# change that breaks an experiment fails here, not in a user's hands.  Each runs with its defaults
+# except quality_frontier.lua, which executes the tiny dLLM for real on the CPU backend: every one of
+# its points runs, on the 2 short prompts of tests/data/prompts_cpu.jsonl (32 generated tokens each)
+# in blocks of 16, so that each request still decodes two blocks, the second on the first's cache (its
+# default, 2 longer prompts of datasets/prompts/heldout2.jsonl with 64 tokens each in blocks of 32, takes
+# 2.7x the CPU time: 38 s against 14); its default prompts and targets are checked to be a well-formed pair.
 set -uo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 PY=/usr/bin/python3
 fail() { echo "FAIL: $*" >&2; exit 1; }
 $PY -c 'import h5py' 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks h5py (apt-get install python3-h5py)"; exit 77; }
 cd "$ROOT" || exit 1
-n=0
+names=()
 for e in experiments/*.lua; do
     name=$(basename "$e" .lua)
     case "$name" in hw_*) continue ;; esac
-    out="$T/$name.h5"
-    # `dkv run "$e" -o "$out"`, shared with the tests that run the same experiment (test_claims.sh)
-    bash tests/run_cached.sh "$out" "$e" >"$T/$name.txt" 2>"$T/$name.err" || { rc=$?; tail -5 "$T/$name.err"; fail "$e exited $rc"; }
+    args=()
+    [ "$name" = quality_frontier ] &&
+        args=(-D prompts=tests/data/prompts_cpu.jsonl -D targets=tests/data/prompts_cpu_targets.jsonl -D block=16)
+    # `dkv run "$e" -o "$T/$name.h5"`, shared with the tests that run the same experiment (test_claims.sh)
+    bash tests/run_cached.sh "$T/$name.h5" "$e" "${args[@]}" >"$T/$name.txt" 2>"$T/$name.err" \
+        || { rc=$?; tail -5 "$T/$name.err"; fail "$e exited $rc"; }
     [ -s "$T/$name.txt" ] || fail "$e printed no table"
-    $PY - "$out" "$name" <<'PY' || fail "$e: results file"
-import sys, h5py
-with h5py.File(sys.argv[1], "r") as f:
-    runs = f["runs"]
-    done = [n for n in runs if runs[n].attrs.get("status", b"") in (b"complete", "complete")]
-    assert len(runs) > 0 and len(done) == len(runs), (sys.argv[2], len(runs), len(done))
-PY
-    n=$((n + 1))
+    names+=("$name")
 done
-[ $n -ge 12 ] || fail "only $n experiments found"
-echo "ok: $n experiments ran and wrote complete runs"
+[ ${#names[@]} -ge 12 ] || fail "only ${#names[@]} experiments found"
+# every results file holds runs, all of them complete (one python start-up for all of them); quality_frontier.lua's
+# default prompts and targets: one JSON object a line each, as many targets as prompts, every prompt with its text
+# and a positive gen, every target with its text
+$PY - "$T" "${names[@]}" <<'PY' || fail "results files or quality_frontier.lua's default prompts (above)"
+import json, sys, h5py
+bad = 0
+for name in sys.argv[2:]:
+    try:
+        with h5py.File("%s/%s.h5" % (sys.argv[1], name), "r") as f:
+            runs = f["runs"]
+            done = [n for n in runs if runs[n].attrs.get("status", b"") in (b"complete", "complete")]
+            assert len(runs) > 0 and len(done) == len(runs), (len(runs), len(done))
+    except Exception as e:
+        print("FAIL: experiments/%s.lua: results file: %r" % (name, e))
+        bad += 1
+rows = lambda p: [json.loads(l) for l in open(p) if l.strip()]
+p, t = rows("datasets/prompts/heldout2.jsonl"), rows("datasets/prompts/heldout2_targets.jsonl")
+if not (len(p) == len(t) > 0 and all(isinstance(x.get("text"), str) and x["text"] and isinstance(x.get("gen"), int)
+                                     and x["gen"] > 0 for x in p) and all(isinstance(x.get("text"), str) for x in t)):
+    print("FAIL: datasets/prompts/heldout2.jsonl / heldout2_targets.jsonl: not a pair of %d prompts and targets" % len(p))
+    bad += 1
+sys.exit(1 if bad else 0)
+PY
+echo "ok: ${#names[@]} experiments ran and wrote complete runs"

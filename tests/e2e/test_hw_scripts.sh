@@ -44,8 +44,8 @@ grep -q "hw_validate.lua:[0-9]*: hw_validate: no point of -D set=novel matches -
     "$T/set.err" && [ ! -e "$T/set.h5" ] || fail "-D point=nv:az:dual,blk=64: $(cat "$T/set.err")"
 [ ! -e "$T/set.h5" ] || fail "a results file written by a refused -D set"
 
-runs() {   # file -> sorted run names, one a line
-    $PY -c 'import sys, h5py; print("\n".join(sorted(h5py.File(sys.argv[1])["runs"])))' "$1"
+runs() {   # file -> sorted run names, one a line (dkv info's "run NAME  [status]" lines: no python start-up per file)
+    "$DKV" info "$1" | sed -n 's/^run \(.*\)  \[[a-z]*\]$/\1/p' | LC_ALL=C sort
 }
 tiny=(-D n=1 -D prompt=64 -D gen=32 -D steps=4 -D capacity_gib=1)
 
@@ -375,9 +375,9 @@ ROW='^\| [a-z:_,+=0-9]+ \| shipped h200 \| [0-9]+ \| [0-9.]+% \| (PASS|MISS) \| 
     || fail "5 nv: rows: $(grep -A24 "Held-out" "$T/res/summary.md")"
 grep -q "^- shipped h200 (other blocks and steps, nv:\*): step [0-9]* / 5, " "$T/res/summary.md" \
     || fail "nv: totals: $(grep "^- " "$T/res/summary.md")"
-$PY scripts/summary_counts.py "$T/res" > "$T/sc_nv.txt" || fail "summary_counts.py with nv: rows"
-grep -q "^shipped h200, held out .* (of 11 point rows)" "$T/sc_nv.txt" &&
-    grep -q "^shipped h200, other blocks (nv:\*) .* (of 5 point rows)" "$T/sc_nv.txt" || fail "summary_counts' nv: rows: $(head -8 "$T/sc_nv.txt")"
+# (summary_counts.py's output on this RES, sc.txt above: RES is unchanged since)
+grep -q "^shipped h200, held out .* (of 11 point rows)" "$T/sc.txt" &&
+    grep -q "^shipped h200, other blocks (nv:\*) .* (of 5 point rows)" "$T/sc.txt" || fail "summary_counts' nv: rows: $(head -8 "$T/sc.txt")"
 [ "$(grep -E "$ROW" "$T/res/summary.md" | grep -c '^| val:')" = 9 ] \
     || fail "9 in-sample validation rows beside them: $(grep -A30 "Held-out" "$T/res/summary.md")"
 # scripts/attn_items.py: the nv:* points' Reuse attention by item count, the stand-in's :real runs against the post's
