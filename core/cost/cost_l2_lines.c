@@ -51,8 +51,8 @@ dkv_l2l *dkv_l2l_new(const dkv_l2l_cfg *c, const char **err)
         shift++;
     double half = c->l2_bytes / (c->parts > 0 ? c->parts : 1);
     if (!(c->parts == 1 || c->parts == 2) || c->ways < 1 || c->ways > 1024 || shift < 5 || shift > 12 ||
-        !(c->dirty_frac > 0 && c->dirty_frac <= 1) || !(c->credit >= 0) || 
-        c->clean_ways < 0 || c->clean_ways >= c->ways || c->clean_ways > 64 || !(half >= (double)c->line * c->ways) ||
+        !(c->dirty_frac > 0 && c->dirty_frac <= 1) || !(c->credit >= 0) || c->clean_ways < 0 ||
+        c->clean_ways >= c->ways || c->clean_ways > 64 || !(half >= (double)c->line * c->ways) ||
         !(c->l2_bytes < 1e12)) {
         *err = e_cfg;
         return NULL;
