@@ -212,11 +212,10 @@ static void clean_low(dkv_l2l *l, int p, size_t s)
     const int k = l->cfg.clean_ways;   /* at most 64 (dkv_l2l_new) */
     size_t low[64];
     int n = 0;
-    for (int w = 0; w < l->cfg.ways; w++)
-        if (!l->tag[s + w])
-            return;
     for (int w = 0; w < l->cfg.ways; w++) {   /* the k oldest slots, oldest first (insertion into low[]) */
         size_t i = s + w;
+        if (!l->tag[i])
+            return;   /* not full */
         if (n == k && l->use[i] >= l->use[low[n - 1]])
             continue;
         int j = n < k ? n++ : k - 1;

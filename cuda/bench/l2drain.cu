@@ -325,31 +325,52 @@ static int run_order(int trial, double d)
 }
 
 // `l2drain gemm`: the plain and gemm<M> kinds (the file's head).
+// cuBLAS for the gemm and after modes: a handle, or the process ends with a message
+static cublasHandle_t blas_new(void)
+{
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "l2drain: cublasCreate failed\n");
+        exit(1);
+    }
+    return h;
+}
+
+// Y[M x N] = X[M x K] W^T in bf16, fp32 accumulation (W: N rows of K, as a forward's weights), or the process ends
+static void gemm_bf16(cublasHandle_t h, int M, int N, int K, const void *W, const void *X, void *Y)
+{
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, CUDA_R_16BF, K, X, CUDA_R_16BF, K,
+                                     &zero, Y, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        fprintf(stderr, "l2drain: cublasGemmEx M %d N %d K %d: status %d\n", M, N, K, (int)st);
+        exit(1);
+    }
+}
+
+// The probe's halves written dirty: A (w), then B (v), newer than A; half: uint4s a half
+static void write_halves(int trial, const char *kind, double d, double x, size_t half)
+{
+    manifest("w", trial, kind, d, x);
+    write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
+    CK(cudaGetLastError());
+    manifest("v", trial, kind, d, x);
+    write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
+    CK(cudaGetLastError());
+}
+
 static int run_gemm(int trial)
 {
     const double d = 8, xs[] = {16, 24, 32, 40, 48, 64};
     const int K = 3584, Ms[] = {64, 128, 192, 288, 384, 576}, maxM = 576;
     const char *kinds[] = {"plain", "gemm64", "gemm128", "gemm192", "gemm288", "gemm384", "gemm576"};
     size_t half = (size_t)(d / 2 * MB) / 16;
-    cublasHandle_t h;
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "l2drain: cublasCreate failed\n");
-        exit(1);
-    }
+    cublasHandle_t h = blas_new();
     void *X, *Y;   // the GEMM's input (written once, then flushed out with everything else) and output
     CK(cudaMalloc(&X, (size_t)maxM * K * 2));
     CK(cudaMalloc(&Y, (size_t)maxM * (64 * MB / (2 * K) + 64) * 2));
     CK(cudaMemset(X, 0, (size_t)maxM * K * 2));
-    const float one = 1.0f, zero = 0.0f;
-    auto gemm = [&](int M, double x, const void *W) {
-        int N = (int)(x * MB / (2.0 * K)) / 64 * 64;
-        cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, CUDA_R_16BF, K, X, CUDA_R_16BF,
-                                         K, &zero, Y, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-        if (st != CUBLAS_STATUS_SUCCESS) {
-            fprintf(stderr, "l2drain: cublasGemmEx M %d N %d K %d: status %d\n", M, N, K, (int)st);
-            exit(1);
-        }
-    };
+    auto gemm = [&](int M, double x, const void *W) { gemm_bf16(h, M, (int)(x * MB / (2.0 * K)) / 64 * 64, K, W, X, Y); };
     for (int i = 0; i < (int)(sizeof Ms / sizeof Ms[0]); i++) {   // cuBLAS's first use of each shape, before any
         manifest("g0", trial, kinds[i + 1], d, 16);   // trial; a flush after each, so that a GEMM's kernels end at one of ours
         gemm(Ms[i], 16, big_);
@@ -357,14 +378,7 @@ static int run_gemm(int trial)
     }
     for (const char *kind : kinds)
         for (double x : xs) {
-            auto setup = [&] {
-                manifest("w", trial, kind, d, x);   // A: the probe's first half, dirty
-                write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
-                CK(cudaGetLastError());
-                manifest("v", trial, kind, d, x);   // B: the second half, dirty, newer than A
-                write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
-                CK(cudaGetLastError());
-            };
+            auto setup = [&] { write_halves(trial, kind, d, x, half); };   // A, then B, dirty
             auto stream = [&](uint4 *W) {
                 if (kind[0] == 'p') {
                     read_buf("m", trial, kind, d, x, W, x);
@@ -457,24 +471,12 @@ static int run_after(int trial)
     const int K = 3584, Ms[] = {64, 288}, maxM = 288, N = (int)(x * MB / (2.0 * K)) / 64 * 64;
     const char *kinds[] = {"after_plain", "after_gemm64", "after_gemm288"};
     size_t half = (size_t)(d / 2 * MB) / 16;
-    cublasHandle_t h;
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) {
-        fprintf(stderr, "l2drain: cublasCreate failed\n");
-        exit(1);
-    }
+    cublasHandle_t h = blas_new();
     void *X, *Y;
     CK(cudaMalloc(&X, (size_t)maxM * K * 2));
     CK(cudaMalloc(&Y, (size_t)maxM * N * 2));
     CK(cudaMemset(X, 0, (size_t)maxM * K * 2));
-    const float one = 1.0f, zero = 0.0f;
-    auto gemm = [&](int M, const void *W) {
-        cublasStatus_t st = cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, CUDA_R_16BF, K, X, CUDA_R_16BF,
-                                         K, &zero, Y, CUDA_R_16BF, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-        if (st != CUBLAS_STATUS_SUCCESS) {
-            fprintf(stderr, "l2drain: cublasGemmEx M %d N %d K %d: status %d\n", M, N, K, (int)st);
-            exit(1);
-        }
-    };
+    auto gemm = [&](int M, const void *W) { gemm_bf16(h, M, N, K, W, X, Y); };
     for (int i = 0; i < 2; i++) {   // cuBLAS's first use of each shape, each followed by a flush
         manifest("g0", trial, kinds[i + 1], d, x);
         gemm(Ms[i], big_);
@@ -492,12 +494,7 @@ static int run_after(int trial)
                 manifest("g", trial, kinds[k], d, y);
                 gemm(Ms[k - 1], W);
             }
-            manifest("w", trial, kinds[k], d, y);
-            write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
-            CK(cudaGetLastError());
-            manifest("v", trial, kinds[k], d, y);
-            write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
-            CK(cudaGetLastError());
+            write_halves(trial, kinds[k], d, y, half);
             read_buf("m", trial, kinds[k], d, y, S, y);
             read_buf("qa", trial, kinds[k], d, y, probe_, d / 2);
             read_buf("qb", trial, kinds[k], d, y, probe_ + half, d / 2);
