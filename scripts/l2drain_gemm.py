@@ -61,12 +61,13 @@ def is_gemm_kind(kind):
 
 def is_gemm(m):
     return (m["role"] == "g0" or (m["role"] == "m" and is_gemm_kind(m["kind"])) or
-            (m["role"] == "g" and m["kind"].startswith("after_gemm")))
+            (m["role"] == "g" and m["kind"].startswith("after_gemm")) or
+            (m["role"] == "v" and m["kind"].startswith("gout_gemm")))
 
 
 def want(m):
     """the l2drain kernel a non-GEMM launch runs"""
-    if m["role"] == "w" and m["kind"] in ("brmw", "bre"):
+    if (m["role"] == "w" and m["kind"] in ("brmw", "bre")) or m["role"] == "u":   # u: gout's B turned in place
         return "rmw_kernel"
     if m["role"] in ("w", "v", "p"):   # p: bre's plain write before its read-modify-write
         return "rmw_kernel" if m["kind"] in ("rmwprobe", "rmwboth") else "write_kernel"

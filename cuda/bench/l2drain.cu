@@ -506,12 +506,69 @@ static int run_after(int trial)
     return trial;
 }
 
+// Since session 46, `l2drain gout` asks whether the lines a cuBLAS GEMM writes leave the L2 before older dirty lines
+// written by a plain kernel (docs/COST_MODEL.md "A line-level L2": in the forward's Reuse steps the GPU writes back
+// during the attention most of the q, k and v the q|k|v GEMM wrote, which an LRU keeps until the O projection's
+// weights push them out; an output written with an evict-first hint would leave first).  The probe's half A (4 MB)
+// written dirty by write_kernel (w), then half B written (v) by write_kernel (kinds gout_plain, gout_plainrmw) or as
+// the output of a cuBLAS GEMM, Y[250 x 8,000] = X W^T (kinds gout_gemm, K = 64, 1.0 MB of weights; gout_gemmrmw, the
+// same; gout_gemm512, K = 512, 8.2 MB of weights read clean from other_); kinds ending in rmw then read and write B
+// in place (u: rmw_kernel, as cuda/rope.cu turns the GEMM's q and k); then a read of y = 16-48 MB of lines not in L2
+// (m), A and B re-read (qa, qb: what m pushed out of each) and the flush (h: what is still dirty).  An LRU gives up A
+// first under every kind; an L2 that gives up a GEMM's output first shows B gone before A under the gemm kinds.
+static int run_gout(int trial)
+{
+    const double d = 8, ys[] = {16, 24, 28, 32, 36, 40, 48};
+    const int M = 250, N = 8000, Ks[] = {64, 512};   // M x N bf16 = 4 MB: exactly half B
+    const char *kinds[] = {"gout_plain", "gout_gemm", "gout_gemm512", "gout_plainrmw", "gout_gemmrmw"};
+    size_t half = (size_t)(d / 2 * MB) / 16;
+    cublasHandle_t h = blas_new();
+    void *X;
+    CK(cudaMalloc(&X, (size_t)M * 512 * 2));
+    CK(cudaMemset(X, 0, (size_t)M * 512 * 2));
+    for (int K : Ks) {   // cuBLAS's first use of each shape, each followed by a flush
+        const char *kind = K == 64 ? "gout_gemm" : "gout_gemm512";
+        manifest("g0", trial, kind, d, 16);
+        gemm_bf16(h, M, N, K, other_, X, probe_ + half);
+        flush(trial, kind, d, 16, "flush");
+    }
+    for (const char *kind : kinds)
+        for (double y : ys) {
+            const bool gemm = strncmp(kind, "gout_gemm", 9) == 0, rmw = strstr(kind, "rmw") != nullptr;
+            flush(trial, kind, d, y, "flush");
+            manifest("w", trial, kind, d, y);   // A: older, dirty
+            write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
+            CK(cudaGetLastError());
+            manifest("v", trial, kind, d, y);   // B: newer, dirty, by a plain kernel or as a GEMM's output
+            if (gemm) {
+                gemm_bf16(h, M, N, strcmp(kind, "gout_gemm512") == 0 ? 512 : 64, other_, X, probe_ + half);
+            } else {
+                write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
+                CK(cudaGetLastError());
+            }
+            if (rmw) {
+                manifest("u", trial, kind, d, y);
+                rmw_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 7919u);
+                CK(cudaGetLastError());
+            }
+            read_buf("m", trial, kind, d, y, stream_buf(trial, y), y);
+            read_buf("qa", trial, kind, d, y, probe_, d / 2);
+            read_buf("qb", trial, kind, d, y, probe_ + half, d / 2);
+            flush(trial, kind, d, y, "h");
+            trial++;
+        }
+    CK(cudaDeviceSynchronize());
+    CK(cudaFree(X));
+    cublasDestroy(h);
+    return trial;
+}
+
 int main(int argc, char **argv)
 {
     bool share = argc == 2 && strcmp(argv[1], "share") == 0;
     bool order = (argc == 2 || argc == 3) && strcmp(argv[1], "order") == 0;
     bool gemm = argc == 2 && strcmp(argv[1], "gemm") == 0, rmw = (argc == 2 || argc == 3) && strcmp(argv[1], "rmw") == 0;
-    bool after = argc == 2 && strcmp(argv[1], "after") == 0;
+    bool after = argc == 2 && strcmp(argv[1], "after") == 0, gout = argc == 2 && strcmp(argv[1], "gout") == 0;
     double d = 8;   // order and rmw: the probe's MB (even, 2 to 32: two halves in the 32 MB probe buffer)
     if (argc == 3 && (order || rmw)) {
         char *end;
@@ -522,12 +579,12 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (argc > 3 || (argc == 3 && !order && !rmw) || (argc >= 2 && !share && !order && !gemm && !rmw && !after)) {
-        fprintf(stderr, "usage: l2drain [share | order [D] | gemm | rmw [D] | after]  (run under ncu, see the file's head; "
+    if (argc > 3 || (argc == 3 && !order && !rmw) || (argc >= 2 && !share && !order && !gemm && !rmw && !after && !gout)) {
+        fprintf(stderr, "usage: l2drain [share | order [D] | gemm | rmw [D] | after | gout]  (run under ncu, see the file's head; "
                         "share: the xread/xwrite kinds alone; order: the rehit/dclean/chit kinds alone; gemm: the "
                         "plain/gemm kinds alone; rmw: the plain/rmw kinds and the dirty bound's alone; D: the probe's MB, "
                         "8 by default, another runs its own x grid and no bound kinds; after: a GEMM's weights against "
-                        "dirty lines written after them)\n");
+                        "dirty lines written after them; gout: a GEMM's output against older dirty lines)\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -544,8 +601,9 @@ int main(int argc, char **argv)
     CK(cudaMemset(flush_, 2, 256ull << 20));
     CK(cudaMemset(probe_, 3, 32 * MB));
     CK(cudaDeviceSynchronize());
-    if (share || order || gemm || rmw || after) {
-        int t = share ? run_share(0) : order ? run_order(0, d) : gemm ? run_gemm(0) : after ? run_after(0) : run_rmw(0, d);
+    if (share || order || gemm || rmw || after || gout) {
+        int t = share ? run_share(0) : order ? run_order(0, d) : gemm ? run_gemm(0) : after ? run_after(0)
+              : gout ? run_gout(0) : run_rmw(0, d);
         flush(t, "end", 0, 0, "flush");
         CK(cudaDeviceSynchronize());
         printf("# %d launches, %d trials\n", n_launch, t);

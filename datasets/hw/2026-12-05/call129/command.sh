@@ -11,6 +11,8 @@
 # Then (added in session 44 after the device was refused, still before any run) `l2drain after`: 96 MB of weights read
 # plainly or by a cuBLAS GEMM of 64 or 288 rows, then A and B written dirty, then a read of y = 8-48 MB: whether the
 # GPU keeps a GEMM's weight lines over dirty lines written after them (CRITERION.md's third part; pred_after.csv).
+# Then (added in session 46, before any run) `l2drain gout`: whether the lines a cuBLAS GEMM writes leave before older
+# dirty lines (CRITERION.md's fifth part). post: scripts/l2drain_gemm.py l2drain_gout.txt l2drain_gout.csv > gout_tables.md
 # post (after): /usr/bin/python3 scripts/l2drain_gemm.py l2drain_after.txt l2drain_after.csv > after_tables.md
 # Back: tests.txt, raw.tgz (each run's manifest l2drain_<mode><D>.txt, ncu CSV .csv and stderr .err).
 # .hwbin: l2drain alone (nvcc -O3 -arch=sm_90 cuda/bench/l2drain.cu -lcublas, built at the commit that last changed
@@ -37,6 +39,11 @@ t0=$SECONDS
 f="$OUT/raw/l2drain_after"
 timeout -k 5 150 "$NCU" $M --log-file "$f.csv" .hwbin/l2drain after > "$f.txt" 2> "$f.err"
 echo "l2drain after exit $? $((SECONDS - t0)) s, $(grep -c '^k ' "$f.txt") launches" | tee -a "$OUT/tests.txt"
+tail -2 "$f.err"
+t0=$SECONDS   # session 46, before any run: the fifth part (CRITERION.md), a GEMM's output against older dirty lines
+f="$OUT/raw/l2drain_gout"
+timeout -k 5 150 "$NCU" $M --log-file "$f.csv" .hwbin/l2drain gout > "$f.txt" 2> "$f.err"
+echo "l2drain gout exit $? $((SECONDS - t0)) s, $(grep -c '^k ' "$f.txt") launches" | tee -a "$OUT/tests.txt"
 tail -2 "$f.err"
 tar czf "$OUT/raw.tgz" -C "$OUT" raw && rm -rf "$OUT/raw"
 cat "$OUT/tests.txt"
