@@ -4,7 +4,7 @@ of the same bytes, from `cuda/bench/l2drain.cu gemm` under Nsight Compute (docs/
 since session 40 the same of lines read and written in place, from `l2drain rmw`.
 
     /usr/bin/python3 scripts/l2drain_gemm.py MANIFEST.txt NCU.csv
-    /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N | --rmw | --after]
+    /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N | --rmw | --after | --gout]
 
 MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch); NCU.csv: `ncu --csv
 --cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum per
@@ -32,6 +32,10 @@ bound kind keeping 29.7 MB dirty; with --after, `l2drain after`'s plan, the weig
 Since session 44, `l2drain after`'s kinds (after_plain, after_gemm64, after_gemm288) run the weights first (role g: a
 read of 96 MB, or a GEMM of 64 or 288 rows over them), then A and B, then a plain read of y MB as the stream (role m):
 their tables have plain's columns, x being y.
+Since session 46, `l2drain gout`'s kinds (gout_plain, gout_gemm, gout_gemm512, gout_plainrmw, gout_gemmrmw) write A
+plainly, then B (role v: write_kernel, or a cuBLAS GEMM's output), kinds ending in rmw turning B in place (role u:
+rmw_kernel), then a plain read of y MB (role m): their tables have plain's columns, x being y, and B's writer's DRAM
+read and write MB (with --gout the stand-in's plan, A leaving first under every kind).
 """
 import sys
 
@@ -47,6 +51,8 @@ BOUND_DS = (8, 16, 24, 32, 40, 48, 64)    # l2drain.cu run_rmw's bds
 XS = (16, 24, 32, 40, 48, 64)   # l2drain.cu run_gemm's xs
 AFTER_KINDS = ("after_plain", "after_gemm64", "after_gemm288")   # `l2drain after` (since session 44)
 AFTER_YS = (8, 16, 24, 32, 40, 48)   # l2drain.cu run_after's ys
+GOUT_KINDS = ("gout_plain", "gout_gemm", "gout_gemm512", "gout_plainrmw", "gout_gemmrmw")   # `l2drain gout` (session 46)
+GOUT_YS = (16, 24, 28, 32, 36, 40, 48)   # l2drain.cu run_gout's ys
 
 
 def die(msg):
@@ -119,14 +125,16 @@ def report(man):
                       key=lambda r: r["m"]["x"])
         if not rows:
             continue
+        gout = kind.startswith("gout_")   # B's writer's own DRAM traffic: a write-through would show B's 4 MB
         print("### %s\n" % kind)
-        print("| x MB | stream: DRAM read MB, write MB, us (kernels) | A gone MB (older dirty half) | B gone MB (newer) "
-              "| still dirty at the flush MB |")
-        print("|---|---|---|---|---|")
+        print("| x MB | %sstream: DRAM read MB, write MB, us (kernels) | A gone MB (older dirty half) | B gone MB (newer) "
+              "| still dirty at the flush MB |" % ("B's writer: DRAM read MB, write MB (kernels) | " if gout else ""))
+        print("|---|%s---|---|---|---|" % ("---|" if gout else ""))
         for r in rows:
-            s = r["m"]
-            print("| %g | %.3f, %.3f, %.1f (%d) | %.3f | %.3f | %.3f |"
-                  % (s["x"], s["rd"] / MB, s["wr"] / MB, s["t"] * 1e6, s["nk"], r["qa"]["rd"] / MB,
+            s, v = r["m"], r.get("v")
+            first = ("%.3f, %.3f (%d) | " % (v["rd"] / MB, v["wr"] / MB, v["nk"]) if v else "- | ") if gout else ""
+            print("| %g | %s%.3f, %.3f, %.1f (%d) | %.3f | %.3f | %.3f |"
+                  % (s["x"], first, s["rd"] / MB, s["wr"] / MB, s["t"] * 1e6, s["nk"], r["qa"]["rd"] / MB,
                      r["qb"]["rd"] / MB, r["h"]["wr"] / MB))
         print()
     report_bound(trials)
@@ -151,9 +159,9 @@ def report_bound(trials):
         print()
 
 
-def standin(mpath, npath, gemm_kernels, rmw=False, after=False):
-    """the plan of run_gemm (or with rmw, run_rmw; with after, run_after) from an LRU of 40 MB of 1 MB lines: A (4 MB)
-    and B (4 MB) dirty, then the stream"""
+def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False):
+    """the plan of run_gemm (or with rmw, run_rmw; with after, run_after; with gout, run_gout) from an LRU of 40 MB of
+    1 MB lines: A (4 MB) and B (4 MB) dirty, then the stream"""
     man, rows, trial = [], [], 0
 
     def launch(role, kind, x, kernels, d=8):
@@ -180,12 +188,35 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False):
                 launch("h", kind, y, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
                 trial += 1
 
-    for kind in () if rmw or after else KINDS[1:]:
+    if gout:   # run_gout: the GEMMs' first use, then per kind and y: A, B (written, or a GEMM's output), the stream
+        def gemm(k):
+            return [("gemm_main_kernel", (1.0 if k == "gout_gemm" else 8.2) * MB, 0.0)] + \
+                [("splitKreduce_kernel", 0.0, 0.0)] * (gemm_kernels - 1)
+        for kind in GOUT_KINDS[1:3]:
+            launch("g0", kind, 16, gemm(kind))
+            launch("flush", kind, 16, [("read_kernel", 268 * MB, 0.0)])
+        for kind in GOUT_KINDS:
+            for y in GOUT_YS:
+                launch("flush", kind, y, [("read_kernel", 268 * MB, 0.0)])
+                launch("w", kind, y, [("write_kernel", 0.0, 0.0)])
+                launch("v", kind, y, gemm(kind.replace("rmw", "")) if kind.startswith("gout_gemm") else
+                       [("write_kernel", 0.0, 0.0)])
+                if kind.endswith("rmw"):
+                    launch("u", kind, y, [("rmw_kernel", 0.0, 0.0)])
+                gone = max(0, 8 + y - 40)   # A first, then B
+                a, b = min(4, gone), max(0, min(4, gone - 4))
+                launch("m", kind, y, [("read_kernel", y * MB, (a + b) * MB)])
+                launch("qa", kind, y, [("read_kernel", a * MB, 0.0)])
+                launch("qb", kind, y, [("read_kernel", b * MB, 0.0)])
+                launch("h", kind, y, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
+                trial += 1
+
+    for kind in () if rmw or after or gout else KINDS[1:]:
         launch("g0", kind, 16, [("gemm_main_kernel", 16 * MB, 0.1 * MB)] +
                [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1))
         launch("flush", kind, 16, [("read_kernel", 268 * MB, 0.0)])
     cap = 40
-    for kind in RMW_KINDS if rmw else () if after else KINDS:
+    for kind in RMW_KINDS if rmw else () if after or gout else KINDS:
         for x in XS:
             launch("flush", kind, x, [("read_kernel", 268 * MB, 0.0)])
             probe_rd = 4 * MB if kind in ("rmwprobe", "rmwboth") else 0.0
@@ -228,10 +259,10 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False):
 
 def main(argv):
     if argv[:1] == ["standin"]:
-        rmw, after = "--rmw" in argv[3:], "--after" in argv[3:]   # flags (ncu_rows.cli's options take a value)
-        if rmw and after:
-            die("--rmw and --after: one plan at a time")
-        (_, mpath, npath), opts = ncu_rows.cli([a for a in argv if a not in ("--rmw", "--after")], __doc__, 3,
+        flags = [f for f in ("--rmw", "--after", "--gout") if f in argv[3:]]   # (ncu_rows.cli's options take a value)
+        if len(flags) > 1:
+            die("%s: one plan at a time" % " and ".join(flags))
+        (_, mpath, npath), opts = ncu_rows.cli([a for a in argv if a not in ("--rmw", "--after", "--gout")], __doc__, 3,
                                                ("--gemm-kernels",), die)
         try:
             n = int(opts.get("--gemm-kernels", "2"))
@@ -239,7 +270,7 @@ def main(argv):
             die("--gemm-kernels %r: not a whole number" % opts["--gemm-kernels"])
         if n < 1:
             die("--gemm-kernels %d: at least 1" % n)
-        standin(mpath, npath, n, rmw, after)
+        standin(mpath, npath, n, "--rmw" in flags, "--after" in flags, "--gout" in flags)
         return
     (mpath, npath), _ = ncu_rows.cli(argv, __doc__, 2, (), die)
     man = ncu_rows.read_manifest(mpath, (("role", str), ("trial", int), ("kind", str), ("d", float), ("x", float)),

@@ -179,6 +179,24 @@ row=$(grep -m1 '"void read_kernel(int)","dram__bytes_read.sum","byte","96000000.
 sed "s/^\"$row\",\"void read_kernel/\"$row\",\"void gemm_main_kernel/" "$T/an.csv" > "$T/an2.csv"
 if $PY scripts/l2drain_gemm.py "$T/am.txt" "$T/an2.csv" 2> "$T/e"; then fail "l2drain_gemm.py took a GEMM for after_plain's read"; fi
 grep -q "launch $id is read_kernel, .*row [0-9]* is gemm_main_kernel" "$T/e" || fail "after_plain's pairing error: $(cat "$T/e")"
+# `l2drain gout` (session 46): B written by a GEMM (role v: its kernels) or plainly, turned in place (role u: rmw_kernel)
+# under the rmw kinds; the tables carry B's writer's own DRAM traffic; an rmw_kernel row where a GEMM's is expected is
+# a pairing error naming that launch
+$PY scripts/l2drain_gemm.py standin "$T/um.txt" "$T/un.csv" --gout || fail "l2drain_gemm.py standin --gout"
+$PY scripts/l2drain_gemm.py "$T/um.txt" "$T/un.csv" > "$T/go.txt" || fail "l2drain_gemm.py on gout: $(cat "$T/go.txt")"
+[ "$(grep '^### ' "$T/go.txt" | cut -d' ' -f2 | tr '\n' ' ')" = "gout_gemm gout_gemm512 gout_gemmrmw gout_plain gout_plainrmw " ] ||
+    fail "l2drain_gemm.py's gout tables: $(grep '^### ' "$T/go.txt")"
+grep -A10 "### gout_gemm512" "$T/go.txt" | grep -qxF "| 36 | 8.200, 0.000 (2) | 36.000, 4.000, 3.0 (1) | 4.000 | 0.000 | 4.000 |" &&
+    grep -A10 "### gout_plainrmw" "$T/go.txt" | grep -qxF "| 40 | 0.000, 0.000 (1) | 40.000, 8.000, 3.0 (1) | 4.000 | 4.000 | 0.000 |" ||
+    fail "l2drain_gemm.py's gout rows: $(cat "$T/go.txt")"
+# every GEMM kernel renamed rmw_kernel: the first GEMM launch (gout_gemm's warm-up, launch 0) is named
+sed 's/gemm_main_kernel/rmw_kernel/' "$T/un.csv" > "$T/un2.csv"
+id=$(awk '$1 == "k" && $3 == "g0" && $5 == "gout_gemm" { print $2; exit }' "$T/um.txt")
+[ "$id" = 0 ] || fail "the gout stand-in's first launch is not gout_gemm's warm-up ('$id')"
+if $PY scripts/l2drain_gemm.py "$T/um.txt" "$T/un2.csv" 2> "$T/e"; then fail "l2drain_gemm.py took rmw_kernel for a GEMM"; fi
+grep -q "GEMM launch $id, but .*row [0-9]* is rmw_kernel" "$T/e" || fail "gout's pairing error: $(cat "$T/e")"
+if $PY scripts/l2drain_gemm.py standin "$T/xm.txt" "$T/xn.csv" --gout --after 2> "$T/e"; then fail "--gout --after accepted"; fi
+grep -q "one plan at a time" "$T/e" || fail "l2drain_gemm.py's two-plans error: $(cat "$T/e")"
 if $PY scripts/l2drain_gemm.py standin "$T/gm4.txt" "$T/gn4.csv" --gemm-kernels 0 2> "$T/e"; then fail "--gemm-kernels 0 accepted"; fi
 grep -q "at least 1" "$T/e" || fail "l2drain_gemm.py's --gemm-kernels error: $(cat "$T/e")"
 echo ok
