@@ -4,14 +4,14 @@ model of core/cost/cost_l2_lines.c and the shipped per-buffer replay): per quant
 and in how many rows it is within 0.5 MB of the GPU (docs/COST_MODEL.md "A line-level L2").
 
     /usr/bin/python3 scripts/l2_lines_compare.py PROBES.csv [--rmw TABLES.md]... [--order TABLES.md]...
-        [--gemm TABLES.md]... [--after TABLES.md]... [--rows]
+        [--gemm TABLES.md]... [--after TABLES.md]... [--gout TABLES.md]... [--rows]
 
 --rmw: a scripts/l2drain_gemm.py table file of `l2drain rmw` (device call 123: datasets/hw/2026-12-04/call123/
 l2drain_rmw_tables.md); --order: a scripts/l2drain.py table file of `l2drain order` (calls 117 and 118:
 datasets/hw/2026-12-04/call11{7,8}/l2drain_tables.md), each a machine; --gemm: a scripts/l2drain_gemm.py table file of
 `l2drain gemm` (calls 121 and 122: datasets/hw/2026-12-04/call12{1,2}/l2drain_gemm_tables.md; its plain rows are the
 rmw set's plain kind again, compared as the gemm set's); --after: the same script's tables of `l2drain after` (since
-session 44); at least one of them.  --rows also prints every
+session 44); --gout: of `l2drain gout` (since session 46); at least one of them.  --rows also prints every
 row.  Then the three families of quantities (write-back: m_wr and w_wr; gone: a_gone and b_gone; dirty), then all.
 Quantities: m_wr (the stream's write-back), a_gone and b_gone (a half's bytes the stream pushed out: the re-read's
 HBM reads; an order kind's b_gone is the other half's, read first), dirty (still dirty at the flush: the GPU's also
@@ -105,7 +105,7 @@ def main(argv):
     i = 1
     while i < len(argv):
         a = argv[i]
-        if a in ("--rmw", "--order", "--gemm", "--after") and i + 1 < len(argv):
+        if a in ("--rmw", "--order", "--gemm", "--after", "--gout") and i + 1 < len(argv):
             gpus.append((a[2:], argv[i + 1]))
             i += 2
         elif a == "--rows":
@@ -113,7 +113,7 @@ def main(argv):
         else:
             die(f"unknown argument '{a}' (--help)", 2)
     if not gpus:
-        die("give at least one --rmw, --order, --gemm or --after table file (--help)", 2)
+        die("give at least one --rmw, --order, --gemm, --after or --gout table file (--help)", 2)
     model = {}
     try:
         with open(probes, newline="") as f:

@@ -1,5 +1,5 @@
 /* l2_lines_probe.c - the L2 probes of cuda/bench/l2drain.cu (`rmw`: device call 123; `order`: calls 117 and 118;
- * `gemm`: calls 121 and 122; `after`: not yet run, prepared for call 129)
+ * `gemm`: calls 121 and 122; `after` and `gout`: not yet run, prepared for call 129)
  * through two models of the L2: the line-level model (core/cost/cost_l2_lines.c) and the shipped per-buffer replay
  * (core/cost/cost_l2.c, included whole for its static functions, nothing of it changed; as call 123's
  * probe_replay.c).  One CSV row a (set, kind, x, quantity): set,kind,x,qty,lines,replay, in MB; the quantities are the
@@ -12,7 +12,7 @@
  *       scripts/l2_lines_probe.c -Lbuild/release/lib -ldkv_cost -ldkv_engine -ldkv_policy -ldkv_mem -ldkv_workload \
  *       -ldkv_trace -ldkv_model -ldkv_util -lm -o /tmp/l2lp
  *   /tmp/l2lp [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy] [--clean-ways K]
- *       [--probe-mb D] [--set rmw|order|gemm|after|all] > probes.csv   (--keep-copy, --clean-ways: the model's variants)
+ *       [--probe-mb D] [--set rmw|order|gemm|after|gout|all] > probes.csv   (--keep-copy, --clean-ways: the model's variants)
  *
  * Each trial starts from a fresh model after a flush (a read of twice the L2 of lines never read before); every
  * read and write is a grid-stride kernel's: one reader (writer) a line, its half a hash of the line's 4 KB segment. */
@@ -24,7 +24,10 @@
 #include <stdlib.h>
 
 #define MB 1e6
-enum { KA = 100, KB, KS, KC, KY };
+/* the probe's buffers in the replay: negative keys, apart from cost_l2.c's B_* (a key >= B_WGT is a GEMM's weight slice,
+ * renamed a streamed line when the GEMM ends: keys 100-104 until session 46 made A and B written before a GEMM
+ * vanish from the replay, every half gone) */
+enum { KA = -100, KB, KS, KC, KY };
 static const double FOOT = DKV_COST_L2_ONE_READER;   /* a one-reader read's footprint in the replay */
 
 /* ---- the line model: a fresh L2 and an address space in which each buffer is apart */
@@ -294,6 +297,38 @@ static void run_after(void)
         }
 }
 
+/* gout (l2drain gout, since session 46): A (4 MB) written dirty, then B (4 MB) written by a plain kernel (gout_plain) or
+ * as the output of a GEMM Y[250 x 8,000] = X W^T (K = 64: gout_gemm; K = 512: gout_gemm512), kinds ending in rmw then
+ * turning B in place; a read of y MB, A and B re-read.  Neither model gives a GEMM's output a place of its own. */
+static void run_gout(void)
+{
+    const double ys[] = {16, 24, 28, 32, 36, 40, 48}, M = 250, N = 8000;
+    const char *kinds[] = {"gout_plain", "gout_gemm", "gout_gemm512", "gout_plainrmw", "gout_gemmrmw"};
+    for (int k = 0; k < 5; k++)
+        for (int i = 0; i < 7; i++) {
+            const bool gemm = k == 1 || k == 2 || k == 4, rmw = k >= 3;
+            const double K = k == 2 ? 512 : 64, xb = M * K * 2, wb = N * K * 2, y = ys[i] * MB;
+            dkv_l2l *l = lnew();
+            l2m s;
+            rfresh(&s);
+            s.n_sms = 132;
+            const uint64_t half = 4000000, X = 3ull << 40;
+            dkv_l2l_write(l, P_A, half, L2L_ONE);
+            kern(&s), wr(&s, KA, 4 * MB);
+            kern(&s);
+            if (gemm)
+                lgemm(l, X, xb, P_C, wb, P_B, 4 * MB, M, N, K), gemm_replay(&s, KC + 2, xb, wb, KC, 0, KB, 4 * MB, M, N, K);
+            else
+                dkv_l2l_write(l, P_B, half, L2L_ONE), wr(&s, KB, 4 * MB);
+            if (rmw)
+                dkv_l2l_rmw(l, P_B, half, L2L_ONE), kern(&s), rrmw(&s, KB, 4 * MB);
+            double w0 = dkv_l2l_hbm_written(l);
+            dkv_l2l_read(l, fresh(), (uint64_t)y, L2L_ONE);
+            kern(&s), wread(&s, KS, y, FOOT);
+            halves_end(l, &s, half, 4 * MB, "gout", kinds[k], ys[i], dkv_l2l_hbm_written(l) - w0, s.wr);
+        }
+}
+
 static double num(const char *opt, const char *v)
 {
     char *end;
@@ -313,7 +348,7 @@ int main(int argc, char **argv)
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             printf("usage: l2_lines_probe [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy]\n"
-                   "                      [--clean-ways K] [--probe-mb D] [--set rmw|order|gemm|after|all]\n"
+                   "                      [--clean-ways K] [--probe-mb D] [--set rmw|order|gemm|after|gout|all]\n"
                    "(defaults: the H200's, core/cost/cost_l2_lines.h dkv_l2l_h200: line 128, ways 64, dirty 28.8 MB,\n"
                    "credit 4.0 MB, clean-ways 0 (off; K: the clean_ways variant, each set's K least recently used\n"
                    "lines kept clean); the probe 8 MB as l2drain's default, another D runs l2drain's grid for it and no\n"
@@ -338,14 +373,14 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(o, "--set") && v && (!strcmp(v, "rmw") || !strcmp(v, "order") || !strcmp(v, "gemm") ||
-                                                  !strcmp(v, "after") || !strcmp(v, "all"))) {
+                                                  !strcmp(v, "after") || !strcmp(v, "gout") || !strcmp(v, "all"))) {
             set = v, i++;
         } else {
             fprintf(stderr, "l2_lines_probe: unknown option or value '%s%s%s' (--help)\n", o, v ? " " : "", v ? v : "");
             return 2;
         }
     }
-    if ((!strcmp(set, "gemm") || !strcmp(set, "after")) && D != 8) {
+    if ((!strcmp(set, "gemm") || !strcmp(set, "after") || !strcmp(set, "gout")) && D != 8) {
         fprintf(stderr, "l2_lines_probe: --set %s runs l2drain's 8 MB probe alone (--probe-mb %g)\n", set, D);
         return 2;
     }
@@ -367,5 +402,7 @@ int main(int argc, char **argv)
         run_gemm();
     if ((all && D == 8) || !strcmp(set, "after"))
         run_after();
+    if ((all && D == 8) || !strcmp(set, "gout"))
+        run_gout();
     return 0;
 }

@@ -18,8 +18,15 @@ gcc "${san[@]}" -std=c11 -O2 -Werror=implicit-function-declaration -D_POSIX_C_SO
     fail "l2_lines_probe.c no longer builds against this tree: $(head -n 20 "$T/cc.txt")"
 "$T/lp" --line 1024 > "$T/p.csv" || fail "l2_lines_probe exited $?"
 [ "$(grep -c '^rmw,' "$T/p.csv")" = 162 ] && [ "$(grep -c '^order,' "$T/p.csv")" = 112 ] &&
-    [ "$(grep -c '^gemm,' "$T/p.csv")" = 168 ] && [ "$(grep -c '^after,' "$T/p.csv")" = 72 ] ||
-    fail "rows: rmw $(grep -c '^rmw,' "$T/p.csv") (162), order $(grep -c '^order,' "$T/p.csv") (112), gemm $(grep -c '^gemm,' "$T/p.csv") (168), after $(grep -c '^after,' "$T/p.csv") (72)"
+    [ "$(grep -c '^gemm,' "$T/p.csv")" = 168 ] && [ "$(grep -c '^after,' "$T/p.csv")" = 72 ] &&
+    [ "$(grep -c '^gout,' "$T/p.csv")" = 140 ] ||
+    fail "rows: rmw $(grep -c '^rmw,' "$T/p.csv") (162), order $(grep -c '^order,' "$T/p.csv") (112), gemm $(grep -c '^gemm,' "$T/p.csv") (168), after $(grep -c '^after,' "$T/p.csv") (72), gout $(grep -c '^gout,' "$T/p.csv") (140)"
+# the halves written before a GEMM stay in the replay (until session 46 the driver's keys were the replay's weight-slice
+# keys, which a GEMM's end renames streamed lines: every half gone, 4.0 MB, at any x)
+for r in gemm,gemm64,16 gout,gout_gemm,16 gout,gout_gemmrmw,16; do
+    grep -qxE "$r,a_gone,[0-9.]+,0\.0000" "$T/p.csv" && grep -qxE "$r,b_gone,[0-9.]+,0\.0000" "$T/p.csv" ||
+        fail "the replay loses the halves written before a GEMM: $(grep "^$r,[ab]_gone" "$T/p.csv" | tr '\n' ' ')"
+done
 HW=datasets/hw/2026-12-04
 py=/usr/bin/python3
 # LABEL ROWS OUT TABLE_OPTIONS...: the comparison has ROWS rows, and in each family and overall the line model's mean
@@ -61,7 +68,7 @@ grep -v '^order,' "$T/p.csv" > "$T/rmw_only.csv"
 $py scripts/l2_lines_compare.py "$T/rmw_only.csv" --order $HW/call117/l2drain_tables.md > "$T/o" 2> "$T/e"
 [ $? = 1 ] && grep -q 'no row for order rehit x 20 m_wr' "$T/e" || fail "a missing row: $(cat "$T/e")"
 # refusals (exit 2, one line naming the option) and --help (exit 0)
-for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus" "--set gemm --probe-mb 16" "--set after --probe-mb 24" \
+for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus" "--set gemm --probe-mb 16" "--set after --probe-mb 24" "--set gout --probe-mb 16" \
     "--clean-ways 64" "--clean-ways -1"; do
     # shellcheck disable=SC2086
     "$T/lp" $a > /dev/null 2> "$T/e"; rc=$?
