@@ -169,6 +169,16 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False):
         for name, rd, wr in kernels:
             rows.append((name, rd, wr))
 
+    def stream_end(kind, x, stream=None):
+        """a trial's end under an LRU of 40 MB: the stream of x MB after A and B (8 MB) pushes out max(0, 8 + x - 40)
+        MB, A's first (role m: stream(bytes written back), the kernels, or a read), A and B re-read, the flush"""
+        gone = max(0, 8 + x - 40)
+        a, b = min(4, gone), max(0, min(4, gone - 4))
+        launch("m", kind, x, stream((a + b) * MB) if stream else [("read_kernel", x * MB, (a + b) * MB)])
+        launch("qa", kind, x, [("read_kernel", a * MB, 0.0)])
+        launch("qb", kind, x, [("read_kernel", b * MB, 0.0)])
+        launch("h", kind, x, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
+
     if after:   # run_after: the GEMMs' first use, then per kind and y: the weights (g), A, B, the stream of y MB
         gemm = [("gemm_main_kernel", 96 * MB, 0.1 * MB)] + [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1)
         for kind in AFTER_KINDS[1:]:
@@ -180,12 +190,7 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False):
                 launch("g", kind, y, [("read_kernel", 96 * MB, 0.0)] if kind == "after_plain" else gemm)
                 launch("w", kind, y, [("write_kernel", 0.0, 0.0)])
                 launch("v", kind, y, [("write_kernel", 0.0, 0.0)])
-                gone = max(0, 8 + y - 40)   # the weights go first, then A, then B
-                a, b = min(4, gone), max(0, min(4, gone - 4))
-                launch("m", kind, y, [("read_kernel", y * MB, (a + b) * MB)])
-                launch("qa", kind, y, [("read_kernel", a * MB, 0.0)])
-                launch("qb", kind, y, [("read_kernel", b * MB, 0.0)])
-                launch("h", kind, y, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
+                stream_end(kind, y)   # the weights go first, then A, then B
                 trial += 1
 
     if gout:   # run_gout: the GEMMs' first use, then per kind and y: A, B (written, or a GEMM's output), the stream
@@ -203,12 +208,7 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False):
                        [("write_kernel", 0.0, 0.0)])
                 if kind.endswith("rmw"):
                     launch("u", kind, y, [("rmw_kernel", 0.0, 0.0)])
-                gone = max(0, 8 + y - 40)   # A first, then B
-                a, b = min(4, gone), max(0, min(4, gone - 4))
-                launch("m", kind, y, [("read_kernel", y * MB, (a + b) * MB)])
-                launch("qa", kind, y, [("read_kernel", a * MB, 0.0)])
-                launch("qb", kind, y, [("read_kernel", b * MB, 0.0)])
-                launch("h", kind, y, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
+                stream_end(kind, y)   # A first, then B
                 trial += 1
 
     for kind in () if rmw or after or gout else KINDS[1:]:
@@ -223,17 +223,11 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False):
             for role in ("w", "v"):   # wwprobe writes each half twice
                 for _ in range(2 if kind == "wwprobe" else 1):
                     launch(role, kind, x, [(want({"role": role, "kind": kind}), probe_rd, 0.0)])
-            # an LRU: the stream of x MB after A and B (8 MB) pushes out max(0, 8 + x - cap) MB, A's first
-            gone = max(0, 8 + x - cap)
-            a, b = min(4, gone), max(0, min(4, gone - 4))
             if not is_gemm_kind(kind):
-                launch("m", kind, x, [(want({"role": "m", "kind": kind}), x * MB, (a + b) * MB)])
+                stream_end(kind, x, lambda wb: [(want({"role": "m", "kind": kind}), x * MB, wb)])
             else:
-                launch("m", kind, x, [("gemm_main_kernel", x * MB, (a + b) * MB)] +
-                       [("splitKreduce_kernel", 0.1 * MB, 0.0)] * (gemm_kernels - 1))
-            launch("qa", kind, x, [("read_kernel", a * MB, 0.0)])
-            launch("qb", kind, x, [("read_kernel", b * MB, 0.0)])
-            launch("h", kind, x, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
+                stream_end(kind, x, lambda wb: [("gemm_main_kernel", x * MB, wb)] +
+                           [("splitKreduce_kernel", 0.1 * MB, 0.0)] * (gemm_kernels - 1))
             trial += 1
     bound = 29.7   # with --rmw, the bound kinds: every writer keeps at most 29.7 MB dirty (call 102's), the rest written back
     for kind in BOUND_KINDS if rmw else ():
