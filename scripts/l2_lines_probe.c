@@ -100,6 +100,15 @@ static void halves_end(dkv_l2l *l, l2m *s, uint64_t half, double hb, const char 
     dkv_l2l_free(l);
 }
 
+/* The stream of y bytes of lines never read (one reader a line) in both models, then the trial's end (halves_end) */
+static void stream_end(dkv_l2l *l, l2m *s, double y, const char *set, const char *kind, double x)
+{
+    double w0 = dkv_l2l_hbm_written(l);
+    dkv_l2l_read(l, fresh(), (uint64_t)y, L2L_ONE);
+    kern(s), wread(s, KS, y, FOOT);
+    halves_end(l, s, 4000000, 4 * MB, set, kind, x, dkv_l2l_hbm_written(l) - w0, s->wr);
+}
+
 /* rmw: A and B (4 MB each) written, or read and written in place, or written twice; a stream of x MB read, or read
  * and written in place; A and B re-read; the flush */
 static void run_rmw(void)
@@ -290,10 +299,7 @@ static void run_after(void)
                 lgemm(l, X, xb, fresh(), wb, Y, yb, M, N, K), gemm_replay(&s, KC + 2, xb, wb, KC, 0, KY, yb, M, N, K);
             dkv_l2l_write(l, P_A, half, L2L_ONE), dkv_l2l_write(l, P_B, half, L2L_ONE);
             kern(&s), wr(&s, KA, 4 * MB), kern(&s), wr(&s, KB, 4 * MB);
-            double w0 = dkv_l2l_hbm_written(l);
-            dkv_l2l_read(l, fresh(), (uint64_t)y, L2L_ONE);
-            kern(&s), wread(&s, KS, y, FOOT);
-            halves_end(l, &s, half, 4 * MB, "after", kinds[k], ys[i], dkv_l2l_hbm_written(l) - w0, s.wr);
+            stream_end(l, &s, y, "after", kinds[k], ys[i]);
         }
 }
 
@@ -322,10 +328,7 @@ static void run_gout(void)
                 dkv_l2l_write(l, P_B, half, L2L_ONE), wr(&s, KB, 4 * MB);
             if (rmw)
                 dkv_l2l_rmw(l, P_B, half, L2L_ONE), kern(&s), rrmw(&s, KB, 4 * MB);
-            double w0 = dkv_l2l_hbm_written(l);
-            dkv_l2l_read(l, fresh(), (uint64_t)y, L2L_ONE);
-            kern(&s), wread(&s, KS, y, FOOT);
-            halves_end(l, &s, half, 4 * MB, "gout", kinds[k], ys[i], dkv_l2l_hbm_written(l) - w0, s.wr);
+            stream_end(l, &s, y, "gout", kinds[k], ys[i]);
         }
 }
 

@@ -53,6 +53,7 @@ AFTER_KINDS = ("after_plain", "after_gemm64", "after_gemm288")   # `l2drain afte
 AFTER_YS = (8, 16, 24, 32, 40, 48)   # l2drain.cu run_after's ys
 GOUT_KINDS = ("gout_plain", "gout_gemm", "gout_gemm512", "gout_plainrmw", "gout_gemmrmw")   # `l2drain gout` (session 46)
 GOUT_YS = (16, 24, 28, 32, 36, 40, 48)   # l2drain.cu run_gout's ys
+PLANS = ("--rmw", "--after", "--gout")   # the stand-in's plan flags (default: `l2drain gemm`'s)
 
 
 def die(msg):
@@ -253,10 +254,10 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False):
 
 def main(argv):
     if argv[:1] == ["standin"]:
-        flags = [f for f in ("--rmw", "--after", "--gout") if f in argv[3:]]   # (ncu_rows.cli's options take a value)
+        flags = [f for f in PLANS if f in argv[3:]]   # (ncu_rows.cli's options take a value)
         if len(flags) > 1:
             die("%s: one plan at a time" % " and ".join(flags))
-        (_, mpath, npath), opts = ncu_rows.cli([a for a in argv if a not in ("--rmw", "--after", "--gout")], __doc__, 3,
+        (_, mpath, npath), opts = ncu_rows.cli([a for a in argv if a not in PLANS], __doc__, 3,
                                                ("--gemm-kernels",), die)
         try:
             n = int(opts.get("--gemm-kernels", "2"))

@@ -276,6 +276,14 @@ static void halves_trial(int trial, const char *kind, double d, double x, Setup 
     flush(trial, kind, d, x, "h");
 }
 
+// The probe's half b written dirty by write_kernel: A (b 0, role w) or B (b 1, role v, newer than A); half: uint4s a half
+static void write_half(int b, int trial, const char *kind, double d, double x, size_t half)
+{
+    manifest(b ? "v" : "w", trial, kind, d, x);
+    write_kernel<<<grid_, BLOCK>>>(probe_ + b * half, half, (unsigned)trial * (b ? 40503u : 2654435761u), 0);
+    CK(cudaGetLastError());
+}
+
 // `l2drain order`: the rehit / rehit0 / dclean / chit kinds alone (the file's head).
 // D: the probe's MB (8; since session 44 `l2drain order D` takes another, with its own x grid, for the line
 // model's held-out check: docs/COST_MODEL.md "A line-level L2")
@@ -297,18 +305,14 @@ static int run_order(int trial, double d)
             if (chit) {   // A: the probe's first half, read clean
                 read_buf("w", trial, kind, d, x, probe_, d / 2);
             } else {      // A: the probe's first half, dirty
-                manifest("w", trial, kind, d, x);
-                write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
-                CK(cudaGetLastError());
+                write_half(0, trial, kind, d, x, half);
             }
             if (hit)
                 read_buf("a", trial, kind, d, x, probe_, d / 2);
             if (clean) {
                 read_buf("c", trial, kind, d, x, other_, d / 2);   // C: clean, newer than A
             } else {
-                manifest("v", trial, kind, d, x);   // B: the second half, dirty, newer than A
-                write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
-                CK(cudaGetLastError());
+                write_half(1, trial, kind, d, x, half);   // B: the second half, dirty, newer than A
             }
             read_buf("m", trial, kind, d, x, stream_buf(trial, x), x);
             const char *other = clean ? "qc" : "qb";
@@ -325,7 +329,7 @@ static int run_order(int trial, double d)
 }
 
 // `l2drain gemm`: the plain and gemm<M> kinds (the file's head).
-// cuBLAS for the gemm and after modes: a handle, or the process ends with a message
+// cuBLAS for the gemm, after and gout modes: a handle, or the process ends with a message
 static cublasHandle_t blas_new(void)
 {
     cublasHandle_t h;
@@ -351,12 +355,8 @@ static void gemm_bf16(cublasHandle_t h, int M, int N, int K, const void *W, cons
 // The probe's halves written dirty: A (w), then B (v), newer than A; half: uint4s a half
 static void write_halves(int trial, const char *kind, double d, double x, size_t half)
 {
-    manifest("w", trial, kind, d, x);
-    write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
-    CK(cudaGetLastError());
-    manifest("v", trial, kind, d, x);
-    write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
-    CK(cudaGetLastError());
+    write_half(0, trial, kind, d, x, half);
+    write_half(1, trial, kind, d, x, half);
 }
 
 static int run_gemm(int trial)
@@ -536,15 +536,12 @@ static int run_gout(int trial)
         for (double y : ys) {
             const bool gemm = strncmp(kind, "gout_gemm", 9) == 0, rmw = strstr(kind, "rmw") != nullptr;
             flush(trial, kind, d, y, "flush");
-            manifest("w", trial, kind, d, y);   // A: older, dirty
-            write_kernel<<<grid_, BLOCK>>>(probe_, half, (unsigned)trial * 2654435761u, 0);
-            CK(cudaGetLastError());
-            manifest("v", trial, kind, d, y);   // B: newer, dirty, by a plain kernel or as a GEMM's output
-            if (gemm) {
+            write_half(0, trial, kind, d, y, half);   // A: older, dirty
+            if (gemm) {   // B: newer, dirty, as a GEMM's output or by a plain kernel
+                manifest("v", trial, kind, d, y);
                 gemm_bf16(h, M, N, strcmp(kind, "gout_gemm512") == 0 ? 512 : 64, other_, X, probe_ + half);
             } else {
-                write_kernel<<<grid_, BLOCK>>>(probe_ + half, half, (unsigned)trial * 40503u, 0);
-                CK(cudaGetLastError());
+                write_half(1, trial, kind, d, y, half);
             }
             if (rmw) {
                 manifest("u", trial, kind, d, y);

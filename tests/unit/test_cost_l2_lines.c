@@ -172,7 +172,6 @@ static void test_dirty_credit(void **state)
     assert_true(g > 0.5 * MB && g < 3.5 * MB);
 }
 
-/* The same configuration gives the same bytes; another seed (another hash) the same to within the edge's noise. */
 /* The clean_ways variant, one set of 4 ways: once the set is full its least recently used line is kept clean (written
  * to HBM and kept), so the dirty line an insertion later pushes out costs nothing then; off, it stays dirty until it
  * leaves. */
@@ -195,6 +194,7 @@ static void test_clean_ways(void **state)
     }
 }
 
+/* The same configuration gives the same bytes; another seed (another hash) the same to within the edge's noise. */
 static void test_deterministic(void **state)
 {
     (void)state;
