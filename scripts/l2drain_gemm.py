@@ -4,7 +4,8 @@ of the same bytes, from `cuda/bench/l2drain.cu gemm` under Nsight Compute (docs/
 since session 40 the same of lines read and written in place, from `l2drain rmw`.
 
     /usr/bin/python3 scripts/l2drain_gemm.py MANIFEST.txt NCU.csv
-    /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N | --rmw | --after | --gout]
+    /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N | --rmw | --after | --gout |
+        --pool]
 
 MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch); NCU.csv: `ncu --csv
 --cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum per
@@ -36,6 +37,9 @@ Since session 46, `l2drain gout`'s kinds (gout_plain, gout_gemm, gout_gemm512, g
 plainly, then B (role v: write_kernel, or a cuBLAS GEMM's output), kinds ending in rmw turning B in place (role u:
 rmw_kernel), then a plain read of y MB (role m): their tables have plain's columns, x being y, and B's writer's DRAM
 read and write MB (with --gout the stand-in's plan, A leaving first under every kind).
+Since session 47, `l2drain pool`'s kinds (pool_plain, pool_kv, pool_grid) write A and B plainly, then stream y MB: a
+plain read (read_kernel), or the attention's read of LLaDA-8B's KV pool by CTA (pool_kv) or grid-stride (pool_grid),
+both pool_kernel: plain's columns, x being y (with --pool the stand-in's plan, every kind losing A and B as plain).
 """
 import sys
 
@@ -43,7 +47,7 @@ import ncu_rows
 
 MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
-OWN = {"read_kernel", "write_kernel", "rmw_kernel"}
+OWN = {"read_kernel", "write_kernel", "rmw_kernel", "pool_kernel"}
 KINDS = ("plain", "gemm64", "gemm288", "gemm128")   # the stand-in's, not in M order; a run's own come from its manifest
 RMW_KINDS = ("plain", "rmwstream", "rmwprobe", "rmwboth", "wwprobe")   # `l2drain rmw`'s (the stand-in's with --rmw)
 BOUND_KINDS = ("bwrite", "brmw", "bre")   # `l2drain rmw`'s dirty bound behind one writer (since session 41)
@@ -53,7 +57,9 @@ AFTER_KINDS = ("after_plain", "after_gemm64", "after_gemm288")   # `l2drain afte
 AFTER_YS = (8, 16, 24, 32, 40, 48)   # l2drain.cu run_after's ys
 GOUT_KINDS = ("gout_plain", "gout_gemm", "gout_gemm512", "gout_plainrmw", "gout_gemmrmw")   # `l2drain gout` (session 46)
 GOUT_YS = (16, 24, 28, 32, 36, 40, 48)   # l2drain.cu run_gout's ys
-PLANS = ("--rmw", "--after", "--gout")   # the stand-in's plan flags (default: `l2drain gemm`'s)
+POOL_KINDS = ("pool_plain", "pool_kv", "pool_grid")   # `l2drain pool` (session 47)
+POOL_YS = (8, 12, 16, 20, 24, 28, 32, 36, 40, 48)     # l2drain.cu run_pool's ys
+PLANS = ("--rmw", "--after", "--gout", "--pool")   # the stand-in's plan flags (default: `l2drain gemm`'s)
 
 
 def die(msg):
@@ -80,6 +86,8 @@ def want(m):
         return "rmw_kernel" if m["kind"] in ("rmwprobe", "rmwboth") else "write_kernel"
     if m["role"] == "m" and m["kind"] in ("rmwstream", "rmwboth"):
         return "rmw_kernel"
+    if m["role"] == "m" and m["kind"] in ("pool_kv", "pool_grid"):
+        return "pool_kernel"
     return "read_kernel"
 
 
@@ -160,8 +168,8 @@ def report_bound(trials):
         print()
 
 
-def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False):
-    """the plan of run_gemm (or with rmw, run_rmw; with after, run_after; with gout, run_gout) from an LRU of 40 MB of
+def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool=False):
+    """the plan of run_gemm (or with rmw, run_rmw; with after, run_after; with gout, run_gout; with pool, run_pool) from an LRU of 40 MB of
     1 MB lines: A (4 MB) and B (4 MB) dirty, then the stream"""
     man, rows, trial = [], [], 0
 
@@ -212,12 +220,21 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False):
                 stream_end(kind, y)   # A first, then B
                 trial += 1
 
-    for kind in () if rmw or after or gout else KINDS[1:]:
+    for kind in POOL_KINDS if pool else ():   # run_pool: per kind and y, A and B written, then the stream of y MB
+        for y in POOL_YS:
+            launch("flush", kind, y, [("read_kernel", 268 * MB, 0.0)])
+            launch("w", kind, y, [("write_kernel", 0.0, 0.0)])
+            launch("v", kind, y, [("write_kernel", 0.0, 0.0)])
+            stream_end(kind, y, lambda wb: [(want({"role": "m", "kind": kind}), y * MB, wb)])   # A first, then B
+            trial += 1
+
+    plan = rmw or after or gout or pool
+    for kind in () if plan else KINDS[1:]:
         launch("g0", kind, 16, [("gemm_main_kernel", 16 * MB, 0.1 * MB)] +
                [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1))
         launch("flush", kind, 16, [("read_kernel", 268 * MB, 0.0)])
     cap = 40
-    for kind in RMW_KINDS if rmw else () if after or gout else KINDS:
+    for kind in RMW_KINDS if rmw else () if plan else KINDS:
         for x in XS:
             launch("flush", kind, x, [("read_kernel", 268 * MB, 0.0)])
             probe_rd = 4 * MB if kind in ("rmwprobe", "rmwboth") else 0.0
@@ -265,7 +282,7 @@ def main(argv):
             die("--gemm-kernels %r: not a whole number" % opts["--gemm-kernels"])
         if n < 1:
             die("--gemm-kernels %d: at least 1" % n)
-        standin(mpath, npath, n, "--rmw" in flags, "--after" in flags, "--gout" in flags)
+        standin(mpath, npath, n, "--rmw" in flags, "--after" in flags, "--gout" in flags, "--pool" in flags)
         return
     (mpath, npath), _ = ncu_rows.cli(argv, __doc__, 2, (), die)
     man = ncu_rows.read_manifest(mpath, (("role", str), ("trial", int), ("kind", str), ("d", float), ("x", float)),

@@ -78,6 +78,9 @@
 // Since session 44 `l2drain order D` and `l2drain rmw D` take the probe's MB (an even number from 2 to 32; 8 when
 // left out, as before): another D runs its own x grid (order 8-40 MB, rmw 8-56 MB) and no bound kinds, for the
 // line-level L2 model's check at sizes it was not built on (docs/COST_MODEL.md "A line-level L2", device call 129).
+// Since session 47 `l2drain pool` asks whether the attention's read of its cached keys (pool_kernel, the KV pool's
+// layout read by CTA as cuda/attention.cu's batched Reuse launch reads it) pushes the dirty probe out as a plain read
+// of the same bytes does (run_pool).
 
 #include <cstdio>
 #include <cstdint>
@@ -181,6 +184,35 @@ __global__ void rmw_kernel(uint4 *__restrict__ p, size_t n_vec, unsigned seed)
         uint4 v = p[e];
         p[e] = make_uint4(v.x ^ seed, v.y + 1, v.z, ~v.w);
     }
+}
+
+// Since session 47: T tokens' K and V rows of one layer of a KV pool laid out as cuda/'s (a token's slot of slot_vec
+// 16-byte vectors holds every layer; the layer's K | V at lo_vec, each head's row 256 bytes: 16 vectors), read as the
+// attention's batched Reuse launch reads its cached keys (by_cta: CTA (item, head) of items x heads reads that head's K
+// and V rows of the item's T / items tokens, nothing else) or grid-stride over the same bytes (each token's 2 heads x
+// 256 bytes of K | V in turn, every CTA a share: a strided plain read).
+__global__ void pool_kernel(const uint4 *__restrict__ p, size_t T, int items, int heads, size_t slot_vec, size_t lo_vec,
+                            int by_cta, unsigned *out)
+{
+    const size_t tok_vec = (size_t)2 * heads * 16;   // a token's K | V of the layer
+    unsigned acc = 0;
+    if (by_cta) {
+        const size_t i = blockIdx.x / heads, h = blockIdx.x % heads, t0 = i * T / items, t1 = (i + 1) * T / items;
+        const size_t per = blockDim.x / 32;            // tokens a pass: 32 threads a token (16 K vectors, 16 V)
+        for (size_t t = t0 + threadIdx.x / 32; t < t1; t += per) {
+            const unsigned l = threadIdx.x % 32;
+            uint4 v = p[t * slot_vec + lo_vec + (l < 16 ? h : heads + h) * 16 + l % 16];
+            acc ^= v.x ^ v.y ^ v.z ^ v.w;
+        }
+    } else {
+        const size_t stride = (size_t)gridDim.x * blockDim.x;
+        for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < T * tok_vec; e += stride) {
+            uint4 v = p[(e / tok_vec) * slot_vec + lo_vec + e % tok_vec];
+            acc ^= v.x ^ v.y ^ v.z ^ v.w;
+        }
+    }
+    if (acc == 0x9e3779b9u)
+        out[0] = acc;
 }
 
 __global__ void spin_kernel(unsigned long long ns, unsigned *out)
@@ -560,12 +592,51 @@ static int run_gout(int trial)
     return trial;
 }
 
+// Since session 47, `l2drain pool` asks whether the attention's read of its cached keys takes more of the L2 a byte
+// than a plain read (docs/COST_MODEL.md "A line-level L2": the line forward matches the GPU's split of LLaDA-8B's Reuse
+// write-back between the attention and O only when those keys are held in both halves of the L2, a plain read's lines
+// in about 0.725 of them).  Per kind and y MB: the flush, A and B (4 MB each) written dirty (w, v), the stream of y MB
+// (m), A and B re-read (qa, qb) and the flush (h), as `gout`'s plain kind; the stream: pool_plain a contiguous read
+// (read_kernel), pool_kv the attention's pattern over LLaDA-8B's pool (pool_kernel by CTA: 12 items x 32 heads, 256-byte
+// rows 512 KB apart), pool_grid the same bytes grid-stride (pool_kernel).  An L2 that holds the attention's lines as a
+// plain read's shows A and B gone at the same y under all three.
+static int run_pool(int trial)
+{
+    const double d = 8, ys[] = {8, 12, 16, 20, 24, 28, 32, 36, 40, 48};
+    const int items = 12, heads = 32;
+    const size_t slot_vec = 512 * KB / 16, lo_vec = 12 * 16 * KB / 16;   // LLaDA-8B: 32 layers x 16 KB; layer 12
+    size_t half = (size_t)(d / 2 * MB) / 16;
+    for (const char *kind : {"pool_plain", "pool_kv", "pool_grid"})
+        for (double y : ys) {
+            const size_t T = (size_t)(y * MB) / (2 * heads * 256);
+            const double span = (double)T * 512 * KB / MB + 1;
+            flush(trial, kind, d, y, "flush");
+            write_half(0, trial, kind, d, y, half);
+            write_half(1, trial, kind, d, y, half);
+            if (strcmp(kind, "pool_plain") == 0) {
+                read_buf("m", trial, kind, d, y, stream_buf(trial, y), y);
+            } else {
+                const bool cta = strcmp(kind, "pool_kv") == 0;
+                manifest("m", trial, kind, d, y);
+                pool_kernel<<<cta ? items * heads : grid_, cta ? 128 : BLOCK>>>(stream_buf(trial, span), T, items, heads,
+                                                                                slot_vec, lo_vec, cta, out_);
+                CK(cudaGetLastError());
+            }
+            read_buf("qa", trial, kind, d, y, probe_, d / 2);
+            read_buf("qb", trial, kind, d, y, probe_ + half, d / 2);
+            flush(trial, kind, d, y, "h");
+            trial++;
+        }
+    return trial;
+}
+
 int main(int argc, char **argv)
 {
     bool share = argc == 2 && strcmp(argv[1], "share") == 0;
     bool order = (argc == 2 || argc == 3) && strcmp(argv[1], "order") == 0;
     bool gemm = argc == 2 && strcmp(argv[1], "gemm") == 0, rmw = (argc == 2 || argc == 3) && strcmp(argv[1], "rmw") == 0;
     bool after = argc == 2 && strcmp(argv[1], "after") == 0, gout = argc == 2 && strcmp(argv[1], "gout") == 0;
+    bool pool = argc == 2 && strcmp(argv[1], "pool") == 0;
     double d = 8;   // order and rmw: the probe's MB (even, 2 to 32: two halves in the 32 MB probe buffer)
     if (argc == 3 && (order || rmw)) {
         char *end;
@@ -576,12 +647,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (argc > 3 || (argc == 3 && !order && !rmw) || (argc >= 2 && !share && !order && !gemm && !rmw && !after && !gout)) {
-        fprintf(stderr, "usage: l2drain [share | order [D] | gemm | rmw [D] | after | gout]  (run under ncu, see the file's head; "
+    if (argc > 3 || (argc == 3 && !order && !rmw) || (argc >= 2 && !share && !order && !gemm && !rmw && !after && !gout && !pool)) {
+        fprintf(stderr, "usage: l2drain [share | order [D] | gemm | rmw [D] | after | gout | pool]  (run under ncu, see the file's head; "
                         "share: the xread/xwrite kinds alone; order: the rehit/dclean/chit kinds alone; gemm: the "
                         "plain/gemm kinds alone; rmw: the plain/rmw kinds and the dirty bound's alone; D: the probe's MB, "
                         "8 by default, another runs its own x grid and no bound kinds; after: a GEMM's weights against "
-                        "dirty lines written after them; gout: a GEMM's output against older dirty lines)\n");
+                        "dirty lines written after them; gout: a GEMM's output against older dirty lines; pool: the "
+                        "attention's read of its cached keys against a plain read)\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -598,9 +670,9 @@ int main(int argc, char **argv)
     CK(cudaMemset(flush_, 2, 256ull << 20));
     CK(cudaMemset(probe_, 3, 32 * MB));
     CK(cudaDeviceSynchronize());
-    if (share || order || gemm || rmw || after || gout) {
+    if (share || order || gemm || rmw || after || gout || pool) {
         int t = share ? run_share(0) : order ? run_order(0, d) : gemm ? run_gemm(0) : after ? run_after(0)
-              : gout ? run_gout(0) : run_rmw(0, d);
+              : gout ? run_gout(0) : pool ? run_pool(0) : run_rmw(0, d);
         flush(t, "end", 0, 0, "flush");
         CK(cudaDeviceSynchronize());
         printf("# %d launches, %d trials\n", n_launch, t);

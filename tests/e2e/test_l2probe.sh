@@ -195,6 +195,18 @@ id=$(awk '$1 == "k" && $3 == "g0" && $5 == "gout_gemm" { print $2; exit }' "$T/u
 [ "$id" = 0 ] || fail "the gout stand-in's first launch is not gout_gemm's warm-up ('$id')"
 if $PY scripts/l2drain_gemm.py "$T/um.txt" "$T/un2.csv" 2> "$T/e"; then fail "l2drain_gemm.py took rmw_kernel for a GEMM"; fi
 grep -q "GEMM launch $id, but .*row [0-9]* is rmw_kernel" "$T/e" || fail "gout's pairing error: $(cat "$T/e")"
+# `l2drain pool` (session 47): the stream of pool_kv and pool_grid is pool_kernel (role m), pool_plain's read_kernel; a
+# read_kernel row where pool_kernel is expected is a pairing error naming that launch
+$PY scripts/l2drain_gemm.py standin "$T/pm.txt" "$T/pn.csv" --pool || fail "l2drain_gemm.py standin --pool"
+$PY scripts/l2drain_gemm.py "$T/pm.txt" "$T/pn.csv" > "$T/po.txt" || fail "l2drain_gemm.py on pool: $(cat "$T/po.txt")"
+[ "$(grep '^### ' "$T/po.txt" | cut -d' ' -f2 | tr '\n' ' ')" = "pool_grid pool_kv pool_plain " ] ||
+    fail "l2drain_gemm.py's pool tables: $(grep '^### ' "$T/po.txt")"
+grep -A14 "### pool_kv" "$T/po.txt" | grep -qxF "| 36 | 36.000, 4.000, 3.0 (1) | 4.000 | 0.000 | 4.000 |" ||
+    fail "l2drain_gemm.py's pool rows: $(cat "$T/po.txt")"
+id=$(awk '$1 == "k" && $3 == "m" && $5 == "pool_kv" { print $2; exit }' "$T/pm.txt")
+awk -v id="$id" -F'"' 'NR > 1 && $2 == id { sub(/pool_kernel/, "read_kernel") } { print }' OFS='"' "$T/pn.csv" > "$T/pn2.csv"
+if $PY scripts/l2drain_gemm.py "$T/pm.txt" "$T/pn2.csv" 2> "$T/e"; then fail "l2drain_gemm.py took read_kernel for pool_kernel"; fi
+grep -q "launch $id is pool_kernel, .*row [0-9]* is read_kernel" "$T/e" || fail "pool's pairing error: $(cat "$T/e")"
 if $PY scripts/l2drain_gemm.py standin "$T/xm.txt" "$T/xn.csv" --gout --after 2> "$T/e"; then fail "--gout --after accepted"; fi
 grep -q "one plan at a time" "$T/e" || fail "l2drain_gemm.py's two-plans error: $(cat "$T/e")"
 if $PY scripts/l2drain_gemm.py standin "$T/gm4.txt" "$T/gn4.csv" --gemm-kernels 0 2> "$T/e"; then fail "--gemm-kernels 0 accepted"; fi
