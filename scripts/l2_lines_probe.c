@@ -1,5 +1,5 @@
 /* l2_lines_probe.c - the L2 probes of cuda/bench/l2drain.cu (`rmw`: device call 123; `order`: calls 117 and 118;
- * `gemm`: calls 121 and 122; `after` and `gout`: not yet run, prepared for call 129)
+ * `gemm`: calls 121 and 122; `after` and `gout`: call 129, on an H100; `pool`: call 130, on an H100)
  * through two models of the L2: the line-level model (core/cost/cost_l2_lines.c) and the shipped per-buffer replay
  * (core/cost/cost_l2.c, included whole for its static functions, nothing of it changed; as call 123's
  * probe_replay.c).  One CSV row a (set, kind, x, quantity): set,kind,x,qty,lines,replay, in MB; the quantities are the
@@ -12,7 +12,7 @@
  *       scripts/l2_lines_probe.c -Lbuild/release/lib -ldkv_cost -ldkv_engine -ldkv_policy -ldkv_mem -ldkv_workload \
  *       -ldkv_trace -ldkv_model -ldkv_util -lm -o /tmp/l2lp
  *   /tmp/l2lp [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy] [--clean-ways K]
- *       [--probe-mb D] [--set rmw|order|gemm|after|gout|all] > probes.csv   (--keep-copy, --clean-ways: the model's variants)
+ *       [--probe-mb D] [--set rmw|order|gemm|after|gout|pool|all] > probes.csv   (--keep-copy, --clean-ways: the model's variants)
  *
  * Each trial starts from a fresh model after a flush (a read of twice the L2 of lines never read before); every
  * read and write is a grid-stride kernel's: one reader (writer) a line, its half a hash of the line's 4 KB segment. */
@@ -332,6 +332,35 @@ static void run_gout(void)
         }
 }
 
+/* pool (l2drain pool, since session 47): A and B (4 MB each) written dirty, then y MB read contiguously (pool_plain) or
+ * as the attention reads LLaDA-8B's pool (pool_kv: each token's 32 heads' 256-byte K and V rows of one layer, tokens 512
+ * KB apart; the line model reads them token by token, one reader a line as any read, so pool_grid, the same bytes
+ * grid-stride, is the same rows); A and B re-read.  The replay streams y MB under every kind. */
+static void run_pool(void)
+{
+    const double ys[] = {8, 12, 16, 20, 24, 28, 32, 36, 40, 48};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 10; i++) {
+            const double y = ys[i] * MB;
+            dkv_l2l *l = lnew();
+            l2m s;
+            rfresh(&s);
+            dkv_l2l_write(l, P_A, 4000000, L2L_ONE), dkv_l2l_write(l, P_B, 4000000, L2L_ONE);
+            kern(&s), wr(&s, KA, 4 * MB), kern(&s), wr(&s, KB, 4 * MB);
+            if (k == 0) {
+                stream_end(l, &s, y, "pool", "pool_plain", ys[i]);
+                continue;
+            }
+            const uint64_t T = (uint64_t)(y / (2 * 32 * 256)), P = fresh(), slot = 512 * 1024, lo = 12 * 16 * 1024;
+            double w0 = dkv_l2l_hbm_written(l);
+            for (uint64_t t = 0; t < T; t++)
+                for (int c = 0; c < 64; c++)
+                    dkv_l2l_read(l, P + t * slot + lo + (uint64_t)c * 256, 256, L2L_ONE);
+            kern(&s), wread(&s, KS, (double)T * 64 * 256, FOOT);
+            halves_end(l, &s, 4000000, 4 * MB, "pool", "pool_kv", ys[i], dkv_l2l_hbm_written(l) - w0, s.wr);
+        }
+}
+
 static double num(const char *opt, const char *v)
 {
     char *end;
@@ -351,7 +380,7 @@ int main(int argc, char **argv)
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             printf("usage: l2_lines_probe [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy]\n"
-                   "                      [--clean-ways K] [--probe-mb D] [--set rmw|order|gemm|after|gout|all]\n"
+                   "                      [--clean-ways K] [--probe-mb D] [--set rmw|order|gemm|after|gout|pool|all]\n"
                    "(defaults: the H200's, core/cost/cost_l2_lines.h dkv_l2l_h200: line 128, ways 64, dirty 28.8 MB,\n"
                    "credit 4.0 MB, clean-ways 0 (off; K: the clean_ways variant, each set's K least recently used\n"
                    "lines kept clean); the probe 8 MB as l2drain's default, another D runs l2drain's grid for it and no\n"
@@ -376,14 +405,15 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else if (!strcmp(o, "--set") && v && (!strcmp(v, "rmw") || !strcmp(v, "order") || !strcmp(v, "gemm") ||
-                                                  !strcmp(v, "after") || !strcmp(v, "gout") || !strcmp(v, "all"))) {
+                                                  !strcmp(v, "after") || !strcmp(v, "gout") || !strcmp(v, "pool") ||
+                                                  !strcmp(v, "all"))) {
             set = v, i++;
         } else {
             fprintf(stderr, "l2_lines_probe: unknown option or value '%s%s%s' (--help)\n", o, v ? " " : "", v ? v : "");
             return 2;
         }
     }
-    if ((!strcmp(set, "gemm") || !strcmp(set, "after") || !strcmp(set, "gout")) && D != 8) {
+    if ((!strcmp(set, "gemm") || !strcmp(set, "after") || !strcmp(set, "gout") || !strcmp(set, "pool")) && D != 8) {
         fprintf(stderr, "l2_lines_probe: --set %s runs l2drain's 8 MB probe alone (--probe-mb %g)\n", set, D);
         return 2;
     }
@@ -407,5 +437,7 @@ int main(int argc, char **argv)
         run_after();
     if ((all && D == 8) || !strcmp(set, "gout"))
         run_gout();
+    if (!strcmp(set, "pool"))   /* not in all: all's rows are the committed predictions' (call 129) */
+        run_pool();
     return 0;
 }

@@ -67,9 +67,20 @@ below gemm "$T/g.md" "$T/gc.md" all write-back dirty
 grep -v '^order,' "$T/p.csv" > "$T/rmw_only.csv"
 $py scripts/l2_lines_compare.py "$T/rmw_only.csv" --order $HW/call117/l2drain_tables.md > "$T/o" 2> "$T/e"
 [ $? = 1 ] && grep -q 'no row for order rehit x 20 m_wr' "$T/e" || fail "a missing row: $(cat "$T/e")"
+# pool (session 47, device call 130): the line model reads the attention's strided pool rows one reader a line, as any
+# read, so it gives them a contiguous read's edge: pool_kv's halves gone within 0.1 MB of pool_plain's at every y
+# (at the 128-byte line: a 1 KB line holds four heads' rows; the GPU's differ by up to 1.06 MB:
+# datasets/hw/2026-12-05/call130/RESULT.md); the replay streams both alike (the same bytes but for the rows' rounding)
+"$T/lp" --set pool > "$T/pp.csv" || fail "l2_lines_probe --set pool exited $?"
+[ "$(grep -c '^pool,pool_kv,' "$T/pp.csv")" = 40 ] && [ "$(grep -c '^pool,pool_plain,' "$T/pp.csv")" = 40 ] ||
+    fail "pool rows: $(grep -c '^pool,' "$T/pp.csv") (80)"
+awk -F, '$4 ~ /_gone/ { v[$2 "," $3 "," $4] = $5; r[$2 "," $3 "," $4] = $6 }
+    END { n = 0; for (k in v) { split(k, a, ","); if (a[1] != "pool_kv") continue; p = "pool_plain," a[2] "," a[3];
+          if (!(p in v) || v[k] - v[p] > 0.1 || v[p] - v[k] > 0.1 || r[k] - r[p] > 0.1 || r[p] - r[k] > 0.1) { print "FAIL: pool " k ": " v[k] " " r[k] " against " v[p] " " r[p]; exit 1 }
+          n++ } if (n != 20) { print "FAIL: pool pairs " n " (20)"; exit 1 } }' "$T/pp.csv" || exit 1
 # refusals (exit 2, one line naming the option) and --help (exit 0)
 for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus" "--set gemm --probe-mb 16" "--set after --probe-mb 24" "--set gout --probe-mb 16" \
-    "--clean-ways 64" "--clean-ways -1"; do
+    "--set pool --probe-mb 16" "--clean-ways 64" "--clean-ways -1"; do
     # shellcheck disable=SC2086
     "$T/lp" $a > /dev/null 2> "$T/e"; rc=$?
     [ $rc = 2 ] && [ "$(wc -l < "$T/e")" = 1 ] || fail "l2_lines_probe $a: exit $rc, $(cat "$T/e")"
