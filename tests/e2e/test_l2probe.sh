@@ -165,10 +165,14 @@ sed "s/^\"$id\",\"void rmw_kernel/\"$id\",\"void write_kernel/" "$T/rn.csv" > "$
 if $PY scripts/l2drain_gemm.py "$T/rm.txt" "$T/rn3.csv" 2> "$T/e"; then fail "l2drain_gemm.py took write_kernel for brmw's writer"; fi
 grep -q "launch $id is rmw_kernel, .*row [0-9]* is write_kernel" "$T/e" || fail "brmw pairing error: $(cat "$T/e")"
 # `l2drain after` (session 44): the weights (role g: a read, or a GEMM's kernels) before A and B, then the stream
-$PY scripts/l2drain_gemm.py standin "$T/am.txt" "$T/an.csv" --after || fail "l2drain_gemm.py standin --after"
-$PY scripts/l2drain_gemm.py "$T/am.txt" "$T/an.csv" > "$T/a.txt" || fail "l2drain_gemm.py on after: $(cat "$T/a.txt")"
-[ "$(grep '^### ' "$T/a.txt" | cut -d' ' -f2 | tr '\n' ' ')" = "after_gemm288 after_gemm64 after_plain " ] ||
-    fail "l2drain_gemm.py's after tables: $(grep '^### ' "$T/a.txt")"
+# plan FLAG MANIFEST CSV OUT KINDS: l2drain_gemm.py's stand-in of the plan FLAG into MANIFEST and CSV, its tables into
+# OUT, which hold the kinds KINDS (space-separated, a space after the last) in that order
+plan() {
+    $PY scripts/l2drain_gemm.py standin "$2" "$3" "$1" || fail "l2drain_gemm.py standin $1"
+    $PY scripts/l2drain_gemm.py "$2" "$3" > "$4" || fail "l2drain_gemm.py on $1: $(cat "$4")"
+    [ "$(grep '^### ' "$4" | cut -d' ' -f2 | tr '\n' ' ')" = "$5" ] || fail "l2drain_gemm.py's $1 tables: $(grep '^### ' "$4")"
+}
+plan --after "$T/am.txt" "$T/an.csv" "$T/a.txt" "after_gemm288 after_gemm64 after_plain "
 grep -A10 "### after_gemm64" "$T/a.txt" | grep -qxF "| 40 | 40.000, 8.000, 3.0 (1) | 4.000 | 4.000 | 0.000 |" ||
     fail "l2drain_gemm.py's after_gemm64 rows: $(cat "$T/a.txt")"
 # a GEMM's kernel where run_after reads (after_plain's first g, the stand-in's first read_kernel row of 96 MB) is a
@@ -182,10 +186,7 @@ grep -q "launch $id is read_kernel, .*row [0-9]* is gemm_main_kernel" "$T/e" || 
 # `l2drain gout` (session 46): B written by a GEMM (role v: its kernels) or plainly, turned in place (role u: rmw_kernel)
 # under the rmw kinds; the tables carry B's writer's own DRAM traffic; an rmw_kernel row where a GEMM's is expected is
 # a pairing error naming that launch
-$PY scripts/l2drain_gemm.py standin "$T/um.txt" "$T/un.csv" --gout || fail "l2drain_gemm.py standin --gout"
-$PY scripts/l2drain_gemm.py "$T/um.txt" "$T/un.csv" > "$T/go.txt" || fail "l2drain_gemm.py on gout: $(cat "$T/go.txt")"
-[ "$(grep '^### ' "$T/go.txt" | cut -d' ' -f2 | tr '\n' ' ')" = "gout_gemm gout_gemm512 gout_gemmrmw gout_plain gout_plainrmw " ] ||
-    fail "l2drain_gemm.py's gout tables: $(grep '^### ' "$T/go.txt")"
+plan --gout "$T/um.txt" "$T/un.csv" "$T/go.txt" "gout_gemm gout_gemm512 gout_gemmrmw gout_plain gout_plainrmw "
 grep -A10 "### gout_gemm512" "$T/go.txt" | grep -qxF "| 36 | 8.200, 0.000 (2) | 36.000, 4.000, 3.0 (1) | 4.000 | 0.000 | 4.000 |" &&
     grep -A10 "### gout_plainrmw" "$T/go.txt" | grep -qxF "| 40 | 0.000, 0.000 (1) | 40.000, 8.000, 3.0 (1) | 4.000 | 4.000 | 0.000 |" ||
     fail "l2drain_gemm.py's gout rows: $(cat "$T/go.txt")"
@@ -197,10 +198,7 @@ if $PY scripts/l2drain_gemm.py "$T/um.txt" "$T/un2.csv" 2> "$T/e"; then fail "l2
 grep -q "GEMM launch $id, but .*row [0-9]* is rmw_kernel" "$T/e" || fail "gout's pairing error: $(cat "$T/e")"
 # `l2drain pool` (session 47): the stream of pool_kv and pool_grid is pool_kernel (role m), pool_plain's read_kernel; a
 # read_kernel row where pool_kernel is expected is a pairing error naming that launch
-$PY scripts/l2drain_gemm.py standin "$T/pm.txt" "$T/pn.csv" --pool || fail "l2drain_gemm.py standin --pool"
-$PY scripts/l2drain_gemm.py "$T/pm.txt" "$T/pn.csv" > "$T/po.txt" || fail "l2drain_gemm.py on pool: $(cat "$T/po.txt")"
-[ "$(grep '^### ' "$T/po.txt" | cut -d' ' -f2 | tr '\n' ' ')" = "pool_grid pool_kv pool_plain " ] ||
-    fail "l2drain_gemm.py's pool tables: $(grep '^### ' "$T/po.txt")"
+plan --pool "$T/pm.txt" "$T/pn.csv" "$T/po.txt" "pool_grid pool_kv pool_plain "
 grep -A14 "### pool_kv" "$T/po.txt" | grep -qxF "| 36 | 36.000, 4.000, 3.0 (1) | 4.000 | 0.000 | 4.000 |" ||
     fail "l2drain_gemm.py's pool rows: $(cat "$T/po.txt")"
 id=$(awk '$1 == "k" && $3 == "m" && $5 == "pool_kv" { print $2; exit }' "$T/pm.txt")
