@@ -5,7 +5,7 @@ since session 40 the same of lines read and written in place, from `l2drain rmw`
 
     /usr/bin/python3 scripts/l2drain_gemm.py MANIFEST.txt NCU.csv
     /usr/bin/python3 scripts/l2drain_gemm.py standin MANIFEST.txt NCU.csv [--gemm-kernels N | --rmw | --after | --gout |
-        --pool]
+        --pool | --stride]
 
 MANIFEST.txt: l2drain's stdout (one "k <n> <role> <trial> <kind> <D MB> <x>" line per launch); NCU.csv: `ncu --csv
 --cache-control none` over the same run (dram__bytes_read.sum, dram__bytes_write.sum, gpu__time_duration.sum per
@@ -40,6 +40,8 @@ read and write MB (with --gout the stand-in's plan, A leaving first under every 
 Since session 47, `l2drain pool`'s kinds (pool_plain, pool_kv, pool_grid) write A and B plainly, then stream y MB: a
 plain read (read_kernel), or the attention's read of LLaDA-8B's KV pool by CTA (pool_kv) or grid-stride (pool_grid),
 both pool_kernel: plain's columns, x being y (with --pool the stand-in's plan, every kind losing A and B as plain).
+`l2drain stride`'s kinds (stride16, stride64, stride256, stride512, stride1024) read y MB as 16 KB chunks S KB apart
+(pool_kernel): the same columns (with --stride the stand-in's plan, every kind losing A and B as plain).
 """
 import sys
 
@@ -59,7 +61,9 @@ GOUT_KINDS = ("gout_plain", "gout_gemm", "gout_gemm512", "gout_plainrmw", "gout_
 GOUT_YS = (16, 24, 28, 32, 36, 40, 48)   # l2drain.cu run_gout's ys
 POOL_KINDS = ("pool_plain", "pool_kv", "pool_grid")   # `l2drain pool` (session 47)
 POOL_YS = (8, 12, 16, 20, 24, 28, 32, 36, 40, 48)     # l2drain.cu run_pool's ys
-PLANS = ("--rmw", "--after", "--gout", "--pool")   # the stand-in's plan flags (default: `l2drain gemm`'s)
+STRIDE_KINDS = ("stride16", "stride64", "stride256", "stride512", "stride1024")   # `l2drain stride` (session 47)
+STRIDE_YS = (16, 20, 24, 28, 32, 36, 40, 48)   # l2drain.cu run_stride's ys
+PLANS = ("--rmw", "--after", "--gout", "--pool", "--stride")   # the stand-in's plan flags (default: `l2drain gemm`'s)
 
 
 def die(msg):
@@ -86,7 +90,7 @@ def want(m):
         return "rmw_kernel" if m["kind"] in ("rmwprobe", "rmwboth") else "write_kernel"
     if m["role"] == "m" and m["kind"] in ("rmwstream", "rmwboth"):
         return "rmw_kernel"
-    if m["role"] == "m" and m["kind"] in ("pool_kv", "pool_grid"):
+    if m["role"] == "m" and (m["kind"] in ("pool_kv", "pool_grid") or m["kind"].startswith("stride")):
         return "pool_kernel"
     return "read_kernel"
 
@@ -168,7 +172,7 @@ def report_bound(trials):
         print()
 
 
-def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool=False):
+def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool=False, stride=False):
     """the plan of run_gemm (or with rmw, run_rmw; with after, run_after; with gout, run_gout; with pool, run_pool) from an LRU of 40 MB of
     1 MB lines: A (4 MB) and B (4 MB) dirty, then the stream"""
     man, rows, trial = [], [], 0
@@ -220,15 +224,15 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool
                 stream_end(kind, y)   # A first, then B
                 trial += 1
 
-    for kind in POOL_KINDS if pool else ():   # run_pool: per kind and y, A and B written, then the stream of y MB
-        for y in POOL_YS:
+    for kind, ys in [(k, POOL_YS) for k in POOL_KINDS if pool] + [(k, STRIDE_YS) for k in STRIDE_KINDS if stride]:
+        for y in ys:   # run_pool, run_stride: per kind and y, A and B written, then the stream of y MB
             launch("flush", kind, y, [("read_kernel", 268 * MB, 0.0)])
             launch("w", kind, y, [("write_kernel", 0.0, 0.0)])
             launch("v", kind, y, [("write_kernel", 0.0, 0.0)])
             stream_end(kind, y, lambda wb: [(want({"role": "m", "kind": kind}), y * MB, wb)])   # A first, then B
             trial += 1
 
-    plan = rmw or after or gout or pool
+    plan = rmw or after or gout or pool or stride
     for kind in () if plan else KINDS[1:]:
         launch("g0", kind, 16, [("gemm_main_kernel", 16 * MB, 0.1 * MB)] +
                [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1))
@@ -282,7 +286,8 @@ def main(argv):
             die("--gemm-kernels %r: not a whole number" % opts["--gemm-kernels"])
         if n < 1:
             die("--gemm-kernels %d: at least 1" % n)
-        standin(mpath, npath, n, "--rmw" in flags, "--after" in flags, "--gout" in flags, "--pool" in flags)
+        standin(mpath, npath, n, "--rmw" in flags, "--after" in flags, "--gout" in flags, "--pool" in flags,
+                "--stride" in flags)
         return
     (mpath, npath), _ = ncu_rows.cli(argv, __doc__, 2, (), die)
     man = ncu_rows.read_manifest(mpath, (("role", str), ("trial", int), ("kind", str), ("d", float), ("x", float)),

@@ -80,7 +80,7 @@
 // line-level L2 model's check at sizes it was not built on (docs/COST_MODEL.md "A line-level L2", device call 129).
 // Since session 47 `l2drain pool` asks whether the attention's read of its cached keys (pool_kernel, the KV pool's
 // layout read by CTA as cuda/attention.cu's batched Reuse launch reads it) pushes the dirty probe out as a plain read
-// of the same bytes does (run_pool).
+// of the same bytes does (run_pool); and `l2drain stride` how a strided read's edge depends on its stride (run_stride).
 
 #include <cstdio>
 #include <cstdint>
@@ -630,13 +630,42 @@ static int run_pool(int trial)
     return trial;
 }
 
+// Since session 47, `l2drain stride` asks how the edge depends on the stride (call 130: the pool's 512 KB stride
+// widens it): per kind stride<S> and y MB, A and B written dirty, then y MB read as 16 KB chunks S KB apart
+// (pool_kernel grid-stride, 32 heads' K | V of a token a chunk; stride16 is a contiguous read), A and B re-read, the
+// flush.
+static int run_stride(int trial)
+{
+    const double d = 8, ys[] = {16, 20, 24, 28, 32, 36, 40, 48};
+    const int strides_kb[] = {16, 64, 256, 512, 1024};
+    size_t half = (size_t)(d / 2 * MB) / 16;
+    char kind[32];
+    for (int sk : strides_kb)
+        for (double y : ys) {
+            const size_t T = (size_t)(y * MB) / (16 * KB);
+            const double span = (double)T * sk * KB / MB + 1;
+            snprintf(kind, sizeof kind, "stride%d", sk);
+            flush(trial, kind, d, y, "flush");
+            write_half(0, trial, kind, d, y, half);
+            write_half(1, trial, kind, d, y, half);
+            manifest("m", trial, kind, d, y);
+            pool_kernel<<<grid_, BLOCK>>>(stream_buf(trial, span), T, 1, 32, (size_t)sk * KB / 16, 0, 0, out_);
+            CK(cudaGetLastError());
+            read_buf("qa", trial, kind, d, y, probe_, d / 2);
+            read_buf("qb", trial, kind, d, y, probe_ + half, d / 2);
+            flush(trial, kind, d, y, "h");
+            trial++;
+        }
+    return trial;
+}
+
 int main(int argc, char **argv)
 {
     bool share = argc == 2 && strcmp(argv[1], "share") == 0;
     bool order = (argc == 2 || argc == 3) && strcmp(argv[1], "order") == 0;
     bool gemm = argc == 2 && strcmp(argv[1], "gemm") == 0, rmw = (argc == 2 || argc == 3) && strcmp(argv[1], "rmw") == 0;
     bool after = argc == 2 && strcmp(argv[1], "after") == 0, gout = argc == 2 && strcmp(argv[1], "gout") == 0;
-    bool pool = argc == 2 && strcmp(argv[1], "pool") == 0;
+    bool pool = argc == 2 && strcmp(argv[1], "pool") == 0, strided = argc == 2 && strcmp(argv[1], "stride") == 0;
     double d = 8;   // order and rmw: the probe's MB (even, 2 to 32: two halves in the 32 MB probe buffer)
     if (argc == 3 && (order || rmw)) {
         char *end;
@@ -647,13 +676,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (argc > 3 || (argc == 3 && !order && !rmw) || (argc >= 2 && !share && !order && !gemm && !rmw && !after && !gout && !pool)) {
-        fprintf(stderr, "usage: l2drain [share | order [D] | gemm | rmw [D] | after | gout | pool]  (run under ncu, see the file's head; "
+    if (argc > 3 || (argc == 3 && !order && !rmw) || (argc >= 2 && !share && !order && !gemm && !rmw && !after && !gout && !pool && !strided)) {
+        fprintf(stderr, "usage: l2drain [share | order [D] | gemm | rmw [D] | after | gout | pool | stride]  (run under ncu, see the file's head; "
                         "share: the xread/xwrite kinds alone; order: the rehit/dclean/chit kinds alone; gemm: the "
                         "plain/gemm kinds alone; rmw: the plain/rmw kinds and the dirty bound's alone; D: the probe's MB, "
                         "8 by default, another runs its own x grid and no bound kinds; after: a GEMM's weights against "
                         "dirty lines written after them; gout: a GEMM's output against older dirty lines; pool: the "
-                        "attention's read of its cached keys against a plain read)\n");
+                        "attention's read of its cached keys against a plain read; stride: 16 KB chunks read S KB apart)\n");
         return 2;
     }
     cudaDeviceProp prop;
@@ -670,9 +699,9 @@ int main(int argc, char **argv)
     CK(cudaMemset(flush_, 2, 256ull << 20));
     CK(cudaMemset(probe_, 3, 32 * MB));
     CK(cudaDeviceSynchronize());
-    if (share || order || gemm || rmw || after || gout || pool) {
+    if (share || order || gemm || rmw || after || gout || pool || strided) {
         int t = share ? run_share(0) : order ? run_order(0, d) : gemm ? run_gemm(0) : after ? run_after(0)
-              : gout ? run_gout(0) : pool ? run_pool(0) : run_rmw(0, d);
+              : gout ? run_gout(0) : pool ? run_pool(0) : strided ? run_stride(0) : run_rmw(0, d);
         flush(t, "end", 0, 0, "flush");
         CK(cudaDeviceSynchronize());
         printf("# %d launches, %d trials\n", n_launch, t);
