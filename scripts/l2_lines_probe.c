@@ -384,7 +384,7 @@ int main(int argc, char **argv)
                    "(defaults: the H200's, core/cost/cost_l2_lines.h dkv_l2l_h200: line 128, ways 64, dirty 28.8 MB,\n"
                    "credit 4.0 MB, clean-ways 0 (off; K: the clean_ways variant, each set's K least recently used\n"
                    "lines kept clean); the probe 8 MB as l2drain's default, another D runs l2drain's grid for it and no\n"
-                   "bound kinds; CSV set,kind,x,qty,lines,replay on stdout, MB)\n");
+                   "bound kinds; --set all: every set but pool (default); CSV set,kind,x,qty,lines,replay on stdout, MB)\n");
             return 0;
         } else if (!strcmp(o, "--line")) {
             cfg.line = (int)num(o, v), i++;
