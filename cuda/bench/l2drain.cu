@@ -610,21 +610,18 @@ static int run_pool(int trial)
         for (double y : ys) {
             const size_t T = (size_t)(y * MB) / (2 * heads * 256);
             const double span = (double)T * 512 * KB / MB + 1;
-            flush(trial, kind, d, y, "flush");
-            write_half(0, trial, kind, d, y, half);
-            write_half(1, trial, kind, d, y, half);
-            if (strcmp(kind, "pool_plain") == 0) {
-                read_buf("m", trial, kind, d, y, stream_buf(trial, y), y);
-            } else {
+            auto stream = [&](uint4 *W) {   // W: y MB of big_ (pool_plain's); the pool kinds take their span
+                if (strcmp(kind, "pool_plain") == 0) {
+                    read_buf("m", trial, kind, d, y, W, y);
+                    return;
+                }
                 const bool cta = strcmp(kind, "pool_kv") == 0;
                 manifest("m", trial, kind, d, y);
                 pool_kernel<<<cta ? items * heads : grid_, cta ? 128 : BLOCK>>>(stream_buf(trial, span), T, items, heads,
                                                                                 slot_vec, lo_vec, cta, out_);
                 CK(cudaGetLastError());
-            }
-            read_buf("qa", trial, kind, d, y, probe_, d / 2);
-            read_buf("qb", trial, kind, d, y, probe_ + half, d / 2);
-            flush(trial, kind, d, y, "h");
+            };
+            halves_trial(trial, kind, d, y, [&] { write_halves(trial, kind, d, y, half); }, stream);
             trial++;
         }
     return trial;
@@ -645,15 +642,12 @@ static int run_stride(int trial)
             const size_t T = (size_t)(y * MB) / (16 * KB);
             const double span = (double)T * sk * KB / MB + 1;
             snprintf(kind, sizeof kind, "stride%d", sk);
-            flush(trial, kind, d, y, "flush");
-            write_half(0, trial, kind, d, y, half);
-            write_half(1, trial, kind, d, y, half);
-            manifest("m", trial, kind, d, y);
-            pool_kernel<<<grid_, BLOCK>>>(stream_buf(trial, span), T, 1, 32, (size_t)sk * KB / 16, 0, 0, out_);
-            CK(cudaGetLastError());
-            read_buf("qa", trial, kind, d, y, probe_, d / 2);
-            read_buf("qb", trial, kind, d, y, probe_ + half, d / 2);
-            flush(trial, kind, d, y, "h");
+            auto stream = [&](uint4 *) {
+                manifest("m", trial, kind, d, y);
+                pool_kernel<<<grid_, BLOCK>>>(stream_buf(trial, span), T, 1, 32, (size_t)sk * KB / 16, 0, 0, out_);
+                CK(cudaGetLastError());
+            };
+            halves_trial(trial, kind, d, y, [&] { write_halves(trial, kind, d, y, half); }, stream);
             trial++;
         }
     return trial;
