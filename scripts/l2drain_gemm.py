@@ -172,9 +172,10 @@ def report_bound(trials):
         print()
 
 
-def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool=False, stride=False):
-    """the plan of run_gemm (or with rmw, run_rmw; with after, run_after; with gout, run_gout; with pool, run_pool) from an LRU of 40 MB of
-    1 MB lines: A (4 MB) and B (4 MB) dirty, then the stream"""
+def standin(mpath, npath, gemm_kernels, plan=None):
+    """the plan of run_gemm (plan None) or of the l2drain mode a PLANS flag names (--rmw: run_rmw, --after: run_after,
+    --gout: run_gout, --pool: run_pool, --stride: run_stride) from an LRU of 40 MB of 1 MB lines: A (4 MB) and B (4 MB)
+    dirty, then the stream"""
     man, rows, trial = [], [], 0
 
     def launch(role, kind, x, kernels, d=8):
@@ -192,7 +193,7 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool
         launch("qb", kind, x, [("read_kernel", b * MB, 0.0)])
         launch("h", kind, x, [("read_kernel", 268 * MB, (8 - a - b) * MB)])
 
-    if after:   # run_after: the GEMMs' first use, then per kind and y: the weights (g), A, B, the stream of y MB
+    if plan == "--after":   # run_after: the GEMMs' first use, then per kind and y: the weights (g), A, B, the stream of y MB
         gemm = [("gemm_main_kernel", 96 * MB, 0.1 * MB)] + [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1)
         for kind in AFTER_KINDS[1:]:
             launch("g0", kind, 96, gemm)
@@ -206,7 +207,7 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool
                 stream_end(kind, y)   # the weights go first, then A, then B
                 trial += 1
 
-    if gout:   # run_gout: the GEMMs' first use, then per kind and y: A, B (written, or a GEMM's output), the stream
+    if plan == "--gout":   # run_gout: the GEMMs' first use, then per kind and y: A, B (written, or a GEMM's output), the stream
         def gemm(k):
             return [("gemm_main_kernel", (1.0 if k == "gout_gemm" else 8.2) * MB, 0.0)] + \
                 [("splitKreduce_kernel", 0.0, 0.0)] * (gemm_kernels - 1)
@@ -224,7 +225,8 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool
                 stream_end(kind, y)   # A first, then B
                 trial += 1
 
-    for kind, ys in [(k, POOL_YS) for k in POOL_KINDS if pool] + [(k, STRIDE_YS) for k in STRIDE_KINDS if stride]:
+    for kind, ys in [(k, POOL_YS) for k in POOL_KINDS if plan == "--pool"] + \
+            [(k, STRIDE_YS) for k in STRIDE_KINDS if plan == "--stride"]:
         for y in ys:   # run_pool, run_stride: per kind and y, A and B written, then the stream of y MB
             launch("flush", kind, y, [("read_kernel", 268 * MB, 0.0)])
             launch("w", kind, y, [("write_kernel", 0.0, 0.0)])
@@ -232,13 +234,12 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool
             stream_end(kind, y, lambda wb: [(want({"role": "m", "kind": kind}), y * MB, wb)])   # A first, then B
             trial += 1
 
-    plan = rmw or after or gout or pool or stride
     for kind in () if plan else KINDS[1:]:
         launch("g0", kind, 16, [("gemm_main_kernel", 16 * MB, 0.1 * MB)] +
                [("splitKreduce_kernel", 0.1 * MB, 0.1 * MB)] * (gemm_kernels - 1))
         launch("flush", kind, 16, [("read_kernel", 268 * MB, 0.0)])
     cap = 40
-    for kind in RMW_KINDS if rmw else () if plan else KINDS:
+    for kind in RMW_KINDS if plan == "--rmw" else () if plan else KINDS:
         for x in XS:
             launch("flush", kind, x, [("read_kernel", 268 * MB, 0.0)])
             probe_rd = 4 * MB if kind in ("rmwprobe", "rmwboth") else 0.0
@@ -252,7 +253,7 @@ def standin(mpath, npath, gemm_kernels, rmw=False, after=False, gout=False, pool
                            [("splitKreduce_kernel", 0.1 * MB, 0.0)] * (gemm_kernels - 1))
             trial += 1
     bound = 29.7   # with --rmw, the bound kinds: every writer keeps at most 29.7 MB dirty (call 102's), the rest written back
-    for kind in BOUND_KINDS if rmw else ():
+    for kind in BOUND_KINDS if plan == "--rmw" else ():
         for d in BOUND_DS:
             launch("flush", kind, 0, [("read_kernel", 268 * MB, 0.0)], d)
             if kind == "bre":
@@ -286,8 +287,7 @@ def main(argv):
             die("--gemm-kernels %r: not a whole number" % opts["--gemm-kernels"])
         if n < 1:
             die("--gemm-kernels %d: at least 1" % n)
-        standin(mpath, npath, n, "--rmw" in flags, "--after" in flags, "--gout" in flags, "--pool" in flags,
-                "--stride" in flags)
+        standin(mpath, npath, n, flags[0] if flags else None)
         return
     (mpath, npath), _ = ncu_rows.cli(argv, __doc__, 2, (), die)
     man = ncu_rows.read_manifest(mpath, (("role", str), ("trial", int), ("kind", str), ("d", float), ("x", float)),
