@@ -11,8 +11,10 @@
  *   gcc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Icore -I. -Ibuild/release/gen \
  *       scripts/l2_lines_probe.c -Lbuild/release/lib -ldkv_cost -ldkv_engine -ldkv_policy -ldkv_mem -ldkv_workload \
  *       -ldkv_trace -ldkv_model -ldkv_util -lm -o /tmp/l2lp
- *   /tmp/l2lp [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy] [--clean-ways K]
- *       [--probe-mb D] [--set rmw|order|gemm|after|gout|pool|all] > probes.csv   (--keep-copy, --clean-ways: the model's variants)
+ *   /tmp/l2lp [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy | --drop-copy] [--clean-ways K]
+ *       [--probe-mb D] [--set rmw|order|gemm|after|gout|pool|all] > probes.csv
+ *   (--drop-copy, --clean-ways: the model's variants; keep-copy is the model's since session 48, --keep-copy a no-op
+ *   kept for the commands committed with call 129's predictions)
  *
  * Each trial starts from a fresh model after a flush (a read of twice the L2 of lines never read before); every
  * read and write is a grid-stride kernel's: one reader (writer) a line, its half a hash of the line's 4 KB segment. */
@@ -379,10 +381,11 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            printf("usage: l2_lines_probe [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB] [--keep-copy]\n"
-                   "                      [--clean-ways K] [--probe-mb D] [--set rmw|order|gemm|after|gout|pool|all]\n"
+            printf("usage: l2_lines_probe [--line B] [--ways N] [--dirty-mb MB] [--credit-mb MB]\n"
+                   "                      [--keep-copy | --drop-copy] [--clean-ways K] [--probe-mb D] [--set rmw|order|gemm|after|gout|pool|all]\n"
                    "(defaults: the H200's, core/cost/cost_l2_lines.h dkv_l2l_h200: line 128, ways 64, dirty 28.8 MB,\n"
-                   "credit 4.0 MB, clean-ways 0 (off; K: the clean_ways variant, each set's K least recently used\n"
+                   "credit 4.0 MB, keep-copy (a write keeps the other half's copy; --drop-copy: drops it, the default\n"
+                   "until session 48), clean-ways 0 (off; K: the clean_ways variant, each set's K least recently used\n"
                    "lines kept clean); the probe 8 MB as l2drain's default, another D runs l2drain's grid for it and no\n"
                    "bound kinds; --set all: every set but pool (default); CSV set,kind,x,qty,lines,replay on stdout, MB)\n");
             return 0;
@@ -396,6 +399,8 @@ int main(int argc, char **argv)
             cfg.credit = num(o, v) * MB, i++;
         } else if (!strcmp(o, "--keep-copy")) {
             cfg.keep_copy = true;
+        } else if (!strcmp(o, "--drop-copy")) {
+            cfg.keep_copy = false;
         } else if (!strcmp(o, "--clean-ways")) {
             cfg.clean_ways = (int)num(o, v), i++;
         } else if (!strcmp(o, "--probe-mb")) {

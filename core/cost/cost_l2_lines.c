@@ -37,7 +37,8 @@ static uint64_t mix(uint64_t x)   /* splitmix64's finaliser */
 dkv_l2l_cfg dkv_l2l_h200(void)
 {
     return (dkv_l2l_cfg){.l2_bytes = 60.0 * 1024 * 1024, .parts = 2, .ways = 64, .line = 128,
-                         .dirty_frac = 28.8e6 / (60.0 * 1024 * 1024), .credit = 4.0e6, .seed = 1};
+                         .dirty_frac = 28.8e6 / (60.0 * 1024 * 1024), .credit = 4.0e6, .seed = 1,
+                         .keep_copy = true};   /* keep_copy: device call 129's clause, session 48 */
 }
 
 dkv_l2l *dkv_l2l_new(const dkv_l2l_cfg *c, const char **err)
@@ -281,7 +282,7 @@ static void write_line(dkv_l2l *l, uint64_t ln)
 {
     int h = home_of(l, ln);
     l->tick++;
-    if (l->cfg.parts == 2) {   /* a copy in the other half is dropped (keep_copy: it stays, updated, and is used) */
+    if (l->cfg.parts == 2) {   /* a copy in the other half stays, updated, and is used (keep_copy; else dropped) */
         long o = find(l, set_of(l, 1 - h, ln), ln);
         if (o >= 0 && l->cfg.keep_copy)
             l->use[o] = l->tick;

@@ -8,7 +8,8 @@
  *     in no set, so the mapping spreads them);
  *   - a write goes to the home half alone (one copy: call 102, the L2 holds about 37 MB of data written by every SM,
  *     more than the 30-31.5 it holds of data read by every SM); it lands dirty, whole lines, no fetch; a copy in the
- *     other half is dropped (keep_copy: kept, clean);
+ *     other half is kept and updated (keep_copy, the default since session 48: device call 129 at probe sizes no
+ *     model had seen; off, the copy is dropped);
  *   - a read from an SM of one half finds the line there, else in its home half (no HBM read), else reads it from HBM
  *     into the home half; a read from the other half keeps a copy in the reader's half too (so a line read by SMs of
  *     both halves sits twice, and a line read by one reader on a random side 1.5 times: the one-reader footprint 0.75
@@ -40,9 +41,10 @@ typedef struct dkv_l2l_cfg {
     double   dirty_frac;   /* the dirty bound, a share of the L2 (0 < f <= 1) */
     double   credit;       /* bytes of one-reader traffic a dirty line's use counts later (>= 0) */
     uint64_t seed;         /* the address hash's */
-    bool     keep_copy;    /* a write keeps (updates) a copy in the other half instead of dropping it (a variant,
-                              session 44: call 123's in-place stream pushes lines out like 1.1 times its bytes of
-                              plain reads, where dropping the reader's copy makes it half as heavy) */
+    bool     keep_copy;    /* a write keeps (updates) a copy in the other half instead of dropping it (session 44:
+                              call 123's in-place stream pushes lines out like 1.1 times its bytes of plain reads,
+                              where dropping the reader's copy makes it half as heavy; dkv_l2l_h200's since session
+                              48, by call 129's clause: below the dropping model on its unseen rows) */
     int      clean_ways;   /* a variant (session 45), 0: off.  After each line put into a set, the set's clean_ways
                               least recently used lines are made clean (a dirty one among them written to HBM and
                               kept): a write-back ahead of eviction by a line's place in its set, which calls 117-118
@@ -52,7 +54,8 @@ typedef struct dkv_l2l_cfg {
 enum { L2L_ONE = 0, L2L_ALL = 1 };
 
 /* The H200's: 60 MiB, 2 halves, 64 ways of 128 B, dirty bound 28.8 MB (call 123's bwrite), credit 4.0 MB (calls
- * 117-118).  line may be coarsened for speed (the edge's spread depends on the ways, not the line). */
+ * 117-118), keep_copy on (call 129), clean_ways 0.  line may be coarsened for speed (the edge's spread depends on
+ * the ways, not the line). */
 dkv_l2l_cfg dkv_l2l_h200(void);
 
 /* A new L2 of cfg, empty; NULL (and *err a static message) for a cfg out of range or no memory. */

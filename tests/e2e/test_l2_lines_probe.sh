@@ -78,6 +78,23 @@ awk -F, '$4 ~ /_gone/ { v[$2 "," $3 "," $4] = $5; r[$2 "," $3 "," $4] = $6 }
     END { n = 0; for (k in v) { split(k, a, ","); if (a[1] != "pool_kv") continue; p = "pool_plain," a[2] "," a[3];
           if (!(p in v) || v[k] - v[p] > 0.1 || v[p] - v[k] > 0.1 || r[k] - r[p] > 0.1 || r[p] - r[k] > 0.1) { print "FAIL: pool " k ": " v[k] " " r[k] " against " v[p] " " r[p]; exit 1 }
           n++ } if (n != 20) { print "FAIL: pool pairs " n " (20)"; exit 1 } }' "$T/pp.csv" || exit 1
+# keep_copy, the model's since session 48 (device call 129's clause on an H200's rows at probe sizes no model had seen,
+# datasets/hw/2026-12-05/call129/h200/RESULT.md): at each D, on 1 KB lines, its mean |error| below --drop-copy's overall
+# and in no family above it by more than 0.05 MB
+H2=datasets/hw/2026-12-05/call129/h200
+for D in 16 24; do
+    "$T/lp" --line 1024 --probe-mb $D > "$T/k$D.csv" && "$T/lp" --line 1024 --probe-mb $D --drop-copy > "$T/d$D.csv" ||
+        fail "l2_lines_probe --probe-mb $D exited $?"
+    for v in k d; do
+        $py scripts/l2_lines_compare.py "$T/$v$D.csv" --order $H2/order${D}_tables.md --rmw $H2/rmw${D}_tables.md \
+            > "$T/c$v$D.md" || fail "compare D = $D ($v): $(cat "$T/c$v$D.md")"
+    done
+    for f in write-back gone dirty all; do
+        awk -v k="$(mean "$T/ck$D.md" $f)" -v d="$(mean "$T/cd$D.md" $f)" -v f=$f \
+            'BEGIN { exit !(k + 0 <= d + 0.05 && (f != "all" || k + 0 < d + 0)) }' ||
+            fail "D = $D $f: keep-copy $(mean "$T/ck$D.md" $f) against drop-copy $(mean "$T/cd$D.md" $f)"
+    done
+done
 # refusals (exit 2, one line naming the option) and --help (exit 0)
 for a in "--line 100" "--ways 0" "--probe-mb 7" "--set foo" "--dirty-mb x" "--bogus" "--set gemm --probe-mb 16" "--set after --probe-mb 24" "--set gout --probe-mb 16" \
     "--set pool --probe-mb 16" "--clean-ways 64" "--clean-ways -1"; do

@@ -68,12 +68,15 @@ static void test_reads_and_writes(void **state)
     dkv_l2l_free(l);
 }
 
-/* Copies: a written line sits once (its home half; a write drops a copy in the other half), a line read from every
- * half twice, one read by one reader on a hashed side 1.5 times on average (a far read keeps the home copy too). */
+/* Copies (with keep_copy off, the model before session 48): a written line sits once (its home half; a write drops a
+ * copy in the other half), a line read from every half twice, one read by one reader on a hashed side 1.5 times on
+ * average (a far read keeps the home copy too). */
 static void test_copies(void **state)
 {
     (void)state;
-    dkv_l2l *l = make(coarse());
+    dkv_l2l_cfg c = coarse();
+    c.keep_copy = false;
+    dkv_l2l *l = make(c);
     dkv_l2l_write(l, A, 10 * 1024 * 1024, L2L_ONE);
     assert_true(dkv_l2l_resident(l) == 10.0 * 1024 * 1024);
     dkv_l2l_read(l, B, 4 * 1024 * 1024, L2L_ALL);
@@ -89,13 +92,13 @@ static void test_copies(void **state)
     dkv_l2l_free(l);
 }
 
-/* The keep_copy variant: a write leaves the other half's copy in place (updated), so a line read from both halves and
- * then written still sits twice, dirty once (its home copy). */
+/* keep_copy, the H200's since session 48 (device call 129): a write leaves the other half's copy in place (updated),
+ * so a line read from both halves and then written still sits twice, dirty once (its home copy). */
 static void test_keep_copy(void **state)
 {
     (void)state;
     dkv_l2l_cfg c = coarse();
-    c.keep_copy = true;
+    assert_true(c.keep_copy);
     dkv_l2l *l = make(c);
     dkv_l2l_read(l, B, 4 * 1024 * 1024, L2L_ALL);
     dkv_l2l_write(l, B, 4 * 1024 * 1024, L2L_ALL);
