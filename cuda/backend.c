@@ -206,11 +206,30 @@ static dkv_status l2_flush_init(dkv_cuda_backend *b, dkv_err *err)
                                                        : dkv_err_set(err, DKV_EIO, "cuda backend: l2_flush: fill failed");
 }
 
-dkv_status bk_l2_flush(dkv_cuda_backend *b, uint32_t l, dkv_cuda_l2_point p, dkv_err *err)
+dkv_status bk_l2_flush(dkv_cuda_backend *b, uint32_t l, dkv_cuda_l2_point p, uint32_t T, dkv_err *err)
 {
-    for (uint32_t i = 0; i < b->o.n_l2_flush; i++)
-        if (b->l2f[i].layer == l && b->l2f[i].after == p)
-            return dkv_cuda_l2_flush(b->st, b->flush, b->flush_bytes, (char *)b->flush + b->flush_bytes, err);
+    const dkv_model *m = &b->m;
+    const size_t C = m->hidden, F = m->ffn, QD = (size_t)m->n_heads * m->head_dim;
+    const size_t QKV = QD + 2 * (size_t)m->n_kv_heads * m->head_dim, row = sizeof(dkv_bf16);
+    for (uint32_t i = 0; i < b->o.n_l2_flush; i++) {   /* every entry at this point, in the order listed */
+        const dkv_cuda_l2_flush_at *f = &b->l2f[i];
+        if (f->layer != l || f->after != p)
+            continue;
+        const void *buf = b->flush;
+        size_t bytes = b->flush_bytes;
+        switch (f->read) {   /* the step's T rows of an activation buffer (their bytes a multiple of 16) */
+        case DKV_CUDA_L2B_X: buf = b->x, bytes = T * C * row; break;
+        case DKV_CUDA_L2B_H: buf = b->h, bytes = T * C * row; break;
+        case DKV_CUDA_L2B_QKV: buf = b->qkv, bytes = T * QKV * row; break;
+        case DKV_CUDA_L2B_ATT: buf = b->att, bytes = T * QD * row; break;
+        case DKV_CUDA_L2B_GU: buf = b->gu, bytes = T * 2 * F * row; break;
+        case DKV_CUDA_L2B_FF: buf = b->ff, bytes = T * F * row; break;
+        default: break;
+        }
+        bytes -= bytes % 16;
+        if (bytes)
+            DKV_TRY(dkv_cuda_l2_flush(b->st, buf, bytes, (char *)b->flush + b->flush_bytes, err));
+    }
     return DKV_OK;
 }
 
@@ -765,10 +784,10 @@ dkv_status dkv_cuda_backend_new(const dkv_cuda_backend_options *o, dkv_backend *
                            DKV_CUDA_L2_FLUSH_MAX);
     }
     for (uint32_t i = 0; i < o->n_l2_flush; i++)
-        if ((unsigned)o->l2_flush[i].after >= DKV_CUDA_L2P_N) {
+        if ((unsigned)o->l2_flush[i].after >= DKV_CUDA_L2P_N || (unsigned)o->l2_flush[i].read >= DKV_CUDA_L2B_N) {
             free(b);
-            return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.l2_flush[%u].after %d is no point of a layer",
-                               i, (int)o->l2_flush[i].after);
+            return dkv_err_set(err, DKV_EINVAL, "cuda backend: options.l2_flush[%u]: after %d is no point of a layer, "
+                               "or read %d no buffer", i, (int)o->l2_flush[i].after, (int)o->l2_flush[i].read);
         }
     b->o = *o;
     if (o->n_l2_flush)

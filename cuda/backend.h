@@ -199,9 +199,23 @@ typedef enum dkv_cuda_l2_point {
     DKV_CUDA_L2P_DOWN,         /* the down GEMM */
     DKV_CUDA_L2P_N
 } dkv_cuda_l2_point;
+/* What the diagnostic reads there: the flush buffer (the L2's dirty bytes: the flush's DRAM writes), or one of the
+ * forward's activation buffers, the step's rows of it (what of it the L2 still holds: the bytes less the read's DRAM
+ * reads; since session 48). */
+typedef enum dkv_cuda_l2_buf {
+    DKV_CUDA_L2B_FLUSH = 0,
+    DKV_CUDA_L2B_X,     /* the residual stream, T x hidden */
+    DKV_CUDA_L2B_H,     /* the norms' output, T x hidden */
+    DKV_CUDA_L2B_QKV,   /* q | k | v, T x (heads + 2 kv heads) x head_dim */
+    DKV_CUDA_L2B_ATT,   /* the attention's output, T x heads x head_dim */
+    DKV_CUDA_L2B_GU,    /* gate | up, T x 2 ffn */
+    DKV_CUDA_L2B_FF,    /* SwiGLU's output, T x ffn */
+    DKV_CUDA_L2B_N
+} dkv_cuda_l2_buf;
 typedef struct dkv_cuda_l2_flush_at {
     uint32_t          layer;   /* below the model's n_layers (an error at begin otherwise) */
     dkv_cuda_l2_point after;
+    dkv_cuda_l2_buf   read;    /* DKV_CUDA_L2B_FLUSH (0): the flush */
 } dkv_cuda_l2_flush_at;
 
 typedef struct dkv_cuda_backend_options {

@@ -552,10 +552,10 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
         const dkv_cuda_layer *Ly = &w->layers[l];
         bk_mark(b, DKV_KCLASS_ELEMENTWISE);
         DKV_TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->attn_norm, T, C, w->rms_eps, st, err));
-        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_NORM, err));
+        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_NORM, T, err));
         bk_mark(b, DKV_KCLASS_QKV);
         DKV_TRY(dkv_cuda_gemm(b->ctx, b->qkv, b->h, Ly->wqkv, Ly->bqkv, T, C, QKV, 0.0f, err));
-        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_QKV, err));
+        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_QKV, T, err));
         if (any_store && b->kv_fp8) {   /* RoPE (the store's kernel, no store), then each item's rows as e4m3 */
             bk_mark(b, DKV_KCLASS_KV_STORE);
             DKV_TRY(dkv_cuda_rope_kv_store(&b->pool, NULL, l, b->qkv, QKV, b->d_pos, T, H, 0, 0, (float)m->rope_theta,
@@ -573,7 +573,7 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
             launch[DKV_KCLASS_ELEMENTWISE]++;
         }
         launch[DKV_KCLASS_ELEMENTWISE]++, launch[DKV_KCLASS_QKV]++;
-        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_ROPE, err));
+        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_ROPE, T, err));
         if (any_select) {
             bk_mark(b, DKV_KCLASS_KV_GATHER);
             DKV_TRY(layer_select(b, plan->step_index, n, l, err));
@@ -582,22 +582,22 @@ dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T
         if (b->n_measure)   /* retention.measured: the block's attention entropy, timed as attention */
             DKV_TRY(layer_entropy(b, n, l, err));
         DKV_TRY(layer_attention(b, n, l, err));
-        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_ATTN, err));
+        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_ATTN, T, err));
         bk_mark(b, DKV_KCLASS_O);
         DKV_TRY(dkv_cuda_gemm(b->ctx, b->x, b->att, Ly->wo, NULL, T, QD, C, 1.0f, err));
-        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_O, err));
+        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_O, T, err));
         bk_mark(b, DKV_KCLASS_ELEMENTWISE);
         DKV_TRY(dkv_cuda_rmsnorm(b->h, b->x, Ly->ffn_norm, T, C, w->rms_eps, st, err));
-        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_FFN_NORM, err));
+        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_FFN_NORM, T, err));
         bk_mark(b, DKV_KCLASS_FFN);
         DKV_TRY(dkv_cuda_gemm(b->ctx, b->gu, b->h, Ly->wgu, NULL, T, C, 2 * F, 0.0f, err));
-        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_GATE_UP, err));
+        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_GATE_UP, T, err));
         bk_mark(b, DKV_KCLASS_ELEMENTWISE);
         DKV_TRY(dkv_cuda_swiglu(b->ff, b->gu, b->gu + F, 2 * F, T, F, st, err));
-        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_SWIGLU, err));
+        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_SWIGLU, T, err));
         bk_mark(b, DKV_KCLASS_FFN);
         DKV_TRY(dkv_cuda_gemm(b->ctx, b->x, b->ff, Ly->wdown, NULL, T, F, C, 1.0f, err));
-        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_DOWN, err));
+        DKV_TRY(bk_l2_flush(b, l, DKV_CUDA_L2P_DOWN, T, err));
         launch[DKV_KCLASS_O]++, launch[DKV_KCLASS_ELEMENTWISE] += 2, launch[DKV_KCLASS_FFN] += 2;
     }
     if (R > 0) {

@@ -38,8 +38,9 @@ local HELP = {
     .. "calibration\"), every kernel time x this number > 0 (1: the profile as measured)",
   sm_clock = "the real half's SM clock (dkv.execute's sm_clock): true (each step's mean SM clock, NVML sampled every "
     .. "millisecond on a thread, in the steps' sm_mhz) or false (not sampled: sm_mhz 0)",
-  l2_flush = "the real half's L2 flush diagnostic (dkv.execute's l2_flush, docs/GPU.md): LAYER:POINT[,LAYER:POINT...], "
-    .. "POINT one of norm, qkv, rope, attn, o, ffn_norm, gate_up, swiglu, down (nil: none; for Nsight Compute runs)",
+  l2_flush = "the real half's L2 flush diagnostic (dkv.execute's l2_flush, docs/GPU.md): LAYER:POINT[:READ][,...], "
+    .. "POINT one of norm, qkv, rope, attn, o, ffn_norm, gate_up, swiglu, down, READ one of flush (default), x, h, "
+    .. "qkv, att, gu, ff (nil: none; for Nsight Compute runs)",
   clock_probe = "the real half's clock probe (dkv.execute's clock_probe): true (each step's SM clock from every SM's "
     .. "cycle counter against the global timer, two small launches a step, in the steps' sm_probe_mhz) or false (0)",
 }
@@ -67,19 +68,21 @@ M.warm_gemms = bool_param("warm_gemms", "true")       -- dkv.execute's warm_gemm
 M.warm_compressor = bool_param("warm_compressor", "true")   -- dkv.execute's and sim's warm_compressor
 M.sm_clock = bool_param("sm_clock", "true")           -- dkv.execute's sm_clock
 M.clock_probe = bool_param("clock_probe", "false")    -- dkv.execute's clock_probe
--- -D l2_flush=LAYER:POINT,...: dkv.execute's l2_flush list (nil: none); the format is checked here, the points by
--- dkv.execute (which names the nearest one)
+-- -D l2_flush=LAYER:POINT[:READ],...: dkv.execute's l2_flush list (nil: none); the format is checked here, the points
+-- and buffers by dkv.execute (which names the nearest one)
 M.param("l2_flush", nil)
 function M.l2_flush()
   local v = M.param("l2_flush", nil)
   if v == nil then return nil end
   local t = {}
   for item in (tostring(v) .. ","):gmatch("([^,]*),") do
-    local layer, point = item:match("^(%d+):([%a_]+)$")
+    local layer, point, read = item:match("^(%d+):([%a_]+):([%a_]+)$")
+    if not layer then layer, point = item:match("^(%d+):([%a_]+)$") end
     if not layer then
-      error("hw: -D l2_flush: '" .. item .. "' is not LAYER:POINT (e.g. 3:attn), in '" .. tostring(v) .. "'", 0)
+      error("hw: -D l2_flush: '" .. item .. "' is not LAYER:POINT[:READ] (e.g. 3:attn or 3:attn:qkv), in '"
+            .. tostring(v) .. "'", 0)
     end
-    t[#t + 1] = {layer = tonumber(layer), after = point}
+    t[#t + 1] = {layer = tonumber(layer), after = point, read = read}
   end
   return t
 end

@@ -8,12 +8,18 @@ record.l2_kernels gives the replay's dirty bytes after the same kernel (l2_kerne
 
     /usr/bin/python3 scripts/ncu_flush.py NCU.csv SIM.h5 --point P --flush SPEC
 
+Since session 48 an entry may read one of the forward's activation buffers instead (LAYER:POINT:READ, READ one of x, h,
+qkv, att, gu, ff; flush, the default, is the flush): the same flush_kernel reads the step's rows of that buffer (its
+bytes: the step's q_tokens of the simulated twin times the buffer's row, bf16, from the run's model), so its DRAM
+reads are the bytes of it the L2 did not hold there, and the row gives what it held: the bytes less those reads.
+
 NCU.csv: `ncu --csv` of the executed run (every kernel, or only `--kernel-name flush_kernel`); SIM.h5: the point's
 :sim run with l2_kernels (`hw_validate.lua -D backend=sim -D l2_kernels=true -D point=P`); P: the point (e.g.
-w10:dual); SPEC: the -D l2_flush the run had (LAYER:POINT,...).  Every step flushes once per SPEC entry, in the order
-the forward reaches them (by layer, then by point), so the flush kernels are taken in that order, step after step.
-One row per flush: the step, the layer and point, the GPU's dirty MB, the replay's after that kernel of its counted
-layer (the same in every layer), and the difference.  Exits 1 naming the file on a flush count that is not a
+w10:dual); SPEC: the -D l2_flush the run had (LAYER:POINT[:READ],...).  Every step flushes once per SPEC entry, in the
+order the forward reaches them (by layer, then by point, then as listed), so the flush kernels are taken in that
+order, step after step.  One row per flush: the step, the layer and point, the GPU's dirty MB, the replay's after
+that kernel of its counted layer (the same in every layer), and the difference; for a READ entry the step's rows, the
+buffer's MB, the MB of it the L2 held (the GPU's) and blank replay columns (the replay keeps no such figure).  Exits 1 naming the file on a flush count that is not a
 multiple of SPEC's, a SPEC that does not parse, or a simulated run without l2_kernels."""
 import os
 import sys
@@ -24,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncu_rows  # noqa: E402
 
 POINTS = ("norm", "qkv", "rope", "attn", "o", "ffn_norm", "gate_up", "swiglu", "down")
+READS = ("flush", "x", "h", "qkv", "att", "gu", "ff")
 ATTN = 1
 MB = 1e6
 
@@ -36,11 +43,20 @@ def die(msg):
 def parse_spec(spec):
     out = []
     for item in spec.split(","):
-        layer, _, point = item.partition(":")
-        if not layer.isdigit() or point not in POINTS:
-            die("--flush: %r is not LAYER:POINT (POINT one of %s)" % (item, ", ".join(POINTS)))
-        out.append((int(layer), POINTS.index(point)))
-    return sorted(out)
+        f = item.split(":")
+        if len(f) not in (2, 3) or not f[0].isdigit() or f[1] not in POINTS or (len(f) == 3 and f[2] not in READS):
+            die("--flush: %r is not LAYER:POINT[:READ] (POINT one of %s; READ one of %s)"
+                % (item, ", ".join(POINTS), ", ".join(READS)))
+        out.append((int(f[0]), POINTS.index(f[1]), READS.index(f[2]) if len(f) == 3 else 0))
+    return sorted(out, key=lambda e: e[:2])   # stable: entries at one point in the order listed
+
+
+def row_bytes(cfg, read):
+    """bytes of one row of buffer READS[read] (cuda/backend_fwd.c's bf16 activations), from the run's model"""
+    m = {k: int(cfg["model." + k]) for k in ("hidden", "ffn", "n_heads", "n_kv_heads", "head_dim")}
+    qd = m["n_heads"] * m["head_dim"]
+    return 2 * {1: m["hidden"], 2: m["hidden"], 3: qd + 2 * m["n_kv_heads"] * m["head_dim"], 4: qd,
+                5: 2 * m["ffn"], 6: m["ffn"]}[read]
 
 
 def replay_index(kinds, point):
@@ -57,7 +73,7 @@ def main(argv):
     if "--point" not in opts or "--flush" not in opts:
         die("--point and --flush are required (see --help)")
     spec = parse_spec(opts["--flush"])
-    rows = ncu_rows.read_ncu(argv[0], ("dram__bytes_write.sum",), die)
+    rows = ncu_rows.read_ncu(argv[0], ("dram__bytes_write.sum", "dram__bytes_read.sum"), die)
     flushes = [r for r in rows if ncu_rows.bare_name(r["name"]) == "flush_kernel"]
     if not flushes or len(flushes) % len(spec):
         die("%s: %d flush_kernel rows, not a multiple of the %d points of --flush" % (argv[0], len(flushes), len(spec)))
@@ -71,20 +87,33 @@ def main(argv):
     if "l2_kernels" not in runs[name]:
         die("%s: %s has no l2_kernels table (simulate it with -D l2_kernels=true)" % (argv[1], name))
     l2 = runs[name]["l2_kernels"][()]
+    cfg = runs[name]["config"].attrs
+    q_tokens = {int(s["index"]): int(s["q_tokens"]) for s in runs[name]["steps"][()]}
     n_steps = len(flushes) // len(spec)
     print("| step | layer:point | GPU dirty MB | replay dirty MB | replay - GPU |")
     print("|---|---|---|---|---|")
+    held = []
     for j in range(n_steps):
         lay = sorted((int(x["l2_seq"]), int(x["kind"]), float(x["l2_dirty_bytes"])) for x in l2
                      if int(x["step_index"]) == j and int(x["l2_part"]) == 1)
         if not lay:
             die("%s: %s has no layer records of step %d (its steps and the executed run's differ?)" % (argv[1], name, j))
         kinds = [k for _, k, _ in lay]
-        for i, (layer, point) in enumerate(spec):
-            gpu = flushes[j * len(spec) + i]["dram__bytes_write.sum"] / MB
+        for i, (layer, point, read) in enumerate(spec):
+            f = flushes[j * len(spec) + i]
+            if read:
+                b = q_tokens.get(j, 0) * row_bytes(cfg, read) // 16 * 16
+                held.append("| %d | %d:%s | %s | %d | %.3f | %.3f |" % (j, layer, POINTS[point], READS[read],
+                            q_tokens.get(j, 0), b / MB, (b - f["dram__bytes_read.sum"]) / MB))
+                continue
+            gpu = f["dram__bytes_write.sum"] / MB
             ri = replay_index(kinds, point)
             rep = lay[ri][2] / MB if ri is not None and ri < len(lay) else float("nan")
             print("| %d | %d:%s | %.3f | %.3f | %+.3f |" % (j, layer, POINTS[point], gpu, rep, rep - gpu))
+    if held:
+        print("\n| step | layer:point | buffer | rows | buffer MB | GPU: held in L2 MB |")
+        print("|---|---|---|---|---|---|")
+        print("\n".join(held))
     return 0
 
 

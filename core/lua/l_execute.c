@@ -41,7 +41,7 @@ typedef struct lexec {
     bool     warm_gemms;       /* opts.warm_gemms: cuda/dkv_cuda.h dkv_cuda_gemm_warm at begin (true) */
     bool     warm_compressor;  /* opts.warm_compressor: with warm_gemms, the low-rank compressor's first call at begin (true) */
     uint32_t n_l2f;            /* opts.l2_flush: the CUDA backend's L2 flush diagnostic (cuda/backend.h) */
-    struct { uint32_t layer, after; } l2f[64];
+    struct { uint32_t layer, after, read; } l2f[64];
     double   staging_bytes, host_bytes;   /* < 0: automatic */
     char   **weights;
     uint32_t n_weights;
@@ -109,18 +109,22 @@ static char *dup_str(lua_State *L, const char *s)
     return d;
 }
 
-/* The points of a layer opts.l2_flush names, in cuda/backend.h's dkv_cuda_l2_point order. */
+/* The points of a layer opts.l2_flush names, in cuda/backend.h's dkv_cuda_l2_point order; what an entry reads, in
+ * its dkv_cuda_l2_buf order. */
 static const char *const l2_points[] = {"norm", "qkv", "rope", "attn", "o", "ffn_norm", "gate_up", "swiglu", "down",
                                         NULL};
+static const char *const l2_bufs[] = {"flush", "x", "h", "qkv", "att", "gu", "ff", NULL};
 #ifdef DKV_HAVE_CUDA
 _Static_assert(sizeof l2_points / sizeof l2_points[0] == DKV_CUDA_L2P_N + 1, "l2_points follows dkv_cuda_l2_point");
+_Static_assert(sizeof l2_bufs / sizeof l2_bufs[0] == DKV_CUDA_L2B_N + 1, "l2_bufs follows dkv_cuda_l2_buf");
 #endif
 
-/* opts.l2_flush = {{layer = L, after = "attn"}, ...}: the CUDA backend's L2 flush diagnostic (docs/GPU.md) */
+/* opts.l2_flush = {{layer = L, after = "attn" [, read = "qkv"]}, ...}: the CUDA backend's L2 flush diagnostic
+ * (docs/GPU.md) */
 static void parse_l2_flush(lua_State *L, int idx, lexec *x)
 {
     const char *p = "opts";
-    static const char *const keys[] = {"layer", "after", NULL};
+    static const char *const keys[] = {"layer", "after", "read", NULL};
     lua_getfield(L, idx, "l2_flush");
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
@@ -143,6 +147,7 @@ static void parse_l2_flush(lua_State *L, int idx, lexec *x)
         dkv_lconf_check_keys(L, t, path, keys);
         x->l2f[i].layer = (uint32_t)dkv_lconf_integer(L, t, path, "layer", 0, 0, 4095, DKV_LCONF_REQUIRED);
         x->l2f[i].after = (uint32_t)dkv_lconf_enum(L, t, path, "after", l2_points, 0, DKV_LCONF_REQUIRED);
+        x->l2f[i].read = (uint32_t)dkv_lconf_enum(L, t, path, "read", l2_bufs, 0, 0);
         lua_pop(L, 1);
     }
     x->n_l2f = (uint32_t)n;
@@ -335,7 +340,8 @@ static dkv_status cuda_options(dkv_lsim *s, lexec *x, dkv_cuda_backend_options *
     o.clock_probe = x->clock_probe;
     o.kernel_records = s->record_kernels;
     for (uint32_t i = 0; i < x->n_l2f; i++)
-        x->cl2f[i] = (dkv_cuda_l2_flush_at){x->l2f[i].layer, (dkv_cuda_l2_point)x->l2f[i].after};
+        x->cl2f[i] = (dkv_cuda_l2_flush_at){x->l2f[i].layer, (dkv_cuda_l2_point)x->l2f[i].after,
+                                            (dkv_cuda_l2_buf)x->l2f[i].read};
     o.l2_flush = x->n_l2f ? x->cl2f : NULL;
     o.n_l2_flush = x->n_l2f;
     o.report = &x->rep;

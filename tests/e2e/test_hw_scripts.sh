@@ -43,6 +43,15 @@ fi
 grep -q "hw_validate.lua:[0-9]*: hw_validate: no point of -D set=novel matches -D point=nv:az:dual,blk=64 .*: az:dual,blk=64, " \
     "$T/set.err" && [ ! -e "$T/set.h5" ] || fail "-D point=nv:az:dual,blk=64: $(cat "$T/set.err")"
 [ ! -e "$T/set.h5" ] || fail "a results file written by a refused -D set"
+# -D l2_flush's format, LAYER:POINT[:READ] (READ since session 48): an empty or extra field is refused, naming the item
+for bad in 3:attn: 3:attn:qkv:x; do
+    if "$DKV" run experiments/hw_validate.lua -D backend=sim -D point=w1:dual -D l2_flush=$bad -o "$T/fl.h5" \
+            > /dev/null 2> "$T/fl.err"; then
+        fail "-D l2_flush=$bad accepted"
+    fi
+    grep -q "hw: -D l2_flush: '$bad' is not LAYER:POINT\[:READ\]" "$T/fl.err" && [ ! -e "$T/fl.h5" ] ||
+        fail "-D l2_flush=$bad: $(cat "$T/fl.err")"
+done
 
 runs() {   # file -> sorted run names, one a line (dkv info's "run NAME  [status]" lines: no python start-up per file)
     "$DKV" info "$1" | sed -n 's/^run \(.*\)  \[[a-z]*\]$/\1/p' | LC_ALL=C sort

@@ -116,27 +116,36 @@ grep -q "wants a step index" "$T/e7" || fail "--step message: $(cat "$T/e7")"
 if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/nol2.h5" --point w3:dual 2> "$T/e8"; then fail "no l2_kernels accepted"; fi
 grep -q "has no l2_kernels table (simulate it with record.l2_kernels = true" "$T/e8" || fail "no-l2 message: $(cat "$T/e8")"
 # scripts/ncu_flush.py (the l2_flush diagnostic): a stand-in Nsight Compute log of w3:dual's 4 steps with two flushes
-# each (3:attn then 9:o: 5 + step and 1 MB written back) among other kernels, against the simulated twin: 8 rows in
-# order, the GPU's MB as written, the replay's dirty bytes after its attention and O; a count that is not a multiple
-# of the points, and a point that is none, are refused
+# each (3:attn then 9:o: 5 + step and 1 MB written back) and (since session 48) a read of q|k|v at 3:attn between
+# them (0.5 MB read from DRAM) among other kernels, against the simulated twin: 8 rows in order, the GPU's MB as
+# written, the replay's dirty bytes after its attention and O, then 4 read rows (the step's rows x Dream-7B's 9,216-byte
+# q|k|v row, less 0.5 MB); a count that is not a multiple of the points, and a point or buffer that is none, are refused
 { echo '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"'; id=0
-  for j in 0 1 2 3; do for f in "$((5 + j))" 1; do
-      echo "\"$id\",\"rmsnorm_kernel(int)\",\"dram__bytes_write.sum\",\"byte\",\"7\""; id=$((id + 1))
-      echo "\"$id\",\"void flush_kernel(const uint4 *, unsigned long, uint4 *)\",\"dram__bytes_write.sum\",\"Mbyte\",\"$f\""
-      id=$((id + 1)); done; done; } > "$T/flush.csv"
+  kern() { echo "\"$id\",\"$1\",\"dram__bytes_write.sum\",\"$2\",\"$3\""
+           echo "\"$id\",\"$1\",\"dram__bytes_read.sum\",\"$2\",\"$4\""; id=$((id + 1)); }
+  fl="void flush_kernel(const uint4 *, unsigned long, uint4 *)"
+  for j in 0 1 2 3; do
+      kern "rmsnorm_kernel(int)" byte 7 7; kern "$fl" Mbyte "$((5 + j))" 128
+      kern "$fl" Mbyte 0 0.5
+      kern "rmsnorm_kernel(int)" byte 7 7; kern "$fl" Mbyte 1 128; done; } > "$T/flush.csv"
 "$DKV" run experiments/hw_validate.lua -D backend=sim -D l2_kernels=true -D model=dream-7b -D point=w3:dual \
     -o "$T/flsim.h5" > /dev/null 2>&1 || fail "simulating w3:dual with l2_kernels"
-/usr/bin/python3 scripts/ncu_flush.py "$T/flush.csv" "$T/flsim.h5" --point w3:dual --flush 9:o,3:attn > "$T/fl.txt" ||
-    fail "ncu_flush.py: $(cat "$T/fl.txt")"
-[ "$(grep -c '^| [0-3] | ' "$T/fl.txt")" = 8 ] || fail "ncu_flush.py: 8 rows: $(cat "$T/fl.txt")"
+/usr/bin/python3 scripts/ncu_flush.py "$T/flush.csv" "$T/flsim.h5" --point w3:dual --flush 9:o,3:attn,3:attn:qkv \
+    > "$T/fl.txt" || fail "ncu_flush.py: $(cat "$T/fl.txt")"
+[ "$(grep -c '^| [0-3] | [0-9]*:[a-z_]* | [0-9.]* | ' "$T/fl.txt")" = 8 ] || fail "ncu_flush.py: 8 rows: $(cat "$T/fl.txt")"
+grep -q "^| 0 | 3:attn | qkv | 1664 | 15.335 | 14.835 |$" "$T/fl.txt" && grep -q "^| 2 | 3:attn | qkv | 128 | 1.180 | 0.680 |$" \
+    "$T/fl.txt" && [ "$(grep -c '| qkv |' "$T/fl.txt")" = 4 ] || fail "ncu_flush.py: the read rows: $(cat "$T/fl.txt")"
 grep -q "^| 2 | 3:attn | 7.000 | [0-9.]* | [-+][0-9.]* |$" "$T/fl.txt" || fail "ncu_flush.py: step 2's attn: $(cat "$T/fl.txt")"
 grep -q "^| 3 | 9:o | 1.000 | [0-9.]* | [-+][0-9.]* |$" "$T/fl.txt" || fail "ncu_flush.py: step 3's O: $(cat "$T/fl.txt")"
-if /usr/bin/python3 scripts/ncu_flush.py "$T/flush.csv" "$T/flsim.h5" --point w3:dual --flush 3:attn,9:o,12:o 2> "$T/e9"
-then fail "ncu_flush.py: 8 flushes for 3 points accepted"; fi
-grep -q "8 flush_kernel rows, not a multiple of the 3 points" "$T/e9" || fail "count message: $(cat "$T/e9")"
+if /usr/bin/python3 scripts/ncu_flush.py "$T/flush.csv" "$T/flsim.h5" --point w3:dual --flush 3:attn,9:o,12:o,13:o,14:o \
+    2> "$T/e9"; then fail "ncu_flush.py: 12 flushes for 5 points accepted"; fi
+grep -q "12 flush_kernel rows, not a multiple of the 5 points" "$T/e9" || fail "count message: $(cat "$T/e9")"
+if /usr/bin/python3 scripts/ncu_flush.py "$T/flush.csv" "$T/flsim.h5" --point w3:dual --flush 9:o,3:attn,3:attn:qkvv \
+    2> "$T/e11"; then fail "ncu_flush.py: buffer qkvv accepted"; fi
+grep -q "'3:attn:qkvv' is not LAYER:POINT\[:READ\]" "$T/e11" || fail "buffer message: $(cat "$T/e11")"
 if /usr/bin/python3 scripts/ncu_flush.py "$T/flush.csv" "$T/flsim.h5" --point w3:dual --flush 3:atn 2> "$T/e10"
 then fail "ncu_flush.py: point atn accepted"; fi
-grep -q "'3:atn' is not LAYER:POINT" "$T/e10" || fail "point message: $(cat "$T/e10")"
+grep -q "'3:atn' is not LAYER:POINT\[:READ\]" "$T/e10" || fail "point message: $(cat "$T/e10")"
 # scripts/ncu_score.sh: one line per model of device call 73's held-out set, each scored over its 4 x 7 cells
 DKV="$DKV" bash scripts/ncu_score.sh "$T/sc" c73 > "$T/sc.txt" || fail "ncu_score.sh c73"
 for m in llada-8b dream-7b; do

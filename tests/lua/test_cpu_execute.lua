@@ -111,6 +111,11 @@ end
 fails(function() run(nil, nil, {backend = "cuda", l2_flush = {{layer = 1, after = "attnn"}}}) end,
       "opts.l2_flush[1].after", "did you mean 'attn'")
 fails(function() run(nil, nil, {backend = "cuda", l2_flush = {{layer = 1}}}) end, "opts.l2_flush[1].after", "missing")
+-- (since session 48) an entry may read an activation buffer instead of the flush buffer
+fails(function() run(nil, nil, {backend = "cuda", l2_flush = {{layer = 1, after = "o", read = "qkvv"}}}) end,
+      "opts.l2_flush[1].read", "did you mean 'qkv'")
+fails(function() run(nil, nil, {backend = "cuda", l2_flush = {{layer = 1, after = "o", reads = "qkv"}}}) end,
+      "opts.l2_flush[1]", "reads")
 fails(function() run(nil, nil, {backend = "cuda", l2_flush = {}}) end, "opts.l2_flush", "non-empty array")
 fails(function() run(nil, nil, {backend = "cuda", l2_flush = {{layer = -1, after = "o"}}}) end, "opts.l2_flush[1].layer")
 fails(function() run(nil, nil, {l2_flush = {{layer = 0, after = "o"}}}) end, "opts.l2_flush", "backend = 'cuda'")
