@@ -244,7 +244,9 @@ dkv_status bk_prepare(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t *
 dkv_status bk_fp8_scales(dkv_cuda_backend *b, dkv_err *err);
 /* backend_fwd.c: after the step's completion, each measuring item's mean entropy to setup.on_entropy. */
 dkv_status bk_report_entropy(dkv_cuda_backend *b, const dkv_step_plan *plan, dkv_err *err);
-/* The l2_flush diagnostic after point p of layer l (backend.h), when listed: each entry there, a step of T rows. */
+/* The l2_flush diagnostic (backend_l2flush.c): its layers checked and its buffer allocated at begin; after point p
+ * of layer l (backend.h), each entry listed there, a step of T rows. */
+dkv_status bk_l2_flush_init(dkv_cuda_backend *b, dkv_err *err);
 dkv_status bk_l2_flush(dkv_cuda_backend *b, uint32_t l, dkv_cuda_l2_point p, uint32_t T, dkv_err *err);
 dkv_status bk_forward(dkv_cuda_backend *b, const dkv_step_plan *plan, uint32_t T, uint32_t R, dkv_err *err);
 /* backend_select.c: a selecting item of layer l, after the device's own scores (b->score) and
