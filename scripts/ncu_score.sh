@@ -34,15 +34,15 @@
 #             trial, datasets/hw/2026-12-04/call121/CRITERION_foot23.md)
 #   c120b     call 120's second set: w27:dual, w28:dual and w28:sparse of both models (held out; a reserve until session
 #             40, when it judged the twenty-fourth trial, datasets/hw/2026-12-04/call122/CRITERION_foot24.md)
-#   c122      call 122: w29:dual, w30:dual and w30:prefix of both models (a reserve recorded in session 40: not in the
-#             default list until a trial chosen after it is judged on it, datasets/hw/2026-12-04/call122/CRITERION.md)
-#   c122b     call 122's second set: w31:dual, w32:dual and w32:sparse (a reserve, as c122)
-#   c123      call 123 (session 42): w33:dual, w34:dual and w34:sparse (a reserve, as c122;
+#   c122      call 122: w29:dual, w30:dual and w30:prefix of both models (a reserve recorded in session 40, until session
+#             48, when it judged trial ownpool with c122b and c123: datasets/hw/2026-12-05/call133/CRITERION_ownpool.md)
+#   c122b     call 122's second set: w31:dual, w32:dual and w32:sparse (a reserve until session 48, as c122)
+#   c123      call 123 (session 42): w33:dual, w34:dual and w34:sparse (a reserve until session 48, as c122;
 #             datasets/hw/2026-12-04/call123/CRITERION.md)
 #   c128      call 128 (session 43): w35:dual, w35:sparse and w36:sparse (a reserve, as c122, with two sparse points a
 #             model; datasets/hw/2026-12-05/call128/command.sh)
 # OUT_DIR must not exist.  The sets are counted JOBS at a time (default: the CPUs, at most 4), their lines printed in
-# order.  About 50 s for all sets on 2 cores (85 s one at a time, JOBS=1; 2026-12-04, 784 cells).
+# order.  About 50 s for all sets on 2 cores (85 s one at a time, JOBS=1; 2026-12-04, 784 cells; 910 since session 48).
 set -euo pipefail
 usage() { sed -n '2,45p' "$0" >&2; exit 2; }
 [ $# -ge 1 ] || usage
@@ -55,8 +55,8 @@ HW=datasets/hw
 JOBS=${JOBS:-$(nproc 2> /dev/null || echo 2)}
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "ncu_score: JOBS '$JOBS' is not a whole number of jobs (1 or more)" >&2; exit 2; }
 [ "$JOBS" -le 4 ] || JOBS=4
-ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b c120 c120b)   # the sets above, in their order: a new set is added here
-REPEATS=(c118 c122 c122b c123 c128)   # named only: a set that repeats another's points, or a reserve not yet scored
+ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b c120 c120b c122 c122b c123)   # the sets above, in their order: a new set is added here
+REPEATS=(c118 c128)   # named only: a set that repeats another's points, or a reserve not yet scored
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=("${ALL[@]}")
 for s in "${sets[@]}"; do
     [[ " ${ALL[*]} ${REPEATS[*]} " == *" $s "* ]] || { echo "ncu_score: unknown set '$s' ($(echo "${ALL[*]} ${REPEATS[*]}" | sed 's/ /, /g'))" >&2; exit 2; }
