@@ -18,9 +18,11 @@ NCU.csv: `ncu --csv` of the executed run (every kernel, or only `--kernel-name f
 w10:dual); SPEC: the -D l2_flush the run had (LAYER:POINT[:READ],...).  Every step flushes once per SPEC entry, in the
 order the forward reaches them (by layer, then by point, then as listed), so the flush kernels are taken in that
 order, step after step.  One row per flush: the step, the layer and point, the GPU's dirty MB, the replay's after
-that kernel of its counted layer (the same in every layer), and the difference; for a READ entry the step's rows, the
-buffer's MB, the MB of it the L2 held (the GPU's) and blank replay columns (the replay keeps no such figure).  Exits 1 naming the file on a flush count that is not a
-multiple of SPEC's, a SPEC that does not parse, or a simulated run without l2_kernels."""
+that kernel of its counted layer (the same in every layer), and the difference; then, when SPEC has READ entries, a
+second table, one row per read: the step, the layer and point, the buffer, the step's rows, the buffer's MB and the MB
+of it the L2 held (the GPU's; the replay keeps no such figure).  The CSV needs dram__bytes_write.sum, and
+dram__bytes_read.sum too when SPEC reads.  Exits 1 naming the file on a flush count that is not a multiple of SPEC's, a
+SPEC that does not parse, or a simulated run without l2_kernels."""
 import os
 import sys
 
@@ -73,7 +75,8 @@ def main(argv):
     if "--point" not in opts or "--flush" not in opts:
         die("--point and --flush are required (see --help)")
     spec = parse_spec(opts["--flush"])
-    rows = ncu_rows.read_ncu(argv[0], ("dram__bytes_write.sum", "dram__bytes_read.sum"), die)
+    reads = any(r for _, _, r in spec)
+    rows = ncu_rows.read_ncu(argv[0], ("dram__bytes_write.sum",) + (("dram__bytes_read.sum",) if reads else ()), die)
     flushes = [r for r in rows if ncu_rows.bare_name(r["name"]) == "flush_kernel"]
     if not flushes or len(flushes) % len(spec):
         die("%s: %d flush_kernel rows, not a multiple of the %d points of --flush" % (argv[0], len(flushes), len(spec)))
