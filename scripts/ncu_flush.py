@@ -19,8 +19,9 @@ w10:dual); SPEC: the -D l2_flush the run had (LAYER:POINT[:READ],...).  Every st
 order the forward reaches them (by layer, then by point, then as listed), so the flush kernels are taken in that
 order, step after step.  One row per flush: the step, the layer and point, the GPU's dirty MB, the replay's after
 that kernel of its counted layer (the same in every layer), and the difference; then, when SPEC has READ entries, a
-second table, one row per read: the step, the layer and point, the buffer, the step's rows, the buffer's MB and the MB
-of it the L2 held (the GPU's; the replay keeps no such figure).  The CSV needs dram__bytes_write.sum, and
+second table, one row per read: the step, the layer and point, the buffer, the step's rows, the buffer's MB, the MB of
+it the L2 held (the GPU's), and for x, qkv and att the replay's after the same kernel (l2_kernels.l2_held_x,
+l2_held_qkv, l2_held_att, since session 48; "-" for the other buffers or a file without them) and the difference.  The CSV needs dram__bytes_write.sum, and
 dram__bytes_read.sum too when SPEC reads.  Exits 1 naming the file on a flush count that is not a multiple of SPEC's, a
 SPEC that does not parse, or a simulated run without l2_kernels."""
 import os
@@ -61,6 +62,12 @@ def row_bytes(cfg, read):
                 5: 2 * m["ffn"], 6: m["ffn"]}[read]
 
 
+def held_of(rec):
+    """the replay's held bytes after a kernel record, by buffer name (empty for a file written before session 48)"""
+    names = rec.dtype.names
+    return {b: float(rec["l2_held_" + b]) for b in ("x", "qkv", "att") if "l2_held_" + b in names}
+
+
 def replay_index(kinds, point):
     """the index in KINDS (the replay's layer kernels in order) of the kernel after which POINT flushes"""
     if point <= 2:   # norm, q|k|v, RoPE(-store): the layer's first three
@@ -97,25 +104,28 @@ def main(argv):
     print("|---|---|---|---|---|")
     held = []
     for j in range(n_steps):
-        lay = sorted((int(x["l2_seq"]), int(x["kind"]), float(x["l2_dirty_bytes"])) for x in l2
+        lay = sorted((int(x["l2_seq"]), int(x["kind"]), float(x["l2_dirty_bytes"]), held_of(x)) for x in l2
                      if int(x["step_index"]) == j and int(x["l2_part"]) == 1)
         if not lay:
             die("%s: %s has no layer records of step %d (its steps and the executed run's differ?)" % (argv[1], name, j))
-        kinds = [k for _, k, _ in lay]
+        kinds = [k for _, k, _, _ in lay]
         for i, (layer, point, read) in enumerate(spec):
             f = flushes[j * len(spec) + i]
+            ri = replay_index(kinds, point)
             if read:
                 b = q_tokens.get(j, 0) * row_bytes(cfg, read) // 16 * 16
-                held.append("| %d | %d:%s | %s | %d | %.3f | %.3f |" % (j, layer, POINTS[point], READS[read],
-                            q_tokens.get(j, 0), b / MB, (b - f["dram__bytes_read.sum"]) / MB))
+                gpu = (b - f["dram__bytes_read.sum"]) / MB
+                rep = lay[ri][3].get(READS[read]) if ri is not None and ri < len(lay) else None
+                held.append("| %d | %d:%s | %s | %d | %.3f | %.3f | %s |" % (
+                    j, layer, POINTS[point], READS[read], q_tokens.get(j, 0), b / MB, gpu,
+                    "%.3f | %+.3f" % (rep / MB, rep / MB - gpu) if rep is not None else "- | -"))
                 continue
             gpu = f["dram__bytes_write.sum"] / MB
-            ri = replay_index(kinds, point)
             rep = lay[ri][2] / MB if ri is not None and ri < len(lay) else float("nan")
             print("| %d | %d:%s | %.3f | %.3f | %+.3f |" % (j, layer, POINTS[point], gpu, rep, rep - gpu))
     if held:
-        print("\n| step | layer:point | buffer | rows | buffer MB | GPU: held in L2 MB |")
-        print("|---|---|---|---|---|---|")
+        print("\n| step | layer:point | buffer | rows | buffer MB | GPU: held in L2 MB | replay: held MB | replay - GPU |")
+        print("|---|---|---|---|---|---|---|---|")
         print("\n".join(held))
     return 0
 

@@ -24,6 +24,7 @@ def cells(line):
 
 def summary(path):
     held, size, dirty, rows = collections.defaultdict(dict), {}, collections.defaultdict(dict), {}
+    rep = collections.defaultdict(dict)   # the replay's held MB, where the table gives it
     try:
         lines = open(path).read().splitlines()
     except OSError as e:
@@ -33,9 +34,11 @@ def summary(path):
         if not c[0].isdigit():
             continue
         s = int(c[0])
-        if len(c) == 6:   # a read entry: step, layer:point, buffer, rows, buffer MB, held MB
+        if len(c) in (6, 8):   # a read entry: step, layer:point, buffer, rows, buffer MB, held MB [, replay's, diff]
             key = c[1] + ":" + c[2]
             held[key][s], size[key, s], rows[s] = float(c[5]), float(c[4]), int(c[3])
+            if len(c) == 8 and c[6] != "-":
+                rep[key][s] = float(c[6])
         elif len(c) == 5:   # a flush: step, layer:point, GPU dirty MB, replay dirty MB, difference
             dirty[c[1]][s] = (float(c[2]), float(c[3]))
     steps = sorted(set(rows) | {s for d in dirty.values() for s in d})
@@ -47,12 +50,15 @@ def summary(path):
     name = name[:-3] if name.endswith(".md") else name
     out = ["### %s: step 0 %s rows, steps %s: %s rows" % (name, rows.get(0, "?"), ",".join(map(str, later)),
                                                           "/".join(str(rows.get(s, "?")) for s in later)),
-           "", "| probe | step 0: held / buffer MB | later steps: held / buffer MB (mean) |", "|---|---|---|"]
+           "", "| probe | step 0: held / buffer MB (replay) | later steps: held / buffer MB (mean; replay) |", "|---|---|---|"]
     layer = lambda k: int(k.split(":")[0])
     mean = lambda v: sum(v) / len(v)
     for k in sorted(held, key=layer):
-        out.append("| %s | %.2f / %.2f | %.2f / %.2f |" % (k, held[k].get(0, float("nan")), size.get((k, 0), 0),
-                   mean([held[k][s] for s in later if s in held[k]]), size.get((k, later[0]), 0)))
+        r0 = " (%.2f)" % rep[k][0] if 0 in rep[k] else ""
+        rl = [rep[k][s] for s in later if s in rep[k]]
+        out.append("| %s | %.2f / %.2f%s | %.2f / %.2f%s |" % (k, held[k].get(0, float("nan")), size.get((k, 0), 0), r0,
+                   mean([held[k][s] for s in later if s in held[k]]), size.get((k, later[0]), 0),
+                   "; %.2f" % mean(rl) if rl else ""))
     for k in sorted(dirty, key=layer):
         out.append("| %s dirty (GPU; replay) | %.2f; %.2f | %.2f; %.2f |" % (
             k, dirty[k][0][0], dirty[k][0][1], mean([dirty[k][s][0] for s in later if s in dirty[k]]),

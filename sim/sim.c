@@ -457,7 +457,10 @@ static void emit_l2_records(const dkv_cost_l2_trace *t, uint64_t step_index, dkv
         uint32_t part = i < t->n_start ? 0 : i < t->n_start + t->n_layer ? 1 : 2;
         dkv_kernel_record r = {.step_index = step_index, .kind = t->k[i].kind, .layer = UINT32_MAX, .n_launches = 1,
                                .read_bytes = (uint64_t)llround(t->k[i].rd), .write_bytes = (uint64_t)llround(t->k[i].wr),
-                               .l2_seq = i + 1, .l2_part = part, .l2_dirty_bytes = (uint64_t)llround(t->k[i].dirty)};
+                               .l2_seq = i + 1, .l2_part = part, .l2_dirty_bytes = (uint64_t)llround(t->k[i].dirty),
+                               .l2_held_x = (uint64_t)llround(t->k[i].held_x),
+                               .l2_held_qkv = (uint64_t)llround(t->k[i].held_qkv),
+                               .l2_held_att = (uint64_t)llround(t->k[i].held_att)};
         rec(user, &r);
     }
 }

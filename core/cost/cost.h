@@ -96,6 +96,9 @@ typedef struct dkv_cost_l2_kernel {
     dkv_kernel_class kind;
     double rd, wr;   /* HBM bytes read and written back during the kernel */
     double dirty;    /* dirty bytes the replay's L2 holds after it */
+    double held_x, held_qkv, held_att;   /* bytes the replay's L2 holds after it of the residual stream, of the q|k|v
+                                            buffer (its q, k and v) and of the attention's output (since session 48:
+                                            the L2 flush diagnostic's read entries measure the GPU's) */
 } dkv_cost_l2_kernel;
 typedef struct dkv_cost_l2_trace {
     uint32_t n;         /* kernels recorded (at most DKV_COST_L2_TRACE_MAX) */

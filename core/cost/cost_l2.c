@@ -613,10 +613,15 @@ static void kend(run *r)
     r->cls->rd += r->s.rd, r->cls->wr += r->s.wr;
     dkv_cost_l2_trace *t = r->trace;
     if (t && t->n < DKV_COST_L2_TRACE_MAX) {
-        double dirty = 0;
-        for (int i = 0; i < r->s.n; i++)
-            dirty += r->s.e[i].dirty;
-        t->k[t->n++] = (dkv_cost_l2_kernel){(dkv_kernel_class)r->kind, r->s.rd, r->s.wr, dirty};
+        dkv_cost_l2_kernel k = {(dkv_kernel_class)r->kind, r->s.rd, r->s.wr, 0, 0, 0, 0};
+        for (int i = 0; i < r->s.n; i++) {
+            const ent *e = &r->s.e[i];
+            k.dirty += e->dirty;
+            k.held_x += e->key == B_X ? e->res : 0;
+            k.held_qkv += e->key == B_QKV || e->key == B_Q || e->key == B_K || e->key == B_V ? e->res : 0;
+            k.held_att += e->key == B_ATT ? e->res : 0;
+        }
+        t->k[t->n++] = k;
     }
     else if (t)
         t->dropped++;

@@ -147,6 +147,8 @@ typedef struct dkv_kernel_record {
                                  charges the same kernels: the class totals count them n_layers times), 2 the
                                  step's end (LM head, argmax, unmask) */
     uint64_t l2_dirty_bytes;  /* with l2_seq: the dirty bytes the replay's L2 holds after the kernel */
+    uint64_t l2_held_x, l2_held_qkv, l2_held_att;   /* with l2_seq: what it holds then of the residual stream, the
+                                                       q|k|v buffer and the attention's output (bytes) */
 } dkv_kernel_record;
 
 typedef void (*dkv_kernel_fn)(void *user, const dkv_kernel_record *rec);

@@ -184,6 +184,9 @@ static const dkv_h5_field l2_fields[] = {   /* record.l2_kernels: the L2 replay'
     F(dkv_kernel_record, read_bytes, DKV_H5_U64, "bytes", "HBM read"),
     F(dkv_kernel_record, write_bytes, DKV_H5_U64, "bytes", "HBM written"),
     F(dkv_kernel_record, l2_dirty_bytes, DKV_H5_U64, "bytes", "dirty in the replay's L2 after the kernel"),
+    F(dkv_kernel_record, l2_held_x, DKV_H5_U64, "bytes", "of the residual stream in the replay's L2 after the kernel"),
+    F(dkv_kernel_record, l2_held_qkv, DKV_H5_U64, "bytes", "of the q|k|v buffer in the replay's L2 after the kernel"),
+    F(dkv_kernel_record, l2_held_att, DKV_H5_U64, "bytes", "of the attention's output in the replay's L2 after it"),
 };
 #undef F
 #define NF(a) (sizeof(a) / sizeof((a)[0]))

@@ -93,6 +93,18 @@ for i = 1, #l2.kind do
   most = math.max(most, l2.l2_dirty_bytes[i])
 end
 assert(most > 1e6, "the replay holds dirty lines: " .. most)
+-- (since session 48) what it holds of the residual stream, q|k|v and the attention's output: within the L2, and
+-- after a layer's q|k|v GEMM some of q|k|v, after its attention some of the attention's output
+local seen = {}
+for i = 1, #l2.kind do
+  for _, f in ipairs({"l2_held_x", "l2_held_qkv", "l2_held_att"}) do
+    assert(l2[f][i] >= 0 and l2[f][i] <= 60 * 2 ^ 20, f .. " " .. l2[f][i])
+  end
+  local cls = kk.class_names[l2.kind[i]]
+  if l2.l2_part[i] == 1 and cls == "qkv" and l2.l2_held_qkv[i] > 0 then seen.qkv = true end
+  if l2.l2_part[i] == 1 and cls == "attn" and l2.l2_held_att[i] > 0 then seen.att = true end
+end
+assert(seen.qkv and seen.att, "the replay holds q|k|v after its GEMM and the attention's output after it")
 local checked = 0
 for i = 1, #kk.kind do
   local cls = kk.class_names[kk.kind[i]]
