@@ -43,6 +43,8 @@ local HELP = {
     .. "qkv, att, gu, ff (nil: none; for Nsight Compute runs)",
   clock_probe = "the real half's clock probe (dkv.execute's clock_probe): true (each step's SM clock from every SM's "
     .. "cycle counter against the global timer, two small launches a step, in the steps' sm_probe_mhz) or false (0)",
+  l2_mib = "the simulated half's L2 in MiB over its GPU preset's (a number > 0; nil: the preset's): e.g. 50 to count "
+    .. "the HBM bytes of a run recorded on an H100 with the h200 preset's replay (docs/COST_MODEL.md, session 48)",
 }
 function M.param(k, d, help)
   return dkv.param(k, d, help or HELP[k] or error("hw.param: '" .. tostring(k) .. "' needs a help text", 2))
@@ -98,6 +100,18 @@ function M.kernel_scale()
   return v
 end
 M.kernel_scale()
+-- The simulated half's L2 size (-D l2_mib=x, x > 0; since session 48), checked when required.
+M.param("l2_mib", nil)
+function M.l2_mib()
+  local s = M.param("l2_mib", nil)
+  if s == nil then return nil end
+  local v = tonumber(s)
+  if not v or v <= 0 or v ~= v or v == math.huge then
+    error("hw: -D l2_mib must be a number of MiB > 0, got '" .. tostring(s) .. "'", 0)
+  end
+  return v
+end
+M.l2_mib()
 
 -- "sim", "both" (sim + real) or "real" (-D half=real, with a device).  Probes once: dkv.execute raises "no CUDA device (...)" before
 -- it parses its argument when there is no usable GPU; with one, the empty table fails on a
@@ -214,6 +228,12 @@ end
 
 local function sim_cold_as_real(cfg)
   local c = with_own(cfg, "sim")
+  if M.l2_mib() then   -- the preset, its L2 replaced (dkv.preset.gpu's base form)
+    local g = type(c.gpu) == "table" and c.gpu or {base = c.gpu}
+    c.gpu = {}
+    for k, v in pairs(g) do c.gpu[k] = v end
+    c.gpu.l2_bytes = M.l2_mib() * 2 ^ 20
+  end
   if c.sim.first_use == nil then c.sim.first_use = "process" end
   if c.sim.warm_gemms == nil then c.sim.warm_gemms = M.warm_gemms() end   -- as the real half's backend
   if c.sim.warm_compressor == nil and c.sim.warm_gemms then c.sim.warm_compressor = M.warm_compressor() end

@@ -13,6 +13,18 @@ cd "$ROOT"
 tar xzf datasets/hw/2026-12-02/call56/ncu_dream.tgz -C "$T"
 DKV="$DKV" bash scripts/ncu_model_bytes.sh "$T/ncu_dream" dream-7b "$T/o" > "$T/out.txt" || fail "ncu_model_bytes.sh"
 M=$T/o/ncu_bytes.md
+# SIM_ARGS (since session 48) reach the simulated points: with -D l2_mib=50 every simulated run's L2 is 50 MiB, and
+# a bad value fails the script naming it
+SIM_ARGS="-D l2_mib=50" DKV="$DKV" bash scripts/ncu_model_bytes.sh "$T/ncu_dream" dream-7b "$T/o50" > /dev/null ||
+    fail "ncu_model_bytes.sh with SIM_ARGS"
+for f in "$T"/o50/s/*.h5; do
+    /usr/bin/python3 -c "import h5py, sys; r = h5py.File(sys.argv[1])['runs']; v = [r[k]['config'].attrs['gpu.l2_bytes'] for k in r]; sys.exit(0 if v and all(x == 50 * 2**20 for x in v) else 1)" "$f" ||
+        fail "$f: the simulated L2 is not 50 MiB"
+done
+if SIM_ARGS="-D l2_mib=0" DKV="$DKV" bash scripts/ncu_model_bytes.sh "$T/ncu_dream" dream-7b "$T/o0" > "$T/e0" 2>&1; then
+    fail "SIM_ARGS=-D l2_mib=0 accepted"
+fi
+grep -q "hw: -D l2_mib must be a number of MiB > 0, got '0'" "$T"/o0/s/*.log || fail "l2_mib=0: $(cat "$T"/o0/s/*.log | head -3)"
 head -n 1 "$M" | grep -q "^Criterion (issue 9)" || fail "no criterion first"
 for p in w1:dual w2:sparse w3:dual; do
     grep -q "^val:$p: reads within 5 % in [0-7] of 7 classes, writes in [0-7] of 7$" "$M" || fail "no verdict for $p"
