@@ -89,29 +89,23 @@ function M.l2_flush()
   return t
 end
 M.l2_flush()
--- The simulated half's machine calibration (-D kernel_scale=x, x > 0), checked when required.
-M.param("kernel_scale", "1")
-function M.kernel_scale()
-  local s = tostring(M.param("kernel_scale", "1"))
-  local v = tonumber(s)
-  if not v or v <= 0 or v ~= v or v == math.huge then
-    error("hw: -D kernel_scale must be a number > 0, got '" .. s .. "'", 0)
+-- A number > 0 of the simulated half (-D name=x; d nil: none given is nil), checked when the library is required.
+local function positive_param(k, d, what)
+  M.param(k, d)
+  local function get()
+    local s = M.param(k, d)
+    if s == nil then return nil end
+    local v = tonumber(s)
+    if not v or v <= 0 or v ~= v or v == math.huge then
+      error("hw: -D " .. k .. " must be " .. what .. ", got '" .. tostring(s) .. "'", 0)
+    end
+    return v
   end
-  return v
+  get()
+  return get
 end
-M.kernel_scale()
--- The simulated half's L2 size (-D l2_mib=x, x > 0; since session 48), checked when required.
-M.param("l2_mib", nil)
-function M.l2_mib()
-  local s = M.param("l2_mib", nil)
-  if s == nil then return nil end
-  local v = tonumber(s)
-  if not v or v <= 0 or v ~= v or v == math.huge then
-    error("hw: -D l2_mib must be a number of MiB > 0, got '" .. tostring(s) .. "'", 0)
-  end
-  return v
-end
-M.l2_mib()
+M.kernel_scale = positive_param("kernel_scale", "1", "a number > 0")   -- the machine calibration
+M.l2_mib = positive_param("l2_mib", nil, "a number of MiB > 0")          -- the L2 size (since session 48)
 
 -- "sim", "both" (sim + real) or "real" (-D half=real, with a device).  Probes once: dkv.execute raises "no CUDA device (...)" before
 -- it parses its argument when there is no usable GPU; with one, the empty table fails on a
