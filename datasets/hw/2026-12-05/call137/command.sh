@@ -16,6 +16,7 @@
 #            timeout_s=600)
 # post:  GPU_BASE=h100 DKV=$PWD/build/release/dkv RES=/tmp/s137 bash scripts/hw_session.sh post <files_at copy>
 set -u
+. scripts/device_env.sh || exit 2    # unpacks .hwbin/*.xz (hw_session.sh device does not); tests.txt: the GPU
 nvidia-smi --query-gpu=name,serial,memory.total --format=csv,noheader
 STEPS="check bwcurve profile heldout novel" DEADLINE=575 PROFILE_LIMIT=410 HELDOUT_LIMIT=110 NOVEL_LIMIT=60 \
     HELDOUT_ARGS="-D gpu=h100" NOVEL_ARGS="-D gpu=h100" bash scripts/hw_session.sh device
