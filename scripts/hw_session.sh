@@ -16,6 +16,9 @@
 #                                          # $RES/summary.md (RES default results/hw-<date>)
 #                                          # PROFILE=FILE.lua: re-simulate the held-out and validation
 #                                          # points under that profile instead of a folder's profile.lua
+#                                          # GPU_BASE=NAME (default h200): the GPU preset the runs were
+#                                          # measured on (re-simulation, the profile's preset's base;
+#                                          # docs/COMPARE.md section 6, "A second GPU")
 #   bash scripts/hw_session.sh standin DIR # here: DIR gets what `device` returns, made by
 #                                          # dkv.simulate on the a100-80g preset (STAND-IN, to test
 #                                          # `post`: tests/e2e/test_hw_scripts.sh; fake ncu CSVs)
@@ -456,6 +459,12 @@ post() {
         prof=$(here "$PROFILE")
         [ -f "$prof" ] || { echo "hw_session post: PROFILE=$PROFILE: no such file" >&2; exit 2; }
     fi
+    # the GPU the run set was measured on: its preset re-simulates the points, the base of the profile's preset
+    GPU_BASE=${GPU_BASE:-h200}
+    case $GPU_BASE in *[!a-z0-9_-]*|"") echo "hw_session post: GPU_BASE='$GPU_BASE' is not a preset name" >&2; exit 2 ;; esac
+    [ -f "datasets/presets/gpu/$GPU_BASE.lua" ] ||
+        { echo "hw_session post: GPU_BASE=$GPU_BASE: no datasets/presets/gpu/$GPU_BASE.lua" >&2; exit 2; }
+    export GPU_BASE
     if [ -n "${MULTI_HOST_PROFILE:-}" ]; then
         MULTI_HOST_PROFILE=$(here "$MULTI_HOST_PROFILE")
         [ -f "$MULTI_HOST_PROFILE" ] || { echo "hw_session post: MULTI_HOST_PROFILE=$MULTI_HOST_PROFILE: no such file" >&2; exit 2; }
@@ -516,9 +525,9 @@ PYEOF
         x=$(basename "$f" .h5)
         script=experiments/$x.lua
         local sargs=()
-        [ "$x" = val ] && script=experiments/hw_validate.lua
-        [ "$x" = heldout ] && script=experiments/hw_validate.lua && sargs=(-D set=heldout)
-        [ "$x" = novel ] && script=experiments/hw_validate.lua && sargs=(-D set=novel)
+        [ "$x" = val ] && script=experiments/hw_validate.lua && sargs=(-D gpu="$GPU_BASE")
+        [ "$x" = heldout ] && script=experiments/hw_validate.lua && sargs=(-D set=heldout -D gpu="$GPU_BASE")
+        [ "$x" = novel ] && script=experiments/hw_validate.lua && sargs=(-D set=novel -D gpu="$GPU_BASE")
         [ -f "$script" ] || continue
         local wa
         wa=$(warm_all "$f") || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
@@ -617,7 +626,8 @@ PYEOF
             [ $band = step ] && what="every kernel within 5 %: the step target"
             local out="$R/conditioning_$band.md"
             [ $set = novel ] && out="$R/conditioning_novel_$band.md"
-            if $PY scripts/conditioning.py --dkv "$DKV" --set $set --band $band --measured "$R" "${wc[@]}" > "$out" 2>> "$log"; then
+            if $PY scripts/conditioning.py --dkv "$DKV" --set $set --band $band --measured "$R" -D gpu="$GPU_BASE" "${wc[@]}" \
+                    > "$out" 2>> "$log"; then
                 { printf '\n## How conditioned the %s run-level figures are, %s (issue 9; scripts/conditioning.py --set %s --band %s, the shipped preset)\n\n' "$who" "$what" $set $band
                   cat "$out"; } >> "$R/summary.md"
             else
@@ -765,13 +775,14 @@ import_profile() {   # RES pairs.txt preset-dir post.log
     pname=$(sed -n 's/^  name = "\(.*\)",$/\1/p' "$R/profile.lua" | head -n 1)
     mkdir -p "$R/root/datasets/profiles" && cp -r datasets/workloads "$R/root/datasets/"
     cp "$R/profile.lua" "$R/root/datasets/profiles/${pname:-unnamed}.lua"
-    printf 'return {base = "h200", name = "h200-measured", profile = "%s"}\n' "$pname" > "$pdir/h200-measured.lua"
+    printf 'return {base = "%s", name = "%s-measured", profile = "%s"}\n' "$GPU_BASE" "$GPU_BASE" "$pname" \
+        > "$pdir/$GPU_BASE-measured.lua"
     echo "profile: ${pname:-NO NAME} ($(grep -c -E '^ +\{[0-9]' "$R/profile.lua") rows, $(grep -m1 -o 'complete = [a-z]*' "$R/profile.lua"))" \
         | tee -a "$log"
     if [ -f "$R/h5/heldout.h5" ]; then
         local wh=()
         mapfile -t wh < <(warm_all "$R/h5/heldout.h5")
-        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu=h200-measured "${wh[@]}" \
+        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu="$GPU_BASE-measured" "${wh[@]}" \
                 -o "$R/h5prof/heldout.h5" > "$R/heldout_prof.log" 2>&1; then
             compare_file "$list" heldout.h5 "$R/h5prof/heldout.h5" "$R/cmp/prof_" "the profile's re-simulation" >> "$log"
         else
@@ -779,10 +790,21 @@ import_profile() {   # RES pairs.txt preset-dir post.log
                 | tee -a "$log"
         fi
     fi
+    if [ -f "$R/h5/novel.h5" ]; then   # the nv:* points under the profile too (cmp/profnv_*.h5; since session 49)
+        local wn=()
+        mapfile -t wn < <(warm_all "$R/h5/novel.h5")
+        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=novel -D backend=sim -D gpu="$GPU_BASE-measured" "${wn[@]}" \
+                -o "$R/h5prof/novel.h5" > "$R/novel_prof.log" 2>&1; then
+            compare_file "$list" novel.h5 "$R/h5prof/novel.h5" "$R/cmp/profnv_" "the profile's re-simulation" >> "$log"
+        else
+            echo "nv:* points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/novel_prof.log" | cut -c1-200))" \
+                | tee -a "$log"
+        fi
+    fi
     if [ -f "$R/h5/val.h5" ]; then   # the in-sample validation points under the profile too (cmp/profval_*.h5)
         local wv=()
         mapfile -t wv < <(warm_all "$R/h5/val.h5")
-        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu=h200-measured "${wv[@]}" \
+        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu="$GPU_BASE-measured" "${wv[@]}" \
                 -o "$R/h5prof/val.h5" > "$R/val_prof.log" 2>&1; then
             compare_file "$list" val.h5 "$R/h5prof/val.h5" "$R/cmp/profval_" "the profile's re-simulation" >> "$log"
         else
@@ -844,6 +866,7 @@ heldout_summary() {   # issue 9's targets on every held-out point (ho:*, and nv:
     $PY - "$1" <<'PYEOF'
 import sys, glob, os, h5py
 R = sys.argv[1]
+G = os.environ.get("GPU_BASE", "h200")
 T = {"step": 0.05, "p50": 0.08, "p99": 0.08, "tok": 0.05, "mem": 0.02}
 def summ(fn, run):
     try:
@@ -864,7 +887,7 @@ rows = []
 for fn in sorted(glob.glob(R + "/cmp/*.h5")):
     tag = os.path.basename(fn)
     src = ("profile" if tag.startswith("prof") else "calibrated" if tag.startswith("cal_") else
-           "machine-calibrated h200" if tag.startswith("mach_") else "shipped h200")
+           "machine-calibrated " + G if tag.startswith("mach_") else "shipped " + G)
     f = h5py.File(fn, "r")
     for rn in f["runs"]:
         r = f["runs"][rn]
@@ -873,7 +896,7 @@ for fn in sorted(glob.glob(R + "/cmp/*.h5")):
         if not real.startswith(("ho:", "nv:")) and not (real.startswith("val:") and src != "calibrated"):
             continue
         hf = {"ho:": "/heldout.h5", "nv:": "/novel.h5"}.get(real[:3], "/val.h5")
-        simfile = R + {"profile": "/h5prof", "machine-calibrated h200": "/h5mach"}.get(src, "/sim") + hf
+        simfile = R + {"profile": "/h5prof", "machine-calibrated " + G: "/h5mach"}.get(src, "/sim") + hf
         q = {x["quantity"].decode(): x for x in r["compare_quantities"][()]}
         def g(name, stat):
             x = q.get(name)
@@ -890,16 +913,16 @@ if rows:
     stand = os.path.exists(R + "/status.txt") and "STAND-IN" in open(R + "/status.txt").read()
     print("## Held-out validation (issue 9), and the in-sample validation points (val:*)%s\n" % (" -- STAND-IN DATA, NOT HARDWARE" if stand else ""))
     print("Every held-out point (experiments/hw_heldout_points.lua; nv:*, its points at other block lengths and "
-          "steps per block, since session 34), under each simulated half: the shipped h200 "
+          "steps per block, since session 34), under each simulated half: the shipped {G} "
           "preset re-simulated by this dkv, the same with this machine's kernel scale from its in-sample points "
-          "(machine-calibrated h200: docs/COST_MODEL.md \"Machine calibration\", machine_cal.txt), and the preset "
-          "naming the measured profile (h200-measured) where the simulator reads profiles.  Targets (issue 9): step latency mean |error| <= 5 %, request latency p50 and "
+          "(machine-calibrated {G}: docs/COST_MODEL.md \"Machine calibration\", machine_cal.txt), and the preset "
+          "naming the measured profile ({G}-measured) where the simulator reads profiles.  Targets (issue 9): step latency mean |error| <= 5 %, request latency p50 and "
           "p99 <= 8 %, tokens/s <= 5 %, peak device memory <= 2 % against cudaMemGetInfo (measured: total - least "
           "free over the run; simulated: peak_device_bytes = the profile's fixed terms + weights + the whole KV arena + "
           "the backend's counted buffers (core/model/devmem.h), marked partial where the profile has no memory "
           "section; where the simulator has none (acct+arena) its "
           "peak_allocated - peak_kv_bytes + the whole KV arena, which leaves out the CUDA context, cuBLAS workspace "
-          "and backend scratch).  Error = (sim - real) / real.  '-': not measured.\n")
+          "and backend scratch).  Error = (sim - real) / real.  '-': not measured.\n".replace("{G}", G))
     print("| point | simulated with | steps paired | step mean abs | | p50 | | p99 | | tokens/s | | peak device mem | |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     def c(v, lim, signed=True):
@@ -971,7 +994,7 @@ for cal in (False, True):
     if not sel:
         continue
     print("## %s\n" % ("Validation points under the calibrated preset (h200-hw)" if cal else
-                       "Every pair under the shipped preset (h200)"))
+                       "Every pair under the shipped preset (%s)" % os.environ.get("GPU_BASE", "h200")))
     print("| run | steps | cfg | " + " | ".join("%s %s" % (c, {"mean_abs_err": "mean abs", "bias": "bias",
                                                                "total_err": "total"}[s]) for c, s in cols)
           + " | ncu classes over 5 % | tolerances exceeded |")

@@ -262,8 +262,22 @@ def cfg(path):
 assert cfg(sys.argv[1]) == (0, 1), cfg(sys.argv[1])   # recorded before: the compressor's first call charged
 assert cfg(sys.argv[2]) == (1, 1), cfg(sys.argv[2])   # recorded now: warmed at begin
 PYEOF
-# 66 pairs (24 of them issue 11's multi-instance points, 5 the nv: points at other blocks and steps) + 9 calibrated + the 11 held-out and the 9 validation points re-simulated under the stand-in profile (the simulator reads profiles) + the 11 held-out under the machine calibration (the nv: points are neither)
-[ "$(grep -c "== compare " "$T/res/post.log")" = 106 ] || fail "66 pairs (24 multi-instance, 5 nv:) + 9 calibrated + 11 + 9 profiled + 11 machine-calibrated: $(grep -c "== compare " "$T/res/post.log")"
+# GPU_BASE (since session 49): the run set's GPU preset re-simulates the points; a name without a preset is refused
+# before anything is created
+DKV="$DKV" GPU_BASE=h100 RES="$T/nvres100" bash scripts/hw_session.sh post "$T/nvdev" > "$T/nvpost100.txt" 2>&1 \
+    || { tail -n 20 "$T/nvpost100.txt"; fail "post of nv:* with GPU_BASE=h100"; }
+[ "$(grep -c '^| nv:[^|]* | shipped h100 |' "$T/nvres100/summary.md")" = 5 ] || fail "GPU_BASE=h100: the shipped h100 rows"
+$PY - "$T/nvres100/sim/novel.h5" <<'PYEOF' || fail "GPU_BASE=h100: the re-simulation's preset"
+import sys, h5py
+g = h5py.File(sys.argv[1], "r")["runs/nv:az:dual,blk=64:sim/config"].attrs["gpu.name"]
+assert (g.decode() if isinstance(g, bytes) else g) == "h100", g
+PYEOF
+for g in nosuch "h1 00"; do
+    r=0; DKV="$DKV" GPU_BASE="$g" RES="$T/nvresbad" bash scripts/hw_session.sh post "$T/nvdev" > "$T/nvbad.txt" 2>&1 || r=$?
+    [ $r = 2 ] && grep -q "GPU_BASE" "$T/nvbad.txt" && [ ! -e "$T/nvresbad" ] || fail "GPU_BASE='$g': exit $r, $(cat "$T/nvbad.txt")"
+done
+# 66 pairs (24 of them issue 11's multi-instance points, 5 the nv: points at other blocks and steps) + 9 calibrated + the 11 held-out, the 9 validation and (since session 49) the 5 nv: points re-simulated under the stand-in profile (the simulator reads profiles) + the 11 held-out under the machine calibration (the nv: points are not)
+[ "$(grep -c "== compare " "$T/res/post.log")" = 111 ] || fail "66 pairs (24 multi-instance, 5 nv:) + 9 calibrated + 11 + 9 + 5 profiled + 11 machine-calibrated: $(grep -c "== compare " "$T/res/post.log")"
 # issue 9: the machine calibration (docs/COST_MODEL.md "Machine calibration"): the scale from the nine
 # in-sample points only, the held-out points re-simulated with it (each sim run records it), 11 rows
 grep -q "^mean bias over 9 in-sample points: .*; kernel_scale = 1 / (1 + b) = [0-9.]*$" "$T/res/machine_cal.txt" \
