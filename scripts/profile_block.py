@@ -1,0 +1,56 @@
+#!/usr/bin/python3
+"""profile_block.py - a profile with a top-level block copied verbatim from another profile (docs/PROFILE_FORMAT.md):
+a block measured or fitted on one GPU carried to another GPU's profile, e.g. the H200's `clock` block onto the H100's
+(device call 139's criterion, docs/COST_MODEL.md "A second GPU's clock").
+
+    /usr/bin/python3 scripts/profile_block.py SRC.lua KEY --profile BASE.lua --name NAME -o OUT.lua
+
+OUT is BASE with its top-level name set to NAME and SRC's `KEY = {...},` block (from its line `  KEY = {` to the
+first line `  },` or `  KEY = {...},` on one line) added before BASE's closing brace, under a provenance line naming
+both and this command (scripts/profile_graft.py; written through OUT.tmp and renamed).  No row added or replaced.
+Exits 1 naming the file: SRC or BASE unreadable, SRC without a KEY block, BASE that has one already, BASE without a
+top-level name line; 2 on a usage error (argparse).  KEY: a Lua name (letters, digits, _)."""
+import argparse
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import profile_graft  # noqa: E402
+
+
+def die(msg):
+    sys.exit("profile_block: " + msg)
+
+
+def block_of(src, key):
+    try:
+        text = open(src).read()
+    except OSError as e:
+        die("%s: %s" % (src, e.strerror))
+    one = re.search(r"(?m)^  %s = \{.*\},\n" % re.escape(key), text)
+    if one and one.group(0).count("{") == one.group(0).count("}"):
+        return one.group(0)
+    m = re.search(r"(?ms)^  %s = \{\n.*?^  \},\n" % re.escape(key), text)
+    if not m:
+        die("%s: no top-level %s block (a line '  %s = {' closed by '  },')" % (src, key, key))
+    return m.group(0)
+
+
+def main():
+    p = argparse.ArgumentParser(description="copy a top-level block of one dkv profile onto another")
+    p.add_argument("src", metavar="SRC.lua")
+    p.add_argument("key", metavar="KEY")
+    p.add_argument("--profile", required=True, metavar="BASE.lua")
+    p.add_argument("--name", required=True)
+    p.add_argument("-o", dest="out", required=True, metavar="OUT.lua")
+    a = p.parse_args()
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", a.key):
+        p.error("KEY '%s' is not a Lua name" % a.key)
+    block = "  -- `%s` copied verbatim from %s (scripts/profile_block.py)\n" % (a.key, a.src) + block_of(a.src, a.key)
+    profile_graft.graft(die, a.key, block, a.src, "profile_block.py", a.profile, a.name, a.out)
+    print("profile_block: %s = %s + the %s block of %s" % (a.out, a.profile, a.key, a.src))
+
+
+if __name__ == "__main__":
+    main()
