@@ -6,7 +6,7 @@ return {
   base = "h100",
   name = "h100-roofline",
   profile = "",
-  expected_error = "roofline only, measured on two H100 machines (device calls 137 and 138, docs/BENCHMARKS.md "
+  expected_error = "roofline only, measured on three H100 machines (device calls 137-139, docs/CLAIMS.md "
         .. "\"A second GPU\"): too fast on every held-out point, step latency 12-36 %, request p50 -20 to -57 %, "
         .. "tokens/s +4 to +45 %",
 }
