@@ -6,9 +6,10 @@
 -- Unlike h200's, this profile has no GEMM staircase, split-K counts or HBM-replay GEMM constants
 -- (docs/COMPARE.md section 6, "A second GPU"; docs/COST_MODEL.md "A second GPU's clock").
 return {
-  expected_error = "measured on three H100 machines (device calls 137-139, docs/CLAIMS.md \"A second GPU\"): on call "
+  expected_error = "measured on four H100 machines (device calls 137-140, docs/CLAIMS.md \"A second GPU\"): on call "
         .. "139's fresh run set every held-out target 11 of 11 (step latency mean |error| 0.7-3.4 %), nv:* step and "
-        .. "memory 4 of 5; on calls 137-138 (seen before the clock block was chosen) step 10 of 11 each (0.9-5.7 %), "
+        .. "memory 4 of 5; on call 140 (after the choice) step 9 and tokens/s 10 of 11 (az:none 5.8 % and +5.3 %), "
+        .. "the rest 11 of 11; on calls 137-138 (seen before the clock block was chosen) step 10 of 11 each (0.9-5.7 %), "
         .. "p50, p99, tokens/s and memory 11 of 11; without the profile (h100-roofline) step latency 12-36 %",
   name = "h100",
   source = "kernel times from the measured profile h100-80gb-hbm3-20261205c (h100-80gb-hbm3-20261205: dkv profile, "
