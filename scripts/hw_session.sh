@@ -39,9 +39,10 @@
 # VALIDATE_ARGS / HELDOUT_ARGS add hw_validate.lua options (e.g. "-D point=w1:dual": one
 # point); DEADLINE
 # (default 540 s) bounds the whole call: a step that would not fit is skipped and says so, and the
-# results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 6 files (the tool
+# results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 7 files (the tool
 # returns at most 8): table.txt, hw_h5.tgz (the result files), ncu.tgz (CSVs and profiled runs),
-# logs.tgz, bwcurve.txt, profile.lua.  NCU_CACHE (all) is ncu's --cache-control: "all" flushes the caches before
+# logs.tgz, bwcurve.txt, profile.lua, tests.txt (scripts/device_env.sh, sourced first: it also unpacks
+# .hwbin's .xz files, so an xz'd .hwbin can be carried as it is).  NCU_CACHE (all) is ncu's --cache-control: "all" flushes the caches before
 # every kernel (reads are cold-cache reads; writes left in L2 are not seen), "none" keeps them warm
 # (writes are seen as they are evicted).  NCU_LIMIT (90 s) bounds one profiled point; NCU_POINTS (default: all 9)
 # picks the profiled points, e.g. for a second call `STEPS=ncu NCU_POINTS="w3:dual w3:sparse"`.
@@ -184,7 +185,9 @@ device() {
     DEADLINE=${DEADLINE:-540}
     rm -rf "$W"; mkdir -p "$W/h5" "$W/ncu" "$W/logs" "$OUT"; : > "$W/status.txt"
     trap pack EXIT
-    export LD_LIBRARY_PATH="$ROOT/$HB/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}"
+    # .hwbin's xz files unpacked (the 64 MiB carry needs them packed), LD_LIBRARY_PATH, $OUT/tests.txt with the GPU's
+    # name and serial (since session 49: call 137's first try found .hwbin/dkv still packed and ran nothing)
+    . "$ROOT/scripts/device_env.sh" > /dev/null || exit 2
     DKV="$ROOT/$HB/dkv"
     [ -x "$DKV" ] || { echo "hw_session device: $DKV missing: run 'bash scripts/hw_session.sh build' here and carry .hwbin"; exit 1; }
     local steps=${STEPS:-check bwcurve validate experiments ncu} s

@@ -82,4 +82,17 @@ sed -n 1p "$T/dout/tests.txt" | grep -qx "NVIDIA H200, 123, 580.159.04, 1980 MHz
     fail "device_env.sh's tests.txt: $(cat "$T/dout/tests.txt")"
 if (cd "$R" && OUT="$T/nowhere" bash -c '. "$1/scripts/device_env.sh"' _ "$ROOT") 2> "$T/e"; then fail "device_env.sh: no OUT accepted"; fi
 grep -q "is not a folder" "$T/e" || fail "device_env.sh's OUT message: $(cat "$T/e")"
+
+# scripts/hw_session.sh device sources device_env.sh (since session 49): an xz'd .hwbin/dkv runs as carried, and
+# $OUT gets tests.txt beside table.txt
+R2=$T/repo2; mkdir -p "$R2/scripts" "$R2/.hwbin/lib"
+cp "$ROOT/scripts/hw_session.sh" "$ROOT/scripts/device_env.sh" "$R2/scripts/"
+printf '#!/bin/sh
+echo stand-in dkv
+' > "$R2/.hwbin/dkv" && xz "$R2/.hwbin/dkv"
+(cd "$R2" && PATH="$T/bin:$PATH" OUT="$T/hout" STEPS=check DEADLINE=30 bash scripts/hw_session.sh device) > "$T/hdev.txt" 2>&1 ||
+    fail "hw_session.sh device with an xz'd .hwbin: $(tail -n 5 "$T/hdev.txt")"
+[ -x "$R2/.hwbin/dkv" ] && [ ! -e "$R2/.hwbin/dkv.xz" ] || fail "hw_session.sh device left .hwbin/dkv packed: $(ls "$R2/.hwbin")"
+grep -q "^check  *exit 0" "$T/hout/table.txt" && sed -n 1p "$T/hout/tests.txt" | grep -q "^NVIDIA H200, 123," ||
+    fail "hw_session.sh device's table.txt or tests.txt: $(cat "$T/hout/table.txt" "$T/hout/tests.txt")"
 echo ok
