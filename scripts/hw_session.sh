@@ -782,39 +782,25 @@ import_profile() {   # RES pairs.txt preset-dir post.log
         > "$pdir/$GPU_BASE-measured.lua"
     echo "profile: ${pname:-NO NAME} ($(grep -c -E '^ +\{[0-9]' "$R/profile.lua") rows, $(grep -m1 -o 'complete = [a-z]*' "$R/profile.lua"))" \
         | tee -a "$log"
-    if [ -f "$R/h5/heldout.h5" ]; then
-        local wh=()
-        mapfile -t wh < <(warm_all "$R/h5/heldout.h5")
-        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=heldout -D backend=sim -D gpu="$GPU_BASE-measured" "${wh[@]}" \
-                -o "$R/h5prof/heldout.h5" > "$R/heldout_prof.log" 2>&1; then
-            compare_file "$list" heldout.h5 "$R/h5prof/heldout.h5" "$R/cmp/prof_" "the profile's re-simulation" >> "$log"
+    # the held-out, the nv:* (since session 49) and the in-sample validation points, each set the run set has, re-simulated
+    # under the profile and compared (cmp/prof_, profnv_, profval_*.h5)
+    local set prefix what sargs w
+    for set in heldout novel val; do
+        [ -f "$R/h5/$set.h5" ] || continue
+        case $set in
+        heldout) prefix=prof_ what="held-out points" sargs=(-D set=heldout) ;;
+        novel) prefix=profnv_ what="nv:* points" sargs=(-D set=novel) ;;
+        val) prefix=profval_ what="validation points" sargs=() ;;
+        esac
+        mapfile -t w < <(warm_all "$R/h5/$set.h5")
+        if "$DKV" run --root "$R/root" experiments/hw_validate.lua "${sargs[@]}" -D backend=sim -D gpu="$GPU_BASE-measured" \
+                "${w[@]}" -o "$R/h5prof/$set.h5" > "$R/${set}_prof.log" 2>&1; then
+            compare_file "$list" "$set.h5" "$R/h5prof/$set.h5" "$R/cmp/$prefix" "the profile's re-simulation" >> "$log"
         else
-            echo "held-out points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/heldout_prof.log" | cut -c1-200))" \
+            echo "$what under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/${set}_prof.log" | cut -c1-200))" \
                 | tee -a "$log"
         fi
-    fi
-    if [ -f "$R/h5/novel.h5" ]; then   # the nv:* points under the profile too (cmp/profnv_*.h5; since session 49)
-        local wn=()
-        mapfile -t wn < <(warm_all "$R/h5/novel.h5")
-        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D set=novel -D backend=sim -D gpu="$GPU_BASE-measured" "${wn[@]}" \
-                -o "$R/h5prof/novel.h5" > "$R/novel_prof.log" 2>&1; then
-            compare_file "$list" novel.h5 "$R/h5prof/novel.h5" "$R/cmp/profnv_" "the profile's re-simulation" >> "$log"
-        else
-            echo "nv:* points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/novel_prof.log" | cut -c1-200))" \
-                | tee -a "$log"
-        fi
-    fi
-    if [ -f "$R/h5/val.h5" ]; then   # the in-sample validation points under the profile too (cmp/profval_*.h5)
-        local wv=()
-        mapfile -t wv < <(warm_all "$R/h5/val.h5")
-        if "$DKV" run --root "$R/root" experiments/hw_validate.lua -D backend=sim -D gpu="$GPU_BASE-measured" "${wv[@]}" \
-                -o "$R/h5prof/val.h5" > "$R/val_prof.log" 2>&1; then
-            compare_file "$list" val.h5 "$R/h5prof/val.h5" "$R/cmp/profval_" "the profile's re-simulation" >> "$log"
-        else
-            echo "validation points under the profile: not simulated ($(grep -m1 -v -E "^hw:|^stack|^\s" "$R/val_prof.log" | cut -c1-200))" \
-                | tee -a "$log"
-        fi
-    fi
+    done
 }
 
 machine_cal() {   # RES pairs.txt post.log: h5mach/heldout.h5, cmp/mach_NNN.h5, machine_cal.txt
