@@ -1,15 +1,16 @@
 #!/usr/bin/python3
-"""profile_block.py - a profile with a top-level block copied verbatim from another profile (docs/PROFILE_FORMAT.md):
-a block measured or fitted on one GPU carried to another GPU's profile, e.g. the H200's `clock` block onto the H100's
+"""profile_block.py - a profile with top-level blocks copied verbatim from another profile (docs/PROFILE_FORMAT.md):
+blocks measured or fitted on one GPU carried to another GPU's profile, e.g. the H200's `clock` block onto the H100's
 (device call 139's criterion, docs/COST_MODEL.md "A second GPU's clock").
 
-    /usr/bin/python3 scripts/profile_block.py SRC.lua KEY --profile BASE.lua --name NAME -o OUT.lua
+    /usr/bin/python3 scripts/profile_block.py SRC.lua KEY [KEY...] --profile BASE.lua --name NAME -o OUT.lua
 
-OUT is BASE with its top-level name set to NAME and SRC's `KEY = {...},` block (from its line `  KEY = {` to the
-first line `  },` or `  KEY = {...},` on one line) added before BASE's closing brace, under a provenance line naming
-both and this command (scripts/profile_graft.py; written through OUT.tmp and renamed).  No row added or replaced.
-Exits 1 naming the file: SRC or BASE unreadable, SRC without a KEY block, BASE that has one already, BASE without a
-top-level name line; 2 on a usage error (argparse).  KEY: a Lua name (letters, digits, _)."""
+OUT is BASE with its top-level name set to NAME and SRC's `KEY = {...},` blocks (each from its line `  KEY = {` to the
+first line `  },`, or `  KEY = {...},` on one line), in the order given, added before BASE's closing brace, under one
+provenance line naming both and this command (scripts/profile_graft.py's renamed(); written through OUT.tmp and
+renamed).  No row added or replaced.  Exits 1 naming the file: SRC or BASE unreadable, SRC without a KEY block, BASE
+that has one already, BASE without a top-level name line; 2 on a usage error (argparse: a KEY that is not a Lua name,
+or one given twice)."""
 import argparse
 import os
 import re
@@ -40,16 +41,34 @@ def block_of(src, key):
 def main():
     p = argparse.ArgumentParser(description="copy a top-level block of one dkv profile onto another")
     p.add_argument("src", metavar="SRC.lua")
-    p.add_argument("key", metavar="KEY")
+    p.add_argument("keys", metavar="KEY", nargs="+")
     p.add_argument("--profile", required=True, metavar="BASE.lua")
     p.add_argument("--name", required=True)
     p.add_argument("-o", dest="out", required=True, metavar="OUT.lua")
     a = p.parse_args()
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", a.key):
-        p.error("KEY '%s' is not a Lua name" % a.key)
-    block = "  -- `%s` copied verbatim from %s (scripts/profile_block.py)\n" % (a.key, a.src) + block_of(a.src, a.key)
-    profile_graft.graft(die, a.key, block, a.src, "profile_block.py", a.profile, a.name, a.out)
-    print("profile_block: %s = %s + the %s block of %s" % (a.out, a.profile, a.key, a.src))
+    for k in a.keys:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            p.error("KEY '%s' is not a Lua name" % k)
+    if len(set(a.keys)) != len(a.keys):
+        p.error("a KEY given twice: %s" % " ".join(a.keys))
+    try:
+        base = open(a.profile).read()
+    except OSError as e:
+        die("%s: %s" % (a.profile, e.strerror))
+    blocks = ""
+    for k in a.keys:
+        if re.search(r"(?m)^  %s = \{" % re.escape(k), base):
+            die("%s already has a %s block" % (a.profile, k))
+        blocks += "  -- `%s` copied verbatim from %s (scripts/profile_block.py)\n" % (k, a.src) + block_of(a.src, k)
+    names = ", ".join("`%s`" % k for k in a.keys)
+    head = ("-- Provenance: %s (its header below) plus the %s block%s from %s (docs/PROFILE_FORMAT.md; written by "
+            "`/usr/bin/python3 scripts/profile_block.py %s %s --profile %s --name %s -o ...`); no row added or replaced.\n"
+            % (profile_graft.base_name(a.profile), names, "s" if len(a.keys) > 1 else "", a.src, a.src,
+               " ".join(a.keys), a.profile, a.name))
+    i = base.rstrip().rfind("}")
+    profile_graft.renamed(die, base[:i] + blocks + base[i:], a.profile, a.name, head, a.out)
+    print("profile_block: %s = %s + the %s block%s of %s" % (a.out, a.profile, names, "s" if len(a.keys) > 1 else "",
+                                                             a.src))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
--- Provenance: h100-80gb-hbm3-20261205 (its header below) plus the `clock` block from datasets/profiles/h200-20261203t.lua (docs/PROFILE_FORMAT.md "clock"; written by `/usr/bin/python3 scripts/profile_block.py datasets/profiles/h200-20261203t.lua --profile datasets/profiles/h100-80gb-hbm3-20261205.lua --name h100-80gb-hbm3-20261205c -o ...`); no row added or replaced.
+-- Provenance: h100-80gb-hbm3-20261205 (its header below) plus the `clock` block from datasets/profiles/h200-20261203t.lua (docs/PROFILE_FORMAT.md "clock"; written by `/usr/bin/python3 scripts/profile_block.py datasets/profiles/h200-20261203t.lua clock --profile datasets/profiles/h100-80gb-hbm3-20261205.lua --name h100-80gb-hbm3-20261205c -o ...`); no row added or replaced.
 -- A GPU profile written by `dkv profile` (docs/PROFILE_FORMAT.md, docs/GPU.md "dkv profile").
 -- Seconds per call are event-timed medians over `repeats` calls on seeded random data (provenance.l2:
 -- "flushed": the L2 flushed before each call, outside its events).

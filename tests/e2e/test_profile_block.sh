@@ -51,4 +51,16 @@ refuse 1 "$out already has a clock block" $H200 clock --profile "$out" --name x 
 refuse 2 "is not a Lua name" $H200 "clock = 1" --profile $H100 --name x -o "$T/bad.lua"
 refuse 1 "$T/none.lua: No such file" "$T/none.lua" clock --profile $H100 --name x -o "$T/bad.lua"
 refuse 2 "required" $H200 clock --profile $H100 -o "$T/bad.lua"
+refuse 2 "a KEY given twice" $H200 gemm_reads gemm_reads --profile $H100 --name x -o "$T/bad.lua"
+refuse 1 "$H100: no top-level nosuch block" $H100 nosuch --profile $H100 --name x -o "$T/bad.lua"
+# several blocks at once (device call 141's candidate): each copied verbatim, in the order given, one provenance line
+$PY scripts/profile_block.py $H200 gemm_reads gemm_store --profile $H100 --name two -o "$T/two.lua" > /dev/null ||
+    fail "two blocks at once"
+$PY - "$H200" "$T/two.lua" <<'PYEOF' || fail "two blocks: not verbatim, or out of order"
+import re, sys
+src, out = (open(p).read() for p in sys.argv[1:3])
+a, b = (re.search(r"(?ms)^  %s = \{\n.*?^  \},\n" % k, src).group(0) for k in ("gemm_reads", "gemm_store"))
+assert out.count(a) == 1 and out.count(b) == 1 and out.index(a) < out.index(b)
+assert out.startswith("-- Provenance: h100-80gb-hbm3-20261205 ") and "gemm_reads gemm_store --profile" in out.splitlines()[0]
+PYEOF
 echo "ok: $(cat "$T/sim.txt")"
