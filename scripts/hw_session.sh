@@ -19,6 +19,8 @@
 #                                          # GPU_BASE=NAME (default h200): the GPU preset the runs were
 #                                          # measured on (re-simulation, the profile's preset's base;
 #                                          # docs/COMPARE.md section 6, "A second GPU")
+#                                          # (scripts/hw_gpu_check.py refuses runs of another GPU than
+#                                          # its profile's, or PROFILE's: GPU_BASE_ANY=1 compares anyway)
 #   bash scripts/hw_session.sh standin DIR # here: DIR gets what `device` returns, made by
 #                                          # dkv.simulate on the a100-80g preset (STAND-IN, to test
 #                                          # `post`: tests/e2e/test_hw_scripts.sh; fake ncu CSVs)
@@ -472,6 +474,15 @@ post() {
         MULTI_HOST_PROFILE=$(here "$MULTI_HOST_PROFILE")
         [ -f "$MULTI_HOST_PROFILE" ] || { echo "hw_session post: MULTI_HOST_PROFILE=$MULTI_HOST_PROFILE: no such file" >&2; exit 2; }
     fi
+    # the runs' GPU against the profiles they will be simulated with (scripts/hw_gpu_check.py; since session 49): an
+    # H100 run set under the default GPU_BASE=h200 is a mistake unless said so (GPU_BASE_ANY=1)
+    case ${GPU_BASE_ANY:-0} in
+    0)  local gprof=$prof
+        for D in "${dirs[@]}"; do [ -f "$D/profile.lua" ] && gprof=${prof:-$D/profile.lua}; done
+        $PY scripts/hw_gpu_check.py --preset "$GPU_BASE" ${gprof:+--profile "$gprof"} "${dirs[@]}" >&2 || exit 2 ;;
+    1)  ;;
+    *)  echo "hw_session post: GPU_BASE_ANY must be 0 or 1, got '$GPU_BASE_ANY'" >&2; exit 2 ;;
+    esac
     local R
     if [ -n "${RES:-}" ]; then R=$(here "$RES"); else R=results/hw-$(date +%Y%m%d-%H%M%S); fi
     here_dkv

@@ -272,6 +272,25 @@ import sys, h5py
 g = h5py.File(sys.argv[1], "r")["runs/nv:az:dual,blk=64:sim/config"].attrs["gpu.name"]
 assert (g.decode() if isinstance(g, bytes) else g) == "h100", g
 PYEOF
+# runs measured on an H100 posted under the default GPU_BASE=h200 (whose profile is an H200's): refused before anything
+# is created (scripts/hw_gpu_check.py), unless GPU_BASE_ANY=1; GPU_BASE_ANY takes 0 or 1
+mkdir -p "$T/h100only/h5" "$T/h100dev"
+cp "$T/nvonly/h5/novel.h5" "$T/h100only/h5/" && cp "$T/dev/table.txt" "$T/h100dev/"
+$PY - "$T/h100only/h5/novel.h5" <<'PYEOF'
+import sys, h5py
+with h5py.File(sys.argv[1], "r+") as f:
+    for n, r in f["runs"].items():
+        if n.endswith(":real"):
+            r.attrs["device"] = "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 50 MiB L2, 79.2 GiB"
+PYEOF
+tar czf "$T/h100dev/hw_h5.tgz" -C "$T/h100only" h5
+r=0; DKV="$DKV" RES="$T/h100res" bash scripts/hw_session.sh post "$T/h100dev" > "$T/h100post.txt" 2>&1 || r=$?
+[ $r = 2 ] && grep -q "measured on NVIDIA H100 80GB HBM3 (nv:.*:real), preset h200 (profile h200-[0-9a-z]*) on NVIDIA H200" \
+    "$T/h100post.txt" && [ ! -e "$T/h100res" ] || fail "H100 runs under GPU_BASE=h200: exit $r, $(cat "$T/h100post.txt")"
+r=0; DKV="$DKV" GPU_BASE_ANY=yes RES="$T/h100res" bash scripts/hw_session.sh post "$T/h100dev" > "$T/h100post.txt" 2>&1 || r=$?
+[ $r = 2 ] && grep -q "GPU_BASE_ANY must be 0 or 1" "$T/h100post.txt" && [ ! -e "$T/h100res" ] || fail "GPU_BASE_ANY=yes: exit $r"
+DKV="$DKV" GPU_BASE_ANY=1 RES="$T/h100res" bash scripts/hw_session.sh post "$T/h100dev" > "$T/h100post.txt" 2>&1 &&
+    [ "$(grep -c '^| nv:[^|]* | shipped h200 |' "$T/h100res/summary.md")" = 5 ] || fail "GPU_BASE_ANY=1: $(tail -n 5 "$T/h100post.txt")"
 for g in nosuch "h1 00"; do
     r=0; DKV="$DKV" GPU_BASE="$g" RES="$T/nvresbad" bash scripts/hw_session.sh post "$T/nvdev" > "$T/nvbad.txt" 2>&1 || r=$?
     [ $r = 2 ] && grep -q "GPU_BASE" "$T/nvbad.txt" && [ ! -e "$T/nvresbad" ] || fail "GPU_BASE='$g': exit $r, $(cat "$T/nvbad.txt")"

@@ -72,6 +72,13 @@ err 1 hw_multi_table "$T/cal_text" $PY "$S/hw_multi_table.py" "$T/cal_text"     
 err 1 hw_multi_table "$T/multi_text/h5/hw_multi_1.h5" $PY "$S/hw_multi_table.py" "$T/multi_text"
 err 1 hw_multi_table "$T/multi_empty/h5/hw_multi_1.h5" $PY "$S/hw_multi_table.py" "$T/multi_empty"
 helps $PY "$S/hw_multi_table.py" --help
+# hw_gpu_check.py (scripts/hw_session.sh post's check of the runs' GPU): a folder that is none, an h5 it cannot read,
+# a preset that does not exist
+err 1 hw_gpu_check "$M" $PY "$S/hw_gpu_check.py" --preset h200 "$M"
+err 1 hw_gpu_check "$T/multi_text/h5/hw_multi_1.h5" $PY "$S/hw_gpu_check.py" --preset h200 "$T/multi_text"
+err 1 hw_gpu_check "datasets/presets/gpu/nosuch.lua" $PY "$S/hw_gpu_check.py" --preset nosuch "$T/multi_empty"
+helps $PY "$S/hw_gpu_check.py" --help
+helps $PY "$S/profile_block.py" --help
 # text readers (an empty HDF5 file is the other kind of file for them)
 matrix 1 attn_bench attn_bench.py
 matrix 1 profile_ratio profile_ratio.py -- "$ROOT/datasets/profiles/h200-20261201k.lua"
