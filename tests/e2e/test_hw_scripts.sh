@@ -243,13 +243,16 @@ grep -q "STAND-IN DATA" "$S" || fail "stand-in not flagged"
 # sim.warm_compressor = false (a first compression paid in its step), the stand-in's own (recorded now) with true
 mkdir -p "$T/nvonly/h5" "$T/nvdev"
 cp "$T/res/h5/novel.h5" "$T/nvonly/h5/" && cp "$T/dev/table.txt" "$T/nvdev/"
-$PY - "$T/nvonly/h5/novel.h5" <<'PYEOF' || fail "could not date the stand-in's runs back"
+real_attr() {   # FILE NAME VALUE: every :real run of FILE gets the attribute NAME = VALUE
+    $PY - "$@" <<'PYEOF'
 import sys, h5py
 with h5py.File(sys.argv[1], "r+") as f:
     for n, r in f["runs"].items():
         if n.endswith(":real"):
-            r.attrs["start_time"] = "2026-12-03T12:00:00Z"
+            r.attrs[sys.argv[2]] = sys.argv[3]
 PYEOF
+}
+real_attr "$T/nvonly/h5/novel.h5" start_time 2026-12-03T12:00:00Z || fail "could not date the stand-in's runs back"
 tar czf "$T/nvdev/hw_h5.tgz" -C "$T/nvonly" h5
 DKV="$DKV" RES="$T/nvres" bash scripts/hw_session.sh post "$T/nvdev" > "$T/nvpost.txt" 2>&1 || { tail -n 20 "$T/nvpost.txt"; fail "post of nv:* alone"; }
 [ "$(grep -c '^| nv:[^|]* | shipped h200 |' "$T/nvres/summary.md")" = 5 ] && [ ! -e "$T/nvres/multi.md" ] \
@@ -276,13 +279,8 @@ PYEOF
 # is created (scripts/hw_gpu_check.py), unless GPU_BASE_ANY=1; GPU_BASE_ANY takes 0 or 1
 mkdir -p "$T/h100only/h5" "$T/h100dev"
 cp "$T/nvonly/h5/novel.h5" "$T/h100only/h5/" && cp "$T/dev/table.txt" "$T/h100dev/"
-$PY - "$T/h100only/h5/novel.h5" <<'PYEOF'
-import sys, h5py
-with h5py.File(sys.argv[1], "r+") as f:
-    for n, r in f["runs"].items():
-        if n.endswith(":real"):
-            r.attrs["device"] = "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 50 MiB L2, 79.2 GiB"
-PYEOF
+real_attr "$T/h100only/h5/novel.h5" device "NVIDIA H100 80GB HBM3, sm_90, 132 SMs, 50 MiB L2, 79.2 GiB" ||
+    fail "could not move the stand-in's runs to an H100"
 tar czf "$T/h100dev/hw_h5.tgz" -C "$T/h100only" h5
 r=0; DKV="$DKV" RES="$T/h100res" bash scripts/hw_session.sh post "$T/h100dev" > "$T/h100post.txt" 2>&1 || r=$?
 [ $r = 2 ] && grep -q "measured on NVIDIA H100 80GB HBM3 (nv:.*:real), preset h200 (profile h200-[0-9a-z]*) on NVIDIA H200" \
