@@ -137,9 +137,10 @@ dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint6
  * CUDA device as probed, or the simulated GPU's name; driver: "driver X.Y, runtime X.Y" on CUDA,
  * "" otherwise; the GPU and model presets the configuration named ("" when given inline); the
  * cost profile: "measured" (cuda), "calibrated: N kernel classes" (a sim preset with per-class
- * costs from dkv calibrate), "roofline" (sim without), "" (no engine). */
+ * costs from dkv calibrate), "roofline" (sim without), "" (no engine); gpu_expected_error: the simulated GPU
+ * preset's expected_error ("" on a measured run, or a preset without one). */
 typedef struct dkv_run_origin {
-    const char *backend, *device, *driver, *gpu_preset, *model_preset, *cost_profile;
+    const char *backend, *device, *driver, *gpu_preset, *model_preset, *cost_profile, *gpu_expected_error;
 } dkv_run_origin;
 
 /* Writes the origin as run attributes (replacing run_begin's backend = "none").  Accepts NULL run. */

@@ -108,7 +108,7 @@ dkv_h5_run *dkv_lua_run_begin(lua_State *L, const char *name, int cfg_idx, uint6
     if (cfg_idx)
         dkv_lua_write_flat(L, run, "config", cfg_idx);
     CHECK(dkv_h5_attr_str(run, NULL, "build", DKV_BUILD_MODE, &err));
-    dkv_lua_run_origin(L, run, &(dkv_run_origin){"none", "", "", "", "", ""});
+    dkv_lua_run_origin(L, run, &(dkv_run_origin){"none", "", "", "", "", "", ""});
     return run;
 }
 

@@ -201,6 +201,7 @@ typedef struct lresult {
     bool kernel_oom;
     char backend[8], device[160], driver[64];   /* the run's origin (dkv_run_origin) */
     char gpu_preset[64], model_preset[64], cost_profile[64];
+    char gpu_expected_error[1024];   /* the simulated preset's expected_error ("" on a measured run) */
     dkv_exec_outputs out;   /* generated tokens, when the backend reported them */
 } lresult;
 
@@ -453,6 +454,7 @@ void dkv_lsim_result_set_backend(lua_State *L, int idx, const char *backend)
     lresult *r = luaL_checkudata(L, idx, RESULT_MT);
     snprintf(r->backend, sizeof r->backend, "%s", backend);
     snprintf(r->cost_profile, sizeof r->cost_profile, "measured");
+    r->gpu_expected_error[0] = '\0';
 }
 
 void dkv_lsim_result_set_device(lua_State *L, int idx, const char *device, const char *driver)
@@ -485,6 +487,8 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
     int ncls = 0;
     for (uint32_t b = s->gpu.kclass_set; b; b &= b - 1)
         ncls++;
+    snprintf(res->gpu_expected_error, sizeof res->gpu_expected_error, "%s",
+             strcmp(res->backend, "sim") == 0 ? s->gpu.expected_error : "");
     if (strcmp(res->backend, "cuda") == 0)
         snprintf(res->cost_profile, sizeof res->cost_profile, "measured");
     else if (s->gpu.profile_name[0])
@@ -604,7 +608,7 @@ static int save_body(lua_State *L)
         return 1;
     }
     dkv_lua_run_origin(L, run, &(dkv_run_origin){r->backend, r->device, r->driver, r->gpu_preset, r->model_preset,
-                                                 r->cost_profile});
+                                                 r->cost_profile, r->gpu_expected_error});
     dkv_err err = {0};
     const dkv_run_summary *s = dkv_engine_result_summary(r->r);
     for (size_t i = 0; i < NF(sum_fields); i++) {

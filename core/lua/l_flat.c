@@ -146,7 +146,8 @@ void dkv_lua_run_origin(lua_State *L, dkv_h5_run *run, const dkv_run_origin *o)
     dkv_err err = {0};
     const char *kv[][2] = {{"backend", o->backend},         {"device", o->device},
                            {"driver", o->driver},           {"gpu_preset", o->gpu_preset},
-                           {"model_preset", o->model_preset}, {"cost_profile", o->cost_profile}};
+                           {"model_preset", o->model_preset}, {"cost_profile", o->cost_profile},
+                           {"gpu_expected_error", o->gpu_expected_error}};
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         check(&f, dkv_h5_attr_str(run, NULL, kv[i][0], kv[i][1] ? kv[i][1] : "", &err), &err);
 }

@@ -122,6 +122,9 @@ typedef struct dkv_gpu {
      * only) and the loaded tables, borrowed from whoever loaded them (the Lua state) */
     char     profile_name[64];
     const struct dkv_profile *profile;
+    /* the preset's own statement of how far its simulated results may be off (its `expected_error`, "" when it
+     * has none), carried into every simulated run as the attribute gpu_expected_error (docs/HDF5_SCHEMA.md) */
+    char     expected_error[1024];
     /* its memory section (PROFILE_FORMAT.md "memory"), copied at load; mem_measured false: none */
     bool     mem_measured;
     double   mem_context_bytes, mem_libraries_bytes, mem_blas_handle_bytes, mem_first_launch_bytes;

@@ -21,7 +21,26 @@ a = lambda r, k: f["runs"][r].attrs[k]
 assert a("cpu", "backend") == "cpu" and a("cpu", "cost_profile") == "measured", (a("cpu", "backend"), a("cpu", "cost_profile"))
 assert a("sim", "backend") == "sim" and a("sim", "cost_profile").startswith("profile: h200-"), a("sim", "cost_profile")
 assert a("roof", "cost_profile") == "roofline", a("roof", "cost_profile")
+# the simulated preset's expected_error travels with each simulated run; a measured run has none (since session 49)
+assert a("roof", "gpu_expected_error").startswith("roofline only, no hardware behind this preset"), a("roof", "gpu_expected_error")
+assert a("sim", "gpu_expected_error").startswith("measured on H200s"), a("sim", "gpu_expected_error")
+assert a("cpu", "gpu_expected_error") == "", a("cpu", "gpu_expected_error")
 PY
+# an expected_error that cannot be carried whole is refused, naming the field
+cat >"$T/long.lua" <<'LUA'
+local dkv = require "dkv"
+dkv.simulate{model = "llada-8b", gpu = {base = "h200", expected_error = string.rep("x", 1024)},
+  workload = {kind = "fixed", n = 1, prompt = 64, gen = 32}}
+LUA
+out=$("$DKV" run "$T/long.lua" -q -o "$T/long.h5" 2>&1) && fail "an expected_error of 1,024 characters accepted"
+grep -q "expected_error: longer than 1023 characters" <<<"$out" || fail "long expected_error message: $out"
+cat >"$T/pre.lua" <<'LUA'
+local dkv = require "dkv"
+assert(dkv.preset.gpu("h200").expected_error:find("^measured on H200s"))
+assert(dkv.preset.gpu({base = "h200", expected_error = "x"}).expected_error == "x")
+assert(dkv.preset.gpu({base = "h200", expected_error = ""}).expected_error == "")   -- none stated: carried as ""
+LUA
+out=$("$DKV" run "$T/pre.lua" -q -o "$T/pre.h5" 2>&1) || fail "dkv.preset.gpu's expected_error: $out"
 # a workload file given relative (a trace, a prompts file) is found from the current folder, else under the project
 # root (session 42: the shipped experiments run from any folder); a file in neither is an error naming it
 cat >"$T/rel.lua" <<'LUA'
