@@ -41,6 +41,10 @@
 #             datasets/hw/2026-12-04/call123/CRITERION.md)
 #   c128      call 128 (session 43): w35:dual, w35:sparse and w36:sparse (a reserve, as c122, with two sparse points a
 #             model; datasets/hw/2026-12-05/call128/command.sh)
+#   h135      call 135 (session 48) on an H100: call 117's six points, counted under the h100 preset (-D gpu=h100)
+#   h141      call 141 (session 49) on an H100: call 123's six points (w33:dual, w34:dual, w34:sparse), likewise
+#             (the H100 sets: named only, not in the default list, whose score is the H200's; `ncu_score.sh OUT h135
+#             h141` is the replay's score on a second GPU, with the shipped h100 preset's profile)
 # OUT_DIR must not exist.  The sets are counted JOBS at a time (default: the CPUs, at most 4), their lines printed in
 # order.  About 50 s for all sets on 2 cores (85 s one at a time, JOBS=1; 2026-12-04, 784 cells; 910 since session 48).
 set -euo pipefail
@@ -57,23 +61,25 @@ JOBS=${JOBS:-$(nproc 2> /dev/null || echo 2)}
 [ "$JOBS" -le 4 ] || JOBS=4
 ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b c120 c120b c122 c122b c123)   # the sets above, in their order: a new set is added here
 REPEATS=(c118 c128)   # named only: a set that repeats another's points, or a reserve not yet scored
+H100SETS=(h135 h141)  # named only: sets measured on an H100, counted under the h100 preset
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=("${ALL[@]}")
 for s in "${sets[@]}"; do
-    [[ " ${ALL[*]} ${REPEATS[*]} " == *" $s "* ]] || { echo "ncu_score: unknown set '$s' ($(echo "${ALL[*]} ${REPEATS[*]}" | sed 's/ /, /g'))" >&2; exit 2; }
+    [[ " ${ALL[*]} ${REPEATS[*]} ${H100SETS[*]} " == *" $s "* ]] ||
+        { echo "ncu_score: unknown set '$s' ($(echo "${ALL[*]} ${REPEATS[*]} ${H100SETS[*]}" | sed 's/ /, /g'))" >&2; exit 2; }
 done
 mkdir -p "$O"
 tables=()   # every set's ncu_bytes.md, for the total line at the end
 cells() { printf '%-18s %s\n' "$1" "$(/usr/bin/python3 scripts/ncu_cells.py "$2")"; tables+=("$2"); }
 # DIR MODEL TGZ...: unpack the tgz files (each a folder of ncu_*.csv and prof_*.h5) into one folder, count the same
 # plans with the dkv at hand (scripts/ncu_model_bytes.sh: DIR/out/ncu_bytes.md)
-held() {
+held() {   # (SIM: hw_validate.lua options for the count, e.g. -D gpu=h100)
     local name=$1 dir=$O/$1 model=$2; shift 2
     mkdir -p "$dir/in"
     for t in "$@"; do
         [ -f "$t" ] || { echo "ncu_score: missing $t" >&2; return 1; }
         rm -rf "$dir/x" && mkdir -p "$dir/x" && tar xzf "$t" -C "$dir/x" && cp "$dir"/x/*/* "$dir/in/"
     done
-    DKV=$DKV bash scripts/ncu_model_bytes.sh "$dir/in" "$model" "$dir/out" > "$dir/log" 2>&1 ||
+    DKV=$DKV SIM_ARGS="${SIM:-}" bash scripts/ncu_model_bytes.sh "$dir/in" "$model" "$dir/out" > "$dir/log" 2>&1 ||
         { echo "ncu_score: $name: scripts/ncu_model_bytes.sh failed ($dir/log)" >&2; return 1; }
 }
 # the call folder of set c<N>[b] and its tgz suffix (set c<N>b: the call's second set, ncu_llada_b.tgz, ncu_dream_b.tgz)
@@ -88,6 +94,10 @@ count() {
         "$DKV" run experiments/hw_validate.lua -D backend=sim -D l2_kernels=true -o "$O/llada/sim.h5" > /dev/null &&
             /usr/bin/python3 scripts/ncu_bytes.py "$O/llada/post/h5/val.h5" "$O/llada/sim.h5" -o "$O/llada/ncu_bytes.md" > /dev/null ;;
     dream) held dream dream-7b $HW/2026-12-02/call5{6,7,9}/ncu_dream.tgz ;;
+    h*)   # an H100 call's set: datasets/hw/<date>/call<N>/h100/ncu_{llada,dream}.tgz, counted under the h100 preset
+        local d; d=$(ls -d $HW/*/call${1#h}/h100 | head -n 1)
+        SIM="-D gpu=h100" held "${1}_llada" llada-8b "$d/ncu_llada.tgz" &&
+            SIM="-D gpu=h100" held "${1}_dream" dream-7b "$d/ncu_dream.tgz" ;;
     c*)   # a call's set: ncu_llada.tgz and ncu_dream.tgz in datasets/hw/<date>/call<N>
         local d n x; read -r d n x <<< "$(call_of "$1")"
         held "${1}_llada" llada-8b "$d/ncu_llada$x.tgz" && held "${1}_dream" dream-7b "$d/ncu_dream$x.tgz" ;;
@@ -107,6 +117,8 @@ for s in "${sets[@]}"; do
     c*) read -r _ n x <<< "$(call_of "$s")"
         cells "call $n$x llada-8b" "$O/${s}_llada/out/ncu_bytes.md"
         cells "call $n$x dream-7b" "$O/${s}_dream/out/ncu_bytes.md" ;;
+    h*) cells "H100 ${s#h} llada-8b" "$O/${s}_llada/out/ncu_bytes.md"
+        cells "H100 ${s#h} dream-7b" "$O/${s}_dream/out/ncu_bytes.md" ;;
     esac
 done
 # the sets together: every cell counted once (a trial's criterion reads this line)

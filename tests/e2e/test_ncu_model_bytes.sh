@@ -282,6 +282,17 @@ if /usr/bin/python3 scripts/ncu_sign.py "$T/sc" "$T/sd" 2> "$T/e11"; then fail "
 grep -q "listed in .*tables.txt" "$T/e11" || fail "ncu_sign.py's missing-table message: $(cat "$T/e11")"
 if DKV="$DKV" bash scripts/ncu_score.sh "$T/sc2" c99 2> "$T/e3"; then fail "an unknown set was accepted"; fi
 grep -q "unknown set 'c99'" "$T/e3" || fail "unknown set message: $(cat "$T/e3")"
+# an H100 set (since session 49): counted under the h100 preset (the runs' config says gpu h100), two model lines and a
+# total over its 42 cells a direction
+DKV="$DKV" bash scripts/ncu_score.sh "$T/sh" h141 > "$T/sh.txt" || fail "ncu_score.sh h141"
+[ "$(cut -c1-18 "$T/sh.txt" | sed 's/ *$//' | tr '\n' ',')" = "H100 141 llada-8b,H100 141 dream-7b,all sets," ] &&
+    grep -q "^all sets .*reads [0-9]* / 42 within" "$T/sh.txt" || fail "ncu_score.sh h141: $(cat "$T/sh.txt")"
+/usr/bin/python3 - "$T/sh/h141_llada/out/sim.h5" <<'PYEOF' || fail "h141 not counted under the h100 preset"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+names = {r.attrs["gpu_preset"] for r in f["runs"].values()}
+assert names == {"h100"}, names
+PYEOF
 # ... (session 41) the sets run JOBS at a time, their lines in the order asked (c73, then c67: the larger first) with
 # c73's the same as when it ran alone; a set whose counting fails is named and fails the run; JOBS must be a whole
 # number
