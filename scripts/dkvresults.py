@@ -24,7 +24,7 @@ runs(path) -> one row per run, in the file's order.  Columns:
   params keys              every attribute of /runs/<run>/params ("model", "gpu", and what
                            dkv.write_run / m:write were given).
   run attributes           status, backend (sim | cuda | none), device, driver, gpu_preset,
-                           model_preset, cost_profile, build, run.seed (the configuration's is "seed"),
+                           model_preset, cost_profile, gpu_expected_error, build, run.seed (the configuration's is "seed"),
                            dkv_version, git_commit, host, start_time,
                            end_time, shard, script_path, defines (not `script` nor the Lua
                            `config` literal: provenance(path, run) has every attribute).
