@@ -15,7 +15,7 @@
 # `back` when none is, or when it was taken from another tree).  Exit status: 0; 1 when a step fails or is refused
 # (the message names what; nothing is moved); 2 on a usage error.
 set -uo pipefail
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; }   # the comment lines on top
 die() { echo "hw_carry: $*" >&2; exit 1; }
 STASH=${HW_CARRY_STASH:-${TMPDIR:-/tmp}/dkv-hw-carry}
 HW=datasets/hw

@@ -15,7 +15,7 @@
 # none), NCU_METRICS (default dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum).
 # Exit status: 0 (a point's own failure is its tests.txt line, as in the calls before); 2 on a usage error (nothing run).
 set -uo pipefail
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^[^#]/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; }   # the comment lines on top
 case ${1:-} in -h|--help) usage; exit 0 ;; esac
 bad() { echo "ncu_points: $*" >&2; exit 2; }
 [ -n "${OUT:-}" ] && [ -d "$OUT" ] || bad "\$OUT ('${OUT:-}') is not a folder"

@@ -48,9 +48,9 @@
 # OUT_DIR must not exist.  The sets are counted JOBS at a time (default: the CPUs, at most 4), their lines printed in
 # order.  About 50 s for all sets on 2 cores (85 s one at a time, JOBS=1; 2026-12-04, 784 cells; 910 since session 48).
 set -euo pipefail
-usage() { sed -n '2,45p' "$0" >&2; exit 2; }
+usage() { sed -n '2,/^[^#]/{/^#/p}' "$0" >&2; exit 2; }   # the header: the comment lines on top
 [ $# -ge 1 ] || usage
-case $1 in -h|--help) sed -n '2,45p' "$0"; exit 0 ;; esac
+case $1 in -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;; esac
 O=$1; shift
 DKV=${DKV:-build/release/dkv}
 HW=datasets/hw
