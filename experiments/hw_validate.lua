@@ -49,7 +49,8 @@
 -- (Refresh steps of 2,880 and 3,840 rows, Reuse steps of 288 and 128), a set recorded in session 41 (device call 123)
 -- beside the L2's in-place probe; w35 and w36, 6 x (576 + 32) and 12 x (192 + 32) (Refresh steps of 3,648 and 2,688 rows,
 -- Reuse steps of 192 and 384), a set with two sparse points a model recorded in session 43 (device call 128) for the
--- trials on the selection's reads.
+-- trials on the selection's reads; w37 and w38, 6 x (512 + 32) and 15 x (176 + 32) (Refresh steps of 3,264 and 3,120
+-- rows, Reuse steps of 192 and 480), a set recorded in session 50 (device call 142) on the GPU the pool lent.
 -- Cache modes: prefix, dual, sparse (per head, rho 0.5).  One block of 32 in 4 steps (so a sparse
 -- request runs its dense, selecting and Reuse steps), all requests at t = 0 (plans independent of
 -- timing: the profiled run's kernels are those of the unprofiled run), a 2 GiB pool,
@@ -115,6 +116,8 @@ local workloads = {
   {"w34", 4, 928, 32, named = true},
   {"w35", 6, 576, 32, named = true},
   {"w36", 12, 192, 32, named = true},
+  {"w37", 6, 512, 32, named = true},
+  {"w38", 15, 176, 32, named = true},
 }
 local caches = {
   {"prefix", nil},

@@ -17,7 +17,8 @@
 #                                          # PROFILE=FILE.lua: re-simulate the held-out and validation
 #                                          # points under that profile instead of a folder's profile.lua
 #                                          # GPU_BASE=NAME (default h200): the GPU preset the runs were
-#                                          # measured on (re-simulation, the profile's preset's base;
+#                                          # measured on (re-simulation, issue 11's study's too,
+#                                          # the profile's preset's base;
 #                                          # docs/COMPARE.md section 6, "A second GPU")
 #                                          # (scripts/hw_gpu_check.py refuses runs of another GPU than
 #                                          # its profile's, or PROFILE's: GPU_BASE_ANY=1 compares anyway)
@@ -55,7 +56,9 @@
 # h5/hw_multi_instance_<op>.h5, each bounded by MULTI_LIMIT s, default 150; k in MULTI_INSTS, default
 # "1,2,4,8"), then scripts/hw_multi_proc.sh for each OP:K in MULTI_PROCS (default "b1:1 b1:2 b1:4
 # b8:1 b8:2 b8:4 arrive:1 arrive:2 arrive:4 b1:8": k separate processes; b1:8 last, as 8 weight
-# copies of LLaDA-8B nearly fill the H200): h5/hw_multi_proc_<op>_k<k>.h5.  `post` on a folder
+# copies of LLaDA-8B nearly fill the H200): h5/hw_multi_proc_<op>_k<k>.h5.  MULTI_ARGS adds options to
+# both (e.g. "-D gpu=h100" on an H100: its memory sizes the weight copies, which are said and not run when
+# they do not fit).  `post` on a folder
 # without validation points (h5/val.h5, heldout.h5 or novel.h5) does only the multi-instance part: $RES/multi.md, the table of
 # CLAIMS row 8 (post_multi below); with them, it appends it.
 #
@@ -243,7 +246,7 @@ device() {
             for op in ${MULTI_OPS:-b1 b8 arrive}; do
                 run_dkv "hw_multi_instance $op" "${MULTI_LIMIT:-150}" "$W/logs/hw_multi_instance_$op.log" run \
                     experiments/hw_multi_instance.lua -D backend=cuda -D ops="$op" -D insts="${MULTI_INSTS:-1,2,4,8}" -D class_timing="$CT" \
-                    -o "$W/h5/hw_multi_instance_$op.h5"
+                    ${MULTI_ARGS:-} -o "$W/h5/hw_multi_instance_$op.h5"
             done
             local pk
             for pk in ${MULTI_PROCS:-$MULTI_PROCS_DEFAULT}; do
@@ -252,7 +255,7 @@ device() {
                 if [ "$l" -lt 45 ]; then status_line "multi_proc $op k=$k" skip 0 "deadline: ${l}s left"; continue; fi
                 t0=$SECONDS
                 DKV="$DKV" LIMIT=$(( l - 25 < 90 ? l - 25 : 90 )) bash scripts/hw_multi_proc.sh "$k" \
-                    "$W/h5/hw_multi_proc_${op}_k$k.h5" -D backend=cuda -D op="$op" -D class_timing="$CT" > "$W/logs/multi_proc_${op}_k$k.log" 2>&1; r=$?
+                    "$W/h5/hw_multi_proc_${op}_k$k.h5" -D backend=cuda -D op="$op" -D class_timing="$CT" ${MULTI_ARGS:-} > "$W/logs/multi_proc_${op}_k$k.log" 2>&1; r=$?
                 status_line "multi_proc $op k=$k" "$r" $((SECONDS - t0)) "$(grep -c '^hw_multi_proc ' "$W/logs/multi_proc_${op}_k$k.log") processes reported"
             done ;;
         ncu)       # one process per validation point under Nsight Compute (HBM bytes per kernel)
@@ -655,8 +658,8 @@ PYEOF
 }
 
 # ---------------------------------------------------------------- post_multi (here): issue 11
-# The simulated halves re-simulated here by this dkv on MULTI_SIM_GPU (default h200: the measured
-# profile), with the device run's -D settings and -D host = the host time per step measured on each
+# The simulated halves re-simulated here by this dkv on MULTI_SIM_GPU (default: GPU_BASE, the GPU the runs
+# were measured on; h200 unless set), with the device run's -D settings and -D host = the host time per step measured on each
 # operating point's inst=1 real run (sim_multi/<file>.h5; the :sim runs the device wrote came from
 # the code and preset of that day); every multi:<op>:<point>:real against its re-simulated :sim twin
 # (dkv compare, issue 11's tolerances: throughput and p99 latency 8 %, peak KV 1 %, fragmentation
@@ -665,11 +668,12 @@ PYEOF
 MULTI_TOLS=(--tolerance run.throughput_rps=8% --tolerance run.latency_p99_s=8% --tolerance run.peak_kv_bytes=1%
             --tolerance 'run.kv_*frag*=0.01')
 # issue 11: the host table (resume_s, handover_s) of a host-only profile grafted onto the shipped
-# profile of the h200 preset, under ROOT/datasets (presets and profiles copied): -D gpu=h200 with
-# --root ROOT re-simulates under it.  Prints the grafted host line.
-graft_host() {   # HOST_PROFILE ROOT
+# profile of GPU preset GPU (the re-simulation's), under ROOT/datasets (presets and profiles copied):
+# -D gpu=GPU with --root ROOT re-simulates under it.  Prints the grafted host line.
+graft_host() {   # HOST_PROFILE ROOT GPU
     local pname base
-    pname=$(sed -n 's/^ *profile = "\(.*\)",*$/\1/p' datasets/presets/gpu/h200.lua | head -n 1)
+    pname=$(sed -n 's/^ *profile = "\(.*\)",*$/\1/p' "datasets/presets/gpu/$3.lua" | head -n 1)
+    [ -n "$pname" ] || { echo "graft_host: datasets/presets/gpu/$3.lua names no profile" >&2; return 1; }
     base=datasets/profiles/$pname.lua
     [ -f "$base" ] || { echo "graft_host: no shipped profile $base" >&2; return 1; }
     rm -rf "$2"; mkdir -p "$2/datasets" && cp -r datasets/presets datasets/profiles "$2/datasets/" || return 1
@@ -690,12 +694,13 @@ PYEOF
 
 post_multi() {
     local R=$1 f n i=0 c x defs
+    local G=${MULTI_SIM_GPU:-${GPU_BASE:-h200}}   # the re-simulation's GPU preset
     DKV=${DKV:-$(pick_dkv)}
     mkdir -p "$R/cmp_multi" "$R/sim_multi"
     local hp=${MULTI_HOST_PROFILE:-} rootargs=()
     [ -z "$hp" ] && [ -f "$R/host_profile.lua" ] && hp=$R/host_profile.lua
     if [ -n "$hp" ]; then
-        graft_host "$hp" "$R/root_multi" || return 1
+        graft_host "$hp" "$R/root_multi" "$G" || return 1
         rootargs=(--root "$R/root_multi")
     fi
     for f in "$R"/h5/hw_multi_instance*.h5; do
@@ -731,12 +736,12 @@ PYEOF
 )
         local dargs=()
         [ -n "$defs" ] && mapfile -t dargs <<< "$defs"
-        if ! "$DKV" run "${rootargs[@]}" experiments/hw_multi_instance.lua -D backend=sim -D gpu="${MULTI_SIM_GPU:-h200}" \
+        if ! "$DKV" run "${rootargs[@]}" experiments/hw_multi_instance.lua -D backend=sim -D gpu="$G" \
                 "${dargs[@]}" ${MULTI_SIM_ARGS:-} -o "$R/sim_multi/$x.h5" > "$R/sim_multi/$x.log" 2>&1; then
             echo "re-simulation of $x failed (sim_multi/$x.log): $(grep -m1 -v '^hw' "$R/sim_multi/$x.log" | cut -c1-200)"
             continue
         fi
-        echo "re-simulated $x on ${MULTI_SIM_GPU:-h200}${hp:+ (host table of $hp)}: ${dargs[*]} ${MULTI_SIM_ARGS:-}"
+        echo "re-simulated $x on $G${hp:+ (host table of $hp)}: ${dargs[*]} ${MULTI_SIM_ARGS:-}"
         while read -r n; do
             i=$((i + 1)); c=$R/cmp_multi/$(printf %03d $i)
             "$DKV" compare "$f" "$R/sim_multi/$x.h5" --real-run "$n:real" --sim-run "$n:sim" "${MULTI_TOLS[@]}" -o "$c.h5" > "$c.txt" 2>&1

@@ -275,6 +275,22 @@ import sys, h5py
 g = h5py.File(sys.argv[1], "r")["runs/nv:az:dual,blk=64:sim/config"].attrs["gpu.name"]
 assert (g.decode() if isinstance(g, bytes) else g) == "h100", g
 PYEOF
+# issue 11's study posted alone with GPU_BASE=h100 (since session 50): re-simulated on the h100 preset, not h200's
+mkdir -p "$T/multionly/h5" "$T/multidev"
+cp "$T"/res/h5/hw_multi_instance*.h5 "$T/multionly/h5/" && cp "$T/dev/table.txt" "$T/multidev/" || fail "multi stand-in files"
+tar czf "$T/multidev/hw_h5.tgz" -C "$T/multionly" h5
+DKV="$DKV" GPU_BASE=h100 RES="$T/mres100" bash scripts/hw_session.sh post "$T/multidev" > "$T/mpost100.txt" 2>&1 \
+    || { tail -n 20 "$T/mpost100.txt"; fail "post of the multi-instance study with GPU_BASE=h100"; }
+[ "$(grep -c '^re-simulated hw_multi_instance[_a-z0-9]* on h100' "$T/mpost100.txt")" = \
+  "$(ls "$T"/multionly/h5/hw_multi_instance*.h5 | wc -l)" ] && [ -s "$T/mres100/multi.md" ] ||
+    fail "GPU_BASE=h100, multi: $(head -c 600 "$T/mpost100.txt")"
+$PY - "$T"/mres100/sim_multi/*.h5 <<'PYEOF' || fail "GPU_BASE=h100: the multi re-simulation's preset"
+import sys, h5py
+for p in sys.argv[1:]:
+    for n, r in h5py.File(p, "r")["runs"].items():
+        g = r["config"].attrs["gpu.name"]
+        assert (g.decode() if isinstance(g, bytes) else g) == "h100", (p, n, g)
+PYEOF
 # runs measured on an H100 posted under the default GPU_BASE=h200 (whose profile is an H200's): refused before anything
 # is created (scripts/hw_gpu_check.py), unless GPU_BASE_ANY=1; GPU_BASE_ANY takes 0 or 1
 mkdir -p "$T/h100only/h5" "$T/h100dev"
