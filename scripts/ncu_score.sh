@@ -45,6 +45,8 @@
 #   h141      call 141 (session 49) on an H100: call 123's six points (w33:dual, w34:dual, w34:sparse), likewise
 #             (the H100 sets: named only, not in the default list, whose score is the H200's; `ncu_score.sh OUT h135
 #             h141` is the replay's score on a second GPU, with the shipped h100 preset's profile)
+#   h142      call 142 (session 50) on an H100: w37:dual, w38:dual and w38:sparse (new points; a reserve, as c128: not
+#             scored, under any replay, before a trial's criterion names it; datasets/hw/2026-12-05/call142/CRITERION.md)
 # OUT_DIR must not exist.  The sets are counted JOBS at a time (default: the CPUs, at most 4), their lines printed in
 # order.  About 50 s for all sets on 2 cores (85 s one at a time, JOBS=1; 2026-12-04, 784 cells; 910 since session 48).
 set -euo pipefail
@@ -61,7 +63,7 @@ JOBS=${JOBS:-$(nproc 2> /dev/null || echo 2)}
 [ "$JOBS" -le 4 ] || JOBS=4
 ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b c120 c120b c122 c122b c123)   # the sets above, in their order: a new set is added here
 REPEATS=(c118 c128)   # named only: a set that repeats another's points, or a reserve not yet scored
-H100SETS=(h135 h141)  # named only: sets measured on an H100, counted under the h100 preset
+H100SETS=(h135 h141 h142)  # named only: sets measured on an H100, counted under the h100 preset (h142 a reserve)
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=("${ALL[@]}")
 for s in "${sets[@]}"; do
     [[ " ${ALL[*]} ${REPEATS[*]} ${H100SETS[*]} " == *" $s "* ]] ||
