@@ -13,7 +13,9 @@ what the cells judge, the totals whether the count has the bytes at all).
     /usr/bin/python3 scripts/ncu_cells.py [--by-class] NCU_BYTES.md [NCU_BYTES.md...]
 
 --by-class (since session 40): instead, a table of the classes, each with its cells within 5 % and its median error,
-reads and writes apart: which classes' counts can be taken per class and which only in the points' totals.
+reads and writes apart: which classes' counts can be taken per class and which only in the points' totals; and
+(since session 50) the class's bytes over all its cells, (sum counted - sum measured) / sum measured: the bias a sum
+over many runs of one class carries, which the cells' scatter around it does not show.
 
 Exits 1 naming the file when a table has no class rows."""
 import re
@@ -79,7 +81,8 @@ def off(cs, i, j):
 
 
 def by_class(paths):
-    """the per-class table: cells within 5 % and the median signed error, reads and writes apart"""
+    """the per-class table: cells within 5 %, the median signed error and the error of the class's bytes over all its
+    cells, reads and writes apart"""
     per = {}
     for p in paths:
         for _, cls, v in rows(p):
@@ -89,10 +92,13 @@ def by_class(paths):
         n = sum(1 for x in vs if ok(x, i, j))
         e = sorted((x[i] - x[j]) / x[j] for x in vs if x[j] > 0)
         med = "%+.1f %%" % (100 * (e[len(e) // 2] if len(e) % 2 else (e[len(e) // 2 - 1] + e[len(e) // 2]) / 2)) if e else "-"
-        return "%d / %d | %s" % (n, len(vs), med)
+        m = sum(x[j] for x in vs)
+        tot = "%+.1f %%" % (100 * (sum(x[i] for x in vs) - m) / m) if m > 0 else "-"
+        return "%d / %d | %s | %s" % (n, len(vs), med, tot)
 
-    print("| class | reads within 5 % | median read error | writes within 5 % | median write error |")
-    print("|---|---|---|---|---|")
+    print("| class | reads within 5 % | median read error | read bytes, all cells | writes within 5 % | median write error "
+          "| written bytes, all cells |")
+    print("|---|---|---|---|---|---|---|")
     for cls in sorted(per, key=lambda c: -len(per[c])):
         print("| %s | %s | %s |" % (cls, col(per[cls], 0, 1), col(per[cls], 2, 3)))
 
