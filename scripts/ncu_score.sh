@@ -41,6 +41,8 @@
 #             datasets/hw/2026-12-04/call123/CRITERION.md)
 #   c128      call 128 (session 43): w35:dual, w35:sparse and w36:sparse (a reserve, as c122, with two sparse points a
 #             model; datasets/hw/2026-12-05/call128/command.sh)
+#   c143      call 143 (session 50) on an H200: w37:dual, w38:dual and w38:sparse (new points, set h142's on an H200; a
+#             reserve, as c128: datasets/hw/2026-12-05/call142/CRITERION.md, call143/command.sh)
 #   h135      call 135 (session 48) on an H100: call 117's six points, counted under the h100 preset (-D gpu=h100)
 #   h141      call 141 (session 49) on an H100: call 123's six points (w33:dual, w34:dual, w34:sparse), likewise
 #             (the H100 sets: named only, not in the default list, whose score is the H200's; `ncu_score.sh OUT h135
@@ -62,7 +64,7 @@ JOBS=${JOBS:-$(nproc 2> /dev/null || echo 2)}
 [[ $JOBS =~ ^[1-9][0-9]*$ ]] || { echo "ncu_score: JOBS '$JOBS' is not a whole number of jobs (1 or more)" >&2; exit 2; }
 [ "$JOBS" -le 4 ] || JOBS=4
 ALL=(llada dream c67 c70 c73 c75 c81 c82 c103 c104 c108 c117 c119 c119b c120 c120b c122 c122b c123)   # the sets above, in their order: a new set is added here
-REPEATS=(c118 c128)   # named only: a set that repeats another's points, or a reserve not yet scored
+REPEATS=(c118 c128 c143)   # named only: a set that repeats another's points, or a reserve not yet scored
 H100SETS=(h135 h141 h142)  # named only: sets measured on an H100, counted under the h100 preset (h142 a reserve)
 sets=("$@"); [ ${#sets[@]} -gt 0 ] || sets=("${ALL[@]}")
 for s in "${sets[@]}"; do
