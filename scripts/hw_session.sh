@@ -18,7 +18,8 @@
 #                                          # points under that profile instead of a folder's profile.lua
 #                                          # GPU_BASE=NAME (default h200): the GPU preset the runs were
 #                                          # measured on (re-simulation, issue 11's study's too,
-#                                          # the profile's preset's base;
+#                                          # the profile's preset's base; the fit-set calibration,
+#                                          # an H200 path, is skipped and says so under another;
 #                                          # docs/COMPARE.md section 6, "A second GPU")
 #                                          # (scripts/hw_gpu_check.py refuses runs of another GPU than
 #                                          # its profile's, or PROFILE's: GPU_BASE_ANY=1 compares anyway)
@@ -591,6 +592,8 @@ PYEOF
     [ -s "$R/bwcurve.txt" ] && bw=(--bwcurve "$R/bwcurve.txt")
     if [ ${#runs[@]} -eq 0 ]; then
         echo "calibration: no fit-set runs (h5/hw_*.h5)" | tee -a "$log"
+    elif [ "$GPU_BASE" != h200 ]; then   # the two-stage fit builds on the h200 preset (h200-hw1, h200-hw)
+        echo "calibration: skipped: the fit-set calibration is the H200's (presets h200-hw1, h200-hw), the runs are GPU_BASE=$GPU_BASE's" | tee -a "$log"
     elif ! "$DKV" calibrate "${fit[@]}" "${runs[@]}" "${bw[@]}" -o "$pdir/h200-hw1.lua" > "$R/calibrate1.txt" 2>&1; then
         echo "calibration: nothing fitted (calibrate1.txt)" | tee -a "$log"; cat "$R/calibrate1.txt" >> "$log"
     else

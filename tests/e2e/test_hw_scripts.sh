@@ -291,6 +291,14 @@ for p in sys.argv[1:]:
         g = r["config"].attrs["gpu.name"]
         assert (g.decode() if isinstance(g, bytes) else g) == "h100", (p, n, g)
 PYEOF
+# the whole stand-in posted with GPU_BASE=h100: the fit-set calibration (an H200 path: presets h200-hw1, h200-hw) is
+# skipped and says so, nothing calibrated is written; the held-out points are re-simulated on h100
+DKV="$DKV" GPU_BASE=h100 RES="$T/res100" bash scripts/hw_session.sh post "$T/dev" > "$T/post100.txt" 2>&1 \
+    || { tail -n 20 "$T/post100.txt"; fail "post of the stand-in with GPU_BASE=h100"; }
+grep -q "^calibration: skipped: the fit-set calibration is the H200's (presets h200-hw1, h200-hw), the runs are GPU_BASE=h100's$" \
+    "$T/res100/post.log" && [ ! -e "$T/res100/calibrate1.txt" ] && [ ! -e "$T/res100/h5/valcal.h5" ] ||
+    fail "GPU_BASE=h100: calibration not skipped: $(grep -m3 calibrat "$T/res100/post.log")"
+grep -q '^| az:dual | shipped h100 |' "$T/res100/summary.md" || fail "GPU_BASE=h100: no shipped h100 held-out row"
 # runs measured on an H100 posted under the default GPU_BASE=h200 (whose profile is an H200's): refused before anything
 # is created (scripts/hw_gpu_check.py), unless GPU_BASE_ANY=1; GPU_BASE_ANY takes 0 or 1
 mkdir -p "$T/h100only/h5" "$T/h100dev"
