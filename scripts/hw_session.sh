@@ -41,7 +41,7 @@
 # validate, heldout and multi steps: the simulator models an engine without per-class CUDA events, and
 # each event costs a real step ~2-3 us (docs/COMPARE.md "Instrumented and uninstrumented steps");
 # VALIDATE_ARGS / HELDOUT_ARGS add hw_validate.lua options (e.g. "-D point=w1:dual": one
-# point); DEADLINE
+# point), STUDY_ARGS the experiments step's hw_*.lua (e.g. "-D gpu=h100" on an H100); DEADLINE
 # (default 540 s) bounds the whole call: a step that would not fit is skipped and says so, and the
 # results are packed into $OUT before the tool's 600 s limit.  $OUT gets at most 7 files (the tool
 # returns at most 8): table.txt, hw_h5.tgz (the result files), ncu.tgz (CSVs and profiled runs),
@@ -234,7 +234,7 @@ device() {
         experiments)
             for x in $STUDIES; do
                 run_dkv "hw_$x" 150 "$W/logs/hw_$x.log" run "experiments/hw_$x.lua" -D backend=cuda \
-                    -o "$W/h5/hw_$x.h5"
+                    ${STUDY_ARGS:-} -o "$W/h5/hw_$x.h5"
             done ;;
         multi)     # issue 11: k instances checked, the in-process study, k separate processes
             local t0=$SECONDS r op k l
@@ -542,7 +542,7 @@ PYEOF
     for f in "$R"/h5/*.h5; do
         x=$(basename "$f" .h5)
         script=experiments/$x.lua
-        local sargs=()
+        local sargs=(-D gpu="$GPU_BASE")   # every hw_*.lua study takes the GPU preset (since session 50: GPU_BASE's)
         [ "$x" = val ] && script=experiments/hw_validate.lua && sargs=(-D gpu="$GPU_BASE")
         [ "$x" = heldout ] && script=experiments/hw_validate.lua && sargs=(-D set=heldout -D gpu="$GPU_BASE")
         [ "$x" = novel ] && script=experiments/hw_validate.lua && sargs=(-D set=novel -D gpu="$GPU_BASE")

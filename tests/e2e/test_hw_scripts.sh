@@ -299,6 +299,17 @@ grep -q "^calibration: skipped: the fit-set calibration is the H200's (presets h
     "$T/res100/post.log" && [ ! -e "$T/res100/calibrate1.txt" ] && [ ! -e "$T/res100/h5/valcal.h5" ] ||
     fail "GPU_BASE=h100: calibration not skipped: $(grep -m3 calibrat "$T/res100/post.log")"
 grep -q '^| az:dual | shipped h100 |' "$T/res100/summary.md" || fail "GPU_BASE=h100: no shipped h100 held-out row"
+# ... and the studies (hw_*.h5) re-simulated on GPU_BASE's preset: h100 there, h200 under the default
+$PY - "$T/res100/sim" "$T/res/sim" <<'PYEOF' || fail "the studies' re-simulation preset"
+import sys, glob, h5py
+for d, want in ((sys.argv[1], "h100"), (sys.argv[2], "h200")):
+    fs = [f for f in glob.glob(d + "/hw_*.h5") if "multi" not in f]
+    assert len(fs) >= 3, (d, fs)
+    for f in fs:
+        for n, r in h5py.File(f, "r")["runs"].items():
+            g = r["config"].attrs["gpu.name"]
+            assert (g.decode() if isinstance(g, bytes) else g) == want, (f, n, g, want)
+PYEOF
 # runs measured on an H100 posted under the default GPU_BASE=h200 (whose profile is an H200's): refused before anything
 # is created (scripts/hw_gpu_check.py), unless GPU_BASE_ANY=1; GPU_BASE_ANY takes 0 or 1
 mkdir -p "$T/h100only/h5" "$T/h100dev"
