@@ -7,6 +7,7 @@
 # here:  bash scripts/hw_carry.sh out datasets/hw/2026-12-05/call144
 # there: run(command="bash datasets/hw/2026-12-05/call144/command.sh", carry=[".hwbin"], kind="nvidia-h100-x1",
 #            timeout_s=400)
+# Not run in session 50: its one try (20:35 UTC) was answered "no new device machine is lent at present".
 # post:  GPU_BASE=h100 DKV=$PWD/build/release/dkv RES=/tmp/r144 bash scripts/hw_session.sh post <files_at copy>
 set -u
 STEPS="check validate experiments" STUDIES="retention offload layout" DEADLINE=330 \
