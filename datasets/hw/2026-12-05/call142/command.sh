@@ -16,8 +16,8 @@
 #            timeout_s=570)
 # back:  tests.txt; multi.tgz (hw_session.sh device's files; H100) or ncu.tgz (call 133's; H200); ncu_llada.tgz,
 #        ncu_dream.tgz, logs_x.tgz (the six points).
-# post:  multi: tar xzf multi.tgz -C M; GPU_BASE=h100 DKV=$PWD/build/release/dkv RES=/tmp/m142 bash scripts/hw_session.sh
-#        post M/m  (multi.md).  ncu: as call 141's (scripts/ncu_score.sh's set h142, once a criterion names it).
+# post:  multi (repacked after the call into h100/m/: RESULT.md): GPU_BASE=h100 DKV=$PWD/build/release/dkv RES=/tmp/m142
+#        bash scripts/hw_session.sh post datasets/hw/2026-12-05/call142/h100/m  (multi.md).  ncu: as call 141's (scripts/ncu_score.sh's set h142, once a criterion names it).
 set -u
 . scripts/device_env.sh || exit 2
 t0=$SECONDS
