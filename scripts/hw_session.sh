@@ -542,10 +542,9 @@ PYEOF
     for f in "$R"/h5/*.h5; do
         x=$(basename "$f" .h5)
         script=experiments/$x.lua
-        local sargs=(-D gpu="$GPU_BASE")   # every hw_*.lua study takes the GPU preset (since session 50: GPU_BASE's)
-        [ "$x" = val ] && script=experiments/hw_validate.lua && sargs=(-D gpu="$GPU_BASE")
-        [ "$x" = heldout ] && script=experiments/hw_validate.lua && sargs=(-D set=heldout -D gpu="$GPU_BASE")
-        [ "$x" = novel ] && script=experiments/hw_validate.lua && sargs=(-D set=novel -D gpu="$GPU_BASE")
+        local sargs=(-D gpu="$GPU_BASE")   # every hw_*.lua takes the GPU preset (the studies since session 50)
+        case $x in val|heldout|novel) script=experiments/hw_validate.lua ;; esac
+        case $x in heldout|novel) sargs+=(-D set="$x") ;; esac
         [ -f "$script" ] || continue
         local wa
         wa=$(warm_all "$f") || { echo "re-simulation of $x: $wa" | tee -a "$log"; continue; }
