@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "analysis/compare.h"
+#include "util/file.h"
 
 /* kernel classes (engine/backend.h numbering) */
 enum { K_QKV = 0, K_ATTN, K_O, K_FFN, K_LM, K_STORE, K_GATHER, K_REORDER, K_ELEM };
@@ -327,9 +328,9 @@ done:
 
 dkv_status dkv_calib_add_bwcurve(dkv_calib *c, const char *path, dkv_err *err)
 {
-    FILE *fp = fopen(path, "r");
+    FILE *fp = dkv_fopen_input(path, err);
     if (!fp)
-        return dkv_err_set(err, DKV_ENOENT, "%s: cannot open (%s)", path, strerror(errno));
+        return err ? err->code : DKV_ENOENT;
     char line[512];
     long lineno = 0;
     size_t added = 0;

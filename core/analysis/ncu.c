@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "util/file.h"
 
 /* ------------------------------------------------------------------ CSV rows */
 
@@ -350,9 +351,9 @@ dkv_status dkv_ncu_read(const char *path, dkv_ncu_kernel **out, size_t *n, dkv_e
 {
     *out = NULL;
     *n = 0;
-    FILE *fp = fopen(path, "r");
+    FILE *fp = dkv_fopen_input(path, err);
     if (!fp)
-        return dkv_err_set(err, DKV_ENOENT, "%s: cannot open (%s)", path, strerror(errno));
+        return err ? err->code : DKV_ENOENT;
     reader r = {0};
     char *line = NULL, *f[MAX_FIELDS];
     size_t cap = 0;

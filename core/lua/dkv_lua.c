@@ -18,6 +18,7 @@
 #include "util/interrupt.h"
 
 #include "lua/dkv_lua_impl.h"
+#include "util/file.h"
 
 static char *xstrdup(const char *s)
 {
@@ -630,6 +631,13 @@ static dkv_status finish(dkv_lua *s, int rc, dkv_err *err)
     return dkv_err_set(err, code, "%s", line);
 }
 
+void dkv_lua_mark_interrupted(lua_State *L)
+{
+    dkv_lua *s = dkv_lua_from_state(L);
+    if (s)
+        s->stop = STOP_INTR;
+}
+
 static dkv_status run_loaded(dkv_lua *s, int rc, dkv_err *err)
 {
     lua_State *L = s->L;
@@ -646,15 +654,22 @@ static dkv_status run_loaded(dkv_lua *s, int rc, dkv_err *err)
         lua_pushcfunction(L, dkv_lua_param_check_end);
         rc = lua_pcall(L, 0, 0, base);
     }
+    if (rc == LUA_OK && (s->stop == STOP_INTR || dkv_interrupt_requested())) {
+        /* interrupted where no hook raised it, or the script caught the error (pcall) and went on: still interrupted */
+        s->stop = STOP_INTR;
+        lua_pushfstring(L, "%s: interrupted (%s)", s->script_path ? s->script_path : "script",
+                        dkv_interrupt_signal_name());
+        rc = LUA_ERRRUN;
+    }
     lua_remove(L, base);
     return finish(s, rc, err);
 }
 
 dkv_status dkv_lua_run_file(dkv_lua *s, const char *path, dkv_err *err)
 {
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = dkv_fopen_input(path, err);
     if (!fp)
-        return dkv_err_set(err, DKV_ENOENT, "%s: cannot open: %s", path, strerror(errno));
+        return err ? err->code : DKV_ENOENT;
     size_t cap = 1 << 16, n = 0;
     char *text = malloc(cap);
     size_t k;
@@ -669,10 +684,23 @@ dkv_status dkv_lua_run_file(dkv_lua *s, const char *path, dkv_err *err)
             text = t;
         }
     }
+    int bad = ferror(fp);
     fclose(fp);
     if (!text)
         return dkv_err_set(err, DKV_ENOMEM, "%s: out of memory reading the script", path);
+    if (bad) {
+        free(text);
+        return dkv_err_set(err, DKV_EIO, "%s: read error", path);
+    }
     text[n] = '\0';
+    const char *nul = memchr(text, '\0', n);
+    if (nul) {   /* the loader would stop there: the rest of the script would silently not run */
+        size_t off = (size_t)(nul - text), line = 1;
+        for (size_t i = 0; i < off; i++)
+            line += text[i] == '\n';
+        free(text);
+        return dkv_err_set(err, DKV_EFORMAT, "%s:%zu: a NUL byte at offset %zu: not a text file", path, line, off);
+    }
     free(s->script_text);
     free(s->script_path);
     free(s->script_dir);

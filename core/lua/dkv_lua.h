@@ -121,6 +121,11 @@ size_t dkv_lua_runs_written(const dkv_lua *s);
 
 /* ------------------------------------------------------------------ for bindings (raise Lua errors) */
 
+/* Marks the running script interrupted (a binding's long work saw SIGINT or SIGTERM): the stop is sticky, so a pcall
+ * around the binding cannot make a success of it; the script ends interrupted at its next instructions or, at the
+ * latest, when it returns (its completed runs kept aside, the output file untouched).  No-op for a plain lua_State. */
+void dkv_lua_mark_interrupted(lua_State *L);
+
 /* The output file of the running script, created on first call; NULL when there is none. */
 dkv_h5 *dkv_lua_output(lua_State *L);
 

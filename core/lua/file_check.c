@@ -10,15 +10,14 @@
 #include <string.h>
 
 #include "lua/presets.h"
+#include "util/file.h"
 
 /* Reads the whole file (at most max bytes); refuses NUL bytes (binary data). */
 static char *read_text(const char *path, size_t max, size_t *len, dkv_err *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        dkv_err_set(err, DKV_ENOENT, "%s: cannot open: %s", path, strerror(errno));
+    FILE *fp = dkv_fopen_input(path, err);
+    if (!fp)
         return NULL;
-    }
     char *buf = malloc(max + 1);
     size_t n = buf ? fread(buf, 1, max + 1, fp) : 0;
     int bad = ferror(fp);

@@ -531,8 +531,10 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
             return luaL_error(L, "cfg.policies.retention.callback (%s): %s", where, s->cb_err);
         return luaL_error(L, "cfg.policies.retention.callback (%s) %s", where, err.msg + 19);
     }
-    if (st == DKV_EINTR)
+    if (st == DKV_EINTR) {
+        dkv_lua_mark_interrupted(L);   /* sticky: a pcall around this call does not end the stop */
         return luaL_error(L, "%s: %s", who, err.msg);
+    }
     if (st != DKV_OK)
         return luaL_error(L, "cfg: %s", err.msg);
     if (res->kernel_oom)

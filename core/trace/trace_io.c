@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "util/file.h"
 
 #define BIN_MAGIC "DKVTRACE"
 #define BIN_VERSION 1u
@@ -284,10 +285,9 @@ dkv_status dkv_trace_reader_open(const char *path, dkv_trace_reader **out, dkv_e
         free(r);
         return dkv_err_set(err, DKV_ENOMEM, "trace reader: out of host memory");
     }
-    r->f = fopen(path, "rb");
+    r->f = dkv_fopen_input(path, err);
     if (!r->f) {
-        dkv_status st = dkv_err_set(err, errno == ENOENT ? DKV_ENOENT : DKV_EIO, "%s: cannot open: %s",
-                                    path, strerror(errno));
+        dkv_status st = err ? err->code : DKV_ENOENT;
         dkv_trace_reader_close(r);
         return st;
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include "util/file.h"
 
 void dkv_workload_opts_default(dkv_workload_opts *o)
 {
@@ -436,9 +437,8 @@ dkv_status dkv_wl_slurp(const char *path, uint64_t max_bytes, char **buf, size_t
     *len = 0;
     if (max_bytes == 0)
         max_bytes = DKV_WORKLOAD_MAX_FILE_BYTES;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dkv_err_set(err, errno == ENOENT ? DKV_ENOENT : DKV_EIO, "%s: cannot open: %s", path,
-                               strerror(errno));
+    FILE *f = dkv_fopen_input(path, err);
+    if (!f) return err ? err->code : DKV_ENOENT;
     struct stat sb;
     if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > max_bytes) {
         fclose(f);

@@ -58,6 +58,15 @@ expect 1 'preset2\.lua:2: model\.n_heads: must be >= 1 \(got 0\)' -- "$DKV" run 
 printf 'local dkv = require "dkv"\ndkv.preset.model("lada-8b")\n' >"$T/preset3.lua"
 expect 1 "unknown model preset 'lada-8b' \(did you mean 'llada-8b'\?" -- "$DKV" run "$T/preset3.lua"
 
+# a script that is a folder, or holds a NUL byte (the loader would stop there): errors, nothing run
+mkdir -p "$T/folder.lua"
+expect 1 'folder\.lua: is a directory, not a file' -- "$DKV" run "$T/folder.lua" -o "$T/f.h5"
+printf 'print("before")\n\0print("after")\n' >"$T/nul.lua"
+expect 1 'nul\.lua:2: a NUL byte at offset 16: not a text file' -- "$DKV" run "$T/nul.lua" -o "$T/f.h5"
+out=$("$DKV" run "$T/nul.lua" 2>/dev/null) || true
+[ -z "$out" ] || fail "a script with a NUL byte must not run any of it, printed: $out"
+expect 1 ': is a directory, not a file' -- "$DKV" replay "$T/folder.lua" --mem caching
+
 # the sandbox: no io, no os.execute, no loadfile
 printf 'assert(io == nil and os.execute == nil and loadfile == nil and dofile == nil)\nprint("sandbox ok")\n' >"$T/sb.lua"
 expect 0 '^sandbox ok$' -- "$DKV" run "$T/sb.lua"

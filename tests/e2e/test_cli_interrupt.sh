@@ -49,4 +49,33 @@ for i, name in enumerate(complete, 1):
     assert (r["v"]["x"] == [k * i for k in range(1, 201)]).all()
 print("%d complete runs readable" % n)
 PYEOF
+# a script that catches the interrupt (pcall around dkv.simulate) and goes on: still interrupted, exit 1, the
+# existing results file untouched and the completed runs kept aside (the engine's interrupt is sticky)
+cat >"$T/pc.lua" <<'LUA'
+local dkv = require "dkv"
+dkv.write_run("first", {summary = {i = 1}})
+for i = 1, 6 do   -- few instructions: no count hook runs between the calls
+  local ok, r = pcall(dkv.simulate, {model = "llada-8b", gpu = "h200", workload = {n = 3000, rate = 50, seed = i},
+                                     decode = {cache = "dual"}, mem = {kind = "blockpool"}, seed = i})
+  if ok then dkv.save(r, "run" .. i) end
+end
+print("script end")
+LUA
+printf 'require("dkv").write_run("old", {summary = {x = 1}})\n' >"$T/old.lua"   # an earlier result, same name
+"$DKV" run "$T/old.lua" -o "$T/pc.h5" >/dev/null || fail "writing the earlier result"
+before=$(md5sum <"$T/pc.h5")
+"$DKV" run "$T/pc.lua" -o "$T/pc.h5" >"$T/pc_out.txt" 2>"$T/pc_err.txt" &
+pid=$!
+for _ in $(seq 1 200); do
+    [ -e "$T/pc.h5.tmp" ] && break
+    sleep 0.1
+done
+sleep 1                              # inside a dkv.simulate (each takes about a second)
+kill -INT $pid
+wait $pid; rc=$?
+cat "$T/pc_err.txt"
+[ $rc = 1 ] || fail "a script that catches the interrupt still exits 1, got $rc"
+grep -q 'script end' "$T/pc_out.txt" && fail "the script ran on to its end after the interrupt"
+grep -qE "interrupted; [0-9]+ completed runs? kept in $T/pc.h5.partial" "$T/pc_err.txt" || fail "pcall: summary line"
+[ "$(md5sum <"$T/pc.h5")" = "$before" ] || fail "pcall: the earlier pc.h5 was replaced"
 echo "interrupt ok"
