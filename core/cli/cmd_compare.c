@@ -28,7 +28,8 @@ static void help(void)
          "  --real-run, --sim-run  runs of different names\n"
          "  --tolerance Q=LIMIT  fail (exit 1) when the error of quantity Q exceeds LIMIT (0.08 or 8%);\n"
          "                       Q may use '*' (ncu.*.bytes); STAT is mean (default), median, max, bias, total\n"
-         "  -o OUT.h5            write each comparison as run compare:<name> of OUT.h5 (a new file)\n"
+         "  -o OUT.h5            write each comparison as run compare:<name> of OUT.h5 (a new file, or an\n"
+         "                       HDF5 file it replaces; any other file there is refused)\n"
          "  --calibration P.lua  fail (exit 1) when REAL's workload was used to fit preset P (validation must\n"
          "                       use other workloads)\n"
          "\n"
@@ -310,6 +311,10 @@ int dkv_cmd_compare(int argc, char **argv)
     }
     if (out && (strcmp(out, files[0]) == 0 || strcmp(out, files[1]) == 0)) {
         fprintf(stderr, "dkv compare: -o %s is an input file; write the comparison to a new file\n", out);
+        return DKV_EXIT_USAGE;
+    }
+    if (out && dkv_h5_output_ok(out, &err) != DKV_OK) {
+        fprintf(stderr, "dkv compare: -o %s\n", err.msg);
         return DKV_EXIT_USAGE;
     }
     char command[2048];

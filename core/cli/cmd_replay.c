@@ -36,7 +36,8 @@ static void replay_usage(FILE *out)
           "  --initial BYTES       blockpool: set up at creation (default 0)\n"
           "  --no-grow             blockpool: do not grow past --initial\n"
           "  --shrink              blockpool: give wholly free chunks back automatically\n"
-          "  -o FILE.h5            write statistics and time series (run --run NAME)\n"
+          "  -o FILE.h5            write statistics and time series (run --run NAME) to a new file (an\n"
+          "                        HDF5 file there is replaced, any other file refused)\n"
           "  --run NAME            run name in FILE.h5 (default replay_<kind>)\n"
           "  --strict              exit 1 when the trace has anomalies (free of an unknown id, ...)\n"
           "  -q, --quiet           print only the summary table\n",
@@ -273,6 +274,10 @@ int dkv_cmd_replay(int argc, char **argv)
     if (rc >= 0)
         return rc;
     dkv_err err = {0};
+    if (a.out_path && dkv_h5_output_ok(a.out_path, &err) != DKV_OK) {   /* before the replay's work */
+        fprintf(stderr, "dkv replay: -o %s\n", err.msg);
+        return DKV_EXIT_USAGE;
+    }
     dkv_mem *m = NULL;
     dkv_replay_result r;
     anomaly_ctx ax = {&a};

@@ -43,7 +43,8 @@ static void run_usage(FILE *out)
             "The results are written to FILE.h5.tmp and replace FILE.h5 only when the script succeeds.\n"
             "A failed or interrupted run leaves FILE.h5 untouched and keeps its completed runs in\n"
             "FILE.h5.partial (the message names it); a FILE.h5.tmp left by a killed run is moved aside\n"
-            "the same way, never overwritten.\n"
+            "the same way, never overwritten.  A FILE.h5 that is a folder, or a file that is not an HDF5\n"
+            "file (the script itself, a trace, notes), is refused before the script starts.\n"
             "\n"
             "Ctrl-C (SIGINT) or SIGTERM stops the script at its next check, keeping completed runs; a\n"
             "second one kills dkv at once.\n"
@@ -324,6 +325,10 @@ static int run_script(const char *script, const char *output, const dkv_lua_conf
     dkv_err err = {0};
     dkv_lua *s = NULL;
     int rc = DKV_EXIT_ERROR;
+    if (dkv_h5_output_ok(output, &err) != DKV_OK) {
+        fprintf(stderr, "dkv run: -o %s\n", err.msg);
+        return DKV_EXIT_USAGE;
+    }
     if (check_output_dir(output) != 0 || set_aside_leftover(output) != 0)
         return rc;
     if (dkv_lua_new(cfg, &s, &err) != DKV_OK) {

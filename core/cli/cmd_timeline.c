@@ -2,9 +2,11 @@
  * trace-event JSON (core/cli/timeline.c builds it; docs/HDF5_SCHEMA.md, "Timelines"). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/commands.h"
 #include "cli/timeline.h"
@@ -19,8 +21,33 @@ static void timeline_usage(FILE *out)
           "tracks (MiB), requests as async slices from arrival to finish.  Simulated (dkv.simulate)\n"
           "and executed (dkv.execute) runs have the same tables and give the same tracks.\n"
           "  --run NAME   the run (dkv info --brief FILE.h5 lists them); optional when the file has one\n"
-          "  -o FILE      output (written as FILE.tmp, renamed when complete)\n",
+          "  -o FILE      output (written as FILE.tmp, renamed when complete); an existing FILE is\n"
+          "               replaced only when it is a JSON trace (its first character { or [)\n",
           out);
+}
+
+/* An existing output is replaced only when it is a JSON trace (an earlier timeline): a folder, the results file or
+ * any other file named by mistake is refused. */
+static bool replaceable(const char *outp)
+{
+    struct stat st;
+    if (stat(outp, &st) != 0)
+        return true;
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "dkv timeline: -o %s is a folder: give the trace file's name\n", outp);
+        return false;
+    }
+    FILE *fp = fopen(outp, "rb");
+    int c = ' ';
+    while (fp && (c = fgetc(fp)) != EOF && (c == ' ' || c == '\n' || c == '\t' || c == '\r'))
+        ;
+    if (fp)
+        fclose(fp);
+    if (c == '{' || c == '[')
+        return true;
+    fprintf(stderr, "dkv timeline: -o %s exists and is not a JSON trace: it is not replaced; give another name, or "
+            "move it away\n", outp);
+    return false;
 }
 
 int dkv_cmd_timeline(int argc, char **argv)
@@ -49,6 +76,8 @@ int dkv_cmd_timeline(int argc, char **argv)
         timeline_usage(stderr);
         return DKV_EXIT_USAGE;
     }
+    if (!replaceable(outp))
+        return DKV_EXIT_USAGE;
     dkv_err err = {0};
     dkv_h5 *f;
     if (dkv_h5_open_read(file, &f, &err) != DKV_OK) {

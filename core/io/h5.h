@@ -109,6 +109,11 @@ dkv_status dkv_h5_set_aside(const char *src, const char *final_path, const char 
 /* Opens path read-only and counts its runs (*total) and those with status "complete". */
 dkv_status dkv_h5_count_complete(const char *path, size_t *complete, size_t *total, dkv_err *err);
 
+/* Whether a command may write its results to path: DKV_OK when nothing is there or an HDF5 file is (a results file,
+ * which the command replaces as documented); DKV_EINVAL naming path when it is a folder, or a file that is not an
+ * HDF5 file (a script, a trace, notes: dkv never replaces those). */
+dkv_status dkv_h5_output_ok(const char *path, dkv_err *err);
+
 /* DKV_EIO with a message when path's folder has less than need_bytes free, or when the
  * process's file size limit (ulimit -f) is below it.  Checked before copies that libhdf5 does
  * not survive on a full disk (H5Ocopy). */

@@ -104,6 +104,25 @@ dkv_status dkv_h5__precheck(const char *path, dkv_err *err)
     return s;
 }
 
+dkv_status dkv_h5_output_ok(const char *path, dkv_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return DKV_OK;   /* nothing there (or nothing dkv can see: creating it then names the failure) */
+    if (S_ISDIR(st.st_mode))
+        return dkv_err_set(err, DKV_EINVAL, "%s is a folder: give the results file's name", path);
+    dkv_err why = {0};
+    if (dkv_h5__precheck(path, &why) != DKV_OK) {
+        const char *m = why.msg;
+        size_t n = strlen(path);
+        if (strncmp(m, path, n) == 0 && strncmp(m + n, ": ", 2) == 0)
+            m += n + 2;   /* the reason without the path again */
+        return dkv_err_set(err, DKV_EINVAL, "%s exists and is not a results file dkv may replace: %s; give another "
+                           "name, or move it away", path, m);
+    }
+    return DKV_OK;
+}
+
 /* After H5Fopen: the root's format_version, when present, is an integer dkv can read (a file from a
  * newer dkv is refused by name instead of misread). */
 dkv_status dkv_h5__check_version(hid_t root, const char *path, dkv_err *err)

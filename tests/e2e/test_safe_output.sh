@@ -225,4 +225,24 @@ echo "read-only folder via $how: exit $rc"
 [ $rc = 1 ] || fail "read-only folder ($how): exit 1, got $rc: $out"
 grep -qF "cannot write results to '$ro/x.h5'" <<<"$out" || fail "read-only message: $out"
 cmp -s "$ro/x.h5" "$T/x0.h5" || fail "read-only: the old file changed"
+# an output path that is not a results file is never replaced (until session 51, -o onto notes, the script itself
+# or a trace replaced it with HDF5): run, compare and replay refuse a folder or a file that is not HDF5 before any
+# work, exit 2, the file byte for byte as it was; timeline replaces only a JSON trace
+printf 'require("dkv").write_run("w", {summary = {a = 1}})\n' >"$T/w.lua"
+"$DKV" run "$T/w.lua" -o "$T/w.h5" -q || fail "writing w.h5"
+echo "precious notes" >"$T/notes.txt"
+cp "$T/w.lua" "$T/w0.lua"
+mkdir -p "$T/outdir"
+for args in "run $T/w.lua -o $T/notes.txt" "run $T/w.lua -o $T/w.lua" "compare $T/w.h5 $T/w.h5 -o $T/notes.txt" \
+            "replay $ROOT/datasets/workloads/azure_sample.csv --mem caching -o $T/notes.txt" \
+            "timeline $T/w.h5 -o $T/notes.txt"; do
+    out=$("$DKV" $args 2>&1); rc=$?
+    [ $rc = 2 ] || fail "'dkv $args' onto a file that is not its output's kind: exit 2, got $rc: $out"
+    grep -qE "exists and is not (a results file dkv may replace|a JSON trace)" <<<"$out" || fail "message: $out"
+done
+[ "$(cat "$T/notes.txt")" = "precious notes" ] || fail "notes.txt was replaced"
+cmp -s "$T/w.lua" "$T/w0.lua" || fail "the script was replaced"
+out=$("$DKV" run "$T/w.lua" -o "$T/outdir" 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "outdir is a folder" <<<"$out" || fail "-o a folder: exit 2 and named before any work, got $rc: $out"
+"$DKV" run "$T/w.lua" -o "$T/w.h5" -q || fail "an existing results file is replaced, as documented"
 echo "safe output ok"
