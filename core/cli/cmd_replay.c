@@ -2,6 +2,8 @@
  * replay of the trace's allocation events (docs/TRACE_FORMAT.md) through a memory manager
  * (core/replay), its statistics printed (docs/MEMORY.md) and, with -o, written with the time
  * series to HDF5 (io/mem_h5.h). */
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,8 +112,9 @@ static bool parse_option(replay_args *a, const char *opt, const char *v, bool *k
         ok = parse_bytes(v, &o->capacity_bytes) && o->capacity_bytes > 0;
     } else if (!strcmp(opt, "--delay")) {
         char *end;
+        errno = 0;
         o->release_delay_s = strtod(v, &end);
-        ok = end != v && !*end && o->release_delay_s >= 0;
+        ok = end != v && !*end && errno == 0 && isfinite(o->release_delay_s) && o->release_delay_s >= 0;
     } else if (!strcmp(opt, "--stride")) {
         ok = parse_uint(v, UINT32_MAX, &x);
         o->sample_stride = (uint32_t)x;
@@ -282,7 +285,12 @@ int dkv_cmd_replay(int argc, char **argv)
     dkv_replay_result r;
     anomaly_ctx ax = {&a};
     rc = DKV_EXIT_ERROR;
-    if (dkv_mem_new(&a.o, &m, &err) != DKV_OK || dkv_replay_trace(a.trace, m, on_anomaly, &ax, &r, &err) != DKV_OK) {
+    if (dkv_mem_new(&a.o, &m, &err) != DKV_OK) {   /* options that do not go together: a usage error, as a bad value */
+        fprintf(stderr, "dkv replay: %s\n", err.msg);
+        rc = err.code == DKV_EINVAL || err.code == DKV_ERANGE ? DKV_EXIT_USAGE : DKV_EXIT_ERROR;
+        goto done;
+    }
+    if (dkv_replay_trace(a.trace, m, on_anomaly, &ax, &r, &err) != DKV_OK) {
         fprintf(stderr, "dkv replay: %s\n", err.msg);
         goto done;
     }

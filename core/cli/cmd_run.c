@@ -1,6 +1,7 @@
 /* cmd_run.c - `dkv run SCRIPT.lua [-o FILE.h5] [-D name=value ...] [--shard i/N] [limits]`. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,7 +95,7 @@ static int parse_size(const char *s, size_t *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
+    if (errno || end == s || !isfinite(v) || v < 0)   /* nan, inf and 1e400 are not sizes */
         return -1;
     double mul = 1 << 20;  /* plain numbers are MiB */
     if (*end == 'K' || *end == 'k')
@@ -109,7 +110,7 @@ static int parse_size(const char *s, size_t *out)
         end++;
     if (*end == 'B')
         end++;
-    if (*end)
+    if (*end || v * mul >= 0x1p62)   /* 4 EiB: past it the cast to size_t is undefined */
         return -1;
     *out = (size_t)(v * mul);
     return 0;

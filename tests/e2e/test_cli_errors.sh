@@ -29,6 +29,9 @@ expect 2 '-D expects name=value' -- "$DKV" run x.lua -D novalue
 expect 2 '--shard expects i/N' -- "$DKV" run x.lua --shard 3/3
 expect 2 '--shard expects i/N' -- "$DKV" run x.lua --shard 1
 expect 2 '--mem-limit expects a size' -- "$DKV" run x.lua --mem-limit lots
+for v in nan inf 1e30 -1; do   # not sizes (nan and inf ran with no cap until session 51)
+    expect 2 "--mem-limit expects a size such as 512M or 4G, got '$v'" -- "$DKV" run x.lua --mem-limit "$v"
+done
 expect 2 'needs a value' -- "$DKV" run x.lua -o
 expect 2 "unknown option '-x'" -- "$DKV" info -x f.h5
 expect 2 'usage: dkv merge' -- "$DKV" merge only.h5

@@ -108,7 +108,9 @@ set -e
 
 # usage errors: exit 2 with a message
 for args in "" "$T/a.csv" "$T/a.csv --mem vmm" "$T/a.csv --mem caching --capacity 12parsecs" \
-            "$T/a.csv --mem caching --bogus 1" "$T/a.csv --mem caching --stride"; do
+            "$T/a.csv --mem caching --bogus 1" "$T/a.csv --mem caching --stride" \
+            "$T/a.csv --mem caching --delay inf" "$T/a.csv --mem caching --delay 1e400" \
+            "$T/a.csv --mem blockpool --chunk-blocks 3"; do
     set +e
     # shellcheck disable=SC2086
     err=$("$DKV" replay $args 2>&1); rc=$?
@@ -119,6 +121,6 @@ done
 set +e
 err=$("$DKV" replay "$T/a.csv" --mem caching --max-split 1MiB 2>&1); rc=$?
 set -e
-[ $rc -eq 1 ] && grep -q "max_split_size" <<<"$err" || fail "bad max_split: $rc $err"
+[ $rc -eq 2 ] && grep -q "max_split_size" <<<"$err" || fail "bad max_split (a usage error since session 51): $rc $err"
 grep -q "usage: dkv replay" <<<"$("$DKV" replay --help)" || fail "--help"
 echo "replay ok"
