@@ -278,31 +278,45 @@ static bool is_once(int c)
 
 /* Times per class: t_layer[c] for one layer of a layer class, t_once[c] for the once-per-step
  * parts (LM head, compress, reorder and the per-step elementwise kernels): the profile's where it
- * covers the class, the roofline's otherwise (*roofline_s: the step's seconds from the latter). */
+ * covers the class, the roofline's otherwise (roof_layer[c], roof_once[c]: costed by the latter; the step's roofline
+ * seconds are summed over those after the clock and the calibration scaled every class, roofline_of). */
 static void class_times(const dkv_model *m, const dkv_gpu *g, const rates *r, const dkv_step_plan *plan,
                         const dkv_cost_step *cs, double t_layer[DKV_KCLASS_N], double t_once[DKV_KCLASS_N],
-                        double *roofline_s)
+                        bool roof_layer[DKV_KCLASS_N], bool roof_once[DKV_KCLASS_N])
 {
     double slow[DKV_KCLASS_N], p_layer[DKV_KCLASS_N], p_once[DKV_KCLASS_N];
     segment_times(g, cs, slow);
     sim_profile_times(m, g, plan, cs, p_layer, p_once);
-    *roofline_s = 0;
     for (int c = 0; c < DKV_KCLASS_N; c++) {
+        roof_layer[c] = roof_once[c] = false;
         t_layer[c] = is_once(c) ? 0 : roofline_time(&cs->layer[c], r, c, slow[c]);
         t_once[c] = is_once(c) || c == DKV_KCLASS_ELEMENTWISE ? roofline_time(&cs->once[c], r, c, 0.0) : 0;
         if (cs->layer[c].launches && !is_once(c)) {
             if (!isnan(p_layer[c]))
                 t_layer[c] = p_layer[c];
             else
-                *roofline_s += cs->n_layers * t_layer[c];
+                roof_layer[c] = true;
         }
         if (cs->once[c].launches) {
             if (!isnan(p_once[c]))
                 t_once[c] = p_once[c];
             else
-                *roofline_s += t_once[c];
+                roof_once[c] = true;
         }
     }
+}
+
+/* The step's kernel seconds costed by the roofline: the classes class_times marked, at their final (scaled) times,
+ * so that the summary's roofline_frac is a share of the kernel time (the unscaled sum ran past 1 under a
+ * kernel_scale below 1). */
+static double roofline_of(const dkv_cost_step *cs, const double t_layer[DKV_KCLASS_N],
+                          const double t_once[DKV_KCLASS_N], const bool roof_layer[DKV_KCLASS_N],
+                          const bool roof_once[DKV_KCLASS_N])
+{
+    double roof = 0;
+    for (int c = 0; c < DKV_KCLASS_N; c++)
+        roof += (roof_layer[c] ? cs->n_layers * t_layer[c] : 0) + (roof_once[c] ? t_once[c] : 0);
+    return roof;
 }
 
 /* ---- first use of a shape (profile first_use), remembered per run or in a shared set */
@@ -498,8 +512,9 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
     }
     rates r;
     rates_init(g, &o, &r);
-    double t_layer[DKV_KCLASS_N], t_once[DKV_KCLASS_N], roof;
-    class_times(m, g, &r, plan, cs, t_layer, t_once, &roof);
+    double t_layer[DKV_KCLASS_N], t_once[DKV_KCLASS_N];
+    bool roof_layer[DKV_KCLASS_N], roof_once[DKV_KCLASS_N];
+    class_times(m, g, &r, plan, cs, t_layer, t_once, roof_layer, roof_once);
     const dkv_profile_info *in = g->profile ? dkv_profile_get_info(g->profile) : NULL;
     double settle_mhz = 0, run_mhz = 0;   /* the step's clock (profile clock block; needs the run's state) */
     if (st)
@@ -528,7 +543,7 @@ static dkv_status sim_cost(const dkv_model *m, const dkv_gpu *g, const dkv_sim_o
         out->host_s = in->host_base_s + in->host_per_item_s * plan->n_items;
         out->handover_s = in->host_handover_s > in->host_resume_s ? in->host_handover_s - in->host_resume_s : 0;
     }
-    out->roofline_s = roof;
+    out->roofline_s = roofline_of(cs, t_layer, t_once, roof_layer, roof_once);
     out->pcie_h2d_bytes = cs->pcie_h2d_bytes;
     out->pcie_d2h_bytes = cs->pcie_d2h_bytes;
     if (o.copy_model == DKV_SIM_COPY_STREAM) {

@@ -31,6 +31,18 @@ for _, model in ipairs{"llada-8b", "dream-7b"} do
     assert(r.roofline_frac > 0.999999 and p.roofline_frac < 0.01, "roofline_frac")
   end
 end
+-- a share of the kernel time whatever scales it (until session 51 the unscaled roofline seconds over the scaled
+-- kernel seconds: 2.0 under kernel_scale 0.5 on a roofline-only preset, 1.003 on h200 with its clock model)
+for _, ks in ipairs{0.5, 1, 2} do
+  for _, gpu in ipairs{"rtx4090", "h200"} do
+    local s = dkv.simulate{model = "llada-8b", gpu = gpu, workload = {kind = "fixed", n = 4, interval_s = 0, prompt = 512,
+      gen = 64}, decode = {cache = "dual", block_len = 32}, sim = {kernel_scale = ks},
+      record = {memory_every = 0, steps = false}}.summary
+    print(string.format("%s kernel_scale %g: roofline_frac %.6f", gpu, ks, s.roofline_frac))
+    assert(s.roofline_frac >= 0 and s.roofline_frac <= 1 + 1e-9, "roofline_frac past 1")
+    if gpu == "rtx4090" then assert(s.roofline_frac > 0.999999, "a roofline-only preset: every kernel") end
+  end
+end
 LUA
 "$DKV" run "$T/cmp.lua" || fail "stand-in against the roofline"
 
