@@ -197,13 +197,19 @@ def describe(cfgs):
         wl = [workload_text(merged)]
     def join(v, what):
         return v[0] if len(v) == 1 else "%d %ss" % (len(v), what) if v else "%s ?" % what
+    def kind(b):   # how a backend's runs were obtained (the GPU named in the title is the config's preset)
+        if b == "sim":
+            return "simulated"
+        if b == "cuda":
+            return "measured on %s" % (devices[0].split(",")[0] if len(devices) == 1 else "GPUs")
+        if b == "cpu":
+            return "measured on the CPU"
+        return "backend %s" % b
     how = ""
-    if backends == ["sim"]:
-        how = " (simulated)"
-    elif backends == ["cuda"]:
-        how = " (measured on %s)" % (devices[0].split(",")[0] if len(devices) == 1 else "GPUs")
-    elif "cuda" in backends and "sim" in backends:
+    if sorted(backends) == ["cuda", "sim"]:
         how = " (measured and simulated)"
+    elif backends:
+        how = " (%s)" % " and ".join(kind(b) for b in backends)
     text = "%s on %s%s" % (join(models, "model"), join(gpus, "GPU"), how)
     if wl:
         text += ": " + (wl[0] if len(wl) == 1 else "%d workloads" % len(wl))

@@ -58,4 +58,12 @@ grep -q "^source $ROOT/datasets/workloads/azure_sample.csv$" <<<"$out" || fail "
 sed 's#datasets/workloads/azure_sample.csv#datasets/workloads/nosuch.csv#' "$T/rel.lua" > "$T/rel2.lua"
 out=$(cd "$T" && "$DKV" run rel2.lua -q -o "$T/rel2.h5" 2>&1) && fail "a missing trace accepted"
 grep -q "datasets/workloads/nosuch.csv: cannot open" <<<"$out" || fail "missing trace message: $out"
+# plot.py's title says how a run was obtained: a CPU-backend run is "measured on the CPU" (until session 51 the
+# title had the preset's GPU and no word of how, as if an H200 result)
+if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+    out=$(/usr/bin/python3 "$ROOT/scripts/plot.py" "$T/o.h5" -o "$T/p" 2>&1) || fail "plot of the cpu run: $out"
+    grep -qE "^plot: title: 2 models on 2 GPUs \(measured on the CPU and simulated\)" <<<"$out" || fail "plot title: $out"
+else
+    echo "SKIP: the plot title (/usr/bin/python3 lacks matplotlib)"
+fi
 echo "run origins: ok"
