@@ -21,6 +21,9 @@ local model = dkv.param("model", "llada-8b", "model preset")
 local trace = dkv.param("trace", "datasets/workloads/azure_sample.csv", "workload trace file")
 local n = dkv.param("n", 48, "requests of the trace")
 local load = dkv.param("load", 4, "arrival rate multiplier of the trace")
+if math.type(n) ~= "integer" or n < 1 then   -- a count, not any number: say so here, not in a format error later
+  error(string.format("-D n=%s: the number of requests is a whole number, 1 or more", tostring(n)), 0)
+end
 
 local function row(cols, widths)
   local out = {}
@@ -66,10 +69,7 @@ if not dkv.simulate then
   print("\n(dkv.simulate is not built in this version: part 2 skipped)")
   return
 end
-print(string.format("\n%s on %s: %d requests of %s at %gx their rate, dual cache, block 32 (simulated)",
-                    model, gpu, n, trace, load))
 local w2 = {10, 6, 11, 11, 10, 10, 9, 9, 8}
-row({"memory", "sched", "peak res GiB", "peak KV GiB", "KV ext frag", "reuse", "req/s", "p99 s", "done"}, w2)
 local done = 0
 for _, mem in ipairs({"static", "caching", "blockpool"}) do
   for _, sched in ipairs({"fcfs", "phase"}) do
@@ -81,6 +81,11 @@ for _, mem in ipairs({"static", "caching", "blockpool"}) do
       record = {memory_every = 1}, seed = 1,
     }
     local s = r.summary
+    if done == 0 then   -- the requests the trace gave (n is an upper bound: a shorter trace has fewer)
+      print(string.format("\n%s on %s: %d requests of %s at %gx their rate, dual cache, block 32 (simulated)",
+                          model, gpu, s.n_requests, trace, load))
+      row({"memory", "sched", "peak res GiB", "peak KV GiB", "KV ext frag", "reuse", "req/s", "p99 s", "done"}, w2)
+    end
     row({mem, sched, string.format("%.2f", s.peak_reserved / GiB), string.format("%.2f", s.peak_kv_bytes / GiB),
          string.format("%.3f", s.kv_external_frag_at_peak), string.format("%.2f", s.block_reuse_rate),
          string.format("%.2f", s.throughput_rps), string.format("%.1f", s.latency_p99_s),
