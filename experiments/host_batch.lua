@@ -34,7 +34,8 @@ local function run(gpu, host, seqs, sched, inst)
     workload = {kind = "poisson", n = n, rate = rate, gen = 256, seed = 3,
                 prompt = {kind = "lognormal", mean = 2048, median = 1469, max = 3840}},
     decode = {cache = "dual"}, mem = {kind = "blockpool"}, scheduler = sc,
-    instances = {n = inst, placement = "shared", gpu_share = "timeslice", shared_weights = true},
+    -- (the settings of several instances only with several: with one they cannot take effect, an error)
+    instances = inst > 1 and {n = inst, placement = "shared", gpu_share = "timeslice", shared_weights = true} or {n = 1},
     record = {memory_every = 0, steps = false},
   }
 end

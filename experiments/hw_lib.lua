@@ -8,7 +8,8 @@
 --                                                -- and ret:dense:device (dkv.execute's device table)
 --
 -- Which halves run: -D backend=auto (default) probes dkv.execute: without a CUDA device only the
--- simulated half runs, and one line says so; -D backend=sim runs only the simulated half;
+-- simulated half runs, and one line says so; -D backend=sim runs only the simulated half (and refuses
+-- the real half's -D class_timing, sm_clock, clock_probe, l2_flush and half, which cannot take effect);
 -- -D backend=cuda requires the device (an error without one: the GPU session must not silently
 -- simulate).  -D half=real skips the simulated half (the sim runs can then be made elsewhere).
 -- -D standin=PRESET (without a GPU; tests only): the :real runs are dkv.simulate under that GPU
@@ -106,6 +107,18 @@ local function positive_param(k, d, what)
 end
 M.kernel_scale = positive_param("kernel_scale", "1", "a number > 0")   -- the machine calibration
 M.l2_mib = positive_param("l2_mib", nil, "a number of MiB > 0")          -- the L2 size (since session 48)
+-- -D backend=sim runs only the simulated half: a -D of the real half (dkv.execute's options, -D half) cannot take
+-- effect and is an error, checked here (after the values' own checks above) before any run.  -D warm_gemms and
+-- -D warm_compressor stay: the simulated half takes them too (sim.warm_gemms, sim.warm_compressor).
+M.REAL_ONLY = {"class_timing", "sm_clock", "clock_probe", "l2_flush", "half"}
+if tostring(M.param("backend", "auto")) == "sim" then
+  for _, k in ipairs(M.REAL_ONLY) do
+    if dkv.params[k] ~= nil then
+      error("hw: -D " .. k .. "=" .. tostring(dkv.params[k]) .. " is for the real half (dkv.execute): -D backend=sim "
+            .. "runs only the simulated half (drop -D " .. k .. ")", 0)
+    end
+  end
+end
 
 -- "sim", "both" (sim + real) or "real" (-D half=real, with a device).  Probes once: dkv.execute raises "no CUDA device (...)" before
 -- it parses its argument when there is no usable GPU; with one, the empty table fails on a
@@ -295,8 +308,8 @@ function M.pair(study, point, cfg, opts, on_device)
     for k, v in pairs(opts or {}) do
       if k ~= "allow_refusal" and k ~= "sim_only" and k ~= "sim_patch" and k ~= "real_first" then eopts[k] = v end
     end
-    if eopts.class_timing == nil then eopts.class_timing = M.class_timing() end
-    if (eopts.backend or "cuda") == "cuda" then
+    if (eopts.backend or "cuda") == "cuda" then   -- the CUDA backend's options (backend = "cpu" refuses them)
+      if eopts.class_timing == nil then eopts.class_timing = M.class_timing() end
       if eopts.warm_gemms == nil then eopts.warm_gemms = M.warm_gemms() end
       if eopts.warm_compressor == nil and eopts.warm_gemms then eopts.warm_compressor = M.warm_compressor() end
       if eopts.sm_clock == nil then eopts.sm_clock = M.sm_clock() end

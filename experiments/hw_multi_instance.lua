@@ -86,7 +86,9 @@ local function config(op, k, placement, copies)
     decode = {cache = "dual", block_len = 32, steps = steps},
     scheduler = {kind = "phase", max_num_seqs = op == "b8" and seqs or 1},
     mem = {kind = "blockpool", capacity_bytes = cap_gib * hw.GiB},
-    instances = {n = k, placement = placement, shared_weights = not copies, gpu_share = "timeslice"},
+    -- the settings of several instances only with several (with one they cannot take effect: an error)
+    instances = k > 1 and {n = k, placement = placement, shared_weights = not copies, gpu_share = "timeslice"}
+                or {n = 1},
     record = {kernels = true}}   -- per-class records: the single-instance points are in the calibration fit set
 end
 

@@ -35,8 +35,10 @@ local rows = sweep{
                   prompt = {kind = "lognormal", mean = 2048, median = 1469, max = 3840}},
       decode = {cache = "dual"}, mem = {kind = "blockpool"},
       scheduler = {kind = "phase", max_num_seqs = seqs, step_host_s = p.host},
-      instances = {n = p.inst, placement = p.placement, gpu_share = p.share,
-                   shared_weights = p.weights == "shared"},
+      -- one instance: the same run in every (weights, share, placement) column, as the settings of several
+      -- instances cannot take effect with one (given, they are an error)
+      instances = p.inst > 1 and {n = p.inst, placement = p.placement, gpu_share = p.share,
+                                  shared_weights = p.weights == "shared"} or {n = 1},
       record = {memory_every = 16},
     })
     if ok then return r end

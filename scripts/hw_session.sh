@@ -708,7 +708,8 @@ post_multi() {
     for f in "$R"/h5/hw_multi_instance*.h5; do
         [ -f "$f" ] || continue
         x=$(basename "$f" .h5)
-        # the device run's -D settings (not backend, standin, half, warmup, gpu, host) and the measured host times
+        # the device run's -D settings (not backend, standin, half, warmup, gpu, host, nor the real half's class_timing,
+        # sm_clock, clock_probe, l2_flush) and the measured host times
         defs=$($PY - "$f" <<'PYEOF'
 import sys, h5py
 sys.path.insert(0, "scripts")
@@ -729,7 +730,9 @@ for n in runs:
 out = []
 for line in (defs or "").splitlines():
     k = line.split("=", 1)[0]
-    if line and k not in ("backend", "standin", "half", "warmup", "gpu", "host", "release", "handover"):
+    # (nor the real half's own settings: hw_lib.lua refuses them with -D backend=sim, as they cannot take effect)
+    if line and k not in ("backend", "standin", "half", "warmup", "gpu", "host", "release", "handover",
+                          "class_timing", "sm_clock", "clock_probe", "l2_flush"):
         out += ["-D", line]
 if hosts:
     out += ["-D", "host=" + ",".join(hosts), "-D", "release=" + ",".join(rels)]

@@ -155,6 +155,22 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
     c->device_capacity_bytes = gbytes(p, "device_capacity_bytes", c->device_capacity_bytes);
     m->device_malloc_s = gnum(p, "malloc_s", m->device_malloc_s, 0, HUGE_VAL, 0);   /* < 0: resolved */
     m->device_free_s = gnum(p, "free_s", m->device_free_s, 0, HUGE_VAL, 0);
+    /* settings of another kind of manager, and sizing rules the run does not apply, cannot take effect
+     * (core/mem: only the caching allocator splits blocks, only the block pool grows by chunks;
+     * engine_mem.c's eng_capacities) */
+    const char *kn = dkv_mem_kind_name(m->kind);
+    if (m->kind != DKV_MEM_CACHING && has(p, "max_split_size"))
+        dkv_lconf_error(p->L, p->path, "max_split_size", "is for kind = 'caching' (kind is '%s')", kn);
+    for (const char *const *k = (const char *const[]){"chunk_blocks", "initial_bytes", "grow", "shrink", NULL}; *k; k++)
+        if (m->kind != DKV_MEM_BLOCKPOOL && has(p, *k))
+            dkv_lconf_error(p->L, p->path, *k, "is for kind = 'blockpool' (kind is '%s')", kn);
+    if (m->kind == DKV_MEM_CACHING)
+        unused_when(p, (const char *const[]){"kv_frac", "device_capacity_bytes", NULL},
+                    "kind is '%s' (one allocator of capacity_bytes, else HBM - margin, holds the weights, KV and "
+                    "activations)", kn);
+    else if (m->capacity_bytes > 0)
+        unused_when(p, (const char *const[]){"kv_frac", NULL},
+                    "capacity_bytes is %s (kv_frac sizes the KV pool only when capacity_bytes is 0)", "given");
 }
 
 /* Retention settings that cannot take effect: all of them without the sparse cache, and those
@@ -381,6 +397,17 @@ static void parse_instances(pt *root, dkv_lsim *s)
     c->gpu_share = (dkv_gpu_share)genum(&p, "gpu_share", &dkv_gpu_share_names, c->gpu_share);
     c->instance_route = (dkv_instance_route)genum(&p, "route", &dkv_instance_route_names, c->instance_route);
     c->shared_weights = gbool(&p, "shared_weights", c->shared_weights);
+    /* settings of several instances cannot take effect with one (engine_mem.c, engine_multi.c) */
+    if (c->n_instances == 1)
+        unused_when(&p, (const char *const[]){"placement", "guaranteed_frac", "burst_frac", "weights", "gpu_share",
+                                              "route", "shared_weights", NULL},
+                    "instances.n is %s (it is a setting of several instances)", "1");
+    else if (c->placement.mode == DKV_PLACE_PARTITIONED)   /* each partition is its whole share */
+        unused_when(&p, (const char *const[]){"guaranteed_frac", "burst_frac", NULL}, "instances.placement is '%s'",
+                    "partitioned");
+    else if (c->mem.kind != DKV_MEM_BLOCKPOOL)   /* the quotas of a shared pool are the block pool's */
+        unused_when(&p, (const char *const[]){"guaranteed_frac", "weights", NULL},
+                    "mem.kind is '%s' (a shared pool's quotas are the block pool's)", dkv_mem_kind_name(c->mem.kind));
     if (lua_getfield(L, p.in, "weights") != LUA_TNIL) {
         if (!lua_istable(L, -1) || lua_rawlen(L, -1) != c->n_instances)
             dkv_lconf_error(L, p.path, "weights", "expected an array of %u positive numbers (one per instance)",

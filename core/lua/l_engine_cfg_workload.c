@@ -18,6 +18,14 @@ static const char *const len_keys[] = {"kind", "value", "lo", "hi", "mu", "sigma
 static const char *const len_kinds[] = {"fixed", "uniform", "lognormal", "empirical"};
 static const dkv_names len_kind_names = DKV_NAMES("length kind", len_kinds);   /* the Lua table's own */
 
+/* Keys given that the chosen kind does not read are errors: "cfg.workload.n: is not used by kind 'trace'". */
+static void unused_by_kind(pt *p, const char *const *keys, const char *kind)
+{
+    for (; *keys; keys++)
+        if (has(p, *keys))
+            dkv_lconf_error(p->L, p->path, *keys, "is not used by kind '%s'", kind);
+}
+
 /* A length: a number (fixed) or {kind = ..., ...}.  *fixed tells whether it is a fixed value. */
 static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int slot, bool *fixed)
 {
@@ -35,6 +43,14 @@ static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int 
     dkv_len_dist d;
     int kind = genum(&c, "kind", &len_kind_names, 0);
     *fixed = kind == DKV_LEN_FIXED;
+    /* the keys of the other kinds (min and max clamp every kind's draws) */
+    static const char *const not_fixed[] = {"lo", "hi", "mu", "sigma", "mean", "median", "file", NULL};
+    static const char *const not_uniform[] = {"value", "mu", "sigma", "mean", "median", "file", NULL};
+    static const char *const not_lognormal[] = {"value", "lo", "hi", "file", NULL};
+    static const char *const not_empirical[] = {"value", "lo", "hi", "mu", "sigma", "mean", "median", NULL};
+    const char *const *other = kind == DKV_LEN_FIXED ? not_fixed : kind == DKV_LEN_UNIFORM ? not_uniform
+                               : kind == DKV_LEN_LOGNORMAL ? not_lognormal : not_empirical;
+    unused_by_kind(&c, other, dkv_names_at(&len_kind_names, kind));
     switch (kind) {
     case DKV_LEN_FIXED:
         d = dkv_len_fixed((uint32_t)gint(&c, "value", def, 1, U32MAX));
@@ -48,6 +64,10 @@ static dkv_len_dist glen(pt *p, const char *key, uint32_t def, dkv_lsim *s, int 
     }
     case DKV_LEN_LOGNORMAL:
         if (has(&c, "mean") || has(&c, "median")) {
+            for (const char *const *k = (const char *const[]){"mu", "sigma", NULL}; *k; k++)
+                if (has(&c, *k))
+                    dkv_lconf_error(L, c.path, *k, "is not used with mean and median (the lognormal is given by "
+                                    "mu and sigma, or by mean and median)");
             double mean = gnum(&c, "mean", def, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
             double med = gnum(&c, "median", def, 0, HUGE_VAL, DKV_LCONF_LO_OPEN);
             if (dkv_len_lognormal_mean_median(mean, med, &d, &err) != DKV_OK)
@@ -163,6 +183,9 @@ void dkv_lcfg_parse_workload(pt *root, dkv_lsim *s)
     if (kind == WL_PROMPTS) {
         st = read_prompts(&p, s, &o, &err);
     } else if (kind == WL_TRACE) {
+        static const char *const synth_only[] = {"n", "rate", "cv", "interval_s", "users", "think_s",
+                                                 "think_exponential", "stagger_first", "prompt", "gen", NULL};
+        unused_by_kind(&p, synth_only, "trace");   /* the trace gives the arrivals and lengths */
         const char *file = dkv_lconf_string(L, p.in, p.path, "file", NULL, DKV_LCONF_REQUIRED);
         lua_pushstring(L, file);
         lua_setfield(L, p.out, "file");
@@ -173,6 +196,8 @@ void dkv_lcfg_parse_workload(pt *root, dkv_lsim *s)
         char path[4096];
         st = dkv_workload_read(dkv_lua_data_path(L, file, path, sizeof path), f, &o, &s->w, &err);
     } else {
+        static const char *const trace_only[] = {"file", "format", "lenient", NULL};
+        unused_by_kind(&p, trace_only, dkv_names_at(wl_kind_names(), kind));
         dkv_synth_cfg c;
         dkv_synth_cfg_default(&c);
         c.arrival = (dkv_arrival_kind)kind;

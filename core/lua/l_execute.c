@@ -195,6 +195,19 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     if (x->cpu && (x->real_clock || x->start_at > 0))
         dkv_lconf_error(L, p, x->start_at > 0 ? "start_at" : "clock", "is for backend = 'cuda' (the host clock of executed "
                         "GPU runs and of threaded instances)");
+    if (x->cpu) {   /* the CUDA backend's device options: make_cpu reads none of them */
+        static const char *const gpu_only[][2] = {
+            {"device", "the CUDA device to run on"},
+            {"layout", "the device arena's KV layout; the CPU backend has none to choose"},
+            {"attn_streams", "the CUDA streams the attention's groups run on"},
+            {"max_logit_rows", "the device's LM-head rows per launch"},
+            {"class_timing", "CUDA events around every kernel class"},
+            {"staging_bytes", "the device's staging buffer of offloaded blocks"},
+            {"host_bytes", "the pinned host tier of offloaded blocks"}};
+        for (size_t i = 0; i < sizeof gpu_only / sizeof gpu_only[0]; i++)
+            if (given(L, idx, gpu_only[i][0]))
+                dkv_lconf_error(L, p, gpu_only[i][0], "is for backend = 'cuda' (%s)", gpu_only[i][1]);
+    }
     const char *tg = dkv_lconf_string(L, idx, p, "targets", NULL, 0);
     if (tg)
         x->targets = dup_str(L, tg);
@@ -693,6 +706,12 @@ static int execute_body(lua_State *L)
     memset(x, 0, sizeof *x);
     luaL_setmetatable(L, LEXEC_MT);
     parse_opts(L, 2, x);
+    /* cfg.sim is the simulator's (launch overheads, efficiencies, cold shapes, kernel_scale): an executed run
+     * measures what it models, so no field of it takes effect here (and none is written as if it had) */
+    if (lua_getfield(L, 1, "sim") != LUA_TNIL)
+        dkv_lconf_error(L, "cfg", "sim", "is the simulator's (dkv.simulate); no field of it takes effect in an "
+                        "executed run (drop it)");
+    lua_pop(L, 1);
     if (x->cpu)
         return execute_cpu(L, x);
 #ifndef DKV_HAVE_CUDA

@@ -13,6 +13,7 @@
  * a request stream for memory studies. */
 #include <lauxlib.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lua/dkv_lua.h"
@@ -44,6 +45,13 @@ static int push_fail(lua_State *L, const dkv_err *e)
     return 3;
 }
 
+
+static bool has_key(lua_State *L, int t, const char *k)   /* t[k] is not nil */
+{
+    bool h = lua_getfield(L, t, k) != LUA_TNIL;
+    lua_pop(L, 1);
+    return h;
+}
 
 /* dkv.mem.new{kind=..., capacity=..., ...} */
 static int l_new(lua_State *L)
@@ -97,6 +105,20 @@ static int l_new(lua_State *L)
         }
         lua_pop(L, 1);
     }
+    /* options of another kind of manager cannot take effect (core/mem: only the caching allocator
+     * splits blocks; blocks, chunks, resizing and instance quotas are the block pool's) */
+    const char *kn = dkv_mem_kind_name(o.kind);
+    if (o.kind != DKV_MEM_CACHING && has_key(L, 1, "max_split_size"))
+        dkv_lconf_error(L, P, "max_split_size", "is for kind = 'caching' (kind is '%s')", kn);
+    for (const char *const *k = (const char *const[]){"block_tokens", "token_bytes", "block_bytes", "chunk_blocks",
+                                                      "initial", "grow", "shrink", "share", "quotas", NULL}; *k; k++)
+        if (o.kind != DKV_MEM_BLOCKPOOL && has_key(L, 1, *k))
+            dkv_lconf_error(L, P, *k, "is for kind = 'blockpool' (kind is '%s')", kn);
+    if (o.n_instances == 1 && has_key(L, 1, "share"))
+        dkv_lconf_error(L, P, "share", "is not used with one instance (instances = 1)");
+    if (o.block_bytes && (has_key(L, 1, "block_tokens") || has_key(L, 1, "token_bytes")))
+        dkv_lconf_error(L, P, has_key(L, 1, "block_tokens") ? "block_tokens" : "token_bytes",
+                        "is not used when block_bytes is given (block_bytes overrides block_tokens x token_bytes)");
     lmem *u = lua_newuserdatauv(L, sizeof *u, 0);
     u->m = NULL;
     luaL_setmetatable(L, MEM_MT);
@@ -140,21 +162,28 @@ static dkv_mem_id check_id(lua_State *L, int idx)
     return (dkv_mem_id)luaL_checkinteger(L, idx);
 }
 
+/* A byte count argument: a negative one is an argument error naming the value. */
 static uint64_t check_bytes(lua_State *L, int idx)
 {
     lua_Integer b = luaL_checkinteger(L, idx);
-    return b < 0 ? 0 : (uint64_t)b;   /* negative sizes reach the manager as 0: bad size */
+    if (b < 0)
+        luaL_argerror(L, idx, lua_pushfstring(L, "a byte count must be >= 0 (got %I)", b));
+    return (uint64_t)b;
 }
 
 static int l_acquire(lua_State *L)
 {
     dkv_mem *m = check_mem(L);
-    uint64_t bytes = check_bytes(L, 2);
+    lua_Integer b = luaL_checkinteger(L, 2);
+    uint64_t bytes = b < 0 ? 0 : (uint64_t)b;   /* a negative size reaches the manager as 0: counted as a bad size */
     dkv_mem_owner w = check_owner(L, 3);
     dkv_mem_id id;
     dkv_err e = {0};
-    if (dkv_mem_acquire(m, bytes, &w, &id, &e) != DKV_OK)
+    if (dkv_mem_acquire(m, bytes, &w, &id, &e) != DKV_OK) {
+        if (b < 0)   /* the message gives the size passed, not the 0 the manager saw */
+            snprintf(e.msg, sizeof e.msg, "mem acquire: size %lld bytes is not valid (must be > 0)", (long long)b);
         return push_fail(L, &e);
+    }
     lua_pushinteger(L, (lua_Integer)id);
     return 1;
 }

@@ -113,6 +113,16 @@ static int mem_requests_body(lua_State *L)
     o.prompt_max = (uint32_t)dkv_lconf_integer(L, 1, P, "prompt_max", 0, 0, UINT32_MAX, 0);
     o.gen_max = (uint32_t)dkv_lconf_integer(L, 1, P, "gen_max", 0, 0, UINT32_MAX, 0);
     const char *file = dkv_lconf_string(L, 1, P, "file", NULL, 0);
+    lua_getfield(L, 1, "synth");
+    bool synth = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (file && synth)
+        return dkv_lconf_error(L, P, "synth", "and file are both given: give one (a trace file or a synthetic stream)");
+    lua_getfield(L, 1, "format");
+    bool fmt_given = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (!file && fmt_given)
+        return dkv_lconf_error(L, P, "format", "is the format of file = PATH (not used with synth)");
     int fmt = dkv_lconf_enum_names(L, 1, P, "format", &dkv_trace_format_names, 0, 0);
     dkv_workload *w = NULL;
     dkv_err e = {0};

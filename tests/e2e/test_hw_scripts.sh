@@ -53,6 +53,17 @@ for bad in 3:attn: 3:attn:qkv:x; do
         fail "-D l2_flush=$bad: $(cat "$T/fl.err")"
 done
 
+# -D backend=sim runs only the simulated half: the real half's settings cannot take effect and are errors naming the
+# -D, before any run (-D warm_gemms stays: the simulated half mirrors it, below)
+for d in sm_clock=false clock_probe=true class_timing=false l2_flush=3:attn half=real; do
+    if "$DKV" run experiments/hw_validate.lua -D backend=sim -D point=w1:dual -D $d -o "$T/rs.h5" \
+            > /dev/null 2> "$T/rs.err"; then
+        fail "-D backend=sim -D $d accepted"
+    fi
+    grep -q "hw: -D $d is for the real half (dkv.execute): -D backend=sim runs only the simulated half" "$T/rs.err" &&
+        [ ! -e "$T/rs.h5" ] || fail "-D backend=sim -D $d: $(cat "$T/rs.err")"
+done
+
 runs() {   # file -> sorted run names, one a line (dkv info's "run NAME  [status]" lines: no python start-up per file)
     "$DKV" info "$1" | sed -n 's/^run \(.*\)  \[[a-z]*\]$/\1/p' | LC_ALL=C sort
 }

@@ -102,6 +102,17 @@ fails("clock_probe", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload =
       {backend = "cpu", weights = W, clock_probe = true})
 fails("clock_probe", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
       {backend = "cpu", weights = W, clock_probe = 1})
+-- every other option of the CUDA backend that the CPU backend does not read: an error naming it
+for k, v in pairs({device = 0, attn_streams = 2, class_timing = false, max_logit_rows = 64, layout = "tmajor",
+                   staging_bytes = 2 ^ 20, host_bytes = 2 ^ 20}) do
+  fails("opts." .. k .. ": is for backend = 'cuda'", dkv.execute,
+        {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}}, {backend = "cpu", weights = W, [k] = v})
+end
+-- cfg.sim is the simulator's: no field of it takes effect in an executed run (nor is it written into its provenance)
+fails("cfg.sim: is the simulator's", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}},
+                                                    sim = {gemm_eff = 0.5}}, {backend = "cpu", weights = W})
+fails("cfg.sim: is the simulator's", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}},
+                                                    sim = {kernel_scale = 2}}, {weights = W})
 
 -- 5. selection replay (docs/CPU.md "Selection replay"): a sparse leader's outputs carry its kept
 -- key sets; a follower keeps them and reports, per set, whether its own top-k differs

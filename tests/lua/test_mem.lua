@@ -95,6 +95,32 @@ expect_error(function() dkv.mem.new{kind = "vmm"} end, "kind")
 expect_error(function() dkv.mem.new{} end, "kind")
 expect_error(function() dkv.mem.new{kind = "caching", max_split_size = MiB} end, "max_split_size")
 expect_error(function() dkv.mem.new{kind = "blockpool", quotas = {1, 2}, instances = 3} end, "quotas")
+-- options of another kind cannot take effect: errors naming the option
+expect_error(function() dkv.mem.new{kind = "static", block_tokens = 1, chunk_blocks = 1, token_bytes = 1,
+                                    max_split_size = 1} end, "dkv.mem.new.max_split_size: is for kind = 'caching' (kind is 'static')")
+expect_error(function() dkv.mem.new{kind = "blockpool", max_split_size = 1} end,
+             "dkv.mem.new.max_split_size: is for kind = 'caching' (kind is 'blockpool')")
+for _, kind in ipairs({"static", "caching"}) do
+  for k, v in pairs({block_tokens = 1, token_bytes = 1, block_bytes = MiB, chunk_blocks = 1, initial = MiB,
+                     grow = false, shrink = true, share = "partitioned", quotas = {MiB, MiB}}) do
+    expect_error(function() dkv.mem.new{kind = kind, [k] = v} end,
+                 "dkv.mem.new." .. k .. ": is for kind = 'blockpool' (kind is '" .. kind .. "')")
+  end
+end
+expect_error(function() dkv.mem.new{kind = "blockpool", share = "partitioned"} end, "dkv.mem.new.share: is not used with one instance")
+expect_error(function() dkv.mem.new{kind = "blockpool", block_bytes = MiB, block_tokens = 16} end,
+             "dkv.mem.new.block_tokens: is not used when block_bytes is given")
+do
+  local m <close> = dkv.mem.new{kind = "caching", capacity = 64 * MiB, max_split_size = 32 * MiB, instances = 2}
+  assert(m:acquire(MiB, {instance = 1}))
+  local ok, msg, code = m:acquire(-5)   -- the message gives the size passed
+  assert(ok == nil and code == "EINVAL" and msg:find("size -5 bytes is not valid", 1, true), tostring(msg))
+  assert(m:stats().bad_size == 1)
+  expect_error(function() m:reserve(1, -1) end, "a byte count must be >= 0 (got -1)")
+  local b <close> = dkv.mem.new{kind = "blockpool", capacity = 64 * MiB, block_bytes = MiB, chunk_blocks = 4}
+  expect_error(function() b:grow(-1) end, "a byte count must be >= 0 (got -1)")
+  expect_error(function() b:shrink(-1) end, "a byte count must be >= 0 (got -1)")
+end
 do
   local m <close> = dkv.mem.new{kind = "caching"}
   expect_error(function() m:acquire(10, {tga = "kv"}) end, "tga")
@@ -124,5 +150,10 @@ do
   local none, msg = dkv.mem.requests{file = "no/such/trace.csv"}
   assert(none == nil and msg:find("no such readable file"))
   expect_error(function() dkv.mem.requests{fil = "x"} end, "fil")
+  -- a file and a synthetic stream: one is used, so giving both is an error; format is a file's
+  expect_error(function() dkv.mem.requests{file = "datasets/workloads/azure_sample.csv", synth = {n = 5}} end,
+               "dkv.mem.requests.synth: and file are both given")
+  expect_error(function() dkv.mem.requests{synth = {n = 5}, format = "azure"} end, "dkv.mem.requests.format")
+  assert(dkv.mem.requests{file = "datasets/workloads/azure_sample.csv", format = "azure"}.n == 48)
 end
 print("test_mem.lua ok")

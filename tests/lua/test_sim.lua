@@ -154,6 +154,62 @@ expect(function(c) c.modle = "tiny" end, "did you mean 'model'")
 expect(function(c) c.record = {l2_kernel = true} end, "did you mean 'l2_kernels'")
 expect(function(c) c.record = {l2_kernels = 1} end, "cfg.record.l2_kernels")
 expect(function(c) c.gpu = {base = "h200", l2_bytes = 0}; c.record = {l2_kernels = true} end, "has no L2")
+-- settings that cannot take effect are errors naming the field, not silent defaults
+local AZ = "datasets/workloads/azure_sample.csv"
+for _, k in ipairs({"n", "rate", "cv", "interval_s", "users", "think_s", "think_exponential", "stagger_first",
+                    "prompt", "gen"}) do   -- a synthetic workload's keys with a trace
+  local v = ({n = 5, rate = 2, cv = 2, interval_s = 1, users = 2, think_s = 1, think_exponential = true,
+              stagger_first = true, prompt = 64, gen = 32})[k]
+  expect(function(c) c.workload = {file = AZ, [k] = v} end, "cfg.workload." .. k .. ": is not used by kind 'trace'")
+end
+expect(function(c) c.workload = {kind = "poisson", format = "azure"} end,
+       "cfg.workload.format: is not used by kind 'poisson'")
+expect(function(c) c.workload.lenient = true end, "cfg.workload.lenient: is not used by kind 'fixed'")
+expect(function(c) c.workload.file = AZ end, "cfg.workload.file: is not used by kind 'fixed'")
+expect(function(c) c.workload.prompt = {kind = "uniform", lo = 10, hi = 100, mu = 3} end,
+       "cfg.workload.prompt.mu: is not used by kind 'uniform'")
+expect(function(c) c.workload.prompt = {kind = "fixed", value = 64, lo = 3} end,
+       "cfg.workload.prompt.lo: is not used by kind 'fixed'")
+expect(function(c) c.workload.prompt = {kind = "lognormal", mu = 4, sigma = 0.5, hi = 9} end,
+       "cfg.workload.prompt.hi: is not used by kind 'lognormal'")
+expect(function(c) c.workload.prompt = {kind = "lognormal", mean = 100, median = 60, sigma = 0.5} end,
+       "cfg.workload.prompt.sigma: is not used with mean and median")
+expect(function(c) c.workload.gen = {kind = "empirical", file = "x.txt", value = 32} end,
+       "cfg.workload.gen.value: is not used by kind 'empirical'")
+do   -- what each kind does use still runs
+  local c = base(); c.workload = {file = AZ, first_n = 3, gen_max = 64}
+  assert(dkv.simulate(c).summary.n_requests == 3)
+  c = base(); c.workload.prompt = {kind = "uniform", lo = 16, hi = 64, max = 48}
+  assert(dkv.simulate(c).summary.n_requests == 6)
+end
+expect(function(c) c.mem = {kind = "blockpool", max_split_size = 2 ^ 30} end,
+       "cfg.mem.max_split_size: is for kind = 'caching' (kind is 'blockpool')")
+expect(function(c) c.mem = {kind = "static", max_split_size = 2 ^ 30} end, "cfg.mem.max_split_size: is for kind = 'caching'")
+for _, kind in ipairs({"static", "caching"}) do
+  for k, v in pairs({chunk_blocks = 4, initial_bytes = 2 ^ 20, grow = false, shrink = true}) do
+    expect(function(c) c.mem = {kind = kind, [k] = v} end,
+           "cfg.mem." .. k .. ": is for kind = 'blockpool' (kind is '" .. kind .. "')")
+  end
+end
+expect(function(c) c.mem = {capacity_bytes = 2 ^ 30, kv_frac = 0.5} end, "cfg.mem.kv_frac: is not used when capacity_bytes is given")
+expect(function(c) c.mem = {kind = "caching", kv_frac = 0.5} end, "cfg.mem.kv_frac: is not used when kind is 'caching'")
+expect(function(c) c.mem = {kind = "caching", device_capacity_bytes = 2 ^ 30} end,
+       "cfg.mem.device_capacity_bytes: is not used when kind is 'caching'")
+for k, v in pairs({placement = "partitioned", gpu_share = "spatial", shared_weights = true, guaranteed_frac = 0.3,
+                   burst_frac = 0.5, route = "least_loaded", weights = {1}}) do
+  expect(function(c) c.instances = {n = 1, [k] = v} end, "cfg.instances." .. k .. ": is not used when instances.n is 1")
+end
+expect(function(c) c.instances = {n = 2, placement = "partitioned", guaranteed_frac = 0.3} end,
+       "cfg.instances.guaranteed_frac: is not used when instances.placement is 'partitioned'")
+expect(function(c) c.mem = {kind = "static"}; c.instances = {n = 2, weights = {1, 2}} end,
+       "cfg.instances.weights: is not used when mem.kind is 'static'")
+do   -- the settings where they take effect still run
+  local c = base(); c.mem = {kind = "caching", max_split_size = 2 ^ 30}; assert(dkv.simulate(c).summary.n_done == 6)
+  c = base(); c.mem = {kind = "blockpool", chunk_blocks = 4, grow = true, shrink = true, kv_frac = 0.5}
+  assert(dkv.simulate(c).summary.n_done == 6)
+  c = base(); c.instances = {n = 2, placement = "shared", guaranteed_frac = 0.3, weights = {1, 2}, shared_weights = true}
+  assert(dkv.simulate(c).summary.n_done == 6)
+end
 print("test_sim.lua: ok")
 
 -- sim.first_use (docs/COST_MODEL.md, "Cold shapes"): "run" (true, the default) starts every run cold;
