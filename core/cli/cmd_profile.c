@@ -3,6 +3,7 @@
  * The file is rewritten after every section, so a run cut short (deadline, error, kill) still
  * leaves what it measured, marked complete = false. */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <lauxlib.h>
 #include <lua.h>
@@ -54,7 +55,8 @@ static void usage(FILE *f)
           "                       its events), as a real step finds its weights and KV; also records the\n"
           "                       median without it (warm_s).  warm: no flush (profiles before 2026-12-02)\n"
           "  --name NAME          the profile's name (default <gpu>-<date>)\n"
-          "  --root DIR           project root for the model presets (default .)\n"
+          "  --root DIR           project root for the model presets (default: $DKV_ROOT, else found from the\n"
+          "                       dkv executable, as dkv run)\n"
           "  --min-rows N         the GEMM sections (gemm, gemm_grid) measure only shapes of at least N\n"
           "                       rows (default 0: all): new rows for an existing profile, merged by hand\n"
           "  --gemm-step N        the gemm section times the models' class GEMMs at every multiple of N rows\n"
@@ -172,7 +174,7 @@ static int settings_take_effect(const opts *o)
 static int parse(int argc, char **argv, opts *o)
 {
     memset(o, 0, sizeof *o);
-    o->deadline = 480, o->repeats = 20, o->warmup = 2, o->root = ".", o->sustain_lead = -1;
+    o->deadline = 480, o->repeats = 20, o->warmup = 2, o->root = NULL, o->sustain_lead = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double x;
@@ -286,7 +288,10 @@ static int load_model_l(lua_State *L)
 static int load_models(const opts *o, dkv_model *ms)
 {
     dkv_lua_config c = dkv_lua_config_default();
-    c.root = o->root;
+    char found[PATH_MAX];
+    if (!o->root)
+        dkv_cli_find_root(found, sizeof found);
+    c.root = o->root ? o->root : found;
     dkv_lua *s = NULL;
     dkv_err err = {0};
     if (dkv_lua_new(&c, &s, &err) != DKV_OK) {

@@ -48,6 +48,9 @@ if ! grep -q "needs a build with the CUDA backend" <<<"$(code "$DKV" profile --e
     [ "$(code "$DKV" profile -o "$T/p.lua" --model nosuch)" = 2 ] && grep -q "unknown model preset 'nosuch'" "$T/err" \
         || fail "bad --model"
     # --min-rows keeps only the GEMM shapes of that many rows: gemm_grid's 12,288-24,576 rows (3 of its 21 row counts)
+    # the model presets are found from the executable, as dkv run finds them (until session 51 the root defaulted to
+    # the current folder, and --estimate outside the checkout said "unknown model preset 'llada-8b'")
+    (cd "$T" && "$DKV" profile --estimate >/dev/null 2>"$T/err_root") || fail "--estimate outside the root: $(cat "$T/err_root")"
     [ "$(code "$DKV" profile --estimate --grid gemm_grid --min-rows 12288)" = 0 ] || fail "min-rows estimate"
     grep -q "252 shapes" "$T/out" || fail "min-rows 12288: $(cat "$T/out")"
     # --gemm-step N: the class GEMMs at every multiple of N rows to 8,192 instead of the grid's rows (4 GEMMs a row
