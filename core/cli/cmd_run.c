@@ -442,6 +442,12 @@ int dkv_cmd_run(int argc, char **argv)
                 fprintf(stderr, "dkv run: -D expects name=value, got '%s'\n", kv);
                 goto out;
             }
+            for (size_t k = 0; k < nparams; k++)   /* -D n=1 -D n=2: a mistake, not "the last one wins" */
+                if (strncmp(params[k], kv, (size_t)(eq - kv) + 1) == 0) {
+                    fprintf(stderr, "dkv run: -D %.*s is given twice ('%s', then '%s')\n", (int)(eq - kv), kv,
+                            params[k], kv);
+                    goto out;
+                }
             params[nparams++] = (char *)kv;
         } else if (strcmp(a, "--shard") == 0) {
             NEED_ARG();

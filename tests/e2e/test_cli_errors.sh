@@ -26,6 +26,7 @@ expect 2 "unknown command or option '--frobnicate'" -- "$DKV" --frobnicate
 expect 2 "unknown option '--bogus'" -- "$DKV" run --bogus x.lua
 expect 2 'no script given' -- "$DKV" run
 expect 2 '-D expects name=value' -- "$DKV" run x.lua -D novalue
+expect 2 "-D n is given twice \('n=1', then 'n=2'\)" -- "$DKV" run x.lua -D n=1 -D n=2
 expect 2 '--shard expects i/N' -- "$DKV" run x.lua --shard 3/3
 expect 2 '--shard expects i/N' -- "$DKV" run x.lua --shard 1
 expect 2 '--mem-limit expects a size' -- "$DKV" run x.lua --mem-limit lots
