@@ -253,6 +253,21 @@ static dkv_status check_tolerances(const dkv_cmp *c, const char *run, const dkv_
     return st;
 }
 
+/* -o: not an input, and nothing there that is not a results file (a folder, notes: refused, never replaced). */
+static bool output_ok(const char *out, const char *const files[2])
+{
+    dkv_err err = {0};
+    if (strcmp(out, files[0]) == 0 || strcmp(out, files[1]) == 0) {
+        fprintf(stderr, "dkv compare: -o %s is an input file; write the comparison to a new file\n", out);
+        return false;
+    }
+    if (dkv_h5_output_ok(out, &err) != DKV_OK) {
+        fprintf(stderr, "dkv compare: -o %s\n", err.msg);
+        return false;
+    }
+    return true;
+}
+
 int dkv_cmd_compare(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL}, *run = NULL, *rrun = NULL, *srun = NULL, *out = NULL, *calib = NULL;
@@ -309,14 +324,8 @@ int dkv_cmd_compare(int argc, char **argv)
     if (calib && validate_calibration(calib) != DKV_EXIT_OK) {   /* before any work */
         return DKV_EXIT_ERROR;
     }
-    if (out && (strcmp(out, files[0]) == 0 || strcmp(out, files[1]) == 0)) {
-        fprintf(stderr, "dkv compare: -o %s is an input file; write the comparison to a new file\n", out);
+    if (out && !output_ok(out, files))
         return DKV_EXIT_USAGE;
-    }
-    if (out && dkv_h5_output_ok(out, &err) != DKV_OK) {
-        fprintf(stderr, "dkv compare: -o %s\n", err.msg);
-        return DKV_EXIT_USAGE;
-    }
     char command[2048];
     command_line(argc, argv, command, sizeof command);
     dkv_h5 *fr = NULL, *fs = NULL, *fo = NULL;

@@ -320,6 +320,22 @@ static void print_notice(void *ud, const char *msg)
     fprintf(stderr, "dkv run: %s\n", msg);
 }
 
+/* A -D value: name=value, its name not given before (-D n=1 -D n=2 is a mistake, not "the last one wins"). */
+static bool param_ok(const char *kv, const char *const *params, size_t nparams)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv) {
+        fprintf(stderr, "dkv run: -D expects name=value, got '%s'\n", kv);
+        return false;
+    }
+    for (size_t k = 0; k < nparams; k++)
+        if (strncmp(params[k], kv, (size_t)(eq - kv) + 1) == 0) {
+            fprintf(stderr, "dkv run: -D %.*s is given twice ('%s', then '%s')\n", (int)(eq - kv), kv, params[k], kv);
+            return false;
+        }
+    return true;
+}
+
 /* Runs the script and settles its output file (committed, or kept aside); the exit status. */
 static int run_script(const char *script, const char *output, const dkv_lua_config *cfg, dkv_cli_progress *bar)
 {
@@ -437,17 +453,8 @@ int dkv_cmd_run(int argc, char **argv)
                 NEED_ARG();
                 kv = argv[++i];
             }
-            const char *eq = strchr(kv, '=');
-            if (!eq || eq == kv) {
-                fprintf(stderr, "dkv run: -D expects name=value, got '%s'\n", kv);
+            if (!param_ok(kv, (const char *const *)params, nparams))
                 goto out;
-            }
-            for (size_t k = 0; k < nparams; k++)   /* -D n=1 -D n=2: a mistake, not "the last one wins" */
-                if (strncmp(params[k], kv, (size_t)(eq - kv) + 1) == 0) {
-                    fprintf(stderr, "dkv run: -D %.*s is given twice ('%s', then '%s')\n", (int)(eq - kv), kv,
-                            params[k], kv);
-                    goto out;
-                }
             params[nparams++] = (char *)kv;
         } else if (strcmp(a, "--shard") == 0) {
             NEED_ARG();

@@ -351,8 +351,12 @@ dkv_status eng_kv_create(const dkv_engine_config *c, uint32_t ni, uint64_t kv_ca
             dkv_quota q[ENG_MAX_INST];
             if ((st = dkv_placement_quotas(&pc, kv_capacity, block_bytes, q, err)) != DKV_OK)
                 return st;
-            for (uint32_t i = 0; i < ni; i++)
+            for (uint32_t i = 0; i < ni; i++) {
                 o.quota_bytes[i] = q[i].guaranteed_bytes;
+                /* burst_frac below 1 caps what one instance may hold (at 1 the others' guarantees are the only
+                 * bound, which the pool enforces already: no cap, the runs before session 51 unchanged) */
+                o.cap_bytes[i] = c->placement.burst_frac < 1 ? q[i].max_bytes : 0;
+            }
         }
     }
     if ((st = dkv_mem_new(&o, &kvm[0], err)) != DKV_OK)

@@ -123,6 +123,9 @@ typedef struct dkv_mem_options {
     uint32_t n_instances;        /* 0 or 1: no quotas */
     dkv_mem_share share;
     uint64_t quota_bytes[DKV_MEM_MAX_INSTANCES]; /* guaranteed share of each instance */
+    uint64_t cap_bytes[DKV_MEM_MAX_INSTANCES];   /* shared blockpool: most one instance may hold (0: no cap
+                                                    beyond what the others' guarantees leave; placement's
+                                                    burst_frac) */
 } dkv_mem_options;
 
 /* Defaults for a kind: capacity 80 GiB, no delay, no sampling, max_split_size unlimited,

@@ -159,6 +159,10 @@ static dkv_status bp_init(dkv_mem *m, dkv_err *err)
         p->quota[i] = q;
         p->outstanding += q;
         qsum += q;
+        p->cap[i] = p->partitioned ? 0 : o->cap_bytes[i] / p->block_bytes;   /* whole blocks under the cap */
+        if (p->cap[i] && p->cap[i] < q)
+            return dkv_err_set(err, DKV_EINVAL, "blockpool: instance %u's cap (%llu blocks) is below its guaranteed "
+                               "quota (%llu blocks)", i, (unsigned long long)p->cap[i], (unsigned long long)q);
     }
     if (qsum > (uint64_t)p->max_chunks * p->chunk_blocks)
         return dkv_err_set(err, DKV_EINVAL, "blockpool: instance quotas (%llu blocks) exceed the capacity (%llu blocks in whole chunks)",
@@ -251,6 +255,10 @@ static dkv_status bp_alloc(dkv_mem *m, mem_rec *r, dkv_err *err)
                                (unsigned long long)r->requested, (unsigned long long)k64, s->n,
                                p->partitioned ? " in this instance's partition" : "");
     }
+    if (p->quotas && p->cap[inst] && p->used[inst] + k64 > p->cap[inst])
+        return dkv_err_set(err, DKV_ENOMEM, "blockpool: instance %u holds %llu blocks and wants %llu more, past its cap "
+                           "of %llu (placement.burst_frac)", inst, (unsigned long long)p->used[inst],
+                           (unsigned long long)k64, (unsigned long long)p->cap[inst]);
     if (p->quotas) {
         uint64_t others = p->outstanding - owed(p, inst);
         uint64_t avail = bp_free_blocks(p) +

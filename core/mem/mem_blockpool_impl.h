@@ -47,6 +47,7 @@ typedef struct bp {
     bool      quotas, partitioned;
     uint64_t  used[DKV_MEM_MAX_INSTANCES];    /* blocks */
     uint64_t  quota[DKV_MEM_MAX_INSTANCES];   /* blocks */
+    uint64_t  cap[DKV_MEM_MAX_INSTANCES];     /* blocks an instance may hold at most (0: no cap) */
     uint64_t  outstanding;       /* sum of max(0, quota - used) */
 } bp;
 

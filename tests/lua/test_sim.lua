@@ -386,3 +386,17 @@ do
   assert(d > 0 and math.abs(d - want) < 1e-9,
          string.format("profile planning: %.9g s more over %d steps (want %.9g)", d, steps, want))
 end
+
+-- instances.burst_frac caps what one instance of a shared block pool holds (until session 51 it was parsed, checked
+-- and documented but never reached the pool): two instances, 8 GiB, burst 0.3 -> together at most 0.6 of the pool
+do
+  local function peak(b)
+    return dkv.simulate{model = "llada-8b", gpu = "h200", seed = 1, record = {memory_every = 0},
+      workload = {kind = "poisson", n = 40, rate = 20, prompt = 2048, gen = 128, seed = 3},
+      decode = {cache = "dual", block_len = 32}, mem = {kind = "blockpool", capacity_bytes = 8 * 2 ^ 30},
+      instances = {n = 2, guaranteed_frac = 0.2, burst_frac = b}}.summary.peak_kv_bytes
+  end
+  local full, capped = peak(1), peak(0.3)
+  assert(capped <= 2 * 0.3 * 8 * 2 ^ 30, "burst_frac 0.3: peak KV " .. capped .. " past 2 x 0.3 of the pool")
+  assert(full > 2 * 0.3 * 8 * 2 ^ 30, "burst_frac 1: the workload must fill more than the capped share (" .. full .. ")")
+end

@@ -220,9 +220,22 @@ static void test_quota_isolation(void **state)
     assert_int_equal(dkv_mem_grow(m, 1 << 20, &e), DKV_EUNSUPPORTED);
     dkv_mem_free(m);
 
-    o.share = DKV_MEM_SHARED;                                 /* quotas above capacity */
-    o.quota_bytes[1] = 30 * 64;
+    o.share = DKV_MEM_SHARED;                                 /* a cap on what one instance holds (burst_frac) */
+    o.cap_bytes[0] = 12 * 64, o.cap_bytes[1] = 0;
+    m = make(o);
+    assert_int_equal(try_get(m, 10 * 64, 0, &a), DKV_OK);
+    assert_int_equal(dkv_mem_acquire(m, 3 * 64, &who, &z, &e), DKV_ENOMEM);   /* 13 > 12, 22 blocks still free */
+    assert_non_null(strstr(e.msg, "past its cap of 12"));
+    assert_int_equal(try_get(m, 2 * 64, 0, &z), DKV_OK);                     /* up to the cap */
+    assert_int_equal(try_get(m, 20 * 64, 1, &b), DKV_OK);                    /* instance 1 has none */
+    dkv_mem_free(m);
+    o.cap_bytes[0] = 4 * 64;                                  /* a cap below the guarantee cannot hold */
     dkv_mem *bad = NULL;
+    assert_int_equal(dkv_mem_new(&o, &bad, &e), DKV_EINVAL);
+    assert_non_null(strstr(e.msg, "below its guaranteed quota"));
+    o.cap_bytes[0] = 0;
+
+    o.quota_bytes[1] = 30 * 64;                               /* quotas above capacity */
     assert_int_equal(dkv_mem_new(&o, &bad, &e), DKV_EINVAL);
     assert_non_null(strstr(e.msg, "quota"));
 }
