@@ -57,7 +57,7 @@ local function points(grid, order, level)
     end
     if type(v) ~= "table" or #v == 0 then
       error("sweep: grid." .. tostring(k) .. " must be a non-empty array of values, got "
-        .. (type(v) == "table" and "an empty table" or type(v)), level)
+        .. (type(v) ~= "table" and type(v) or next(v) == nil and "an empty table" or "a table with no array part"), level)
     end
   end
   local missing = {}

@@ -84,6 +84,7 @@ bad savetype 'grid = {rate = {1}}, save = 0' "sweep: save must be a boolean, got
 # grid and order mistakes name the script's line too (they named scripts/sweep.lua's), and say what is wrong
 bad emptygrid 'grid = {x = {}}' "sweep: grid.x must be a non-empty array of values, got an empty table"
 bad gridvalue 'grid = {x = 3}' "sweep: grid.x must be a non-empty array of values, got number"
+bad gridmap 'grid = {x = {a = 1}}' "sweep: grid.x must be a non-empty array of values, got a table with no array part"
 bad gridkey 'grid = {{1, 2}}' "sweep: grid keys must be names (strings), got number 1"
 bad ordernokey 'grid = {rate = {1}}, order = {"rate", "y"}' "sweep: order names 'y' (entry 2), which is not a key of grid"
 bad orderleaves 'grid = {rate = {1}, x = {2}}, order = {"rate"}' "sweep: grid key 'x' is missing from order"
