@@ -168,9 +168,12 @@ local function save_device(name, dev, extra)
   for k, v in pairs(extra or {}) do summary[k] = v end
   local tables = {}
   if dev.memory and dev.memory.step and #dev.memory.step > 0 then tables.memory = dev.memory end
-  local units = {weights_bytes = "bytes", arena_bytes = "bytes", scratch_bytes = "bytes", mem_total_bytes = "bytes",
-                 mem_free_min_bytes = "bytes", gpu_time_s = "s", wall_time_s = "s", copy_time_s = "s",
-                 pcie_h2d_bytes = "bytes", pcie_d2h_bytes = "bytes", mem_used_peak_bytes = "bytes"}
+  local units = {}   -- the units of the values this device table has (write_run refuses a unit beside no value)
+  for k, u in pairs{weights_bytes = "bytes", arena_bytes = "bytes", scratch_bytes = "bytes", mem_total_bytes = "bytes",
+                    mem_free_min_bytes = "bytes", gpu_time_s = "s", wall_time_s = "s", copy_time_s = "s",
+                    pcie_h2d_bytes = "bytes", pcie_d2h_bytes = "bytes", mem_used_peak_bytes = "bytes"} do
+    if summary[k] ~= nil then units[k] = u end
+  end
   -- the measured :real run is already saved: a device table write_run cannot take costs only itself
   local ok, err = pcall(dkv.write_run, name, {summary = summary, tables = tables, units = units})
   if not ok then

@@ -14,9 +14,11 @@
 -- shard runs the points dkv.shard.mine(k) selects, so a Slurm job array covers the grid once.
 -- Each row is {index = k, name = ..., params = p, summary = <result summary or the table run
 -- returned>, result = <what run returned>}; rows keep grid order.
--- Before any point runs, these are errors naming the key or the points: a spec key other than the five
--- above (sav = false), a key named twice in order, and two points of the grid (any shard's) with one run
--- name (values differing only in characters a name cannot hold: "a b" and "a_b" both give a_b).
+-- Before any point runs, these are errors naming the key or the points, at the calling script's line: a spec
+-- key other than the five above (sav = false), a grid entry that is not a non-empty array, a key named twice
+-- in order, a name in order that is not a key of grid (or a grid key order leaves out), and two points of the
+-- grid (any shard's) with one run name (values differing only in characters a name cannot hold: "a b" and
+-- "a_b" both give a_b).
 local dkv = require "dkv"
 
 local M = {}
@@ -29,9 +31,16 @@ local function sorted_keys(t)
 end
 
 local function points(grid, order, level)
-  assert(type(grid) == "table", "sweep: grid must be a table of {key = {values...}}")
+  if type(grid) ~= "table" then
+    error("sweep: grid must be a table of {key = {values...}}, got " .. type(grid), level)
+  end
   if order ~= nil and type(order) ~= "table" then
     error("sweep: order must be an array of the grid's keys, got " .. type(order), level)
+  end
+  for k in pairs(grid) do
+    if type(k) ~= "string" then
+      error(string.format("sweep: grid keys must be names (strings), got %s %s", type(k), tostring(k)), level)
+    end
   end
   local keys = order or sorted_keys(grid)
   local seen = {}
@@ -41,14 +50,23 @@ local function points(grid, order, level)
     end
     seen[k] = i
   end
-  for _, k in ipairs(keys) do
+  for i, k in ipairs(keys) do
     local v = grid[k]
-    assert(type(v) == "table" and #v > 0, "sweep: grid." .. tostring(k) .. " must be a non-empty array")
+    if v == nil and order ~= nil then   -- a misspelt or stale name in order, not an empty grid entry
+      error(string.format("sweep: order names '%s' (entry %d), which is not a key of grid", tostring(k), i), level)
+    end
+    if type(v) ~= "table" or #v == 0 then
+      error("sweep: grid." .. tostring(k) .. " must be a non-empty array of values, got "
+        .. (type(v) ~= "table" and type(v) or next(v) == nil and "an empty table" or "a table with no array part"), level)
+    end
   end
+  local missing = {}
   for k in pairs(grid) do
-    local found = false
-    for _, o in ipairs(keys) do if o == k then found = true end end
-    assert(found, "sweep: grid key '" .. tostring(k) .. "' is missing from order")
+    if not seen[k] then missing[#missing + 1] = k end
+  end
+  if #missing > 0 then
+    table.sort(missing)
+    error("sweep: grid key '" .. missing[1] .. "' is missing from order", level)
   end
   local pts = {{}}
   for _, k in ipairs(keys) do
@@ -101,7 +119,9 @@ end
 
 --- Runs spec.run(point) for this shard's points; returns the rows.
 function M.run(spec)
-  assert(type(spec) == "table" and type(spec.run) == "function", "sweep: needs {grid = ..., run = function(p)}")
+  if type(spec) ~= "table" or spec.run == nil then
+    error("sweep: needs {grid = ..., run = function(p)}", 2)
+  end
   for k, v in pairs(spec) do   -- a misspelt key (sav = false) would be ignored: an error instead
     local want = SPEC_KEYS[k]
     if want == nil then

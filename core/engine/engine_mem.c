@@ -293,8 +293,13 @@ dkv_status eng_capacities(const dkv_engine_config *c, uint32_t ni, uint64_t *kv_
         *kv_cap = c->mem.capacity_bytes ? c->mem.capacity_bytes : (uint64_t)(c->sizing.kv_frac * usable);
         *dev_cap = c->device_capacity_bytes ? c->device_capacity_bytes : (uint64_t)(g->hbm_bytes - margin) - *kv_cap;
     }
-    if (*kv_cap == 0 || *dev_cap == 0)
-        return dkv_err_set(err, DKV_EINVAL, "mem: capacity is zero");
+    if (*kv_cap == 0)   /* what it came from, by the names the configuration gives them */
+        return dkv_err_set(err, DKV_EINVAL, "mem: the KV capacity is 0 bytes: %s", c->mem.kind == DKV_MEM_CACHING
+                           ? "gpu.hbm_bytes less mem.margin" : "mem.kv_frac of (gpu.hbm_bytes less the weights and "
+                           "mem.margin); raise mem.kv_frac or give mem.capacity_bytes");
+    if (*dev_cap == 0)
+        return dkv_err_set(err, DKV_EINVAL, "mem: the device capacity is 0 bytes (gpu.hbm_bytes less mem.margin less "
+                           "the KV capacity): give mem.device_capacity_bytes or a smaller mem.capacity_bytes");
     return DKV_OK;
 }
 

@@ -54,6 +54,15 @@ static void set_int(lua_State *L, const char *k, lua_Integer v)
     lua_setfield(L, -2, k);
 }
 
+/* A count computed as a double (floor(bytes / size)) as an integer field: one past lua_Integer is an error, not a
+ * cast's wrap to -9223372036854775808. */
+static void set_count(lua_State *L, const char *what, const char *k, double v)
+{
+    if (!(v >= 0 && v < 0x1p63))
+        luaL_error(L, "%s: %s = %.17g does not fit an integer", what, k, v);
+    set_int(L, k, (lua_Integer)v);
+}
+
 static int l_model_info(lua_State *L)
 {
     dkv_model m;
@@ -98,9 +107,9 @@ static int l_budget(lua_State *L)
     set_num(L, "kv_bytes", b.kv_bytes);
     set_num(L, "act_bytes", b.act_bytes);
     set_int(L, "kv_bytes_per_token", (lua_Integer)kvt);
-    set_int(L, "kv_tokens", (lua_Integer)floor(b.kv_bytes / kvt));
+    set_count(L, "budget", "kv_tokens", floor(b.kv_bytes / kvt));
     set_int(L, "logit_row_bytes", (lua_Integer)dkv_model_logit_row_bytes(&m));
-    set_int(L, "logit_rows", (lua_Integer)floor(b.act_bytes / (double)dkv_model_logit_row_bytes(&m)));
+    set_count(L, "budget", "logit_rows", floor(b.act_bytes / (double)dkv_model_logit_row_bytes(&m)));
     return 1;
 }
 
@@ -218,6 +227,99 @@ static int cmp_col(const void *a, const void *b)
     return strcmp(((const col *)a)->name, ((const col *)b)->name);
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The string keys of the table at t as a NULL-terminated array, sorted, in a userdata pushed on the stack (the
+ * strings are kept alive by the table).  Other keys are skipped. */
+static const char **push_names(lua_State *L, int t)
+{
+    t = lua_absindex(L, t);
+    size_t k = 0;
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        k += lua_type(L, -2) == LUA_TSTRING;
+        lua_pop(L, 1);
+    }
+    const char **a = lua_newuserdatauv(L, (k + 1) * sizeof *a, 0);
+    size_t i = 0;
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        if (lua_type(L, -2) == LUA_TSTRING && i < k)
+            a[i++] = lua_tostring(L, -2);
+        lua_pop(L, 1);
+    }
+    a[i] = NULL;
+    qsort(a, i, sizeof *a, cmp_name);   /* sorted: the first unknown name is the same on every run */
+    return a;
+}
+
+/* Raises "path: <what> 'k' ... (did you mean 'x'?)" for the first key (in sorted order) of the table at t that is
+ * not in names (NULL-terminated), and for a value that is not a string: a unit or doc for a column or summary value
+ * that does not exist would otherwise be dropped, or written beside nothing. */
+static void check_named(lua_State *L, int t, const char *path, const char *const *names, const char *what)
+{
+    int top = lua_gettop(L);
+    t = lua_absindex(L, t);
+    dkv_lconf_check_table(L, t, path);
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        if (lua_type(L, -2) != LUA_TSTRING)
+            dkv_lconf_error(L, path, NULL, "keys must be strings (%s names)", what);
+        if (lua_type(L, -1) != LUA_TSTRING)
+            dkv_lconf_error(L, path, lua_tostring(L, -2), "expected a string, got %s", luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
+    const char **keys = push_names(L, t);
+    for (size_t i = 0; keys[i]; i++) {
+        size_t j = 0;
+        while (names[j] && strcmp(names[j], keys[i]) != 0)
+            j++;
+        if (names[j])
+            continue;
+        const char *near = dkv_lconf_nearest(keys[i], names);
+        if (near)
+            dkv_lconf_error(L, path, NULL, "'%s' names no %s (did you mean '%s'?)", keys[i], what, near);
+        if (!names[0])
+            dkv_lconf_error(L, path, NULL, "'%s' names no %s (there are none)", keys[i], what);
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        for (j = 0; names[j]; j++) {
+            if (j)
+                luaL_addstring(&b, ", ");
+            luaL_addstring(&b, names[j]);
+        }
+        luaL_pushresult(&b);
+        dkv_lconf_error(L, path, NULL, "'%s' names no %s (known: %s)", keys[i], what, lua_tostring(L, -1));
+    }
+    lua_settop(L, top);
+}
+
+/* Raises unless the table at t is an array: keys 1..len only.  A table with other keys is a mistake, most
+ * often a misspelt `columns` ({colums = {x = ...}} would be one empty column named colums). */
+static void check_array(lua_State *L, int t, lua_Integer len, const char *path, const char *cname)
+{
+    t = lua_absindex(L, t);
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pop(L, 1);
+        if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 1 && lua_tointeger(L, -1) <= len)
+            continue;
+        static const char *const spec_keys[] = {"columns", "units", "docs", NULL};
+        const char *near = dkv_lconf_nearest(cname, spec_keys);
+        const char *k = luaL_tolstring(L, -1, NULL);   /* the key as text (pushed: the key itself stays) */
+        if (near && strcmp(near, cname) == 0 && strcmp(cname, "columns") != 0)
+            dkv_lconf_error(L, path, cname, "expected an array of values, got a table with key '%s' (%s needs the "
+                            "form {columns = {...}, units = {...}, docs = {...}})", k, cname);
+        if (near && strcmp(near, cname) != 0)
+            dkv_lconf_error(L, path, cname, "expected an array of values, got a table with key '%s' (did you mean "
+                            "'%s'?)", k, near);
+        dkv_lconf_error(L, path, cname, "expected an array of values, got a table with key '%s'", k);
+    }
+}
+
 /* The checked columns c[0..nc) of n rows (rec bytes each) as table tname of run, in batches. */
 static void write_rows(lua_State *L, dkv_h5_run *run, const char *tname, const col *c, size_t nc, lua_Integer n,
                        size_t rec, const char *path)
@@ -274,10 +376,8 @@ static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t,
         static const char *const keys[] = {"columns", "units", "docs", NULL};
         dkv_lconf_check_keys(L, t, path, keys);
         cols = lua_gettop(L);
-        lua_getfield(L, t, "units");
-        units = lua_istable(L, -1) ? lua_gettop(L) : 0;
-        lua_getfield(L, t, "docs");
-        docs = lua_istable(L, -1) ? lua_gettop(L) : 0;
+        units = dkv_lconf_subtable(L, t, path, "units", 0) ? lua_gettop(L) : 0;
+        docs = dkv_lconf_subtable(L, t, path, "docs", 0) ? lua_gettop(L) : 0;
     }
     size_t nc = 0;
     lua_pushnil(L);
@@ -313,6 +413,7 @@ static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t,
         if (n >= 0 && len != n)
             dkv_lconf_error(L, cp, NULL, "has %lld values, other columns have %lld", (long long)len, (long long)n);
         n = len;
+        check_array(L, c[i].values, len, path, c[i].name);
         int ints = 1, nums = 1, bools = 1, strs = 1;
         for (lua_Integer j = 1; j <= len; j++) {
             int ty = lua_rawgeti(L, c[i].values, j);
@@ -334,17 +435,27 @@ static void write_table(lua_State *L, dkv_h5_run *run, const char *tname, int t,
         c[i].unit = c[i].doc = "";
         if (units) {
             lua_getfield(L, units, c[i].name);
-            if (lua_isstring(L, -1))
+            if (lua_type(L, -1) == LUA_TSTRING)
                 c[i].unit = lua_tostring(L, -1);  /* kept alive by the units table */
             lua_pop(L, 1);
         }
         if (docs) {
             lua_getfield(L, docs, c[i].name);
-            if (lua_isstring(L, -1))
+            if (lua_type(L, -1) == LUA_TSTRING)
                 c[i].doc = lua_tostring(L, -1);
             lua_pop(L, 1);
         }
     }
+    /* every unit and doc names a column, and is a string */
+    const char **names = lua_newuserdatauv(L, (nc + 1) * sizeof *names, 0);
+    for (i = 0; i < nc; i++)
+        names[i] = c[i].name;
+    names[nc] = NULL;
+    char up[256];
+    if (units)
+        check_named(L, units, dkv_lconf_path(up, sizeof up, path, "units"), names, "column");
+    if (docs)
+        check_named(L, docs, dkv_lconf_path(up, sizeof up, path, "docs"), names, "column");
     if (!run) {  /* check only */
         lua_settop(L, top);
         return;
@@ -393,6 +504,14 @@ static int write_run_body(lua_State *L)
         if (dkv_lconf_subtable(L, 2, "run", "units", 0)) {
             int u = lua_gettop(L);
             dkv_err err = {0};
+            if (!run) {   /* each unit goes beside a summary value: one for a key the summary lacks is a mistake */
+                if (dkv_lconf_subtable(L, 2, "run", "summary", 0))
+                    push_names(L, -1);
+                else
+                    *(const char **)lua_newuserdatauv(L, sizeof(const char *), 0) = NULL;
+                check_named(L, u, "run.units", lua_touserdata(L, -1), "summary value");
+                lua_settop(L, u);
+            }
             lua_pushnil(L);
             while (lua_next(L, u)) {
                 char key[128];

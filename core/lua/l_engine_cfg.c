@@ -121,14 +121,14 @@ static void parse_scheduler(pt *root, dkv_lsim *s, pt *keep)
     for (int i = 0; i < 2; i++) {
         bool given = lua_getfield(keep->L, keep->in, modelled[i]) != LUA_TNIL;
         lua_pop(keep->L, 1);
-        *dst[i] = gnum(keep, modelled[i], *dst[i], 0, HUGE_VAL, 0);
+        *dst[i] = gsec(keep, modelled[i], *dst[i]);
         if (!given && s->gpu.profile) {
             *dst[i] = -1.0;   /* the profile's host model: the resolved config says so, not 0 */
             lua_pushstring(keep->L, "profile");
             lua_setfield(keep->L, keep->out, modelled[i]);
         }
     }
-    c->step_release_s = gnum(keep, "step_release_s", c->step_release_s, 0, HUGE_VAL, 0);
+    c->step_release_s = gsec(keep, "step_release_s", c->step_release_s);
 }
 
 static const char *const mem_keys[] = {"kind", "capacity_bytes", "block_tokens", "chunk_blocks", "initial_bytes",
@@ -153,8 +153,8 @@ static void parse_mem(pt *root, dkv_lsim *s, pt *keep)
     c->sizing.margin = gnum(p, "margin", c->sizing.margin, 0, 1, DKV_LCONF_HI_OPEN);
     c->sizing.kv_frac = gnum(p, "kv_frac", c->sizing.kv_frac, 0, 1, DKV_LCONF_LO_OPEN);
     c->device_capacity_bytes = gbytes(p, "device_capacity_bytes", c->device_capacity_bytes);
-    m->device_malloc_s = gnum(p, "malloc_s", m->device_malloc_s, 0, HUGE_VAL, 0);   /* < 0: resolved */
-    m->device_free_s = gnum(p, "free_s", m->device_free_s, 0, HUGE_VAL, 0);
+    m->device_malloc_s = gsec(p, "malloc_s", m->device_malloc_s);   /* < 0: resolved */
+    m->device_free_s = gsec(p, "free_s", m->device_free_s);
     /* settings of another kind of manager, and sizing rules the run does not apply, cannot take effect
      * (core/mem: only the caching allocator splits blocks, only the block pool grows by chunks;
      * engine_mem.c's eng_capacities) */
@@ -287,6 +287,9 @@ static void parse_offload(pt *p, dkv_engine_config *c)
         dkv_lconf_error(p->L, q.path, "t2", "must be >= t1 (%g < %g)", c->offload.t2, c->offload.t1);
     c->offload.lowrank_ratio = gnum(&q, "lowrank_ratio", c->offload.lowrank_ratio, 0, 1, DKV_LCONF_LO_OPEN);
     c->offload.pinned = gbool(&q, "pinned", c->offload.pinned);
+    if (c->offload.mode != DKV_OFFLOAD_NONE && c->decode.cache == DKV_CACHE_NONE)   /* decode is read before */
+        dkv_lconf_error(p->L, q.path, "mode", "is '%s', but decode.cache is 'none': there is no KV cache to offload "
+                        "(the run would be the same without it)", dkv_names_at(&dkv_offload_mode_names, c->offload.mode));
     if (c->offload.mode == DKV_OFFLOAD_NONE)
         unused_when(&q, (const char *const[]){"t1", "t2", "lowrank_ratio", "pinned", NULL},
                     "offload.mode is '%s'", "none");
@@ -302,10 +305,10 @@ static void parse_routing(pt *p, dkv_engine_config *c, pt *rt_keep)
     c->routing.enabled = gbool(rt_keep, "enabled", c->routing.enabled);
     c->routing.threshold_tokens = (uint32_t)gint(rt_keep, "threshold_tokens", c->routing.threshold_tokens, 0, U32MAX);
     dkv_routing_costs *k = &c->routing_costs;   /* < 0: from the preset, resolved later */
-    k->setup_s = gnum(rt_keep, "setup_s", k->setup_s, 0, HUGE_VAL, 0);
-    k->block_s = gnum(rt_keep, "block_s", k->block_s, 0, HUGE_VAL, 0);
-    k->pool_step_s = gnum(rt_keep, "pool_step_s", k->pool_step_s, 0, HUGE_VAL, 0);
-    k->plain_step_s = gnum(rt_keep, "plain_step_s", k->plain_step_s, 0, HUGE_VAL, 0);
+    k->setup_s = gsec(rt_keep, "setup_s", k->setup_s);
+    k->block_s = gsec(rt_keep, "block_s", k->block_s);
+    k->pool_step_s = gsec(rt_keep, "pool_step_s", k->pool_step_s);
+    k->plain_step_s = gsec(rt_keep, "plain_step_s", k->plain_step_s);
     if (!c->routing.enabled)
         unused_when(rt_keep, (const char *const[]){"threshold_tokens", "setup_s", "block_s", "pool_step_s",
                                                    "plain_step_s", NULL},
@@ -518,7 +521,7 @@ void dkv_lsim_parse(lua_State *L, int idx, dkv_lsim *s)
     lua_getfield(q.L, q.in, "launch_overhead_s");
     bool lo_given = !lua_isnil(q.L, -1);
     lua_pop(q.L, 1);
-    double lo = gnum(&q, "launch_overhead_s", s->gpu.launch_overhead_s, 0, HUGE_VAL, 0);
+    double lo = gsec(&q, "launch_overhead_s", s->gpu.launch_overhead_s);
     s->so.launch_overhead_s = lo_given ? lo : -1.0;
     s->so.gemm_eff = gnum(&q, "gemm_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);
     s->so.attn_eff = gnum(&q, "attn_eff", 1, 0, 1, DKV_LCONF_LO_OPEN);

@@ -42,6 +42,12 @@ static inline double gnum(pt *p, const char *k, double def, double lo, double hi
     return v;
 }
 
+/* A time per event (a step's host work, a cudaMalloc, a routing set-up): s in [0, DKV_LCONF_EVENT_S_MAX]. */
+static inline double gsec(pt *p, const char *k, double def)
+{
+    return gnum(p, k, def, 0, DKV_LCONF_EVENT_S_MAX, 0);
+}
+
 static inline int64_t gint(pt *p, const char *k, int64_t def, int64_t lo, int64_t hi)
 {
     int64_t v = dkv_lconf_integer(p->L, p->in, p->path, k, def, lo, hi, 0);

@@ -184,8 +184,8 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->attn_streams = (uint32_t)dkv_lconf_integer(L, idx, p, "attn_streams", 4, 1, 8, 0);
     x->max_logit_rows = (uint32_t)dkv_lconf_integer(L, idx, p, "max_logit_rows", 1024, 1, 1 << 20, 0);
     x->class_timing = dkv_lconf_boolean(L, idx, p, "class_timing", true, 0);
-    x->staging_bytes = dkv_lconf_number(L, idx, p, "staging_bytes", -1, -1, HUGE_VAL, 0);
-    x->host_bytes = dkv_lconf_number(L, idx, p, "host_bytes", -1, -1, HUGE_VAL, 0);
+    x->staging_bytes = dkv_lconf_number(L, idx, p, "staging_bytes", -1, -1, 0x1p64, DKV_LCONF_HI_OPEN);
+    x->host_bytes = dkv_lconf_number(L, idx, p, "host_bytes", -1, -1, 0x1p64, DKV_LCONF_HI_OPEN);
     x->outputs = dkv_lconf_boolean(L, idx, p, "outputs", false, 0);
     x->real_clock = dkv_lconf_enum(L, idx, p, "clock", clocks, 0, 0) == 1;
     x->start_at = dkv_lconf_number(L, idx, p, "start_at", 0, 0, HUGE_VAL, 0);

@@ -69,8 +69,8 @@ static int l_new(lua_State *L)
     o.capacity_bytes = (uint64_t)dkv_lconf_integer(L, 1, P, "capacity", (int64_t)o.capacity_bytes, 1, INT64_MAX, 0);
     o.release_delay_s = dkv_lconf_number(L, 1, P, "release_delay", 0, 0, HUGE_VAL, 0);
     o.sample_stride = (uint32_t)dkv_lconf_integer(L, 1, P, "sample_stride", 1, 0, UINT32_MAX, 0);
-    o.device_malloc_s = dkv_lconf_number(L, 1, P, "device_malloc_s", 0, 0, HUGE_VAL, 0);
-    o.device_free_s = dkv_lconf_number(L, 1, P, "device_free_s", 0, 0, HUGE_VAL, 0);
+    o.device_malloc_s = dkv_lconf_number(L, 1, P, "device_malloc_s", 0, 0, DKV_LCONF_EVENT_S_MAX, 0);
+    o.device_free_s = dkv_lconf_number(L, 1, P, "device_free_s", 0, 0, DKV_LCONF_EVENT_S_MAX, 0);
     o.device_bytes_per_s = dkv_lconf_number(L, 1, P, "device_bytes_per_s", 0, 0, HUGE_VAL, 0);
     int64_t ms = dkv_lconf_integer(L, 1, P, "max_split_size", 0, 0, INT64_MAX, 0);
     o.max_split_size = ms ? (uint64_t)ms : UINT64_MAX;

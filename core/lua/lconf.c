@@ -187,6 +187,10 @@ double dkv_lconf_number(lua_State *L, int t, const char *path, const char *key, 
     snprintf(shown, sizeof shown, "%.17g", v);
     if (isnan(v))
         dkv_lconf_error(L, path, key, "must be a number, got nan");
+    /* no setting is infinite: HUGE_VAL as a bound means "none", and math.huge as a duration, a rate or a
+     * size would reach the model as inf (a hang, NaN results) */
+    if (isinf(v))
+        dkv_lconf_error(L, path, key, "must be finite (got %s)", shown);
     check_range(L, path, key, v, lo, hi, flags, shown);
     return v;
 }

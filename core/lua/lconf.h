@@ -49,9 +49,15 @@ void dkv_lconf_check_keys_array(lua_State *L, int t, const char *path, const cha
 void dkv_lconf_check_table(lua_State *L, int t, const char *path);
 
 /* Numeric fields: default `def` when nil (unless DKV_LCONF_REQUIRED); range [lo, hi] with open
- * ends per flags (pass -HUGE_VAL / HUGE_VAL for none).  NaN is always rejected. */
+ * ends per flags (pass -HUGE_VAL / HUGE_VAL for none).  NaN and +-inf (math.huge) are always
+ * rejected ("must be finite (got inf)"): -HUGE_VAL / HUGE_VAL mean no bound, not that inf is a value. */
 double  dkv_lconf_number(lua_State *L, int t, const char *path, const char *key, double def, double lo,
                          double hi, unsigned flags);
+/* The most seconds a configuration may give one event (a kernel launch, a cudaMalloc or cudaFree, a step's host
+ * work, a hand-over, a routing set-up): an hour.  Real ones take microseconds to milliseconds; more is a unit
+ * mistake, and a time near DBL_MAX overflows to inf once the model adds it up (NaN results, a stalled run). */
+#define DKV_LCONF_EVENT_S_MAX 3600.0
+
 /* Integers accept floats with an exact integer value (2.0) and reject 2.5. */
 int64_t dkv_lconf_integer(lua_State *L, int t, const char *path, const char *key, int64_t def,
                           int64_t lo, int64_t hi, unsigned flags);

@@ -28,13 +28,16 @@ typedef struct pfield {
     int required;      /* needed when there is no base */
     double lo;         /* lower bound (inclusive unless lo_open) */
     int lo_open;
+    double hi;         /* PF_F64: upper bound (inclusive unless hi_open); 0: none (every number is finite,
+                        * lconf.h) */
+    int hi_open;
 } pfield;
 
-#define MF(f, t, req, lo, open) {#f, t, offsetof(dkv_model, f), req, lo, open}
+#define MF(f, t, req, lo, open) {#f, t, offsetof(dkv_model, f), req, lo, open, 0, 0}
 static const pfield model_fields[] = {
-    {"name", PF_STR, offsetof(dkv_model, name), 0, 0, 0},
-    {"source", PF_DOC, 0, 0, 0, 0},
-    {"base", PF_DOC, 0, 0, 0, 0},
+    {"name", PF_STR, offsetof(dkv_model, name), 0, 0, 0, 0, 0},
+    {"source", PF_DOC, 0, 0, 0, 0, 0, 0},
+    {"base", PF_DOC, 0, 0, 0, 0, 0, 0},
     MF(n_layers, PF_U32, 1, 1, 0),
     MF(hidden, PF_U32, 1, 1, 0),
     MF(ffn, PF_U32, 1, 1, 0),
@@ -54,12 +57,18 @@ static const pfield model_fields[] = {
 };
 #undef MF
 
-#define GF(f, t, req, lo, open) {#f, t, offsetof(dkv_gpu, f), req, lo, open}
+#define GF(f, t, req, lo, open) {#f, t, offsetof(dkv_gpu, f), req, lo, open, 0, 0}
+/* with an upper bound: hi_open 1 for [lo, hi) */
+#define GFH(f, t, req, lo, open, hi, hi_open) {#f, t, offsetof(dkv_gpu, f), req, lo, open, hi, hi_open}
+/* a byte count: < 2^64, like the configuration's (a larger one overflows the budget's integers) */
+#define BYTES_MAX 0x1p64
+/* a per-call time (launch, cudaMalloc, cudaFree): at most DKV_LCONF_EVENT_S_MAX, as the configuration's */
+#define CALL_S_MAX DKV_LCONF_EVENT_S_MAX
 static const pfield gpu_fields[] = {
-    {"name", PF_STR, offsetof(dkv_gpu, name), 0, 0, 0},
-    {"source", PF_DOC, 0, 0, 0, 0},
-    {"base", PF_DOC, 0, 0, 0, 0},
-    GF(hbm_bytes, PF_F64, 1, 0, 1),
+    {"name", PF_STR, offsetof(dkv_gpu, name), 0, 0, 0, 0, 0},
+    {"source", PF_DOC, 0, 0, 0, 0, 0, 0},
+    {"base", PF_DOC, 0, 0, 0, 0, 0, 0},
+    GFH(hbm_bytes, PF_F64, 1, 0, 1, BYTES_MAX, 1),
     GF(hbm_bw, PF_F64, 1, 0, 1),
     GF(flops_bf16, PF_F64, 1, 0, 1),
     GF(flops_fp32, PF_F64, 0, 0, 0),
@@ -68,24 +77,25 @@ static const pfield gpu_fields[] = {
     GF(pcie_bidir_pinned, PF_F64, 0, 0, 0),
     GF(pcie_h2d_pageable, PF_F64, 1, 0, 1),
     GF(pcie_d2h_pageable, PF_F64, 1, 0, 1),
-    GF(launch_overhead_s, PF_F64, 0, 0, 0),
-    GF(malloc_s, PF_F64, 0, 0, 0),
-    GF(free_s, PF_F64, 0, 0, 0),
+    GFH(launch_overhead_s, PF_F64, 0, 0, 0, CALL_S_MAX, 0),
+    GFH(malloc_s, PF_F64, 0, 0, 0, CALL_S_MAX, 0),
+    GFH(free_s, PF_F64, 0, 0, 0, CALL_S_MAX, 0),
     GF(cost_per_hour, PF_F64, 0, 0, 0),
     GF(n_sms, PF_U32, 0, 0, 0),
-    GF(l2_bytes, PF_F64, 0, 0, 0),
+    GFH(l2_bytes, PF_F64, 0, 0, 0, BYTES_MAX, 1),
     GF(l2_partitions, PF_U32, 0, 0, 0),
     GF(max_num_logits, PF_U32, 0, 1, 0),
     GF(max_num_batched_tokens, PF_U32, 0, 1, 0),
     GF(retention, PF_F64, 0, 0, 1),
-    {"bw_curve", PF_CURVE, offsetof(dkv_gpu, bw_curve), 0, 0, 0},
-    {"kclass", PF_KCLASS, offsetof(dkv_gpu, kclass), 0, 0, 0},
-    {"profile", PF_PROFILE, offsetof(dkv_gpu, profile_name), 0, 0, 0},
+    {"bw_curve", PF_CURVE, offsetof(dkv_gpu, bw_curve), 0, 0, 0, 0, 0},
+    {"kclass", PF_KCLASS, offsetof(dkv_gpu, kclass), 0, 0, 0, 0, 0},
+    {"profile", PF_PROFILE, offsetof(dkv_gpu, profile_name), 0, 0, 0, 0, 0},
     /* how far the preset's simulated results may be off (roofline-only presets: the roofline's error measured on the
      * H200 and H100s; measured ones: their held-out errors); carried into each simulated run */
-    {"expected_error", PF_TEXT, offsetof(dkv_gpu, expected_error), 0, 0, 0},
+    {"expected_error", PF_TEXT, offsetof(dkv_gpu, expected_error), 0, 0, 0, 0, 0},
 };
 #undef GF
+#undef GFH
 
 #define NF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -292,8 +302,8 @@ static void read_curve(lua_State *L, int t, const char *path, dkv_gpu *g)
             rb = dkv_lconf_number(L, p, pp, "run_bytes", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED | DKV_LCONF_LO_OPEN);
             ef = dkv_lconf_number(L, p, pp, "efficiency", 0, 0, 1, DKV_LCONF_REQUIRED | DKV_LCONF_LO_OPEN);
         }
-        if (!(rb > 0))
-            dkv_lconf_error(L, pp, "run_bytes", "must be > 0 (got %.17g)", rb);
+        if (!(rb > 0) || isinf(rb))   /* the {run_bytes, efficiency} form is not read by dkv_lconf_number */
+            dkv_lconf_error(L, pp, "run_bytes", "must be finite and > 0 (got %.17g)", rb);
         if (!(ef > 0 && ef <= 1))
             dkv_lconf_error(L, pp, "efficiency", "must be in (0, 1] (got %.17g)", ef);
         if (i > 1 && !(rb > g->bw_curve[i - 2].run_bytes))
@@ -329,7 +339,7 @@ static void read_kclass(lua_State *L, int t, const char *path, dkv_gpu *g)
         dkv_lconf_path(ep, sizeof ep, cp, names[k]);
         dkv_lconf_check_keys(L, e, ep, ekeys);
         g->kclass[k].scale = dkv_lconf_number(L, e, ep, "scale", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED | DKV_LCONF_LO_OPEN);
-        g->kclass[k].launch_s = dkv_lconf_number(L, e, ep, "launch_s", 0, 0, HUGE_VAL, DKV_LCONF_REQUIRED);
+        g->kclass[k].launch_s = dkv_lconf_number(L, e, ep, "launch_s", 0, 0, CALL_S_MAX, DKV_LCONF_REQUIRED);
         g->kclass_set |= 1u << k;
         lua_pop(L, 1);
     }
@@ -380,7 +390,8 @@ static void read_fields(lua_State *L, int t, const char *path, const pfield *f, 
             break;
         }
         case PF_F64:
-            *(double *)(base + p->off) = dkv_lconf_number(L, t, path, p->name, 0, p->lo, HUGE_VAL, flags);
+            *(double *)(base + p->off) = dkv_lconf_number(L, t, path, p->name, 0, p->lo, p->hi > 0 ? p->hi : HUGE_VAL,
+                                                          flags | (p->hi_open ? DKV_LCONF_HI_OPEN : 0));
             break;
         case PF_BOOL:
             *(bool *)(base + p->off) = dkv_lconf_boolean(L, t, path, p->name, false, flags);

@@ -77,6 +77,49 @@ out=$(sim "policies = {retention = {rho = -1}}"); rc=$?
 grep -q "policies.retention.rho.*must be in (0, 1\] (got -1)" <<<"$out" || fail "rho message: $out"
 out=$(sim "policies = {retention = {rho = 0.5}}") || fail "rho = 0.5 refused: $out"
 
+# values audit: an infinite (or absurd) duration or preset number was taken: gpu.malloc_s = math.huge spun at 100 %
+# CPU, mem.malloc_s = math.huge saved NaN latencies, step_release_s = math.huge stopped the engine with an "internal
+# error".  Each is an error naming the field now, within the timeout (124 = it hung).
+sim4() {   # extra-config-fields -> output of a dkv.simulate of 4 fixed requests with them
+    printf 'local dkv = require "dkv"\nlocal r = dkv.simulate{model = "tiny", gpu = "h200",\n  workload = {kind = "fixed", n = 4, interval_s = 0.001, prompt = 64, gen = 32},\n  decode = {cache = "dual", block_len = 16}, %s}\nassert(r.summary.latency_p99_s == r.summary.latency_p99_s and r.summary.latency_p99_s < math.huge, "p99 " .. r.summary.latency_p99_s)\n' "$1" >"$T/sim4.lua"
+    timeout 30 "$DKV" run "$T/sim4.lua" 2>&1
+}
+while IFS='|' read -r cfg msg; do
+    out=$(sim4 "$cfg"); rc=$?
+    [ $rc = 1 ] || fail "$cfg: exit $rc (124 = hung, 0 = accepted): $out"
+    grep -qF "sim4.lua:2: $msg" <<<"$out" || fail "$cfg: message: $out"
+done <<'CASES'
+gpu = {base = "rtx4090", malloc_s = math.huge}|cfg.gpu.malloc_s: must be finite (got inf)
+gpu = {base = "rtx4090", free_s = math.huge}|cfg.gpu.free_s: must be finite (got inf)
+gpu = {base = "rtx4090", launch_overhead_s = 1e300}|cfg.gpu.launch_overhead_s: must be in [0, 3600] (got 1.0000000000000001e+300)
+gpu = {base = "rtx4090", hbm_bw = math.huge}|cfg.gpu.hbm_bw: must be finite (got inf)
+gpu = {base = "h200", hbm_bytes = math.huge}|cfg.gpu.hbm_bytes: must be finite (got inf)
+gpu = {base = "h200", hbm_bytes = 1e30}|cfg.gpu.hbm_bytes: must be in (0, 1.8446744073709552e+19) (got 1e+30)
+mem = {malloc_s = math.huge}|cfg.mem.malloc_s: must be finite (got inf)
+mem = {free_s = -math.huge}|cfg.mem.free_s: must be finite (got -inf)
+mem = {kv_frac = 1e-12}|cfg: mem: the KV capacity is 0 bytes: mem.kv_frac of (gpu.hbm_bytes less the weights and mem.margin)
+scheduler = {step_release_s = math.huge}|cfg.scheduler.step_release_s: must be finite (got inf)
+scheduler = {step_host_s = math.huge}|cfg.scheduler.step_host_s: must be finite (got inf)
+scheduler = {step_host_s = 1e308}|cfg.scheduler.step_host_s: must be in [0, 3600] (got 1e+308)
+scheduler = {handover_s = math.huge}|cfg.scheduler.handover_s: must be finite (got inf)
+policies = {routing = {enabled = true, setup_s = math.huge}}|cfg.policies.routing.setup_s: must be finite (got inf)
+policies = {routing = {enabled = true, plain_step_s = 1e308}}|cfg.policies.routing.plain_step_s: must be in [0, 3600]
+sim = {launch_overhead_s = math.huge}|cfg.sim.launch_overhead_s: must be finite (got inf)
+CASES
+# the largest allowed times run to a finite result
+out=$(sim4 'gpu = {base = "rtx4090", malloc_s = 3600, free_s = 3600, launch_overhead_s = 3600}, scheduler = {step_host_s = 3600, step_release_s = 3600, handover_s = 3600}') \
+    || fail "times of 3600 s: $out"
+# dkv.execute's byte options were cast to uint64 whatever they were (1e30, inf)
+for o in 'staging_bytes = 1e30|opts.staging_bytes: must be in [-1, 1.8446744073709552e+19) (got 1e+30)' \
+         'host_bytes = math.huge|opts.host_bytes: must be finite (got inf)'; do
+    printf 'local dkv = require "dkv"\ndkv.execute({model = "tiny", gpu = "h200", workload = {kind = "fixed", n = 1, prompt = 64, gen = 32},\n  decode = {cache = "dual", block_len = 16}}, {backend = "cpu", %s})\n' "${o%%|*}" >"$T/ex.lua"
+    out=$(timeout 60 "$DKV" run "$T/ex.lua" 2>&1) && fail "dkv.execute ${o%%|*} accepted"
+    grep -qF "ex.lua:2: ${o#*|}" <<<"$out" || fail "dkv.execute ${o%%|*}: message: $out"
+done
+printf 'local dkv = require "dkv"\ndkv.mem.new{kind = "caching", capacity = 2^30, device_malloc_s = math.huge}\n' >"$T/mm.lua"
+out=$("$DKV" run "$T/mm.lua" 2>&1) && fail "dkv.mem.new device_malloc_s = inf accepted"
+grep -qF "mm.lua:2: dkv.mem.new.device_malloc_s: must be finite (got inf)" <<<"$out" || fail "dkv.mem.new message: $out"
+
 printf 'local dkv = require "dkv"\nlocal m = dkv.mem.new{kind = "caching", capacity = 2^30}\nm:tick(math.huge)\n' >"$T/tick.lua"
 out=$("$DKV" run "$T/tick.lua" 2>&1); rc=$?
 [ $rc = 1 ] || fail "m:tick(inf): exit $rc: $out"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test_sweep_shard.sh - dkv.sweep (scripts/sweep.lua) over a simulate grid honours --shard i/N:
 # three shards together run every grid point exactly once, each shard only its own, and
-# `dkv merge` joins them into one file with all points.  A mistaken spec is an error naming it before
-# any point runs, with no file written: an unknown key (sav = false), a key twice in order, and two
-# grid values with one run name ("a b" and "a_b").
+# `dkv merge` joins them into one file with all points.  A mistaken spec is an error naming it, at the
+# script's line, before any point runs, with no file written: an unknown key (sav = false), an empty
+# grid entry, a key twice in order, a name in order that is not in grid, and two grid values with one
+# run name ("a b" and "a_b").
 set -uo pipefail
 : "${DKV:?}" "${T:?}" "${ROOT:?}"
 export DKV_ROOT=$ROOT   # require "sweep" loads this tree's scripts/sweep.lua, not the dkv binary's tree's
@@ -80,4 +81,11 @@ bad order 'grid = {rate = {1, 2}}, order = {"rate", "rate"}' "sweep: order names
 bad names 'grid = {v = {"a b", "a_b"}}' \
     "sweep: points 1 (v=\"a b\") and 2 (v=\"a_b\") have one run name, 'b:v=a_b'"
 bad savetype 'grid = {rate = {1}}, save = 0' "sweep: save must be a boolean, got number"
+# grid and order mistakes name the script's line too (they named scripts/sweep.lua's), and say what is wrong
+bad emptygrid 'grid = {x = {}}' "sweep: grid.x must be a non-empty array of values, got an empty table"
+bad gridvalue 'grid = {x = 3}' "sweep: grid.x must be a non-empty array of values, got number"
+bad gridmap 'grid = {x = {a = 1}}' "sweep: grid.x must be a non-empty array of values, got a table with no array part"
+bad gridkey 'grid = {{1, 2}}' "sweep: grid keys must be names (strings), got number 1"
+bad ordernokey 'grid = {rate = {1}}, order = {"rate", "y"}' "sweep: order names 'y' (entry 2), which is not a key of grid"
+bad orderleaves 'grid = {rate = {1}, x = {2}}, order = {"rate"}' "sweep: grid key 'x' is missing from order"
 echo "ok: mistaken specs refused before any point runs"

@@ -31,6 +31,35 @@ assert(err:find("test_dkv.lua:%d+:"), "error carries the script position: " .. e
 ok, err = pcall(dkv.preset.model, {base = "tiny", vocab = 2.5})
 assert(not ok and err:find("model.vocab: expected an integer, got 2.5", 1, true), err)
 
+-- every number of a preset is finite (math.huge made dkv.simulate spin, or gave NaN), and within its range where it
+-- has one: per-call times at most an hour, byte counts below 2^64; the error names the field
+for _, f in ipairs{"hbm_bytes", "hbm_bw", "flops_bf16", "flops_fp32", "pcie_h2d_pinned", "pcie_d2h_pinned",
+                   "pcie_bidir_pinned", "pcie_h2d_pageable", "pcie_d2h_pageable", "launch_overhead_s", "malloc_s",
+                   "free_s", "cost_per_hour", "l2_bytes", "retention"} do
+  for _, v in ipairs{math.huge, -math.huge} do
+    ok, err = pcall(dkv.preset.gpu, {base = "rtx4090", [f] = v})
+    assert(not ok and err:find("gpu." .. f .. ": must be finite (got " .. (v > 0 and "inf" or "-inf") .. ")", 1, true),
+           f .. ": " .. tostring(err))
+  end
+end
+for _, c in ipairs{{"malloc_s", 3601, "must be in [0, 3600] (got 3601)"}, {"free_s", 1e300, "must be in [0, 3600]"},
+                   {"launch_overhead_s", 1e4, "must be in [0, 3600]"}, {"hbm_bytes", 1e30, "must be in (0, 1.8446744"},
+                   {"l2_bytes", 2^64, "must be in [0, 1.8446744"}} do
+  ok, err = pcall(dkv.preset.gpu, {base = "rtx4090", [c[1]] = c[2]})
+  assert(not ok and err:find("gpu." .. c[1] .. ": " .. c[3], 1, true), c[1] .. ": " .. tostring(err))
+end
+assert(dkv.preset.gpu{base = "rtx4090", malloc_s = 3600, retention = 1}.malloc_s == 3600)   -- the bounds themselves
+ok, err = pcall(dkv.preset.gpu, {base = "h200", profile = "", kclass = {attn = {scale = math.huge, launch_s = 0}}})
+assert(not ok and err:find("gpu.kclass.attn.scale: must be finite", 1, true), err)
+ok, err = pcall(dkv.preset.gpu, {base = "h200", profile = "", kclass = {attn = {scale = 1, launch_s = 1e9}}})
+assert(not ok and err:find("gpu.kclass.attn.launch_s: must be in [0, 3600]", 1, true), err)
+ok, err = pcall(dkv.preset.gpu, {base = "rtx4090", bw_curve = {{math.huge, 1}}})
+assert(not ok and err:find("gpu.bw_curve[1].run_bytes: must be finite and > 0 (got inf)", 1, true), tostring(err))
+ok, err = pcall(dkv.preset.gpu, {base = "rtx4090", bw_curve = {{run_bytes = math.huge, efficiency = 1}}})
+assert(not ok and err:find("gpu.bw_curve[1].run_bytes: must be finite (got inf)", 1, true), tostring(err))
+ok, err = pcall(dkv.preset.model, {base = "tiny", rope_theta = math.huge})
+assert(not ok and err:find("model.rope_theta: must be finite (got inf)", 1, true), err)
+
 -- per-kernel-class calibration (kclass): read back, checked, and it changes the simulated time
 local kc = dkv.preset.gpu{base = "h200", profile = "", kclass = {attn = {scale = 2.5, launch_s = 16e-6}}}
 assert(kc.kclass.attn.scale == 2.5 and kc.kclass.attn.launch_s == 16e-6 and kc.kclass.qkv == nil)
@@ -76,6 +105,13 @@ local b2 = dkv.budget("llada-8b", "a100-80g", {margin = 0, kv_frac = 1})
 assert(b2.act_bytes == 0 and b2.kv_bytes > b.kv_bytes)
 ok, err = pcall(dkv.budget, "llada-8b", "a100-80g", {kv_fraction = 1})
 assert(not ok and err:find("did you mean 'kv_frac'"), err)
+-- an infinite or absurd device memory: an error naming the field, not kv_tokens = -2^63 and kv_bytes = NaN
+for _, v in ipairs{math.huge, 1e30} do
+  ok, err = pcall(dkv.budget, "tiny", {base = "h200", hbm_bytes = v})
+  assert(not ok and err:find("gpu.hbm_bytes: must be ", 1, true), tostring(v) .. ": " .. tostring(err))
+end
+local bmax = dkv.budget("tiny", {base = "h200", hbm_bytes = 2^64 - 2^11}, {kv_frac = 1e-9})   -- the largest allowed
+assert(bmax.kv_tokens > 0 and bmax.logit_rows > 0 and bmax.kv_bytes == bmax.kv_bytes, bmax.kv_tokens)
 
 -- literal: Lua syntax that reads back equal
 local v = {b = {1, 2.5, "x\n\"y\""}, a = true, ["not ident"] = -3, [10] = 0.1}
@@ -93,5 +129,26 @@ ok, err = pcall(dkv.write_run, "long-string", {tables = {t = {s = {string.rep("x
 assert(not ok and err:find("longer than 31 characters"), err)
 ok, err = pcall(dkv.write_run, "mixed", {tables = {t = {s = {1, "a"}}}})
 assert(not ok and err:find("one kind"), err)
+-- a mistaken spec is an error naming the key, before anything is written (it used to write a table with one empty
+-- column 'colums', and drop units and docs for columns or summary values that do not exist)
+for _, c in ipairs{
+  {{tables = {t = {colums = {x = {1}}}}}, "run.tables.t.colums: expected an array of values, got a table with key 'x' (did you mean 'columns'?)"},
+  {{tables = {t = {x = {1}, units = {x = "s"}}}}, "run.tables.t.units: expected an array of values, got a table with key 'x' (units needs the form"},
+  {{tables = {t = {x = {1, 2, y = 3}}}}, "run.tables.t.x: expected an array of values, got a table with key 'y'"},
+  {{tables = {t = {columns = {time_s = {1}}, units = {tme_s = "s"}}}}, "run.tables.t.units: 'tme_s' names no column (did you mean 'time_s'?)"},
+  {{tables = {t = {columns = {time_s = {1}, kv = {2}}, docs = {bytes = "d"}}}}, "run.tables.t.docs: 'bytes' names no column (known: kv, time_s)"},
+  {{tables = {t = {columns = {x = {1}}, units = {x = 1}}}}, "run.tables.t.units.x: expected a string, got number"},
+  {{tables = {t = {columns = {x = {1}}, docs = "x"}}}, "run.tables.t.docs: expected a table, got string"},
+  {{summary = {lat_s = 1}, units = {lats = "s"}}, "run.units: 'lats' names no summary value (did you mean 'lat_s'?)"},
+  {{summary = {lat_s = 1}, units = {lat_s = "s", kv_bytes = "bytes"}}, "run.units: 'kv_bytes' names no summary value (known: lat_s)"},
+  {{units = {y = "s"}}, "run.units: 'y' names no summary value (there are none)"},
+} do
+  ok, err = pcall(dkv.write_run, "spec-mistake", c[1])
+  assert(not ok and err:find(c[2], 1, true), c[2] .. "\n got: " .. tostring(err))
+end
+-- ... and left no trace: the name is still free, and the documented forms are written
+assert(dkv.write_run("spec-mistake", {summary = {lat_s = 1, n = 2}, units = {lat_s = "s"},
+  tables = {t = {columns = {time_s = {1, 2}, kv = {3, 4}}, units = {time_s = "s"}, docs = {kv = "KV bytes"}},
+            e = {x = {}}}}))
 dkv.progress("test", 1, 1)   -- no terminal: silent
 print("test_dkv ok")

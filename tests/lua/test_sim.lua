@@ -144,6 +144,11 @@ local function expect(mod, pattern)
 end
 expect(function(c) c.scheduler.max_num_seq = 4 end, "unknown field 'max_num_seq' (did you mean 'max_num_seqs'?)")
 expect(function(c) c.workload = {kind = "poisson", rate = -1} end, "cfg.workload.rate")
+-- offload with no KV cache: identical runs (session 51's audit: plain and progressive both moved 0 bytes)
+for _, mode in ipairs{"plain", "progressive"} do
+  expect(function(c) c.decode = {cache = "none"}; c.policies = {offload = {mode = mode}} end,
+         "cfg.policies.offload.mode: is '" .. mode .. "', but decode.cache is 'none'")
+end
 expect(function(c) c.decode.block_len = 0 end, "cfg.decode.block_len")
 expect(function(c) c.workload.gen = 40 end, "gen_tokens 40 is not a multiple of decode.block_len 16")
 expect(function(c) c.model = "llada-8b"; c.gpu = "rtx4090"; c.instances = {n = 2} end, "do not fit")

@@ -125,6 +125,10 @@ static void test_lconf_errors_name_the_field(void **state)
     (void)state;
     assert_string_equal(conf("{rate = -1}", read_workload), "cfg.workload.rate: must be > 0 (got -1)");
     assert_string_equal(conf("{rate = 0/0}", read_workload), "cfg.workload.rate: must be a number, got nan");
+    /* HUGE_VAL as a bound means none: inf (math.huge) is still no value (an infinite rate or duration) */
+    assert_string_equal(conf("{rate = 1/0}", read_workload), "cfg.workload.rate: must be finite (got inf)");
+    assert_string_equal(conf("{rate = -1/0}", read_workload), "cfg.workload.rate: must be finite (got -inf)");
+    assert_null(conf("{rate = 1e308}", read_workload));
     assert_string_equal(conf("{rate = 'fast'}", read_workload), "cfg.workload.rate: expected a number, got string");
     assert_string_equal(conf("{n = 2.5}", read_workload), "cfg.workload.n: expected an integer, got 2.5");
     assert_string_equal(conf("{n = 0}", read_workload), "cfg.workload.n: must be in [1, 1000] (got 0)");
