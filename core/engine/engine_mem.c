@@ -291,7 +291,12 @@ dkv_status eng_capacities(const dkv_engine_config *c, uint32_t ni, uint64_t *kv_
         *dev_cap = *kv_cap;
     } else {
         *kv_cap = c->mem.capacity_bytes ? c->mem.capacity_bytes : (uint64_t)(c->sizing.kv_frac * usable);
-        *dev_cap = c->device_capacity_bytes ? c->device_capacity_bytes : (uint64_t)(g->hbm_bytes - margin) - *kv_cap;
+        double room = g->hbm_bytes - margin;   /* the device manager's share is what the KV capacity leaves of it */
+        if (!c->device_capacity_bytes && (double)*kv_cap >= room)
+            return dkv_err_set(err, DKV_EINVAL, "mem.capacity_bytes (%.2f GiB) leaves no device memory: gpu.hbm_bytes "
+                               "less mem.margin is %.2f GiB; give mem.device_capacity_bytes too, or a smaller "
+                               "capacity_bytes", (double)*kv_cap / 1073741824.0, room / 1073741824.0);
+        *dev_cap = c->device_capacity_bytes ? c->device_capacity_bytes : (uint64_t)room - *kv_cap;
     }
     if (*kv_cap == 0)   /* what it came from, by the names the configuration gives them */
         return dkv_err_set(err, DKV_EINVAL, "mem: the KV capacity is 0 bytes: %s", c->mem.kind == DKV_MEM_CACHING

@@ -189,6 +189,14 @@ static void parse_opts(lua_State *L, int idx, lexec *x)
     x->outputs = dkv_lconf_boolean(L, idx, p, "outputs", false, 0);
     x->real_clock = dkv_lconf_enum(L, idx, p, "clock", clocks, 0, 0) == 1;
     x->start_at = dkv_lconf_number(L, idx, p, "start_at", 0, 0, HUGE_VAL, 0);
+    if (x->start_at > 0) {   /* the run waits for it: a start far ahead is a mistake (milliseconds?), not a wait */
+        struct timespec rt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        double ahead = x->start_at - ((double)rt.tv_sec + 1e-9 * (double)rt.tv_nsec);
+        if (ahead > 3600)
+            dkv_lconf_error(L, p, "start_at", "is %.0f s after now, more than an hour: a Unix time in seconds "
+                            "(os.time() + a few) is expected", ahead);
+    }
     if (x->start_at > 0 && !x->real_clock)
         dkv_lconf_error(L, p, "start_at", "needs clock = \"real\" (the steps' clock has no start time)");
     x->cpu = dkv_lconf_enum(L, idx, p, "backend", backends, 0, 0) == 1;

@@ -215,3 +215,7 @@ assert(not ok and tostring(err):find("measured no attention entropy", 1, true), 
 fails("not used when retention.measured", run, {cache = "sparse", block_len = 16},
       {retention = {mode = "entropy", measured = true, ent_a = 3}})
 print("test_cpu_follow: ok")
+-- start_at far ahead would make the run wait until then (until session 51 1e12, a time in milliseconds, slept on):
+-- refused when the options are read, before any backend's check
+fails("s after now, more than an hour", dkv.execute, {model = "tiny-dllm", gpu = "h200", workload = {prompts = {file = P}}},
+      {backend = "cpu", weights = W, clock = "real", start_at = 1e12})

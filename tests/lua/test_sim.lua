@@ -144,6 +144,14 @@ local function expect(mod, pattern)
 end
 expect(function(c) c.scheduler.max_num_seq = 4 end, "unknown field 'max_num_seq' (did you mean 'max_num_seqs'?)")
 expect(function(c) c.workload = {kind = "poisson", rate = -1} end, "cfg.workload.rate")
+-- a KV capacity past the GPU's memory less the margin leaves the device manager nothing: an error naming both (until
+-- session 51 the device capacity wrapped around to about 2^64 bytes)
+expect(function(c) c.mem = {capacity_bytes = 200 * 2 ^ 30} end,
+       "mem.capacity_bytes (200.00 GiB) leaves no device memory: gpu.hbm_bytes less mem.margin is")
+do
+  local c = base(); c.mem = {capacity_bytes = 200 * 2 ^ 30, device_capacity_bytes = 8 * 2 ^ 30}
+  assert(dkv.simulate(c).summary.device_capacity_bytes == 8 * 2 ^ 30, "with device_capacity_bytes given it runs")
+end
 -- offload with no KV cache: identical runs (session 51's audit: plain and progressive both moved 0 bytes)
 for _, mode in ipairs{"plain", "progressive"} do
   expect(function(c) c.decode = {cache = "none"}; c.policies = {offload = {mode = mode}} end,
