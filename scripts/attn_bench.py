@@ -233,7 +233,7 @@ def main():
     text = "\n".join(out) + "\n"
     if a.out:
         try:
-            script_io.write_text(a.out, text)
+            script_io.write_text(a.out, text, inputs=(a.log,))
         except OSError as e:
             die("%s: cannot write: %s" % (a.out, e.strerror))
     sys.stdout.write(text)

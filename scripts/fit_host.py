@@ -85,8 +85,8 @@ def main():
     if a.write:
         try:
             text = open(a.write).read()
-        except OSError as e:
-            sys.exit("fit_host: %s" % e)
+        except (OSError, UnicodeDecodeError) as e:   # a results file given as the profile is not text
+            sys.exit("fit_host: %s: %s" % (a.write, e.strerror if isinstance(e, OSError) else "not a text file (%s)" % e.reason))
         m = re.search(r"(?m)^(  -- base_s, per_item_s: fitted by scripts/fit_host\.py .*\n)?  host = \{(.*)\},\n", text)
         if not m:
             sys.exit("fit_host: %s: no line '  host = {...},'" % a.write)
@@ -97,7 +97,7 @@ def main():
                 "(%s; --runs '%s')\n" % (len(x), len(used), a.source or ", ".join(sorted(set(a.files))), a.runs))
         text = text[:m.start()] + note + line + text[m.end():]
         try:
-            script_io.write_text(a.write, text)   # through PROFILE.lua.tmp: a failed write leaves the profile as it was
+            script_io.write_text(a.write, text, inputs=a.files)   # through PROFILE.lua.tmp: a failed write leaves the profile as it was
         except OSError as e:
             die("%s: cannot write: %s (the profile is unchanged)" % (a.write, e.strerror))
         print("fit_host: %s: host.base_s = %.6g, per_item_s = %.6g written" % (a.write, b, p))

@@ -120,7 +120,7 @@ def main(argv):
     sys.stdout.write(text)
     if out:
         try:
-            script_io.write_text(out, text)
+            script_io.write_text(out, text, inputs=args[:2])
         except OSError as e:
             die("%s: cannot write: %s" % (out, e.strerror))
     return 0

@@ -10,6 +10,8 @@
 # present form, 2026-12-02).  Each set goes to OUT_DIR/callN through `scripts/hw_session.sh post` (about 25 s each on
 # one core; JOBS sets at once).  A set whose OUT_DIR/callN/summary.md exists is kept, so an interrupted run resumes
 # where it stopped; a set whose post failed leaves OUT_DIR/callN.log and no summary.md, and is named at the end (exit 1).
+# A folder OUT_DIR/callN without summary.md (an interrupted post, or anything else of that name) is moved aside to
+# OUT_DIR/callN.aside.K before the set is posted again, never deleted.
 # Then `scripts/summary_counts.py` over OUT_DIR/call*/ (every set posted there, also earlier ones).
 #
 # A trial variant is scored the same way from its worktree (its scripts and datasets), e.g. a profile edited there:
@@ -58,7 +60,12 @@ one() {   # SET INDEX: post one set unless done; one progress line
     local s=$1 i=$2 c t0=$SECONDS
     c=$(name "$s")
     if [ -f "$O/$c/summary.md" ]; then echo "[$i/$n] $c: kept (summary.md exists)"; return 0; fi
-    rm -rf "${O:?}/$c"
+    if [ -e "$O/$c" ]; then   # an earlier post that did not finish, or another folder of that name: kept aside
+        local k=1
+        while [ -e "$O/$c.aside.$k" ]; do k=$((k + 1)); done
+        mv "$O/$c" "$O/$c.aside.$k" || { echo "[$i/$n] $c: FAILED (cannot move $O/$c aside)"; return 0; }
+        echo "[$i/$n] $c: $O/$c has no summary.md: moved aside to $c.aside.$k"
+    fi
     if DKV="$DKV" RES="$O/$c" bash scripts/hw_session.sh post "datasets/hw/$s" > "$O/$c.log" 2>&1 && [ -f "$O/$c/summary.md" ]; then
         echo "[$i/$n] $c: posted ($((SECONDS - t0)) s)"
     else
@@ -75,5 +82,6 @@ done
 wait
 failed=()
 for s in "${sets[@]}"; do [ -f "$O/$(name "$s")/summary.md" ] || failed+=("$s"); done
-$PY scripts/summary_counts.py "$O"/call*/ || failed+=("summary_counts.py")
+posted=(); for d in "$O"/call*/; do [ -f "$d/summary.md" ] && posted+=("$d"); done   # not the .aside folders
+[ ${#posted[@]} -gt 0 ] && { $PY scripts/summary_counts.py "${posted[@]}" || failed+=("summary_counts.py"); }
 if [ ${#failed[@]} -gt 0 ]; then echo "repost_sets: failed: ${failed[*]}" >&2; exit 1; fi

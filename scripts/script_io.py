@@ -2,11 +2,14 @@
 opened or refused in one line that names it.  Not a command: the functions below are imported (each script puts
 its own folder on sys.path, so it still runs from anywhere).
 
-replacing(path, mode="w"): a context manager giving a file to write PATH's new contents to.  They go to PATH.tmp in
-    the same folder, renamed over PATH only when the block ends without an error; on an error (a full disk, a
-    file-size limit, an exception half-way) PATH is left as it was and PATH.tmp is removed, and the error propagates
-    (the caller names the file).  An existing PATH keeps its permissions; a symbolic link is written through.
-write_text(path, text): replacing(path) with TEXT written.
+replacing(path, mode="w", inputs=()): a context manager giving a file to write PATH's new contents to.  They go to
+    PATH.tmp in the same folder, renamed over PATH only when the block ends without an error; on an error (a full
+    disk, a file-size limit, an exception half-way) PATH is left as it was and PATH.tmp is removed, and the error
+    propagates (the caller names the file).  An existing PATH keeps its permissions; a symbolic link is written
+    through.  Refused before anything is written, as an OSError whose strerror says why (the callers print "PATH:
+    cannot write: <why>"): PATH the same file as one of INPUTS (the command would replace what it reads), and a
+    PATH.tmp that already exists (another run's, or a user's file: it is never overwritten nor removed).
+write_text(path, text, inputs=()): replacing(path, inputs=inputs) with TEXT written.
 open_h5(path, die, need=("runs",)): h5py.File(PATH, "r") whose root holds every group of NEED; otherwise
     die(message), message one line naming PATH: "no such file", "a folder, not a file", "not an HDF5 file (file
     signature not found)", "no group 'runs' (not a dkv results file)".  DIE is the script's own: it prints its name
@@ -17,16 +20,23 @@ table(parent, name, where, die, fields=()): the compound dataset PARENT[NAME] re
     "WHERE: table 'NAME' has no field 'F'").
 """
 import contextlib
+import errno
 import os
 import re
 import stat
 
 
 @contextlib.contextmanager
-def replacing(path, mode="w"):
+def replacing(path, mode="w", inputs=()):
     real = os.path.realpath(path)
+    for i in inputs:
+        if i and os.path.exists(i) and os.path.exists(real) and os.path.samefile(i, real):
+            raise OSError(errno.EINVAL, "it is also this command's input %s: give another output" % i)
     tmp = real + ".tmp"
-    f = open(tmp, mode)
+    try:
+        f = open(tmp, mode.replace("w", "x"))   # exclusive: an existing PATH.tmp is someone's, not ours to clobber
+    except FileExistsError:
+        raise OSError(errno.EEXIST, "%s exists (left by an earlier run?): it is not overwritten; move it away" % tmp)
     try:
         with f:
             yield f
@@ -39,8 +49,8 @@ def replacing(path, mode="w"):
         raise
 
 
-def write_text(path, text):
-    with replacing(path) as f:
+def write_text(path, text, inputs=()):
+    with replacing(path, inputs=inputs) as f:
         f.write(text)
 
 

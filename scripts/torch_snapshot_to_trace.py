@@ -176,7 +176,7 @@ def main(argv):
         return 1
     if args.output:
         try:
-            with script_io.replacing(args.output) as f:   # through TRACE.csv.tmp: a failure leaves no half CSV
+            with script_io.replacing(args.output, inputs=(args.snapshot,)) as f:   # through TRACE.csv.tmp: a failure leaves no half CSV
                 write_csv(rows, f)
         except OSError as e:
             print("torch_snapshot_to_trace: %s: cannot write: %s" % (args.output, e.strerror), file=sys.stderr)

@@ -27,6 +27,12 @@ grep -Eq "^shipped h200, held out +step [0-9]+, p50 [0-9]+, p99 [0-9]+, tok/s [0
 touch -d '2000-01-01' "$T/q/$c/summary.md"
 DKV="$DKV" bash $S "$T/q" "$last" > "$T/again.txt" 2>&1 || fail "again: $(cat "$T/again.txt")"
 grep -q "^\[1/1\] $c: kept" "$T/again.txt" && [ "$(date -r "$T/q/$c/summary.md" +%Y)" = 2000 ] || fail "not kept: $(cat "$T/again.txt")"
+# a folder of the set's name without summary.md (an interrupted post, or someone's files) is moved aside, not deleted
+# (until session 51 it was rm -rf'd)
+mkdir -p "$T/q2/$c" && echo precious > "$T/q2/$c/notes.txt"
+DKV="$DKV" JOBS=1 bash $S "$T/q2" "$last" > "$T/aside.txt" 2>&1 || { cat "$T/aside.txt"; fail "aside"; }
+grep -q "has no summary.md: moved aside to $c.aside.1" "$T/aside.txt" || fail "aside message: $(cat "$T/aside.txt")"
+[ "$(cat "$T/q2/$c.aside.1/notes.txt")" = precious ] && [ -f "$T/q2/$c/summary.md" ] || fail "aside: not kept, or not posted"
 
 # bad input: exit 2, the message names what, nothing written
 for args in "$T/bad 2026-12-04/call999" "$T/bad 2026-12-04" "$T/bad $last $last" "--bogus"; do

@@ -138,6 +138,28 @@ out=$(cd "$ROOT" && $PY "$S/claims_pins.py" "$DKV" --pins "$T/word.txt" 2>&1); r
 if [ $rc != 1 ] || grep -q Traceback <<<"$out" || ! grep -qF "FAIL 1a (pins line 1): /^(\w+)/ matched" <<<"$out"; then
     echo "FAIL: a pin whose group is a word: exit $rc: $(head -n 3 <<<"$out")"; bad=$((bad + 1))
 fi
+# script_io.replacing, behind every script's -o: an output that is one of the command's inputs, and a PATH.tmp that
+# exists, are refused before anything is written (until session 51 ncu_bytes.py -o REAL.h5 replaced its own input,
+# and a user's PATH.tmp was overwritten, then removed)
+out=$(cd "$T" && printf 'in\n' >io_in.txt && printf 'mine\n' >io_out.txt.tmp && printf 'old\n' >io_out.txt &&
+      $PY - "$S" <<'PYEOF' 2>&1
+import sys
+sys.path.insert(0, sys.argv[1])
+import script_io
+for path, inputs in (("io_in.txt", ("io_in.txt",)), ("io_out.txt", ())):
+    try:
+        script_io.write_text(path, "new\n", inputs=inputs)
+        print("written", path)
+    except OSError as e:
+        print("refused", path, e.strerror)
+script_io.write_text("io_new.txt", "new\n", inputs=("io_in.txt",))
+PYEOF
+)
+if ! grep -q "refused io_in.txt it is also this command's input io_in.txt" <<<"$out" ||
+   ! grep -q "refused io_out.txt .*io_out.txt.tmp exists" <<<"$out" || [ "$(cat "$T/io_in.txt" "$T/io_out.txt.tmp" \
+   "$T/io_out.txt" "$T/io_new.txt")" != "$(printf 'in\nmine\nold\nnew')" ]; then
+    echo "FAIL: script_io.replacing's refusals: $out"; bad=$((bad + 1))
+fi
 if [ $bad -gt 0 ]; then
     echo "FAIL: $bad of $((n + 1)) cases"
     exit 1
