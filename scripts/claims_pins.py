@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """claims_pins.py - pins every simulated figure quoted in docs/CLAIMS.md to the experiment that prints it.
 
-    scripts/claims_pins.py DKV [--update] [--only ROW] [--pins tests/claims_pins.txt] [--claims docs/CLAIMS.md]
+    scripts/claims_pins.py DKV [--update [--exact]] [--only ROW] [--pins tests/claims_pins.txt] [--claims docs/CLAIMS.md]
 
 tests/claims_pins.txt has one pin per line (tab-separated; '#' starts a comment):
 
@@ -21,7 +21,9 @@ Commands needing the Azure code trace (the text 'AZURE' in COMMAND, replaced by 
 skipped, and counted, when ../shared/datasets/AzureLLMInferenceTrace_code.csv is not there.
 
 --update rewrites QUOTED (in the pins file and in its CLAIMS.md line) to the printed figure, keeping
-the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger; review the diff and run
+the quoted format (decimals, sign, unit), for a deliberate re-run of the ledger, where the pin fails; with --exact
+also where it passes but the printed figure, written in the quote's format, is not the quote (65.4 quoted, 65.23
+printed: 65.2), so the ledger shows what the command prints to the digits it quotes; review the diff and run
 it once more without --update (a quote holding two pinned figures is rewritten by both, and the pin whose quote held the other follows it).
 Exit status 0 when every pin that ran passed, 1 otherwise (a figure off, a REGEX not found, or a group that does
 not read as a number), 2 on usage: a pins file that is malformed (a REGEX without a group included), holds no pin or
@@ -127,7 +129,7 @@ def main():
     dkv = args.pop(0)
     if not os.access(dkv, os.X_OK):
         sys.exit('claims_pins.py: no dkv at %s (the first argument)' % dkv)
-    known = {'--update': 0, '--only': 1, '--pins': 1, '--claims': 1}
+    known = {'--update': 0, '--exact': 0, '--only': 1, '--pins': 1, '--claims': 1}
     i = 0
     while i < len(args):
         if args[i] not in known or i + known[args[i]] >= len(args):
@@ -135,6 +137,9 @@ def main():
             sys.exit(2)
         i += 1 + known[args[i]]
     update = '--update' in args
+    exact = '--exact' in args
+    if exact and not update:
+        usage_error('--exact rewrites quotes: it goes with --update')
     only = args[args.index('--only') + 1] if '--only' in args else None
     pins_path = args[args.index('--pins') + 1] if '--pins' in args else 'tests/claims_pins.txt'
     claims_path = args[args.index('--claims') + 1] if '--claims' in args else 'docs/CLAIMS.md'
@@ -202,7 +207,7 @@ def main():
         digits = qm.group(0).split('.')
         tol = max(0.01 * abs(want), 0.5 * 10 ** -(len(digits[1]) if len(digits) > 1 else 0))
         ok = abs(got - want) <= tol
-        if update and not ok:
+        if update and (not ok or (exact and fmt_like(quoted, got) != quoted)):
             nq = fmt_like(quoted, got)
             lines[li] = lines[li].replace(quoted, nq, count)
             print('UPDATE %s: %s -> %s' % (row, quoted, nq))

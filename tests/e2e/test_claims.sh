@@ -47,6 +47,16 @@ if $PY scripts/claims_pins.py "$DKV" --only 3 --pins "$T/pins1.txt" >"$T/amb.txt
     cat "$T/amb.txt"; fail "an ambiguous quote passed"
 fi
 grep -q "occurs 2 times in docs/CLAIMS.md row 3, the pin says 1" "$T/amb.txt" || { cat "$T/amb.txt"; fail "the ambiguous quote was not named"; }
+# --update --exact rewrites a quote that passes within 1 % but is not what the command prints at its digits (the
+# ledger showed 65.4 ms where 65.23 printed until session 51); --exact alone is a usage error
+sed 's/65\.2 ms/65.3 ms/' docs/CLAIMS.md >"$T/c9.md"; sed 's/65\.2 ms/65.3 ms/' tests/claims_pins.txt >"$T/p9.txt"
+grep -q "65.3 ms" "$T/c9.md" && grep -q "65.3 ms" "$T/p9.txt" || fail "test setup: row 9's 65.2 ms"
+$PY scripts/claims_pins.py "$DKV" --only 9 --claims "$T/c9.md" --pins "$T/p9.txt" >/dev/null || fail "65.3 ms is within 1 %"
+$PY scripts/claims_pins.py "$DKV" --only 9 --claims "$T/c9.md" --pins "$T/p9.txt" --update --exact >"$T/ex.txt" ||
+    { cat "$T/ex.txt"; fail "--update --exact"; }
+grep -q "UPDATE 9: 65.3 ms -> 65.2 ms" "$T/ex.txt" && grep -q "65.2 ms" "$T/c9.md" && ! grep -q "65.3 ms" "$T/p9.txt" ||
+    { cat "$T/ex.txt"; fail "--exact did not rewrite 65.3 ms"; }
+if $PY scripts/claims_pins.py "$DKV" --only 9 --exact >/dev/null 2>&1; then fail "--exact without --update"; fi
 # the host_batch excerpt (a code block, not a ledger row, so no pin covers it): every line of it is a line the
 # command prints (until session 51 it held an older build's rows, 7 % off in places, while row 8 was pinned)
 bash tests/run_cached.sh "$T/hb.h5" experiments/host_batch.lua -q >"$T/hb.txt" 2>&1 || { cat "$T/hb.txt"; fail "host_batch"; }
