@@ -186,6 +186,9 @@ void dkv_lcfg_parse_workload(pt *root, dkv_lsim *s)
         static const char *const synth_only[] = {"n", "rate", "cv", "interval_s", "users", "think_s",
                                                  "think_exponential", "stagger_first", "prompt", "gen", NULL};
         unused_by_kind(&p, synth_only, "trace");   /* the trace gives the arrivals and lengths */
+        if (has(&p, "seed") && !(o.steps_max > o.steps_min))   /* it draws steps per block, nothing else here */
+            dkv_lconf_error(L, p.path, "seed", "is not used by kind 'trace' unless steps_max > steps_min (the trace "
+                            "gives the arrivals and lengths; the seed only draws the steps per block)");
         const char *file = dkv_lconf_string(L, p.in, p.path, "file", NULL, DKV_LCONF_REQUIRED);
         lua_pushstring(L, file);
         lua_setfield(L, p.out, "file");

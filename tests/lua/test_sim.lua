@@ -175,6 +175,13 @@ for _, k in ipairs({"n", "rate", "cv", "interval_s", "users", "think_s", "think_
               stagger_first = true, prompt = 64, gen = 32})[k]
   expect(function(c) c.workload = {file = AZ, [k] = v} end, "cfg.workload." .. k .. ": is not used by kind 'trace'")
 end
+-- a trace's seed draws only the steps per block (session 51): without steps_max > steps_min it changes nothing
+expect(function(c) c.workload = {file = AZ, seed = 3} end,
+       "cfg.workload.seed: is not used by kind 'trace' unless steps_max > steps_min")
+do
+  local c = base(); c.workload = {file = AZ, first_n = 4, seed = 3, steps_min = 4, steps_max = 32}
+  assert(dkv.simulate(c).summary.n_requests == 4, "a trace's seed with drawn steps runs")
+end
 expect(function(c) c.workload = {kind = "poisson", format = "azure"} end,
        "cfg.workload.format: is not used by kind 'poisson'")
 expect(function(c) c.workload.lenient = true end, "cfg.workload.lenient: is not used by kind 'fixed'")
