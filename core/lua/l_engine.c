@@ -476,6 +476,11 @@ int dkv_lsim_run(lua_State *L, int cfg_idx, const char *who, dkv_lsim_backend_fn
     s->cb_ref = LUA_NOREF;
     luaL_setmetatable(L, LSIM_MT);
     dkv_lsim_parse(L, cfg_idx, s);                                    /* base + 2: resolved config */
+    if (strcmp(who, "dkv.execute") == 0) {   /* the simulator's options (dkv.execute refuses cfg.sim): an executed
+                                              * run's saved config does not carry their defaults as if they applied */
+        lua_pushnil(L);
+        lua_setfield(L, base + 2, "sim");
+    }
     lresult *res = lua_newuserdatauv(L, sizeof *res, 2);              /* base + 3 */
     memset(res, 0, sizeof *res);
     luaL_setmetatable(L, RESULT_MT);

@@ -25,6 +25,11 @@ assert a("roof", "cost_profile") == "roofline", a("roof", "cost_profile")
 assert a("roof", "gpu_expected_error").startswith("roofline only, no hardware behind this preset"), a("roof", "gpu_expected_error")
 assert a("sim", "gpu_expected_error").startswith("measured on H200s"), a("sim", "gpu_expected_error")
 assert a("cpu", "gpu_expected_error") == "", a("cpu", "gpu_expected_error")
+# an executed run's saved config has no simulator options (until session 51 it carried their defaults, as if they
+# had applied; dkv.execute refuses cfg.sim); a simulated run's has them
+cfg = lambda r: f["runs"][r]["config"].attrs.keys()
+assert not [k for k in cfg("cpu") if k.startswith("sim.")], [k for k in cfg("cpu") if k.startswith("sim.")]
+assert "sim.kernel_scale" in cfg("sim") and "sim = {" not in str(f["runs"]["cpu"].attrs["config"])
 PY
 # an expected_error that cannot be carried whole is refused, naming the field
 cat >"$T/long.lua" <<'LUA'
