@@ -83,6 +83,11 @@ results(T + "/nokern.h5", {"p:real": {"steps": steps}, "p:sim": {"steps": steps}
 results(T + "/nokind_real.h5", {"val:p:real": {"steps": steps, "ncu_kernels": {"name": [b"reset_kernel"]}}})
 results(T + "/nokind_sim.h5", {"val:p:sim": {"l2_kernels": {k: [0] for k in ("step_index", "l2_seq", "l2_part", "kind",
                                                                              "read_bytes", "write_bytes")}}})
+# plot_quality_frontier.py: one point of a quality run
+results(T + "/frontier.h5", {"quality": {"points": {"point": [b"none"], "group": [b"cache"], "peak_kv_bytes": [2 ** 20],
+                                                    "peak_host_bytes": [0], "bits_per_byte": [2.0], "agreement": [1.0]}}})
+with h5py.File(T + "/frontier.h5", "a") as f:
+    f["runs/quality"].create_group("params").attrs["backend"] = "cpu"
 # machine_calibrate.py: an in-sample comparison whose step.time_s bias is -100 %
 with h5py.File(T + "/mcal/cmp/001.h5", "w") as f:
     g = f.create_group("runs").create_group("compare:val:a:real")
@@ -305,6 +310,10 @@ TMPDIR=$T/mp_tmp START_DELAY=x DKV="$DKV" bash "$S/hw_multi_proc.sh" 1 "$T/mp2.h
 # hw_gpu_check.py finds its presets from its own place, not the current folder
 out=$(cd "$T" && $PY "$S/hw_gpu_check.py" --preset h200 "$T/multi_empty" 2>&1); rc=$?
 [ $rc = 0 ] && grep -q "^hw_gpu_check: nothing to compare" <<<"$out" || more "hw_gpu_check.py outside the root: exit $rc: $out"
+# plot_quality_frontier.py OUT without an extension: matplotlib writes OUT.png, the name printed (until session 60: OUT)
+out=$(cd "$ROOT" && $PY "$S/plot_quality_frontier.py" "$T/frontier.h5" "$T/frontier_noext" 2>&1); rc=$?
+[ $rc = 0 ] && [ -s "$T/frontier_noext.png" ] && [ "$out" = "plot_quality_frontier: wrote $T/frontier_noext.png (1 points)" ] ||
+    more "plot_quality_frontier.py OUT without an extension: exit $rc: $out"
 # argparse scripts take no abbreviation of an option (plot.py's --max-runs, fit_host.py's --runs)
 for c in "plot.py $R --max-run 3" "fit_host.py --run x" "new_rows.py $T/res_noho --event 1e-6"; do
     # shellcheck disable=SC2086
