@@ -208,7 +208,8 @@ def standin(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("log")
     ap.add_argument("-o", "--out")
     ap.add_argument("--standin", action="store_true", help="write a STAND-IN log to LOG and exit")

@@ -10,10 +10,13 @@ REAL.h5 holds <point>:real runs with kernels tables (e.g. device call 111's nove
 <point>:sim runs (`dkv run experiments/hw_validate.lua -D backend=sim -D set=novel -o SIM.h5`).  Default points: the
 nv:* points of hw_validate.lua -D set=novel; --point (repeatable) names others.  Exits 2 on a missing file or run.
 """
+import os
 import sys
 
-import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402
 
 POINTS = ['nv:vi:dual,steps=32', 'nv:az:dual,blk=64', 'nv:az:sparse_head,blk=64', 'nv:dream:az:dual,blk=64',
           'nv:az:prefix,blk=16']
@@ -33,28 +36,32 @@ while '--point' in args:
     picked.append(args[i + 1])
     del args[i:i + 2]
 POINTS = picked or POINTS
+script_io.unknown_options("attn_items.py", args)
 if len(args) < 2 or args[0] in ('-h', '--help'):
     print(__doc__.strip(), file=sys.stderr if len(args) < 2 else sys.stdout)
     sys.exit(2 if len(args) < 2 else 0)
 real_f, sims = args[0], args[1:]
+def table(run, name, fields):
+    """the table NAME of RUN ((path, run name, its group)), holding FIELDS, else exit 2 naming the file and run"""
+    return script_io.table(run[2], name, "%s: run %s" % run[:2], die, fields)
 def cls(run, kind):
-    k = run['kernels'][:]
+    k = table(run, 'kernels', ('kind', 'step_index', 'time_s', 'n_launches'))
     out = {}
     for x in k[k['kind'] == kind]:
         i = int(x['step_index']); out[i] = out.get(i, 0) + x['time_s'] - EV * x['n_launches']
     return out
 files = {}   # each file opened once
 def run(path, name):
-    try:
-        if path not in files:
-            files[path] = h5py.File(path, 'r')
-        return files[path]['runs'][name]
-    except (OSError, KeyError) as e:
-        die("%s: no run %s (%s)" % (path, name, e))
+    if path not in files:
+        files[path] = script_io.open_h5(path, die)
+    if name not in files[path]['runs']:
+        die("%s: no run %s" % (path, name))
+    return path, name, script_io.group(files[path]['runs'], name, "%s: runs" % path, die)
+STEPS = ('n_items', 'q_tokens', 'n_refresh')
 for pt in POINTS:
-    R = run(real_f, pt + ':real'); rs = R['steps'][:]; ra = cls(R, 1)
+    R = run(real_f, pt + ':real'); rs = table(R, 'steps', STEPS); ra = cls(R, 1)
     S = [run(f, pt + ':sim') for f in sims]
-    sa = [cls(s, 1) for s in S]; ss = [s['steps'][:] for s in S]
+    sa = [cls(s, 1) for s in S]; ss = [table(s, 'steps', STEPS) for s in S]
     g = {}
     for i in range(min(len(rs), min(len(x) for x in ss))):
         if any(x['n_items'][i] != rs['n_items'][i] or x['q_tokens'][i] != rs['q_tokens'][i] for x in ss): continue

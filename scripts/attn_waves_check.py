@@ -83,7 +83,7 @@ def lookup_q(rows, key, q, a):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("profile")
     ap.add_argument("--heads", type=float, required=True)
     ap.add_argument("--kv-heads", type=float, required=True)

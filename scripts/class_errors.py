@@ -79,7 +79,7 @@ def event_cost(with_events, plain, points):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("h5")
     ap.add_argument("points", nargs="+", help="run names without :real / :sim, e.g. val:w1:dual")
     ap.add_argument("--event-s", type=float, default=1.5e-6)

@@ -90,21 +90,26 @@ block:  the Lua `clock` block (paste before the profile's closing brace); --foll
         form instead of --lag and --window.
 """
 import argparse
-import lzma
 import math
 import re
 import sys
 
 import numpy as np
 
+import script_io
 from profile_graft import base_name, renamed
 
 FMAX, F_COOL, F_HOT = 1980.0, 1980.0, 1515.0
 GEMM_TABLES = ("qkv", "o", "ffn", "lm_head")
 
 
+def die(msg):
+    sys.exit("clock_model: " + msg)
+
+
 def text(path):
-    return lzma.open(path, "rt").read() if path.endswith(".xz") else open(path).read()
+    """a profile's text (.xz read through lzma); exits naming PATH when it is missing, a folder or not text"""
+    return script_io.read_text(path, die, packed=True)
 
 
 def tables(path):
@@ -950,10 +955,7 @@ def cmd_block(a):
         return
     if not a.name or not a.out:
         sys.exit("clock_model: block --into needs --name and -o")
-    try:
-        base = open(a.into).read()
-    except OSError as e:
-        sys.exit("clock_model: %s: %s" % (a.into, e.strerror))
+    base = script_io.read_text(a.into, die)
     m = re.search(r"(?ms)^  -- the SM clock a step runs at.*?^  clock = \{\n.*?^  \},\n", base)
     if not m:
         sys.exit("clock_model: %s: no clock block to replace (a profile from before session 15?)" % a.into)
@@ -973,8 +975,11 @@ def cmd_block(a):
 def main():
     global ROW_FIELD, ROW_K, FIRST, SETTLE_KNOTS, GAPS, EXTRA_D, EXTRA_U
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False,
                                  epilog=__doc__[__doc__.index("\n"):])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    add_parser = sub.add_parser   # every subcommand's options whole: no abbreviation taken for another option
+    sub.add_parser = lambda name, **kw: add_parser(name, allow_abbrev=False, **kw)
     p = sub.add_parser("rows"); p.add_argument("profile"); p.set_defaults(fn=cmd_rows)
     p = sub.add_parser("states"); p.add_argument("states", nargs="+"); p.add_argument("-v", "--verbose", action="store_true")
     p.set_defaults(fn=cmd_states)

@@ -42,6 +42,8 @@ except ImportError:
     sys.exit("conditioning.py: needs h5py (apt-get install python3-h5py; run it with /usr/bin/python3)")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import script_io  # noqa: E402  (out_dir, write_text: -o checked before the simulations, written whole)
 FIGS = (("p50", "latency_p50_s", 0.08), ("p99", "latency_p99_s", 0.08), ("tok/s", "tokens_per_s", 0.05),
         ("mem", "peak_device_bytes", 0.02))
 # the measured peak device memory is the :device run's cudaMemGetInfo peak (hw_session.sh's memory target)
@@ -96,7 +98,7 @@ def simulate(dkv, a, scale, tmp):
 
 
 def main():
-    p = argparse.ArgumentParser(prog="conditioning.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="conditioning.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--dkv", default="build/release/dkv")
     p.add_argument("--set", default="heldout", choices=("heldout", "classic", "novel"))
     p.add_argument("--point")
@@ -111,6 +113,8 @@ def main():
             die("-D: want NAME=VALUE, got '%s'" % d)
     if not os.access(a.dkv, os.X_OK):
         die("no dkv at %s (--dkv)" % a.dkv)
+    if a.out:   # before the simulations (minutes), not after them
+        script_io.out_dir(a.out, die)
     a.dkv = os.path.abspath(a.dkv)
     if a.band and a.scales is not None:
         die("--band and --scales: give one of them")
@@ -163,8 +167,10 @@ def main():
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
+        try:
+            script_io.write_text(a.out, text)
+        except OSError as e:
+            die("%s: cannot write: %s" % (a.out, e.strerror or e))
 
 
 if __name__ == "__main__":

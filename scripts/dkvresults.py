@@ -47,10 +47,14 @@ file (or whose run or table is not a group or a compound dataset); KeyError nami
 table (and the ones the file has) when they are missing.
 """
 import os
+import sys
 
 import h5py
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (open_h5: the file's refusal, in one line)
 
 __all__ = ["runs", "steps", "requests", "memory", "kernels", "table", "tables", "run_names",
            "provenance", "swept", "KERNEL_CLASSES"]
@@ -78,10 +82,10 @@ def _str(v):
 def _open(path):
     if not os.path.exists(path):
         raise FileNotFoundError("%s: no such file" % path)
-    try:
-        f = h5py.File(path, "r")
-    except (OSError, ValueError) as e:
-        raise ValueError("%s: not an HDF5 file (%s)" % (path, e))
+
+    def refuse(msg):   # script_io.open_h5's message ("a folder, not a file", "not an HDF5 file (...)"), raised
+        raise ValueError(msg)
+    f = script_io.open_h5(path, refuse, need=())
     if _str(f.attrs.get("format", "")) != "dkv-results" or "runs" not in f or not isinstance(f["runs"], h5py.Group):
         f.close()
         raise ValueError("%s: not a dkv results file (no format = 'dkv-results')" % path)

@@ -41,7 +41,7 @@ def die(msg, status=1):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--runs", default=".*", help="regex the run names must match (default: all)")
     ap.add_argument("--write", metavar="PROFILE.lua", help="set host.base_s / per_item_s in this profile")

@@ -32,11 +32,14 @@ ln(f_free / f_base): 1 for a time that scales with the clock, 0 for one that doe
 model, docs/COST_MODEL.md "The step's clock"); then the medians by rows.  Both runs must list the same
 shapes."""
 import csv
-import gzip
 import math
+import os
 import re
 import sys
 from statistics import median
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402
 
 FIELDS = ("algo", "tile", "splitk", "reduction", "swizzle", "custom", "stages", "inner", "cluster", "ws", "waves")
 
@@ -48,10 +51,7 @@ def die(msg):
 
 def read_manifest(path):
     out = []
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
+    lines = script_io.read_text(path, die).splitlines()
     for i, l in enumerate(lines, 1):
         if not l.startswith("g "):
             continue
@@ -81,10 +81,7 @@ def read_kernels(path):
     """Nsight Compute's rows, one dict per kernel launch in launch order: name, grid (a tuple), line (the CSV
     line of its first row) and any of METRICS it has (DRAM bytes; its time in seconds; its SM clock in Hz).
     A path ending in .gz is read through gzip."""
-    try:
-        text = (gzip.open(path, "rt") if path.endswith(".gz") else open(path)).read().splitlines()
-    except (OSError, EOFError) as e:
-        die("%s: %s" % (path, getattr(e, "strerror", None) or e))
+    text = script_io.read_text(path, die, packed=True).splitlines()
     start = next((i for i, l in enumerate(text) if l.startswith('"ID"')), None)
     if start is None:
         die("%s: no CSV header (\"ID\",...): not an ncu --csv log" % path)
@@ -154,10 +151,7 @@ def trial_lines(path, letter, fields, parse, mode):
     as many fields as the space-separated FIELDS (its format, for the message); dies naming file:line on a line
     that does not parse, and on none at all (MODE names the gemm_algo run)."""
     trials = []
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
+    lines = script_io.read_text(path, die).splitlines()
     for i, l in enumerate(lines, 1):
         if l.startswith(letter + " "):
             f = l.split()

@@ -31,12 +31,20 @@ import argparse, bisect, itertools, math, os, re, statistics, sys, tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import script_io  # noqa: E402
 
 
-def load(text):
-    """{table: (fields, extra, rows)} of a dkv profile's kernel tables."""
+def die(msg):
+    sys.stderr.write("gemm_interp_loo.py: %s\n" % msg)
+    sys.exit(1)
+
+
+def load(text, where="", need=()):
+    """{table: (fields, extra, rows)} of a dkv profile's kernel tables; exits naming WHERE on a row that is not
+    numbers or a table of NEED it lacks."""
     out, cur, fields, extra, rows = {}, None, None, [], None
-    for line in text.split("\n"):
+    for no, line in enumerate(text.split("\n"), 1):
         s = line.strip()
         m = re.match(r"^([a-z_.]+) = \{$", s)
         if m and rows is None and s != "rows = {":
@@ -50,9 +58,17 @@ def load(text):
         if s == "rows = {":
             rows = []
         elif rows is not None and s.startswith("{"):
-            rows.append([float(x) for x in s.strip("{},").split(",")])
+            try:
+                rows.append([float(x) for x in s.strip("{},").split(",")])
+            except ValueError:
+                die("%s:%d: a row that is not numbers" % (where, no))
         elif rows is not None and s.startswith("}"):
+            if fields is None:
+                die("%s:%d: table %s has no fields line" % (where, no, cur))
             out[cur], rows = (fields, extra, rows), None
+    for t in need:
+        if t not in out:
+            die("%s: no table '%s' (a dkv profile with GEMM tables?)" % (where, t))
     return out
 
 
@@ -279,28 +295,43 @@ def write_dream_profile(text, P, D, path):
                 st = max(r[3] - (statistics.median(o) if o else 0), 0.5 * r[3])
                 out.append("        {%s}," % ", ".join("%.9g" % v for v in r[:8] + [r[3], st]))
             cur = None
-    with open(path, "w") as f:
-        f.write("-- DIAGNOSTIC, NOT A MEASURED PROFILE: scripts/gemm_interp_loo.py --write-dream-profile\n" + "\n".join(out))
+    try:
+        script_io.write_text(path, "-- DIAGNOSTIC, NOT A MEASURED PROFILE: scripts/gemm_interp_loo.py "
+                             "--write-dream-profile\n" + "\n".join(out))
+    except OSError as e:
+        die("%s: cannot write: %s" % (path, e.strerror or e))
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--profile", default=os.path.join(ROOT, "datasets/profiles/h200-20261201d.lua"))
     ap.add_argument("--dream", help="a profile of Dream-7B's shapes (profile_dream.lua)")
     ap.add_argument("--dream-tgz", default=os.path.join(ROOT, "datasets/hw/2026-12-01/call5/extra.tgz"))
     ap.add_argument("--write-dream-profile", metavar="OUT.lua")
     a = ap.parse_args()
-    try:
-        text = open(a.profile).read()
-        P = load(text)
-        if a.dream:
-            D = load(open(a.dream).read())
-        else:
+    if a.write_dream_profile:
+        script_io.out_dir(a.write_dream_profile, die)
+    text = script_io.read_text(a.profile, die)
+    P = load(text, a.profile, ("gemm", "qkv", "o", "ffn", "lm_head"))
+    if a.dream:
+        D = load(script_io.read_text(a.dream, die), a.dream)
+    else:
+        where = "%s: ./profile_dream.lua" % a.dream_tgz
+        try:
             with tarfile.open(a.dream_tgz) as tf:
-                D = load(tf.extractfile("./profile_dream.lua").read().decode())
-    except (OSError, KeyError, tarfile.TarError, ValueError) as e:
-        print("gemm_interp_loo.py: %s" % e, file=sys.stderr)
-        return 1
+                D = load(tf.extractfile("./profile_dream.lua").read().decode(), where)
+        except FileNotFoundError:
+            die("%s: no such file" % a.dream_tgz)
+        except (OSError, tarfile.TarError) as e:
+            die("%s: %s" % (a.dream_tgz, getattr(e, "strerror", None) or e))
+        except KeyError:
+            die("%s: no member ./profile_dream.lua" % a.dream_tgz)
+        except UnicodeDecodeError as e:
+            die("%s: not a text file (not UTF-8 at byte %d)" % (where, e.start))
+    if a.write_dream_profile:
+        for t in ("qkv", "o", "ffn", "lm_head"):
+            if t not in D:
+                die("%s: no table '%s' (--write-dream-profile adds its rows)" % (a.dream or where, t))
     print("# GEMM interpolation: leave-one-out on %s\n" % os.path.relpath(a.profile, ROOT))
     G = column(P["gemm"], "gemm", "costed")
     for drop, what in (([0], "m"), ([1], "n"), ([2], "k"), ([1, 2], "n and k"), ([0, 1, 2], "m, n and k")):

@@ -11,12 +11,12 @@ count changes and the count from there on (rows start at 8).  With --profile, OU
 NAME, with the block added before its last closing brace and a provenance line on top; an IN.lua that
 already has a gemm_splitk block is refused.  Exits 1 naming file:line on a line it cannot read, a row count
 out of order, or a shape whose row counts do not start at 8."""
-import lzma
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import profile_graft  # noqa: E402
+import script_io  # noqa: E402
 
 
 def die(msg):
@@ -25,10 +25,7 @@ def die(msg):
 
 
 def read(path):
-    try:
-        raw = lzma.open(path, "rt").read() if path.endswith(".xz") else open(path).read()
-    except (OSError, lzma.LZMAError) as e:
-        die("%s: %s" % (path, getattr(e, "strerror", None) or e))
+    raw = script_io.read_text(path, die, packed=True)
     shapes = {}
     for i, l in enumerate(raw.splitlines(), 1):
         if not l.startswith("s "):

@@ -52,7 +52,6 @@ a class's own call has its epilogue and may take another kernel), the rule tried
 line gives the grid-costed cells' mean |measured / profiled - 1|."""
 import argparse
 import functools
-import lzma
 import math
 import os
 import re
@@ -60,6 +59,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import profile_graft  # noqa: E402
+import script_io  # noqa: E402
 
 CLASS_TABLES = ("qkv", "o", "ffn")
 SHOW = (272, 400, 608, 880, 976, 1088, 1264, 1344, 1712, 2000, 2112, 2464, 2848, 3472, 4432, 5968, 7104)
@@ -73,10 +73,7 @@ def die(msg):
 
 @functools.lru_cache(maxsize=None)   # a profile is read by several of the helpers below: once
 def read_text(path):
-    try:
-        return lzma.open(path, "rt").read() if path.endswith(".xz") else open(path).read()
-    except (OSError, lzma.LZMAError) as e:
-        die("%s: %s" % (path, e))
+    return script_io.read_text(path, die, packed=True)
 
 
 def tables(path, names=CLASS_TABLES):
@@ -273,7 +270,7 @@ def class_ratio(own, grid, ns, ks, tab, n, k, m):
 
 
 def lookup_main(argv):
-    p = argparse.ArgumentParser(prog="gemm_steps.py lookup")
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="gemm_steps.py lookup")
     p.add_argument("dense")
     p.add_argument("--profile", default="datasets/profiles/h200-20261203t.lua")
     p.add_argument("--waves", nargs=2, metavar=("GRID", "SPLITK"))
@@ -345,7 +342,7 @@ def lookup_main(argv):
 
 
 def rule_main(argv):
-    p = argparse.ArgumentParser(prog="gemm_steps.py rule")
+    p = argparse.ArgumentParser(allow_abbrev=False, prog="gemm_steps.py rule")
     p.add_argument("reads_dir")
     p.add_argument("--rows-of", default="datasets/profiles/h200-20261203s.lua", metavar="PROFILE")
     p.add_argument("--model", action="append", help="the shapes of this model in the block (default dream-7b)")
@@ -400,7 +397,7 @@ def main():
         return rule_main(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "lookup":
         return lookup_main(sys.argv[2:])
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     p.add_argument("dense")
     p.add_argument("--rows-of", default="datasets/profiles/h200-20261203s.lua", metavar="PROFILE")
     p.add_argument("--model", action="append", help="the shapes of this model in the block (default llada-8b)")

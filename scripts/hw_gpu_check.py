@@ -23,7 +23,13 @@ import tempfile
 
 import h5py
 
-PRESETS = "datasets/presets/gpu"
+# the repository's presets and profiles, found from this script's own place (scripts/ under the root), not from the
+# current folder
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PRESETS = os.path.join(ROOT, "datasets", "presets", "gpu")
+PROFILES = os.path.join(ROOT, "datasets", "profiles")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import script_io  # noqa: E402  (read_text: a file refused in one line naming it)
 
 
 def die(code, msg):
@@ -39,10 +45,7 @@ def field(text, name):
 def preset_profile(name, seen=()):
     """The profile name the preset NAME resolves to ('' for the roofline), following `base`"""
     path = os.path.join(PRESETS, name + ".lua")
-    try:
-        text = open(path).read()
-    except OSError as e:
-        die(1, "%s: %s" % (path, e.strerror))
+    text = script_io.read_text(path, lambda m: die(1, m))
     prof = field(text, "profile")
     if prof is not None:
         return prof
@@ -53,10 +56,7 @@ def preset_profile(name, seen=()):
 
 
 def profile_gpu(path):
-    try:
-        text = open(path).read()
-    except OSError as e:
-        die(1, "%s: %s" % (path, e.strerror))
+    text = script_io.read_text(path, lambda m: die(1, m))
     return field(text, "gpu")   # None: a profile that names no GPU (a stand-in), not compared
 
 
@@ -93,7 +93,7 @@ def run_gpus(dirs, tmp):
 
 
 def main():
-    p = argparse.ArgumentParser(description="the runs' GPU against a preset's profile's")
+    p = argparse.ArgumentParser(description="the runs' GPU against a preset's profile's", allow_abbrev=False)
     p.add_argument("--preset", required=True)
     p.add_argument("--profile")
     p.add_argument("dirs", nargs="+", metavar="DIR")
@@ -103,7 +103,7 @@ def main():
     profs = []
     name = preset_profile(a.preset)
     if name and gpus:
-        profs.append(("preset %s (profile %s)" % (a.preset, name), profile_gpu("datasets/profiles/%s.lua" % name)))
+        profs.append(("preset %s (profile %s)" % (a.preset, name), profile_gpu(os.path.join(PROFILES, name + ".lua"))))
     if a.profile and gpus:
         profs.append((a.profile, profile_gpu(a.profile)))
     profs = [(w, g) for w, g in profs if g is not None]

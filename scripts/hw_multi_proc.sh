@@ -12,7 +12,8 @@
 # -D op=arrive (the Poisson workload): the whole workload's arrivals are listed once (-D
 # list_arrivals=1) and process i gets its share (ids i, i + K, ...) as a Vidur trace with -D offset =
 # its first arrival (a trace's times count from its first row: hw_multi_proc.lua).
-# DKV: the dkv binary (default build/release/dkv); LIMIT (default 120 s) bounds each process.
+# DKV: the dkv binary (default build/release/dkv); LIMIT (default 120 s; timeout(1)'s DURATION) bounds each process;
+# a START_DELAY that is not a whole number of seconds, or a LIMIT timeout(1) cannot take, is a usage error (exit 2).
 # Without a GPU the processes simulate their shares (runs :sim), which tests the merge.
 # The processes' logs go to OUT.log (OUT.h5 less .h5, plus .log); an OUT.h5 or OUT.log already there is refused
 # (exit 2) before anything runs, and the log is written under a temporary name and renamed.
@@ -27,10 +28,15 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DKV=${DKV:-$ROOT/build/release/dkv}
 [ -x "$DKV" ] || { echo "hw_multi_proc: no dkv at $DKV (set DKV=)" >&2; exit 2; }
 [[ "$K" =~ ^[1-9][0-9]*$ ]] || { echo "hw_multi_proc: K must be a positive integer, got '$K'" >&2; exit 2; }
+[[ "${START_DELAY:-0}" =~ ^[0-9]+$ ]] ||
+    { echo "hw_multi_proc: START_DELAY must be a whole number of seconds, got '$START_DELAY'" >&2; exit 2; }
+[[ "${LIMIT:-120}" =~ ^([0-9]+([.][0-9]*)?|[.][0-9]+)[smhd]?$ ]] ||
+    { echo "hw_multi_proc: LIMIT must be a duration timeout(1) takes (120, 2.5m), got '$LIMIT'" >&2; exit 2; }
 [ -e "$OUTH5" ] && { echo "hw_multi_proc: $OUTH5 exists" >&2; exit 2; }
 LOG=${OUTH5%.h5}.log
 [ -e "$LOG" ] && { echo "hw_multi_proc: $LOG exists (the processes' logs would replace it)" >&2; exit 2; }
 T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT   # the processes' files go with it, whatever ends the script
 OP=b1
 for a in "$@"; do [[ "$a" == op=* ]] && OP=${a#op=}; done
 extra=()

@@ -44,6 +44,7 @@ import re
 import sys
 
 import ncu_rows
+import script_io
 
 MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
@@ -399,6 +400,7 @@ def main(argv):
         return 0
     if len(argv) >= 4 and argv[1] == "standin":
         opts = standin_opts(argv[4:])
+        script_io.new_files("l2drain.py", argv[2:4])
         if "--order" in opts:
             lru = opt_float(opts, "--lru")
             if lru is None or lru <= 0:

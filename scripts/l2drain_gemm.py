@@ -46,6 +46,7 @@ both pool_kernel: plain's columns, x being y (with --pool the stand-in's plan, e
 import sys
 
 import ncu_rows
+import script_io
 
 MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum")
@@ -287,6 +288,7 @@ def main(argv):
             die("--gemm-kernels %r: not a whole number" % opts["--gemm-kernels"])
         if n < 1:
             die("--gemm-kernels %d: at least 1" % n)
+        script_io.new_files("l2drain_gemm.py", (mpath, npath))
         standin(mpath, npath, n, flags[0] if flags else None)
         return
     (mpath, npath), _ = ncu_rows.cli(argv, __doc__, 2, (), die)

@@ -28,6 +28,7 @@ import math
 import sys
 
 import ncu_rows
+import script_io
 
 MB = 1e6
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
@@ -228,6 +229,7 @@ def main(argv):
             cap, assoc = float(opts["--cap"]), int(opts["--assoc"]) if "--assoc" in opts else None
         except ValueError:
             die("standin: --cap takes MB, --assoc a whole number of ways")
+        script_io.new_files("l2probe.py", a[:2])
         standin(a[0], a[1], cap, assoc)
         return 0
     a = argv[1:]
@@ -238,14 +240,19 @@ def main(argv):
             die("-o needs a file")
         out = a[i + 1]
         del a[i:i + 2]
+    script_io.unknown_options("l2probe.py", a)
     if len(a) != 2:
         die("usage: l2probe.py MANIFEST.txt NCU.csv [-o TABLE.md]")
+    if out:
+        script_io.out_dir(out, die)
     man = pair(read_manifest(a[0]), read_ncu(a[1]), a[0], a[1])
     text = report(man)
     sys.stdout.write(text)
     if out:
-        with open(out, "w") as f:
-            f.write(text)
+        try:
+            script_io.write_text(out, text, inputs=a)
+        except OSError as e:
+            die("%s: cannot write: %s" % (out, e.strerror or e))
     return 0
 
 

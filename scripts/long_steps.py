@@ -10,28 +10,30 @@ x/long.h5).  Per point: every step's real and simulated time and error, then the
 Reuse steps that start within --hold seconds of the end of the last Refresh step and of those after.
 """
 import argparse
+import os
 import sys
 
-import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("h5")
     ap.add_argument("--hold", type=float, default=0.05, help="window after a Refresh step's end, s (0.05)")
     ap.add_argument("--points", default="w1:dual,w2:dual,w3:dual,w3:prefix,w3:sparse")
     a = ap.parse_args()
-    try:
-        f = h5py.File(a.h5, "r")
-    except OSError as e:
-        sys.exit("long_steps: %s: %s" % (a.h5, e))
+    die = lambda msg: sys.exit("long_steps: " + msg)
+    f = script_io.open_h5(a.h5, die)
     for p in a.points.split(","):
-        try:
-            r = f["runs/val:%s:real/steps" % p][()]
-            s = f["runs/val:%s:sim/steps" % p][()]
-        except KeyError:
-            sys.exit("long_steps: %s: no runs val:%s:real and :sim" % (a.h5, p))
+        runs = [k for k in ("val:%s:real" % p, "val:%s:sim" % p) if k in f["runs"]]
+        if len(runs) < 2:
+            die("%s: no run%s %s" % (a.h5, "s" if not runs else "", " and ".join(
+                k for k in ("val:%s:real" % p, "val:%s:sim" % p) if k not in runs)))
+        r, s = (script_io.table(script_io.group(f["runs"], k, "%s: runs" % a.h5, die), "steps",
+                                "%s: run %s" % (a.h5, k), die, ("time_s", "n_refresh", "start_s")) for k in runs)
         n = min(len(r), len(s))
         err = (s["time_s"][:n] / r["time_s"][:n] - 1) * 100
         print("%s: %d steps" % (p, n))

@@ -10,8 +10,9 @@ RES is a post result (scripts/hw_session.sh post): its cmp/NNN.h5 are `dkv compa
 run against its re-simulation under the shipped preset.  Prints each val:* point's mean signed step error
 (dkv compare's step.time_s bias), their mean b (points weighted equally) and the scale 1 / (1 + b); with
 --scale, the scale alone.  The held-out points (ho:*) are never read.  Exits 2 on a RES without at least
-one val:* comparison with paired steps, naming what is missing, or on a cmp/NNN.h5 that is not a `dkv compare`
-result (the message names the file and what it lacks)."""
+one val:* comparison with paired steps, naming what is missing, on a cmp/NNN.h5 that is not a `dkv compare`
+result (the message names the file and what it lacks), on a mean bias of -100 % or below (no scale), or on an
+unknown option."""
 import glob
 import os
 import sys
@@ -47,11 +48,15 @@ def val_biases(res):
 
 
 def main(argv):
-    args = [a for a in argv if not a.startswith("--")]
-    flags = [a for a in argv if a.startswith("--")]
-    if len(args) != 1 or any(f not in ("--scale", "--help") for f in flags) or "--help" in flags:
-        print(__doc__.strip(), file=sys.stderr if "--help" not in flags else sys.stdout)
-        return 0 if "--help" in flags else 2
+    if any(a in ("-h", "--help") for a in argv):
+        print(__doc__.strip())
+        return 0
+    script_io.unknown_options("machine_calibrate.py", argv, known=("--scale",))
+    args = [a for a in argv if a != "--scale"]
+    flags = [a for a in argv if a == "--scale"]
+    if len(args) != 1:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
     res = args[0]
     if not os.path.isdir(os.path.join(res, "cmp")):
         print("machine_calibrate.py: %s: no cmp/ folder (a scripts/hw_session.sh post result?)" % res, file=sys.stderr)
@@ -62,6 +67,9 @@ def main(argv):
               "the machine)" % res, file=sys.stderr)
         return 2
     b = sum(p[2] for p in pts) / len(pts)
+    if not 1 + b > 0:   # -100 % or below (or NaN): the simulated steps take no time; no scale brings it to 0
+        die("%s/cmp: mean step.time_s bias %+.2f %% over %d val:* points: no kernel_scale 1 / (1 + b) (a bias of "
+            "-100 %% or below is not a comparison of timed steps)" % (res, 100 * b, len(pts)))
     scale = 1 / (1 + b)
     if "--scale" in flags:
         print("%.6f" % scale)

@@ -22,7 +22,13 @@ import sys
 
 import numpy as np
 
-from machine_spread import same, steps
+import script_io
+from machine_spread import STEP_FIELDS, same, steps
+
+
+def die(msg):
+    print("machine_clocks.py: %s" % msg, file=sys.stderr)
+    sys.exit(2)
 
 
 def paired(r, s):
@@ -38,7 +44,7 @@ def heldout(res):
             print("machine_clocks.py: %s: no such file (a hw_session.sh post result with held-out points?)" % p,
                   file=sys.stderr)
             return None
-    return steps(rp), steps(sp)
+    return steps(rp, die, STEP_FIELDS + ("sm_mhz",)), steps(sp, die, STEP_FIELDS + ("sm_mhz",))
 
 
 BINS = ((64, "<=64"), (256, "<=256"), (1024, "<=1024"), (2048, "<=2048"), (float("inf"), ">2048"))
@@ -81,6 +87,7 @@ def main(argv):
         return 0
     if argv[:1] == ["--kinds"] and len(argv) > 1:
         return kinds(argv[1:])
+    script_io.unknown_options("machine_clocks.py", argv, known=("--kinds",), takes=("--point",))
     point = "az:none"
     if argv[:1] == ["--point"] and len(argv) > 1:
         point, argv = argv[1], argv[2:]

@@ -22,15 +22,28 @@ import sys
 import h5py
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402
 
-def steps(path):
+STEP_FIELDS = ("n_refresh", "n_reuse", "q_tokens", "time_s")
+
+
+def die(msg):
+    sys.exit("machine_spread: " + msg)
+
+
+def steps(path, fail=None, fields=STEP_FIELDS):
+    """{run: its steps table} of the runs of results file PATH that have one ({} without the file); FAIL(message), the
+    caller's own exit (default: this script's), on a file it cannot read or a steps table without FIELDS"""
+    fail = fail or die
     out = {}
     if not os.path.exists(path):
         return out
-    runs = h5py.File(path, "r")["runs"]
-    for k in runs:
-        if "steps" in runs[k]:
-            out[k] = runs[k]["steps"][()]
+    with script_io.open_h5(path, fail) as f:
+        runs = f["runs"]
+        for k in runs:
+            if isinstance(runs[k], h5py.Group) and "steps" in runs[k]:
+                out[k] = script_io.table(runs[k], "steps", "%s: run %s" % (path, k), fail, fields)
     return out
 
 
@@ -46,11 +59,14 @@ def main():
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         sys.exit(0 if len(sys.argv) > 1 else 2)
+    script_io.unknown_options("machine_spread.py", sys.argv[1:])
     sets = []
     for res in sys.argv[1:]:
         real = steps("%s/h5/heldout.h5" % res)
         if not real:
-            sys.exit("machine_spread: %s/h5/heldout.h5: missing or no runs (a post result?)" % res)
+            die("%s/h5/heldout.h5: missing or no runs (a post result?)" % res)
+        if not any(k.endswith(":real") for k in real):
+            die("%s: no held-out point (h5/heldout.h5 has no :real run with steps)" % res)
         sets.append((os.path.basename(res.rstrip("/")), res, real))
     points = sorted({k[:-5] for _, _, real in sets for k in real if k.endswith(":real")})
     print("point: real steps after the first, summed, per run set (s) | real vs real mean |diff| over pairs min / median / max")
@@ -92,8 +108,10 @@ def main():
 
 def latencies(path):
     """{run: its request latencies (s)} of the runs in path that have requests."""
-    runs = h5py.File(path, "r")["runs"]
-    return {k: runs[k]["requests"]["latency_s"][()] for k in runs if "requests" in runs[k]}
+    with script_io.open_h5(path, die) as f:
+        runs = f["runs"]
+        return {k: script_io.table(runs[k], "requests", "%s: run %s" % (path, k), die, ("latency_s",))["latency_s"]
+                for k in runs if isinstance(runs[k], h5py.Group) and "requests" in runs[k]}
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ bytes differ between tables (other plans or another dkv: the tables are not of t
 import sys
 
 import ncu_cells
+import script_io
 
 LIMIT = 1.05 / 0.95
 
@@ -37,6 +38,7 @@ def main(argv):
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0
+    script_io.unknown_options("ncu_attainable.py", argv)
     if len(argv) < 2:
         sys.stderr.write(__doc__.strip() + "\n")
         return 2

@@ -69,7 +69,8 @@ def main(argv):
             die("-o needs a file (-o TABLE.md)", 2)
         out = args[i + 1]
         del args[i:i + 2]
-    if len(args) != 2 or any(a.startswith("-") for a in args):
+    script_io.unknown_options("ncu_bytes.py", args)
+    if len(args) != 2:
         sys.stderr.write(__doc__)
         return 2
     real, sim = script_io.open_h5(args[0], die), script_io.open_h5(args[1], die)

@@ -18,18 +18,19 @@ reads and writes apart: which classes' counts can be taken per class and which o
 over many runs of one class carries, which the cells' scatter around it does not show.
 
 Exits 1 naming the file when a table has no class rows."""
+import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402
 
 
 def rows(path, prog="ncu_cells.py"):
     """every class row of a table: (point, class, [counted read, measured read, counted write, measured write]);
     exits naming prog and the file when it cannot be read or has no class rows"""
     out, pt = [], None
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        sys.exit("%s: %s: %s" % (prog, path, e.strerror))
+    lines = script_io.read_text(path, lambda m: sys.exit("%s: %s" % (prog, m))).splitlines()
     for n, l in enumerate(lines, 1):
         m = re.match(r"#+ val:(\S+)", l)
         if m:
@@ -107,6 +108,7 @@ def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
+    script_io.unknown_options("ncu_cells.py", argv, known=("--by-class",))
     if argv[0] == "--by-class":
         if len(argv) < 2:
             sys.exit("ncu_cells.py: --by-class needs at least one NCU_BYTES.md")

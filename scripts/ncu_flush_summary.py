@@ -12,6 +12,9 @@ import collections
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402
+
 
 def die(msg, code=1):
     sys.stderr.write("ncu_flush_summary.py: %s\n" % msg)
@@ -25,10 +28,7 @@ def cells(line):
 def summary(path):
     held, size, dirty, rows = collections.defaultdict(dict), {}, collections.defaultdict(dict), {}
     rep = collections.defaultdict(dict)   # the replay's held MB, where the table gives it
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
+    lines = script_io.read_text(path, die).splitlines()
     for line in lines:
         c = cells(line)
         if not c[0].isdigit():
@@ -70,6 +70,7 @@ def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0 if argv else 2
+    script_io.unknown_options("ncu_flush_summary.py", argv)
     print("\n\n".join(summary(p) for p in argv))
     return 0
 

@@ -91,6 +91,14 @@ def kernels_of_layer(where, j, nk, lo, hi, layer, rep):
     print()
 
 
+def real_tables(r, where, named=False, step_fields=()):
+    """(ncu_kernels, steps) of :real run R, read whole; exits naming WHERE and the table or field it lacks (the
+    kernels' name, kind, read_bytes and write_bytes, with NAMED their time_s; the steps' STEP_FIELDS)"""
+    return (script_io.table(r, "ncu_kernels", where, die, ("name", "kind", "read_bytes", "write_bytes")
+                            + (("time_s",) if named else ())),
+            script_io.table(r, "steps", where, die, step_fields))
+
+
 def step_kernels(nk, lo, hi, named=False):
     """(kind, rd, wr) of the kernels lo..hi-1 of NK (an ncu_kernels table, or a dict of its columns), the setup
     kernels left out (the weights' fill; the L2 flush diagnostic's flush_kernel, docs/GPU.md), which no class has;
@@ -200,9 +208,10 @@ def main(argv):
         die("--kernels wants a layer index (0, 1, ...), got %r" % opts["--kernels"])
     if "--kernels" in opts and ("--point" not in opts or "--step" not in opts):
         die("--kernels needs --point and --step (one layer of one step)")
-    n = 0
+    n, n_runs, most = 0, 0, 0   # steps shown; runs paired, the most steps of one
     for key, point, r, l2, bounds in pairs(argv[0], argv[1], opts.get("--point")):
-        nk, st = r["ncu_kernels"][()], r["steps"][()]
+        nk, st = real_tables(r, "%s: %s" % (argv[0], key), named="--kernels" in opts)
+        n_runs, most = n_runs + 1, max(most, len(st))
         for j in range(len(st)):
             if "--step" in opts and j != int(opts["--step"]):
                 continue
@@ -214,6 +223,10 @@ def main(argv):
             else:
                 report("%s: %s" % (argv[0], key), point, j, ncu, rep)
             n += 1
+    if n == 0 and n_runs and "--step" in opts:
+        die("%s: --step %s: out of range: %s has steps 0..%d" % (
+            argv[0], opts["--step"], "its :real run" if n_runs == 1 else "the longest of its %d :real runs" % n_runs,
+            most - 1) if most else "%s: --step %s: its :real runs have no step" % (argv[0], opts["--step"]))
     if n == 0:
         die("no step to show (no :real run with ncu_kernels%s)" % (
             " at point %s" % opts["--point"] if "--point" in opts else ""))

@@ -28,8 +28,6 @@ import os
 import signal
 import sys
 
-import h5py
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ncu_layer as L  # noqa: E402  (pairs, step_kernels, step_replay, layer_table, NAMES)
 
@@ -77,10 +75,11 @@ def parse(argv):
 def set_dirs(out):
     """(set name, folder) of each set OUT's tables.txt names, in its order"""
     t = os.path.join(out, "tables.txt")
-    try:
-        lines = [x.strip() for x in open(t) if x.strip()]
-    except OSError as e:
-        L.die("%s: %s (give a scripts/ncu_score.sh output folder)" % (t, e.strerror))
+    if not os.path.isdir(out):
+        L.die("%s: %s (give a scripts/ncu_score.sh output folder)" % (
+            out, "not a folder" if os.path.exists(out) else "no such folder"))
+    lines = [x.strip() for x in L.script_io.read_text(t, lambda m: L.die(
+        m + " (give a scripts/ncu_score.sh output folder)")).splitlines() if x.strip()]
     return [(x.split("/")[0], os.path.join(out, os.path.dirname(x))) for x in lines]
 
 
@@ -105,7 +104,7 @@ def collect(out, opts, seen):
             seen.add(model)
             if "--model" in opts and model != opts["--model"]:
                 continue
-            nk, st = r["ncu_kernels"][()], r["steps"][()]
+            nk, st = L.real_tables(r, "%s: %s" % (real, key), step_fields=("n_reuse", "n_refresh", "q_tokens"))
             for j in range(len(st)):
                 kind = step_kind(st[j])
                 seen.add(kind)
@@ -145,6 +144,11 @@ def main(argv):
         L.die("no step to show in %s%s (its sets hold: %s)" % (
             out, "".join(" %s %s" % (k, v) for k, v in opts.items() if k in ("--model", "--kind")),
             ", ".join(sorted(seen)) or "no paired run"))
+    longest = max(len(s["sig"]) for s in steps)
+    absent = [x for x in opts.get("--points", []) if x > longest]
+    if absent:   # checked before any table is printed
+        L.die("--points %s: no table has row #%d (the longest layer has %d rows)" % (
+            ",".join(map(str, opts["--points"])), absent[0], longest))
     groups = collections.OrderedDict()
     for s in sorted(steps, key=lambda s: (s["model"], s["kind"])):
         groups.setdefault((s["model"], s["kind"]), []).append(s)

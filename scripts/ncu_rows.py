@@ -3,6 +3,8 @@ pair the two (scripts/l2probe.py, scripts/l2drain.py)."""
 import csv
 import sys
 
+import script_io
+
 UNITS = {"byte": 1.0, "Kbyte": 1e3, "Mbyte": 1e6, "Gbyte": 1e9, "KB": 1e3, "MB": 1e6, "GB": 1e9,
          "nsecond": 1e-9, "usecond": 1e-6, "msecond": 1e-3, "ns": 1e-9, "us": 1e-6, "ms": 1e-3}
 
@@ -18,10 +20,7 @@ def read_ncu(path, metrics, die):
     """The kernels of ncu CSV log PATH in launch order, each {"name": its Kernel Name, "line": its first row's line,
     metric: value in bytes or seconds for each of METRICS}; die(message) on a missing header, kernel ID, metric or
     an unknown unit or value"""
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
+    lines = script_io.read_text(path, die).splitlines()
     start = next((i for i, l in enumerate(lines) if l.startswith('"ID"')), None)
     if start is None:
         die("%s: no ncu CSV header (a line starting with \"ID\")" % path)
@@ -54,10 +53,7 @@ def read_manifest(path, fields, die, what):
     """The launch lines of manifest PATH ("k <n> <field>...": FIELDS, (name, type) pairs after n), each a dict with n,
     the fields and "line"; launches numbered 0, 1, ... in order; die(message) otherwise (WHAT names the program)"""
     out = []
-    try:
-        lines = open(path).read().splitlines()
-    except OSError as e:
-        die("%s: %s" % (path, e.strerror))
+    lines = script_io.read_text(path, die).splitlines()
     for i, l in enumerate(lines, 1):
         if not l.startswith("k "):
             continue

@@ -20,6 +20,7 @@ import os
 import sys
 
 import ncu_cells
+import script_io
 
 
 def die(msg):
@@ -31,11 +32,8 @@ def cells(root):
     """{(table path below root, point, class): [counted read, measured read, counted write, measured write]}, from the
     tables root's tables.txt lists (each read by ncu_cells.rows, as ncu_score.sh's counts are)"""
     out, listing = {}, os.path.join(root, "tables.txt")
-    try:
-        with open(listing) as f:
-            tables = [t.strip() for t in f if t.strip()]
-    except OSError as e:
-        die("%s: %s (an OUT_DIR of scripts/ncu_score.sh, since session 40?)" % (listing, e.strerror))
+    tables = [t.strip() for t in script_io.read_text(listing, lambda m: die(
+        m + " (an OUT_DIR of scripts/ncu_score.sh, since session 40?)")).splitlines() if t.strip()]
     if not tables:
         die("%s: no table listed" % listing)
     for rel in tables:

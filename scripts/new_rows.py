@@ -16,8 +16,7 @@ of the warm-up grid the backend had until session 16's grid of 8, by 8 to 32, 16
 import argparse
 import sys
 
-import h5py
-
+import script_io
 from machine_spread import same
 
 CL = ["qkv", "attn", "o", "ffn", "lm_head", "kv_store", "kv_gather", "reorder", "elementwise", "compress"]
@@ -36,21 +35,25 @@ def warm_rows():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("res")
     ap.add_argument("--event-s", type=float, default=1.5e-6)
     a = ap.parse_args()
-    try:
-        R = h5py.File("%s/h5/heldout.h5" % a.res, "r")
-        S = h5py.File("%s/sim/heldout.h5" % a.res, "r")
-    except OSError as e:
-        sys.exit("new_rows: %s: %s" % (a.res, e))
+    die = lambda msg: sys.exit("new_rows: " + msg)
+    rp, sp = "%s/h5/heldout.h5" % a.res, "%s/sim/heldout.h5" % a.res
+    R, S = script_io.open_h5(rp, die), script_io.open_h5(sp, die)
     grid, seen, on, off = warm_rows(), {}, [], []
+    kf, sf = ("kind", "step_index", "time_s"), ("n_refresh", "n_reuse", "q_tokens")
+    n_points = 0
     for p in ORDER:
         if "runs/%s:real/kernels" % p not in R or "runs/%s:sim/kernels" % p not in S:
             continue
-        rk, sk = R["runs/%s:real/kernels" % p][()], S["runs/%s:sim/kernels" % p][()]
-        rs, ss = R["runs/%s:real/steps" % p][()], S["runs/%s:sim/steps" % p][()]
+        n_points += 1
+        rg, sg = R["runs/%s:real" % p], S["runs/%s:sim" % p]
+        rk = script_io.table(rg, "kernels", "%s: run %s:real" % (rp, p), die, kf + ("n_launches",))
+        sk = script_io.table(sg, "kernels", "%s: run %s:sim" % (sp, p), die, kf)
+        rs = script_io.table(rg, "steps", "%s: run %s:real" % (rp, p), die, sf)
+        ss = script_io.table(sg, "steps", "%s: run %s:sim" % (sp, p), die, sf)
         model = "dream" if ":dream:" in p else "llada"
         line = []
         for i, x in enumerate(rs):
@@ -70,6 +73,9 @@ def main():
             (on if m in grid else off).append(ex)
             line.append("%d%s %+.1f" % (m, "g" if m in grid else "", ex))
         print("%-26s %s" % (p, ", ".join(line)))
+    if not n_points:
+        die("%s: no held-out point with class-event kernels in both h5/heldout.h5 and sim/heldout.h5 (of %s; recorded "
+            "without CLASS_TIMING=true?)" % (a.res, ", ".join(ORDER)))
     mean = lambda v: sum(v) / len(v) if v else float("nan")
     print("new row counts on the warm-up grid: %d, mean excess %+.2f ms; off it: %d, mean %+.2f ms (max %+.1f)"
           % (len(on), mean(on), len(off), mean(off), max(off) if off else float("nan")))

@@ -17,20 +17,29 @@ import argparse
 import os
 import sys
 
-import h5py
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (open_h5, group, table: a file refused in one line naming it)
+
+FIELDS = ("n_items", "q_tokens", "logit_rows", "start_s", "n_admitted", "n_running", "pcie_h2d_bytes",
+          "pcie_d2h_bytes", "time_s", "stall_s", "compute_s", "pcie_s")
+
+
+def die(msg):
+    sys.exit("offload_steps: " + msg)
 
 
 def load(path, run):
-    if not os.path.isfile(path):
-        sys.exit("offload_steps: no file %s (run scripts/hw_session.sh post first)" % path)
-    runs = h5py.File(path, "r")["runs"]
-    if run not in runs:
-        sys.exit("offload_steps: %s has no run %s" % (path, run))
-    return runs[run]["steps"][()]
+    if not os.path.exists(path):
+        die("%s: no such file (run scripts/hw_session.sh post first)" % path)
+    with script_io.open_h5(path, die) as f:
+        if run not in f["runs"]:
+            die("%s has no run %s" % (path, run))
+        return script_io.table(script_io.group(f["runs"], run, "%s: runs" % path, die), "steps",
+                               "%s: run %s" % (path, run), die, FIELDS)
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("res")
     ap.add_argument("--point", default="ho:bg:dual+prog")
     ap.add_argument("--steps", action="store_true")

@@ -47,6 +47,9 @@ except ImportError as e:  # pragma: no cover - depends on the machine
                      "and run with /usr/bin/python3)\n" % e)
     sys.exit(1)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402  (open_h5: a file refused in one line naming it; figure_path)
+
 GiB = float(2 ** 30)
 TAGS = ["weights", "kv", "activation", "logits", "staging", "host"]
 
@@ -65,12 +68,7 @@ def decode(v):
 
 
 def open_results(path):
-    if not os.path.exists(path):
-        fail("%s: no such file" % path)
-    try:
-        f = h5py.File(path, "r")
-    except (OSError, ValueError) as e:
-        fail("%s: not an HDF5 file (%s)" % (path, e))
+    f = script_io.open_h5(path, fail, need=())
     fmt = decode(f.attrs.get("format", ""))
     if fmt != "dkv-results" or "runs" not in f:
         f.close()
@@ -398,9 +396,10 @@ def sweep_figure(path, names, out, title):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description="figures from a dkv results file")
+    ap = argparse.ArgumentParser(description="figures from a dkv results file", allow_abbrev=False)
     ap.add_argument("file", help="results file written by dkv run")
-    ap.add_argument("-o", "--output", help="PNG to write (default: FILE with .png)")
+    ap.add_argument("-o", "--output", help="PNG to write (default: FILE with .png; a name without an extension gets "
+                                           ".png)")
     ap.add_argument("--runs", help="only runs whose name matches this regular expression")
     ap.add_argument("--max-runs", type=int, default=24,
                     help="at most this many runs per panel (default 24; 0: no limit)")
@@ -408,7 +407,7 @@ def main(argv):
                     help="run shown in the per-run panels (memory by tag, step timeline); default: the first "
                          "with a per-tag memory table")
     args = ap.parse_args(argv)
-    out = args.output or os.path.splitext(args.file)[0] + ".png"
+    out = script_io.figure_path(args.output) if args.output else os.path.splitext(args.file)[0] + ".png"
     if args.max_runs < 0:
         note("--max-runs %d: a count of runs (0: no limit)" % args.max_runs)
         sys.exit(2)

@@ -73,11 +73,12 @@ def main():
     fig.suptitle("tiny byte-level dLLM (7.9 M params), %s backend, held-out text" % backend.upper()
                  if backend in ("cpu", "cuda") else "tiny byte-level dLLM (7.9 M params), %s, held-out text" % backend)
     fig.tight_layout()
+    out = script_io.figure_path(sys.argv[2])   # OUT without an extension: OUT.png, named as such
     try:
-        fig.savefig(sys.argv[2], dpi=120)
+        fig.savefig(out, dpi=120)
     except (OSError, ValueError) as e:   # a folder that is not there, a format matplotlib does not write
-        die("%s: cannot write: %s" % (sys.argv[2], e))
-    print("plot_quality_frontier: wrote %s (%d points)" % (sys.argv[2], len(pts)))
+        die("%s: cannot write: %s" % (out, e))
+    print("plot_quality_frontier: wrote %s (%d points)" % (out, len(pts)))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ def block_of(src, key):
 
 
 def main():
-    p = argparse.ArgumentParser(description="copy a top-level block of one dkv profile onto another")
+    p = argparse.ArgumentParser(description="copy a top-level block of one dkv profile onto another",
+                                allow_abbrev=False)
     p.add_argument("src", metavar="SRC.lua")
     p.add_argument("keys", metavar="KEY", nargs="+")
     p.add_argument("--profile", required=True, metavar="BASE.lua")

@@ -54,7 +54,7 @@ def fmt(x, spec):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("cpu")
     ap.add_argument("cuda")
     ap.add_argument("--md", action="store_true", help="a Markdown table")

@@ -18,12 +18,28 @@ group(parent, name, where, die): PARENT[NAME] when it is a group, else die("WHER
 table(parent, name, where, die, fields=()): the compound dataset PARENT[NAME] read whole, holding every field of
     FIELDS, else die("WHERE: no table 'NAME'" | "WHERE: 'NAME' is not a table (a compound dataset)" |
     "WHERE: table 'NAME' has no field 'F'").
+read_text(path, die, packed=False): the text of file PATH (UTF-8), else die(message), one line naming PATH: "no such
+    file", "a folder, not a file", "not a text file (not UTF-8 at byte N)", or the system's reason ("Permission
+    denied").  PACKED: a PATH ending in .gz or .xz is read through gzip or lzma ("not a gzip file (...)", "not an xz
+    file (...)").
+out_dir(path, die): check before any work that the folder an output PATH goes to exists and is a folder, else
+    die("PATH: cannot write: no folder DIR"), so that a long run does not end in a traceback at its last step.
+new_files(prog, paths): exits 2 with "PROG: PATH exists: not overwritten (...)" for the first of PATHS that exists,
+    or "PROG: PATH: cannot write: no folder DIR": for writers of stand-in data, which must never replace a file
+    (it may be a measurement).
+figure_path(path): the file matplotlib's savefig writes for PATH: PATH itself, or PATH.png when PATH has no
+    extension (savefig appends its default format's): what a script must name when it says what it wrote.
+unknown_options(prog, args, known=(), takes=()): exits 2 with "PROG: unknown option 'X' (try --help)" on stderr for
+    the first argument of ARGS that starts with '-' (not '-' alone, nor a number) and is neither in KNOWN (flags) nor
+    TAKES (options that take a value, whose value is skipped).  For the scripts that read their own argv, so that a
+    misspelled option is not taken for a file name.
 """
 import contextlib
 import errno
 import os
 import re
 import stat
+import sys
 
 
 @contextlib.contextmanager
@@ -97,3 +113,75 @@ def table(parent, name, where, die, fields=()):
         if c not in d.dtype.names:
             die("%s: table '%s' has no field '%s'" % (where, name, c))
     return d[()]
+
+
+def read_text(path, die, packed=False):
+    if not os.path.exists(path):
+        die("%s: no such file" % path)
+    if os.path.isdir(path):
+        die("%s: a folder, not a file" % path)
+    kind = ""
+    try:
+        if packed and path.endswith(".gz"):
+            import gzip
+            kind, f = "a gzip", gzip.open(path, "rt", encoding="utf-8")
+        elif packed and path.endswith(".xz"):
+            import lzma
+            kind, f = "an xz", lzma.open(path, "rt", encoding="utf-8")
+        else:
+            f = open(path, encoding="utf-8")
+        with f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        die("%s: not a text file (not UTF-8 at byte %d)" % (path, e.start))
+    except (EOFError, ImportError) as e:
+        die("%s: not %s file (%s)" % (path, kind or "a text", e or "truncated"))
+    except OSError as e:
+        if kind and not e.errno:   # gzip.BadGzipFile, lzma.LZMAError (an Exception, below) carry no errno
+            die("%s: not %s file (%s)" % (path, kind, e))
+        die("%s: %s" % (path, e.strerror or e))
+    except Exception as e:   # lzma.LZMAError
+        if kind:
+            die("%s: not %s file (%s)" % (path, kind, e))
+        raise
+
+
+def out_dir(path, die):
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        die("%s: cannot write: no folder %s" % (path, os.path.dirname(path) or d))
+
+
+def _number(a):
+    try:
+        float(a)
+        return True
+    except ValueError:
+        return False
+
+
+def unknown_options(prog, args, known=(), takes=()):
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in takes:
+            i += 2
+            continue
+        if a.startswith("-") and a != "-" and a not in known and not _number(a):
+            sys.stderr.write("%s: unknown option '%s' (try --help)\n" % (prog, a))
+            sys.exit(2)
+        i += 1
+
+
+def new_files(prog, paths):
+    def stop(msg):
+        sys.stderr.write("%s: %s\n" % (prog, msg))
+        sys.exit(2)
+    for p in paths:
+        if os.path.lexists(p):
+            stop("%s exists: not overwritten (a stand-in writes new files only; move it away)" % p)
+        out_dir(p, stop)
+
+
+def figure_path(path):
+    return path if os.path.splitext(path)[1] else path + ".png"

@@ -193,7 +193,8 @@ def preset_profile_name():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 allow_abbrev=False)
     ap.add_argument("new", nargs="?")
     ap.add_argument("--standin")
     ap.add_argument("--base", default=None)

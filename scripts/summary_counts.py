@@ -36,35 +36,42 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import script_io  # noqa: E402
+
 STEP_TOL = 0.05
 
 ROW = re.compile(r"^\| ([^|]+) \| ([a-z][a-z0-9 -]*) \| (\d+) \| ([-0-9.]+)% \| (PASS|MISS) \| ([-+0-9.]+)% \| (PASS|MISS) \| "
                  r"([-+0-9.]+)% \| (PASS|MISS) \| ([-+0-9.]+)% \| (PASS|MISS) \| ([-+0-9.]+)% \| (PASS|MISS)")
 
 
+def die(msg):
+    print("summary_counts.py: %s" % msg, file=sys.stderr)
+    sys.exit(2)
+
+
+MODES = ("--attainable", "--per-set", "--by-plans")
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
-    attainable, per_set, by_plans = argv[0] == "--attainable", argv[0] == "--per-set", argv[0] == "--by-plans"
-    if attainable or per_set or by_plans:
-        argv = argv[1:]
-        if not argv:
-            print("summary_counts.py: %s needs at least one RES" % ("--attainable" if attainable else
-                                                                     "--per-set" if per_set else "--by-plans"),
-                  file=sys.stderr)
-            return 2
+    modes = [a for a in argv if a in MODES]
+    argv = [a for a in argv if a not in MODES]
+    script_io.unknown_options("summary_counts.py", argv)
+    if len(set(modes)) > 1:
+        die("%s: give one of them" % " and ".join(sorted(set(modes))))
+    attainable, per_set, by_plans = ("--attainable" in modes, "--per-set" in modes, "--by-plans" in modes)
+    if not argv:
+        die("%s needs at least one RES" % (modes[0] if modes else "a summary"))
     by_point = {}   # (RES, variant, point) -> (step |e|, step passes), held-out rows only
     by_set = {}   # RES -> variant -> {"in": [step |e|], "out": [step |e|]}
     rows = {}   # variant -> point -> [(step |e|, passes of 5)]
     errs = {}   # variant -> point -> [[p50, p99, tok/s, mem error]] (fractions)
     for res in argv:
         path = os.path.join(res, "summary.md")
-        try:
-            text = open(path).read().splitlines()
-        except OSError as e:
-            print("summary_counts.py: %s: %s" % (path, e.strerror), file=sys.stderr)
-            return 2
+        text = script_io.read_text(path, die).splitlines()
         n = 0
         for l in text:
             m = ROW.match(l)
@@ -80,9 +87,10 @@ def main(argv):
                     by_point[(res, m.group(2), m.group(1))] = (float(m.group(4)), m.group(5) == "PASS")
                 n += 1
         if n == 0:
-            print("summary_counts.py: %s: no per-point target rows (a hw_session.sh post summary?)" % path,
-                  file=sys.stderr)
-            return 2
+            die("%s: no per-point target rows (a hw_session.sh post summary?)" % path)
+    # the comparison files are read before anything is printed: a broken one is refused, not reported after the table
+    parted = {res: plans_parted(res) for res in argv} if by_plans else None
+    steps = step_errors(argv) if attainable else None
     names = ("step", "p50", "p99", "tok/s", "mem")
     for v in sorted(rows):
         for label, keep in (("", lambda p: True), (", held out", lambda p: not p.startswith(("val:", "nv:"))),
@@ -103,12 +111,9 @@ def main(argv):
     if per_set:
         print_per_set(by_set)
     if by_plans:
-        return print_by_plans(argv, by_point)
+        print_by_plans(argv, parted, by_point)
     if attainable:
         print_attainable(errs)
-        steps = step_errors(argv)
-        if steps is None:
-            return 2
         print_step_attainable(steps)
     return 0
 
@@ -142,22 +147,29 @@ def print_per_set(by_set):
                                                                                               len(by_set)))
 
 
-def compare_steps(path, point):
-    """The per-step table `dkv compare` wrote for point into path (raises OSError / KeyError)."""
-    import h5py
-    with h5py.File(path, "r") as h:
-        return h["runs/compare:%s:real/compare_steps" % point][:]
+def compare_steps(path, point, fields):
+    """The per-step table `dkv compare` wrote for point into path, holding FIELDS; dies naming the file and what it
+    lacks"""
+    import importlib.util
+    if importlib.util.find_spec("h5py") is None:
+        die("%s: reading the comparisons needs python3-h5py (/usr/bin/python3)" % path)
+    with script_io.open_h5(path, die) as h:
+        run = "compare:%s:real" % point
+        if run not in h["runs"]:
+            die("%s: no comparison of point %s (no run %s)" % (path, point, run))
+        g = script_io.group(h["runs"], run, "%s: runs" % path, die)
+        return script_io.table(g, "compare_steps", "%s: run %s" % (path, run), die, fields=fields)
 
 
 def plans_parted(res):
     """{(variant, point): True where the point's plans parted, False where they stayed the same} from RES's comparisons
     (pairs.txt: cmp/NNN.h5 by line for the shipped preset; the held-out lines' own count for cmp/prof_NNN.h5 and
-    cmp/mach_NNN.h5).  Raises OSError / KeyError on a comparison file that is there but unreadable."""
+    cmp/mach_NNN.h5).  Dies naming a comparison file that is there but unreadable."""
     out, k = {}, 0
     pairs = os.path.join(res, "pairs.txt")
     if not os.path.exists(pairs):
         return out
-    for i, line in enumerate(open(pairs).read().splitlines()):
+    for i, line in enumerate(script_io.read_text(pairs, die).splitlines()):
         f = line.split()
         if len(f) < 2 or not f[0].endswith("/heldout.h5"):
             continue
@@ -168,22 +180,15 @@ def plans_parted(res):
             path = os.path.join(res, "cmp", name)
             if not os.path.exists(path):
                 continue
-            st = compare_steps(path, point)
+            st = compare_steps(path, point, ("same_plan",))
             out[(variant, point[3:] if point.startswith("ho:") else point)] = bool((st["same_plan"] != 1).any())
     return out
 
 
-def print_by_plans(res_list, by_point):
+def print_by_plans(res_list, parted_of, by_point):
     kinds = {}   # variant -> parted -> [(|e|, pass)]
     for res in res_list:
-        try:
-            parted = plans_parted(res)
-        except ImportError:
-            print("summary_counts.py: --by-plans needs python3-h5py (/usr/bin/python3)", file=sys.stderr)
-            return 2
-        except (OSError, KeyError) as e:
-            print("summary_counts.py: %s: a comparison file: %s" % (res, e), file=sys.stderr)
-            return 2
+        parted = parted_of[res]
         for (r, v, p), x in by_point.items():
             if r == res and (v, p) in parted:
                 kinds.setdefault(v, {}).setdefault(parted[(v, p)], []).append(x)
@@ -197,32 +202,23 @@ def print_by_plans(res_list, by_point):
                 print("| %s | %s | %d | %d | %.2f %% | %.1f %% |" % (v, "parted" if parted else "the same throughout", len(x),
                                                                      sum(ok for _, ok in x),
                                                                      sum(e for e, _ in x) / len(x), max(e for e, _ in x)))
-    return 0
 
 
 def step_errors(res_list):
     """point -> [per RES: the relative errors sim / real - 1 of its steps of the same plan], from each RES's
-    pairs.txt and cmp/NNN.h5 (the shipped preset's comparisons); RES without them are left out.  None on a
-    broken RES (the error printed)."""
-    import importlib.util
-    if importlib.util.find_spec("h5py") is None:
-        print("summary_counts.py: --attainable's step part needs python3-h5py (/usr/bin/python3)", file=sys.stderr)
-        return None
+    pairs.txt and cmp/NNN.h5 (the shipped preset's comparisons); RES without them are left out.  Dies naming a
+    broken comparison file."""
     out = {}
     for res in res_list:
         pairs = os.path.join(res, "pairs.txt")
         if not os.path.exists(pairs):
             continue
-        for i, line in enumerate(open(pairs).read().splitlines()):
+        for i, line in enumerate(script_io.read_text(pairs, die).splitlines()):
             f = line.split()
             if len(f) < 2:
                 continue
             point, path = f[1], os.path.join(res, "cmp", "%03d.h5" % (i + 1))
-            try:
-                st = compare_steps(path, point)
-            except (OSError, KeyError) as e:
-                print("summary_counts.py: %s: point %s: %s" % (path, point, e), file=sys.stderr)
-                return None
+            st = compare_steps(path, point, ("same_plan", "sim_time_s", "real_time_s"))
             same = st["same_plan"] == 1
             e = [s / r - 1 for s, r in zip(st["sim_time_s"][same], st["real_time_s"][same]) if r > 0]
             if e:

@@ -178,7 +178,7 @@ def overlap(folder):
 
 
 def main():
-    ap = argparse.ArgumentParser(description="builds .corpus/ for scripts/train_tiny_dllm.py")
+    ap = argparse.ArgumentParser(allow_abbrev=False, description="builds .corpus/ for scripts/train_tiny_dllm.py")
     ap.add_argument("--out", default=".corpus")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--heldout", type=float, default=0.02, help="fraction of documents held out")

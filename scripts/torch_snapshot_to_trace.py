@@ -159,7 +159,7 @@ def write_csv(rows, out):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0],
                                  epilog="see the module docstring and docs/TRACE_FORMAT.md")
     ap.add_argument("snapshot", help="pickle written by torch.cuda.memory._dump_snapshot")
     ap.add_argument("-o", "--output", help="trace CSV to write (default: stdout)")

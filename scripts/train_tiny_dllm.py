@@ -42,7 +42,7 @@ import traceback
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default=".corpus", help="folder with train.txt, heldout.txt (tiny_corpus.py)")
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--minutes", type=float, default=6.5, help="wall-clock budget of the training loop")

@@ -37,6 +37,13 @@ cat "$T/err.txt"
 grep -q "run no_tables: no memory table" "$T/err.txt" || fail "note for a run without tables"
 # --runs selects; a pattern matching only table-less runs has nothing to plot
 $PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/a.png" --runs '^a$' 2>/dev/null && [ -s "$T/a.png" ] || fail "--runs"
+# -o without an extension: matplotlib writes OUT.png, and that is the name printed (until session 60: "wrote OUT")
+out=$($PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/noext" --runs '^a$' 2>/dev/null); rc=$?
+[ $rc = 0 ] && [ -s "$T/noext.png" ] && [ ! -e "$T/noext" ] && grep -q "^plot: wrote $T/noext.png (" <<<"$out" ||
+    fail "-o noext: rc $rc: $out"
+# an option is taken whole, never by its prefix (--max-run is not --max-runs)
+out=$($PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/ab.png" --max-run 3 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "unrecognized arguments: --max-run" <<<"$out" && [ ! -e "$T/ab.png" ] || fail "--max-run: rc $rc: $out"
 out=$($PY "$ROOT/scripts/plot.py" "$T/p.h5" -o "$T/n.png" --runs no_tables 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "nothing to plot" <<<"$out" || fail "nothing to plot: rc $rc: $out"
 # bad inputs
@@ -45,6 +52,8 @@ out=$($PY "$ROOT/scripts/plot.py" "$T/junk.h5" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "not an HDF5 file" <<<"$out" || fail "junk file: rc $rc: $out"
 out=$($PY "$ROOT/scripts/plot.py" "$T/missing.h5" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "no such file" <<<"$out" || fail "missing file: rc $rc: $out"
+out=$($PY "$ROOT/scripts/plot.py" "$T" 2>&1); rc=$?
+[ $rc = 1 ] && [ "$out" = "plot: $T: a folder, not a file" ] || fail "a folder: rc $rc: $out"
 $PY -c 'import h5py; h5py.File("'"$T"'/other.h5", "w").create_dataset("x", data=[1])'
 out=$($PY "$ROOT/scripts/plot.py" "$T/other.h5" 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "not a dkv results file" <<<"$out" || fail "foreign HDF5: rc $rc: $out"

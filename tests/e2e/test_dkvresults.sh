@@ -34,6 +34,7 @@ echo "not hdf5" >"$T/bad.h5"
 
 cd "$ROOT"
 $PY - "$T/sweep.h5" "$classes" "$T/bad.h5" <<'PYEOF' || fail "dkvresults checks"
+import os
 import sys
 sys.path.insert(0, "scripts")
 import h5py, numpy as np
@@ -86,6 +87,7 @@ for call, want, kind in ((lambda: dr.steps(path, "nope"), "no run 'nope'", KeyEr
                          (lambda: dr.table(path, "s:fcfs,bt=16", "nope"), "no table 'nope'", KeyError),
                          (lambda: dr.runs(bad), "not an HDF5 file", ValueError),
                          (lambda: dr.runs(path + ".missing"), "no such file", FileNotFoundError),
+                         (lambda: dr.runs(os.path.dirname(path) or "."), "a folder, not a file", ValueError),
                          (lambda: dr.steps(odd, "one"), "run 'one': 'steps' is a dataset of int64, not a table",
                           ValueError),
                          (lambda: dr.steps(odd, "two"), "/runs/two is not a group", ValueError),

@@ -30,7 +30,7 @@ sed '3s/splitk 1/splitk one/' "$D/gemm_algo.txt" > "$T/bad.txt"
 if $PY scripts/gemm_algo.py "$T/bad.txt" "$T/g.csv" > /dev/null 2> "$T/e2"; then fail "a bad manifest was accepted"; fi
 grep -q "bad.txt:3: a number field does not parse" "$T/e2" || fail "bad manifest: $(cat "$T/e2")"
 if $PY scripts/gemm_algo.py "$D/gemm_algo.txt" "$T/missing.csv" > /dev/null 2> "$T/e3"; then fail "a missing CSV was accepted"; fi
-grep -q "missing.csv: No such file" "$T/e3" || fail "missing CSV: $(cat "$T/e3")"
+grep -q "missing.csv: no such file" "$T/e3" || fail "missing CSV: $(cat "$T/e3")"
 # scripts/gemm_splitk.py: device call 65's split counts (every warm-up row count) into the profile block;
 # the shipped profile h200-20261202m is exactly l plus that block
 S=datasets/hw/2026-12-02/call65/gemm_splitk.txt.xz

@@ -445,7 +445,7 @@ $PY scripts/summary_counts.py --by-plans "$T/bp" > "$T/bp.txt" || fail "--by-pla
 grep -q "^| shipped h200 | the same throughout | 1 | 1 | 3.00 % | 3.0 % |$" "$T/bp.txt" &&
     grep -q "^| profile | parted | 1 | 0 | 5.50 % | 5.5 % |$" "$T/bp.txt" || fail "--by-plans' rows: $(cat "$T/bp.txt")"
 $PY scripts/summary_counts.py "$T/dev" > /dev/null 2> "$T/e" && fail "summary_counts.py without summary.md"
-grep -q "$T/dev/summary.md: No such file" "$T/e" || fail "summary_counts.py's error: $(cat "$T/e")"
+grep -q "$T/dev/summary.md: no such file" "$T/e" || fail "summary_counts.py's error: $(cat "$T/e")"
 $PY scripts/machine_clocks.py --kinds "$T/dev" > /dev/null 2> "$T/e" && fail "--kinds without h5/heldout.h5"
 grep -q "$T/dev/h5/heldout.h5: no such file" "$T/e" || fail "--kinds' error: $(cat "$T/e")"
 $PY scripts/machine_clocks.py "$T/dev" > /dev/null 2> "$T/e" && fail "machine_clocks.py without h5/heldout.h5"

@@ -206,7 +206,7 @@ awk -v id="$id" -F'"' 'NR > 1 && $2 == id { sub(/pool_kernel/, "read_kernel") } 
 if $PY scripts/l2drain_gemm.py "$T/pm.txt" "$T/pn2.csv" 2> "$T/e"; then fail "l2drain_gemm.py took read_kernel for pool_kernel"; fi
 grep -q "launch $id is pool_kernel, .*row [0-9]* is read_kernel" "$T/e" || fail "pool's pairing error: $(cat "$T/e")"
 # `l2drain stride` (session 47): 16 KB chunks S KB apart, pool_kernel (role m)
-plan --stride "$T/sm.txt" "$T/sn.csv" "$T/st.txt" "stride1024 stride16 stride256 stride512 stride64 "
+plan --stride "$T/stm.txt" "$T/stn.csv" "$T/st.txt" "stride1024 stride16 stride256 stride512 stride64 "
 grep -A12 "### stride512" "$T/st.txt" | grep -qxF "| 40 | 40.000, 8.000, 3.0 (1) | 4.000 | 4.000 | 0.000 |" ||
     fail "l2drain_gemm.py's stride rows: $(cat "$T/st.txt")"
 if $PY scripts/l2drain_gemm.py standin "$T/xm.txt" "$T/xn.csv" --gout --after 2> "$T/e"; then fail "--gout --after accepted"; fi

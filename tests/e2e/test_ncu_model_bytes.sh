@@ -125,6 +125,11 @@ if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --kernels 
 grep -q "needs --point and --step" "$T/e13" || fail "--kernels alone message: $(cat "$T/e13")"
 if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --step one 2> "$T/e7"; then fail "--step one accepted"; fi
 grep -q "wants a step index" "$T/e7" || fail "--step message: $(cat "$T/e7")"
+# a step past the runs' steps names the range (until session 60: "no step to show (no :real run with ncu_kernels)")
+if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/o/sim.h5" --point w3:dual --step 99 2> "$T/e7b"; then
+    fail "--step 99 accepted"; fi
+grep -q "^ncu_layer.py: .*real.h5: --step 99: out of range: its :real run has steps 0\.\.[0-9]" "$T/e7b" ||
+    fail "--step 99 message: $(cat "$T/e7b")"
 "$DKV" run experiments/hw_validate.lua -D backend=sim -D model=dream-7b -D point=w3:dual -o "$T/nol2.h5" > /dev/null 2>&1 ||
     fail "simulating without l2_kernels"
 if /usr/bin/python3 scripts/ncu_layer.py "$T/o/real.h5" "$T/nol2.h5" --point w3:dual 2> "$T/e8"; then fail "no l2_kernels accepted"; fi
@@ -214,6 +219,16 @@ grep -q "tables.txt: .*give a scripts/ncu_score.sh output folder" "$T/e14" || fa
 if /usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" --model gpt2 2> "$T/e16"; then fail "ncu_layer_sets.py: model gpt2 accepted"; fi
 grep -q "^ncu_layer_sets.py: no step to show in .* --model gpt2 (its sets hold: dream-7b, llada-8b)" "$T/e16" ||
     fail "ncu_layer_sets.py's unknown-model message: $(cat "$T/e16")"
+# a row no table has is refused before any table is printed (until session 60: tables without it, exit 0), and a
+# tables.txt that is not text is named (until then a UnicodeDecodeError traceback)
+if /usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" --model dream-7b --points 2,99 > "$T/ls99.txt" 2> "$T/e17"; then
+    fail "ncu_layer_sets.py --points 99 accepted"; fi
+grep -q "^ncu_layer_sets.py: --points 2,99: no table has row #99 (the longest layer has [0-9]* rows)$" "$T/e17" &&
+    [ ! -s "$T/ls99.txt" ] || fail "ncu_layer_sets.py --points 99: $(cat "$T/e17" "$T/ls99.txt" | head -n 3)"
+mkdir -p "$T/binsets" && printf '\xff\xfe\n' > "$T/binsets/tables.txt"
+if /usr/bin/python3 scripts/ncu_layer_sets.py "$T/binsets" 2> "$T/e18"; then fail "ncu_layer_sets.py: binary tables.txt"; fi
+grep -q "^ncu_layer_sets.py: $T/binsets/tables.txt: not a text file" "$T/e18" && ! grep -q Traceback "$T/e18" ||
+    fail "binary tables.txt: $(cat "$T/e18")"
 for bad in "--kind prefill" "--bytes both" "--points 0,2"; do
     # shellcheck disable=SC2086
     /usr/bin/python3 scripts/ncu_layer_sets.py "$T/sc" $bad 2> "$T/e15" && fail "ncu_layer_sets.py $bad accepted"

@@ -9,7 +9,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 /usr/bin/python3 -c 'import h5py, matplotlib' 2>/dev/null || { echo "SKIP: /usr/bin/python3 lacks h5py/matplotlib"; exit 77; }
 # run in a copy of the layout the script expects (results/ under the root), not the real tree
 mkdir -p "$T/q/scripts" "$T/q/experiments" "$T/q/datasets"
-cp "$ROOT/scripts/quickstart.sh" "$ROOT/scripts/plot.py" "$ROOT/scripts/dkvresults.py" "$T/q/scripts/"
+cp "$ROOT/scripts/quickstart.sh" "$ROOT/scripts/plot.py" "$ROOT/scripts/dkvresults.py" "$ROOT/scripts/script_io.py" \
+    "$T/q/scripts/"
 cp "$ROOT/experiments/quickstart.lua" "$T/q/experiments/"
 cp -r "$ROOT/datasets/presets" "$ROOT/datasets/profiles" "$ROOT/datasets/workloads" "$T/q/datasets/"
 # -h/--help: the usage on standard output, exit 0, nothing run (it said "--help/dkv is missing", exit 1)
