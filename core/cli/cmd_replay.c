@@ -93,6 +93,8 @@ typedef struct replay_args {
     bool have_kind, strict, quiet;
     dkv_mem_kind kind;
     dkv_mem_options o;
+    const char *given[24];   /* the options given, for the check that each takes effect with --mem's kind */
+    int n_given;
 } replay_args;
 
 /* One option with its value; false (message printed) when the value is bad. */
@@ -146,6 +148,25 @@ static bool parse_option(replay_args *a, const char *opt, const char *v, bool *k
 }
 
 /* The command line into *a: -1 to go on, else the exit code (help, usage error). */
+/* An option of another kind of manager cannot take effect: a usage error naming it, not a silent default. */
+static bool kind_options_ok(const replay_args *a)
+{
+    static const char *const caching[] = {"--max-split", NULL};
+    static const char *const pool[] = {"--block-tokens", "--token-bytes", "--block-bytes", "--chunk-blocks", "--initial",
+                                       "--no-grow", "--shrink", NULL};
+    for (int i = 0; i < a->n_given; i++) {
+        const char *const *only = a->kind != DKV_MEM_CACHING ? caching : NULL;
+        for (int pass = 0; pass < 2; pass++, only = a->kind != DKV_MEM_BLOCKPOOL ? pool : NULL)
+            for (const char *const *k = only; k && *k; k++)
+                if (!strcmp(a->given[i], *k)) {
+                    fprintf(stderr, "dkv replay: %s is for --mem %s (the %s manager does not read it)\n", *k,
+                            pass ? "blockpool" : "caching", dkv_mem_kind_name(a->kind));
+                    return false;
+                }
+    }
+    return true;
+}
+
 static int parse_args(int argc, char **argv, replay_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -160,6 +181,8 @@ static int parse_args(int argc, char **argv, replay_args *a)
         }
         if (!strcmp(s, "--strict")) { a->strict = true; continue; }
         if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) { a->quiet = true; continue; }
+        if (a->n_given < 24)
+            a->given[a->n_given++] = s;
         if (!strcmp(s, "--no-grow")) { a->o.grow = false; continue; }
         if (!strcmp(s, "--shrink")) { a->o.shrink = true; continue; }
         if (s[0] != '-') {
@@ -187,7 +210,7 @@ static int parse_args(int argc, char **argv, replay_args *a)
         return DKV_EXIT_USAGE;
     }
     a->o.kind = a->kind;
-    return -1;
+    return kind_options_ok(a) ? -1 : DKV_EXIT_USAGE;
 }
 
 static void print_report(const replay_args *a, const dkv_mem *m, const dkv_replay_result *r)

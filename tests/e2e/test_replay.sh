@@ -110,7 +110,9 @@ set -e
 for args in "" "$T/a.csv" "$T/a.csv --mem vmm" "$T/a.csv --mem caching --capacity 12parsecs" \
             "$T/a.csv --mem caching --bogus 1" "$T/a.csv --mem caching --stride" \
             "$T/a.csv --mem caching --delay inf" "$T/a.csv --mem caching --delay 1e400" \
-            "$T/a.csv --mem blockpool --chunk-blocks 3"; do
+            "$T/a.csv --mem blockpool --chunk-blocks 3" \
+            "$T/a.csv --mem static --chunk-blocks 8" "$T/a.csv --mem blockpool --max-split 64MiB" \
+            "$T/a.csv --mem caching --no-grow"; do   # another kind's option (accepted, unread, until session 51)
     set +e
     # shellcheck disable=SC2086
     err=$("$DKV" replay $args 2>&1); rc=$?
