@@ -208,8 +208,7 @@ def standin(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 allow_abbrev=False)
+    ap = script_io.arg_parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("log")
     ap.add_argument("-o", "--out")
     ap.add_argument("--standin", action="store_true", help="write a STAND-IN log to LOG and exit")

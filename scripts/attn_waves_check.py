@@ -16,10 +16,11 @@ from when this check was made (session 14 then costed the flushed tables from th
 mean |error| and bias of each rule per mode, and the rows where they differ most.  Needs the profile's
 attn_waves (dkv profile since session 14; device call 34: datasets/hw/2026-12-01/call34/profile_attn_h24.lua).
 """
-import argparse
 import math
 import re
 import sys
+
+import script_io  # noqa: E402  (arg_parser: one-line usage errors; the script's folder is on sys.path)
 
 N_SMS, FLOPS, BW = 132, 790e12, 4292e9   # datasets/presets/gpu/h200.lua
 
@@ -83,7 +84,7 @@ def lookup_q(rows, key, q, a):
 
 
 def main():
-    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
+    ap = script_io.arg_parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("profile")
     ap.add_argument("--heads", type=float, required=True)
     ap.add_argument("--kv-heads", type=float, required=True)

@@ -28,7 +28,6 @@ item) that RUNS.h5 (with class events) and PLAIN.h5 (the same points without the
 call 79's `c/` and `x/` run sets) ran with the same plan, (step time with events - without) / the step's launches:
 median and interquartile range in microseconds (what --event-s assumes is one number).
 """
-import argparse
 import math
 import os
 import sys
@@ -79,7 +78,7 @@ def event_cost(with_events, plain, points):
 
 
 def main():
-    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
+    ap = script_io.arg_parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("h5")
     ap.add_argument("points", nargs="+", help="run names without :real / :sim, e.g. val:w1:dual")
     ap.add_argument("--event-s", type=float, default=1.5e-6)

@@ -974,7 +974,7 @@ def cmd_block(a):
 
 def main():
     global ROW_FIELD, ROW_K, FIRST, SETTLE_KNOTS, GAPS, EXTRA_D, EXTRA_U
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+    ap = script_io.arg_parser(description=__doc__.split("\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  allow_abbrev=False,
                                  epilog=__doc__[__doc__.index("\n"):])
     sub = ap.add_subparsers(dest="cmd", required=True)

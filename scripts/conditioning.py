@@ -30,7 +30,6 @@ those run sets and how many fall inside the band's range.
 
 Exit status: 0 printed, 1 a simulation failed, 2 usage error.
 """
-import argparse
 import os
 import subprocess
 import sys
@@ -98,7 +97,7 @@ def simulate(dkv, a, scale, tmp):
 
 
 def main():
-    p = argparse.ArgumentParser(prog="conditioning.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    p = script_io.arg_parser(prog="conditioning.py", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--dkv", default="build/release/dkv")
     p.add_argument("--set", default="heldout", choices=("heldout", "classic", "novel"))
     p.add_argument("--point")

@@ -13,7 +13,6 @@ the runs, steps and the residual; with --write, sets base_s and per_item_s in PR
 file changes (written through PROFILE.lua.tmp and renamed: a failed write leaves the profile as it was).
 --source without --write, or a --runs that is not a regular expression, is refused (exit 2).  Exit 1 on a file
 that is not a dkv results file, no usable run (or no step of one with n_items > 0) or an unreadable profile."""
-import argparse
 import os
 import re
 import sys
@@ -41,7 +40,7 @@ def die(msg, status=1):
 
 
 def main():
-    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
+    ap = script_io.arg_parser(description=__doc__.split("\n\n")[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--runs", default=".*", help="regex the run names must match (default: all)")
     ap.add_argument("--write", metavar="PROFILE.lua", help="set host.base_s / per_item_s in this profile")

@@ -303,7 +303,7 @@ def write_dream_profile(text, P, D, path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    ap = script_io.arg_parser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("--profile", default=os.path.join(ROOT, "datasets/profiles/h200-20261201d.lua"))
     ap.add_argument("--dream", help="a profile of Dream-7B's shapes (profile_dream.lua)")
     ap.add_argument("--dream-tgz", default=os.path.join(ROOT, "datasets/hw/2026-12-01/call5/extra.tgz"))

@@ -50,7 +50,6 @@ own time over the grid's at the class's nearest shape in (log n, log k) and the 
 a class's own call has its epilogue and may take another kernel), the rule tried in session 29 and not shipped
 (docs/COST_MODEL.md "GEMM rows between the grid's"; datasets/hw/2026-12-03/call91/variants/classratio.patch).  The last
 line gives the grid-costed cells' mean |measured / profiled - 1|."""
-import argparse
 import functools
 import math
 import os
@@ -270,7 +269,7 @@ def class_ratio(own, grid, ns, ks, tab, n, k, m):
 
 
 def lookup_main(argv):
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="gemm_steps.py lookup")
+    p = script_io.arg_parser(prog="gemm_steps.py lookup")
     p.add_argument("dense")
     p.add_argument("--profile", default="datasets/profiles/h200-20261203t.lua")
     p.add_argument("--waves", nargs=2, metavar=("GRID", "SPLITK"))
@@ -342,7 +341,7 @@ def lookup_main(argv):
 
 
 def rule_main(argv):
-    p = argparse.ArgumentParser(allow_abbrev=False, prog="gemm_steps.py rule")
+    p = script_io.arg_parser(prog="gemm_steps.py rule")
     p.add_argument("reads_dir")
     p.add_argument("--rows-of", default="datasets/profiles/h200-20261203s.lua", metavar="PROFILE")
     p.add_argument("--model", action="append", help="the shapes of this model in the block (default dream-7b)")
@@ -397,7 +396,7 @@ def main():
         return rule_main(sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "lookup":
         return lookup_main(sys.argv[2:])
-    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
+    p = script_io.arg_parser(description=__doc__.split("\n")[0])
     p.add_argument("dense")
     p.add_argument("--rows-of", default="datasets/profiles/h200-20261203s.lua", metavar="PROFILE")
     p.add_argument("--model", action="append", help="the shapes of this model in the block (default llada-8b)")

@@ -12,18 +12,19 @@ that none of them occurs in the training text.  Writes
 
     /usr/bin/python3 scripts/heldout_prompts.py [--n 8] [--prompt 96] [--gen 64]
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
+
+import script_io  # noqa: E402  (arg_parser: one-line usage errors; the script's folder is on sys.path)
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def main():
-    ap = argparse.ArgumentParser(allow_abbrev=False)
+    ap = script_io.arg_parser()
     ap.add_argument("--n", type=int, default=8)
     ap.add_argument("--prompt", type=int, default=96)
     ap.add_argument("--gen", type=int, default=64)

@@ -13,7 +13,6 @@ chain), and FILE.lua when given (post's PROFILE=, or a folder's profile.lua).  P
 compared.  Exit status: 0 the same GPU everywhere, or nothing to compare (no NVIDIA runs, or a roofline preset without
 a profile and no FILE); 2 a run's GPU is not a profile's (the message names both and how to go on: the matching
 GPU_BASE, or GPU_BASE_ANY=1 for a deliberate comparison across GPUs); 1 an unreadable file or preset."""
-import argparse
 import glob
 import os
 import re
@@ -93,7 +92,7 @@ def run_gpus(dirs, tmp):
 
 
 def main():
-    p = argparse.ArgumentParser(description="the runs' GPU against a preset's profile's", allow_abbrev=False)
+    p = script_io.arg_parser(description="the runs' GPU against a preset's profile's")
     p.add_argument("--preset", required=True)
     p.add_argument("--profile")
     p.add_argument("dirs", nargs="+", metavar="DIR")

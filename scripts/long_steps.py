@@ -9,7 +9,6 @@ LONG.h5 holds val:<point>:real and :sim runs (device call 26: datasets/hw/2026-1
 x/long.h5).  Per point: every step's real and simulated time and error, then the mean error of the
 Reuse steps that start within --hold seconds of the end of the last Refresh step and of those after.
 """
-import argparse
 import os
 import sys
 
@@ -20,7 +19,7 @@ import script_io  # noqa: E402
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    ap = script_io.arg_parser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("h5")
     ap.add_argument("--hold", type=float, default=0.05, help="window after a Refresh step's end, s (0.05)")
     ap.add_argument("--points", default="w1:dual,w2:dual,w3:dual,w3:prefix,w3:sparse")

@@ -13,7 +13,6 @@ order); steps whose plans differ between the halves are left out.  Each class's 
 --event-s per launch (the class event's cost).  Prints, per point, every new row count (g: a row count
 of the warm-up grid the backend had until session 16's grid of 8, by 8 to 32, 16 to 512, 64 to 2,048 and
 256 to 8,192: the grid of calls 27-46) with the excess in ms, then the mean excess on and off that grid."""
-import argparse
 import sys
 
 import script_io
@@ -35,7 +34,7 @@ def warm_rows():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    ap = script_io.arg_parser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     ap.add_argument("res")
     ap.add_argument("--event-s", type=float, default=1.5e-6)
     a = ap.parse_args()

@@ -13,7 +13,6 @@ whose fetch bytes agree, and sums time, stall (the wait before the forward), com
 stream's time (pcie_s) of each half.  --steps prints every step of the prefix too.
 Docs: docs/BENCHMARKS.md, "bg:dual+prog per step".
 """
-import argparse
 import os
 import sys
 
@@ -39,7 +38,7 @@ def load(path, run):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
+    ap = script_io.arg_parser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("res")
     ap.add_argument("--point", default="ho:bg:dual+prog")
     ap.add_argument("--steps", action="store_true")

@@ -31,7 +31,6 @@ matplotlib does not write, such as .xyz; a negative --max-runs: 0 means no limit
 Uses Debian's python3-h5py and python3-matplotlib (Agg backend, no display needed); run it
 with /usr/bin/python3 (another python3 earlier on PATH may lack them).
 """
-import argparse
 import os
 import re
 import sys
@@ -396,7 +395,7 @@ def sweep_figure(path, names, out, title):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description="figures from a dkv results file", allow_abbrev=False)
+    ap = script_io.arg_parser(description="figures from a dkv results file")
     ap.add_argument("file", help="results file written by dkv run")
     ap.add_argument("-o", "--output", help="PNG to write (default: FILE with .png; a name without an extension gets "
                                            ".png)")

@@ -11,13 +11,13 @@ provenance line naming both and this command (scripts/profile_graft.py's renamed
 renamed).  No row added or replaced.  Exits 1 naming the file: SRC or BASE unreadable, SRC without a KEY block, BASE
 that has one already, BASE without a top-level name line; 2 on a usage error (argparse: a KEY that is not a Lua name,
 or one given twice)."""
-import argparse
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import profile_graft  # noqa: E402
+import script_io  # noqa: E402  (arg_parser: one-line usage errors)
 
 
 def die(msg):
@@ -39,8 +39,7 @@ def block_of(src, key):
 
 
 def main():
-    p = argparse.ArgumentParser(description="copy a top-level block of one dkv profile onto another",
-                                allow_abbrev=False)
+    p = script_io.arg_parser(description="copy a top-level block of one dkv profile onto another")
     p.add_argument("src", metavar="SRC.lua")
     p.add_argument("keys", metavar="KEY", nargs="+")
     p.add_argument("--profile", required=True, metavar="BASE.lua")

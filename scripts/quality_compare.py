@@ -19,7 +19,6 @@ two backends' agreements differ legitimately).  Exit 0 when both files were read
 verdicts), 1 on an unusable file or mismatched runs (the message names the file and field), 2 on
 usage.
 """
-import argparse
 import math
 import os
 import sys
@@ -54,7 +53,7 @@ def fmt(x, spec):
 
 
 def main():
-    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
+    ap = script_io.arg_parser(description=__doc__.split("\n")[0])
     ap.add_argument("cpu")
     ap.add_argument("cuda")
     ap.add_argument("--md", action="store_true", help="a Markdown table")

@@ -31,6 +31,8 @@ import re
 import shutil
 import subprocess
 import sys
+
+import script_io  # noqa: E402  (arg_parser: one-line usage errors; the script's folder is on sys.path)
 import tarfile
 
 SEL_ALIGN = 32
@@ -193,8 +195,7 @@ def preset_profile_name():
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 allow_abbrev=False)
+    ap = script_io.arg_parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("new", nargs="?")
     ap.add_argument("--standin")
     ap.add_argument("--base", default=None)

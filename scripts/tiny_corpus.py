@@ -23,7 +23,6 @@ The split is by document, but the packages repeat a little text (the same fortun
 --overlap counts the held-out documents that occur verbatim in train.txt, and those whose first
 60 bytes open a training document, without rewriting anything.
 """
-import argparse
 import gzip
 import hashlib
 import json
@@ -32,6 +31,8 @@ import random
 import re
 import subprocess
 import sys
+
+import script_io  # noqa: E402  (arg_parser: one-line usage errors; the script's folder is on sys.path)
 
 SEP = b"\x1e"
 FORTUNES = "/usr/share/games/fortunes"
@@ -178,7 +179,7 @@ def overlap(folder):
 
 
 def main():
-    ap = argparse.ArgumentParser(allow_abbrev=False, description="builds .corpus/ for scripts/train_tiny_dllm.py")
+    ap = script_io.arg_parser(description="builds .corpus/ for scripts/train_tiny_dllm.py")
     ap.add_argument("--out", default=".corpus")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--heldout", type=float, default=0.02, help="fraction of documents held out")

@@ -9,7 +9,6 @@ config.json, so no number in the card is typed by hand.
 Exit 1, with one line naming the file (and the field), when RUN_DIR lacks metrics.json, config.json or loss.csv or
 one of them is not what train_tiny_dllm.py writes.
 """
-import argparse
 import csv
 import json
 import os
@@ -69,7 +68,7 @@ def read_loss(path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
+    ap = script_io.arg_parser(description=__doc__.split("\n")[0], allow_abbrev=False)
     ap.add_argument("run")
     ap.add_argument("--png", default="docs/figures/tiny_dllm_loss.png")
     a = ap.parse_args()

@@ -26,7 +26,6 @@ finite number, NaN or inf, is refused).  TRACE.csv is written through TRACE.csv.
 so a failed write leaves no CSV ending mid-row (and an existing TRACE.csv as it was).
 Exit status: 0 ok, 1 bad input (message names the entry) or a failed write, 2 usage.
 """
-import argparse
 import io
 import math
 import os
@@ -159,7 +158,7 @@ def write_csv(rows, out):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0],
+    ap = script_io.arg_parser(description=__doc__.split("\n")[0],
                                  epilog="see the module docstring and docs/TRACE_FORMAT.md")
     ap.add_argument("snapshot", help="pickle written by torch.cuda.memory._dump_snapshot")
     ap.add_argument("-o", "--output", help="trace CSV to write (default: stdout)")

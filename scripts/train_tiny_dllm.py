@@ -28,7 +28,6 @@ exported bf16 weights on three held-out snippets, for tests/unit/test_ref_tiny.c
 The training loop stops at --minutes of wall time from the start of the script (or at --steps)
 and then ALWAYS evaluates and exports what it has, also after an error in the loop or SIGTERM.
 """
-import argparse
 import array
 import json
 import math
@@ -37,12 +36,14 @@ import random
 import signal
 import struct
 import sys
+
+import script_io  # noqa: E402  (arg_parser: one-line usage errors; the script's folder is on sys.path)
 import time
 import traceback
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
+    ap = script_io.arg_parser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default=".corpus", help="folder with train.txt, heldout.txt (tiny_corpus.py)")
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--minutes", type=float, default=6.5, help="wall-clock budget of the training loop")

@@ -271,6 +271,16 @@ out=$(cd "$ROOT" && $PY "$S/claims_pins.py" "$DKV" --pins "$T/word.txt" 2>&1); r
 if [ $rc != 1 ] || grep -q Traceback <<<"$out" || ! grep -qF "FAIL 1a (pins line 1): /^(\w+)/ matched" <<<"$out"; then
     echo "FAIL: a pin whose group is a word: exit $rc: $(head -n 3 <<<"$out")"; bad=$((bad + 1))
 fi
+# every argparse script's usage error is one line, "SCRIPT: MESSAGE (try --help)", exit 2 (script_io.arg_parser; until
+# session 51 argparse's usage line plus its message)
+for sc in $(grep -l "script_io.arg_parser(" "$S"/*.py); do
+    [ "$(basename "$sc")" = script_io.py ] && continue
+    out=$(cd "$ROOT" && $PY "$sc" --no-such-option 2>&1 >/dev/null); rc=$?
+    if [ $rc != 2 ] || [ "$(grep -c . <<<"$out")" != 1 ] || ! grep -qE "^$(basename "$sc"): .*--no-such-option.*\(try --help\)$" <<<"$out" &&
+       ! grep -qE "^$(basename "$sc"): the following arguments are required: .*\(try --help\)$" <<<"$out"; then
+        echo "FAIL: $(basename "$sc") --no-such-option: exit $rc: $out"; bad=$((bad + 1))
+    fi
+done
 # script_io.replacing, behind every script's -o: an output that is one of the command's inputs, and a PATH.tmp that
 # exists, are refused before anything is written (until session 51 ncu_bytes.py -o REAL.h5 replaced its own input,
 # and a user's PATH.tmp was overwritten, then removed)
