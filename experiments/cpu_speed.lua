@@ -20,6 +20,8 @@ print(string.format("cpu backend, tiny-dllm, canvas %d, block %d, cache %s, %d s
 print(string.format("%d tokens: thread CPU %.3f s = %.1f tokens/s; step wall clock %.3f s = %.1f tokens/s", gen,
                     dev.thread_cpu_s, tps_cpu, dev.cpu_time_s, tps_wall))
 dkv.write_run("cpu_speed", {params = {cache = cache, prompt = prompt, gen = gen, block = block},
-                            tables = {speed = {tokens = {gen}, thread_cpu_s = {dev.thread_cpu_s},
-                                               wall_s = {dev.cpu_time_s}, tokens_per_s_cpu = {tps_cpu},
-                                               tokens_per_s_wall = {tps_wall}}}})
+                            tables = {speed = {columns = {tokens = {gen}, thread_cpu_s = {dev.thread_cpu_s},
+                                                          wall_s = {dev.cpu_time_s}, tokens_per_s_cpu = {tps_cpu},
+                                                          tokens_per_s_wall = {tps_wall}},
+                                               units = {tokens = "tokens", thread_cpu_s = "s", wall_s = "s",
+                                                        tokens_per_s_cpu = "tokens/s", tokens_per_s_wall = "tokens/s"}}}})

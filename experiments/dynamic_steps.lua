@@ -37,8 +37,9 @@ for _, st in ipairs(steps) do
                   -- every prompt is `prompt` tokens: until 2026-12-05 this read {median = prompt, sigma = 0.5},
                   -- whose sigma the mean/median form never used (the mean defaulted to 512 = median: sigma 0);
                   -- such a mix is now an error.  Kept a lognormal of sigma 0 so the draws, and the published
-                  -- numbers (docs/CLAIMS.md rows 1a, 1b, 6), stay the same
-                  prompt = {kind = "lognormal", mu = math.log(prompt), sigma = 0, max = 2048}},
+                  -- numbers (docs/CLAIMS.md rows 1a, 1b, 6), stay the same.  The cap
+                  -- was 2048 before this change, which silently clipped every prompt of -D prompt > 2048 to 2048
+                  prompt = {kind = "lognormal", mu = math.log(prompt), sigma = 0, max = math.max(2048, prompt)}},
       decode = {cache = "dual", block_len = block, steps_min = st.min, steps_max = st.max},
       mem = mm.mem,
       record = {memory_every = 0},

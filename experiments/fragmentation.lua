@@ -8,8 +8,8 @@
 --       [-D stride=16] [-D block_tokens=256]
 --
 -- Workload: the Azure LLM code trace (arrival, prompt P, generated G per request; default path
--- ../shared/datasets/AzureLLMInferenceTrace_code.csv, 8819 requests).  When it is not readable,
--- a synthetic stream of the same shape: lognormal P (mean 2048, median 1469), lognormal G
+-- ../shared/datasets/AzureLLMInferenceTrace_code.csv, 8819 requests).  When that default is not
+-- readable (a -D trace that is not readable is an error naming it), a synthetic stream of the same shape: lognormal P (mean 2048, median 1469), lognormal G
 -- (mean 28, median 13), clamped to the trace's largest (7437, 1899), Poisson arrivals at the
 -- trace's 2.57 req/s.  rate_scale multiplies the
 -- arrival rate (default 2: 5.1 req/s; the KV budget is not exhausted, no request fails).
@@ -41,6 +41,9 @@ local gen_fixed = dkv.param("gen", nil, "fixed generation length in tokens (nil:
 local max_gen = dkv.param("max_gen", 256, "generation cap, tokens")
 local reserve = dkv.param("reserve", "gen", "static reservation: gen (the request's generation) or model (the model's max_len)")
 assert(reserve == "gen" or reserve == "model", "-D reserve: gen or model")
+if gen_fixed ~= "trace" and not (math.type(gen_fixed) == "integer" and gen_fixed > 0) then
+  error("-D gen=" .. tostring(gen_fixed) .. ": expects trace or a whole number of tokens > 0", 0)
+end
 local gc_delay = dkv.param("gc_delay", 1.0, "caching allocator: seconds before cached blocks are released")
 local stride = dkv.param("stride", 16, "record memory every this many steps")
 local block_tokens = dkv.param("block_tokens", 256, "tokens per KV block")
@@ -58,6 +61,8 @@ local max_len = dkv.preset.model(model_name).max_len
 local req, msg = dkv.mem.requests{file = trace, first_n = n, rate_scale = rate_scale}
 local source = trace
 if not req then
+  -- only the default trace (outside the repository) falls back; a -D trace that cannot be read is an error
+  if dkv.params.trace ~= nil then error("-D trace=" .. trace .. ": " .. tostring(msg), 0) end
   print("note: " .. msg .. "; using a synthetic stream of the Azure code trace's shape")
   req = dkv.mem.requests{synth = {n = (n > 0 and n or 8819), rate = 2.567 * rate_scale, seed = 1},
                          prompt_max = 7437, gen_max = 1899}

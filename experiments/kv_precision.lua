@@ -51,5 +51,8 @@ for _, gname in ipairs{"rtx4090", "l40s", "a100-80g", "h200"} do
   end
 end
 dkv.write_run("kv_precision_table", {params = {n = n, prompt = prompt, gen = gen, block = block},
-                                     tables = {rows = cols}})
+                                     tables = {rows = {columns = cols,
+                                                       units = {kv_mib_per_req = "MiB", peak_kv_gib = "GiB",
+                                                                tokens_per_s = "tokens/s", latency_p99_s = "s",
+                                                                mean_batch = "requests", n_done = "requests"}}}})
 print("claims: fp16 KV under mixed precision (Flash-dLLM); FP8 KV (dLLM-Serve future work)")

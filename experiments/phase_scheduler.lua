@@ -7,7 +7,8 @@
 -- Two workloads, LLaDA-8B, dual cache, block pool, each GPU preset's dLLM-Serve budgets:
 --   azure    the Azure LLM code trace (all 8,819 requests, or the first n; prompts clamped to 3072 and generations
 --            to 1024 so the canvas fits LLaDA's 4096; generations rounded up to 32-token blocks),
---            at its own rate and 4x faster (contention);
+--            at its own rate and 4x faster (contention); the default trace falls back to
+--            datasets/workloads/azure_sample.csv when it is not readable, a -D trace that is not is an error;
 --   serve    dLLM-Serve's shape: Poisson arrivals, prompt 512, generation 256, at 0.5-4 req/s.
 -- Every run is saved (runs "phase:<condition>,kind=<scheduler>"); the table gives each
 -- scheduler's throughput and P99 latency and the ratios phase/fcfs and phase/static.
@@ -16,7 +17,11 @@ local sweep = require "sweep"
 
 local trace = dkv.param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv", "the Azure LLM code trace")
 local n = dkv.param("n", 0, "requests of the trace (0: all)")
-if not pcall(dkv.simulate, {model = "tiny", gpu = "h200", workload = {file = trace, first_n = 1}}) then
+-- the default trace (outside the repository) falls back to the sample when absent; a -D trace that cannot be
+-- read is an error naming it, never a silent substitute
+local ok_trace, trace_err = pcall(dkv.simulate, {model = "tiny", gpu = "h200", workload = {file = trace, first_n = 1}})
+if not ok_trace then
+  if dkv.params.trace ~= nil then error("-D trace=" .. trace .. ": " .. tostring(trace_err):gsub("\n.*", ""), 0) end
   print("note: " .. trace .. " not readable; using datasets/workloads/azure_sample.csv")
   trace = "datasets/workloads/azure_sample.csv"
 end

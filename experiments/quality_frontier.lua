@@ -182,4 +182,10 @@ if #failed > 0 then print(string.format("FAILED points (left out of the tables):
 dkv.write_run("quality", {params = {full = full, block = block, prompts = P, targets = T, weights = W,
                                     backend = backend, device = device, bf16_activations = emulate,
                                     failed = table.concat(failed, ",")},
-                          tables = {points = Q, requests = RQ, positions = POS}})
+                          tables = {points = {columns = Q,
+                                              units = {peak_kv_bytes = "bytes", peak_host_bytes = "bytes",
+                                                       pcie_bytes = "bytes", [tcol] = "s", tokens = "tokens",
+                                                       bits_per_byte = "bits/byte", bpb_delta = "bits/byte",
+                                                       bpb_delta_se = "bits/byte"}},
+                                    requests = {columns = RQ, units = {bits_per_byte = "bits/byte"}},
+                                    positions = POS}})

@@ -11,12 +11,18 @@
 --
 --   dkv run experiments/short_requests.lua [-D trace=PATH] [-D n=1000] [-D model=llada-8b]
 --       [-D gpu=h200] [-D rate_scale=1]
+-- The default trace (../shared/datasets/AzureLLMInferenceTrace_code.csv) falls back to
+-- datasets/workloads/azure_sample.csv when it is not readable; a -D trace that is not is an error.
 local dkv = require("dkv")
 
 local model, gpu = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
 local n, rate_scale = dkv.param("n", 1000, "requests of the trace"), dkv.param("rate_scale", 1, "arrival rate multiplier of the trace")
 local trace = dkv.param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv", "workload trace file")
-if not pcall(dkv.simulate, {model = "tiny", gpu = gpu, workload = {file = trace, first_n = 1}}) then
+-- the default trace (outside the repository) falls back to the sample when absent; a -D trace that cannot be
+-- read is an error naming it, never a silent substitute
+local ok_trace, trace_err = pcall(dkv.simulate, {model = "tiny", gpu = gpu, workload = {file = trace, first_n = 1}})
+if not ok_trace then
+  if dkv.params.trace ~= nil then error("-D trace=" .. trace .. ": " .. tostring(trace_err):gsub("\n.*", ""), 0) end
   print("note: " .. trace .. " not readable; using datasets/workloads/azure_sample.csv")
   trace = "datasets/workloads/azure_sample.csv"
 end
