@@ -12,7 +12,7 @@
 local dkv = require("dkv")
 
 local model, gpu = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "a100-80g", "GPU preset (datasets/presets/gpu/)")
-local n, prompt, gen, block = dkv.param("n", 128, "requests (all at once)"), dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request"), dkv.param("block", 32, "block length in tokens (tokens decoded per block)")
+local n, prompt, gen, block = dkv.param("n", 128, "requests (all at once)", {integer = true, min = 1}), dkv.param("prompt", 512, "prompt tokens per request", {integer = true, min = 1}), dkv.param("gen", 256, "generated tokens per request", {integer = true, min = 1}), dkv.param("block", 32, "block length in tokens (tokens decoded per block)", {integer = true, min = 1})
 local GiB = 2 ^ 30
 
 local function sim(gname, cache, seqs, nreq)

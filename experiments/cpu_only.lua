@@ -11,12 +11,12 @@
 --   dkv run experiments/cpu_only.lua [-D n=8] [-D prompt=512] [-D gen=256] [-D bw=250e9] [-D flops=50e12]
 local dkv = require("dkv")
 
-local n, prompt, gen = dkv.param("n", 8, "number of requests"), dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request")
+local n, prompt, gen = dkv.param("n", 8, "number of requests", {integer = true, min = 2}), dkv.param("prompt", 512, "prompt tokens per request", {integer = true, min = 1}), dkv.param("gen", 256, "generated tokens per request", {integer = true, min = 1})
 local GiB = 2 ^ 30
 
 local cpu = {
   base = "h200", name = "cpu-socket (assumed)", profile = "",   -- a roofline, not the H200's measured kernels
-  hbm_bytes = 512 * GiB, hbm_bw = dkv.param("bw", 250e9, "assumed CPU memory bandwidth, bytes/s"), flops_bf16 = dkv.param("flops", 50e12, "assumed CPU bf16 rate, FLOP/s"), flops_fp32 = 8e12,
+  hbm_bytes = 512 * GiB, hbm_bw = dkv.param("bw", 250e9, "assumed CPU memory bandwidth, bytes/s", {min = 1}), flops_bf16 = dkv.param("flops", 50e12, "assumed CPU bf16 rate, FLOP/s", {min = 1}), flops_fp32 = 8e12,
   pcie_h2d_pinned = 250e9, pcie_d2h_pinned = 250e9, pcie_bidir_pinned = 250e9,
   pcie_h2d_pageable = 250e9, pcie_d2h_pageable = 250e9,
   launch_overhead_s = 5e-6, malloc_s = 1e-6, free_s = 1e-6, cost_per_hour = 2.0,

@@ -7,9 +7,9 @@
 local dkv = require "dkv"
 
 local cache = dkv.param("cache", "dual", "cache mode: none, prefix, dual or sparse")
-local prompt = dkv.param("prompt", 192, "prompt tokens (random ids)")
-local gen = dkv.param("gen", 64, "generated tokens (a multiple of block)")
-local block = dkv.param("block", 32, "block length; steps per block = block (one token per step)")
+local prompt = dkv.param("prompt", 192, "prompt tokens (random ids)", {integer = true, min = 1})
+local gen = dkv.param("gen", 64, "generated tokens (a multiple of block)", {integer = true, min = 1})
+local block = dkv.param("block", 32, "block length; steps per block = block (one token per step)", {integer = true, min = 1})
 local r, dev = dkv.execute({model = "tiny-dllm", gpu = "h200",
                             workload = {kind = "fixed", n = 1, interval_s = 0, prompt = prompt, gen = gen},
                             decode = {cache = cache, block_len = block}, mem = {capacity_bytes = 64 * 2 ^ 20}},

@@ -13,8 +13,8 @@
 local dkv = require("dkv")
 
 local model, gpu = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
-local n, rate = dkv.param("n", 300, "number of requests"), dkv.param("rate", 4, "Poisson arrival rate, requests/s")
-local prompt, gen, block = dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 128, "generated tokens per request"), dkv.param("block", 32, "block length in tokens (tokens decoded per block)")
+local n, rate = dkv.param("n", 300, "number of requests", {integer = true, min = 1}), dkv.param("rate", 4, "Poisson arrival rate, requests/s")
+local prompt, gen, block = dkv.param("prompt", 512, "prompt tokens per request", {integer = true, min = 1}), dkv.param("gen", 128, "generated tokens per request", {integer = true, min = 1}), dkv.param("block", 32, "block length in tokens (tokens decoded per block)", {integer = true, min = 1})
 
 local steps = {{name = "fixed 32", min = 32, max = 32}, {name = "fixed 4", min = 4, max = 4},
                {name = "drawn 4..32", min = 4, max = 32}}

@@ -35,7 +35,7 @@ local dkv = require("dkv")
 
 local model_name, gpu_name = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
 local trace = dkv.param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv", "workload trace file")
-local n = dkv.param("n", 0, "requests of the trace (0: all)")
+local n = dkv.param("n", 0, "requests of the trace (0: all)", {integer = true, min = 0})
 local rate_scale = dkv.param("rate_scale", 2, "arrival rate multiplier of the trace")
 local gen_fixed = dkv.param("gen", nil, "fixed generation length in tokens (nil: each request's own from the trace)") or "trace"
 local max_gen = dkv.param("max_gen", 256, "generation cap, tokens")
@@ -46,7 +46,7 @@ if gen_fixed ~= "trace" and not (math.type(gen_fixed) == "integer" and gen_fixed
 end
 local gc_delay = dkv.param("gc_delay", 1.0, "caching allocator: seconds before cached blocks are released")
 local stride = dkv.param("stride", 16, "record memory every this many steps")
-local block_tokens = dkv.param("block_tokens", 256, "tokens per KV block")
+local block_tokens = dkv.param("block_tokens", 256, "tokens per KV block", {integer = true, min = 1})
 local block_len = 32
 
 local mi = dkv.model_info(model_name)

@@ -20,7 +20,7 @@
 local dkv = require "dkv"
 local sweep = require "sweep"
 
-local n = dkv.param("n", 160, "requests per run")
+local n = dkv.param("n", 160, "requests per run", {integer = true, min = 1})
 local rate = dkv.param("rate", 4, "Poisson arrival rate, requests/s")
 local gpus = {"h200", "a100-80g"}
 local hosts = {0, 0.01, 0.03}

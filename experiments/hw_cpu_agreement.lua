@@ -45,8 +45,8 @@ local modes = dkv.param("modes", "none,prefix,dual,sparse_head,sparse_shared",
                         "the same projection)")
 local standin = dkv.param("standin", false, "use the CPU backend with bf16 activations as the second backend")
 local rho = dkv.param("rho", 0.5, "retention ratio of the sparse modes")
-local steps = dkv.param("steps", 32, "steps per 32-token block (32: one token a step; test_backend_tiny uses 8)")
-local gen = dkv.param("gen", 0, "generated tokens of prompts without a gen field (0: the file's own)")
+local steps = dkv.param("steps", 32, "steps per 32-token block (32: one token a step; test_backend_tiny uses 8)", {integer = true, min = 1})
+local gen = dkv.param("gen", 0, "generated tokens of prompts without a gen field (0: the file's own)", {integer = true, min = 0})
 local W = "datasets/models/tiny-dllm/model.safetensors"
 local TOL_REL = 4 / 256
 local TOL_SEL = 48 / 256   -- selection ties: -margin <= TOL_SEL * mag

@@ -10,7 +10,7 @@
 --   dkv run experiments/kv_precision.lua [-D n=96] [-D prompt=1024] [-D gen=256] [-D block=32]
 local dkv = require("dkv")
 
-local n, prompt, gen, block = dkv.param("n", 96, "requests (all at once)"), dkv.param("prompt", 1024, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request"), dkv.param("block", 32, "block length in tokens (tokens decoded per block)")
+local n, prompt, gen, block = dkv.param("n", 96, "requests (all at once)", {integer = true, min = 1}), dkv.param("prompt", 1024, "prompt tokens per request", {integer = true, min = 1}), dkv.param("gen", 256, "generated tokens per request", {integer = true, min = 1}), dkv.param("block", 32, "block length in tokens (tokens decoded per block)", {integer = true, min = 1})
 local GiB, MiB = 2 ^ 30, 2 ^ 20
 
 print(string.format("KV precision: %d x (P=%d, G=%d) at once, dual cache, B=%d (simulated; bytes only)", n, prompt,

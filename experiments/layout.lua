@@ -18,8 +18,8 @@ local dkv = require("dkv")
 
 local model = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)")
 local gpu_name = dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
-local n, prompt, gen = dkv.param("n", 8, "number of requests"), dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request")
-local block, block_tokens = dkv.param("block", 32, "block length in tokens (tokens decoded per block)"), dkv.param("block_tokens", 32, "tokens per KV block")
+local n, prompt, gen = dkv.param("n", 8, "number of requests", {integer = true, min = 1}), dkv.param("prompt", 512, "prompt tokens per request", {integer = true, min = 1}), dkv.param("gen", 256, "generated tokens per request", {integer = true, min = 1})
+local block, block_tokens = dkv.param("block", 32, "block length in tokens (tokens decoded per block)", {integer = true, min = 1}), dkv.param("block_tokens", 32, "tokens per KV block", {integer = true, min = 1})
 
 -- the curve the h200 preset carried until 2026-12-01: an assumption, not a measurement
 local assumed = {

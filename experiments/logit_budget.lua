@@ -16,8 +16,8 @@ local dkv = require("dkv")
 
 local model = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)")
 local gpu = dkv.param("gpu", "a100-80g", "GPU preset (datasets/presets/gpu/)")
-local n, prompt, gen = dkv.param("n", 32, "requests in the simulated batch"), dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request")
-local block, cache = dkv.param("block", 32, "block length in tokens (tokens decoded per block)"), dkv.param("cache", "dual", "decode cache: none, prefix, dual or sparse")
+local n, prompt, gen = dkv.param("n", 32, "requests in the simulated batch", {integer = true, min = 1}), dkv.param("prompt", 512, "prompt tokens per request", {integer = true, min = 1}), dkv.param("gen", 256, "generated tokens per request", {integer = true, min = 1})
+local block, cache = dkv.param("block", 32, "block length in tokens (tokens decoded per block)", {integer = true, min = 1}), dkv.param("cache", "dual", "decode cache: none, prefix, dual or sparse")
 local GiB = 2 ^ 30
 
 -- ---------------------------------------------------------------- part 1: budget rules per preset

@@ -18,9 +18,9 @@
 local dkv = require "dkv"
 local sweep = require "sweep"
 
-local seqs = dkv.param("seqs", 8, "max requests per instance (max_num_seqs)")
+local seqs = dkv.param("seqs", 8, "max requests per instance (max_num_seqs)", {integer = true, min = 1})
 local rate = dkv.param("rate", 4, "Poisson arrival rate, requests/s")
-local n = dkv.param("n", 400, "requests")
+local n = dkv.param("n", 400, "requests", {integer = true, min = 1})
 local hosts = {0, dkv.param("host", 0.03, "per-step host time of an instance, s (the grid also runs 0)")}
 
 local rows = sweep{

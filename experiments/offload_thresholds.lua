@@ -17,10 +17,10 @@
 local dkv = require("dkv")
 
 local model, gpu = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
-local batch_n = dkv.param("n", nil, "requests in the batch (nil: batches of 1 and 4)")
+local batch_n = dkv.param("n", nil, "requests in the batch (nil: batches of 1 and 4)", {integer = true, min = 1})
 local batches = batch_n and {batch_n} or {1, 4}
-local prompt, gen = dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request")
-local block, cache, ratio = dkv.param("block", 32, "block length in tokens (tokens decoded per block)"), dkv.param("cache", "dual", "decode cache: none, prefix, dual or sparse"), dkv.param("ratio", 0.3, "low-rank ratio of the middle offload third")
+local prompt, gen = dkv.param("prompt", 512, "prompt tokens per request", {integer = true, min = 1}), dkv.param("gen", 256, "generated tokens per request", {integer = true, min = 1})
+local block, cache, ratio = dkv.param("block", 32, "block length in tokens (tokens decoded per block)", {integer = true, min = 1}), dkv.param("cache", "dual", "decode cache: none, prefix, dual or sparse"), dkv.param("ratio", 0.3, "low-rank ratio of the middle offload third")
 
 local GiB = 2 ^ 30
 local variants = {

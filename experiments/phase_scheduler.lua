@@ -16,7 +16,7 @@ local dkv = require "dkv"
 local sweep = require "sweep"
 
 local trace = dkv.param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv", "the Azure LLM code trace")
-local n = dkv.param("n", 0, "requests of the trace (0: all)")
+local n = dkv.param("n", 0, "requests of the trace (0: all)", {integer = true, min = 0})
 -- the default trace (outside the repository) falls back to the sample when absent; a -D trace that cannot be
 -- read is an error naming it, never a silent substitute
 local ok_trace, trace_err = pcall(dkv.simulate, {model = "tiny", gpu = "h200", workload = {file = trace, first_n = 1}})

@@ -26,7 +26,7 @@
 local dkv = require "dkv"
 
 local full = dkv.param("full", false, "every point on the 8 held-out prompts (false: a subset on 2)")
-local block = dkv.param("block", 32, "block length (one token per step: steps = block)")
+local block = dkv.param("block", 32, "block length (one token per step: steps = block)", {integer = true, min = 1})
 local W = dkv.param("weights", "datasets/models/tiny-dllm/model.safetensors", "tiny dLLM weights")
 local only = dkv.param("only", "", "comma-separated point names to run (empty: all; 'none' is always run)")
 local backend = dkv.param("backend", "cpu", "the backend that executes every point: cpu or cuda")

@@ -19,11 +19,8 @@ local GiB = 2 ^ 30
 local gpu = dkv.param("gpu", "rtx4090", "GPU preset (the memory-tight card dLLM-Serve targets)")
 local model = dkv.param("model", "llada-8b", "model preset")
 local trace = dkv.param("trace", "datasets/workloads/azure_sample.csv", "workload trace file")
-local n = dkv.param("n", 48, "requests of the trace")
+local n = dkv.param("n", 48, "requests of the trace", {integer = true, min = 1})
 local load = dkv.param("load", 4, "arrival rate multiplier of the trace")
-if math.type(n) ~= "integer" or n < 1 then   -- a count, not any number: say so here, not in a format error later
-  error(string.format("-D n=%s: the number of requests is a whole number, 1 or more", tostring(n)), 0)
-end
 
 local function row(cols, widths)
   local out = {}

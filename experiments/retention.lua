@@ -16,7 +16,7 @@
 local dkv = require("dkv")
 
 local gpu = dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
-local n, prompt, gen, block = dkv.param("n", 8, "number of requests"), dkv.param("prompt", 512, "prompt tokens per request"), dkv.param("gen", 256, "generated tokens per request"), dkv.param("block", 32, "block length in tokens (tokens decoded per block)")
+local n, prompt, gen, block = dkv.param("n", 8, "number of requests", {integer = true, min = 1}), dkv.param("prompt", 512, "prompt tokens per request", {integer = true, min = 1}), dkv.param("gen", 256, "generated tokens per request", {integer = true, min = 1}), dkv.param("block", 32, "block length in tokens (tokens decoded per block)", {integer = true, min = 1})
 local models = {}
 for m in tostring(dkv.param("models", "llada-8b,dream-7b", "comma-separated model presets")):gmatch("[^,]+") do models[#models + 1] = m end
 

@@ -16,7 +16,7 @@
 local dkv = require("dkv")
 
 local model, gpu = dkv.param("model", "llada-8b", "model preset (datasets/presets/model/)"), dkv.param("gpu", "h200", "GPU preset (datasets/presets/gpu/)")
-local n, rate_scale = dkv.param("n", 1000, "requests of the trace"), dkv.param("rate_scale", 1, "arrival rate multiplier of the trace")
+local n, rate_scale = dkv.param("n", 1000, "requests of the trace", {integer = true, min = 1}), dkv.param("rate_scale", 1, "arrival rate multiplier of the trace")
 local trace = dkv.param("trace", "../shared/datasets/AzureLLMInferenceTrace_code.csv", "workload trace file")
 -- the default trace (outside the repository) falls back to the sample when absent; a -D trace that cannot be
 -- read is an error naming it, never a silent substitute

@@ -13,8 +13,8 @@ local dkv = require "dkv"
 local prompts = dkv.param("prompts", "datasets/workloads/tiny_prompts.jsonl", "prompts file (JSONL: text or tokens)")
 local weights = dkv.param("weights", "datasets/models/tiny-dllm/model.safetensors", "the tiny dLLM's safetensors")
 local cache = dkv.param("cache", "dual", "cache mode: none, prefix or dual")
-local gen = dkv.param("gen", 64, "generated tokens per request (a line's own gen wins)")
-local steps = dkv.param("steps", 32, "denoising steps per block of 32")
+local gen = dkv.param("gen", 64, "generated tokens per request (a line's own gen wins)", {integer = true, min = 1})
+local steps = dkv.param("steps", 32, "denoising steps per block of 32", {integer = true, min = 1})
 local cfg = {model = "tiny-dllm", gpu = "h200", seed = 1,
              decode = {cache = cache, block_len = 32, steps = steps},
              workload = {prompts = {file = prompts, gen = gen}}}

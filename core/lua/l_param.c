@@ -5,7 +5,9 @@
 #include "lua/lua_modules.h"
 
 #include <lauxlib.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +238,64 @@ int dkv_lua_param_check_end(lua_State *L)
 }
 
 /* dkv.param(name, default, help) -> the -D value (checked against the default's type) or default */
+/* dkv.param's fourth argument: only the keys integer, min, max; min and max numbers. */
+static void check_keys(lua_State *L, int ck)
+{
+    lua_pushnil(L);
+    while (lua_next(L, ck)) {
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+        if (strcmp(k, "integer") && strcmp(k, "min") && strcmp(k, "max"))
+            luaL_error(L, "dkv.param: unknown check key '%s' (integer, min, max)", k);
+        if (strcmp(k, "integer") && lua_type(L, -1) != LUA_TNUMBER)
+            luaL_error(L, "dkv.param: check.%s must be a number", k);
+        lua_pop(L, 1);
+    }
+}
+
+static bool check_integer(lua_State *L, int ck)
+{
+    lua_getfield(L, ck, "integer");
+    bool r = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return r;
+}
+
+/* Whether the number at index i passes the check at ck (a whole number when integer; within min and max). */
+static bool check_number(lua_State *L, int ck, int i)
+{
+    if (lua_type(L, i) != LUA_TNUMBER)
+        return false;
+    double x = lua_tonumber(L, i);
+    if (check_integer(L, ck) && !(x == floor(x) && fabs(x) < 9.0e15))
+        return false;
+    bool ok = x == x;
+    lua_getfield(L, ck, "min");
+    ok = ok && (lua_isnil(L, -1) || x >= lua_tonumber(L, -1));
+    lua_getfield(L, ck, "max");
+    ok = ok && (lua_isnil(L, -1) || x <= lua_tonumber(L, -1));
+    lua_pop(L, 2);
+    return ok;
+}
+
+/* "a whole number >= 1", "a number in [0, 1]", ... */
+static void check_text(lua_State *L, int ck, char *out, size_t n)
+{
+    lua_getfield(L, ck, "min");
+    lua_getfield(L, ck, "max");
+    bool lo = !lua_isnil(L, -2), hi = !lua_isnil(L, -1);
+    double a = lo ? lua_tonumber(L, -2) : 0, b = hi ? lua_tonumber(L, -1) : 0;
+    lua_pop(L, 2);
+    const char *what = check_integer(L, ck) ? "a whole number" : "a number";
+    if (lo && hi)
+        snprintf(out, n, "%s in [%.15g, %.15g]", what, a, b);
+    else if (lo)
+        snprintf(out, n, "%s >= %.15g", what, a);
+    else if (hi)
+        snprintf(out, n, "%s <= %.15g", what, b);
+    else
+        snprintf(out, n, "%s", what);
+}
+
 static int l_param(lua_State *L)
 {
     const char *name = luaL_checkstring(L, 1);
@@ -250,9 +310,16 @@ static int l_param(lua_State *L)
         ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     }
     luaL_argcheck(L, ok, 1, "a parameter name is 1-64 of A-Z a-z 0-9 _, not starting with a digit");
-    lua_settop(L, 3);
+    lua_settop(L, 4);
+    int ck = lua_type(L, 4) == LUA_TNIL ? 0 : 4;   /* {integer = true, min = x, max = y}: a number's bounds */
+    luaL_argcheck(L, !ck || lua_type(L, 4) == LUA_TTABLE, 4, "the check is a table {integer =, min =, max =}");
+    luaL_argcheck(L, !ck || dt == LUA_TNUMBER || dt == LUA_TNIL, 4, "a check needs a number (or nil) default");
+    if (ck)
+        check_keys(L, ck);
+    if (ck && dt == LUA_TNUMBER && !check_number(L, ck, 2))
+        return luaL_argerror(L, 2, "the default does not pass the parameter's own check");
     push_state(L);
-    int state = 4;
+    int state = 5;
     /* declared before?  the same default is fine (a library required twice), another is an error */
     lua_getfield(L, state, "declared");
     int declared = lua_gettop(L);
@@ -293,6 +360,17 @@ static int l_param(lua_State *L)
         return 1;
     }
     int v = lua_gettop(L);
+    if (ck && (vt != LUA_TNUMBER || !check_number(L, ck, v))) {   /* a count that is 2.5, a size below 0, ... */
+        const char *given = luaL_tolstring(L, v, NULL);
+        char want[160];
+        check_text(L, ck, want, sizeof want);
+        const char *dflt = luaL_tolstring(L, 2, NULL);
+        return usage_error(L, "-D %s=%s: parameter '%s' expects %s (default %s)", name, given, name, want, dflt);
+    }
+    if (ck && lua_isnumber(L, v) && !lua_isinteger(L, v) && check_integer(L, ck)) {   /* 3.0 given: the integer 3 */
+        lua_pushinteger(L, (lua_Integer)lua_tonumber(L, v));
+        return 1;
+    }
     if ((dt == LUA_TNUMBER && vt != LUA_TNUMBER) || (dt == LUA_TBOOLEAN && vt != LUA_TBOOLEAN)) {
         const char *given = luaL_tolstring(L, v, NULL);   /* a copy: the value itself stays as it is */
         const char *dflt = luaL_tolstring(L, 2, NULL);

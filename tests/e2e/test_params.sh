@@ -15,7 +15,27 @@ grep -qF -- "-D laod=8: experiments/quickstart.lua has no parameter 'laod' (did 
 [ ! -e "$T/q.h5" ] && [ ! -e "$T/q.h5.tmp" ] && [ ! -e "$T/q.h5.partial" ] || fail "no file after a usage error"
 
 "$DKV" run experiments/quickstart.lua -o "$T/q.h5" -D n=abc >/dev/null 2>"$T/err.txt"; rc=$?
-[ $rc = 2 ] && grep -qF -- "-D n=abc: parameter 'n' expects a number (default 48)" "$T/err.txt" || fail "type: $rc $(cat "$T/err.txt")"
+[ $rc = 2 ] && grep -qF -- "-D n=abc: parameter 'n' expects a whole number >= 1 (default 48)" "$T/err.txt" || fail "type: $rc $(cat "$T/err.txt")"
+# a declared check (dkv.param's fourth argument, since session 51): a count that is 2.5 or 0 is a usage error naming
+# the -D, not a format error or a cfg error later; 3.0 is the integer 3
+for v in 2.5 0 -4; do
+    "$DKV" run experiments/quickstart.lua -o "$T/q.h5" -D n=$v >/dev/null 2>"$T/err.txt"; rc=$?
+    [ $rc = 2 ] && grep -qF -- "-D n=$v: parameter 'n' expects a whole number >= 1 (default 48)" "$T/err.txt" ||
+        fail "-D n=$v: $rc $(cat "$T/err.txt")"
+done
+cat >"$T/chk.lua" <<'LUA'
+local dkv = require "dkv"
+local n = dkv.param("n", 8, "a count", {integer = true, min = 1})
+assert(math.type(n) == "integer", math.type(n))
+local ok, e = pcall(dkv.param, "m", 0, "bad default", {min = 1})
+assert(not ok and e:find("the default does not pass"), e)
+ok, e = pcall(dkv.param, "k", 1, "bad key", {minimum = 1})
+assert(not ok and e:find("unknown check key 'minimum'"), e)
+print("checks ok", n)
+LUA
+out=$("$DKV" run "$T/chk.lua" -D n=3.0 2>&1) && grep -q "^checks ok	3$" <<<"$out" || fail "dkv.param checks: $out"
+"$DKV" run "$T/chk.lua" -D n=0.5 >/dev/null 2>"$T/err.txt"; rc=$?
+[ $rc = 2 ] && grep -qF -- "-D n=0.5: parameter 'n' expects a whole number >= 1 (default 8)" "$T/err.txt" || fail "0.5: $(cat "$T/err.txt")"
 
 # valid names behave as before
 "$DKV" run experiments/quickstart.lua -q -o "$T/q.h5" -D gpu=l40s -D n=4 -D load=2 >"$T/out.txt" 2>&1 || fail "valid -D: $(cat "$T/out.txt")"
