@@ -10,7 +10,7 @@ replacing(path, mode="w", inputs=()): a context manager giving a file to write P
     cannot write: <why>"): PATH the same file as one of INPUTS (the command would replace what it reads), and a
     PATH.tmp that already exists (another run's, or a user's file: it is never overwritten nor removed).
 write_text(path, text, inputs=()): replacing(path, inputs=inputs) with TEXT written.
-arg_parser(**kw): script_io.arg_parser(**kw) whose usage errors (an unknown option, a missing
+arg_parser(**kw): argparse.ArgumentParser(allow_abbrev=False, **kw) whose usage errors (an unknown option, a missing
     or bad value) are one stderr line, "PROG: MESSAGE (try --help)", exit 2, as the scripts' own errors are, instead of
     argparse's usage line plus message; its subparsers are the same kind.
 open_h5(path, die, need=("runs",)): h5py.File(PATH, "r") whose root holds every group of NEED; otherwise
@@ -37,14 +37,13 @@ unknown_options(prog, args, known=(), takes=()): exits 2 with "PROG: unknown opt
     TAKES (options that take a value, whose value is skipped).  For the scripts that read their own argv, so that a
     misspelled option is not taken for a file name.
 """
+import argparse
 import contextlib
 import errno
 import os
 import re
 import stat
 import sys
-
-import script_io  # noqa: E402  (arg_parser: one-line usage errors; the script's folder is on sys.path)
 
 
 @contextlib.contextmanager
@@ -192,14 +191,12 @@ def figure_path(path):
     return path if os.path.splitext(path)[1] else path + ".png"
 
 
+class _OneLine(argparse.ArgumentParser):
+    def error(self, message):
+        sys.stderr.write("%s: %s (try --help)\n" % (self.prog, message))
+        sys.exit(2)
+
+
 def arg_parser(**kw):
-    import argparse
-    import sys
-
-    class OneLine(argparse.ArgumentParser):
-        def error(self, message):
-            sys.stderr.write("%s: %s (try --help)\n" % (self.prog, message))
-            sys.exit(2)
-
     kw.setdefault("allow_abbrev", False)
-    return OneLine(**kw)
+    return _OneLine(**kw)

@@ -1,7 +1,6 @@
 /* calib.c - measurements for calibration (runs, bwcurve text) and the fits (calib.h). */
 #include "analysis/calib_impl.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,9 +327,10 @@ done:
 
 dkv_status dkv_calib_add_bwcurve(dkv_calib *c, const char *path, dkv_err *err)
 {
-    FILE *fp = dkv_fopen_input(path, err);
-    if (!fp)
-        return err ? err->code : DKV_ENOENT;
+    FILE *fp;
+    dkv_status ost = dkv_fopen_input(path, &fp, err);
+    if (ost != DKV_OK)
+        return ost;
     char line[512];
     long lineno = 0;
     size_t added = 0;

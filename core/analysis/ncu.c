@@ -2,7 +2,6 @@
 #include "analysis/ncu.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -351,9 +350,10 @@ dkv_status dkv_ncu_read(const char *path, dkv_ncu_kernel **out, size_t *n, dkv_e
 {
     *out = NULL;
     *n = 0;
-    FILE *fp = dkv_fopen_input(path, err);
-    if (!fp)
-        return err ? err->code : DKV_ENOENT;
+    FILE *fp;
+    dkv_status ost = dkv_fopen_input(path, &fp, err);
+    if (ost != DKV_OK)
+        return ost;
     reader r = {0};
     char *line = NULL, *f[MAX_FIELDS];
     size_t cap = 0;

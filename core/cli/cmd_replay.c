@@ -147,7 +147,6 @@ static bool parse_option(replay_args *a, const char *opt, const char *v, bool *k
     return ok;
 }
 
-/* The command line into *a: -1 to go on, else the exit code (help, usage error). */
 /* An option of another kind of manager cannot take effect: a usage error naming it, not a silent default. */
 static bool kind_options_ok(const replay_args *a)
 {
@@ -167,6 +166,7 @@ static bool kind_options_ok(const replay_args *a)
     return true;
 }
 
+/* The command line into *a: -1 to go on, else the exit code (help, usage error). */
 static int parse_args(int argc, char **argv, replay_args *a)
 {
     memset(a, 0, sizeof *a);

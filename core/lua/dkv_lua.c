@@ -3,7 +3,6 @@
 #include "dkv_commit.h"
 #include "lua/dkv_lua.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <lauxlib.h>
 #include <lualib.h>
@@ -667,9 +666,10 @@ static dkv_status run_loaded(dkv_lua *s, int rc, dkv_err *err)
 
 dkv_status dkv_lua_run_file(dkv_lua *s, const char *path, dkv_err *err)
 {
-    FILE *fp = dkv_fopen_input(path, err);
-    if (!fp)
-        return err ? err->code : DKV_ENOENT;
+    FILE *fp;
+    dkv_status ost = dkv_fopen_input(path, &fp, err);
+    if (ost != DKV_OK)
+        return ost;
     size_t cap = 1 << 16, n = 0;
     char *text = malloc(cap);
     size_t k;
@@ -693,13 +693,10 @@ dkv_status dkv_lua_run_file(dkv_lua *s, const char *path, dkv_err *err)
         return dkv_err_set(err, DKV_EIO, "%s: read error", path);
     }
     text[n] = '\0';
-    const char *nul = memchr(text, '\0', n);
-    if (nul) {   /* the loader would stop there: the rest of the script would silently not run */
-        size_t off = (size_t)(nul - text), line = 1;
-        for (size_t i = 0; i < off; i++)
-            line += text[i] == '\n';
+    dkv_status nst = dkv_text_check_nul(path, text, n, err);   /* the loader would stop at one: the rest unrun */
+    if (nst != DKV_OK) {
         free(text);
-        return dkv_err_set(err, DKV_EFORMAT, "%s:%zu: a NUL byte at offset %zu: not a text file", path, line, off);
+        return nst;
     }
     free(s->script_text);
     free(s->script_path);

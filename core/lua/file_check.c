@@ -2,7 +2,6 @@
  * (dkv compare --calibration) must be text, load as a Lua data file and pass the preset checks. */
 #include "lua/dkv_lua.h"
 
-#include <errno.h>
 #include <lauxlib.h>
 #include <lualib.h>
 #include <stdio.h>
@@ -15,8 +14,8 @@
 /* Reads the whole file (at most max bytes); refuses NUL bytes (binary data). */
 static char *read_text(const char *path, size_t max, size_t *len, dkv_err *err)
 {
-    FILE *fp = dkv_fopen_input(path, err);
-    if (!fp)
+    FILE *fp;
+    if (dkv_fopen_input(path, &fp, err) != DKV_OK)
         return NULL;
     char *buf = malloc(max + 1);
     size_t n = buf ? fread(buf, 1, max + 1, fp) : 0;
@@ -29,12 +28,7 @@ static char *read_text(const char *path, size_t max, size_t *len, dkv_err *err)
         return NULL;
     }
     buf[n] = '\0';
-    const char *nul = memchr(buf, '\0', n);
-    if (nul) {
-        size_t off = (size_t)(nul - buf), line = 1;
-        for (size_t i = 0; i < off; i++)
-            line += buf[i] == '\n';
-        dkv_err_set(err, DKV_EFORMAT, "%s:%zu: a NUL byte at offset %zu: not a text file", path, line, off);
+    if (dkv_text_check_nul(path, buf, n, err) != DKV_OK) {
         free(buf);
         return NULL;
     }

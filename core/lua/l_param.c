@@ -237,7 +237,6 @@ int dkv_lua_param_check_end(lua_State *L)
     return check_given(L);
 }
 
-/* dkv.param(name, default, help) -> the -D value (checked against the default's type) or default */
 /* dkv.param's fourth argument: only the keys integer, min, max; min and max numbers. */
 static void check_keys(lua_State *L, int ck)
 {
@@ -296,6 +295,8 @@ static void check_text(lua_State *L, int ck, char *out, size_t n)
         snprintf(out, n, "%s", what);
 }
 
+/* dkv.param(name, default, help [, check]) -> the -D value (checked against the default's type and the check) or
+ * default */
 static int l_param(lua_State *L)
 {
     const char *name = luaL_checkstring(L, 1);

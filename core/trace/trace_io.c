@@ -285,15 +285,13 @@ dkv_status dkv_trace_reader_open(const char *path, dkv_trace_reader **out, dkv_e
         free(r);
         return dkv_err_set(err, DKV_ENOMEM, "trace reader: out of host memory");
     }
-    r->f = dkv_fopen_input(path, err);
-    if (!r->f) {
-        dkv_status st = err ? err->code : DKV_ENOENT;
+    dkv_status st = dkv_fopen_input(path, &r->f, err);
+    if (st != DKV_OK) {
         dkv_trace_reader_close(r);
         return st;
     }
     uint8_t h[BIN_HEADER];
     size_t got = fread(h, 1, sizeof h, r->f);
-    dkv_status st = DKV_OK;
     if (got >= 8 && memcmp(h, BIN_MAGIC, 8) == 0) {
         r->fmt = DKV_TRACE_BIN;
         if (got < BIN_HEADER)

@@ -437,8 +437,9 @@ dkv_status dkv_wl_slurp(const char *path, uint64_t max_bytes, char **buf, size_t
     *len = 0;
     if (max_bytes == 0)
         max_bytes = DKV_WORKLOAD_MAX_FILE_BYTES;
-    FILE *f = dkv_fopen_input(path, err);
-    if (!f) return err ? err->code : DKV_ENOENT;
+    FILE *f;
+    dkv_status ost = dkv_fopen_input(path, &f, err);
+    if (ost != DKV_OK) return ost;
     struct stat sb;
     if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_size > max_bytes) {
         fclose(f);
